@@ -1,0 +1,234 @@
+//! Command-line definitions. Every flag that is also a setting overrides the config
+//! files; `main` hands the parsed `Cli` to `config::load` and then to a front end.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::edit::EditFormat;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "tern",
+    version,
+    about = "A terminal workspace for AI pair programming: see what the model sees, review every hunk.",
+    long_about = "A terminal workspace for AI pair programming.\n\n\
+        Run `tern` inside a git repository to open the workspace, `tern -m TEXT` for one \
+        headless turn, or one of the subcommands below. Settings come from, in rising \
+        order: defaults, ~/.config/tern/config.toml, <repo>/.tern.toml, --config FILE, \
+        environment variables, flags."
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Options shared by the workspace, headless turns and every subcommand.
+#[derive(Debug, Args, Default, Clone)]
+pub struct GlobalArgs {
+    /// Files to add to the chat as editable.
+    #[arg(value_name = "FILES")]
+    pub files: Vec<PathBuf>,
+
+    /// Add a file to the chat read-only (repeatable).
+    #[arg(long = "read", value_name = "FILE", global = true)]
+    pub read: Vec<PathBuf>,
+
+    /// Main model [default: gpt-4o].
+    #[arg(long, env = "TERN_MODEL", global = true)]
+    pub model: Option<String>,
+
+    /// Cheaper model for commit messages and history summaries [default: gpt-4o-mini].
+    #[arg(long, value_name = "MODEL", global = true)]
+    pub weak_model: Option<String>,
+
+    /// Base URL of an OpenAI-compatible API (also read from OPENAI_API_BASE)
+    /// [default: https://api.openai.com/v1].
+    #[arg(long, value_name = "URL", env = "OPENAI_BASE_URL", global = true)]
+    pub api_base: Option<String>,
+
+    /// API key. Never printed or logged.
+    #[arg(
+        long,
+        value_name = "KEY",
+        env = "OPENAI_API_KEY",
+        hide_env_values = true,
+        global = true
+    )]
+    pub api_key: Option<String>,
+
+    /// Override the model's context window in tokens [default: from the model table,
+    /// 32768 for unknown models].
+    #[arg(long, value_name = "TOKENS", global = true)]
+    pub context_window: Option<usize>,
+
+    /// How the model writes edits [default: from the model table].
+    #[arg(long, value_enum, global = true)]
+    pub edit_format: Option<EditFormat>,
+
+    /// Read settings from this TOML file, above the user and repository config files.
+    #[arg(long, value_name = "FILE", global = true)]
+    pub config: Option<PathBuf>,
+
+    /// Append every model exchange to FILE as JSON lines (API key redacted).
+    #[arg(long, value_name = "FILE", global = true)]
+    pub record: Option<PathBuf>,
+
+    /// Answer model requests from a file written by --record instead of the network.
+    #[arg(long, value_name = "FILE", global = true)]
+    pub replay: Option<PathBuf>,
+
+    /// Send one message headlessly, stream the reply to stdout, and exit.
+    #[arg(short = 'm', long = "message", value_name = "TEXT", global = true)]
+    pub message: Option<String>,
+
+    /// Send each line-separated message of FILE in turn, headlessly.
+    #[arg(long, value_name = "FILE", global = true)]
+    pub script: Option<PathBuf>,
+
+    /// Emit machine-readable JSON (one engine event per line for -m).
+    #[arg(long, global = true)]
+    pub json: bool,
+
+    /// Apply proposed edits without asking (headless turns).
+    #[arg(long, global = true)]
+    pub yes: bool,
+
+    /// Continue the session saved in .tern/session.json.
+    #[arg(long, global = true)]
+    pub resume: bool,
+
+    /// Open the workspace on a copy of a demo project with a recorded session; needs no
+    /// API key.
+    #[arg(long)]
+    pub demo: bool,
+
+    /// UI theme: a name from themes/ or a path to a theme file [default: dark].
+    #[arg(long, value_name = "NAME", global = true)]
+    pub theme: Option<String>,
+
+    /// Summarize history only when it overflows (no background checkpoint).
+    #[arg(long, global = true)]
+    pub no_double_buffer: bool,
+
+    /// Do not run git hooks when committing.
+    #[arg(long, global = true)]
+    pub no_verify: bool,
+
+    /// Do not commit applied edits.
+    #[arg(long, global = true)]
+    pub no_auto_commits: bool,
+
+    /// Do not commit the user's own uncommitted changes before applying edits to a file.
+    #[arg(long, global = true)]
+    pub no_dirty_commits: bool,
+
+    /// Send cache_control breakpoints: auto (OpenRouter and Anthropic models), on, off.
+    #[arg(long, value_enum, value_name = "WHEN", global = true)]
+    pub cache_prompts: Option<CachePrompts>,
+
+    /// Token budget of the repo map [default: window/8, clamped to 1024..4096].
+    #[arg(long, value_name = "TOKENS", global = true)]
+    pub map_tokens: Option<usize>,
+
+    /// Write logs to this file [default: the user cache dir's tern/tern.log].
+    #[arg(long, value_name = "FILE", global = true)]
+    pub log_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CachePrompts {
+    Auto,
+    On,
+    Off,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Show what the next request would cost, section by section and file by file.
+    Tokens(TokensArgs),
+    /// Print the repository map the model would see.
+    Map(MapArgs),
+    /// Parse a model reply into edits, show the hunks, and apply the accepted ones.
+    Apply(ApplyArgs),
+    /// Revert the last commit tern made, if it is safe to.
+    Undo,
+    /// Review the branch diff (or the work tree) with the model, within a token budget.
+    Review(ReviewArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct TokensArgs {
+    /// Files to count as editable chat files.
+    #[arg(value_name = "FILES")]
+    pub files: Vec<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct MapArgs {
+    /// Token budget for the map [default: as in a chat with the given chat files].
+    #[arg(long, value_name = "N")]
+    pub tokens: Option<usize>,
+    /// Treat FILE as a chat file: it is left out of the map and personalizes the rank.
+    #[arg(long = "chat", value_name = "FILE")]
+    pub chat: Vec<PathBuf>,
+    /// Treat NAME as mentioned in the chat (a file name or an identifier).
+    #[arg(long = "mention", value_name = "NAME")]
+    pub mention: Vec<String>,
+    /// Print counts and timings to stderr.
+    #[arg(long)]
+    pub stats: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ApplyArgs {
+    /// File holding the model reply, or `-` for stdin.
+    #[arg(value_name = "REPLY_FILE")]
+    pub reply: PathBuf,
+    /// Chat files the reply's file names are matched against [default: every tracked
+    /// file].
+    #[arg(value_name = "FILES")]
+    pub files: Vec<PathBuf>,
+    /// Edit format of the reply [default: the model's].
+    #[arg(long, value_enum)]
+    pub format: Option<EditFormat>,
+    /// Show the hunks, write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Which hunks to apply: all, none, or a comma-separated list of hunk ids.
+    #[arg(long, value_name = "all|none|ID,..", default_value = "all")]
+    pub accept: String,
+    /// Write the accepted hunks but do not commit.
+    #[arg(long)]
+    pub no_commit: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ReviewArgs {
+    /// Compare HEAD against the merge base with REF [default: the upstream branch, else
+    /// main or master].
+    #[arg(long, value_name = "REF", conflicts_with = "worktree")]
+    pub base: Option<String>,
+    /// Review uncommitted changes instead of the branch.
+    #[arg(long)]
+    pub worktree: bool,
+    /// Token budget for the whole review request [default: the model's input window].
+    #[arg(long, value_name = "N")]
+    pub budget: Option<usize>,
+    /// Print exactly what would be sent, and a summary on stderr; no model needed.
+    #[arg(long)]
+    pub print_diff: bool,
+    /// Split a diff that does not fit into at most N requests.
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    pub max_calls: usize,
+    /// Show hunks with new-file line numbers (`__new hunk__` / `__old hunk__`).
+    #[arg(long)]
+    pub line_numbers: bool,
+    /// Context lines before each hunk (after: 1), at most 10.
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    pub context: usize,
+}

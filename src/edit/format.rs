@@ -1,0 +1,29 @@
+use serde::{Deserialize, Serialize};
+
+/// How the model is asked to write its edits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum EditFormat {
+    /// SEARCH/REPLACE blocks (the default).
+    Editblock,
+    /// Unified diffs, applied hunk by hunk as search/replace.
+    Udiff,
+    /// The whole new file content.
+    Whole,
+}
+
+impl EditFormat {
+    pub fn name(self) -> &'static str {
+        match self {
+            EditFormat::Editblock => "editblock",
+            EditFormat::Udiff => "udiff",
+            EditFormat::Whole => "whole",
+        }
+    }
+}
+
+impl std::fmt::Display for EditFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}

@@ -1,0 +1,11 @@
+//! tern: a terminal workspace for AI pair programming.
+//!
+//! The engine (`engine`, `context`, `llm`, `tokens`, `repomap`, `edit`, `git`, `review`)
+//! never depends on a front end; `headless` and `tui` are two consumers of the same
+//! engine events.
+
+pub mod cli;
+pub mod config;
+pub mod edit;
+pub mod llm;
+pub mod tokens;

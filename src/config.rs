@@ -108,7 +108,7 @@ settings! {
     /// Seconds to wait for a connection to the API.
     connect_timeout_secs: u64 = 10,
     /// Seconds without a byte from the API before a request is abandoned.
-    read_timeout_secs: u64 = 120,
+    read_timeout_secs: u64 = 300,
     /// Total seconds spent retrying one request (rate limits, 5xx, connection errors).
     retry_budget_secs: u64 = 60,
     /// Log file [default: <cache dir>/tern/tern.log].

@@ -249,6 +249,13 @@ fn validate(s: &Settings) -> Result<(), ConfigError> {
             s.checkpoint_threshold, s.swap_threshold
         )));
     }
+    if let Some(key) = &s.api_key
+        && !key.expose().chars().all(|c| c.is_ascii_graphic())
+    {
+        return Err(ConfigError::Invalid(
+            "the API key has spaces or non-ASCII characters in it; check how it was pasted".into(),
+        ));
+    }
     if s.context_window == Some(0) {
         return Err(ConfigError::Invalid(
             "context_window must be above 0".into(),

@@ -25,12 +25,14 @@ mod handler;
 mod log;
 mod render;
 mod reply;
+mod repo;
 mod request;
 mod script;
 mod server;
 mod tokens;
 
 pub use reply::Reply;
+pub use repo::{TempRepo, texts};
 pub use request::{RecordedMessage, RecordedRequest};
 pub use server::MockServer;
 pub use tokens::{encoding_for_model, prompt_tokens, text_tokens};

@@ -176,6 +176,9 @@ impl Engine {
                     cancel.cancel();
                 }
             }
+            Op::Review(_) | Op::ListRepoFiles | Op::MapWhy { .. } => {
+                self.error("edits and the repo map are not available yet".into())
+            }
             Op::Shutdown => unreachable!("handled by the loop"),
         }
     }

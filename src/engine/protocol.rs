@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::context::BudgetReport;
+use crate::context::{BudgetReport, HistoryStatus};
 use crate::llm::{Finish, Usage};
 
 /// Whether a chat file may be edited by the model.
@@ -50,7 +50,127 @@ pub enum Op {
     },
     /// Interrupt the running turn (its partial reply is kept).
     Cancel,
+    /// Decide on the hunks of the pending proposal, or apply / discard it.
+    Review(ReviewOp),
+    /// Ask for the repository's files (for `@` completion and the file picker).
+    ListRepoFiles,
+    /// Ask why a file is in the repo map (answered with `Event::MapWhy`).
+    MapWhy {
+        path: String,
+    },
     Shutdown,
+}
+
+/// What the user decided about a hunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HunkDecision {
+    #[default]
+    Pending,
+    Accepted,
+    Rejected,
+}
+
+/// A review action on the pending proposal.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ReviewOp {
+    Hunk {
+        id: String,
+        decision: HunkDecision,
+    },
+    File {
+        path: String,
+        decision: HunkDecision,
+    },
+    All {
+        decision: HunkDecision,
+    },
+    /// Write the accepted hunks (and commit them, unless auto-commits are off).
+    Apply,
+    /// Forget the proposal; nothing is written.
+    Discard,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LineKind {
+    Context,
+    Added,
+    Removed,
+}
+
+/// One line of a hunk, with its numbers in the old and new file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DiffLine {
+    pub kind: LineKind,
+    pub old_line: Option<usize>,
+    pub new_line: Option<usize>,
+    pub text: String,
+}
+
+/// A hunk as the review pane shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HunkView {
+    /// Stable id, also used by `tern apply --accept`.
+    pub id: String,
+    pub old_start: usize,
+    pub old_len: usize,
+    pub new_start: usize,
+    pub new_len: usize,
+    pub lines: Vec<DiffLine>,
+    pub decision: HunkDecision,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FileChange {
+    Created,
+    Modified,
+    Deleted,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FileProposalView {
+    pub path: String,
+    pub change: FileChange,
+    pub hunks: Vec<HunkView>,
+}
+
+/// An edit block that could not be applied, as shown to the user (and sent back to the
+/// model as a reflection).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EditFailureView {
+    pub path: Option<String>,
+    /// Which block of the reply (1-based).
+    pub block: usize,
+    pub message: String,
+}
+
+/// The edits a reply proposes, with the user's decisions so far.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ProposalView {
+    pub files: Vec<FileProposalView>,
+    pub failures: Vec<EditFailureView>,
+    /// Shell commands the model suggested; shown, never run.
+    pub shell_commands: Vec<String>,
+}
+
+/// The repo map as the map pane shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MapView {
+    pub tokens: usize,
+    pub budget: usize,
+    /// Ranked files, best first, with their scores.
+    pub ranked: Vec<(String, f64)>,
+    pub text: String,
+}
+
+/// Why a file is in the map: an identifier it defines, referenced from another file.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MapEdge {
+    pub ident: String,
+    pub from: String,
+    pub weight: f64,
 }
 
 /// A chat file as the front ends list it.
@@ -136,6 +256,44 @@ pub enum Event {
     },
     Error {
         text: String,
+    },
+    /// A reply proposed edits (sent again whenever a decision changes them).
+    Proposal(Box<ProposalView>),
+    /// Failed edit blocks are being sent back to the model (`attempt` of `max`).
+    Reflection {
+        attempt: usize,
+        max: usize,
+        message: String,
+    },
+    /// Accepted hunks were written (and committed when `commit` is set).
+    Applied {
+        files: Vec<String>,
+        accepted: usize,
+        rejected: usize,
+        commit: Option<String>,
+        message: String,
+    },
+    /// Tags are being extracted for the repo map.
+    MapProgress {
+        done: usize,
+        total: usize,
+    },
+    Map(Box<MapView>),
+    MapWhy {
+        path: String,
+        edges: Vec<MapEdge>,
+    },
+    /// The repository's files, for completion.
+    RepoFiles {
+        files: Vec<String>,
+    },
+    /// The history sub-budget or the summarizer's phase changed.
+    History(HistoryStatus),
+    /// A summary replaced part of the history.
+    Summarized {
+        replaced_messages: usize,
+        replaced_tokens: usize,
+        summary_tokens: usize,
     },
     /// The engine stopped; no events follow.
     Exited,

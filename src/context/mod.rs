@@ -3,6 +3,8 @@
 
 pub mod budget;
 pub mod chunks;
+pub mod double_buffer;
+pub mod history;
 
 pub use budget::{BudgetReport, HistoryPhase, HistoryStatus, MapStatus, Window};
 pub use chunks::{Assembled, ChunkInputs, FileText, Section, assemble};

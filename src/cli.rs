@@ -85,7 +85,8 @@ pub struct GlobalArgs {
     #[arg(short = 'm', long = "message", value_name = "TEXT", global = true)]
     pub message: Option<String>,
 
-    /// Send each line-separated message of FILE in turn, headlessly.
+    /// Send the messages of FILE in turn, headlessly: messages are separated by a line
+    /// `---` (write `\---` for a literal one); a message starting with `/` is a command.
     #[arg(long, value_name = "FILE", global = true)]
     pub script: Option<PathBuf>,
 

@@ -38,7 +38,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Some(other) => anyhow::bail!("`tern {}` is not available yet", command_name(other)),
         None => {
-            let messages: Vec<String> = global.message.iter().cloned().collect();
+            let mut messages = match &global.script {
+                Some(file) => tern::headless::script::load(file)?,
+                None => vec![],
+            };
+            messages.extend(global.message.iter().cloned());
             if messages.is_empty() {
                 anyhow::bail!(
                     "the workspace is not available yet: use -m TEXT for a headless turn"
@@ -74,6 +78,7 @@ fn engine_config(
         replay: global.replay.clone(),
         editable: paths(&global.files),
         read_only: paths(&global.read),
+        resume: global.resume,
     }
 }
 

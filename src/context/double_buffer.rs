@@ -17,9 +17,14 @@ pub enum Action {
     Nothing,
     /// Summarize `history[..anchor]` in the background; report with `checkpoint_done`
     /// or `checkpoint_failed`.
-    Checkpoint { anchor: usize },
+    Checkpoint {
+        anchor: usize,
+    },
     /// Replace `history[..anchor]` with `summary`; the phase is now `Swapped`.
-    Swap { anchor: usize, summary: String },
+    Swap {
+        anchor: usize,
+        summary: String,
+    },
     /// The swap mark is reached but the checkpoint is still running: the next request
     /// waits for it.
     Wait,
@@ -184,7 +189,10 @@ mod tests {
         b.step(600, 1000, 4);
         assert_eq!(b.step(860, 1000, 6), Action::Wait);
         b.checkpoint_done(4, "recap".into());
-        assert!(matches!(b.step(860, 1000, 6), Action::Swap { anchor: 4, .. }));
+        assert!(matches!(
+            b.step(860, 1000, 6),
+            Action::Swap { anchor: 4, .. }
+        ));
     }
 
     #[test]

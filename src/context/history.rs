@@ -206,7 +206,11 @@ impl Summarizer {
             let split = split.unwrap_or(messages.len());
             text = run.summarize(&messages[..split]).await?;
             // `messages` is [pair, history[anchor..]] after the first round.
-            anchor = if depth == 0 { split } else { anchor + split - 2 };
+            anchor = if depth == 0 {
+                split
+            } else {
+                anchor + split - 2
+            };
             messages = summary_messages(&text).to_vec();
             messages.extend_from_slice(&history[anchor..]);
             if anchor == history.len() || tokens(&messages, &self.counter) <= budget {
@@ -326,7 +330,11 @@ impl<'a> Run<'a> {
         }
     }
 
-    async fn ask_all(&self, prompt: &str, chunks: Vec<String>) -> Result<Vec<String>, SummaryError> {
+    async fn ask_all(
+        &self,
+        prompt: &str,
+        chunks: Vec<String>,
+    ) -> Result<Vec<String>, SummaryError> {
         futures::stream::iter(chunks)
             .map(|chunk| async move { self.ask(prompt, &chunk).await })
             .buffered(PARALLEL_CHUNKS)
@@ -359,9 +367,10 @@ impl<'a> Run<'a> {
             match reply {
                 Ok(reply) => match reply.finish {
                     Finish::Cancelled => return Err(SummaryError::Cancelled),
-                    Finish::CutOff(why) => {
-                        failures.push(format!("{}: the reply was cut off ({why})", model.info.name))
-                    }
+                    Finish::CutOff(why) => failures.push(format!(
+                        "{}: the reply was cut off ({why})",
+                        model.info.name
+                    )),
                     Finish::Stop | Finish::Length if reply.text.trim().is_empty() => {
                         failures.push(format!("{}: the reply was empty", model.info.name))
                     }
@@ -534,12 +543,17 @@ mod tests {
     #[test]
     fn oversized_messages_are_cut_into_pieces_that_lose_nothing() {
         let c = counter();
-        let lines: String = (0..400).map(|i| format!("line {i} of a big file\n")).collect();
+        let lines: String = (0..400)
+            .map(|i| format!("line {i} of a big file\n"))
+            .collect();
         let long_line = "x".repeat(5000);
         let m = Message::assistant(format!("{lines}{long_line}\n"));
         let pieces = transcript_pieces(&m, 300, &c);
         assert!(pieces.len() > 5);
-        assert!(pieces.iter().all(|p| c.count(p) <= 300), "a piece is over the limit");
+        assert!(
+            pieces.iter().all(|p| c.count(p) <= 300),
+            "a piece is over the limit"
+        );
         assert!(pieces[0].starts_with("# ASSISTANT\n"));
         assert!(pieces[1].starts_with("# ASSISTANT (continued)\n"));
         let body: String = pieces

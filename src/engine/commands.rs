@@ -46,6 +46,11 @@ pub const COMMANDS: &[CommandSpec] = &[
         help: "forget the conversation history",
     },
     CommandSpec {
+        name: "compact",
+        args: "",
+        help: "summarize the history now",
+    },
+    CommandSpec {
         name: "model",
         args: "[NAME]",
         help: "show or switch the main model",

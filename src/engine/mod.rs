@@ -2,6 +2,8 @@
 //! and reports through `Event`s. It never depends on a front end.
 
 pub mod commands;
+mod history;
+pub mod persist;
 mod prompts;
 pub mod protocol;
 pub mod session;
@@ -36,6 +38,8 @@ pub struct EngineConfig {
     pub replay: Option<PathBuf>,
     pub editable: Vec<String>,
     pub read_only: Vec<String>,
+    /// Continue the session saved in `.tern/session.json`.
+    pub resume: bool,
 }
 
 /// The front end's side of a running engine.
@@ -84,6 +88,7 @@ struct Engine {
     turn_done_rx: mpsc::UnboundedReceiver<TurnOutcome>,
     /// Set by `/quit`.
     quit: bool,
+    history: history::HistoryState,
 }
 
 impl Engine {
@@ -106,6 +111,7 @@ impl Engine {
             client,
             session: Session::new(config.root.clone()),
             cwd: config.cwd,
+            history: history::HistoryState::new(&config.settings),
             settings: config.settings,
             events,
             draft: String::new(),
@@ -114,6 +120,9 @@ impl Engine {
             turn_done_rx,
             quit: false,
         };
+        if config.resume {
+            engine.restore_session()?;
+        }
         engine.add_files(&config.editable, FileMode::Editable);
         engine.add_files(&config.read_only, FileMode::ReadOnly);
         Ok(engine)
@@ -137,6 +146,7 @@ impl Engine {
                     Some(op) => self.handle(op),
                 },
                 Some(outcome) = self.turn_done_rx.recv() => self.finish_turn(outcome),
+                Some(done) = self.history.done_rx.recv() => self.summary_done(done),
             }
         }
         if let Some(cancel) = self.running.take() {
@@ -175,6 +185,7 @@ impl Engine {
                 if let Some(cancel) = &self.running {
                     cancel.cancel();
                 }
+                self.cancel_history_wait();
             }
             Op::Review(_) | Op::ListRepoFiles | Op::MapWhy { .. } => {
                 self.error("edits and the repo map are not available yet".into())
@@ -265,6 +276,7 @@ impl Engine {
             }
             "clear" => {
                 self.session.history.clear();
+                self.history_cleared();
                 self.notice("history cleared".into());
                 self.publish_budget();
             }
@@ -278,6 +290,7 @@ impl Engine {
                     self.switch_model(&args);
                 }
             }
+            "compact" => self.compact(),
             "help" => self.events.send(Event::Output {
                 title: "commands".into(),
                 text: commands::help(),
@@ -384,6 +397,8 @@ impl Engine {
         report.last_usage = self.session.last_usage;
         report.last_cost = self.session.last_cost;
         report.session_cost = self.session.session_cost;
+        report.history = self.history_status();
+        self.limit_report(&mut report);
         report
     }
 
@@ -406,21 +421,14 @@ impl Engine {
             });
             return;
         }
+        if self.hold_for_history(&text, mode) {
+            return;
+        }
         let sent = self.user_message_text(&text);
         let assembled = self.assemble(vec![Message::user(sent.clone())], mode);
         let report = self.decorate(BudgetReport::new(&assembled, &self.model, self.window));
-        if !report.fits() {
-            self.events.send(Event::Output {
-                title: "the request does not fit".into(),
-                text: report.render_table(),
-            });
-            self.events.send(Event::TurnFailed {
-                error: format!(
-                    "the request needs {} tokens but at most {} may be sent: drop files or /clear the history",
-                    report.total, report.prompt_limit
-                ),
-                message: text,
-            });
+        if !self.admit(&report) {
+            self.make_room(text, mode, report);
             return;
         }
         self.session.notes_for_next_turn.clear();
@@ -473,7 +481,9 @@ impl Engine {
                     cost,
                     session_cost: self.session.session_cost,
                 });
+                self.history_after_turn();
             }
+            Err(e) if self.turn_overflowed(&e) => {}
             Err(e) => self.events.send(Event::TurnFailed {
                 error: e.to_string(),
                 message: outcome.pending.user_text,

@@ -24,7 +24,7 @@ pub async fn run(
     let Some(first) = queue.next() else {
         return Ok(ExitCode::SUCCESS);
     };
-    engine.ops.send(Op::Submit { text: first })?;
+    let mut awaiting = super::script::submit(&engine.ops, first)?;
     let ops = engine.ops.clone();
     let ctrl_c = tokio::spawn(async move {
         while tokio::signal::ctrl_c().await.is_ok() {
@@ -38,7 +38,7 @@ pub async fn run(
         if json {
             super::print_json(&mut stdout, &event)?;
         }
-        let turn_over = matches!(event, Event::TurnFinished { .. } | Event::TurnFailed { .. });
+        let item_over = awaiting.is_done(&event);
         match &event {
             Event::Delta { text } if !json => {
                 stdout.write_all(text.as_bytes())?;
@@ -97,6 +97,14 @@ pub async fn run(
                 )?;
             }
             Event::Notice { text } if !json => writeln!(stderr, "tern: {text}")?,
+            Event::Summarized {
+                replaced_messages,
+                replaced_tokens,
+                summary_tokens,
+            } if !json => writeln!(
+                stderr,
+                "tern: history: {replaced_messages} messages ({replaced_tokens} tokens) replaced by a {summary_tokens}-token summary"
+            )?,
             Event::Warning { text } if !json => writeln!(stderr, "tern: warning: {text}")?,
             Event::Error { text } if !json => {
                 ok = false;
@@ -106,9 +114,9 @@ pub async fn run(
             Event::Exited => break,
             _ => {}
         }
-        if turn_over {
+        if item_over {
             match queue.next() {
-                Some(next) if ok => engine.ops.send(Op::Submit { text: next })?,
+                Some(next) if ok => awaiting = super::script::submit(&engine.ops, next)?,
                 _ => engine.ops.send(Op::Shutdown)?,
             }
         }

@@ -2,6 +2,7 @@
 //! JSON event per line with `--json`).
 
 pub mod chat;
+pub mod script;
 pub mod tokens;
 
 use std::io::Write;

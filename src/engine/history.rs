@@ -1,0 +1,618 @@
+//! The engine's side of the history: when to summarize, the summary tasks and their
+//! results, holding a turn until the summary it needs has landed, overflow prevention
+//! and recovery, and `/compact`.
+//!
+//! Summaries run on tokio tasks and report back through `HistoryState::done_rx`, which
+//! the engine loop polls, so the loop never blocks: a background checkpoint lets turns
+//! go on; a foreground summary (classic, synchronous checkpoint, overflow, `/compact`)
+//! holds the next turn, visibly and cancellably, until it lands.
+
+use std::time::Instant;
+
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::{ChatMode, Engine, Event};
+use crate::context::double_buffer::{Action, DoubleBuffer};
+use crate::context::history::{self, Replaced, Summarizer, Summary, SummaryError, SummaryModel};
+use crate::context::{BudgetReport, HistoryStatus};
+use crate::llm::{LlmError, ModelInfo};
+
+/// How many times a request the server refused as too long is retried, smaller.
+pub const MAX_OVERFLOW_RETRIES: usize = 3;
+
+/// Each retry after a context-length refusal sends at most this share of the last try.
+const OVERFLOW_SHRINK: (usize, usize) = (3, 4);
+
+/// A history target below this is not worth a summary: one would not fit in it.
+const MIN_SUMMARY_ROOM: usize = 128;
+
+/// The history's share of the engine state.
+pub(crate) struct HistoryState {
+    buffer: DoubleBuffer,
+    /// True when `history[..2]` is a summary and its acknowledgement.
+    summary_at_front: bool,
+    /// Summaries swapped in this session.
+    summaries: usize,
+    job: Option<Job>,
+    next_job: u64,
+    /// Bumped whenever the history's head changes, so a summary of an older head is
+    /// never applied.
+    generation: u64,
+    done_tx: mpsc::UnboundedSender<JobDone>,
+    pub(crate) done_rx: mpsc::UnboundedReceiver<JobDone>,
+    /// The turn being started or in flight.
+    current: Option<TurnPlan>,
+    /// A turn waiting for a foreground summary.
+    held: Option<TurnPlan>,
+    /// A held or retried turn being started again.
+    resume: Option<TurnPlan>,
+    /// The swap mark was reached while the checkpoint was still running.
+    swap_due: bool,
+    /// A prompt limit below the window's, learned from a server that refused a request
+    /// as too long.
+    learned_limit: Option<usize>,
+    /// Whether this session owns `.tern/session.json` yet (see `persist`).
+    pub(crate) session_file_owned: bool,
+}
+
+/// A running summary task.
+struct Job {
+    id: u64,
+    kind: JobKind,
+    cancel: CancellationToken,
+    generation: u64,
+    started: Instant,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum JobKind {
+    /// The double buffer's background summary: turns go on while it runs.
+    Checkpoint,
+    /// Classic summarizing (also the synchronous checkpoint): the next turn waits.
+    Fit,
+    /// Summarizing to make one request fit the window.
+    Overflow,
+    /// `/compact`.
+    Compact,
+}
+
+/// A summary task's result, sent to the engine loop.
+pub(crate) struct JobDone {
+    id: u64,
+    result: Result<Option<Summary>, SummaryError>,
+}
+
+/// What the engine remembers about one user turn across holds and retries.
+#[derive(Debug, Clone)]
+struct TurnPlan {
+    text: String,
+    mode: ChatMode,
+    /// Prompt tokens of the request last sent for this turn.
+    sent_tokens: usize,
+    overflow_retries: usize,
+    /// A cap below the window's, after the server refused a bigger request.
+    limit: Option<usize>,
+    map_shrunk: bool,
+    summarized_for_overflow: bool,
+}
+
+impl TurnPlan {
+    fn new(text: &str, mode: ChatMode) -> Self {
+        TurnPlan {
+            text: text.to_string(),
+            mode,
+            sent_tokens: 0,
+            overflow_retries: 0,
+            limit: None,
+            map_shrunk: false,
+            summarized_for_overflow: false,
+        }
+    }
+}
+
+impl HistoryState {
+    pub(crate) fn new(settings: &crate::config::Settings) -> Self {
+        let (done_tx, done_rx) = mpsc::unbounded_channel();
+        HistoryState {
+            buffer: DoubleBuffer::new(
+                settings.double_buffer,
+                settings.checkpoint_threshold,
+                settings.swap_threshold,
+            ),
+            summary_at_front: false,
+            summaries: 0,
+            job: None,
+            next_job: 0,
+            generation: 0,
+            done_tx,
+            done_rx,
+            current: None,
+            held: None,
+            resume: None,
+            swap_due: false,
+            learned_limit: None,
+            session_file_owned: false,
+        }
+    }
+
+    pub(crate) fn summary_at_front(&self) -> bool {
+        self.summary_at_front
+    }
+
+    pub(crate) fn summaries(&self) -> usize {
+        self.summaries
+    }
+
+    /// A checkpoint summary ready to be swapped in: its anchor and text.
+    pub(crate) fn ready_checkpoint(&self) -> Option<(usize, &str)> {
+        self.buffer.ready()
+    }
+
+    /// Restores what a saved session knew about its history.
+    pub(crate) fn restore(
+        &mut self,
+        summary_at_front: bool,
+        summaries: usize,
+        checkpoint: Option<(usize, String)>,
+    ) {
+        self.summary_at_front = summary_at_front;
+        self.summaries = summaries;
+        self.generation += 1;
+        if let Some((anchor, summary)) = checkpoint {
+            self.buffer.checkpoint_done(anchor, summary);
+        }
+    }
+
+    /// True while the next turn must wait for a summary.
+    fn blocks_turns(&self) -> bool {
+        self.job
+            .as_ref()
+            .is_some_and(|job| job.kind != JobKind::Checkpoint || self.swap_due)
+    }
+}
+
+impl Engine {
+    /// The history budget: configured, or a sixteenth of the window within 1024..8192.
+    pub(super) fn history_budget(&self) -> usize {
+        self.settings
+            .max_chat_history_tokens
+            .unwrap_or_else(|| history::default_budget(self.window.window))
+    }
+
+    fn history_tokens(&self) -> usize {
+        history::tokens(&self.session.history, &self.counter)
+    }
+
+    /// The history part of the budget report.
+    pub(super) fn history_status(&self) -> HistoryStatus {
+        let budget = self.history_budget();
+        let (checkpoint_mark, swap_mark) = self.history.buffer.marks(budget);
+        let summary_tokens = if self.history.summary_at_front {
+            history::tokens(&self.session.history[..2], &self.counter)
+        } else {
+            0
+        };
+        HistoryStatus {
+            budget,
+            tokens: self.history_tokens(),
+            checkpoint_mark,
+            swap_mark,
+            phase: self.history.buffer.phase(),
+            summary_tokens,
+            summaries: self.history.summaries,
+        }
+    }
+
+    /// The most prompt tokens the next request may carry: the window's limit, or less
+    /// after a server refused a request as too long.
+    fn prompt_limit(&self) -> usize {
+        let plan_limit = self.history.current.as_ref().and_then(|p| p.limit);
+        [self.history.learned_limit, plan_limit]
+            .into_iter()
+            .flatten()
+            .fold(self.window.prompt_limit, usize::min)
+    }
+
+    /// Applies a limit learned from the server to a report, so the gauge and the table
+    /// show the limit requests are really held to.
+    pub(super) fn limit_report(&self, report: &mut BudgetReport) {
+        if let Some(limit) = self.history.learned_limit
+            && limit < report.prompt_limit
+        {
+            report.prompt_limit = limit;
+            report.remaining = limit as i64 - report.total as i64;
+        }
+    }
+
+    fn publish_history(&self) {
+        self.events.send(Event::History(self.history_status()));
+    }
+
+    fn summarizer(&self) -> Summarizer {
+        let weak = SummaryModel::new(ModelInfo::lookup(&self.settings.weak_model), None);
+        let main = SummaryModel::new(self.model.clone(), self.settings.context_window);
+        let models = if weak.info.name == main.info.name {
+            vec![main]
+        } else {
+            vec![weak, main]
+        };
+        Summarizer::new(self.client.clone(), models, self.counter.clone())
+    }
+
+    /// Starts a summary task of `kind` over the current history, replacing any other.
+    fn spawn_summary(&mut self, kind: JobKind, budget: usize) {
+        if let Some(old) = self.history.job.take() {
+            old.cancel.cancel();
+        }
+        self.history.next_job += 1;
+        let id = self.history.next_job;
+        let cancel = CancellationToken::new();
+        let summarizer = self.summarizer();
+        let messages = self.session.history.clone();
+        let done = self.history.done_tx.clone();
+        let token = cancel.clone();
+        tokio::spawn(async move {
+            let result = match kind {
+                JobKind::Checkpoint | JobKind::Compact => summarizer
+                    .summarize(&messages, budget, &token)
+                    .await
+                    .map(Some),
+                JobKind::Fit | JobKind::Overflow => {
+                    summarizer.fit(&messages, budget, true, &token).await
+                }
+            };
+            let _ = done.send(JobDone { id, result });
+        });
+        self.history.job = Some(Job {
+            id,
+            kind,
+            cancel,
+            generation: self.history.generation,
+            started: Instant::now(),
+        });
+        self.publish_history();
+    }
+
+    /// Replaces `history[..anchor]` with `summary` and says so.
+    fn apply_summary(&mut self, anchor: usize, summary: &str) -> Replaced {
+        let replaced =
+            history::replace_head(&mut self.session.history, anchor, summary, &self.counter);
+        self.history.summary_at_front = true;
+        self.history.summaries += 1;
+        self.history.generation += 1;
+        self.history.swap_due = false;
+        self.events.send(Event::Summarized {
+            replaced_messages: replaced.replaced_messages,
+            replaced_tokens: replaced.replaced_tokens,
+            summary_tokens: replaced.summary_tokens,
+        });
+        replaced
+    }
+
+    /// Called once a turn's reply is in the history: checkpoint, swap or summarize as
+    /// the thresholds say, then save the session.
+    pub(super) fn history_after_turn(&mut self) {
+        self.history.current = None;
+        self.step_history();
+        self.save_session();
+        self.publish_history();
+    }
+
+    fn step_history(&mut self) {
+        let budget = self.history_budget();
+        let action =
+            self.history
+                .buffer
+                .step(self.history_tokens(), budget, self.session.history.len());
+        match action {
+            Action::Nothing => {}
+            Action::Checkpoint { .. } => self.spawn_summary(JobKind::Checkpoint, budget),
+            Action::Wait => self.history.swap_due = true,
+            Action::Swap { anchor, summary } => {
+                self.apply_summary(anchor, &summary);
+            }
+            Action::SummarizeNow => self.spawn_summary(JobKind::Fit, budget),
+        }
+    }
+
+    /// A summary task finished: apply or record its result, then let a held turn go.
+    pub(super) fn summary_done(&mut self, done: JobDone) {
+        let Some(job) = self.history.job.take_if(|job| job.id == done.id) else {
+            return; // replaced or cancelled meanwhile
+        };
+        let fresh = job.generation == self.history.generation;
+        let compact_report = match (job.kind, done.result) {
+            (_, Err(SummaryError::Cancelled)) => Some("cancelled".to_string()),
+            (kind, Ok(_)) if !fresh => {
+                if kind == JobKind::Checkpoint {
+                    self.history.buffer.reset();
+                }
+                Some("the history changed meanwhile; nothing was replaced".into())
+            }
+            (JobKind::Checkpoint, Ok(Some(summary))) => {
+                self.history
+                    .buffer
+                    .checkpoint_done(summary.anchor, summary.text);
+                if self.history.swap_due {
+                    self.step_history();
+                }
+                None
+            }
+            (JobKind::Checkpoint, Err(e)) => {
+                self.history.buffer.checkpoint_failed();
+                self.events.send(Event::Warning {
+                    text: format!(
+                        "the background history summary failed ({e}); the history will be summarized when it reaches the swap mark"
+                    ),
+                });
+                if std::mem::take(&mut self.history.swap_due) {
+                    self.step_history();
+                }
+                None
+            }
+            (_, Ok(Some(summary))) => {
+                let replaced = self.apply_summary(summary.anchor, &summary.text);
+                self.history.buffer.summarized();
+                Some(format!(
+                    "replaced {} messages ({} tokens) with a summary of {} tokens",
+                    replaced.replaced_messages, replaced.replaced_tokens, replaced.summary_tokens
+                ))
+            }
+            (_, Ok(None)) => Some("nothing to summarize".into()),
+            (_, Err(e)) => {
+                self.events.send(Event::Warning {
+                    text: format!("could not summarize the history: {e}"),
+                });
+                Some(format!("failed: {e}"))
+            }
+        };
+        if job.kind == JobKind::Compact {
+            self.compact_output(compact_report.unwrap_or_default());
+        }
+        self.save_session();
+        self.publish_history();
+        self.publish_budget();
+        self.resume_held_turn();
+    }
+
+    /// Start-of-turn check: true when the turn must wait for a summary (it is kept and
+    /// started again when the summary lands) or was refused.
+    pub(super) fn hold_for_history(&mut self, text: &str, mode: ChatMode) -> bool {
+        let plan = self
+            .history
+            .resume
+            .take()
+            .unwrap_or_else(|| TurnPlan::new(text, mode));
+        if self.history.held.is_some() {
+            self.events.send(Event::TurnFailed {
+                error: "another message is already waiting for the history summary".into(),
+                message: text.to_string(),
+            });
+            return true;
+        }
+        if let Some(job) = &self.history.job
+            && self.history.blocks_turns()
+        {
+            self.events.send(Event::Notice {
+                text: format!(
+                    "waiting for the history summary (running for {:.1} s) before sending; cancel to stop waiting",
+                    job.started.elapsed().as_secs_f64()
+                ),
+            });
+            self.history.held = Some(plan);
+            self.publish_history();
+            return true;
+        }
+        self.history.current = Some(plan);
+        false
+    }
+
+    fn resume_held_turn(&mut self) {
+        if self.history.blocks_turns() {
+            return;
+        }
+        if let Some(plan) = self.history.held.take() {
+            self.restart_turn(plan);
+        }
+    }
+
+    fn restart_turn(&mut self, plan: TurnPlan) {
+        let (text, mode) = (plan.text.clone(), plan.mode);
+        self.history.resume = Some(plan);
+        self.start_turn(text, mode);
+    }
+
+    /// Whether an assembled request may be sent; when it may, its size is remembered in
+    /// case the server refuses it as too long.
+    pub(super) fn admit(&mut self, report: &BudgetReport) -> bool {
+        let fits = report.total <= self.prompt_limit();
+        if fits && let Some(plan) = &mut self.history.current {
+            plan.sent_tokens = report.total;
+        }
+        fits
+    }
+
+    /// The request does not fit: shrink the repo map to its minimum, else summarize the
+    /// history now (the turn waits), else refuse with the budget table. The user's text
+    /// comes back with the refusal.
+    pub(super) fn make_room(&mut self, text: String, mode: ChatMode, report: BudgetReport) {
+        let limit = self.prompt_limit();
+        let mut plan = self
+            .history
+            .current
+            .take()
+            .unwrap_or_else(|| TurnPlan::new(&text, mode));
+        if !plan.map_shrunk {
+            plan.map_shrunk = true;
+            if self.shrink_repo_map() {
+                return self.restart_turn(plan);
+            }
+        }
+        let over = report.total.saturating_sub(limit);
+        let history_tokens = self.history_tokens();
+        let target = history_tokens.saturating_sub(over);
+        if !plan.summarized_for_overflow && target >= MIN_SUMMARY_ROOM {
+            plan.summarized_for_overflow = true;
+            self.events.send(Event::Notice {
+                text: format!(
+                    "the request is {over} tokens over the limit of {limit}: summarizing the history ({history_tokens} tokens) into at most {target} first"
+                ),
+            });
+            self.history.held = Some(plan);
+            self.spawn_summary(JobKind::Overflow, target);
+            return;
+        }
+        self.refuse(&plan, report, limit);
+    }
+
+    /// The hook for the repo map's part of overflow prevention: shrink the map to its
+    /// minimum and return true if that made it smaller. The map is not part of the
+    /// engine yet; when it is, this renders it at its minimum budget.
+    fn shrink_repo_map(&mut self) -> bool {
+        false
+    }
+
+    fn refuse(&mut self, plan: &TurnPlan, mut report: BudgetReport, limit: usize) {
+        report.prompt_limit = limit;
+        report.remaining = limit as i64 - report.total as i64;
+        let mut files = report.files.clone();
+        files.sort_by(|a, b| b.tokens.cmp(&a.tokens).then_with(|| a.path.cmp(&b.path)));
+        let largest: Vec<String> = files
+            .iter()
+            .take(3)
+            .map(|f| format!("{} ({} tokens)", f.path, f.tokens))
+            .collect();
+        let advice = if largest.is_empty() {
+            "shorten the message or use a model with a larger window".to_string()
+        } else {
+            format!("the largest files are {}: /drop some", largest.join(", "))
+        };
+        self.events.send(Event::Output {
+            title: "the request does not fit".into(),
+            text: report.render_table(),
+        });
+        self.events.send(Event::TurnFailed {
+            error: format!(
+                "the request needs {} tokens but at most {limit} may be sent, even with the history summarized; {advice}",
+                report.total
+            ),
+            message: plan.text.clone(),
+        });
+    }
+
+    /// A turn's request failed. When the server said it was too long, retry it smaller
+    /// (at most `MAX_OVERFLOW_RETRIES` times) or stop with a clear message; returns true
+    /// when it handled the failure.
+    pub(super) fn turn_overflowed(&mut self, error: &LlmError) -> bool {
+        let plan = self.history.current.take();
+        let Some(mut plan) = plan.filter(|_| error.is_context_overflow()) else {
+            return false;
+        };
+        plan.overflow_retries += 1;
+        let limit = plan.sent_tokens * OVERFLOW_SHRINK.0 / OVERFLOW_SHRINK.1;
+        if self.history.learned_limit.is_none_or(|l| l > limit) {
+            self.history.learned_limit = Some(limit);
+        }
+        if plan.overflow_retries > MAX_OVERFLOW_RETRIES {
+            self.events.send(Event::TurnFailed {
+                error: format!(
+                    "the server still refuses the request as too long after {MAX_OVERFLOW_RETRIES} smaller retries (the last had {} tokens): {error}. Set --context-window to the server's real window, /drop files or /clear the history",
+                    plan.sent_tokens
+                ),
+                message: plan.text,
+            });
+            return true;
+        }
+        self.events.send(Event::Warning {
+            text: format!(
+                "the server says the request ({} tokens) is too long for the model; retrying with at most {limit} tokens ({} of {MAX_OVERFLOW_RETRIES})",
+                plan.sent_tokens, plan.overflow_retries
+            ),
+        });
+        plan.limit = Some(limit);
+        plan.map_shrunk = false;
+        plan.summarized_for_overflow = false;
+        self.restart_turn(plan);
+        true
+    }
+
+    /// `Op::Cancel`: stops a turn waiting for a summary (its text comes back) and a
+    /// running `/compact`. A background checkpoint goes on.
+    pub(super) fn cancel_history_wait(&mut self) {
+        let foreground = self
+            .history
+            .job
+            .as_ref()
+            .is_some_and(|job| job.kind != JobKind::Checkpoint);
+        if foreground && let Some(job) = self.history.job.take() {
+            job.cancel.cancel();
+            if job.kind == JobKind::Compact {
+                self.compact_output("cancelled".into());
+            }
+        }
+        if let Some(plan) = self.history.held.take() {
+            self.events.send(Event::TurnFailed {
+                error: "cancelled while waiting for the history summary".into(),
+                message: plan.text,
+            });
+        }
+        self.publish_history();
+    }
+
+    /// `/clear`: forget any summary in progress along with the history.
+    pub(super) fn history_cleared(&mut self) {
+        if let Some(job) = self.history.job.take() {
+            job.cancel.cancel();
+        }
+        self.history.buffer.reset();
+        self.history.summary_at_front = false;
+        self.history.swap_due = false;
+        self.history.generation += 1;
+        self.save_session();
+        self.publish_history();
+        self.resume_held_turn();
+    }
+
+    /// `/compact`: swap in a ready checkpoint, or summarize the whole history now. Always
+    /// ends with an `Output` titled "compact".
+    pub(super) fn compact(&mut self) {
+        if self.running.is_some() || self.history.held.is_some() {
+            return self.compact_output("not now: wait for the current turn to finish".into());
+        }
+        if self.session.history.is_empty() {
+            return self.compact_output("nothing to compact: the history is empty".into());
+        }
+        if let Some((anchor, summary)) = self
+            .history
+            .ready_checkpoint()
+            .map(|(a, s)| (a, s.to_string()))
+        {
+            let replaced = self.apply_summary(anchor, &summary);
+            self.history.buffer.summarized();
+            self.save_session();
+            self.publish_history();
+            self.publish_budget();
+            return self.compact_output(format!(
+                "swapped in the checkpoint summary: {} messages ({} tokens) became {} tokens",
+                replaced.replaced_messages, replaced.replaced_tokens, replaced.summary_tokens
+            ));
+        }
+        self.events.send(Event::Notice {
+            text: format!(
+                "summarizing {} messages ({} tokens)…",
+                self.session.history.len(),
+                self.history_tokens()
+            ),
+        });
+        let budget = self.history_budget();
+        self.spawn_summary(JobKind::Compact, budget);
+    }
+
+    fn compact_output(&self, text: String) {
+        self.events.send(Event::Output {
+            title: "compact".into(),
+            text: format!("{text}\n"),
+        });
+    }
+}

@@ -18,7 +18,8 @@ use crate::llm::{ChatRequest, Finish, LlmClient, LlmError, Message, ModelInfo, R
 use crate::tokens::{MESSAGE_OVERHEAD, REPLY_PRIMING, TokenCounter};
 
 /// How many summarize-and-check rounds `Summarizer::fit` makes at most; the last one
-/// summarizes everything.
+/// summarizes everything. (A second round keeps the same tail as the first, so it
+/// already summarizes everything; the bound guards the loop.)
 pub const MAX_DEPTH: usize = 3;
 
 /// A history this short is summarized whole rather than split.

@@ -1,0 +1,630 @@
+//! The engine's history handling, driven through its Ops and Events against the
+//! loopback server: the double buffer's background checkpoint, swap, wait and fallback,
+//! overflow prevention, recovery from context_length_exceeded, and `/compact`.
+
+mod support;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use support::{MockServer, RecordedRequest, Reply, TempRepo};
+use tern::config::{ApiKey, Settings};
+use tern::context::HistoryPhase;
+use tern::context::history::{self, SUMMARY_PREFIX};
+use tern::engine::{EngineConfig, EngineHandle, Event, Op};
+use tern::llm::{Message, ModelInfo};
+use tern::tokens::TokenCounter;
+
+const WEAK: &str = "gpt-4o-mini";
+const MAIN: &str = "gpt-4o";
+const BUDGET: usize = 1000;
+const RECAP: &str = "I asked you to keep going with the parser work in src/parse.rs.";
+
+fn is_summary(request: &RecordedRequest) -> bool {
+    let opening = include_str!("../assets/prompts/summarize.md")
+        .lines()
+        .next()
+        .unwrap();
+    request.messages[0].text.contains(opening)
+}
+
+fn user_text(turn: usize) -> String {
+    format!(
+        "turn {turn}: {}",
+        "please keep going with the parser work ".repeat(6)
+    )
+}
+
+fn reply_text(turn: usize) -> String {
+    format!(
+        "reply to turn {turn}: {}",
+        "the parser now handles that case well ".repeat(6)
+    )
+}
+
+/// The turn a conversation request is for, from its last user message.
+fn turn_of(request: &RecordedRequest) -> usize {
+    let text = request.last_user_text().unwrap_or_default();
+    let start = text.rfind("turn ").expect("a scripted turn") + 5;
+    text[start..]
+        .split(':')
+        .next()
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+fn conversations(server: &MockServer) -> Vec<RecordedRequest> {
+    server
+        .requests()
+        .into_iter()
+        .filter(|r| !is_summary(r))
+        .collect()
+}
+
+fn summaries(server: &MockServer) -> Vec<RecordedRequest> {
+    server.requests().into_iter().filter(is_summary).collect()
+}
+
+fn counter() -> TokenCounter {
+    ModelInfo::lookup(MAIN).token_counter()
+}
+
+/// The history after `turns` turns with nothing summarized.
+fn plain_history(turns: std::ops::RangeInclusive<usize>) -> Vec<Message> {
+    turns
+        .flat_map(|t| {
+            [
+                Message::user(user_text(t)),
+                Message::assistant(reply_text(t)),
+            ]
+        })
+        .collect()
+}
+
+/// The first turn after which the plain history holds at least `mark` tokens.
+fn turn_reaching(mark: usize) -> usize {
+    (1..)
+        .find(|&t| history::tokens(&plain_history(1..=t), &counter()) >= mark)
+        .unwrap()
+}
+
+/// Conversation requests get the scripted reply of their turn; summary requests get
+/// `summary(n)` for the n-th summary request (0-based).
+fn script(server: &MockServer, summary: impl Fn(usize) -> Reply + Send + Sync + 'static) {
+    let count = AtomicUsize::new(0);
+    server.set_responder(move |r| {
+        if is_summary(r) {
+            summary(count.fetch_add(1, Ordering::SeqCst))
+        } else {
+            Reply::text(reply_text(turn_of(r)))
+        }
+    });
+}
+
+fn settings(server: &MockServer) -> Settings {
+    Settings {
+        api_base: server.base_url(),
+        api_key: Some(ApiKey::new("sk-test")),
+        model: MAIN.into(),
+        weak_model: WEAK.into(),
+        max_chat_history_tokens: Some(BUDGET),
+        retry_budget_secs: 2,
+        ..Settings::default()
+    }
+}
+
+/// An engine in a temporary repository, with every event it sent kept.
+struct Chat {
+    engine: EngineHandle,
+    events: Vec<Event>,
+    _repo: TempRepo,
+}
+
+impl Chat {
+    fn start(settings: Settings, files: &[(&str, &str)], editable: &[&str]) -> Chat {
+        let repo = TempRepo::with_files(files);
+        let engine = tern::engine::spawn(EngineConfig {
+            settings,
+            root: repo.path().to_path_buf(),
+            cwd: repo.path().to_path_buf(),
+            record: None,
+            replay: None,
+            editable: editable.iter().map(|s| s.to_string()).collect(),
+            read_only: vec![],
+            resume: false,
+        })
+        .unwrap();
+        Chat {
+            engine,
+            events: vec![],
+            _repo: repo,
+        }
+    }
+
+    fn send(&self, op: Op) {
+        self.engine.ops.send(op).unwrap();
+    }
+
+    /// Events until one matches `done` (included).
+    async fn until(&mut self, done: impl Fn(&Event) -> bool) -> Vec<Event> {
+        let mut seen = vec![];
+        loop {
+            let event = tokio::time::timeout(Duration::from_secs(30), self.engine.events.recv())
+                .await
+                .expect("the engine went quiet")
+                .expect("the engine stopped");
+            self.events.push(event.clone());
+            let last = done(&event);
+            seen.push(event);
+            if last {
+                return seen;
+            }
+        }
+    }
+
+    /// Sends a message and returns the events up to its turn's end.
+    async fn say(&mut self, text: String) -> Vec<Event> {
+        self.send(Op::Submit { text });
+        self.until(|e| matches!(e, Event::TurnFinished { .. } | Event::TurnFailed { .. }))
+            .await
+    }
+
+    /// Turns `turns`, each expected to succeed.
+    async fn turns(&mut self, turns: std::ops::RangeInclusive<usize>) {
+        for t in turns {
+            let events = self.say(user_text(t)).await;
+            assert!(
+                matches!(events.last(), Some(Event::TurnFinished { .. })),
+                "turn {t}: {events:#?}"
+            );
+        }
+    }
+
+    fn phases(&self) -> Vec<HistoryPhase> {
+        self.events
+            .iter()
+            .filter_map(|e| match e {
+                Event::History(status) => Some(status.phase),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+fn notices(events: &[Event]) -> Vec<&str> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Notice { text } | Event::Warning { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn failure(events: &[Event]) -> Option<(&str, &str)> {
+    events.iter().find_map(|e| match e {
+        Event::TurnFailed { error, message } => Some((error.as_str(), message.as_str())),
+        _ => None,
+    })
+}
+
+/// The history part of a conversation request: what lies between the system prompt
+/// and the current message.
+fn sent_history(request: &RecordedRequest) -> Vec<(String, String)> {
+    let n = request.messages.len();
+    request.messages[1..n - 1]
+        .iter()
+        .map(|m| (m.role.clone(), m.text.clone()))
+        .collect()
+}
+
+fn as_sent(messages: &[Message]) -> Vec<(String, String)> {
+    messages
+        .iter()
+        .map(|m| (m.role.as_str().to_string(), m.content.clone()))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_checkpoint_runs_in_the_background_without_delaying_the_conversation() {
+    let server = MockServer::start().await;
+    script(&server, |_| {
+        Reply::text(RECAP).with_start_delay(Duration::from_millis(1500))
+    });
+    let checkpoint = turn_reaching(BUDGET * 60 / 100);
+    let swap = turn_reaching(BUDGET * 85 / 100);
+    assert!(swap >= checkpoint + 2, "turns go on between the marks");
+    let mut chat = Chat::start(settings(&server), &[], &[]);
+    chat.turns(1..=swap - 1).await;
+
+    let convo = conversations(&server);
+    let summary = &summaries(&server)[0];
+    assert_eq!(summaries(&server).len(), 1);
+    assert_eq!(summary.model, WEAK);
+    // The checkpoint snapshot is the whole history at the 60% mark.
+    let transcript = &summary.messages[1].text;
+    assert!(transcript.contains(&user_text(checkpoint)));
+    assert!(!transcript.contains(&user_text(checkpoint + 1)));
+    assert!(summary.arrived_at >= convo[checkpoint - 1].finished_at.unwrap());
+    // The turns after it were sent while the summary was still being written.
+    let summary_end = summaries(&server)[0].finished_at;
+    for request in &convo[checkpoint..] {
+        assert!(
+            summary_end.is_none_or(|end| request.arrived_at < end),
+            "turn {} waited for the summary",
+            turn_of(request)
+        );
+    }
+    assert!(!notices(&chat.events).iter().any(|n| n.contains("waiting")));
+    assert!(chat.phases().contains(&HistoryPhase::Checkpointing));
+    chat.until(|e| matches!(e, Event::History(s) if s.phase == HistoryPhase::Ready))
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_swap_keeps_every_message_after_the_anchor_verbatim() {
+    let server = MockServer::start().await;
+    script(&server, |_| Reply::text(RECAP));
+    let checkpoint = turn_reaching(BUDGET * 60 / 100);
+    let swap = turn_reaching(BUDGET * 85 / 100);
+    let mut chat = Chat::start(settings(&server), &[], &[]);
+    chat.turns(1..=swap + 1).await;
+
+    let summarized = chat
+        .events
+        .iter()
+        .find_map(|e| match e {
+            Event::Summarized {
+                replaced_messages,
+                replaced_tokens,
+                summary_tokens,
+            } => Some((*replaced_messages, *replaced_tokens, *summary_tokens)),
+            _ => None,
+        })
+        .expect("a summary was swapped in");
+    let c = counter();
+    let replaced = plain_history(1..=checkpoint);
+    assert_eq!(
+        summarized,
+        (
+            replaced.len(),
+            history::tokens(&replaced, &c),
+            history::tokens(&history::summary_messages(RECAP), &c)
+        )
+    );
+    let after_swap = conversations(&server).pop().unwrap();
+    assert_eq!(turn_of(&after_swap), swap + 1);
+    let mut expected = history::summary_messages(RECAP).to_vec();
+    expected.extend(plain_history(checkpoint + 1..=swap));
+    assert_eq!(sent_history(&after_swap), as_sent(&expected));
+    assert!(after_swap.messages[1].text.starts_with(SUMMARY_PREFIX));
+    let phases = chat.phases();
+    for phase in [
+        HistoryPhase::Checkpointing,
+        HistoryPhase::Ready,
+        HistoryPhase::Swapped,
+    ] {
+        assert!(phases.contains(&phase), "{phase:?} missing from {phases:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_swap_that_comes_before_the_summary_waits_for_it_visibly() {
+    let server = MockServer::start().await;
+    script(&server, |_| {
+        Reply::text(RECAP).with_start_delay(Duration::from_secs(2))
+    });
+    let swap = turn_reaching(BUDGET * 85 / 100);
+    let mut chat = Chat::start(settings(&server), &[], &[]);
+    chat.turns(1..=swap).await;
+    let events = chat.say(user_text(swap + 1)).await;
+    assert!(matches!(events.last(), Some(Event::TurnFinished { .. })));
+    assert!(
+        notices(&events)
+            .iter()
+            .any(|n| n.contains("waiting for the history summary")),
+        "{events:#?}"
+    );
+    let summary = summaries(&server).remove(0);
+    let waited = conversations(&server).pop().unwrap();
+    assert_eq!(turn_of(&waited), swap + 1);
+    assert!(waited.arrived_at >= summary.finished_at.unwrap());
+    assert!(waited.messages[1].text.starts_with(SUMMARY_PREFIX));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiting_for_a_summary_can_be_cancelled_and_the_message_comes_back() {
+    let server = MockServer::start().await;
+    script(&server, |_| {
+        Reply::text(RECAP).with_start_delay(Duration::from_secs(2))
+    });
+    let swap = turn_reaching(BUDGET * 85 / 100);
+    let mut chat = Chat::start(settings(&server), &[], &[]);
+    chat.turns(1..=swap).await;
+    let text = user_text(swap + 1);
+    chat.send(Op::Submit { text: text.clone() });
+    chat.until(|e| matches!(e, Event::Notice { text } if text.contains("waiting")))
+        .await;
+    chat.send(Op::Cancel);
+    let events = chat.until(|e| matches!(e, Event::TurnFailed { .. })).await;
+    let (error, message) = failure(&events).unwrap();
+    assert!(error.contains("cancelled"), "{error}");
+    assert_eq!(message, text);
+    assert_eq!(conversations(&server).len(), swap, "nothing was sent");
+    // The background summary went on; once it lands the message goes through with it.
+    chat.until(|e| matches!(e, Event::Summarized { .. })).await;
+    let events = chat.say(text).await;
+    assert!(matches!(events.last(), Some(Event::TurnFinished { .. })));
+    let sent = conversations(&server).pop().unwrap();
+    assert!(sent.messages[1].text.starts_with(SUMMARY_PREFIX));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_checkpoint_falls_back_to_the_classic_summarizer() {
+    let server = MockServer::start().await;
+    // The checkpoint's requests (weak, then main) fail; later ones succeed.
+    script(&server, |n| {
+        if n < 2 {
+            Reply::http_error(
+                400,
+                serde_json::json!({"error": {"message": "bad summary"}}),
+            )
+        } else {
+            Reply::text(RECAP)
+        }
+    });
+    let checkpoint = turn_reaching(BUDGET * 60 / 100);
+    let swap = turn_reaching(BUDGET * 85 / 100);
+    let mut chat = Chat::start(settings(&server), &[], &[]);
+    chat.turns(1..=swap + 1).await;
+
+    assert!(
+        notices(&chat.events)
+            .iter()
+            .any(|n| n.contains("background history summary failed")),
+    );
+    let requests = summaries(&server);
+    assert_eq!(requests.len(), 3, "{requests:#?}");
+    assert_eq!(requests[0].model, WEAK);
+    assert_eq!(requests[1].model, MAIN);
+    let snapshot = &requests[0].messages[1].text;
+    assert!(snapshot.contains(&user_text(checkpoint)));
+    assert!(!snapshot.contains(&user_text(checkpoint + 1)));
+    // The classic summarizer kept a tail under half the budget.
+    let full = plain_history(1..=swap);
+    let c = counter();
+    let split = history::split_point(&full, &c, BUDGET).unwrap();
+    let classic = &requests[2].messages[1].text;
+    assert!(classic.contains(&user_text(split / 2)));
+    assert!(!classic.contains(&user_text(split / 2 + 1)));
+    let after = conversations(&server).pop().unwrap();
+    assert_eq!(turn_of(&after), swap + 1);
+    let mut expected = history::summary_messages(RECAP).to_vec();
+    expected.extend_from_slice(&full[split..]);
+    assert_eq!(sent_history(&after), as_sent(&expected));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crossing_both_marks_at_once_summarizes_before_the_next_request() {
+    let server = MockServer::start().await;
+    let long_reply = "the parser now handles that case well ".repeat(95);
+    let long = long_reply.clone();
+    let summaries_made = AtomicUsize::new(0);
+    server.set_responder(move |r| {
+        if is_summary(r) {
+            summaries_made.fetch_add(1, Ordering::SeqCst);
+            Reply::text(RECAP)
+        } else if turn_of(r) == 3 {
+            Reply::text(long.clone())
+        } else {
+            Reply::text(reply_text(turn_of(r)))
+        }
+    });
+    let mut history = plain_history(1..=3);
+    history[5].content = long_reply;
+    let c = counter();
+    let before = history::tokens(&history[..4], &c);
+    let after = history::tokens(&history, &c);
+    assert!(before < BUDGET * 60 / 100 && after >= BUDGET * 85 / 100);
+
+    let mut chat = Chat::start(settings(&server), &[], &[]);
+    chat.turns(1..=4).await;
+    let requests = summaries(&server);
+    assert_eq!(
+        requests.len(),
+        1,
+        "no background checkpoint: one synchronous summary"
+    );
+    let next = conversations(&server).pop().unwrap();
+    assert_eq!(turn_of(&next), 4);
+    assert!(next.arrived_at >= requests[0].finished_at.unwrap());
+    assert!(next.messages[1].text.starts_with(SUMMARY_PREFIX));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_over_the_window_summarizes_the_history_first() {
+    let server = MockServer::start().await;
+    script(&server, |_| Reply::text(RECAP));
+    let file: String = (0..60)
+        .map(|i| format!("fn helper_{i}(x: u32) -> u32 {{ x + {i} }}\n"))
+        .collect();
+    let settings = Settings {
+        context_window: Some(2000),
+        reserve_output: Some(500),
+        max_chat_history_tokens: Some(4000),
+        ..settings(&server)
+    };
+    let mut chat = Chat::start(settings, &[("src/big.rs", &file)], &["src/big.rs"]);
+    chat.turns(1..=12).await;
+    let convo = conversations(&server);
+    assert_eq!(convo.len(), 12);
+    for r in &convo {
+        assert!(r.prompt_tokens <= 1500, "{} tokens sent", r.prompt_tokens);
+    }
+    assert!(!summaries(&server).is_empty());
+    assert!(
+        notices(&chat.events)
+            .iter()
+            .any(|n| n.contains("over the limit")),
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_that_cannot_fit_is_refused_naming_the_largest_file() {
+    let server = MockServer::start().await;
+    script(&server, |_| Reply::text(RECAP));
+    let huge: String = (0..400)
+        .map(|i| format!("fn helper_{i}(x: u32) -> u32 {{ x + {i} }}\n"))
+        .collect();
+    let settings = Settings {
+        context_window: Some(2000),
+        ..settings(&server)
+    };
+    let mut chat = Chat::start(
+        settings,
+        &[("src/huge.rs", &huge), ("src/small.rs", "fn a() {}\n")],
+        &["src/huge.rs", "src/small.rs"],
+    );
+    let text = "explain src/huge.rs".to_string();
+    let events = chat.say(text.clone()).await;
+    let (error, message) = failure(&events).unwrap();
+    assert_eq!(message, text, "the message comes back");
+    assert!(
+        error.contains("src/huge.rs") && error.contains("/drop"),
+        "{error}"
+    );
+    let table = events.iter().find_map(|e| match e {
+        Event::Output { title, text } if title.contains("does not fit") => Some(text),
+        _ => None,
+    });
+    assert!(table.unwrap().contains("OVER the limit"));
+    assert_eq!(server.request_count(), 0, "nothing too big is sent");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn context_length_exceeded_twice_then_success_retries_smaller() {
+    let server = MockServer::start().await;
+    let refusals = AtomicUsize::new(0);
+    server.set_responder(move |r| {
+        if is_summary(r) {
+            Reply::text(RECAP)
+        } else if turn_of(r) == 8 && refusals.fetch_add(1, Ordering::SeqCst) < 2 {
+            Reply::context_length_exceeded(400)
+        } else {
+            Reply::text(reply_text(turn_of(r)))
+        }
+    });
+    let settings = Settings {
+        double_buffer: false,
+        max_chat_history_tokens: Some(4000),
+        ..settings(&server)
+    };
+    let mut chat = Chat::start(settings, &[], &[]);
+    chat.turns(1..=9).await;
+
+    let tries: Vec<RecordedRequest> = conversations(&server)
+        .into_iter()
+        .filter(|r| turn_of(r) == 8)
+        .collect();
+    assert_eq!(tries.len(), 3);
+    for pair in tries.windows(2) {
+        assert!(
+            pair[1].prompt_tokens <= pair[0].prompt_tokens * 3 / 4,
+            "{} then {}",
+            pair[0].prompt_tokens,
+            pair[1].prompt_tokens
+        );
+    }
+    assert_eq!(
+        summaries(&server).len(),
+        2,
+        "the history was summarized each time"
+    );
+    let retries = notices(&chat.events)
+        .into_iter()
+        .filter(|n| n.contains("retrying with at most"))
+        .count();
+    assert_eq!(retries, 2);
+    // What was learned holds for the next turn too.
+    let next = conversations(&server).pop().unwrap();
+    assert_eq!(turn_of(&next), 9);
+    assert!(next.prompt_tokens <= tries[1].prompt_tokens * 3 / 4);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_keeps_refusing_stops_after_three_retries() {
+    let server = MockServer::start().await;
+    server.set_responder(|r| {
+        if is_summary(r) {
+            Reply::text(RECAP)
+        } else if turn_of(r) == 20 {
+            Reply::context_length_exceeded(100)
+        } else {
+            Reply::text(reply_text(turn_of(r)))
+        }
+    });
+    let settings = Settings {
+        double_buffer: false,
+        max_chat_history_tokens: Some(8000),
+        ..settings(&server)
+    };
+    let mut chat = Chat::start(settings, &[], &[]);
+    chat.turns(1..=19).await;
+    let text = user_text(20);
+    let events = chat.say(text.clone()).await;
+    let (error, message) = failure(&events).expect("a clear stop");
+    assert_eq!(message, text);
+    assert!(error.contains("after 3 smaller retries"), "{error}");
+    let tries = conversations(&server)
+        .into_iter()
+        .filter(|r| turn_of(r) == 20)
+        .count();
+    assert_eq!(tries, 4);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compact_summarizes_now_and_tokens_show_the_history() {
+    let server = MockServer::start().await;
+    script(&server, |_| Reply::text(RECAP));
+    let mut chat = Chat::start(settings(&server), &[], &[]);
+    chat.turns(1..=3).await;
+    chat.send(Op::Submit {
+        text: "/compact".into(),
+    });
+    let events = chat
+        .until(|e| matches!(e, Event::Output { title, .. } if title == "compact"))
+        .await;
+    let Some(Event::Output { text, .. }) = events.last() else {
+        unreachable!()
+    };
+    assert!(text.contains("replaced 6 messages"), "{text}");
+    assert!(events.iter().any(|e| matches!(
+        e,
+        Event::Summarized {
+            replaced_messages: 6,
+            ..
+        }
+    )));
+    assert_eq!(summaries(&server).len(), 1);
+    chat.turns(4..=4).await;
+    let next = conversations(&server).pop().unwrap();
+    assert_eq!(
+        sent_history(&next),
+        as_sent(&history::summary_messages(RECAP))
+    );
+
+    chat.send(Op::Submit {
+        text: "/tokens".into(),
+    });
+    let events = chat
+        .until(|e| matches!(e, Event::Output { title, .. } if title == "tokens"))
+        .await;
+    let Some(Event::Output { text, .. }) = events.last() else {
+        unreachable!()
+    };
+    assert!(text.contains("History "), "{text}");
+    assert!(text.contains("phase swapped"), "{text}");
+    assert!(text.contains("1 summaries made"), "{text}");
+}

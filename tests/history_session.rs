@@ -1,0 +1,329 @@
+//! Long sessions through the real binary: `--script` files, `.tern/session.json` and
+//! `--resume`, and a 300-turn session that must never send a request bigger than the
+//! window. `measure_a_300_turn_session` (ignored; run it with `--ignored --nocapture`)
+//! prints the numbers the README reports.
+
+mod support;
+
+use std::time::Duration;
+
+use support::{MockServer, RecordedRequest, Reply, TempRepo, texts};
+
+const TURNS: usize = 300;
+
+fn is_summary(request: &RecordedRequest) -> bool {
+    let opening = include_str!("../assets/prompts/summarize.md")
+        .lines()
+        .next()
+        .unwrap();
+    request.messages[0].text.contains(opening)
+}
+
+/// The turn number of a conversation request, from the `turn N:` its last user message
+/// starts with.
+fn turn_of(request: &RecordedRequest) -> usize {
+    let text = request.last_user_text().unwrap_or_default();
+    let digits: String = text
+        .strip_prefix("turn ")
+        .expect("a scripted turn")
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().unwrap()
+}
+
+/// A deterministic spread of sizes: mostly short, sometimes long, now and then huge.
+fn words(turn: usize, salt: usize) -> usize {
+    let x = (turn * 2_654_435_761 + salt * 40_503) % 1000;
+    match x {
+        0..=599 => 10 + x % 50,
+        600..=949 => 60 + x % 200,
+        _ => 400 + x % 300,
+    }
+}
+
+fn user_message(turn: usize) -> String {
+    let body = "please extend parse_config in src/config.rs ".repeat(words(turn, 1) / 6 + 1);
+    format!("turn {turn}: {body}")
+}
+
+fn reply(turn: usize) -> String {
+    let body = "I changed parse_config to read the new key and added a test. "
+        .repeat(words(turn, 2) / 12 + 1);
+    format!("reply to turn {turn}: {body}\n")
+}
+
+fn script_text(turns: usize) -> String {
+    (1..=turns)
+        .map(user_message)
+        .collect::<Vec<_>>()
+        .join("\n---\n")
+}
+
+fn serve(server: &MockServer, turn_delay: Duration, summary_delay: Duration) {
+    server.set_responder(move |r| {
+        if is_summary(r) {
+            Reply::text("I asked you to extend parse_config in src/config.rs, step by step.")
+                .with_start_delay(summary_delay)
+        } else {
+            Reply::text(reply(turn_of(r))).with_start_delay(turn_delay)
+        }
+    });
+}
+
+/// Runs a scripted session; returns the server's log.
+fn run_session(
+    window: usize,
+    turns: usize,
+    extra: &[&str],
+    delays: (Duration, Duration),
+) -> Vec<RecordedRequest> {
+    let server = MockServer::start_in_thread();
+    serve(&server, delays.0, delays.1);
+    let repo = TempRepo::with_files(&[("src/config.rs", "fn parse_config() {}\n")]);
+    let script = repo.path().join(".git/session-script.txt");
+    std::fs::write(&script, script_text(turns)).unwrap();
+    let out = repo
+        .tern(&server.base_url())
+        .args(["--model", "gpt-4o", "--weak-model", "gpt-4o-mini"])
+        .arg(format!("--context-window={window}"))
+        .arg(format!("--script={}", script.display()))
+        .args(extra)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = texts(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(stdout.matches("reply to turn ").count(), turns, "{stderr}");
+    server.requests()
+}
+
+fn assert_alternates(request: &RecordedRequest) {
+    assert_eq!(request.messages[0].role, "system");
+    for pair in request.messages[1..].windows(2) {
+        assert_ne!(pair[0].role, pair[1].role, "turn {}", turn_of(request));
+    }
+}
+
+#[test]
+fn no_request_exceeds_the_window_in_a_300_turn_session() {
+    let window = 4096;
+    // The window's reserve for the reply: min(gpt-4o's max output, 8192, window / 2).
+    let prompt_limit = window - window / 2;
+    for extra in [&[][..], &["--no-double-buffer"][..]] {
+        let requests = run_session(window, TURNS, extra, Default::default());
+        let (summaries, convo): (Vec<_>, Vec<_>) = requests.iter().partition(|r| is_summary(r));
+        assert_eq!(convo.len(), TURNS, "{extra:?}: one request per turn");
+        for r in &convo {
+            assert!(
+                r.prompt_tokens <= prompt_limit,
+                "{extra:?}: turn {} sent {} tokens",
+                turn_of(r),
+                r.prompt_tokens
+            );
+            assert_alternates(r);
+        }
+        for r in &summaries {
+            let reply_room = r.max_tokens.unwrap() as usize;
+            assert!(r.prompt_tokens + reply_room <= window, "{extra:?}");
+        }
+        assert!(summaries.len() >= 20, "{extra:?}: it really cycles");
+        let largest = convo.iter().map(|r| r.prompt_tokens).max().unwrap();
+        eprintln!(
+            "{extra:?}: largest prompt {largest} of {window} tokens ({:.1}%), {} summary calls",
+            100.0 * largest as f64 / window as f64,
+            summaries.len()
+        );
+    }
+}
+
+#[test]
+fn a_script_sends_multi_line_messages_and_commands_in_order() {
+    let server = MockServer::start_in_thread();
+    server.set_responder(|r| {
+        if is_summary(r) {
+            Reply::text("I asked you two things.")
+        } else {
+            Reply::text(format!("ok {}", turn_of(r)))
+        }
+    });
+    let repo = TempRepo::with_files(&[("src/config.rs", "fn parse_config() {}\n")]);
+    let script = repo.path().join(".git/script.txt");
+    std::fs::write(
+        &script,
+        "turn 1: first line\n\n- a list item\n\\---\nend of turn 1\n---\n/add src/config.rs\n---\n\
+         turn 2: with the file\n---\n/compact\n---\n/tokens\n---\nturn 3: after compacting\n---\n/compact\n",
+    )
+    .unwrap();
+    let out = repo
+        .tern(&server.base_url())
+        .arg(format!("--script={}", script.display()))
+        .output()
+        .unwrap();
+    let (stdout, stderr) = texts(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(stdout, "ok 1\nok 2\nok 3\n");
+    let requests = server.requests();
+    let convo: Vec<_> = requests.iter().filter(|r| !is_summary(r)).collect();
+    assert_eq!(convo.len(), 3);
+    assert!(
+        convo[0]
+            .last_user_text()
+            .unwrap()
+            .starts_with("turn 1: first line\n\n- a list item\n---\nend of turn 1")
+    );
+    let file_sent = |r: &RecordedRequest| {
+        r.messages
+            .iter()
+            .any(|m| m.text.contains("fn parse_config"))
+    };
+    assert!(!file_sent(convo[0]) && file_sent(convo[1]));
+    assert!(convo[2].messages[1].text.starts_with("To recap"));
+    // Both /compact lines ran, the last one before tern exited.
+    assert_eq!(requests.iter().filter(|r| is_summary(r)).count(), 2);
+    assert_eq!(stderr.matches("replaced").count(), 4, "{stderr}");
+    assert!(
+        stderr.contains("History "),
+        "/tokens printed the history: {stderr}"
+    );
+}
+
+#[test]
+fn sessions_are_saved_outside_git_and_resumed() {
+    let server = MockServer::start_in_thread();
+    server.set_responder(|r| Reply::text(format!("answer {}", turn_of(r))));
+    let repo = TempRepo::with_files(&[("src/config.rs", "fn parse_config() {}\n")]);
+    let run = |args: &[&str]| {
+        let out = repo.tern(&server.base_url()).args(args).output().unwrap();
+        assert!(out.status.success(), "{}", texts(&out).1);
+        texts(&out)
+    };
+    run(&["--read", "src/config.rs", "-m", "turn 1: hello"]);
+    run(&["-m", "/ask turn 2: why?"]);
+    let saved: serde_json::Value = serde_json::from_str(&repo.read(".tern/session.json")).unwrap();
+    assert_eq!(saved["version"], 1);
+    assert_eq!(saved["history"][0]["content"], "turn 2: why?");
+    assert_eq!(saved["history"][1]["content"], "answer 2");
+    assert_eq!(saved["files"].as_array().unwrap().len(), 0, "a new session");
+    // The first session was kept aside, not lost.
+    let previous = repo.read(".tern/session.prev.json");
+    assert!(previous.contains("turn 1: hello") && previous.contains("read_only"));
+    assert!(repo.read(".git/info/exclude").contains("/.tern/"));
+    assert_eq!(
+        repo.git(&["status", "--porcelain"]),
+        "",
+        ".tern/ is not seen by git"
+    );
+    assert!(!repo.path().join(".gitignore").exists());
+
+    run(&["--resume", "-m", "turn 3: and then?"]);
+    let last = server.requests().pop().unwrap();
+    let sent: Vec<&str> = last.messages.iter().map(|m| m.text.as_str()).collect();
+    assert!(
+        sent.contains(&"turn 2: why?") && sent.contains(&"answer 2"),
+        "{sent:#?}"
+    );
+    let saved: serde_json::Value = serde_json::from_str(&repo.read(".tern/session.json")).unwrap();
+    assert_eq!(saved["history"].as_array().unwrap().len(), 4);
+
+    let (report, _) = run(&["tokens", "--resume", "--json"]);
+    let report: serde_json::Value = serde_json::from_str(&report).unwrap();
+    assert_eq!(report["history"]["phase"], "idle");
+    assert!(report["history"]["tokens"].as_u64().unwrap() > 0);
+    assert_eq!(report["history"]["budget"], 8000);
+}
+
+#[test]
+fn resuming_without_a_session_or_from_a_broken_one_says_why() {
+    let repo = TempRepo::with_files(&[("a.txt", "a\n")]);
+    let out = repo
+        .tern("http://127.0.0.1:9/v1")
+        .args(["--resume", "-m", "hi"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        texts(&out).1.contains("no saved session"),
+        "{}",
+        texts(&out).1
+    );
+    repo.write(".tern/session.json", "{\"version\": 1}");
+    let out = repo
+        .tern("http://127.0.0.1:9/v1")
+        .args(["--resume", "-m", "hi"])
+        .output()
+        .unwrap();
+    let stderr = texts(&out).1;
+    assert!(
+        stderr.contains("not a session tern can resume") && stderr.contains("missing field"),
+        "{stderr}"
+    );
+    assert_eq!(
+        repo.read(".tern/session.json"),
+        "{\"version\": 1}",
+        "left as it was"
+    );
+}
+
+/// Gaps between one reply finishing and the next user turn's request arriving: the
+/// latency summarizing adds to user turns (the script sends the next message at once).
+fn turn_gaps(requests: &[RecordedRequest]) -> Vec<Duration> {
+    let convo: Vec<&RecordedRequest> = requests.iter().filter(|r| !is_summary(r)).collect();
+    convo
+        .windows(2)
+        .map(|w| w[1].arrived_at - w[0].finished_at.unwrap())
+        .collect()
+}
+
+fn env_ms(name: &str, default: u64) -> Duration {
+    let ms = std::env::var(name).ok().and_then(|v| v.parse().ok());
+    Duration::from_millis(ms.unwrap_or(default))
+}
+
+#[test]
+#[ignore = "a measurement: slow on purpose; run with --ignored --nocapture"]
+fn measure_a_300_turn_session() {
+    let window = std::env::var("TERN_MEASURE_WINDOW")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(32_768usize);
+    let delays = (
+        env_ms("TERN_MEASURE_TURN_MS", 250),
+        env_ms("TERN_MEASURE_SUMMARY_MS", 750),
+    );
+    println!(
+        "300 turns, window {window}, replies start after {:?}, summaries after {:?}",
+        delays.0, delays.1
+    );
+    println!(
+        "{:<20} {:>10} {:>9} {:>12} {:>12} {:>10} {:>8}",
+        "mode", "max prompt", "summaries", "median gap", "added total", "max gap", "waited"
+    );
+    for (mode, extra) in [
+        ("double buffer", &[][..]),
+        ("--no-double-buffer", &["--no-double-buffer"][..]),
+    ] {
+        let requests = run_session(window, TURNS, extra, delays);
+        let largest = requests
+            .iter()
+            .filter(|r| !is_summary(r))
+            .map(|r| r.prompt_tokens)
+            .max()
+            .unwrap();
+        let summaries = requests.iter().filter(|r| is_summary(r)).count();
+        let mut gaps = turn_gaps(&requests);
+        gaps.sort();
+        let median = gaps[gaps.len() / 2];
+        let added: Duration = gaps.iter().map(|g| g.saturating_sub(median)).sum();
+        let waited = gaps
+            .iter()
+            .filter(|g| **g > median + Duration::from_millis(50))
+            .count();
+        println!(
+            "{mode:<20} {:>9.1}% {summaries:>9} {:>10.1}ms {:>10.2}s {:>8.0}ms {waited:>8}",
+            100.0 * largest as f64 / window as f64,
+            median.as_secs_f64() * 1000.0,
+            added.as_secs_f64(),
+            gaps.last().unwrap().as_secs_f64() * 1000.0,
+        );
+    }
+}

@@ -628,3 +628,38 @@ async fn compact_summarizes_now_and_tokens_show_the_history() {
     assert!(text.contains("phase swapped"), "{text}");
     assert!(text.contains("1 summaries made"), "{text}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_compact_during_a_checkpoint_supersedes_it_and_the_cycle_goes_on() {
+    let server = MockServer::start().await;
+    // The checkpoint is slow; /compact's summary fails with both models; later ones work.
+    script(&server, |n| match n {
+        0 => Reply::text(RECAP).with_start_delay(Duration::from_secs(3)),
+        1 | 2 => Reply::http_error(400, serde_json::json!({"error": {"message": "no"}})),
+        _ => Reply::text(RECAP),
+    });
+    let checkpoint = turn_reaching(BUDGET * 60 / 100);
+    let mut chat = Chat::start(settings(&server), &[], &[]);
+    chat.turns(1..=checkpoint).await;
+    chat.until(|e| matches!(e, Event::History(s) if s.phase == HistoryPhase::Checkpointing))
+        .await;
+    chat.send(Op::Submit {
+        text: "/compact".into(),
+    });
+    let events = chat
+        .until(|e| matches!(e, Event::Output { title, .. } if title == "compact"))
+        .await;
+    assert!(
+        matches!(events.last(), Some(Event::Output { text, .. }) if text.contains("failed")),
+        "{events:#?}"
+    );
+    // The abandoned checkpoint does not stall the cycle: a new one starts and swaps.
+    chat.turns(checkpoint + 1..=checkpoint + 4).await;
+    assert!(
+        chat.events
+            .iter()
+            .any(|e| matches!(e, Event::Summarized { .. })),
+        "no summary was swapped in after the failed /compact"
+    );
+    assert_eq!(summaries(&server).len(), 4);
+}

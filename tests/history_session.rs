@@ -60,26 +60,35 @@ fn script_text(turns: usize) -> String {
         .join("\n---\n")
 }
 
-fn serve(server: &MockServer, turn_delay: Duration, summary_delay: Duration) {
+/// How long the server takes: a reply starts after `first_token` plus its length at
+/// `tokens_per_second` (sent at once after that, so the test server's own write pacing
+/// cannot distort it); a summary after `summary`. All zero: as fast as possible.
+#[derive(Debug, Clone, Copy, Default)]
+struct Pace {
+    first_token: Duration,
+    tokens_per_second: Option<f64>,
+    summary: Duration,
+}
+
+fn serve(server: &MockServer, pace: Pace) {
     server.set_responder(move |r| {
         if is_summary(r) {
             Reply::text("I asked you to extend parse_config in src/config.rs, step by step.")
-                .with_start_delay(summary_delay)
+                .with_start_delay(pace.summary)
         } else {
-            Reply::text(reply(turn_of(r))).with_start_delay(turn_delay)
+            let text = reply(turn_of(r));
+            let generation = pace.tokens_per_second.map_or(Duration::ZERO, |rate| {
+                Duration::from_secs_f64(support::text_tokens(&r.model, &text) as f64 / rate)
+            });
+            Reply::text(text).with_start_delay(pace.first_token + generation)
         }
     });
 }
 
 /// Runs a scripted session; returns the server's log.
-fn run_session(
-    window: usize,
-    turns: usize,
-    extra: &[&str],
-    delays: (Duration, Duration),
-) -> Vec<RecordedRequest> {
+fn run_session(window: usize, turns: usize, extra: &[&str], pace: Pace) -> Vec<RecordedRequest> {
     let server = MockServer::start_in_thread();
-    serve(&server, delays.0, delays.1);
+    serve(&server, pace);
     let repo = TempRepo::with_files(&[("src/config.rs", "fn parse_config() {}\n")]);
     let script = repo.path().join(".git/session-script.txt");
     std::fs::write(&script, script_text(turns)).unwrap();
@@ -286,14 +295,19 @@ fn measure_a_300_turn_session() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(32_768usize);
-    let delays = (
-        env_ms("TERN_MEASURE_TURN_MS", 250),
-        env_ms("TERN_MEASURE_SUMMARY_MS", 750),
-    );
-    println!(
-        "300 turns, window {window}, replies start after {:?}, summaries after {:?}",
-        delays.0, delays.1
-    );
+    // Real timings scaled down tenfold: a main-model reply starts after ~0.7 s and
+    // streams ~60 tokens/s; a weak-model summary of ~2k tokens takes ~3.5 s.
+    let pace = Pace {
+        first_token: env_ms("TERN_MEASURE_FIRST_TOKEN_MS", 70),
+        tokens_per_second: Some(
+            std::env::var("TERN_MEASURE_TOKENS_PER_S")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(600.0),
+        ),
+        summary: env_ms("TERN_MEASURE_SUMMARY_MS", 350),
+    };
+    println!("{TURNS} turns, window {window}, {pace:?}");
     println!(
         "{:<20} {:>10} {:>9} {:>12} {:>12} {:>10} {:>8}",
         "mode", "max prompt", "summaries", "median gap", "added total", "max gap", "waited"
@@ -302,7 +316,7 @@ fn measure_a_300_turn_session() {
         ("double buffer", &[][..]),
         ("--no-double-buffer", &["--no-double-buffer"][..]),
     ] {
-        let requests = run_session(window, TURNS, extra, delays);
+        let requests = run_session(window, TURNS, extra, pace);
         let largest = requests
             .iter()
             .filter(|r| !is_summary(r))

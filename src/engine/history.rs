@@ -240,10 +240,17 @@ impl Engine {
         Summarizer::new(self.client.clone(), models, self.counter.clone())
     }
 
-    /// Starts a summary task of `kind` over the current history, replacing any other.
+    /// Starts a summary task of `kind` over the whole current history (a checkpoint's
+    /// anchor is the history's length), replacing any other task.
     fn spawn_summary(&mut self, kind: JobKind, budget: usize) {
         if let Some(old) = self.history.job.take() {
             old.cancel.cancel();
+            if old.kind == JobKind::Checkpoint && kind != JobKind::Checkpoint {
+                // This summary supersedes the checkpoint's; whether it lands or not,
+                // the cycle starts again after it.
+                self.history.buffer.reset();
+                self.history.swap_due = false;
+            }
         }
         self.history.next_job += 1;
         let id = self.history.next_job;

@@ -641,7 +641,9 @@ async fn a_failed_compact_during_a_checkpoint_supersedes_it_and_the_cycle_goes_o
     let checkpoint = turn_reaching(BUDGET * 60 / 100);
     let mut chat = Chat::start(settings(&server), &[], &[]);
     chat.turns(1..=checkpoint).await;
-    chat.until(|e| matches!(e, Event::History(s) if s.phase == HistoryPhase::Checkpointing))
+    // The checkpoint's request is the first summary request the server sees.
+    server
+        .wait_for_requests(checkpoint + 1, Duration::from_secs(10))
         .await;
     chat.send(Op::Submit {
         text: "/compact".into(),

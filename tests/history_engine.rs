@@ -2,11 +2,13 @@
 //! loopback server: the double buffer's background checkpoint, swap, wait and fallback,
 //! overflow prevention, recovery from context_length_exceeded, and `/compact`.
 
+mod history_support;
 mod support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use history_support::{is_summary, turn_of};
 use support::{MockServer, RecordedRequest, Reply, TempRepo};
 use tern::config::{ApiKey, Settings};
 use tern::context::HistoryPhase;
@@ -20,14 +22,6 @@ const MAIN: &str = "gpt-4o";
 const BUDGET: usize = 1000;
 const RECAP: &str = "I asked you to keep going with the parser work in src/parse.rs.";
 
-fn is_summary(request: &RecordedRequest) -> bool {
-    let opening = include_str!("../assets/prompts/summarize.md")
-        .lines()
-        .next()
-        .unwrap();
-    request.messages[0].text.contains(opening)
-}
-
 fn user_text(turn: usize) -> String {
     format!(
         "turn {turn}: {}",
@@ -40,19 +34,6 @@ fn reply_text(turn: usize) -> String {
         "reply to turn {turn}: {}",
         "the parser now handles that case well ".repeat(6)
     )
-}
-
-/// The turn a conversation request is for, from its last user message.
-fn turn_of(request: &RecordedRequest) -> usize {
-    let text = request.last_user_text().unwrap_or_default();
-    let start = text.rfind("turn ").expect("a scripted turn") + 5;
-    text[start..]
-        .split(':')
-        .next()
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap()
 }
 
 fn conversations(server: &MockServer) -> Vec<RecordedRequest> {
@@ -169,6 +150,18 @@ impl Chat {
         self.send(Op::Submit { text });
         self.until(|e| matches!(e, Event::TurnFinished { .. } | Event::TurnFailed { .. }))
             .await
+    }
+
+    /// Runs a slash command; returns its events up to its `Output` titled `title`.
+    async fn command(&mut self, text: &str, title: &str) -> (String, Vec<Event>) {
+        self.send(Op::Submit { text: text.into() });
+        let events = self
+            .until(|e| matches!(e, Event::Output { title: t, .. } if t == title))
+            .await;
+        let Some(Event::Output { text, .. }) = events.last() else {
+            unreachable!("until stops at the output")
+        };
+        (text.clone(), events)
     }
 
     /// Turns `turns`, each expected to succeed.
@@ -310,8 +303,9 @@ async fn the_swap_keeps_every_message_after_the_anchor_verbatim() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_swap_that_comes_before_the_summary_waits_for_it_visibly() {
+/// A chat that has just reached the swap mark while its checkpoint (answered after two
+/// seconds) still runs; the number of its last turn.
+async fn at_the_swap_mark_with_a_slow_summary() -> (MockServer, Chat, usize) {
     let server = MockServer::start().await;
     script(&server, |_| {
         Reply::text(RECAP).with_start_delay(Duration::from_secs(2))
@@ -319,6 +313,12 @@ async fn a_swap_that_comes_before_the_summary_waits_for_it_visibly() {
     let swap = turn_reaching(BUDGET * 85 / 100);
     let mut chat = Chat::start(settings(&server), &[], &[]);
     chat.turns(1..=swap).await;
+    (server, chat, swap)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_swap_that_comes_before_the_summary_waits_for_it_visibly() {
+    let (server, mut chat, swap) = at_the_swap_mark_with_a_slow_summary().await;
     let events = chat.say(user_text(swap + 1)).await;
     assert!(matches!(events.last(), Some(Event::TurnFinished { .. })));
     assert!(
@@ -336,13 +336,7 @@ async fn a_swap_that_comes_before_the_summary_waits_for_it_visibly() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn waiting_for_a_summary_can_be_cancelled_and_the_message_comes_back() {
-    let server = MockServer::start().await;
-    script(&server, |_| {
-        Reply::text(RECAP).with_start_delay(Duration::from_secs(2))
-    });
-    let swap = turn_reaching(BUDGET * 85 / 100);
-    let mut chat = Chat::start(settings(&server), &[], &[]);
-    chat.turns(1..=swap).await;
+    let (server, mut chat, swap) = at_the_swap_mark_with_a_slow_summary().await;
     let text = user_text(swap + 1);
     chat.send(Op::Submit { text: text.clone() });
     chat.until(|e| matches!(e, Event::Notice { text } if text.contains("waiting")))
@@ -503,25 +497,31 @@ async fn a_request_that_cannot_fit_is_refused_naming_the_largest_file() {
     assert_eq!(server.request_count(), 0, "nothing too big is sent");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn context_length_exceeded_twice_then_success_retries_smaller() {
-    let server = MockServer::start().await;
+/// A server that refuses turn `turn` as too long `times` times and answers the rest,
+/// and settings without the double buffer and with a large history budget, so that the
+/// only summaries are those made to retry smaller.
+fn refusing(server: &MockServer, turn: usize, times: usize) -> Settings {
     let refusals = AtomicUsize::new(0);
     server.set_responder(move |r| {
         if is_summary(r) {
             Reply::text(RECAP)
-        } else if turn_of(r) == 8 && refusals.fetch_add(1, Ordering::SeqCst) < 2 {
+        } else if turn_of(r) == turn && refusals.fetch_add(1, Ordering::SeqCst) < times {
             Reply::context_length_exceeded(400)
         } else {
             Reply::text(reply_text(turn_of(r)))
         }
     });
-    let settings = Settings {
+    Settings {
         double_buffer: false,
-        max_chat_history_tokens: Some(4000),
-        ..settings(&server)
-    };
-    let mut chat = Chat::start(settings, &[], &[]);
+        max_chat_history_tokens: Some(8000),
+        ..settings(server)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn context_length_exceeded_twice_then_success_retries_smaller() {
+    let server = MockServer::start().await;
+    let mut chat = Chat::start(refusing(&server, 8, 2), &[], &[]);
     chat.turns(1..=9).await;
 
     let tries: Vec<RecordedRequest> = conversations(&server)
@@ -556,21 +556,7 @@ async fn context_length_exceeded_twice_then_success_retries_smaller() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_keeps_refusing_stops_after_three_retries() {
     let server = MockServer::start().await;
-    server.set_responder(|r| {
-        if is_summary(r) {
-            Reply::text(RECAP)
-        } else if turn_of(r) == 20 {
-            Reply::context_length_exceeded(100)
-        } else {
-            Reply::text(reply_text(turn_of(r)))
-        }
-    });
-    let settings = Settings {
-        double_buffer: false,
-        max_chat_history_tokens: Some(8000),
-        ..settings(&server)
-    };
-    let mut chat = Chat::start(settings, &[], &[]);
+    let mut chat = Chat::start(refusing(&server, 20, usize::MAX), &[], &[]);
     chat.turns(1..=19).await;
     let text = user_text(20);
     let events = chat.say(text.clone()).await;
@@ -590,15 +576,7 @@ async fn compact_summarizes_now_and_tokens_show_the_history() {
     script(&server, |_| Reply::text(RECAP));
     let mut chat = Chat::start(settings(&server), &[], &[]);
     chat.turns(1..=3).await;
-    chat.send(Op::Submit {
-        text: "/compact".into(),
-    });
-    let events = chat
-        .until(|e| matches!(e, Event::Output { title, .. } if title == "compact"))
-        .await;
-    let Some(Event::Output { text, .. }) = events.last() else {
-        unreachable!()
-    };
+    let (text, events) = chat.command("/compact", "compact").await;
     assert!(text.contains("replaced 6 messages"), "{text}");
     assert!(events.iter().any(|e| matches!(
         e,
@@ -615,15 +593,7 @@ async fn compact_summarizes_now_and_tokens_show_the_history() {
         as_sent(&history::summary_messages(RECAP))
     );
 
-    chat.send(Op::Submit {
-        text: "/tokens".into(),
-    });
-    let events = chat
-        .until(|e| matches!(e, Event::Output { title, .. } if title == "tokens"))
-        .await;
-    let Some(Event::Output { text, .. }) = events.last() else {
-        unreachable!()
-    };
+    let (text, _) = chat.command("/tokens", "tokens").await;
     assert!(text.contains("History "), "{text}");
     assert!(text.contains("phase swapped"), "{text}");
     assert!(text.contains("1 summaries made"), "{text}");
@@ -645,16 +615,8 @@ async fn a_failed_compact_during_a_checkpoint_supersedes_it_and_the_cycle_goes_o
     server
         .wait_for_requests(checkpoint + 1, Duration::from_secs(10))
         .await;
-    chat.send(Op::Submit {
-        text: "/compact".into(),
-    });
-    let events = chat
-        .until(|e| matches!(e, Event::Output { title, .. } if title == "compact"))
-        .await;
-    assert!(
-        matches!(events.last(), Some(Event::Output { text, .. }) if text.contains("failed")),
-        "{events:#?}"
-    );
+    let (text, events) = chat.command("/compact", "compact").await;
+    assert!(text.contains("failed"), "{events:#?}");
     // The abandoned checkpoint does not stall the cycle: a new one starts and swaps.
     chat.turns(checkpoint + 1..=checkpoint + 4).await;
     assert!(

@@ -3,34 +3,15 @@
 //! window. `measure_a_300_turn_session` (ignored; run it with `--ignored --nocapture`)
 //! prints the numbers the README reports.
 
+mod history_support;
 mod support;
 
 use std::time::Duration;
 
+use history_support::{is_summary, turn_of};
 use support::{MockServer, RecordedRequest, Reply, TempRepo, texts};
 
 const TURNS: usize = 300;
-
-fn is_summary(request: &RecordedRequest) -> bool {
-    let opening = include_str!("../assets/prompts/summarize.md")
-        .lines()
-        .next()
-        .unwrap();
-    request.messages[0].text.contains(opening)
-}
-
-/// The turn number of a conversation request, from the `turn N:` its last user message
-/// starts with.
-fn turn_of(request: &RecordedRequest) -> usize {
-    let text = request.last_user_text().unwrap_or_default();
-    let digits: String = text
-        .strip_prefix("turn ")
-        .expect("a scripted turn")
-        .chars()
-        .take_while(char::is_ascii_digit)
-        .collect();
-    digits.parse().unwrap()
-}
 
 /// A deterministic spread of sizes: mostly short, sometimes long, now and then huge.
 fn words(turn: usize, salt: usize) -> usize {

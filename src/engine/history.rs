@@ -90,6 +90,8 @@ struct TurnPlan {
     mode: ChatMode,
     /// Prompt tokens of the request last sent for this turn.
     sent_tokens: usize,
+    /// The notes for the model that request carried, for a retry to carry again.
+    notes: Vec<String>,
     overflow_retries: usize,
     /// A cap below the window's, after the server refused a bigger request.
     limit: Option<usize>,
@@ -103,6 +105,7 @@ impl TurnPlan {
             text: text.to_string(),
             mode,
             sent_tokens: 0,
+            notes: vec![],
             overflow_retries: 0,
             limit: None,
             map_shrunk: false,
@@ -430,12 +433,13 @@ impl Engine {
         self.start_turn(text, mode);
     }
 
-    /// Whether an assembled request may be sent; when it may, its size is remembered in
-    /// case the server refuses it as too long.
+    /// Whether an assembled request may be sent; when it may, its size and notes are
+    /// remembered in case the server refuses it as too long.
     pub(super) fn admit(&mut self, report: &BudgetReport) -> bool {
         let fits = report.total <= self.prompt_limit();
         if fits && let Some(plan) = &mut self.history.current {
             plan.sent_tokens = report.total;
+            plan.notes = self.session.notes_for_next_turn.clone();
         }
         fits
     }
@@ -517,6 +521,8 @@ impl Engine {
             return false;
         };
         plan.overflow_retries += 1;
+        // The notes go with the message again, whether it is retried or handed back.
+        self.session.notes_for_next_turn = std::mem::take(&mut plan.notes);
         let limit = plan.sent_tokens * OVERFLOW_SHRINK.0 / OVERFLOW_SHRINK.1;
         if self.history.learned_limit.is_none_or(|l| l > limit) {
             self.history.learned_limit = Some(limit);

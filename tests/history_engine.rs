@@ -6,7 +6,8 @@ mod history_support;
 mod support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use history_support::{is_summary, turn_of};
 use support::{MockServer, RecordedRequest, Reply, TempRepo};
@@ -231,6 +232,8 @@ async fn the_checkpoint_runs_in_the_background_without_delaying_the_conversation
     assert!(swap >= checkpoint + 2, "turns go on between the marks");
     let mut chat = Chat::start(settings(&server), &[], &[]);
     chat.turns(1..=swap - 1).await;
+    chat.until(|e| matches!(e, Event::History(s) if s.phase == HistoryPhase::Ready))
+        .await;
 
     let convo = conversations(&server);
     let summary = &summaries(&server)[0];
@@ -242,18 +245,16 @@ async fn the_checkpoint_runs_in_the_background_without_delaying_the_conversation
     assert!(!transcript.contains(&user_text(checkpoint + 1)));
     assert!(summary.arrived_at >= convo[checkpoint - 1].finished_at.unwrap());
     // The turns after it were sent while the summary was still being written.
-    let summary_end = summaries(&server)[0].finished_at;
+    let summary_end = summary.finished_at.unwrap();
     for request in &convo[checkpoint..] {
         assert!(
-            summary_end.is_none_or(|end| request.arrived_at < end),
+            request.arrived_at < summary_end,
             "turn {} waited for the summary",
             turn_of(request)
         );
     }
     assert!(!notices(&chat.events).iter().any(|n| n.contains("waiting")));
     assert!(chat.phases().contains(&HistoryPhase::Checkpointing));
-    chat.until(|e| matches!(e, Event::History(s) if s.phase == HistoryPhase::Ready))
-        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -602,19 +603,31 @@ async fn compact_summarizes_now_and_tokens_show_the_history() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_compact_during_a_checkpoint_supersedes_it_and_the_cycle_goes_on() {
     let server = MockServer::start().await;
-    // The checkpoint is slow; /compact's summary fails with both models; later ones work.
-    script(&server, |n| match n {
-        0 => Reply::text(RECAP).with_start_delay(Duration::from_secs(3)),
-        1 | 2 => Reply::http_error(400, serde_json::json!({"error": {"message": "no"}})),
-        _ => Reply::text(RECAP),
+    // The checkpoint is slow; the two requests of /compact's summary (weak, then main)
+    // fail; the summaries after them work. Told apart by arrival time, not order.
+    let compact_sent: Arc<Mutex<Option<Instant>>> = Arc::default();
+    let sent = Arc::clone(&compact_sent);
+    let failures = AtomicUsize::new(0);
+    server.set_responder(move |r| {
+        if !is_summary(r) {
+            return Reply::text(reply_text(turn_of(r)));
+        }
+        let after_compact = sent.lock().unwrap().is_some_and(|at| r.arrived_at >= at);
+        if !after_compact {
+            Reply::text(RECAP).with_start_delay(Duration::from_secs(3))
+        } else if failures.fetch_add(1, Ordering::SeqCst) < 2 {
+            Reply::http_error(400, serde_json::json!({"error": {"message": "no"}}))
+        } else {
+            Reply::text(RECAP)
+        }
     });
     let checkpoint = turn_reaching(BUDGET * 60 / 100);
     let mut chat = Chat::start(settings(&server), &[], &[]);
     chat.turns(1..=checkpoint).await;
-    // The checkpoint's request is the first summary request the server sees.
     server
         .wait_for_requests(checkpoint + 1, Duration::from_secs(10))
         .await;
+    *compact_sent.lock().unwrap() = Some(Instant::now());
     let (text, events) = chat.command("/compact", "compact").await;
     assert!(text.contains("failed"), "{events:#?}");
     // The abandoned checkpoint does not stall the cycle: a new one starts and swaps.

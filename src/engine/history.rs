@@ -12,6 +12,7 @@ use std::time::Instant;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::persist::SessionWriter;
 use super::{ChatMode, Engine, Event};
 use crate::context::double_buffer::{Action, DoubleBuffer};
 use crate::context::history::{self, Replaced, Summarizer, Summary, SummaryError, SummaryModel};
@@ -52,8 +53,8 @@ pub(crate) struct HistoryState {
     /// A prompt limit below the window's, learned from a server that refused a request
     /// as too long.
     learned_limit: Option<usize>,
-    /// Whether this session owns `.tern/session.json` yet (see `persist`).
-    pub(crate) session_file_owned: bool,
+    /// Writes `.tern/session.json` off the engine loop.
+    pub(crate) session_file: SessionWriter,
 }
 
 /// A running summary task.
@@ -115,7 +116,7 @@ impl TurnPlan {
 }
 
 impl HistoryState {
-    pub(crate) fn new(settings: &crate::config::Settings) -> Self {
+    pub(crate) fn new(settings: &crate::config::Settings, session_file: SessionWriter) -> Self {
         let (done_tx, done_rx) = mpsc::unbounded_channel();
         HistoryState {
             buffer: DoubleBuffer::new(
@@ -135,7 +136,7 @@ impl HistoryState {
             resume: None,
             swap_due: false,
             learned_limit: None,
-            session_file_owned: false,
+            session_file,
         }
     }
 

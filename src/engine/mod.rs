@@ -111,7 +111,10 @@ impl Engine {
             client,
             session: Session::new(config.root.clone()),
             cwd: config.cwd,
-            history: history::HistoryState::new(&config.settings),
+            history: history::HistoryState::new(
+                &config.settings,
+                persist::SessionWriter::start(config.root.clone(), events.clone()),
+            ),
             settings: config.settings,
             events,
             draft: String::new(),
@@ -152,6 +155,7 @@ impl Engine {
         if let Some(cancel) = self.running.take() {
             cancel.cancel();
         }
+        self.history.session_file.close().await;
         self.events.send(Event::Exited);
     }
 

@@ -33,7 +33,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::{ChatMode, Engine, Event, FileMode};
+use super::{ChatMode, Engine, Event, EventSink, FileMode};
 use crate::llm::{Message, Role};
 
 pub const DIR: &str = ".tern";
@@ -151,9 +151,9 @@ fn validate(saved: &SessionFile) -> Result<(), String> {
     Ok(())
 }
 
-/// Writes `saved` atomically. With `keep_previous`, an existing file is first moved to
-/// `session.prev.json`.
-pub fn save(root: &Path, saved: &SessionFile, keep_previous: bool) -> Result<(), PersistError> {
+/// Writes `saved` atomically. `first` marks a new session's first save: an existing
+/// file is moved to `session.prev.json` and `.tern/` is added to git's exclude file.
+pub fn save(root: &Path, saved: &SessionFile, first: bool) -> Result<(), PersistError> {
     let dir = root.join(DIR);
     let target = dir.join(FILE);
     let write_error = |source| PersistError::Write {
@@ -161,9 +161,11 @@ pub fn save(root: &Path, saved: &SessionFile, keep_previous: bool) -> Result<(),
         source,
     };
     std::fs::create_dir_all(&dir).map_err(write_error)?;
-    exclude_from_git(root);
-    if keep_previous && target.exists() {
-        std::fs::rename(&target, dir.join(PREVIOUS)).map_err(write_error)?;
+    if first {
+        exclude_from_git(root);
+        if target.exists() {
+            std::fs::rename(&target, dir.join(PREVIOUS)).map_err(write_error)?;
+        }
     }
     let mut file = tempfile::NamedTempFile::new_in(&dir).map_err(write_error)?;
     serde_json::to_writer_pretty(&mut file, saved).map_err(|e| write_error(e.into()))?;
@@ -200,6 +202,58 @@ fn exclude_from_git(root: &Path) {
     }
 }
 
+/// Saves the session on a blocking thread, in order, so the engine loop never waits for
+/// the disk (a save with fsync takes milliseconds). When several snapshots wait, only
+/// the newest is written.
+pub(crate) struct SessionWriter {
+    tx: Option<std::sync::mpsc::Sender<(SessionFile, bool)>>,
+    task: Option<tokio::task::JoinHandle<()>>,
+    /// The next save is this session's first (see `save`).
+    first: bool,
+}
+
+impl SessionWriter {
+    /// A writer for the repository at `root`; failures become warnings on `events`.
+    /// Must be called inside a tokio runtime.
+    pub(crate) fn start(root: PathBuf, events: EventSink) -> Self {
+        let (tx, rx) = std::sync::mpsc::channel::<(SessionFile, bool)>();
+        let task = tokio::task::spawn_blocking(move || {
+            while let Ok((mut saved, mut first)) = rx.recv() {
+                while let Ok((newer, newer_first)) = rx.try_recv() {
+                    saved = newer;
+                    first |= newer_first;
+                }
+                if let Err(e) = save(&root, &saved, first) {
+                    events.send(Event::Warning {
+                        text: e.to_string(),
+                    });
+                }
+            }
+        });
+        SessionWriter {
+            tx: Some(tx),
+            task: Some(task),
+            first: true,
+        }
+    }
+
+    fn write(&mut self, saved: SessionFile) {
+        if let Some(tx) = &self.tx
+            && tx.send((saved, self.first)).is_ok()
+        {
+            self.first = false;
+        }
+    }
+
+    /// Writes what is queued, then stops.
+    pub(crate) async fn close(&mut self) {
+        self.tx = None;
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+}
+
 impl Engine {
     fn session_file(&self) -> SessionFile {
         let files = [FileMode::Editable, FileMode::ReadOnly]
@@ -230,16 +284,11 @@ impl Engine {
         }
     }
 
-    /// Saves the session; a failure is a warning, never the end of the turn.
+    /// Saves the session in the background; a failure is a warning, never the end of
+    /// the turn.
     pub(super) fn save_session(&mut self) {
         let saved = self.session_file();
-        let keep_previous = !self.history.session_file_owned;
-        match save(self.session.root(), &saved, keep_previous) {
-            Ok(()) => self.history.session_file_owned = true,
-            Err(e) => self.events.send(Event::Warning {
-                text: e.to_string(),
-            }),
-        }
+        self.history.session_file.write(saved);
     }
 
     /// `--resume`: loads the saved session's history, summary state, files and mode.
@@ -265,7 +314,8 @@ impl Engine {
             saved.summaries,
             saved.checkpoint.map(|c| (c.anchor, c.summary)),
         );
-        self.history.session_file_owned = true;
+        // The file is this session's own: no need to set it aside.
+        self.history.session_file.first = false;
         Ok(())
     }
 }

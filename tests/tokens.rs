@@ -3,7 +3,9 @@
 use std::sync::LazyLock;
 
 use proptest::prelude::*;
-use tern::tokens::{Encoding, MESSAGE_OVERHEAD, REPLY_PRIMING, TokenCounter, split_at_piece_boundaries};
+use tern::tokens::{
+    Encoding, MESSAGE_OVERHEAD, REPLY_PRIMING, TokenCounter, split_at_piece_boundaries,
+};
 
 /// The worked example of OpenAI's cookbook "How to count tokens with tiktoken": the API
 /// reported 129 prompt tokens for gpt-4 (cl100k_base) and 124 for gpt-4o (o200k_base).
@@ -116,7 +118,10 @@ fn large_texts_counted_in_parallel_equal_tiktoken() {
     let big = own_sources().join("\n").repeat(3);
     assert!(big.len() > 256 * 1024, "{} bytes", big.len());
     for encoding in [Encoding::O200kBase, Encoding::Cl100kBase] {
-        assert_eq!(encoding.count(&big), tiktoken(encoding).encode_ordinary(&big).len());
+        assert_eq!(
+            encoding.count(&big),
+            tiktoken(encoding).encode_ordinary(&big).len()
+        );
     }
 }
 

@@ -1,6 +1,65 @@
 //! Turning model replies into proposed edits, reviewing them hunk by hunk, and writing
 //! only what the user accepted.
+//!
+//! The flow: [`parse_reply`] finds the edits a reply asks for; [`Proposal::build`]
+//! applies them in memory to the files on disk and splits each file's change into
+//! hunks; the user decides per hunk, file or all ([`Proposal::decide`]); and
+//! [`Proposal::apply`] writes the original plus the accepted hunks. Blocks that fail at
+//! any step come back as [`EditError`]s, which [`reflection_message`] turns into the
+//! message the model gets to fix them. Nothing here is async or touches git.
 
+mod apply;
+mod editblock;
+mod error;
+mod filename;
 mod format;
+mod matching;
+mod parse;
+pub mod prompts;
+mod proposal;
+mod render;
+mod safety;
+mod scan;
+mod text;
+mod udiff;
+mod whole;
+mod workspace;
 
+pub use apply::{Applied, ApplyOutcome, StaleFile, WriteFailure, Written};
+pub use error::{EditError, NearMatch, Problem, reflection_message};
+pub use filename::FileSet;
 pub use format::EditFormat;
+pub use matching::{Occurrence, Strategy};
+pub use parse::{Edit, EditKind, ParsedReply, parse_reply};
+pub use proposal::{CONTEXT, Decision, FileProposal, Hunk, HunkId, Proposal, Select, Unknown};
+pub use render::{DiffLine, LineKind, unified_diff};
+pub use safety::{Refusal, Target, resolve as resolve_path};
+pub use scan::ShellSuggestion;
+pub use text::{Encoding, FileText, LineEnding};
+pub use workspace::Workspace;
+
+/// Everything one reply proposes: the proposal to review, the blocks that failed (to
+/// show and to send back), and suggested shell commands (to show, never to run).
+#[derive(Debug)]
+pub struct Proposed {
+    pub proposal: Proposal,
+    pub errors: Vec<EditError>,
+    pub shell: Vec<ShellSuggestion>,
+    /// Blocks in the reply; `blocks - errors.len()` applied.
+    pub blocks: usize,
+}
+
+/// Parses `reply` and builds its proposal against the workspace's files.
+pub fn propose(ws: &Workspace, reply: &str, format: EditFormat, files: &FileSet) -> Proposed {
+    let parsed = parse_reply(reply, format, files);
+    let blocks = parsed.blocks();
+    let (proposal, mut errors) = Proposal::build(ws, &parsed.edits, files);
+    errors.extend(parsed.errors);
+    errors.sort_by_key(|e| e.block);
+    Proposed {
+        proposal,
+        errors,
+        shell: parsed.shell,
+        blocks,
+    }
+}

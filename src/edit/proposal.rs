@@ -1,0 +1,576 @@
+//! All edits of one reply applied in memory: each file's original and proposed content,
+//! split into hunks the user accepts or rejects one by one. Nothing here writes.
+//!
+//! Hunk ids are a short hash of the hunk's content (its file, removed and added lines),
+//! not its position. So an id shown by `tern apply --dry-run` cannot silently select a
+//! different hunk when the file changed before `--accept` (it is simply unknown), and
+//! when a file changed on disk during review and is re-diffed, every hunk that did not
+//! change keeps its id and the decision already made on it.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use similar::{Algorithm, DiffOp};
+
+use super::error::{EditError, Problem};
+use super::filename::FileSet;
+use super::matching::{Doc, Failure, Occurrence};
+use super::parse::{Edit, EditKind};
+use super::safety::{self, Target};
+use super::text::{Binary, FileText};
+use super::workspace::Workspace;
+
+/// Unchanged lines shown around a hunk; changes closer than twice this are one hunk,
+/// as in `git diff`, so hunks never overlap on screen.
+pub const CONTEXT: usize = 3;
+
+/// A hunk's id: 28 bits of a hash of its content, shown as 7 hex digits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct HunkId(u32);
+
+impl fmt::Display for HunkId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:07x}", self.0)
+    }
+}
+
+impl FromStr for HunkId {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let s = s.trim();
+        if s.len() == 7 && s.chars().all(|c| c.is_ascii_hexdigit()) {
+            u32::from_str_radix(s, 16)
+                .map(HunkId)
+                .map_err(|e| e.to_string())
+        } else {
+            Err(format!(
+                "{s:?} is not a hunk id (7 hex digits, as shown in the diff)"
+            ))
+        }
+    }
+}
+
+impl HunkId {
+    /// Hashes the hunk's content; `taken` keeps ids unique within a proposal (two
+    /// identical hunks in one file get different ids, deterministically by order).
+    fn new(path: &Path, old: &[&str], new: &[&str], taken: &mut HashSet<HunkId>) -> HunkId {
+        let mut bytes = path.to_string_lossy().into_owned().into_bytes();
+        for (mark, lines) in [(0u8, old), (1u8, new)] {
+            bytes.push(mark);
+            for line in lines {
+                bytes.extend_from_slice(line.as_bytes());
+            }
+        }
+        (0u64..)
+            .map(|seed| HunkId((xxhash_rust::xxh3::xxh3_64_with_seed(&bytes, seed) >> 36) as u32))
+            .find(|id| taken.insert(*id))
+            .expect("an unused id exists")
+    }
+}
+
+/// What the user said about a hunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Decision {
+    #[default]
+    Pending,
+    Accept,
+    Reject,
+}
+
+/// Which hunks a decision is about.
+#[derive(Debug, Clone, Copy)]
+pub enum Select<'a> {
+    Hunk(HunkId),
+    File(&'a Path),
+    All,
+}
+
+/// One contiguous change of a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hunk {
+    pub id: HunkId,
+    /// The original lines it replaces (0-based, end exclusive).
+    pub old: Range<usize>,
+    /// The proposed lines that replace them.
+    pub new: Range<usize>,
+    pub decision: Decision,
+    /// The diff inside the hunk (it may keep a few unchanged lines between changes).
+    ops: Vec<DiffOp>,
+}
+
+impl Hunk {
+    pub(crate) fn ops(&self) -> &[DiffOp] {
+        &self.ops
+    }
+}
+
+/// The proposed change to one file.
+#[derive(Debug, Clone)]
+pub struct FileProposal {
+    pub(crate) path: PathBuf,
+    pub(crate) original: FileText,
+    pub(crate) existed: bool,
+    pub(crate) proposed: String,
+    pub(crate) hunks: Vec<Hunk>,
+    pub(crate) edits: Vec<Edit>,
+    /// A new file git ignores: written only once confirmed.
+    pub(crate) ignored_new: bool,
+    pub(crate) confirmed: bool,
+}
+
+impl FileProposal {
+    /// Relative to the repository root.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn is_new(&self) -> bool {
+        !self.existed
+    }
+
+    pub fn original(&self) -> &FileText {
+        &self.original
+    }
+
+    /// The content with every hunk applied (decoded text, `\n` endings).
+    pub fn proposed(&self) -> &str {
+        &self.proposed
+    }
+
+    pub fn hunks(&self) -> &[Hunk] {
+        &self.hunks
+    }
+
+    /// The edits (blocks of the reply) this file's proposal came from.
+    pub fn edits(&self) -> &[Edit] {
+        &self.edits
+    }
+
+    /// True for a new file that git ignores and the user has not yet confirmed.
+    pub fn needs_confirmation(&self) -> bool {
+        self.ignored_new && !self.confirmed
+    }
+
+    pub fn accepted(&self) -> impl Iterator<Item = &Hunk> {
+        self.hunks.iter().filter(|h| h.decision == Decision::Accept)
+    }
+
+    /// The file's bytes with the original kept everywhere except the hunks `take`
+    /// selects. Kept lines are copied byte for byte; new lines get the file's encoding
+    /// and dominant line ending.
+    pub fn content_with(&self, take: impl Fn(&Hunk) -> bool) -> Vec<u8> {
+        let raw: Vec<&[u8]> = self.original.raw_lines().collect();
+        let new: Vec<&str> = self.proposed.split_inclusive('\n').collect();
+        let mut out = Vec::with_capacity(self.original.raw().len() + 64);
+        out.extend_from_slice(self.original.prefix());
+        let mut at = 0;
+        for hunk in self.hunks.iter().filter(|h| take(h)) {
+            raw[at..hunk.old.start]
+                .iter()
+                .for_each(|l| out.extend_from_slice(l));
+            for op in &hunk.ops {
+                match *op {
+                    DiffOp::Equal { old_index, len, .. } => {
+                        raw[old_index..old_index + len]
+                            .iter()
+                            .for_each(|l| out.extend_from_slice(l));
+                    }
+                    DiffOp::Delete { .. } => {}
+                    DiffOp::Insert {
+                        new_index, new_len, ..
+                    }
+                    | DiffOp::Replace {
+                        new_index, new_len, ..
+                    } => {
+                        for line in &new[new_index..new_index + new_len] {
+                            // Checked when the proposal was built.
+                            let _ = self.original.encode_line(line, &mut out);
+                        }
+                    }
+                }
+            }
+            at = hunk.old.end;
+        }
+        raw[at..].iter().for_each(|l| out.extend_from_slice(l));
+        out
+    }
+
+    /// Re-runs this file's edits against `current` (the file changed on disk): the
+    /// hunks are recomputed and those with unchanged content keep their decisions.
+    pub(crate) fn rebase(
+        &mut self,
+        current: FileText,
+        existed: bool,
+        taken: &mut HashSet<HunkId>,
+    ) -> Vec<EditError> {
+        let (proposed, errors) = run_edits(&self.path, &current, existed, &self.edits);
+        let decided: HashMap<HunkId, Decision> =
+            self.hunks.iter().map(|h| (h.id, h.decision)).collect();
+        self.original = current;
+        self.existed = existed;
+        self.proposed = proposed;
+        self.rediff(&decided, taken);
+        errors
+    }
+
+    /// Recomputes the hunks of original → proposed, keeping decisions by id.
+    /// `taken`: the ids of the proposal's other files.
+    pub(crate) fn rediff(
+        &mut self,
+        decided: &HashMap<HunkId, Decision>,
+        taken: &mut HashSet<HunkId>,
+    ) {
+        self.hunks = diff_hunks(
+            &self.path,
+            self.original.text(),
+            &self.proposed,
+            self.existed,
+            taken,
+        );
+        for h in &mut self.hunks {
+            h.decision = decided.get(&h.id).copied().unwrap_or_default();
+        }
+    }
+}
+
+/// Every file a reply changes, with its hunks and the user's decisions.
+#[derive(Debug, Clone)]
+pub struct Proposal {
+    pub(crate) root: PathBuf,
+    pub(crate) files: Vec<FileProposal>,
+}
+
+/// A hunk id or file that is not part of the proposal.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("no hunk or file {0} in this proposal")]
+pub struct Unknown(pub String);
+
+impl Proposal {
+    /// Applies `edits` in memory to the files under the workspace root. Blocks that
+    /// fail are returned as errors (with "did you mean" lines); the rest form the
+    /// proposal. `files` are the chat files, for hints when a SEARCH text is in another
+    /// file than the one named.
+    pub fn build(ws: &Workspace, edits: &[Edit], files: &FileSet) -> (Proposal, Vec<EditError>) {
+        let mut order: Vec<&Path> = Vec::new();
+        for e in edits {
+            if !order.contains(&e.path.as_path()) {
+                order.push(&e.path);
+            }
+        }
+        let mut proposal = Proposal {
+            root: ws.root().to_path_buf(),
+            files: Vec::new(),
+        };
+        let mut errors = Vec::new();
+        let mut taken = HashSet::new();
+        for path in order {
+            let file_edits: Vec<Edit> = edits.iter().filter(|e| e.path == path).cloned().collect();
+            let fail_all = |problem: Problem| {
+                file_edits
+                    .iter()
+                    .map(|e| {
+                        EditError::new(
+                            e.block,
+                            Some(path.to_path_buf()),
+                            problem.clone(),
+                            &e.source,
+                        )
+                    })
+                    .collect::<Vec<_>>()
+            };
+            let (target, original) = match load(ws.root(), path) {
+                Ok(loaded) => loaded,
+                Err(problem) => {
+                    errors.extend(fail_all(problem));
+                    continue;
+                }
+            };
+            let (proposed, mut file_errors) =
+                run_edits(&target.rel, &original, target.exists, &file_edits);
+            add_other_file_hints(ws.root(), &target.rel, &file_edits, files, &mut file_errors);
+            let nothing_applied = file_errors.len() == file_edits.len();
+            errors.extend(file_errors);
+            if nothing_applied {
+                continue;
+            }
+            let hunks = diff_hunks(
+                &target.rel,
+                original.text(),
+                &proposed,
+                target.exists,
+                &mut taken,
+            );
+            if hunks.is_empty() {
+                continue;
+            }
+            proposal.files.push(FileProposal {
+                ignored_new: !target.exists && ws.is_ignored(&target.rel),
+                path: target.rel,
+                original,
+                existed: target.exists,
+                proposed,
+                hunks,
+                edits: file_edits,
+                confirmed: false,
+            });
+        }
+        errors.sort_by_key(|e| e.block);
+        (proposal, errors)
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The hunk ids of every file but `except`, for re-diffing that one.
+    pub(crate) fn ids_except(&self, except: usize) -> HashSet<HunkId> {
+        self.files
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != except)
+            .flat_map(|(_, f)| f.hunks.iter().map(|h| h.id))
+            .collect()
+    }
+
+    pub fn files(&self) -> &[FileProposal] {
+        &self.files
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty()
+    }
+
+    pub fn hunk_count(&self) -> usize {
+        self.files.iter().map(|f| f.hunks.len()).sum()
+    }
+
+    pub fn file(&self, path: &Path) -> Option<&FileProposal> {
+        self.files.iter().find(|f| f.path == path)
+    }
+
+    /// Sets the decision of one hunk, one file's hunks, or all; returns how many hunks
+    /// it covered.
+    pub fn decide(&mut self, select: Select<'_>, decision: Decision) -> Result<usize, Unknown> {
+        let mut count = 0;
+        for file in &mut self.files {
+            let whole = match select {
+                Select::All => true,
+                Select::File(p) => file.path == p,
+                Select::Hunk(_) => false,
+            };
+            for hunk in &mut file.hunks {
+                if whole || matches!(select, Select::Hunk(id) if id == hunk.id) {
+                    hunk.decision = decision;
+                    count += 1;
+                }
+            }
+        }
+        match (count, select) {
+            (0, Select::Hunk(id)) => Err(Unknown(id.to_string())),
+            (0, Select::File(p)) => Err(Unknown(p.display().to_string())),
+            _ => Ok(count),
+        }
+    }
+
+    /// The user's yes to creating a gitignored new file.
+    pub fn confirm(&mut self, path: &Path) -> Result<(), Unknown> {
+        let file = self
+            .files
+            .iter_mut()
+            .find(|f| f.path == path)
+            .ok_or_else(|| Unknown(path.display().to_string()))?;
+        file.confirmed = true;
+        Ok(())
+    }
+
+    /// For the model's next turn: the hunks the user rejected (or left undecided) and
+    /// so were not applied. None when every hunk was accepted.
+    pub fn rejected_summary(&self) -> Option<String> {
+        let mut body = String::new();
+        for file in &self.files {
+            let diff = super::render::unified_diff(file, |h| h.decision != Decision::Accept, false);
+            body.push_str(&diff);
+        }
+        (!body.is_empty()).then(|| {
+            format!(
+                "The user reviewed your edits and did not accept these hunks, so they were not \
+                 applied; the files do not contain them. Do not propose them again unless asked.\n\n\
+                 ```diff\n{body}```\n"
+            )
+        })
+    }
+}
+
+/// Reads a file for editing after checking the path is one tern may write.
+fn load(root: &Path, path: &Path) -> Result<(Target, FileText), Problem> {
+    let target = safety::resolve(root, path).map_err(Problem::Refused)?;
+    if !target.exists {
+        return Ok((target, FileText::new_file()));
+    }
+    let raw = std::fs::read(&target.abs).map_err(|e| Problem::Io(e.to_string()))?;
+    let text = FileText::decode(raw).map_err(|Binary| Problem::Binary)?;
+    Ok((target, text))
+}
+
+/// Applies one file's edits in order; a failing edit is reported and skipped.
+pub(crate) fn run_edits(
+    path: &Path,
+    original: &FileText,
+    existed: bool,
+    edits: &[Edit],
+) -> (String, Vec<EditError>) {
+    let mut doc = Doc::new(original.text());
+    let mut errors = Vec::new();
+    for edit in edits {
+        if let Err(problem) = run_edit(&mut doc, original, existed, &edit.kind) {
+            errors.push(EditError::new(
+                edit.block,
+                Some(path.to_path_buf()),
+                problem,
+                &edit.source,
+            ));
+        }
+    }
+    (doc.text(), errors)
+}
+
+fn run_edit<'a>(
+    doc: &mut Doc<'a>,
+    original: &FileText,
+    existed: bool,
+    kind: &'a EditKind,
+) -> Result<(), Problem> {
+    match kind {
+        EditKind::SearchReplace {
+            search,
+            replace,
+            occurrence,
+        } => {
+            original
+                .check_encodable(replace)
+                .map_err(|u| Problem::Unencodable(u.ch))?;
+            if search.is_empty() {
+                if *occurrence == Occurrence::Unique && !doc.is_empty() {
+                    return Err(Problem::NoContext);
+                }
+                doc.append(replace);
+                return Ok(());
+            }
+            if !existed && doc.is_empty() {
+                return Err(Problem::FileNotFound);
+            }
+            doc.search_replace(search, replace, *occurrence)
+                .map(|_| ())
+                .map_err(|failure| match failure {
+                    Failure::NoMatch => Problem::NoMatch {
+                        near: doc.nearest(search),
+                        hint: doc.contains(replace).then(|| {
+                            "The REPLACE lines are already in the file: was this edit applied already?".to_string()
+                        }),
+                    },
+                    Failure::Ambiguous(lines) => Problem::Ambiguous { lines },
+                    Failure::Elision(why) => Problem::Elision(why),
+                    Failure::Lazy(line) => Problem::LazyComment { line },
+                })
+        }
+        EditKind::Whole { content, new_file } => {
+            original
+                .check_encodable(content)
+                .map_err(|u| Problem::Unencodable(u.ch))?;
+            if *new_file && !doc.is_empty() {
+                return Err(Problem::FileExists);
+            }
+            doc.replace_all(content);
+            Ok(())
+        }
+    }
+}
+
+/// A SEARCH text not found in its file may be in another chat file: say so.
+fn add_other_file_hints(
+    root: &Path,
+    path: &Path,
+    edits: &[Edit],
+    files: &FileSet,
+    errors: &mut [EditError],
+) {
+    let mut cache: HashMap<&str, Option<String>> = HashMap::new();
+    for err in errors.iter_mut() {
+        let Problem::NoMatch {
+            hint: hint @ None, ..
+        } = &mut err.problem
+        else {
+            continue;
+        };
+        let Some(EditKind::SearchReplace { search, .. }) =
+            edits.iter().find(|e| e.block == err.block).map(|e| &e.kind)
+        else {
+            continue;
+        };
+        for other in files.chat().filter(|f| Path::new(f) != path) {
+            let text = cache.entry(other).or_insert_with(|| {
+                let raw = std::fs::read(root.join(other)).ok()?;
+                FileText::decode(raw).ok().map(|t| t.text().to_string())
+            });
+            if text
+                .as_deref()
+                .is_some_and(|t| Doc::new(t).contains(search))
+            {
+                *hint = Some(format!(
+                    "The SEARCH text is in {other}: is that the file you meant?"
+                ));
+                break;
+            }
+        }
+    }
+}
+
+/// The hunks of old → new. A new file that stays empty still gets one (empty) hunk, so
+/// that creating it can be accepted.
+fn diff_hunks(
+    path: &Path,
+    old: &str,
+    new: &str,
+    existed: bool,
+    taken: &mut HashSet<HunkId>,
+) -> Vec<Hunk> {
+    let o: Vec<&str> = old.split_inclusive('\n').collect();
+    let n: Vec<&str> = new.split_inclusive('\n').collect();
+    let ops = similar::capture_diff_slices(Algorithm::Histogram, &o, &n);
+    let mut hunks: Vec<Hunk> = similar::group_diff_ops(ops, CONTEXT)
+        .into_iter()
+        .filter_map(|group| {
+            let first = group
+                .iter()
+                .position(|op| !matches!(op, DiffOp::Equal { .. }))?;
+            let last = group
+                .iter()
+                .rposition(|op| !matches!(op, DiffOp::Equal { .. }))?;
+            let ops = group[first..=last].to_vec();
+            let old = ops[0].old_range().start..ops[ops.len() - 1].old_range().end;
+            let new = ops[0].new_range().start..ops[ops.len() - 1].new_range().end;
+            Some(Hunk {
+                id: HunkId::new(path, &o[old.clone()], &n[new.clone()], taken),
+                old,
+                new,
+                decision: Decision::Pending,
+                ops,
+            })
+        })
+        .collect();
+    if hunks.is_empty() && !existed {
+        hunks.push(Hunk {
+            id: HunkId::new(path, &[], &[], taken),
+            old: 0..0,
+            new: 0..0,
+            decision: Decision::Pending,
+            ops: Vec::new(),
+        });
+    }
+    hunks
+}

@@ -1,6 +1,35 @@
-use clap::Parser;
+use std::process::ExitCode;
 
-fn main() {
-    let cli = tern::cli::Cli::parse();
-    println!("{cli:?}");
+use clap::Parser;
+use tern::cli::{Cli, Command};
+use tern::config::ConfigSources;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let cwd = match std::env::current_dir() {
+        Ok(dir) => dir,
+        Err(e) => {
+            eprintln!("tern: cannot read the current directory: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let settings = match tern::config::load(&cli.global, &ConfigSources::discover(&cwd), |k| {
+        std::env::var(k).ok()
+    }) {
+        Ok(settings) => settings,
+        Err(e) => {
+            eprintln!("tern: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match &cli.command {
+        Some(Command::Apply(args)) => {
+            tern::headless::apply::run(args, &cli.global, &settings, &cwd)
+        }
+        Some(Command::Undo) => tern::headless::undo::run(&cwd),
+        _ => {
+            eprintln!("tern: this command is not available in this build yet");
+            ExitCode::from(2)
+        }
+    }
 }

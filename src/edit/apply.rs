@@ -36,6 +36,9 @@ pub struct Applied {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Written {
     pub path: PathBuf,
+    /// The file really written, relative to the root (differs from `path` when that is
+    /// a symlink): the path to commit.
+    pub real: PathBuf,
     pub hunks: Vec<HunkId>,
     pub created: bool,
 }
@@ -109,6 +112,10 @@ impl Proposal {
                     ));
                     applied.written.push(Written {
                         path: file.path.clone(),
+                        real: target
+                            .abs
+                            .strip_prefix(&self.root)
+                            .map_or_else(|_| file.path.clone(), Path::to_path_buf),
                         hunks: file.accepted().map(|h| h.id).collect(),
                         created: !target.exists,
                     });

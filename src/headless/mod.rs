@@ -1,0 +1,2 @@
+pub mod apply;
+pub mod undo;

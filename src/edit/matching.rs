@@ -439,7 +439,8 @@ const NEAR_CUTOFF: f32 = 0.6;
 const NEAR_CANDIDATES: usize = 5;
 
 /// The window of the file most like `pat`: windows are scored by how many of the
-/// SEARCH's words their lines share, and the best few compared character by character.
+/// SEARCH's words their lines share, and the best few compared character by character
+/// (indentation aside).
 fn nearest(lines: &[Cow<'_, str>], pat: &[&str]) -> Option<NearMatch> {
     let wanted: HashSet<&str> = pat.iter().flat_map(|l| words(l)).collect();
     let n = pat.len().min(lines.len());
@@ -458,13 +459,17 @@ fn nearest(lines: &[Cow<'_, str>], pat: &[&str]) -> Option<NearMatch> {
         sums.push((sum, start));
     }
     sums.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-    let pat_text = pat.join("\n");
+    // Indentation is compared separately by the ladder; here it would only hide a
+    // match that differs in nothing else (tabs for spaces).
+    let trimmed =
+        |lines: &mut dyn Iterator<Item = &str>| lines.map(str::trim).collect::<Vec<_>>().join("\n");
+    let pat_text = trimmed(&mut pat.iter().copied());
     let mut best: Option<(f32, usize)> = None;
     for &(s, start) in sums.iter().take(NEAR_CANDIDATES) {
         if s == 0 {
             break;
         }
-        let text = lines[start..start + n].join("\n");
+        let text = trimmed(&mut lines[start..start + n].iter().map(|l| l.as_ref()));
         let ratio = similar::TextDiff::configure()
             .timeout(std::time::Duration::from_millis(50))
             .diff_chars(pat_text.as_str(), text.as_str())

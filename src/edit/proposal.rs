@@ -12,6 +12,7 @@ use std::fmt;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::time::{Duration, Instant};
 
 use similar::{Algorithm, DiffOp};
 
@@ -26,6 +27,9 @@ use super::workspace::Workspace;
 /// Unchanged lines shown around a hunk; changes closer than twice this are one hunk,
 /// as in `git diff`, so hunks never overlap on screen.
 pub const CONTEXT: usize = 3;
+
+/// The most time one file's diff may take before it settles for a coarser result.
+const DIFF_DEADLINE: Duration = Duration::from_secs(1);
 
 /// A hunk's id: 28 bits of a hash of its content, shown as 7 hex digits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -541,7 +545,11 @@ fn diff_hunks(
 ) -> Vec<Hunk> {
     let o: Vec<&str> = old.split_inclusive('\n').collect();
     let n: Vec<&str> = new.split_inclusive('\n').collect();
-    let ops = similar::capture_diff_slices(Algorithm::Histogram, &o, &n);
+    // Patience: anchors on unique lines, so hunks follow code structure; similar's
+    // histogram degenerates on the repeated `}` and blank lines of code (50x slower).
+    // The deadline bounds pathological inputs (the diff stays correct, only coarser).
+    let deadline = Instant::now() + DIFF_DEADLINE;
+    let ops = similar::capture_diff_slices_deadline(Algorithm::Patience, &o, &n, Some(deadline));
     let mut hunks: Vec<Hunk> = similar::group_diff_ops(ops, CONTEXT)
         .into_iter()
         .filter_map(|group| {

@@ -17,7 +17,9 @@ const FN_LINES: usize = 10;
 fn source() -> String {
     let mut s = String::with_capacity(LINES * 32);
     for f in 0..LINES / FN_LINES {
-        s.push_str(&format!("fn handler_{f}(ctx: &mut Context) -> Result<()> {{\n"));
+        s.push_str(&format!(
+            "fn handler_{f}(ctx: &mut Context) -> Result<()> {{\n"
+        ));
         s.push_str("    let state = ctx.state();\n");
         s.push_str(&format!("    let limit = {};\n", f % 97));
         s.push_str("    if state.count > limit {\n");
@@ -62,7 +64,14 @@ fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("edit");
     group.sample_size(30);
     group.bench_function("200 blocks on a 50k-line file", |b| {
-        b.iter(|| black_box(propose(&ws, black_box(&reply), EditFormat::Editblock, &files)))
+        b.iter(|| {
+            black_box(propose(
+                &ws,
+                black_box(&reply),
+                EditFormat::Editblock,
+                &files,
+            ))
+        })
     });
     group.finish();
 }

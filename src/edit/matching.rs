@@ -113,13 +113,10 @@ impl<'a> Doc<'a> {
         if let Some(lazy) = lazy_placeholder(&s, &r) {
             return Err(Failure::Lazy(lazy.to_string()));
         }
-        match self.locate(&s, occurrence)? {
-            Some(place) => {
-                let strategy = place.strategy();
-                self.put(place, &r);
-                return Ok(strategy);
-            }
-            None => {}
+        if let Some(place) = self.locate(&s, occurrence)? {
+            let strategy = place.strategy();
+            self.put(place, &r);
+            return Ok(strategy);
         }
         let (lead, trail) = blank_ends(&s);
         if lead + trail > 0 && lead + trail < s.len() {

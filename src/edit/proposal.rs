@@ -349,6 +349,11 @@ impl Proposal {
         self.files.is_empty()
     }
 
+    /// Every hunk's id, file by file.
+    pub fn hunk_ids(&self) -> impl Iterator<Item = HunkId> + '_ {
+        self.files.iter().flat_map(|f| f.hunks.iter().map(|h| h.id))
+    }
+
     pub fn hunk_count(&self) -> usize {
         self.files.iter().map(|f| f.hunks.len()).sum()
     }

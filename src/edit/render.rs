@@ -32,29 +32,55 @@ impl FileProposal {
     /// The lines of hunk `index`, with up to `context` unchanged lines on each side (never
     /// reaching into the neighbouring hunks).
     pub fn hunk_lines(&self, index: usize, context: usize) -> Vec<DiffLine<'_>> {
-        let old: Vec<&str> = self.original.text().split_inclusive('\n').collect();
-        let new: Vec<&str> = self.proposed.split_inclusive('\n').collect();
-        let hunks = self.hunks();
+        Sides::of(self).hunk(self, index, context)
+    }
+
+    /// The lines of every hunk (splitting the file once, for views of many hunks).
+    pub fn all_hunk_lines(&self, context: usize) -> Vec<Vec<DiffLine<'_>>> {
+        let sides = Sides::of(self);
+        (0..self.hunks().len())
+            .map(|i| sides.hunk(self, i, context))
+            .collect()
+    }
+}
+
+/// The original and proposed content split into lines.
+struct Sides<'a> {
+    old: Vec<&'a str>,
+    new: Vec<&'a str>,
+}
+
+impl<'a> Sides<'a> {
+    fn of(file: &'a FileProposal) -> Self {
+        Sides {
+            old: file.original().text().split_inclusive('\n').collect(),
+            new: file.proposed().split_inclusive('\n').collect(),
+        }
+    }
+
+    fn line(&self, kind: LineKind, o: Option<usize>, n: Option<usize>) -> DiffLine<'a> {
+        let text = match kind {
+            LineKind::Added => self.new[n.unwrap_or_default()],
+            _ => self.old[o.unwrap_or_default()],
+        };
+        DiffLine {
+            kind,
+            old: o.map(|i| i + 1),
+            new: n.map(|i| i + 1),
+            text: text.trim_end_matches('\n').trim_end_matches('\r'),
+            no_newline: !text.ends_with('\n'),
+        }
+    }
+
+    fn hunk(&self, file: &FileProposal, index: usize, context: usize) -> Vec<DiffLine<'a>> {
+        let hunks = file.hunks();
         let h = &hunks[index];
         let prev_end = index.checked_sub(1).map_or(0, |i| hunks[i].old.end);
-        let next_start = hunks.get(index + 1).map_or(old.len(), |n| n.old.start);
-        let line = |kind, o: Option<usize>, n: Option<usize>| {
-            let text = match kind {
-                LineKind::Added => new[n.unwrap_or_default()],
-                _ => old[o.unwrap_or_default()],
-            };
-            DiffLine {
-                kind,
-                old: o.map(|i| i + 1),
-                new: n.map(|i| i + 1),
-                text: text.trim_end_matches('\n').trim_end_matches('\r'),
-                no_newline: !text.ends_with('\n'),
-            }
-        };
+        let next_start = hunks.get(index + 1).map_or(self.old.len(), |n| n.old.start);
         let mut out = Vec::new();
         let before = context.min(h.old.start - prev_end);
         for i in h.old.start - before..h.old.start {
-            out.push(line(
+            out.push(self.line(
                 LineKind::Context,
                 Some(i),
                 Some(i + h.new.start - h.old.start),
@@ -66,22 +92,18 @@ impl FileProposal {
                 DiffOp::Equal { .. } => {
                     out.extend(
                         o.zip(n)
-                            .map(|(a, b)| line(LineKind::Context, Some(a), Some(b))),
+                            .map(|(a, b)| self.line(LineKind::Context, Some(a), Some(b))),
                     );
                 }
                 _ => {
-                    out.extend(o.map(|a| line(LineKind::Removed, Some(a), None)));
-                    out.extend(n.map(|b| line(LineKind::Added, None, Some(b))));
+                    out.extend(o.map(|a| self.line(LineKind::Removed, Some(a), None)));
+                    out.extend(n.map(|b| self.line(LineKind::Added, None, Some(b))));
                 }
             }
         }
         let after = context.min(next_start - h.old.end);
         for i in h.old.end..h.old.end + after {
-            out.push(line(
-                LineKind::Context,
-                Some(i),
-                Some(i + h.new.end - h.old.end),
-            ));
+            out.push(self.line(LineKind::Context, Some(i), Some(i + h.new.end - h.old.end)));
         }
         out
     }
@@ -99,6 +121,7 @@ pub fn unified_diff(file: &FileProposal, show: impl Fn(&Hunk) -> bool, color: bo
     let paint = |code: &'static str| if color { code } else { "" };
     let reset = paint(RESET);
     let mut out = String::new();
+    let sides = Sides::of(file);
     for (index, hunk) in file.hunks().iter().enumerate() {
         if !show(hunk) {
             continue;
@@ -112,7 +135,7 @@ pub fn unified_diff(file: &FileProposal, show: impl Fn(&Hunk) -> bool, color: bo
             };
             let _ = writeln!(out, "{}--- {old}\n+++ b/{path}{reset}", paint(BOLD));
         }
-        let lines = file.hunk_lines(index, super::proposal::CONTEXT);
+        let lines = sides.hunk(file, index, super::proposal::CONTEXT);
         let span = |pick: fn(&DiffLine<'_>) -> Option<usize>, fallback: usize| {
             let mut numbers = lines.iter().filter_map(pick);
             match numbers.next() {

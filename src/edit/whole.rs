@@ -4,7 +4,7 @@
 use super::error::{EditError, Problem};
 use super::filename::FileSet;
 use super::parse::{EditKind, Parsed, RawEdit};
-use super::scan::{Fence, filename_before, join_lines};
+use super::scan::{Fence, filename_before, join_lines, shell_fence};
 
 pub(crate) fn parse(lines: &[&str], files: &FileSet) -> Parsed {
     let mut out = Parsed::default();
@@ -24,11 +24,11 @@ pub(crate) fn parse(lines: &[&str], files: &FileSet) -> Parsed {
         let end = close.unwrap_or(lines.len());
         let body = &lines[(i + 1).min(end)..end];
         match (filename, close) {
-            (None, Some(_)) if fence.is_shell() => out.shell.push(super::scan::ShellSuggestion {
-                language: fence.language().to_ascii_lowercase(),
-                commands: body.join("\n"),
-            }),
-            (None, _) => unnamed += 1,
+            (None, Some(_)) => match shell_fence(lines, i) {
+                Some((suggestion, _)) => out.shell.push(suggestion),
+                None => unnamed += 1,
+            },
+            (None, None) => unnamed += 1,
             (Some(name), Some(_)) => {
                 block += 1;
                 out.edits.push(RawEdit {

@@ -164,9 +164,12 @@ fn apply(
         }
     };
     for w in &applied.written {
-        let ids: Vec<String> = w.hunks.iter().map(HunkId::to_string).collect();
         let verb = if w.created { "created" } else { "wrote" };
-        eprintln!("{verb} {} (hunks {})", w.path.display(), ids.join(", "));
+        eprintln!(
+            "{verb} {} (hunks {})",
+            w.path.display(),
+            id_list(w.hunks.iter().copied())
+        );
     }
     for f in &applied.failed {
         eprintln!(
@@ -176,14 +179,8 @@ fn apply(
         );
         code = EXIT_PARTIAL;
     }
-    let left: Vec<String> = proposal
-        .files()
-        .iter()
-        .flat_map(|f| f.hunks())
-        .map(|h| h.id.to_string())
-        .collect();
-    if !left.is_empty() {
-        eprintln!("not applied: hunks {}", left.join(", "));
+    if proposal.hunk_count() > 0 {
+        eprintln!("not applied: hunks {}", id_list(proposal.hunk_ids()));
     }
 
     if let Some(repo) = repo
@@ -251,15 +248,9 @@ fn decide(proposal: &mut Proposal, accept: &str, root: &Path, cwd: &Path) -> Res
                     }
                 };
                 if found.is_err() {
-                    let ids: Vec<String> = proposal
-                        .files()
-                        .iter()
-                        .flat_map(|f| f.hunks())
-                        .map(|h| h.id.to_string())
-                        .collect();
                     return Err(format!(
                         "--accept: {item} is not a hunk id or file of this reply (hunks: {})",
-                        ids.join(", ")
+                        id_list(proposal.hunk_ids())
                     ));
                 }
             }
@@ -281,4 +272,8 @@ fn report_errors(errors: &[EditError]) {
             }
         }
     }
+}
+
+fn id_list(ids: impl Iterator<Item = HunkId>) -> String {
+    ids.map(|id| id.to_string()).collect::<Vec<_>>().join(", ")
 }

@@ -31,7 +31,9 @@ pub use filename::FileSet;
 pub use format::EditFormat;
 pub use matching::{Occurrence, Strategy};
 pub use parse::{Edit, EditKind, ParsedReply, parse_reply};
-pub use proposal::{CONTEXT, Decision, FileProposal, Hunk, HunkId, Proposal, Select, Unknown};
+pub use proposal::{
+    CONTEXT, Decision, FileProposal, Hunk, HunkId, Proposal, ReplyReport, Select, Unknown,
+};
 pub use render::{DiffLine, LineKind, unified_diff};
 pub use safety::{Refusal, Target, resolve as resolve_path};
 pub use scan::ShellSuggestion;
@@ -49,17 +51,19 @@ pub struct Proposed {
     pub blocks: usize,
 }
 
-/// Parses `reply` and builds its proposal against the workspace's files.
+/// Parses `reply` and builds its proposal against the workspace's files. The replies
+/// to reflections go on top with [`Proposal::add_reply`].
 pub fn propose(ws: &Workspace, reply: &str, format: EditFormat, files: &FileSet) -> Proposed {
-    let parsed = parse_reply(reply, format, files);
-    let blocks = parsed.blocks();
-    let (proposal, mut errors) = Proposal::build(ws, &parsed.edits, files);
-    errors.extend(parsed.errors);
-    errors.sort_by_key(|e| e.block);
+    let mut proposal = Proposal::new(ws);
+    let ReplyReport {
+        errors,
+        shell,
+        blocks,
+    } = proposal.add_reply(ws, reply, format, files);
     Proposed {
         proposal,
         errors,
-        shell: parsed.shell,
+        shell,
         blocks,
     }
 }

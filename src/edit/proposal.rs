@@ -21,6 +21,7 @@ use super::filename::FileSet;
 use super::matching::{Doc, Failure, Occurrence};
 use super::parse::{Edit, EditKind};
 use super::safety::{self, Target};
+use super::scan::ShellSuggestion;
 use super::text::{Binary, FileText};
 use super::workspace::Workspace;
 
@@ -212,14 +213,20 @@ impl FileProposal {
         existed: bool,
         taken: &mut HashSet<HunkId>,
     ) -> Vec<EditError> {
-        let (proposed, errors) = run_edits(&self.path, &current, existed, &self.edits);
+        let ran = run_edits(&self.path, &current, existed, &self.edits);
         let decided: HashMap<HunkId, Decision> =
             self.hunks.iter().map(|h| (h.id, h.decision)).collect();
+        let failed: HashSet<usize> = ran.failed.iter().map(|(i, _)| *i).collect();
+        let mut index = 0;
+        self.edits.retain(|_| {
+            index += 1;
+            !failed.contains(&(index - 1))
+        });
         self.original = current;
         self.existed = existed;
-        self.proposed = proposed;
+        self.proposed = ran.text;
         self.rediff(&decided, taken);
-        errors
+        ran.failed.into_iter().map(|(_, e)| e).collect()
     }
 
     /// Recomputes the hunks of original → proposed, keeping decisions by id.
@@ -249,34 +256,76 @@ pub struct Proposal {
     pub(crate) files: Vec<FileProposal>,
 }
 
+/// What adding one reply to a proposal found besides the edits.
+#[derive(Debug, Clone, Default)]
+pub struct ReplyReport {
+    /// Blocks that could not be parsed or applied.
+    pub errors: Vec<EditError>,
+    /// Commands the model suggests; shown, never run.
+    pub shell: Vec<ShellSuggestion>,
+    /// Blocks in the reply; `blocks - errors.len()` applied.
+    pub blocks: usize,
+}
+
 /// A hunk id or file that is not part of the proposal.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("no hunk or file {0} in this proposal")]
 pub struct Unknown(pub String);
 
 impl Proposal {
+    /// An empty proposal for the workspace's files.
+    pub fn new(ws: &Workspace) -> Proposal {
+        Proposal {
+            root: ws.root().to_path_buf(),
+            files: Vec::new(),
+        }
+    }
+
     /// Applies `edits` in memory to the files under the workspace root. Blocks that
     /// fail are returned as errors (with "did you mean" lines); the rest form the
     /// proposal. `files` are the chat files, for hints when a SEARCH text is in another
     /// file than the one named.
     pub fn build(ws: &Workspace, edits: &[Edit], files: &FileSet) -> (Proposal, Vec<EditError>) {
+        let mut proposal = Proposal::new(ws);
+        let errors = proposal.add_edits(ws, edits, files);
+        (proposal, errors)
+    }
+
+    /// Adds the edits of a further reply (the model's answer to a reflection) on top
+    /// of what is proposed already: they match against the proposed content, not the
+    /// disk, and decisions on hunks that did not change are kept.
+    pub fn add_reply(
+        &mut self,
+        ws: &Workspace,
+        reply: &str,
+        format: super::EditFormat,
+        files: &FileSet,
+    ) -> ReplyReport {
+        let parsed = super::parse_reply(reply, format, files);
+        let blocks = parsed.blocks();
+        let mut errors = self.add_edits(ws, &parsed.edits, files);
+        errors.extend(parsed.errors);
+        errors.sort_by_key(|e| e.block);
+        ReplyReport {
+            errors,
+            shell: parsed.shell,
+            blocks,
+        }
+    }
+
+    /// Adds `edits` on top of what is proposed already (see [`Proposal::add_reply`]).
+    pub fn add_edits(&mut self, ws: &Workspace, edits: &[Edit], files: &FileSet) -> Vec<EditError> {
         let mut order: Vec<&Path> = Vec::new();
         for e in edits {
             if !order.contains(&e.path.as_path()) {
                 order.push(&e.path);
             }
         }
-        let mut proposal = Proposal {
-            root: ws.root().to_path_buf(),
-            files: Vec::new(),
-        };
         let mut errors = Vec::new();
-        let mut taken = HashSet::new();
         for path in order {
-            let file_edits: Vec<Edit> = edits.iter().filter(|e| e.path == path).cloned().collect();
+            let new: Vec<Edit> = edits.iter().filter(|e| e.path == path).cloned().collect();
             let fail_all = |problem: Problem| {
-                file_edits
-                    .iter()
+                new.iter()
                     .map(|e| {
                         EditError::new(
                             e.block,
@@ -287,44 +336,74 @@ impl Proposal {
                     })
                     .collect::<Vec<_>>()
             };
-            let (target, original) = match load(ws.root(), path) {
-                Ok(loaded) => loaded,
-                Err(problem) => {
-                    errors.extend(fail_all(problem));
+            let target = match safety::resolve(ws.root(), path) {
+                Ok(target) => target,
+                Err(refusal) => {
+                    errors.extend(fail_all(Problem::Refused(refusal)));
                     continue;
                 }
             };
-            let (proposed, mut file_errors) =
-                run_edits(&target.rel, &original, target.exists, &file_edits);
-            add_other_file_hints(ws.root(), &target.rel, &file_edits, files, &mut file_errors);
-            let nothing_applied = file_errors.len() == file_edits.len();
-            errors.extend(file_errors);
-            if nothing_applied {
-                continue;
-            }
-            let hunks = diff_hunks(
-                &target.rel,
-                original.text(),
-                &proposed,
-                target.exists,
-                &mut taken,
-            );
-            if hunks.is_empty() {
-                continue;
-            }
-            proposal.files.push(FileProposal {
-                ignored_new: !target.exists && ws.is_ignored(&target.rel),
-                path: target.rel,
-                original,
-                existed: target.exists,
-                proposed,
-                hunks,
-                edits: file_edits,
-                confirmed: false,
-            });
+            let index = match self.files.iter().position(|f| f.path == target.rel) {
+                Some(index) => index,
+                None => match read(&target) {
+                    Ok(original) => {
+                        self.files.push(FileProposal {
+                            ignored_new: !target.exists && ws.is_ignored(&target.rel),
+                            path: target.rel,
+                            original,
+                            existed: target.exists,
+                            proposed: String::new(),
+                            hunks: Vec::new(),
+                            edits: Vec::new(),
+                            confirmed: false,
+                        });
+                        self.files.len() - 1
+                    }
+                    Err(problem) => {
+                        errors.extend(fail_all(problem));
+                        continue;
+                    }
+                },
+            };
+            errors.extend(self.extend_file(index, new, ws.root(), files));
         }
+        self.files.retain(|f| !f.hunks.is_empty());
         errors.sort_by_key(|e| e.block);
-        (proposal, errors)
+        errors
+    }
+
+    /// Runs file `index`'s edits followed by `new` from its original content.
+    fn extend_file(
+        &mut self,
+        index: usize,
+        new: Vec<Edit>,
+        root: &Path,
+        files: &FileSet,
+    ) -> Vec<EditError> {
+        let mut taken = self.ids_except(index);
+        let file = &mut self.files[index];
+        let mut all = std::mem::take(&mut file.edits);
+        // The earlier edits applied to this same original before, so only new ones fail.
+        let applied_before = all.len();
+        all.extend(new);
+        let mut ran = run_edits(&file.path, &file.original, file.existed, &all);
+        add_other_file_hints(root, &file.path, &all, files, &mut ran.failed);
+        let nothing_new = ran.failed.len() == all.len() - applied_before;
+        let failed: HashSet<usize> = ran.failed.iter().map(|(i, _)| *i).collect();
+        file.edits = all
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| !failed.contains(i))
+            .map(|(_, e)| e)
+            .collect();
+        // A file only gets hunks when some edit applied (not for a new file whose edits
+        // all failed).
+        if !(nothing_new && file.edits.is_empty()) {
+            let decided = file.hunks.iter().map(|h| (h.id, h.decision)).collect();
+            file.proposed = ran.text;
+            file.rediff(&decided, &mut taken);
+        }
+        ran.failed.into_iter().map(|(_, e)| e).collect()
     }
 
     pub fn root(&self) -> &Path {
@@ -415,37 +494,38 @@ impl Proposal {
     }
 }
 
-/// Reads a file for editing after checking the path is one tern may write.
-fn load(root: &Path, path: &Path) -> Result<(Target, FileText), Problem> {
-    let target = safety::resolve(root, path).map_err(Problem::Refused)?;
+/// Reads a file tern may write (an absent one is a new, empty file).
+fn read(target: &Target) -> Result<FileText, Problem> {
     if !target.exists {
-        return Ok((target, FileText::new_file()));
+        return Ok(FileText::new_file());
     }
     let raw = std::fs::read(&target.abs).map_err(|e| Problem::Io(e.to_string()))?;
-    let text = FileText::decode(raw).map_err(|Binary| Problem::Binary)?;
-    Ok((target, text))
+    FileText::decode(raw).map_err(|Binary| Problem::Binary)
+}
+
+/// One file's edits run in order: the resulting text and the edits that failed, by
+/// index.
+pub(crate) struct Ran {
+    pub text: String,
+    pub failed: Vec<(usize, EditError)>,
 }
 
 /// Applies one file's edits in order; a failing edit is reported and skipped.
-pub(crate) fn run_edits(
-    path: &Path,
-    original: &FileText,
-    existed: bool,
-    edits: &[Edit],
-) -> (String, Vec<EditError>) {
+pub(crate) fn run_edits(path: &Path, original: &FileText, existed: bool, edits: &[Edit]) -> Ran {
     let mut doc = Doc::new(original.text());
-    let mut errors = Vec::new();
-    for edit in edits {
+    let mut failed = Vec::new();
+    for (i, edit) in edits.iter().enumerate() {
         if let Err(problem) = run_edit(&mut doc, original, existed, &edit.kind) {
-            errors.push(EditError::new(
-                edit.block,
-                Some(path.to_path_buf()),
-                problem,
-                &edit.source,
+            failed.push((
+                i,
+                EditError::new(edit.block, Some(path.to_path_buf()), problem, &edit.source),
             ));
         }
     }
-    (doc.text(), errors)
+    Ran {
+        text: doc.text(),
+        failed,
+    }
 }
 
 fn run_edit<'a>(
@@ -500,24 +580,28 @@ fn run_edit<'a>(
     }
 }
 
+/// Above this many chat files, a SEARCH text that fails is not looked for in the others.
+const HINT_MAX_FILES: usize = 200;
+
 /// A SEARCH text not found in its file may be in another chat file: say so.
 fn add_other_file_hints(
     root: &Path,
     path: &Path,
     edits: &[Edit],
     files: &FileSet,
-    errors: &mut [EditError],
+    failed: &mut [(usize, EditError)],
 ) {
+    if files.chat().count() > HINT_MAX_FILES {
+        return;
+    }
     let mut cache: HashMap<&str, Option<String>> = HashMap::new();
-    for err in errors.iter_mut() {
-        let Problem::NoMatch {
-            hint: hint @ None, ..
-        } = &mut err.problem
-        else {
-            continue;
-        };
-        let Some(EditKind::SearchReplace { search, .. }) =
-            edits.iter().find(|e| e.block == err.block).map(|e| &e.kind)
+    for (i, err) in failed.iter_mut() {
+        let (
+            Problem::NoMatch {
+                hint: hint @ None, ..
+            },
+            EditKind::SearchReplace { search, .. },
+        ) = (&mut err.problem, &edits[*i].kind)
         else {
             continue;
         };

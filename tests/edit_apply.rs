@@ -588,7 +588,9 @@ fn reflection_reply_applies_on_top_of_the_proposal() {
     let dir = dir_with(&[("a.txt", text.as_bytes())]);
     let ws = Workspace::discover(dir.path()).unwrap();
     let files = FileSet::new(vec!["a.txt".into()], vec![]);
-    let first = block("a.txt", "l2\n", "L2\n") + &block("a.txt", "l20 \nnope\n", "L20\n") + &block("a.txt", "l35\n", "L35\n");
+    let first = block("a.txt", "l2\n", "L2\n")
+        + &block("a.txt", "l20 \nnope\n", "L20\n")
+        + &block("a.txt", "l35\n", "L35\n");
     let mut out = propose(&ws, &first, EditFormat::Editblock, &files);
     assert_eq!(out.errors.len(), 1);
     assert_eq!(out.errors[0].block, 2);
@@ -597,16 +599,34 @@ fn reflection_reply_applies_on_top_of_the_proposal() {
 
     // The model fixes block 2 and, believing block 1 applied, edits its result too.
     let second = block("a.txt", "l20\n", "L20\n") + &block("a.txt", "L2\n", "Line two\n");
-    let report = out.proposal.add_reply(&ws, &second, EditFormat::Editblock, &files);
+    let report = out
+        .proposal
+        .add_reply(&ws, &second, EditFormat::Editblock, &files);
     assert!(report.errors.is_empty(), "{:?}", report.errors);
     assert_eq!(report.blocks, 2);
     let file = &out.proposal.files()[0];
-    assert_eq!(file.proposed(), text.replace("l2\n", "Line two\n").replace("l20\n", "L20\n").replace("l35\n", "L35\n"));
+    assert_eq!(
+        file.proposed(),
+        text.replace("l2\n", "Line two\n")
+            .replace("l20\n", "L20\n")
+            .replace("l35\n", "L35\n")
+    );
     let after: Vec<_> = file.hunks().iter().map(|h| (h.id, h.decision)).collect();
     assert_eq!(after.len(), 3);
-    assert_ne!(after[0].0, before[0], "the first hunk changed, so it is new");
+    assert_ne!(
+        after[0].0, before[0],
+        "the first hunk changed, so it is new"
+    );
     assert_eq!(after[0].1, Decision::Pending);
-    assert_eq!(after[1].1, Decision::Pending, "the fixed block's hunk is new");
-    assert_eq!(after[2], (before[1], Decision::Accept), "untouched hunk keeps id and decision");
+    assert_eq!(
+        after[1].1,
+        Decision::Pending,
+        "the fixed block's hunk is new"
+    );
+    assert_eq!(
+        after[2],
+        (before[1], Decision::Accept),
+        "untouched hunk keeps id and decision"
+    );
     assert_eq!(file.edits().len(), 4, "failed blocks are not kept");
 }

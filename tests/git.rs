@@ -372,6 +372,26 @@ fn ignored_untracked_paths_are_written_but_not_committed() {
     assert_eq!(blob_at(&repo, "HEAD", "debug.log"), None);
 }
 
+#[test]
+fn no_commit_or_undo_in_the_middle_of_a_merge() {
+    let (d, repo) = new_repo();
+    write(&repo, "a.txt", "a\n");
+    user_commit(&repo, &["a.txt"], "init");
+    let c = tern_commit(&repo, "a.txt", "b\n");
+    std::fs::write(d.path().join(".git/MERGE_HEAD"), format!("{c}\n")).unwrap();
+    write(&repo, "a.txt", "c\n");
+    let err = git::commit_edits(&repo, &[PathBuf::from("a.txt")], "fix: c", &OPTS).unwrap_err();
+    assert!(
+        matches!(err, GitError::Busy(ref s) if s == "merge"),
+        "{err}"
+    );
+    assert!(matches!(
+        git::undo(&repo),
+        Err(UndoError::Git(GitError::Busy(_)))
+    ));
+    assert_eq!(repo.head().unwrap().target(), Some(c));
+}
+
 // ---------------------------------------------------------------- hooks
 
 #[cfg(unix)]

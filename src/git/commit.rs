@@ -93,6 +93,7 @@ fn commit_paths(
     tern: bool,
 ) -> Result<Option<Commit>, GitError> {
     let workdir = repo.workdir().ok_or(GitError::Bare)?.to_path_buf();
+    super::ensure_idle(repo)?;
     let head = head_commit(repo)?;
     let head_tree = match &head {
         Some(c) => c.tree()?,

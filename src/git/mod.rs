@@ -31,6 +31,8 @@ pub enum GitError {
     NoIdentity,
     #[error("the repository has no work tree")]
     Bare,
+    #[error("git is in the middle of a {0}; finish or abort it first")]
+    Busy(String),
     #[error("{0}")]
     Io(#[from] std::io::Error),
 }
@@ -53,5 +55,14 @@ impl<'a> CommitOptions<'a> {
             model: Some(&settings.model),
             co_author_trailer: settings.co_author_trailer,
         }
+    }
+}
+
+/// Refuses to commit (or undo) while a merge, rebase, cherry-pick... is in progress:
+/// a one-parent commit of some paths would silently drop it.
+pub(crate) fn ensure_idle(repo: &git2::Repository) -> Result<(), GitError> {
+    match repo.state() {
+        git2::RepositoryState::Clean => Ok(()),
+        state => Err(GitError::Busy(format!("{state:?}").to_lowercase())),
     }
 }

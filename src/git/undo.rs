@@ -57,6 +57,7 @@ pub struct Undone {
 /// tern commit, not a merge or the first commit, its files have not changed since,
 /// and no remote-tracking branch contains it.
 pub fn undo(repo: &Repository) -> Result<Undone, UndoError> {
+    super::ensure_idle(repo)?;
     let commit = head_commit(repo)?.ok_or(UndoRefusal::NoCommits)?;
     let summary = String::from_utf8_lossy(commit.summary_bytes().unwrap_or_default()).into_owned();
     if repo.find_note(Some(NOTES_REF), commit.id()).is_err() {

@@ -1,12 +1,13 @@
 //! Turning model replies into proposed edits, reviewing them hunk by hunk, and writing
 //! only what the user accepted.
 //!
-//! The flow: [`parse_reply`] finds the edits a reply asks for; [`Proposal::build`]
-//! applies them in memory to the files on disk and splits each file's change into
-//! hunks; the user decides per hunk, file or all ([`Proposal::decide`]); and
-//! [`Proposal::apply`] writes the original plus the accepted hunks. Blocks that fail at
-//! any step come back as [`EditError`]s, which [`reflection_message`] turns into the
-//! message the model gets to fix them. Nothing here is async or touches git.
+//! The flow: [`propose`] parses a reply ([`parse_reply`]) and applies its edits in
+//! memory to the files on disk, splitting each file's change into hunks; blocks that
+//! fail come back as [`EditError`]s, which [`reflection_message`] turns into the
+//! message the model gets to fix them, and its answer goes on top with
+//! [`Proposal::add_reply`]. The user decides per hunk, file or all
+//! ([`Proposal::decide`]), and [`Proposal::apply`] writes the original plus the
+//! accepted hunks. Nothing here is async or touches git (see `crate::git`).
 
 mod apply;
 mod editblock;

@@ -428,6 +428,16 @@ impl Proposal {
         self.files.is_empty()
     }
 
+    /// The files `apply` would write now (those with accepted hunks): the paths for
+    /// `git::commit_dirty` before applying.
+    pub fn paths_to_write(&self) -> Vec<PathBuf> {
+        self.files
+            .iter()
+            .filter(|f| f.accepted().next().is_some())
+            .map(|f| f.path.clone())
+            .collect()
+    }
+
     /// Every hunk's id, file by file.
     pub fn hunk_ids(&self) -> impl Iterator<Item = HunkId> + '_ {
         self.files.iter().flat_map(|f| f.hunks.iter().map(|h| h.id))

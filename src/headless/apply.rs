@@ -120,13 +120,7 @@ fn apply(
     let repo = ws.repo().filter(|_| commit);
     let opts = CommitOptions::from_settings(settings);
     if let Some(repo) = repo.filter(|_| settings.dirty_commits) {
-        let paths: Vec<PathBuf> = proposal
-            .files()
-            .iter()
-            .filter(|f| f.accepted().next().is_some())
-            .map(|f| f.path().to_path_buf())
-            .collect();
-        match git::commit_dirty(repo, &paths, &opts) {
+        match git::commit_dirty(repo, &proposal.paths_to_write(), &opts) {
             Ok(Some(c)) => eprintln!(
                 "committed your own changes first: {} {}",
                 c.short_id(),

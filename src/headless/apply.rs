@@ -8,8 +8,8 @@ use std::process::ExitCode;
 use crate::cli::{ApplyArgs, GlobalArgs};
 use crate::config::Settings;
 use crate::edit::{
-    self, ApplyOutcome, Decision, EditError, FileSet, HunkId, Problem, Proposal, Proposed, Select,
-    Workspace,
+    self, Applied, ApplyOutcome, Decision, EditError, FileSet, HunkId, Problem, Proposal, Proposed,
+    Select, ShellSuggestion, Workspace,
 };
 use crate::git::{self, CommitOptions};
 use crate::llm::ModelInfo;
@@ -65,25 +65,13 @@ fn apply(
     } else {
         chat_files(&ws, cwd, &args.files)?
     };
-    let files = FileSet::new(chat, repo_files);
     let Proposed {
         mut proposal,
         errors,
         shell,
         blocks,
-    } = edit::propose(&ws, &reply, format, &files);
-
-    let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    for file in proposal.files() {
-        print!("{}", edit::unified_diff(file, |_| true, color));
-    }
-    report_errors(&errors);
-    for s in &shell {
-        eprintln!("suggested {} command (not run):", s.language);
-        for line in s.commands.lines() {
-            eprintln!("  {line}");
-        }
-    }
+    } = edit::propose(&ws, &reply, format, &FileSet::new(chat, repo_files));
+    show(&proposal, &errors, &shell);
     let mut code = if errors.is_empty() {
         EXIT_OK
     } else {
@@ -101,23 +89,13 @@ fn apply(
         return Ok(code);
     }
     decide(&mut proposal, &args.accept, ws.root(), cwd)?;
-    for file in proposal.files().to_vec() {
-        if file.needs_confirmation() && file.accepted().next().is_some() {
-            if global.yes {
-                let _ = proposal.confirm(file.path());
-            } else {
-                eprintln!(
-                    "tern apply: not creating {}: git ignores it (rerun with --yes to create it)",
-                    file.path().display()
-                );
-                let _ = proposal.decide(Select::File(file.path()), Decision::Reject);
-                code = EXIT_PARTIAL;
-            }
-        }
+    if !confirm_ignored(&mut proposal, global.yes) {
+        code = EXIT_PARTIAL;
     }
 
-    let commit = !args.no_commit && settings.auto_commits;
-    let repo = ws.repo().filter(|_| commit);
+    let repo = ws
+        .repo()
+        .filter(|_| !args.no_commit && settings.auto_commits);
     let opts = CommitOptions::from_settings(settings);
     if let Some(repo) = repo.filter(|_| settings.dirty_commits) {
         match git::commit_dirty(repo, &proposal.paths_to_write(), &opts) {
@@ -135,7 +113,81 @@ fn apply(
             }
         }
     }
+    let Some(applied) = write(&mut proposal) else {
+        return Ok(EXIT_PARTIAL);
+    };
+    if !applied.failed.is_empty() {
+        code = EXIT_PARTIAL;
+    }
+    if let Some(repo) = repo
+        && !applied.written.is_empty()
+    {
+        let paths: Vec<PathBuf> = applied.written.iter().map(|w| w.real.clone()).collect();
+        let message = git::message::fallback(&applied.diff);
+        match git::commit_edits(repo, &paths, &message, &opts) {
+            Ok(Some(c)) => eprintln!("committed {} {}", c.short_id(), c.summary),
+            Ok(None) => {}
+            Err(e) => {
+                eprintln!("tern apply: the edits were written but not committed: {e}");
+                return Ok(EXIT_COMMIT);
+            }
+        }
+    }
+    Ok(code)
+}
 
+/// The hunks on stdout as a unified diff; failed blocks and suggested commands on stderr.
+fn show(proposal: &Proposal, errors: &[EditError], shell: &[ShellSuggestion]) {
+    let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    for file in proposal.files() {
+        print!("{}", edit::unified_diff(file, |_| true, color));
+    }
+    for e in errors {
+        eprintln!("error: {e}");
+        if let Problem::NoMatch {
+            near: Some(near), ..
+        } = &e.problem
+        {
+            eprintln!("  did you mean (line {}):", near.line);
+            for line in near.text.lines() {
+                eprintln!("  | {line}");
+            }
+        }
+    }
+    for s in shell {
+        eprintln!("suggested {} command (not run):", s.language);
+        for line in s.commands.lines() {
+            eprintln!("  {line}");
+        }
+    }
+}
+
+/// Gitignored new files with accepted hunks: confirmed with `--yes`, otherwise
+/// rejected with a note. False when one was rejected.
+fn confirm_ignored(proposal: &mut Proposal, yes: bool) -> bool {
+    let ignored: Vec<PathBuf> = proposal
+        .files()
+        .iter()
+        .filter(|f| f.needs_confirmation() && f.accepted().next().is_some())
+        .map(|f| f.path().to_path_buf())
+        .collect();
+    for path in &ignored {
+        if yes {
+            let _ = proposal.confirm(path);
+        } else {
+            eprintln!(
+                "tern apply: not creating {}: git ignores it (rerun with --yes to create it)",
+                path.display()
+            );
+            let _ = proposal.decide(Select::File(path), Decision::Reject);
+        }
+    }
+    yes || ignored.is_empty()
+}
+
+/// Writes the accepted hunks and says what was written and what was not. None when
+/// nothing could be written (a file changed meanwhile).
+fn write(proposal: &mut Proposal) -> Option<Applied> {
     let applied = match proposal.apply() {
         ApplyOutcome::Applied(applied) => applied,
         ApplyOutcome::Stale(stale) => {
@@ -145,7 +197,7 @@ fn apply(
                     s.path.display()
                 );
             }
-            return Ok(EXIT_PARTIAL);
+            return None;
         }
         ApplyOutcome::NeedsConfirmation(paths) => {
             for p in &paths {
@@ -154,7 +206,7 @@ fn apply(
                     p.display()
                 );
             }
-            return Ok(EXIT_PARTIAL);
+            return None;
         }
     };
     for w in &applied.written {
@@ -171,27 +223,11 @@ fn apply(
             f.path.display(),
             f.error
         );
-        code = EXIT_PARTIAL;
     }
     if proposal.hunk_count() > 0 {
         eprintln!("not applied: hunks {}", id_list(proposal.hunk_ids()));
     }
-
-    if let Some(repo) = repo
-        && !applied.written.is_empty()
-    {
-        let paths: Vec<PathBuf> = applied.written.iter().map(|w| w.real.clone()).collect();
-        let message = git::message::fallback(&applied.diff);
-        match git::commit_edits(repo, &paths, &message, &opts) {
-            Ok(Some(c)) => eprintln!("committed {} {}", c.short_id(), c.summary),
-            Ok(None) => {}
-            Err(e) => {
-                eprintln!("tern apply: the edits were written but not committed: {e}");
-                return Ok(EXIT_COMMIT);
-            }
-        }
-    }
-    Ok(code)
+    Some(applied)
 }
 
 fn read_reply(path: &Path) -> Result<String, String> {
@@ -251,21 +287,6 @@ fn decide(proposal: &mut Proposal, accept: &str, root: &Path, cwd: &Path) -> Res
         }
     }
     Ok(())
-}
-
-fn report_errors(errors: &[EditError]) {
-    for e in errors {
-        eprintln!("error: {e}");
-        if let Problem::NoMatch {
-            near: Some(near), ..
-        } = &e.problem
-        {
-            eprintln!("  did you mean (line {}):", near.line);
-            for line in near.text.lines() {
-                eprintln!("  | {line}");
-            }
-        }
-    }
 }
 
 fn id_list(ids: impl Iterator<Item = HunkId>) -> String {

@@ -22,7 +22,7 @@ pub enum Occurrence {
 
 /// How a SEARCH text was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Strategy {
+pub(crate) enum Strategy {
     Exact,
     /// Every line shifted by the same indentation (trailing whitespace ignored).
     Indent,

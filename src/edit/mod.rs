@@ -30,7 +30,7 @@ pub use apply::{Applied, ApplyOutcome, StaleFile, WriteFailure, Written};
 pub use error::{EditError, NearMatch, Problem, reflection_message};
 pub use filename::FileSet;
 pub use format::EditFormat;
-pub use matching::{Occurrence, Strategy};
+pub use matching::Occurrence;
 pub use parse::{Edit, EditKind, ParsedReply, parse_reply};
 pub use proposal::{
     CONTEXT, Decision, FileProposal, Hunk, HunkId, Proposal, ReplyReport, Select, Unknown,
@@ -38,7 +38,7 @@ pub use proposal::{
 pub use render::{DiffLine, LineKind, unified_diff};
 pub use safety::{Refusal, Target, resolve as resolve_path};
 pub use scan::ShellSuggestion;
-pub use text::{Encoding, FileText, LineEnding};
+pub use text::{Binary, Encoding, FileText, LineEnding};
 pub use workspace::Workspace;
 
 /// Everything one reply proposes: the proposal to review, the blocks that failed (to

@@ -36,6 +36,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 global.json,
             ))
         }
+        Some(Command::Apply(args)) => Ok(tern::headless::apply::run(args, global, &settings, &cwd)),
+        Some(Command::Undo) => Ok(tern::headless::undo::run(&cwd)),
         Some(other) => anyhow::bail!("`tern {}` is not available yet", command_name(other)),
         None => {
             let messages: Vec<String> = global.message.iter().cloned().collect();

@@ -11,7 +11,7 @@ use crate::edit::{
     self, Applied, ApplyOutcome, Decision, EditError, FileSet, HunkId, Problem, Proposal, Proposed,
     Select, ShellSuggestion, Workspace,
 };
-use crate::git::{self, CommitOptions};
+use crate::git::{self, CommitOptions, LandOptions, Landed};
 use crate::llm::ModelInfo;
 
 /// Every block applied and every accepted hunk was written (and committed).
@@ -93,43 +93,45 @@ fn apply(
         code = EXIT_PARTIAL;
     }
 
-    let repo = ws
-        .repo()
-        .filter(|_| !args.no_commit && settings.auto_commits);
-    let opts = CommitOptions::from_settings(settings);
-    if let Some(repo) = repo.filter(|_| settings.dirty_commits) {
-        match git::commit_dirty(repo, &proposal.paths_to_write(), &opts) {
-            Ok(Some(c)) => eprintln!(
-                "committed your own changes first: {} {}",
-                c.short_id(),
-                c.summary
-            ),
-            Ok(None) => {}
-            Err(e) => {
-                eprintln!(
-                    "tern apply: could not commit your uncommitted changes first, so nothing was written: {e}"
-                );
-                return Ok(EXIT_COMMIT);
-            }
-        }
-    }
-    let Some(applied) = write(&mut proposal) else {
-        return Ok(EXIT_PARTIAL);
+    let options = LandOptions {
+        commit: !args.no_commit && settings.auto_commits,
+        dirty_commits: settings.dirty_commits,
+        commit_options: CommitOptions::from_settings(settings),
     };
-    if !applied.failed.is_empty() {
-        code = EXIT_PARTIAL;
-    }
-    if let Some(repo) = repo
-        && !applied.written.is_empty()
-    {
-        let paths: Vec<PathBuf> = applied.written.iter().map(|w| w.real.clone()).collect();
-        let message = git::message::fallback(&applied.diff);
-        match git::commit_edits(repo, &paths, &message, &opts) {
-            Ok(Some(c)) => eprintln!("committed {} {}", c.short_id(), c.summary),
-            Ok(None) => {}
-            Err(e) => {
-                eprintln!("tern apply: the edits were written but not committed: {e}");
-                return Ok(EXIT_COMMIT);
+    match git::land(ws.repo(), &mut proposal, options, git::message::fallback) {
+        Landed::DirtyCommitFailed(e) => {
+            eprintln!(
+                "tern apply: could not commit your uncommitted changes first, so nothing was written: {e}"
+            );
+            return Ok(EXIT_COMMIT);
+        }
+        Landed::NotWritten(outcome) => {
+            report_not_written(&outcome);
+            return Ok(EXIT_PARTIAL);
+        }
+        Landed::Written {
+            dirty,
+            applied,
+            commit,
+        } => {
+            if let Some(c) = dirty {
+                eprintln!(
+                    "committed your own changes first: {} {}",
+                    c.short_id(),
+                    c.summary
+                );
+            }
+            report_written(&proposal, &applied);
+            if !applied.failed.is_empty() {
+                code = EXIT_PARTIAL;
+            }
+            match commit {
+                Ok(Some(c)) => eprintln!("committed {} {}", c.short_id(), c.summary),
+                Ok(None) => {}
+                Err(e) => {
+                    eprintln!("tern apply: the edits were written but not committed: {e}");
+                    return Ok(EXIT_COMMIT);
+                }
             }
         }
     }
@@ -185,30 +187,31 @@ fn confirm_ignored(proposal: &mut Proposal, yes: bool) -> bool {
     yes || ignored.is_empty()
 }
 
-/// Writes the accepted hunks and says what was written and what was not. None when
-/// nothing could be written (a file changed meanwhile).
-fn write(proposal: &mut Proposal) -> Option<Applied> {
-    let applied = match proposal.apply() {
-        ApplyOutcome::Applied(applied) => applied,
+/// Why nothing was written.
+fn report_not_written(outcome: &ApplyOutcome) {
+    match outcome {
         ApplyOutcome::Stale(stale) => {
-            for s in &stale {
+            for s in stale {
                 eprintln!(
                     "tern apply: {} changed on disk while applying; nothing was written",
                     s.path.display()
                 );
             }
-            return None;
         }
         ApplyOutcome::NeedsConfirmation(paths) => {
-            for p in &paths {
+            for p in paths {
                 eprintln!(
                     "tern apply: {} needs confirmation; nothing was written",
                     p.display()
                 );
             }
-            return None;
         }
-    };
+        ApplyOutcome::Applied(_) => {}
+    }
+}
+
+/// What was written and what was not.
+fn report_written(proposal: &Proposal, applied: &Applied) {
     for w in &applied.written {
         let verb = if w.created { "created" } else { "wrote" };
         eprintln!(
@@ -227,7 +230,6 @@ fn write(proposal: &mut Proposal) -> Option<Applied> {
     if proposal.hunk_count() > 0 {
         eprintln!("not applied: hunks {}", id_list(proposal.hunk_ids()));
     }
-    Some(applied)
 }
 
 fn read_reply(path: &Path) -> Result<String, String> {

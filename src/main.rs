@@ -47,7 +47,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 );
             }
             let config = engine_config(global, settings, root, cwd);
-            runtime.block_on(tern::headless::chat::run(config, messages, global.json))
+            runtime.block_on(tern::headless::chat::run(
+                config,
+                messages,
+                global.json,
+                global.yes,
+            ))
         }
     }
 }

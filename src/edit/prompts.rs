@@ -7,10 +7,13 @@ use crate::llm::Message;
 use super::EditFormat;
 
 /// Whether the model may edit files.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     /// Edits in the session's edit format.
+    #[default]
     Code,
     /// Questions only; no edits.
     Ask,

@@ -7,7 +7,8 @@ use similar::DiffOp;
 
 use super::proposal::{FileProposal, Hunk};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum LineKind {
     Context,
     Removed,

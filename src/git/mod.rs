@@ -9,10 +9,12 @@ mod commit;
 mod hooks;
 mod land;
 pub mod message;
+mod status;
 mod undo;
 
 pub use commit::{Commit, NOTES_REF, commit_dirty, commit_edits, dirty_paths};
 pub use land::{LandOptions, Landed, land};
+pub use status::{modified_tracked_paths, worktree_diff};
 pub use undo::{UndoError, UndoRefusal, Undone, undo};
 
 use crate::config::Settings;

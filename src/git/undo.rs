@@ -52,6 +52,17 @@ pub struct Undone {
     pub paths: Vec<PathBuf>,
 }
 
+impl std::fmt::Display for Undone {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let short = |id: Oid| id.to_string()[..7].to_string();
+        writeln!(f, "undid {} {}", short(self.commit), self.summary)?;
+        for p in &self.paths {
+            writeln!(f, "  restored {}", p.display())?;
+        }
+        write!(f, "HEAD is now {}", short(self.head))
+    }
+}
+
 /// Reverts the last tern commit: its files go back to their previous content (in the
 /// work tree and the index) and HEAD moves to its parent. Refused unless HEAD is a
 /// tern commit, not a merge or the first commit, its files have not changed since,

@@ -24,12 +24,7 @@ pub fn run(cwd: &Path) -> ExitCode {
     };
     match git::undo(&repo) {
         Ok(undone) => {
-            let short = |id: git2::Oid| id.to_string()[..7].to_string();
-            println!("undid {} {}", short(undone.commit), undone.summary);
-            for p in &undone.paths {
-                println!("  restored {}", p.display());
-            }
-            println!("HEAD is now {}", short(undone.head));
+            println!("{undone}");
             ExitCode::SUCCESS
         }
         Err(UndoError::Refused(why)) => {

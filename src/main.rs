@@ -1,6 +1,34 @@
-use clap::Parser;
+use std::process::ExitCode;
 
-fn main() {
-    let cli = tern::cli::Cli::parse();
-    println!("{cli:?}");
+use clap::Parser;
+use tern::cli::{Cli, Command};
+use tern::config::ConfigSources;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let cwd = match std::env::current_dir() {
+        Ok(dir) => dir,
+        Err(e) => {
+            eprintln!("tern: cannot read the current directory: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let settings = match tern::config::load(&cli.global, &ConfigSources::discover(&cwd), |k| {
+        std::env::var(k).ok()
+    }) {
+        Ok(settings) => settings,
+        Err(e) => {
+            eprintln!("tern: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match &cli.command {
+        Some(Command::Review(args)) => {
+            tern::headless::review::run(args, cli.global.json, &settings, &cwd)
+        }
+        _ => {
+            eprintln!("tern: this command is not in this build yet");
+            ExitCode::from(2)
+        }
+    }
 }

@@ -162,15 +162,12 @@ impl Noise {
 /// Whether `line` opens a function, method, class or similar scope in `lang`: a cheap
 /// keyword test after stripping modifiers (`pub(crate)`, `export default async`, ...),
 /// plus, for C-family languages, "a call-shaped line ending in `{`". Languages without
-/// rules use git's default: a line starting at column 0 with a letter, `_` or `$`.
+/// rules (markup, data, `Other`) have no headers: git's fallback of "any line starting
+/// at column 0" would make nearly every line of a text file one.
 pub fn is_header(lang: Language, line: &str) -> bool {
     let trimmed = line.trim();
-    if trimmed.is_empty() {
+    let Some(rules) = rules(lang).filter(|_| !trimmed.is_empty()) else {
         return false;
-    }
-    let rules = rules(lang);
-    let Some(rules) = rules else {
-        return line.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_' || c == '$');
     };
     let rest = strip_modifiers(trimmed, rules.modifiers);
     let first = rest
@@ -410,7 +407,6 @@ mod tests {
             ),
             (C, "static int parse_args(int argc, char **argv) {"),
             (Ruby, "  def call(env)"),
-            (Other, "section:"),
         ];
         for (lang, line) in yes {
             assert!(is_header(lang, line), "{lang:?}: {line}");
@@ -424,7 +420,7 @@ mod tests {
             (Java, "        for (int i = 0; i < n; i++) {"),
             (C, "    x = foo(1);"),
             (Go, "\tif err != nil {"),
-            (Other, "  indented: value"),
+            (Other, "section:"),
         ];
         for (lang, line) in no {
             assert!(!is_header(lang, line), "{lang:?}: {line}");

@@ -623,9 +623,9 @@ impl ReviewPlan {
             .iter()
             .fold((0, 0), |(a, r), f| (a + f.added, r + f.removed));
         let mut s = format!(
-            "review: {}\nchanged: {} files, +{} -{} lines\n",
+            "review: {}\nchanged: {}, +{} -{} lines\n",
             self.description,
-            self.files.len(),
+            files(self.files.len()),
             thousands(added),
             thousands(removed)
         );
@@ -644,11 +644,11 @@ impl ReviewPlan {
                 "tokens".to_string()
             };
             s.push_str(&format!(
-                "{label}: {approx}{} of {} (diff {approx}{}), {} files\n",
+                "{label}: {approx}{} of {} (diff {approx}{}), {}\n",
                 thousands(call.tokens),
                 thousands(self.budget),
                 thousands(call.diff_tokens),
-                call.files.len()
+                files(call.files.len())
             ));
         }
         let mut reasons: Vec<(OmitReason, usize)> = Vec::new();
@@ -659,7 +659,7 @@ impl ReviewPlan {
             }
         }
         let omitted: usize = reasons.iter().map(|(_, n)| n).sum();
-        s.push_str(&format!("included: {} files", self.included().count()));
+        s.push_str(&format!("included: {}", files(self.included().count())));
         if self.mode == PlanMode::Compressed {
             s.push_str(" (compressed)");
         }
@@ -676,12 +676,20 @@ impl ReviewPlan {
     }
 }
 
+fn files(n: usize) -> String {
+    if n == 1 {
+        "1 file".to_string()
+    } else {
+        format!("{} files", thousands(n))
+    }
+}
+
 /// `1234567` as `1,234,567`.
 fn thousands(n: usize) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);

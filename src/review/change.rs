@@ -72,10 +72,6 @@ impl FileText {
         FileText { text, starts }
     }
 
-    pub fn as_str(&self) -> &str {
-        &self.text
-    }
-
     /// Number of lines (a final line without a newline counts).
     pub fn line_count(&self) -> u32 {
         (self.starts.len() - 1) as u32

@@ -35,15 +35,6 @@ impl Default for ContextOptions {
     }
 }
 
-impl ContextOptions {
-    /// No extra context: git's hunks as they are (a compressed review).
-    pub const NONE: ContextOptions = ContextOptions {
-        before: 0,
-        after: 0,
-        dynamic: false,
-    };
-}
-
 /// `diff`'s hunks with extra context lines, clamped to the file and to the gaps between
 /// hunks. Context lines lie in unchanged regions, where the old and new files agree, so
 /// they are read from the old file and numbered on both sides.

@@ -11,9 +11,9 @@
 //!    Files in no call are named in lists (added, modified, deleted) appended to each
 //!    call, each list clipped to what is left above the hard buffer.
 //!
-//! Packing adds up per-file counts; the final request of every call is then counted
-//! whole, and lists shrink (or, in a pathological case, the last file goes) until it
-//! fits, so `ReviewCall::tokens <= budget - OUTPUT_BUFFER_HARD` always holds.
+//! The user message is built from pieces whose counts add up exactly (see `Piece`), so
+//! packing decisions use exact totals and `ReviewCall::tokens`, the count of the whole
+//! request, never exceeds `budget - OUTPUT_BUFFER_HARD` in a compressed plan.
 
 use std::cmp::Reverse;
 use std::collections::HashMap;
@@ -175,10 +175,10 @@ pub fn plan(
         return Err(ReviewError::NoCalls);
     }
     let planner = Planner::new(changes, counter, opts);
-    let bare = planner.request_tokens(
-        &planner.compressed_preamble(opts.max_calls, opts.max_calls),
-        "",
-    );
+    let bare = planner.empty_request
+        + planner
+            .piece(planner.compressed_preamble(opts.max_calls, opts.max_calls))
+            .tokens;
     if bare + OUTPUT_BUFFER_HARD > opts.budget {
         return Err(ReviewError::BudgetTooSmall {
             budget: opts.budget,
@@ -186,10 +186,43 @@ pub fn plan(
             reserve: OUTPUT_BUFFER_HARD,
         });
     }
-    Ok(match planner.extended() {
-        Some(plan) => plan,
-        None => planner.compressed(),
-    })
+    let compressed: Vec<Compressed> = (0..changes.files.len())
+        .into_par_iter()
+        .map(|i| planner.compress(i))
+        .collect();
+    // An extended section holds every line of its compressed one and more, so when the
+    // compressed sections alone are well over the limit (the margin covers hunk headers
+    // whose numbers change), the extended diff cannot fit and is not even rendered.
+    let floor: usize = compressed.iter().map(Compressed::tokens).sum();
+    let limit = opts.budget.saturating_sub(OUTPUT_BUFFER_SOFT);
+    let extended = (floor <= limit + limit / 8)
+        .then(|| planner.extended())
+        .flatten();
+    Ok(extended.unwrap_or_else(|| planner.compressed(compressed)))
+}
+
+/// A piece of the user message with its token count. Pieces end with a newline and
+/// start with a character that is neither whitespace nor `/`, so no pre-token of either
+/// tiktoken encoding spans two of them: the count of their concatenation is exactly the
+/// sum of their counts, and packing can add counts instead of recounting the message.
+struct Piece {
+    text: String,
+    tokens: usize,
+}
+
+/// A file's compressed section, or why it has none.
+enum Compressed {
+    Section(Piece),
+    Omitted(OmitReason),
+}
+
+impl Compressed {
+    fn tokens(&self) -> usize {
+        match self {
+            Compressed::Section(p) => p.tokens,
+            Compressed::Omitted(_) => 0,
+        }
+    }
 }
 
 struct Planner<'a> {
@@ -197,14 +230,10 @@ struct Planner<'a> {
     counter: &'a TokenCounter,
     opts: &'a ReviewOptions,
     system: String,
+    /// The request with an empty user message: system prompt and framing.
+    empty_request: usize,
     /// Per file: its language and that language's rank (0 = most changed files).
     langs: Vec<(Language, usize)>,
-}
-
-/// A file's section in the compressed form, or why it has none.
-enum Compressed {
-    Section { text: String, tokens: usize },
-    Omitted(OmitReason),
 }
 
 impl<'a> Planner<'a> {
@@ -215,11 +244,13 @@ impl<'a> Planner<'a> {
             .map(|f| Language::of(&f.path))
             .collect();
         let rank = language_ranks(&langs);
+        let system = system_prompt(opts.line_numbers);
         Planner {
             changes,
             counter,
             opts,
-            system: system_prompt(opts.line_numbers),
+            empty_request: counter.count_request([system.as_str(), ""]),
+            system,
             langs: langs.into_iter().map(|l| (l, rank[&l])).collect(),
         }
     }
@@ -228,15 +259,20 @@ impl<'a> Planner<'a> {
         &self.changes.files
     }
 
+    /// `text` made a piece: trailing newlines normalized to one blank line.
+    fn piece(&self, text: String) -> Piece {
+        let mut text = text;
+        text.truncate(text.trim_end_matches('\n').len());
+        text.push_str("\n\n");
+        Piece {
+            tokens: self.counter.count(&text),
+            text,
+        }
+    }
+
     fn compressed_preamble(&self, part: usize, of: usize) -> String {
         let part = (of > 1).then_some((part, of));
         preamble(&self.changes.description, PlanMode::Compressed, part)
-    }
-
-    /// Exact tokens of the request made of the system prompt and this user message.
-    fn request_tokens(&self, head: &str, body: &str) -> usize {
-        self.counter
-            .count_request([self.system.as_str(), &user_message(head, body)])
     }
 
     fn file_plan(&self, i: usize, tokens: usize, outcome: Outcome) -> FilePlan {
@@ -260,42 +296,47 @@ impl<'a> Planner<'a> {
     /// The complete, extended diff in one call, if it fits under the soft buffer.
     fn extended(&self) -> Option<ReviewPlan> {
         let limit = self.opts.budget.saturating_sub(OUTPUT_BUFFER_SOFT);
-        let head = preamble(&self.changes.description, PlanMode::Extended, None);
-        let mut total = self.request_tokens(&head, "");
         let mut order: Vec<usize> = (0..self.files().len()).collect();
         order.sort_by(|&a, &b| {
             (self.langs[a].1, &self.files()[a].path).cmp(&(self.langs[b].1, &self.files()[b].path))
         });
+        let rendered: Vec<Result<Piece, OmitReason>> = order
+            .par_iter()
+            .map(|&i| {
+                let f = &self.files()[i];
+                match &f.body {
+                    Body::Text(d) if !d.hunks.is_empty() => {
+                        let hunks = extend(d, self.langs[i].0, self.opts.context);
+                        Ok(self.piece(section(f, d, &hunks, self.opts.line_numbers)))
+                    }
+                    Body::Text(_) => Err(OmitReason::Unchanged),
+                    Body::Binary => Err(OmitReason::Binary),
+                    Body::Submodule => Err(OmitReason::Submodule),
+                }
+            })
+            .collect();
         let mut sections = Vec::new();
-        let mut shown = Vec::new();
         let mut files = Vec::with_capacity(order.len());
         let mut omitted = Vec::new();
-        for i in order {
-            let f = &self.files()[i];
-            let reason = match &f.body {
-                Body::Text(d) if !d.hunks.is_empty() => {
-                    let hunks = extend(d, self.langs[i].0, self.opts.context);
-                    let text = section(f, d, &hunks, self.opts.line_numbers);
-                    let tokens = self.counter.count(&text);
-                    total += tokens;
-                    if total > limit {
-                        return None;
-                    }
-                    sections.push(text);
-                    shown.push(f.path.clone());
-                    files.push(self.file_plan(i, tokens, Outcome::Included { call: 0 }));
-                    continue;
+        for (&i, r) in order.iter().zip(&rendered) {
+            match r {
+                Ok(piece) => {
+                    sections.push((i, piece));
+                    files.push(self.file_plan(i, piece.tokens, Outcome::Included { call: 0 }));
                 }
-                Body::Text(_) => OmitReason::Unchanged,
-                Body::Binary => OmitReason::Binary,
-                Body::Submodule => OmitReason::Submodule,
-            };
-            omitted.push((i, reason));
-            files.push(self.file_plan(i, 0, Outcome::Omitted { reason }));
+                Err(reason) => {
+                    omitted.push((i, *reason));
+                    files.push(self.file_plan(i, 0, Outcome::Omitted { reason: *reason }));
+                }
+            }
         }
+        let head = self.piece(preamble(
+            &self.changes.description,
+            PlanMode::Extended,
+            None,
+        ));
         let lists = self.lists(&omitted, usize::MAX);
-        let diff = join_sections(sections.iter().map(String::as_str));
-        let call = self.call(&head, &diff, &lists, shown);
+        let call = self.call(&head, &sections, &lists);
         (call.tokens <= limit).then(|| ReviewPlan {
             description: self.changes.description.clone(),
             mode: PlanMode::Extended,
@@ -307,31 +348,31 @@ impl<'a> Planner<'a> {
     }
 
     /// The compressed diff, packed into at most `max_calls` calls.
-    fn compressed(&self) -> ReviewPlan {
-        let prepared: Vec<Compressed> = (0..self.files().len())
-            .into_par_iter()
-            .map(|i| self.compress(i))
-            .collect();
-        let tokens = |i: usize| match &prepared[i] {
-            Compressed::Section { tokens, .. } => *tokens,
-            Compressed::Omitted(_) => 0,
-        };
+    fn compressed(&self, prepared: Vec<Compressed>) -> ReviewPlan {
         let mut order: Vec<usize> = (0..self.files().len()).collect();
         order.sort_by(|&a, &b| {
-            let key = |i: usize| (self.langs[i].1, Reverse(tokens(i)), &self.files()[i].path);
+            let key = |i: usize| {
+                (
+                    self.langs[i].1,
+                    Reverse(prepared[i].tokens()),
+                    &self.files()[i].path,
+                )
+            };
             key(a).cmp(&key(b))
         });
-
         let max_calls = self.opts.max_calls;
-        let base = self.request_tokens(&self.compressed_preamble(max_calls, max_calls), "");
+        let heads: Vec<Piece> = (1..=max_calls)
+            .map(|part| self.piece(self.compressed_preamble(part, max_calls)))
+            .collect();
         let mut remaining: Vec<usize> = order
             .iter()
             .copied()
-            .filter(|&i| matches!(prepared[i], Compressed::Section { .. }))
+            .filter(|&i| matches!(prepared[i], Compressed::Section(_)))
             .collect();
         let mut chunks: Vec<Vec<usize>> = Vec::new();
         while chunks.len() < max_calls {
-            let chunk = self.pack(&mut remaining, base, &tokens);
+            let base = self.empty_request + heads[chunks.len()].tokens;
+            let chunk = self.pack(&mut remaining, base, &prepared);
             if chunk.is_empty() && !chunks.is_empty() {
                 break;
             }
@@ -341,70 +382,64 @@ impl<'a> Planner<'a> {
             }
         }
 
-        loop {
-            let call_of: HashMap<usize, usize> = chunks
-                .iter()
-                .enumerate()
-                .flat_map(|(c, chunk)| chunk.iter().map(move |&i| (i, c)))
-                .collect();
-            let omitted: Vec<(usize, OmitReason)> = order
-                .iter()
-                .filter(|i| !call_of.contains_key(i))
-                .map(|&i| match &prepared[i] {
-                    Compressed::Omitted(r) => (i, *r),
-                    Compressed::Section { .. } => (i, OmitReason::Budget),
-                })
-                .collect();
-            let files: Vec<FilePlan> = order
-                .iter()
-                .map(|&i| {
-                    let outcome = match (call_of.get(&i), &prepared[i]) {
-                        (Some(&call), _) => Outcome::Included { call },
-                        (None, Compressed::Omitted(reason)) => Outcome::Omitted { reason: *reason },
-                        (None, Compressed::Section { .. }) => Outcome::Omitted {
-                            reason: OmitReason::Budget,
-                        },
-                    };
-                    self.file_plan(i, tokens(i), outcome)
-                })
-                .collect();
-            let mut calls = Vec::with_capacity(chunks.len());
-            let mut overflowing = None;
-            for (c, chunk) in chunks.iter().enumerate() {
-                let head = self.compressed_preamble(c + 1, chunks.len());
-                let diff = join_sections(chunk.iter().filter_map(|&i| match &prepared[i] {
-                    Compressed::Section { text, .. } => Some(text.as_str()),
-                    Compressed::Omitted(_) => None,
-                }));
-                let paths = chunk
+        let mut call_of = vec![None; self.files().len()];
+        for (c, chunk) in chunks.iter().enumerate() {
+            for &i in chunk {
+                call_of[i] = Some(c);
+            }
+        }
+        let reason = |i: usize| match &prepared[i] {
+            Compressed::Omitted(r) => *r,
+            Compressed::Section(_) => OmitReason::Budget,
+        };
+        let omitted: Vec<(usize, OmitReason)> = order
+            .iter()
+            .filter(|&&i| call_of[i].is_none())
+            .map(|&i| (i, reason(i)))
+            .collect();
+        let files = order
+            .iter()
+            .map(|&i| {
+                let outcome = match call_of[i] {
+                    Some(call) => Outcome::Included { call },
+                    None => Outcome::Omitted { reason: reason(i) },
+                };
+                self.file_plan(i, prepared[i].tokens(), outcome)
+            })
+            .collect();
+        let n = chunks.len();
+        let calls = chunks
+            .iter()
+            .enumerate()
+            .map(|(c, chunk)| {
+                // The preamble names the part only once the number of calls is known.
+                let head = if n == max_calls {
+                    &heads[c]
+                } else {
+                    &self.piece(self.compressed_preamble(c + 1, n))
+                };
+                let sections: Vec<(usize, &Piece)> = chunk
                     .iter()
-                    .map(|&i| self.files()[i].path.clone())
+                    .filter_map(|&i| match &prepared[i] {
+                        Compressed::Section(p) => Some((i, p)),
+                        Compressed::Omitted(_) => None,
+                    })
                     .collect();
-                match self.fitted_call(&head, &diff, &omitted, paths) {
-                    Some(call) => calls.push(call),
-                    None => {
-                        overflowing = Some(c);
-                        break;
-                    }
-                }
-            }
-            match overflowing {
-                // The per-file sums undercounted the joined text: give up the call's
-                // last (smallest in its language) file and build again.
-                Some(c) => {
-                    chunks[c].pop();
-                }
-                None => {
-                    return ReviewPlan {
-                        description: self.changes.description.clone(),
-                        mode: PlanMode::Compressed,
-                        budget: self.opts.budget,
-                        estimated: self.counter.is_estimate(),
-                        calls,
-                        files,
-                    };
-                }
-            }
+                let used = self.empty_request
+                    + head.tokens
+                    + sections.iter().map(|(_, p)| p.tokens).sum::<usize>();
+                let hard = self.opts.budget.saturating_sub(OUTPUT_BUFFER_HARD);
+                let lists = self.lists(&omitted, hard.saturating_sub(used));
+                self.call(head, &sections, &lists)
+            })
+            .collect();
+        ReviewPlan {
+            description: self.changes.description.clone(),
+            mode: PlanMode::Compressed,
+            budget: self.opts.budget,
+            estimated: self.counter.is_estimate(),
+            calls,
+            files,
         }
     }
 
@@ -433,82 +468,62 @@ impl<'a> Planner<'a> {
         if hunks.is_empty() {
             return Compressed::Omitted(OmitReason::OnlyRemovals);
         }
-        let text = section(f, d, &hunks, self.opts.line_numbers);
-        let tokens = self.counter.count(&text);
-        Compressed::Section { text, tokens }
+        Compressed::Section(self.piece(section(f, d, &hunks, self.opts.line_numbers)))
     }
 
     /// PR-Agent's `generate_full_patch`: takes, in order, every remaining file that fits
     /// under the soft buffer, and stops once the hard buffer is reached.
-    fn pack(
-        &self,
-        remaining: &mut Vec<usize>,
-        base: usize,
-        tokens: &dyn Fn(usize) -> usize,
-    ) -> Vec<usize> {
+    fn pack(&self, remaining: &mut Vec<usize>, base: usize, prepared: &[Compressed]) -> Vec<usize> {
         let soft = self.opts.budget.saturating_sub(OUTPUT_BUFFER_SOFT);
         let hard = self.opts.budget.saturating_sub(OUTPUT_BUFFER_HARD);
         let mut total = base;
         let mut taken = Vec::new();
         remaining.retain(|&i| {
-            if total > hard || total + tokens(i) > soft {
+            let tokens = prepared[i].tokens();
+            if total > hard || total + tokens > soft {
                 return true;
             }
-            total += tokens(i);
+            total += tokens;
             taken.push(i);
             false
         });
         taken
     }
 
-    /// A call whose lists are clipped until the whole request fits above the hard
-    /// buffer; `None` if even the diff alone does not.
-    fn fitted_call(
-        &self,
-        head: &str,
-        diff: &str,
-        omitted: &[(usize, OmitReason)],
-        files: Vec<String>,
-    ) -> Option<ReviewCall> {
-        let limit = self.opts.budget.saturating_sub(OUTPUT_BUFFER_HARD);
-        let without_lists = self.request_tokens(head, diff);
-        if without_lists > limit {
-            return None;
-        }
-        let mut allowance = limit - without_lists;
-        loop {
-            let lists = self.lists(omitted, allowance);
-            let call = self.call(head, diff, &lists, files.clone());
-            if call.tokens <= limit {
-                return Some(call);
-            }
-            if lists.is_empty() {
-                return None;
-            }
-            allowance = allowance.saturating_sub(call.tokens - limit);
-        }
-    }
-
-    fn call(&self, head: &str, diff: &str, lists: &str, files: Vec<String>) -> ReviewCall {
-        let body = match (diff.is_empty(), lists.is_empty()) {
-            (_, true) => diff.to_string(),
-            (true, false) => lists.to_string(),
-            (false, false) => format!("{diff}\n{lists}"),
+    /// One request: the preamble, the file sections, the lists. Its token count is the
+    /// sum of its pieces' (checked against a full count in debug builds).
+    fn call(&self, head: &Piece, sections: &[(usize, &Piece)], lists: &[Piece]) -> ReviewCall {
+        let pieces = || {
+            std::iter::once(head)
+                .chain(sections.iter().map(|(_, p)| *p))
+                .chain(lists)
         };
-        let user = user_message(head, &body);
-        let tokens = self.counter.count_request([self.system.as_str(), &user]);
-        let diff_tokens = self.counter.count(&user);
+        let mut user = String::with_capacity(pieces().map(|p| p.text.len()).sum());
+        for p in pieces() {
+            user.push_str(&p.text);
+        }
+        let diff_tokens: usize = pieces().map(|p| p.tokens).sum();
+        let tokens = self.empty_request + diff_tokens;
+        debug_assert_eq!(
+            tokens,
+            self.counter.count_request([self.system.as_str(), &user]),
+            "pieces must count additively"
+        );
         ReviewCall {
             messages: vec![Message::system(self.system.clone()), Message::user(user)],
             tokens,
             diff_tokens,
-            files,
+            files: sections
+                .iter()
+                .map(|(i, _)| self.files()[*i].path.clone())
+                .collect(),
         }
     }
 
-    /// The lists of files not shown, each clipped to what is left of `allowance`.
-    fn lists(&self, omitted: &[(usize, OmitReason)], allowance: usize) -> String {
-        let mut out = String::new();
+    /// The lists of files not shown (added, modified, deleted), each clipped to what is
+    /// left of `allowance`.
+    fn lists(&self, omitted: &[(usize, OmitReason)], allowance: usize) -> Vec<Piece> {
+        let mut out = Vec::new();
         let mut left = allowance;
         for (title, statuses) in [
             (ADDED_TITLE, &[FileStatus::Added][..]),
@@ -521,28 +536,31 @@ impl<'a> Planner<'a> {
             let mut text = String::new();
             for &(i, reason) in omitted {
                 let f = &self.files()[i];
-                if !statuses.contains(&f.status) {
-                    continue;
+                if statuses.contains(&f.status) {
+                    if text.is_empty() {
+                        text = format!("{title}\n");
+                    }
+                    text.push_str(&list_item(f, reason));
                 }
-                if text.is_empty() {
-                    text = format!("{title}\n");
-                }
-                text.push_str(&list_item(f, reason));
             }
             if text.is_empty() {
                 continue;
             }
-            let Some(text) = clip_to_tokens(&text, left.saturating_sub(2), self.counter) else {
-                break;
+            // The piece's blank line may cost a token more than the clipped text.
+            let mut max = left;
+            let piece = loop {
+                let Some(clipped) = clip_to_tokens(&text, max, self.counter) else {
+                    break None;
+                };
+                let piece = self.piece(clipped);
+                if piece.tokens <= left {
+                    break Some(piece);
+                }
+                max = max.saturating_sub(piece.tokens - left);
             };
-            left = left.saturating_sub(self.counter.count(&text) + 2);
-            if !out.is_empty() {
-                out.push('\n');
-            }
-            out.push_str(&text);
-            if !text.ends_with('\n') {
-                out.push('\n');
-            }
+            let Some(piece) = piece else { continue };
+            left -= piece.tokens;
+            out.push(piece);
         }
         out
     }
@@ -560,27 +578,6 @@ fn list_item(f: &FileChange, reason: OmitReason) -> String {
     } else {
         format!("- {} ({})\n", f.path, notes.join(", "))
     }
-}
-
-/// The preamble, a blank line, and the diff with its lists.
-fn user_message(head: &str, body: &str) -> String {
-    if body.is_empty() {
-        head.to_string()
-    } else {
-        format!("{head}\n\n{body}")
-    }
-}
-
-/// File sections separated by a blank line (each section ends with a newline).
-fn join_sections<'s>(sections: impl Iterator<Item = &'s str>) -> String {
-    let mut out = String::new();
-    for s in sections {
-        if !out.is_empty() {
-            out.push('\n');
-        }
-        out.push_str(s);
-    }
-    out
 }
 
 /// Rank of each language: most changed files first (ties by name), `Other` last.

@@ -50,8 +50,9 @@ fn bench_repo() -> PathBuf {
     repo.set_head("refs/heads/feature").unwrap();
     let total_lines: usize = files.iter().map(|(_, t)| t.lines().count()).sum();
     // Each edited line is one removed and one added line; inserted and removed blocks,
-    // the deleted, renamed and new files and the lockfile add about 30% more.
-    let every = (total_lines * 2 * 13 / 10 / TARGET_CHANGED_LINES).max(2);
+    // the deleted, renamed and new files, the lockfile and git pairing lines
+    // differently add about 70% more.
+    let every = (total_lines * 2 * 17 / 10 / TARGET_CHANGED_LINES).max(2);
     for (n, (rel, text)) in files.iter().enumerate() {
         match n % 50 {
             0 => std::fs::remove_file(root.join(rel)).unwrap(),

@@ -948,3 +948,42 @@ fn cli_errors_are_clear_and_an_empty_diff_is_not_an_error() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("looking for a git repository"));
 }
+
+#[test]
+fn hunks_match_the_git_command_line() {
+    let r = big_repo();
+    let changes = r.changes();
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(args)
+            .current_dir(r.path())
+            .output()
+    };
+    let Ok(version) = git(&["--version"]) else {
+        eprintln!("git is not installed: hunks not compared with it");
+        return;
+    };
+    assert!(version.status.success());
+    let mut compared = 0;
+    for f in &changes.files {
+        let Body::Text(d) = &f.body else { continue };
+        let out = git(&[
+            "diff",
+            "--no-color",
+            "--no-renames",
+            "-U3",
+            "main",
+            "feature",
+            "--",
+            &f.path,
+        ])
+        .unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        let from_git = &text[text.find("\n@@").unwrap() + 1..];
+        let ours = section(f, d, &d.hunks, false);
+        let ours = &ours[ours.find("\n@@").unwrap() + 1..];
+        assert_eq!(ours, from_git, "{}", f.path);
+        compared += 1;
+    }
+    assert!(compared > 40);
+}

@@ -69,7 +69,14 @@ fn prepare(args: &ReviewArgs, settings: &Settings, cwd: &Path) -> Result<ReviewP
             base: args.base.clone(),
         }
     };
+    let counter = ModelInfo::lookup(&settings.model).token_counter();
+    // The tokenizer's tables take about 100 ms to load: load them while git works.
+    let warm_up = {
+        let counter = counter.clone();
+        std::thread::spawn(move || counter.count("tern"))
+    };
     let changes = crate::review::collect(&repo, &source)?;
+    let _ = warm_up.join();
     let before = u32::try_from(args.context).unwrap_or(u32::MAX);
     if before > MAX_CONTEXT {
         eprintln!("tern review: --context {before} is capped at {MAX_CONTEXT} lines");
@@ -83,7 +90,6 @@ fn prepare(args: &ReviewArgs, settings: &Settings, cwd: &Path) -> Result<ReviewP
         line_numbers: args.line_numbers,
         max_calls: args.max_calls,
     };
-    let counter = ModelInfo::lookup(&settings.model).token_counter();
     crate::review::plan(&changes, &counter, &opts)
 }
 

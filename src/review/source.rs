@@ -16,7 +16,9 @@ use git2::{
 use rayon::prelude::*;
 
 use super::ReviewError;
-use super::change::{Body, ChangeSet, FileChange, FileStatus, FileText, Hunk, HunkLine, LineKind};
+use super::change::{
+    Body, ChangeSet, FileChange, FileStatus, FileText, Hunk, HunkLine, LineKind, TextDiff,
+};
 
 /// What to review.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -195,18 +197,20 @@ fn list_options() -> DiffOptions {
     o
 }
 
-/// A changed file as read from git, before diffing.
-struct Loaded {
+/// What the listing says about one changed file; its contents are read later, in
+/// parallel.
+struct Listed {
     path: String,
     old_path: Option<String>,
     status: FileStatus,
-    content: Content,
-}
-
-enum Content {
-    Text { old: String, new: String },
-    Binary,
-    Submodule,
+    submodule: bool,
+    binary: bool,
+    /// Blob ids of the two sides (`None` for a side that does not exist or, for the new
+    /// side of a work tree review, is read from disk).
+    old_id: Option<Oid>,
+    new_id: Option<Oid>,
+    /// Path and mode of the new side in the work tree, when it is read from there.
+    workdir_file: Option<(String, FileMode)>,
 }
 
 fn load_files<'a>(
@@ -214,8 +218,7 @@ fn load_files<'a>(
     deltas: impl Iterator<Item = DiffDelta<'a>>,
     new_from_workdir: bool,
 ) -> Result<Vec<FileChange>, ReviewError> {
-    let workdir = repo.workdir();
-    let mut loaded = Vec::new();
+    let mut listed = Vec::new();
     for delta in deltas {
         let status = match delta.status() {
             Delta::Added | Delta::Untracked | Delta::Copied => FileStatus::Added,
@@ -224,90 +227,95 @@ fn load_files<'a>(
             Delta::Modified | Delta::Typechange | Delta::Conflicted => FileStatus::Modified,
             Delta::Unmodified | Delta::Ignored | Delta::Unreadable => continue,
         };
-        let path_of = |f: git2::DiffFile<'_>| {
+        let path_of = |f: &git2::DiffFile<'_>| {
             f.path()
                 .map(|p| p.to_string_lossy().replace('\\', "/"))
                 .unwrap_or_default()
         };
-        let old_name = path_of(delta.old_file());
-        let new_name = path_of(delta.new_file());
-        let path = if status == FileStatus::Deleted {
-            old_name.clone()
-        } else {
-            new_name.clone()
-        };
-        let old_path = (status == FileStatus::Renamed).then_some(old_name);
-        let is_submodule = |f: git2::DiffFile<'_>| f.mode() == FileMode::Commit;
-        let content = if is_submodule(delta.old_file()) || is_submodule(delta.new_file()) {
-            Content::Submodule
-        } else {
-            let old = if status == FileStatus::Added {
-                Vec::new()
+        let (old, new) = (delta.old_file(), delta.new_file());
+        let (old_name, new_name) = (path_of(&old), path_of(&new));
+        let from_workdir = new_from_workdir && status != FileStatus::Deleted;
+        listed.push(Listed {
+            path: if status == FileStatus::Deleted {
+                old_name.clone()
             } else {
-                blob(repo, delta.old_file().id(), &path)?
-            };
-            let new = match (status, new_from_workdir, workdir) {
-                (FileStatus::Deleted, _, _) => Vec::new(),
-                (_, true, Some(root)) => read_workdir(root, &new_name, delta.new_file().mode())?,
-                _ => blob(repo, delta.new_file().id(), &path)?,
-            };
-            if delta.flags().is_binary() || looks_binary(&old) || looks_binary(&new) {
-                Content::Binary
-            } else {
-                Content::Text {
-                    old: text(old),
-                    new: text(new),
-                }
-            }
-        };
-        loaded.push(Loaded {
-            path,
-            old_path,
+                new_name.clone()
+            },
+            old_path: (status == FileStatus::Renamed).then_some(old_name),
             status,
-            content,
+            submodule: old.mode() == FileMode::Commit || new.mode() == FileMode::Commit,
+            binary: delta.flags().is_binary(),
+            old_id: (status != FileStatus::Added).then(|| old.id()),
+            new_id: (status != FileStatus::Deleted && !from_workdir).then(|| new.id()),
+            workdir_file: from_workdir.then(|| (new_name, new.mode())),
         });
     }
-    loaded.into_par_iter().map(diff_file).collect()
+    // Reading blobs (zlib) and diffing are the bulk of the work: each rayon worker
+    // opens its own handle on the repository, as libgit2 objects are not shared
+    // between threads.
+    let location = repo.workdir().unwrap_or(repo.path()).to_path_buf();
+    let workdir = repo.workdir().map(Path::to_path_buf);
+    listed
+        .into_par_iter()
+        .map_init(
+            || Repository::open(&location),
+            |handle, file| {
+                let repo = handle.as_ref().map_err(|e| ReviewError::Git {
+                    context: "opening the repository",
+                    source: git2::Error::new(e.code(), e.class(), e.message()),
+                })?;
+                load_file(repo, workdir.as_deref(), file)
+            },
+        )
+        .collect()
 }
 
-fn blob(repo: &Repository, id: Oid, path: &str) -> Result<Vec<u8>, ReviewError> {
-    repo.find_blob(id)
-        .map(|b| b.content().to_vec())
-        .map_err(|source| ReviewError::Blob {
-            path: path.to_string(),
-            source,
-        })
-}
-
-fn read_workdir(root: &Path, rel: &str, mode: FileMode) -> Result<Vec<u8>, ReviewError> {
-    let full = root.join(rel);
-    let read = if mode == FileMode::Link {
-        std::fs::read_link(&full).map(|t| t.to_string_lossy().into_owned().into_bytes())
+fn load_file(
+    repo: &Repository,
+    workdir: Option<&Path>,
+    file: Listed,
+) -> Result<FileChange, ReviewError> {
+    let body = if file.submodule {
+        Body::Submodule
     } else {
-        std::fs::read(&full)
-    };
-    read.map_err(|source| ReviewError::Read { path: full, source })
-}
-
-/// The bytes as text without a copy when they are UTF-8 (almost always), lossily
-/// otherwise.
-fn text(bytes: Vec<u8>) -> String {
-    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
-}
-
-fn looks_binary(bytes: &[u8]) -> bool {
-    bytes[..bytes.len().min(BINARY_PROBE)].contains(&0)
-}
-
-fn diff_file(file: Loaded) -> Result<FileChange, ReviewError> {
-    let body = match file.content {
-        Content::Binary => Body::Binary,
-        Content::Submodule => Body::Submodule,
-        Content::Text { old, new } => {
-            let hunks = hunks(&old, &new, &file.path)?;
-            Body::Text(super::change::TextDiff {
-                old: FileText::new(old),
-                new: FileText::new(new),
+        let blob = |id: Option<Oid>| {
+            id.map(|id| repo.find_blob(id))
+                .transpose()
+                .map_err(|source| ReviewError::Blob {
+                    path: file.path.clone(),
+                    source,
+                })
+        };
+        let old_blob = blob(file.old_id)?;
+        let new_blob = blob(file.new_id)?;
+        let on_disk = match (&file.workdir_file, workdir) {
+            (Some((rel, mode)), Some(root)) => Some(read_workdir(root, rel, *mode)?),
+            _ => None,
+        };
+        let old: &[u8] = old_blob.as_ref().map_or(&[], |b| b.content());
+        let new: &[u8] = match (&on_disk, &new_blob) {
+            (Some(bytes), _) => bytes,
+            (None, Some(b)) => b.content(),
+            (None, None) => &[],
+        };
+        if file.binary || looks_binary(old) || looks_binary(new) {
+            Body::Binary
+        } else {
+            let (old_text, new_text) = (FileText::new(text(old)), FileText::new(text(new)));
+            let hunks = match (&old_blob, &new_blob, &on_disk) {
+                (Some(o), Some(n), _) => hunks(
+                    Patch::from_blobs(o, None, n, None, Some(&mut patch_options())),
+                    &file.path,
+                )?,
+                (Some(o), None, Some(bytes)) => hunks(
+                    Patch::from_blob_and_buffer(o, None, bytes, None, Some(&mut patch_options())),
+                    &file.path,
+                )?,
+                _ => whole_file_hunk(&old_text, &new_text),
+            };
+            Body::Text(TextDiff {
+                old: old_text,
+                new: new_text,
                 hunks,
             })
         }
@@ -320,24 +328,82 @@ fn diff_file(file: Loaded) -> Result<FileChange, ReviewError> {
     })
 }
 
-/// git's hunks between two texts, with 3 lines of context.
-fn hunks(old: &str, new: &str, path: &str) -> Result<Vec<Hunk>, ReviewError> {
+fn read_workdir(root: &Path, rel: &str, mode: FileMode) -> Result<Vec<u8>, ReviewError> {
+    let full = root.join(rel);
+    let read = if mode == FileMode::Link {
+        std::fs::read_link(&full).map(|t| t.to_string_lossy().into_owned().into_bytes())
+    } else {
+        std::fs::read(&full)
+    };
+    read.map_err(|source| ReviewError::Read { path: full, source })
+}
+
+/// The bytes as text (copied once), lossily when they are not UTF-8.
+fn text(bytes: &[u8]) -> String {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => s.to_string(),
+        Err(_) => String::from_utf8_lossy(bytes).into_owned(),
+    }
+}
+
+fn looks_binary(bytes: &[u8]) -> bool {
+    bytes[..bytes.len().min(BINARY_PROBE)].contains(&0)
+}
+
+/// As `git diff`: 3 lines of context, indent heuristic.
+fn patch_options() -> DiffOptions {
     let mut opts = DiffOptions::new();
     opts.context_lines(GIT_CONTEXT)
         .indent_heuristic(true)
         .force_text(true);
+    opts
+}
+
+/// An added or deleted file: one hunk of every line, as git writes it (no xdiff needed).
+fn whole_file_hunk(old: &FileText, new: &FileText) -> Vec<Hunk> {
+    let (kind, side) = if old.line_count() == 0 {
+        (LineKind::Added, new)
+    } else {
+        (LineKind::Removed, old)
+    };
+    let n = side.line_count();
+    if n == 0 {
+        return Vec::new();
+    }
+    let line = |i: u32| match kind {
+        LineKind::Added => HunkLine {
+            kind,
+            old: 0,
+            new: i,
+        },
+        _ => HunkLine {
+            kind,
+            old: i,
+            new: 0,
+        },
+    };
+    let (old_len, new_len) = if kind == LineKind::Added {
+        (0, n)
+    } else {
+        (n, 0)
+    };
+    vec![Hunk {
+        old_first: 1,
+        old_len,
+        new_first: 1,
+        new_len,
+        section: String::new(),
+        lines: (1..=n).map(line).collect(),
+    }]
+}
+
+/// git's hunks from a patch libgit2 computed (3 lines of context).
+fn hunks(patch: Result<Patch<'_>, git2::Error>, path: &str) -> Result<Vec<Hunk>, ReviewError> {
     let err = |source| ReviewError::Diff {
         path: path.to_string(),
         source,
     };
-    let patch = Patch::from_buffers(
-        old.as_bytes(),
-        Some(Path::new(path)),
-        new.as_bytes(),
-        Some(Path::new(path)),
-        Some(&mut opts),
-    )
-    .map_err(err)?;
+    let patch = patch.map_err(err)?;
     let mut out = Vec::with_capacity(patch.num_hunks());
     for h in 0..patch.num_hunks() {
         let (hunk, n) = patch.hunk(h).map_err(err)?;

@@ -108,7 +108,7 @@ settings! {
     /// Seconds to wait for a connection to the API.
     connect_timeout_secs: u64 = 10,
     /// Seconds without a byte from the API before a request is abandoned.
-    read_timeout_secs: u64 = 120,
+    read_timeout_secs: u64 = 300,
     /// Total seconds spent retrying one request (rate limits, 5xx, connection errors).
     retry_budget_secs: u64 = 60,
     /// Log file [default: <cache dir>/tern/tern.log].
@@ -248,6 +248,13 @@ fn validate(s: &Settings) -> Result<(), ConfigError> {
             "checkpoint_threshold ({}) must be below swap_threshold ({})",
             s.checkpoint_threshold, s.swap_threshold
         )));
+    }
+    if let Some(key) = &s.api_key
+        && !key.expose().chars().all(|c| c.is_ascii_graphic())
+    {
+        return Err(ConfigError::Invalid(
+            "the API key has spaces or non-ASCII characters in it; check how it was pasted".into(),
+        ));
     }
     if s.context_window == Some(0) {
         return Err(ConfigError::Invalid(

@@ -6,7 +6,9 @@
 
 pub mod cli;
 pub mod config;
+pub mod context;
 pub mod edit;
+pub mod engine;
 pub mod headless;
 pub mod llm;
 pub mod review;

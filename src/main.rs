@@ -1,34 +1,113 @@
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use tern::cli::{Cli, Command};
-use tern::config::ConfigSources;
+
+use tern::cli::{Cli, Command, GlobalArgs};
+use tern::config::{self, ConfigSources, Settings};
+use tern::engine::EngineConfig;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let cwd = match std::env::current_dir() {
-        Ok(dir) => dir,
+    match run(cli) {
+        Ok(code) => code,
         Err(e) => {
-            eprintln!("tern: cannot read the current directory: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let settings = match tern::config::load(&cli.global, &ConfigSources::discover(&cwd), |k| {
-        std::env::var(k).ok()
-    }) {
-        Ok(settings) => settings,
-        Err(e) => {
-            eprintln!("tern: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    match &cli.command {
-        Some(Command::Review(args)) => {
-            tern::headless::review::run(args, cli.global.json, &settings, &cwd)
-        }
-        _ => {
-            eprintln!("tern: this command is not in this build yet");
-            ExitCode::from(2)
+            eprintln!("tern: {e:#}");
+            ExitCode::FAILURE
         }
     }
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let cwd = std::env::current_dir()?;
+    let sources = ConfigSources::discover(&cwd);
+    let settings = config::load(&cli.global, &sources, |k| std::env::var(k).ok())?;
+    let _log = init_logging(&settings);
+    let root = sources.repo_root.clone().unwrap_or_else(|| cwd.clone());
+    let runtime = tokio::runtime::Runtime::new()?;
+    let global = &cli.global;
+    match &cli.command {
+        Some(Command::Tokens(args)) => {
+            let mut config = engine_config(global, settings, root, cwd);
+            config.editable.extend(paths(&args.files));
+            runtime.block_on(tern::headless::tokens::run(
+                config,
+                global.message.clone(),
+                global.json,
+            ))
+        }
+        Some(Command::Review(args)) => Ok(tern::headless::review::run(
+            args,
+            global.json,
+            &settings,
+            &cwd,
+        )),
+        Some(other) => anyhow::bail!("`tern {}` is not available yet", command_name(other)),
+        None => {
+            let messages: Vec<String> = global.message.iter().cloned().collect();
+            if messages.is_empty() {
+                anyhow::bail!(
+                    "the workspace is not available yet: use -m TEXT for a headless turn"
+                );
+            }
+            let config = engine_config(global, settings, root, cwd);
+            runtime.block_on(tern::headless::chat::run(config, messages, global.json))
+        }
+    }
+}
+
+fn command_name(command: &Command) -> &'static str {
+    match command {
+        Command::Tokens(_) => "tokens",
+        Command::Map(_) => "map",
+        Command::Apply(_) => "apply",
+        Command::Undo => "undo",
+        Command::Review(_) => "review",
+    }
+}
+
+fn engine_config(
+    global: &GlobalArgs,
+    settings: Settings,
+    root: PathBuf,
+    cwd: PathBuf,
+) -> EngineConfig {
+    EngineConfig {
+        settings,
+        root,
+        cwd,
+        record: global.record.clone(),
+        replay: global.replay.clone(),
+        editable: paths(&global.files),
+        read_only: paths(&global.read),
+    }
+}
+
+fn paths(files: &[PathBuf]) -> Vec<String> {
+    files.iter().map(|p| p.display().to_string()).collect()
+}
+
+/// Logs go to a file, never to the terminal (the TUI owns it). Logging that cannot be
+/// set up is skipped: it must never stop tern from working.
+fn init_logging(settings: &Settings) -> Option<()> {
+    let path = settings
+        .log_file
+        .clone()
+        .or_else(|| dirs::cache_dir().map(|d| d.join("tern").join("tern.log")))?;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).ok()?;
+    }
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .ok()?;
+    let filter = tracing_subscriber::EnvFilter::try_from_env("TERN_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("tern=info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::sync::Mutex::new(file))
+        .with_ansi(false)
+        .try_init()
+        .ok()
 }

@@ -1,3 +1,17 @@
-//! Front ends without the TUI: plain text or JSON on stdout, for scripts and tests.
+//! The non-TUI front end: the same engine, driven by flags, printing plain text (or one
+//! JSON event per line with `--json`).
 
+pub mod chat;
 pub mod review;
+pub mod tokens;
+
+use std::io::Write;
+
+use crate::engine::Event;
+
+/// Writes one event as a JSON line.
+pub(crate) fn print_json(out: &mut impl Write, event: &Event) -> std::io::Result<()> {
+    serde_json::to_writer(&mut *out, event)?;
+    out.write_all(b"\n")?;
+    out.flush()
+}

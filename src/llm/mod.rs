@@ -1,7 +1,13 @@
 //! Talking to OpenAI-compatible chat APIs.
 
+mod client;
+mod error;
 mod message;
 pub mod models;
+mod transport;
 
+pub use client::{ChatReply, ChatRequest, Finish, LlmClient, MAX_CONTINUATIONS, StreamEvent};
+pub use error::{HttpFailure, LlmError};
 pub use message::{Message, Role};
 pub use models::{ModelInfo, Usage};
+pub use transport::{Exchange, TimedEvent};

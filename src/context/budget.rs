@@ -1,0 +1,284 @@
+//! The budget report: one struct behind the live gauge, `/tokens` and `tern tokens`.
+
+use serde::Serialize;
+
+use super::chunks::{Assembled, Section};
+use crate::llm::{ModelInfo, Usage};
+
+/// Where the double-buffered history summarizer is in its cycle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HistoryPhase {
+    #[default]
+    Idle,
+    /// A background summary of the history up to an anchor is being made.
+    Checkpointing,
+    /// The summary is ready and waits for the swap threshold.
+    Ready,
+    /// The summary replaced the old history.
+    Swapped,
+}
+
+impl HistoryPhase {
+    pub fn label(self) -> &'static str {
+        match self {
+            HistoryPhase::Idle => "idle",
+            HistoryPhase::Checkpointing => "checkpointing",
+            HistoryPhase::Ready => "ready",
+            HistoryPhase::Swapped => "swapped",
+        }
+    }
+}
+
+/// The history sub-budget.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct HistoryStatus {
+    pub budget: usize,
+    pub tokens: usize,
+    /// Token counts at which the checkpoint starts and the swap happens.
+    pub checkpoint_mark: usize,
+    pub swap_mark: usize,
+    pub phase: HistoryPhase,
+    /// Tokens of the summary message currently in the history, if any.
+    pub summary_tokens: usize,
+    /// How many summaries this session has made.
+    pub summaries: usize,
+}
+
+/// The repo map's share.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct MapStatus {
+    pub tokens: usize,
+    pub budget: usize,
+    pub files: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SectionRow {
+    pub section: Section,
+    pub label: &'static str,
+    pub tokens: usize,
+    pub percent: f64,
+    pub cost: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FileRow {
+    pub path: String,
+    pub section: Section,
+    pub tokens: usize,
+    pub percent: f64,
+    pub cost: f64,
+}
+
+/// Everything the gauge draws.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BudgetReport {
+    pub model: String,
+    /// False when the model is not in the table: the window is a guess.
+    pub known_model: bool,
+    /// True when counts use a stand-in tokenizer ("≈").
+    pub estimate: bool,
+    pub encoding: &'static str,
+    pub window: usize,
+    pub reserved_output: usize,
+    /// The most prompt tokens that may be sent: the window minus the reserve, or the
+    /// model's separate input cap if lower.
+    pub prompt_limit: usize,
+    pub sections: Vec<SectionRow>,
+    pub files: Vec<FileRow>,
+    pub total: usize,
+    /// `prompt_limit - total`; negative when the request does not fit.
+    pub remaining: i64,
+    pub history: HistoryStatus,
+    pub map: Option<MapStatus>,
+    pub last_usage: Option<Usage>,
+    pub last_cost: f64,
+    pub session_cost: f64,
+}
+
+/// The model's window and reserve after `--context-window` and `reserve_output`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    pub window: usize,
+    pub reserved_output: usize,
+    pub prompt_limit: usize,
+}
+
+impl Window {
+    pub fn for_model(
+        model: &ModelInfo,
+        window_override: Option<usize>,
+        reserve: Option<usize>,
+    ) -> Self {
+        let window = window_override.unwrap_or(model.context_window);
+        let reserved_output = reserve
+            .unwrap_or_else(|| model.max_output.min(8192))
+            .min(window / 2);
+        let mut prompt_limit = window - reserved_output;
+        if let Some(cap) = model.max_input
+            && window_override.is_none()
+        {
+            prompt_limit = prompt_limit.min(cap);
+        }
+        Window {
+            window,
+            reserved_output,
+            prompt_limit,
+        }
+    }
+}
+
+impl BudgetReport {
+    pub fn new(assembled: &Assembled, model: &ModelInfo, window: Window) -> Self {
+        let percent = |tokens: usize| 100.0 * tokens as f64 / window.window.max(1) as f64;
+        BudgetReport {
+            model: model.name.clone(),
+            known_model: model.known,
+            estimate: !model.exact_tokens,
+            encoding: model.encoding.name(),
+            window: window.window,
+            reserved_output: window.reserved_output,
+            prompt_limit: window.prompt_limit,
+            sections: assembled
+                .sections
+                .iter()
+                .map(|s| SectionRow {
+                    section: s.section,
+                    label: s.section.label(),
+                    tokens: s.tokens,
+                    percent: percent(s.tokens),
+                    cost: model.input_cost(s.tokens),
+                })
+                .collect(),
+            files: assembled
+                .files
+                .iter()
+                .map(|f| FileRow {
+                    path: f.path.clone(),
+                    section: f.section,
+                    tokens: f.tokens,
+                    percent: percent(f.tokens),
+                    cost: model.input_cost(f.tokens),
+                })
+                .collect(),
+            total: assembled.total,
+            remaining: window.prompt_limit as i64 - assembled.total as i64,
+            history: HistoryStatus::default(),
+            map: None,
+            last_usage: None,
+            last_cost: 0.0,
+            session_cost: 0.0,
+        }
+    }
+
+    pub fn fits(&self) -> bool {
+        self.remaining >= 0
+    }
+
+    pub fn section(&self, section: Section) -> usize {
+        self.sections
+            .iter()
+            .find(|s| s.section == section)
+            .map_or(0, |s| s.tokens)
+    }
+
+    /// Fraction of the window the prompt fills (the gauge colour).
+    pub fn fill(&self) -> f64 {
+        self.total as f64 / self.window.max(1) as f64
+    }
+
+    /// The plain-text table of `/tokens` and `tern tokens`.
+    pub fn render_table(&self) -> String {
+        let approx = if self.estimate { "≈" } else { "" };
+        let mut out = String::new();
+        let warn = if self.known_model {
+            String::new()
+        } else {
+            format!(
+                "  (unknown model: window assumed to be {}; set --context-window)",
+                self.window
+            )
+        };
+        out.push_str(&format!(
+            "Model {} — window {} tokens, {} counted with {}{warn}\n\n",
+            self.model,
+            self.window,
+            if self.estimate {
+                "estimated"
+            } else {
+                "exactly"
+            },
+            self.encoding
+        ));
+        out.push_str(&format!(
+            "{:>10}  {:>6}  {:>9}  {:<28} {}\n",
+            "tokens", "%", "cost", "section / file", "tip"
+        ));
+        for row in &self.sections {
+            if row.tokens == 0 {
+                continue;
+            }
+            out.push_str(&format!(
+                "{:>10}  {:>5.1}%  {:>9}  {:<28} {}\n",
+                format!("{approx}{}", row.tokens),
+                row.percent,
+                format!("${:.4}", row.cost),
+                row.label,
+                tip(row.section)
+            ));
+            for file in self.files.iter().filter(|f| f.section == row.section) {
+                out.push_str(&format!(
+                    "{:>10}  {:>5.1}%  {:>9}    {:<26} {}\n",
+                    format!("{approx}{}", file.tokens),
+                    file.percent,
+                    format!("${:.4}", file.cost),
+                    file.path,
+                    "/drop to remove"
+                ));
+            }
+        }
+        out.push_str(&format!("{:=<70}\n", ""));
+        out.push_str(&format!(
+            "{:>10}  {:>5.1}%  {:>9}  total prompt\n",
+            format!("{approx}{}", self.total),
+            100.0 * self.fill(),
+            format!("${:.4}", self.sections.iter().map(|s| s.cost).sum::<f64>())
+        ));
+        out.push_str(&format!(
+            "{:>10}          {:>9}  reserved for the reply\n",
+            self.reserved_output, ""
+        ));
+        if self.remaining >= 0 {
+            out.push_str(&format!(
+                "{:>10}          {:>9}  remaining\n",
+                self.remaining, ""
+            ));
+        } else {
+            out.push_str(&format!(
+                "{:>10}          {:>9}  OVER the limit of {} — drop files or /clear\n",
+                -self.remaining, "", self.prompt_limit
+            ));
+        }
+        let h = &self.history;
+        if h.budget > 0 {
+            out.push_str(&format!(
+                "\nHistory {} of {} tokens (checkpoint at {}, swap at {}), phase {}, summary {} tokens, {} summaries made\n",
+                h.tokens, h.budget, h.checkpoint_mark, h.swap_mark, h.phase.label(), h.summary_tokens, h.summaries
+            ));
+        }
+        out
+    }
+}
+
+fn tip(section: Section) -> &'static str {
+    match section {
+        Section::System | Section::Examples | Section::Reminder => "",
+        Section::ReadonlyFiles => "/drop to remove",
+        Section::Repo => "--map-tokens to resize",
+        Section::Done => "/clear or /compact",
+        Section::ChatFiles => "/drop or /read-only",
+        Section::ReviewDiff => "--budget to resize",
+        Section::Cur => "",
+    }
+}

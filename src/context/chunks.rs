@@ -1,0 +1,386 @@
+//! ChatChunks: the sections of a request, in the order they are sent, assembled by one
+//! function that returns both the messages and their token counts, so what the budget
+//! shows is exactly what is sent.
+
+use serde::Serialize;
+
+use crate::llm::{Message, Role};
+use crate::tokens::{REPLY_PRIMING, TokenCounter};
+
+/// A section of the request. The order of the variants is the order sent: stable
+/// content first, so provider prefix caches hit as often as possible.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Section {
+    System,
+    Examples,
+    ReadonlyFiles,
+    Repo,
+    /// History: earlier turns, including any summary.
+    Done,
+    ChatFiles,
+    /// A review request's diff (review mode only).
+    ReviewDiff,
+    /// The current message (and this turn's reflections).
+    Cur,
+    Reminder,
+}
+
+impl Section {
+    pub const ALL: [Section; 9] = [
+        Section::System,
+        Section::Examples,
+        Section::ReadonlyFiles,
+        Section::Repo,
+        Section::Done,
+        Section::ChatFiles,
+        Section::ReviewDiff,
+        Section::Cur,
+        Section::Reminder,
+    ];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Section::System => "system",
+            Section::Examples => "examples",
+            Section::ReadonlyFiles => "read-only files",
+            Section::Repo => "repo map",
+            Section::Done => "history",
+            Section::ChatFiles => "editable files",
+            Section::Cur => "current",
+            Section::Reminder => "reminder",
+            Section::ReviewDiff => "review diff",
+        }
+    }
+}
+
+/// A file as it is shown to the model.
+#[derive(Debug, Clone)]
+pub struct FileText {
+    /// Path relative to the repository root, with `/` separators.
+    pub path: String,
+    pub text: String,
+}
+
+/// Everything a request is made of, before assembly.
+#[derive(Debug, Clone, Default)]
+pub struct ChunkInputs {
+    pub system: String,
+    /// Few-shot examples: alternating user / assistant messages.
+    pub examples: Vec<Message>,
+    pub readonly_files: Vec<FileText>,
+    pub repo_map: Option<String>,
+    /// History, starting with a user message and ending with an assistant message.
+    pub done: Vec<Message>,
+    pub chat_files: Vec<FileText>,
+    /// The current turn: ends with a user message (the first is the user's own).
+    pub cur: Vec<Message>,
+    /// Appended to the last user message, so it is the last thing the model reads.
+    pub reminder: Option<String>,
+    /// A review diff, sent as its own user message before `cur`.
+    pub review_diff: Option<String>,
+}
+
+/// Tokens of one section.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct SectionCount {
+    pub section: Section,
+    pub tokens: usize,
+    pub messages: usize,
+}
+
+/// Tokens of one file's block as shown to the model (its share of its section).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FileCount {
+    pub path: String,
+    pub section: Section,
+    pub tokens: usize,
+}
+
+/// The assembled request and its accounting.
+#[derive(Debug, Clone)]
+pub struct Assembled {
+    pub messages: Vec<Message>,
+    /// Every section in `Section::ALL` order, empty ones included; their tokens sum to
+    /// `total` together with `REPLY_PRIMING`, which is counted in `Section::System`.
+    pub sections: Vec<SectionCount>,
+    pub files: Vec<FileCount>,
+    /// Predicted `usage.prompt_tokens`.
+    pub total: usize,
+}
+
+impl Assembled {
+    pub fn section(&self, section: Section) -> usize {
+        self.sections
+            .iter()
+            .find(|s| s.section == section)
+            .map_or(0, |s| s.tokens)
+    }
+}
+
+const READONLY_INTRO: &str = "Here are files for reference only. Do not edit them; ask me to make them editable if a change is needed there.\n";
+const READONLY_ACK: &str = "Understood: those files are for reference and I will not edit them.";
+const REPO_INTRO: &str = "Here is a map of the other files in this git repository, with the definitions most relevant to this chat. You can read it, but to edit one of these files ask me to add it to the chat first.\n\n";
+const REPO_ACK: &str = "Thanks, I will use the map to find my way around the repository.";
+const CHAT_INTRO: &str = "These files are in the chat and you may edit them. Their content below is current: trust it over anything earlier in our conversation.\n";
+const CHAT_ACK: &str =
+    "Understood. Any edits I propose will be to these files, against the content shown.";
+const REVIEW_ACK: &str = "I have the diff and will review it as asked.";
+
+/// How a file is shown: its path, then its content in a fence long enough that no line
+/// of the content can close it.
+pub fn file_block(file: &FileText) -> String {
+    let fence = fence_for(&file.text);
+    let mut block = String::with_capacity(file.text.len() + file.path.len() + 16);
+    block.push('\n');
+    block.push_str(&file.path);
+    block.push('\n');
+    block.push_str(&fence);
+    block.push('\n');
+    block.push_str(&file.text);
+    if !file.text.is_empty() && !file.text.ends_with('\n') {
+        block.push('\n');
+    }
+    block.push_str(&fence);
+    block.push('\n');
+    block
+}
+
+fn fence_for(text: &str) -> String {
+    let longest = text
+        .lines()
+        .map(|l| l.trim_start().chars().take_while(|&c| c == '`').count())
+        .max()
+        .unwrap_or(0);
+    "`".repeat(longest.max(2) + 1)
+}
+
+/// Builds the messages of a request and counts every section and file.
+pub fn assemble(inputs: &ChunkInputs, counter: &TokenCounter) -> Assembled {
+    let mut builder = Builder {
+        counter,
+        messages: Vec::new(),
+        sections: Vec::new(),
+        files: Vec::new(),
+    };
+
+    builder.push(
+        Section::System,
+        vec![Message::system(inputs.system.clone())],
+    );
+    builder.push(Section::Examples, inputs.examples.clone());
+    builder.mark_breakpoint();
+    builder.push_files(
+        Section::ReadonlyFiles,
+        READONLY_INTRO,
+        READONLY_ACK,
+        &inputs.readonly_files,
+    );
+    if let Some(map) = inputs.repo_map.as_ref().filter(|m| !m.trim().is_empty()) {
+        builder.push(
+            Section::Repo,
+            vec![
+                Message::user(format!("{REPO_INTRO}{map}")),
+                Message::assistant(REPO_ACK),
+            ],
+        );
+    } else {
+        builder.push(Section::Repo, vec![]);
+    }
+    builder.mark_breakpoint();
+    builder.push(Section::Done, inputs.done.clone());
+    builder.push_files(Section::ChatFiles, CHAT_INTRO, CHAT_ACK, &inputs.chat_files);
+    builder.mark_breakpoint();
+    if let Some(diff) = &inputs.review_diff {
+        builder.push(
+            Section::ReviewDiff,
+            vec![Message::user(diff.clone()), Message::assistant(REVIEW_ACK)],
+        );
+    } else {
+        builder.push(Section::ReviewDiff, vec![]);
+    }
+    builder.push(Section::Cur, inputs.cur.clone());
+    builder.push_reminder(inputs.reminder.as_deref());
+
+    // Reply priming belongs to no section; it is billed with the system prompt.
+    if let Some(system) = builder
+        .sections
+        .iter_mut()
+        .find(|s| s.section == Section::System)
+    {
+        system.tokens += REPLY_PRIMING;
+    }
+    builder.sections.sort_by_key(|s| s.section);
+    let total = builder.sections.iter().map(|s| s.tokens).sum();
+    Assembled {
+        messages: builder.messages,
+        sections: builder.sections,
+        files: builder.files,
+        total,
+    }
+}
+
+struct Builder<'a> {
+    counter: &'a TokenCounter,
+    messages: Vec<Message>,
+    sections: Vec<SectionCount>,
+    files: Vec<FileCount>,
+}
+
+impl Builder<'_> {
+    fn push(&mut self, section: Section, messages: Vec<Message>) {
+        let tokens = messages
+            .iter()
+            .map(|m| self.counter.count_message(&m.content))
+            .sum();
+        self.sections.push(SectionCount {
+            section,
+            tokens,
+            messages: messages.len(),
+        });
+        self.messages.extend(messages);
+    }
+
+    fn push_files(&mut self, section: Section, intro: &str, ack: &str, files: &[FileText]) {
+        if files.is_empty() {
+            self.push(section, vec![]);
+            return;
+        }
+        let mut content = intro.to_string();
+        for file in files {
+            let block = file_block(file);
+            self.files.push(FileCount {
+                path: file.path.clone(),
+                section,
+                tokens: self.counter.count(&block),
+            });
+            content.push_str(&block);
+        }
+        self.push(
+            section,
+            vec![Message::user(content), Message::assistant(ack)],
+        );
+    }
+
+    /// Appends the reminder to the last user message. Its tokens are the difference it
+    /// makes to that message, so the sections still sum to the exact total.
+    fn push_reminder(&mut self, reminder: Option<&str>) {
+        let Some(reminder) = reminder.filter(|r| !r.trim().is_empty()) else {
+            self.sections.push(SectionCount {
+                section: Section::Reminder,
+                tokens: 0,
+                messages: 0,
+            });
+            return;
+        };
+        let Some(last_user) = self
+            .messages
+            .iter_mut()
+            .rev()
+            .find(|m| m.role == Role::User)
+        else {
+            // No user message at all: the reminder stands alone.
+            self.push(Section::Reminder, vec![Message::system(reminder)]);
+            return;
+        };
+        let before = self.counter.count(&last_user.content);
+        last_user.content.push_str("\n\n");
+        last_user.content.push_str(reminder);
+        let after = self.counter.count(&last_user.content);
+        self.sections.push(SectionCount {
+            section: Section::Reminder,
+            tokens: after.saturating_sub(before),
+            messages: 0,
+        });
+    }
+
+    /// Marks the last message so far as the end of a cacheable prefix (no-op when the
+    /// previous breakpoint is already there).
+    fn mark_breakpoint(&mut self) {
+        if let Some(last) = self.messages.last_mut() {
+            last.cache_breakpoint = true;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tokens::Encoding;
+
+    fn counter() -> TokenCounter {
+        TokenCounter::new(Encoding::O200kBase, false)
+    }
+
+    fn inputs() -> ChunkInputs {
+        ChunkInputs {
+            system: "You are tern.".into(),
+            examples: vec![Message::user("example q"), Message::assistant("example a")],
+            readonly_files: vec![FileText {
+                path: "docs/a.md".into(),
+                text: "# A\n".into(),
+            }],
+            repo_map: Some("src/lib.rs:\n│fn x()\n".into()),
+            done: vec![Message::user("earlier"), Message::assistant("reply")],
+            chat_files: vec![FileText {
+                path: "src/main.rs".into(),
+                text: "fn main() {}\n".into(),
+            }],
+            cur: vec![Message::user("please change main")],
+            reminder: Some("Use SEARCH/REPLACE blocks.".into()),
+            review_diff: None,
+        }
+    }
+
+    #[test]
+    fn sections_sum_to_the_count_of_the_messages_sent() {
+        let c = counter();
+        let a = assemble(&inputs(), &c);
+        let sent = c.count_request(a.messages.iter().map(|m| m.content.as_str()));
+        assert_eq!(a.total, sent);
+        assert!(
+            a.sections
+                .iter()
+                .all(|s| s.tokens > 0 || s.section == Section::ReviewDiff)
+        );
+    }
+
+    #[test]
+    fn roles_alternate_after_the_system_prompt() {
+        let a = assemble(&inputs(), &counter());
+        assert_eq!(a.messages[0].role, Role::System);
+        for pair in a.messages[1..].windows(2) {
+            assert_ne!(pair[0].role, pair[1].role, "{pair:?}");
+        }
+        assert_eq!(a.messages.last().unwrap().role, Role::User);
+        assert!(
+            a.messages
+                .last()
+                .unwrap()
+                .content
+                .ends_with("Use SEARCH/REPLACE blocks.")
+        );
+    }
+
+    #[test]
+    fn three_cache_breakpoints_at_the_stable_prefix_ends() {
+        let a = assemble(&inputs(), &counter());
+        let marked: Vec<&str> = a
+            .messages
+            .iter()
+            .filter(|m| m.cache_breakpoint)
+            .map(|m| m.content.as_str())
+            .collect();
+        assert_eq!(marked, vec!["example a", REPO_ACK, CHAT_ACK]);
+    }
+
+    #[test]
+    fn fences_outgrow_backticks_in_the_file() {
+        let block = file_block(&FileText {
+            path: "README.md".into(),
+            text: "```rust\nfn x() {}\n```\n".into(),
+        });
+        assert!(block.contains("\n````\n```rust"));
+        assert!(block.ends_with("```\n````\n"));
+    }
+}

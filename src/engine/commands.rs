@@ -1,0 +1,164 @@
+//! Slash commands: the table front ends complete from, and parsing.
+
+/// One slash command, with what completion and `/help` show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CommandSpec {
+    pub name: &'static str,
+    pub args: &'static str,
+    pub help: &'static str,
+}
+
+/// Every command, in the order `/help` lists them.
+pub const COMMANDS: &[CommandSpec] = &[
+    CommandSpec {
+        name: "add",
+        args: "FILE...",
+        help: "add files to the chat as editable",
+    },
+    CommandSpec {
+        name: "read-only",
+        args: "FILE...",
+        help: "add files read-only, or make chat files read-only",
+    },
+    CommandSpec {
+        name: "drop",
+        args: "[FILE...]",
+        help: "remove files from the chat (all without arguments)",
+    },
+    CommandSpec {
+        name: "ask",
+        args: "[QUESTION]",
+        help: "ask without editing; alone, switch to ask mode",
+    },
+    CommandSpec {
+        name: "code",
+        args: "[REQUEST]",
+        help: "ask for edits; alone, switch to code mode",
+    },
+    CommandSpec {
+        name: "tokens",
+        args: "",
+        help: "show the next request's tokens, section by section",
+    },
+    CommandSpec {
+        name: "clear",
+        args: "",
+        help: "forget the conversation history",
+    },
+    CommandSpec {
+        name: "model",
+        args: "[NAME]",
+        help: "show or switch the main model",
+    },
+    CommandSpec {
+        name: "help",
+        args: "",
+        help: "list the commands",
+    },
+    CommandSpec {
+        name: "quit",
+        args: "",
+        help: "leave tern",
+    },
+];
+
+/// A line the user typed, understood as a command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Parsed<'a> {
+    Command {
+        spec: &'static CommandSpec,
+        args: &'a str,
+    },
+    /// The name matched no command, or more than one by prefix.
+    Unknown {
+        name: &'a str,
+        candidates: Vec<&'static str>,
+    },
+}
+
+/// Parses `/name args`. A unique prefix is enough (`/tok` is `/tokens`).
+pub fn parse(line: &str) -> Parsed<'_> {
+    let body = line.trim_start().trim_start_matches('/');
+    let (name, args) = match body.find(char::is_whitespace) {
+        Some(i) => (&body[..i], body[i..].trim()),
+        None => (body, ""),
+    };
+    if let Some(spec) = COMMANDS.iter().find(|c| c.name == name) {
+        return Parsed::Command { spec, args };
+    }
+    let candidates: Vec<&'static str> = COMMANDS
+        .iter()
+        .filter(|c| c.name.starts_with(name))
+        .map(|c| c.name)
+        .collect();
+    match candidates.as_slice() {
+        [only] if !name.is_empty() => Parsed::Command {
+            spec: COMMANDS.iter().find(|c| c.name == *only).expect("listed"),
+            args,
+        },
+        _ => Parsed::Unknown { name, candidates },
+    }
+}
+
+/// Commands whose name starts with `prefix`, for completion.
+pub fn complete(prefix: &str) -> Vec<&'static CommandSpec> {
+    let prefix = prefix.trim_start_matches('/');
+    COMMANDS
+        .iter()
+        .filter(|c| c.name.starts_with(prefix))
+        .collect()
+}
+
+/// The text of `/help`.
+pub fn help() -> String {
+    let width = COMMANDS
+        .iter()
+        .map(|c| c.name.len() + c.args.len() + 2)
+        .max()
+        .unwrap_or(0);
+    COMMANDS
+        .iter()
+        .map(|c| {
+            let usage = format!("/{} {}", c.name, c.args);
+            format!("{usage:<width$}  {}\n", c.help, width = width + 1)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exact_names_prefixes_and_unknowns() {
+        assert!(
+            matches!(parse("/tokens"), Parsed::Command { spec, args: "" } if spec.name == "tokens")
+        );
+        assert!(matches!(parse("/tok"), Parsed::Command { spec, .. } if spec.name == "tokens"));
+        assert!(
+            matches!(parse("/add  src/a.rs b.rs "), Parsed::Command { spec, args: "src/a.rs b.rs" } if spec.name == "add")
+        );
+        assert!(matches!(
+            parse("/nope"),
+            Parsed::Unknown { name: "nope", .. }
+        ));
+        // "c" is ambiguous between clear and code.
+        assert!(
+            matches!(parse("/c"), Parsed::Unknown { ref candidates, .. } if candidates.len() >= 2)
+        );
+    }
+
+    #[test]
+    fn help_lists_every_command_once() {
+        let text = help();
+        for c in COMMANDS {
+            assert_eq!(
+                text.matches(&format!("/{} ", c.name)).count(),
+                1,
+                "{}",
+                c.name
+            );
+        }
+        assert_eq!(complete("/re").len(), 1);
+    }
+}

@@ -1,0 +1,51 @@
+//! `tern tokens`: the budget of the next request, without sending it. It asks the
+//! engine exactly as the TUI's gauge does, so the numbers cannot differ.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use crate::context::BudgetReport;
+use crate::engine::{EngineConfig, Event, Op};
+
+pub async fn run(
+    config: EngineConfig,
+    message: Option<String>,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let report = report(config, message).await?;
+    let mut stdout = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer_pretty(&mut stdout, &report)?;
+        writeln!(stdout)?;
+    } else {
+        write!(stdout, "{}", report.render_table())?;
+    }
+    Ok(if report.fits() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// The engine's report for a draft message (empty when None). Engine errors (a file
+/// that cannot be read, say) go to stderr.
+pub async fn report(config: EngineConfig, message: Option<String>) -> anyhow::Result<BudgetReport> {
+    let mut engine = crate::engine::spawn(config)?;
+    engine.ops.send(Op::Draft {
+        text: message.unwrap_or_default(),
+    })?;
+    engine.ops.send(Op::Shutdown)?;
+    let mut last = None;
+    while let Some(event) = engine.events.recv().await {
+        match event {
+            Event::Budget(report) => last = Some(report),
+            Event::Error { text } => eprintln!("tern: error: {text}"),
+            Event::Warning { text } => eprintln!("tern: warning: {text}"),
+            Event::Exited => break,
+            _ => {}
+        }
+    }
+    let _ = engine.task.await;
+    last.map(|r| *r)
+        .ok_or_else(|| anyhow::anyhow!("the engine stopped before reporting a budget"))
+}

@@ -1,0 +1,583 @@
+//! The streaming chat client: async-openai for the wire format, tern's own retry policy
+//! (Retry-After honoured, 0.25 s doubling backoff inside a total budget, cancellable),
+//! partial replies kept, and length-cut replies continued by assistant prefill.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use async_openai::Client;
+use async_openai::config::OpenAIConfig;
+use async_openai::error::{OpenAIError, StreamError};
+use futures::StreamExt;
+use serde::Deserialize;
+use tokio_util::sync::CancellationToken;
+
+use super::Message;
+use super::error::{self, HttpFailure, LlmError, Verdict};
+use super::models::{ModelInfo, Usage};
+use super::transport::Transport;
+use crate::config::Settings;
+
+/// How many times a reply cut by `finish_reason: length` is continued.
+pub const MAX_CONTINUATIONS: usize = 3;
+
+/// First retry delay; each further attempt doubles it.
+const FIRST_BACKOFF: Duration = Duration::from_millis(250);
+
+/// One chat request.
+#[derive(Debug, Clone)]
+pub struct ChatRequest {
+    pub model: ModelInfo,
+    pub messages: Vec<Message>,
+    /// Send `cache_control` breakpoints on the messages that carry one.
+    pub cache_control: bool,
+    /// Cap on reply tokens; None lets the server decide.
+    pub max_tokens: Option<usize>,
+}
+
+/// Why a reply ended.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "kind", content = "detail", rename_all = "snake_case")]
+pub enum Finish {
+    /// The model finished.
+    Stop,
+    /// The reply hit the output limit and could not be continued further.
+    Length,
+    /// The stream broke after some text arrived; the text is kept.
+    CutOff(String),
+    /// The user cancelled; the text so far is kept.
+    Cancelled,
+}
+
+/// A finished (or partially finished) reply.
+#[derive(Debug, Clone)]
+pub struct ChatReply {
+    pub text: String,
+    /// Summed over continuations. Zero when the server reported none.
+    pub usage: Usage,
+    pub usage_reported: bool,
+    pub finish: Finish,
+    /// How many continuation requests were made after `finish_reason: length`.
+    pub continuations: usize,
+}
+
+/// What the client reports while a request runs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StreamEvent {
+    /// Reply text as it arrives.
+    Delta(String),
+    /// Reasoning text from models that stream it separately (shown, never sent back).
+    Reasoning(String),
+    /// An attempt failed and another follows after `delay`.
+    Retrying {
+        attempt: usize,
+        delay: Duration,
+        reason: String,
+    },
+    /// The reply hit the output limit; continuing it.
+    Continuing { continuation: usize },
+}
+
+/// A client for one API base.
+#[derive(Clone)]
+pub struct LlmClient {
+    api: Client<OpenAIConfig>,
+    api_base: String,
+    retry_budget: Duration,
+    read_timeout: Duration,
+}
+
+impl std::fmt::Debug for LlmClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LlmClient")
+            .field("api_base", &self.api_base)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LlmClient {
+    /// A client for `settings.api_base`; `record` appends exchanges to a file, `replay`
+    /// answers from one instead of the network.
+    pub fn new(
+        settings: &Settings,
+        record: Option<&Path>,
+        replay: Option<&Path>,
+    ) -> anyhow::Result<Self> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(settings.connect_timeout_secs))
+            .read_timeout(Duration::from_secs(settings.read_timeout_secs))
+            .build()?;
+        let key = settings
+            .api_key
+            .as_ref()
+            .map(|k| k.expose().to_string())
+            .unwrap_or_default();
+        let transport = match (replay, record) {
+            (Some(path), _) => Transport::replay(path).map_err(anyhow::Error::msg)?,
+            (None, Some(path)) => Transport::record(http, path, Some(key.clone()))
+                .map_err(|e| anyhow::anyhow!("cannot open record file {}: {e}", path.display()))?,
+            (None, None) => Transport::Network(http),
+        };
+        let api_base = settings.api_base.trim_end_matches('/').to_string();
+        let config = OpenAIConfig::new()
+            .with_api_base(api_base.clone())
+            .with_api_key(key);
+        Ok(LlmClient {
+            api: Client::with_config(config).with_http_service(transport),
+            api_base,
+            retry_budget: Duration::from_secs(settings.retry_budget_secs),
+            read_timeout: Duration::from_secs(settings.read_timeout_secs),
+        })
+    }
+
+    pub fn api_base(&self) -> &str {
+        &self.api_base
+    }
+
+    /// Sends `request` and streams the reply through `on_event`. A reply cut by the
+    /// output limit is continued (prefill) up to `MAX_CONTINUATIONS` times where the
+    /// model allows it. Errors before any text are returned as `Err`; after some text,
+    /// the text is kept and `finish` says what happened.
+    pub async fn chat(
+        &self,
+        request: &ChatRequest,
+        cancel: &CancellationToken,
+        on_event: &mut (dyn FnMut(StreamEvent) + Send),
+    ) -> Result<ChatReply, LlmError> {
+        let mut reply = ChatReply {
+            text: String::new(),
+            usage: Usage::default(),
+            usage_reported: false,
+            finish: Finish::Stop,
+            continuations: 0,
+        };
+        loop {
+            let mut messages = request.messages.clone();
+            if !reply.text.is_empty() {
+                messages.push(Message::assistant(reply.text.clone()));
+            }
+            let body = request_body(request, &messages);
+            let part = match self
+                .attempts(&request.model.name, &body, cancel, on_event)
+                .await
+            {
+                Ok(part) => part,
+                Err(e) if reply.text.is_empty() => return Err(e),
+                Err(e) => {
+                    reply.finish = Finish::CutOff(e.to_string());
+                    return Ok(reply);
+                }
+            };
+            reply.text.push_str(&part.text);
+            if let Some(usage) = part.usage {
+                reply.usage_reported = true;
+                reply.usage.prompt_tokens += usage.prompt_tokens;
+                reply.usage.completion_tokens += usage.completion_tokens;
+                reply.usage.cached_tokens += usage.cached_tokens;
+                reply.usage.cache_write_tokens += usage.cache_write_tokens;
+            }
+            reply.finish = part.finish;
+            let continue_it = reply.finish == Finish::Length
+                && request.model.prefill
+                && reply.continuations < MAX_CONTINUATIONS;
+            if !continue_it {
+                return Ok(reply);
+            }
+            reply.continuations += 1;
+            on_event(StreamEvent::Continuing {
+                continuation: reply.continuations,
+            });
+        }
+    }
+
+    /// One logical request with retries. Retries happen only while no reply text has
+    /// arrived: text already shown to the user is never silently re-requested.
+    async fn attempts(
+        &self,
+        model: &str,
+        body: &serde_json::Value,
+        cancel: &CancellationToken,
+        on_event: &mut (dyn FnMut(StreamEvent) + Send),
+    ) -> Result<Part, LlmError> {
+        let started = Instant::now();
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let failure = match self.attempt(body, cancel, on_event).await {
+                Attempt::Done(part) => return Ok(part),
+                Attempt::Failed(failure) => failure,
+            };
+            let (after, reason, if_exhausted) = match self.judge(failure, model, attempt) {
+                Judged::Retry {
+                    after,
+                    reason,
+                    if_exhausted,
+                } => (after, reason, if_exhausted),
+                Judged::Fail(e) => return Err(e),
+            };
+            let delay = after.unwrap_or(FIRST_BACKOFF * 2u32.saturating_pow(attempt as u32 - 1));
+            if started.elapsed() + delay > self.retry_budget {
+                return Err(if_exhausted);
+            }
+            on_event(StreamEvent::Retrying {
+                attempt,
+                delay,
+                reason,
+            });
+            tokio::select! {
+                _ = cancel.cancelled() => return Err(LlmError::Cancelled),
+                _ = tokio::time::sleep(delay) => {}
+            }
+        }
+    }
+
+    async fn attempt(
+        &self,
+        body: &serde_json::Value,
+        cancel: &CancellationToken,
+        on_event: &mut (dyn FnMut(StreamEvent) + Send),
+    ) -> Attempt {
+        let chat = self.api.chat();
+        let opened = tokio::select! {
+            _ = cancel.cancelled() => return Attempt::Done(Part::cancelled(String::new())),
+            opened = chat.create_stream_byot::<_, Chunk>(body.clone()) => opened,
+        };
+        let mut stream = match opened {
+            Ok(stream) => stream,
+            Err(e) => return Attempt::Failed(Failure::Open(e)),
+        };
+        let mut text = String::new();
+        let mut usage = None;
+        let mut finish = None;
+        loop {
+            let item = tokio::select! {
+                _ = cancel.cancelled() => return Attempt::Done(Part::cancelled(text)),
+                item = stream.next() => item,
+            };
+            let chunk = match item {
+                None => break,
+                Some(Ok(chunk)) => chunk,
+                Some(Err(e)) if text.is_empty() => return Attempt::Failed(Failure::Open(e)),
+                Some(Err(e)) => {
+                    return Attempt::Done(Part {
+                        text,
+                        usage,
+                        finish: Finish::CutOff(describe_stream_error(&e)),
+                    });
+                }
+            };
+            if let Some(err) = chunk.error {
+                let failure = HttpFailure {
+                    status: 500,
+                    retry_after: None,
+                    body: serde_json::json!({ "error": err }).to_string(),
+                };
+                if text.is_empty() {
+                    return Attempt::Failed(Failure::InStream(failure));
+                }
+                return Attempt::Done(Part {
+                    text,
+                    usage,
+                    finish: Finish::CutOff(format!("the server reported an error: {failure}")),
+                });
+            }
+            if let Some(u) = chunk.usage {
+                usage = Some(u.into());
+            }
+            for choice in chunk.choices {
+                if let Some(delta) = choice.delta {
+                    if let Some(reasoning) = delta.reasoning_content.or(delta.reasoning)
+                        && !reasoning.is_empty()
+                    {
+                        on_event(StreamEvent::Reasoning(reasoning));
+                    }
+                    if let Some(content) = delta.content
+                        && !content.is_empty()
+                    {
+                        text.push_str(&content);
+                        on_event(StreamEvent::Delta(content));
+                    }
+                }
+                if let Some(reason) = choice.finish_reason {
+                    finish = Some(reason);
+                }
+            }
+        }
+        let finish = match finish.as_deref() {
+            Some("length") => Finish::Length,
+            Some(_) => Finish::Stop,
+            None if text.is_empty() => {
+                return Attempt::Failed(Failure::Empty);
+            }
+            None => Finish::CutOff("the stream ended before the model finished".to_string()),
+        };
+        Attempt::Done(Part {
+            text,
+            usage,
+            finish,
+        })
+    }
+
+    fn judge(&self, failure: Failure, model: &str, attempts: usize) -> Judged {
+        let url = format!("{}/chat/completions", self.api_base);
+        match failure {
+            Failure::Empty => Judged::Retry {
+                after: None,
+                reason: "the server closed the stream without a reply".into(),
+                if_exhausted: LlmError::BadResponse {
+                    detail: "the stream ended without any reply".into(),
+                },
+            },
+            Failure::InStream(http) => judge_http(&http, model, &url, attempts),
+            Failure::Open(e) => match e {
+                OpenAIError::Boxed(boxed) => match boxed.downcast::<HttpFailure>() {
+                    Ok(http) => judge_http(&http, model, &url, attempts),
+                    Err(other) => Judged::Fail(LlmError::Replay(other.to_string())),
+                },
+                OpenAIError::ApiError(api) => {
+                    let http = HttpFailure {
+                        status: api.status_code.as_u16(),
+                        retry_after: None,
+                        body: serde_json::json!({ "error": api.api_error }).to_string(),
+                    };
+                    judge_http(&http, model, &url, attempts)
+                }
+                OpenAIError::Reqwest(e) if e.is_timeout() => Judged::Fail(LlmError::Timeout {
+                    url: self.api_base.clone(),
+                    secs: self.read_timeout.as_secs(),
+                }),
+                OpenAIError::Reqwest(e) => {
+                    let detail = root_cause(&e);
+                    Judged::Retry {
+                        after: None,
+                        reason: format!("connection failed: {detail}"),
+                        if_exhausted: LlmError::Connection {
+                            url: self.api_base.clone(),
+                            detail,
+                            attempts,
+                        },
+                    }
+                }
+                OpenAIError::StreamError(e) => {
+                    let detail = e.to_string();
+                    Judged::Retry {
+                        after: None,
+                        reason: format!("the stream broke: {detail}"),
+                        if_exhausted: LlmError::BadResponse { detail },
+                    }
+                }
+                OpenAIError::JSONDeserialize(e, content) => Judged::Fail(LlmError::BadResponse {
+                    detail: format!("malformed chunk ({e}): {}", error::api_message(&content)),
+                }),
+                other => Judged::Fail(LlmError::BadResponse {
+                    detail: other.to_string(),
+                }),
+            },
+        }
+    }
+}
+
+fn judge_http(http: &HttpFailure, model: &str, url: &str, attempts: usize) -> Judged {
+    match error::classify_http(http, model, url) {
+        Verdict::Retry { after, reason } => Judged::Retry {
+            after,
+            reason,
+            if_exhausted: error::exhausted(http, attempts),
+        },
+        Verdict::Fail(e) => Judged::Fail(e),
+    }
+}
+
+/// The innermost error message (reqwest hides "connection refused" several levels down).
+fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut cause: &(dyn std::error::Error + 'static) = e;
+    while let Some(next) = cause.source() {
+        cause = next;
+    }
+    cause.to_string()
+}
+
+fn describe_stream_error(e: &OpenAIError) -> String {
+    match e {
+        OpenAIError::JSONDeserialize(_, content) => {
+            format!(
+                "the server sent a malformed chunk: {}",
+                error::api_message(content)
+            )
+        }
+        OpenAIError::StreamError(inner) => match inner.as_ref() {
+            StreamError::EventStream(detail) => format!("the connection broke: {detail}"),
+            other => other.to_string(),
+        },
+        other => other.to_string(),
+    }
+}
+
+enum Attempt {
+    Done(Part),
+    Failed(Failure),
+}
+
+enum Failure {
+    /// The request failed before any reply text.
+    Open(OpenAIError),
+    /// The stream carried an error object before any reply text.
+    InStream(HttpFailure),
+    /// The stream ended with neither text nor a finish reason.
+    Empty,
+}
+
+enum Judged {
+    Retry {
+        after: Option<Duration>,
+        reason: String,
+        if_exhausted: LlmError,
+    },
+    Fail(LlmError),
+}
+
+/// The result of one successful attempt.
+struct Part {
+    text: String,
+    usage: Option<Usage>,
+    finish: Finish,
+}
+
+impl Part {
+    fn cancelled(text: String) -> Self {
+        Part {
+            text,
+            usage: None,
+            finish: Finish::Cancelled,
+        }
+    }
+}
+
+/// The JSON body of a streaming chat request.
+fn request_body(request: &ChatRequest, messages: &[Message]) -> serde_json::Value {
+    let messages: Vec<serde_json::Value> = messages
+        .iter()
+        .map(|m| wire_message(m, request.cache_control))
+        .collect();
+    let mut body = serde_json::json!({
+        "model": request.model.name,
+        "messages": messages,
+        "stream": true,
+        "stream_options": { "include_usage": true },
+    });
+    if let Some(max) = request.max_tokens {
+        body["max_tokens"] = max.into();
+    }
+    body
+}
+
+fn wire_message(m: &Message, cache_control: bool) -> serde_json::Value {
+    let role = m.role.as_str();
+    if cache_control && m.cache_breakpoint {
+        serde_json::json!({
+            "role": role,
+            "content": [{
+                "type": "text",
+                "text": m.content,
+                "cache_control": { "type": "ephemeral" },
+            }],
+        })
+    } else {
+        serde_json::json!({ "role": role, "content": m.content })
+    }
+}
+
+/// A streamed chunk, read leniently: providers differ in what they add.
+#[derive(Debug, Deserialize)]
+struct Chunk {
+    #[serde(default)]
+    choices: Vec<ChunkChoice>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+    #[serde(default)]
+    error: Option<serde_json::Value>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ChunkChoice {
+    #[serde(default)]
+    delta: Option<Delta>,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Delta {
+    #[serde(default)]
+    content: Option<String>,
+    #[serde(default)]
+    reasoning_content: Option<String>,
+    #[serde(default)]
+    reasoning: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct WireUsage {
+    #[serde(default)]
+    prompt_tokens: usize,
+    #[serde(default)]
+    completion_tokens: usize,
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptDetails>,
+    /// DeepSeek reports cache hits here.
+    #[serde(default)]
+    prompt_cache_hit_tokens: Option<usize>,
+}
+
+#[derive(Debug, Deserialize)]
+struct PromptDetails {
+    #[serde(default)]
+    cached_tokens: Option<usize>,
+    #[serde(default)]
+    cache_write_tokens: Option<usize>,
+}
+
+impl From<WireUsage> for Usage {
+    fn from(u: WireUsage) -> Self {
+        let details = u.prompt_tokens_details.as_ref();
+        Usage {
+            prompt_tokens: u.prompt_tokens,
+            completion_tokens: u.completion_tokens,
+            cached_tokens: details
+                .and_then(|d| d.cached_tokens)
+                .or(u.prompt_cache_hit_tokens)
+                .unwrap_or(0),
+            cache_write_tokens: details.and_then(|d| d.cache_write_tokens).unwrap_or(0),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cache_breakpoints_become_content_parts_only_when_enabled() {
+        let mut m = Message::user("hello");
+        m.cache_breakpoint = true;
+        let on = wire_message(&m, true);
+        assert_eq!(on["content"][0]["cache_control"]["type"], "ephemeral");
+        assert_eq!(on["content"][0]["text"], "hello");
+        let off = wire_message(&m, false);
+        assert_eq!(off["content"], "hello");
+    }
+
+    #[test]
+    fn usage_reads_cached_tokens_from_openai_and_deepseek_shapes() {
+        let openai: WireUsage = serde_json::from_str(
+            r#"{"prompt_tokens":10,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":4}}"#,
+        )
+        .unwrap();
+        assert_eq!(Usage::from(openai).cached_tokens, 4);
+        let deepseek: WireUsage = serde_json::from_str(
+            r#"{"prompt_tokens":10,"completion_tokens":2,"prompt_cache_hit_tokens":7}"#,
+        )
+        .unwrap();
+        assert_eq!(Usage::from(deepseek).cached_tokens, 7);
+    }
+}

@@ -1,0 +1,230 @@
+//! What can go wrong talking to a model, classified so the engine and the user can act.
+
+use std::time::Duration;
+
+/// An HTTP answer that was not a success, kept whole so it can be classified (and, for
+/// 429, so `Retry-After` is not lost on the way up through async-openai).
+#[derive(Debug, Clone)]
+pub struct HttpFailure {
+    pub status: u16,
+    pub retry_after: Option<Duration>,
+    pub body: String,
+}
+
+impl std::fmt::Display for HttpFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "HTTP {}: {}", self.status, api_message(&self.body))
+    }
+}
+
+impl std::error::Error for HttpFailure {}
+
+/// A failed model request. Each variant's message says what happened and what to do.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum LlmError {
+    #[error("the API rejected the key (HTTP 401): {message}. Set OPENAI_API_KEY or --api-key.")]
+    Unauthorized { message: String },
+
+    #[error(
+        "model {model:?} was not found at {url} (HTTP 404): {message}. Check --model and --api-base."
+    )]
+    ModelNotFound {
+        model: String,
+        url: String,
+        message: String,
+    },
+
+    #[error("the request is larger than the model's context window: {message}")]
+    ContextLengthExceeded { message: String },
+
+    #[error("rate limited (HTTP 429) and still limited after {attempts} attempts: {message}")]
+    RateLimited { attempts: usize, message: String },
+
+    #[error("the server failed (HTTP {status}) after {attempts} attempts: {message}")]
+    Server {
+        status: u16,
+        attempts: usize,
+        message: String,
+    },
+
+    #[error("the API refused the request (HTTP {status}): {message}")]
+    Rejected { status: u16, message: String },
+
+    #[error("cannot connect to {url} ({detail}) after {attempts} attempts. Is the server running?")]
+    Connection {
+        url: String,
+        detail: String,
+        attempts: usize,
+    },
+
+    #[error("no answer from {url} within {secs} s")]
+    Timeout { url: String, secs: u64 },
+
+    #[error("the server sent something that is not a chat completion: {detail}")]
+    BadResponse { detail: String },
+
+    #[error("replay: {0}")]
+    Replay(String),
+
+    #[error("cancelled")]
+    Cancelled,
+}
+
+impl LlmError {
+    /// True when sending less context might succeed.
+    pub fn is_context_overflow(&self) -> bool {
+        matches!(self, LlmError::ContextLengthExceeded { .. })
+    }
+}
+
+/// What to do with a failed attempt.
+#[derive(Debug)]
+pub(crate) enum Verdict {
+    /// Try again after this long (at least); the string says why, for the user.
+    Retry {
+        after: Option<Duration>,
+        reason: String,
+    },
+    Fail(LlmError),
+}
+
+/// Classifies a non-success HTTP answer.
+pub(crate) fn classify_http(f: &HttpFailure, model: &str, url: &str) -> Verdict {
+    let message = api_message(&f.body);
+    match f.status {
+        429 => Verdict::Retry {
+            after: f.retry_after,
+            reason: format!("rate limited: {message}"),
+        },
+        500..=599 => Verdict::Retry {
+            after: f.retry_after,
+            reason: format!("server error {}: {message}", f.status),
+        },
+        _ if is_context_overflow(&f.body) => {
+            Verdict::Fail(LlmError::ContextLengthExceeded { message })
+        }
+        401 | 403 => Verdict::Fail(LlmError::Unauthorized { message }),
+        404 => Verdict::Fail(LlmError::ModelNotFound {
+            model: model.to_string(),
+            url: url.to_string(),
+            message,
+        }),
+        status => Verdict::Fail(LlmError::Rejected { status, message }),
+    }
+}
+
+/// Turns the verdict of the last allowed attempt into the error the user sees.
+pub(crate) fn exhausted(f: &HttpFailure, attempts: usize) -> LlmError {
+    let message = api_message(&f.body);
+    if f.status == 429 {
+        LlmError::RateLimited { attempts, message }
+    } else {
+        LlmError::Server {
+            status: f.status,
+            attempts,
+            message,
+        }
+    }
+}
+
+/// Recognizes "your prompt is too long" in the dialects of the servers tern talks to:
+/// OpenAI's `context_length_exceeded` code, llama.cpp's `exceed_context_size_error`
+/// type, and the message texts of vLLM, Ollama, LiteLLM and Anthropic via OpenRouter.
+pub(crate) fn is_context_overflow(body: &str) -> bool {
+    let lower = body.to_ascii_lowercase();
+    [
+        "context_length_exceeded",
+        "exceed_context_size_error",
+        "maximum context length",
+        "context length exceeded",
+        "context window",
+        "prompt is too long",
+        "too many tokens",
+        "exceeds the context",
+        "input is too long",
+    ]
+    .iter()
+    .any(|needle| lower.contains(needle))
+}
+
+/// The human part of an error body: `error.message` of OpenAI-shaped JSON, else the
+/// body itself, shortened.
+pub(crate) fn api_message(body: &str) -> String {
+    let parsed: Option<serde_json::Value> = serde_json::from_str(body).ok();
+    let message = parsed.as_ref().and_then(|v| {
+        v.pointer("/error/message")
+            .or_else(|| v.get("message"))
+            .or_else(|| v.get("error"))
+            .and_then(|m| m.as_str())
+            .map(str::to_string)
+    });
+    let text = message.unwrap_or_else(|| body.trim().to_string());
+    if text.is_empty() {
+        return "(empty body)".to_string();
+    }
+    shorten(&text, 300)
+}
+
+fn shorten(text: &str, max_chars: usize) -> String {
+    match text.char_indices().nth(max_chars) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failure(status: u16, body: &str) -> HttpFailure {
+        HttpFailure {
+            status,
+            retry_after: None,
+            body: body.to_string(),
+        }
+    }
+
+    #[test]
+    fn context_overflow_in_every_dialect() {
+        let openai = r#"{"error":{"message":"This model's maximum context length is 128000 tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#;
+        let llama = r#"{"error":{"code":400,"message":"the request exceeds the available context size","type":"exceed_context_size_error","n_prompt_tokens":9000,"n_ctx":8192}}"#;
+        for body in [openai, llama] {
+            assert!(matches!(
+                classify_http(&failure(400, body), "m", "u"),
+                Verdict::Fail(LlmError::ContextLengthExceeded { .. })
+            ));
+        }
+    }
+
+    #[test]
+    fn statuses_map_to_specific_errors() {
+        let v = classify_http(
+            &failure(401, r#"{"error":{"message":"bad key"}}"#),
+            "m",
+            "u",
+        );
+        assert!(
+            matches!(v, Verdict::Fail(LlmError::Unauthorized { ref message }) if message == "bad key")
+        );
+        let v = classify_http(&failure(404, "nope"), "gpt-x", "http://h/v1");
+        assert!(
+            matches!(v, Verdict::Fail(LlmError::ModelNotFound { ref model, .. }) if model == "gpt-x")
+        );
+        assert!(matches!(
+            classify_http(&failure(503, ""), "m", "u"),
+            Verdict::Retry { .. }
+        ));
+        assert!(matches!(
+            classify_http(&failure(418, "teapot"), "m", "u"),
+            Verdict::Fail(LlmError::Rejected { status: 418, .. })
+        ));
+    }
+
+    #[test]
+    fn api_message_prefers_the_json_message_and_shortens() {
+        assert_eq!(api_message(r#"{"error":{"message":"x"}}"#), "x");
+        assert_eq!(api_message("  plain  "), "plain");
+        assert_eq!(api_message(""), "(empty body)");
+        assert!(api_message(&"a".repeat(1000)).chars().count() <= 301);
+    }
+}

@@ -1,0 +1,345 @@
+//! The HTTP layer under async-openai (its tower `middleware` hook): the network, the
+//! network while recording each exchange, or a recording played back.
+//!
+//! Non-success answers become `HttpFailure` here, before async-openai sees them, so the
+//! status, the body and `Retry-After` all reach the retry logic in `client.rs`.
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use async_openai::error::OpenAIError;
+use async_openai::middleware::HttpRequestFactory;
+use bytes::Bytes;
+use futures::{Stream, StreamExt};
+use serde::{Deserialize, Serialize};
+
+use super::error::HttpFailure;
+
+/// One recorded request and the server's answer, a line of a `--record` file.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Exchange {
+    /// The JSON body tern sent. Headers (and so the API key) are never recorded.
+    pub request: serde_json::Value,
+    pub status: u16,
+    /// For a streamed success: each SSE event with its time since the request, in ms.
+    #[serde(default)]
+    pub events: Vec<TimedEvent>,
+    /// For a failure: the error body and `Retry-After`, in seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_body: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_secs: Option<u64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TimedEvent {
+    pub ms: u64,
+    pub data: String,
+}
+
+/// Longest pause replayed between two events, so a recording of a slow server still
+/// plays back briskly.
+const MAX_REPLAY_GAP: Duration = Duration::from_millis(150);
+
+#[derive(Clone)]
+pub(crate) enum Transport {
+    Network(reqwest::Client),
+    Record {
+        http: reqwest::Client,
+        sink: Arc<Mutex<File>>,
+        /// Redacted from recorded bodies in case a message quotes it.
+        secret: Option<String>,
+    },
+    Replay(Arc<Mutex<VecDeque<Exchange>>>),
+}
+
+impl Transport {
+    pub(crate) fn record(
+        http: reqwest::Client,
+        path: &Path,
+        secret: Option<String>,
+    ) -> std::io::Result<Self> {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)?;
+        Ok(Transport::Record {
+            http,
+            sink: Arc::new(Mutex::new(file)),
+            secret: secret.filter(|s| !s.is_empty()),
+        })
+    }
+
+    pub(crate) fn replay(path: &Path) -> Result<Self, String> {
+        let file = File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+        let mut exchanges = VecDeque::new();
+        for (n, line) in BufReader::new(file).lines().enumerate() {
+            let line = line.map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            if line.trim().is_empty() {
+                continue;
+            }
+            let exchange: Exchange = serde_json::from_str(&line)
+                .map_err(|e| format!("{} line {}: {e}", path.display(), n + 1))?;
+            exchanges.push_back(exchange);
+        }
+        Ok(Transport::Replay(Arc::new(Mutex::new(exchanges))))
+    }
+
+    async fn call(self, factory: HttpRequestFactory) -> Result<reqwest::Response, OpenAIError> {
+        let request = factory.build().await?;
+        match self {
+            Transport::Network(http) => {
+                let response = http.execute(request).await?;
+                fail_unless_success(response).await
+            }
+            Transport::Record { http, sink, secret } => {
+                let body = request_json(&request, secret.as_deref());
+                let started = Instant::now();
+                let response = http.execute(request).await?;
+                if response.status().is_success() {
+                    Ok(tee(response, body, started, sink))
+                } else {
+                    let failure = read_failure(response).await;
+                    write_line(
+                        &sink,
+                        &Exchange {
+                            request: body,
+                            status: failure.status,
+                            events: vec![],
+                            error_body: Some(failure.body.clone()),
+                            retry_after_secs: failure.retry_after.map(|d| d.as_secs()),
+                        },
+                    );
+                    Err(OpenAIError::Boxed(Box::new(failure)))
+                }
+            }
+            Transport::Replay(queue) => {
+                let next = queue.lock().unwrap_or_else(|e| e.into_inner()).pop_front();
+                let exchange = next.ok_or_else(|| {
+                    OpenAIError::Boxed(
+                        "the replay file has no more recorded exchanges"
+                            .to_string()
+                            .into(),
+                    )
+                })?;
+                let sent = request_json(&request, None);
+                if sent.get("messages") != exchange.request.get("messages") {
+                    tracing::warn!("replay: the request differs from the recorded one");
+                }
+                replayed(exchange)
+            }
+        }
+    }
+}
+
+impl tower::Service<HttpRequestFactory> for Transport {
+    type Response = reqwest::Response;
+    type Error = OpenAIError;
+    type Future =
+        Pin<Box<dyn Future<Output = Result<reqwest::Response, OpenAIError>> + Send + 'static>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, factory: HttpRequestFactory) -> Self::Future {
+        Box::pin(self.clone().call(factory))
+    }
+}
+
+async fn fail_unless_success(
+    response: reqwest::Response,
+) -> Result<reqwest::Response, OpenAIError> {
+    if response.status().is_success() {
+        Ok(response)
+    } else {
+        Err(OpenAIError::Boxed(Box::new(read_failure(response).await)))
+    }
+}
+
+async fn read_failure(response: reqwest::Response) -> HttpFailure {
+    let status = response.status().as_u16();
+    let retry_after = response
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(parse_retry_after);
+    let body = response.text().await.unwrap_or_default();
+    HttpFailure {
+        status,
+        retry_after,
+        body,
+    }
+}
+
+/// `Retry-After` is either delta-seconds or an HTTP date.
+fn parse_retry_after(value: &str) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(secs) = value.parse::<f64>() {
+        return (secs >= 0.0 && secs.is_finite()).then(|| Duration::from_secs_f64(secs));
+    }
+    let when = httpdate::parse_http_date(value).ok()?;
+    Some(
+        when.duration_since(std::time::SystemTime::now())
+            .unwrap_or(Duration::ZERO),
+    )
+}
+
+fn request_json(request: &reqwest::Request, secret: Option<&str>) -> serde_json::Value {
+    let bytes = request.body().and_then(|b| b.as_bytes()).unwrap_or(&[]);
+    let mut text = String::from_utf8_lossy(bytes).into_owned();
+    if let Some(secret) = secret {
+        text = text.replace(secret, "<redacted>");
+    }
+    serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text))
+}
+
+fn write_line(sink: &Mutex<File>, exchange: &Exchange) {
+    let Ok(mut line) = serde_json::to_string(exchange) else {
+        return;
+    };
+    line.push('\n');
+    let mut file = sink.lock().unwrap_or_else(|e| e.into_inner());
+    if let Err(e) = file.write_all(line.as_bytes()) {
+        tracing::error!("cannot write the record file: {e}");
+    }
+}
+
+/// Passes the response body through unchanged while cutting it into SSE events for the
+/// record; the exchange is written when the body ends or the reader drops it.
+fn tee(
+    response: reqwest::Response,
+    request: serde_json::Value,
+    started: Instant,
+    sink: Arc<Mutex<File>>,
+) -> reqwest::Response {
+    let status = response.status();
+    let headers = response.headers().clone();
+    let mut recording = Recording {
+        exchange: Exchange {
+            request,
+            status: status.as_u16(),
+            events: vec![],
+            error_body: None,
+            retry_after_secs: None,
+        },
+        pending: Vec::new(),
+        started,
+        sink,
+    };
+    let body = response.bytes_stream().map(move |chunk| {
+        if let Ok(bytes) = &chunk {
+            recording.take(bytes);
+        }
+        chunk
+    });
+    let mut builder = http::Response::builder().status(status);
+    for (name, value) in &headers {
+        builder = builder.header(name, value);
+    }
+    let rebuilt = builder
+        .body(reqwest::Body::wrap_stream(body))
+        .expect("status and headers come from a valid response");
+    reqwest::Response::from(rebuilt)
+}
+
+struct Recording {
+    exchange: Exchange,
+    pending: Vec<u8>,
+    started: Instant,
+    sink: Arc<Mutex<File>>,
+}
+
+impl Recording {
+    /// Splits complete SSE events (ending in a blank line) off the pending bytes. Whole
+    /// events are whole UTF-8, unlike arbitrary network chunks.
+    fn take(&mut self, bytes: &Bytes) {
+        self.pending.extend_from_slice(bytes);
+        while let Some(end) = find_event_end(&self.pending) {
+            let event: Vec<u8> = self.pending.drain(..end).collect();
+            self.push(&event);
+        }
+    }
+
+    fn push(&mut self, event: &[u8]) {
+        self.exchange.events.push(TimedEvent {
+            ms: self.started.elapsed().as_millis() as u64,
+            data: String::from_utf8_lossy(event).into_owned(),
+        });
+    }
+}
+
+impl Drop for Recording {
+    fn drop(&mut self) {
+        if !self.pending.is_empty() {
+            let rest = std::mem::take(&mut self.pending);
+            self.push(&rest);
+        }
+        write_line(&self.sink, &self.exchange);
+    }
+}
+
+fn find_event_end(bytes: &[u8]) -> Option<usize> {
+    bytes.windows(2).position(|w| w == b"\n\n").map(|i| i + 2)
+}
+
+fn replayed(exchange: Exchange) -> Result<reqwest::Response, OpenAIError> {
+    if exchange.status >= 400 || exchange.error_body.is_some() {
+        return Err(OpenAIError::Boxed(Box::new(HttpFailure {
+            status: exchange.status,
+            retry_after: exchange.retry_after_secs.map(Duration::from_secs),
+            body: exchange.error_body.unwrap_or_default(),
+        })));
+    }
+    let body = replay_stream(exchange.events);
+    let response = http::Response::builder()
+        .status(exchange.status)
+        .header("content-type", "text/event-stream")
+        .body(reqwest::Body::wrap_stream(body))
+        .expect("a recorded status is a valid status");
+    Ok(reqwest::Response::from(response))
+}
+
+/// The recorded events with their recorded pacing (gaps capped at `MAX_REPLAY_GAP`).
+fn replay_stream(
+    events: Vec<TimedEvent>,
+) -> impl Stream<Item = Result<Bytes, std::io::Error>> + Send + 'static {
+    let mut previous_ms = 0;
+    futures::stream::iter(events).then(move |event| {
+        let gap = Duration::from_millis(event.ms.saturating_sub(previous_ms)).min(MAX_REPLAY_GAP);
+        previous_ms = event.ms;
+        async move {
+            tokio::time::sleep(gap).await;
+            Ok(Bytes::from(event.data))
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_in_seconds_and_as_a_date() {
+        assert_eq!(parse_retry_after("2"), Some(Duration::from_secs(2)));
+        assert_eq!(parse_retry_after("0.5"), Some(Duration::from_millis(500)));
+        assert_eq!(
+            parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(parse_retry_after("soon"), None);
+        assert_eq!(parse_retry_after("-1"), None);
+    }
+
+    #[test]
+    fn sse_events_are_cut_at_blank_lines() {
+        assert_eq!(find_event_end(b"data: a\n\ndata: b"), Some(9));
+        assert_eq!(find_event_end(b"data: a\n"), None);
+    }
+}

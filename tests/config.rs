@@ -1,0 +1,155 @@
+//! Settings layering and strict config files.
+
+use std::path::Path;
+
+use clap::Parser;
+use tern::cli::Cli;
+use tern::config::{self, ConfigError, ConfigSources};
+
+fn args(argv: &[&str]) -> tern::cli::GlobalArgs {
+    let mut full = vec!["tern"];
+    full.extend_from_slice(argv);
+    Cli::try_parse_from(full).unwrap().global
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+fn no_env(_: &str) -> Option<String> {
+    None
+}
+
+#[test]
+fn each_layer_overrides_the_one_below() {
+    let dir = tempfile::tempdir().unwrap();
+    let user = dir.path().join("user/config.toml");
+    let repo = dir.path().join("repo");
+    let explicit = dir.path().join("explicit.toml");
+    write(
+        &user,
+        "model = \"from-user\"\nweak_model = \"weak-user\"\ntheme = \"light\"\nmap_tokens = 100\n",
+    );
+    write(
+        &repo.join(".tern.toml"),
+        "model = \"from-repo\"\nweak_model = \"weak-repo\"\n",
+    );
+    write(&explicit, "model = \"from-explicit\"\n");
+    let sources = ConfigSources {
+        user_file: Some(user),
+        repo_root: Some(repo),
+    };
+
+    let s = config::load(&args(&[]), &sources, no_env).unwrap();
+    assert_eq!(s.model, "from-repo");
+    assert_eq!(s.weak_model, "weak-repo");
+    assert_eq!(s.theme, "light");
+    assert_eq!(s.map_tokens, Some(100));
+
+    let config_flag = format!("--config={}", explicit.display());
+    let s = config::load(&args(&[&config_flag]), &sources, no_env).unwrap();
+    assert_eq!(s.model, "from-explicit");
+
+    let s = config::load(
+        &args(&[&config_flag, "--model", "from-flag", "--map-tokens", "7"]),
+        &sources,
+        no_env,
+    )
+    .unwrap();
+    assert_eq!(s.model, "from-flag");
+    assert_eq!(s.map_tokens, Some(7));
+}
+
+#[test]
+fn env_lies_between_files_and_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    write(
+        &repo.join(".tern.toml"),
+        "api_base = \"http://from-file:1/v1\"\n",
+    );
+    let sources = ConfigSources {
+        user_file: None,
+        repo_root: Some(repo),
+    };
+    // OPENAI_API_BASE is the older alias: it beats the file ...
+    let env = |k: &str| (k == "OPENAI_API_BASE").then(|| "http://from-env:2/v1".to_string());
+    let s = config::load(&args(&[]), &sources, env).unwrap();
+    assert_eq!(s.api_base, "http://from-env:2/v1");
+    // ... and loses to the flag (and to OPENAI_BASE_URL, which clap reads into it).
+    let s = config::load(&args(&["--api-base", "http://flag:3/v1"]), &sources, env).unwrap();
+    assert_eq!(s.api_base, "http://flag:3/v1");
+}
+
+#[test]
+fn flags_switch_features_off() {
+    let s = config::load(
+        &args(&[
+            "--no-double-buffer",
+            "--no-verify",
+            "--no-auto-commits",
+            "--no-dirty-commits",
+        ]),
+        &ConfigSources::default(),
+        no_env,
+    )
+    .unwrap();
+    assert!(!s.double_buffer && !s.verify_hooks && !s.auto_commits && !s.dirty_commits);
+}
+
+#[test]
+fn unknown_keys_are_errors_naming_file_line_and_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    let file = repo.join(".tern.toml");
+    write(&file, "model = \"gpt-4o\"\n\nmodle = \"typo\"\n");
+    let sources = ConfigSources {
+        user_file: None,
+        repo_root: Some(repo),
+    };
+    let err = config::load(&args(&[]), &sources, no_env).unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, ConfigError::Parse { .. }));
+    assert!(text.contains(&file.display().to_string()), "{text}");
+    assert!(text.contains("line 3"), "{text}");
+    assert!(text.contains("modle"), "{text}");
+}
+
+#[test]
+fn wrong_types_and_bad_values_are_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bad.toml");
+    write(&file, "double_buffer = \"yes\"\n");
+    let flag = format!("--config={}", file.display());
+    let err = config::load(&args(&[&flag]), &ConfigSources::default(), no_env).unwrap_err();
+    assert!(err.to_string().contains("double_buffer"), "{err}");
+
+    write(&file, "checkpoint_threshold = 0.9\nswap_threshold = 0.8\n");
+    let err = config::load(&args(&[&flag]), &ConfigSources::default(), no_env).unwrap_err();
+    assert!(matches!(err, ConfigError::Invalid(_)), "{err}");
+
+    let err = config::load(
+        &args(&["--api-base", "localhost:11434"]),
+        &ConfigSources::default(),
+        no_env,
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("http://"), "{err}");
+
+    let missing = format!("--config={}", dir.path().join("missing.toml").display());
+    let err = config::load(&args(&[&missing]), &ConfigSources::default(), no_env).unwrap_err();
+    assert!(matches!(err, ConfigError::Read { .. }), "{err}");
+}
+
+#[test]
+fn the_api_key_never_shows_in_debug_output() {
+    let s = config::load(
+        &args(&["--api-key", "sk-hidden-123"]),
+        &ConfigSources::default(),
+        no_env,
+    )
+    .unwrap();
+    assert!(!format!("{s:?}").contains("sk-hidden-123"));
+    assert_eq!(s.api_key.unwrap().expose(), "sk-hidden-123");
+}

@@ -1,0 +1,261 @@
+//! The real `tern` binary, headless, against the loopback OpenAI server.
+
+mod support;
+
+use support::{MockServer, Reply, TempRepo, texts};
+
+fn repo() -> TempRepo {
+    TempRepo::with_files(&[
+        (
+            "src/greet.py",
+            "def greet(name):\n    return 'hello ' + name\n",
+        ),
+        ("README.md", "# Demo\n"),
+    ])
+}
+
+#[test]
+fn a_headless_turn_streams_the_reply_and_reports_tokens() {
+    let server = MockServer::start_in_thread();
+    server.push(Reply::text("The function greets by name.\n").with_cached_tokens(5));
+    let repo = repo();
+    let out = repo
+        .tern(&server.base_url())
+        .args([
+            "--model",
+            "gpt-4o",
+            "-m",
+            "what does greet do?",
+            "src/greet.py",
+        ])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = texts(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(stdout, "The function greets by name.\n");
+    let request = &server.requests()[0];
+    let all_text: String = request.messages.iter().map(|m| m.text.as_str()).collect();
+    assert!(
+        all_text.contains("return 'hello ' + name"),
+        "the chat file is sent"
+    );
+    assert!(all_text.contains("what does greet do?"));
+    let expected = format!(
+        "Tokens: {} sent (5 cached), {} received.",
+        request.prompt_tokens,
+        support::text_tokens("gpt-4o", "The function greets by name.\n")
+    );
+    assert!(stderr.contains(&expected), "{stderr}");
+    assert!(stderr.contains("Cost: $"), "{stderr}");
+    assert!(!stderr.contains("sk-test-key-never-shown"));
+}
+
+#[test]
+fn json_mode_prints_one_event_per_line() {
+    let server = MockServer::start_in_thread();
+    server.push(Reply::text("two words"));
+    let repo = repo();
+    let out = repo
+        .tern(&server.base_url())
+        .args(["--json", "-m", "hi"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let (stdout, _) = texts(&out);
+    let events: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each line is JSON"))
+        .collect();
+    let kinds: Vec<&str> = events
+        .iter()
+        .map(|e| e["event"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds.first(), Some(&"ready"));
+    assert!(kinds.contains(&"turn_started"));
+    assert!(kinds.contains(&"budget"));
+    let text: String = events
+        .iter()
+        .filter(|e| e["event"] == "delta")
+        .map(|e| e["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(text, "two words");
+    let finished = events
+        .iter()
+        .find(|e| e["event"] == "turn_finished")
+        .unwrap();
+    assert_eq!(finished["finish"]["kind"], "stop");
+    assert_eq!(kinds.last(), Some(&"exited"));
+}
+
+#[test]
+fn errors_exit_non_zero_with_a_specific_message() {
+    let server = MockServer::start_in_thread();
+    server.push(Reply::invalid_api_key());
+    let repo = repo();
+    let out = repo
+        .tern(&server.base_url())
+        .args(["-m", "hi"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = texts(&out);
+    assert!(!out.status.success());
+    assert!(stdout.is_empty());
+    assert!(
+        stderr.contains("401") && stderr.contains("OPENAI_API_KEY"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("sk-test-key-never-shown"));
+}
+
+#[test]
+fn a_cut_reply_is_kept_and_flagged() {
+    let server = MockServer::start_in_thread();
+    server.push(Reply::chunks(["partial ", "answer"]).then_cut_connection());
+    let repo = repo();
+    let out = repo
+        .tern(&server.base_url())
+        .args(["-m", "hi"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = texts(&out);
+    assert!(!out.status.success());
+    assert_eq!(stdout, "partial answer\n");
+    assert!(stderr.contains("cut off"), "{stderr}");
+}
+
+#[test]
+fn tokens_json_sums_to_its_total_and_predicts_the_request() {
+    let server = MockServer::start_in_thread();
+    server.push(Reply::text("ok"));
+    let repo = repo();
+    let message = "rename greet to salute";
+    let out = repo
+        .tern(&server.base_url())
+        .args([
+            "tokens",
+            "--json",
+            "-m",
+            message,
+            "src/greet.py",
+            "--read",
+            "README.md",
+        ])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = texts(&out);
+    assert!(out.status.success(), "{stderr}");
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    for key in [
+        "sections",
+        "files",
+        "total",
+        "window",
+        "reserved_output",
+        "remaining",
+    ] {
+        assert!(report.get(key).is_some(), "{key} missing");
+    }
+    let total = report["total"].as_u64().unwrap();
+    let sections: u64 = report["sections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["tokens"].as_u64().unwrap())
+        .sum();
+    assert_eq!(sections, total);
+    let files: Vec<&str> = report["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(files, vec!["README.md", "src/greet.py"]);
+    assert_eq!(
+        report["remaining"].as_i64().unwrap(),
+        report["prompt_limit"].as_i64().unwrap() - total as i64
+    );
+    assert_eq!(server.request_count(), 0, "tern tokens sends nothing");
+
+    // The same files and message, sent: the server counts exactly the predicted total.
+    let out = repo
+        .tern(&server.base_url())
+        .args(["-m", message, "src/greet.py", "--read", "README.md"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(server.requests()[0].prompt_tokens as u64, total);
+}
+
+#[test]
+fn tokens_table_names_sections_files_and_what_is_left() {
+    let repo = repo();
+    let out = repo
+        .tern("http://127.0.0.1:9/v1")
+        .args(["tokens", "src/greet.py"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = texts(&out);
+    assert!(out.status.success(), "{stderr}");
+    for needle in [
+        "system",
+        "editable files",
+        "src/greet.py",
+        "total prompt",
+        "reserved for the reply",
+        "remaining",
+    ] {
+        assert!(stdout.contains(needle), "{needle} missing from\n{stdout}");
+    }
+}
+
+#[test]
+fn an_unknown_model_is_warned_about() {
+    let repo = repo();
+    let out = repo
+        .tern("http://127.0.0.1:9/v1")
+        .args(["tokens", "--model", "my-local-model"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = texts(&out);
+    assert!(stderr.contains("not in tern's model table"), "{stderr}");
+    assert!(stdout.contains("unknown model"), "{stdout}");
+}
+
+#[test]
+fn record_then_replay_reproduces_the_session() {
+    let server = MockServer::start_in_thread();
+    server.push(Reply::text("A reply worth recording."));
+    let repo = repo();
+    let file = repo.path().join(".git/exchange.jsonl");
+    let record = format!("--record={}", file.display());
+    let live = repo
+        .tern(&server.base_url())
+        .args([&record, "-m", "hi"])
+        .output()
+        .unwrap();
+    assert!(live.status.success());
+    drop(server);
+    let recording = std::fs::read_to_string(&file).unwrap();
+    assert!(!recording.contains("sk-test-key-never-shown"));
+
+    let replay = format!("--replay={}", file.display());
+    let replayed = repo
+        .tern("http://127.0.0.1:9/v1")
+        .args([&replay, "-m", "hi"])
+        .output()
+        .unwrap();
+    assert!(replayed.status.success(), "{}", texts(&replayed).1);
+    assert_eq!(texts(&replayed).0, texts(&live).0);
+}
+
+#[test]
+fn paths_outside_the_repository_are_refused() {
+    let repo = repo();
+    let out = repo
+        .tern("http://127.0.0.1:9/v1")
+        .args(["tokens", "../../etc/passwd"])
+        .output()
+        .unwrap();
+    let (_, stderr) = texts(&out);
+    assert!(stderr.contains("outside the repository"), "{stderr}");
+}

@@ -1,0 +1,182 @@
+//! The HTTP side: routes, recording each request, and sending a `Plan` with its timing,
+//! so that "the reply finished" is observable from the request log.
+
+use std::io;
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{FromRequest, Request, State};
+use axum::http::{StatusCode, header};
+use axum::response::Response;
+use axum::routing::post;
+use futures::Stream;
+use tokio_util::sync::CancellationToken;
+
+use super::errors;
+use super::log::Log;
+use super::render::{self, Plan, Step};
+use super::request::RecordedRequest;
+use super::script::{Next, Script};
+
+/// State shared by the server's handlers and the test's `MockServer` handle.
+#[derive(Default)]
+pub(super) struct Shared {
+    pub script: Script,
+    pub log: Log,
+    /// Cancelled when the `MockServer` is dropped: ends hanging replies and the server.
+    pub shutdown: CancellationToken,
+}
+
+pub(super) fn router(shared: Arc<Shared>) -> Router {
+    Router::new()
+        .route("/v1/chat/completions", post(chat_completions))
+        .route("/chat/completions", post(chat_completions))
+        .fallback(unknown_url)
+        .with_state(shared)
+}
+
+/// Parses a request, stamped with its arrival time before the body is read. No size
+/// limit: long sessions and whole-repo prompts exceed axum's usual 2 MB.
+impl<S: Send + Sync> FromRequest<S> for RecordedRequest {
+    type Rejection = (StatusCode, String);
+
+    async fn from_request(request: Request, _: &S) -> Result<Self, Self::Rejection> {
+        let arrived_at = Instant::now();
+        let (parts, body) = request.into_parts();
+        let body = axum::body::to_bytes(body, usize::MAX).await.map_err(|e| {
+            let message = format!("mock server: cannot read the request body: {e}");
+            (StatusCode::BAD_REQUEST, message)
+        })?;
+        let path = parts.uri.path().to_owned();
+        Ok(RecordedRequest::new(
+            parts.method,
+            path,
+            parts.headers,
+            &body,
+            arrived_at,
+        ))
+    }
+}
+
+async fn chat_completions(State(shared): State<Arc<Shared>>, request: RecordedRequest) -> Response {
+    let guard = FinishGuard::new(&shared, request.clone());
+    let number = guard.index + 1;
+    let plan = match &request.rejected {
+        Some(reason) => Plan::json(StatusCode::BAD_REQUEST, &errors::invalid_request(reason)),
+        None => match shared.script.next_for(&request) {
+            Next::Reply(reply) => render::plan(&reply, &request, number),
+            Next::NothingScripted => {
+                let body = errors::nothing_scripted(number, &request.model);
+                eprintln!("{}", body["error"]["message"]);
+                Plan::json(StatusCode::INTERNAL_SERVER_ERROR, &body)
+            }
+            Next::ResponderPanicked(panic) => {
+                let message = format!("mock server: the responder panicked: {panic}");
+                let body = errors::openai("mock_server_error", &message, None, None);
+                Plan::json(StatusCode::INTERNAL_SERVER_ERROR, &body)
+            }
+        },
+    };
+    send(plan, guard, &shared.shutdown).await
+}
+
+/// Any other path or method: recorded, and answered the way OpenAI answers it.
+async fn unknown_url(State(shared): State<Arc<Shared>>, mut request: RecordedRequest) -> Response {
+    let reason = format!("Invalid URL ({} {})", request.method, request.path);
+    request.rejected = Some(reason.clone());
+    let guard = FinishGuard::new(&shared, request);
+    let plan = Plan::json(StatusCode::NOT_FOUND, &errors::invalid_request(&reason));
+    send(plan, guard, &shared.shutdown).await
+}
+
+async fn send(plan: Plan, guard: FinishGuard, shutdown: &CancellationToken) -> Response {
+    tokio::select! {
+        () = tokio::time::sleep(plan.start_delay) => {}
+        () = shutdown.cancelled() => {}
+    }
+    if plan.hold_headers {
+        shutdown.cancelled().await;
+    }
+    let mut response = Response::builder()
+        .status(plan.status)
+        .header(header::CONTENT_TYPE, plan.content_type)
+        .header("x-request-id", format!("req_mock{}", guard.index + 1));
+    if let Some(seconds) = plan.retry_after {
+        response = response.header(header::RETRY_AFTER, seconds);
+    }
+    let body = Body::from_stream(body_stream(plan.steps, guard, shutdown.clone()));
+    response
+        .body(body)
+        .expect("static header names and values are valid")
+}
+
+/// Produces the body step by step. The reply counts as finished when its last bytes are
+/// handed over (so a client that has read everything always sees `finished_at` set),
+/// when the connection is cut, or when the body is dropped because the client left.
+fn body_stream(
+    steps: Vec<Step>,
+    guard: FinishGuard,
+    shutdown: CancellationToken,
+) -> impl Stream<Item = io::Result<Bytes>> + Send {
+    let state = (steps.into_iter().peekable(), guard, shutdown);
+    futures::stream::unfold(state, |(mut steps, guard, shutdown)| async move {
+        loop {
+            let item = match steps.next()? {
+                Step::Wait(delay) => {
+                    tokio::select! {
+                        () = tokio::time::sleep(delay) => continue,
+                        () = shutdown.cancelled() => Err(io::Error::other("mock server shut down")),
+                    }
+                }
+                Step::Send(bytes) => {
+                    if steps.peek().is_none() {
+                        guard.finish();
+                    }
+                    Ok(bytes)
+                }
+                Step::Abort => {
+                    // Return Pending once first: hyper flushes what it has buffered when
+                    // the body is pending, so the client gets the partial body before the
+                    // abort instead of a connection that fails before its headers.
+                    tokio::task::yield_now().await;
+                    guard.finish();
+                    Err(io::Error::other("mock server: scripted connection cut"))
+                }
+                Step::Hang => {
+                    shutdown.cancelled().await;
+                    Err(io::Error::other("mock server shut down"))
+                }
+            };
+            return Some((item, (steps, guard, shutdown)));
+        }
+    })
+}
+
+/// Records a request on creation and its finish time when told or when dropped (the
+/// client went away, or the server shut down, mid-reply).
+struct FinishGuard {
+    shared: Arc<Shared>,
+    index: usize,
+}
+
+impl FinishGuard {
+    fn new(shared: &Arc<Shared>, request: RecordedRequest) -> Self {
+        let index = shared.log.record(request);
+        FinishGuard {
+            shared: Arc::clone(shared),
+            index,
+        }
+    }
+
+    fn finish(&self) {
+        self.shared.log.finish(self.index);
+    }
+}
+
+impl Drop for FinishGuard {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}

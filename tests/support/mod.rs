@@ -1,0 +1,38 @@
+//! A loopback OpenAI-compatible server for tern's tests: real HTTP on 127.0.0.1, real
+//! SSE in OpenAI's chunk format, usage counted with the reference tokenizer, scripted
+//! replies and scripted faults, and a log of every request.
+//!
+//! ```ignore
+//! mod support;
+//! use support::{MockServer, Reply};
+//!
+//! let server = MockServer::start().await;          // or start_in_thread() in sync tests
+//! server.push(Reply::rate_limited(1));
+//! server.push(Reply::text("Hello there"));
+//! // ... point the client at server.base_url() ...
+//! assert_eq!(server.requests()[1].messages[0].role, "system");
+//! ```
+//!
+//! Replies are taken from the model's own queue (`push_for_model`), else the general
+//! queue (`push`), else the responder (`set_responder`). With none of these, the server
+//! answers 500 "no reply was scripted", so a test cannot pass by accident.
+
+// Each test binary includes this module and uses only part of it.
+#![allow(dead_code, unused_imports)]
+
+mod errors;
+mod handler;
+mod log;
+mod render;
+mod reply;
+mod repo;
+mod request;
+mod script;
+mod server;
+mod tokens;
+
+pub use reply::Reply;
+pub use repo::{TempRepo, texts};
+pub use request::{RecordedMessage, RecordedRequest};
+pub use server::MockServer;
+pub use tokens::{encoding_for_model, prompt_tokens, text_tokens};

@@ -1,0 +1,146 @@
+//! The handle a test holds: start the server, script it, read its log. Dropping the
+//! handle stops the server and ends any reply still hanging.
+
+use std::net::{Ipv4Addr, SocketAddr, TcpListener};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::runtime::{Handle, Runtime};
+
+use super::handler::{self, Shared};
+use super::reply::Reply;
+use super::request::RecordedRequest;
+
+/// A loopback OpenAI-compatible server on 127.0.0.1 with a random port.
+pub struct MockServer {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    /// The runtime serving the requests.
+    runtime: Handle,
+    /// Set by `start_in_thread`: the server's own runtime, shut down on drop.
+    own_runtime: Option<Runtime>,
+}
+
+impl MockServer {
+    /// Starts the server on the calling test's tokio runtime (`#[tokio::test]`, either
+    /// flavour). It serves while the test awaits its client.
+    pub async fn start() -> MockServer {
+        MockServer::launch(Handle::current(), None)
+    }
+
+    /// Starts the server on its own runtime and threads, for sync tests that run the
+    /// `tern` binary; it serves until the returned handle is dropped. Callable anywhere,
+    /// including inside an async test.
+    pub fn start_in_thread() -> MockServer {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("mock-openai")
+            .enable_all()
+            .build()
+            .expect("mock server: cannot build its tokio runtime");
+        MockServer::launch(runtime.handle().clone(), Some(runtime))
+    }
+
+    fn launch(runtime: Handle, own_runtime: Option<Runtime>) -> MockServer {
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+            .and_then(|l| l.set_nonblocking(true).map(|()| l))
+            .expect("mock server: cannot bind 127.0.0.1");
+        let addr = listener
+            .local_addr()
+            .expect("a bound socket has an address");
+        let shared = Arc::new(Shared::default());
+        let app = handler::router(Arc::clone(&shared));
+        let stop = shared.shutdown.clone().cancelled_owned();
+        let _context = runtime.enter();
+        let listener = tokio::net::TcpListener::from_std(listener)
+            .expect("mock server: cannot register its socket with tokio");
+        runtime.spawn(async move {
+            if let Err(e) = axum::serve(listener, app)
+                .with_graceful_shutdown(stop)
+                .await
+            {
+                eprintln!("mock server stopped: {e}");
+            }
+        });
+        MockServer {
+            addr,
+            shared,
+            runtime: runtime.clone(),
+            own_runtime,
+        }
+    }
+
+    /// The base URL a client is configured with: `http://127.0.0.1:PORT/v1`.
+    pub fn base_url(&self) -> String {
+        self.url("/v1")
+    }
+
+    /// `http://127.0.0.1:PORT` followed by `path` (which starts with `/`).
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    /// Queues `reply` for the next request no per-model queue answers.
+    pub fn push(&self, reply: Reply) {
+        self.shared.script.push(reply);
+    }
+
+    /// Queues `reply` for the next request for exactly `model`; checked before the
+    /// general queue (e.g. the weak model's summarizer requests).
+    pub fn push_for_model(&self, model: &str, reply: Reply) {
+        self.shared.script.push_for_model(model.to_owned(), reply);
+    }
+
+    /// Answers requests the queues leave unanswered with `responder(request)`. A panic
+    /// in the responder (a failed assertion) becomes a 500 naming it.
+    pub fn set_responder(
+        &self,
+        responder: impl Fn(&RecordedRequest) -> Reply + Send + Sync + 'static,
+    ) {
+        self.shared.script.set_responder(Arc::new(responder));
+    }
+
+    /// Queued replies not yet used, over all queues: assert it is 0 at the end of a test
+    /// to check the client made every request the script expected.
+    pub fn pending_replies(&self) -> usize {
+        self.shared.script.pending()
+    }
+
+    /// Every request so far, in arrival order.
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.shared.log.snapshot()
+    }
+
+    pub fn request_count(&self) -> usize {
+        self.shared.log.len()
+    }
+
+    /// Waits until at least `n` requests have arrived and returns the log. Panics after
+    /// `timeout`, listing what did arrive.
+    pub async fn wait_for_requests(&self, n: usize, timeout: Duration) -> Vec<RecordedRequest> {
+        if !self.shared.log.wait_for(n, timeout).await {
+            let got = self.requests();
+            panic!(
+                "mock server: expected {n} requests within {timeout:?}, got {}: {got:#?}",
+                got.len()
+            );
+        }
+        self.requests()
+    }
+
+    /// `wait_for_requests` for sync tests. Must not be called from inside the runtime
+    /// serving this server (tokio panics if it is); fine with `start_in_thread`.
+    pub fn wait_for_requests_blocking(&self, n: usize, timeout: Duration) -> Vec<RecordedRequest> {
+        self.runtime.block_on(self.wait_for_requests(n, timeout))
+    }
+}
+
+impl Drop for MockServer {
+    fn drop(&mut self) {
+        self.shared.shutdown.cancel();
+        if let Some(runtime) = self.own_runtime.take() {
+            // Unlike dropping it, allowed inside an async context too.
+            runtime.shutdown_background();
+        }
+    }
+}

@@ -124,15 +124,18 @@ impl Hunk {
         !self.lines.iter().any(|l| l.kind == LineKind::Added)
     }
 
-    /// `@@ -a,b +c,d @@ section`, as git writes it.
+    /// `@@ -a,b +c,d @@ section`, as git writes it (`,1` left out, `a - 1` for a side
+    /// with no lines).
     pub fn header(&self) -> String {
-        let start = |first: u32, len: u32| if len == 0 { first - 1 } else { first };
+        let range = |first: u32, len: u32| match len {
+            0 => format!("{},0", first - 1),
+            1 => first.to_string(),
+            _ => format!("{first},{len}"),
+        };
         let mut h = format!(
-            "@@ -{},{} +{},{} @@",
-            start(self.old_first, self.old_len),
-            self.old_len,
-            start(self.new_first, self.new_len),
-            self.new_len
+            "@@ -{} +{} @@",
+            range(self.old_first, self.old_len),
+            range(self.new_first, self.new_len)
         );
         if !self.section.is_empty() {
             h.push(' ');
@@ -194,5 +197,13 @@ mod tests {
             lines: vec![],
         };
         assert_eq!(h.header(), "@@ -0,0 +1,2 @@");
+        let one = Hunk {
+            old_first: 4,
+            old_len: 1,
+            new_len: 1,
+            section: "fn main()".into(),
+            ..h
+        };
+        assert_eq!(one.header(), "@@ -4 +1 @@ fn main()");
     }
 }

@@ -36,12 +36,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 global.json,
             ))
         }
-        Some(Command::Review(args)) => Ok(tern::headless::review::run(
-            args,
-            global.json,
-            &settings,
-            &cwd,
-        )),
+        Some(Command::Review(args)) => {
+            runtime.block_on(tern::headless::review::run(args, global, settings, &cwd))
+        }
         Some(other) => anyhow::bail!("`tern {}` is not available yet", command_name(other)),
         None => {
             let messages: Vec<String> = global.message.iter().cloned().collect();

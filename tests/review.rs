@@ -447,14 +447,8 @@ fn a_big_diff_is_compressed_within_every_budget() {
             let Body::Text(d) = &change.body else {
                 panic!()
             };
-            let hunks: Vec<_> = d
-                .hunks
-                .iter()
-                .filter(|h| !h.only_removes())
-                .cloned()
-                .collect();
             assert!(
-                msg.contains(&section(change, d, &hunks, false)),
+                msg.contains(&section(change, d, &d.adding_hunks(), false)),
                 "{}",
                 f.path
             );

@@ -154,6 +154,15 @@ impl TextDiff {
         }
     }
 
+    /// The hunks a compressed review shows: every hunk that adds something.
+    pub fn adding_hunks(&self) -> Vec<Hunk> {
+        self.hunks
+            .iter()
+            .filter(|h| !h.only_removes())
+            .cloned()
+            .collect()
+    }
+
     /// Lines added and lines removed.
     pub fn line_counts(&self) -> (usize, usize) {
         let mut counts = (0, 0);

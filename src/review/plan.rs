@@ -459,12 +459,7 @@ impl<'a> Planner<'a> {
         if d.hunks.is_empty() {
             return Compressed::Omitted(OmitReason::Unchanged);
         }
-        let hunks: Vec<_> = d
-            .hunks
-            .iter()
-            .filter(|h| !h.only_removes())
-            .cloned()
-            .collect();
+        let hunks = d.adding_hunks();
         if hunks.is_empty() {
             return Compressed::Omitted(OmitReason::OnlyRemovals);
         }

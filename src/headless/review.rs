@@ -17,7 +17,7 @@ use crate::config::Settings;
 use crate::llm::{ChatRequest, Finish, LlmClient, LlmError, ModelInfo, StreamEvent, Usage};
 use crate::review::{
     ChangeSet, ContextOptions, DiffSource, MAX_CONTEXT, ReviewError, ReviewOptions, ReviewPlan,
-    default_budget, merge_replies,
+    merge_replies,
 };
 use crate::tokens::TokenCounter;
 
@@ -117,11 +117,12 @@ fn options(args: &ReviewArgs, settings: &Settings) -> ReviewOptions {
     if before > MAX_CONTEXT {
         eprintln!("tern review: --context {before} is capped at {MAX_CONTEXT} lines");
     }
+    let defaults = ReviewOptions::defaults(settings);
     ReviewOptions {
-        budget: args.budget.unwrap_or_else(|| default_budget(settings)),
+        budget: args.budget.unwrap_or(defaults.budget),
         context: ContextOptions {
             before: before.min(MAX_CONTEXT),
-            ..ContextOptions::default()
+            ..defaults.context
         },
         line_numbers: args.line_numbers,
         max_calls: args.max_calls,

@@ -47,6 +47,22 @@ pub fn default_budget(settings: &Settings) -> usize {
     })
 }
 
+/// How many requests a review may take unless told otherwise (`--max-calls`).
+pub const DEFAULT_MAX_CALLS: usize = 4;
+
+impl ReviewOptions {
+    /// What `/review` uses: the model's input window, 5 extra lines before and 1 after
+    /// each hunk with dynamic context, plain hunks, up to [`DEFAULT_MAX_CALLS`] calls.
+    pub fn defaults(settings: &Settings) -> Self {
+        ReviewOptions {
+            budget: default_budget(settings),
+            context: ContextOptions::default(),
+            line_numbers: false,
+            max_calls: DEFAULT_MAX_CALLS,
+        }
+    }
+}
+
 /// Why a review could not be prepared. Every message says what to do about it.
 #[derive(Debug, thiserror::Error)]
 pub enum ReviewError {

@@ -43,10 +43,18 @@ pub const GIT_CONTEXT: u32 = 3;
 /// and git itself does not verify objects on read either.
 pub fn collect(repo: &Repository, source: &DiffSource) -> Result<ChangeSet, ReviewError> {
     git2::opts::strict_hash_verification(false);
-    match source {
-        DiffSource::Branch { base } => branch_changes(repo, base.as_deref()),
-        DiffSource::Worktree => worktree_changes(repo),
+    let changes = match source {
+        DiffSource::Branch { base } => branch_changes(repo, base.as_deref())?,
+        DiffSource::Worktree => worktree_changes(repo)?,
+    };
+    if changes.files.is_empty() {
+        // Only unreadable or ignored entries changed.
+        return Err(ReviewError::Empty(format!(
+            "{} shows no file that can be reviewed.",
+            changes.description
+        )));
     }
+    Ok(changes)
 }
 
 fn git(context: &'static str) -> impl FnOnce(git2::Error) -> ReviewError {

@@ -154,8 +154,10 @@ pub enum Command {
     /// Print the repository map the model would see.
     Map(MapArgs),
     /// Parse a model reply into edits, show the hunks, and apply the accepted ones.
+    #[command(after_help = crate::headless::apply::EXIT_CODES_HELP)]
     Apply(ApplyArgs),
     /// Revert the last commit tern made, if it is safe to.
+    #[command(after_help = crate::headless::undo::EXIT_CODES_HELP)]
     Undo,
     /// Review the branch diff (or the work tree) with the model, within a token budget.
     Review(ReviewArgs),

@@ -9,6 +9,7 @@ pub mod config;
 pub mod context;
 pub mod edit;
 pub mod engine;
+pub mod git;
 pub mod headless;
 pub mod llm;
 pub mod review;

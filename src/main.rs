@@ -36,6 +36,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 global.json,
             ))
         }
+        Some(Command::Apply(args)) => Ok(tern::headless::apply::run(args, global, &settings, &cwd)),
+        Some(Command::Undo) => Ok(tern::headless::undo::run(&cwd)),
         Some(Command::Review(args)) => {
             runtime.block_on(tern::headless::review::run(args, global, settings, &cwd))
         }

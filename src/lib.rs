@@ -12,4 +12,5 @@ pub mod engine;
 pub mod git;
 pub mod headless;
 pub mod llm;
+pub mod review;
 pub mod tokens;

@@ -38,6 +38,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Some(Command::Apply(args)) => Ok(tern::headless::apply::run(args, global, &settings, &cwd)),
         Some(Command::Undo) => Ok(tern::headless::undo::run(&cwd)),
+        Some(Command::Review(args)) => {
+            runtime.block_on(tern::headless::review::run(args, global, settings, &cwd))
+        }
         Some(other) => anyhow::bail!("`tern {}` is not available yet", command_name(other)),
         None => {
             let messages: Vec<String> = global.message.iter().cloned().collect();

@@ -7,5 +7,7 @@
 pub mod cli;
 pub mod config;
 pub mod edit;
+pub mod headless;
 pub mod llm;
+pub mod repomap;
 pub mod tokens;

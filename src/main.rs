@@ -1,6 +1,39 @@
-use clap::Parser;
+use std::process::ExitCode;
 
-fn main() {
-    let cli = tern::cli::Cli::parse();
-    println!("{cli:?}");
+use clap::Parser;
+use tern::cli::{Cli, Command};
+use tern::config::ConfigSources;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let cwd = match std::env::current_dir() {
+        Ok(cwd) => cwd,
+        Err(e) => {
+            eprintln!("tern: cannot read the current directory: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let settings = match tern::config::load(&cli.global, &ConfigSources::discover(&cwd), |k| {
+        std::env::var(k).ok()
+    }) {
+        Ok(settings) => settings,
+        Err(e) => {
+            eprintln!("tern: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let code = match &cli.command {
+        Some(Command::Map(args)) => tern::headless::map::run(args, &cli.global, &settings, &cwd),
+        _ => {
+            println!("{cli:?}");
+            Ok(0)
+        }
+    };
+    match code {
+        Ok(code) => ExitCode::from(code as u8),
+        Err(e) => {
+            eprintln!("tern: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
 }

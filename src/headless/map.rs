@@ -11,7 +11,8 @@ use serde::Serialize;
 use crate::cli::{GlobalArgs, MapArgs};
 use crate::config::Settings;
 use crate::llm::ModelInfo;
-use crate::repomap::{self, CacheLocation, RepoMap};
+use crate::repomap::{self, CacheLocation, MapResult, RefreshStats, RepoMap};
+use crate::tokens::TokenCounter;
 
 #[derive(Serialize)]
 struct JsonMap<'a> {
@@ -48,8 +49,13 @@ pub fn run(
 
     let mut chat = Vec::new();
     for file in &args.chat {
-        let rel = crate::repomap::relative_path(map.root(), cwd, file)
-            .with_context(|| format!("--chat {}: not inside {}", file.display(), map.root().display()))?;
+        let rel = crate::repomap::relative_path(map.root(), cwd, file).with_context(|| {
+            format!(
+                "--chat {}: not inside {}",
+                file.display(),
+                map.root().display()
+            )
+        })?;
         if !map.files().contains(&rel) {
             bail!("--chat {}: not a file of the repository", file.display());
         }
@@ -67,15 +73,35 @@ pub fn run(
         mentioned_idents.extend(found.idents);
     }
 
-    let window = settings.context_window.unwrap_or(model.max_input.unwrap_or(model.context_window));
+    let window = settings
+        .context_window
+        .unwrap_or(model.max_input.unwrap_or(model.context_window));
     let budget = args
         .tokens
         .or(settings.map_tokens)
         .unwrap_or_else(|| repomap::default_budget(window, !chat.is_empty()));
     let result = map.build(&chat, &mentioned_files, &mentioned_idents, budget);
 
+    match print(&result, global.json, budget, &counter) {
+        // `tern map | head` is fine: the reader has what it wanted.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+        other => other?,
+    }
+
+    if args.stats {
+        print_stats(&refresh, &result, &counter, total);
+    }
+    Ok(0)
+}
+
+fn print(
+    result: &MapResult,
+    json: bool,
+    budget: usize,
+    counter: &TokenCounter,
+) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
-    if global.json {
+    if json {
         let json = JsonMap {
             text: &result.text,
             tokens: result.tokens,
@@ -85,7 +111,10 @@ pub fn run(
             files: result
                 .ranked_files
                 .iter()
-                .map(|(path, score)| JsonFile { path, score: *score })
+                .map(|(path, score)| JsonFile {
+                    path,
+                    score: *score,
+                })
                 .collect(),
         };
         serde_json::to_writer(&mut out, &json)?;
@@ -93,46 +122,49 @@ pub fn run(
     } else {
         out.write_all(result.text.as_bytes())?;
     }
-    out.flush()?;
+    out.flush()
+}
 
-    if args.stats {
-        let r = &refresh;
-        let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
-        eprintln!(
-            "files: {} seen, {} parsed, {} from cache, {} skipped ({} binary, {} over 1 MB, {} unreadable)",
-            r.files_seen,
-            r.parsed,
-            r.from_cache,
-            r.skipped_binary + r.skipped_large + r.unreadable,
-            r.skipped_binary,
-            r.skipped_large,
-            r.unreadable
-        );
-        eprintln!(
-            "tags: {} definitions, {} referenced names; graph: {} identifiers, {} edges",
-            r.definitions, r.references, r.graph_identifiers, r.graph_edges
-        );
-        if let Some(why) = &r.cache_discarded {
-            eprintln!("cache: discarded ({why}), rebuilt");
-        }
-        eprintln!(
-            "map: {} of {} tokens{}, {} definitions in {} files",
-            result.tokens,
-            budget,
-            if counter.is_estimate() { " (estimate)" } else { "" },
-            result.shown_defs,
-            result.shown_files
-        );
-        eprintln!(
-            "time: scan {:.1} ms, parse {:.1} ms, graph {:.1} ms, save {:.1} ms, rank {:.1} ms, fit+render {:.1} ms, total {:.1} ms",
-            ms(r.scan),
-            ms(r.parse),
-            ms(r.graph),
-            ms(r.save),
-            ms(result.rank_time),
-            ms(result.fit_time),
-            ms(total.elapsed())
-        );
+fn print_stats(r: &RefreshStats, result: &MapResult, counter: &TokenCounter, total: Instant) {
+    let budget = result.budget;
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
+    eprintln!(
+        "files: {} seen, {} parsed, {} from cache, {} skipped ({} binary, {} over 1 MB, {} unreadable)",
+        r.files_seen,
+        r.parsed,
+        r.from_cache,
+        r.skipped_binary + r.skipped_large + r.unreadable,
+        r.skipped_binary,
+        r.skipped_large,
+        r.unreadable
+    );
+    eprintln!(
+        "tags: {} definitions, {} referenced names; graph: {} identifiers, {} edges",
+        r.definitions, r.references, r.graph_identifiers, r.graph_edges
+    );
+    if let Some(why) = &r.cache_discarded {
+        eprintln!("cache: discarded ({why}), rebuilt");
     }
-    Ok(0)
+    eprintln!(
+        "map: {} of {} tokens{}, {} definitions in {} files",
+        result.tokens,
+        budget,
+        if counter.is_estimate() {
+            " (estimate)"
+        } else {
+            ""
+        },
+        result.shown_defs,
+        result.shown_files
+    );
+    eprintln!(
+        "time: scan {:.1} ms, parse {:.1} ms, graph {:.1} ms, save {:.1} ms, rank {:.1} ms, fit+render {:.1} ms, total {:.1} ms",
+        ms(r.scan),
+        ms(r.parse),
+        ms(r.graph),
+        ms(r.save),
+        ms(result.rank_time),
+        ms(result.fit_time),
+        ms(total.elapsed())
+    );
 }

@@ -32,7 +32,9 @@ pub fn scan(root: &Path) -> Vec<Found> {
     let mut found = Vec::new();
     let mut push = |seen: &mut HashSet<String>, rel: String, meta: std::fs::Metadata| {
         if meta.is_file()
-            && !ternignore.matched_path_or_any_parents(&rel, false).is_ignore()
+            && !ternignore
+                .matched_path_or_any_parents(&rel, false)
+                .is_ignore()
             && seen.insert(rel.clone())
         {
             found.push(Found {

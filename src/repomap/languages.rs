@@ -175,7 +175,9 @@ mod tests {
         for lang in Lang::ALL {
             let q = lang.tag_query();
             assert!(
-                q.roles.iter().any(|r| matches!(r, Role::DefName | Role::Def)),
+                q.roles
+                    .iter()
+                    .any(|r| matches!(r, Role::DefName | Role::Def)),
                 "{} has no definitions",
                 lang.name()
             );

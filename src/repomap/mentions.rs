@@ -33,16 +33,25 @@ pub fn find(text: &str, paths: &[String], is_defined: impl Fn(&str) -> bool) -> 
         }
         let word_path = word.replace('\\', "/");
         let word_path = word_path.trim_start_matches("./");
-        if paths.binary_search_by(|p| p.as_str().cmp(word_path)).is_ok() {
+        if paths
+            .binary_search_by(|p| p.as_str().cmp(word_path))
+            .is_ok()
+        {
             files.insert(word_path.to_string());
-        } else if word_path.contains(['.', '_', '-'])
+            continue;
+        }
+        if word_path.contains(['.', '_', '-'])
             && let Some(found) = by_base.get(word_path)
             && found.len() <= 3
         {
             files.extend(found.iter().map(|p| p.to_string()));
+            continue;
         }
+        // A file name's parts (`util` of `util.rs`) are not identifier mentions.
         for ident in word.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
-            if ident.len() >= 3 && !ident.starts_with(|c: char| c.is_ascii_digit()) && is_defined(ident)
+            if ident.len() >= 3
+                && !ident.starts_with(|c: char| c.is_ascii_digit())
+                && is_defined(ident)
             {
                 idents.insert(ident.to_string());
             }
@@ -64,7 +73,9 @@ mod tests {
             .map(String::from)
             .to_vec();
         let text = "Please change `src/lib.rs` and repo_map.rs, see main: call TokenCounter::count(), not main.";
-        let m = find(text, &paths, |i| ["TokenCounter", "count", "main"].contains(&i));
+        let m = find(text, &paths, |i| {
+            ["TokenCounter", "count", "main"].contains(&i)
+        });
         assert_eq!(m.files, ["src/lib.rs", "src/repo_map.rs"]);
         assert_eq!(m.idents, ["TokenCounter", "count", "main"]);
     }

@@ -256,9 +256,7 @@ impl RepoMap {
             source,
         })?;
         let cache_root = match cache {
-            CacheLocation::UserCacheDir => {
-                dirs::cache_dir().map(|d| d.join("tern").join("tags"))
-            }
+            CacheLocation::UserCacheDir => dirs::cache_dir().map(|d| d.join("tern").join("tags")),
             CacheLocation::Dir(dir) => Some(dir),
             CacheLocation::Disabled => None,
         };
@@ -322,7 +320,11 @@ impl RepoMap {
                 mtime_ns: s.entry.mtime_ns,
             })
             .collect();
-        found.extend(changed.iter().filter_map(|rel| files::stat(&self.root, rel)));
+        found.extend(
+            changed
+                .iter()
+                .filter_map(|rel| files::stat(&self.root, rel)),
+        );
         found.sort_unstable_by(|a, b| a.rel.cmp(&b.rel));
         found.dedup_by(|a, b| a.rel == b.rel);
         self.update(found, &|_| {}, start.elapsed())
@@ -452,7 +454,8 @@ impl RepoMap {
         let (ids, defines) = match &entry.content {
             Content::Tags(tags) => {
                 let ids: Vec<u32> = tags.names().map(|n| self.interner.intern(n)).collect();
-                let mut defines: Vec<u32> = tags.defs.iter().map(|d| ids[d.name as usize]).collect();
+                let mut defines: Vec<u32> =
+                    tags.defs.iter().map(|d| ids[d.name as usize]).collect();
                 defines.sort_unstable();
                 defines.dedup();
                 (ids, defines)
@@ -532,7 +535,10 @@ impl RepoMap {
         let n = self.slots.len();
         let mut chat = vec![false; n];
         let mut personal = vec![0.0; n];
-        for f in chat_files.iter().filter_map(|p| self.file_index(p.as_ref())) {
+        for f in chat_files
+            .iter()
+            .filter_map(|p| self.file_index(p.as_ref()))
+        {
             chat[f as usize] = true;
             personal[f as usize] = 1.0;
         }
@@ -571,7 +577,12 @@ impl RepoMap {
             budget,
             ranked_files: by_rank
                 .iter()
-                .map(|&f| (self.paths[f as usize].clone(), ranking.file_rank[f as usize]))
+                .map(|&f| {
+                    (
+                        self.paths[f as usize].clone(),
+                        ranking.file_rank[f as usize],
+                    )
+                })
                 .collect(),
             shown_defs: fitted.defs,
             shown_files: fitted.files,
@@ -598,7 +609,9 @@ impl RepoMap {
         } else {
             path
         };
-        self.index.get(rel.to_str()?.replace('\\', "/").as_str()).copied()
+        self.index
+            .get(rel.to_str()?.replace('\\', "/").as_str())
+            .copied()
     }
 
     /// The definitions of the credited identifier in its file, in source order.

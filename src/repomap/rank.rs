@@ -37,7 +37,9 @@ pub struct FileIdents<'a> {
 impl FileIdents<'_> {
     /// (global identifier id, number of references).
     fn references(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
-        self.refs.iter().map(|&(name, n)| (self.ids[name as usize], n))
+        self.refs
+            .iter()
+            .map(|&(name, n)| (self.ids[name as usize], n))
     }
 }
 
@@ -227,8 +229,7 @@ impl Graph {
             if ranking.chat[f] || idents.is_empty() {
                 continue;
             }
-            let unreferenced_each =
-                ranking.file_rank[f] * UNREFERENCED_SHARE / idents.len() as f64;
+            let unreferenced_each = ranking.file_rank[f] * UNREFERENCED_SHARE / idents.len() as f64;
             for &i in *idents {
                 let k = self.node_of[i as usize];
                 let score = if k == u32::MAX {

@@ -110,7 +110,10 @@ pub fn fit(
         }
         match sel.accepted.pop() {
             Some(Item::Def { file, .. }) => {
-                let block = sel.blocks.get_mut(&file).expect("accepted items have blocks");
+                let block = sel
+                    .blocks
+                    .get_mut(&file)
+                    .expect("accepted items have blocks");
                 block.defs.pop();
                 if block.defs.is_empty() {
                     sel.blocks.remove(&file);
@@ -185,7 +188,10 @@ mod tests {
         let src = "use std::fmt;\n\npub struct Shape;\n\nimpl Shape {\n    pub fn area(&self) -> f64 {\n        0.0\n    }\n}\n";
         Files(vec![
             ("README.md".into(), None),
-            ("src/shape.rs".into(), Some(extract(Lang::Rust, src.as_bytes()))),
+            (
+                "src/shape.rs".into(),
+                Some(extract(Lang::Rust, src.as_bytes())),
+            ),
         ])
     }
 

@@ -177,12 +177,15 @@ impl<'s> Extractor<'s> {
         // The scope headers: enclosing declarations that start on an earlier line.
         let mut rows = vec![def_line];
         let mut ancestor = name_node.parent();
-        while let Some(node) = ancestor {
+        // The root (`module`, `program`, ...) is the whole file, not a scope to show.
+        while let Some(node) = ancestor
+            && let Some(parent) = node.parent()
+        {
             let row = node.start_position().row as u32;
             if row < def_line && is_scope(node.kind()) && rows.last() != Some(&row) {
                 rows.push(row);
             }
-            ancestor = node.parent();
+            ancestor = Some(parent);
         }
         rows.reverse();
         let first = self.tags.shown.len() as u32;

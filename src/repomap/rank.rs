@@ -359,7 +359,10 @@ mod tests {
 
     /// Three files: 0 and 1 both reference `hub` defined in 2; 2 references `leaf`
     /// defined in 0.
-    fn small() -> (Vec<Vec<u32>>, Vec<Vec<(u32, u32)>>) {
+    /// Per file: defined identifiers, and (identifier, reference count) pairs.
+    type Files = (Vec<Vec<u32>>, Vec<Vec<(u32, u32)>>);
+
+    fn small() -> Files {
         // identifiers: 0 = hub, 1 = leaf, 2 = lonely (defined in 1, never referenced)
         let defines = vec![vec![1], vec![2], vec![0]];
         let references = vec![vec![(0, 3)], vec![(0, 1)], vec![(1, 1)]];

@@ -31,7 +31,10 @@ fn setup() -> Setup {
         };
     }
     let dir = tempfile::tempdir().unwrap();
-    copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), &dir.path().join("src"));
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        &dir.path().join("src"),
+    );
     git2::Repository::init(dir.path()).unwrap();
     Setup {
         root: dir.path().to_path_buf(),
@@ -97,7 +100,9 @@ fn benches(c: &mut Criterion) {
     group.bench_function("one_file_change", |b| {
         b.iter(|| {
             n += 1;
-            let body: String = (0..n % 7 + 1).map(|i| format!("pub fn bench_fn_{i}() {{}}\n")).collect();
+            let body: String = (0..n % 7 + 1)
+                .map(|i| format!("pub fn bench_fn_{i}() {{}}\n"))
+                .collect();
             std::fs::write(s.root.join(scratch), body).unwrap();
             map.refresh_files(&[scratch.to_string()]);
             map.build(&[&files[0]], &NONE, &NONE, 4096).tokens

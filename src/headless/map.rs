@@ -158,7 +158,7 @@ fn print_stats(r: &RefreshStats, result: &MapResult, counter: &TokenCounter, tot
         result.shown_files
     );
     eprintln!(
-        "time: scan {:.1} ms, parse {:.1} ms, graph {:.1} ms, save {:.1} ms, rank {:.1} ms, fit+render {:.1} ms, total {:.1} ms",
+        "time: scan+load {:.1} ms, parse {:.1} ms, graph {:.1} ms, save {:.1} ms, rank {:.1} ms, fit+render {:.1} ms, total {:.1} ms",
         ms(r.scan),
         ms(r.parse),
         ms(r.graph),

@@ -1,20 +1,25 @@
-//! The on-disk tag cache: one file per repository under the user cache dir
-//! (`<cache>/tern/tags/<hash of the root>.bin`), never inside the repository.
+//! The on-disk caches: per repository under the user cache dir, never inside the
+//! repository: the tags of every file, and the token counts of rendered map blocks (so a
+//! new process can fit a map it fitted before without loading the tokenizer).
 //!
 //! Layout: an 8-byte magic, a format version, the xxh3 of the body, then the body in
-//! bincode (fixed-width integers, so decoding is a straight copy). Anything that does not
+//! bincode (fixed-width integers, so decoding is mostly copying; bincode is already in
+//! the dependency tree through syntect). Anything that does not
 //! check out (other version, short file, bad checksum, undecodable body) is treated as
 //! no cache at all; the map is rebuilt and the file rewritten, never a crash.
 
-use std::io::Write;
+use std::collections::HashMap;
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use bincode::Options;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::tags::FileTags;
 
-const MAGIC: &[u8; 8] = b"TERNTAGS";
+const TAGS_MAGIC: &[u8; 8] = b"TERNTAGS";
+const COUNTS_MAGIC: &[u8; 8] = b"TERNCNTS";
 /// Bump whenever `Entry`, `FileTags` or the tag queries change meaning.
 pub const VERSION: u32 = 1;
 const HEADER: usize = 8 + 4 + 8;
@@ -56,54 +61,95 @@ struct BodyOut<'a> {
     entries: &'a [(&'a str, &'a Entry)],
 }
 
-/// Where the cache of the repository at `root` lives under `cache_root`
-/// (normally `dirs::cache_dir()/tern/tags`).
-pub fn path_for(cache_root: &Path, root: &Path) -> PathBuf {
+/// Where the caches of the repository at `root` live under `cache_root` (normally
+/// `dirs::cache_dir()/tern/tags`): `<stem>.tags` for tags, `<stem>.<encoding>.counts` for
+/// block token counts.
+pub fn stem_for(cache_root: &Path, root: &Path) -> PathBuf {
     let key = xxhash_rust::xxh3::xxh3_64(root.as_os_str().as_encoded_bytes());
-    cache_root.join(format!("{key:016x}.bin"))
+    cache_root.join(format!("{key:016x}"))
 }
 
-/// Reads a cache file; any problem gives an empty cache and a reason for the log.
-pub fn load(path: &Path) -> (Body, Option<String>) {
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (Body::default(), None),
-        Err(e) => return (Body::default(), Some(format!("cannot read: {e}"))),
-    };
-    match decode(&bytes) {
+/// Reads the tag cache; any problem gives an empty cache and a reason for the log.
+pub fn load_tags(path: &Path) -> (Body, Option<String>) {
+    read(path, TAGS_MAGIC)
+}
+
+/// Writes the tag cache.
+pub fn save_tags(path: &Path, saved_ns: i64, entries: &[(&str, &Entry)]) -> std::io::Result<()> {
+    write(path, TAGS_MAGIC, &BodyOut { saved_ns, entries })
+}
+
+/// Reads the block token counts (xxh3 of a rendered block -> tokens).
+pub fn load_counts(path: &Path) -> HashMap<u64, u32> {
+    read(path, COUNTS_MAGIC).0
+}
+
+pub fn save_counts(path: &Path, counts: &HashMap<u64, u32>) -> std::io::Result<()> {
+    write(path, COUNTS_MAGIC, counts)
+}
+
+fn read<T: DeserializeOwned + Default>(path: &Path, magic: &[u8; 8]) -> (T, Option<String>) {
+    match decode(path, magic) {
         Ok(body) => (body, None),
-        Err(why) => (Body::default(), Some(why)),
+        Err(Missing) => (T::default(), None),
+        Err(Bad(why)) => (T::default(), Some(why)),
     }
 }
 
-fn decode(bytes: &[u8]) -> Result<Body, String> {
-    if bytes.len() < HEADER || &bytes[..8] != MAGIC {
-        return Err("not a tern tag cache".into());
+enum Unusable {
+    Missing,
+    Bad(String),
+}
+use Unusable::{Bad, Missing};
+
+/// Checks the header and the checksum in one streaming pass, then decodes in a second:
+/// the file is never held in memory next to what is decoded from it.
+fn decode<T: DeserializeOwned>(path: &Path, magic: &[u8; 8]) -> Result<T, Unusable> {
+    let mut file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Missing),
+        Err(e) => return Err(Bad(format!("cannot read: {e}"))),
+    };
+    let io = |e: std::io::Error| Bad(format!("cannot read: {e}"));
+    let mut header = [0u8; HEADER];
+    if file.read_exact(&mut header).is_err() || &header[..8] != magic {
+        return Err(Bad("not a tern cache file".into()));
     }
-    let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
+    let version = u32::from_le_bytes(header[8..12].try_into().expect("4 bytes"));
     if version != VERSION {
-        return Err(format!("cache version {version}, expected {VERSION}"));
+        return Err(Bad(format!("cache version {version}, expected {VERSION}")));
     }
-    let sum = u64::from_le_bytes(bytes[12..20].try_into().expect("8 bytes"));
-    let body = &bytes[HEADER..];
-    if xxhash_rust::xxh3::xxh3_64(body) != sum {
-        return Err("checksum mismatch".into());
+    let sum = u64::from_le_bytes(header[12..20].try_into().expect("8 bytes"));
+    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    let mut chunk = vec![0u8; 1 << 20];
+    let mut len = 0usize;
+    loop {
+        let n = file.read(&mut chunk).map_err(io)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&chunk[..n]);
+        len += n;
     }
-    options(body.len())
-        .deserialize(body)
-        .map_err(|e| format!("undecodable: {e}"))
+    if hasher.digest() != sum {
+        return Err(Bad("checksum mismatch".into()));
+    }
+    file.seek(SeekFrom::Start(HEADER as u64)).map_err(io)?;
+    options(len)
+        .deserialize_from(std::io::BufReader::with_capacity(1 << 20, file))
+        .map_err(|e| Bad(format!("undecodable: {e}")))
 }
 
-/// Writes the cache atomically (temporary file, then rename), so a crash or a second
-/// tern process never leaves a torn file behind.
-pub fn save(path: &Path, saved_ns: i64, entries: &[(&str, &Entry)]) -> std::io::Result<()> {
+/// Writes atomically (temporary file, then rename), so a crash or a second tern process
+/// never leaves a torn file behind.
+fn write<T: Serialize + ?Sized>(path: &Path, magic: &[u8; 8], body: &T) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
     let encoded = options(usize::MAX)
-        .serialize(&BodyOut { saved_ns, entries })
+        .serialize(body)
         .map_err(std::io::Error::other)?;
     let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    tmp.write_all(MAGIC)?;
+    tmp.write_all(magic)?;
     tmp.write_all(&VERSION.to_le_bytes())?;
     tmp.write_all(&xxhash_rust::xxh3::xxh3_64(&encoded).to_le_bytes())?;
     tmp.write_all(&encoded)?;
@@ -135,7 +181,7 @@ mod tests {
     #[test]
     fn round_trip_and_every_kind_of_damage() {
         let dir = tempfile::tempdir().unwrap();
-        let path = path_for(dir.path(), Path::new("/some/repo"));
+        let path = stem_for(dir.path(), Path::new("/some/repo")).with_extension("tags");
         let entry = Entry {
             size: 3,
             mtime_ns: 7,
@@ -145,8 +191,8 @@ mod tests {
                 b"fn main() {}",
             )),
         };
-        save(&path, 42, &[("a.rs", &entry), ("b.bin", &binary())]).unwrap();
-        let (back, why) = load(&path);
+        save_tags(&path, 42, &[("a.rs", &entry), ("b.bin", &binary())]).unwrap();
+        let (back, why) = load_tags(&path);
         assert_eq!(why, None);
         assert_eq!(back.saved_ns, 42);
         assert_eq!(
@@ -172,9 +218,14 @@ mod tests {
         ];
         for bytes in damaged {
             std::fs::write(&path, &bytes).unwrap();
-            let (back, why) = load(&path);
+            let (back, why) = load_tags(&path);
             assert!(back.entries.is_empty());
             assert!(why.is_some());
         }
+        // Counts use another magic: a tags file is not a counts file.
+        assert!(load_counts(&path).is_empty());
+        let counts = HashMap::from([(1u64, 2u32), (3, 4)]);
+        save_counts(&path, &counts).unwrap();
+        assert_eq!(load_counts(&path), counts);
     }
 }

@@ -3,7 +3,7 @@
 //! `queries/<lang>-tags.scm` where it is missing or weak).
 
 use std::path::Path;
-use std::sync::LazyLock;
+use std::sync::OnceLock;
 
 use tree_sitter::{Language, Query};
 
@@ -129,11 +129,11 @@ impl Lang {
         }
     }
 
-    /// The compiled tag query, built once per process.
+    /// The compiled tag query, built on first use (compiling one costs milliseconds, so
+    /// languages the repository does not use are never compiled).
     pub(crate) fn tag_query(self) -> &'static TagQuery {
-        static QUERIES: LazyLock<Vec<TagQuery>> =
-            LazyLock::new(|| Lang::ALL.iter().map(|l| l.compile()).collect());
-        &QUERIES[self as usize]
+        static QUERIES: [OnceLock<TagQuery>; Lang::ALL.len()] = [const { OnceLock::new() }; 11];
+        QUERIES[self as usize].get_or_init(|| self.compile())
     }
 
     fn compile(self) -> TagQuery {

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rayon::prelude::*;
 use serde::Serialize;
-use xxhash_rust::xxh3::{Xxh3DefaultBuilder, xxh3_64};
+use xxhash_rust::xxh3::xxh3_64;
 
 pub use files::MAX_FILE_BYTES;
 pub use languages::Lang;
@@ -34,7 +34,7 @@ pub use tags::MAX_LINE_CHARS;
 use crate::tokens::TokenCounter;
 use cache::{Content, Entry};
 use rank::{Credit, FileIdents, Graph, Ranking};
-use render::Item;
+use render::{BlockCounts, Item};
 use tags::FileTags;
 
 /// The default map budget: window/8 clamped to 1024..4096; with no chat files, eight
@@ -103,6 +103,7 @@ pub struct RefreshStats {
     pub graph_edges: usize,
     /// Why the disk cache was discarded, if it was.
     pub cache_discarded: Option<String>,
+    /// Walking the tree (the first refresh reads the tag cache alongside).
     #[serde(serialize_with = "as_ms")]
     pub scan: Duration,
     #[serde(serialize_with = "as_ms")]
@@ -149,8 +150,8 @@ struct Explain {
     graph: Arc<Graph>,
     ranking: Ranking,
     paths: Arc<Vec<String>>,
-    names: Arc<Vec<Box<str>>>,
-    index: HashMap<String, u32>,
+    names: Arc<Vec<Arc<str>>>,
+    index: Arc<HashMap<String, u32>>,
 }
 
 impl MapResult {
@@ -193,11 +194,13 @@ struct Slot {
     defines: Vec<u32>,
 }
 
-/// Identifier interning: every distinct name once, ids dense from 0.
+/// Identifier interning: every distinct name once, ids dense from 0. Interning every
+/// name of every file is a large part of a warm start, hence foldhash and one shared
+/// allocation per name.
 #[derive(Default)]
 struct Interner {
-    ids: HashMap<Box<str>, u32, Xxh3DefaultBuilder>,
-    names: Vec<Box<str>>,
+    ids: HashMap<Arc<str>, u32, foldhash::fast::RandomState>,
+    names: Vec<Arc<str>>,
 }
 
 impl Interner {
@@ -206,8 +209,9 @@ impl Interner {
             return id;
         }
         let id = self.names.len() as u32;
-        self.names.push(name.into());
-        self.ids.insert(name.into(), id);
+        let name: Arc<str> = name.into();
+        self.names.push(Arc::clone(&name));
+        self.ids.insert(name, id);
         id
     }
 
@@ -219,24 +223,26 @@ impl Interner {
 /// The repo map of one repository.
 pub struct RepoMap {
     root: PathBuf,
-    cache_file: Option<PathBuf>,
+    /// `<cache dir>/<hash of root>`: the cache files' common stem.
+    cache_stem: Option<PathBuf>,
     counter: TokenCounter,
+    block_counts: BlockCounts,
     /// Root-relative paths, sorted; `slots[i]` belongs to `paths[i]`.
     paths: Arc<Vec<String>>,
     slots: Vec<Slot>,
-    index: HashMap<String, u32>,
+    index: Arc<HashMap<String, u32>>,
     interner: Interner,
     /// Snapshot of the interner's names for `MapResult::why`, renewed on refresh.
-    names: Arc<Vec<Box<str>>>,
+    names: Arc<Vec<Arc<str>>>,
     /// Whether any file defines identifier `id`.
     defined: Vec<bool>,
     graph: Arc<Graph>,
-    /// Tags loaded from disk and not yet claimed by a refresh.
-    disk: HashMap<String, Entry>,
+    /// Tags loaded from disk and not yet claimed by a refresh; None until the first
+    /// refresh loads them.
+    disk: Option<HashMap<String, Entry>>,
     disk_saved_ns: i64,
     /// When this process last read the files.
     read_ns: i64,
-    cache_discarded: Option<String>,
 }
 
 /// Files whose mtime is this close to the moment their tags were read could have been
@@ -244,8 +250,8 @@ pub struct RepoMap {
 const RACY_NS: i64 = 2_000_000_000;
 
 impl RepoMap {
-    /// Opens the map of the repository at `root` and loads its tag cache. Nothing is
-    /// scanned until [`refresh`](Self::refresh).
+    /// Opens the map of the repository at `root`. Nothing is scanned or loaded until
+    /// [`refresh`](Self::refresh).
     pub fn open(
         root: &Path,
         counter: TokenCounter,
@@ -260,29 +266,26 @@ impl RepoMap {
             CacheLocation::Dir(dir) => Some(dir),
             CacheLocation::Disabled => None,
         };
-        let cache_file = cache_root.map(|dir| cache::path_for(&dir, &root));
-        let (body, cache_discarded) = match &cache_file {
-            Some(path) => cache::load(path),
-            None => Default::default(),
-        };
-        if let Some(why) = &cache_discarded {
-            tracing::warn!("repo map cache discarded: {why}");
-        }
+        let cache_stem = cache_root.map(|dir| cache::stem_for(&dir, &root));
+        let block_counts = BlockCounts::new(match &cache_stem {
+            Some(stem) => cache::load_counts(&counts_path(stem, &counter)),
+            None => HashMap::new(),
+        });
         Ok(RepoMap {
             root,
-            cache_file,
+            cache_stem,
             counter,
+            block_counts,
             paths: Arc::default(),
             slots: Vec::new(),
-            index: HashMap::new(),
+            index: Arc::default(),
             interner: Interner::default(),
             names: Arc::default(),
             defined: Vec::new(),
             graph: Arc::new(Graph::build(&[], 0, |_| "")),
-            disk: body.entries.into_iter().collect(),
-            disk_saved_ns: body.saved_ns,
+            disk: None,
+            disk_saved_ns: 0,
             read_ns: 0,
-            cache_discarded,
         })
     }
 
@@ -300,13 +303,34 @@ impl RepoMap {
     /// parsed file to `progress`), rebuilds the graph and saves the cache.
     pub fn refresh(&mut self, progress: &(dyn Fn(Progress) + Sync)) -> RefreshStats {
         let start = Instant::now();
-        let found = files::scan(&self.root);
+        // The first refresh reads the tag cache while the tree is walked.
+        let tags_file = self
+            .cache_stem
+            .as_ref()
+            .filter(|_| self.disk.is_none())
+            .map(|stem| stem.with_extension("tags"));
+        let (found, loaded) = rayon::join(
+            || files::scan(&self.root),
+            || tags_file.map(|path| cache::load_tags(&path)),
+        );
         let scan = start.elapsed();
-        self.update(found, progress, scan)
+        let mut discarded = None;
+        if let Some((body, why)) = loaded {
+            if let Some(why) = &why {
+                tracing::warn!("repo map cache discarded: {why}");
+            }
+            discarded = why;
+            self.disk = Some(body.entries.into_iter().collect());
+            self.disk_saved_ns = body.saved_ns;
+        }
+        let mut stats = self.update(found, progress, scan);
+        stats.cache_discarded = discarded;
+        stats
     }
 
     /// Like [`refresh`](Self::refresh) for files the caller knows changed (edited,
-    /// created or deleted; root-relative paths): no tree walk.
+    /// created or deleted; root-relative paths): no tree walk. Call it after a first
+    /// `refresh`; the named files are taken as part of the file set.
     pub fn refresh_files(&mut self, changed: &[String]) -> RefreshStats {
         let start = Instant::now();
         let mut found: Vec<files::Found> = self
@@ -339,7 +363,6 @@ impl RepoMap {
         let mut stats = RefreshStats {
             files_seen: found.len(),
             scan,
-            cache_discarded: self.cache_discarded.take(),
             ..RefreshStats::default()
         };
         let parse_start = Instant::now();
@@ -362,7 +385,7 @@ impl RepoMap {
             {
                 stats.unchanged += 1;
                 kept.push((f.rel, Some(slot), None));
-            } else if let Some(entry) = self.disk.remove(&f.rel)
+            } else if let Some(entry) = self.disk.as_mut().and_then(|d| d.remove(&f.rel))
                 && self.still_valid(&entry, &f, self.disk_saved_ns)
             {
                 stats.from_cache += 1;
@@ -373,7 +396,8 @@ impl RepoMap {
             }
         }
         // Parsed files, deleted files and stale disk entries all call for a save.
-        let changed = !to_parse.is_empty() || !old.is_empty() || !self.disk.is_empty();
+        let stale_on_disk = self.disk.as_ref().is_some_and(|d| !d.is_empty());
+        let changed = !to_parse.is_empty() || !old.is_empty() || stale_on_disk;
 
         let total = to_parse.len();
         let done = AtomicUsize::new(0);
@@ -415,11 +439,13 @@ impl RepoMap {
             paths.push(rel);
             self.slots.push(slot);
         }
-        self.index = paths
-            .iter()
-            .enumerate()
-            .map(|(i, p)| (p.clone(), i as u32))
-            .collect();
+        self.index = Arc::new(
+            paths
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (p.clone(), i as u32))
+                .collect(),
+        );
         self.paths = Arc::new(paths);
         self.read_ns = now;
         self.rebuild_graph();
@@ -434,7 +460,9 @@ impl RepoMap {
             stats.save = save_start.elapsed();
         }
         // Whatever the disk held for files no longer in the set is dropped with it.
-        self.disk.clear();
+        if let Some(disk) = &mut self.disk {
+            disk.clear();
+        }
         stats
     }
 
@@ -495,16 +523,17 @@ impl RepoMap {
     }
 
     fn save_cache(&self) {
-        let Some(path) = &self.cache_file else {
+        let Some(stem) = &self.cache_stem else {
             return;
         };
+        let path = stem.with_extension("tags");
         let entries: Vec<(&str, &Entry)> = self
             .paths
             .iter()
             .zip(&self.slots)
             .map(|(p, s)| (p.as_str(), &s.entry))
             .collect();
-        if let Err(e) = cache::save(path, self.read_ns, &entries) {
+        if let Err(e) = cache::save_tags(&path, self.read_ns, &entries) {
             tracing::warn!("cannot save repo map cache {}: {e}", path.display());
         }
     }
@@ -568,7 +597,19 @@ impl RepoMap {
         });
         let defs = RankedDefs::new(credits, self).flat_map(|c| self.defs_of(c));
         let bare = by_rank.iter().map(|&file| Item::Bare { file });
-        let fitted = render::fit(defs.chain(bare), self, &self.counter, budget);
+        let fitted = render::fit(
+            defs.chain(bare),
+            self,
+            &self.counter,
+            &self.block_counts,
+            budget,
+        );
+        if let Some(stem) = &self.cache_stem
+            && let Some(counts) = self.block_counts.take_added()
+            && let Err(e) = cache::save_counts(&counts_path(stem, &self.counter), &counts)
+        {
+            tracing::warn!("cannot save repo map token counts: {e}");
+        }
         let fit_time = fit_start.elapsed();
 
         MapResult {
@@ -593,7 +634,7 @@ impl RepoMap {
                 ranking,
                 paths: Arc::clone(&self.paths),
                 names: Arc::clone(&self.names),
-                index: self.index.clone(),
+                index: Arc::clone(&self.index),
             },
         }
     }
@@ -728,6 +769,12 @@ fn read_entry(root: &Path, rel: &str) -> Option<Entry> {
         hash,
         content: tags,
     })
+}
+
+fn counts_path(stem: &Path, counter: &TokenCounter) -> PathBuf {
+    let mut name = stem.as_os_str().to_owned();
+    name.push(format!(".{}.counts", counter.encoding().name()));
+    PathBuf::from(name)
 }
 
 fn now_ns() -> i64 {

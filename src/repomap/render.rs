@@ -8,10 +8,59 @@
 //! `TokenCounter`'s content-hash cache when the block was seen before), then checks the
 //! assembled text with one real count.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::tags::FileTags;
 use crate::tokens::TokenCounter;
+
+/// Remembered block counts beyond this are dropped (and re-counted when needed).
+const MAX_REMEMBERED: usize = 200_000;
+
+/// Token counts of rendered blocks by content hash. The owner persists them, so a new
+/// process can fit a map it fitted before without loading the tokenizer at all.
+#[derive(Debug, Default)]
+pub struct BlockCounts {
+    memo: Mutex<HashMap<u64, u32>>,
+    added: AtomicBool,
+}
+
+impl BlockCounts {
+    pub fn new(memo: HashMap<u64, u32>) -> Self {
+        BlockCounts {
+            memo: Mutex::new(memo),
+            added: AtomicBool::new(false),
+        }
+    }
+
+    fn count(&self, counter: &TokenCounter, block: &str) -> usize {
+        let key = xxhash_rust::xxh3::xxh3_64(block.as_bytes());
+        if let Some(&n) = self.lock().get(&key) {
+            return n as usize;
+        }
+        let n = counter.count(block);
+        let mut memo = self.lock();
+        if memo.len() >= MAX_REMEMBERED {
+            memo.clear();
+        }
+        memo.insert(key, n as u32);
+        self.added.store(true, Ordering::Relaxed);
+        n
+    }
+
+    /// The counts, if any were added since the last call.
+    pub fn take_added(&self) -> Option<HashMap<u64, u32>> {
+        self.added
+            .swap(false, Ordering::Relaxed)
+            .then(|| self.lock().clone())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, u32>> {
+        // A poisoned memo is still a valid memo.
+        self.memo.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
 
 /// Marks hidden lines.
 pub const ELISION: &str = "⋮";
@@ -64,6 +113,7 @@ pub fn fit(
     items: impl Iterator<Item = Item>,
     source: &impl Source,
     counter: &TokenCounter,
+    counts: &BlockCounts,
     budget: usize,
 ) -> Fitted {
     let mut sel = Selection::default();
@@ -80,7 +130,7 @@ pub fn fit(
         if let Item::Def { def, .. } = item {
             defs.push(def);
         }
-        let tokens = counter.count(&render_block(source, file, &defs));
+        let tokens = counts.count(counter, &render_block(source, file, &defs));
         let old_tokens = old.map_or(0, |b| b.tokens);
         if total - old_tokens + tokens > budget {
             break;
@@ -90,16 +140,23 @@ pub fn fit(
         sel.accepted.push(item);
     }
 
-    // The sum of block counts is exact for blocks that start with a path and end in a
-    // newline, but the budget is a promise: check the assembled text and drop items from
-    // the end until it holds.
+    // The budget is a promise: check the assembled text and drop items from the end
+    // until it holds.
     loop {
         let text: String = sel
             .blocks
             .iter()
             .map(|(&file, b)| render_block(source, file, &b.defs))
             .collect();
-        let tokens = counter.count(&text);
+        let separable = sel
+            .blocks
+            .keys()
+            .all(|&f| !source.path(f).starts_with(char::is_whitespace));
+        let tokens = if separable {
+            sel.blocks.values().map(|b| b.tokens).sum()
+        } else {
+            counter.count(&text)
+        };
         if tokens <= budget {
             return Fitted {
                 text,
@@ -218,13 +275,16 @@ mod tests {
             Item::Def { file: 1, def: 0 },
             Item::Bare { file: 0 },
         ];
-        let all = fit(items.iter().copied(), &f, &counter, 10_000);
+        let counts = BlockCounts::default();
+        let all = fit(items.iter().copied(), &f, &counter, &counts, 10_000);
         assert_eq!(all.defs, 2);
         assert_eq!(all.files, 2);
         assert_eq!(all.tokens, counter.count(&all.text));
         assert!(all.text.starts_with("README.md\nsrc/shape.rs:\n"));
+        assert!(counts.take_added().is_some_and(|m| m.len() >= 3));
+        assert!(counts.take_added().is_none());
         for budget in 0..all.tokens {
-            let part = fit(items.iter().copied(), &f, &counter, budget);
+            let part = fit(items.iter().copied(), &f, &counter, &counts, budget);
             assert!(part.tokens <= budget);
             assert_eq!(part.tokens, counter.count(&part.text));
         }

@@ -21,7 +21,7 @@ use super::tags::FileTags;
 const TAGS_MAGIC: &[u8; 8] = b"TERNTAGS";
 const COUNTS_MAGIC: &[u8; 8] = b"TERNCNTS";
 /// Bump whenever `Entry`, `FileTags` or the tag queries change meaning.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 const HEADER: usize = 8 + 4 + 8;
 
 /// What a file held when it was last read.
@@ -141,20 +141,48 @@ fn decode<T: DeserializeOwned>(path: &Path, magic: &[u8; 8]) -> Result<T, Unusab
 }
 
 /// Writes atomically (temporary file, then rename), so a crash or a second tern process
-/// never leaves a torn file behind.
+/// never leaves a torn file behind. The body streams to disk through the checksum, so it
+/// is never held in memory in encoded form as well.
 fn write<T: Serialize + ?Sized>(path: &Path, magic: &[u8; 8], body: &T) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
-    let encoded = options(usize::MAX)
-        .serialize(body)
-        .map_err(std::io::Error::other)?;
     let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    tmp.write_all(magic)?;
-    tmp.write_all(&VERSION.to_le_bytes())?;
-    tmp.write_all(&xxhash_rust::xxh3::xxh3_64(&encoded).to_le_bytes())?;
-    tmp.write_all(&encoded)?;
+    let file = tmp.as_file_mut();
+    file.write_all(magic)?;
+    file.write_all(&VERSION.to_le_bytes())?;
+    file.write_all(&0u64.to_le_bytes())?; // the checksum, once known
+    let mut out = Checksummed {
+        file: std::io::BufWriter::with_capacity(1 << 20, &mut *file),
+        hasher: xxhash_rust::xxh3::Xxh3::new(),
+    };
+    options(usize::MAX)
+        .serialize_into(&mut out, body)
+        .map_err(std::io::Error::other)?;
+    let sum = out.hasher.digest();
+    out.file.flush()?;
+    drop(out);
+    file.seek(SeekFrom::Start(12))?;
+    file.write_all(&sum.to_le_bytes())?;
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
+}
+
+/// A writer that hashes what passes through it.
+struct Checksummed<W> {
+    file: W,
+    hasher: xxhash_rust::xxh3::Xxh3,
+}
+
+impl<W: Write> Write for Checksummed<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.file.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
 }
 
 /// Fixed-width integers, and a size limit so a corrupt length can never make the

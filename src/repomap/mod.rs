@@ -15,8 +15,10 @@ mod rank;
 mod render;
 mod tags;
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -599,7 +601,7 @@ impl RepoMap {
         let bare = by_rank.iter().map(|&file| Item::Bare { file });
         let fitted = render::fit(
             defs.chain(bare),
-            self,
+            &Rendering::new(self),
             &self.counter,
             &self.block_counts,
             budget,
@@ -672,16 +674,45 @@ impl RepoMap {
     }
 }
 
-impl render::Source for RepoMap {
+/// The files of one `build` as the renderer sees them: each file shown is read once,
+/// and shown only if it still is what its tags were taken from.
+struct Rendering<'a> {
+    map: &'a RepoMap,
+    contents: RefCell<HashMap<u32, Option<Rc<[u8]>>>>,
+}
+
+impl<'a> Rendering<'a> {
+    fn new(map: &'a RepoMap) -> Self {
+        Rendering {
+            map,
+            contents: RefCell::default(),
+        }
+    }
+}
+
+impl render::Source for Rendering<'_> {
     fn path(&self, file: u32) -> &str {
-        &self.paths[file as usize]
+        &self.map.paths[file as usize]
     }
 
-    fn tags(&self, file: u32) -> Option<&FileTags> {
-        match &self.slots[file as usize].entry.content {
-            Content::Tags(t) => Some(t),
-            _ => None,
-        }
+    fn tagged(&self, file: u32) -> Option<(&FileTags, Rc<[u8]>)> {
+        let slot = &self.map.slots[file as usize];
+        let Content::Tags(tags) = &slot.entry.content else {
+            return None;
+        };
+        let content = self
+            .contents
+            .borrow_mut()
+            .entry(file)
+            .or_insert_with(|| {
+                let path = self.map.root.join(self.path(file));
+                std::fs::read(path)
+                    .ok()
+                    .filter(|c| xxh3_64(c) == slot.entry.hash)
+                    .map(Rc::from)
+            })
+            .clone()?;
+        Some((tags, content))
     }
 }
 

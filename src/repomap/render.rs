@@ -9,10 +9,11 @@
 //! assembled text with one real count.
 
 use std::collections::{BTreeMap, HashMap};
+use std::rc::Rc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::tags::FileTags;
+use super::tags::{FileTags, line_text};
 use crate::tokens::TokenCounter;
 
 /// Remembered block counts beyond this are dropped (and re-counted when needed).
@@ -79,7 +80,9 @@ pub enum Item {
 /// What the renderer needs to know about a file.
 pub trait Source {
     fn path(&self, file: u32) -> &str;
-    fn tags(&self, file: u32) -> Option<&FileTags>;
+    /// The file's tags and the content they were taken from; None shows the file as a
+    /// bare path (untagged, or changed since its tags were taken).
+    fn tagged(&self, file: u32) -> Option<(&FileTags, Rc<[u8]>)>;
 }
 
 /// The fitted map.
@@ -188,8 +191,8 @@ pub fn fit(
 /// path when no definitions are chosen.
 pub fn render_block(source: &impl Source, file: u32, defs: &[u32]) -> String {
     let path = source.path(file);
-    let tags = match source.tags(file) {
-        Some(tags) if !defs.is_empty() => tags,
+    let (tags, content) = match source.tagged(file) {
+        Some(tagged) if !defs.is_empty() => tagged,
         _ => return format!("{path}\n"),
     };
     let mut lines: Vec<u32> = defs
@@ -206,13 +209,13 @@ pub fn render_block(source: &impl Source, file: u32, defs: &[u32]) -> String {
     out.push_str(":\n");
     let mut next_line = 0u32;
     for i in lines {
-        let (number, text) = tags.line(i);
+        let (number, start) = tags.line(i);
         if number > next_line {
             out.push_str(ELISION);
             out.push('\n');
         }
         out.push_str(BAR);
-        out.push_str(text);
+        out.push_str(&line_text(&content, start));
         out.push('\n');
         next_line = number + 1;
     }
@@ -230,14 +233,15 @@ mod tests {
     use crate::repomap::tags::extract;
     use crate::tokens::Encoding;
 
-    struct Files(Vec<(String, Option<FileTags>)>);
+    struct Files(Vec<(String, Option<(FileTags, Rc<[u8]>)>)>);
 
     impl Source for Files {
         fn path(&self, file: u32) -> &str {
             &self.0[file as usize].0
         }
-        fn tags(&self, file: u32) -> Option<&FileTags> {
-            self.0[file as usize].1.as_ref()
+        fn tagged(&self, file: u32) -> Option<(&FileTags, Rc<[u8]>)> {
+            let (tags, content) = self.0[file as usize].1.as_ref()?;
+            Some((tags, Rc::clone(content)))
         }
     }
 
@@ -247,7 +251,7 @@ mod tests {
             ("README.md".into(), None),
             (
                 "src/shape.rs".into(),
-                Some(extract(Lang::Rust, src.as_bytes())),
+                Some((extract(Lang::Rust, src.as_bytes()), src.as_bytes().into())),
             ),
         ])
     }

@@ -1,7 +1,8 @@
-//! Tag extraction: one tree-sitter parse per file gives what the file defines (with the
-//! source lines the map needs to show each definition in its scope) and what it
-//! references. Everything the map needs later is kept here, so a warm start never
-//! parses.
+//! Tag extraction: one tree-sitter parse per file gives what the file defines (with
+//! where the source lines are that show each definition in its scope) and what it
+//! references. Everything the ranking needs is kept here, so a warm start never parses;
+//! the shown lines' text is read from the file when the map is rendered, which keeps
+//! the cache and the memory small (most definitions are never shown).
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -27,10 +28,8 @@ pub struct FileTags {
     pub defs: Vec<Def>,
     /// (name index, number of references), one entry per referenced name.
     pub refs: Vec<(u32, u32)>,
-    /// Source lines the map may show (definition lines and their scope headers), each
-    /// cut to [`MAX_LINE_CHARS`] and followed by `\n`.
-    lines: String,
-    /// (0-based line number, end offset in `lines`), sorted by line number.
+    /// Source lines the map may show (definition lines and their scope headers):
+    /// (0-based line number, byte offset of the line's start), sorted by line number.
     line_index: Vec<(u32, u32)>,
     /// Indices into `line_index`: every definition's `shown` range points here.
     shown: Vec<u32>,
@@ -61,16 +60,9 @@ impl FileTags {
         &self.shown[def.first as usize..(def.first + def.len) as usize]
     }
 
-    /// Line `i` of the line table: (0-based line number, text without `\n`).
-    pub fn line(&self, i: u32) -> (u32, &str) {
-        let i = i as usize;
-        let start = if i == 0 {
-            0
-        } else {
-            self.line_index[i - 1].1 as usize
-        };
-        let (number, end) = self.line_index[i];
-        (number, &self.lines[start..end as usize - 1])
+    /// Line `i` of the line table: (0-based line number, byte offset of its start).
+    pub fn line(&self, i: u32) -> (u32, u32) {
+        self.line_index[i as usize]
     }
 }
 
@@ -97,8 +89,8 @@ struct Extractor<'s> {
     name_ids: HashMap<&'s str, u32>,
     /// Line number -> index in the line table, for lines already taken.
     line_ids: HashMap<u32, u32>,
-    /// Taken lines before sorting: (line number, text).
-    pending_lines: Vec<(u32, String)>,
+    /// Taken lines before sorting: (line number, start offset).
+    pending_lines: Vec<(u32, u32)>,
     ref_counts: HashMap<u32, u32>,
     /// Byte ranges of definition names, so they are not also counted as references.
     def_ranges: Vec<(usize, usize)>,
@@ -197,7 +189,7 @@ impl<'s> Extractor<'s> {
         self.tags.defs.push(Def { name, first, len });
     }
 
-    /// The (provisional) line-table index of `row`, reading its text from the source.
+    /// The (provisional) line-table index of `row`, finding its start in the source.
     fn line_id(&mut self, row: u32, near: Node<'s>) -> u32 {
         if let Some(&id) = self.line_ids.get(&row) {
             return id;
@@ -215,13 +207,8 @@ impl<'s> Extractor<'s> {
             .iter()
             .rposition(|&b| b == b'\n')
             .map_or(0, |i| i + 1);
-        let end = self.source[at..]
-            .iter()
-            .position(|&b| b == b'\n')
-            .map_or(self.source.len(), |i| at + i);
-        let text = String::from_utf8_lossy(&self.source[start..end]);
         let id = self.pending_lines.len() as u32;
-        self.pending_lines.push((row, cut_line(&text)));
+        self.pending_lines.push((row, start as u32));
         self.line_ids.insert(row, id);
         id
     }
@@ -248,12 +235,7 @@ impl<'s> Extractor<'s> {
         let mut new_id = vec![0u32; order.len()];
         for (new, &old) in order.iter().enumerate() {
             new_id[old as usize] = new as u32;
-            let (row, text) = &self.pending_lines[old as usize];
-            self.tags.lines.push_str(text);
-            self.tags.lines.push('\n');
-            self.tags
-                .line_index
-                .push((*row, self.tags.lines.len() as u32));
+            self.tags.line_index.push(self.pending_lines[old as usize]);
         }
         for id in &mut self.tags.shown {
             *id = new_id[*id as usize];
@@ -307,9 +289,13 @@ fn collect_identifiers<'t>(root: Node<'t>, out: &mut Vec<Node<'t>>) {
     }
 }
 
-/// A source line as the map shows it: without trailing blanks or `\r`, at most
-/// [`MAX_LINE_CHARS`] characters.
-fn cut_line(text: &str) -> String {
+/// The source line starting at byte `start` as the map shows it: without trailing
+/// blanks or `\r`, at most [`MAX_LINE_CHARS`] characters. Offsets past the end give an
+/// empty line rather than a panic.
+pub fn line_text(source: &[u8], start: u32) -> String {
+    let rest = source.get(start as usize..).unwrap_or_default();
+    let line = &rest[..rest.iter().position(|&b| b == b'\n').unwrap_or(rest.len())];
+    let text = String::from_utf8_lossy(line);
     let text = text.trim_end();
     match text.char_indices().nth(MAX_LINE_CHARS) {
         Some((i, _)) => text[..i].to_string(),
@@ -340,14 +326,20 @@ mod tests {
         assert!(r.contains(&"Length") && r.contains(&"helper"), "{r:?}");
         assert!(!r.contains(&"norm"));
         let norm = tags.defs[1];
-        let shown: Vec<(u32, &str)> = tags
+        let shown: Vec<(u32, String)> = tags
             .shown_lines(&norm)
             .iter()
-            .map(|&i| tags.line(i))
+            .map(|&i| {
+                let (row, start) = tags.line(i);
+                (row, line_text(src.as_bytes(), start))
+            })
             .collect();
         assert_eq!(
             shown,
-            [(2, "impl Point {"), (3, "    fn norm(&self) -> Length {")]
+            [
+                (2, "impl Point {".to_string()),
+                (3, "    fn norm(&self) -> Length {".to_string())
+            ]
         );
         assert_eq!(tags.line_count, 8);
     }
@@ -365,6 +357,8 @@ mod tests {
     fn long_lines_are_cut_at_100_characters() {
         let long = format!("fn f() {{ let _ = \"{}\"; }}\n", "é".repeat(300));
         let tags = extract(Lang::Rust, long.as_bytes());
-        assert_eq!(tags.line(0).1.chars().count(), MAX_LINE_CHARS);
+        let line = line_text(long.as_bytes(), tags.line(0).1);
+        assert_eq!(line.chars().count(), MAX_LINE_CHARS);
+        assert_eq!(line_text(long.as_bytes(), 1 << 30), "");
     }
 }

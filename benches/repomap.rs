@@ -1,6 +1,7 @@
 //! Repo map benchmarks. By default they run on a temporary git repository holding a copy
 //! of tern's own `src/`; set `TERN_BENCH_REPO=/path/to/repo` to measure a large real tree
-//! (the README explains how the 1k- and 10k-file trees are made).
+//! (the README explains how the 1k- and 10k-file trees are made), and
+//! `TERN_BENCH_CACHE=/some/dir` to keep its tag cache between runs.
 //!
 //! - `warm_open`: a new `RepoMap` loading every tag from the disk cache (what a new
 //!   process does), plus one map;
@@ -17,12 +18,29 @@ const NONE: [&str; 0] = [];
 
 struct Setup {
     root: PathBuf,
-    cache: tempfile::TempDir,
+    cache: CacheDir,
     _own_copy: Option<tempfile::TempDir>,
 }
 
+enum CacheDir {
+    Temp(tempfile::TempDir),
+    Kept(PathBuf),
+}
+
+impl CacheDir {
+    fn path(&self) -> &Path {
+        match self {
+            CacheDir::Temp(dir) => dir.path(),
+            CacheDir::Kept(path) => path,
+        }
+    }
+}
+
 fn setup() -> Setup {
-    let cache = tempfile::tempdir().unwrap();
+    let cache = match std::env::var("TERN_BENCH_CACHE") {
+        Ok(dir) => CacheDir::Kept(PathBuf::from(dir)),
+        Err(_) => CacheDir::Temp(tempfile::tempdir().unwrap()),
+    };
     if let Ok(repo) = std::env::var("TERN_BENCH_REPO") {
         return Setup {
             root: PathBuf::from(repo),

@@ -463,3 +463,17 @@ fn tern_map_prints_the_map_json_and_stats() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--chat /definitely/not/here.rs"));
 }
+
+#[test]
+fn a_file_changed_since_its_tags_were_taken_is_shown_as_a_bare_path() {
+    let repo = Repo::from_fixture("project");
+    let map = repo.map();
+    assert!(plain(&map, 4096).text.contains("src/util.rs:\n"));
+    // Changed on disk, not yet refreshed: its old line offsets would show wrong lines.
+    repo.write("src/util.rs", "// rewritten\n");
+    let text = plain(&map, 4096).text;
+    assert!(
+        text.contains("src/util.rs\n") && !text.contains("format_bytes(bytes"),
+        "{text}"
+    );
+}

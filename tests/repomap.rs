@@ -316,6 +316,12 @@ fn the_cache_is_hit_after_a_restart_and_invalidated_by_an_edit() {
     assert_eq!((incremental.parsed, incremental.unchanged), (1, 6));
     let text = plain(&third, 4096).text;
     assert!(text.contains("replaced_server") && !text.contains("serve_requests"));
+    // Its tags reach the disk cache on save (or drop), not on every edit.
+    third.save();
+    let restarted = repo.map();
+    assert!(plain(&restarted, 4096).text.contains("replaced_server"));
+    drop(restarted);
+    assert_eq!(repo.open().refresh(&|_| {}).parsed, 0);
 
     // A deleted file leaves the map.
     std::fs::remove_file(repo.path().join("scripts/seed.py")).unwrap();

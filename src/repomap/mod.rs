@@ -245,6 +245,8 @@ pub struct RepoMap {
     disk_saved_ns: i64,
     /// When this process last read the files.
     read_ns: i64,
+    /// Tags changed since the cache was last written.
+    unsaved: bool,
 }
 
 /// Files whose mtime is this close to the moment their tags were read could have been
@@ -288,6 +290,7 @@ impl RepoMap {
             disk: None,
             disk_saved_ns: 0,
             read_ns: 0,
+            unsaved: false,
         })
     }
 
@@ -325,14 +328,16 @@ impl RepoMap {
             self.disk = Some(body.entries.into_iter().collect());
             self.disk_saved_ns = body.saved_ns;
         }
-        let mut stats = self.update(found, progress, scan);
+        let mut stats = self.update(found, progress, scan, true);
         stats.cache_discarded = discarded;
         stats
     }
 
     /// Like [`refresh`](Self::refresh) for files the caller knows changed (edited,
     /// created or deleted; root-relative paths): no tree walk. Call it after a first
-    /// `refresh`; the named files are taken as part of the file set.
+    /// `refresh`; the named files are taken as part of the file set. The disk cache is
+    /// written later ([`save`](Self::save), the next `refresh`, or drop), so an edit
+    /// costs a re-parse, not a rewrite of the whole cache.
     pub fn refresh_files(&mut self, changed: &[String]) -> RefreshStats {
         let start = Instant::now();
         let mut found: Vec<files::Found> = self
@@ -353,7 +358,7 @@ impl RepoMap {
         );
         found.sort_unstable_by(|a, b| a.rel.cmp(&b.rel));
         found.dedup_by(|a, b| a.rel == b.rel);
-        self.update(found, &|_| {}, start.elapsed())
+        self.update(found, &|_| {}, start.elapsed(), false)
     }
 
     fn update(
@@ -361,6 +366,7 @@ impl RepoMap {
         found: Vec<files::Found>,
         progress: &(dyn Fn(Progress) + Sync),
         scan: Duration,
+        save: bool,
     ) -> RefreshStats {
         let mut stats = RefreshStats {
             files_seen: found.len(),
@@ -456,9 +462,10 @@ impl RepoMap {
         stats.graph_edges = g.edges;
         stats.graph = graph_start.elapsed();
 
-        if changed {
+        self.unsaved |= changed;
+        if save {
             let save_start = Instant::now();
-            self.save_cache();
+            self.save();
             stats.save = save_start.elapsed();
         }
         // Whatever the disk held for files no longer in the set is dropped with it.
@@ -524,7 +531,12 @@ impl RepoMap {
         self.names = Arc::new(self.interner.names.clone());
     }
 
-    fn save_cache(&self) {
+    /// Writes the tag cache if anything changed since it was last written. Failures are
+    /// logged: the cache is an optimization, never a reason to fail.
+    pub fn save(&mut self) {
+        if !std::mem::take(&mut self.unsaved) {
+            return;
+        }
         let Some(stem) = &self.cache_stem else {
             return;
         };
@@ -671,6 +683,12 @@ impl RepoMap {
                 file: credit.file,
                 def: k as u32,
             })
+    }
+}
+
+impl Drop for RepoMap {
+    fn drop(&mut self) {
+        self.save();
     }
 }
 

@@ -313,7 +313,7 @@ fn the_cache_is_hit_after_a_restart_and_invalidated_by_an_edit() {
     // Inside a running process, refresh_files re-parses just the named file.
     repo.write("src/server.rs", "pub fn replaced_server() {}\n");
     let incremental = third.refresh_files(&["src/server.rs".to_string()]);
-    assert_eq!((incremental.parsed, incremental.unchanged), (1, 6));
+    assert_eq!((incremental.parsed, incremental.files_seen), (1, 7));
     let text = plain(&third, 4096).text;
     assert!(text.contains("replaced_server") && !text.contains("serve_requests"));
     // Its tags reach the disk cache on save (or drop), not on every edit.

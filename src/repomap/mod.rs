@@ -194,6 +194,8 @@ struct Slot {
     ids: Vec<u32>,
     /// Distinct global identifier ids the file defines, sorted.
     defines: Vec<u32>,
+    /// (global identifier id, references), sorted.
+    refs: Vec<(u32, u32)>,
 }
 
 /// Identifier interning: every distinct name once, ids dense from 0. Interning every
@@ -340,25 +342,56 @@ impl RepoMap {
     /// costs a re-parse, not a rewrite of the whole cache.
     pub fn refresh_files(&mut self, changed: &[String]) -> RefreshStats {
         let start = Instant::now();
-        let mut found: Vec<files::Found> = self
-            .paths
-            .iter()
-            .zip(&self.slots)
-            .filter(|(p, _)| !changed.contains(p))
-            .map(|(p, s)| files::Found {
-                rel: p.clone(),
-                size: s.entry.size,
-                mtime_ns: s.entry.mtime_ns,
-            })
-            .collect();
-        found.extend(
-            changed
-                .iter()
-                .filter_map(|rel| files::stat(&self.root, rel)),
-        );
-        found.sort_unstable_by(|a, b| a.rel.cmp(&b.rel));
-        found.dedup_by(|a, b| a.rel == b.rel);
-        self.update(found, &|_| {}, start.elapsed(), false)
+        let mut stats = RefreshStats::default();
+        let mut set_changed = false;
+        let mut tags_changed = false;
+        let mut seen = std::collections::HashSet::new();
+        for rel in changed.iter().filter(|r| seen.insert(r.as_str())) {
+            let found = files::stat(&self.root, rel);
+            if found.as_ref().is_some_and(|f| f.size > MAX_FILE_BYTES) {
+                stats.skipped_large += 1;
+            }
+            let found = found.filter(|f| f.size <= MAX_FILE_BYTES);
+            let existing = self.index.get(rel.as_str()).copied();
+            if let (Some(f), Some(i)) = (&found, existing)
+                && self.still_valid(&self.slots[i as usize].entry, f, self.read_ns)
+            {
+                stats.unchanged += 1;
+                continue;
+            }
+            let entry = found.and_then(|_| read_entry(&self.root, rel));
+            stats.parsed += usize::from(entry.is_some());
+            let slot = entry.map(|e| self.index_entry(e));
+            tags_changed = true;
+            match (slot, existing) {
+                (Some(slot), Some(i)) => self.slots[i as usize] = slot,
+                (Some(slot), None) => {
+                    let paths = Arc::make_mut(&mut self.paths);
+                    let at = paths.partition_point(|p| p < rel);
+                    paths.insert(at, rel.clone());
+                    self.slots.insert(at, slot);
+                    set_changed = true;
+                }
+                (None, Some(i)) => {
+                    Arc::make_mut(&mut self.paths).remove(i as usize);
+                    self.slots.remove(i as usize);
+                    set_changed = true;
+                }
+                (None, None) => {}
+            }
+        }
+        stats.parse = start.elapsed();
+        let graph_start = Instant::now();
+        if set_changed {
+            self.rebuild_index();
+        }
+        if tags_changed {
+            self.rebuild_graph();
+            self.unsaved = true;
+        }
+        stats.graph = graph_start.elapsed();
+        self.total_stats(&mut stats);
+        stats
     }
 
     fn update(
@@ -369,7 +402,6 @@ impl RepoMap {
         save: bool,
     ) -> RefreshStats {
         let mut stats = RefreshStats {
-            files_seen: found.len(),
             scan,
             ..RefreshStats::default()
         };
@@ -436,31 +468,15 @@ impl RepoMap {
                 (None, Some(entry)) => self.index_entry(entry),
                 (None, None) => continue,
             };
-            match &slot.entry.content {
-                Content::Binary => stats.skipped_binary += 1,
-                Content::Tags(t) => {
-                    stats.definitions += t.defs.len();
-                    stats.references += t.refs.len();
-                }
-                Content::Untagged => {}
-            }
             paths.push(rel);
             self.slots.push(slot);
         }
-        self.index = Arc::new(
-            paths
-                .iter()
-                .enumerate()
-                .map(|(i, p)| (p.clone(), i as u32))
-                .collect(),
-        );
         self.paths = Arc::new(paths);
+        self.rebuild_index();
         self.read_ns = now;
         self.rebuild_graph();
-        let g = self.graph.stats();
-        stats.graph_identifiers = g.identifiers;
-        stats.graph_edges = g.edges;
         stats.graph = graph_start.elapsed();
+        self.total_stats(&mut stats);
 
         self.unsaved |= changed;
         if save {
@@ -473,6 +489,34 @@ impl RepoMap {
             disk.clear();
         }
         stats
+    }
+
+    fn rebuild_index(&mut self) {
+        self.index = Arc::new(
+            self.paths
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (p.clone(), i as u32))
+                .collect(),
+        );
+    }
+
+    /// Fills in the totals over the whole file set.
+    fn total_stats(&self, stats: &mut RefreshStats) {
+        stats.files_seen = self.slots.len() + stats.skipped_large + stats.unreadable;
+        for slot in &self.slots {
+            match &slot.entry.content {
+                Content::Binary => stats.skipped_binary += 1,
+                Content::Tags(t) => {
+                    stats.definitions += t.defs.len();
+                    stats.references += t.refs.len();
+                }
+                Content::Untagged => {}
+            }
+        }
+        let g = self.graph.stats();
+        stats.graph_identifiers = g.identifiers;
+        stats.graph_edges = g.edges;
     }
 
     /// Whether a known entry still describes the file found on disk.
@@ -488,21 +532,28 @@ impl RepoMap {
 
     /// Interns a fresh entry's names.
     fn index_entry(&mut self, entry: Entry) -> Slot {
-        let (ids, defines) = match &entry.content {
+        let (ids, defines, refs) = match &entry.content {
             Content::Tags(tags) => {
                 let ids: Vec<u32> = tags.names().map(|n| self.interner.intern(n)).collect();
                 let mut defines: Vec<u32> =
                     tags.defs.iter().map(|d| ids[d.name as usize]).collect();
                 defines.sort_unstable();
                 defines.dedup();
-                (ids, defines)
+                let mut refs: Vec<(u32, u32)> = tags
+                    .refs
+                    .iter()
+                    .map(|&(name, n)| (ids[name as usize], n))
+                    .collect();
+                refs.sort_unstable();
+                (ids, defines, refs)
             }
-            _ => (Vec::new(), Vec::new()),
+            _ => Default::default(),
         };
         Slot {
             entry,
             ids,
             defines,
+            refs,
         }
     }
 
@@ -519,11 +570,7 @@ impl RepoMap {
             .iter()
             .map(|s| FileIdents {
                 defines: &s.defines,
-                ids: &s.ids,
-                refs: match &s.entry.content {
-                    Content::Tags(t) => &t.refs,
-                    _ => &[],
-                },
+                refs: &s.refs,
             })
             .collect();
         let names = &self.interner.names;

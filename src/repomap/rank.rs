@@ -28,18 +28,19 @@ const CHAT_REFERENCER: f32 = 50.0;
 pub struct FileIdents<'a> {
     /// Distinct global identifier ids the file defines, sorted.
     pub defines: &'a [u32],
-    /// The file's name index -> global identifier id.
-    pub ids: &'a [u32],
-    /// (name index, number of references).
+    /// (global identifier id, number of references), sorted by identifier.
     pub refs: &'a [(u32, u32)],
 }
 
 impl FileIdents<'_> {
-    /// (global identifier id, number of references).
-    fn references(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
-        self.refs
-            .iter()
-            .map(|&(name, n)| (self.ids[name as usize], n))
+    /// The references to identifiers the file does not define itself (those point at
+    /// its own definitions), by walking the two sorted lists together.
+    fn external_refs(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        let mut defines = self.defines.iter().peekable();
+        self.refs.iter().copied().filter(move |&(i, _)| {
+            while defines.next_if(|&&d| d < i).is_some() {}
+            defines.peek() != Some(&&i)
+        })
     }
 }
 
@@ -70,7 +71,6 @@ impl Graph {
         names: impl Fn(u32) -> &'n str,
     ) -> Graph {
         let n_files = files.len();
-        // Definers of each identifier, as CSR offsets.
         let mut def_count = vec![0u32; n_idents];
         for f in files {
             for &i in f.defines {
@@ -78,19 +78,19 @@ impl Graph {
             }
         }
         // An identifier is in the graph when some file that does not define it
-        // references it.
+        // references it. Nodes are numbered in identifier order, so each file's row
+        // comes out sorted.
+        let mut linked = vec![false; n_idents];
+        for f in files {
+            for (i, _) in f.external_refs() {
+                linked[i as usize] |= def_count[i as usize] > 0;
+            }
+        }
         let mut node_of = vec![u32::MAX; n_idents];
         let mut idents = Vec::new();
-        for f in files {
-            for (i, _) in f.references() {
-                if def_count[i as usize] > 0
-                    && node_of[i as usize] == u32::MAX
-                    && f.defines.binary_search(&i).is_err()
-                {
-                    node_of[i as usize] = idents.len() as u32;
-                    idents.push(i);
-                }
-            }
+        for (i, _) in linked.iter().enumerate().filter(|(_, l)| **l) {
+            node_of[i] = idents.len() as u32;
+            idents.push(i as u32);
         }
         let base: Vec<f32> = idents
             .iter()
@@ -99,27 +99,36 @@ impl Graph {
 
         let mut edges: Vec<(u32, u32, f32)> = Vec::new();
         for (r, f) in files.iter().enumerate() {
-            let row_start = edges.len();
-            for (i, n) in f.references() {
+            for (i, n) in f.external_refs() {
                 let node = node_of[i as usize];
-                if node != u32::MAX && f.defines.binary_search(&i).is_err() {
+                if node != u32::MAX {
                     let w = (n as f32).sqrt() * base[node as usize];
                     edges.push((r as u32, n_files as u32 + node, w));
                 }
             }
-            edges[row_start..].sort_unstable_by_key(|e| e.1);
         }
-        let mut definers: Vec<(u32, u32, f32)> = Vec::new();
-        for (d, f) in files.iter().enumerate() {
+        // Identifier rows: a counting sort by node, files in increasing order within.
+        let mut offsets = vec![0usize; idents.len() + 1];
+        for f in files {
             for &i in f.defines {
-                let node = node_of[i as usize];
-                if node != u32::MAX {
-                    definers.push((n_files as u32 + node, d as u32, 1.0));
+                if let Some(&k) = node_of.get(i as usize).filter(|&&k| k != u32::MAX) {
+                    offsets[k as usize + 1] += 1;
                 }
             }
         }
-        definers.sort_unstable_by_key(|e| (e.0, e.1));
-        edges.extend(definers);
+        for k in 0..idents.len() {
+            offsets[k + 1] += offsets[k];
+        }
+        let first = edges.len();
+        edges.resize(first + offsets[idents.len()], (0, 0, 1.0));
+        for (d, f) in files.iter().enumerate() {
+            for &i in f.defines {
+                if let Some(&k) = node_of.get(i as usize).filter(|&&k| k != u32::MAX) {
+                    edges[first + offsets[k as usize]] = (n_files as u32 + k, d as u32, 1.0);
+                    offsets[k as usize] += 1;
+                }
+            }
+        }
         let csr = Csr::from_sorted_edges(&edges).expect("edges are built sorted");
         Graph {
             n_files,
@@ -370,14 +379,11 @@ mod tests {
     }
 
     fn graph(defines: &[Vec<u32>], references: &[Vec<(u32, u32)>]) -> Graph {
-        // Name indices are global ids here.
-        let ids = [0, 1, 2];
         let files: Vec<FileIdents> = defines
             .iter()
             .zip(references)
             .map(|(d, r)| FileIdents {
                 defines: d,
-                ids: &ids,
                 refs: r,
             })
             .collect();

@@ -204,7 +204,9 @@ struct Slot {
 #[derive(Default)]
 struct Interner {
     ids: HashMap<Arc<str>, u32, foldhash::fast::RandomState>,
-    names: Vec<Arc<str>>,
+    /// Shared with the `MapResult`s that may still name identifiers (copied on write
+    /// only while one of them is alive during a refresh).
+    names: Arc<Vec<Arc<str>>>,
 }
 
 impl Interner {
@@ -214,7 +216,7 @@ impl Interner {
         }
         let id = self.names.len() as u32;
         let name: Arc<str> = name.into();
-        self.names.push(Arc::clone(&name));
+        Arc::make_mut(&mut self.names).push(Arc::clone(&name));
         self.ids.insert(name, id);
         id
     }
@@ -236,10 +238,6 @@ pub struct RepoMap {
     slots: Vec<Slot>,
     index: Arc<HashMap<String, u32>>,
     interner: Interner,
-    /// Snapshot of the interner's names for `MapResult::why`, renewed on refresh.
-    names: Arc<Vec<Arc<str>>>,
-    /// Whether any file defines identifier `id`.
-    defined: Vec<bool>,
     graph: Arc<Graph>,
     /// Tags loaded from disk and not yet claimed by a refresh; None until the first
     /// refresh loads them.
@@ -286,8 +284,6 @@ impl RepoMap {
             slots: Vec::new(),
             index: Arc::default(),
             interner: Interner::default(),
-            names: Arc::default(),
-            defined: Vec::new(),
             graph: Arc::new(Graph::build(&[], 0, |_| "")),
             disk: None,
             disk_saved_ns: 0,
@@ -559,12 +555,6 @@ impl RepoMap {
 
     fn rebuild_graph(&mut self) {
         let n_idents = self.interner.names.len();
-        self.defined = vec![false; n_idents];
-        for slot in &self.slots {
-            for &i in &slot.defines {
-                self.defined[i as usize] = true;
-            }
-        }
         let files: Vec<FileIdents> = self
             .slots
             .iter()
@@ -575,7 +565,6 @@ impl RepoMap {
             .collect();
         let names = &self.interner.names;
         self.graph = Arc::new(Graph::build(&files, n_idents, |i| &names[i as usize]));
-        self.names = Arc::new(self.interner.names.clone());
     }
 
     /// Writes the tag cache if anything changed since it was last written. Failures are
@@ -605,7 +594,7 @@ impl RepoMap {
         mentions::find(text, &self.paths, |name| {
             self.interner
                 .get(name)
-                .is_some_and(|id| self.defined.get(id as usize) == Some(&true))
+                .is_some_and(|id| self.graph.is_defined(id))
         })
     }
 
@@ -694,7 +683,7 @@ impl RepoMap {
                 graph: Arc::clone(&self.graph),
                 ranking,
                 paths: Arc::clone(&self.paths),
-                names: Arc::clone(&self.names),
+                names: Arc::clone(&self.interner.names),
                 index: Arc::clone(&self.index),
             },
         }

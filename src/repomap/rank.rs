@@ -51,6 +51,8 @@ pub struct Graph {
     idents: Vec<u32>,
     /// Global identifier id -> graph identifier index, `u32::MAX` when not in the graph.
     node_of: Vec<u32>,
+    /// Global identifier id -> number of files that define it.
+    def_count: Vec<u32>,
     /// Nodes `0..n_files` are files, `n_files + k` is identifier `idents[k]`.
     csr: Csr<(), f32, petgraph::Directed, u32>,
 }
@@ -134,8 +136,14 @@ impl Graph {
             n_files,
             idents,
             node_of,
+            def_count,
             csr,
         }
+    }
+
+    /// Whether some file defines the identifier.
+    pub fn is_defined(&self, ident: u32) -> bool {
+        self.def_count.get(ident as usize).is_some_and(|&n| n > 0)
     }
 
     pub fn stats(&self) -> GraphStats {

@@ -447,10 +447,12 @@ impl RepoMap {
                 (k, entry)
             })
             .collect();
-        stats.parsed = parsed.len();
         for (k, entry) in parsed {
             match entry {
-                Some(e) => kept[k].2 = Some(e),
+                Some(e) => {
+                    kept[k].2 = Some(e);
+                    stats.parsed += 1;
+                }
                 None => stats.unreadable += 1,
             }
         }

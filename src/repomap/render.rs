@@ -233,7 +233,9 @@ mod tests {
     use crate::repomap::tags::extract;
     use crate::tokens::Encoding;
 
-    struct Files(Vec<(String, Option<(FileTags, Rc<[u8]>)>)>);
+    /// (path, tags and content) per file.
+    type Tagged = Option<(FileTags, Rc<[u8]>)>;
+    struct Files(Vec<(String, Tagged)>);
 
     impl Source for Files {
         fn path(&self, file: u32) -> &str {

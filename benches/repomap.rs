@@ -1,7 +1,10 @@
 //! Repo map benchmarks. By default they run on a temporary git repository holding a copy
-//! of tern's own `src/`; set `TERN_BENCH_REPO=/path/to/repo` to measure a large real tree
-//! (the README explains how the 1k- and 10k-file trees are made), and
-//! `TERN_BENCH_CACHE=/some/dir` to keep its tag cache between runs.
+//! of tern's own `src/`; set `TERN_BENCH_REPO=/path/to/repo` to measure a large real tree,
+//! and `TERN_BENCH_CACHE=/some/dir` to keep its tag cache between runs.
+//!
+//! The trees in the repo map's reported numbers are whole crates copied from
+//! `~/.cargo/registry/src/*/`, in name order, until about 1,000 or 10,000 files, then
+//! `git init && git add -A && git commit` (so the file set comes from a real index).
 //!
 //! - `warm_open`: a new `RepoMap` loading every tag from the disk cache (what a new
 //!   process does), plus one map;

@@ -483,3 +483,25 @@ fn a_file_changed_since_its_tags_were_taken_is_shown_as_a_bare_path() {
         "{text}"
     );
 }
+
+#[test]
+fn the_same_request_gives_the_same_map_byte_for_byte() {
+    // The map sits early in the prompt: if it wobbled between turns, provider prefix
+    // caches would miss.
+    let repo = Repo::from_fixture("project");
+    let map = repo.map();
+    let first = map
+        .build(&["src/cli.rs"], &NONE, &["format_bytes"], 300)
+        .text;
+    let other = map.build(&["src/server.rs"], &NONE, &NONE, 300).text;
+    assert_ne!(first, other);
+    let again = map
+        .build(&["src/cli.rs"], &NONE, &["format_bytes"], 300)
+        .text;
+    assert_eq!(first, again);
+    let fresh = repo
+        .map()
+        .build(&["src/cli.rs"], &NONE, &["format_bytes"], 300)
+        .text;
+    assert_eq!(first, fresh);
+}

@@ -169,9 +169,11 @@ fn golden_map_of_the_fixture_project() {
     let repo = Repo::from_fixture("project");
     let map = repo.map();
     let result = map.build(&["src/cli.rs"], &NONE, &NONE, 1024);
-    insta::assert_snapshot!("project_chat_cli", result.text);
     let small = plain(&map, 120);
-    insta::assert_snapshot!("project_120_tokens", small.text);
+    insta::with_settings!({ snapshot_path => "fixtures/repomap/snapshots" }, {
+        insta::assert_snapshot!("project_chat_cli", result.text);
+        insta::assert_snapshot!("project_120_tokens", small.text);
+    });
 }
 
 #[test]

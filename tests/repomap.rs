@@ -276,6 +276,23 @@ fn the_budget_is_never_exceeded() {
     }
 }
 
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+
+    /// Any budget from 64 to 8192, any chat file: counted with the real tokenizer, the
+    /// map fits.
+    #[test]
+    fn no_budget_is_ever_exceeded(budget in 64usize..=8192, chat in 0usize..7) {
+        let repo = Repo::from_fixture("langs");
+        copy_dir(&Path::new(FIXTURES).join("project"), repo.path());
+        let map = repo.map();
+        let chat_file = map.files()[chat % map.files().len()].clone();
+        let result = map.build(&[chat_file], &NONE, &NONE, budget);
+        proptest::prop_assert!(result.tokens <= budget);
+        proptest::prop_assert_eq!(result.tokens, counter().count(&result.text));
+    }
+}
+
 trait TapCreate {
     fn tap_create(self) -> Self;
 }

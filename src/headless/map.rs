@@ -45,8 +45,7 @@ pub fn run(
     let model = ModelInfo::lookup(&settings.model);
     let counter = model.token_counter();
     let mut map = RepoMap::open(&root, counter.clone(), CacheLocation::UserCacheDir)?;
-    let refresh = map.refresh(&|_| {});
-
+    // Bad paths fail before the (possibly long) first extraction.
     let mut chat = Vec::new();
     for file in &args.chat {
         let rel = crate::repomap::relative_path(map.root(), cwd, file).with_context(|| {
@@ -56,11 +55,13 @@ pub fn run(
                 map.root().display()
             )
         })?;
-        if !map.files().contains(&rel) {
-            bail!("--chat {}: not a file of the repository", file.display());
-        }
-        chat.push(rel);
+        chat.push((file, rel));
     }
+    let refresh = map.refresh(&|_| {});
+    if let Some((file, _)) = chat.iter().find(|(_, rel)| !map.files().contains(rel)) {
+        bail!("--chat {}: not a file of the repository", file.display());
+    }
+    let chat: Vec<String> = chat.into_iter().map(|(_, rel)| rel).collect();
     let mut mentioned_files = Vec::new();
     let mut mentioned_idents = Vec::new();
     for name in &args.mention {

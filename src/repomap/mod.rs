@@ -9,6 +9,7 @@
 
 mod cache;
 mod files;
+mod interner;
 mod languages;
 mod mentions;
 mod rank;
@@ -35,6 +36,7 @@ pub use tags::MAX_LINE_CHARS;
 
 use crate::tokens::TokenCounter;
 use cache::{Content, Entry};
+use interner::{Interner, Names};
 use rank::{Credit, FileIdents, Graph, Ranking};
 use render::{BlockCounts, Item};
 use tags::FileTags;
@@ -152,7 +154,7 @@ struct Explain {
     graph: Arc<Graph>,
     ranking: Ranking,
     paths: Arc<Vec<String>>,
-    names: Arc<Vec<Arc<str>>>,
+    names: Arc<Names>,
     index: Arc<HashMap<String, u32>>,
 }
 
@@ -168,7 +170,7 @@ impl MapResult {
             .why(&e.ranking, file, limit)
             .into_iter()
             .map(|(ident, from, weight)| WhyEdge {
-                ident: e.names[ident as usize].to_string(),
+                ident: e.names.get(ident).to_string(),
                 from: e.paths[from as usize].clone(),
                 weight,
             })
@@ -196,34 +198,6 @@ struct Slot {
     defines: Vec<u32>,
     /// (global identifier id, references), sorted.
     refs: Vec<(u32, u32)>,
-}
-
-/// Identifier interning: every distinct name once, ids dense from 0. Interning every
-/// name of every file is a large part of a warm start, hence foldhash and one shared
-/// allocation per name.
-#[derive(Default)]
-struct Interner {
-    ids: HashMap<Arc<str>, u32, foldhash::fast::RandomState>,
-    /// Shared with the `MapResult`s that may still name identifiers (copied on write
-    /// only while one of them is alive during a refresh).
-    names: Arc<Vec<Arc<str>>>,
-}
-
-impl Interner {
-    fn intern(&mut self, name: &str) -> u32 {
-        if let Some(&id) = self.ids.get(name) {
-            return id;
-        }
-        let id = self.names.len() as u32;
-        let name: Arc<str> = name.into();
-        Arc::make_mut(&mut self.names).push(Arc::clone(&name));
-        self.ids.insert(name, id);
-        id
-    }
-
-    fn get(&self, name: &str) -> Option<u32> {
-        self.ids.get(name).copied()
-    }
 }
 
 /// The repo map of one repository.
@@ -556,7 +530,8 @@ impl RepoMap {
     }
 
     fn rebuild_graph(&mut self) {
-        let n_idents = self.interner.names.len();
+        let names = self.interner.names();
+        let n_idents = names.len();
         let files: Vec<FileIdents> = self
             .slots
             .iter()
@@ -565,8 +540,7 @@ impl RepoMap {
                 refs: &s.refs,
             })
             .collect();
-        let names = &self.interner.names;
-        self.graph = Arc::new(Graph::build(&files, n_idents, |i| &names[i as usize]));
+        self.graph = Arc::new(Graph::build(&files, n_idents, |i| names.get(i)));
     }
 
     /// Writes the tag cache if anything changed since it was last written. Failures are
@@ -685,7 +659,7 @@ impl RepoMap {
                 graph: Arc::clone(&self.graph),
                 ranking,
                 paths: Arc::clone(&self.paths),
-                names: Arc::clone(&self.interner.names),
+                names: Arc::clone(self.interner.names()),
                 index: Arc::clone(&self.index),
             },
         }
@@ -799,8 +773,8 @@ impl<'a> RankedDefs<'a> {
             .total_cmp(&a.score)
             .then(a.file.cmp(&b.file))
             .then_with(|| {
-                let names = &self.map.interner.names;
-                names[a.ident as usize].cmp(&names[b.ident as usize])
+                let names = self.map.interner.names();
+                names.get(a.ident).cmp(names.get(b.ident))
             })
     }
 }

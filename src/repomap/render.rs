@@ -40,7 +40,8 @@ impl BlockCounts {
         if let Some(&n) = self.lock().get(&key) {
             return n as usize;
         }
-        let n = counter.count(block);
+        // Uncached: this memo already is the cache for blocks.
+        let n = counter.encoding().count(block);
         let mut memo = self.lock();
         if memo.len() >= MAX_REMEMBERED {
             memo.clear();

@@ -543,24 +543,30 @@ impl RepoMap {
         self.graph = Arc::new(Graph::build(&files, n_idents, |i| names.get(i)));
     }
 
-    /// Writes the tag cache if anything changed since it was last written. Failures are
-    /// logged: the cache is an optimization, never a reason to fail.
+    /// Writes the tag cache and the block token counts, each if it changed since it was
+    /// last written (also done by the next full `refresh` and on drop). Failures are
+    /// logged: the caches are an optimization, never a reason to fail.
     pub fn save(&mut self) {
-        if !std::mem::take(&mut self.unsaved) {
-            return;
-        }
         let Some(stem) = &self.cache_stem else {
             return;
         };
-        let path = stem.with_extension("tags");
-        let entries: Vec<(&str, &Entry)> = self
-            .paths
-            .iter()
-            .zip(&self.slots)
-            .map(|(p, s)| (p.as_str(), &s.entry))
-            .collect();
-        if let Err(e) = cache::save_tags(&path, self.read_ns, &entries) {
-            tracing::warn!("cannot save repo map cache {}: {e}", path.display());
+        if std::mem::take(&mut self.unsaved) {
+            let path = stem.with_extension("tags");
+            let entries: Vec<(&str, &Entry)> = self
+                .paths
+                .iter()
+                .zip(&self.slots)
+                .map(|(p, s)| (p.as_str(), &s.entry))
+                .collect();
+            if let Err(e) = cache::save_tags(&path, self.read_ns, &entries) {
+                tracing::warn!("cannot save repo map cache {}: {e}", path.display());
+            }
+        }
+        if let Some(counts) = self.block_counts.take_added() {
+            let path = counts_path(stem, &self.counter);
+            if let Err(e) = cache::save_counts(&path, &counts) {
+                tracing::warn!("cannot save repo map token counts {}: {e}", path.display());
+            }
         }
     }
 
@@ -630,12 +636,6 @@ impl RepoMap {
             &self.block_counts,
             budget,
         );
-        if let Some(stem) = &self.cache_stem
-            && let Some(counts) = self.block_counts.take_added()
-            && let Err(e) = cache::save_counts(&counts_path(stem, &self.counter), &counts)
-        {
-            tracing::warn!("cannot save repo map token counts: {e}");
-        }
         let fit_time = fit_start.elapsed();
 
         MapResult {

@@ -434,6 +434,32 @@ fn the_file_set_follows_git_ignore_rules_and_skips_binary_and_large_files() {
 }
 
 #[test]
+fn submodule_contents_are_not_part_of_the_map() {
+    let repo = Repo::empty();
+    repo.write("main.py", "def main_entry():\n    pass\n");
+    repo.write(
+        "vendor/lib/inner.py",
+        "def submodule_function():\n    pass\n",
+    );
+    repo.commit_all();
+    // Turn vendor/lib into a gitlink, as `git submodule add` leaves it.
+    let git = git2::Repository::open(repo.path()).unwrap();
+    let mut index = git.index().unwrap();
+    index.remove_dir(Path::new("vendor/lib"), 0).unwrap();
+    let oid = git.head().unwrap().target().unwrap();
+    let mut entry = index.get_path(Path::new("main.py"), 0).unwrap();
+    entry.mode = 0o160000;
+    entry.id = oid;
+    entry.path = b"vendor/lib".to_vec();
+    entry.file_size = 0;
+    index.add(&entry).unwrap();
+    index.write().unwrap();
+    let text = plain(&repo.map(), 4096).text;
+    assert!(text.contains("main_entry"), "{text}");
+    assert!(!text.contains("vendor/lib"), "{text}");
+}
+
+#[test]
 fn default_budget_matches_the_design() {
     assert_eq!(default_budget(128_000, true), 4096);
     assert_eq!(default_budget(128_000, false), 32_768);

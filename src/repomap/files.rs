@@ -45,18 +45,19 @@ pub fn scan(root: &Path) -> Vec<Found> {
         }
     };
 
+    // Submodules are gitlinks (mode 160000) in the index: their files belong to another
+    // repository, and the walk must not pick them up as untracked either.
+    let mut submodules: HashSet<PathBuf> = HashSet::new();
     if let Ok(repo) = git2::Repository::open(root)
         && let Ok(index) = repo.index()
     {
         for entry in index.iter() {
-            // Submodules are gitlinks (mode 160000), not files of this repository.
-            if entry.mode == 0o160000 {
-                continue;
-            }
             let Ok(rel) = String::from_utf8(entry.path) else {
                 continue;
             };
-            if let Ok(meta) = std::fs::symlink_metadata(root.join(&rel)) {
+            if entry.mode == 0o160000 {
+                submodules.insert(root.join(rel));
+            } else if let Ok(meta) = std::fs::symlink_metadata(root.join(&rel)) {
                 push(&mut seen, rel, meta);
             }
         }
@@ -65,7 +66,7 @@ pub fn scan(root: &Path) -> Vec<Found> {
     let walker = ignore::WalkBuilder::new(root)
         .add_custom_ignore_filename(TERNIGNORE)
         .require_git(false)
-        .filter_entry(|e| e.file_name() != ".git")
+        .filter_entry(move |e| e.file_name() != ".git" && !submodules.contains(e.path()))
         .build();
     for entry in walker.flatten() {
         if entry.file_type().is_some_and(|t| t.is_file())

@@ -3,6 +3,7 @@
 
 use std::io::Write;
 use std::path::Path;
+use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{Context, bail};
@@ -30,13 +31,19 @@ struct JsonFile<'a> {
     score: f64,
 }
 
-/// Runs `tern map` in the repository containing `cwd`; returns the exit code.
-pub fn run(
-    args: &MapArgs,
-    global: &GlobalArgs,
-    settings: &Settings,
-    cwd: &Path,
-) -> anyhow::Result<i32> {
+/// Runs `tern map` in the repository containing `cwd` (or `cwd` itself outside git);
+/// errors go to stderr and give exit code 1.
+pub fn run(args: &MapArgs, global: &GlobalArgs, settings: &Settings, cwd: &Path) -> ExitCode {
+    match map(args, global, settings, cwd) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("tern map: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn map(args: &MapArgs, global: &GlobalArgs, settings: &Settings, cwd: &Path) -> anyhow::Result<()> {
     let total = Instant::now();
     let root = git2::Repository::discover(cwd)
         .ok()
@@ -92,7 +99,7 @@ pub fn run(
     if args.stats {
         print_stats(&refresh, &result, &counter, total);
     }
-    Ok(0)
+    Ok(())
 }
 
 fn print(

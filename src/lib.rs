@@ -12,5 +12,6 @@ pub mod engine;
 pub mod git;
 pub mod headless;
 pub mod llm;
+pub mod repomap;
 pub mod review;
 pub mod tokens;

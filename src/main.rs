@@ -37,11 +37,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             ))
         }
         Some(Command::Apply(args)) => Ok(tern::headless::apply::run(args, global, &settings, &cwd)),
+        Some(Command::Map(args)) => Ok(tern::headless::map::run(args, global, &settings, &cwd)),
         Some(Command::Undo) => Ok(tern::headless::undo::run(&cwd)),
         Some(Command::Review(args)) => {
             runtime.block_on(tern::headless::review::run(args, global, settings, &cwd))
         }
-        Some(other) => anyhow::bail!("`tern {}` is not available yet", command_name(other)),
         None => {
             let messages: Vec<String> = global.message.iter().cloned().collect();
             if messages.is_empty() {
@@ -57,16 +57,6 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 global.yes,
             ))
         }
-    }
-}
-
-fn command_name(command: &Command) -> &'static str {
-    match command {
-        Command::Tokens(_) => "tokens",
-        Command::Map(_) => "map",
-        Command::Apply(_) => "apply",
-        Command::Undo => "undo",
-        Command::Review(_) => "review",
     }
 }
 

@@ -3,6 +3,7 @@
 
 pub mod apply;
 pub mod chat;
+pub mod map;
 pub mod review;
 pub mod tokens;
 pub mod undo;

@@ -2,18 +2,18 @@
 //! results, holding a turn until the summary it needs has landed, overflow prevention
 //! and recovery, and `/compact`.
 //!
-//! Summaries run on tokio tasks and report back through `HistoryState::done_rx`, which
-//! the engine loop polls, so the loop never blocks: a background checkpoint lets turns
-//! go on; a foreground summary (classic, synchronous checkpoint, overflow, `/compact`)
-//! holds the next turn, visibly and cancellably, until it lands.
+//! Summaries run on tokio tasks and report back to the loop as `Internal::Summary`, so
+//! the loop never blocks: a background checkpoint lets turns go on; a foreground
+//! summary (classic, synchronous checkpoint, overflow, `/compact`) holds the next turn,
+//! visibly and cancellably, until it lands, and the engine is not `Idle` meanwhile.
 
 use std::time::Instant;
 
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::persist::SessionWriter;
-use super::{ChatMode, Engine, Event};
+use super::turn::TurnKind;
+use super::{ChatMode, Engine, Event, Internal};
 use crate::context::double_buffer::{Action, DoubleBuffer};
 use crate::context::history::{self, Replaced, Summarizer, Summary, SummaryError, SummaryModel};
 use crate::context::{BudgetReport, HistoryStatus};
@@ -40,8 +40,6 @@ pub(crate) struct HistoryState {
     /// Bumped whenever the history's head changes, so a summary of an older head is
     /// never applied.
     generation: u64,
-    done_tx: mpsc::UnboundedSender<JobDone>,
-    pub(crate) done_rx: mpsc::UnboundedReceiver<JobDone>,
     /// The turn being started or in flight.
     current: Option<TurnPlan>,
     /// A turn waiting for a foreground summary.
@@ -78,7 +76,7 @@ enum JobKind {
     Compact,
 }
 
-/// A summary task's result, sent to the engine loop.
+/// A summary task's result, handed back to the engine loop.
 pub(crate) struct JobDone {
     id: u64,
     result: Result<Option<Summary>, SummaryError>,
@@ -89,6 +87,7 @@ pub(crate) struct JobDone {
 struct TurnPlan {
     text: String,
     mode: ChatMode,
+    kind: TurnKind,
     /// Prompt tokens of the request last sent for this turn.
     sent_tokens: usize,
     /// The notes for the model that request carried, for a retry to carry again.
@@ -101,10 +100,11 @@ struct TurnPlan {
 }
 
 impl TurnPlan {
-    fn new(text: &str, mode: ChatMode) -> Self {
+    fn new(text: &str, mode: ChatMode, kind: TurnKind) -> Self {
         TurnPlan {
             text: text.to_string(),
             mode,
+            kind,
             sent_tokens: 0,
             notes: vec![],
             overflow_retries: 0,
@@ -117,7 +117,6 @@ impl TurnPlan {
 
 impl HistoryState {
     pub(crate) fn new(settings: &crate::config::Settings, session_file: SessionWriter) -> Self {
-        let (done_tx, done_rx) = mpsc::unbounded_channel();
         HistoryState {
             buffer: DoubleBuffer::new(
                 settings.double_buffer,
@@ -129,8 +128,6 @@ impl HistoryState {
             job: None,
             next_job: 0,
             generation: 0,
-            done_tx,
-            done_rx,
             current: None,
             held: None,
             resume: None,
@@ -173,6 +170,12 @@ impl HistoryState {
         self.job
             .as_ref()
             .is_some_and(|job| job.kind != JobKind::Checkpoint || self.swap_due)
+    }
+
+    /// True while a summary the front end waits for is under way (the engine is not
+    /// idle): a turn is held, or the next one would be.
+    pub(crate) fn holds_turns(&self) -> bool {
+        self.held.is_some() || self.blocks_turns()
     }
 }
 
@@ -261,7 +264,7 @@ impl Engine {
         let cancel = CancellationToken::new();
         let summarizer = self.summarizer();
         let messages = self.session.history.clone();
-        let done = self.history.done_tx.clone();
+        let done = self.internal_tx.clone();
         let token = cancel.clone();
         tokio::spawn(async move {
             let result = match kind {
@@ -273,7 +276,7 @@ impl Engine {
                     summarizer.fit(&messages, budget, true, &token).await
                 }
             };
-            let _ = done.send(JobDone { id, result });
+            let _ = done.send(Internal::Summary(JobDone { id, result }));
         });
         self.history.job = Some(Job {
             id,
@@ -329,6 +332,7 @@ impl Engine {
 
     /// A summary task finished: apply or record its result, then let a held turn go.
     pub(super) fn summary_done(&mut self, done: JobDone) {
+        let waited_for = self.history.holds_turns();
         let Some(job) = self.history.job.take_if(|job| job.id == done.id) else {
             return; // replaced or cancelled meanwhile
         };
@@ -352,11 +356,9 @@ impl Engine {
             }
             (JobKind::Checkpoint, Err(e)) => {
                 self.history.buffer.checkpoint_failed();
-                self.events.send(Event::Warning {
-                    text: format!(
-                        "the background history summary failed ({e}); the history will be summarized when it reaches the swap mark"
-                    ),
-                });
+                self.warning(format!(
+                    "the background history summary failed ({e}); the history will be summarized when it reaches the swap mark"
+                ));
                 if std::mem::take(&mut self.history.swap_due) {
                     self.step_history();
                 }
@@ -372,9 +374,7 @@ impl Engine {
             }
             (_, Ok(None)) => Some("nothing to summarize".into()),
             (_, Err(e)) => {
-                self.events.send(Event::Warning {
-                    text: format!("could not summarize the history: {e}"),
-                });
+                self.warning(format!("could not summarize the history: {e}"));
                 Some(format!("failed: {e}"))
             }
         };
@@ -385,16 +385,21 @@ impl Engine {
         self.publish_history();
         self.publish_budget();
         self.resume_held_turn();
+        // Only a summary someone waited for ends a busy spell; a background one landing
+        // while the engine is idle must not announce a second `Idle`.
+        if waited_for {
+            self.idle_if_done();
+        }
     }
 
     /// Start-of-turn check: true when the turn must wait for a summary (it is kept and
     /// started again when the summary lands) or was refused.
-    pub(super) fn hold_for_history(&mut self, text: &str, mode: ChatMode) -> bool {
+    pub(super) fn hold_for_history(&mut self, text: &str, mode: ChatMode, kind: TurnKind) -> bool {
         let plan = self
             .history
             .resume
             .take()
-            .unwrap_or_else(|| TurnPlan::new(text, mode));
+            .unwrap_or_else(|| TurnPlan::new(text, mode, kind));
         if self.history.held.is_some() {
             self.events.send(Event::TurnFailed {
                 error: "another message is already waiting for the history summary".into(),
@@ -429,9 +434,9 @@ impl Engine {
     }
 
     fn restart_turn(&mut self, plan: TurnPlan) {
-        let (text, mode) = (plan.text.clone(), plan.mode);
+        let (text, mode, kind) = (plan.text.clone(), plan.mode, plan.kind);
         self.history.resume = Some(plan);
-        self.start_turn(text, mode);
+        self.start_turn(text, mode, kind);
     }
 
     /// Whether an assembled request may be sent; when it may, its size and notes are
@@ -448,13 +453,19 @@ impl Engine {
     /// The request does not fit: shrink the repo map to its minimum, else summarize the
     /// history now (the turn waits), else refuse with the budget table. The user's text
     /// comes back with the refusal.
-    pub(super) fn make_room(&mut self, text: String, mode: ChatMode, report: BudgetReport) {
+    pub(super) fn make_room(
+        &mut self,
+        text: String,
+        mode: ChatMode,
+        kind: TurnKind,
+        mut report: BudgetReport,
+    ) {
         let limit = self.prompt_limit();
         let mut plan = self
             .history
             .current
             .take()
-            .unwrap_or_else(|| TurnPlan::new(&text, mode));
+            .unwrap_or_else(|| TurnPlan::new(&text, mode, kind));
         if !plan.map_shrunk {
             plan.map_shrunk = true;
             if self.shrink_repo_map() {
@@ -475,7 +486,9 @@ impl Engine {
             self.spawn_summary(JobKind::Overflow, target);
             return;
         }
-        self.refuse(&plan, report, limit);
+        report.prompt_limit = limit;
+        report.remaining = limit as i64 - report.total as i64;
+        self.refuse_oversized(&report, plan.text);
     }
 
     /// The hook for the repo map's part of overflow prevention: shrink the map to its
@@ -483,34 +496,6 @@ impl Engine {
     /// engine yet; when it is, this renders it at its minimum budget.
     fn shrink_repo_map(&mut self) -> bool {
         false
-    }
-
-    fn refuse(&mut self, plan: &TurnPlan, mut report: BudgetReport, limit: usize) {
-        report.prompt_limit = limit;
-        report.remaining = limit as i64 - report.total as i64;
-        let mut files = report.files.clone();
-        files.sort_by(|a, b| b.tokens.cmp(&a.tokens).then_with(|| a.path.cmp(&b.path)));
-        let largest: Vec<String> = files
-            .iter()
-            .take(3)
-            .map(|f| format!("{} ({} tokens)", f.path, f.tokens))
-            .collect();
-        let advice = if largest.is_empty() {
-            "shorten the message or use a model with a larger window".to_string()
-        } else {
-            format!("the largest files are {}: /drop some", largest.join(", "))
-        };
-        self.events.send(Event::Output {
-            title: "the request does not fit".into(),
-            text: report.render_table(),
-        });
-        self.events.send(Event::TurnFailed {
-            error: format!(
-                "the request needs {} tokens but at most {limit} may be sent, even with the history summarized; {advice}",
-                report.total
-            ),
-            message: plan.text.clone(),
-        });
     }
 
     /// A turn's request failed. When the server said it was too long, retry it smaller
@@ -536,6 +521,8 @@ impl Engine {
                 ),
                 message: plan.text,
             });
+            self.publish_budget();
+            self.idle_if_done();
             return true;
         }
         self.events.send(Event::Warning {
@@ -559,19 +546,24 @@ impl Engine {
             .job
             .as_ref()
             .is_some_and(|job| job.kind != JobKind::Checkpoint);
+        let held = self.history.held.take();
+        if !foreground && held.is_none() {
+            return;
+        }
         if foreground && let Some(job) = self.history.job.take() {
             job.cancel.cancel();
             if job.kind == JobKind::Compact {
                 self.compact_output("cancelled".into());
             }
         }
-        if let Some(plan) = self.history.held.take() {
+        if let Some(plan) = held {
             self.events.send(Event::TurnFailed {
                 error: "cancelled while waiting for the history summary".into(),
                 message: plan.text,
             });
         }
         self.publish_history();
+        self.idle_if_done();
     }
 
     /// `/clear`: forget any summary in progress along with the history.

@@ -20,16 +20,11 @@
 //! - without it
 //! ```
 //!
-//! This module also says when one item of a headless run is over, for `-m` and
-//! `--script` alike.
+//! Each message is sent when the engine reports `Idle` after the previous one: its reply,
+//! any reflections, the landing of its edits and any history summary it waits for are
+//! all done by then.
 
 use std::path::Path;
-
-use tokio::sync::mpsc::UnboundedSender;
-use tokio::sync::mpsc::error::SendError;
-
-use crate::engine::commands::{self, Parsed};
-use crate::engine::{Event, Op};
 
 const SEPARATOR: &str = "---";
 const ESCAPED_SEPARATOR: &str = "\\---";
@@ -67,56 +62,6 @@ pub fn parse(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// The event that ends one item of a headless run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Await {
-    /// A chat message (or `/ask TEXT`, `/code TEXT`): its turn finishes or fails.
-    Turn,
-    /// `/compact`: its `Output` titled "compact".
-    Compact,
-    /// Any other command: the `Budget` that answers the `Draft` sent right after it
-    /// (the engine handles ops in order, and such commands at once).
-    Barrier,
-}
-
-impl Await {
-    /// What ends `item`.
-    pub fn for_item(item: &str) -> Await {
-        if !item.trim_start().starts_with('/') {
-            return Await::Turn;
-        }
-        match commands::parse(item) {
-            Parsed::Command { spec, .. } if spec.name == "compact" => Await::Compact,
-            Parsed::Command { spec, args }
-                if matches!(spec.name, "ask" | "code") && !args.is_empty() =>
-            {
-                Await::Turn
-            }
-            _ => Await::Barrier,
-        }
-    }
-
-    pub fn is_done(self, event: &Event) -> bool {
-        match self {
-            Await::Turn => matches!(event, Event::TurnFinished { .. } | Event::TurnFailed { .. }),
-            Await::Compact => matches!(event, Event::Output { title, .. } if title == "compact"),
-            Await::Barrier => matches!(event, Event::Budget(_)),
-        }
-    }
-}
-
-/// Sends one item to the engine; returns what ends it.
-pub fn submit(ops: &UnboundedSender<Op>, item: String) -> Result<Await, SendError<Op>> {
-    let wait = Await::for_item(&item);
-    ops.send(Op::Submit { text: item })?;
-    if wait == Await::Barrier {
-        ops.send(Op::Draft {
-            text: String::new(),
-        })?;
-    }
-    Ok(wait)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -134,21 +79,5 @@ mod tests {
             ]
         );
         assert!(parse("\n---\n \n---\n").is_empty());
-    }
-
-    #[test]
-    fn each_item_waits_for_its_own_end() {
-        assert_eq!(Await::for_item("fix the bug"), Await::Turn);
-        assert_eq!(Await::for_item("/ask why?"), Await::Turn);
-        assert_eq!(Await::for_item("/ask"), Await::Barrier);
-        assert_eq!(Await::for_item("/compact"), Await::Compact);
-        assert_eq!(Await::for_item("/tokens"), Await::Barrier);
-        assert_eq!(Await::for_item("/nonsense"), Await::Barrier);
-        let compact_done = Event::Output {
-            title: "compact".into(),
-            text: String::new(),
-        };
-        assert!(Await::Compact.is_done(&compact_done));
-        assert!(!Await::Turn.is_done(&compact_done));
     }
 }

@@ -4,6 +4,7 @@
 //! `Internal` messages; only the loop mutates the session.
 
 pub mod commands;
+mod map;
 pub mod protocol;
 mod request;
 mod review;
@@ -36,6 +37,8 @@ pub struct EngineConfig {
     pub replay: Option<PathBuf>,
     pub editable: Vec<String>,
     pub read_only: Vec<String>,
+    /// Where the repo map keeps its tag cache.
+    pub map_cache: crate::repomap::CacheLocation,
 }
 
 /// The front end's side of a running engine.
@@ -59,6 +62,7 @@ impl EventSink {
 pub(crate) enum Internal {
     Turn(turn::TurnOutcome),
     Landed(review::LandResult),
+    MapRefreshed(map::Refreshed),
     /// A git command (undo, commit) finished with this message for the user.
     Git(Result<String, String>),
 }
@@ -92,6 +96,10 @@ pub(crate) struct Engine {
     busy: usize,
     /// The edits of the last code-mode reply, while they are reviewed.
     pending: Option<review::Pending>,
+    map: map::MapSlot,
+    /// A user message that waits for the first repo map.
+    deferred: Option<(String, ChatMode)>,
+    map_cache: crate::repomap::CacheLocation,
     internal_tx: mpsc::UnboundedSender<Internal>,
     internal_rx: mpsc::UnboundedReceiver<Internal>,
     /// Set by `/quit`.
@@ -124,6 +132,9 @@ impl Engine {
             running: None,
             busy: 0,
             pending: None,
+            map: map::MapSlot::new(),
+            deferred: None,
+            map_cache: config.map_cache,
             internal_tx,
             internal_rx,
             quit: false,
@@ -142,6 +153,7 @@ impl Engine {
         if !self.model.known {
             self.warn_unknown_model();
         }
+        self.start_map();
         self.publish_files();
         self.publish_budget();
         while !self.quit {
@@ -159,7 +171,7 @@ impl Engine {
         // Edits being written and committed are finished, never cut off half-way.
         while self.busy > 0 {
             match self.internal_rx.recv().await {
-                Some(Internal::Turn(_)) => {}
+                Some(Internal::Turn(_) | Internal::MapRefreshed(_)) => {}
                 Some(done) => self.internal(done),
                 None => break,
             }
@@ -196,9 +208,8 @@ impl Engine {
                 }
             }
             Op::Review(op) => self.review(op),
-            Op::ListRepoFiles | Op::MapWhy { .. } => {
-                self.error("the repo map is not available yet".into())
-            }
+            Op::ListRepoFiles => self.list_repo_files(),
+            Op::MapWhy { path } => self.map_why(&path),
             Op::Shutdown => unreachable!("handled by the loop"),
         }
     }
@@ -207,6 +218,7 @@ impl Engine {
         match done {
             Internal::Turn(outcome) => self.finish_turn(outcome),
             Internal::Landed(result) => self.finish_landing(result),
+            Internal::MapRefreshed(refreshed) => self.finish_map_refresh(refreshed),
             Internal::Git(result) => {
                 self.busy -= 1;
                 match result {

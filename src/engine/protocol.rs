@@ -134,8 +134,8 @@ pub struct ProposalView {
     pub shell_commands: Vec<String>,
 }
 
-/// The repo map as the map pane shows it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// The repo map as the map pane shows it (empty when there is no map).
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
 pub struct MapView {
     pub tokens: usize,
     pub budget: usize,

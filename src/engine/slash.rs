@@ -68,6 +68,11 @@ impl Engine {
                     text: report.render_table(),
                 });
             }
+            "map" => self.show_map(),
+            "map-refresh" => {
+                self.refresh_map(Vec::new());
+                self.notice("rescanning the repository for the repo map".into());
+            }
             "clear" => {
                 self.session.history.clear();
                 self.notice("history cleared".into());

@@ -52,6 +52,9 @@ impl Engine {
             self.idle_if_done();
             return;
         }
+        if self.defer_until_map(&text, mode) {
+            return;
+        }
         if mode == ChatMode::Code {
             self.pending = None;
         }
@@ -172,6 +175,8 @@ impl Engine {
         if sent.mode == ChatMode::Code && !reply.text.is_empty() {
             self.propose_edits(&reply.text, sent.kind);
         }
+        // Pick up whatever changed on disk while the model was answering.
+        self.refresh_map(Vec::new());
         self.publish_budget();
         self.idle_if_done();
     }

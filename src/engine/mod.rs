@@ -8,6 +8,7 @@ mod map;
 pub mod protocol;
 mod request;
 mod review;
+mod reviewing;
 pub mod session;
 mod slash;
 mod turn;
@@ -63,6 +64,7 @@ pub(crate) enum Internal {
     Turn(turn::TurnOutcome),
     Landed(review::LandResult),
     MapRefreshed(map::Refreshed),
+    Reviewed(reviewing::ReviewOutcome),
     /// A git command (undo, commit) finished with this message for the user.
     Git(Result<String, String>),
 }
@@ -171,7 +173,7 @@ impl Engine {
         // Edits being written and committed are finished, never cut off half-way.
         while self.busy > 0 {
             match self.internal_rx.recv().await {
-                Some(Internal::Turn(_) | Internal::MapRefreshed(_)) => {}
+                Some(Internal::Turn(_) | Internal::MapRefreshed(_) | Internal::Reviewed(_)) => {}
                 Some(done) => self.internal(done),
                 None => break,
             }
@@ -219,6 +221,7 @@ impl Engine {
             Internal::Turn(outcome) => self.finish_turn(outcome),
             Internal::Landed(result) => self.finish_landing(result),
             Internal::MapRefreshed(refreshed) => self.finish_map_refresh(refreshed),
+            Internal::Reviewed(outcome) => self.finish_review(outcome),
             Internal::Git(result) => {
                 self.busy -= 1;
                 match result {

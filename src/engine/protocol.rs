@@ -253,6 +253,9 @@ pub enum Event {
         commit: Option<String>,
         message: String,
     },
+    /// A review's plan: what is compared, and which files were included, compressed or
+    /// left out (sent before the review streams).
+    ReviewPlan(Box<crate::review::ReviewPlan>),
     /// Tags are being extracted for the repo map.
     MapProgress {
         done: usize,

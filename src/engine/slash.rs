@@ -68,6 +68,7 @@ impl Engine {
                     text: report.render_table(),
                 });
             }
+            "review" => self.review_command(&args),
             "map" => self.show_map(),
             "map-refresh" => {
                 self.refresh_map(Vec::new());

@@ -155,10 +155,8 @@ impl Engine {
                 return;
             }
         };
-        let cost = self.model.cost(&reply.usage);
-        self.session.session_cost += cost;
-        self.session.last_cost = cost;
-        self.session.last_usage = reply.usage_reported.then_some(reply.usage);
+        self.record_cost(&reply.usage, reply.usage_reported);
+        let cost = self.session.last_cost;
         if !reply.text.is_empty() {
             self.session.history.push(Message::user(sent.sent_text));
             self.session

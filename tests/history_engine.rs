@@ -115,6 +115,7 @@ impl Chat {
             replay: None,
             editable: editable.iter().map(|s| s.to_string()).collect(),
             read_only: vec![],
+            map_cache: tern::repomap::CacheLocation::Disabled,
             resume: false,
         })
         .unwrap();
@@ -663,4 +664,67 @@ async fn a_failed_compact_during_a_checkpoint_supersedes_it_and_the_cycle_goes_o
         "no summary was swapped in after the failed /compact"
     );
     assert_eq!(summaries(&server).len(), 4);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversized_request_shrinks_the_repo_map_first() {
+    let server = MockServer::start().await;
+    script(&server, |_| Reply::text(RECAP));
+    // A repository whose map fills its whole budget.
+    let sources: Vec<(String, String)> = (0..80)
+        .map(|k| {
+            let prev = k.max(1) - 1;
+            let text = format!(
+                "from pkg.mod_{prev} import compute_total_{prev}\n\n\
+                 class InventoryRecord{k}:\n    def refresh_inventory_{k}(self, items):\n        return compute_total_{prev}(items)\n\n\
+                 def compute_total_{k}(values):\n    return sum(values) + {k}\n\n\
+                 def format_report_{k}(record):\n    return str(compute_total_{k}([record]))\n"
+            );
+            (format!("pkg/mod_{k}.py"), text)
+        })
+        .collect();
+    let files: Vec<(&str, &str)> = sources
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
+    let settings = Settings {
+        context_window: Some(6000),
+        ..settings(&server)
+    };
+    let mut chat = Chat::start(settings, &files, &[]);
+    chat.ask_mode().await;
+    let long = format!(
+        "turn 1: {}",
+        "please explain the inventory code ".repeat(170)
+    );
+    let events = chat.say(long).await;
+    assert!(
+        matches!(events.last(), Some(Event::TurnFinished { .. })),
+        "{events:#?}"
+    );
+    assert!(
+        notices(&events)
+            .iter()
+            .any(|n| n.contains("the repo map shrinks")),
+        "{events:#?}"
+    );
+    assert!(summaries(&server).is_empty(), "the history was not needed");
+    let sent = conversations(&server).pop().unwrap();
+    assert!(
+        sent.prompt_tokens <= 3000,
+        "{} tokens sent",
+        sent.prompt_tokens
+    );
+    assert!(
+        sent.messages
+            .iter()
+            .any(|m| m.text.starts_with("Here is a map")),
+        "a smaller map is still sent"
+    );
+    // Later requests get the whole map again (once the background refresh after the
+    // turn is done).
+    chat.until(|e| {
+        matches!(e, Event::Budget(report) if report.map.as_ref().is_some_and(|m| m.budget == 1904))
+    })
+    .await;
 }

@@ -28,6 +28,9 @@ const OVERFLOW_SHRINK: (usize, usize) = (3, 4);
 /// A history target below this is not worth a summary: one would not fit in it.
 const MIN_SUMMARY_ROOM: usize = 128;
 
+/// The smallest repo map an oversized request shrinks it to.
+pub const MIN_MAP_TOKENS: usize = 256;
+
 /// The history's share of the engine state.
 pub(crate) struct HistoryState {
     buffer: DoubleBuffer,
@@ -308,6 +311,7 @@ impl Engine {
     /// the thresholds say, then save the session.
     pub(super) fn history_after_turn(&mut self) {
         self.history.current = None;
+        self.map.budget_override = None;
         self.step_history();
         self.save_session();
         self.publish_history();
@@ -395,11 +399,11 @@ impl Engine {
     /// Start-of-turn check: true when the turn must wait for a summary (it is kept and
     /// started again when the summary lands) or was refused.
     pub(super) fn hold_for_history(&mut self, text: &str, mode: ChatMode, kind: TurnKind) -> bool {
-        let plan = self
-            .history
-            .resume
-            .take()
-            .unwrap_or_else(|| TurnPlan::new(text, mode, kind));
+        let plan = self.history.resume.take().unwrap_or_else(|| {
+            // A new turn starts with the map at its full budget again.
+            self.map.budget_override = None;
+            TurnPlan::new(text, mode, kind)
+        });
         if self.history.held.is_some() {
             self.events.send(Event::TurnFailed {
                 error: "another message is already waiting for the history summary".into(),
@@ -466,13 +470,13 @@ impl Engine {
             .current
             .take()
             .unwrap_or_else(|| TurnPlan::new(&text, mode, kind));
+        let over = report.total.saturating_sub(limit);
         if !plan.map_shrunk {
             plan.map_shrunk = true;
-            if self.shrink_repo_map() {
+            if self.shrink_repo_map(over, limit) {
                 return self.restart_turn(plan);
             }
         }
-        let over = report.total.saturating_sub(limit);
         let history_tokens = self.history_tokens();
         let target = history_tokens.saturating_sub(over);
         if !plan.summarized_for_overflow && target >= MIN_SUMMARY_ROOM {
@@ -491,11 +495,19 @@ impl Engine {
         self.refuse_oversized(&report, plan.text);
     }
 
-    /// The hook for the repo map's part of overflow prevention: shrink the map to its
-    /// minimum and return true if that made it smaller. The map is not part of the
-    /// engine yet; when it is, this renders it at its minimum budget.
-    fn shrink_repo_map(&mut self) -> bool {
-        false
+    /// Overflow prevention's first step: the repo map shrinks by `over` tokens, to no
+    /// less than `MIN_MAP_TOKENS`, for this turn. False when it is already that small.
+    fn shrink_repo_map(&mut self, over: usize, limit: usize) -> bool {
+        let map_tokens = self.map_status().map_or(0, |m| m.tokens);
+        if map_tokens <= MIN_MAP_TOKENS {
+            return false;
+        }
+        let budget = map_tokens.saturating_sub(over).max(MIN_MAP_TOKENS);
+        self.map.budget_override = Some(budget);
+        self.notice(format!(
+            "the request is {over} tokens over the limit of {limit}: the repo map shrinks from {map_tokens} to at most {budget} tokens"
+        ));
+        true
     }
 
     /// A turn's request failed. When the server said it was too long, retry it smaller

@@ -5,10 +5,12 @@
 
 pub mod commands;
 mod history;
+mod map;
 pub mod persist;
 pub mod protocol;
 mod request;
 mod review;
+mod reviewing;
 pub mod session;
 mod slash;
 mod turn;
@@ -38,6 +40,8 @@ pub struct EngineConfig {
     pub replay: Option<PathBuf>,
     pub editable: Vec<String>,
     pub read_only: Vec<String>,
+    /// Where the repo map keeps its tag cache.
+    pub map_cache: crate::repomap::CacheLocation,
     /// Continue the session saved in `.tern/session.json`.
     pub resume: bool,
 }
@@ -63,6 +67,8 @@ impl EventSink {
 pub(crate) enum Internal {
     Turn(turn::TurnOutcome),
     Landed(review::LandResult),
+    MapRefreshed(map::Refreshed),
+    Reviewed(reviewing::ReviewOutcome),
     /// A git command (undo, commit) finished with this message for the user.
     Git(Result<String, String>),
     /// A history summary finished.
@@ -98,6 +104,10 @@ pub(crate) struct Engine {
     busy: usize,
     /// The edits of the last code-mode reply, while they are reviewed.
     pending: Option<review::Pending>,
+    map: map::MapSlot,
+    /// A user message that waits for the first repo map.
+    deferred: Option<(String, ChatMode)>,
+    map_cache: crate::repomap::CacheLocation,
     internal_tx: mpsc::UnboundedSender<Internal>,
     internal_rx: mpsc::UnboundedReceiver<Internal>,
     /// Set by `/quit`.
@@ -135,6 +145,9 @@ impl Engine {
             running: None,
             busy: 0,
             pending: None,
+            map: map::MapSlot::new(),
+            deferred: None,
+            map_cache: config.map_cache,
             internal_tx,
             internal_rx,
             quit: false,
@@ -156,6 +169,7 @@ impl Engine {
         if !self.model.known {
             self.warn_unknown_model();
         }
+        self.start_map();
         self.publish_files();
         self.publish_budget();
         while !self.quit {
@@ -173,7 +187,12 @@ impl Engine {
         // Edits being written and committed are finished, never cut off half-way.
         while self.busy > 0 {
             match self.internal_rx.recv().await {
-                Some(Internal::Turn(_) | Internal::Summary(_)) => {}
+                Some(
+                    Internal::Turn(_)
+                    | Internal::MapRefreshed(_)
+                    | Internal::Reviewed(_)
+                    | Internal::Summary(_),
+                ) => {}
                 Some(done) => self.internal(done),
                 None => break,
             }
@@ -212,9 +231,8 @@ impl Engine {
                 self.cancel_history_wait();
             }
             Op::Review(op) => self.review(op),
-            Op::ListRepoFiles | Op::MapWhy { .. } => {
-                self.error("the repo map is not available yet".into())
-            }
+            Op::ListRepoFiles => self.list_repo_files(),
+            Op::MapWhy { path } => self.map_why(&path),
             Op::Shutdown => unreachable!("handled by the loop"),
         }
     }
@@ -223,6 +241,8 @@ impl Engine {
         match done {
             Internal::Turn(outcome) => self.finish_turn(outcome),
             Internal::Landed(result) => self.finish_landing(result),
+            Internal::MapRefreshed(refreshed) => self.finish_map_refresh(refreshed),
+            Internal::Reviewed(outcome) => self.finish_review(outcome),
             Internal::Git(result) => {
                 self.busy -= 1;
                 match result {

@@ -274,7 +274,11 @@ async fn the_checkpoint_runs_in_the_background_without_delaying_the_conversation
             turn_of(request)
         );
     }
-    assert!(!notices(&chat.events).iter().any(|n| n.contains("waiting")));
+    assert!(
+        !notices(&chat.events)
+            .iter()
+            .any(|n| n.contains("waiting for the history summary"))
+    );
     assert!(chat.phases().contains(&HistoryPhase::Checkpointing));
 }
 
@@ -361,8 +365,10 @@ async fn waiting_for_a_summary_can_be_cancelled_and_the_message_comes_back() {
     let (server, mut chat, swap) = at_the_swap_mark_with_a_slow_summary().await;
     let text = user_text(swap + 1);
     chat.send(Op::Submit { text: text.clone() });
-    chat.until(|e| matches!(e, Event::Notice { text } if text.contains("waiting")))
-        .await;
+    chat.until(
+        |e| matches!(e, Event::Notice { text } if text.contains("waiting for the history summary")),
+    )
+    .await;
     chat.send(Op::Cancel);
     let events = chat.until(|e| matches!(e, Event::TurnFailed { .. })).await;
     let (error, message) = failure(&events).unwrap();

@@ -164,7 +164,7 @@ fn a_script_sends_multi_line_messages_and_commands_in_order() {
     let file_sent = |r: &RecordedRequest| {
         r.messages
             .iter()
-            .any(|m| m.text.contains("fn parse_config"))
+            .any(|m| m.text.starts_with("These files are in the chat"))
     };
     assert!(!file_sent(convo[0]) && file_sent(convo[1]));
     let recap = |r: &RecordedRequest| r.messages.iter().any(|m| m.text.starts_with("To recap"));

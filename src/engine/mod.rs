@@ -274,7 +274,11 @@ impl Engine {
     /// Tells front ends that nothing more will happen until they send something: no
     /// reply is streaming, no reflection follows, no landing is under way.
     fn idle_if_done(&self) {
-        if self.running.is_none() && self.busy == 0 && !self.history.holds_turns() {
+        if self.running.is_none()
+            && self.busy == 0
+            && self.deferred.is_none()
+            && !self.history.holds_turns()
+        {
             self.events.send(Event::Idle);
         }
     }

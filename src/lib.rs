@@ -12,3 +12,4 @@ pub mod engine;
 pub mod headless;
 pub mod llm;
 pub mod tokens;
+pub mod tui;

@@ -176,7 +176,8 @@ impl Engine {
                     cancel.cancel();
                 }
             }
-            Op::Review(_) | Op::ListRepoFiles | Op::MapWhy { .. } => {
+            Op::ListRepoFiles => self.list_repo_files(),
+            Op::Review(_) | Op::MapWhy { .. } => {
                 self.error("edits and the repo map are not available yet".into())
             }
             Op::Shutdown => unreachable!("handled by the loop"),
@@ -486,6 +487,23 @@ impl Engine {
         let draft = self.draft.clone();
         let report = self.report(&draft);
         self.events.send(Event::Budget(Box::new(report)));
+    }
+
+    /// The repository's files (as git would list them: ignored files left out) for `@`
+    /// completion and the file picker; listed off the loop, a big tree takes a moment.
+    fn list_repo_files(&self) {
+        let root = self.session.root().to_path_buf();
+        let events = self.events.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut files: Vec<String> = ignore::WalkBuilder::new(&root)
+                .build()
+                .filter_map(Result::ok)
+                .filter(|e| e.file_type().is_some_and(|t| t.is_file()))
+                .filter_map(|e| Some(e.path().strip_prefix(&root).ok()?.to_str()?.to_string()))
+                .collect();
+            files.sort();
+            events.send(Event::RepoFiles { files });
+        });
     }
 
     fn publish_files(&mut self) {

@@ -49,8 +49,11 @@ pub fn syntax_for_token(token: &str) -> Option<&'static SyntaxReference> {
         "py3" | "python3" => "py",
         _ => "",
     };
-    set.find_syntax_by_token(token)
-        .or_else(|| (!alias.is_empty()).then(|| set.find_syntax_by_token(alias)).flatten())
+    set.find_syntax_by_token(token).or_else(|| {
+        (!alias.is_empty())
+            .then(|| set.find_syntax_by_token(alias))
+            .flatten()
+    })
 }
 
 /// The grammar for a file, by its extension.
@@ -226,7 +229,9 @@ mod tests {
         let long = "x".repeat(MAX_LINE_LEN + 1);
         block.push_lines([long.as_str()]);
         assert_eq!(block.lines[0].len(), 1, "a long line is one plain span");
-        let many: Vec<String> = (0..MAX_LINES + 5).map(|i| format!("let a{i} = {i};")).collect();
+        let many: Vec<String> = (0..MAX_LINES + 5)
+            .map(|i| format!("let a{i} = {i};"))
+            .collect();
         block.push_lines(many.iter().map(String::as_str));
         assert_eq!(block.lines.len(), MAX_LINES + 6);
         assert_eq!(block.lines.last().unwrap().len(), 1, "past the cap: plain");
@@ -234,7 +239,9 @@ mod tests {
 
     #[test]
     fn languages_are_found_by_fence_token_and_path() {
-        for token in ["rust", "rs", "python", "py", "js", "ts", "go", "sh", "json", "c++"] {
+        for token in [
+            "rust", "rs", "python", "py", "js", "ts", "go", "sh", "json", "c++",
+        ] {
             assert!(syntax_for_token(token).is_some(), "{token}");
         }
         assert!(syntax_for_token("").is_none());

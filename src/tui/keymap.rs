@@ -88,7 +88,12 @@ pub const ACTIONS: &[ActionSpec] = &[
         "esc",
         "interrupt the reply / close a popup",
     ),
-    spec(Action::FocusNext, "focus_next", "tab", "focus the next pane"),
+    spec(
+        Action::FocusNext,
+        "focus_next",
+        "tab",
+        "focus the next pane",
+    ),
     spec(
         Action::FocusPrev,
         "focus_prev",
@@ -126,8 +131,18 @@ pub const ACTIONS: &[ActionSpec] = &[
     spec(Action::Up, "up", "k up", "move up"),
     spec(Action::Down, "down", "j down", "move down"),
     spec(Action::Top, "top", "g home", "go to the top"),
-    spec(Action::Bottom, "bottom", "G end", "go to the bottom (and follow)"),
-    spec(Action::FocusInput, "focus_input", "enter i", "type a message"),
+    spec(
+        Action::Bottom,
+        "bottom",
+        "G end",
+        "go to the bottom (and follow)",
+    ),
+    spec(
+        Action::FocusInput,
+        "focus_input",
+        "enter i",
+        "type a message",
+    ),
     spec(Action::Accept, "accept", "y", "accept the hunk"),
     spec(Action::Reject, "reject", "n", "reject the hunk"),
     spec(
@@ -138,7 +153,12 @@ pub const ACTIONS: &[ActionSpec] = &[
     ),
     spec(Action::AcceptAll, "accept_all", "A", "accept every hunk"),
     spec(Action::Reset, "reset", "r", "hunk back to pending"),
-    spec(Action::ResetAll, "reset_all", "R", "every hunk back to pending"),
+    spec(
+        Action::ResetAll,
+        "reset_all",
+        "R",
+        "every hunk back to pending",
+    ),
     spec(
         Action::Apply,
         "apply",
@@ -153,7 +173,12 @@ pub const ACTIONS: &[ActionSpec] = &[
     ),
     spec(Action::NextFile, "next_file", "l right", "next file"),
     spec(Action::PrevFile, "prev_file", "h left", "previous file"),
-    spec(Action::Back, "back", "esc", "back to the chat (edits stay pending)"),
+    spec(
+        Action::Back,
+        "back",
+        "esc",
+        "back to the chat (edits stay pending)",
+    ),
     spec(
         Action::ToggleMode,
         "toggle_mode",
@@ -166,7 +191,12 @@ pub const ACTIONS: &[ActionSpec] = &[
         "d delete",
         "drop the file from the chat",
     ),
-    spec(Action::AddFile, "add_file", "a", "add a file (fuzzy picker)"),
+    spec(
+        Action::AddFile,
+        "add_file",
+        "a",
+        "add a file (fuzzy picker)",
+    ),
     spec(
         Action::AddReadOnly,
         "add_read_only",
@@ -215,7 +245,8 @@ impl KeyBinding {
     /// The binding a key event matches: the shift of a character is in the character
     /// itself, and shift-tab is always `BackTab`.
     pub fn of(key: &KeyEvent) -> KeyBinding {
-        let mut mods = key.modifiers & (KeyModifiers::CONTROL | KeyModifiers::ALT | KeyModifiers::SHIFT);
+        let mut mods =
+            key.modifiers & (KeyModifiers::CONTROL | KeyModifiers::ALT | KeyModifiers::SHIFT);
         let code = match key.code {
             KeyCode::Char(c) if mods.contains(KeyModifiers::SHIFT) => {
                 mods.remove(KeyModifiers::SHIFT);
@@ -436,11 +467,17 @@ mod tests {
             KeyCode::BackTab
         );
         assert_eq!(KeyBinding::parse("A").unwrap().code, KeyCode::Char('A'));
-        assert_eq!(KeyBinding::parse("shift-a").unwrap().code, KeyCode::Char('A'));
+        assert_eq!(
+            KeyBinding::parse("shift-a").unwrap().code,
+            KeyCode::Char('A')
+        );
         assert_eq!(KeyBinding::parse("f5").unwrap().code, KeyCode::F(5));
         assert_eq!(KeyBinding::parse("-").unwrap().code, KeyCode::Char('-'));
         let ctrl_minus = KeyBinding::parse("ctrl--").unwrap();
-        assert_eq!((ctrl_minus.code, ctrl_minus.mods), (KeyCode::Char('-'), KeyModifiers::CONTROL));
+        assert_eq!(
+            (ctrl_minus.code, ctrl_minus.mods),
+            (KeyCode::Char('-'), KeyModifiers::CONTROL)
+        );
         assert!(KeyBinding::parse("ctrl-").is_err());
         assert!(KeyBinding::parse("hyper-x").is_err());
         for spec in ACTIONS {
@@ -478,7 +515,10 @@ mod tests {
         let map = Keymap::default();
         let a = key(KeyCode::Char('a'), KeyModifiers::NONE);
         assert_eq!(map.action(&a, &[Action::AddFile]), Some(Action::AddFile));
-        assert_eq!(map.action(&a, &[Action::AcceptFile]), Some(Action::AcceptFile));
+        assert_eq!(
+            map.action(&a, &[Action::AcceptFile]),
+            Some(Action::AcceptFile)
+        );
         assert_eq!(map.action(&a, &[]), None);
         let esc = key(KeyCode::Esc, KeyModifiers::NONE);
         assert_eq!(map.action(&esc, &[Action::Back]), Some(Action::Back));
@@ -496,12 +536,20 @@ mod tests {
         let space = key(KeyCode::Char(' '), KeyModifiers::NONE);
         assert_eq!(map.action(&space, &[Action::Accept]), Some(Action::Accept));
         let y = key(KeyCode::Char('y'), KeyModifiers::NONE);
-        assert_eq!(map.action(&y, &[Action::Accept]), None, "replaced, not added");
+        assert_eq!(
+            map.action(&y, &[Action::Accept]),
+            None,
+            "replaced, not added"
+        );
         assert_eq!(map.describe(Action::Accept), "space/ctrl-y");
         assert_eq!(warnings.len(), 3, "{warnings:?}");
         assert!(warnings[0].contains("acept"));
         assert!(warnings[1].contains("reject"));
         assert!(warnings[2].contains("hyper-r"));
-        assert_eq!(map.describe(Action::Reset), "r", "a bad entry keeps the default");
+        assert_eq!(
+            map.describe(Action::Reset),
+            "r",
+            "a bad entry keeps the default"
+        );
     }
 }

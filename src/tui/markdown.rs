@@ -16,7 +16,12 @@ use super::theme::Theme;
 pub type CodeCache = Vec<Incremental>;
 
 /// Lays out `source` in `width` columns.
-pub fn render(source: &str, width: usize, theme: &Theme, code: &mut CodeCache) -> Vec<Line<'static>> {
+pub fn render(
+    source: &str,
+    width: usize,
+    theme: &Theme,
+    code: &mut CodeCache,
+) -> Vec<Line<'static>> {
     let mut r = Renderer {
         theme,
         width: width.max(8),
@@ -31,7 +36,8 @@ pub fn render(source: &str, width: usize, theme: &Theme, code: &mut CodeCache) -
         table: None,
         gap: false,
     };
-    let options = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
+    let options =
+        Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
     for event in Parser::new_ext(source, options) {
         r.event(event);
     }
@@ -113,7 +119,9 @@ impl Renderer<'_> {
             Tag::Paragraph => self.block_start(),
             Tag::Heading { level, .. } => {
                 self.block_start();
-                let mut style = Style::new().fg(self.theme.c.heading).add_modifier(Modifier::BOLD);
+                let mut style = Style::new()
+                    .fg(self.theme.c.heading)
+                    .add_modifier(Modifier::BOLD);
                 if level == HeadingLevel::H1 {
                     style = style.add_modifier(Modifier::UNDERLINED);
                 }
@@ -126,7 +134,9 @@ impl Renderer<'_> {
             Tag::CodeBlock(kind) => {
                 self.block_start();
                 let lang = match kind {
-                    CodeBlockKind::Fenced(info) => info.split_whitespace().next().unwrap_or("").to_string(),
+                    CodeBlockKind::Fenced(info) => {
+                        info.split_whitespace().next().unwrap_or("").to_string()
+                    }
                     CodeBlockKind::Indented => String::new(),
                 };
                 self.code_block = Some((lang, String::new()));
@@ -154,7 +164,10 @@ impl Renderer<'_> {
                     _ if depth > 1 => "◦ ".to_string(),
                     _ => "• ".to_string(),
                 };
-                self.containers.push(Container::Item { bullet, first: true });
+                self.containers.push(Container::Item {
+                    bullet,
+                    first: true,
+                });
             }
             Tag::Emphasis => self.push_style(Modifier::ITALIC),
             Tag::Strong => self.push_style(Modifier::BOLD),
@@ -162,7 +175,9 @@ impl Renderer<'_> {
             Tag::Superscript | Tag::Subscript => self.styles.push(self.style()),
             Tag::Link { dest_url, .. } => {
                 self.links.push(dest_url.to_string());
-                let style = Style::new().fg(self.theme.c.link).add_modifier(Modifier::UNDERLINED);
+                let style = Style::new()
+                    .fg(self.theme.c.link)
+                    .add_modifier(Modifier::UNDERLINED);
                 self.styles.push(style);
             }
             Tag::Image { dest_url, .. } => {
@@ -289,7 +304,9 @@ impl Renderer<'_> {
     }
 
     fn in_item(&self) -> bool {
-        self.containers.iter().any(|c| matches!(c, Container::Item { .. }))
+        self.containers
+            .iter()
+            .any(|c| matches!(c, Container::Item { .. }))
     }
 
     /// Before a block: finish the text so far and leave the blank line owed.
@@ -320,7 +337,10 @@ impl Renderer<'_> {
                     rest.push(Span::styled("│ ", quote));
                 }
                 Container::List { .. } => {}
-                Container::Item { bullet, first: fresh } => {
+                Container::Item {
+                    bullet,
+                    first: fresh,
+                } => {
                     let indent = " ".repeat(text::width(bullet));
                     if *fresh && Some(i) == innermost_item {
                         first.push(Span::styled(bullet.clone(), bullet_style));
@@ -378,7 +398,8 @@ impl Renderer<'_> {
             .chain((!pending.is_empty()).then(|| vec![block.plain(pending)]));
         for (n, spans) in lines.enumerate() {
             let prefix = if n == 0 { &first_prefix } else { &rest_prefix };
-            self.out.extend(wrap(&spans, self.width, prefix, &rest_prefix));
+            self.out
+                .extend(wrap(&spans, self.width, prefix, &rest_prefix));
         }
     }
 
@@ -483,17 +504,30 @@ mod tests {
         let text: Vec<String> = out.iter().map(|l| l.to_string()).collect();
         assert_eq!(
             text,
-            ["Here:", "", "▎ fn main() {", "▎     let x = 1;", "▎ }", "", "Done."]
+            [
+                "Here:",
+                "",
+                "▎ fn main() {",
+                "▎     let x = 1;",
+                "▎ }",
+                "",
+                "Done."
+            ]
         );
         assert_eq!(cache[0].lines.len(), 3);
         let keyword = &out[2].spans[1];
         assert_eq!(keyword.content, "fn");
-        assert_ne!(keyword.style.fg, Some(theme.c.fg), "fn is coloured as a keyword");
+        assert_ne!(
+            keyword.style.fg,
+            Some(theme.c.fg),
+            "fn is coloured as a keyword"
+        );
     }
 
     #[test]
     fn headings_rules_links_and_tables() {
-        let src = "# Title\n\nSee [docs](https://x.dev).\n\n---\n\n| a | bb |\n|---|---|\n| 1 | 2 |\n";
+        let src =
+            "# Title\n\nSee [docs](https://x.dev).\n\n---\n\n| a | bb |\n|---|---|\n| 1 | 2 |\n";
         assert_eq!(
             lines(src, 30),
             [

@@ -54,7 +54,11 @@ pub fn wrap(
                 '\n' | '\r' => continue,
                 c => (c, char_width(c)),
             };
-            let avail = if out.is_empty() { avail_first } else { avail_rest };
+            let avail = if out.is_empty() {
+                avail_first
+            } else {
+                avail_rest
+            };
             if cur_width + w > avail && !cur.is_empty() {
                 match last_space {
                     Some(at) if at > 0 => {
@@ -78,7 +82,11 @@ pub fn wrap(
                 last_space = Some(cur.len());
             }
             // A tab is laid out as spaces so widths stay exact.
-            let repeat = if w == TAB_WIDTH && c == ' ' { TAB_WIDTH } else { 1 };
+            let repeat = if w == TAB_WIDTH && c == ' ' {
+                TAB_WIDTH
+            } else {
+                1
+            };
             for _ in 0..repeat {
                 cur.push((c, index));
             }
@@ -164,7 +172,7 @@ pub fn thousands(n: usize) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);

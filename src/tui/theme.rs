@@ -115,9 +115,9 @@ impl Theme {
         })?;
         let text = std::fs::read_to_string(&path)
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        let name = path
-            .file_stem()
-            .map_or(name_or_path.to_string(), |s| s.to_string_lossy().into_owned());
+        let name = path.file_stem().map_or(name_or_path.to_string(), |s| {
+            s.to_string_lossy().into_owned()
+        });
         apply(base(), &name, &text, Some(&path))
     }
 
@@ -184,7 +184,10 @@ fn theme_path(name: &str) -> Option<PathBuf> {
 }
 
 fn apply(mut colors: Colors, name: &str, text: &str, path: Option<&Path>) -> Result<Theme, String> {
-    let origin = path.map_or_else(|| format!("built-in theme {name}"), |p| p.display().to_string());
+    let origin = path.map_or_else(
+        || format!("built-in theme {name}"),
+        |p| p.display().to_string(),
+    );
     let file: ThemeFile = toml::from_str(text).map_err(|e| format!("{origin}: {e}"))?;
     set_all(&mut colors, &file, &origin)?;
     let syntax_name = file

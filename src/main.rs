@@ -37,7 +37,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             ))
         }
         Some(other) => anyhow::bail!("`tern {}` is not available yet", command_name(other)),
-        None if global.demo => runtime.block_on(demo(settings)),
+        None if global.demo => runtime.block_on(tern::tui::demo::run(settings)),
         None => {
             let messages: Vec<String> = global.message.iter().cloned().collect();
             let config = engine_config(global, settings, root, cwd);
@@ -47,34 +47,6 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             runtime.block_on(tern::headless::chat::run(config, messages, global.json))
         }
     }
-}
-
-/// `tern --demo`: the workspace on a temporary copy of the demo project, answering
-/// from the recorded session.
-async fn demo(mut settings: Settings) -> anyhow::Result<ExitCode> {
-    let demo = tern::tui::demo::prepare()?;
-    settings.model = tern::tui::demo::MODEL.to_string();
-    let strings = |list: &[&str]| list.iter().map(|s| s.to_string()).collect();
-    let config = EngineConfig {
-        settings,
-        root: demo.root.clone(),
-        cwd: demo.root.clone(),
-        record: None,
-        replay: Some(demo.session.clone()),
-        editable: strings(tern::tui::demo::EDITABLE),
-        read_only: strings(tern::tui::demo::READ_ONLY),
-    };
-    let options = tern::tui::Options {
-        submit: Some(tern::tui::demo::PROMPT.trim().to_string()),
-        notices: vec![(
-            tern::tui::Kind::Notice,
-            format!(
-                "demo: a copy of a small project in {}, answered from a recorded session (nothing goes to the network)",
-                demo.root.display()
-            ),
-        )],
-    };
-    tern::tui::run(config, options).await
 }
 
 fn command_name(command: &Command) -> &'static str {

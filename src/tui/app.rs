@@ -72,7 +72,8 @@ impl Panes {
 }
 
 enum Overlay {
-    Help(Vec<Line<'static>>),
+    /// The help lines and how far they are scrolled.
+    Help(Vec<Line<'static>>, usize),
     Picker(Picker),
 }
 
@@ -318,9 +319,9 @@ impl App {
             Event::MapProgress { done, total } => self.panes.map.set_progress(done, total),
             Event::Map(map) => {
                 self.panes.map.set_map(*map);
-                if self.focus == PaneId::Map {
-                    self.with_cx(|panes, cx| panes.map.on_focus(cx));
-                }
+                // The "why" of the selected file is asked at once: it is cheap, and the
+                // pane shows it next to the ranking.
+                self.with_cx(|panes, cx| panes.map.on_focus(cx));
             }
             Event::MapWhy { path, edges } => self.panes.map.set_why(path, edges),
             Event::RepoFiles { files } => {
@@ -458,11 +459,14 @@ impl App {
 
     fn on_key(&mut self, key: KeyEvent) {
         match &mut self.overlay {
-            Some(Overlay::Help(_)) => {
-                if matches!(key.code, KeyCode::Esc | KeyCode::Enter | KeyCode::Char('q'))
-                    || self.keymap.is(&key, Action::Help)
-                {
-                    self.overlay = None;
+            Some(Overlay::Help(lines, scroll)) => {
+                let last = lines.len().saturating_sub(1);
+                match key.code {
+                    KeyCode::Up | KeyCode::Char('k') => *scroll = scroll.saturating_sub(1),
+                    KeyCode::Down | KeyCode::Char('j') => *scroll = (*scroll + 1).min(last),
+                    KeyCode::PageUp => *scroll = scroll.saturating_sub(10),
+                    KeyCode::PageDown => *scroll = (*scroll + 10).min(last),
+                    _ => self.overlay = None,
                 }
                 return;
             }
@@ -519,12 +523,12 @@ impl App {
                 }
             }
             _ => {
-                // Typing in another pane goes to the message box.
+                // Typing while reading the chat goes to the message box.
                 if let KeyCode::Char(_) = key.code
                     && !key
                         .modifiers
                         .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT)
-                    && focus != PaneId::Input
+                    && focus == PaneId::Chat
                 {
                     self.set_focus(PaneId::Input);
                     self.with_cx(|panes, cx| panes.input.on_key(&key, cx));
@@ -594,7 +598,7 @@ impl App {
             &self.keymap,
             &self.theme,
         );
-        self.overlay = Some(Overlay::Help(lines));
+        self.overlay = Some(Overlay::Help(lines, 0));
     }
 
     fn on_mouse(&mut self, mouse: MouseEvent) {
@@ -652,8 +656,8 @@ impl App {
         buf.set_style(area, self.theme.text());
         layout::draw(self, area, buf);
         match &mut self.overlay {
-            Some(Overlay::Help(lines)) => {
-                help::render(lines, area, buf, &self.theme);
+            Some(Overlay::Help(lines, scroll)) => {
+                *scroll = help::render(lines, *scroll, area, buf, &self.theme);
                 None
             }
             Some(Overlay::Picker(picker)) => {

@@ -7,8 +7,13 @@
 //! against the loopback test server (see `tests/tui_demo.rs`).
 
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
 use anyhow::Context;
+
+use super::{Kind, Options};
+use crate::config::Settings;
+use crate::engine::EngineConfig;
 
 /// The demo project: path and content of each file.
 pub const PROJECT: &[(&str, &str)] = &[
@@ -62,6 +67,33 @@ pub struct Demo {
     pub root: PathBuf,
     /// The recording to replay.
     pub session: PathBuf,
+}
+
+/// Opens the workspace on a fresh copy of the demo project, asking the demo question.
+pub async fn run(mut settings: Settings) -> anyhow::Result<ExitCode> {
+    let demo = prepare()?;
+    settings.model = MODEL.to_string();
+    let strings = |list: &[&str]| list.iter().map(|s| s.to_string()).collect();
+    let config = EngineConfig {
+        settings,
+        root: demo.root.clone(),
+        cwd: demo.root.clone(),
+        record: None,
+        replay: Some(demo.session.clone()),
+        editable: strings(EDITABLE),
+        read_only: strings(READ_ONLY),
+    };
+    let options = Options {
+        submit: Some(PROMPT.trim().to_string()),
+        notices: vec![(
+            Kind::Notice,
+            format!(
+                "demo: a copy of a small project in {}, answered from a recorded session (nothing goes to the network)",
+                demo.root.display()
+            ),
+        )],
+    };
+    super::run(config, options).await
 }
 
 /// Writes the demo project into a new temporary git repository and the recording

@@ -135,7 +135,7 @@ pub const ACTIONS: &[ActionSpec] = &[
         Action::Bottom,
         "bottom",
         "G end",
-        "go to the bottom (and follow)",
+        "go to the bottom (the chat follows again)",
     ),
     spec(
         Action::FocusInput,

@@ -361,12 +361,12 @@ fn completion_popup(app: &mut App, buf: &mut Buffer) {
         .map(|i| text::width(&i.detail))
         .max()
         .unwrap_or(0);
-    let width = ((label_w + detail_w + 6) as u16).min(input.width);
+    let width = ((label_w + detail_w + 6) as u16).min(input.width.saturating_sub(2));
     let height = (c.items.len() as u16 + 2).min(input.y);
     if height < 3 {
         return;
     }
-    let popup = Rect::new(input.x, input.y - height, width, height);
+    let popup = Rect::new(input.x + 2, input.y - height, width, height);
     Clear.render(popup, buf);
     let block = Block::default()
         .borders(Borders::ALL)

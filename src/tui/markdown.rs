@@ -386,20 +386,43 @@ impl Renderer<'_> {
         let (first, rest) = self.prefixes(true);
         let block = &self.code[index];
         let gutter = Span::styled("▎ ", Style::new().fg(self.theme.c.code_gutter));
-        let mut first_prefix = first;
-        first_prefix.push(gutter.clone());
-        let mut rest_prefix = rest;
-        rest_prefix.push(gutter);
         let pending = block.pending(body);
         let lines = block
             .lines
             .iter()
             .cloned()
             .chain((!pending.is_empty()).then(|| vec![block.plain(pending)]));
+        // SEARCH/REPLACE blocks read as a diff while they stream in: the old text
+        // marked `-`, the new `+`.
+        let mut section = EditSection::None;
         for (n, spans) in lines.enumerate() {
-            let prefix = if n == 0 { &first_prefix } else { &rest_prefix };
+            let text: String = spans.iter().map(|s| s.content.as_ref()).collect();
+            let (mark, spans) = match edit_marker(&text) {
+                Some(next) => {
+                    section = next;
+                    let style = Style::new()
+                        .fg(self.theme.c.hunk_header)
+                        .add_modifier(Modifier::BOLD);
+                    (gutter.clone(), vec![Span::styled(text, style)])
+                }
+                None => match section {
+                    EditSection::Search => (
+                        Span::styled("- ", Style::new().fg(self.theme.c.removed)),
+                        spans,
+                    ),
+                    EditSection::Replace => (
+                        Span::styled("+ ", Style::new().fg(self.theme.c.added)),
+                        spans,
+                    ),
+                    EditSection::None => (gutter.clone(), spans),
+                },
+            };
+            let mut prefix = if n == 0 { first.clone() } else { rest.clone() };
+            prefix.push(mark.clone());
+            let mut continuation = rest.clone();
+            continuation.push(mark);
             self.out
-                .extend(wrap(&spans, self.width, prefix, &rest_prefix));
+                .extend(wrap(&spans, self.width, &prefix, &continuation));
         }
     }
 
@@ -455,6 +478,28 @@ impl Renderer<'_> {
                 self.out.push(Line::from(rule));
             }
         }
+    }
+}
+
+/// Where a line of a code block is within a SEARCH/REPLACE edit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum EditSection {
+    None,
+    Search,
+    Replace,
+}
+
+/// The section a marker line starts (`<<<<<<< SEARCH`, `=======`, `>>>>>>> REPLACE`).
+fn edit_marker(line: &str) -> Option<EditSection> {
+    let line = line.trim_end();
+    if line.starts_with("<<<<<<<") && line.ends_with("SEARCH") {
+        Some(EditSection::Search)
+    } else if line.len() >= 7 && line.chars().all(|c| c == '=') {
+        Some(EditSection::Replace)
+    } else if line.starts_with(">>>>>>>") && line.ends_with("REPLACE") {
+        Some(EditSection::None)
+    } else {
+        None
     }
 }
 
@@ -521,6 +566,23 @@ mod tests {
             keyword.style.fg,
             Some(theme.c.fg),
             "fn is coloured as a keyword"
+        );
+    }
+
+    #[test]
+    fn search_replace_blocks_read_as_a_diff() {
+        let src = "f.py\n```python\n<<<<<<< SEARCH\nold()\n=======\nnew()\n>>>>>>> REPLACE\n```\n";
+        assert_eq!(
+            lines(src, 40),
+            [
+                "f.py",
+                "",
+                "▎ <<<<<<< SEARCH",
+                "- old()",
+                "▎ =======",
+                "+ new()",
+                "▎ >>>>>>> REPLACE",
+            ]
         );
     }
 

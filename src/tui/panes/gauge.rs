@@ -220,45 +220,45 @@ impl GaugePane {
                 theme.dim(),
             ));
         }
-        if let Some(h) = self.history.as_ref().filter(|h| h.budget > 0) {
-            out.push(Line::default());
-            out.extend(history_lines(h, theme, width));
-        }
-        out.push(Line::default());
         match &report.last_usage {
             Some(u) => {
                 let mut spans = vec![
                     Span::styled("last ", theme.dim()),
                     Span::styled(
-                        format!("↑{}", thousands(u.prompt_tokens)),
+                        format!(
+                            "↑{} ↓{}",
+                            thousands(u.prompt_tokens),
+                            thousands(u.completion_tokens)
+                        ),
                         Style::new().fg(theme.c.fg),
                     ),
                 ];
                 if u.cached_tokens > 0 {
                     spans.push(Span::styled(
-                        format!(" ({} cached)", thousands(u.cached_tokens)),
+                        format!(" · {} cached", thousands(u.cached_tokens)),
                         Style::new().fg(theme.c.ok),
                     ));
                 }
-                spans.push(Span::styled(
-                    format!(" ↓{}", thousands(u.completion_tokens)),
-                    Style::new().fg(theme.c.fg),
-                ));
-                spans.push(Span::styled(
-                    format!(" ${:.4}", report.last_cost),
-                    theme.dim(),
-                ));
                 out.push(Line::from(spans));
             }
             None => out.push(Line::styled("no request yet", theme.dim())),
         }
         out.push(Line::from(vec![
-            Span::styled("session ", theme.dim()),
+            Span::styled("cost ", theme.dim()),
+            Span::styled(
+                format!("${:.4}", report.last_cost),
+                Style::new().fg(theme.c.fg),
+            ),
+            Span::styled(" · session ", theme.dim()),
             Span::styled(
                 format!("${:.4}", report.session_cost),
                 Style::new().fg(theme.c.fg),
             ),
         ]));
+        if let Some(h) = self.history.as_ref().filter(|h| h.budget > 0) {
+            out.push(Line::default());
+            out.extend(history_lines(h, theme, width));
+        }
         out
     }
 }

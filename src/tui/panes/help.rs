@@ -57,8 +57,15 @@ pub fn lines(
     out
 }
 
-/// Draws the help popup centred in `area`.
-pub fn render(lines: &[Line<'static>], area: Rect, buf: &mut Buffer, theme: &Theme) {
+/// Draws the help popup centred in `area`, from line `scroll` on; returns the scroll
+/// clamped to what can be shown.
+pub fn render(
+    lines: &[Line<'static>],
+    scroll: usize,
+    area: Rect,
+    buf: &mut Buffer,
+    theme: &Theme,
+) -> usize {
     let width = (lines.iter().map(Line::width).max().unwrap_or(20) as u16 + 4).min(area.width);
     let height = (lines.len() as u16 + 2).min(area.height);
     let popup = Rect::new(
@@ -67,15 +74,26 @@ pub fn render(lines: &[Line<'static>], area: Rect, buf: &mut Buffer, theme: &The
         width,
         height,
     );
+    let rows = height.saturating_sub(2) as usize;
+    let scroll = scroll.min(lines.len().saturating_sub(rows));
+    let more = lines.len() > scroll + rows;
     Clear.render(popup, buf);
-    let block = Block::default()
+    let mut block = Block::default()
         .borders(Borders::ALL)
         .border_style(theme.border(true))
         .title(Span::styled(" Keys · esc closes ", theme.border(true)))
         .style(theme.text());
+    if more {
+        block = block.title_bottom(Span::styled(" ↓ more (j/↓) ", theme.border(true)));
+    }
     let inner = block.inner(popup);
     block.render(popup, buf);
-    for (y, line) in lines.iter().take(inner.height as usize).enumerate() {
+    for (y, line) in lines
+        .iter()
+        .skip(scroll)
+        .take(inner.height as usize)
+        .enumerate()
+    {
         buf.set_line(
             inner.x + 1,
             inner.y + y as u16,
@@ -83,4 +101,5 @@ pub fn render(lines: &[Line<'static>], area: Rect, buf: &mut Buffer, theme: &The
             inner.width.saturating_sub(1),
         );
     }
+    scroll
 }

@@ -270,8 +270,12 @@ impl Pane for MapPane {
         let used = (header.len() as u16).min(area.height);
         let body = Rect::new(area.x, area.y + used, area.width, area.height - used);
         if self.map.is_none() {
-            if self.progress.is_none() && body.height > 0 {
-                let hint = "No repo map yet: it appears once the repository's tags are read.";
+            if body.height > 0 {
+                let hint = if self.progress.is_some() {
+                    "Reading the repository's tags; the map follows. Everything else works meanwhile."
+                } else {
+                    "No repo map yet: it appears once the repository's tags are read."
+                };
                 for (y, line) in text::wrap(
                     &[Span::styled(hint, theme.dim())],
                     body.width as usize,

@@ -493,3 +493,27 @@ fn keys_from_the_config_replace_the_defaults() {
         })]
     );
 }
+
+#[test]
+fn a_failed_apply_leaves_the_proposal_to_decide_on() {
+    let mut app = started();
+    feed(&mut app, [Event::Proposal(Box::new(proposal()))]);
+    press(&mut app, 'y');
+    app.handle_terminal(key(KeyCode::Enter));
+    assert_eq!(app.take_ops().last(), Some(&Op::Review(ReviewOp::Apply)));
+    feed(
+        &mut app,
+        [Event::Error {
+            text: "shop/inventory.py changed on disk since the proposal".into(),
+        }],
+    );
+    assert_eq!(app.focus(), PaneId::Review);
+    press(&mut app, 'n');
+    assert_eq!(
+        app.take_ops(),
+        [Op::Review(ReviewOp::Hunk {
+            id: hunk_ids()[1].clone(),
+            decision: HunkDecision::Rejected
+        })]
+    );
+}

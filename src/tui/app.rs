@@ -257,6 +257,7 @@ impl App {
                 chat.push(Kind::Error, text);
                 if self.panes.review.status() == Some(&review::Status::Applying) {
                     // The apply failed: the proposal is still there to decide on.
+                    self.panes.review.apply_failed();
                     self.flash("applying failed: see the chat".into());
                 }
             }

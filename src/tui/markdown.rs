@@ -11,9 +11,116 @@ use super::highlight::{self, Incremental};
 use super::text::{self, wrap};
 use super::theme::Theme;
 
+/// Prose wraps at this width even in a wider pane: long lines are hard to read. Code
+/// and tables use the whole width.
+pub const MAX_PROSE_WIDTH: usize = 100;
+
 /// The code blocks of one text, by position: kept by the caller between renders so a
 /// block is highlighted once, and a growing one only for its new lines.
 pub type CodeCache = Vec<Incremental>;
+
+/// A text's layout, kept block by block (blocks are separated by blank lines outside
+/// code fences). While a reply streams only its last block changes, so only that block
+/// is laid out again: the cost of a frame does not grow with the reply.
+#[derive(Default)]
+pub struct Blocks {
+    entries: Vec<Block>,
+}
+
+struct Block {
+    hash: u64,
+    width: usize,
+    lines: Vec<Line<'static>>,
+    code: CodeCache,
+}
+
+/// Lays out `source` in `width` columns, reusing the blocks laid out before.
+pub fn render_blocks(
+    source: &str,
+    width: usize,
+    theme: &Theme,
+    cache: &mut Blocks,
+) -> Vec<Line<'static>> {
+    let mut out: Vec<Line<'static>> = Vec::new();
+    let mut count = 0;
+    for (i, block) in split_blocks(source).into_iter().enumerate() {
+        count = i + 1;
+        let hash = xxhash_rust::xxh3::xxh3_64(block.as_bytes());
+        let fresh = cache
+            .entries
+            .get(i)
+            .is_some_and(|b| b.hash == hash && b.width == width);
+        if !fresh {
+            let mut code = match cache.entries.get_mut(i) {
+                Some(b) => std::mem::take(&mut b.code),
+                None => Vec::new(),
+            };
+            let lines = render(block, width, theme, &mut code);
+            let entry = Block {
+                hash,
+                width,
+                lines,
+                code,
+            };
+            if i < cache.entries.len() {
+                cache.entries[i] = entry;
+            } else {
+                cache.entries.push(entry);
+            }
+        }
+        let lines = &cache.entries[i].lines;
+        if !lines.is_empty() {
+            if !out.is_empty() {
+                out.push(Line::default());
+            }
+            out.extend(lines.iter().cloned());
+        }
+    }
+    cache.entries.truncate(count);
+    out
+}
+
+/// Splits markdown at blank lines that are outside code fences and followed by a line
+/// that starts a new block (not indented: an indented line continues a list item).
+fn split_blocks(source: &str) -> Vec<&str> {
+    let mut blocks = Vec::new();
+    let mut start = 0;
+    let mut fence: Option<(char, usize)> = None;
+    let mut blank_before = false;
+    let mut offset = 0;
+    for line in source.split_inclusive('\n') {
+        let trimmed = line.trim_end_matches(['\n', '\r']);
+        let body = trimmed.trim_start_matches(' ');
+        let indent = trimmed.len() - body.len();
+        let marker = body.chars().next().filter(|c| *c == '`' || *c == '~');
+        let run = marker.map_or(0, |m| body.chars().take_while(|c| *c == m).count());
+        match (fence, marker) {
+            (None, Some(m)) if indent < 4 && run >= 3 => fence = Some((m, run)),
+            (Some((m, n)), Some(c)) if c == m && run >= n && body[run..].trim().is_empty() => {
+                fence = None
+            }
+            _ => {}
+        }
+        let is_blank = trimmed.trim().is_empty();
+        let opens_block = !is_blank && indent == 0 && !trimmed.starts_with('\t');
+        if blank_before
+            && opens_block
+            && offset > start
+            && fence.is_none_or(|_| marker.is_some() && run >= 3)
+        {
+            blocks.push(source[start..offset].trim_end());
+            start = offset;
+        }
+        if fence.is_none() || marker.is_some() {
+            blank_before = is_blank && fence.is_none();
+        }
+        offset += line.len();
+    }
+    if start < source.len() {
+        blocks.push(&source[start..]);
+    }
+    blocks
+}
 
 /// Lays out `source` in `width` columns.
 pub fn render(
@@ -363,7 +470,8 @@ impl Renderer<'_> {
         }
         let spans = std::mem::take(&mut self.inline);
         let (first, rest) = self.prefixes(true);
-        self.out.extend(wrap(&spans, self.width, &first, &rest));
+        let width = self.width.min(MAX_PROSE_WIDTH);
+        self.out.extend(wrap(&spans, width, &first, &rest));
     }
 
     fn emit_code(&mut self, lang: &str, body: &str) {
@@ -567,6 +675,39 @@ mod tests {
             Some(theme.c.fg),
             "fn is coloured as a keyword"
         );
+    }
+
+    #[test]
+    fn blocks_split_at_blank_lines_outside_fences_and_indents() {
+        let src =
+            "# T\n\npara one\nstill one\n\n```py\na\n\nb\n```\n\n- item\n\n  more item\n\nlast";
+        assert_eq!(
+            split_blocks(src),
+            [
+                "# T",
+                "para one\nstill one",
+                "```py\na\n\nb\n```",
+                "- item\n\n  more item",
+                "last"
+            ]
+        );
+        assert_eq!(split_blocks("```\nopen\n\nfence"), ["```\nopen\n\nfence"]);
+    }
+
+    #[test]
+    fn block_layout_matches_the_whole_and_reuses_unchanged_blocks() {
+        let theme = Theme::default_theme();
+        let src = "Intro.\n\n```rust\nfn a() {}\n```\n\n1. one\n2. two\n\nEnd.";
+        let mut blocks = Blocks::default();
+        let by_block: Vec<String> = render_blocks(src, 40, &theme, &mut blocks)
+            .iter()
+            .map(|l| l.to_string())
+            .collect();
+        assert_eq!(by_block, lines(src, 40));
+        let grown = format!("{src} More");
+        render_blocks(&grown, 40, &theme, &mut blocks);
+        assert_eq!(blocks.entries.len(), 4);
+        assert_eq!(blocks.entries[1].code[0].lines.len(), 1, "kept, not redone");
     }
 
     #[test]

@@ -14,7 +14,7 @@ use ratatui::text::{Line, Span};
 use super::{Cx, Draw, Pane};
 use crate::llm::{Finish, Usage};
 use crate::tui::keymap::Action;
-use crate::tui::markdown::{self, CodeCache};
+use crate::tui::markdown::{self, Blocks};
 use crate::tui::text::{self, thousands, wrap};
 use crate::tui::theme::Theme;
 
@@ -88,7 +88,7 @@ pub struct Message {
     /// Bumped on every change; the layout cache compares it.
     version: u64,
     layout: Option<Layout>,
-    code: CodeCache,
+    blocks: Blocks,
 }
 
 struct Layout {
@@ -108,7 +108,7 @@ impl Message {
             gap: true,
             version: 0,
             layout: None,
-            code: Vec::new(),
+            blocks: Blocks::default(),
         }
     }
 
@@ -481,7 +481,12 @@ fn layout(m: &mut Message, width: usize, theme: &Theme) -> Vec<Line<'static>> {
             if m.text.is_empty() && m.streaming {
                 out.push(Line::styled("…", theme.dim()));
             } else {
-                out.extend(markdown::render(&m.text, width, theme, &mut m.code));
+                out.extend(markdown::render_blocks(
+                    &m.text,
+                    width,
+                    theme,
+                    &mut m.blocks,
+                ));
             }
             if let Some(footer) = &m.footer {
                 if let Some(warning) = &footer.warning {

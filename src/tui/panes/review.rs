@@ -134,6 +134,11 @@ impl ReviewPane {
         self.status.as_ref()
     }
 
+    /// Applying failed (the engine said why in an error): decide again.
+    pub fn apply_failed(&mut self) {
+        self.status = None;
+    }
+
     pub fn applied(&mut self, summary: String) {
         self.status = Some(Status::Applied(summary));
         self.proposal = None;

@@ -10,15 +10,17 @@
 //! ```
 
 mod support;
+mod tui_support;
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use similar::TextDiff;
 use support::{MockServer, Reply, TempRepo, texts};
 use tern::llm::Exchange;
 use tern::tui::demo;
 
-const REPLY: &str = include_str!("../assets/demo/reply.md");
+use tui_support::REPLY;
 
 fn assets() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo")
@@ -28,33 +30,18 @@ fn demo_repo() -> TempRepo {
     TempRepo::with_files(demo::PROJECT)
 }
 
-/// The SEARCH/REPLACE blocks of the reply: (file, search, replace).
-fn blocks(reply: &str) -> Vec<(String, String, String)> {
-    let lines: Vec<&str> = reply.lines().collect();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < lines.len() {
-        if lines[i] == "<<<<<<< SEARCH" {
-            // The file name is the line before the opening fence.
-            let file = lines[i - 2].trim().to_string();
-            let divider = i + lines[i..].iter().position(|l| *l == "=======").unwrap();
-            let end = i + lines[i..]
-                .iter()
-                .position(|l| *l == ">>>>>>> REPLACE")
-                .unwrap();
-            let search = lines[i + 1..divider].join("\n") + "\n";
-            let replace = lines[divider + 1..end].join("\n") + "\n";
-            out.push((file, search, replace));
-            i = end;
-        }
-        i += 1;
-    }
-    out
+/// `tern` asking the demo question headlessly, with the demo's chat files.
+fn ask_demo_question(repo: &TempRepo, api_base: &str) -> Command {
+    let mut cmd = repo.tern(api_base);
+    cmd.args(["--model", demo::MODEL, "-m", demo::PROMPT.trim()])
+        .args(demo::EDITABLE)
+        .args(demo::READ_ONLY.iter().flat_map(|f| ["--read", f]));
+    cmd
 }
 
 #[test]
 fn the_demo_reply_is_a_multi_hunk_edit_of_the_demo_files() {
-    let edits = blocks(REPLY);
+    let edits = tui_support::edit_blocks(REPLY);
     assert_eq!(edits.len(), 4);
     let mut after: Vec<(String, String, String)> = Vec::new();
     for (file, search, replace) in &edits {
@@ -110,14 +97,10 @@ fn the_recording_replays_the_demo_reply_through_the_real_client() {
 
     // The real binary, replaying: no server, no key.
     let repo = demo_repo();
-    let out = repo
-        .tern("http://127.0.0.1:9/v1")
+    let out = ask_demo_question(&repo, "http://127.0.0.1:9/v1")
         .env_remove("OPENAI_API_KEY")
         .arg("--replay")
         .arg(assets().join("session.jsonl"))
-        .args(["--model", demo::MODEL, "-m", demo::PROMPT.trim()])
-        .args(demo::EDITABLE)
-        .args(demo::READ_ONLY.iter().flat_map(|f| ["--read", f]))
         .output()
         .unwrap();
     let (stdout, stderr) = texts(&out);
@@ -135,13 +118,9 @@ fn record_demo_session() {
     server.push(Reply::text(REPLY).at_tokens_per_second(80.0));
     let repo = demo_repo();
     let record = repo.path().join(".git").join("session.jsonl");
-    let out = repo
-        .tern(&server.base_url())
+    let out = ask_demo_question(&repo, &server.base_url())
         .arg("--record")
         .arg(&record)
-        .args(["--model", demo::MODEL, "-m", demo::PROMPT.trim()])
-        .args(demo::EDITABLE)
-        .args(demo::READ_ONLY.iter().flat_map(|f| ["--read", f]))
         .output()
         .unwrap();
     let (stdout, stderr) = texts(&out);

@@ -108,18 +108,7 @@ impl Pane for FilesPane {
                 "No files in the chat. {} adds one, or /add PATH.",
                 draw.keymap.describe(Action::AddFile)
             );
-            for (y, line) in text::wrap(
-                &[Span::styled(hint, theme.dim())],
-                area.width as usize,
-                &[],
-                &[],
-            )
-            .iter()
-            .take(area.height as usize)
-            .enumerate()
-            {
-                buf.set_line(area.x, area.y + y as u16, line, area.width);
-            }
+            super::draw_text(area, buf, hint, theme.dim());
             return;
         }
         let height = area.height as usize;

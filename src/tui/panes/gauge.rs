@@ -429,14 +429,7 @@ impl Pane for GaugePane {
         self.scroll = self
             .scroll
             .min(lines.len().saturating_sub(area.height as usize));
-        for (y, line) in lines
-            .iter()
-            .skip(self.scroll)
-            .take(area.height as usize)
-            .enumerate()
-        {
-            buf.set_line(area.x, area.y + y as u16, line, area.width);
-        }
+        super::draw_lines(area, buf, &lines[self.scroll..]);
     }
 }
 

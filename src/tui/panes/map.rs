@@ -264,9 +264,7 @@ impl Pane for MapPane {
     fn render(&mut self, area: Rect, buf: &mut Buffer, draw: &Draw<'_>) {
         let theme = draw.theme;
         let header = self.header(theme, area.width as usize);
-        for (y, line) in header.iter().take(area.height as usize).enumerate() {
-            buf.set_line(area.x, area.y + y as u16, line, area.width);
-        }
+        super::draw_lines(area, buf, &header);
         let used = (header.len() as u16).min(area.height);
         let body = Rect::new(area.x, area.y + used, area.width, area.height - used);
         if self.map.is_none() {
@@ -276,18 +274,7 @@ impl Pane for MapPane {
                 } else {
                     "No repo map yet: it appears once the repository's tags are read."
                 };
-                for (y, line) in text::wrap(
-                    &[Span::styled(hint, theme.dim())],
-                    body.width as usize,
-                    &[],
-                    &[],
-                )
-                .iter()
-                .take(body.height as usize)
-                .enumerate()
-                {
-                    buf.set_line(body.x, body.y + y as u16, line, body.width);
-                }
+                super::draw_text(body, buf, hint.to_string(), theme.dim());
             }
             return;
         }

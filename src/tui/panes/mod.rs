@@ -13,6 +13,8 @@ pub mod review;
 use crossterm::event::KeyEvent;
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Position, Rect};
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
 
 use super::keymap::{Action, Keymap};
 use super::theme::Theme;
@@ -105,6 +107,19 @@ pub trait Pane {
     fn cursor(&self) -> Option<Position> {
         None
     }
+}
+
+/// Draws `lines` from the top of `area`, as many as fit.
+pub(crate) fn draw_lines(area: Rect, buf: &mut Buffer, lines: &[Line<'_>]) {
+    for (y, line) in lines.iter().take(area.height as usize).enumerate() {
+        buf.set_line(area.x, area.y + y as u16, line, area.width);
+    }
+}
+
+/// Draws `text` word-wrapped to `area`.
+pub(crate) fn draw_text(area: Rect, buf: &mut Buffer, text: String, style: Style) {
+    let lines = super::text::wrap(&[Span::styled(text, style)], area.width as usize, &[], &[]);
+    draw_lines(area, buf, &lines);
 }
 
 /// Moves a list selection by `delta` within `len` items.

@@ -460,9 +460,7 @@ impl ReviewPane {
         };
         let mut lines = text::wrap(&[Span::styled(text, style)], area.width as usize, &[], &[]);
         lines.extend(self.notes(theme, area.width as usize));
-        for (y, line) in lines.iter().take(area.height as usize).enumerate() {
-            buf.set_line(area.x, area.y + y as u16, line, area.width);
-        }
+        super::draw_lines(area, buf, &lines);
     }
 }
 
@@ -760,9 +758,7 @@ impl Pane for ReviewPane {
                 Style::new().fg(theme.c.error),
             )];
             lines.extend(notes);
-            for (y, line) in lines.iter().take(area.height as usize).enumerate() {
-                buf.set_line(area.x, area.y + y as u16, line, area.width);
-            }
+            super::draw_lines(area, buf, &lines);
             return;
         }
         let mut y = area.y;

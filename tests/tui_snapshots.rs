@@ -198,6 +198,47 @@ fn wide_terminal_250x70() {
 }
 
 #[test]
+fn an_unknown_model_is_flagged_and_estimates_marked() {
+    let mut app = app();
+    feed(&mut app, session_start());
+    let mut report = budget("a draft of the next message", &[]);
+    report.model = "local/qwen-coder".into();
+    report.known_model = false;
+    report.estimate = true;
+    report.window = 32_768;
+    report.reserved_output = 4_096;
+    report.prompt_limit = report.window - report.reserved_output;
+    report.remaining = report.prompt_limit as i64 - report.total as i64;
+    feed(&mut app, [Event::Budget(Box::new(report))]);
+    insta::assert_snapshot!(
+        "gauge_unknown_model",
+        pane_alone(&mut app, PaneId::Gauge, 48, 26)
+    );
+}
+
+#[test]
+fn the_fill_colours_the_gauge_green_yellow_red() {
+    use ratatui::style::Color;
+    let theme = tern::tui::Theme::default_theme();
+    for (fill, expected) in [
+        (0.30, theme.c.ok),
+        (0.70, theme.c.caution),
+        (0.90, theme.c.danger),
+    ] {
+        let mut app = app();
+        let mut report = budget("", &[]);
+        report.window = (report.total as f64 / fill) as usize;
+        feed(&mut app, [Event::Budget(Box::new(report))]);
+        let area = Rect::new(0, 0, 48, 10);
+        let mut buf = Buffer::empty(area);
+        app.draw_pane(PaneId::Gauge, area, &mut buf);
+        // The headline's first cell, inside the border and its padding.
+        let fg: Option<Color> = buf[(2, 1)].style().fg;
+        assert_eq!(fg, Some(expected), "fill {fill}");
+    }
+}
+
+#[test]
 fn too_small_says_so() {
     let mut app = app();
     feed(&mut app, session_start());

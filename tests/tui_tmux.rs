@@ -215,3 +215,25 @@ fn the_demo_streams_its_recorded_reply_with_no_server() {
         "the demo works in its own directory"
     );
 }
+
+#[test]
+fn sigterm_restores_the_terminal_and_exits_cleanly() {
+    let server = MockServer::start_in_thread();
+    let repo = repo();
+    let Some(tern) = Workspace::start(&repo, &server.base_url(), &[], 80, 24) else {
+        return;
+    };
+    tern.wait_for("Message the model", WAIT);
+    assert!(tern.alternate_screen());
+    let shell = tern.tmux(&["display", "-p", "-t", "main", "#{pane_pid}"]);
+    let children = Command::new("pgrep")
+        .args(["-P", shell.trim()])
+        .output()
+        .unwrap();
+    let pid = String::from_utf8_lossy(&children.stdout).trim().to_string();
+    assert!(!pid.is_empty(), "tern runs under the pane's shell");
+    let status = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    assert!(status.success());
+    tern.wait_for("[tern exited 0]", WAIT);
+    assert!(!tern.alternate_screen());
+}

@@ -420,7 +420,7 @@ impl Pane for ChatPane {
             line = 0;
         }
         if !self.follow {
-            let badge = " ↓ more below · End to follow ";
+            let badge = " ↓ more below · pgdn ";
             let w = text::width(badge) as u16;
             if area.width > w {
                 buf.set_string(

@@ -148,26 +148,30 @@ impl GaugePane {
         }
         out.push(Line::default());
         let label_width = width.saturating_sub(18).clamp(6, 18);
-        let row = |label: &str, tokens: usize, color: Color, glyph: &str, indent: bool| {
-            let pct = 100.0 * tokens as f64 / report.window.max(1) as f64;
-            let label = if indent {
-                format!("  {}", text::truncate_left(label, label_width - 2))
-            } else {
-                text::truncate(label, label_width)
+        // `counted`: the number comes from the tokenizer (so it is "≈" for estimates);
+        // the reserve is a setting.
+        let row =
+            |label: &str, tokens: usize, color: Color, glyph: &str, indent: bool, counted: bool| {
+                let approx = if counted { approx } else { "" };
+                let pct = 100.0 * tokens as f64 / report.window.max(1) as f64;
+                let label = if indent {
+                    format!("  {}", text::truncate_left(label, label_width - 2))
+                } else {
+                    text::truncate(label, label_width)
+                };
+                Line::from(vec![
+                    Span::styled(format!("{glyph} "), Style::new().fg(color)),
+                    Span::styled(
+                        format!("{label:<label_width$}"),
+                        Style::new().fg(theme.c.fg),
+                    ),
+                    Span::styled(
+                        format!("{:>9}", format!("{approx}{}", thousands(tokens))),
+                        Style::new().fg(theme.c.fg),
+                    ),
+                    Span::styled(format!(" {pct:>5.1}%"), theme.dim()),
+                ])
             };
-            Line::from(vec![
-                Span::styled(format!("{glyph} "), Style::new().fg(color)),
-                Span::styled(
-                    format!("{label:<label_width$}"),
-                    Style::new().fg(theme.c.fg),
-                ),
-                Span::styled(
-                    format!("{:>9}", format!("{approx}{}", thousands(tokens))),
-                    Style::new().fg(theme.c.fg),
-                ),
-                Span::styled(format!(" {pct:>5.1}%"), theme.dim()),
-            ])
-        };
         for s in &report.sections {
             if s.tokens == 0 && s.section != Section::Cur {
                 continue;
@@ -178,6 +182,7 @@ impl GaugePane {
                 section_color(s.section, theme),
                 "■",
                 false,
+                true,
             ));
             if self.show_files {
                 for f in report.files.iter().filter(|f| f.section == s.section) {
@@ -186,6 +191,7 @@ impl GaugePane {
                         f.tokens,
                         section_color(s.section, theme),
                         " ",
+                        true,
                         true,
                     ));
                 }
@@ -197,11 +203,12 @@ impl GaugePane {
             theme.c.reserved,
             "▒",
             false,
+            false,
         ));
         let free = report
             .window
             .saturating_sub(report.total + report.reserved_output);
-        out.push(row("free", free, theme.c.free, "░", false));
+        out.push(row("free", free, theme.c.free, "░", false, true));
         if report.remaining < 0 {
             let style = Style::new().fg(theme.c.danger).add_modifier(Modifier::BOLD);
             out.push(Line::styled(

@@ -48,7 +48,10 @@ pub fn lines(
     for action in keymap::GLOBAL {
         out.push(row(keymap.describe(*action), keymap::spec_of(*action).help));
     }
-    out.push(row("mouse".into(), "click focuses, the wheel scrolls"));
+    out.push(row(
+        "mouse".into(),
+        "click focuses, the wheel scrolls; shift-drag selects text",
+    ));
     out.push(Line::default());
     out.push(Line::styled(
         "Rebind any key in [keys] of the config: accept = \"y space\"",

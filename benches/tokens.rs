@@ -67,6 +67,11 @@ fn counting(c: &mut Criterion) {
         });
     }
 
+    let joined = texts.concat();
+    group.bench_function("bpe-openai o200k_base, one 8 MB text on all cores", |b| {
+        b.iter(|| Encoding::O200kBase.count(&joined))
+    });
+
     let reference = tiktoken_rs::o200k_base().unwrap();
     group.bench_function("tiktoken-rs o200k_base (reference)", |b| {
         b.iter(|| {

@@ -154,8 +154,10 @@ pub enum Command {
     /// Print the repository map the model would see.
     Map(MapArgs),
     /// Parse a model reply into edits, show the hunks, and apply the accepted ones.
+    #[command(after_help = crate::headless::apply::EXIT_CODES_HELP)]
     Apply(ApplyArgs),
     /// Revert the last commit tern made, if it is safe to.
+    #[command(after_help = crate::headless::undo::EXIT_CODES_HELP)]
     Undo,
     /// Review the branch diff (or the work tree) with the model, within a token budget.
     Review(ReviewArgs),
@@ -223,12 +225,12 @@ pub struct ReviewArgs {
     #[arg(long)]
     pub print_diff: bool,
     /// Split a diff that does not fit into at most N requests.
-    #[arg(long, value_name = "N", default_value_t = 4)]
+    #[arg(long, value_name = "N", default_value_t = crate::review::DEFAULT_MAX_CALLS)]
     pub max_calls: usize,
     /// Show hunks with new-file line numbers (`__new hunk__` / `__old hunk__`).
     #[arg(long)]
     pub line_numbers: bool,
-    /// Context lines before each hunk (after: 1), at most 10.
+    /// Extra context lines before each hunk, beyond git's 3 (after: 1 more), at most 10.
     #[arg(long, value_name = "N", default_value_t = 5)]
     pub context: usize,
 }

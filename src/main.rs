@@ -36,7 +36,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 global.json,
             ))
         }
-        Some(other) => anyhow::bail!("`tern {}` is not available yet", command_name(other)),
+        Some(Command::Apply(args)) => Ok(tern::headless::apply::run(args, global, &settings, &cwd)),
+        Some(Command::Map(args)) => Ok(tern::headless::map::run(args, global, &settings, &cwd)),
+        Some(Command::Undo) => Ok(tern::headless::undo::run(&cwd)),
+        Some(Command::Review(args)) => {
+            runtime.block_on(tern::headless::review::run(args, global, settings, &cwd))
+        }
         None if global.demo => runtime.block_on(tern::tui::demo::run(settings)),
         None => {
             let messages: Vec<String> = global.message.iter().cloned().collect();
@@ -44,18 +49,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             if messages.is_empty() && global.script.is_none() {
                 return runtime.block_on(tern::tui::run(config, tern::tui::Options::default()));
             }
-            runtime.block_on(tern::headless::chat::run(config, messages, global.json))
+            runtime.block_on(tern::headless::chat::run(
+                config,
+                messages,
+                global.json,
+                global.yes,
+            ))
         }
-    }
-}
-
-fn command_name(command: &Command) -> &'static str {
-    match command {
-        Command::Tokens(_) => "tokens",
-        Command::Map(_) => "map",
-        Command::Apply(_) => "apply",
-        Command::Undo => "undo",
-        Command::Review(_) => "review",
     }
 }
 

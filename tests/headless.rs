@@ -259,3 +259,66 @@ fn paths_outside_the_repository_are_refused() {
     let (_, stderr) = texts(&out);
     assert!(stderr.contains("outside the repository"), "{stderr}");
 }
+
+const EDIT_REPLY: &str = "src/greet.py
+```python
+<<<<<<< SEARCH
+    return 'hello ' + name
+=======
+    return 'hello, ' + name
+>>>>>>> REPLACE
+```
+";
+
+#[test]
+fn edits_are_shown_but_not_applied_without_yes() {
+    let server = MockServer::start_in_thread();
+    server.push(Reply::text(EDIT_REPLY));
+    let repo = repo();
+    let out = repo
+        .tern(&server.base_url())
+        .args(["-m", "add a comma", "src/greet.py"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = texts(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stdout.contains("-    return 'hello ' + name\n+    return 'hello, ' + name"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("@@ -1,2 +1,2 @@ hunk "), "{stdout}");
+    assert!(stderr.contains("pass --yes"), "{stderr}");
+    assert_eq!(
+        repo.read("src/greet.py"),
+        "def greet(name):\n    return 'hello ' + name\n"
+    );
+    assert_eq!(repo.git(&["log", "--format=%s"]).lines().count(), 1);
+}
+
+#[test]
+fn yes_applies_and_commits_with_a_fallback_message_when_the_weak_model_fails() {
+    let server = MockServer::start_in_thread();
+    server.push_for_model("gpt-4o", Reply::text(EDIT_REPLY));
+    server.push_for_model("gpt-4o-mini", Reply::invalid_api_key());
+    let repo = repo();
+    let out = repo
+        .tern(&server.base_url())
+        .args(["--yes", "-m", "add a comma", "src/greet.py"])
+        .output()
+        .unwrap();
+    let (_, stderr) = texts(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        repo.read("src/greet.py"),
+        "def greet(name):\n    return 'hello, ' + name\n"
+    );
+    let subject = repo.git(&["log", "--format=%s", "-1"]);
+    assert!(
+        subject.trim().contains("src/greet.py"),
+        "fallback message: {subject}\n{stderr}"
+    );
+    assert!(
+        stderr.contains("applied 1 hunks to src/greet.py; committed"),
+        "{stderr}"
+    );
+}

@@ -3,7 +3,9 @@
 use std::sync::LazyLock;
 
 use proptest::prelude::*;
-use tern::tokens::{Encoding, MESSAGE_OVERHEAD, REPLY_PRIMING, TokenCounter};
+use tern::tokens::{
+    Encoding, MESSAGE_OVERHEAD, REPLY_PRIMING, TokenCounter, split_at_piece_boundaries,
+};
 
 /// The worked example of OpenAI's cookbook "How to count tokens with tiktoken": the API
 /// reported 129 prompt tokens for gpt-4 (cl100k_base) and 124 for gpt-4o (o200k_base).
@@ -112,6 +114,18 @@ fn counts_equal_tiktoken_on_real_source() {
 }
 
 #[test]
+fn large_texts_counted_in_parallel_equal_tiktoken() {
+    let big = own_sources().join("\n").repeat(3);
+    assert!(big.len() > 256 * 1024, "{} bytes", big.len());
+    for encoding in [Encoding::O200kBase, Encoding::Cl100kBase] {
+        assert_eq!(
+            encoding.count(&big),
+            tiktoken(encoding).encode_ordinary(&big).len()
+        );
+    }
+}
+
+#[test]
 fn tricky_texts_equal_tiktoken() {
     let texts = [
         "",
@@ -163,6 +177,16 @@ proptest! {
     fn random_text_equals_tiktoken(text in "\\PC{0,200}") {
         for encoding in [Encoding::O200kBase, Encoding::Cl100kBase] {
             prop_assert_eq!(encoding.count(&text), tiktoken(encoding).encode_ordinary(&text).len());
+        }
+    }
+
+    #[test]
+    fn piece_boundary_cuts_preserve_counts(text in "([ \\t\\r\\n]{0,3}[a-zA-Z0-9_(){};:.,'\"/<>|=!&*+-]{0,12}){0,60}") {
+        let parts = split_at_piece_boundaries(&text, 1);
+        prop_assert_eq!(parts.concat(), text.clone());
+        for encoding in [Encoding::O200kBase, Encoding::Cl100kBase] {
+            let split: usize = parts.iter().map(|p| encoding.count(p)).sum();
+            prop_assert_eq!(split, tiktoken(encoding).encode_ordinary(&text).len());
         }
     }
 

@@ -95,37 +95,55 @@ fn the_recording_replays_the_demo_reply_through_the_real_client() {
         "events are in time order"
     );
 
-    // The real binary, replaying: no server, no key.
+    // The real binary, replaying: no server, no key. `--yes` lands the edits, which
+    // asks the weak model for a commit message: the recording's second exchange.
     let repo = demo_repo();
     let out = ask_demo_question(&repo, "http://127.0.0.1:9/v1")
         .env_remove("OPENAI_API_KEY")
+        .arg("--yes")
         .arg("--replay")
         .arg(assets().join("session.jsonl"))
         .output()
         .unwrap();
     let (stdout, stderr) = texts(&out);
     assert!(out.status.success(), "{stderr}");
-    assert_eq!(stdout.trim_end(), REPLY.trim_end());
+    assert!(stdout.starts_with(REPLY.trim_end()), "{stdout}");
+    assert!(
+        repo.read("shop/inventory.py")
+            .contains("def low_stock(self")
+    );
+    assert!(
+        repo.read("shop/cli.py")
+            .contains("elif args.command == \"low\":")
+    );
+    assert_eq!(
+        repo.git(&["log", "-1", "--format=%s"]).trim(),
+        COMMIT_MESSAGE
+    );
 }
 
+/// The weak model's answer when the demo's edits are committed.
+const COMMIT_MESSAGE: &str = "feat: refuse to remove more than is in stock; add shop low";
+
 /// Writes `assets/demo/session.jsonl`: tern sends the demo question to the loopback
-/// server, which streams the demo reply at a readable pace, and `--record` keeps the
-/// exchange.
+/// server, which streams the demo reply at a readable pace; the edits are landed and
+/// the weak model names the commit; `--record` keeps both exchanges.
 #[test]
 #[ignore = "writes assets/demo/session.jsonl; run it to re-record the demo"]
 fn record_demo_session() {
     let server = MockServer::start_in_thread();
-    server.push(Reply::text(REPLY).at_tokens_per_second(80.0));
+    server.push_for_model(demo::MODEL, Reply::text(REPLY).at_tokens_per_second(80.0));
+    server.push_for_model("gpt-4o-mini", Reply::text(COMMIT_MESSAGE));
     let repo = demo_repo();
     let record = repo.path().join(".git").join("session.jsonl");
     let out = ask_demo_question(&repo, &server.base_url())
-        .arg("--record")
+        .args(["--yes", "--weak-model", "gpt-4o-mini", "--record"])
         .arg(&record)
         .output()
         .unwrap();
     let (stdout, stderr) = texts(&out);
     assert!(out.status.success(), "{stderr}");
-    assert_eq!(stdout.trim_end(), REPLY.trim_end());
+    assert!(stdout.starts_with(REPLY.trim_end()), "{stdout}");
     assert_eq!(server.pending_replies(), 0);
     std::fs::copy(&record, assets().join("session.jsonl")).unwrap();
 }

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use crossterm::event::{
     Event as TermEvent, KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind,
 };
-use tern::engine::protocol::{HunkDecision, ReviewOp};
+use tern::engine::protocol::{Decision, ReviewOp};
 use tern::engine::{Event, FileMode, Op};
 use tern::llm::Finish;
 use tern::tui::{App, PaneId};
@@ -168,29 +168,70 @@ fn accept_one_hunk_reject_another_apply_then_undo() {
         [
             Op::Review(ReviewOp::Hunk {
                 id: ids[0].clone(),
-                decision: HunkDecision::Accepted
+                decision: Decision::Accept
             }),
             Op::Review(ReviewOp::Hunk {
                 id: ids[1].clone(),
-                decision: HunkDecision::Rejected
+                decision: Decision::Reject
+            }),
+            Op::Review(ReviewOp::Apply),
+        ]
+    );
+    // The engine lands the accepted hunk; the rest of the proposal stays to decide on
+    // (it sends what is left, then the account of what was written).
+    let mut left = proposal();
+    left.files[0].hunks.remove(0);
+    left.files[0].hunks[0].decision = Decision::Reject;
+    feed(
+        &mut app,
+        [
+            Event::Proposal(Box::new(left)),
+            Event::Applied {
+                files: vec!["shop/inventory.py".into()],
+                accepted: 1,
+                rejected: 3,
+                commit: Some("3f2a9c1d0e".into()),
+                message: "fix: refuse to remove more than is in stock".into(),
+            },
+            Event::Idle,
+        ],
+    );
+    assert_eq!(app.focus(), PaneId::Review, "pending hunks remain");
+    let text = screen(&mut app, 160, 48);
+    assert!(
+        text.contains("✓ Applied 1 hunk to 1 file, 3 not applied · commit 3f2a9c1"),
+        "{text}"
+    );
+    // Accept the rest, apply: the engine closes the proposal.
+    press(&mut app, 'A');
+    app.handle_terminal(key(KeyCode::Enter));
+    assert_eq!(
+        app.take_ops(),
+        [
+            Op::Review(ReviewOp::All {
+                decision: Decision::Accept
             }),
             Op::Review(ReviewOp::Apply),
         ]
     );
     feed(
         &mut app,
-        [Event::Applied {
-            files: vec!["shop/inventory.py".into()],
-            accepted: 1,
-            rejected: 1,
-            commit: Some("3f2a9c1d0e".into()),
-            message: "fix: refuse to remove more than is in stock".into(),
-        }],
+        [
+            Event::Proposal(Box::default()),
+            Event::Applied {
+                files: vec!["shop/cli.py".into()],
+                accepted: 2,
+                rejected: 0,
+                commit: Some("77aa01b".into()),
+                message: "feat: shop low".into(),
+            },
+            Event::Idle,
+        ],
     );
     assert_eq!(app.focus(), PaneId::Input, "back to the message box");
     let text = screen(&mut app, 160, 48);
     assert!(
-        text.contains("Applied 1 hunk to 1 file, rejected 1 · commit 3f2a9c1"),
+        text.contains("Applied 2 hunks to 1 file · commit 77aa01b feat: shop low"),
         "{text}"
     );
     type_text(&mut app, "/undo\n");
@@ -223,21 +264,21 @@ fn review_keys_for_files_all_reset_discard_and_back() {
         [
             Op::Review(ReviewOp::File {
                 path: "shop/inventory.py".into(),
-                decision: HunkDecision::Accepted
+                decision: Decision::Accept
             }),
             Op::Review(ReviewOp::Hunk {
                 id: ids[2].clone(),
-                decision: HunkDecision::Rejected
+                decision: Decision::Reject
             }),
             Op::Review(ReviewOp::All {
-                decision: HunkDecision::Accepted
+                decision: Decision::Accept
             }),
             Op::Review(ReviewOp::Hunk {
                 id: ids[3].clone(),
-                decision: HunkDecision::Pending
+                decision: Decision::Pending
             }),
             Op::Review(ReviewOp::All {
-                decision: HunkDecision::Pending
+                decision: Decision::Pending
             }),
         ]
     );
@@ -263,7 +304,7 @@ fn an_updated_proposal_keeps_the_selection_and_a_new_one_resets_it() {
     app.take_ops();
     // The engine confirms a decision: same hunks, same selection (the third).
     let mut echoed = proposal();
-    echoed.files[0].hunks[0].decision = HunkDecision::Accepted;
+    echoed.files[0].hunks[0].decision = Decision::Accept;
     feed(&mut app, [Event::Proposal(Box::new(echoed))]);
     press(&mut app, 'y');
     let ids = hunk_ids();
@@ -271,7 +312,7 @@ fn an_updated_proposal_keeps_the_selection_and_a_new_one_resets_it() {
         app.take_ops(),
         [Op::Review(ReviewOp::Hunk {
             id: ids[2].clone(),
-            decision: HunkDecision::Accepted
+            decision: Decision::Accept
         })]
     );
     // A different proposal opens on its first hunk.
@@ -282,7 +323,7 @@ fn an_updated_proposal_keeps_the_selection_and_a_new_one_resets_it() {
         app.take_ops(),
         [Op::Review(ReviewOp::Hunk {
             id: first,
-            decision: HunkDecision::Accepted
+            decision: Decision::Accept
         })]
     );
 }
@@ -489,7 +530,7 @@ fn keys_from_the_config_replace_the_defaults() {
         app.take_ops(),
         [Op::Review(ReviewOp::Hunk {
             id: hunk_ids()[0].clone(),
-            decision: HunkDecision::Accepted
+            decision: Decision::Accept
         })]
     );
 }
@@ -501,11 +542,15 @@ fn a_failed_apply_leaves_the_proposal_to_decide_on() {
     press(&mut app, 'y');
     app.handle_terminal(key(KeyCode::Enter));
     assert_eq!(app.take_ops().last(), Some(&Op::Review(ReviewOp::Apply)));
+    // The landing failed: the engine says why, and that it is idle again.
     feed(
         &mut app,
-        [Event::Error {
-            text: "shop/inventory.py changed on disk since the proposal".into(),
-        }],
+        [
+            Event::Error {
+                text: "nothing was written: your own changes could not be committed first".into(),
+            },
+            Event::Idle,
+        ],
     );
     assert_eq!(app.focus(), PaneId::Review);
     press(&mut app, 'n');
@@ -513,7 +558,7 @@ fn a_failed_apply_leaves_the_proposal_to_decide_on() {
         app.take_ops(),
         [Op::Review(ReviewOp::Hunk {
             id: hunk_ids()[1].clone(),
-            decision: HunkDecision::Rejected
+            decision: Decision::Reject
         })]
     );
 }

@@ -2,10 +2,9 @@
 //! loopback OpenAI server; the test types with `send-keys` and reads the screen with
 //! `capture-pane`, as a user would.
 //!
-//! To add a scenario (say, reviewing the demo's hunks and committing): start a
-//! `Workspace`, `type_line` the message, `wait_for` the text that proves the screen got
-//! there, press the review keys with `keys`, then check the files and `git log` in the
-//! `TempRepo`.
+//! A scenario: start a `Workspace`, `type_line` a message, `wait_for` the text that
+//! proves the screen got there, press keys with `keys`, then check the files and
+//! `git log` in the `TempRepo`.
 
 mod support;
 
@@ -141,48 +140,84 @@ fn repo() -> TempRepo {
 
 const WAIT: Duration = Duration::from_secs(20);
 
+/// The demo reply: an explanation and four SEARCH/REPLACE blocks, two per file.
+const REPLY: &str = include_str!("../assets/demo/reply.md");
+const COMMIT: &str = "fix: refuse to remove more than is in stock";
+
 #[test]
-fn a_message_streams_into_the_chat_and_ctrl_c_twice_leaves_a_clean_terminal() {
+fn a_streamed_reply_is_reviewed_hunk_by_hunk_and_the_accepted_hunk_committed() {
     let server = MockServer::start_in_thread();
-    let reply = "`remove` takes `quantity` items off the shelf.\n\n\
-                 ```python\nitem.quantity -= quantity\n```\n\n\
-                 It does not check the stock first, so quantities can go negative.";
-    server.push(Reply::text(reply).at_tokens_per_second(200.0));
+    server.push_for_model("gpt-4o", Reply::text(REPLY).at_tokens_per_second(200.0));
+    server.push_for_model("gpt-4o-mini", Reply::text(COMMIT));
     let repo = repo();
-    let Some(tern) = Workspace::start(&repo, &server.base_url(), &["shop/inventory.py"], 160, 48)
-    else {
+    let args = [
+        "--model",
+        "gpt-4o",
+        "--weak-model",
+        "gpt-4o-mini",
+        "shop/inventory.py",
+        "shop/cli.py",
+    ];
+    let Some(tern) = Workspace::start(&repo, &server.base_url(), &args, 160, 48) else {
         return;
     };
     let screen = tern.wait_for("[E] shop/inventory.py", WAIT);
     assert!(screen.contains("Message the model"), "{screen}");
     tern.wait_for("Budget · gpt-4o", WAIT);
 
-    tern.type_line("what does remove do?");
-    let screen = tern.wait_for("quantities can go negative.", WAIT);
-    assert!(screen.contains("▌ what does remove do?"), "{screen}");
-    assert!(
-        screen.contains("▎ item.quantity -= quantity"),
-        "the code block: {screen}"
-    );
-    let screen = tern.wait_for("completion · $", WAIT);
-    assert!(
-        screen.contains("history"),
-        "the gauge counts the turn: {screen}"
-    );
-
-    let requests = server.requests();
-    assert_eq!(requests.len(), 1);
-    let sent: String = requests[0]
+    // Type a message; the reply streams into the chat.
+    tern.type_line("make remove safe and add a low command");
+    let screen = tern.wait_for("2 files · 4 hunks", WAIT);
+    let sent: String = server.requests()[0]
         .messages
         .iter()
         .map(|m| m.text.as_str())
         .collect();
-    assert!(sent.contains("what does remove do?"));
+    assert!(sent.contains("make remove safe and add a low command"));
     assert!(
         sent.contains("def remove(self, sku: str, quantity: int)"),
-        "the chat file is sent"
+        "the chat files are sent"
     );
 
+    // The review has the focus on the first hunk: accept it, reject the second, apply.
+    assert!(
+        screen.contains("▶ @@ -23,8 +23,12 @@ · pending"),
+        "{screen}"
+    );
+    tern.keys(&["y"]);
+    tern.wait_for("✓1 ✗0 ·3", WAIT);
+    tern.keys(&["n"]);
+    tern.wait_for("✓1 ✗1 ·2", WAIT);
+    tern.keys(&["Enter"]);
+    let screen = tern.wait_for("Applied 1 hunk to 1 file", WAIT);
+    assert!(screen.contains("fix: refuse to remove"), "{screen}");
+
+    let inventory = repo.read("shop/inventory.py");
+    assert!(
+        inventory.contains("never more than there is"),
+        "the accepted hunk is written"
+    );
+    assert!(
+        !inventory.contains("def low_stock"),
+        "the rejected hunk is not"
+    );
+    assert!(
+        !repo.read("shop/cli.py").contains("\"low\""),
+        "pending hunks are not written"
+    );
+    assert_eq!(repo.git(&["log", "-1", "--format=%s"]).trim(), COMMIT);
+    assert_eq!(
+        repo.git(&["status", "--porcelain"]).trim(),
+        "",
+        "everything written is committed"
+    );
+
+    // Back to the chat: the reply and its footer, the landing's account under it.
+    tern.keys(&["Escape"]);
+    let screen = tern.wait_for("completion · $", WAIT);
+    assert!(screen.contains("Applied 1 hunk to 1 file"), "{screen}");
+
+    // Quit: the terminal is given back.
     tern.keys(&["C-c", "C-c"]);
     let screen = tern.wait_for("[tern exited 0]", WAIT);
     assert!(!tern.alternate_screen(), "the alternate screen was left");
@@ -193,21 +228,24 @@ fn a_message_streams_into_the_chat_and_ctrl_c_twice_leaves_a_clean_terminal() {
 }
 
 #[test]
-fn the_demo_streams_its_recorded_reply_with_no_server() {
+fn the_demo_streams_its_recorded_reply_into_a_review_with_no_server() {
     let repo = TempRepo::with_files(&[]);
     let Some(tern) = Workspace::start(&repo, "http://127.0.0.1:9/v1", &["--demo"], 80, 24) else {
         return;
     };
     tern.wait_for("demo: a copy of a small project", WAIT);
-    // The reply streams at its recorded pace and ends with its footer.
-    let screen = tern.wait_for("completion · $", Duration::from_secs(40));
+    // The reply streams at its recorded pace; its edits open the review.
+    let screen = tern.wait_for("2 files · 4 hunks", Duration::from_secs(40));
     assert!(
-        screen.contains("Chat │ Files │ Map │ Budget │ Review"),
+        screen.contains("Chat │ Files │ Map │ Budget │ Review 4"),
         "{screen}"
     );
-    tern.keys(&["Tab", "Tab", "Tab", "Tab"]);
-    let screen = tern.wait_for("history", WAIT);
-    assert!(screen.contains("editable files"), "the gauge tab: {screen}");
+    tern.keys(&["Escape"]);
+    let screen = tern.wait_for("completion · $", WAIT);
+    assert!(
+        screen.contains("the reply proposes 4 hunks in 2 files"),
+        "{screen}"
+    );
     tern.keys(&["C-c", "C-c"]);
     tern.wait_for("[tern exited 0]", WAIT);
     assert!(

@@ -1,6 +1,70 @@
 //! Turning model replies into proposed edits, reviewing them hunk by hunk, and writing
 //! only what the user accepted.
+//!
+//! The flow: [`propose`] parses a reply ([`parse_reply`]) and applies its edits in
+//! memory to the files on disk, splitting each file's change into hunks; blocks that
+//! fail come back as [`EditError`]s, which [`reflection_message`] turns into the
+//! message the model gets to fix them, and its answer goes on top with
+//! [`Proposal::add_reply`]. The user decides per hunk, file or all
+//! ([`Proposal::decide`]), and [`Proposal::apply`] writes the original plus the
+//! accepted hunks. Nothing here is async or touches git (see `crate::git`).
 
+mod apply;
+mod editblock;
+mod error;
+mod filename;
 mod format;
+mod matching;
+mod parse;
+pub mod prompts;
+mod proposal;
+mod render;
+mod safety;
+mod scan;
+mod text;
+mod udiff;
+mod whole;
+mod workspace;
 
+pub use apply::{Applied, ApplyOutcome, StaleFile, WriteFailure, Written};
+pub use error::{EditError, NearMatch, Problem, reflection_message};
+pub use filename::FileSet;
 pub use format::EditFormat;
+pub use matching::Occurrence;
+pub use parse::{Edit, EditKind, ParsedReply, parse_reply};
+pub use proposal::{
+    CONTEXT, Decision, FileProposal, Hunk, HunkId, Proposal, ReplyReport, Select, Unknown,
+};
+pub use render::{DiffLine, LineKind, unified_diff};
+pub use safety::{Refusal, Target, resolve as resolve_path};
+pub use scan::ShellSuggestion;
+pub use text::{Binary, Encoding, FileText, LineEnding};
+pub use workspace::Workspace;
+
+/// Everything one reply proposes: the proposal to review, the blocks that failed (to
+/// show and to send back), and suggested shell commands (to show, never to run).
+#[derive(Debug)]
+pub struct Proposed {
+    pub proposal: Proposal,
+    pub errors: Vec<EditError>,
+    pub shell: Vec<ShellSuggestion>,
+    /// Blocks in the reply; `blocks - errors.len()` applied.
+    pub blocks: usize,
+}
+
+/// Parses `reply` and builds its proposal against the workspace's files. The replies
+/// to reflections go on top with [`Proposal::add_reply`].
+pub fn propose(ws: &Workspace, reply: &str, format: EditFormat, files: &FileSet) -> Proposed {
+    let mut proposal = Proposal::new(ws);
+    let ReplyReport {
+        errors,
+        shell,
+        blocks,
+    } = proposal.add_reply(ws, reply, format, files);
+    Proposed {
+        proposal,
+        errors,
+        shell,
+        blocks,
+    }
+}

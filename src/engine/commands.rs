@@ -10,57 +10,62 @@ pub struct CommandSpec {
 
 /// Every command, in the order `/help` lists them.
 pub const COMMANDS: &[CommandSpec] = &[
-    CommandSpec {
-        name: "add",
-        args: "FILE...",
-        help: "add files to the chat as editable",
-    },
-    CommandSpec {
-        name: "read-only",
-        args: "FILE...",
-        help: "add files read-only, or make chat files read-only",
-    },
-    CommandSpec {
-        name: "drop",
-        args: "[FILE...]",
-        help: "remove files from the chat (all without arguments)",
-    },
-    CommandSpec {
-        name: "ask",
-        args: "[QUESTION]",
-        help: "ask without editing; alone, switch to ask mode",
-    },
-    CommandSpec {
-        name: "code",
-        args: "[REQUEST]",
-        help: "ask for edits; alone, switch to code mode",
-    },
-    CommandSpec {
-        name: "tokens",
-        args: "",
-        help: "show the next request's tokens, section by section",
-    },
-    CommandSpec {
-        name: "clear",
-        args: "",
-        help: "forget the conversation history",
-    },
-    CommandSpec {
-        name: "model",
-        args: "[NAME]",
-        help: "show or switch the main model",
-    },
-    CommandSpec {
-        name: "help",
-        args: "",
-        help: "list the commands",
-    },
-    CommandSpec {
-        name: "quit",
-        args: "",
-        help: "leave tern",
-    },
+    cmd("add", "FILE...", "add files to the chat as editable"),
+    cmd(
+        "read-only",
+        "FILE...",
+        "add files read-only, or make chat files read-only",
+    ),
+    cmd(
+        "drop",
+        "[FILE...]",
+        "remove files from the chat (all without arguments)",
+    ),
+    cmd(
+        "ask",
+        "[QUESTION]",
+        "ask without editing; alone, switch to ask mode",
+    ),
+    cmd(
+        "code",
+        "[REQUEST]",
+        "ask for edits; alone, switch to code mode",
+    ),
+    cmd(
+        "apply",
+        "[all]",
+        "write the accepted hunks and commit them (all: accept every hunk first)",
+    ),
+    cmd(
+        "discard",
+        "",
+        "forget the proposed edits; nothing is written",
+    ),
+    cmd(
+        "diff",
+        "",
+        "show the proposed edits, or else the uncommitted changes",
+    ),
+    cmd("undo", "", "revert tern's last commit, if it is safe to"),
+    cmd(
+        "commit",
+        "",
+        "commit your own uncommitted changes to tracked files",
+    ),
+    cmd(
+        "tokens",
+        "",
+        "show the next request's tokens, section by section",
+    ),
+    cmd("clear", "", "forget the conversation history"),
+    cmd("model", "[NAME]", "show or switch the main model"),
+    cmd("help", "", "list the commands"),
+    cmd("quit", "", "leave tern"),
 ];
+
+const fn cmd(name: &'static str, args: &'static str, help: &'static str) -> CommandSpec {
+    CommandSpec { name, args, help }
+}
 
 /// A line the user typed, understood as a command.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -142,7 +147,7 @@ mod tests {
             parse("/nope"),
             Parsed::Unknown { name: "nope", .. }
         ));
-        // "c" is ambiguous between clear and code.
+        // "c" is ambiguous between clear, code and commit.
         assert!(
             matches!(parse("/c"), Parsed::Unknown { ref candidates, .. } if candidates.len() >= 2)
         );
@@ -159,6 +164,6 @@ mod tests {
                 c.name
             );
         }
-        assert_eq!(complete("/re").len(), 1);
+        assert_eq!(complete("/rea").len(), 1);
     }
 }

@@ -1,10 +1,14 @@
 //! The session engine: owns the conversation, builds every request, talks to the model,
-//! and reports through `Event`s. It never depends on a front end.
+//! proposes and lands edits, and reports through `Event`s. It never depends on a front
+//! end. Long work (model calls, git) runs on tasks that report back to the loop through
+//! `Internal` messages; only the loop mutates the session.
 
 pub mod commands;
-mod prompts;
 pub mod protocol;
+mod request;
+mod review;
 pub mod session;
+mod slash;
 mod turn;
 
 use std::path::PathBuf;
@@ -15,14 +19,10 @@ use tokio_util::sync::CancellationToken;
 pub use protocol::{ChatMode, Event, FileEntry, FileMode, Op};
 pub use session::{PathError, Session};
 
-use crate::cli::CachePrompts;
 use crate::config::Settings;
-use crate::context::{self, Assembled, BudgetReport, ChunkInputs, Window};
-use crate::edit::EditFormat;
-use crate::llm::{ChatRequest, LlmClient, Message, ModelInfo};
+use crate::context::Window;
+use crate::llm::{LlmClient, ModelInfo};
 use crate::tokens::TokenCounter;
-use commands::Parsed;
-use turn::TurnOutcome;
 
 /// What the engine needs to start.
 #[derive(Debug, Clone)]
@@ -55,6 +55,14 @@ impl EventSink {
     }
 }
 
+/// Results of background work, handed back to the loop.
+pub(crate) enum Internal {
+    Turn(turn::TurnOutcome),
+    Landed(review::LandResult),
+    /// A git command (undo, commit) finished with this message for the user.
+    Git(Result<String, String>),
+}
+
 /// Starts an engine on the current tokio runtime.
 pub fn spawn(config: EngineConfig) -> anyhow::Result<EngineHandle> {
     let (ops_tx, ops_rx) = mpsc::unbounded_channel();
@@ -68,7 +76,7 @@ pub fn spawn(config: EngineConfig) -> anyhow::Result<EngineHandle> {
     })
 }
 
-struct Engine {
+pub(crate) struct Engine {
     settings: Settings,
     model: ModelInfo,
     window: Window,
@@ -80,8 +88,12 @@ struct Engine {
     draft: String,
     /// The running turn's cancel switch; None when idle.
     running: Option<CancellationToken>,
-    turn_done_tx: mpsc::UnboundedSender<TurnOutcome>,
-    turn_done_rx: mpsc::UnboundedReceiver<TurnOutcome>,
+    /// Background work under way (landing, git) that the front end waits for.
+    busy: usize,
+    /// The edits of the last code-mode reply, while they are reviewed.
+    pending: Option<review::Pending>,
+    internal_tx: mpsc::UnboundedSender<Internal>,
+    internal_rx: mpsc::UnboundedReceiver<Internal>,
     /// Set by `/quit`.
     quit: bool,
 }
@@ -94,7 +106,7 @@ impl Engine {
             config.record.as_deref(),
             config.replay.as_deref(),
         )?;
-        let (turn_done_tx, turn_done_rx) = mpsc::unbounded_channel();
+        let (internal_tx, internal_rx) = mpsc::unbounded_channel();
         let mut engine = Engine {
             window: Window::for_model(
                 &model,
@@ -110,8 +122,10 @@ impl Engine {
             events,
             draft: String::new(),
             running: None,
-            turn_done_tx,
-            turn_done_rx,
+            busy: 0,
+            pending: None,
+            internal_tx,
+            internal_rx,
             quit: false,
         };
         engine.add_files(&config.editable, FileMode::Editable);
@@ -136,11 +150,19 @@ impl Engine {
                     None | Some(Op::Shutdown) => break,
                     Some(op) => self.handle(op),
                 },
-                Some(outcome) = self.turn_done_rx.recv() => self.finish_turn(outcome),
+                Some(done) = self.internal_rx.recv() => self.internal(done),
             }
         }
         if let Some(cancel) = self.running.take() {
             cancel.cancel();
+        }
+        // Edits being written and committed are finished, never cut off half-way.
+        while self.busy > 0 {
+            match self.internal_rx.recv().await {
+                Some(Internal::Turn(_)) => {}
+                Some(done) => self.internal(done),
+                None => break,
+            }
         }
         self.events.send(Event::Exited);
     }
@@ -154,33 +176,47 @@ impl Engine {
             }
             Op::AddFiles { paths, mode } => {
                 self.add_files(&paths, mode);
-                self.publish_files();
-                self.publish_budget();
+                self.files_changed();
             }
             Op::SetFileMode { path, mode } => {
                 if let Err(e) = self.session.set_mode(&path, mode) {
                     self.error(e.to_string());
                 }
-                self.publish_files();
-                self.publish_budget();
+                self.files_changed();
             }
             Op::DropFile { path } => {
                 if let Err(e) = self.session.drop_file(&path) {
                     self.error(e.to_string());
                 }
-                self.publish_files();
-                self.publish_budget();
+                self.files_changed();
             }
             Op::Cancel => {
                 if let Some(cancel) = &self.running {
                     cancel.cancel();
                 }
             }
+            Op::Review(op) => self.review(op),
             Op::ListRepoFiles => self.list_repo_files(),
-            Op::Review(_) | Op::MapWhy { .. } => {
-                self.error("edits and the repo map are not available yet".into())
+            Op::MapWhy { .. } => {
+                self.error("the repo map is not available yet".into())
             }
             Op::Shutdown => unreachable!("handled by the loop"),
+        }
+    }
+
+    fn internal(&mut self, done: Internal) {
+        match done {
+            Internal::Turn(outcome) => self.finish_turn(outcome),
+            Internal::Landed(result) => self.finish_landing(result),
+            Internal::Git(result) => {
+                self.busy -= 1;
+                match result {
+                    Ok(text) => self.notice(text),
+                    Err(text) => self.error(text),
+                }
+                self.files_changed();
+                self.idle_if_done();
+            }
         }
     }
 
@@ -190,101 +226,20 @@ impl Engine {
             return;
         }
         if trimmed.starts_with('/') {
-            self.command(trimmed);
+            let line = trimmed.to_string();
+            self.command(&line);
+            self.idle_if_done();
             return;
         }
         let mode = self.session.mode;
-        self.start_turn(text, mode);
+        self.start_user_turn(text, mode);
     }
 
-    fn command(&mut self, line: &str) {
-        let (spec, args) = match commands::parse(line) {
-            Parsed::Command { spec, args } => (spec, args.to_string()),
-            Parsed::Unknown { name, candidates } => {
-                let hint = if candidates.is_empty() {
-                    "see /help".to_string()
-                } else {
-                    format!("did you mean /{}?", candidates.join(", /"))
-                };
-                self.error(format!("unknown command /{name}: {hint}"));
-                return;
-            }
-        };
-        let words: Vec<String> = args.split_whitespace().map(str::to_string).collect();
-        match spec.name {
-            "add" => {
-                self.add_files(&words, FileMode::Editable);
-                self.publish_files();
-                self.publish_budget();
-            }
-            "read-only" => {
-                self.add_files(&words, FileMode::ReadOnly);
-                self.publish_files();
-                self.publish_budget();
-            }
-            "drop" => {
-                if words.is_empty() {
-                    self.session.drop_all();
-                    self.notice("dropped every file from the chat".into());
-                } else {
-                    for word in &words {
-                        let dropped = self
-                            .session
-                            .resolve(word, &self.cwd)
-                            .map_err(|e| e.to_string())
-                            .and_then(|rel| {
-                                self.session.drop_file(&rel).map_err(|e| e.to_string())
-                            });
-                        if let Err(e) = dropped {
-                            self.error(e);
-                        }
-                    }
-                }
-                self.publish_files();
-                self.publish_budget();
-            }
-            "ask" | "code" => {
-                let mode = if spec.name == "ask" {
-                    ChatMode::Ask
-                } else {
-                    ChatMode::Code
-                };
-                if args.is_empty() {
-                    self.session.mode = mode;
-                    self.events.send(Event::Mode { mode });
-                    self.publish_budget();
-                } else {
-                    self.start_turn(args, mode);
-                }
-            }
-            "tokens" => {
-                let report = self.report(&self.draft.clone());
-                self.events.send(Event::Output {
-                    title: "tokens".into(),
-                    text: report.render_table(),
-                });
-            }
-            "clear" => {
-                self.session.history.clear();
-                self.notice("history cleared".into());
-                self.publish_budget();
-            }
-            "model" => {
-                if args.is_empty() {
-                    self.notice(format!(
-                        "model {} (window {}, weak model {})",
-                        self.model.name, self.window.window, self.settings.weak_model
-                    ));
-                } else {
-                    self.switch_model(&args);
-                }
-            }
-            "help" => self.events.send(Event::Output {
-                title: "commands".into(),
-                text: commands::help(),
-            }),
-            "quit" => self.quit = true,
-            other => self.error(format!("/{other} is not available yet")),
+    /// Tells front ends that nothing more will happen until they send something: no
+    /// reply is streaming, no reflection follows, no landing is under way.
+    fn idle_if_done(&self) {
+        if self.running.is_none() && self.busy == 0 {
+            self.events.send(Event::Idle);
         }
     }
 
@@ -331,155 +286,8 @@ impl Engine {
         }
     }
 
-    fn edit_format(&self) -> EditFormat {
-        self.settings.edit_format.unwrap_or(self.model.edit_format)
-    }
-
-    fn cache_control(&self) -> bool {
-        match self.settings.cache_prompts {
-            CachePrompts::On => true,
-            CachePrompts::Off => false,
-            CachePrompts::Auto => {
-                self.settings.api_base.contains("openrouter.ai")
-                    || self.model.name.starts_with("anthropic/")
-            }
-        }
-    }
-
-    /// Builds the request for a turn whose current messages are `cur`: the one place
-    /// where messages and their counts come from.
-    fn assemble(&mut self, cur: Vec<Message>, mode: ChatMode) -> Assembled {
-        let prompts = prompts::prompts(mode, self.edit_format());
-        let (readonly_files, mut errors) = self.session.texts(FileMode::ReadOnly);
-        let (chat_files, more) = self.session.texts(FileMode::Editable);
-        errors.extend(more);
-        for e in errors {
-            self.error(e.to_string());
-        }
-        let inputs = ChunkInputs {
-            system: prompts.system,
-            examples: prompts.examples,
-            readonly_files,
-            repo_map: None,
-            done: self.session.history.clone(),
-            chat_files,
-            cur,
-            reminder: prompts.reminder,
-            review_diff: None,
-        };
-        context::assemble(&inputs, &self.counter)
-    }
-
-    fn report(&mut self, draft: &str) -> BudgetReport {
-        let cur = if draft.trim().is_empty() {
-            vec![]
-        } else {
-            vec![Message::user(self.user_message_text(draft))]
-        };
-        let mode = self.session.mode;
-        let assembled = self.assemble(cur, mode);
-        self.decorate(BudgetReport::new(&assembled, &self.model, self.window))
-    }
-
-    fn decorate(&self, mut report: BudgetReport) -> BudgetReport {
-        report.last_usage = self.session.last_usage;
-        report.last_cost = self.session.last_cost;
-        report.session_cost = self.session.session_cost;
-        report
-    }
-
-    /// The user's message as sent: their text, then any notes the engine owes the model.
-    fn user_message_text(&self, text: &str) -> String {
-        if self.session.notes_for_next_turn.is_empty() {
-            return text.to_string();
-        }
-        format!(
-            "{}\n\n{text}",
-            self.session.notes_for_next_turn.join("\n\n")
-        )
-    }
-
-    fn start_turn(&mut self, text: String, mode: ChatMode) {
-        if self.running.is_some() {
-            self.events.send(Event::TurnFailed {
-                error: "a reply is still streaming: wait for it or interrupt it first".into(),
-                message: text,
-            });
-            return;
-        }
-        let sent = self.user_message_text(&text);
-        let assembled = self.assemble(vec![Message::user(sent.clone())], mode);
-        let report = self.decorate(BudgetReport::new(&assembled, &self.model, self.window));
-        if !report.fits() {
-            self.events.send(Event::Output {
-                title: "the request does not fit".into(),
-                text: report.render_table(),
-            });
-            self.events.send(Event::TurnFailed {
-                error: format!(
-                    "the request needs {} tokens but at most {} may be sent: drop files or /clear the history",
-                    report.total, report.prompt_limit
-                ),
-                message: text,
-            });
-            return;
-        }
-        self.session.notes_for_next_turn.clear();
-        self.events.send(Event::Budget(Box::new(report)));
-        self.events.send(Event::TurnStarted {
-            text: text.clone(),
-            mode,
-        });
-        let cancel = CancellationToken::new();
-        self.running = Some(cancel.clone());
-        let request = ChatRequest {
-            model: self.model.clone(),
-            messages: assembled.messages,
-            cache_control: self.cache_control(),
-            max_tokens: None,
-        };
-        turn::spawn(
-            self.client.clone(),
-            request,
-            cancel,
-            self.events.clone(),
-            self.turn_done_tx.clone(),
-            turn::Pending {
-                user_text: text,
-                sent_text: sent,
-            },
-        );
-    }
-
-    fn finish_turn(&mut self, outcome: TurnOutcome) {
-        self.running = None;
-        match outcome.result {
-            Ok(reply) => {
-                let cost = self.model.cost(&reply.usage);
-                self.session.session_cost += cost;
-                self.session.last_cost = cost;
-                self.session.last_usage = reply.usage_reported.then_some(reply.usage);
-                if !reply.text.is_empty() {
-                    self.session
-                        .history
-                        .push(Message::user(outcome.pending.sent_text));
-                    self.session
-                        .history
-                        .push(Message::assistant(reply.text.clone()));
-                }
-                self.events.send(Event::TurnFinished {
-                    reply: reply.text,
-                    finish: reply.finish,
-                    usage: reply.usage_reported.then_some(reply.usage),
-                    cost,
-                    session_cost: self.session.session_cost,
-                });
-            }
-            Err(e) => self.events.send(Event::TurnFailed {
-                error: e.to_string(),
-                message: outcome.pending.user_text,
-            }),
-        }
+    fn files_changed(&mut self) {
+        self.publish_files();
         self.publish_budget();
     }
 
@@ -513,6 +321,10 @@ impl Engine {
 
     fn notice(&self, text: String) {
         self.events.send(Event::Notice { text });
+    }
+
+    fn warning(&self, text: String) {
+        self.events.send(Event::Warning { text });
     }
 
     fn error(&self, text: String) {

@@ -17,13 +17,9 @@ pub enum FileMode {
 }
 
 /// Whether a turn may propose edits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum ChatMode {
-    #[default]
-    Code,
-    Ask,
-}
+pub use crate::edit::prompts::Mode as ChatMode;
+/// What the user decided about a hunk.
+pub use crate::edit::{Decision, LineKind};
 
 /// A request from a front end.
 #[derive(Debug, Clone, PartialEq)]
@@ -61,42 +57,24 @@ pub enum Op {
     Shutdown,
 }
 
-/// What the user decided about a hunk.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum HunkDecision {
-    #[default]
-    Pending,
-    Accepted,
-    Rejected,
-}
-
 /// A review action on the pending proposal.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ReviewOp {
     Hunk {
         id: String,
-        decision: HunkDecision,
+        decision: Decision,
     },
     File {
         path: String,
-        decision: HunkDecision,
+        decision: Decision,
     },
     All {
-        decision: HunkDecision,
+        decision: Decision,
     },
     /// Write the accepted hunks (and commit them, unless auto-commits are off).
     Apply,
     /// Forget the proposal; nothing is written.
     Discard,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LineKind {
-    Context,
-    Added,
-    Removed,
 }
 
 /// One line of a hunk, with its numbers in the old and new file.
@@ -118,7 +96,7 @@ pub struct HunkView {
     pub new_start: usize,
     pub new_len: usize,
     pub lines: Vec<DiffLine>,
-    pub decision: HunkDecision,
+    pub decision: Decision,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -146,8 +124,9 @@ pub struct EditFailureView {
     pub message: String,
 }
 
-/// The edits a reply proposes, with the user's decisions so far.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// The edits a reply proposes, with the user's decisions so far. An empty view (no
+/// files, no failures) means nothing is left to review.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
 pub struct ProposalView {
     pub files: Vec<FileProposalView>,
     pub failures: Vec<EditFailureView>,
@@ -257,7 +236,8 @@ pub enum Event {
     Error {
         text: String,
     },
-    /// A reply proposed edits (sent again whenever a decision changes them).
+    /// A reply proposed edits (sent again whenever a decision changes them; empty once
+    /// nothing is left to review).
     Proposal(Box<ProposalView>),
     /// Failed edit blocks are being sent back to the model (`attempt` of `max`).
     Reflection {
@@ -295,6 +275,9 @@ pub enum Event {
         replaced_tokens: usize,
         summary_tokens: usize,
     },
+    /// Nothing is under way: no reply streaming, no reflection or landing pending. The
+    /// engine waits for the front end.
+    Idle,
     /// The engine stopped; no events follow.
     Exited,
 }

@@ -1,16 +1,29 @@
-//! One model request on its own task: streams events while it runs and hands the
-//! outcome back to the engine loop, which alone mutates the session.
+//! A turn: the request is built and checked on the loop, sent on its own task (which
+//! streams events while it runs), and its outcome handed back to the loop, which alone
+//! records it in the session and decides what follows (edits, a reflection).
 
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::EventSink;
-use super::protocol::Event;
-use crate::llm::{ChatReply, ChatRequest, LlmClient, LlmError, StreamEvent};
+use super::protocol::{ChatMode, Event};
+use super::{Engine, EventSink, Internal};
+use crate::context::BudgetReport;
+use crate::llm::{ChatReply, ChatRequest, LlmClient, LlmError, Message, StreamEvent};
 
-/// What the engine needs back to record the turn.
+/// Why a turn was sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TurnKind {
+    /// The user's own message.
+    User,
+    /// Failed edit blocks sent back to the model (the n-th time this user turn).
+    Reflection(usize),
+}
+
+/// What the loop needs back to record the turn.
 #[derive(Debug)]
-pub(crate) struct Pending {
+pub(crate) struct Sent {
+    pub kind: TurnKind,
+    pub mode: ChatMode,
     /// What the user typed (returned to them if the turn fails).
     pub user_text: String,
     /// The user message as sent, with any notes the engine added.
@@ -19,22 +32,163 @@ pub(crate) struct Pending {
 
 #[derive(Debug)]
 pub(crate) struct TurnOutcome {
-    pub pending: Pending,
+    pub sent: Sent,
     pub result: Result<ChatReply, LlmError>,
 }
 
-pub(crate) fn spawn(
+impl Engine {
+    /// A message the user typed. In code mode it is refused while edits still wait for
+    /// a decision, so a review is never silently abandoned.
+    pub(super) fn start_user_turn(&mut self, text: String, mode: ChatMode) {
+        if mode == ChatMode::Code
+            && let Some(waiting) = self.undecided_hunks()
+        {
+            self.events.send(Event::TurnFailed {
+                error: format!(
+                    "{waiting} proposed hunks still wait for a decision: accept or reject them and apply (Enter in the review, or /apply), or /discard them, first; /ask works meanwhile"
+                ),
+                message: text,
+            });
+            self.idle_if_done();
+            return;
+        }
+        if mode == ChatMode::Code {
+            self.pending = None;
+        }
+        self.start_turn(text, mode, TurnKind::User);
+    }
+
+    pub(super) fn start_turn(&mut self, text: String, mode: ChatMode, kind: TurnKind) {
+        if self.running.is_some() {
+            self.events.send(Event::TurnFailed {
+                error: "a reply is still streaming: wait for it or interrupt it first".into(),
+                message: text,
+            });
+            return;
+        }
+        let sent_text = match kind {
+            TurnKind::User => self.user_message_text(&text),
+            TurnKind::Reflection(_) => text.clone(),
+        };
+        let assembled = self.assemble(vec![Message::user(sent_text.clone())], mode);
+        let report = self.decorate(BudgetReport::new(&assembled, &self.model, self.window));
+        if !report.fits() {
+            self.refuse_oversized(&report, text);
+            return;
+        }
+        if kind == TurnKind::User {
+            self.session.notes_for_next_turn.clear();
+        }
+        self.events.send(Event::Budget(Box::new(report)));
+        self.events.send(Event::TurnStarted {
+            text: sent_text.clone(),
+            mode,
+        });
+        let cancel = CancellationToken::new();
+        self.running = Some(cancel.clone());
+        let request = ChatRequest {
+            model: self.model.clone(),
+            messages: assembled.messages,
+            cache_control: self.cache_control(),
+            max_tokens: None,
+        };
+        spawn(
+            self.client.clone(),
+            request,
+            cancel,
+            self.events.clone(),
+            self.internal_tx.clone(),
+            Sent {
+                kind,
+                mode,
+                user_text: text,
+                sent_text,
+            },
+        );
+    }
+
+    fn refuse_oversized(&mut self, report: &BudgetReport, text: String) {
+        let mut largest: Vec<_> = report.files.iter().collect();
+        largest.sort_by_key(|f| std::cmp::Reverse(f.tokens));
+        let names: Vec<String> = largest
+            .iter()
+            .take(3)
+            .map(|f| format!("{} ({} tokens)", f.path, f.tokens))
+            .collect();
+        let hint = if names.is_empty() {
+            "/clear the history".to_string()
+        } else {
+            format!(
+                "drop files (largest: {}) or /clear the history",
+                names.join(", ")
+            )
+        };
+        self.events.send(Event::Output {
+            title: "the request does not fit".into(),
+            text: report.render_table(),
+        });
+        self.events.send(Event::TurnFailed {
+            error: format!(
+                "the request needs {} tokens but at most {} may be sent: {hint}",
+                report.total, report.prompt_limit
+            ),
+            message: text,
+        });
+        self.idle_if_done();
+    }
+
+    pub(super) fn finish_turn(&mut self, outcome: TurnOutcome) {
+        self.running = None;
+        let TurnOutcome { sent, result } = outcome;
+        let reply = match result {
+            Ok(reply) => reply,
+            Err(e) => {
+                self.events.send(Event::TurnFailed {
+                    error: e.to_string(),
+                    message: sent.user_text,
+                });
+                self.publish_budget();
+                self.idle_if_done();
+                return;
+            }
+        };
+        let cost = self.model.cost(&reply.usage);
+        self.session.session_cost += cost;
+        self.session.last_cost = cost;
+        self.session.last_usage = reply.usage_reported.then_some(reply.usage);
+        if !reply.text.is_empty() {
+            self.session.history.push(Message::user(sent.sent_text));
+            self.session
+                .history
+                .push(Message::assistant(reply.text.clone()));
+        }
+        self.events.send(Event::TurnFinished {
+            reply: reply.text.clone(),
+            finish: reply.finish.clone(),
+            usage: reply.usage_reported.then_some(reply.usage),
+            cost,
+            session_cost: self.session.session_cost,
+        });
+        if sent.mode == ChatMode::Code && !reply.text.is_empty() {
+            self.propose_edits(&reply.text, sent.kind);
+        }
+        self.publish_budget();
+        self.idle_if_done();
+    }
+}
+
+fn spawn(
     client: LlmClient,
     request: ChatRequest,
     cancel: CancellationToken,
     events: EventSink,
-    done: mpsc::UnboundedSender<TurnOutcome>,
-    pending: Pending,
+    done: mpsc::UnboundedSender<Internal>,
+    sent: Sent,
 ) {
     tokio::spawn(async move {
         let mut forward = |event: StreamEvent| events.send(stream_event(event));
         let result = client.chat(&request, &cancel, &mut forward).await;
-        let _ = done.send(TurnOutcome { pending, result });
+        let _ = done.send(Internal::Turn(TurnOutcome { sent, result }));
     });
 }
 

@@ -1,18 +1,22 @@
-//! `tern -m TEXT`: one turn without the TUI. The reply streams to stdout; everything
-//! else (notices, retries, the token line) goes to stderr so stdout stays the reply.
+//! `tern -m TEXT` and `tern --script FILE`: turns without the TUI. The reply streams to
+//! stdout; everything else (notices, retries, the token line) goes to stderr so stdout
+//! stays the reply. Proposed edits are applied only with `--yes`; otherwise their diff
+//! is printed and the tree is left untouched.
 
 use std::io::Write;
 use std::process::ExitCode;
 
+use crate::engine::protocol::{DiffLine, LineKind, ProposalView};
 use crate::engine::{EngineConfig, Event, Op};
 use crate::llm::Finish;
 
 /// Runs the given messages in turn and exits. Returns a failure exit code when a turn
-/// fails or a reply is incomplete.
+/// fails, a reply is incomplete, or edit blocks could not be applied.
 pub async fn run(
     config: EngineConfig,
     messages: Vec<String>,
     json: bool,
+    yes: bool,
 ) -> anyhow::Result<ExitCode> {
     let mut engine = crate::engine::spawn(config)?;
     let mut stdout = std::io::stdout().lock();
@@ -20,6 +24,8 @@ pub async fn run(
     let mut queue = messages.into_iter();
     let mut ok = true;
     let mut at_line_start = true;
+    let mut proposal: Option<ProposalView> = None;
+    let mut edits_handled = false;
 
     let Some(first) = queue.next() else {
         return Ok(ExitCode::SUCCESS);
@@ -38,7 +44,6 @@ pub async fn run(
         if json {
             super::print_json(&mut stdout, &event)?;
         }
-        let turn_over = matches!(event, Event::TurnFinished { .. } | Event::TurnFailed { .. });
         match &event {
             Event::Delta { text } if !json => {
                 stdout.write_all(text.as_bytes())?;
@@ -51,39 +56,54 @@ pub async fn run(
                 cost,
                 session_cost,
                 ..
-            } if !json => {
-                if !at_line_start {
-                    writeln!(stdout)?;
-                    at_line_start = true;
+            } => {
+                ok &= *finish == Finish::Stop;
+                if !json {
+                    if !at_line_start {
+                        writeln!(stdout)?;
+                        at_line_start = true;
+                    }
+                    if let Some(why) = incomplete(finish) {
+                        writeln!(stderr, "tern: {why}")?;
+                    }
+                    let (sent, cached, received) = usage.map_or((0, 0, 0), |u| {
+                        (u.prompt_tokens, u.cached_tokens, u.completion_tokens)
+                    });
+                    writeln!(
+                        stderr,
+                        "Tokens: {sent} sent ({cached} cached), {received} received. Cost: ${cost:.4} message, ${session_cost:.4} session."
+                    )?;
                 }
-                match finish {
-                    Finish::Stop => {}
-                    Finish::Length => {
-                        ok = false;
-                        writeln!(stderr, "tern: the reply hit the model's output limit")?;
-                    }
-                    Finish::CutOff(why) => {
-                        ok = false;
-                        writeln!(stderr, "tern: the reply was cut off: {why}")?;
-                    }
-                    Finish::Cancelled => {
-                        ok = false;
-                        writeln!(stderr, "tern: interrupted; the partial reply is above")?;
-                    }
-                }
-                let (sent, cached, received) = usage.map_or((0, 0, 0), |u| {
-                    (u.prompt_tokens, u.cached_tokens, u.completion_tokens)
-                });
-                writeln!(
-                    stderr,
-                    "Tokens: {sent} sent ({cached} cached), {received} received. Cost: ${cost:.4} message, ${session_cost:.4} session."
-                )?;
             }
             Event::TurnFailed { error, .. } => {
                 ok = false;
                 if !json {
                     writeln!(stderr, "tern: {error}")?;
                 }
+            }
+            Event::Proposal(view) => {
+                proposal =
+                    (!view.files.is_empty() || !view.failures.is_empty()).then(|| (**view).clone());
+            }
+            Event::Reflection { attempt, max, .. } if !json => writeln!(
+                stderr,
+                "tern: some edit blocks did not apply; asking the model to fix them ({attempt} of {max})"
+            )?,
+            Event::Applied {
+                files,
+                accepted,
+                commit,
+                message,
+                ..
+            } if !json => {
+                let commit = commit
+                    .as_ref()
+                    .map_or(String::new(), |c| format!("; committed {c} {message}"));
+                writeln!(
+                    stderr,
+                    "tern: applied {accepted} hunks to {}{commit}",
+                    files.join(", ")
+                )?;
             }
             Event::Retrying {
                 attempt,
@@ -98,19 +118,59 @@ pub async fn run(
             }
             Event::Notice { text } if !json => writeln!(stderr, "tern: {text}")?,
             Event::Warning { text } if !json => writeln!(stderr, "tern: warning: {text}")?,
-            Event::Error { text } if !json => {
+            Event::Error { text } => {
                 ok = false;
-                writeln!(stderr, "tern: error: {text}")?;
+                if !json {
+                    writeln!(stderr, "tern: error: {text}")?;
+                }
             }
             Event::Output { text, .. } if !json => write!(stderr, "{text}")?,
+            Event::Idle => {
+                if let Some(view) = proposal.take().filter(|_| !edits_handled) {
+                    edits_handled = true;
+                    ok &= view.failures.is_empty();
+                    if !json {
+                        for failure in &view.failures {
+                            writeln!(
+                                stderr,
+                                "tern: edit block {} failed: {}",
+                                failure.block, failure.message
+                            )?;
+                        }
+                        for commands in &view.shell_commands {
+                            writeln!(stderr, "tern: suggested commands (not run):\n{commands}")?;
+                        }
+                    }
+                    if view.files.is_empty() {
+                        // Only failures: nothing to apply.
+                    } else if yes {
+                        // One op, so the next Idle is the landing's.
+                        engine.ops.send(Op::Submit {
+                            text: "/apply all".into(),
+                        })?;
+                        continue;
+                    } else {
+                        if !json {
+                            write!(stdout, "{}", unified(&view))?;
+                            writeln!(
+                                stderr,
+                                "tern: the edits above were not applied; pass --yes to apply them"
+                            )?;
+                        }
+                        engine.ops.send(Op::Submit {
+                            text: "/discard".into(),
+                        })?;
+                        continue;
+                    }
+                }
+                edits_handled = false;
+                match queue.next() {
+                    Some(next) if ok => engine.ops.send(Op::Submit { text: next })?,
+                    _ => engine.ops.send(Op::Shutdown)?,
+                }
+            }
             Event::Exited => break,
             _ => {}
-        }
-        if turn_over {
-            match queue.next() {
-                Some(next) if ok => engine.ops.send(Op::Submit { text: next })?,
-                _ => engine.ops.send(Op::Shutdown)?,
-            }
         }
     }
     ctrl_c.abort();
@@ -120,4 +180,46 @@ pub async fn run(
     } else {
         ExitCode::FAILURE
     })
+}
+
+fn incomplete(finish: &Finish) -> Option<String> {
+    match finish {
+        Finish::Stop => None,
+        Finish::Length => Some("the reply hit the model's output limit".into()),
+        Finish::CutOff(why) => Some(format!("the reply was cut off: {why}")),
+        Finish::Cancelled => Some("interrupted; the partial reply is above".into()),
+    }
+}
+
+/// The proposal as a unified diff, each hunk header naming its id (as `tern apply
+/// --accept` takes it).
+pub(crate) fn unified(view: &ProposalView) -> String {
+    let mut out = String::new();
+    for file in &view.files {
+        out.push_str(&format!("--- a/{}\n+++ b/{}\n", file.path, file.path));
+        for hunk in &file.hunks {
+            // The header spans the lines shown, context included, as in `git diff`.
+            let span = |number: fn(&DiffLine) -> Option<usize>| {
+                let numbers: Vec<usize> = hunk.lines.iter().filter_map(number).collect();
+                (numbers.first().copied().unwrap_or(0), numbers.len())
+            };
+            let (old_start, old_len) = span(|l| l.old_line);
+            let (new_start, new_len) = span(|l| l.new_line);
+            out.push_str(&format!(
+                "@@ -{old_start},{old_len} +{new_start},{new_len} @@ hunk {}\n",
+                hunk.id
+            ));
+            for line in &hunk.lines {
+                let mark = match line.kind {
+                    LineKind::Context => ' ',
+                    LineKind::Added => '+',
+                    LineKind::Removed => '-',
+                };
+                out.push(mark);
+                out.push_str(&line.text);
+                out.push('\n');
+            }
+        }
+    }
+    out
 }

@@ -1,8 +1,12 @@
 //! The non-TUI front end: the same engine, driven by flags, printing plain text (or one
 //! JSON event per line with `--json`).
 
+pub mod apply;
 pub mod chat;
+pub mod map;
+pub mod review;
 pub mod tokens;
+pub mod undo;
 
 use std::io::Write;
 

@@ -39,13 +39,91 @@ impl Encoding {
     }
 
     /// Counts without the cache. Special-token text such as `<|endoftext|>` is ordinary
-    /// text here: files may contain it and it must never be an error.
+    /// text here: files may contain it and it must never be an error. Large texts are
+    /// cut at piece boundaries and counted on all cores.
     pub fn count(self, text: &str) -> usize {
+        if text.len() < PARALLEL_MIN_BYTES {
+            return self.count_serial(text);
+        }
+        use rayon::prelude::*;
+        split_at_piece_boundaries(text, PARALLEL_CHUNK_BYTES)
+            .par_iter()
+            .map(|part| self.count_serial(part))
+            .sum()
+    }
+
+    /// Pre-tokenizes and counts each piece, remembering the counts of short pieces:
+    /// code repeats its indentation, keywords and identifiers endlessly, and a lookup is
+    /// several times cheaper than running BPE on the piece again.
+    fn count_serial(self, text: &str) -> usize {
         if text.is_empty() {
             return 0;
         }
-        self.tokenizer().count(text)
+        let tokenizer = self.tokenizer();
+        PIECES.with_borrow_mut(|cache| {
+            let cache = &mut cache[self as usize];
+            if cache.len() > PIECE_CACHE_ENTRIES {
+                cache.clear();
+            }
+            tokenizer
+                .split(text)
+                .map(|piece| {
+                    if piece.len() > PIECE_CACHE_MAX_BYTES {
+                        return tokenizer.bpe.count(piece.as_bytes());
+                    }
+                    if let Some(&n) = cache.get(piece) {
+                        return n as usize;
+                    }
+                    let n = tokenizer.bpe.count(piece.as_bytes());
+                    cache.insert(piece.into(), n as u32);
+                    n
+                })
+                .sum()
+        })
     }
+}
+
+/// Pieces longer than this are rare repeats; they are counted, not remembered.
+const PIECE_CACHE_MAX_BYTES: usize = 24;
+/// Bounds each thread's piece cache (about 5 MB per encoding when full).
+const PIECE_CACHE_ENTRIES: usize = 100_000;
+
+type PieceCache = std::collections::HashMap<Box<str>, u32, foldhash::fast::RandomState>;
+
+thread_local! {
+    /// Per-thread piece counts, one map per encoding (indexed by `Encoding as usize`).
+    static PIECES: std::cell::RefCell<[PieceCache; 2]> = std::cell::RefCell::new(Default::default());
+}
+
+/// Texts at least this large are counted in parallel.
+const PARALLEL_MIN_BYTES: usize = 128 * 1024;
+const PARALLEL_CHUNK_BYTES: usize = 32 * 1024;
+
+/// Cuts `text` into parts of about `target` bytes whose token counts add up to the
+/// whole's. BPE never merges across pre-tokenizer pieces, so any cut between two pieces
+/// is safe. A cut right after `\n` before an ASCII letter is always one in both
+/// encodings: no piece pattern continues from a newline into a letter (the letter
+/// patterns only take a non-newline prefix), and the newline run before it ends there.
+pub fn split_at_piece_boundaries(text: &str, target: usize) -> Vec<&str> {
+    let bytes = text.as_bytes();
+    let mut parts = Vec::new();
+    let mut start = 0;
+    while start < bytes.len() {
+        let mut cut = None;
+        let mut from = (start + target).min(bytes.len());
+        while let Some(offset) = bytes[from..].iter().position(|&b| b == b'\n') {
+            let after = from + offset + 1;
+            if bytes.get(after).is_some_and(u8::is_ascii_alphabetic) {
+                cut = Some(after);
+                break;
+            }
+            from = after;
+        }
+        let end = cut.unwrap_or(bytes.len());
+        parts.push(&text[start..end]);
+        start = end;
+    }
+    parts
 }
 
 /// Counting texts larger than this is not worth caching: they rarely repeat and would

@@ -98,6 +98,8 @@ pub struct App {
     pub(crate) streaming: Option<usize>,
     /// Why the reply has not started yet (a retry), shown in the status line.
     pub(crate) waiting: Option<String>,
+    /// A reflection was announced: the next turn is the engine's, not the user's.
+    reflecting: bool,
     pub(crate) spinner: usize,
     next_spin: Option<Instant>,
     ops: Vec<Op>,
@@ -127,6 +129,7 @@ impl App {
             mode: ChatMode::Code,
             streaming: None,
             waiting: None,
+            reflecting: false,
             spinner: 0,
             next_spin: None,
             ops: Vec::new(),
@@ -177,7 +180,9 @@ impl App {
                 self.ops.push(Op::ListRepoFiles);
             }
             Event::TurnStarted { text, .. } => {
-                chat.begin_turn(&text, &self.model);
+                // A reflection turn's message is the engine's, already announced.
+                let user = (!std::mem::take(&mut self.reflecting)).then_some(text.as_str());
+                chat.begin_turn(user, &self.model);
                 self.streaming = Some(0);
                 self.next_spin = Some(Instant::now() + SPIN_EVERY);
             }
@@ -256,8 +261,6 @@ impl App {
             Event::Error { text } => {
                 chat.push(Kind::Error, text);
                 if self.panes.review.status() == Some(&review::Status::Applying) {
-                    // The apply failed: the proposal is still there to decide on.
-                    self.panes.review.apply_failed();
                     self.flash("applying failed: see the chat".into());
                 }
             }
@@ -301,6 +304,7 @@ impl App {
                 let text = format!("reflection {attempt}/{max}: {first}");
                 self.panes.chat.push(Kind::Notice, text.clone());
                 self.panes.review.reflection(text);
+                self.reflecting = true;
             }
             Event::Applied {
                 files,
@@ -313,7 +317,7 @@ impl App {
                     review::applied_summary(&files, accepted, rejected, commit.as_deref(), &message);
                 self.panes.chat.push(Kind::Notice, summary.clone());
                 self.panes.review.applied(summary);
-                if self.focus == PaneId::Review {
+                if self.focus == PaneId::Review && !self.panes.review.is_active() {
                     self.set_focus(PaneId::Input);
                 }
             }
@@ -343,6 +347,13 @@ impl App {
                     "history: {replaced_messages} messages ({replaced_tokens} tokens) summarized in {summary_tokens} tokens"
                 ),
             ),
+            Event::Idle => {
+                // Nothing under way: no reply, no reflection, no landing.
+                self.streaming = None;
+                self.waiting = None;
+                self.reflecting = false;
+                self.panes.review.apply_failed();
+            }
             Event::Exited => self.exited = true,
         }
     }

@@ -14,8 +14,8 @@ use tern::context::{
     self, BudgetReport, ChunkInputs, FileText, HistoryPhase, HistoryStatus, Window,
 };
 use tern::engine::protocol::{
-    DiffLine, EditFailureView, FileChange, FileProposalView, HunkDecision, HunkView, LineKind,
-    MapEdge, MapView, ProposalView,
+    Decision, DiffLine, EditFailureView, FileChange, FileProposalView, HunkView, LineKind, MapEdge,
+    MapView, ProposalView,
 };
 use tern::engine::{ChatMode, Event, FileEntry, FileMode};
 use tern::llm::{Finish, Message, ModelInfo, Usage};
@@ -224,7 +224,7 @@ pub fn hunks(path: &str, before: &str, after: &str) -> Vec<HunkView> {
                 new_start: new_range.start + 1,
                 new_len: new_range.len(),
                 lines,
-                decision: HunkDecision::Pending,
+                decision: Decision::Pending,
             }
         })
         .collect()

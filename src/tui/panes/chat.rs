@@ -164,9 +164,12 @@ impl ChatPane {
         &self.messages
     }
 
-    /// A turn began: the user's message and an empty reply that streams in.
-    pub fn begin_turn(&mut self, user_text: &str, model: &str) {
-        self.push(Kind::User, user_text);
+    /// A turn began: the user's message (none for the engine's own turns) and an empty
+    /// reply that streams in.
+    pub fn begin_turn(&mut self, user_text: Option<&str>, model: &str) {
+        if let Some(text) = user_text {
+            self.push(Kind::User, text);
+        }
         self.push(
             Kind::Assistant {
                 model: model.to_string(),

@@ -16,7 +16,7 @@ use ratatui::text::{Line, Span};
 use super::{Cx, Draw, Effect, Pane, PaneId};
 use crate::engine::Op;
 use crate::engine::protocol::{
-    FileChange, FileProposalView, HunkDecision, HunkView, LineKind, ProposalView, ReviewOp,
+    Decision, FileChange, FileProposalView, HunkView, LineKind, ProposalView, ReviewOp,
 };
 use crate::tui::highlight::{self, Incremental};
 use crate::tui::keymap::Action;
@@ -47,6 +47,8 @@ pub struct ReviewPane {
     highlights: HashMap<String, HunkHighlight>,
     status: Option<Status>,
     reflections: Vec<String>,
+    /// What the last landing applied, while hunks of the proposal are still pending.
+    banner: Option<String>,
 }
 
 /// Counts of a set of hunks by decision.
@@ -62,9 +64,9 @@ impl Tally {
         let mut t = Tally::default();
         for h in hunks {
             match h.decision {
-                HunkDecision::Pending => t.pending += 1,
-                HunkDecision::Accepted => t.accepted += 1,
-                HunkDecision::Rejected => t.rejected += 1,
+                Decision::Pending => t.pending += 1,
+                Decision::Accept => t.accepted += 1,
+                Decision::Reject => t.rejected += 1,
             }
         }
         t
@@ -76,20 +78,24 @@ impl Tally {
 }
 
 impl ReviewPane {
-    /// A proposal arrived. Returns true when it is a new one (the pane then opens on its
-    /// first hunk); an update of the current one keeps the selection.
+    /// A proposal arrived. Returns true when it is a new one (no hunk in common with the
+    /// one shown): the pane then opens on its first hunk. An update (decisions
+    /// confirmed, hunks added by a reflection, hunks left after a partial landing) keeps
+    /// the selected hunk. An empty view means nothing is left to review.
     pub fn set_proposal(&mut self, proposal: ProposalView) -> bool {
+        if proposal.files.is_empty() && proposal.failures.is_empty() {
+            self.close();
+            return false;
+        }
         let ids = |p: &ProposalView| -> Vec<String> {
             p.files
                 .iter()
                 .flat_map(|f| f.hunks.iter().map(|h| h.id.clone()))
                 .collect()
         };
-        let fresh = self
-            .proposal
-            .as_ref()
-            .is_none_or(|old| ids(old) != ids(&proposal))
-            || self.status.is_some();
+        let old = self.proposal.as_ref().map(ids).unwrap_or_default();
+        let fresh = !ids(&proposal).iter().any(|id| old.contains(id));
+        let selected = self.current_hunk().map(|h| h.id.clone());
         self.rows = proposal
             .files
             .iter()
@@ -108,13 +114,24 @@ impl ReviewPane {
             self.hunk = 0;
             self.scroll = 0;
             self.highlights.clear();
-            self.status = None;
             self.reflections.clear();
+            self.banner = None;
+        } else if let Some((file, hunk)) = selected.and_then(|id| find(&proposal, &id)) {
+            self.file = file;
+            self.hunk = hunk;
         }
+        // Whatever was being applied is over: this is what is left to decide.
+        self.status = None;
         self.proposal = Some(proposal);
         self.clamp();
         self.reveal = true;
         fresh
+    }
+
+    fn close(&mut self) {
+        self.proposal = None;
+        self.rows.clear();
+        self.highlights.clear();
     }
 
     /// Whether there are hunks to decide on.
@@ -134,16 +151,23 @@ impl ReviewPane {
         self.status.as_ref()
     }
 
-    /// Applying failed (the engine said why in an error): decide again.
+    /// Applying ended without an `Applied` (the engine said why): decide again.
     pub fn apply_failed(&mut self) {
-        self.status = None;
+        if self.status == Some(Status::Applying) {
+            self.status = None;
+        }
     }
 
+    /// Accepted hunks were written. Hunks still pending stay to be decided, under a
+    /// line saying what was applied; otherwise the review is over.
     pub fn applied(&mut self, summary: String) {
-        self.status = Some(Status::Applied(summary));
-        self.proposal = None;
-        self.rows.clear();
-        self.highlights.clear();
+        if self.tally().total() > 0 {
+            self.status = None;
+            self.banner = Some(summary);
+        } else {
+            self.close();
+            self.status = Some(Status::Applied(summary));
+        }
     }
 
     pub fn reflection(&mut self, text: String) {
@@ -209,7 +233,7 @@ impl ReviewPane {
     }
 
     /// Records a decision locally (the engine's next `Proposal` confirms it).
-    fn set_decision(&mut self, matches: impl Fn(&str, &HunkView) -> bool, decision: HunkDecision) {
+    fn set_decision(&mut self, matches: impl Fn(&str, &HunkView) -> bool, decision: Decision) {
         if let Some(p) = &mut self.proposal {
             for f in &mut p.files {
                 for h in &mut f.hunks {
@@ -221,18 +245,18 @@ impl ReviewPane {
         }
     }
 
-    fn decide_hunk(&mut self, decision: HunkDecision, cx: &mut Cx<'_>) {
+    fn decide_hunk(&mut self, decision: Decision, cx: &mut Cx<'_>) {
         let Some(id) = self.current_hunk().map(|h| h.id.clone()) else {
             return;
         };
         self.set_decision(|_, h| h.id == id, decision);
         cx.send(Op::Review(ReviewOp::Hunk { id, decision }));
-        if decision != HunkDecision::Pending {
+        if decision != Decision::Pending {
             self.move_hunk(true);
         }
     }
 
-    fn decide_file(&mut self, decision: HunkDecision, cx: &mut Cx<'_>) {
+    fn decide_file(&mut self, decision: Decision, cx: &mut Cx<'_>) {
         let Some(path) = self.current_file().map(|f| f.path.clone()) else {
             return;
         };
@@ -240,7 +264,7 @@ impl ReviewPane {
         cx.send(Op::Review(ReviewOp::File { path, decision }));
     }
 
-    fn decide_all(&mut self, decision: HunkDecision, cx: &mut Cx<'_>) {
+    fn decide_all(&mut self, decision: Decision, cx: &mut Cx<'_>) {
         if self.proposal.is_none() {
             return;
         }
@@ -392,7 +416,7 @@ impl ReviewPane {
                     LineKind::Removed => Some(theme.c.removed_bg),
                     LineKind::Context => None,
                 };
-                if let Some(bg) = bg.filter(|_| hunk.decision != HunkDecision::Rejected) {
+                if let Some(bg) = bg.filter(|_| hunk.decision != Decision::Reject) {
                     buf.set_style(
                         Rect::new(area.x + 1, y, area.width - 1, 1),
                         Style::new().bg(bg),
@@ -464,6 +488,15 @@ impl ReviewPane {
     }
 }
 
+/// Where the hunk `id` is in `proposal`: (file, hunk).
+fn find(proposal: &ProposalView, id: &str) -> Option<(usize, usize)> {
+    proposal
+        .files
+        .iter()
+        .enumerate()
+        .find_map(|(f, file)| file.hunks.iter().position(|h| h.id == id).map(|h| (f, h)))
+}
+
 fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
 }
@@ -484,16 +517,16 @@ fn tally_spans(t: &Tally, theme: &Theme) -> Vec<Span<'static>> {
     ]
 }
 
-fn decision_label(decision: HunkDecision, theme: &Theme) -> Span<'static> {
+fn decision_label(decision: Decision, theme: &Theme) -> Span<'static> {
     match decision {
-        HunkDecision::Pending => Span::styled("· pending", Style::new().fg(theme.c.pending)),
-        HunkDecision::Accepted => Span::styled(
+        Decision::Pending => Span::styled("· pending", Style::new().fg(theme.c.pending)),
+        Decision::Accept => Span::styled(
             "✓ accepted",
             Style::new()
                 .fg(theme.c.accepted)
                 .add_modifier(Modifier::BOLD),
         ),
-        HunkDecision::Rejected => Span::styled(
+        Decision::Reject => Span::styled(
             "✗ rejected",
             Style::new()
                 .fg(theme.c.rejected)
@@ -502,15 +535,31 @@ fn decision_label(decision: HunkDecision, theme: &Theme) -> Span<'static> {
     }
 }
 
+/// `@@ -a,b +c,d @@` for the lines shown (context included, as git writes it), so the
+/// header agrees with the line numbers beside it.
+fn range_header(hunk: &HunkView) -> String {
+    let side = |number: fn(&crate::engine::protocol::DiffLine) -> Option<usize>,
+                start: usize,
+                len: usize| {
+        let numbers: Vec<usize> = hunk.lines.iter().filter_map(number).collect();
+        match numbers.first() {
+            Some(first) => (*first, numbers.len()),
+            None if hunk.lines.is_empty() => (start, len),
+            // Nothing on this side (a new or deleted file): git writes the line before.
+            None => (start.saturating_sub(1), 0),
+        }
+    };
+    let (old_start, old_len) = side(|l| l.old_line, hunk.old_start, hunk.old_len);
+    let (new_start, new_len) = side(|l| l.new_line, hunk.new_start, hunk.new_len);
+    format!("@@ -{old_start},{old_len} +{new_start},{new_len} @@")
+}
+
 fn hunk_header(hunk: &HunkView, selected: bool, theme: &Theme) -> Line<'static> {
     let marker = if selected { "▶ " } else { "  " };
     let mut line = Line::from(vec![
         Span::styled(marker, Style::new().fg(theme.c.accent)),
         Span::styled(
-            format!(
-                "@@ -{},{} +{},{} @@ ",
-                hunk.old_start, hunk.old_len, hunk.new_start, hunk.new_len
-            ),
+            format!("{} ", range_header(hunk)),
             Style::new().fg(theme.c.hunk_header),
         ),
         decision_label(hunk.decision, theme),
@@ -525,7 +574,7 @@ fn diff_line(
     line: &crate::engine::protocol::DiffLine,
     code: &[Span<'static>],
     selected: bool,
-    decision: HunkDecision,
+    decision: Decision,
     digits: usize,
     theme: &Theme,
 ) -> Line<'static> {
@@ -555,7 +604,7 @@ fn diff_line(
         Span::styled(sign, sign_style),
         Span::raw(" "),
     ];
-    if decision == HunkDecision::Rejected {
+    if decision == Decision::Reject {
         let text: String = code.iter().map(|s| s.content.as_ref()).collect();
         spans.push(Span::styled(
             text,
@@ -692,12 +741,12 @@ impl Pane for ReviewPane {
             }
             Action::NextFile => self.move_file(1),
             Action::PrevFile => self.move_file(-1),
-            Action::Accept => self.decide_hunk(HunkDecision::Accepted, cx),
-            Action::Reject => self.decide_hunk(HunkDecision::Rejected, cx),
-            Action::Reset => self.decide_hunk(HunkDecision::Pending, cx),
-            Action::AcceptFile => self.decide_file(HunkDecision::Accepted, cx),
-            Action::AcceptAll => self.decide_all(HunkDecision::Accepted, cx),
-            Action::ResetAll => self.decide_all(HunkDecision::Pending, cx),
+            Action::Accept => self.decide_hunk(Decision::Accept, cx),
+            Action::Reject => self.decide_hunk(Decision::Reject, cx),
+            Action::Reset => self.decide_hunk(Decision::Pending, cx),
+            Action::AcceptFile => self.decide_file(Decision::Accept, cx),
+            Action::AcceptAll => self.decide_all(Decision::Accept, cx),
+            Action::ResetAll => self.decide_all(Decision::Pending, cx),
             Action::Apply => {
                 let t = self.tally();
                 if t.accepted == 0 {
@@ -764,6 +813,11 @@ impl Pane for ReviewPane {
         let mut y = area.y;
         buf.set_line(area.x, y, &self.summary(theme), area.width);
         y += 1;
+        if let Some(banner) = &self.banner {
+            let line = Line::styled(format!("✓ {banner}"), Style::new().fg(theme.c.ok));
+            buf.set_line(area.x, y, &line, area.width);
+            y += 1;
+        }
         let file_rows = files
             .min(FILE_ROWS)
             .min((area.height as usize).saturating_sub(4) / 3)
@@ -831,7 +885,7 @@ pub fn applied_summary(
         plural(files.len())
     );
     if rejected > 0 {
-        s.push_str(&format!(", rejected {rejected}"));
+        s.push_str(&format!(", {rejected} not applied"));
     }
     match commit {
         Some(id) => s.push_str(&format!(" · commit {} {message}", &id[..id.len().min(7)])),

@@ -1,0 +1,134 @@
+//! SEARCH/REPLACE blocks:
+//!
+//! ```text
+//! src/main.rs
+//! <<<<<<< SEARCH
+//! old lines
+//! =======
+//! new lines
+//! >>>>>>> REPLACE
+//! ```
+//!
+//! inside or outside code fences, the file named on the nearest lines before the block.
+
+use super::error::{EditError, Problem};
+use super::filename::FileSet;
+use super::matching::Occurrence;
+use super::parse::{EditKind, Parsed, RawEdit};
+use super::scan::{self, filename_before, is_divider, is_replace, is_search, join_lines};
+
+pub(crate) fn parse(lines: &[&str], files: &FileSet) -> Parsed {
+    let mut out = Parsed::default();
+    let mut block = 0;
+    // Where the previous block ended: file names are not looked for before it.
+    let mut floor = 0;
+    let mut i = 0;
+    while i < lines.len() {
+        if let Some((suggestion, next)) = scan::shell_fence(lines, i) {
+            out.shell.push(suggestion);
+            i = next;
+            floor = next;
+            continue;
+        }
+        let line = lines[i];
+        if is_replace(line) {
+            block += 1;
+            out.errors.push(malformed(
+                block,
+                &lines[i..=i],
+                format!(
+                    "`{}` on reply line {} has no `<<<<<<< SEARCH` before it",
+                    line.trim(),
+                    i + 1
+                ),
+            ));
+            i += 1;
+            floor = i;
+            continue;
+        }
+        if !is_search(line) {
+            i += 1;
+            continue;
+        }
+        block += 1;
+        let filename = filename_before(lines, floor, i, files);
+        match block_at(lines, i) {
+            Ok((divider, end)) => {
+                let search = join_lines(&lines[i + 1..divider]);
+                let replace = join_lines(&lines[divider + 1..end]);
+                out.edits.push(RawEdit {
+                    block,
+                    filename,
+                    kind: EditKind::SearchReplace {
+                        search,
+                        replace,
+                        occurrence: Occurrence::First,
+                    },
+                    source: lines[i..=end].join("\n"),
+                });
+                i = end + 1;
+            }
+            Err((stop, why)) => {
+                let mut err = malformed(block, &lines[i..stop], why);
+                err.path = filename.map(Into::into);
+                out.errors.push(err);
+                // Resume at the line that broke the block: it may start the next one.
+                i = stop.max(i + 1);
+            }
+        }
+        floor = i;
+    }
+    out
+}
+
+/// The divider and end-marker lines of the block whose SEARCH marker is `lines[start]`,
+/// or the line where the block broke off and why.
+fn block_at(lines: &[&str], start: usize) -> Result<(usize, usize), (usize, String)> {
+    let opened = start + 1;
+    let mut divider = None;
+    for (j, line) in lines.iter().enumerate().skip(start + 1) {
+        let here = j + 1;
+        match divider {
+            None if is_divider(line) => divider = Some(j),
+            None if is_search(line) => {
+                return Err((
+                    j,
+                    format!(
+                        "the block opened on reply line {opened} has no `=======` before the next `<<<<<<< SEARCH` on line {here}"
+                    ),
+                ));
+            }
+            None if is_replace(line) => {
+                return Err((
+                    j + 1,
+                    format!(
+                        "the block opened on reply line {opened} has no `=======` before its `>>>>>>> REPLACE` on line {here}"
+                    ),
+                ));
+            }
+            Some(d) if is_replace(line) => return Ok((d, j)),
+            Some(_) if is_search(line) => {
+                return Err((
+                    j,
+                    format!(
+                        "the block opened on reply line {opened} has no `>>>>>>> REPLACE` before the next `<<<<<<< SEARCH` on line {here}"
+                    ),
+                ));
+            }
+            _ => {}
+        }
+    }
+    let missing = if divider.is_none() {
+        "`=======` and `>>>>>>> REPLACE`"
+    } else {
+        "`>>>>>>> REPLACE`"
+    };
+    Err((
+        lines.len(),
+        format!("the block opened on reply line {opened} ends without {missing}"),
+    ))
+}
+
+fn malformed(block: usize, source: &[&str], why: String) -> EditError {
+    EditError::new(block, None, Problem::Malformed(why), &source.join("\n"))
+}

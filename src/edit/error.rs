@@ -1,0 +1,213 @@
+//! Why a block of a reply was not applied, precisely enough for the user to see and for
+//! the model to fix it (the reflection message).
+
+use std::fmt;
+use std::path::PathBuf;
+
+use super::EditFormat;
+use super::safety::Refusal;
+
+/// One block of a reply that could not be applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EditError {
+    /// 1-based position of the block in the reply.
+    pub block: usize,
+    /// The file the block was for, when it is known.
+    pub path: Option<PathBuf>,
+    pub problem: Problem,
+    /// The block as the model wrote it, quoted back in the reflection.
+    pub source: String,
+}
+
+/// Lines of the file that look most like a SEARCH text that did not match.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NearMatch {
+    /// 1-based line number of the first line.
+    pub line: usize,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Problem {
+    /// The block's structure is broken: a marker is missing or out of place.
+    Malformed(String),
+    /// No file name before the block and no earlier block to inherit one from.
+    MissingFilename,
+    /// The SEARCH text (or diff context) is not in the file.
+    NoMatch {
+        near: Option<NearMatch>,
+        hint: Option<String>,
+    },
+    /// A diff hunk's context occurs at several places (1-based first lines).
+    Ambiguous { lines: Vec<usize> },
+    /// `...` elision that cannot be applied (counts differ, a piece is not unique, ...).
+    Elision(String),
+    /// The REPLACE text stands for code with a comment instead of writing it out.
+    LazyComment { line: String },
+    /// A diff hunk with no context or removed lines for an existing non-empty file.
+    NoContext,
+    /// The file does not exist and the block does not create it.
+    FileNotFound,
+    /// A new-file diff for a file that already has content.
+    FileExists,
+    /// A diff that deletes a file.
+    Delete,
+    /// A path tern will not write (outside the repository, `.git/`, ...).
+    Refused(Refusal),
+    /// The file is binary.
+    Binary,
+    /// The new text has a character the file's encoding cannot store.
+    Unencodable(char),
+    /// The file could not be read.
+    Io(String),
+}
+
+impl EditError {
+    pub(crate) fn new(block: usize, path: Option<PathBuf>, problem: Problem, source: &str) -> Self {
+        EditError {
+            block,
+            path,
+            problem,
+            source: source.to_string(),
+        }
+    }
+
+    fn what(&self) -> String {
+        match &self.problem {
+            Problem::Malformed(why) => why.clone(),
+            Problem::MissingFilename => {
+                "no file name: put the file's path on the line before the block".into()
+            }
+            Problem::NoMatch { .. } => {
+                "the SEARCH text does not match any lines of the file exactly".into()
+            }
+            Problem::Ambiguous { lines } => format!(
+                "the hunk's context matches {} places (lines {}); add more unchanged lines so it matches one",
+                lines.len(),
+                join_numbers(lines)
+            ),
+            Problem::Elision(why) => why.clone(),
+            Problem::LazyComment { line } => format!(
+                "the REPLACE text has the placeholder `{}` instead of the code it stands for; write the code out",
+                line.trim()
+            ),
+            Problem::NoContext => {
+                "the hunk has no unchanged or removed lines, so there is no way to place it; include the lines around it".into()
+            }
+            Problem::FileNotFound => {
+                "the file does not exist; to create it, use an empty SEARCH section".into()
+            }
+            Problem::FileExists => {
+                "the diff creates the file but it already exists; diff against its current content".into()
+            }
+            Problem::Delete => "tern does not delete files; ask the user to delete it".into(),
+            Problem::Refused(why) => format!("refused: {why}"),
+            Problem::Binary => "the file is binary; tern edits text files only".into(),
+            Problem::Unencodable('\0') => "the new text has a NUL character, which would make the file binary".into(),
+            Problem::Unencodable(ch) => format!(
+                "the file is Latin-1 encoded and cannot hold {ch:?}; use only Latin-1 characters in it"
+            ),
+            Problem::Io(e) => format!("cannot read the file: {e}"),
+        }
+    }
+
+    /// What the model needs to fix this block: the problem, the block itself, and the
+    /// lines of the file it probably meant.
+    pub fn for_model(&self, format: EditFormat) -> String {
+        let mut out = format!("## {}: {}\n", self.title(format), self.what());
+        if !self.source.is_empty() {
+            out.push_str(&fenced(&self.source));
+        }
+        if let Problem::NoMatch { near, hint } = &self.problem {
+            if let (Some(near), Some(path)) = (near, &self.path) {
+                out.push_str(&format!(
+                    "Did you mean these lines of {} (from line {})?\n{}",
+                    path.display(),
+                    near.line,
+                    fenced(&near.text)
+                ));
+            }
+            if let Some(hint) = hint {
+                out.push_str(hint);
+                out.push('\n');
+            }
+        }
+        out
+    }
+
+    fn title(&self, format: EditFormat) -> String {
+        let unit = match format {
+            EditFormat::Editblock => "SEARCH/REPLACE block",
+            EditFormat::Udiff => "diff hunk",
+            EditFormat::Whole => "file block",
+        };
+        match &self.path {
+            Some(p) => format!("{unit} {} for {}", self.block, p.display()),
+            None => format!("{unit} {}", self.block),
+        }
+    }
+}
+
+impl fmt::Display for EditError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.path {
+            Some(p) => write!(f, "block {} ({}): {}", self.block, p.display(), self.what())?,
+            None => write!(f, "block {}: {}", self.block, self.what())?,
+        }
+        if let Problem::NoMatch { near, hint } = &self.problem {
+            if let Some(near) = near {
+                write!(f, "; closest lines start at line {}", near.line)?;
+            }
+            if let Some(hint) = hint {
+                write!(f, "; {hint}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for EditError {}
+
+/// The message sent back to the model when blocks of its reply failed: each failure with
+/// its block and the lines it probably meant, and what to send next. `applied` is how
+/// many blocks did apply (they are not to be sent again).
+pub fn reflection_message(errors: &[EditError], applied: usize, format: EditFormat) -> String {
+    let failed = errors.len();
+    let mut out = if applied == 0 {
+        format!("None of your edits could be applied ({failed} failed).\n\n")
+    } else {
+        format!(
+            "{failed} of your edit blocks failed. The other {applied} applied: do not send them again.\n\n"
+        )
+    };
+    for e in errors {
+        out.push_str(&e.for_model(format));
+        out.push('\n');
+    }
+    out.push_str(match format {
+        EditFormat::Editblock => {
+            "Send corrected SEARCH/REPLACE blocks for the failed blocks only. Each SEARCH section must \
+             copy the current file's lines exactly, including whitespace, comments and blank lines."
+        }
+        EditFormat::Udiff => {
+            "Send corrected diffs for the failed hunks only. The ` ` and `-` lines of a hunk must \
+             copy the current file exactly and be enough to match one place."
+        }
+        EditFormat::Whole => "Send the complete content of each failed file again.",
+    });
+    out
+}
+
+fn fenced(text: &str) -> String {
+    let fence = if text.contains("```") { "````" } else { "```" };
+    let nl = if text.ends_with('\n') { "" } else { "\n" };
+    format!("{fence}\n{text}{nl}{fence}\n")
+}
+
+fn join_numbers(lines: &[usize]) -> String {
+    lines
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}

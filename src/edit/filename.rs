@@ -1,0 +1,157 @@
+//! Which file a block means: the model's spelling of a path resolved against the chat
+//! files and the repository's files.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+/// The files a reply's file names are matched against, relative to the repository root
+/// with `/` separators.
+#[derive(Debug, Clone, Default)]
+pub struct FileSet {
+    chat: Vec<String>,
+    repo: Vec<String>,
+    known: HashSet<String>,
+}
+
+/// How close a misspelt path must be to a chat file to mean it (difflib's usual cutoff).
+const FUZZY_CUTOFF: f32 = 0.8;
+
+impl FileSet {
+    /// `chat`: the files in the chat (tried first); `repo`: every other file the
+    /// repository tracks.
+    pub fn new(chat: Vec<PathBuf>, repo: Vec<PathBuf>) -> FileSet {
+        let chat: Vec<String> = chat.iter().map(|p| slashed(p)).collect();
+        let repo: Vec<String> = repo.iter().map(|p| slashed(p)).collect();
+        let known = chat.iter().chain(&repo).cloned().collect();
+        FileSet { chat, repo, known }
+    }
+
+    pub fn chat(&self) -> impl Iterator<Item = &str> {
+        self.chat.iter().map(String::as_str)
+    }
+
+    /// Whether `name` is one of the files, exactly.
+    pub(crate) fn knows(&self, name: &str) -> bool {
+        self.known.contains(&normalize(name))
+    }
+
+    /// The single chat file, when there is exactly one.
+    pub(crate) fn only_chat_file(&self) -> Option<PathBuf> {
+        match self.chat.as_slice() {
+            [one] => Some(PathBuf::from(one)),
+            _ => None,
+        }
+    }
+
+    /// Resolves the model's spelling of a path: exact chat file, exact repository
+    /// file, then (for a block that edits existing text) the same basename and finally
+    /// a close spelling among the chat files. A block that creates a file and names an
+    /// unknown path creates that path, unless it gave a bare basename that one chat file
+    /// has. Anything else is taken as written (and fails later if it does not exist).
+    pub(crate) fn resolve(&self, name: &str, creating: bool) -> PathBuf {
+        let name = normalize(name);
+        if self.known.contains(&name) {
+            return PathBuf::from(name);
+        }
+        let base = basename(&name);
+        let unique_base = |list: &[String]| {
+            let mut hits = list.iter().filter(|f| basename(f) == base);
+            match (hits.next(), hits.next()) {
+                (Some(one), None) => Some(one.clone()),
+                _ => None,
+            }
+        };
+        let found = if creating {
+            (!name.contains('/'))
+                .then(|| unique_base(&self.chat))
+                .flatten()
+        } else {
+            unique_base(&self.chat)
+                .or_else(|| unique_base(&self.repo))
+                .or_else(|| self.fuzzy(&name))
+        };
+        PathBuf::from(found.unwrap_or(name))
+    }
+
+    fn fuzzy(&self, name: &str) -> Option<String> {
+        let mut best: Option<(f32, &String)> = None;
+        for f in &self.chat {
+            let ratio = similar::TextDiff::from_chars(name, f.as_str()).ratio();
+            if ratio >= FUZZY_CUTOFF && best.is_none_or(|(r, _)| ratio > r) {
+                best = Some((ratio, f));
+            }
+        }
+        best.map(|(_, f)| f.clone())
+    }
+}
+
+fn basename(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// A path as the file set spells it: `/` separators, no leading `./`.
+pub(crate) fn normalize(name: &str) -> String {
+    let mut s = name.trim().replace('\\', "/");
+    while let Some(rest) = s.strip_prefix("./") {
+        s = rest.to_string();
+    }
+    s
+}
+
+/// A relative path with `/` separators on every platform.
+pub(crate) fn slashed(path: &Path) -> String {
+    normalize(&path.to_string_lossy())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set() -> FileSet {
+        FileSet::new(
+            vec!["src/edit/matching.rs".into(), "src/main.rs".into()],
+            vec![
+                "README.md".into(),
+                "docs/guide.md".into(),
+                "src/lib.rs".into(),
+            ],
+        )
+    }
+
+    #[test]
+    fn exact_then_basename_then_fuzzy() {
+        let s = set();
+        assert_eq!(
+            s.resolve("./src/main.rs", false),
+            PathBuf::from("src/main.rs")
+        );
+        assert_eq!(s.resolve("README.md", false), PathBuf::from("README.md"));
+        assert_eq!(
+            s.resolve("matching.rs", false),
+            PathBuf::from("src/edit/matching.rs")
+        );
+        assert_eq!(s.resolve("guide.md", false), PathBuf::from("docs/guide.md"));
+        assert_eq!(
+            s.resolve("src/edit/matchin.rs", false),
+            PathBuf::from("src/edit/matching.rs")
+        );
+        assert_eq!(
+            s.resolve("src\\main.rs", false),
+            PathBuf::from("src/main.rs")
+        );
+    }
+
+    #[test]
+    fn creating_prefers_the_new_path() {
+        let s = set();
+        assert_eq!(
+            s.resolve("src/edit/matchin.rs", true),
+            PathBuf::from("src/edit/matchin.rs")
+        );
+        assert_eq!(
+            s.resolve("tests/main.rs", true),
+            PathBuf::from("tests/main.rs")
+        );
+        assert_eq!(s.resolve("main.rs", true), PathBuf::from("src/main.rs"));
+    }
+}

@@ -1,0 +1,100 @@
+//! The prompts tern sends (from `assets/prompts/`, embedded at build time): for each
+//! edit format and mode the `system`, `examples` and `reminder` sections of the token
+//! budget, and the commit-message request for the weak model.
+
+use crate::llm::Message;
+
+use super::EditFormat;
+
+/// Whether the model may edit files.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Edits in the session's edit format.
+    #[default]
+    Code,
+    /// Questions only; no edits.
+    Ask,
+}
+
+/// The fixed parts of every request in one format and mode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prompts {
+    pub system: &'static str,
+    /// Few-shot example exchanges, alternating user and assistant.
+    pub examples: Vec<Message>,
+    /// Restates the format at the end of the request, where models attend most.
+    pub reminder: &'static str,
+}
+
+const EDITBLOCK: &str = include_str!("../../assets/prompts/editblock.md");
+const EDITBLOCK_EXAMPLES: &str = include_str!("../../assets/prompts/editblock-examples.md");
+const EDITBLOCK_REMINDER: &str = include_str!("../../assets/prompts/editblock-reminder.md");
+const UDIFF: &str = include_str!("../../assets/prompts/udiff.md");
+const UDIFF_EXAMPLES: &str = include_str!("../../assets/prompts/udiff-examples.md");
+const UDIFF_REMINDER: &str = include_str!("../../assets/prompts/udiff-reminder.md");
+const WHOLE: &str = include_str!("../../assets/prompts/whole.md");
+const WHOLE_EXAMPLES: &str = include_str!("../../assets/prompts/whole-examples.md");
+const WHOLE_REMINDER: &str = include_str!("../../assets/prompts/whole-reminder.md");
+const ASK: &str = include_str!("../../assets/prompts/ask.md");
+const ASK_REMINDER: &str = include_str!("../../assets/prompts/ask-reminder.md");
+const COMMIT: &str = include_str!("../../assets/prompts/commit.md");
+
+/// The prompts for `format` in `mode` (ask mode is the same in every format).
+pub fn prompts(format: EditFormat, mode: Mode) -> Prompts {
+    let (system, examples, reminder) = match (mode, format) {
+        (Mode::Ask, _) => (ASK, "", ASK_REMINDER),
+        (Mode::Code, EditFormat::Editblock) => (EDITBLOCK, EDITBLOCK_EXAMPLES, EDITBLOCK_REMINDER),
+        (Mode::Code, EditFormat::Udiff) => (UDIFF, UDIFF_EXAMPLES, UDIFF_REMINDER),
+        (Mode::Code, EditFormat::Whole) => (WHOLE, WHOLE_EXAMPLES, WHOLE_REMINDER),
+    };
+    Prompts {
+        system: system.trim_end(),
+        examples: examples_of(examples),
+        reminder: reminder.trim_end(),
+    }
+}
+
+/// Splits an examples file at its `<!-- user -->` / `<!-- assistant -->` lines.
+fn examples_of(text: &str) -> Vec<Message> {
+    let mut out: Vec<Message> = Vec::new();
+    for line in text.lines() {
+        match line.trim() {
+            "<!-- user -->" => out.push(Message::user("")),
+            "<!-- assistant -->" => out.push(Message::assistant("")),
+            _ => {
+                if let Some(last) = out.last_mut() {
+                    last.content.push_str(line);
+                    last.content.push('\n');
+                }
+            }
+        }
+    }
+    for m in &mut out {
+        m.content.truncate(m.content.trim_end().len());
+    }
+    out
+}
+
+/// The most diff sent for a commit message; a commit's gist is in its first hunks.
+const COMMIT_DIFF_CHARS: usize = 24_000;
+
+/// The request that asks the weak model for a commit message for `diff`. Clean its
+/// answer with `git::message::clean`, and fall back to `git::message::fallback`.
+pub fn commit_message_request(diff: &str) -> Vec<Message> {
+    let mut cut = diff.len().min(COMMIT_DIFF_CHARS);
+    while !diff.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let note = if cut < diff.len() {
+        "\n(diff truncated)\n"
+    } else {
+        ""
+    };
+    vec![
+        Message::system(COMMIT.trim_end()),
+        Message::user(format!("```diff\n{}{note}```", &diff[..cut])),
+    ]
+}

@@ -1,0 +1,173 @@
+//! Hunks as lines for a diff view, and as unified diff text (for the terminal, the
+//! commit-message prompt and the model's rejected-hunks summary).
+
+use std::fmt::Write;
+
+use similar::DiffOp;
+
+use super::proposal::{FileProposal, Hunk};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LineKind {
+    Context,
+    Removed,
+    Added,
+}
+
+/// One line of a hunk as a diff view shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiffLine<'a> {
+    pub kind: LineKind,
+    /// 1-based line number in the original, for context and removed lines.
+    pub old: Option<usize>,
+    /// 1-based line number in the proposed content, for context and added lines.
+    pub new: Option<usize>,
+    /// The line without its line ending.
+    pub text: &'a str,
+    /// The line has no newline (the file's last line).
+    pub no_newline: bool,
+}
+
+impl FileProposal {
+    /// The lines of hunk `index`, with up to `context` unchanged lines on each side (never
+    /// reaching into the neighbouring hunks).
+    pub fn hunk_lines(&self, index: usize, context: usize) -> Vec<DiffLine<'_>> {
+        Sides::of(self).hunk(self, index, context)
+    }
+
+    /// The lines of every hunk (splitting the file once, for views of many hunks).
+    pub fn all_hunk_lines(&self, context: usize) -> Vec<Vec<DiffLine<'_>>> {
+        let sides = Sides::of(self);
+        (0..self.hunks().len())
+            .map(|i| sides.hunk(self, i, context))
+            .collect()
+    }
+}
+
+/// The original and proposed content split into lines.
+struct Sides<'a> {
+    old: Vec<&'a str>,
+    new: Vec<&'a str>,
+}
+
+impl<'a> Sides<'a> {
+    fn of(file: &'a FileProposal) -> Self {
+        Sides {
+            old: file.original().text().split_inclusive('\n').collect(),
+            new: file.proposed().split_inclusive('\n').collect(),
+        }
+    }
+
+    fn line(&self, kind: LineKind, o: Option<usize>, n: Option<usize>) -> DiffLine<'a> {
+        let text = match kind {
+            LineKind::Added => self.new[n.unwrap_or_default()],
+            _ => self.old[o.unwrap_or_default()],
+        };
+        DiffLine {
+            kind,
+            old: o.map(|i| i + 1),
+            new: n.map(|i| i + 1),
+            text: text.trim_end_matches('\n').trim_end_matches('\r'),
+            no_newline: !text.ends_with('\n'),
+        }
+    }
+
+    fn hunk(&self, file: &FileProposal, index: usize, context: usize) -> Vec<DiffLine<'a>> {
+        let hunks = file.hunks();
+        let h = &hunks[index];
+        let prev_end = index.checked_sub(1).map_or(0, |i| hunks[i].old.end);
+        let next_start = hunks.get(index + 1).map_or(self.old.len(), |n| n.old.start);
+        let mut out = Vec::new();
+        let before = context.min(h.old.start - prev_end);
+        for i in h.old.start - before..h.old.start {
+            out.push(self.line(
+                LineKind::Context,
+                Some(i),
+                Some(i + h.new.start - h.old.start),
+            ));
+        }
+        for op in h.ops() {
+            let (o, n) = (op.old_range(), op.new_range());
+            match op {
+                DiffOp::Equal { .. } => {
+                    out.extend(
+                        o.zip(n)
+                            .map(|(a, b)| self.line(LineKind::Context, Some(a), Some(b))),
+                    );
+                }
+                _ => {
+                    out.extend(o.map(|a| self.line(LineKind::Removed, Some(a), None)));
+                    out.extend(n.map(|b| self.line(LineKind::Added, None, Some(b))));
+                }
+            }
+        }
+        let after = context.min(next_start - h.old.end);
+        for i in h.old.end..h.old.end + after {
+            out.push(self.line(LineKind::Context, Some(i), Some(i + h.new.end - h.old.end)));
+        }
+        out
+    }
+}
+
+const RED: &str = "\x1b[31m";
+const GREEN: &str = "\x1b[32m";
+const CYAN: &str = "\x1b[36m";
+const BOLD: &str = "\x1b[1m";
+const RESET: &str = "\x1b[0m";
+
+/// The file's hunks that `show` selects as a unified diff, each `@@` header followed by
+/// the hunk's id. Empty when no hunk is selected. `color` adds ANSI colours.
+pub fn unified_diff(file: &FileProposal, show: impl Fn(&Hunk) -> bool, color: bool) -> String {
+    let paint = |code: &'static str| if color { code } else { "" };
+    let reset = paint(RESET);
+    let mut out = String::new();
+    let sides = Sides::of(file);
+    for (index, hunk) in file.hunks().iter().enumerate() {
+        if !show(hunk) {
+            continue;
+        }
+        if out.is_empty() {
+            let path = file.path().display();
+            let old = if file.is_new() {
+                "/dev/null".to_string()
+            } else {
+                format!("a/{path}")
+            };
+            let _ = writeln!(out, "{}--- {old}\n+++ b/{path}{reset}", paint(BOLD));
+        }
+        let lines = sides.hunk(file, index, super::proposal::CONTEXT);
+        let span = |pick: fn(&DiffLine<'_>) -> Option<usize>, fallback: usize| {
+            let mut numbers = lines.iter().filter_map(pick);
+            match numbers.next() {
+                Some(first) => format!("{first},{}", 1 + numbers.count()),
+                None => format!("{fallback},0"),
+            }
+        };
+        let _ = writeln!(
+            out,
+            "{}@@ -{} +{} @@{reset} {}",
+            paint(CYAN),
+            span(|l| l.old, hunk.old.start),
+            span(|l| l.new, hunk.new.start),
+            hunk.id
+        );
+        for l in &lines {
+            let (mark, code) = match l.kind {
+                LineKind::Context => (' ', ""),
+                LineKind::Removed => ('-', RED),
+                LineKind::Added => ('+', GREEN),
+            };
+            let (start, end) = if code.is_empty() {
+                ("", "")
+            } else {
+                (paint(code), reset)
+            };
+            let _ = writeln!(out, "{start}{mark}{}{end}", l.text);
+            if l.no_newline {
+                out.push_str("\\ No newline at end of file\n");
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,108 @@
+//! Which paths a model may write: inside the repository root, never in `.git/`, never
+//! through a symlink that leads out of the root.
+
+use std::io;
+use std::path::{Component, Path, PathBuf};
+
+/// Why tern will not write a path.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    #[error("{} is outside the repository", .0.display())]
+    Outside(PathBuf),
+    #[error("{} climbs out of the repository with `..`", .0.display())]
+    Escapes(PathBuf),
+    #[error("{} is inside .git/", .0.display())]
+    GitDir(PathBuf),
+    #[error("{} goes through a symlink to {}, outside the repository", .path.display(), .target.display())]
+    Symlink { path: PathBuf, target: PathBuf },
+    #[error("{} is a symlink that points nowhere", .0.display())]
+    Dangling(PathBuf),
+    #[error("{} is not a regular file", .0.display())]
+    NotAFile(PathBuf),
+    #[error("empty path")]
+    Empty,
+}
+
+/// A path tern may write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// Relative to the root, `/`-separated, as shown to the user and committed.
+    pub rel: PathBuf,
+    /// Where the bytes go: the real file when `rel` is a symlink inside the root.
+    pub abs: PathBuf,
+    pub exists: bool,
+}
+
+/// Checks `path` (relative to `root`, or absolute inside it) and finds where writing it
+/// would really land. `root` must be canonical.
+pub fn resolve(root: &Path, path: &Path) -> Result<Target, Refusal> {
+    let rel = relative(root, path)?;
+    if rel.components().any(is_git_dir) {
+        return Err(Refusal::GitDir(rel));
+    }
+    // Canonicalizing the deepest existing ancestor resolves every symlink on the way.
+    let mut existing = root.join(&rel);
+    let mut rest = Vec::new();
+    let exists = loop {
+        match existing.symlink_metadata() {
+            Ok(_) => break rest.is_empty(),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                let Some(name) = existing.file_name() else {
+                    return Err(Refusal::Outside(rel));
+                };
+                rest.push(name.to_owned());
+                existing.pop();
+            }
+            // ENOTDIR and friends: some ancestor is a file.
+            Err(_) => return Err(Refusal::NotAFile(rel)),
+        }
+    };
+    let real = existing
+        .canonicalize()
+        .map_err(|_| Refusal::Dangling(rel.clone()))?;
+    let inside = real.strip_prefix(root).map_err(|_| Refusal::Symlink {
+        path: rel.clone(),
+        target: real.clone(),
+    })?;
+    if inside.components().any(is_git_dir) {
+        return Err(Refusal::GitDir(rel));
+    }
+    let abs = rest.iter().rev().fold(real, |p, c| p.join(c));
+    if exists && !abs.is_file() {
+        return Err(Refusal::NotAFile(rel));
+    }
+    Ok(Target { rel, abs, exists })
+}
+
+/// `path` relative to `root` with `.` and `..` folded lexically; refuses anything that
+/// leaves the root.
+fn relative(root: &Path, path: &Path) -> Result<PathBuf, Refusal> {
+    let given = path.to_path_buf();
+    let path = if path.is_absolute() {
+        path.strip_prefix(root)
+            .map_err(|_| Refusal::Outside(given.clone()))?
+    } else {
+        path
+    };
+    let mut rel = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !rel.pop() {
+                    return Err(Refusal::Escapes(given));
+                }
+            }
+            Component::Normal(part) => rel.push(part),
+            Component::RootDir | Component::Prefix(_) => return Err(Refusal::Outside(given)),
+        }
+    }
+    if rel.as_os_str().is_empty() {
+        return Err(Refusal::Empty);
+    }
+    Ok(rel)
+}
+
+fn is_git_dir(c: Component<'_>) -> bool {
+    matches!(c, Component::Normal(p) if p.eq_ignore_ascii_case(".git"))
+}

@@ -1,0 +1,72 @@
+//! The directory edits apply to: a repository's work tree (or a plain directory), with
+//! the repository's ignore rules and file list when there is one.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+pub struct Workspace {
+    root: PathBuf,
+    repo: Option<git2::Repository>,
+}
+
+impl Workspace {
+    /// The work tree of the repository containing `dir`, or `dir` itself outside one.
+    pub fn discover(dir: &Path) -> io::Result<Workspace> {
+        match git2::Repository::discover(dir) {
+            Ok(repo) if repo.workdir().is_some() => {
+                let root = repo.workdir().unwrap_or(dir).canonicalize()?;
+                Ok(Workspace {
+                    root,
+                    repo: Some(repo),
+                })
+            }
+            _ => Ok(Workspace {
+                root: dir.canonicalize()?,
+                repo: None,
+            }),
+        }
+    }
+
+    /// Canonical, so paths under it compare reliably.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn repo(&self) -> Option<&git2::Repository> {
+        self.repo.as_ref()
+    }
+
+    /// Whether git ignores `rel`. False outside a repository.
+    pub fn is_ignored(&self, rel: &Path) -> bool {
+        self.repo
+            .as_ref()
+            .is_some_and(|r| r.is_path_ignored(rel).unwrap_or(false))
+    }
+
+    /// Every file the repository tracks (its index), relative to the root; outside a
+    /// repository, every file not hidden or ignored.
+    pub fn files(&self) -> Vec<PathBuf> {
+        match &self.repo {
+            Some(repo) => repo
+                .index()
+                .map(|index| {
+                    index
+                        .iter()
+                        .filter_map(|e| std::str::from_utf8(&e.path).ok().map(PathBuf::from))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            None => ignore::WalkBuilder::new(&self.root)
+                .build()
+                .filter_map(Result::ok)
+                .filter(|e| e.file_type().is_some_and(|t| t.is_file()))
+                .filter_map(|e| {
+                    e.path()
+                        .strip_prefix(&self.root)
+                        .ok()
+                        .map(Path::to_path_buf)
+                })
+                .collect(),
+        }
+    }
+}

@@ -1,0 +1,80 @@
+//! Building requests: the one place where the messages sent and the counts shown come
+//! from, for turns, the live gauge and `/tokens` alike.
+
+use super::Engine;
+use super::protocol::{ChatMode, FileMode};
+use crate::cli::CachePrompts;
+use crate::context::{self, Assembled, BudgetReport, ChunkInputs};
+use crate::edit::{EditFormat, prompts};
+use crate::llm::Message;
+
+impl Engine {
+    pub(super) fn edit_format(&self) -> EditFormat {
+        self.settings.edit_format.unwrap_or(self.model.edit_format)
+    }
+
+    pub(super) fn cache_control(&self) -> bool {
+        match self.settings.cache_prompts {
+            CachePrompts::On => true,
+            CachePrompts::Off => false,
+            CachePrompts::Auto => {
+                self.settings.api_base.contains("openrouter.ai")
+                    || self.model.name.starts_with("anthropic/")
+            }
+        }
+    }
+
+    /// Builds the request for a turn whose current messages are `cur`.
+    pub(super) fn assemble(&mut self, cur: Vec<Message>, mode: ChatMode) -> Assembled {
+        let prompts = prompts::prompts(self.edit_format(), mode);
+        let (readonly_files, mut errors) = self.session.texts(FileMode::ReadOnly);
+        let (chat_files, more) = self.session.texts(FileMode::Editable);
+        errors.extend(more);
+        for e in errors {
+            self.error(e.to_string());
+        }
+        let inputs = ChunkInputs {
+            system: prompts.system.to_string(),
+            examples: prompts.examples,
+            readonly_files,
+            repo_map: None,
+            done: self.session.history.clone(),
+            chat_files,
+            cur,
+            reminder: Some(prompts.reminder.to_string()),
+            review_diff: None,
+        };
+        context::assemble(&inputs, &self.counter)
+    }
+
+    /// The budget of the next request if `draft` were sent now.
+    pub(super) fn report(&mut self, draft: &str) -> BudgetReport {
+        let cur = if draft.trim().is_empty() {
+            vec![]
+        } else {
+            vec![Message::user(self.user_message_text(draft))]
+        };
+        let mode = self.session.mode;
+        let assembled = self.assemble(cur, mode);
+        self.decorate(BudgetReport::new(&assembled, &self.model, self.window))
+    }
+
+    pub(super) fn decorate(&self, mut report: BudgetReport) -> BudgetReport {
+        report.last_usage = self.session.last_usage;
+        report.last_cost = self.session.last_cost;
+        report.session_cost = self.session.session_cost;
+        report
+    }
+
+    /// The user's message as sent: any notes the engine owes the model (rejected
+    /// hunks, say), then their text.
+    pub(super) fn user_message_text(&self, text: &str) -> String {
+        if self.session.notes_for_next_turn.is_empty() {
+            return text.to_string();
+        }
+        format!(
+            "{}\n\n{text}",
+            self.session.notes_for_next_turn.join("\n\n")
+        )
+    }
+}

@@ -1,0 +1,411 @@
+//! The edits of a code-mode reply: proposed in memory, refined by reflections when
+//! blocks fail, decided hunk by hunk by the user, and landed (written and committed) on
+//! a blocking thread.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use super::protocol::{
+    ChatMode, Decision, DiffLine, EditFailureView, Event, FileChange, FileMode, FileProposalView,
+    HunkView, ProposalView, ReviewOp,
+};
+use super::turn::TurnKind;
+use super::{Engine, Internal};
+use crate::config::Settings;
+use crate::edit::{
+    self, ApplyOutcome, EditError, FileSet, HunkId, Proposal, Select, ShellSuggestion, Workspace,
+};
+use crate::git::{self, CommitOptions, LandOptions, Landed};
+use crate::llm::{ChatRequest, LlmClient, ModelInfo};
+
+/// The most a commit message request may take before the fallback is used.
+const COMMIT_MESSAGE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Edits awaiting the user's decisions.
+#[derive(Debug)]
+pub(crate) struct Pending {
+    proposal: Proposal,
+    /// Blocks of the latest reply that still failed.
+    failures: Vec<EditError>,
+    shell: Vec<ShellSuggestion>,
+    /// Gitignored new files the user confirmed by applying a second time.
+    confirm_ignored: Vec<PathBuf>,
+}
+
+/// A landing, handed back to the loop with the pending edits it took.
+pub(crate) struct LandResult {
+    pending: Pending,
+    landed: Landed,
+}
+
+impl Engine {
+    /// Hunks of the pending proposal without a decision, if any.
+    pub(super) fn undecided_hunks(&self) -> Option<usize> {
+        let pending = self.pending.as_ref()?;
+        let n = pending
+            .proposal
+            .files()
+            .iter()
+            .flat_map(|f| f.hunks())
+            .filter(|h| h.decision == Decision::Pending)
+            .count();
+        (n > 0).then_some(n)
+    }
+
+    /// Parses a code-mode reply into edits on top of what is already proposed this
+    /// turn, shows them, and sends failed blocks back to the model (at most
+    /// `max_reflections` times per user message).
+    pub(super) fn propose_edits(&mut self, reply: &str, kind: TurnKind) {
+        let ws = match Workspace::discover(self.session.root()) {
+            Ok(ws) => ws,
+            Err(e) => {
+                self.error(format!("cannot read the repository to apply edits: {e}"));
+                return;
+            }
+        };
+        let format = self.edit_format();
+        let chat: Vec<PathBuf> = self
+            .session
+            .paths(FileMode::Editable)
+            .into_iter()
+            .map(PathBuf::from)
+            .collect();
+        let files = FileSet::new(chat, ws.files());
+        let pending = self.pending.get_or_insert_with(|| Pending {
+            proposal: Proposal::new(&ws),
+            failures: Vec::new(),
+            shell: Vec::new(),
+            confirm_ignored: Vec::new(),
+        });
+        let report = pending.proposal.add_reply(&ws, reply, format, &files);
+        if report.blocks == 0 && pending.proposal.is_empty() {
+            self.pending = None;
+            return;
+        }
+        pending.failures = report.errors.clone();
+        pending.shell.extend(report.shell);
+        let applied = report.blocks - report.errors.len();
+        let reflections = match kind {
+            TurnKind::User => 0,
+            TurnKind::Reflection(n) => n,
+        };
+        if !report.errors.is_empty() && reflections < self.settings.max_reflections {
+            let message = edit::reflection_message(&report.errors, applied, format);
+            self.publish_proposal();
+            self.events.send(Event::Reflection {
+                attempt: reflections + 1,
+                max: self.settings.max_reflections,
+                message: message.clone(),
+            });
+            self.start_turn(
+                message,
+                ChatMode::Code,
+                TurnKind::Reflection(reflections + 1),
+            );
+            return;
+        }
+        if !report.errors.is_empty() {
+            self.warning(format!(
+                "{} edit blocks still failed after {} reflections; they are shown in the review",
+                report.errors.len(),
+                reflections
+            ));
+        }
+        if self.pending.as_ref().is_some_and(|p| p.proposal.is_empty()) {
+            self.publish_proposal();
+            self.pending = None;
+            return;
+        }
+        self.publish_proposal();
+    }
+
+    pub(super) fn review(&mut self, op: ReviewOp) {
+        if self.busy > 0 {
+            self.error("still applying the previous edits".into());
+            return;
+        }
+        let Some(pending) = self.pending.as_mut() else {
+            self.error("there are no proposed edits to review".into());
+            return;
+        };
+        let decided = match &op {
+            ReviewOp::Hunk { id, decision } => match id.parse::<HunkId>() {
+                Ok(id) => pending
+                    .proposal
+                    .decide(Select::Hunk(id), *decision)
+                    .map_err(|e| e.to_string()),
+                Err(e) => Err(e),
+            },
+            ReviewOp::File { path, decision } => pending
+                .proposal
+                .decide(Select::File(Path::new(path)), *decision)
+                .map_err(|e| e.to_string()),
+            ReviewOp::All { decision } => pending
+                .proposal
+                .decide(Select::All, *decision)
+                .map_err(|e| e.to_string()),
+            ReviewOp::Apply => {
+                self.land();
+                return;
+            }
+            ReviewOp::Discard => {
+                self.discard();
+                return;
+            }
+        };
+        match decided {
+            Ok(_) => self.publish_proposal(),
+            Err(e) => self.error(e),
+        }
+    }
+
+    /// The pending edits as a unified diff with hunk ids, if there are any.
+    pub(super) fn pending_diff(&self) -> Option<String> {
+        let pending = self.pending.as_ref()?;
+        let diff: String = pending
+            .proposal
+            .files()
+            .iter()
+            .map(|f| edit::unified_diff(f, |_| true, false))
+            .collect();
+        (!diff.is_empty()).then_some(diff)
+    }
+
+    /// Forgets the proposal; the model is told none of it was applied.
+    pub(super) fn discard(&mut self) {
+        let Some(mut pending) = self.pending.take() else {
+            self.error("there are no proposed edits to discard".into());
+            return;
+        };
+        let _ = pending.proposal.decide(Select::All, Decision::Reject);
+        if let Some(summary) = pending.proposal.rejected_summary() {
+            self.session.notes_for_next_turn.push(summary);
+        }
+        self.notice("discarded the proposed edits; nothing was written".into());
+        self.publish_budget();
+    }
+
+    /// Writes the accepted hunks and commits them, on a blocking thread (hooks may take
+    /// a while); the commit message comes from the weak model, or the fallback.
+    fn land(&mut self) {
+        let Some(pending) = self.pending.as_mut() else {
+            return;
+        };
+        if !pending
+            .proposal
+            .files()
+            .iter()
+            .any(|f| f.accepted().next().is_some())
+        {
+            self.error("no hunk is accepted yet: y accepts a hunk, a a file, A all".into());
+            return;
+        }
+        for path in std::mem::take(&mut pending.confirm_ignored) {
+            let _ = pending.proposal.confirm(&path);
+        }
+        let mut pending = self.pending.take().expect("checked above");
+        let root = self.session.root().to_path_buf();
+        let settings = self.settings.clone();
+        let client = self.client.clone();
+        let done = self.internal_tx.clone();
+        let runtime = tokio::runtime::Handle::current();
+        self.busy += 1;
+        self.notice("applying the accepted hunks…".into());
+        tokio::task::spawn_blocking(move || {
+            let repo = git2::Repository::open(&root).ok();
+            let options = LandOptions {
+                commit: settings.auto_commits,
+                dirty_commits: settings.dirty_commits,
+                commit_options: CommitOptions::from_settings(&settings),
+            };
+            let landed = git::land(repo.as_ref(), &mut pending.proposal, options, |diff| {
+                runtime.block_on(commit_message(&client, &settings, diff))
+            });
+            let _ = done.send(Internal::Landed(LandResult { pending, landed }));
+        });
+    }
+
+    pub(super) fn finish_landing(&mut self, result: LandResult) {
+        self.busy -= 1;
+        let LandResult { pending, landed } = result;
+        self.pending = Some(pending);
+        match landed {
+            Landed::DirtyCommitFailed(e) => self.error(format!(
+                "nothing was written: your own uncommitted changes to these files could not be committed first: {e}"
+            )),
+            Landed::NotWritten(ApplyOutcome::Stale(stale)) => {
+                let names: Vec<String> = stale.iter().map(|s| s.path.display().to_string()).collect();
+                self.warning(format!(
+                    "nothing was written: {} changed on disk since the edits were proposed; the hunks were recomputed against the new content, review them again",
+                    names.join(", ")
+                ));
+                self.publish_proposal();
+            }
+            Landed::NotWritten(ApplyOutcome::NeedsConfirmation(paths)) => {
+                let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+                self.warning(format!(
+                    "git ignores {}: apply again to create it anyway, or reject its hunks",
+                    names.join(", ")
+                ));
+                if let Some(pending) = self.pending.as_mut() {
+                    pending.confirm_ignored = paths;
+                }
+            }
+            Landed::NotWritten(ApplyOutcome::Applied(_)) => {}
+            Landed::Written {
+                dirty,
+                applied,
+                commit,
+            } => {
+                if let Some(c) = dirty {
+                    self.notice(format!(
+                        "committed your own changes first: {} {}",
+                        c.short_id(),
+                        c.summary
+                    ));
+                }
+                for f in &applied.failed {
+                    self.error(format!("could not write {}: {}", f.path.display(), f.error));
+                }
+                let accepted: usize = applied.written.iter().map(|w| w.hunks.len()).sum();
+                let (commit_id, message) = match commit {
+                    Ok(Some(c)) => (Some(c.short_id()), c.summary),
+                    Ok(None) => (None, "written, not committed".to_string()),
+                    Err(e) => {
+                        self.error(format!("the edits were written but not committed: {e}"));
+                        (None, "written, the commit failed".to_string())
+                    }
+                };
+                let remaining = self.close_if_decided();
+                self.events.send(Event::Applied {
+                    files: applied
+                        .written
+                        .iter()
+                        .map(|w| w.path.display().to_string())
+                        .collect(),
+                    accepted,
+                    rejected: remaining,
+                    commit: commit_id,
+                    message,
+                });
+                self.publish_files();
+            }
+        }
+        self.publish_budget();
+        self.idle_if_done();
+    }
+
+    /// After a landing: a proposal with nothing left to decide is closed, and the hunks
+    /// the user rejected become a note for the model's next turn. Returns how many
+    /// hunks were not applied.
+    fn close_if_decided(&mut self) -> usize {
+        let Some(pending) = self.pending.as_ref() else {
+            return 0;
+        };
+        let left = pending.proposal.hunk_count();
+        if self.undecided_hunks().is_some() {
+            self.publish_proposal();
+            return left;
+        }
+        let pending = self.pending.take().expect("checked above");
+        if let Some(summary) = pending.proposal.rejected_summary() {
+            self.session.notes_for_next_turn.push(summary);
+        }
+        self.events
+            .send(Event::Proposal(Box::new(ProposalView::default())));
+        left
+    }
+
+    fn publish_proposal(&self) {
+        let view = match &self.pending {
+            Some(p) => view(p),
+            None => ProposalView::default(),
+        };
+        self.events.send(Event::Proposal(Box::new(view)));
+    }
+}
+
+/// A commit message from the weak model, cleaned, or the deterministic fallback.
+async fn commit_message(client: &LlmClient, settings: &Settings, diff: &str) -> String {
+    let request = ChatRequest {
+        model: ModelInfo::lookup(&settings.weak_model),
+        messages: edit::prompts::commit_message_request(diff),
+        cache_control: false,
+        max_tokens: Some(100),
+    };
+    let cancel = CancellationToken::new();
+    let answer = tokio::time::timeout(
+        COMMIT_MESSAGE_TIMEOUT,
+        client.chat(&request, &cancel, &mut |_| {}),
+    )
+    .await;
+    match answer {
+        Ok(Ok(reply)) => git::message::clean(&reply.text),
+        Ok(Err(e)) => {
+            tracing::warn!("no commit message from {}: {e}", settings.weak_model);
+            None
+        }
+        Err(_) => {
+            tracing::warn!("the commit message request timed out");
+            None
+        }
+    }
+    .unwrap_or_else(|| git::message::fallback(diff))
+}
+
+fn view(pending: &Pending) -> ProposalView {
+    let files = pending
+        .proposal
+        .files()
+        .iter()
+        .filter(|f| !f.hunks().is_empty())
+        .map(|file| {
+            let lines = file.all_hunk_lines(edit::CONTEXT);
+            FileProposalView {
+                path: file.path().display().to_string(),
+                change: if file.is_new() {
+                    FileChange::Created
+                } else {
+                    FileChange::Modified
+                },
+                hunks: file
+                    .hunks()
+                    .iter()
+                    .zip(lines)
+                    .map(|(hunk, lines)| HunkView {
+                        id: hunk.id.to_string(),
+                        old_start: hunk.old.start + 1,
+                        old_len: hunk.old.len(),
+                        new_start: hunk.new.start + 1,
+                        new_len: hunk.new.len(),
+                        lines: lines
+                            .into_iter()
+                            .map(|l| DiffLine {
+                                kind: l.kind,
+                                old_line: l.old,
+                                new_line: l.new,
+                                text: l.text.to_string(),
+                            })
+                            .collect(),
+                        decision: hunk.decision,
+                    })
+                    .collect(),
+            }
+        })
+        .collect();
+    ProposalView {
+        files,
+        failures: pending
+            .failures
+            .iter()
+            .map(|e| EditFailureView {
+                path: e.path.as_ref().map(|p| p.display().to_string()),
+                block: e.block,
+                message: e.to_string(),
+            })
+            .collect(),
+        shell_commands: pending.shell.iter().map(|s| s.commands.clone()).collect(),
+    }
+}

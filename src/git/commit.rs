@@ -1,0 +1,233 @@
+//! Committing exactly some paths: the commit's tree is HEAD's tree with those paths'
+//! working-tree content, and only those paths' index entries are updated, so whatever
+//! else the user has staged or changed stays as it was (like `git commit --only`).
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+
+use git2::build::TreeUpdateBuilder;
+use git2::{FileMode, Oid, Repository, Status};
+
+use super::{CommitOptions, GitError, hooks, message};
+
+/// The notes ref that marks commits tern made, so `undo` recognizes them whatever
+/// their message says (the trailer can be turned off).
+pub const NOTES_REF: &str = "refs/notes/tern";
+
+/// A commit tern made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Commit {
+    pub id: Oid,
+    /// The message's first line.
+    pub summary: String,
+    pub paths: Vec<PathBuf>,
+}
+
+impl Commit {
+    pub fn short_id(&self) -> String {
+        self.id.to_string()[..7].to_string()
+    }
+}
+
+/// Of `paths`, those with changes git has not committed: staged, unstaged, or
+/// untracked (and not ignored).
+pub fn dirty_paths(repo: &Repository, paths: &[PathBuf]) -> Result<Vec<PathBuf>, GitError> {
+    let mut dirty = Vec::new();
+    for p in paths {
+        let status = match repo.status_file(p) {
+            Ok(s) => s,
+            Err(e) if e.code() == git2::ErrorCode::NotFound => continue,
+            Err(e) => return Err(e.into()),
+        };
+        if !status.is_empty() && !status.contains(Status::IGNORED) {
+            dirty.push(p.clone());
+        }
+    }
+    Ok(dirty)
+}
+
+/// Commits the user's own uncommitted changes to `paths` (the files tern is about to
+/// edit) in a commit of their own, so they never mix with the model's. Not a tern
+/// commit: `undo` will not revert it. None when the paths are clean.
+pub fn commit_dirty(
+    repo: &Repository,
+    paths: &[PathBuf],
+    opts: &CommitOptions<'_>,
+) -> Result<Option<Commit>, GitError> {
+    let dirty = dirty_paths(repo, paths)?;
+    let subject = match dirty.as_slice() {
+        [] => return Ok(None),
+        [one] => format!("chore: save local changes to {}", one.display()),
+        many => format!("chore: save local changes to {} files", many.len()),
+    };
+    let body = dirty
+        .iter()
+        .map(|p| format!("- {}", p.display()))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let text = format!(
+        "{}\n\nCommitted by tern before applying edits to:\n{body}",
+        message::fit(&subject)
+    );
+    commit_paths(repo, &dirty, &text, opts, false)
+}
+
+/// Commits the working-tree content of `paths` (the files tern wrote) on top of HEAD
+/// with `message` (plus the co-author trailer), marked as a tern commit. Paths that are
+/// untracked and ignored are written but not committed. None when nothing differs from
+/// HEAD.
+pub fn commit_edits(
+    repo: &Repository,
+    paths: &[PathBuf],
+    message: &str,
+    opts: &CommitOptions<'_>,
+) -> Result<Option<Commit>, GitError> {
+    commit_paths(repo, paths, message, opts, true)
+}
+
+fn commit_paths(
+    repo: &Repository,
+    paths: &[PathBuf],
+    text: &str,
+    opts: &CommitOptions<'_>,
+    tern: bool,
+) -> Result<Option<Commit>, GitError> {
+    let workdir = repo.workdir().ok_or(GitError::Bare)?.to_path_buf();
+    super::ensure_idle(repo)?;
+    let head = head_commit(repo)?;
+    let head_tree = match &head {
+        Some(c) => c.tree()?,
+        None => repo.find_tree(repo.treebuilder(None)?.write()?)?,
+    };
+    let mut index = repo.index()?;
+    let paths: Vec<&PathBuf> = paths
+        .iter()
+        .filter(|p| {
+            let tracked = index.get_path(p, 0).is_some() || head_tree.get_path(p).is_ok();
+            tracked || !repo.is_path_ignored(p).unwrap_or(false)
+        })
+        .collect();
+    // Stage in memory only; the index is written once the commit exists.
+    let staged = stage(&mut index, &workdir, &paths);
+    let tree = staged.and_then(|()| {
+        let mut update = TreeUpdateBuilder::new();
+        for p in &paths {
+            match index.get_path(p, 0) {
+                Some(entry) => update.upsert(p.as_path(), entry.id, file_mode(entry.mode)),
+                None => update.remove(p.as_path()),
+            };
+        }
+        Ok(repo.find_tree(update.create_updated(repo, &head_tree)?)?)
+    });
+    let tree = match tree {
+        Ok(tree) if tree.id() != head_tree.id() => tree,
+        Ok(_) => {
+            index.read(true)?;
+            return Ok(None);
+        }
+        Err(e) => {
+            index.read(true)?;
+            return Err(e);
+        }
+    };
+    let result = write_commit(repo, &tree, head.as_ref(), text, opts, tern);
+    match result {
+        Ok(id) => {
+            index.write()?;
+            if opts.verify_hooks {
+                // Like git, a failing post-commit hook does not undo the commit.
+                if let Err(e) = hooks::run(repo, "post-commit", &[], None) {
+                    tracing::warn!("{e}");
+                }
+            }
+            let commit = repo.find_commit(id)?;
+            Ok(Some(Commit {
+                id,
+                summary: String::from_utf8_lossy(commit.summary_bytes().unwrap_or_default())
+                    .into_owned(),
+                paths: paths.into_iter().cloned().collect(),
+            }))
+        }
+        Err(e) => {
+            index.read(true)?;
+            Err(e)
+        }
+    }
+}
+
+fn stage(index: &mut git2::Index, workdir: &Path, paths: &[&PathBuf]) -> Result<(), GitError> {
+    for p in paths {
+        if workdir.join(p).symlink_metadata().is_ok() {
+            index.add_path(p)?;
+        } else if index.get_path(p, 0).is_some() {
+            index.remove_path(p)?;
+        }
+    }
+    Ok(())
+}
+
+/// Runs the hooks and creates the commit, moving HEAD (or the branch it names).
+fn write_commit(
+    repo: &Repository,
+    tree: &git2::Tree<'_>,
+    parent: Option<&git2::Commit<'_>>,
+    text: &str,
+    opts: &CommitOptions<'_>,
+    tern: bool,
+) -> Result<Oid, GitError> {
+    let sig = repo.signature().map_err(|_| GitError::NoIdentity)?;
+    let co_author = opts.model.filter(|_| tern && opts.co_author_trailer);
+    let mut text = message::with_trailer(text, co_author);
+    if opts.verify_hooks {
+        let index_path = repo
+            .path()
+            .join(format!("tern-index-{}", std::process::id()));
+        let pre = (|| {
+            let mut hook_index = git2::Index::open(&index_path)?;
+            hook_index.read_tree(tree)?;
+            hook_index.write()?;
+            hooks::run(repo, "pre-commit", &[], Some(&index_path))
+        })();
+        let _ = std::fs::remove_file(&index_path);
+        pre?;
+        let msg_path = repo.path().join("COMMIT_EDITMSG");
+        std::fs::write(&msg_path, &text)?;
+        hooks::run(repo, "commit-msg", &[OsStr::new(&msg_path)], None)?;
+        text = std::fs::read_to_string(&msg_path)?;
+    }
+    let parents: Vec<&git2::Commit<'_>> = parent.into_iter().collect();
+    let id = repo.commit(Some("HEAD"), &sig, &sig, &text, tree, &parents)?;
+    if tern {
+        let note = match opts.model {
+            Some(model) => format!("tern\nmodel: {model}\n"),
+            None => "tern\n".to_string(),
+        };
+        repo.note(&sig, &sig, Some(NOTES_REF), id, &note, true)?;
+    }
+    Ok(id)
+}
+
+/// HEAD's commit; None on an unborn branch.
+pub(crate) fn head_commit(repo: &Repository) -> Result<Option<git2::Commit<'_>>, GitError> {
+    match repo.head() {
+        Ok(head) => Ok(Some(head.peel_to_commit()?)),
+        Err(e)
+            if matches!(
+                e.code(),
+                git2::ErrorCode::UnbornBranch | git2::ErrorCode::NotFound
+            ) =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn file_mode(mode: u32) -> FileMode {
+    match mode {
+        0o100755 => FileMode::BlobExecutable,
+        0o120000 => FileMode::Link,
+        0o160000 => FileMode::Commit,
+        _ => FileMode::Blob,
+    }
+}

@@ -1,0 +1,70 @@
+//! Running the repository's git hooks, which libgit2 never runs: `pre-commit` (with
+//! `GIT_INDEX_FILE` pointing at an index holding exactly the commit's tree, as
+//! `git commit --only` does), `commit-msg` and `post-commit`.
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use super::GitError;
+
+/// Where hooks live: `core.hooksPath` (relative paths are relative to the work tree,
+/// as git resolves them) or the common git dir's `hooks/`.
+fn hooks_dir(repo: &git2::Repository) -> PathBuf {
+    let workdir = repo.workdir().unwrap_or(repo.path());
+    match repo.config().and_then(|c| c.get_path("core.hooksPath")) {
+        Ok(dir) if dir.is_absolute() => dir,
+        Ok(dir) => workdir.join(dir),
+        Err(_) => repo.commondir().join("hooks"),
+    }
+}
+
+/// The hook's path if it exists and is executable (git skips others).
+fn find(repo: &git2::Repository, name: &str) -> Option<PathBuf> {
+    let path = hooks_dir(repo).join(name);
+    let meta = std::fs::metadata(&path).ok()?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if meta.permissions().mode() & 0o111 == 0 {
+            return None;
+        }
+    }
+    meta.is_file().then_some(path)
+}
+
+/// Runs hook `name` from the work tree root. A missing hook succeeds; a failing one is
+/// an error carrying its combined output.
+pub(crate) fn run(
+    repo: &git2::Repository,
+    name: &str,
+    args: &[&OsStr],
+    index_file: Option<&Path>,
+) -> Result<(), GitError> {
+    let Some(hook) = find(repo, name) else {
+        return Ok(());
+    };
+    let mut cmd = Command::new(&hook);
+    cmd.args(args)
+        .current_dir(repo.workdir().unwrap_or(repo.path()))
+        .stdin(Stdio::null())
+        .env("GIT_EDITOR", ":");
+    if let Some(index) = index_file {
+        cmd.env("GIT_INDEX_FILE", index);
+    }
+    let out = cmd.output().map_err(|e| GitError::Hook {
+        hook: name.to_string(),
+        status: "could not start".into(),
+        output: format!("{}: {e}", hook.display()),
+    })?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let mut output = String::from_utf8_lossy(&out.stdout).into_owned();
+    output.push_str(&String::from_utf8_lossy(&out.stderr));
+    Err(GitError::Hook {
+        hook: name.to_string(),
+        status: out.status.to_string(),
+        output: output.trim_end().to_string(),
+    })
+}

@@ -1,0 +1,72 @@
+//! Git through git2: committing the user's own changes before tern edits a file,
+//! committing exactly the accepted content of the edited files, commit messages, hooks,
+//! and undoing tern's last commit.
+//!
+//! Everything is synchronous and takes a `&git2::Repository`; the engine runs it on a
+//! blocking thread.
+
+mod commit;
+mod hooks;
+mod land;
+pub mod message;
+mod status;
+mod undo;
+
+pub use commit::{Commit, NOTES_REF, commit_dirty, commit_edits, dirty_paths};
+pub use land::{LandOptions, Landed, land};
+pub use status::{modified_tracked_paths, worktree_diff};
+pub use undo::{UndoError, UndoRefusal, Undone, undo};
+
+use crate::config::Settings;
+
+#[derive(Debug, thiserror::Error)]
+pub enum GitError {
+    #[error("git: {0}")]
+    Git(#[from] git2::Error),
+    #[error("the {hook} hook failed ({status}); nothing was committed:\n{output}")]
+    Hook {
+        hook: String,
+        status: String,
+        output: String,
+    },
+    #[error(
+        "git has no identity to commit with: set user.name and user.email (git config --global user.name \"Your Name\")"
+    )]
+    NoIdentity,
+    #[error("the repository has no work tree")]
+    Bare,
+    #[error("git is in the middle of a {0}; finish or abort it first")]
+    Busy(String),
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// How commits are made.
+#[derive(Debug, Clone, Copy)]
+pub struct CommitOptions<'a> {
+    /// Run the pre-commit, commit-msg and post-commit hooks.
+    pub verify_hooks: bool,
+    /// The model that wrote the edits: named in tern's commit note and, with
+    /// `co_author_trailer`, in `Co-authored-by: tern (<model>)`.
+    pub model: Option<&'a str>,
+    pub co_author_trailer: bool,
+}
+
+impl<'a> CommitOptions<'a> {
+    pub fn from_settings(settings: &'a Settings) -> Self {
+        CommitOptions {
+            verify_hooks: settings.verify_hooks,
+            model: Some(&settings.model),
+            co_author_trailer: settings.co_author_trailer,
+        }
+    }
+}
+
+/// Refuses to commit (or undo) while a merge, rebase, cherry-pick... is in progress:
+/// a one-parent commit of some paths would silently drop it.
+pub(crate) fn ensure_idle(repo: &git2::Repository) -> Result<(), GitError> {
+    match repo.state() {
+        git2::RepositoryState::Clean => Ok(()),
+        state => Err(GitError::Busy(format!("{state:?}").to_lowercase())),
+    }
+}

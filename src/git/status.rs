@@ -1,0 +1,39 @@
+//! What the work tree holds beyond HEAD: for `/diff` and `/commit`.
+
+use std::path::{Path, PathBuf};
+
+use git2::{DiffFormat, DiffOptions, Repository, StatusOptions};
+
+use super::GitError;
+
+/// Tracked files with uncommitted changes (staged or not), relative to the root.
+pub fn modified_tracked_paths(repo: &Repository) -> Result<Vec<PathBuf>, GitError> {
+    let mut options = StatusOptions::new();
+    options.include_untracked(false).include_ignored(false);
+    let statuses = repo.statuses(Some(&mut options))?;
+    Ok(statuses
+        .iter()
+        .filter(|s| !s.status().is_empty())
+        .filter_map(|s| s.path().ok().map(PathBuf::from))
+        .collect())
+}
+
+/// The uncommitted changes to tracked files as a unified diff against HEAD.
+pub fn worktree_diff(root: &Path) -> Result<String, GitError> {
+    let repo = Repository::open(root)?;
+    let head = match repo.head() {
+        Ok(head) => Some(head.peel_to_tree()?),
+        Err(_) => None,
+    };
+    let mut options = DiffOptions::new();
+    let diff = repo.diff_tree_to_workdir_with_index(head.as_ref(), Some(&mut options))?;
+    let mut text = String::new();
+    diff.print(DiffFormat::Patch, |_, _, line| {
+        if matches!(line.origin(), '+' | '-' | ' ') {
+            text.push(line.origin());
+        }
+        text.push_str(&String::from_utf8_lossy(line.content()));
+        true
+    })?;
+    Ok(text)
+}

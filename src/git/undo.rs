@@ -1,0 +1,159 @@
+//! Undoing the last tern commit, only when that cannot lose or rewrite anyone's work.
+
+use std::path::PathBuf;
+
+use git2::build::CheckoutBuilder;
+use git2::{Oid, Repository};
+
+use super::commit::{NOTES_REF, head_commit};
+use super::{GitError, commit::dirty_paths};
+
+/// Why `undo` did nothing.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UndoRefusal {
+    #[error("there are no commits to undo")]
+    NoCommits,
+    #[error(
+        "HEAD ({id} {summary:?}) is not a commit tern made; tern only undoes its own last commit"
+    )]
+    NotTern { id: String, summary: String },
+    #[error("HEAD is a merge commit; tern does not undo merges")]
+    Merge,
+    #[error("HEAD is the repository's first commit; tern does not undo it")]
+    Root,
+    #[error("these files changed since tern's commit; commit or stash them first: {}", list(.0))]
+    Dirty(Vec<PathBuf>),
+    #[error("the commit is already on {}; undoing it would rewrite published history", .0.join(", "))]
+    Published(Vec<String>),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum UndoError {
+    #[error(transparent)]
+    Refused(#[from] UndoRefusal),
+    #[error(transparent)]
+    Git(#[from] GitError),
+}
+
+impl From<git2::Error> for UndoError {
+    fn from(e: git2::Error) -> Self {
+        UndoError::Git(e.into())
+    }
+}
+
+/// What `undo` reverted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Undone {
+    pub commit: Oid,
+    pub summary: String,
+    /// HEAD now.
+    pub head: Oid,
+    /// Files restored to their content before the commit.
+    pub paths: Vec<PathBuf>,
+}
+
+impl std::fmt::Display for Undone {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let short = |id: Oid| id.to_string()[..7].to_string();
+        writeln!(f, "undid {} {}", short(self.commit), self.summary)?;
+        for p in &self.paths {
+            writeln!(f, "  restored {}", p.display())?;
+        }
+        write!(f, "HEAD is now {}", short(self.head))
+    }
+}
+
+/// Reverts the last tern commit: its files go back to their previous content (in the
+/// work tree and the index) and HEAD moves to its parent. Refused unless HEAD is a
+/// tern commit, not a merge or the first commit, its files have not changed since,
+/// and no remote-tracking branch contains it.
+pub fn undo(repo: &Repository) -> Result<Undone, UndoError> {
+    super::ensure_idle(repo)?;
+    let commit = head_commit(repo)?.ok_or(UndoRefusal::NoCommits)?;
+    let summary = String::from_utf8_lossy(commit.summary_bytes().unwrap_or_default()).into_owned();
+    if repo.find_note(Some(NOTES_REF), commit.id()).is_err() {
+        return Err(UndoRefusal::NotTern {
+            id: commit.id().to_string()[..7].to_string(),
+            summary,
+        }
+        .into());
+    }
+    let parent = match commit.parent_count() {
+        0 => return Err(UndoRefusal::Root.into()),
+        1 => commit.parent(0)?,
+        _ => return Err(UndoRefusal::Merge.into()),
+    };
+    let diff = repo.diff_tree_to_tree(Some(&parent.tree()?), Some(&commit.tree()?), None)?;
+    let paths: Vec<PathBuf> = diff
+        .deltas()
+        .flat_map(|d| [d.old_file().path(), d.new_file().path()])
+        .flatten()
+        .map(PathBuf::from)
+        .fold(Vec::new(), |mut acc, p| {
+            if !acc.contains(&p) {
+                acc.push(p);
+            }
+            acc
+        });
+    let dirty = dirty_paths(repo, &paths)?;
+    if !dirty.is_empty() {
+        return Err(UndoRefusal::Dirty(dirty).into());
+    }
+    let published = remote_branches_containing(repo, commit.id())?;
+    if !published.is_empty() {
+        return Err(UndoRefusal::Published(published).into());
+    }
+    // Check out while HEAD is still the commit, so files it added count as tracked and
+    // are removed.
+    let mut checkout = CheckoutBuilder::new();
+    checkout.force();
+    for p in &paths {
+        checkout.path(p);
+    }
+    repo.checkout_tree(parent.as_object(), Some(&mut checkout))?;
+    let head = repo.head()?;
+    let message = format!("tern undo: {summary}");
+    if head.is_branch() {
+        let name = head.name().unwrap_or("HEAD").to_string();
+        repo.reference(&name, parent.id(), true, &message)?;
+    } else {
+        repo.set_head_detached(parent.id())?;
+    }
+    Ok(Undone {
+        commit: commit.id(),
+        summary,
+        head: parent.id(),
+        paths,
+    })
+}
+
+fn remote_branches_containing(repo: &Repository, id: Oid) -> Result<Vec<String>, GitError> {
+    let mut found = Vec::new();
+    for reference in repo.references_glob("refs/remotes/*")? {
+        let reference = reference?;
+        let Ok(resolved) = reference.resolve() else {
+            continue;
+        };
+        let Some(tip) = resolved.target() else {
+            continue;
+        };
+        if tip == id || repo.graph_descendant_of(tip, id)? {
+            let name = reference
+                .shorthand()
+                .unwrap_or("a remote branch")
+                .to_string();
+            if !found.contains(&name) {
+                found.push(name);
+            }
+        }
+    }
+    Ok(found)
+}
+
+fn list(paths: &[PathBuf]) -> String {
+    paths
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}

@@ -1,0 +1,296 @@
+//! `tern apply REPLY_FILE [FILES...]`: parse a saved model reply, print its hunks as a
+//! unified diff with their ids, write the accepted ones and commit them.
+
+use std::io::{IsTerminal, Read};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use crate::cli::{ApplyArgs, GlobalArgs};
+use crate::config::Settings;
+use crate::edit::{
+    self, Applied, ApplyOutcome, Decision, EditError, FileSet, HunkId, Problem, Proposal, Proposed,
+    Select, ShellSuggestion, Workspace,
+};
+use crate::git::{self, CommitOptions, LandOptions, Landed};
+use crate::llm::ModelInfo;
+
+/// Every block applied and every accepted hunk was written (and committed).
+pub const EXIT_OK: u8 = 0;
+/// Some blocks did not apply, or some accepted hunks could not be written; the rest
+/// were applied.
+pub const EXIT_PARTIAL: u8 = 1;
+/// Nothing was done: bad arguments, unreadable reply, unknown hunk id.
+pub const EXIT_USAGE: u8 = 2;
+/// The edits were written but the commit failed (a hook refused it, no identity).
+pub const EXIT_COMMIT: u8 = 3;
+
+/// `--help` text for the exit codes.
+pub const EXIT_CODES_HELP: &str = "\
+Exit codes:
+  0  every block of the reply applied; the accepted hunks were written (and committed)
+  1  some blocks failed to parse or match (each is reported), or an accepted hunk could
+     not be written; everything else was applied
+  2  nothing was done: unreadable reply, bad argument or unknown hunk id
+  3  the accepted hunks were written but the commit failed (e.g. a hook refused it)";
+
+/// Runs `tern apply` from `cwd`.
+pub fn run(args: &ApplyArgs, global: &GlobalArgs, settings: &Settings, cwd: &Path) -> ExitCode {
+    match apply(args, global, settings, cwd) {
+        Ok(code) => ExitCode::from(code),
+        Err(message) => {
+            eprintln!("tern apply: {message}");
+            ExitCode::from(EXIT_USAGE)
+        }
+    }
+}
+
+fn apply(
+    args: &ApplyArgs,
+    global: &GlobalArgs,
+    settings: &Settings,
+    cwd: &Path,
+) -> Result<u8, String> {
+    let cwd = &cwd
+        .canonicalize()
+        .map_err(|e| format!("cannot open {}: {e}", cwd.display()))?;
+    let ws = Workspace::discover(cwd).map_err(|e| format!("cannot open {}: {e}", cwd.display()))?;
+    let reply = read_reply(&args.reply)?;
+    let format = args
+        .format
+        .or(settings.edit_format)
+        .unwrap_or_else(|| ModelInfo::lookup(&settings.model).edit_format);
+    let repo_files = ws.files();
+    let chat = if args.files.is_empty() {
+        repo_files.clone()
+    } else {
+        chat_files(&ws, cwd, &args.files)?
+    };
+    let Proposed {
+        mut proposal,
+        errors,
+        shell,
+        blocks,
+    } = edit::propose(&ws, &reply, format, &FileSet::new(chat, repo_files));
+    show(&proposal, &errors, &shell);
+    let mut code = if errors.is_empty() {
+        EXIT_OK
+    } else {
+        EXIT_PARTIAL
+    };
+    if blocks == 0 {
+        eprintln!("tern apply: no {format} edit blocks found in the reply");
+        return Ok(EXIT_PARTIAL);
+    }
+    if proposal.is_empty() {
+        eprintln!("tern apply: nothing to change");
+        return Ok(code);
+    }
+    if args.dry_run {
+        return Ok(code);
+    }
+    decide(&mut proposal, &args.accept, ws.root(), cwd)?;
+    if !confirm_ignored(&mut proposal, global.yes) {
+        code = EXIT_PARTIAL;
+    }
+
+    let options = LandOptions {
+        commit: !args.no_commit && settings.auto_commits,
+        dirty_commits: settings.dirty_commits,
+        commit_options: CommitOptions::from_settings(settings),
+    };
+    match git::land(ws.repo(), &mut proposal, options, git::message::fallback) {
+        Landed::DirtyCommitFailed(e) => {
+            eprintln!(
+                "tern apply: could not commit your uncommitted changes first, so nothing was written: {e}"
+            );
+            return Ok(EXIT_COMMIT);
+        }
+        Landed::NotWritten(outcome) => {
+            report_not_written(&outcome);
+            return Ok(EXIT_PARTIAL);
+        }
+        Landed::Written {
+            dirty,
+            applied,
+            commit,
+        } => {
+            if let Some(c) = dirty {
+                eprintln!(
+                    "committed your own changes first: {} {}",
+                    c.short_id(),
+                    c.summary
+                );
+            }
+            report_written(&proposal, &applied);
+            if !applied.failed.is_empty() {
+                code = EXIT_PARTIAL;
+            }
+            match commit {
+                Ok(Some(c)) => eprintln!("committed {} {}", c.short_id(), c.summary),
+                Ok(None) => {}
+                Err(e) => {
+                    eprintln!("tern apply: the edits were written but not committed: {e}");
+                    return Ok(EXIT_COMMIT);
+                }
+            }
+        }
+    }
+    Ok(code)
+}
+
+/// The hunks on stdout as a unified diff; failed blocks and suggested commands on stderr.
+fn show(proposal: &Proposal, errors: &[EditError], shell: &[ShellSuggestion]) {
+    let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    for file in proposal.files() {
+        print!("{}", edit::unified_diff(file, |_| true, color));
+    }
+    for e in errors {
+        eprintln!("error: {e}");
+        if let Problem::NoMatch {
+            near: Some(near), ..
+        } = &e.problem
+        {
+            eprintln!("  did you mean (line {}):", near.line);
+            for line in near.text.lines() {
+                eprintln!("  | {line}");
+            }
+        }
+    }
+    for s in shell {
+        eprintln!("suggested {} command (not run):", s.language);
+        for line in s.commands.lines() {
+            eprintln!("  {line}");
+        }
+    }
+}
+
+/// Gitignored new files with accepted hunks: confirmed with `--yes`, otherwise
+/// rejected with a note. False when one was rejected.
+fn confirm_ignored(proposal: &mut Proposal, yes: bool) -> bool {
+    let ignored: Vec<PathBuf> = proposal
+        .files()
+        .iter()
+        .filter(|f| f.needs_confirmation() && f.accepted().next().is_some())
+        .map(|f| f.path().to_path_buf())
+        .collect();
+    for path in &ignored {
+        if yes {
+            let _ = proposal.confirm(path);
+        } else {
+            eprintln!(
+                "tern apply: not creating {}: git ignores it (rerun with --yes to create it)",
+                path.display()
+            );
+            let _ = proposal.decide(Select::File(path), Decision::Reject);
+        }
+    }
+    yes || ignored.is_empty()
+}
+
+/// Why nothing was written.
+fn report_not_written(outcome: &ApplyOutcome) {
+    match outcome {
+        ApplyOutcome::Stale(stale) => {
+            for s in stale {
+                eprintln!(
+                    "tern apply: {} changed on disk while applying; nothing was written",
+                    s.path.display()
+                );
+            }
+        }
+        ApplyOutcome::NeedsConfirmation(paths) => {
+            for p in paths {
+                eprintln!(
+                    "tern apply: {} needs confirmation; nothing was written",
+                    p.display()
+                );
+            }
+        }
+        ApplyOutcome::Applied(_) => {}
+    }
+}
+
+/// What was written and what was not.
+fn report_written(proposal: &Proposal, applied: &Applied) {
+    for w in &applied.written {
+        let verb = if w.created { "created" } else { "wrote" };
+        eprintln!(
+            "{verb} {} (hunks {})",
+            w.path.display(),
+            id_list(w.hunks.iter().copied())
+        );
+    }
+    for f in &applied.failed {
+        eprintln!(
+            "tern apply: could not write {}: {}",
+            f.path.display(),
+            f.error
+        );
+    }
+    if proposal.hunk_count() > 0 {
+        eprintln!("not applied: hunks {}", id_list(proposal.hunk_ids()));
+    }
+}
+
+fn read_reply(path: &Path) -> Result<String, String> {
+    let mut bytes = Vec::new();
+    let read = if path == Path::new("-") {
+        std::io::stdin().read_to_end(&mut bytes).map(|_| ())
+    } else {
+        std::fs::read(path).map(|b| bytes = b)
+    };
+    read.map_err(|e| format!("cannot read the reply {}: {e}", path.display()))?;
+    String::from_utf8(bytes).map_err(|_| format!("the reply {} is not UTF-8 text", path.display()))
+}
+
+/// FILES as given (relative to `cwd`) → relative to the repository root.
+fn chat_files(ws: &Workspace, cwd: &Path, given: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+    given
+        .iter()
+        .map(|f| {
+            edit::resolve_path(ws.root(), &cwd.join(f))
+                .map(|t| t.rel)
+                .map_err(|r| format!("FILES: {r}"))
+        })
+        .collect()
+}
+
+/// Applies `--accept`: `all`, `none`, or hunk ids and file paths separated by commas
+/// (those accepted, everything else rejected).
+fn decide(proposal: &mut Proposal, accept: &str, root: &Path, cwd: &Path) -> Result<(), String> {
+    match accept.trim() {
+        "all" => {
+            let _ = proposal.decide(Select::All, Decision::Accept);
+        }
+        "none" => {
+            let _ = proposal.decide(Select::All, Decision::Reject);
+        }
+        list => {
+            let _ = proposal.decide(Select::All, Decision::Reject);
+            for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+                let found = match item.parse::<HunkId>() {
+                    Ok(id) => proposal.decide(Select::Hunk(id), Decision::Accept),
+                    Err(_) => {
+                        let path = cwd
+                            .join(item)
+                            .strip_prefix(root)
+                            .map(Path::to_path_buf)
+                            .unwrap_or_else(|_| PathBuf::from(item));
+                        proposal.decide(Select::File(&path), Decision::Accept)
+                    }
+                };
+                if found.is_err() {
+                    return Err(format!(
+                        "--accept: {item} is not a hunk id or file of this reply (hunks: {})",
+                        id_list(proposal.hunk_ids())
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn id_list(ids: impl Iterator<Item = HunkId>) -> String {
+    ids.map(|id| id.to_string()).collect::<Vec<_>>().join(", ")
+}

@@ -1,0 +1,178 @@
+//! `tern map`: prints the repo map the model would see, as text or JSON, with optional
+//! counts and timings on stderr.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{Context, bail};
+use serde::Serialize;
+
+use crate::cli::{GlobalArgs, MapArgs};
+use crate::config::Settings;
+use crate::llm::ModelInfo;
+use crate::repomap::{self, CacheLocation, MapResult, RefreshStats, RepoMap};
+use crate::tokens::TokenCounter;
+
+#[derive(Serialize)]
+struct JsonMap<'a> {
+    text: &'a str,
+    tokens: usize,
+    budget: usize,
+    encoding: &'static str,
+    estimate: bool,
+    files: Vec<JsonFile<'a>>,
+}
+
+#[derive(Serialize)]
+struct JsonFile<'a> {
+    path: &'a str,
+    score: f64,
+}
+
+/// Runs `tern map` in the repository containing `cwd` (or `cwd` itself outside git);
+/// errors go to stderr and give exit code 1.
+pub fn run(args: &MapArgs, global: &GlobalArgs, settings: &Settings, cwd: &Path) -> ExitCode {
+    match map(args, global, settings, cwd) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("tern map: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn map(args: &MapArgs, global: &GlobalArgs, settings: &Settings, cwd: &Path) -> anyhow::Result<()> {
+    let total = Instant::now();
+    let root = git2::Repository::discover(cwd)
+        .ok()
+        .and_then(|r| r.workdir().map(Path::to_path_buf))
+        .unwrap_or_else(|| cwd.to_path_buf());
+    let model = ModelInfo::lookup(&settings.model);
+    let counter = model.token_counter();
+    let mut map = RepoMap::open(&root, counter.clone(), CacheLocation::UserCacheDir)?;
+    // Bad paths fail before the (possibly long) first extraction.
+    let mut chat = Vec::new();
+    for file in &args.chat {
+        let rel = crate::repomap::relative_path(map.root(), cwd, file).with_context(|| {
+            format!(
+                "--chat {}: not inside {}",
+                file.display(),
+                map.root().display()
+            )
+        })?;
+        chat.push((file, rel));
+    }
+    let refresh = map.refresh(&|_| {});
+    if let Some((file, _)) = chat.iter().find(|(_, rel)| !map.files().contains(rel)) {
+        bail!("--chat {}: not a file of the repository", file.display());
+    }
+    let chat: Vec<String> = chat.into_iter().map(|(_, rel)| rel).collect();
+    let mut mentioned_files = Vec::new();
+    let mut mentioned_idents = Vec::new();
+    for name in &args.mention {
+        let found = map.mentions(name);
+        if found.files.is_empty() && found.idents.is_empty() {
+            // Unknown names still weigh: an identifier only a chat file defines, say.
+            mentioned_idents.push(name.clone());
+        }
+        mentioned_files.extend(found.files);
+        mentioned_idents.extend(found.idents);
+    }
+
+    let window = settings
+        .context_window
+        .unwrap_or(model.max_input.unwrap_or(model.context_window));
+    let budget = args
+        .tokens
+        .or(settings.map_tokens)
+        .unwrap_or_else(|| repomap::default_budget(window, !chat.is_empty()));
+    let result = map.build(&chat, &mentioned_files, &mentioned_idents, budget);
+
+    match print(&result, global.json, budget, &counter) {
+        // `tern map | head` is fine: the reader has what it wanted.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+        other => other?,
+    }
+
+    if args.stats {
+        print_stats(&refresh, &result, &counter, total);
+    }
+    Ok(())
+}
+
+fn print(
+    result: &MapResult,
+    json: bool,
+    budget: usize,
+    counter: &TokenCounter,
+) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    if json {
+        let json = JsonMap {
+            text: &result.text,
+            tokens: result.tokens,
+            budget,
+            encoding: counter.encoding().name(),
+            estimate: counter.is_estimate(),
+            files: result
+                .ranked_files
+                .iter()
+                .map(|(path, score)| JsonFile {
+                    path,
+                    score: *score,
+                })
+                .collect(),
+        };
+        serde_json::to_writer(&mut out, &json)?;
+        writeln!(out)?;
+    } else {
+        out.write_all(result.text.as_bytes())?;
+    }
+    out.flush()
+}
+
+fn print_stats(r: &RefreshStats, result: &MapResult, counter: &TokenCounter, total: Instant) {
+    let budget = result.budget;
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
+    eprintln!(
+        "files: {} seen, {} parsed, {} from cache, {} skipped ({} binary, {} over 1 MB, {} unreadable)",
+        r.files_seen,
+        r.parsed,
+        r.from_cache,
+        r.skipped_binary + r.skipped_large + r.unreadable,
+        r.skipped_binary,
+        r.skipped_large,
+        r.unreadable
+    );
+    eprintln!(
+        "tags: {} definitions, {} referenced names; graph: {} identifiers, {} edges",
+        r.definitions, r.references, r.graph_identifiers, r.graph_edges
+    );
+    if let Some(why) = &r.cache_discarded {
+        eprintln!("cache: discarded ({why}), rebuilt");
+    }
+    eprintln!(
+        "map: {} of {} tokens{}, {} definitions in {} files",
+        result.tokens,
+        budget,
+        if counter.is_estimate() {
+            " (estimate)"
+        } else {
+            ""
+        },
+        result.shown_defs,
+        result.shown_files
+    );
+    eprintln!(
+        "time: scan+load {:.1} ms, parse {:.1} ms, graph {:.1} ms, save {:.1} ms, rank {:.1} ms, fit+render {:.1} ms, total {:.1} ms",
+        ms(r.scan),
+        ms(r.parse),
+        ms(r.graph),
+        ms(r.save),
+        ms(result.rank_time),
+        ms(result.fit_time),
+        ms(total.elapsed())
+    );
+}

@@ -1,0 +1,198 @@
+//! The languages the repo map understands: how a file is recognised, its tree-sitter
+//! grammar, and its tag query (the grammar crate's own where it is good, tern's
+//! `queries/<lang>-tags.scm` where it is missing or weak).
+
+use std::path::Path;
+use std::sync::OnceLock;
+
+use tree_sitter::{Language, Query};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Lang {
+    Rust,
+    Python,
+    JavaScript,
+    TypeScript,
+    Tsx,
+    Go,
+    Java,
+    C,
+    Cpp,
+    Ruby,
+    CSharp,
+}
+
+/// What a capture in a tag query means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// `@name.definition.*`: the node is the defined name.
+    DefName,
+    /// `@name.reference.*`: the node is the referenced name.
+    RefName,
+    /// `@name`, paired in the same match with a `@definition.*` or `@reference.*`.
+    Name,
+    /// `@definition.*`: the whole definition; its `@name` is a definition.
+    Def,
+    /// `@reference.*`: the whole reference; its `@name` is a reference.
+    Ref,
+    /// Anything else (`@doc`, `@module`, ...).
+    Other,
+}
+
+/// A compiled tag query with each capture's role resolved once.
+pub(crate) struct TagQuery {
+    pub query: Query,
+    pub roles: Vec<Role>,
+    /// The query captures no references: every identifier node is one instead.
+    pub identifier_refs: bool,
+}
+
+impl Lang {
+    pub const ALL: [Lang; 11] = [
+        Lang::Rust,
+        Lang::Python,
+        Lang::JavaScript,
+        Lang::TypeScript,
+        Lang::Tsx,
+        Lang::Go,
+        Lang::Java,
+        Lang::C,
+        Lang::Cpp,
+        Lang::Ruby,
+        Lang::CSharp,
+    ];
+
+    /// The language of a file, from its extension.
+    pub fn from_path(path: &Path) -> Option<Lang> {
+        let ext = path.extension()?.to_str()?;
+        Some(match ext.to_ascii_lowercase().as_str() {
+            "rs" => Lang::Rust,
+            "py" | "pyi" => Lang::Python,
+            "js" | "mjs" | "cjs" | "jsx" => Lang::JavaScript,
+            "ts" | "mts" | "cts" => Lang::TypeScript,
+            "tsx" => Lang::Tsx,
+            "go" => Lang::Go,
+            "java" => Lang::Java,
+            "c" | "h" => Lang::C,
+            "cc" | "cpp" | "cxx" | "c++" | "hh" | "hpp" | "hxx" | "h++" | "ipp" => Lang::Cpp,
+            "rb" | "rake" | "gemspec" => Lang::Ruby,
+            "cs" => Lang::CSharp,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Lang::Rust => "rust",
+            Lang::Python => "python",
+            Lang::JavaScript => "javascript",
+            Lang::TypeScript => "typescript",
+            Lang::Tsx => "tsx",
+            Lang::Go => "go",
+            Lang::Java => "java",
+            Lang::C => "c",
+            Lang::Cpp => "cpp",
+            Lang::Ruby => "ruby",
+            Lang::CSharp => "csharp",
+        }
+    }
+
+    pub fn grammar(self) -> Language {
+        match self {
+            Lang::Rust => tree_sitter_rust::LANGUAGE.into(),
+            Lang::Python => tree_sitter_python::LANGUAGE.into(),
+            Lang::JavaScript => tree_sitter_javascript::LANGUAGE.into(),
+            Lang::TypeScript => tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
+            Lang::Tsx => tree_sitter_typescript::LANGUAGE_TSX.into(),
+            Lang::Go => tree_sitter_go::LANGUAGE.into(),
+            Lang::Java => tree_sitter_java::LANGUAGE.into(),
+            Lang::C => tree_sitter_c::LANGUAGE.into(),
+            Lang::Cpp => tree_sitter_cpp::LANGUAGE.into(),
+            Lang::Ruby => tree_sitter_ruby::LANGUAGE.into(),
+            Lang::CSharp => tree_sitter_c_sharp::LANGUAGE.into(),
+        }
+    }
+
+    /// The tag query source for this language.
+    fn query_source(self) -> &'static str {
+        match self {
+            Lang::Rust => include_str!("../../queries/rust-tags.scm"),
+            Lang::Python => tree_sitter_python::TAGS_QUERY,
+            Lang::JavaScript => tree_sitter_javascript::TAGS_QUERY,
+            Lang::TypeScript | Lang::Tsx => include_str!("../../queries/typescript-tags.scm"),
+            Lang::Go => tree_sitter_go::TAGS_QUERY,
+            Lang::Java => include_str!("../../queries/java-tags.scm"),
+            Lang::C => include_str!("../../queries/c-tags.scm"),
+            Lang::Cpp => tree_sitter_cpp::TAGS_QUERY,
+            Lang::Ruby => tree_sitter_ruby::TAGS_QUERY,
+            Lang::CSharp => include_str!("../../queries/csharp-tags.scm"),
+        }
+    }
+
+    /// The compiled tag query, built on first use (compiling one costs milliseconds, so
+    /// languages the repository does not use are never compiled).
+    pub(crate) fn tag_query(self) -> &'static TagQuery {
+        static QUERIES: [OnceLock<TagQuery>; Lang::ALL.len()] = [const { OnceLock::new() }; 11];
+        QUERIES[self as usize].get_or_init(|| self.compile())
+    }
+
+    fn compile(self) -> TagQuery {
+        // The queries are embedded and covered by tests: a failure here is a build bug.
+        let query = Query::new(&self.grammar(), self.query_source())
+            .unwrap_or_else(|e| panic!("{} tag query does not compile: {e}", self.name()));
+        let roles: Vec<Role> = query.capture_names().iter().map(|n| role_of(n)).collect();
+        let identifier_refs = !roles.iter().any(|r| matches!(r, Role::RefName | Role::Ref));
+        TagQuery {
+            query,
+            roles,
+            identifier_refs,
+        }
+    }
+}
+
+fn role_of(capture: &str) -> Role {
+    if capture.starts_with("name.definition.") {
+        Role::DefName
+    } else if capture.starts_with("name.reference.") {
+        Role::RefName
+    } else if capture == "name" {
+        Role::Name
+    } else if capture.starts_with("definition.") {
+        Role::Def
+    } else if capture.starts_with("reference.") {
+        Role::Ref
+    } else {
+        Role::Other
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_query_compiles_and_has_definitions() {
+        for lang in Lang::ALL {
+            let q = lang.tag_query();
+            assert!(
+                q.roles
+                    .iter()
+                    .any(|r| matches!(r, Role::DefName | Role::Def)),
+                "{} has no definitions",
+                lang.name()
+            );
+        }
+        assert!(Lang::C.tag_query().identifier_refs);
+        assert!(Lang::Cpp.tag_query().identifier_refs);
+        assert!(!Lang::Rust.tag_query().identifier_refs);
+    }
+
+    #[test]
+    fn extensions_map_to_languages() {
+        assert_eq!(Lang::from_path(Path::new("a/b.RS")), Some(Lang::Rust));
+        assert_eq!(Lang::from_path(Path::new("x.tsx")), Some(Lang::Tsx));
+        assert_eq!(Lang::from_path(Path::new("x.hpp")), Some(Lang::Cpp));
+        assert_eq!(Lang::from_path(Path::new("README.md")), None);
+        assert_eq!(Lang::from_path(Path::new("Makefile")), None);
+    }
+}

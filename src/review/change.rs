@@ -1,0 +1,218 @@
+//! What changed: files, their old and new text, and git's hunks over them.
+//!
+//! Hunk lines refer to lines of the file texts by number instead of holding copies, so a
+//! 50,000-line diff costs a few hundred kilobytes and extending a hunk with more context
+//! is just more line numbers.
+
+use serde::Serialize;
+
+/// The files of one diff, in git's order, with a line saying what was compared.
+#[derive(Debug, Clone)]
+pub struct ChangeSet {
+    /// For example "`feature` (HEAD 1a2b3c4) against its merge base with `main` (5d6e7f8)".
+    pub description: String,
+    pub files: Vec<FileChange>,
+}
+
+/// How a file changed. A rename (with or without edits) is `Renamed`; lists of files left
+/// out of a review count it as modified.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FileStatus {
+    Added,
+    Modified,
+    Deleted,
+    Renamed,
+}
+
+#[derive(Debug, Clone)]
+pub struct FileChange {
+    /// The path after the change (before it, for a deleted file), `/`-separated.
+    pub path: String,
+    /// The path before a rename.
+    pub old_path: Option<String>,
+    pub status: FileStatus,
+    pub body: Body,
+}
+
+/// What can be shown of a file's change.
+#[derive(Debug, Clone)]
+pub enum Body {
+    Text(TextDiff),
+    /// Listed, never diffed.
+    Binary,
+    /// A gitlink: the submodule moved to another commit.
+    Submodule,
+}
+
+/// A text file's two versions and git's hunks between them (3 lines of context).
+#[derive(Debug, Clone)]
+pub struct TextDiff {
+    pub old: FileText,
+    pub new: FileText,
+    pub hunks: Vec<Hunk>,
+}
+
+/// One version of a file, split into lines once.
+#[derive(Debug, Clone, Default)]
+pub struct FileText {
+    text: String,
+    /// Byte offset where each line starts, plus `text.len()` at the end.
+    starts: Vec<usize>,
+}
+
+impl FileText {
+    pub fn new(text: String) -> Self {
+        let mut starts = Vec::with_capacity(text.len() / 32 + 2);
+        starts.push(0);
+        starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        if *starts.last().unwrap_or(&0) != text.len() {
+            starts.push(text.len());
+        }
+        FileText { text, starts }
+    }
+
+    /// Number of lines (a final line without a newline counts).
+    pub fn line_count(&self) -> u32 {
+        (self.starts.len() - 1) as u32
+    }
+
+    /// Line `n` (1-based) without its line ending; empty past the end.
+    pub fn line(&self, n: u32) -> &str {
+        let i = n as usize;
+        if i == 0 || i >= self.starts.len() {
+            return "";
+        }
+        let line = &self.text[self.starts[i - 1]..self.starts[i]];
+        let line = line.strip_suffix('\n').unwrap_or(line);
+        line.strip_suffix('\r').unwrap_or(line)
+    }
+}
+
+/// A hunk. `*_first` is the first line of the hunk's span on that side (1-based); when a
+/// side has no lines, it is where they would start (git's header shows `first - 1`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hunk {
+    pub old_first: u32,
+    pub old_len: u32,
+    pub new_first: u32,
+    pub new_len: u32,
+    /// The function context git prints after the second `@@`.
+    pub section: String,
+    pub lines: Vec<HunkLine>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineKind {
+    Context,
+    Added,
+    Removed,
+}
+
+/// A line of a hunk: its kind and its number in the old and new file (0 on the side
+/// where it does not exist).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HunkLine {
+    pub kind: LineKind,
+    pub old: u32,
+    pub new: u32,
+}
+
+impl Hunk {
+    /// True when the hunk adds nothing: it only removes lines.
+    pub fn only_removes(&self) -> bool {
+        !self.lines.iter().any(|l| l.kind == LineKind::Added)
+    }
+
+    /// `@@ -a,b +c,d @@ section`, as git writes it (`,1` left out, `a - 1` for a side
+    /// with no lines).
+    pub fn header(&self) -> String {
+        let range = |first: u32, len: u32| match len {
+            0 => format!("{},0", first - 1),
+            1 => first.to_string(),
+            _ => format!("{first},{len}"),
+        };
+        let mut h = format!(
+            "@@ -{} +{} @@",
+            range(self.old_first, self.old_len),
+            range(self.new_first, self.new_len)
+        );
+        if !self.section.is_empty() {
+            h.push(' ');
+            h.push_str(&self.section);
+        }
+        h
+    }
+}
+
+impl TextDiff {
+    /// The text of a hunk line, from the side it belongs to.
+    pub fn text(&self, line: &HunkLine) -> &str {
+        match line.kind {
+            LineKind::Added => self.new.line(line.new),
+            LineKind::Removed | LineKind::Context => self.old.line(line.old),
+        }
+    }
+
+    /// The hunks a compressed review shows: every hunk that adds something.
+    pub fn adding_hunks(&self) -> Vec<Hunk> {
+        self.hunks
+            .iter()
+            .filter(|h| !h.only_removes())
+            .cloned()
+            .collect()
+    }
+
+    /// Lines added and lines removed.
+    pub fn line_counts(&self) -> (usize, usize) {
+        let mut counts = (0, 0);
+        for line in self.hunks.iter().flat_map(|h| &h.lines) {
+            match line.kind {
+                LineKind::Added => counts.0 += 1,
+                LineKind::Removed => counts.1 += 1,
+                LineKind::Context => {}
+            }
+        }
+        counts
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_text_numbers_lines_from_one_and_strips_endings() {
+        let t = FileText::new("a\r\nb\n\nlast".to_string());
+        assert_eq!(t.line_count(), 4);
+        assert_eq!(
+            [t.line(1), t.line(2), t.line(3), t.line(4)],
+            ["a", "b", "", "last"]
+        );
+        assert_eq!(t.line(0), "");
+        assert_eq!(t.line(5), "");
+        assert_eq!(FileText::new(String::new()).line_count(), 0);
+        assert_eq!(FileText::new("x\n".into()).line_count(), 1);
+    }
+
+    #[test]
+    fn header_uses_gits_convention_for_empty_sides() {
+        let h = Hunk {
+            old_first: 1,
+            old_len: 0,
+            new_first: 1,
+            new_len: 2,
+            section: String::new(),
+            lines: vec![],
+        };
+        assert_eq!(h.header(), "@@ -0,0 +1,2 @@");
+        let one = Hunk {
+            old_first: 4,
+            old_len: 1,
+            new_len: 1,
+            section: "fn main()".into(),
+            ..h
+        };
+        assert_eq!(one.header(), "@@ -4 +1 @@ fn main()");
+    }
+}

@@ -1,0 +1,429 @@
+//! What kind of file a path is: its language (for ordering a compressed review and for
+//! finding function headers), and whether it is noise a compressed review skips.
+
+use serde::Serialize;
+
+/// A file's language, from its extension. Configuration, documentation and data formats
+/// are `Other`: in a compressed review they come after all code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Language {
+    Rust,
+    Python,
+    JavaScript,
+    TypeScript,
+    Go,
+    Java,
+    Kotlin,
+    Scala,
+    C,
+    Cpp,
+    CSharp,
+    Ruby,
+    Php,
+    Swift,
+    Dart,
+    Lua,
+    Shell,
+    Elixir,
+    Haskell,
+    Zig,
+    Sql,
+    Html,
+    Css,
+    Other,
+}
+
+impl Language {
+    pub fn of(path: &str) -> Language {
+        let name = path.rsplit('/').next().unwrap_or(path);
+        let ext = match name.rsplit_once('.') {
+            Some((stem, ext)) if !stem.is_empty() => ext.to_ascii_lowercase(),
+            _ => return Language::Other,
+        };
+        use Language::*;
+        match ext.as_str() {
+            "rs" => Rust,
+            "py" | "pyi" => Python,
+            "js" | "mjs" | "cjs" | "jsx" | "vue" | "svelte" => JavaScript,
+            "ts" | "tsx" | "mts" | "cts" => TypeScript,
+            "go" => Go,
+            "java" => Java,
+            "kt" | "kts" => Kotlin,
+            "scala" | "sc" => Scala,
+            "c" | "h" => C,
+            "cc" | "cpp" | "cxx" | "c++" | "hpp" | "hh" | "hxx" | "ipp" | "inl" => Cpp,
+            "cs" => CSharp,
+            "rb" | "rake" => Ruby,
+            "php" => Php,
+            "swift" => Swift,
+            "dart" => Dart,
+            "lua" => Lua,
+            "sh" | "bash" | "zsh" => Shell,
+            "ex" | "exs" => Elixir,
+            "hs" => Haskell,
+            "zig" => Zig,
+            "sql" => Sql,
+            "html" | "htm" => Html,
+            "css" | "scss" | "sass" | "less" => Css,
+            _ => Other,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        use Language::*;
+        match self {
+            Rust => "rust",
+            Python => "python",
+            JavaScript => "javascript",
+            TypeScript => "typescript",
+            Go => "go",
+            Java => "java",
+            Kotlin => "kotlin",
+            Scala => "scala",
+            C => "c",
+            Cpp => "cpp",
+            CSharp => "csharp",
+            Ruby => "ruby",
+            Php => "php",
+            Swift => "swift",
+            Dart => "dart",
+            Lua => "lua",
+            Shell => "shell",
+            Elixir => "elixir",
+            Haskell => "haskell",
+            Zig => "zig",
+            Sql => "sql",
+            Html => "html",
+            Css => "css",
+            Other => "other",
+        }
+    }
+}
+
+/// Why a compressed review leaves a file out without looking at its diff.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Noise {
+    Lockfile,
+    Minified,
+    SourceMap,
+    /// An extension that is binary or bulk data even when git sees text (images, fonts,
+    /// archives, compiled objects, CSV dumps, SVG).
+    BinaryLike,
+}
+
+impl Noise {
+    /// Classifies a path by its name alone.
+    pub fn of(path: &str) -> Option<Noise> {
+        let name = path.rsplit('/').next().unwrap_or(path);
+        let lower = name.to_ascii_lowercase();
+        const LOCKFILES: &[&str] = &[
+            "package-lock.json",
+            "npm-shrinkwrap.json",
+            "pnpm-lock.yaml",
+            "go.sum",
+            "packages.lock.json",
+            "gradle.lockfile",
+            "package.resolved",
+            "bun.lockb",
+        ];
+        if lower.ends_with(".lock") || LOCKFILES.contains(&lower.as_str()) {
+            return Some(Noise::Lockfile);
+        }
+        if lower.ends_with(".map") {
+            return Some(Noise::SourceMap);
+        }
+        let ext = lower.rsplit_once('.').map_or("", |(_, e)| e);
+        let stem = lower.strip_suffix(ext).unwrap_or(&lower);
+        if stem.ends_with(".min.") || stem.ends_with("-min.") {
+            return Some(Noise::Minified);
+        }
+        const BINARY_LIKE: &[&str] = &[
+            "png", "jpg", "jpeg", "gif", "bmp", "ico", "webp", "tiff", "psd", "svg", "ttf", "otf",
+            "woff", "woff2", "eot", "zip", "gz", "tgz", "bz2", "xz", "zst", "7z", "rar", "tar",
+            "jar", "war", "class", "o", "a", "so", "dll", "dylib", "exe", "bin", "wasm", "pyc",
+            "pyo", "pyd", "pdf", "mp3", "mp4", "ogg", "wav", "webm", "mov", "avi", "db", "sqlite",
+            "pickle", "pkl", "npy", "npz", "parquet", "csv", "tsv",
+        ];
+        BINARY_LIKE.contains(&ext).then_some(Noise::BinaryLike)
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Noise::Lockfile => "lockfile",
+            Noise::Minified => "minified",
+            Noise::SourceMap => "source map",
+            Noise::BinaryLike => "binary-like",
+        }
+    }
+}
+
+/// Whether `line` opens a function, method, class or similar scope in `lang`: a cheap
+/// keyword test after stripping modifiers (`pub(crate)`, `export default async`, ...),
+/// plus, for C-family languages, "a call-shaped line ending in `{`". Languages without
+/// rules (markup, data, `Other`) have no headers: git's fallback of "any line starting
+/// at column 0" would make nearly every line of a text file one.
+pub fn is_header(lang: Language, line: &str) -> bool {
+    let trimmed = line.trim();
+    let Some(rules) = rules(lang).filter(|_| !trimmed.is_empty()) else {
+        return false;
+    };
+    let rest = strip_modifiers(trimmed, rules.modifiers);
+    let first = rest
+        .split(|c: char| c.is_whitespace() || c == '(' || c == '<' || c == ':')
+        .next()
+        .unwrap_or("");
+    if rules.keywords.contains(&first) {
+        return true;
+    }
+    rules.call_shaped && call_shaped(rest, first)
+}
+
+struct Rules {
+    modifiers: &'static [&'static str],
+    keywords: &'static [&'static str],
+    /// `name(args) {` and `x = (args) => {` open a scope.
+    call_shaped: bool,
+}
+
+fn rules(lang: Language) -> Option<&'static Rules> {
+    use Language::*;
+    const C_LIKE_MODS: &[&str] = &[
+        "public",
+        "private",
+        "protected",
+        "internal",
+        "static",
+        "final",
+        "abstract",
+        "sealed",
+        "open",
+        "override",
+        "virtual",
+        "async",
+        "partial",
+        "inline",
+        "suspend",
+        "data",
+        "export",
+        "default",
+        "declare",
+        "extern",
+        "const",
+        "unsafe",
+        "readonly",
+        "synchronized",
+        "native",
+        "fileprivate",
+        "mutating",
+    ];
+    const C_LIKE_KEYWORDS: &[&str] = &[
+        "class",
+        "interface",
+        "enum",
+        "record",
+        "struct",
+        "union",
+        "namespace",
+        "function",
+        "function*",
+        "fun",
+        "func",
+        "def",
+        "object",
+        "trait",
+        "impl",
+        "extension",
+        "protocol",
+        "template",
+        "module",
+    ];
+    static RUST: Rules = Rules {
+        modifiers: &["pub", "async", "const", "unsafe", "extern", "default"],
+        keywords: &[
+            "fn",
+            "impl",
+            "struct",
+            "enum",
+            "trait",
+            "mod",
+            "union",
+            "macro_rules!",
+        ],
+        call_shaped: false,
+    };
+    static PYTHON: Rules = Rules {
+        modifiers: &["async"],
+        keywords: &["def", "class"],
+        call_shaped: false,
+    };
+    static RUBY: Rules = Rules {
+        modifiers: &[],
+        keywords: &["def", "class", "module"],
+        call_shaped: false,
+    };
+    static ELIXIR: Rules = Rules {
+        modifiers: &[],
+        keywords: &[
+            "def",
+            "defp",
+            "defmodule",
+            "defmacro",
+            "defimpl",
+            "defprotocol",
+        ],
+        call_shaped: false,
+    };
+    static LUA: Rules = Rules {
+        modifiers: &["local"],
+        keywords: &["function"],
+        call_shaped: false,
+    };
+    static SHELL: Rules = Rules {
+        modifiers: &[],
+        keywords: &["function"],
+        call_shaped: true,
+    };
+    static GO: Rules = Rules {
+        modifiers: &[],
+        keywords: &["func", "type"],
+        call_shaped: false,
+    };
+    static C_LIKE: Rules = Rules {
+        modifiers: C_LIKE_MODS,
+        keywords: C_LIKE_KEYWORDS,
+        call_shaped: true,
+    };
+    match lang {
+        Rust => Some(&RUST),
+        Python => Some(&PYTHON),
+        Ruby => Some(&RUBY),
+        Elixir => Some(&ELIXIR),
+        Lua => Some(&LUA),
+        Shell => Some(&SHELL),
+        Go => Some(&GO),
+        JavaScript | TypeScript | Java | Kotlin | Scala | C | Cpp | CSharp | Php | Swift | Dart
+        | Zig => Some(&C_LIKE),
+        Haskell | Sql | Html | Css | Other => None,
+    }
+}
+
+/// Drops leading modifier words, including Rust's `pub(crate)` and `extern "C"`.
+fn strip_modifiers<'a>(mut rest: &'a str, modifiers: &[&str]) -> &'a str {
+    loop {
+        let word_end = rest
+            .find(|c: char| c.is_whitespace() || c == '(')
+            .unwrap_or(rest.len());
+        let word = &rest[..word_end];
+        if !modifiers.contains(&word) {
+            return rest;
+        }
+        let mut after = &rest[word_end..];
+        if after.starts_with('(') {
+            // pub(crate), pub(in path)
+            match after.find(')') {
+                Some(close) => after = &after[close + 1..],
+                None => return rest,
+            }
+        }
+        after = after.trim_start();
+        if let Some(abi) = after.strip_prefix('"') {
+            // extern "C"
+            after = abi.find('"').map_or(after, |q| abi[q + 1..].trim_start());
+        }
+        if after.len() == rest.len() {
+            return rest;
+        }
+        rest = after;
+    }
+}
+
+/// `int main(void) {`, `foo(a, b) {`, `const f = (x) => {`: a scope opened by a
+/// call-shaped line, unless it is a control statement.
+fn call_shaped(rest: &str, first: &str) -> bool {
+    const CONTROL: &[&str] = &[
+        "if", "else", "for", "foreach", "while", "do", "switch", "case", "catch", "try", "return",
+        "with", "when", "using", "lock", "match", "loop", "until", "unless", "elif", "new",
+        "throw", "await", "yield", "}",
+    ];
+    let body = rest.trim_end();
+    if !body.ends_with('{') || CONTROL.contains(&first) || first.starts_with('}') {
+        return false;
+    }
+    let Some(open) = body.find('(') else {
+        return false;
+    };
+    body.contains("=>") || !body[..open].contains('=')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn languages_come_from_extensions() {
+        assert_eq!(Language::of("src/main.rs"), Language::Rust);
+        assert_eq!(Language::of("web/App.TSX"), Language::TypeScript);
+        assert_eq!(Language::of("README.md"), Language::Other);
+        assert_eq!(Language::of(".bashrc"), Language::Other);
+        assert_eq!(Language::of("Makefile"), Language::Other);
+    }
+
+    #[test]
+    fn noise_is_recognised_by_name() {
+        for (path, noise) in [
+            ("Cargo.lock", Noise::Lockfile),
+            ("web/package-lock.json", Noise::Lockfile),
+            ("go.sum", Noise::Lockfile),
+            ("uv.lock", Noise::Lockfile),
+            ("dist/app.min.js", Noise::Minified),
+            ("dist/app.js.map", Noise::SourceMap),
+            ("assets/logo.PNG", Noise::BinaryLike),
+        ] {
+            assert_eq!(Noise::of(path), Some(noise), "{path}");
+        }
+        for path in ["src/lock.rs", "minify.js", "src/map.rs", "docs/min.md"] {
+            assert_eq!(Noise::of(path), None, "{path}");
+        }
+    }
+
+    #[test]
+    fn headers_per_language() {
+        use Language::*;
+        let yes = [
+            (Rust, "    pub(crate) async fn run(&self) {"),
+            (Rust, "impl<T> Foo for Bar<T> {"),
+            (Rust, "pub unsafe extern \"C\" fn f() {"),
+            (Python, "    async def fetch(self):"),
+            (Python, "class Parser(Base):"),
+            (Go, "func (s *Server) Serve() error {"),
+            (JavaScript, "export default async function main() {"),
+            (JavaScript, "  render(props) {"),
+            (TypeScript, "const handler = (req: Req) => {"),
+            (
+                Java,
+                "    public static int parse(String s) throws IOException {",
+            ),
+            (C, "static int parse_args(int argc, char **argv) {"),
+            (Ruby, "  def call(env)"),
+        ];
+        for (lang, line) in yes {
+            assert!(is_header(lang, line), "{lang:?}: {line}");
+        }
+        let no = [
+            (Rust, "    let x = f(y);"),
+            (Rust, "const LIMIT: usize = 3;"),
+            (Python, "    return fn(x)"),
+            (JavaScript, "  if (x) {"),
+            (JavaScript, "  } else {"),
+            (Java, "        for (int i = 0; i < n; i++) {"),
+            (C, "    x = foo(1);"),
+            (Go, "\tif err != nil {"),
+            (Other, "section:"),
+        ];
+        for (lang, line) in no {
+            assert!(!is_header(lang, line), "{lang:?}: {line}");
+        }
+    }
+}

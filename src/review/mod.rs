@@ -1,0 +1,109 @@
+//! Review mode: the branch diff (or the uncommitted changes), extended with context or
+//! compressed to a token budget with PR-Agent's algorithm, as requests for the model.
+//!
+//! The engine calls, in order:
+//! 1. [`collect`] (git; blocking, run it off the UI thread) -> [`ChangeSet`];
+//! 2. [`plan`] with the model's `TokenCounter` and [`ReviewOptions`] -> [`ReviewPlan`],
+//!    whose `calls` hold the exact messages to send and their token counts, and whose
+//!    `files` say what happened to every changed file;
+//! 3. after sending each call, [`merge_replies`] when there was more than one.
+
+mod change;
+mod clip;
+mod extend;
+mod lang;
+mod plan;
+mod prompt;
+mod render;
+mod source;
+
+use std::path::PathBuf;
+
+pub use change::{
+    Body, ChangeSet, FileChange, FileStatus, FileText, Hunk, HunkLine, LineKind, TextDiff,
+};
+pub use clip::{TRUNCATED, clip_to_tokens};
+pub use extend::{ContextOptions, MAX_CONTEXT, extend};
+pub use lang::{Language, Noise, is_header};
+pub use plan::{
+    FilePlan, OUTPUT_BUFFER_HARD, OUTPUT_BUFFER_SOFT, OmitReason, Outcome, PlanMode, ReviewCall,
+    ReviewOptions, ReviewPlan, plan,
+};
+pub use prompt::{ADDED_TITLE, DELETED_TITLE, MODIFIED_TITLE, merge_replies, system_prompt};
+pub use render::{file_header, section};
+pub use source::{DiffSource, GIT_CONTEXT, collect};
+
+use crate::config::Settings;
+use crate::llm::ModelInfo;
+
+/// The default budget of a review request: the model's input window
+/// (`settings.context_window` overrides the model table; a table `max_input` caps it).
+pub fn default_budget(settings: &Settings) -> usize {
+    settings.context_window.unwrap_or_else(|| {
+        let model = ModelInfo::lookup(&settings.model);
+        model
+            .max_input
+            .map_or(model.context_window, |cap| cap.min(model.context_window))
+    })
+}
+
+/// How many requests a review may take unless told otherwise (`--max-calls`).
+pub const DEFAULT_MAX_CALLS: usize = 4;
+
+impl ReviewOptions {
+    /// What `/review` uses: the model's input window, 5 extra lines before and 1 after
+    /// each hunk with dynamic context, plain hunks, up to [`DEFAULT_MAX_CALLS`] calls.
+    pub fn defaults(settings: &Settings) -> Self {
+        ReviewOptions {
+            budget: default_budget(settings),
+            context: ContextOptions::default(),
+            line_numbers: false,
+            max_calls: DEFAULT_MAX_CALLS,
+        }
+    }
+}
+
+/// Why a review could not be prepared. Every message says what to do about it.
+#[derive(Debug, thiserror::Error)]
+pub enum ReviewError {
+    #[error("the repository has no commits yet, so there is no branch to review")]
+    NoCommits,
+    #[error("a bare repository has no work tree to review")]
+    Bare,
+    #[error("cannot use `{name}` as the base: {message}")]
+    BadBase { name: String, message: String },
+    #[error(
+        "no base to compare with: the current branch has no upstream and there is no \
+         `main` or `master` branch; name a base ref, or review uncommitted changes instead"
+    )]
+    NoBase,
+    #[error("HEAD and `{base}` have no common ancestor, so there is no merge base to diff against")]
+    NoMergeBase { base: String },
+    #[error("nothing to review: {0}")]
+    Empty(String),
+    #[error("git failed while {context}: {source}")]
+    Git {
+        context: &'static str,
+        source: git2::Error,
+    },
+    #[error("cannot read the stored content of {path}: {source}")]
+    Blob { path: String, source: git2::Error },
+    #[error("cannot diff {path}: {source}")]
+    Diff { path: String, source: git2::Error },
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "a budget of {budget} tokens is too small: the review prompt alone takes {prompt} \
+         and {reserve} more are kept for the reply"
+    )]
+    BudgetTooSmall {
+        budget: usize,
+        prompt: usize,
+        reserve: usize,
+    },
+    #[error("a review needs at least one model call")]
+    NoCalls,
+}

@@ -1,0 +1,632 @@
+//! Proposals and applying them: partial acceptance, concurrent modification, encodings
+//! and line endings, permissions, confirmation of ignored files, and every path tern
+//! refuses to write.
+
+use std::path::{Path, PathBuf};
+
+use proptest::prelude::*;
+use tern::edit::{
+    Applied, ApplyOutcome, Decision, Edit, EditFormat, EditKind, FileSet, Occurrence, Problem,
+    Proposal, Proposed, Refusal, Select, Workspace, propose, reflection_message,
+};
+
+fn dir_with(files: &[(&str, &[u8])]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (path, content) in files {
+        let p = dir.path().join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, content).unwrap();
+    }
+    dir
+}
+
+fn editblock(dir: &Path, reply: &str) -> Proposed {
+    let ws = Workspace::discover(dir).unwrap();
+    let files = FileSet::new(ws.files(), vec![]);
+    propose(&ws, reply, EditFormat::Editblock, &files)
+}
+
+fn block(path: &str, search: &str, replace: &str) -> String {
+    format!("{path}\n<<<<<<< SEARCH\n{search}=======\n{replace}>>>>>>> REPLACE\n\n")
+}
+
+fn applied(outcome: ApplyOutcome) -> Applied {
+    match outcome {
+        ApplyOutcome::Applied(a) => a,
+        other => panic!("expected Applied, got {other:?}"),
+    }
+}
+
+fn read(dir: &Path, path: &str) -> Vec<u8> {
+    std::fs::read(dir.join(path)).unwrap()
+}
+
+// ---------------------------------------------------------------- partial acceptance
+
+/// The original with the given (old range, new lines) hunks spliced in: an oracle
+/// written independently of `content_with`.
+fn splice(
+    original: &[String],
+    proposed: &[String],
+    hunks: &[(std::ops::Range<usize>, std::ops::Range<usize>)],
+) -> Vec<String> {
+    let mut out = original.to_vec();
+    for (old, new) in hunks.iter().rev() {
+        out.splice(old.clone(), proposed[new.clone()].iter().cloned());
+    }
+    out
+}
+
+fn lines_text(lines: &[String], ending: &str) -> String {
+    lines.iter().map(|l| format!("{l}{ending}")).collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// For any subset of accepted hunks the written file is the original with exactly
+    /// those hunks; all gives the proposed content, none the original, in LF and CRLF.
+    #[test]
+    fn any_subset_of_hunks_applies_exactly_those(
+        original_len in 1usize..60,
+        changes in proptest::collection::vec((0usize..60, 0usize..3, 0usize..3), 1..8),
+        accept_bits in any::<u64>(),
+        crlf in any::<bool>(),
+    ) {
+        let ending = if crlf { "\r\n" } else { "\n" };
+        let original: Vec<String> = (0..original_len).map(|i| format!("line {i}")).collect();
+        let mut proposed = original.clone();
+        for (k, (at, delete, insert)) in changes.iter().enumerate() {
+            let at = at % (proposed.len() + 1);
+            let end = (at + delete).min(proposed.len());
+            let new: Vec<String> = (0..*insert).map(|j| format!("new {k}.{j}")).collect();
+            proposed.splice(at..end, new);
+        }
+        let dir = dir_with(&[("f.txt", lines_text(&original, ending).as_bytes())]);
+        let ws = Workspace::discover(dir.path()).unwrap();
+        let edit = Edit {
+            block: 1,
+            path: PathBuf::from("f.txt"),
+            kind: EditKind::Whole { content: lines_text(&proposed, "\n"), new_file: false },
+            source: String::new(),
+        };
+        let (mut proposal, errors) = Proposal::build(&ws, &[edit], &FileSet::default());
+        prop_assert!(errors.is_empty());
+        if original == proposed {
+            prop_assert!(proposal.is_empty());
+            return Ok(());
+        }
+        let hunks = proposal.files()[0].hunks().to_vec();
+        let accepted: Vec<_> = hunks
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| accept_bits >> (i % 64) & 1 == 1)
+            .map(|(_, h)| h)
+            .collect();
+        for h in &hunks {
+            let d = if accepted.iter().any(|a| a.id == h.id) { Decision::Accept } else { Decision::Reject };
+            proposal.decide(Select::Hunk(h.id), d).unwrap();
+        }
+        let file = &proposal.files()[0];
+        let all = file.content_with(|_| true);
+        prop_assert_eq!(String::from_utf8(all).unwrap(), lines_text(&proposed, ending));
+        let none = file.content_with(|_| false);
+        prop_assert_eq!(String::from_utf8(none).unwrap(), lines_text(&original, ending));
+
+        let outcome = proposal.apply();
+        let on_disk = String::from_utf8(read(dir.path(), "f.txt")).unwrap();
+        let ranges: Vec<_> = accepted.iter().map(|h| (h.old.clone(), h.new.clone())).collect();
+        let want = lines_text(&splice(&original, &proposed, &ranges), ending);
+        prop_assert_eq!(on_disk, want);
+        if accepted.is_empty() {
+            prop_assert!(applied(outcome).written.is_empty());
+        } else {
+            prop_assert_eq!(applied(outcome).written[0].hunks.len(), accepted.len());
+        }
+    }
+}
+
+#[test]
+fn rejected_hunks_stay_in_the_proposal_and_can_be_applied_later() {
+    let text: String = (0..40).map(|i| format!("l{i}\n")).collect();
+    let dir = dir_with(&[("a.txt", text.as_bytes())]);
+    let reply = block("a.txt", "l5\n", "L5\n") + &block("a.txt", "l30\n", "L30\n");
+    let mut p = editblock(dir.path(), &reply).proposal;
+    let ids: Vec<_> = p.files()[0].hunks().iter().map(|h| h.id).collect();
+    assert_eq!(ids.len(), 2);
+    p.decide(Select::Hunk(ids[0]), Decision::Accept).unwrap();
+    p.decide(Select::Hunk(ids[1]), Decision::Reject).unwrap();
+    let summary = p.clone().rejected_summary().unwrap();
+    let first = applied(p.apply());
+    assert_eq!(first.written[0].hunks, vec![ids[0]]);
+    assert!(first.diff.contains("+L5") && !first.diff.contains("+L30"));
+    assert_eq!(
+        read(dir.path(), "a.txt"),
+        text.replace("l5\n", "L5\n").into_bytes()
+    );
+    assert!(
+        summary.contains("+L30") && !summary.contains("+L5"),
+        "{summary}"
+    );
+    assert!(summary.contains(&ids[1].to_string()));
+
+    // What is left is the rejected hunk, same id, same decision; accept it now.
+    let left: Vec<_> = p.files()[0]
+        .hunks()
+        .iter()
+        .map(|h| (h.id, h.decision))
+        .collect();
+    assert_eq!(left, vec![(ids[1], Decision::Reject)]);
+    p.decide(Select::All, Decision::Accept).unwrap();
+    applied(p.apply());
+    assert_eq!(
+        read(dir.path(), "a.txt"),
+        text.replace("l5\n", "L5\n")
+            .replace("l30\n", "L30\n")
+            .into_bytes()
+    );
+    assert!(p.is_empty());
+    assert_eq!(p.rejected_summary(), None);
+}
+
+#[test]
+fn pending_hunks_are_not_written_and_files_decide_together() {
+    let dir = dir_with(&[("a.txt", b"a\n"), ("b.txt", b"b\n")]);
+    let reply = block("a.txt", "a\n", "A\n") + &block("b.txt", "b\n", "B\n");
+    let mut p = editblock(dir.path(), &reply).proposal;
+    assert_eq!(
+        p.decide(Select::File(Path::new("b.txt")), Decision::Accept),
+        Ok(1)
+    );
+    assert!(
+        p.decide(Select::File(Path::new("c.txt")), Decision::Accept)
+            .is_err()
+    );
+    let out = applied(p.apply());
+    assert_eq!(out.written.len(), 1);
+    assert_eq!(read(dir.path(), "a.txt"), b"a\n");
+    assert_eq!(read(dir.path(), "b.txt"), b"B\n");
+}
+
+#[test]
+fn hunk_ids_parse_back_and_lines_carry_numbers() {
+    let text: String = (1..=10).map(|i| format!("l{i}\n")).collect();
+    let dir = dir_with(&[("a.txt", text.as_bytes())]);
+    let p = editblock(dir.path(), &block("a.txt", "l5\n", "five\nFIVE\n")).proposal;
+    let file = &p.files()[0];
+    let id = file.hunks()[0].id;
+    assert_eq!(id.to_string().parse::<tern::edit::HunkId>(), Ok(id));
+    let lines = file.hunk_lines(0, 3);
+    let shown: Vec<(Option<usize>, Option<usize>, &str)> =
+        lines.iter().map(|l| (l.old, l.new, l.text)).collect();
+    assert_eq!(
+        shown,
+        vec![
+            (Some(2), Some(2), "l2"),
+            (Some(3), Some(3), "l3"),
+            (Some(4), Some(4), "l4"),
+            (Some(5), None, "l5"),
+            (None, Some(5), "five"),
+            (None, Some(6), "FIVE"),
+            (Some(6), Some(7), "l6"),
+            (Some(7), Some(8), "l7"),
+            (Some(8), Some(9), "l8"),
+        ]
+    );
+    let diff = tern::edit::unified_diff(file, |_| true, false);
+    assert!(
+        diff.starts_with(&format!("--- a/a.txt\n+++ b/a.txt\n@@ -2,7 +2,8 @@ {id}\n")),
+        "{diff}"
+    );
+}
+
+// ---------------------------------------------------------------- concurrent modification
+
+#[test]
+fn file_changed_on_disk_is_rediffed_not_overwritten() {
+    let text: String = (0..30).map(|i| format!("l{i}\n")).collect();
+    let dir = dir_with(&[("a.txt", text.as_bytes())]);
+    let reply = block("a.txt", "l3\n", "L3\n") + &block("a.txt", "l25\n", "L25\n");
+    let mut p = editblock(dir.path(), &reply).proposal;
+    let ids: Vec<_> = p.files()[0].hunks().iter().map(|h| h.id).collect();
+    p.decide(Select::Hunk(ids[0]), Decision::Accept).unwrap();
+    p.decide(Select::Hunk(ids[1]), Decision::Reject).unwrap();
+
+    // The user edits the file in their editor meanwhile.
+    let theirs = text.replace("l14\n", "user was here\n");
+    std::fs::write(dir.path().join("a.txt"), &theirs).unwrap();
+    match p.apply() {
+        ApplyOutcome::Stale(stale) => {
+            assert_eq!(stale.len(), 1);
+            assert_eq!(stale[0].path, Path::new("a.txt"));
+            assert!(stale[0].errors.is_empty());
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        read(dir.path(), "a.txt"),
+        theirs.as_bytes(),
+        "nothing overwritten"
+    );
+    // Re-diffed against their content: same hunks, same ids, decisions kept.
+    let after: Vec<_> = p.files()[0]
+        .hunks()
+        .iter()
+        .map(|h| (h.id, h.decision))
+        .collect();
+    assert_eq!(
+        after,
+        vec![(ids[0], Decision::Accept), (ids[1], Decision::Reject)]
+    );
+    applied(p.apply());
+    assert_eq!(
+        read(dir.path(), "a.txt"),
+        theirs.replace("l3\n", "L3\n").into_bytes()
+    );
+}
+
+#[test]
+fn concurrent_change_that_breaks_an_edit_reports_it() {
+    let dir = dir_with(&[("a.txt", b"alpha\nbeta\n")]);
+    let mut p = editblock(dir.path(), &block("a.txt", "beta\n", "BETA\n")).proposal;
+    p.decide(Select::All, Decision::Accept).unwrap();
+    std::fs::write(dir.path().join("a.txt"), "alpha\ngamma\n").unwrap();
+    match p.apply() {
+        ApplyOutcome::Stale(stale) => {
+            assert!(matches!(
+                stale[0].errors[0].problem,
+                Problem::NoMatch { .. }
+            ));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(p.is_empty(), "no hunk of the broken edit is left to apply");
+    assert_eq!(read(dir.path(), "a.txt"), b"alpha\ngamma\n");
+}
+
+#[test]
+fn new_file_created_meanwhile_is_not_clobbered() {
+    let dir = dir_with(&[("a.txt", b"a\n")]);
+    let mut p = editblock(dir.path(), &block("new.txt", "", "mine\n")).proposal;
+    p.decide(Select::All, Decision::Accept).unwrap();
+    std::fs::write(dir.path().join("new.txt"), "theirs\n").unwrap();
+    assert!(matches!(p.apply(), ApplyOutcome::Stale(_)));
+    assert_eq!(read(dir.path(), "new.txt"), b"theirs\n");
+}
+
+// ---------------------------------------------------------------- bytes on disk
+
+#[test]
+fn crlf_file_keeps_crlf_everywhere() {
+    let dir = dir_with(&[("w.txt", b"one\r\ntwo\r\nthree\r\n")]);
+    let mut p = editblock(dir.path(), &block("w.txt", "two\n", "TWO\n2\n")).proposal;
+    p.decide(Select::All, Decision::Accept).unwrap();
+    applied(p.apply());
+    assert_eq!(read(dir.path(), "w.txt"), b"one\r\nTWO\r\n2\r\nthree\r\n");
+}
+
+#[test]
+fn mixed_line_endings_keep_each_kept_line_as_it_was() {
+    let original = b"a\r\nb\nc\r\nd\n".to_vec();
+    let dir = dir_with(&[("m.txt", &original)]);
+    let mut p = editblock(dir.path(), &block("m.txt", "d\n", "D\n")).proposal;
+    p.decide(Select::All, Decision::Accept).unwrap();
+    applied(p.apply());
+    assert_eq!(read(dir.path(), "m.txt"), b"a\r\nb\nc\r\nD\n");
+}
+
+#[test]
+fn latin1_file_stays_latin1() {
+    let original = b"caf\xe9 = 1\nna\xefve = 2\n".to_vec();
+    let dir = dir_with(&[("l.py", &original)]);
+    let mut p = editblock(dir.path(), &block("l.py", "naïve = 2\n", "naïve = 3\n")).proposal;
+    p.decide(Select::All, Decision::Accept).unwrap();
+    applied(p.apply());
+    assert_eq!(read(dir.path(), "l.py"), b"caf\xe9 = 1\nna\xefve = 3\n");
+}
+
+#[test]
+fn latin1_file_refuses_characters_it_cannot_hold() {
+    let dir = dir_with(&[("l.py", b"caf\xe9 = 1\n")]);
+    let out = editblock(dir.path(), &block("l.py", "café = 1\n", "café = \"☕\"\n"));
+    assert_eq!(out.errors[0].problem, Problem::Unencodable('☕'));
+    assert!(out.proposal.is_empty());
+}
+
+#[test]
+fn bom_and_missing_final_newline_survive() {
+    let dir = dir_with(&[("b.txt", b"\xEF\xBB\xBFfirst\nlast")]);
+    let mut p = editblock(dir.path(), &block("b.txt", "first\n", "FIRST\n")).proposal;
+    p.decide(Select::All, Decision::Accept).unwrap();
+    applied(p.apply());
+    assert_eq!(read(dir.path(), "b.txt"), b"\xEF\xBB\xBFFIRST\nlast");
+}
+
+#[cfg(unix)]
+#[test]
+fn permissions_are_kept_and_no_temp_file_is_left() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = dir_with(&[("run.sh", b"#!/bin/sh\necho hi\n")]);
+    let script = dir.path().join("run.sh");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o750)).unwrap();
+    let reply = block("run.sh", "echo hi\n", "echo hello\n") + &block("sub/new.txt", "", "n\n");
+    let mut p = editblock(dir.path(), &reply).proposal;
+    p.decide(Select::All, Decision::Accept).unwrap();
+    let out = applied(p.apply());
+    assert_eq!(out.written.len(), 2);
+    assert!(out.written[1].created);
+    assert_eq!(
+        std::fs::metadata(&script).unwrap().permissions().mode() & 0o777,
+        0o750
+    );
+    // A new file gets what any new file gets here (0666 less the umask).
+    std::fs::write(dir.path().join("sub/plain.txt"), "x").unwrap();
+    let mode = |p: &str| {
+        std::fs::metadata(dir.path().join(p))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    assert_eq!(mode("sub/new.txt"), mode("sub/plain.txt"));
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(names.iter().all(|n| !n.starts_with(".tern-")), "{names:?}");
+}
+
+#[test]
+fn empty_new_file_can_be_created() {
+    let dir = dir_with(&[("a.txt", b"a\n")]);
+    let out = propose(
+        &Workspace::discover(dir.path()).unwrap(),
+        "pkg/__init__.py\n```python\n```\n",
+        EditFormat::Whole,
+        &FileSet::default(),
+    );
+    let mut p = out.proposal;
+    assert_eq!(p.hunk_count(), 1);
+    p.decide(Select::All, Decision::Accept).unwrap();
+    applied(p.apply());
+    assert_eq!(read(dir.path(), "pkg/__init__.py"), b"");
+}
+
+// ---------------------------------------------------------------- safety
+
+fn refused(dir: &Path, path: &str) -> Problem {
+    let edit = Edit {
+        block: 1,
+        path: PathBuf::from(path),
+        kind: EditKind::SearchReplace {
+            search: String::new(),
+            replace: "x\n".into(),
+            occurrence: Occurrence::First,
+        },
+        source: String::new(),
+    };
+    let ws = Workspace::discover(dir).unwrap();
+    let (p, errors) = Proposal::build(&ws, &[edit], &FileSet::default());
+    assert!(p.is_empty(), "{path} must not be proposed");
+    errors.into_iter().next().expect("an error").problem
+}
+
+#[test]
+fn paths_outside_the_root_are_refused() {
+    let dir = dir_with(&[("a.txt", b"a\n")]);
+    let outside = tempfile::tempdir().unwrap();
+    let abs = outside.path().join("x.txt");
+    assert!(matches!(
+        refused(dir.path(), abs.to_str().unwrap()),
+        Problem::Refused(Refusal::Outside(_))
+    ));
+    assert!(matches!(
+        refused(dir.path(), "../x.txt"),
+        Problem::Refused(Refusal::Escapes(_))
+    ));
+    assert!(matches!(
+        refused(dir.path(), "sub/../../x.txt"),
+        Problem::Refused(Refusal::Escapes(_))
+    ));
+    assert!(!abs.exists());
+}
+
+#[test]
+fn absolute_path_inside_the_root_is_fine() {
+    let dir = dir_with(&[("a.txt", b"a\n")]);
+    let root = dir.path().canonicalize().unwrap();
+    let reply = block(root.join("a.txt").to_str().unwrap(), "a\n", "A\n");
+    let out = editblock(dir.path(), &reply);
+    assert!(out.errors.is_empty(), "{:?}", out.errors);
+    assert_eq!(out.proposal.files()[0].path(), Path::new("a.txt"));
+}
+
+#[test]
+fn git_dir_is_refused() {
+    let dir = dir_with(&[(".git/config", b"[core]\n"), ("a.txt", b"a\n")]);
+    assert!(matches!(
+        refused(dir.path(), ".git/config"),
+        Problem::Refused(Refusal::GitDir(_))
+    ));
+    assert!(matches!(
+        refused(dir.path(), "sub/../.git/hooks/pre-commit"),
+        Problem::Refused(Refusal::GitDir(_))
+    ));
+    assert!(matches!(
+        refused(dir.path(), ".GIT/config"),
+        Problem::Refused(Refusal::GitDir(_))
+    ));
+}
+
+#[cfg(unix)]
+#[test]
+fn symlinks_leaving_the_root_are_refused() {
+    let dir = dir_with(&[("a.txt", b"a\n")]);
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret.txt"), "s\n").unwrap();
+    std::os::unix::fs::symlink(outside.path(), dir.path().join("linkdir")).unwrap();
+    std::os::unix::fs::symlink(
+        outside.path().join("secret.txt"),
+        dir.path().join("link.txt"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(dir.path().join("gone"), dir.path().join("dangling")).unwrap();
+    assert!(matches!(
+        refused(dir.path(), "linkdir/new.txt"),
+        Problem::Refused(Refusal::Symlink { .. })
+    ));
+    assert!(matches!(
+        refused(dir.path(), "link.txt"),
+        Problem::Refused(Refusal::Symlink { .. })
+    ));
+    assert!(matches!(
+        refused(dir.path(), "dangling"),
+        Problem::Refused(Refusal::Dangling(_))
+    ));
+    assert_eq!(
+        std::fs::read(outside.path().join("secret.txt")).unwrap(),
+        b"s\n"
+    );
+    assert!(!outside.path().join("new.txt").exists());
+}
+
+#[cfg(unix)]
+#[test]
+fn symlink_inside_the_root_writes_its_target() {
+    let dir = dir_with(&[("real.txt", b"a\n")]);
+    std::os::unix::fs::symlink("real.txt", dir.path().join("alias.txt")).unwrap();
+    let mut p = editblock(dir.path(), &block("alias.txt", "a\n", "A\n")).proposal;
+    p.decide(Select::All, Decision::Accept).unwrap();
+    let out = applied(p.apply());
+    assert_eq!(out.written[0].real, Path::new("real.txt"));
+    assert!(
+        dir.path()
+            .join("alias.txt")
+            .symlink_metadata()
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(read(dir.path(), "real.txt"), b"A\n");
+}
+
+#[test]
+fn binary_files_and_directories_are_refused() {
+    let dir = dir_with(&[
+        ("img.png", b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR"),
+        ("sub/a.txt", b"a\n"),
+    ]);
+    assert_eq!(refused(dir.path(), "img.png"), Problem::Binary);
+    assert!(matches!(
+        refused(dir.path(), "sub"),
+        Problem::Refused(Refusal::NotAFile(_))
+    ));
+    assert!(matches!(
+        refused(dir.path(), "sub/a.txt/x"),
+        Problem::Refused(Refusal::NotAFile(_))
+    ));
+}
+
+#[test]
+fn gitignored_new_file_needs_confirmation() {
+    let dir = dir_with(&[(".gitignore", b"*.log\n"), ("a.txt", b"a\n")]);
+    git2::Repository::init(dir.path()).unwrap();
+    let mut p = editblock(dir.path(), &block("debug.log", "", "x\n")).proposal;
+    assert!(p.files()[0].needs_confirmation());
+    p.decide(Select::All, Decision::Accept).unwrap();
+    match p.apply() {
+        ApplyOutcome::NeedsConfirmation(paths) => {
+            assert_eq!(paths, vec![PathBuf::from("debug.log")])
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(!dir.path().join("debug.log").exists());
+    p.confirm(Path::new("debug.log")).unwrap();
+    applied(p.apply());
+    assert_eq!(read(dir.path(), "debug.log"), b"x\n");
+}
+
+#[test]
+fn nul_in_new_text_is_refused() {
+    let dir = dir_with(&[("a.txt", b"a\n")]);
+    let out = editblock(dir.path(), &block("a.txt", "a\n", "a\0b\n"));
+    assert_eq!(out.errors[0].problem, Problem::Unencodable('\0'));
+}
+
+// ---------------------------------------------------------------- reflection
+
+#[test]
+fn reflection_names_file_block_and_nearest_lines() {
+    let dir = dir_with(&[("calc.py", b"def add(a, b):\n    return a + b\n")]);
+    let reply = block(
+        "calc.py",
+        "def add(a,b):\n    return a+b\n",
+        "def add(a, b):\n    return b + a\n",
+    ) + &block("calc.py", "def add(a, b):\n", "def add(a, b):  # sum\n");
+    let out = editblock(dir.path(), &reply);
+    assert_eq!(out.blocks, 2);
+    let msg = reflection_message(
+        &out.errors,
+        out.blocks - out.errors.len(),
+        EditFormat::Editblock,
+    );
+    assert!(
+        msg.contains("1 of your edit blocks failed. The other 1 applied"),
+        "{msg}"
+    );
+    assert!(msg.contains("SEARCH/REPLACE block 1 for calc.py"), "{msg}");
+    assert!(msg.contains("Did you mean these lines of calc.py (from line 1)?\n```\ndef add(a, b):\n    return a + b\n```"), "{msg}");
+    assert!(
+        msg.contains("<<<<<<< SEARCH\ndef add(a,b):"),
+        "the failed block is quoted: {msg}"
+    );
+}
+
+#[test]
+fn reflection_reply_applies_on_top_of_the_proposal() {
+    let text: String = (0..40).map(|i| format!("l{i}\n")).collect();
+    let dir = dir_with(&[("a.txt", text.as_bytes())]);
+    let ws = Workspace::discover(dir.path()).unwrap();
+    let files = FileSet::new(vec!["a.txt".into()], vec![]);
+    let first = block("a.txt", "l2\n", "L2\n")
+        + &block("a.txt", "l20 \nnope\n", "L20\n")
+        + &block("a.txt", "l35\n", "L35\n");
+    let mut out = propose(&ws, &first, EditFormat::Editblock, &files);
+    assert_eq!(out.errors.len(), 1);
+    assert_eq!(out.errors[0].block, 2);
+    out.proposal.decide(Select::All, Decision::Accept).unwrap();
+    let before: Vec<_> = out.proposal.hunk_ids().collect();
+
+    // The model fixes block 2 and, believing block 1 applied, edits its result too.
+    let second = block("a.txt", "l20\n", "L20\n") + &block("a.txt", "L2\n", "Line two\n");
+    let report = out
+        .proposal
+        .add_reply(&ws, &second, EditFormat::Editblock, &files);
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    assert_eq!(report.blocks, 2);
+    let file = &out.proposal.files()[0];
+    assert_eq!(
+        file.proposed(),
+        text.replace("l2\n", "Line two\n")
+            .replace("l20\n", "L20\n")
+            .replace("l35\n", "L35\n")
+    );
+    let after: Vec<_> = file.hunks().iter().map(|h| (h.id, h.decision)).collect();
+    assert_eq!(after.len(), 3);
+    assert_ne!(
+        after[0].0, before[0],
+        "the first hunk changed, so it is new"
+    );
+    assert_eq!(after[0].1, Decision::Pending);
+    assert_eq!(
+        after[1].1,
+        Decision::Pending,
+        "the fixed block's hunk is new"
+    );
+    assert_eq!(
+        after[2],
+        (before[1], Decision::Accept),
+        "untouched hunk keeps id and decision"
+    );
+    assert_eq!(file.edits().len(), 4, "failed blocks are not kept");
+}

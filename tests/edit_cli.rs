@@ -1,0 +1,322 @@
+//! `tern apply` and `tern undo` as a user runs them: output, files, commits, exit codes.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use git2::Repository;
+
+struct Repo {
+    dir: tempfile::TempDir,
+    home: tempfile::TempDir,
+    repo: Repository,
+}
+
+impl Repo {
+    fn new(files: &[(&str, &str)]) -> Repo {
+        let dir = tempfile::tempdir().unwrap();
+        let home = tempfile::tempdir().unwrap();
+        let repo = Repository::init(dir.path()).unwrap();
+        let mut cfg = repo.config().unwrap();
+        cfg.set_str("user.name", "Test User").unwrap();
+        cfg.set_str("user.email", "test@example.com").unwrap();
+        let r = Repo { dir, home, repo };
+        for (p, c) in files {
+            r.write(p, c);
+        }
+        {
+            let mut index = r.repo.index().unwrap();
+            for (p, _) in files {
+                index.add_path(Path::new(p)).unwrap();
+            }
+            index.write().unwrap();
+            let tree = r.repo.find_tree(index.write_tree().unwrap()).unwrap();
+            let sig = r.repo.signature().unwrap();
+            r.repo
+                .commit(Some("HEAD"), &sig, &sig, "init", &tree, &[])
+                .unwrap();
+        }
+        r
+    }
+
+    fn write(&self, path: &str, content: &str) {
+        let p = self.dir.path().join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, content).unwrap();
+    }
+
+    fn read(&self, path: &str) -> Option<String> {
+        std::fs::read_to_string(self.dir.path().join(path)).ok()
+    }
+
+    /// Runs tern with a clean environment: no user config, no model variables.
+    fn tern(&self, args: &[&str], stdin: Option<&str>) -> Output {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_tern"));
+        cmd.args(args)
+            .current_dir(self.dir.path())
+            .env("HOME", self.home.path())
+            .env("XDG_CONFIG_HOME", self.home.path())
+            .env("NO_COLOR", "1")
+            .env_remove("TERN_MODEL")
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("OPENAI_BASE_URL")
+            .env_remove("OPENAI_API_BASE")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        let mut input = child.stdin.take().unwrap();
+        input.write_all(stdin.unwrap_or("").as_bytes()).unwrap();
+        drop(input);
+        child.wait_with_output().unwrap()
+    }
+
+    fn reply(&self, text: &str) -> String {
+        let path = self.home.path().join("reply.md");
+        std::fs::write(&path, text).unwrap();
+        path.to_string_lossy().into_owned()
+    }
+
+    fn head_summary(&self) -> String {
+        let c = self.repo.head().unwrap().peel_to_commit().unwrap();
+        c.summary().unwrap().unwrap().to_string()
+    }
+
+    fn commits(&self) -> usize {
+        let mut walk = self.repo.revwalk().unwrap();
+        walk.push_head().unwrap();
+        walk.count()
+    }
+}
+
+fn code(out: &Output) -> i32 {
+    out.status.code().unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// The hunk ids in a printed diff, in order.
+fn ids(stdout: &str) -> Vec<String> {
+    stdout
+        .lines()
+        .filter(|l| l.starts_with("@@"))
+        .map(|l| l.rsplit(' ').next().unwrap().to_string())
+        .collect()
+}
+
+fn block(path: &str, search: &str, replace: &str) -> String {
+    format!("{path}\n```\n<<<<<<< SEARCH\n{search}=======\n{replace}>>>>>>> REPLACE\n```\n\n")
+}
+
+fn numbered(n: usize) -> String {
+    (1..=n).map(|i| format!("line {i}\n")).collect()
+}
+
+#[test]
+fn dry_run_prints_hunks_with_ids_and_writes_nothing() {
+    let r = Repo::new(&[("f.txt", &numbered(30))]);
+    let reply = r.reply(
+        &(block("f.txt", "line 2\n", "LINE 2\n") + &block("f.txt", "line 20\n", "LINE 20\n")),
+    );
+    let out = r.tern(&["apply", &reply, "--dry-run"], None);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.starts_with("--- a/f.txt\n+++ b/f.txt\n@@ -1,5 +1,5 @@ "),
+        "{stdout}"
+    );
+    assert!(stdout.contains("-line 2\n+LINE 2\n"));
+    assert_eq!(ids(&stdout).len(), 2);
+    assert_eq!(r.read("f.txt").unwrap(), numbered(30));
+    assert_eq!(r.commits(), 1);
+}
+
+#[test]
+fn accepting_one_id_writes_and_commits_only_that_hunk() {
+    let r = Repo::new(&[("f.txt", &numbered(30))]);
+    let reply = r.reply(
+        &(block("f.txt", "line 2\n", "LINE 2\n") + &block("f.txt", "line 20\n", "LINE 20\n")),
+    );
+    let shown = ids(&text(&r.tern(&["apply", &reply, "--dry-run"], None).stdout));
+    let out = r.tern(&["apply", &reply, "--accept", &shown[1]], None);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    assert_eq!(
+        r.read("f.txt").unwrap(),
+        numbered(30).replace("line 20\n", "LINE 20\n")
+    );
+    assert_eq!(r.head_summary(), "docs: update f.txt");
+    let msg = r
+        .repo
+        .head()
+        .unwrap()
+        .peel_to_commit()
+        .unwrap()
+        .message()
+        .unwrap()
+        .to_string();
+    assert!(msg.ends_with("Co-authored-by: tern (gpt-4o)\n"), "{msg}");
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(&format!("not applied: hunks {}", shown[0])),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn failed_block_exits_1_and_applies_the_rest() {
+    let r = Repo::new(&[("f.txt", &numbered(10))]);
+    let reply =
+        r.reply(&(block("f.txt", "line 99\n", "x\n") + &block("f.txt", "line 5\n", "LINE 5\n")));
+    let out = r.tern(&["apply", &reply], None);
+    assert_eq!(code(&out), 1);
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("error: block 1 (f.txt): the SEARCH text does not match"),
+        "{stderr}"
+    );
+    assert_eq!(
+        r.read("f.txt").unwrap(),
+        numbered(10).replace("line 5\n", "LINE 5\n")
+    );
+    assert_eq!(r.commits(), 2);
+}
+
+#[test]
+fn unknown_id_exits_2_and_writes_nothing() {
+    let r = Repo::new(&[("f.txt", "a\n")]);
+    let reply = r.reply(&block("f.txt", "a\n", "b\n"));
+    let out = r.tern(&["apply", &reply, "--accept", "0000000"], None);
+    assert_eq!(code(&out), 2);
+    assert!(text(&out.stderr).contains("0000000 is not a hunk id or file of this reply"));
+    assert_eq!(r.read("f.txt").unwrap(), "a\n");
+}
+
+#[test]
+fn accept_none_and_accept_by_file() {
+    let r = Repo::new(&[("a.txt", "a\n"), ("b.txt", "b\n")]);
+    let reply = r.reply(&(block("a.txt", "a\n", "A\n") + &block("b.txt", "b\n", "B\n")));
+    assert_eq!(
+        code(&r.tern(&["apply", &reply, "--accept", "none"], None)),
+        0
+    );
+    assert_eq!(r.read("a.txt").unwrap(), "a\n");
+    assert_eq!(
+        code(&r.tern(&["apply", &reply, "--accept", "b.txt"], None)),
+        0
+    );
+    assert_eq!(r.read("a.txt").unwrap(), "a\n");
+    assert_eq!(r.read("b.txt").unwrap(), "B\n");
+}
+
+#[test]
+fn no_commit_writes_only() {
+    let r = Repo::new(&[("f.txt", "a\n")]);
+    let reply = r.reply(&block("f.txt", "a\n", "b\n"));
+    assert_eq!(code(&r.tern(&["apply", &reply, "--no-commit"], None)), 0);
+    assert_eq!(r.read("f.txt").unwrap(), "b\n");
+    assert_eq!(r.commits(), 1);
+}
+
+#[test]
+fn reply_from_stdin_and_files_limit_name_matching() {
+    let r = Repo::new(&[("src/util.py", "x = 1\n"), ("tests/util.py", "y = 1\n")]);
+    let out = r.tern(
+        &["apply", "-", "tests/util.py"],
+        Some(&block("util.py", "y = 1\n", "y = 2\n")),
+    );
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    assert_eq!(r.read("tests/util.py").unwrap(), "y = 2\n");
+    assert_eq!(r.read("src/util.py").unwrap(), "x = 1\n");
+}
+
+#[test]
+fn reply_without_blocks_exits_1() {
+    let r = Repo::new(&[("f.txt", "a\n")]);
+    let out = r.tern(&["apply", "-"], Some("Sure, I can help with that!\n"));
+    assert_eq!(code(&out), 1);
+    assert!(text(&out.stderr).contains("no editblock edit blocks found"));
+}
+
+#[test]
+fn users_dirty_changes_get_their_own_commit() {
+    let r = Repo::new(&[("f.txt", &numbered(20))]);
+    r.write(
+        "f.txt",
+        &numbered(20).replace("line 1\n", "line one (mine)\n"),
+    );
+    let reply = r.reply(&block("f.txt", "line 15\n", "LINE 15\n"));
+    let out = r.tern(&["apply", &reply], None);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    assert_eq!(r.commits(), 3);
+    let head = r.repo.head().unwrap().peel_to_commit().unwrap();
+    assert_eq!(
+        head.parent(0).unwrap().summary().unwrap(),
+        Some("chore: save local changes to f.txt")
+    );
+
+    let out = r.tern(&["apply", &reply, "--no-dirty-commits"], None);
+    assert_eq!(
+        code(&out),
+        1,
+        "the block no longer matches: it was applied already"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn hook_failure_exits_3_with_the_files_written() {
+    use std::os::unix::fs::PermissionsExt;
+    let r = Repo::new(&[("f.txt", "a\n")]);
+    let hook = r.dir.path().join(".git/hooks/pre-commit");
+    std::fs::create_dir_all(hook.parent().unwrap()).unwrap();
+    std::fs::write(&hook, "#!/bin/sh\necho 'no commits today'\nexit 1\n").unwrap();
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let reply = r.reply(&block("f.txt", "a\n", "b\n"));
+    let out = r.tern(&["apply", &reply], None);
+    assert_eq!(code(&out), 3);
+    assert!(text(&out.stderr).contains("no commits today"));
+    assert_eq!(r.read("f.txt").unwrap(), "b\n");
+    assert_eq!(r.commits(), 1);
+    r.write("f.txt", "a\n");
+    assert_eq!(code(&r.tern(&["apply", &reply, "--no-verify"], None)), 0);
+    assert_eq!(r.commits(), 2);
+}
+
+#[test]
+fn gitignored_new_file_needs_yes() {
+    let r = Repo::new(&[(".gitignore", "*.env\n"), ("f.txt", "a\n")]);
+    let reply = r.reply(&block("local.env", "", "KEY=1\n"));
+    let out = r.tern(&["apply", &reply], None);
+    assert_eq!(code(&out), 1);
+    assert!(text(&out.stderr).contains("git ignores it (rerun with --yes"));
+    assert_eq!(r.read("local.env"), None);
+    let out = r.tern(&["apply", &reply, "--yes"], None);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    assert_eq!(r.read("local.env").as_deref(), Some("KEY=1\n"));
+    assert_eq!(r.commits(), 1, "an ignored file is written, not committed");
+}
+
+#[test]
+fn undo_after_apply_then_refuses() {
+    let r = Repo::new(&[("f.txt", "a\n")]);
+    let reply = r.reply(&block("f.txt", "a\n", "b\n"));
+    assert_eq!(code(&r.tern(&["apply", &reply], None)), 0);
+    let out = r.tern(&["undo"], None);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    assert!(text(&out.stdout).starts_with("undid "));
+    assert_eq!(r.read("f.txt").unwrap(), "a\n");
+    let out = r.tern(&["undo"], None);
+    assert_eq!(code(&out), 1);
+    assert!(text(&out.stderr).contains("is not a commit tern made"));
+}
+
+#[test]
+fn help_documents_exit_codes() {
+    let r = Repo::new(&[("f.txt", "a\n")]);
+    let out = r.tern(&["apply", "--help"], None);
+    assert!(text(&out.stdout).contains("Exit codes:\n  0  every block of the reply applied"));
+    let out = r.tern(&["undo", "--help"], None);
+    assert!(text(&out.stdout).contains("1  refused"));
+}

@@ -1,0 +1,501 @@
+//! The engine's edit flow end to end, through Ops and Events only (as the TUI drives it),
+//! against the loopback OpenAI server and a real temporary git repository: proposals,
+//! hunk decisions, reflections, landing with a weak-model commit message, undo.
+
+mod support;
+
+use std::time::Duration;
+
+use support::{MockServer, Reply, TempRepo};
+use tern::config::{ApiKey, Settings};
+use tern::engine::protocol::{Decision, ProposalView, ReviewOp};
+use tern::engine::{EngineConfig, EngineHandle, Event, FileMode, Op};
+
+const GREET: &str = "\
+def greet(name):
+    return 'hello ' + name
+
+
+def shout(name):
+    return greet(name).upper()
+
+
+def wave(name):
+    return 'wave at ' + name
+";
+
+/// Two SEARCH/REPLACE blocks far apart in the file: two hunks.
+const TWO_EDITS: &str = "Here are both changes.
+
+src/greet.py
+```python
+<<<<<<< SEARCH
+def greet(name):
+    return 'hello ' + name
+=======
+def greet(name):
+    return 'hello, ' + name + '!'
+>>>>>>> REPLACE
+```
+
+src/greet.py
+```python
+<<<<<<< SEARCH
+def wave(name):
+    return 'wave at ' + name
+=======
+def wave(name):
+    return 'waving at ' + name
+>>>>>>> REPLACE
+```
+";
+
+const BAD_EDIT: &str = "src/greet.py
+```python
+<<<<<<< SEARCH
+def greet(person):
+    return 'hi ' + person
+=======
+def greet(person):
+    return 'hey ' + person
+>>>>>>> REPLACE
+```
+";
+
+const FIXED_EDIT: &str = "src/greet.py
+```python
+<<<<<<< SEARCH
+def greet(name):
+    return 'hello ' + name
+=======
+def greet(name):
+    return 'hey ' + name
+>>>>>>> REPLACE
+```
+";
+
+fn repo() -> TempRepo {
+    TempRepo::with_files(&[("src/greet.py", GREET), ("README.md", "# Greeter\n")])
+}
+
+fn engine(repo: &TempRepo, server: &MockServer) -> EngineHandle {
+    let settings = Settings {
+        api_base: server.base_url(),
+        api_key: Some(ApiKey::new("sk-test")),
+        model: "gpt-4o".into(),
+        weak_model: "gpt-4o-mini".into(),
+        retry_budget_secs: 2,
+        ..Settings::default()
+    };
+    let root = repo.path().canonicalize().unwrap();
+    tern::engine::spawn(EngineConfig {
+        settings,
+        cwd: root.clone(),
+        root,
+        record: None,
+        replay: None,
+        editable: vec!["src/greet.py".into()],
+        read_only: vec![],
+    })
+    .unwrap()
+}
+
+/// Collects events until one matches `stop` (included), failing after 20 s.
+async fn until(engine: &mut EngineHandle, stop: impl Fn(&Event) -> bool) -> Vec<Event> {
+    let mut seen = Vec::new();
+    loop {
+        let event = tokio::time::timeout(Duration::from_secs(20), engine.events.recv())
+            .await
+            .unwrap_or_else(|_| panic!("no matching event; saw {seen:#?}"))
+            .expect("the engine stopped");
+        let done = stop(&event);
+        seen.push(event);
+        if done {
+            return seen;
+        }
+    }
+}
+
+async fn idle(engine: &mut EngineHandle) -> Vec<Event> {
+    until(engine, |e| matches!(e, Event::Idle)).await
+}
+
+fn last_proposal(events: &[Event]) -> ProposalView {
+    events
+        .iter()
+        .rev()
+        .find_map(|e| match e {
+            Event::Proposal(p) => Some((**p).clone()),
+            _ => None,
+        })
+        .expect("a proposal was sent")
+}
+
+fn send(engine: &EngineHandle, op: Op) {
+    engine.ops.send(op).unwrap();
+}
+
+#[tokio::test]
+async fn accept_one_hunk_reject_another_then_commit_and_undo() {
+    let server = MockServer::start().await;
+    server.push_for_model("gpt-4o", Reply::text(TWO_EDITS));
+    server.push_for_model("gpt-4o-mini", Reply::text("fix: punctuate the greeting"));
+    server.push_for_model("gpt-4o", Reply::text("Noted."));
+    let repo = repo();
+    let mut engine = engine(&repo, &server);
+
+    send(
+        &engine,
+        Op::Submit {
+            text: "punctuate greet and fix wave".into(),
+        },
+    );
+    let events = idle(&mut engine).await;
+    let view = last_proposal(&events);
+    assert_eq!(view.files.len(), 1);
+    let hunks = &view.files[0].hunks;
+    assert_eq!(hunks.len(), 2, "{view:#?}");
+    assert!(hunks.iter().all(|h| h.decision == Decision::Pending));
+    assert_eq!(
+        repo.read("src/greet.py"),
+        GREET,
+        "nothing is written before review"
+    );
+
+    send(
+        &engine,
+        Op::Review(ReviewOp::Hunk {
+            id: hunks[0].id.clone(),
+            decision: Decision::Accept,
+        }),
+    );
+    send(
+        &engine,
+        Op::Review(ReviewOp::Hunk {
+            id: hunks[1].id.clone(),
+            decision: Decision::Reject,
+        }),
+    );
+    let events = until(&mut engine, |e| {
+        matches!(e, Event::Proposal(p) if p.files.iter().flat_map(|f| &f.hunks).all(|h| h.decision != Decision::Pending))
+    })
+    .await;
+    let decided = last_proposal(&events);
+    assert_eq!(decided.files[0].hunks[0].decision, Decision::Accept);
+    assert_eq!(decided.files[0].hunks[1].decision, Decision::Reject);
+
+    send(&engine, Op::Review(ReviewOp::Apply));
+    let events = idle(&mut engine).await;
+    let applied = events
+        .iter()
+        .find_map(|e| match e {
+            Event::Applied {
+                accepted,
+                rejected,
+                commit,
+                message,
+                ..
+            } => Some((*accepted, *rejected, commit.clone(), message.clone())),
+            _ => None,
+        })
+        .expect("applied");
+    assert_eq!((applied.0, applied.1), (1, 1));
+    assert!(applied.2.is_some());
+    assert_eq!(applied.3, "fix: punctuate the greeting");
+    let text = repo.read("src/greet.py");
+    assert!(text.contains("'hello, ' + name + '!'"));
+    assert!(
+        text.contains("'wave at ' + name"),
+        "the rejected hunk is not written"
+    );
+    let log = repo.git(&["log", "--format=%s%n%b", "-1"]);
+    assert!(log.starts_with("fix: punctuate the greeting"), "{log}");
+    assert!(log.contains("Co-authored-by: tern (gpt-4o)"), "{log}");
+    let weak = server
+        .requests()
+        .into_iter()
+        .find(|r| r.model == "gpt-4o-mini")
+        .unwrap();
+    assert!(
+        weak.last_user_text()
+            .unwrap()
+            .contains("'hello, ' + name + '!'"),
+        "the commit message is asked from the diff"
+    );
+
+    // The next turn tells the model which hunk was rejected.
+    send(
+        &engine,
+        Op::Submit {
+            text: "thanks".into(),
+        },
+    );
+    idle(&mut engine).await;
+    let third = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.model == "gpt-4o")
+        .nth(1)
+        .unwrap();
+    let told = third.last_user_text().unwrap();
+    assert!(
+        told.contains("did not accept these hunks") && told.contains("waving at"),
+        "{told}"
+    );
+    assert!(told.contains("\n\nthanks"), "{told}");
+
+    send(
+        &engine,
+        Op::Submit {
+            text: "/undo".into(),
+        },
+    );
+    let events = idle(&mut engine).await;
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::Notice { text } if text.starts_with("undid"))),
+        "{events:#?}"
+    );
+    assert_eq!(repo.read("src/greet.py"), GREET);
+    assert_eq!(repo.git(&["log", "--format=%s"]).lines().count(), 1);
+}
+
+#[tokio::test]
+async fn failed_blocks_are_reflected_to_the_model_and_the_fix_applies() {
+    let server = MockServer::start().await;
+    server.push_for_model("gpt-4o", Reply::text(BAD_EDIT));
+    server.push_for_model("gpt-4o", Reply::text(FIXED_EDIT));
+    let repo = repo();
+    let mut engine = engine(&repo, &server);
+    send(
+        &engine,
+        Op::Submit {
+            text: "say hey".into(),
+        },
+    );
+    let events = idle(&mut engine).await;
+    let reflection = events
+        .iter()
+        .find_map(|e| match e {
+            Event::Reflection {
+                attempt,
+                max,
+                message,
+            } => Some((*attempt, *max, message.clone())),
+            _ => None,
+        })
+        .expect("a reflection");
+    assert_eq!((reflection.0, reflection.1), (1, 3));
+    let second = &server.requests()[1];
+    assert!(
+        second.last_user_text().unwrap().starts_with(&reflection.2),
+        "the model gets exactly what the user sees (and the format reminder)"
+    );
+    assert!(
+        reflection.2.contains("def greet(name):"),
+        "did-you-mean lines: {}",
+        reflection.2
+    );
+    let view = last_proposal(&events);
+    assert!(view.failures.is_empty(), "{view:#?}");
+    assert_eq!(view.files[0].hunks.len(), 1);
+    assert!(
+        view.files[0].hunks[0]
+            .lines
+            .iter()
+            .any(|l| l.text.contains("'hey ' + name"))
+    );
+}
+
+#[tokio::test]
+async fn reflections_stop_after_three() {
+    let server = MockServer::start().await;
+    server.set_responder(|_| Reply::text(BAD_EDIT));
+    let repo = repo();
+    let mut engine = engine(&repo, &server);
+    send(
+        &engine,
+        Op::Submit {
+            text: "say hey".into(),
+        },
+    );
+    let events = idle(&mut engine).await;
+    assert_eq!(server.request_count(), 4, "the turn plus three reflections");
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::Warning { text } if text.contains("still failed after 3")))
+    );
+    let view = last_proposal(&events);
+    assert_eq!(view.failures.len(), 1);
+    assert_eq!(repo.read("src/greet.py"), GREET);
+}
+
+#[tokio::test]
+async fn code_turns_wait_for_a_pending_review_and_discard_tells_the_model() {
+    let server = MockServer::start().await;
+    server.push_for_model("gpt-4o", Reply::text(FIXED_EDIT));
+    server.push_for_model("gpt-4o", Reply::text("It greets."));
+    server.push_for_model("gpt-4o", Reply::text("ok"));
+    let repo = repo();
+    let mut engine = engine(&repo, &server);
+    send(
+        &engine,
+        Op::Submit {
+            text: "say hey".into(),
+        },
+    );
+    idle(&mut engine).await;
+
+    send(
+        &engine,
+        Op::Submit {
+            text: "and more".into(),
+        },
+    );
+    let events = idle(&mut engine).await;
+    assert!(
+        events.iter().any(|e| matches!(e, Event::TurnFailed { message, error } if message == "and more" && error.contains("wait for a decision"))),
+        "{events:#?}"
+    );
+    send(
+        &engine,
+        Op::Submit {
+            text: "/ask what does greet do?".into(),
+        },
+    );
+    let events = idle(&mut engine).await;
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::TurnFinished { reply, .. } if reply == "It greets."))
+    );
+
+    send(
+        &engine,
+        Op::Submit {
+            text: "/discard".into(),
+        },
+    );
+    idle(&mut engine).await;
+    send(
+        &engine,
+        Op::Submit {
+            text: "and more".into(),
+        },
+    );
+    idle(&mut engine).await;
+    let last = server
+        .requests()
+        .last()
+        .unwrap()
+        .last_user_text()
+        .unwrap()
+        .to_string();
+    assert!(
+        last.contains("did not accept") && last.contains("\n\nand more"),
+        "{last}"
+    );
+    assert_eq!(repo.read("src/greet.py"), GREET);
+}
+
+#[tokio::test]
+async fn the_users_own_changes_are_committed_first_and_stale_files_are_re_diffed() {
+    let server = MockServer::start().await;
+    server.push_for_model("gpt-4o", Reply::text(TWO_EDITS));
+    let repo = repo();
+    // The user's own uncommitted edit, in a part of the file the model does not touch.
+    let mine = GREET.replace(
+        "return greet(name).upper()",
+        "return greet(name).upper()  # loud",
+    );
+    repo.write("src/greet.py", &mine);
+    let mut engine = engine(&repo, &server);
+    send(
+        &engine,
+        Op::Submit {
+            text: "punctuate".into(),
+        },
+    );
+    idle(&mut engine).await;
+
+    // The file changes again after the proposal: applying must not overwrite it.
+    let newer = mine.replace("# loud", "# very loud");
+    repo.write("src/greet.py", &newer);
+    send(
+        &engine,
+        Op::Review(ReviewOp::All {
+            decision: Decision::Accept,
+        }),
+    );
+    send(&engine, Op::Review(ReviewOp::Apply));
+    let events = idle(&mut engine).await;
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::Warning { text } if text.contains("changed on disk"))),
+        "{events:#?}"
+    );
+    assert_eq!(repo.read("src/greet.py"), newer);
+
+    // Re-reviewed (decisions kept), applied: the user's change lands in its own commit.
+    send(&engine, Op::Review(ReviewOp::Apply));
+    idle(&mut engine).await;
+    let text = repo.read("src/greet.py");
+    assert!(
+        text.contains("# very loud") && text.contains("waving at"),
+        "{text}"
+    );
+    let subjects = repo.git(&["log", "--format=%s"]);
+    let subjects: Vec<&str> = subjects.lines().collect();
+    assert_eq!(subjects.len(), 3, "{subjects:?}");
+    assert!(
+        subjects[1].starts_with("chore: save local changes to src/greet.py"),
+        "{subjects:?}"
+    );
+}
+
+#[tokio::test]
+async fn files_can_be_toggled_and_dropped() {
+    let server = MockServer::start().await;
+    let repo = repo();
+    let mut engine = engine(&repo, &server);
+    send(
+        &engine,
+        Op::SetFileMode {
+            path: "src/greet.py".into(),
+            mode: FileMode::ReadOnly,
+        },
+    );
+    send(
+        &engine,
+        Op::AddFiles {
+            paths: vec!["README.md".into()],
+            mode: FileMode::Editable,
+        },
+    );
+    let events = until(
+        &mut engine,
+        |e| matches!(e, Event::Files { files } if files.len() == 2),
+    )
+    .await;
+    let Some(Event::Files { files }) = events.last() else {
+        unreachable!()
+    };
+    assert_eq!(files[0].path, "README.md");
+    assert_eq!(files[0].mode, FileMode::Editable);
+    assert_eq!(files[1].mode, FileMode::ReadOnly);
+    assert!(files.iter().all(|f| f.tokens > 0 && f.exists));
+    send(
+        &engine,
+        Op::DropFile {
+            path: "README.md".into(),
+        },
+    );
+    until(
+        &mut engine,
+        |e| matches!(e, Event::Files { files } if files.len() == 1),
+    )
+    .await;
+}

@@ -221,6 +221,7 @@ fn keypress_to_frame(c: &mut Criterion) {
             .map(|s| s.to_string())
             .collect(),
         read_only: vec![],
+        map_cache: tern::repomap::CacheLocation::Disabled,
     };
     let probe = Arc::new(Probe::default());
     let (keys, mut key_rx) = tokio::sync::mpsc::unbounded_channel::<io::Result<TermEvent>>();

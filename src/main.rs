@@ -73,6 +73,7 @@ fn engine_config(
         replay: global.replay.clone(),
         editable: paths(&global.files),
         read_only: paths(&global.read),
+        map_cache: tern::repomap::CacheLocation::UserCacheDir,
     }
 }
 

@@ -96,6 +96,7 @@ fn engine(repo: &TempRepo, server: &MockServer) -> EngineHandle {
         replay: None,
         editable: vec!["src/greet.py".into()],
         read_only: vec![],
+        map_cache: tern::repomap::CacheLocation::Disabled,
     })
     .unwrap()
 }

@@ -322,3 +322,70 @@ fn yes_applies_and_commits_with_a_fallback_message_when_the_weak_model_fails() {
         "{stderr}"
     );
 }
+
+#[test]
+fn the_repo_map_is_counted_and_sent() {
+    let server = MockServer::start_in_thread();
+    server.push(Reply::text("ok"));
+    let repo = TempRepo::with_files(&[
+        (
+            "app/models.py",
+            "class Invoice:\n    def total_amount(self):\n        return 0\n",
+        ),
+        (
+            "app/views.py",
+            "from app.models import Invoice\n\ndef render_invoice(invoice: Invoice):\n    return invoice.total_amount()\n",
+        ),
+    ]);
+    let out = repo
+        .tern(&server.base_url())
+        .args([
+            "tokens",
+            "--json",
+            "-m",
+            "change render_invoice",
+            "app/views.py",
+        ])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = texts(&out);
+    assert!(out.status.success(), "{stderr}");
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let repo_tokens = report["sections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["section"] == "repo")
+        .unwrap()["tokens"]
+        .as_u64()
+        .unwrap();
+    assert!(repo_tokens > 0, "{report}");
+    assert!(report["map"]["tokens"].as_u64().unwrap() > 0);
+
+    let out = repo
+        .tern(&server.base_url())
+        .args(["-m", "change render_invoice", "app/views.py"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let request = &server.requests()[0];
+    let map_message = request
+        .messages
+        .iter()
+        .find(|m| m.text.contains("map of the other files"))
+        .expect("the map is sent");
+    assert!(
+        map_message.text.contains("app/models.py"),
+        "{}",
+        map_message.text
+    );
+    assert!(
+        map_message.text.contains("class Invoice"),
+        "{}",
+        map_message.text
+    );
+    assert_eq!(
+        request.prompt_tokens as u64,
+        report["total"].as_u64().unwrap()
+    );
+}

@@ -192,6 +192,15 @@ fn map_progress_while_tags_are_read_and_the_map_text() {
 }
 
 #[test]
+fn an_empty_map_says_there_is_none() {
+    let mut app = app();
+    feed(&mut app, session_start());
+    feed(&mut app, [Event::Map(Box::default())]);
+    let pane = pane_alone(&mut app, PaneId::Map, 48, 6);
+    assert!(pane.contains("No repo map for this repository"), "{pane}");
+}
+
+#[test]
 fn wide_terminal_250x70() {
     let mut app = reviewed_session();
     insta::assert_snapshot!("review_250x70", screen(&mut app, 250, 70));

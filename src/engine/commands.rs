@@ -9,54 +9,22 @@ pub struct CommandSpec {
 }
 
 /// Every command, in the order `/help` lists them.
+#[rustfmt::skip]
 pub const COMMANDS: &[CommandSpec] = &[
     cmd("add", "FILE...", "add files to the chat as editable"),
-    cmd(
-        "read-only",
-        "FILE...",
-        "add files read-only, or make chat files read-only",
-    ),
-    cmd(
-        "drop",
-        "[FILE...]",
-        "remove files from the chat (all without arguments)",
-    ),
-    cmd(
-        "ask",
-        "[QUESTION]",
-        "ask without editing; alone, switch to ask mode",
-    ),
-    cmd(
-        "code",
-        "[REQUEST]",
-        "ask for edits; alone, switch to code mode",
-    ),
-    cmd(
-        "apply",
-        "[all]",
-        "write the accepted hunks and commit them (all: accept every hunk first)",
-    ),
-    cmd(
-        "discard",
-        "",
-        "forget the proposed edits; nothing is written",
-    ),
-    cmd(
-        "diff",
-        "",
-        "show the proposed edits, or else the uncommitted changes",
-    ),
+    cmd("read-only", "FILE...", "add files read-only, or make chat files read-only"),
+    cmd("drop", "[FILE...]", "remove files from the chat (all without arguments)"),
+    cmd("ask", "[QUESTION]", "ask without editing; alone, switch to ask mode"),
+    cmd("code", "[REQUEST]", "ask for edits; alone, switch to code mode"),
+    cmd("apply", "[all]", "write the accepted hunks and commit them (all: accept every hunk first)"),
+    cmd("discard", "", "forget the proposed edits; nothing is written"),
+    cmd("diff", "", "show the proposed edits, or else the uncommitted changes"),
     cmd("undo", "", "revert tern's last commit, if it is safe to"),
-    cmd(
-        "commit",
-        "",
-        "commit your own uncommitted changes to tracked files",
-    ),
-    cmd(
-        "tokens",
-        "",
-        "show the next request's tokens, section by section",
-    ),
+    cmd("commit", "", "commit your own uncommitted changes to tracked files"),
+    cmd("review", "[REF | --worktree]", "review the branch (or uncommitted changes) with the model"),
+    cmd("tokens", "", "show the next request's tokens, section by section"),
+    cmd("map", "", "show the repo map as the model sees it"),
+    cmd("map-refresh", "", "rescan the repository for the repo map"),
     cmd("clear", "", "forget the conversation history"),
     cmd("model", "[NAME]", "show or switch the main model"),
     cmd("help", "", "list the commands"),

@@ -4,9 +4,11 @@
 //! `Internal` messages; only the loop mutates the session.
 
 pub mod commands;
+mod map;
 pub mod protocol;
 mod request;
 mod review;
+mod reviewing;
 pub mod session;
 mod slash;
 mod turn;
@@ -36,6 +38,8 @@ pub struct EngineConfig {
     pub replay: Option<PathBuf>,
     pub editable: Vec<String>,
     pub read_only: Vec<String>,
+    /// Where the repo map keeps its tag cache.
+    pub map_cache: crate::repomap::CacheLocation,
 }
 
 /// The front end's side of a running engine.
@@ -59,6 +63,8 @@ impl EventSink {
 pub(crate) enum Internal {
     Turn(turn::TurnOutcome),
     Landed(review::LandResult),
+    MapRefreshed(map::Refreshed),
+    Reviewed(reviewing::ReviewOutcome),
     /// A git command (undo, commit) finished with this message for the user.
     Git(Result<String, String>),
 }
@@ -92,6 +98,10 @@ pub(crate) struct Engine {
     busy: usize,
     /// The edits of the last code-mode reply, while they are reviewed.
     pending: Option<review::Pending>,
+    map: map::MapSlot,
+    /// A user message that waits for the first repo map.
+    deferred: Option<(String, ChatMode)>,
+    map_cache: crate::repomap::CacheLocation,
     internal_tx: mpsc::UnboundedSender<Internal>,
     internal_rx: mpsc::UnboundedReceiver<Internal>,
     /// Set by `/quit`.
@@ -124,6 +134,9 @@ impl Engine {
             running: None,
             busy: 0,
             pending: None,
+            map: map::MapSlot::new(),
+            deferred: None,
+            map_cache: config.map_cache,
             internal_tx,
             internal_rx,
             quit: false,
@@ -142,6 +155,7 @@ impl Engine {
         if !self.model.known {
             self.warn_unknown_model();
         }
+        self.start_map();
         self.publish_files();
         self.publish_budget();
         while !self.quit {
@@ -159,7 +173,7 @@ impl Engine {
         // Edits being written and committed are finished, never cut off half-way.
         while self.busy > 0 {
             match self.internal_rx.recv().await {
-                Some(Internal::Turn(_)) => {}
+                Some(Internal::Turn(_) | Internal::MapRefreshed(_) | Internal::Reviewed(_)) => {}
                 Some(done) => self.internal(done),
                 None => break,
             }
@@ -197,9 +211,7 @@ impl Engine {
             }
             Op::Review(op) => self.review(op),
             Op::ListRepoFiles => self.list_repo_files(),
-            Op::MapWhy { .. } => {
-                self.error("the repo map is not available yet".into())
-            }
+            Op::MapWhy { path } => self.map_why(&path),
             Op::Shutdown => unreachable!("handled by the loop"),
         }
     }
@@ -208,6 +220,8 @@ impl Engine {
         match done {
             Internal::Turn(outcome) => self.finish_turn(outcome),
             Internal::Landed(result) => self.finish_landing(result),
+            Internal::MapRefreshed(refreshed) => self.finish_map_refresh(refreshed),
+            Internal::Reviewed(outcome) => self.finish_review(outcome),
             Internal::Git(result) => {
                 self.busy -= 1;
                 match result {
@@ -295,23 +309,6 @@ impl Engine {
         let draft = self.draft.clone();
         let report = self.report(&draft);
         self.events.send(Event::Budget(Box::new(report)));
-    }
-
-    /// The repository's files (as git would list them: ignored files left out) for `@`
-    /// completion and the file picker; listed off the loop, a big tree takes a moment.
-    fn list_repo_files(&self) {
-        let root = self.session.root().to_path_buf();
-        let events = self.events.clone();
-        tokio::task::spawn_blocking(move || {
-            let mut files: Vec<String> = ignore::WalkBuilder::new(&root)
-                .build()
-                .filter_map(Result::ok)
-                .filter(|e| e.file_type().is_some_and(|t| t.is_file()))
-                .filter_map(|e| Some(e.path().strip_prefix(&root).ok()?.to_str()?.to_string()))
-                .collect();
-            files.sort();
-            events.send(Event::RepoFiles { files });
-        });
     }
 
     fn publish_files(&mut self) {

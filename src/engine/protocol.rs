@@ -134,8 +134,8 @@ pub struct ProposalView {
     pub shell_commands: Vec<String>,
 }
 
-/// The repo map as the map pane shows it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// The repo map as the map pane shows it (empty when there is no map).
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
 pub struct MapView {
     pub tokens: usize,
     pub budget: usize,
@@ -253,6 +253,9 @@ pub enum Event {
         commit: Option<String>,
         message: String,
     },
+    /// A review's plan: what is compared, and which files were included, compressed or
+    /// left out (sent before the review streams).
+    ReviewPlan(Box<crate::review::ReviewPlan>),
     /// Tags are being extracted for the repo map.
     MapProgress {
         done: usize,

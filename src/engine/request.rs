@@ -33,11 +33,17 @@ impl Engine {
         for e in errors {
             self.error(e.to_string());
         }
+        let current: String = cur
+            .iter()
+            .map(|m| m.content.as_str())
+            .collect::<Vec<_>>()
+            .join("\n");
+        let repo_map = self.map_text(&current);
         let inputs = ChunkInputs {
             system: prompts.system.to_string(),
             examples: prompts.examples,
             readonly_files,
-            repo_map: None,
+            repo_map,
             done: self.session.history.clone(),
             chat_files,
             cur,
@@ -63,6 +69,7 @@ impl Engine {
         report.last_usage = self.session.last_usage;
         report.last_cost = self.session.last_cost;
         report.session_cost = self.session.session_cost;
+        report.map = self.map_status();
         report
     }
 

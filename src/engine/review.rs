@@ -279,12 +279,14 @@ impl Engine {
                     }
                 };
                 let remaining = self.close_if_decided();
+                let written: Vec<String> = applied
+                    .written
+                    .iter()
+                    .map(|w| w.path.display().to_string())
+                    .collect();
+                self.refresh_map(written.clone());
                 self.events.send(Event::Applied {
-                    files: applied
-                        .written
-                        .iter()
-                        .map(|w| w.path.display().to_string())
-                        .collect(),
+                    files: written,
                     accepted,
                     rejected: remaining,
                     commit: commit_id,
@@ -313,8 +315,7 @@ impl Engine {
         if let Some(summary) = pending.proposal.rejected_summary() {
             self.session.notes_for_next_turn.push(summary);
         }
-        self.events
-            .send(Event::Proposal(Box::new(ProposalView::default())));
+        self.events.send(Event::Proposal(Box::default()));
         left
     }
 

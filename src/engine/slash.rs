@@ -68,6 +68,12 @@ impl Engine {
                     text: report.render_table(),
                 });
             }
+            "review" => self.review_command(&args),
+            "map" => self.show_map(),
+            "map-refresh" => {
+                self.refresh_map(Vec::new());
+                self.notice("rescanning the repository for the repo map".into());
+            }
             "clear" => {
                 self.session.history.clear();
                 self.notice("history cleared".into());

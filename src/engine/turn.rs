@@ -52,6 +52,9 @@ impl Engine {
             self.idle_if_done();
             return;
         }
+        if self.defer_until_map(&text, mode) {
+            return;
+        }
         if mode == ChatMode::Code {
             self.pending = None;
         }
@@ -152,10 +155,8 @@ impl Engine {
                 return;
             }
         };
-        let cost = self.model.cost(&reply.usage);
-        self.session.session_cost += cost;
-        self.session.last_cost = cost;
-        self.session.last_usage = reply.usage_reported.then_some(reply.usage);
+        self.record_cost(&reply.usage, reply.usage_reported);
+        let cost = self.session.last_cost;
         if !reply.text.is_empty() {
             self.session.history.push(Message::user(sent.sent_text));
             self.session
@@ -172,6 +173,8 @@ impl Engine {
         if sent.mode == ChatMode::Code && !reply.text.is_empty() {
             self.propose_edits(&reply.text, sent.kind);
         }
+        // Pick up whatever changed on disk while the model was answering.
+        self.refresh_map(Vec::new());
         self.publish_budget();
         self.idle_if_done();
     }

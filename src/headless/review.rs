@@ -14,17 +14,12 @@ use tokio_util::sync::CancellationToken;
 
 use crate::cli::{GlobalArgs, ReviewArgs};
 use crate::config::Settings;
-use crate::llm::{ChatRequest, Finish, LlmClient, LlmError, ModelInfo, StreamEvent, Usage};
+use crate::llm::{Finish, LlmClient, ModelInfo, StreamEvent};
 use crate::review::{
-    ChangeSet, ContextOptions, DiffSource, MAX_CONTEXT, ReviewError, ReviewOptions, ReviewPlan,
-    merge_replies,
+    self, CallReply, ChangeSet, ContextOptions, DiffSource, MAX_CONTEXT, ReviewError,
+    ReviewOptions, ReviewPlan, SendError, SendEvent, merge_replies,
 };
 use crate::tokens::TokenCounter;
-
-/// How often a request the server finds too long is planned again, each time with a
-/// quarter less budget (token counts are estimates for models whose tokenizer tern
-/// does not have).
-const CONTEXT_RETRIES: usize = 3;
 
 pub async fn run(
     args: &ReviewArgs,
@@ -35,12 +30,12 @@ pub async fn run(
     let started = Instant::now();
     let model = ModelInfo::lookup(&settings.model);
     let counter = model.token_counter();
-    let mut opts = options(args, &settings);
+    let opts = options(args, &settings);
     let prepared = changes(args, cwd, &counter).and_then(|changes| {
         let plan = crate::review::plan(&changes, &counter, &opts)?;
         Ok((changes, plan))
     });
-    let (changes, mut plan) = match prepared {
+    let (changes, plan) = match prepared {
         Ok(prepared) => prepared,
         Err(ReviewError::Empty(why)) => {
             eprintln!("tern review: nothing to review: {why}");
@@ -80,34 +75,53 @@ pub async fn run(
             }
         })
     };
-    let mut retries = 0;
-    let outcome = loop {
-        match send(&client, &model, &plan, &cancel, global.json).await {
-            Err(LlmError::ContextLengthExceeded { message }) if retries < CONTEXT_RETRIES => {
-                retries += 1;
-                opts.budget = opts.budget * 3 / 4;
-                eprintln!(
-                    "tern review: the server says the request is too long ({message}); \
-                     planning again within {} tokens",
-                    opts.budget
-                );
-                plan = match crate::review::plan(&changes, &counter, &opts) {
-                    Ok(plan) => plan,
-                    Err(e) => break Err(failed(&e)),
-                };
-            }
-            Err(e) => {
-                eprintln!("tern review: {e}");
-                break Err(ExitCode::FAILURE);
-            }
-            Ok(replies) => break Ok(replies),
+    let stream = plan.calls.len() == 1 && !global.json;
+    let mut on_event = |event: SendEvent| match event {
+        SendEvent::Replanned { budget, reason } => eprintln!(
+            "tern review: the server says the request is too long ({reason}); planning again within {budget} tokens"
+        ),
+        SendEvent::Part {
+            index,
+            of,
+            files,
+            tokens,
+        } if of > 1 => eprintln!(
+            "tern review: part {} of {of} ({files} files, {tokens} tokens)...",
+            index + 1
+        ),
+        SendEvent::Stream(StreamEvent::Delta(text)) if stream => {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+        }
+        SendEvent::Stream(StreamEvent::Retrying {
+            attempt,
+            delay,
+            reason,
+        }) => eprintln!(
+            "tern review: {reason}; retry {attempt} in {:.2} s",
+            delay.as_secs_f64()
+        ),
+        _ => {}
+    };
+    let reviewer = review::Reviewer {
+        client: &client,
+        model: &model,
+        changes: &changes,
+        counter: &counter,
+    };
+    let sent = review::send(&reviewer, opts, plan, &cancel, &mut on_event).await;
+    ctrl_c.abort();
+    let (plan, replies) = match sent {
+        Ok(sent) => sent,
+        Err(SendError::Plan(e)) => return Ok(failed(&e)),
+        Err(SendError::Llm(e)) => {
+            eprintln!("tern review: {e}");
+            return Ok(ExitCode::FAILURE);
         }
     };
-    ctrl_c.abort();
-    let replies = match outcome {
-        Ok(replies) => replies,
-        Err(code) => return Ok(code),
-    };
+    if stream && replies.first().is_some_and(|r| !r.text.ends_with('\n')) {
+        println!();
+    }
     Ok(report(&model, &plan, &replies, global.json)?)
 }
 
@@ -187,95 +201,17 @@ fn print_requests(plan: &ReviewPlan, out: &mut impl Write) -> std::io::Result<()
     out.flush()
 }
 
-/// One model reply of a review.
-#[derive(serde::Serialize)]
-struct Reply {
-    files: Vec<String>,
-    text: String,
-    finish: Finish,
-    usage: Option<Usage>,
-}
-
-/// Sends the calls in turn. A single call streams to stdout (unless `json`); the parts
-/// of a multi-call review are collected and merged at the end, with progress on
-/// stderr.
-async fn send(
-    client: &LlmClient,
-    model: &ModelInfo,
-    plan: &ReviewPlan,
-    cancel: &CancellationToken,
-    json: bool,
-) -> Result<Vec<Reply>, LlmError> {
-    let n = plan.calls.len();
-    let stream = n == 1 && !json;
-    let mut replies = Vec::with_capacity(n);
-    for (i, call) in plan.calls.iter().enumerate() {
-        if n > 1 {
-            eprintln!(
-                "tern review: part {} of {n} ({} files, {} tokens)...",
-                i + 1,
-                call.files.len(),
-                call.tokens
-            );
-        }
-        let request = ChatRequest {
-            model: model.clone(),
-            messages: call.messages.clone(),
-            cache_control: false,
-            max_tokens: None,
-        };
-        let mut on_event = |event: StreamEvent| match event {
-            StreamEvent::Delta(text) if stream => {
-                let mut out = std::io::stdout().lock();
-                let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
-            }
-            StreamEvent::Retrying {
-                attempt,
-                delay,
-                reason,
-            } => eprintln!(
-                "tern review: {reason}; retry {attempt} in {:.2} s",
-                delay.as_secs_f64()
-            ),
-            _ => {}
-        };
-        let reply = client.chat(&request, cancel, &mut on_event).await?;
-        if stream && !reply.text.ends_with('\n') {
-            println!();
-        }
-        let cancelled = reply.finish == Finish::Cancelled;
-        replies.push(Reply {
-            files: call.files.clone(),
-            text: reply.text,
-            finish: reply.finish,
-            usage: reply.usage_reported.then_some(reply.usage),
-        });
-        if cancelled {
-            break;
-        }
-    }
-    Ok(replies)
-}
-
 /// Prints the review (unless a single call streamed it), how each reply ended and the
 /// tokens and cost; fails when a reply is incomplete.
 fn report(
     model: &ModelInfo,
     plan: &ReviewPlan,
-    replies: &[Reply],
+    replies: &[CallReply],
     json: bool,
 ) -> std::io::Result<ExitCode> {
     let texts: Vec<String> = replies.iter().map(|r| r.text.clone()).collect();
     let review = merge_replies(&texts);
-    let usage = replies
-        .iter()
-        .filter_map(|r| r.usage)
-        .fold(Usage::default(), |a, u| Usage {
-            prompt_tokens: a.prompt_tokens + u.prompt_tokens,
-            completion_tokens: a.completion_tokens + u.completion_tokens,
-            cached_tokens: a.cached_tokens + u.cached_tokens,
-            cache_write_tokens: a.cache_write_tokens + u.cache_write_tokens,
-        });
+    let usage = review::total_usage(replies);
     let cost = model.cost(&usage);
     let mut out = std::io::stdout().lock();
     if json {

@@ -31,13 +31,17 @@ pub async fn run(
 /// that cannot be read, say) go to stderr.
 pub async fn report(config: EngineConfig, message: Option<String>) -> anyhow::Result<BudgetReport> {
     let mut engine = crate::engine::spawn(config)?;
-    engine.ops.send(Op::Draft {
-        text: message.unwrap_or_default(),
-    })?;
-    engine.ops.send(Op::Shutdown)?;
+    let mut message = Some(message.unwrap_or_default());
     let mut last = None;
     while let Some(event) = engine.events.recv().await {
         match event {
+            // The budget counts the map, so ask once the first map is there.
+            Event::Map(_) => {
+                if let Some(text) = message.take() {
+                    engine.ops.send(Op::Draft { text })?;
+                    engine.ops.send(Op::Shutdown)?;
+                }
+            }
             Event::Budget(report) => last = Some(report),
             Event::Error { text } => eprintln!("tern: error: {text}"),
             Event::Warning { text } => eprintln!("tern: warning: {text}"),

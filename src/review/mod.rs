@@ -15,6 +15,7 @@ mod lang;
 mod plan;
 mod prompt;
 mod render;
+mod send;
 mod source;
 
 use std::path::PathBuf;
@@ -31,6 +32,7 @@ pub use plan::{
 };
 pub use prompt::{ADDED_TITLE, DELETED_TITLE, MODIFIED_TITLE, merge_replies, system_prompt};
 pub use render::{file_header, section};
+pub use send::{CONTEXT_RETRIES, CallReply, Reviewer, SendError, SendEvent, send, total_usage};
 pub use source::{DiffSource, GIT_CONTEXT, collect};
 
 use crate::config::Settings;

@@ -60,7 +60,7 @@ pub enum PlanMode {
 }
 
 /// What will be sent, and what happened to every changed file.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ReviewPlan {
     pub description: String,
     pub mode: PlanMode,
@@ -74,7 +74,7 @@ pub struct ReviewPlan {
 }
 
 /// One request of a review.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ReviewCall {
     /// System prompt, then the user message holding the diff.
     pub messages: Vec<Message>,
@@ -86,7 +86,7 @@ pub struct ReviewCall {
     pub files: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FilePlan {
     pub path: String,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -256,6 +256,12 @@ impl App {
                 self.model = model;
             }
             Event::Output { title, text } => chat.push(Kind::Output { title }, text),
+            Event::ReviewPlan(plan) => chat.push(
+                Kind::Output {
+                    title: "review plan".into(),
+                },
+                plan.summary(),
+            ),
             Event::Notice { text } => chat.push(Kind::Notice, text),
             Event::Warning { text } => chat.push(Kind::Warning, text),
             Event::Error { text } => {

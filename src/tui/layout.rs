@@ -361,7 +361,7 @@ fn completion_popup(app: &mut App, buf: &mut Buffer) {
         .map(|i| text::width(&i.detail))
         .max()
         .unwrap_or(0);
-    let width = ((label_w + detail_w + 6) as u16).min(input.width.saturating_sub(2));
+    let width = ((label_w + detail_w + 6) as u16).min(input.width.saturating_sub(4));
     let height = (c.items.len() as u16 + 2).min(input.y);
     if height < 3 {
         return;

@@ -28,10 +28,19 @@ pub struct MapPane {
     text_scroll: usize,
     why: HashMap<String, Vec<MapEdge>>,
     asked: HashSet<String>,
+    /// The engine has no map for this repository.
+    unavailable: bool,
 }
 
 impl MapPane {
     pub fn set_map(&mut self, map: MapView) {
+        self.progress = None;
+        // An empty view: there is no map (the engine said why in the chat).
+        self.unavailable = map.ranked.is_empty() && map.text.is_empty();
+        if self.unavailable {
+            self.map = None;
+            return;
+        }
         let keep = self.selected_path().map(str::to_string);
         self.map = Some(map);
         self.progress = None;
@@ -138,8 +147,8 @@ impl MapPane {
         {
             let y = area.y + row as u16;
             let cells = ((score / top_score) * 4.0).round().clamp(0.0, 4.0) as usize;
-            let score_text = format!("{score:.4}");
-            let path_width = width.saturating_sub(score_text.len() + 6);
+            let score_text = format!("{:>7}", score_label(*score));
+            let path_width = width.saturating_sub(text::width(&score_text) + 6);
             let mut line = Line::from(vec![
                 Span::styled(score_text, theme.dim()),
                 Span::raw(" "),
@@ -197,6 +206,18 @@ impl MapPane {
         for (i, line) in lines.iter().take(why_rows as usize - 1).enumerate() {
             buf.set_line(area.x, top + 1 + i as u16, line, area.width);
         }
+    }
+}
+
+/// A rank score in seven columns or fewer: PageRank scores of a big repository are
+/// tiny, so small ones are written in scientific notation rather than as `0.0000`.
+fn score_label(score: f64) -> String {
+    if score >= 0.001 {
+        format!("{score:.4}")
+    } else if score > 0.0 {
+        format!("{score:.1e}")
+    } else {
+        "0".to_string()
     }
 }
 
@@ -269,7 +290,9 @@ impl Pane for MapPane {
         let body = Rect::new(area.x, area.y + used, area.width, area.height - used);
         if self.map.is_none() {
             if body.height > 0 {
-                let hint = if self.progress.is_some() {
+                let hint = if self.unavailable {
+                    "No repo map for this repository (the chat says why)."
+                } else if self.progress.is_some() {
                     "Reading the repository's tags; the map follows. Everything else works meanwhile."
                 } else {
                     "No repo map yet: it appears once the repository's tags are read."
@@ -301,6 +324,21 @@ impl Pane for MapPane {
             }
         } else {
             self.render_ranked(body, buf, draw);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::score_label;
+
+    #[test]
+    fn scores_fit_seven_columns_and_small_ones_stay_readable() {
+        assert_eq!(score_label(0.3120), "0.3120");
+        assert_eq!(score_label(0.00004251), "4.3e-5");
+        assert_eq!(score_label(0.0), "0");
+        for s in [1.0, 0.5, 0.001, 0.000_999, 1e-12] {
+            assert!(score_label(s).len() <= 7, "{s}");
         }
     }
 }

@@ -1,0 +1,205 @@
+//! `/review [REF | --worktree]`: the branch diff (or the work tree) fitted to the budget
+//! and reviewed by the model, on a task like any turn. The plan (which files were
+//! included, compressed or left out) and the review request's own budget are reported
+//! before the reply streams.
+
+use tokio_util::sync::CancellationToken;
+
+use super::protocol::{ChatMode, Event};
+use super::{Engine, EventSink, Internal};
+use crate::context::{Assembled, BudgetReport, Section, chunks::SectionCount};
+use crate::llm::{Finish, LlmClient, Message, ModelInfo, StreamEvent, Usage};
+use crate::review::{self, DiffSource, ReviewOptions, ReviewPlan, Reviewer, SendEvent};
+use crate::tokens::TokenCounter;
+
+/// A finished review, handed back to the loop.
+pub(crate) struct ReviewOutcome {
+    label: String,
+    result: Result<(ReviewPlan, Vec<review::CallReply>), String>,
+}
+
+impl Engine {
+    /// Parses `/review` arguments: nothing (the default base), a REF, or `--worktree`.
+    pub(super) fn review_command(&mut self, args: &str) {
+        let source = match args.trim() {
+            "--worktree" | "worktree" => DiffSource::Worktree,
+            "" => DiffSource::Branch { base: None },
+            base => DiffSource::Branch {
+                base: Some(base.to_string()),
+            },
+        };
+        self.start_review(source, ReviewOptions::defaults(&self.settings));
+    }
+
+    pub(super) fn start_review(&mut self, source: DiffSource, options: ReviewOptions) {
+        let label = match &source {
+            DiffSource::Worktree => "/review --worktree".to_string(),
+            DiffSource::Branch { base: Some(base) } => format!("/review {base}"),
+            DiffSource::Branch { base: None } => "/review".to_string(),
+        };
+        if self.running.is_some() {
+            self.events.send(Event::TurnFailed {
+                error: "a reply is still streaming: wait for it or interrupt it first".into(),
+                message: label,
+            });
+            return;
+        }
+        let cancel = CancellationToken::new();
+        self.running = Some(cancel.clone());
+        let job = ReviewJob {
+            root: self.session.root().to_path_buf(),
+            client: self.client.clone(),
+            model: self.model.clone(),
+            counter: self.counter.clone(),
+            window: self.window,
+            events: self.events.clone(),
+        };
+        let done = self.internal_tx.clone();
+        tokio::spawn(async move {
+            let result = job.run(source, options, &label, &cancel).await;
+            let _ = done.send(Internal::Reviewed(ReviewOutcome { label, result }));
+        });
+    }
+
+    pub(super) fn finish_review(&mut self, outcome: ReviewOutcome) {
+        self.running = None;
+        match outcome.result {
+            Err(error) => self.events.send(Event::TurnFailed {
+                error,
+                message: outcome.label,
+            }),
+            Ok((plan, replies)) => {
+                let texts: Vec<String> = replies.iter().map(|r| r.text.clone()).collect();
+                let text = review::merge_replies(&texts);
+                let usage = review::total_usage(&replies);
+                let reported = replies.iter().any(|r| r.usage.is_some());
+                let finish = replies
+                    .iter()
+                    .map(|r| r.finish.clone())
+                    .find(|f| *f != Finish::Stop)
+                    .unwrap_or(Finish::Stop);
+                self.record_cost(&usage, reported);
+                // The review stays in the conversation, so follow-up questions work;
+                // the diff itself does not (it would crowd the history).
+                self.session.history.push(Message::user(format!(
+                    "Review the changes: {}",
+                    plan.description
+                )));
+                self.session.history.push(Message::assistant(text.clone()));
+                self.events.send(Event::TurnFinished {
+                    reply: text,
+                    finish,
+                    usage: reported.then_some(usage),
+                    cost: self.session.last_cost,
+                    session_cost: self.session.session_cost,
+                });
+            }
+        }
+        self.publish_budget();
+        self.idle_if_done();
+    }
+
+    /// Adds a request's cost to the session.
+    pub(super) fn record_cost(&mut self, usage: &Usage, reported: bool) {
+        let cost = self.model.cost(usage);
+        self.session.session_cost += cost;
+        self.session.last_cost = cost;
+        self.session.last_usage = reported.then_some(*usage);
+    }
+}
+
+/// What a review needs, moved onto its task.
+struct ReviewJob {
+    root: std::path::PathBuf,
+    client: LlmClient,
+    model: ModelInfo,
+    counter: TokenCounter,
+    window: crate::context::Window,
+    events: EventSink,
+}
+
+impl ReviewJob {
+    async fn run(
+        self,
+        source: DiffSource,
+        options: ReviewOptions,
+        label: &str,
+        cancel: &CancellationToken,
+    ) -> Result<(ReviewPlan, Vec<review::CallReply>), String> {
+        let (root, counter, opts) = (self.root.clone(), self.counter.clone(), options.clone());
+        let prepared = tokio::task::spawn_blocking(move || {
+            let repo =
+                git2::Repository::open(&root).map_err(|e| format!("not a git repository: {e}"))?;
+            let changes = review::collect(&repo, &source).map_err(|e| e.to_string())?;
+            let plan = review::plan(&changes, &counter, &opts).map_err(|e| e.to_string())?;
+            Ok::<_, String>((changes, plan))
+        })
+        .await
+        .map_err(|e| format!("the review could not be prepared: {e}"))??;
+        let (changes, plan) = prepared;
+        self.events.send(Event::ReviewPlan(Box::new(plan.clone())));
+        if let Some(call) = plan.calls.first() {
+            self.events.send(Event::Budget(Box::new(self.budget(call))));
+        }
+        self.events.send(Event::TurnStarted {
+            text: format!("{label}\n{}", plan.summary()),
+            mode: ChatMode::Ask,
+        });
+        let reviewer = Reviewer {
+            client: &self.client,
+            model: &self.model,
+            changes: &changes,
+            counter: &self.counter,
+        };
+        let events = self.events.clone();
+        let mut on_event = |event: SendEvent| {
+            match event {
+            SendEvent::Replanned { budget, reason } => events.send(Event::Warning {
+                text: format!("the server says the review is too long ({reason}); planning again within {budget} tokens"),
+            }),
+            SendEvent::Part { index, of, files, tokens } if of > 1 => events.send(Event::Notice {
+                text: format!("review part {} of {of}: {files} files, {tokens} tokens", index + 1),
+            }),
+            SendEvent::Stream(StreamEvent::Delta(text)) => events.send(Event::Delta { text }),
+            SendEvent::Stream(StreamEvent::Retrying { attempt, delay, reason }) => {
+                events.send(Event::Retrying {
+                    attempt,
+                    delay_ms: delay.as_millis() as u64,
+                    reason,
+                })
+            }
+            _ => {}
+        }
+        };
+        review::send(&reviewer, options, plan, cancel, &mut on_event)
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    /// The review request's budget: its system prompt and its diff, as the gauge shows
+    /// them while the review runs.
+    fn budget(&self, call: &review::ReviewCall) -> BudgetReport {
+        let sections = crate::context::Section::ALL
+            .iter()
+            .map(|&section| SectionCount {
+                section,
+                tokens: match section {
+                    Section::System => call.tokens - call.diff_tokens,
+                    Section::ReviewDiff => call.diff_tokens,
+                    _ => 0,
+                },
+                messages: match section {
+                    Section::System | Section::ReviewDiff => 1,
+                    _ => 0,
+                },
+            })
+            .collect();
+        let assembled = Assembled {
+            messages: call.messages.clone(),
+            sections,
+            files: Vec::new(),
+            total: call.tokens,
+        };
+        BudgetReport::new(&assembled, &self.model, self.window)
+    }
+}

@@ -15,3 +15,4 @@ pub mod llm;
 pub mod repomap;
 pub mod review;
 pub mod tokens;
+pub mod tui;

@@ -42,18 +42,17 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Review(args)) => {
             runtime.block_on(tern::headless::review::run(args, global, settings, &cwd))
         }
+        None if global.demo => runtime.block_on(tern::tui::demo::run(settings)),
         None => {
             let mut messages = match &global.script {
                 Some(file) => tern::headless::script::load(file)?,
                 None => vec![],
             };
             messages.extend(global.message.iter().cloned());
-            if messages.is_empty() {
-                anyhow::bail!(
-                    "the workspace is not available yet: use -m TEXT for a headless turn"
-                );
-            }
             let config = engine_config(global, settings, root, cwd);
+            if messages.is_empty() {
+                return runtime.block_on(tern::tui::run(config, tern::tui::Options::default()));
+            }
             runtime.block_on(tern::headless::chat::run(
                 config,
                 messages,

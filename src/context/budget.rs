@@ -261,6 +261,13 @@ impl BudgetReport {
             ));
         }
         let h = &self.history;
+        // Rows with no tip end in padding; trailing blanks only trouble copy and paste.
+        out = out
+            .lines()
+            .map(str::trim_end)
+            .collect::<Vec<_>>()
+            .join("\n")
+            + "\n";
         if h.budget > 0 {
             out.push_str(&format!(
                 "\nHistory {} of {} tokens (checkpoint at {}, swap at {}), phase {}, summary {} tokens, {} summaries made\n",

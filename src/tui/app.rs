@@ -1,0 +1,709 @@
+//! The app state: the panes, focus and overlays, fed by engine `Event`s and terminal
+//! events, producing `Op`s for the engine. Nothing here does I/O, so tests drive it
+//! directly and draw it on a `TestBackend`.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossterm::event::{
+    Event as TermEvent, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEvent,
+    MouseEventKind,
+};
+use ratatui::Frame;
+use ratatui::buffer::Buffer;
+use ratatui::layout::{Position, Rect};
+use ratatui::text::Line;
+
+use super::keymap::{Action, Keymap};
+use super::layout;
+use super::panes::chat::{ChatPane, Footer, Kind};
+use super::panes::files::FilesPane;
+use super::panes::gauge::GaugePane;
+use super::panes::input::InputPane;
+use super::panes::map::MapPane;
+use super::panes::picker::{Outcome, Picker};
+use super::panes::review::{self, ReviewPane};
+use super::panes::{Cx, Effect, Pane, PaneId, help};
+use super::theme::Theme;
+use crate::engine::commands;
+use crate::engine::protocol::ChatMode;
+use crate::engine::{Event, Op};
+
+/// How long after the last keystroke the draft is sent for the live `cur` count.
+pub const DRAFT_DEBOUNCE: Duration = Duration::from_millis(50);
+/// A second Ctrl-C within this time quits.
+pub const QUIT_WINDOW: Duration = Duration::from_millis(1500);
+/// How long a status-line message stays.
+const FLASH_FOR: Duration = Duration::from_secs(3);
+/// Spinner frame time while a reply streams.
+const SPIN_EVERY: Duration = Duration::from_millis(100);
+
+/// What the app starts with.
+pub struct AppConfig {
+    pub theme: Theme,
+    pub keymap: Keymap,
+    /// Shown in the chat first (a theme or key binding that could not be used, the demo's
+    /// introduction).
+    pub notices: Vec<(Kind, String)>,
+}
+
+/// The six panes.
+#[derive(Default)]
+pub struct Panes {
+    pub input: InputPane,
+    pub chat: ChatPane,
+    pub files: FilesPane,
+    pub map: MapPane,
+    pub gauge: GaugePane,
+    pub review: ReviewPane,
+}
+
+impl Panes {
+    pub fn get(&mut self, id: PaneId) -> &mut dyn Pane {
+        match id {
+            PaneId::Input => &mut self.input,
+            PaneId::Chat => &mut self.chat,
+            PaneId::Files => &mut self.files,
+            PaneId::Map => &mut self.map,
+            PaneId::Gauge => &mut self.gauge,
+            PaneId::Review => &mut self.review,
+        }
+    }
+}
+
+enum Overlay {
+    /// The help lines and how far they are scrolled.
+    Help(Vec<Line<'static>>, usize),
+    Picker(Picker),
+}
+
+/// Where things were drawn, for the mouse.
+#[derive(Default)]
+pub(crate) struct Hits {
+    /// Each pane's outer and inner rectangle.
+    pub panes: Vec<(PaneId, Rect, Rect)>,
+    pub tabs: Vec<(PaneId, Rect)>,
+}
+
+pub struct App {
+    pub(crate) theme: Theme,
+    pub(crate) keymap: Keymap,
+    pub(crate) panes: Panes,
+    pub(crate) focus: PaneId,
+    overlay: Option<Overlay>,
+    pub(crate) root: String,
+    pub(crate) model: String,
+    pub(crate) mode: ChatMode,
+    /// Characters received in the streaming reply, while one streams.
+    pub(crate) streaming: Option<usize>,
+    /// Why the reply has not started yet (a retry), shown in the status line.
+    pub(crate) waiting: Option<String>,
+    /// A reflection was announced: the next turn is the engine's, not the user's.
+    reflecting: bool,
+    pub(crate) spinner: usize,
+    next_spin: Option<Instant>,
+    ops: Vec<Op>,
+    pub(crate) flash: Option<(String, Instant)>,
+    last_interrupt: Option<Instant>,
+    quitting: bool,
+    exited: bool,
+    draft_due: Option<Instant>,
+    repo_files: Arc<Vec<String>>,
+    pub(crate) hits: Hits,
+}
+
+impl App {
+    pub fn new(config: AppConfig) -> App {
+        let mut panes = Panes::default();
+        for (kind, text) in config.notices {
+            panes.chat.push(kind, text);
+        }
+        App {
+            theme: config.theme,
+            keymap: config.keymap,
+            panes,
+            focus: PaneId::Input,
+            overlay: None,
+            root: String::new(),
+            model: String::new(),
+            mode: ChatMode::Code,
+            streaming: None,
+            waiting: None,
+            reflecting: false,
+            spinner: 0,
+            next_spin: None,
+            ops: Vec::new(),
+            flash: None,
+            last_interrupt: None,
+            quitting: false,
+            exited: false,
+            draft_due: None,
+            repo_files: Arc::new(Vec::new()),
+            hits: Hits::default(),
+        }
+    }
+
+    pub fn focus(&self) -> PaneId {
+        self.focus
+    }
+
+    pub fn panes(&self) -> &Panes {
+        &self.panes
+    }
+
+    /// The ops produced since the last call, in order.
+    pub fn take_ops(&mut self) -> Vec<Op> {
+        std::mem::take(&mut self.ops)
+    }
+
+    /// The user asked to quit (an `Op::Shutdown` was queued).
+    pub fn quitting(&self) -> bool {
+        self.quitting
+    }
+
+    /// The engine has stopped.
+    pub fn exited(&self) -> bool {
+        self.exited
+    }
+
+    pub fn is_streaming(&self) -> bool {
+        self.streaming.is_some()
+    }
+
+    pub fn handle_engine(&mut self, event: Event) {
+        let chat = &mut self.panes.chat;
+        match event {
+            Event::Ready { root, model, mode } => {
+                self.root = root.trim_end_matches('/').to_string();
+                self.model = model;
+                self.mode = mode;
+                self.ops.push(Op::ListRepoFiles);
+            }
+            Event::TurnStarted { text, .. } => {
+                // A reflection turn's message is the engine's, already announced.
+                let user = (!std::mem::take(&mut self.reflecting)).then_some(text.as_str());
+                chat.begin_turn(user, &self.model);
+                self.streaming = Some(0);
+                self.next_spin = Some(Instant::now() + SPIN_EVERY);
+            }
+            Event::Delta { text } => {
+                self.waiting = None;
+                chat.delta(&text);
+                if let Some(n) = &mut self.streaming {
+                    *n += text.len();
+                }
+            }
+            Event::Reasoning { text } => chat.reasoning(&text),
+            Event::Retrying {
+                attempt,
+                delay_ms,
+                reason,
+            } => {
+                // Shown in the status line while it lasts; a final failure is in the chat.
+                self.waiting = Some(format!(
+                    "retry {attempt} in {:.1} s: {reason}",
+                    delay_ms as f64 / 1000.0
+                ));
+            }
+            Event::Continuing { continuation } => chat.push(
+                Kind::Notice,
+                format!("the reply hit the output limit; continuing it ({continuation})"),
+            ),
+            Event::TurnFinished {
+                reply,
+                finish,
+                usage,
+                cost,
+                session_cost,
+            } => {
+                chat.finish_turn(
+                    &reply,
+                    Footer::new(&finish, usage.as_ref(), cost, session_cost),
+                );
+                self.streaming = None;
+                self.waiting = None;
+            }
+            Event::TurnFailed { error, message } => {
+                self.waiting = None;
+                chat.fail_turn();
+                chat.push(Kind::Error, error);
+                self.streaming = None;
+                if self.panes.input.is_empty() && !message.is_empty() {
+                    self.panes.input.set_text(&message);
+                    self.panes.input.take_changed();
+                    self.panes
+                        .chat
+                        .push(Kind::Notice, "your message is back in the input box");
+                }
+            }
+            Event::Budget(report) => self.panes.gauge.set_report(*report),
+            Event::Files { files } => {
+                self.panes
+                    .input
+                    .set_chat_files(files.iter().map(|f| f.path.clone()).collect());
+                self.panes.files.set_files(files);
+            }
+            Event::Mode { mode } => {
+                self.mode = mode;
+                let text = match mode {
+                    ChatMode::Code => "code mode: replies may propose edits",
+                    ChatMode::Ask => "ask mode: replies answer without editing",
+                };
+                chat.push(Kind::Notice, text);
+            }
+            Event::Model { model } => {
+                chat.push(Kind::Notice, format!("model {model}"));
+                self.model = model;
+            }
+            Event::Output { title, text } => chat.push(Kind::Output { title }, text),
+            Event::ReviewPlan(plan) => chat.push(
+                Kind::Output {
+                    title: "review plan".into(),
+                },
+                plan.summary(),
+            ),
+            Event::Notice { text } => chat.push(Kind::Notice, text),
+            Event::Warning { text } => chat.push(Kind::Warning, text),
+            Event::Error { text } => {
+                chat.push(Kind::Error, text);
+                if self.panes.review.status() == Some(&review::Status::Applying) {
+                    self.flash("applying failed: see the chat".into());
+                }
+            }
+            Event::Proposal(proposal) => {
+                let hunks: usize = proposal.files.iter().map(|f| f.hunks.len()).sum();
+                let failures = proposal.failures.len();
+                let files = proposal.files.len();
+                let fresh = self.panes.review.set_proposal(*proposal);
+                if fresh {
+                    if hunks > 0 {
+                        self.panes.chat.push(
+                            Kind::Notice,
+                            format!(
+                                "the reply proposes {hunks} hunk{} in {files} file{}: review them ({} accept, {} reject, {} apply)",
+                                if hunks == 1 { "" } else { "s" },
+                                if files == 1 { "" } else { "s" },
+                                self.keymap.describe(Action::Accept),
+                                self.keymap.describe(Action::Reject),
+                                self.keymap.describe(Action::Apply),
+                            ),
+                        );
+                        self.set_focus(PaneId::Review);
+                    }
+                    if failures > 0 {
+                        self.panes.chat.push(
+                            Kind::Error,
+                            format!(
+                                "{failures} edit block{} could not be applied (see Review)",
+                                if failures == 1 { "" } else { "s" }
+                            ),
+                        );
+                    }
+                }
+            }
+            Event::Reflection {
+                attempt,
+                max,
+                message,
+            } => {
+                let first = message.lines().next().unwrap_or("").to_string();
+                let text = format!("reflection {attempt}/{max}: {first}");
+                self.panes.chat.push(Kind::Notice, text.clone());
+                self.panes.review.reflection(text);
+                self.reflecting = true;
+            }
+            Event::Applied {
+                files,
+                accepted,
+                rejected,
+                commit,
+                message,
+            } => {
+                let summary =
+                    review::applied_summary(&files, accepted, rejected, commit.as_deref(), &message);
+                self.panes.chat.push(Kind::Notice, summary.clone());
+                self.panes.review.applied(summary);
+                if self.focus == PaneId::Review && !self.panes.review.is_active() {
+                    self.set_focus(PaneId::Input);
+                }
+            }
+            Event::MapProgress { done, total } => self.panes.map.set_progress(done, total),
+            Event::Map(map) => {
+                self.panes.map.set_map(*map);
+                // The "why" of the selected file is asked at once: it is cheap, and the
+                // pane shows it next to the ranking.
+                self.with_cx(|panes, cx| panes.map.on_focus(cx));
+            }
+            Event::MapWhy { path, edges } => self.panes.map.set_why(path, edges),
+            Event::RepoFiles { files } => {
+                self.repo_files = Arc::new(files);
+                self.panes.input.set_repo_files(Arc::clone(&self.repo_files));
+                if let Some(Overlay::Picker(p)) = &mut self.overlay {
+                    p.set_files(Arc::clone(&self.repo_files));
+                }
+            }
+            Event::History(status) => self.panes.gauge.set_history(status),
+            Event::Summarized {
+                replaced_messages,
+                replaced_tokens,
+                summary_tokens,
+            } => chat.push(
+                Kind::Notice,
+                format!(
+                    "history: {replaced_messages} messages ({replaced_tokens} tokens) summarized in {summary_tokens} tokens"
+                ),
+            ),
+            Event::Idle => {
+                // Nothing under way: no reply, no reflection, no landing.
+                self.streaming = None;
+                self.waiting = None;
+                self.reflecting = false;
+                self.panes.review.apply_failed();
+            }
+            Event::Exited => self.exited = true,
+        }
+    }
+
+    pub fn handle_terminal(&mut self, event: TermEvent) {
+        match event {
+            TermEvent::Key(key) if key.kind != KeyEventKind::Release => self.on_key(key),
+            TermEvent::Paste(text) => match &mut self.overlay {
+                Some(Overlay::Picker(picker)) => {
+                    for c in text.chars().filter(|c| !c.is_control()) {
+                        let key = KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE);
+                        picker.on_key(&key, &self.keymap, &mut self.ops);
+                    }
+                }
+                _ => {
+                    self.overlay = None;
+                    self.set_focus(PaneId::Input);
+                    self.panes.input.paste(&text);
+                }
+            },
+            TermEvent::Mouse(mouse) => self.on_mouse(mouse),
+            _ => {}
+        }
+        if self.panes.input.take_changed() {
+            self.draft_due = Some(Instant::now() + DRAFT_DEBOUNCE);
+        }
+    }
+
+    /// Timed work: the debounced draft, the spinner, expiring messages. Returns true
+    /// when the screen changed.
+    pub fn tick(&mut self, now: Instant) -> bool {
+        let mut changed = false;
+        if self.draft_due.is_some_and(|due| now >= due) {
+            self.draft_due = None;
+            self.ops.push(Op::Draft {
+                text: self.panes.input.text().to_string(),
+            });
+        }
+        if self.flash.as_ref().is_some_and(|(_, until)| now >= *until) {
+            self.flash = None;
+            changed = true;
+        }
+        match self.next_spin {
+            Some(at) if self.streaming.is_some() && now >= at => {
+                self.spinner = self.spinner.wrapping_add(1);
+                self.next_spin = Some(now + SPIN_EVERY);
+                changed = true;
+            }
+            Some(_) if self.streaming.is_none() => self.next_spin = None,
+            _ => {}
+        }
+        changed
+    }
+
+    /// When `tick` next has something to do.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        [
+            self.draft_due,
+            self.flash.as_ref().map(|(_, until)| *until),
+            self.next_spin,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    fn flash(&mut self, text: String) {
+        self.flash = Some((text, Instant::now() + FLASH_FOR));
+    }
+
+    fn set_focus(&mut self, id: PaneId) {
+        if self.focus != id {
+            self.focus = id;
+            self.with_cx(|panes, cx| panes.get(id).on_focus(cx));
+        }
+    }
+
+    /// Runs `f` with the panes and a context, then applies the effects it asked for.
+    fn with_cx<R>(&mut self, f: impl FnOnce(&mut Panes, &mut Cx<'_>) -> R) -> R {
+        let mut effects = Vec::new();
+        let result = {
+            let mut cx = Cx {
+                ops: &mut self.ops,
+                effects: &mut effects,
+                keymap: &self.keymap,
+            };
+            f(&mut self.panes, &mut cx)
+        };
+        for effect in effects {
+            match effect {
+                Effect::Focus(id) => self.set_focus(id),
+                Effect::OpenPicker => self.open_picker(),
+                Effect::Flash(text) => self.flash(text),
+            }
+        }
+        result
+    }
+
+    fn open_picker(&mut self) {
+        if self.repo_files.is_empty() {
+            self.ops.push(Op::ListRepoFiles);
+        }
+        let in_chat = self
+            .panes
+            .files
+            .files()
+            .iter()
+            .map(|f| f.path.clone())
+            .collect();
+        self.overlay = Some(Overlay::Picker(Picker::new(
+            Arc::clone(&self.repo_files),
+            in_chat,
+        )));
+    }
+
+    fn on_key(&mut self, key: KeyEvent) {
+        match &mut self.overlay {
+            Some(Overlay::Help(lines, scroll)) => {
+                let last = lines.len().saturating_sub(1);
+                match key.code {
+                    KeyCode::Up | KeyCode::Char('k') => *scroll = scroll.saturating_sub(1),
+                    KeyCode::Down | KeyCode::Char('j') => *scroll = (*scroll + 1).min(last),
+                    KeyCode::PageUp => *scroll = scroll.saturating_sub(10),
+                    KeyCode::PageDown => *scroll = (*scroll + 10).min(last),
+                    _ => self.overlay = None,
+                }
+                return;
+            }
+            Some(Overlay::Picker(picker)) => {
+                if picker.on_key(&key, &self.keymap, &mut self.ops) == Outcome::Close {
+                    self.overlay = None;
+                }
+                return;
+            }
+            None => {}
+        }
+        if self.keymap.is(&key, Action::Interrupt) {
+            self.interrupt();
+            return;
+        }
+        if self.focus == PaneId::Input
+            && self.keymap.is(&key, Action::Send)
+            && self.panes.input.completion().is_none()
+            && self.streaming.is_some()
+            && starts_turn(self.panes.input.text())
+        {
+            self.flash(format!(
+                "a reply is streaming: {} interrupts it",
+                self.keymap.describe(Action::Cancel)
+            ));
+            return;
+        }
+        let focus = self.focus;
+        let handled = self.with_cx(|panes, cx| {
+            let pane = panes.get(focus);
+            if focus == PaneId::Input {
+                return pane.on_key(&key, cx);
+            }
+            match cx.keymap.action(&key, pane.actions()) {
+                Some(action) if pane.actions().contains(&action) => pane.on_action(action, cx),
+                _ => false,
+            }
+        });
+        if handled {
+            return;
+        }
+        match self.keymap.action(&key, &[]) {
+            Some(Action::FocusNext) => self.cycle_focus(1),
+            Some(Action::FocusPrev) => self.cycle_focus(-1),
+            Some(Action::Help) => self.open_help(),
+            Some(Action::PageUp) => self.page(-1),
+            Some(Action::PageDown) => self.page(1),
+            Some(Action::Cancel) => {
+                if self.streaming.is_some() {
+                    self.ops.push(Op::Cancel);
+                    self.flash("interrupting the reply…".into());
+                } else {
+                    self.set_focus(PaneId::Input);
+                }
+            }
+            _ => {
+                // Typing while reading the chat goes to the message box.
+                if let KeyCode::Char(_) = key.code
+                    && !key
+                        .modifiers
+                        .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT)
+                    && focus == PaneId::Chat
+                {
+                    self.set_focus(PaneId::Input);
+                    self.with_cx(|panes, cx| panes.input.on_key(&key, cx));
+                }
+            }
+        }
+    }
+
+    /// Ctrl-C: interrupt the reply, else clear the input; a second one soon after quits.
+    fn interrupt(&mut self) {
+        let now = Instant::now();
+        if self
+            .last_interrupt
+            .is_some_and(|t| now.duration_since(t) < QUIT_WINDOW)
+        {
+            self.quit();
+            return;
+        }
+        self.last_interrupt = Some(now);
+        let again = self.keymap.describe(Action::Interrupt);
+        if self.streaming.is_some() {
+            self.ops.push(Op::Cancel);
+            self.flash(format!("interrupted · {again} again quits"));
+        } else if !self.panes.input.is_empty() {
+            self.panes.input.clear();
+            self.flash(format!("input cleared · {again} again quits"));
+        } else {
+            self.flash(format!("{again} again quits"));
+        }
+    }
+
+    pub fn quit(&mut self) {
+        if !self.quitting {
+            self.quitting = true;
+            self.ops.push(Op::Shutdown);
+        }
+    }
+
+    fn cycle_focus(&mut self, delta: i32) {
+        let order = PaneId::ALL;
+        let at = order.iter().position(|p| *p == self.focus).unwrap_or(0) as i32;
+        let next = (at + delta).rem_euclid(order.len() as i32) as usize;
+        self.set_focus(order[next]);
+    }
+
+    fn page(&mut self, direction: i32) {
+        let target = if self.focus == PaneId::Input {
+            PaneId::Chat
+        } else {
+            self.focus
+        };
+        let rows = self
+            .hits
+            .panes
+            .iter()
+            .find(|(id, _, _)| *id == target)
+            .map_or(10, |(_, _, inner)| inner.height.max(3) as i32 - 2);
+        self.panes.get(target).scroll(direction * rows);
+    }
+
+    fn open_help(&mut self) {
+        let pane = self.panes.get(self.focus);
+        let lines = help::lines(
+            &pane.title(),
+            pane.actions(),
+            self.focus == PaneId::Input,
+            &self.keymap,
+            &self.theme,
+        );
+        self.overlay = Some(Overlay::Help(lines, 0));
+    }
+
+    fn on_mouse(&mut self, mouse: MouseEvent) {
+        if self.overlay.is_some() {
+            return;
+        }
+        let at = Position::new(mouse.column, mouse.row);
+        let pane = self
+            .hits
+            .panes
+            .iter()
+            .find(|(_, outer, _)| outer.contains(at))
+            .map(|(id, _, inner)| (*id, *inner));
+        match mouse.kind {
+            MouseEventKind::ScrollUp => {
+                if let Some((id, _)) = pane {
+                    self.panes.get(id).scroll(-3);
+                }
+            }
+            MouseEventKind::ScrollDown => {
+                if let Some((id, _)) = pane {
+                    self.panes.get(id).scroll(3);
+                }
+            }
+            MouseEventKind::Down(MouseButton::Left) => {
+                if let Some((id, _)) = self.hits.tabs.iter().find(|(_, r)| r.contains(at)) {
+                    let id = *id;
+                    self.set_focus(id);
+                    return;
+                }
+                if let Some((id, inner)) = pane {
+                    self.set_focus(id);
+                    if inner.contains(at) {
+                        let row = at.y - inner.y;
+                        self.with_cx(|panes, cx| panes.get(id).click(row, cx));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Draws the whole screen.
+    pub fn draw(&mut self, frame: &mut Frame<'_>) {
+        let area = frame.area();
+        let cursor = self.draw_buffer(area, frame.buffer_mut());
+        if let Some(position) = cursor {
+            frame.set_cursor_position(position);
+        }
+    }
+
+    /// Draws into `buf` and returns where the cursor goes.
+    pub fn draw_buffer(&mut self, area: Rect, buf: &mut Buffer) -> Option<Position> {
+        self.hits = Hits::default();
+        buf.set_style(area, self.theme.text());
+        layout::draw(self, area, buf);
+        match &mut self.overlay {
+            Some(Overlay::Help(lines, scroll)) => {
+                *scroll = help::render(lines, *scroll, area, buf, &self.theme);
+                None
+            }
+            Some(Overlay::Picker(picker)) => {
+                picker.render(area, buf, &self.keymap, &self.theme);
+                picker.cursor()
+            }
+            None if self.focus == PaneId::Input => self.panes.input.cursor(),
+            None => None,
+        }
+    }
+
+    /// Draws one pane alone into `area` (with its border), as it looks when focused.
+    pub fn draw_pane(&mut self, id: PaneId, area: Rect, buf: &mut Buffer) {
+        buf.set_style(area, self.theme.text());
+        layout::pane(self, id, area, buf, true);
+    }
+}
+
+/// Whether sending `text` starts a model turn (rather than running a command).
+fn starts_turn(text: &str) -> bool {
+    let text = text.trim_start();
+    if !text.starts_with('/') {
+        return !text.trim().is_empty();
+    }
+    match commands::parse(text) {
+        commands::Parsed::Command { spec, args } => {
+            matches!(spec.name, "ask" | "code") && !args.is_empty()
+        }
+        commands::Parsed::Unknown { .. } => false,
+    }
+}

@@ -1,0 +1,555 @@
+//! Key bindings: every action the TUI knows, its default keys, and the overrides from
+//! the `[keys]` table of the config (`accept = "y space"`: the action's name, then one
+//! or more keys separated by spaces).
+//!
+//! A pane asks for the action a key means *in its scope*, so one key can mean different
+//! things in different panes (`a` accepts a file in review and adds one in the files
+//! pane), while the global keys work everywhere.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+/// Something the user can ask for with a key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Action {
+    Interrupt,
+    Cancel,
+    FocusNext,
+    FocusPrev,
+    Help,
+    PageUp,
+    PageDown,
+    Send,
+    Newline,
+    HistoryPrev,
+    HistoryNext,
+    Complete,
+    Up,
+    Down,
+    Top,
+    Bottom,
+    FocusInput,
+    Accept,
+    Reject,
+    AcceptFile,
+    AcceptAll,
+    Reset,
+    ResetAll,
+    Apply,
+    Discard,
+    NextFile,
+    PrevFile,
+    Back,
+    ToggleMode,
+    DropFile,
+    AddFile,
+    AddReadOnly,
+    ToggleMapText,
+    RefreshMap,
+    ToggleFileRows,
+}
+
+/// An action's config name, default keys and the line `?` shows for it.
+#[derive(Debug, Clone, Copy)]
+pub struct ActionSpec {
+    pub action: Action,
+    pub name: &'static str,
+    pub keys: &'static str,
+    pub help: &'static str,
+}
+
+const fn spec(
+    action: Action,
+    name: &'static str,
+    keys: &'static str,
+    help: &'static str,
+) -> ActionSpec {
+    ActionSpec {
+        action,
+        name,
+        keys,
+        help,
+    }
+}
+
+/// Every action with its defaults (DESIGN.md §9).
+pub const ACTIONS: &[ActionSpec] = &[
+    spec(
+        Action::Interrupt,
+        "interrupt",
+        "ctrl-c",
+        "interrupt the reply or clear the input; twice: quit",
+    ),
+    spec(
+        Action::Cancel,
+        "cancel",
+        "esc",
+        "interrupt the reply / close a popup",
+    ),
+    spec(
+        Action::FocusNext,
+        "focus_next",
+        "tab",
+        "focus the next pane",
+    ),
+    spec(
+        Action::FocusPrev,
+        "focus_prev",
+        "shift-tab",
+        "focus the previous pane",
+    ),
+    spec(Action::Help, "help", "? f1", "keys of the focused pane"),
+    spec(Action::PageUp, "page_up", "pgup", "scroll up a page"),
+    spec(Action::PageDown, "page_down", "pgdn", "scroll down a page"),
+    spec(Action::Send, "send", "enter", "send the message"),
+    spec(
+        Action::Newline,
+        "newline",
+        "ctrl-j shift-enter alt-enter",
+        "new line in the message",
+    ),
+    spec(
+        Action::HistoryPrev,
+        "history_prev",
+        "up",
+        "previous message (on the first line)",
+    ),
+    spec(
+        Action::HistoryNext,
+        "history_next",
+        "down",
+        "next message (on the last line)",
+    ),
+    spec(
+        Action::Complete,
+        "complete",
+        "tab",
+        "take the completion (/commands, @files)",
+    ),
+    spec(Action::Up, "up", "k up", "move up"),
+    spec(Action::Down, "down", "j down", "move down"),
+    spec(Action::Top, "top", "g home", "go to the top"),
+    spec(
+        Action::Bottom,
+        "bottom",
+        "G end",
+        "go to the bottom (the chat follows again)",
+    ),
+    spec(
+        Action::FocusInput,
+        "focus_input",
+        "enter i",
+        "type a message",
+    ),
+    spec(Action::Accept, "accept", "y", "accept the hunk"),
+    spec(Action::Reject, "reject", "n", "reject the hunk"),
+    spec(
+        Action::AcceptFile,
+        "accept_file",
+        "a",
+        "accept every hunk of the file",
+    ),
+    spec(Action::AcceptAll, "accept_all", "A", "accept every hunk"),
+    spec(Action::Reset, "reset", "r", "hunk back to pending"),
+    spec(
+        Action::ResetAll,
+        "reset_all",
+        "R",
+        "every hunk back to pending",
+    ),
+    spec(
+        Action::Apply,
+        "apply",
+        "enter",
+        "write and commit the accepted hunks",
+    ),
+    spec(
+        Action::Discard,
+        "discard",
+        "d",
+        "discard the proposal (nothing is written)",
+    ),
+    spec(Action::NextFile, "next_file", "l right", "next file"),
+    spec(Action::PrevFile, "prev_file", "h left", "previous file"),
+    spec(
+        Action::Back,
+        "back",
+        "esc",
+        "back to the chat (edits stay pending)",
+    ),
+    spec(
+        Action::ToggleMode,
+        "toggle_mode",
+        "e space",
+        "toggle editable / read-only",
+    ),
+    spec(
+        Action::DropFile,
+        "drop_file",
+        "d delete",
+        "drop the file from the chat",
+    ),
+    spec(
+        Action::AddFile,
+        "add_file",
+        "a",
+        "add a file (fuzzy picker)",
+    ),
+    spec(
+        Action::AddReadOnly,
+        "add_read_only",
+        "ctrl-r",
+        "in the picker: add read-only",
+    ),
+    spec(
+        Action::ToggleMapText,
+        "toggle_map_text",
+        "t",
+        "ranked files / the map text",
+    ),
+    spec(
+        Action::RefreshMap,
+        "refresh_map",
+        "r",
+        "rebuild the map (/map-refresh)",
+    ),
+    spec(
+        Action::ToggleFileRows,
+        "toggle_file_rows",
+        "f",
+        "show or hide the per-file rows",
+    ),
+];
+
+/// Actions every pane answers to, after its own.
+pub const GLOBAL: &[Action] = &[
+    Action::Interrupt,
+    Action::Cancel,
+    Action::FocusNext,
+    Action::FocusPrev,
+    Action::Help,
+    Action::PageUp,
+    Action::PageDown,
+];
+
+/// One key with its modifiers, as bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct KeyBinding {
+    pub code: KeyCode,
+    pub mods: KeyModifiers,
+}
+
+impl KeyBinding {
+    /// The binding a key event matches: the shift of a character is in the character
+    /// itself, and shift-tab is always `BackTab`.
+    pub fn of(key: &KeyEvent) -> KeyBinding {
+        let mut mods =
+            key.modifiers & (KeyModifiers::CONTROL | KeyModifiers::ALT | KeyModifiers::SHIFT);
+        let code = match key.code {
+            KeyCode::Char(c) if mods.contains(KeyModifiers::SHIFT) => {
+                mods.remove(KeyModifiers::SHIFT);
+                KeyCode::Char(c.to_ascii_uppercase())
+            }
+            KeyCode::BackTab => {
+                mods.remove(KeyModifiers::SHIFT);
+                KeyCode::BackTab
+            }
+            other => other,
+        };
+        KeyBinding { code, mods }
+    }
+
+    /// Parses `ctrl-j`, `shift-enter`, `pgup`, `f1`, `A`, `?`, `space`.
+    pub fn parse(text: &str) -> Result<KeyBinding, String> {
+        let mut mods = KeyModifiers::NONE;
+        let mut rest = text;
+        loop {
+            let lower = rest.to_ascii_lowercase();
+            let (prefix, flag) = if lower.starts_with("ctrl-") || lower.starts_with("ctrl+") {
+                ("ctrl-", KeyModifiers::CONTROL)
+            } else if lower.starts_with("alt-") || lower.starts_with("alt+") {
+                ("alt-", KeyModifiers::ALT)
+            } else if lower.starts_with("shift-") || lower.starts_with("shift+") {
+                ("shift-", KeyModifiers::SHIFT)
+            } else {
+                break;
+            };
+            if rest.len() == prefix.len() {
+                break;
+            }
+            mods |= flag;
+            rest = &rest[prefix.len()..];
+        }
+        let named = match rest.to_ascii_lowercase().as_str() {
+            "enter" | "return" => Some(KeyCode::Enter),
+            "esc" | "escape" => Some(KeyCode::Esc),
+            "tab" if mods.contains(KeyModifiers::SHIFT) => {
+                mods.remove(KeyModifiers::SHIFT);
+                Some(KeyCode::BackTab)
+            }
+            "tab" => Some(KeyCode::Tab),
+            "backtab" => Some(KeyCode::BackTab),
+            "space" => Some(KeyCode::Char(' ')),
+            "up" => Some(KeyCode::Up),
+            "down" => Some(KeyCode::Down),
+            "left" => Some(KeyCode::Left),
+            "right" => Some(KeyCode::Right),
+            "pgup" | "pageup" => Some(KeyCode::PageUp),
+            "pgdn" | "pagedown" => Some(KeyCode::PageDown),
+            "home" => Some(KeyCode::Home),
+            "end" => Some(KeyCode::End),
+            "delete" | "del" => Some(KeyCode::Delete),
+            "backspace" => Some(KeyCode::Backspace),
+            "insert" => Some(KeyCode::Insert),
+            "comma" => Some(KeyCode::Char(',')),
+            f if f.len() > 1 && f.starts_with('f') && f[1..].parse::<u8>().is_ok() => {
+                let n: u8 = f[1..].parse().unwrap_or(0);
+                (1..=24).contains(&n).then_some(KeyCode::F(n))
+            }
+            _ => None,
+        };
+        let code = match named {
+            Some(code) => code,
+            None => {
+                let mut chars = rest.chars();
+                match (chars.next(), chars.next()) {
+                    (Some(c), None) => KeyCode::Char(c),
+                    _ => return Err(format!("unknown key {text:?}")),
+                }
+            }
+        };
+        Ok(KeyBinding::of(&KeyEvent::new(code, mods)))
+    }
+}
+
+impl fmt::Display for KeyBinding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.mods.contains(KeyModifiers::CONTROL) {
+            f.write_str("ctrl-")?;
+        }
+        if self.mods.contains(KeyModifiers::ALT) {
+            f.write_str("alt-")?;
+        }
+        if self.mods.contains(KeyModifiers::SHIFT) {
+            f.write_str("shift-")?;
+        }
+        match self.code {
+            KeyCode::Char(' ') => f.write_str("space"),
+            KeyCode::Char(c) => write!(f, "{c}"),
+            KeyCode::Enter => f.write_str("enter"),
+            KeyCode::Esc => f.write_str("esc"),
+            KeyCode::Tab => f.write_str("tab"),
+            KeyCode::BackTab => f.write_str("shift-tab"),
+            KeyCode::Up => f.write_str("up"),
+            KeyCode::Down => f.write_str("down"),
+            KeyCode::Left => f.write_str("left"),
+            KeyCode::Right => f.write_str("right"),
+            KeyCode::PageUp => f.write_str("pgup"),
+            KeyCode::PageDown => f.write_str("pgdn"),
+            KeyCode::Home => f.write_str("home"),
+            KeyCode::End => f.write_str("end"),
+            KeyCode::Delete => f.write_str("del"),
+            KeyCode::Backspace => f.write_str("backspace"),
+            KeyCode::F(n) => write!(f, "f{n}"),
+            other => write!(f, "{other:?}"),
+        }
+    }
+}
+
+/// The bindings in effect.
+#[derive(Debug, Clone)]
+pub struct Keymap {
+    bindings: Vec<(Action, Vec<KeyBinding>)>,
+}
+
+impl Default for Keymap {
+    fn default() -> Self {
+        Keymap::from_config(&BTreeMap::new()).0
+    }
+}
+
+impl Keymap {
+    /// The defaults with the config's `[keys]` applied. Entries that cannot be used are
+    /// skipped and described in the returned warnings.
+    pub fn from_config(keys: &BTreeMap<String, String>) -> (Keymap, Vec<String>) {
+        let mut warnings = Vec::new();
+        let mut bindings: Vec<(Action, Vec<KeyBinding>)> = ACTIONS
+            .iter()
+            .map(|s| (s.action, parse_list(s.keys).expect("default keys parse")))
+            .collect();
+        for (name, value) in keys {
+            let Some(spec) = ACTIONS.iter().find(|s| s.name == name.as_str()) else {
+                warnings.push(format!(
+                    "[keys] {name}: no such action (see the names with ? in any pane)"
+                ));
+                continue;
+            };
+            match parse_list(value) {
+                Ok(list) if !list.is_empty() => {
+                    if let Some(entry) = bindings.iter_mut().find(|(a, _)| *a == spec.action) {
+                        entry.1 = list;
+                    }
+                }
+                Ok(_) => warnings.push(format!("[keys] {name}: no key given")),
+                Err(e) => warnings.push(format!("[keys] {name}: {e}")),
+            }
+        }
+        (Keymap { bindings }, warnings)
+    }
+
+    /// The action `key` means among `scope` (the pane's own actions first), then the
+    /// global actions.
+    pub fn action(&self, key: &KeyEvent, scope: &[Action]) -> Option<Action> {
+        let pressed = KeyBinding::of(key);
+        scope
+            .iter()
+            .chain(GLOBAL)
+            .copied()
+            .find(|action| self.keys(*action).contains(&pressed))
+    }
+
+    /// Whether `key` is bound to `action`.
+    pub fn is(&self, key: &KeyEvent, action: Action) -> bool {
+        self.keys(action).contains(&KeyBinding::of(key))
+    }
+
+    pub fn keys(&self, action: Action) -> &[KeyBinding] {
+        self.bindings
+            .iter()
+            .find(|(a, _)| *a == action)
+            .map_or(&[], |(_, keys)| keys.as_slice())
+    }
+
+    /// `k/↑`: the keys of an action as help shows them.
+    pub fn describe(&self, action: Action) -> String {
+        self.keys(action)
+            .iter()
+            .map(|k| match k.to_string().as_str() {
+                "up" => "↑".to_string(),
+                "down" => "↓".to_string(),
+                "left" => "←".to_string(),
+                "right" => "→".to_string(),
+                other => other.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join("/")
+    }
+}
+
+pub fn spec_of(action: Action) -> &'static ActionSpec {
+    ACTIONS
+        .iter()
+        .find(|s| s.action == action)
+        .expect("every action has a spec")
+}
+
+fn parse_list(text: &str) -> Result<Vec<KeyBinding>, String> {
+    text.split_whitespace().map(KeyBinding::parse).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(code: KeyCode, mods: KeyModifiers) -> KeyEvent {
+        KeyEvent::new(code, mods)
+    }
+
+    #[test]
+    fn parses_the_keys_people_write() {
+        let ctrl_j = KeyBinding::parse("ctrl-j").unwrap();
+        assert_eq!(ctrl_j.code, KeyCode::Char('j'));
+        assert_eq!(ctrl_j.mods, KeyModifiers::CONTROL);
+        assert_eq!(
+            KeyBinding::parse("shift-tab").unwrap().code,
+            KeyCode::BackTab
+        );
+        assert_eq!(KeyBinding::parse("A").unwrap().code, KeyCode::Char('A'));
+        assert_eq!(
+            KeyBinding::parse("shift-a").unwrap().code,
+            KeyCode::Char('A')
+        );
+        assert_eq!(KeyBinding::parse("f5").unwrap().code, KeyCode::F(5));
+        assert_eq!(KeyBinding::parse("-").unwrap().code, KeyCode::Char('-'));
+        let ctrl_minus = KeyBinding::parse("ctrl--").unwrap();
+        assert_eq!(
+            (ctrl_minus.code, ctrl_minus.mods),
+            (KeyCode::Char('-'), KeyModifiers::CONTROL)
+        );
+        assert!(KeyBinding::parse("ctrl-").is_err());
+        assert!(KeyBinding::parse("hyper-x").is_err());
+        for spec in ACTIONS {
+            for key in spec.keys.split_whitespace() {
+                let parsed = KeyBinding::parse(key).unwrap();
+                assert_eq!(KeyBinding::parse(&parsed.to_string()), Ok(parsed), "{key}");
+            }
+        }
+    }
+
+    #[test]
+    fn shifted_letters_and_backtab_match_however_the_terminal_reports_them() {
+        let map = Keymap::default();
+        let scope = [Action::AcceptAll, Action::AcceptFile];
+        // Legacy terminals: 'A' with SHIFT; kitty protocol: 'a' with SHIFT.
+        for event in [
+            key(KeyCode::Char('A'), KeyModifiers::SHIFT),
+            key(KeyCode::Char('a'), KeyModifiers::SHIFT),
+            key(KeyCode::Char('A'), KeyModifiers::NONE),
+        ] {
+            assert_eq!(map.action(&event, &scope), Some(Action::AcceptAll));
+        }
+        assert_eq!(
+            map.action(&key(KeyCode::Char('a'), KeyModifiers::NONE), &scope),
+            Some(Action::AcceptFile)
+        );
+        assert_eq!(
+            map.action(&key(KeyCode::BackTab, KeyModifiers::SHIFT), &[]),
+            Some(Action::FocusPrev)
+        );
+    }
+
+    #[test]
+    fn scope_decides_and_globals_follow() {
+        let map = Keymap::default();
+        let a = key(KeyCode::Char('a'), KeyModifiers::NONE);
+        assert_eq!(map.action(&a, &[Action::AddFile]), Some(Action::AddFile));
+        assert_eq!(
+            map.action(&a, &[Action::AcceptFile]),
+            Some(Action::AcceptFile)
+        );
+        assert_eq!(map.action(&a, &[]), None);
+        let esc = key(KeyCode::Esc, KeyModifiers::NONE);
+        assert_eq!(map.action(&esc, &[Action::Back]), Some(Action::Back));
+        assert_eq!(map.action(&esc, &[]), Some(Action::Cancel));
+    }
+
+    #[test]
+    fn config_overrides_and_reports_mistakes() {
+        let mut keys = BTreeMap::new();
+        keys.insert("accept".to_string(), "space ctrl-y".to_string());
+        keys.insert("acept".to_string(), "y".to_string());
+        keys.insert("reject".to_string(), "ctrl-".to_string());
+        keys.insert("reset".to_string(), "hyper-r".to_string());
+        let (map, warnings) = Keymap::from_config(&keys);
+        let space = key(KeyCode::Char(' '), KeyModifiers::NONE);
+        assert_eq!(map.action(&space, &[Action::Accept]), Some(Action::Accept));
+        let y = key(KeyCode::Char('y'), KeyModifiers::NONE);
+        assert_eq!(
+            map.action(&y, &[Action::Accept]),
+            None,
+            "replaced, not added"
+        );
+        assert_eq!(map.describe(Action::Accept), "space/ctrl-y");
+        assert_eq!(warnings.len(), 3, "{warnings:?}");
+        assert!(warnings[0].contains("acept"));
+        assert!(warnings[1].contains("reject"));
+        assert!(warnings[2].contains("hyper-r"));
+        assert_eq!(
+            map.describe(Action::Reset),
+            "r",
+            "a bad entry keeps the default"
+        );
+    }
+}

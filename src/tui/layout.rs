@@ -1,0 +1,397 @@
+//! Where the panes go. Wide terminals show everything at once: files and the repo map
+//! on the left, the chat in the middle, the gauge and the review on the right (the
+//! review takes the middle while it has the focus). Smaller terminals (80x24) show one
+//! pane at a time under a row of tabs, with a one-line gauge in the status line.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, BorderType, Borders, Clear, Widget};
+
+use super::app::App;
+use super::keymap::Action;
+use super::panes::{PaneId, gauge};
+use super::text;
+
+/// The smallest terminal that gets the side-by-side layout.
+pub const WIDE_MIN_WIDTH: u16 = 120;
+pub const WIDE_MIN_HEIGHT: u16 = 28;
+/// Below this, tern only says it needs more room.
+pub const MIN_WIDTH: u16 = 40;
+pub const MIN_HEIGHT: u16 = 10;
+
+const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+
+/// The tabs of the small layout; the chat tab holds the message box too.
+const TABS: [(PaneId, &str); 5] = [
+    (PaneId::Input, "Chat"),
+    (PaneId::Files, "Files"),
+    (PaneId::Map, "Map"),
+    (PaneId::Gauge, "Budget"),
+    (PaneId::Review, "Review"),
+];
+
+pub(crate) fn draw(app: &mut App, area: Rect, buf: &mut Buffer) {
+    if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
+        let msg = format!(
+            "tern needs at least {MIN_WIDTH}×{MIN_HEIGHT} (this is {}×{})",
+            area.width, area.height
+        );
+        buf.set_stringn(area.x, area.y, msg, area.width as usize, app.theme.dim());
+        return;
+    }
+    let top = Rect::new(area.x, area.y, area.width, 1);
+    let status = Rect::new(area.x, area.bottom() - 1, area.width, 1);
+    let body = Rect::new(area.x, area.y + 1, area.width, area.height - 2);
+    let wide = area.width >= WIDE_MIN_WIDTH && area.height >= WIDE_MIN_HEIGHT;
+    if wide {
+        title_bar(app, top, buf);
+        draw_wide(app, body, buf);
+    } else {
+        tab_bar(app, top, buf);
+        draw_tabs(app, body, buf);
+    }
+    status_bar(app, status, buf, wide);
+    completion_popup(app, buf);
+}
+
+fn draw_wide(app: &mut App, body: Rect, buf: &mut Buffer) {
+    let w = body.width;
+    let left_w = (w * 22 / 100).clamp(28, 44);
+    let right_w = (w * 26 / 100).clamp(36, 60);
+    let mid_w = w - left_w - right_w;
+    let left = Rect::new(body.x, body.y, left_w, body.height);
+    let middle = Rect::new(body.x + left_w, body.y, mid_w, body.height);
+    let right = Rect::new(body.x + left_w + mid_w, body.y, right_w, body.height);
+
+    let files_h = (app.panes.files.files().len() as u16 + 2).clamp(4, body.height * 2 / 5);
+    let (files, map) = split_rows(left, files_h);
+    pane(app, PaneId::Files, files, buf, app.focus == PaneId::Files);
+    pane(app, PaneId::Map, map, buf, app.focus == PaneId::Map);
+
+    let gauge_h = (gauge::wanted_rows(&app.panes.gauge, &app.theme, right_w - 2) + 2)
+        .min(body.height * 3 / 5);
+    let (gauge_area, lower) = split_rows(right, gauge_h);
+    pane(
+        app,
+        PaneId::Gauge,
+        gauge_area,
+        buf,
+        app.focus == PaneId::Gauge,
+    );
+    let takeover = app.focus == PaneId::Review && app.panes.review.is_active();
+    if takeover {
+        pane(app, PaneId::Review, middle, buf, true);
+        chat_column(app, lower, buf);
+    } else {
+        chat_column(app, middle, buf);
+        pane(app, PaneId::Review, lower, buf, app.focus == PaneId::Review);
+    }
+}
+
+fn draw_tabs(app: &mut App, body: Rect, buf: &mut Buffer) {
+    match active_tab(app.focus) {
+        PaneId::Input => chat_column(app, body, buf),
+        id => pane(app, id, body, buf, true),
+    }
+}
+
+fn active_tab(focus: PaneId) -> PaneId {
+    match focus {
+        PaneId::Chat => PaneId::Input,
+        other => other,
+    }
+}
+
+/// The chat with the message box under it.
+fn chat_column(app: &mut App, area: Rect, buf: &mut Buffer) {
+    let max_rows = (area.height / 3).clamp(1, 10);
+    let rows = app
+        .panes
+        .input
+        .wanted_rows(area.width.saturating_sub(2))
+        .clamp(1, max_rows);
+    let input_h = (rows + 2).min(area.height.saturating_sub(3));
+    let (chat, input) = split_rows(area, area.height - input_h);
+    pane(app, PaneId::Chat, chat, buf, app.focus == PaneId::Chat);
+    pane(app, PaneId::Input, input, buf, app.focus == PaneId::Input);
+}
+
+fn split_rows(area: Rect, first: u16) -> (Rect, Rect) {
+    let first = first.min(area.height);
+    (
+        Rect::new(area.x, area.y, area.width, first),
+        Rect::new(area.x, area.y + first, area.width, area.height - first),
+    )
+}
+
+/// One pane in a bordered block titled with its title.
+pub(crate) fn pane(app: &mut App, id: PaneId, area: Rect, buf: &mut Buffer, focused: bool) {
+    if area.width < 3 || area.height < 2 {
+        return;
+    }
+    let title = app.panes.get(id).title();
+    let style = app.theme.border(focused);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_type(if focused {
+            BorderType::Thick
+        } else {
+            BorderType::Rounded
+        })
+        .border_style(style)
+        .title(Span::styled(
+            format!(" {} ", text::truncate(&title, area.width as usize - 4)),
+            style,
+        ));
+    let mut inner = block.inner(area);
+    block.render(area, buf);
+    // A column of air on each side, where there is room for it.
+    if inner.width >= 12 {
+        inner = Rect::new(inner.x + 1, inner.y, inner.width - 2, inner.height);
+    }
+    let draw = super::panes::Draw {
+        theme: &app.theme,
+        keymap: &app.keymap,
+        focused,
+    };
+    app.panes.get(id).render(inner, buf, &draw);
+    app.hits.panes.push((id, area, inner));
+}
+
+fn title_bar(app: &App, area: Rect, buf: &mut Buffer) {
+    let theme = &app.theme;
+    let mode = match app.mode {
+        crate::engine::ChatMode::Code => "code",
+        crate::engine::ChatMode::Ask => "ask",
+    };
+    let right = app
+        .panes
+        .gauge
+        .report()
+        .map(|r| format!("session ${:.4} ", r.session_cost))
+        .unwrap_or_default();
+    let room = (area.width as usize).saturating_sub(right.len() + 30);
+    let line = Line::from(vec![
+        Span::styled(
+            " tern ",
+            Style::new()
+                .fg(theme.c.bg)
+                .bg(theme.c.accent)
+                .add_modifier(Modifier::BOLD),
+        ),
+        Span::styled(
+            format!(" {} ", text::truncate_left(&app.root, room)),
+            Style::new().fg(theme.c.fg),
+        ),
+        Span::styled("· ", theme.dim()),
+        Span::styled(app.model.clone(), Style::new().fg(theme.c.assistant)),
+        Span::styled(" · ", theme.dim()),
+        Span::styled(mode, Style::new().fg(theme.c.accent)),
+    ]);
+    buf.set_line(area.x, area.y, &line, area.width);
+    if area.width as usize > line.width() + right.len() {
+        buf.set_string(
+            area.right() - right.len() as u16,
+            area.y,
+            right,
+            theme.dim(),
+        );
+    }
+}
+
+fn tab_bar(app: &mut App, area: Rect, buf: &mut Buffer) {
+    let theme = &app.theme;
+    let active = active_tab(app.focus);
+    let mut x = area.x;
+    for (i, (id, name)) in TABS.iter().enumerate() {
+        let label = match id {
+            PaneId::Review if app.panes.review.is_active() => {
+                format!(" {name} {} ", app.panes.review.tally().pending)
+            }
+            _ => format!(" {name} "),
+        };
+        let w = text::width(&label) as u16;
+        if x + w > area.right() {
+            break;
+        }
+        let style = if *id == active {
+            Style::new()
+                .fg(theme.c.bg)
+                .bg(theme.c.accent)
+                .add_modifier(Modifier::BOLD)
+        } else {
+            Style::new().fg(theme.c.fg)
+        };
+        buf.set_string(x, area.y, &label, style);
+        app.hits.tabs.push((*id, Rect::new(x, area.y, w, 1)));
+        x += w;
+        if i + 1 < TABS.len() && x < area.right() {
+            buf.set_string(x, area.y, "│", theme.dim());
+            x += 1;
+        }
+    }
+    let model = format!(" {} ", app.model);
+    if (area.right() - x) as usize > model.len() + 2 {
+        buf.set_string(
+            area.right() - model.len() as u16,
+            area.y,
+            model,
+            Style::new().fg(theme.c.assistant),
+        );
+    }
+}
+
+fn status_bar(app: &App, area: Rect, buf: &mut Buffer, wide: bool) {
+    let theme = &app.theme;
+    let k = &app.keymap;
+    let left: Line<'static> = if let Some((flash, _)) = &app.flash {
+        Line::styled(format!(" {flash}"), Style::new().fg(theme.c.warning))
+    } else if let Some(chars) = app.streaming {
+        let state = match (&app.waiting, chars) {
+            (Some(why), _) => why.clone(),
+            (None, 0) => "waiting for the model".to_string(),
+            (None, chars) => format!("streaming ≈{} tokens", text::thousands(chars / 4)),
+        };
+        Line::from(vec![
+            Span::styled(
+                format!(" {} ", SPINNER[app.spinner % SPINNER.len()]),
+                Style::new().fg(theme.c.assistant),
+            ),
+            Span::styled(state, Style::new().fg(theme.c.fg)),
+            Span::styled(
+                format!(" · {} interrupts", k.describe(Action::Cancel)),
+                theme.dim(),
+            ),
+        ])
+    } else {
+        Line::styled(format!(" {}", hint(app)), theme.dim())
+    };
+    let right: Line<'static> = if wide {
+        Line::styled(
+            format!(
+                "{} pane · {} keys · {} twice quits ",
+                k.describe(Action::FocusNext),
+                k.describe(Action::Help),
+                k.describe(Action::Interrupt)
+            ),
+            theme.dim(),
+        )
+    } else {
+        let width = (area.width as usize / 3).clamp(12, 32);
+        let mut mini = app.panes.gauge.mini(theme, width);
+        mini.spans.push(Span::raw(" "));
+        mini
+    };
+    let right_w = right.width() as u16;
+    let left_room = area.width.saturating_sub(right_w + 1);
+    buf.set_line(area.x, area.y, &left, left_room);
+    if area.width > right_w {
+        buf.set_line(area.right() - right_w, area.y, &right, right_w);
+    }
+}
+
+/// The status line's reminder of the focused pane's main keys.
+fn hint(app: &App) -> String {
+    let k = &app.keymap;
+    let d = |a| k.describe(a);
+    match app.focus {
+        PaneId::Input => format!(
+            "{} send · {} new line · / commands · @ files",
+            d(Action::Send),
+            k.keys(Action::Newline)
+                .first()
+                .map_or(String::new(), |b| b.to_string())
+        ),
+        PaneId::Chat => format!(
+            "{} scroll · {} follow · {} type",
+            d(Action::Up),
+            d(Action::Bottom),
+            d(Action::FocusInput)
+        ),
+        PaneId::Files => format!(
+            "{} editable/read-only · {} drop · {} add",
+            d(Action::ToggleMode),
+            d(Action::DropFile),
+            d(Action::AddFile)
+        ),
+        PaneId::Map => format!(
+            "{} select · {} map text · {} rebuild",
+            d(Action::Down),
+            d(Action::ToggleMapText),
+            d(Action::RefreshMap)
+        ),
+        PaneId::Gauge => format!("{} per-file rows", d(Action::ToggleFileRows)),
+        PaneId::Review => format!(
+            "{} accept · {} reject · {} apply · {} back",
+            d(Action::Accept),
+            d(Action::Reject),
+            d(Action::Apply),
+            d(Action::Back)
+        ),
+    }
+}
+
+fn completion_popup(app: &mut App, buf: &mut Buffer) {
+    if app.focus != PaneId::Input {
+        return;
+    }
+    let Some(c) = app.panes.input.completion() else {
+        return;
+    };
+    let Some(&(_, input, _)) = app
+        .hits
+        .panes
+        .iter()
+        .find(|(id, _, _)| *id == PaneId::Input)
+    else {
+        return;
+    };
+    let theme = &app.theme;
+    let label_w = c
+        .items
+        .iter()
+        .map(|i| text::width(&i.label))
+        .max()
+        .unwrap_or(0);
+    let detail_w = c
+        .items
+        .iter()
+        .map(|i| text::width(&i.detail))
+        .max()
+        .unwrap_or(0);
+    let width = ((label_w + detail_w + 6) as u16).min(input.width.saturating_sub(4));
+    let height = (c.items.len() as u16 + 2).min(input.y);
+    if height < 3 {
+        return;
+    }
+    let popup = Rect::new(input.x + 2, input.y - height, width, height);
+    Clear.render(popup, buf);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_type(BorderType::Rounded)
+        .border_style(theme.border(true))
+        .style(theme.text());
+    let inner = block.inner(popup);
+    block.render(popup, buf);
+    for (row, (i, item)) in c
+        .items
+        .iter()
+        .enumerate()
+        .take(inner.height as usize)
+        .enumerate()
+    {
+        let y = inner.y + row as u16;
+        let label = format!("{:<label_w$}  ", item.label);
+        let mut line = Line::from(vec![
+            Span::styled(label, Style::new().fg(theme.c.inline_code)),
+            Span::styled(item.detail.clone(), theme.dim()),
+        ]);
+        if i == c.selected {
+            buf.set_style(Rect::new(inner.x, y, inner.width, 1), theme.selected());
+            line = line.patch_style(theme.selected());
+        }
+        buf.set_line(inner.x, y, &line, inner.width);
+    }
+}

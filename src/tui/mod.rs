@@ -1,0 +1,217 @@
+//! The full-screen workspace: chat, live budget gauge, files, repo map and hunk-by-hunk
+//! review, as one more consumer of the engine's `Event` stream (DESIGN.md §9).
+//!
+//! One tokio loop selects over terminal events (crossterm's `EventStream`), engine
+//! events and timers. Every state change comes from one of those; every user action
+//! leaves as an `Op`. Frames are drawn only when something changed: at once after a
+//! key (so typing never waits), and at most ~60 times a second while a reply streams.
+
+pub mod app;
+pub mod demo;
+pub mod fuzzy;
+pub mod highlight;
+pub mod keymap;
+pub mod layout;
+pub mod markdown;
+pub mod panes;
+pub mod terminal;
+pub mod text;
+pub mod theme;
+
+use std::future::Future;
+use std::io::{self, IsTerminal};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use crossterm::event::{Event as TermEvent, EventStream};
+use futures::StreamExt;
+use ratatui::Terminal;
+use ratatui::backend::{Backend, CrosstermBackend};
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
+
+pub use app::{App, AppConfig};
+pub use keymap::Keymap;
+pub use panes::PaneId;
+pub use panes::chat::Kind;
+pub use theme::Theme;
+
+use crate::engine::{EngineConfig, Event, Op};
+
+/// The shortest time between two frames while events stream in (~60 per second).
+pub const FRAME: Duration = Duration::from_millis(16);
+/// How long to wait for the engine to stop after the user quits.
+const SHUTDOWN_WAIT: Duration = Duration::from_secs(1);
+
+/// What the workspace opens with besides the engine's own state.
+#[derive(Debug, Default, Clone)]
+pub struct Options {
+    /// Sent as the first message (the demo's question).
+    pub submit: Option<String>,
+    /// Shown in the chat before anything else.
+    pub notices: Vec<(Kind, String)>,
+}
+
+/// Opens the workspace on a new engine and runs it until the user quits.
+pub async fn run(config: EngineConfig, options: Options) -> anyhow::Result<ExitCode> {
+    if !io::stdout().is_terminal() || !io::stdin().is_terminal() {
+        anyhow::bail!(
+            "the workspace needs a terminal; for scripts use `tern -m TEXT` (one headless turn)"
+        );
+    }
+    highlight::preload();
+    let mut notices = options.notices;
+    let (theme, theme_warning) = Theme::load(&config.settings.theme);
+    notices.extend(theme_warning.map(|w| (Kind::Warning, w)));
+    let (keymap, key_warnings) = Keymap::from_config(&config.settings.keys);
+    notices.extend(key_warnings.into_iter().map(|w| (Kind::Warning, w)));
+    let mut engine = crate::engine::spawn(config)?;
+    if let Some(text) = options.submit {
+        engine.ops.send(Op::Submit { text })?;
+    }
+    let mut app = App::new(AppConfig {
+        theme,
+        keymap,
+        notices,
+    });
+    let result = {
+        let _guard = terminal::enter()?;
+        let mut terminal = Terminal::new(CrosstermBackend::new(io::stdout()))?;
+        terminal.clear()?;
+        let mut input = forward_terminal_events();
+        run_loop(
+            &mut terminal,
+            &mut app,
+            &mut input,
+            &mut engine.events,
+            &engine.ops,
+            stop_signal(),
+        )
+        .await
+    };
+    let _ = engine.ops.send(Op::Shutdown);
+    if tokio::time::timeout(SHUTDOWN_WAIT, &mut engine.task)
+        .await
+        .is_err()
+    {
+        engine.task.abort();
+    }
+    tracing::info!("workspace closed");
+    result.map(|()| ExitCode::SUCCESS)
+}
+
+/// Terminal events, read on their own task so the loop can drain what is queued
+/// without polling crossterm's stream with a foreign waker.
+fn forward_terminal_events() -> UnboundedReceiver<io::Result<TermEvent>> {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        let mut stream = EventStream::new();
+        while let Some(event) = stream.next().await {
+            if tx.send(event).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// SIGTERM or SIGHUP: leave cleanly, restoring the terminal.
+async fn stop_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut hup)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::hangup()),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => tracing::info!("SIGTERM: closing"),
+        _ = hup.recv() => tracing::info!("SIGHUP: closing"),
+    }
+}
+
+/// The event loop, generic over the terminal backend, with terminal events from a
+/// channel, so tests and benchmarks can run it headless. Returns when the engine has
+/// exited after the user quit (or `stop` resolved), or when the engine goes away.
+pub async fn run_loop<B>(
+    terminal: &mut Terminal<B>,
+    app: &mut App,
+    input: &mut UnboundedReceiver<io::Result<TermEvent>>,
+    events: &mut UnboundedReceiver<Event>,
+    ops: &UnboundedSender<Op>,
+    stop: impl Future<Output = ()>,
+) -> anyhow::Result<()>
+where
+    B: Backend,
+    B::Error: Send + Sync + 'static,
+{
+    tokio::pin!(stop);
+    let mut stopped = false;
+    let mut dirty = true;
+    let mut urgent = true;
+    let mut last_draw: Option<Instant> = None;
+    let mut quit_by: Option<Instant> = None;
+    loop {
+        let now = Instant::now();
+        dirty |= app.tick(now);
+        for op in app.take_ops() {
+            if ops.send(op).is_err() {
+                return Ok(());
+            }
+        }
+        if app.quitting() && quit_by.is_none() {
+            quit_by = Some(now + SHUTDOWN_WAIT);
+        }
+        if app.exited() || quit_by.is_some_and(|t| now >= t) {
+            return Ok(());
+        }
+        let frame_due = last_draw.map_or(now, |t| t + FRAME);
+        if dirty && !stopped && (urgent || now >= frame_due) {
+            terminal.draw(|frame| app.draw(frame))?;
+            last_draw = Some(Instant::now());
+            dirty = false;
+            urgent = false;
+        }
+        let deadline = [app.next_deadline(), dirty.then_some(frame_due), quit_by]
+            .into_iter()
+            .flatten()
+            .min();
+        let sleep = async {
+            match deadline {
+                Some(at) => tokio::time::sleep_until(at.into()).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            biased;
+            event = input.recv() => match event {
+                Some(Ok(event)) => {
+                    app.handle_terminal(event);
+                    // Whatever else is already queued (a paste without bracketed paste,
+                    // key repeat) is handled before the frame.
+                    while let Ok(event) = input.try_recv() {
+                        app.handle_terminal(event?);
+                    }
+                    dirty = true;
+                    urgent = true;
+                }
+                Some(Err(e)) => return Err(e.into()),
+                None => app.quit(),
+            },
+            event = events.recv() => match event {
+                Some(event) => {
+                    app.handle_engine(event);
+                    while let Ok(event) = events.try_recv() {
+                        app.handle_engine(event);
+                    }
+                    dirty = true;
+                }
+                None => return Ok(()),
+            },
+            () = &mut stop, if !stopped => {
+                stopped = true;
+                app.quit();
+            }
+            () = sleep => {}
+        }
+    }
+}

@@ -1,0 +1,555 @@
+//! The conversation: user and assistant messages, notices, warnings, errors and command
+//! output, with a footer of tokens and cost after each reply.
+//!
+//! Rendering cost does not grow with the history: each message is laid out once per
+//! width (and again only when its text changes), and a frame lays out and draws only
+//! the messages it shows. The view is anchored at a (message, line) position, so
+//! scrolling never needs the height of the whole history.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+
+use super::{Cx, Draw, Pane};
+use crate::llm::{Finish, Usage};
+use crate::tui::keymap::Action;
+use crate::tui::markdown::{self, Blocks};
+use crate::tui::text::{self, thousands, wrap};
+use crate::tui::theme::Theme;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Kind {
+    User,
+    Assistant {
+        model: String,
+    },
+    Notice,
+    Warning,
+    Error,
+    /// A command's output (`/tokens`, `/help`), shown as preformatted text.
+    Output {
+        title: String,
+    },
+}
+
+impl Kind {
+    /// Small messages follow each other without a blank line between them.
+    fn is_small(&self) -> bool {
+        matches!(self, Kind::Notice | Kind::Warning | Kind::Error)
+    }
+}
+
+/// The line under a reply: what it cost and how it ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Footer {
+    pub text: String,
+    /// Set when the reply did not end normally.
+    pub warning: Option<String>,
+}
+
+impl Footer {
+    pub fn new(finish: &Finish, usage: Option<&Usage>, cost: f64, session_cost: f64) -> Footer {
+        let tokens = match usage {
+            Some(u) if u.cached_tokens > 0 => format!(
+                "↑ {} prompt ({} cached) · ↓ {} completion",
+                thousands(u.prompt_tokens),
+                thousands(u.cached_tokens),
+                thousands(u.completion_tokens)
+            ),
+            Some(u) => format!(
+                "↑ {} prompt · ↓ {} completion",
+                thousands(u.prompt_tokens),
+                thousands(u.completion_tokens)
+            ),
+            None => "the server reported no usage".to_string(),
+        };
+        let warning = match finish {
+            Finish::Stop => None,
+            Finish::Length => Some("the reply hit the model's output limit".to_string()),
+            Finish::CutOff(why) => Some(format!("cut off: {why}; the partial reply is kept")),
+            Finish::Cancelled => Some("interrupted; the partial reply is kept".to_string()),
+        };
+        Footer {
+            text: format!("{tokens} · ${cost:.4} · session ${session_cost:.4}"),
+            warning,
+        }
+    }
+}
+
+pub struct Message {
+    pub kind: Kind,
+    pub text: String,
+    /// Reasoning streamed separately by models that do so.
+    pub reasoning: String,
+    pub footer: Option<Footer>,
+    pub streaming: bool,
+    gap: bool,
+    /// Bumped on every change; the layout cache compares it.
+    version: u64,
+    layout: Option<Layout>,
+    blocks: Blocks,
+}
+
+struct Layout {
+    width: u16,
+    version: u64,
+    lines: Vec<Line<'static>>,
+}
+
+impl Message {
+    fn new(kind: Kind, text: String) -> Message {
+        Message {
+            kind,
+            text,
+            reasoning: String::new(),
+            footer: None,
+            streaming: false,
+            gap: true,
+            version: 0,
+            layout: None,
+            blocks: Blocks::default(),
+        }
+    }
+
+    fn touch(&mut self) {
+        self.version += 1;
+    }
+}
+
+/// A scroll request, applied at the next frame (when the width is known).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Jump {
+    Top,
+    Bottom,
+}
+
+pub struct ChatPane {
+    messages: Vec<Message>,
+    /// Keep the newest line in view.
+    follow: bool,
+    /// The first line shown: (message, line within its layout).
+    top: (usize, usize),
+    pending_scroll: i64,
+    jump: Option<Jump>,
+    /// Rows in the last frame, for page sizes.
+    page: u16,
+}
+
+impl Default for ChatPane {
+    fn default() -> Self {
+        ChatPane {
+            messages: Vec::new(),
+            follow: true,
+            top: (0, 0),
+            pending_scroll: 0,
+            jump: None,
+            page: 10,
+        }
+    }
+}
+
+impl ChatPane {
+    pub fn push(&mut self, kind: Kind, text: impl Into<String>) {
+        let gap = match self.messages.last() {
+            Some(last) => !(kind.is_small() && last.kind.is_small()),
+            None => false,
+        };
+        let mut message = Message::new(kind, text.into());
+        message.gap = gap;
+        self.messages.push(message);
+    }
+
+    pub fn messages(&self) -> &[Message] {
+        &self.messages
+    }
+
+    /// A turn began: the user's message (none for the engine's own turns) and an empty
+    /// reply that streams in.
+    pub fn begin_turn(&mut self, user_text: Option<&str>, model: &str) {
+        if let Some(text) = user_text {
+            self.push(Kind::User, text);
+        }
+        self.push(
+            Kind::Assistant {
+                model: model.to_string(),
+            },
+            "",
+        );
+        if let Some(reply) = self.messages.last_mut() {
+            reply.streaming = true;
+        }
+    }
+
+    fn streaming_reply(&mut self) -> Option<&mut Message> {
+        self.messages.iter_mut().rev().find(|m| m.streaming)
+    }
+
+    pub fn is_streaming(&self) -> bool {
+        self.messages.iter().rev().any(|m| m.streaming)
+    }
+
+    pub fn delta(&mut self, text: &str) {
+        if let Some(reply) = self.streaming_reply() {
+            reply.text.push_str(text);
+            reply.touch();
+        }
+    }
+
+    pub fn reasoning(&mut self, text: &str) {
+        if let Some(reply) = self.streaming_reply() {
+            reply.reasoning.push_str(text);
+            reply.touch();
+        }
+    }
+
+    /// The reply is complete: its final text (authoritative) and footer.
+    pub fn finish_turn(&mut self, reply_text: &str, footer: Footer) {
+        if let Some(reply) = self.streaming_reply() {
+            reply.text = reply_text.to_string();
+            reply.footer = Some(footer);
+            reply.streaming = false;
+            reply.touch();
+        }
+    }
+
+    /// The turn failed: an empty reply disappears, a partial one stays.
+    pub fn fail_turn(&mut self) {
+        if let Some(i) = self.messages.iter().rposition(|m| m.streaming) {
+            if self.messages[i].text.is_empty() && self.messages[i].reasoning.is_empty() {
+                self.messages.remove(i);
+                self.top.0 = self.top.0.min(self.messages.len().saturating_sub(1));
+            } else {
+                self.messages[i].streaming = false;
+                self.messages[i].touch();
+            }
+        }
+    }
+
+    pub fn is_following(&self) -> bool {
+        self.follow
+    }
+
+    fn height(&mut self, i: usize, width: u16, theme: &Theme) -> usize {
+        self.lines(i, width, theme).len()
+    }
+
+    fn lines(&mut self, i: usize, width: u16, theme: &Theme) -> &[Line<'static>] {
+        let message = &mut self.messages[i];
+        let fresh = message
+            .layout
+            .as_ref()
+            .is_some_and(|l| l.width == width && l.version == message.version);
+        if !fresh {
+            let lines = layout(message, width as usize, theme);
+            message.layout = Some(Layout {
+                width,
+                version: message.version,
+                lines,
+            });
+        }
+        &message.layout.as_ref().expect("just laid out").lines
+    }
+
+    /// The top position that shows the last line at the bottom of `height` rows.
+    fn bottom_top(&mut self, width: u16, height: usize, theme: &Theme) -> (usize, usize) {
+        let mut remaining = height;
+        for i in (0..self.messages.len()).rev() {
+            let h = self.height(i, width, theme);
+            if h >= remaining {
+                return (i, h - remaining);
+            }
+            remaining -= h;
+        }
+        (0, 0)
+    }
+
+    fn move_up(
+        &mut self,
+        mut pos: (usize, usize),
+        mut n: usize,
+        width: u16,
+        theme: &Theme,
+    ) -> (usize, usize) {
+        while n > 0 {
+            if pos.1 >= n {
+                pos.1 -= n;
+                break;
+            }
+            if pos.0 == 0 {
+                pos.1 = 0;
+                break;
+            }
+            n -= pos.1 + 1;
+            pos.0 -= 1;
+            pos.1 = self.height(pos.0, width, theme).saturating_sub(1);
+        }
+        pos
+    }
+
+    fn move_down(
+        &mut self,
+        mut pos: (usize, usize),
+        mut n: usize,
+        width: u16,
+        theme: &Theme,
+    ) -> (usize, usize) {
+        while n > 0 && pos.0 < self.messages.len() {
+            let h = self.height(pos.0, width, theme);
+            let left = h.saturating_sub(pos.1 + 1);
+            if left >= n {
+                pos.1 += n;
+                break;
+            }
+            if pos.0 + 1 >= self.messages.len() {
+                pos.1 = h.saturating_sub(1);
+                break;
+            }
+            n -= left + 1;
+            pos = (pos.0 + 1, 0);
+        }
+        pos
+    }
+
+    fn welcome(area: Rect, buf: &mut Buffer, theme: &Theme) {
+        let lines = [
+            Line::styled(
+                "tern",
+                Style::new().fg(theme.c.accent).add_modifier(Modifier::BOLD),
+            ),
+            Line::styled(
+                "Ask for a change, or a question about the code.",
+                theme.dim(),
+            ),
+            Line::default(),
+            Line::styled(
+                "/ commands   @ mention a file   Tab next pane   ? keys",
+                theme.dim(),
+            ),
+        ];
+        let top = area.y + area.height.saturating_sub(lines.len() as u16) / 2;
+        for (i, line) in lines.iter().enumerate() {
+            let w = line.width() as u16;
+            let x = area.x + area.width.saturating_sub(w) / 2;
+            if top + (i as u16) < area.bottom() {
+                buf.set_line(x, top + i as u16, line, area.width);
+            }
+        }
+    }
+}
+
+impl Pane for ChatPane {
+    fn title(&self) -> String {
+        "Chat".into()
+    }
+
+    fn actions(&self) -> &'static [Action] {
+        &[
+            Action::Up,
+            Action::Down,
+            Action::Top,
+            Action::Bottom,
+            Action::FocusInput,
+        ]
+    }
+
+    fn on_action(&mut self, action: Action, cx: &mut Cx<'_>) -> bool {
+        match action {
+            Action::Up => self.scroll(-1),
+            Action::Down => self.scroll(1),
+            Action::Top => self.jump = Some(Jump::Top),
+            Action::Bottom => self.jump = Some(Jump::Bottom),
+            Action::FocusInput => cx.effect(super::Effect::Focus(super::PaneId::Input)),
+            _ => return false,
+        }
+        true
+    }
+
+    fn scroll(&mut self, lines: i32) {
+        self.pending_scroll += lines as i64;
+    }
+
+    fn render(&mut self, area: Rect, buf: &mut Buffer, draw: &Draw<'_>) {
+        let theme = draw.theme;
+        self.page = area.height;
+        if area.width == 0 || area.height == 0 {
+            return;
+        }
+        if self.messages.is_empty() {
+            ChatPane::welcome(area, buf, theme);
+            return;
+        }
+        let (width, height) = (area.width, area.height as usize);
+        match self.jump.take() {
+            Some(Jump::Top) => {
+                self.follow = false;
+                self.top = (0, 0);
+                self.pending_scroll = 0;
+            }
+            Some(Jump::Bottom) => {
+                self.follow = true;
+                self.pending_scroll = 0;
+            }
+            None => {}
+        }
+        let bottom = self.bottom_top(width, height, theme);
+        if self.follow {
+            self.top = bottom;
+        }
+        let scroll = std::mem::take(&mut self.pending_scroll);
+        if scroll < 0 {
+            self.follow = false;
+            self.top = self.move_up(self.top, scroll.unsigned_abs() as usize, width, theme);
+        } else if scroll > 0 {
+            self.top = self.move_down(self.top, scroll as usize, width, theme);
+        }
+        self.top.0 = self.top.0.min(self.messages.len() - 1);
+        if self.top >= bottom {
+            self.follow = true;
+            self.top = bottom;
+        }
+        let (mut i, mut line) = self.top;
+        let mut y = 0;
+        while y < height && i < self.messages.len() {
+            let lines = self.lines(i, width, theme);
+            for l in lines.iter().skip(line) {
+                if y >= height {
+                    break;
+                }
+                buf.set_line(area.x, area.y + y as u16, l, width);
+                y += 1;
+            }
+            i += 1;
+            line = 0;
+        }
+        if !self.follow {
+            let badge = " ↓ more below · pgdn ";
+            let w = text::width(badge) as u16;
+            if area.width > w {
+                buf.set_string(
+                    area.right() - w,
+                    area.bottom() - 1,
+                    badge,
+                    Style::new().fg(theme.c.bg).bg(theme.c.accent),
+                );
+            }
+        }
+    }
+}
+
+/// One message as lines of `width` columns, with its leading blank line if it has one.
+fn layout(m: &mut Message, width: usize, theme: &Theme) -> Vec<Line<'static>> {
+    let mut out = Vec::new();
+    if m.gap {
+        out.push(Line::default());
+    }
+    let plain = |text: &str, style: Style| -> Vec<Span<'static>> {
+        vec![Span::styled(text.to_string(), style)]
+    };
+    match &m.kind {
+        Kind::User => {
+            let bar = Span::styled("▌ ", Style::new().fg(theme.c.user));
+            let style = Style::new().fg(theme.c.user).add_modifier(Modifier::BOLD);
+            for line in m.text.split('\n') {
+                out.extend(wrap(
+                    &plain(line, style),
+                    width,
+                    std::slice::from_ref(&bar),
+                    std::slice::from_ref(&bar),
+                ));
+            }
+        }
+        Kind::Assistant { model } => {
+            out.push(Line::from(vec![
+                Span::styled("◆ ", Style::new().fg(theme.c.assistant)),
+                Span::styled(
+                    model.clone(),
+                    Style::new()
+                        .fg(theme.c.assistant)
+                        .add_modifier(Modifier::BOLD),
+                ),
+            ]));
+            if !m.reasoning.is_empty() {
+                let style = Style::new().fg(theme.c.dim).add_modifier(Modifier::ITALIC);
+                let bar = Span::styled("┊ ", theme.dim());
+                for line in m.reasoning.trim_end().split('\n') {
+                    out.extend(wrap(
+                        &plain(line, style),
+                        width,
+                        std::slice::from_ref(&bar),
+                        std::slice::from_ref(&bar),
+                    ));
+                }
+            }
+            if m.text.is_empty() && m.streaming {
+                out.push(Line::styled("…", theme.dim()));
+            } else {
+                out.extend(markdown::render_blocks(
+                    &m.text,
+                    width,
+                    theme,
+                    &mut m.blocks,
+                ));
+            }
+            if let Some(footer) = &m.footer {
+                if let Some(warning) = &footer.warning {
+                    let style = Style::new().fg(theme.c.warning);
+                    out.extend(wrap(
+                        &plain(warning, style),
+                        width,
+                        &[Span::styled("⚠ ", style)],
+                        &[Span::raw("  ")],
+                    ));
+                }
+                out.extend(wrap(&plain(&footer.text, theme.dim()), width, &[], &[]));
+            }
+        }
+        Kind::Notice => out.extend(marked(
+            &m.text,
+            "· ",
+            Style::new().fg(theme.c.notice),
+            width,
+        )),
+        Kind::Warning => out.extend(marked(
+            &m.text,
+            "⚠ ",
+            Style::new().fg(theme.c.warning),
+            width,
+        )),
+        Kind::Error => out.extend(marked(&m.text, "✗ ", Style::new().fg(theme.c.error), width)),
+        Kind::Output { title } => {
+            out.push(Line::styled(
+                format!("▸ {title}"),
+                Style::new().fg(theme.c.accent).add_modifier(Modifier::BOLD),
+            ));
+            let style = Style::new().fg(theme.c.fg);
+            for line in m.text.trim_end().split('\n') {
+                out.extend(wrap(
+                    &plain(line, style),
+                    width,
+                    &[Span::raw("  ")],
+                    &[Span::raw("  ")],
+                ));
+            }
+        }
+    }
+    out
+}
+
+fn marked(text: &str, mark: &'static str, style: Style, width: usize) -> Vec<Line<'static>> {
+    let mut out = Vec::new();
+    for (n, line) in text.trim_end().split('\n').enumerate() {
+        let first = if n == 0 {
+            Span::styled(mark, style)
+        } else {
+            Span::raw("  ")
+        };
+        out.extend(wrap(
+            &[Span::styled(line.to_string(), style)],
+            width,
+            &[first],
+            &[Span::raw("  ")],
+        ));
+    }
+    out
+}

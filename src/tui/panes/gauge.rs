@@ -1,0 +1,463 @@
+//! The budget gauge: the whole input window as one stacked bar (a segment per request
+//! section, the reserved output, the free space), a legend with tokens and percentages,
+//! the history sub-budget with its checkpoint and swap marks, and what the last request
+//! really cost.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+
+use super::{Cx, Draw, Pane};
+use crate::context::{BudgetReport, HistoryStatus, Section};
+use crate::tui::keymap::Action;
+use crate::tui::text::{self, thousands};
+use crate::tui::theme::Theme;
+
+#[derive(Default)]
+pub struct GaugePane {
+    report: Option<BudgetReport>,
+    /// The latest history status (from the report or a `History` event).
+    history: Option<HistoryStatus>,
+    show_files: bool,
+    scroll: usize,
+}
+
+/// One segment of the bar.
+struct Segment {
+    tokens: usize,
+    color: Color,
+    glyph: char,
+}
+
+impl GaugePane {
+    pub fn set_report(&mut self, report: BudgetReport) {
+        self.history = Some(report.history.clone());
+        self.report = Some(report);
+    }
+
+    pub fn set_history(&mut self, history: HistoryStatus) {
+        self.history = Some(history);
+    }
+
+    pub fn report(&self) -> Option<&BudgetReport> {
+        self.report.as_ref()
+    }
+
+    fn segments(report: &BudgetReport, theme: &Theme) -> Vec<Segment> {
+        let mut out: Vec<Segment> = report
+            .sections
+            .iter()
+            .filter(|s| s.tokens > 0)
+            .map(|s| Segment {
+                tokens: s.tokens,
+                color: section_color(s.section, theme),
+                glyph: '█',
+            })
+            .collect();
+        let free = report
+            .window
+            .saturating_sub(report.total + report.reserved_output);
+        out.push(Segment {
+            tokens: free,
+            color: theme.c.free,
+            glyph: '░',
+        });
+        out.push(Segment {
+            tokens: report.reserved_output,
+            color: theme.c.reserved,
+            glyph: '▒',
+        });
+        out
+    }
+
+    /// The stacked bar in `width` cells.
+    fn bar(report: &BudgetReport, theme: &Theme, width: usize) -> Line<'static> {
+        let segments = GaugePane::segments(report, theme);
+        let cells = allocate(
+            &segments.iter().map(|s| s.tokens).collect::<Vec<_>>(),
+            width,
+        );
+        Line::from(
+            segments
+                .iter()
+                .zip(cells)
+                .filter(|(_, n)| *n > 0)
+                .map(|(s, n)| text::repeat(s.glyph, n, Style::new().fg(s.color)))
+                .collect::<Vec<_>>(),
+        )
+    }
+
+    /// A one-line gauge for the status line: the bar and the fill.
+    pub fn mini(&self, theme: &Theme, width: usize) -> Line<'static> {
+        let Some(report) = &self.report else {
+            return Line::default();
+        };
+        let pct = format!(" {:.0}%", 100.0 * report.fill());
+        let mut line = GaugePane::bar(report, theme, width.saturating_sub(pct.len()));
+        line.spans.push(Span::styled(
+            pct,
+            Style::new()
+                .fg(theme.fill(report.fill()))
+                .add_modifier(Modifier::BOLD),
+        ));
+        line
+    }
+
+    fn lines(&self, theme: &Theme, width: usize) -> Vec<Line<'static>> {
+        let Some(report) = &self.report else {
+            return vec![Line::styled("waiting for the engine…", theme.dim())];
+        };
+        let approx = if report.estimate { "≈" } else { "" };
+        let fill = report.fill();
+        let fill_style = Style::new()
+            .fg(theme.fill(fill))
+            .add_modifier(Modifier::BOLD);
+        let mut out = Vec::new();
+        out.push(Line::from(vec![
+            Span::styled(format!("{approx}{}", thousands(report.total)), fill_style),
+            Span::styled(
+                format!(" of {} tokens · ", thousands(report.window)),
+                theme.dim(),
+            ),
+            Span::styled(format!("{:.1}%", 100.0 * fill), fill_style),
+        ]));
+        out.push(GaugePane::bar(report, theme, width));
+        out.push(marks(fill, theme, width));
+        if !report.known_model {
+            let warn = Style::new().fg(theme.c.warning);
+            out.extend(text::wrap(
+                &[Span::styled(
+                    format!(
+                        "unknown model {}: window assumed {}; set --context-window",
+                        report.model,
+                        thousands(report.window)
+                    ),
+                    warn,
+                )],
+                width,
+                &[Span::styled("⚠ ", warn)],
+                &[Span::raw("  ")],
+            ));
+        }
+        if report.estimate {
+            out.push(Line::styled(
+                format!("≈ counts estimated with {}", report.encoding),
+                theme.dim(),
+            ));
+        }
+        out.push(Line::default());
+        let label_width = width.saturating_sub(18).clamp(6, 18);
+        // `counted`: the number comes from the tokenizer (so it is "≈" for estimates);
+        // the reserve is a setting.
+        let row =
+            |label: &str, tokens: usize, color: Color, glyph: &str, indent: bool, counted: bool| {
+                let approx = if counted { approx } else { "" };
+                let pct = 100.0 * tokens as f64 / report.window.max(1) as f64;
+                let label = if indent {
+                    format!("  {}", text::truncate_left(label, label_width - 2))
+                } else {
+                    text::truncate(label, label_width)
+                };
+                Line::from(vec![
+                    Span::styled(format!("{glyph} "), Style::new().fg(color)),
+                    Span::styled(
+                        format!("{label:<label_width$}"),
+                        Style::new().fg(theme.c.fg),
+                    ),
+                    Span::styled(
+                        format!("{:>9}", format!("{approx}{}", thousands(tokens))),
+                        Style::new().fg(theme.c.fg),
+                    ),
+                    Span::styled(format!(" {pct:>5.1}%"), theme.dim()),
+                ])
+            };
+        for s in &report.sections {
+            if s.tokens == 0 && s.section != Section::Cur {
+                continue;
+            }
+            out.push(row(
+                s.label,
+                s.tokens,
+                section_color(s.section, theme),
+                "■",
+                false,
+                true,
+            ));
+            if self.show_files {
+                for f in report.files.iter().filter(|f| f.section == s.section) {
+                    out.push(row(
+                        &f.path,
+                        f.tokens,
+                        section_color(s.section, theme),
+                        " ",
+                        true,
+                        true,
+                    ));
+                }
+            }
+        }
+        out.push(row(
+            "reserved output",
+            report.reserved_output,
+            theme.c.reserved,
+            "▒",
+            false,
+            false,
+        ));
+        let free = report
+            .window
+            .saturating_sub(report.total + report.reserved_output);
+        out.push(row("free", free, theme.c.free, "░", false, true));
+        if report.remaining < 0 {
+            let style = Style::new().fg(theme.c.danger).add_modifier(Modifier::BOLD);
+            out.push(Line::styled(
+                format!(
+                    "over the limit by {}: drop files or /clear",
+                    thousands(report.remaining.unsigned_abs() as usize)
+                ),
+                style,
+            ));
+        } else {
+            out.push(Line::styled(
+                format!(
+                    "{} left before the limit",
+                    thousands(report.remaining as usize)
+                ),
+                theme.dim(),
+            ));
+        }
+        match &report.last_usage {
+            Some(u) => {
+                let mut spans = vec![
+                    Span::styled("last ", theme.dim()),
+                    Span::styled(
+                        format!(
+                            "↑{} ↓{}",
+                            thousands(u.prompt_tokens),
+                            thousands(u.completion_tokens)
+                        ),
+                        Style::new().fg(theme.c.fg),
+                    ),
+                ];
+                if u.cached_tokens > 0 {
+                    spans.push(Span::styled(
+                        format!(" · {} cached", thousands(u.cached_tokens)),
+                        Style::new().fg(theme.c.ok),
+                    ));
+                }
+                out.push(Line::from(spans));
+            }
+            None => out.push(Line::styled("no request yet", theme.dim())),
+        }
+        out.push(Line::from(vec![
+            Span::styled("cost ", theme.dim()),
+            Span::styled(
+                format!("${:.4}", report.last_cost),
+                Style::new().fg(theme.c.fg),
+            ),
+            Span::styled(" · session ", theme.dim()),
+            Span::styled(
+                format!("${:.4}", report.session_cost),
+                Style::new().fg(theme.c.fg),
+            ),
+        ]));
+        if let Some(h) = self.history.as_ref().filter(|h| h.budget > 0) {
+            out.push(Line::default());
+            out.extend(history_lines(h, theme, width));
+        }
+        out
+    }
+}
+
+/// Under the bar: the fill in its colour, and ticks where the colour changes.
+fn marks(fill: f64, theme: &Theme, width: usize) -> Line<'static> {
+    let filled = ((fill.min(1.0) * width as f64).round() as usize).min(width);
+    let tick = |f: f64| ((f * width as f64).round() as usize).min(width.saturating_sub(1));
+    let (t60, t85) = (tick(0.60), tick(0.85));
+    let mut spans = Vec::new();
+    for i in 0..width {
+        let (c, style) = if i < filled {
+            (
+                '▔',
+                Style::new().fg(theme.fill(i as f64 / width.max(1) as f64)),
+            )
+        } else if i == t60 || i == t85 {
+            ('╵', theme.dim())
+        } else {
+            (' ', Style::new())
+        };
+        spans.push(Span::styled(c.to_string(), style));
+    }
+    Line::from(spans)
+}
+
+/// The history sub-budget: tokens of budget, a bar with the checkpoint and swap marks,
+/// and the summarizer's phase.
+fn history_lines(h: &HistoryStatus, theme: &Theme, width: usize) -> Vec<Line<'static>> {
+    let fraction = h.tokens as f64 / h.budget.max(1) as f64;
+    let color = theme.fill(fraction);
+    let mut head = vec![
+        Span::styled(
+            "history ",
+            Style::new()
+                .fg(theme.c.history)
+                .add_modifier(Modifier::BOLD),
+        ),
+        Span::styled(
+            format!("{} / {}", thousands(h.tokens), thousands(h.budget)),
+            Style::new().fg(color),
+        ),
+        Span::styled(format!(" · {}", h.phase.label()), theme.dim()),
+    ];
+    if h.summaries > 0 {
+        head.push(Span::styled(
+            format!(
+                " · {} summar{}",
+                h.summaries,
+                if h.summaries == 1 { "y" } else { "ies" }
+            ),
+            theme.dim(),
+        ));
+    }
+    let cells = width.max(4);
+    let pos = |tokens: usize| {
+        ((tokens as f64 / h.budget.max(1) as f64 * cells as f64).round() as usize).min(cells - 1)
+    };
+    let filled = ((fraction.min(1.0) * cells as f64).round() as usize).min(cells);
+    let (checkpoint, swap) = (pos(h.checkpoint_mark), pos(h.swap_mark));
+    let mut bar = Vec::new();
+    for i in 0..cells {
+        let span = if i == checkpoint || i == swap {
+            Span::styled(
+                "┃",
+                Style::new()
+                    .fg(if i < filled { color } else { theme.c.dim })
+                    .add_modifier(Modifier::BOLD),
+            )
+        } else if i < filled {
+            Span::styled("━", Style::new().fg(color))
+        } else {
+            Span::styled("─", Style::new().fg(theme.c.free))
+        };
+        bar.push(span);
+    }
+    let mut legend = format!(
+        "checkpoint {} · swap {}",
+        thousands(h.checkpoint_mark),
+        thousands(h.swap_mark)
+    );
+    if h.summary_tokens > 0 {
+        legend.push_str(&format!(" · summary {}", thousands(h.summary_tokens)));
+    }
+    vec![
+        Line::from(head),
+        Line::from(bar),
+        Line::styled(text::truncate(&legend, width), theme.dim()),
+    ]
+}
+
+pub fn section_color(section: Section, theme: &Theme) -> Color {
+    match section {
+        Section::System => theme.c.system,
+        Section::Examples => theme.c.examples,
+        Section::ReadonlyFiles => theme.c.readonly_files,
+        Section::Repo => theme.c.repo_map,
+        Section::Done => theme.c.history,
+        Section::ChatFiles => theme.c.editable_files,
+        Section::ReviewDiff => theme.c.review_diff,
+        Section::Cur => theme.c.current,
+        Section::Reminder => theme.c.reminder,
+    }
+}
+
+/// Splits `cells` among `values` in proportion (largest remainder), giving every
+/// non-zero value at least one cell when there is room: a 200-token system prompt in a
+/// 200k window must still be visible.
+pub fn allocate(values: &[usize], cells: usize) -> Vec<usize> {
+    let total: usize = values.iter().sum();
+    let mut out = vec![0; values.len()];
+    if total == 0 || cells == 0 {
+        return out;
+    }
+    let nonzero = values.iter().filter(|v| **v > 0).count();
+    let min_one = nonzero <= cells;
+    let mut remainders = Vec::with_capacity(values.len());
+    for (i, v) in values.iter().enumerate() {
+        let exact = *v as f64 * cells as f64 / total as f64;
+        out[i] = exact.floor() as usize;
+        if min_one && *v > 0 && out[i] == 0 {
+            out[i] = 1;
+        }
+        remainders.push((exact - exact.floor(), i));
+    }
+    let mut used: usize = out.iter().sum();
+    // Too many cells (from the minimums): take from the largest.
+    while used > cells {
+        let largest = (0..out.len()).max_by_key(|i| out[*i]).unwrap_or(0);
+        out[largest] -= 1;
+        used -= 1;
+    }
+    remainders.sort_by(|a, b| b.0.total_cmp(&a.0));
+    for (_, i) in remainders.iter().cycle().take(cells.saturating_sub(used)) {
+        out[*i] += 1;
+    }
+    out
+}
+
+impl Pane for GaugePane {
+    fn title(&self) -> String {
+        match &self.report {
+            Some(r) => format!("Budget · {}", r.model),
+            None => "Budget".into(),
+        }
+    }
+
+    fn actions(&self) -> &'static [Action] {
+        &[Action::ToggleFileRows, Action::Up, Action::Down]
+    }
+
+    fn on_action(&mut self, action: Action, _cx: &mut Cx<'_>) -> bool {
+        match action {
+            Action::ToggleFileRows => self.show_files = !self.show_files,
+            Action::Up => self.scroll(-1),
+            Action::Down => self.scroll(1),
+            _ => return false,
+        }
+        true
+    }
+
+    fn scroll(&mut self, lines: i32) {
+        self.scroll = (self.scroll as i64 + lines as i64).max(0) as usize;
+    }
+
+    fn render(&mut self, area: Rect, buf: &mut Buffer, draw: &Draw<'_>) {
+        let lines = self.lines(draw.theme, area.width as usize);
+        self.scroll = self
+            .scroll
+            .min(lines.len().saturating_sub(area.height as usize));
+        super::draw_lines(area, buf, &lines[self.scroll..]);
+    }
+}
+
+/// Rows the gauge needs to show everything at `width`.
+pub fn wanted_rows(pane: &GaugePane, theme: &Theme, width: u16) -> u16 {
+    pane.lines(theme, width as usize).len() as u16
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allocation_is_proportional_exact_and_keeps_small_sections() {
+        assert_eq!(allocate(&[50, 50], 10), [5, 5]);
+        assert_eq!(allocate(&[1, 999_999], 10), [1, 9]);
+        assert_eq!(allocate(&[0, 3, 0], 7), [0, 7, 0]);
+        let cells = allocate(&[812, 1204, 3000, 100_000, 16_384], 37);
+        assert_eq!(cells.iter().sum::<usize>(), 37);
+        assert!(cells.iter().all(|c| *c >= 1));
+        assert_eq!(allocate(&[1, 1, 1], 2).iter().sum::<usize>(), 2);
+        assert_eq!(allocate(&[], 5), Vec::<usize>::new());
+    }
+}

@@ -1,0 +1,108 @@
+//! `?`: the keys of the focused pane, then the keys that work everywhere, as bound in
+//! the current keymap.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Widget};
+
+use crate::tui::keymap::{self, Action, Keymap};
+use crate::tui::theme::Theme;
+
+/// Editing keys of the message box, which are not remappable actions.
+const EDITING: &[(&str, &str)] = &[
+    ("ctrl-a / ctrl-e", "start / end of the line"),
+    ("ctrl-u / ctrl-k", "delete to the start / end of the line"),
+    ("ctrl-w", "delete the word before the cursor"),
+    ("alt-b / alt-f", "word left / right"),
+];
+
+/// The help lines for a pane titled `title` with `actions`.
+pub fn lines(
+    title: &str,
+    actions: &[Action],
+    editing: bool,
+    keymap: &Keymap,
+    theme: &Theme,
+) -> Vec<Line<'static>> {
+    let head = Style::new().fg(theme.c.accent).add_modifier(Modifier::BOLD);
+    let key = Style::new().fg(theme.c.inline_code);
+    let row = |keys: String, help: &str| {
+        Line::from(vec![
+            Span::styled(format!("  {keys:<18}"), key),
+            Span::styled(help.to_string(), Style::new().fg(theme.c.fg)),
+        ])
+    };
+    let mut out = vec![Line::styled(title.to_string(), head)];
+    for action in actions {
+        out.push(row(keymap.describe(*action), keymap::spec_of(*action).help));
+    }
+    if editing {
+        for (keys, help) in EDITING {
+            out.push(row(keys.to_string(), help));
+        }
+    }
+    out.push(Line::default());
+    out.push(Line::styled("Everywhere", head));
+    for action in keymap::GLOBAL {
+        out.push(row(keymap.describe(*action), keymap::spec_of(*action).help));
+    }
+    out.push(row(
+        "mouse".into(),
+        "click focuses, the wheel scrolls; shift-drag selects text",
+    ));
+    out.push(Line::default());
+    out.push(Line::styled(
+        "Rebind any key in [keys] of the config: accept = \"y space\"",
+        theme.dim(),
+    ));
+    out
+}
+
+/// Draws the help popup centred in `area`, from line `scroll` on; returns the scroll
+/// clamped to what can be shown.
+pub fn render(
+    lines: &[Line<'static>],
+    scroll: usize,
+    area: Rect,
+    buf: &mut Buffer,
+    theme: &Theme,
+) -> usize {
+    let width = (lines.iter().map(Line::width).max().unwrap_or(20) as u16 + 4).min(area.width);
+    let height = (lines.len() as u16 + 2).min(area.height);
+    let popup = Rect::new(
+        area.x + (area.width - width) / 2,
+        area.y + (area.height - height) / 2,
+        width,
+        height,
+    );
+    let rows = height.saturating_sub(2) as usize;
+    let scroll = scroll.min(lines.len().saturating_sub(rows));
+    let more = lines.len() > scroll + rows;
+    Clear.render(popup, buf);
+    let mut block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.border(true))
+        .title(Span::styled(" Keys · esc closes ", theme.border(true)))
+        .style(theme.text());
+    if more {
+        block = block.title_bottom(Span::styled(" ↓ more (j/↓) ", theme.border(true)));
+    }
+    let inner = block.inner(popup);
+    block.render(popup, buf);
+    for (y, line) in lines
+        .iter()
+        .skip(scroll)
+        .take(inner.height as usize)
+        .enumerate()
+    {
+        buf.set_line(
+            inner.x + 1,
+            inner.y + y as u16,
+            line,
+            inner.width.saturating_sub(1),
+        );
+    }
+    scroll
+}

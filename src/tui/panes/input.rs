@@ -1,0 +1,699 @@
+//! The message box: multiline editing with soft wrap, input history, completion of
+//! `/commands` (and their file or model arguments) and `@file` mentions, and pastes
+//! of any size.
+
+use std::sync::Arc;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::buffer::Buffer;
+use ratatui::layout::{Position, Rect};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+
+use super::{Cx, Draw, Pane};
+use crate::engine::Op;
+use crate::engine::commands;
+use crate::tui::fuzzy;
+use crate::tui::keymap::Action;
+use crate::tui::text::{self, char_width};
+
+/// Completions shown at most.
+pub const MAX_COMPLETIONS: usize = 8;
+
+/// One completion: what replaces the word, and how the popup shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Item {
+    pub insert: String,
+    pub label: String,
+    pub detail: String,
+}
+
+/// The open completion popup.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Completion {
+    /// The byte range of the word being completed.
+    pub start: usize,
+    pub end: usize,
+    pub items: Vec<Item>,
+    pub selected: usize,
+}
+
+#[derive(Default)]
+pub struct InputPane {
+    text: String,
+    /// Byte offset of the cursor.
+    cursor: usize,
+    history: Vec<String>,
+    /// Position while browsing history, and the draft it replaced.
+    browsing: Option<(usize, String)>,
+    completion: Option<Completion>,
+    /// The text at which the user closed the popup: it stays closed until the text
+    /// changes.
+    dismissed: Option<String>,
+    /// Set on every edit; the app turns it into a debounced `Op::Draft`.
+    changed: bool,
+    repo_files: Arc<Vec<String>>,
+    chat_files: Vec<String>,
+    /// First visual row shown.
+    scroll: usize,
+    /// Width of the last frame, for moving between visual rows.
+    width: u16,
+    cursor_at: Option<Position>,
+}
+
+impl InputPane {
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.text.is_empty()
+    }
+
+    pub fn set_text(&mut self, text: &str) {
+        self.text = text.to_string();
+        self.cursor = self.text.len();
+        self.edited();
+    }
+
+    pub fn clear(&mut self) {
+        self.set_text("");
+        self.browsing = None;
+    }
+
+    pub fn set_repo_files(&mut self, files: Arc<Vec<String>>) {
+        self.repo_files = files;
+        self.refresh_completion();
+    }
+
+    pub fn set_chat_files(&mut self, files: Vec<String>) {
+        self.chat_files = files;
+    }
+
+    /// True once after each edit.
+    pub fn take_changed(&mut self) -> bool {
+        std::mem::take(&mut self.changed)
+    }
+
+    pub fn completion(&self) -> Option<&Completion> {
+        self.completion.as_ref()
+    }
+
+    /// Inserts pasted text: line endings normalized, control characters dropped.
+    pub fn paste(&mut self, pasted: &str) {
+        let clean: String = pasted
+            .replace("\r\n", "\n")
+            .replace('\r', "\n")
+            .chars()
+            .filter(|c| !c.is_control() || *c == '\n' || *c == '\t')
+            .collect();
+        self.insert(&clean);
+    }
+
+    fn insert(&mut self, s: &str) {
+        self.text.insert_str(self.cursor, s);
+        self.cursor += s.len();
+        self.edited();
+    }
+
+    fn edited(&mut self) {
+        self.changed = true;
+        self.refresh_completion();
+    }
+
+    fn submit(&mut self, cx: &mut Cx<'_>) {
+        if self.text.trim().is_empty() {
+            return;
+        }
+        let text = std::mem::take(&mut self.text).trim_end().to_string();
+        if self.history.last() != Some(&text) {
+            self.history.push(text.clone());
+        }
+        self.browsing = None;
+        self.cursor = 0;
+        self.scroll = 0;
+        self.edited();
+        cx.send(Op::Submit { text });
+    }
+
+    fn history_prev(&mut self) {
+        if self.history.is_empty() {
+            return;
+        }
+        let (index, draft) = match self.browsing.take() {
+            Some((0, draft)) => (0, draft),
+            Some((i, draft)) => (i - 1, draft),
+            None => (self.history.len() - 1, self.text.clone()),
+        };
+        self.text = self.history[index].clone();
+        self.browsing = Some((index, draft));
+        self.cursor = self.text.len();
+        self.edited();
+    }
+
+    fn history_next(&mut self) {
+        let Some((index, draft)) = self.browsing.take() else {
+            return;
+        };
+        if index + 1 < self.history.len() {
+            self.text = self.history[index + 1].clone();
+            self.browsing = Some((index + 1, draft));
+        } else {
+            self.text = draft;
+        }
+        self.cursor = self.text.len();
+        self.edited();
+    }
+
+    fn prev_boundary(&self, at: usize) -> usize {
+        self.text[..at]
+            .char_indices()
+            .next_back()
+            .map_or(0, |(i, _)| i)
+    }
+
+    fn next_boundary(&self, at: usize) -> usize {
+        self.text[at..]
+            .chars()
+            .next()
+            .map_or(at, |c| at + c.len_utf8())
+    }
+
+    fn word_left(&self, at: usize) -> usize {
+        let before = &self.text[..at];
+        let trimmed = before.trim_end_matches(|c: char| c.is_whitespace());
+        trimmed
+            .rfind(|c: char| c.is_whitespace())
+            .map_or(0, |i| i + 1)
+    }
+
+    fn word_right(&self, at: usize) -> usize {
+        let after = &self.text[at..];
+        let skip_space = after.len() - after.trim_start().len();
+        let rest = &after[skip_space..];
+        at + skip_space + rest.find(char::is_whitespace).unwrap_or(rest.len())
+    }
+
+    fn line_start(&self, at: usize) -> usize {
+        self.text[..at].rfind('\n').map_or(0, |i| i + 1)
+    }
+
+    fn line_end(&self, at: usize) -> usize {
+        self.text[at..]
+            .find('\n')
+            .map_or(self.text.len(), |i| at + i)
+    }
+
+    fn delete_range(&mut self, from: usize, to: usize) {
+        if from < to {
+            self.text.replace_range(from..to, "");
+            self.cursor = from;
+            self.edited();
+        }
+    }
+
+    /// Rows of the soft-wrapped text at `width` columns: byte ranges.
+    fn rows(&self, width: usize) -> Vec<(usize, usize)> {
+        let width = width.max(2);
+        let mut rows = Vec::new();
+        let mut start = 0;
+        for line in self.text.split('\n') {
+            let mut row_start = start;
+            let mut used = 0;
+            for (i, c) in line.char_indices() {
+                let w = char_width(c);
+                if used + w > width {
+                    rows.push((row_start, start + i));
+                    row_start = start + i;
+                    used = 0;
+                }
+                used += w;
+            }
+            rows.push((row_start, start + line.len()));
+            start += line.len() + 1;
+        }
+        rows
+    }
+
+    /// The cursor's visual row and column.
+    fn cursor_cell(&self, rows: &[(usize, usize)]) -> (usize, usize) {
+        let row = rows
+            .iter()
+            .rposition(|(s, _)| *s <= self.cursor)
+            .unwrap_or(0);
+        let (start, _) = rows[row];
+        (row, text::width(&self.text[start..self.cursor]))
+    }
+
+    /// Moves the cursor one visual row up or down; false at the first / last row.
+    fn move_row(&mut self, delta: i32) -> bool {
+        let rows = self.rows(self.text_width());
+        let (row, col) = self.cursor_cell(&rows);
+        let target = row as i64 + delta as i64;
+        if target < 0 || target >= rows.len() as i64 {
+            return false;
+        }
+        let (start, end) = rows[target as usize];
+        let mut at = start;
+        let mut used = 0;
+        for (i, c) in self.text[start..end].char_indices() {
+            if used + char_width(c) > col {
+                break;
+            }
+            used += char_width(c);
+            at = start + i + c.len_utf8();
+        }
+        self.cursor = at;
+        true
+    }
+
+    fn text_width(&self) -> usize {
+        if self.width == 0 {
+            // Not drawn yet: no wrapping.
+            return usize::MAX / 2;
+        }
+        (self.width as usize).saturating_sub(PROMPT_WIDTH).max(2)
+    }
+
+    /// Rows the box wants at `width` columns (without its border).
+    pub fn wanted_rows(&self, width: u16) -> u16 {
+        let text_width = (width as usize).saturating_sub(PROMPT_WIDTH).max(2);
+        self.rows(text_width).len() as u16
+    }
+
+    fn refresh_completion(&mut self) {
+        if self.dismissed.as_deref() == Some(self.text.as_str()) {
+            self.completion = None;
+            return;
+        }
+        self.dismissed = None;
+        let previous = self.completion.take();
+        self.completion = self.complete();
+        if let (Some(new), Some(old)) = (&mut self.completion, previous)
+            && let Some(i) = new
+                .items
+                .iter()
+                .position(|it| Some(it) == old.items.get(old.selected))
+        {
+            new.selected = i;
+        }
+    }
+
+    /// What the word under the cursor can complete to.
+    fn complete(&self) -> Option<Completion> {
+        let before = &self.text[..self.cursor];
+        let start = before
+            .rfind(|c: char| c.is_whitespace())
+            .map_or(0, |i| i + 1);
+        let end = self.cursor
+            + self.text[self.cursor..]
+                .find(char::is_whitespace)
+                .unwrap_or(self.text.len() - self.cursor);
+        let word = &self.text[start..self.cursor];
+        let items: Vec<Item> = if start == 0 && word.starts_with('/') && !self.text.contains('\n') {
+            commands::complete(word)
+                .into_iter()
+                .map(|c| Item {
+                    insert: format!("/{}", c.name),
+                    label: format!("/{} {}", c.name, c.args),
+                    detail: c.help.to_string(),
+                })
+                .collect()
+        } else if let Some(pattern) = word.strip_prefix('@') {
+            files(pattern, &self.repo_files, "")
+        } else if start > 0 && self.text.starts_with('/') {
+            let command = self.text.split_whitespace().next().unwrap_or("");
+            match commands::parse(command) {
+                commands::Parsed::Command { spec, .. } => match spec.name {
+                    "add" | "read-only" => files(word, &self.repo_files, ""),
+                    "drop" => files(word, &self.chat_files, "in the chat"),
+                    "model" => crate::llm::models::all()
+                        .iter()
+                        .filter(|m| m.name.contains(word))
+                        .take(MAX_COMPLETIONS)
+                        .map(|m| Item {
+                            insert: m.name.clone(),
+                            label: m.name.clone(),
+                            detail: format!("{}k window", m.context_window / 1000),
+                        })
+                        .collect(),
+                    _ => Vec::new(),
+                },
+                commands::Parsed::Unknown { .. } => Vec::new(),
+            }
+        } else {
+            Vec::new()
+        };
+        let done = items.len() == 1 && items[0].insert == self.text[start..end];
+        (!items.is_empty() && !done).then_some(Completion {
+            start,
+            end,
+            items,
+            selected: 0,
+        })
+    }
+
+    fn accept_completion(&mut self) {
+        let Some(c) = self.completion.take() else {
+            return;
+        };
+        let Some(item) = c.items.get(c.selected) else {
+            return;
+        };
+        let mut insert = item.insert.clone();
+        let at_end = self.text[c.end..].is_empty();
+        if at_end {
+            insert.push(' ');
+        }
+        self.text.replace_range(c.start..c.end, &insert);
+        self.cursor = c.start + insert.len();
+        self.edited();
+    }
+
+    /// Keys of the completion popup; false when the popup is closed or the key is not one
+    /// of its keys.
+    fn completion_key(&mut self, key: &KeyEvent, cx: &Cx<'_>) -> bool {
+        let Some(c) = &mut self.completion else {
+            return false;
+        };
+        let len = c.items.len();
+        match key.code {
+            KeyCode::Up => c.selected = (c.selected + len - 1) % len,
+            KeyCode::Down => c.selected = (c.selected + 1) % len,
+            KeyCode::Esc => {
+                self.completion = None;
+                self.dismissed = Some(self.text.clone());
+            }
+            _ if cx.keymap.is(key, Action::Complete) => self.accept_completion(),
+            _ if cx.keymap.is(key, Action::Send) => {
+                let word = &self.text[c.start..c.end];
+                if c.items.get(c.selected).is_some_and(|i| i.insert == word) {
+                    return false;
+                }
+                self.accept_completion();
+            }
+            _ => return false,
+        }
+        true
+    }
+}
+
+/// Width of the `› ` prompt.
+const PROMPT_WIDTH: usize = 2;
+
+fn files(pattern: &str, candidates: &[String], detail: &str) -> Vec<Item> {
+    fuzzy::filter(pattern, candidates, MAX_COMPLETIONS)
+        .into_iter()
+        .map(|path| Item {
+            insert: path.to_string(),
+            label: path.to_string(),
+            detail: detail.to_string(),
+        })
+        .collect()
+}
+
+impl Pane for InputPane {
+    fn title(&self) -> String {
+        "Message".into()
+    }
+
+    fn actions(&self) -> &'static [Action] {
+        &[
+            Action::Send,
+            Action::Newline,
+            Action::HistoryPrev,
+            Action::HistoryNext,
+            Action::Complete,
+        ]
+    }
+
+    fn on_action(&mut self, action: Action, cx: &mut Cx<'_>) -> bool {
+        match action {
+            Action::Send => self.submit(cx),
+            Action::Newline => self.insert("\n"),
+            Action::HistoryPrev => {
+                if !self.move_row(-1) {
+                    self.history_prev();
+                }
+            }
+            Action::HistoryNext => {
+                if !self.move_row(1) {
+                    self.history_next();
+                }
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    fn on_key(&mut self, key: &KeyEvent, cx: &mut Cx<'_>) -> bool {
+        if self.completion_key(key, cx) {
+            return true;
+        }
+        // Bound keys first (Enter, Ctrl-J, Up, Down), but a plain character is text.
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        let alt = key.modifiers.contains(KeyModifiers::ALT);
+        let plain_char = matches!(key.code, KeyCode::Char(_)) && !ctrl && !alt;
+        if !plain_char
+            && let Some(action) = cx.keymap.action(key, self.actions())
+            && self.actions().contains(&action)
+        {
+            return self.on_action(action, cx);
+        }
+        match key.code {
+            KeyCode::Char(c) if !ctrl && !alt => {
+                let mut buf = [0u8; 4];
+                self.insert(c.encode_utf8(&mut buf));
+            }
+            KeyCode::Char('a') if ctrl => self.cursor = self.line_start(self.cursor),
+            KeyCode::Char('e') if ctrl => self.cursor = self.line_end(self.cursor),
+            KeyCode::Char('u') if ctrl => {
+                self.delete_range(self.line_start(self.cursor), self.cursor)
+            }
+            KeyCode::Char('k') if ctrl => {
+                let end = self.line_end(self.cursor);
+                let end = if end == self.cursor {
+                    self.next_boundary(end)
+                } else {
+                    end
+                };
+                self.delete_range(self.cursor, end);
+            }
+            KeyCode::Char('w') if ctrl => {
+                self.delete_range(self.word_left(self.cursor), self.cursor)
+            }
+            KeyCode::Backspace if alt || ctrl => {
+                self.delete_range(self.word_left(self.cursor), self.cursor)
+            }
+            KeyCode::Char('b') if alt => self.cursor = self.word_left(self.cursor),
+            KeyCode::Char('f') if alt => self.cursor = self.word_right(self.cursor),
+            KeyCode::Backspace => self.delete_range(self.prev_boundary(self.cursor), self.cursor),
+            KeyCode::Delete => self.delete_range(self.cursor, self.next_boundary(self.cursor)),
+            KeyCode::Left if ctrl || alt => self.cursor = self.word_left(self.cursor),
+            KeyCode::Right if ctrl || alt => self.cursor = self.word_right(self.cursor),
+            KeyCode::Left => self.cursor = self.prev_boundary(self.cursor),
+            KeyCode::Right => self.cursor = self.next_boundary(self.cursor),
+            KeyCode::Home => self.cursor = self.line_start(self.cursor),
+            KeyCode::End => self.cursor = self.line_end(self.cursor),
+            _ => return false,
+        }
+        self.refresh_completion();
+        true
+    }
+
+    fn scroll(&mut self, lines: i32) {
+        self.scroll = (self.scroll as i64 + lines as i64).max(0) as usize;
+    }
+
+    fn render(&mut self, area: Rect, buf: &mut Buffer, draw: &Draw<'_>) {
+        let theme = draw.theme;
+        self.width = area.width;
+        self.cursor_at = None;
+        if area.width <= PROMPT_WIDTH as u16 || area.height == 0 {
+            return;
+        }
+        let prompt_style = Style::new().fg(theme.c.accent).add_modifier(Modifier::BOLD);
+        if self.text.is_empty() {
+            buf.set_string(area.x, area.y, "› ", prompt_style);
+            let hint = "Message the model · / commands · @ files · Ctrl-J new line";
+            buf.set_string(
+                area.x + PROMPT_WIDTH as u16,
+                area.y,
+                text::truncate(hint, area.width as usize - PROMPT_WIDTH),
+                theme.dim(),
+            );
+            if draw.focused {
+                self.cursor_at = Some(Position::new(area.x + PROMPT_WIDTH as u16, area.y));
+            }
+            return;
+        }
+        let rows = self.rows(self.text_width());
+        let (row, col) = self.cursor_cell(&rows);
+        let height = area.height as usize;
+        self.scroll =
+            super::keep_visible(self.scroll.min(rows.len().saturating_sub(1)), row, height);
+        let style = Style::new().fg(theme.c.fg);
+        for (y, (start, end)) in rows.iter().enumerate().skip(self.scroll).take(height) {
+            let screen_y = area.y + (y - self.scroll) as u16;
+            let first_of_line = *start == 0 || self.text.as_bytes()[start - 1] == b'\n';
+            let prompt = if *start == 0 {
+                "› "
+            } else if first_of_line {
+                "· "
+            } else {
+                "  "
+            };
+            buf.set_string(
+                area.x,
+                screen_y,
+                prompt,
+                if *start == 0 {
+                    prompt_style
+                } else {
+                    theme.dim()
+                },
+            );
+            let shown = self.text[*start..*end].replace('\t', &" ".repeat(text::TAB_WIDTH));
+            buf.set_line(
+                area.x + PROMPT_WIDTH as u16,
+                screen_y,
+                &Line::from(Span::styled(shown, style)),
+                area.width - PROMPT_WIDTH as u16,
+            );
+        }
+        let hidden = rows.len().saturating_sub(self.scroll + height);
+        if hidden > 0 || self.scroll > 0 {
+            let note = format!(" {} lines ", rows.len());
+            let w = note.len() as u16;
+            if area.width > w + 4 {
+                buf.set_string(area.right() - w, area.bottom() - 1, note, theme.dim());
+            }
+        }
+        if draw.focused {
+            let x = area.x + (PROMPT_WIDTH + col) as u16;
+            self.cursor_at = Some(Position::new(
+                x.min(area.right() - 1),
+                area.y + (row - self.scroll) as u16,
+            ));
+        }
+    }
+
+    fn cursor(&self) -> Option<Position> {
+        self.cursor_at
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::keymap::Keymap;
+
+    fn key(code: KeyCode) -> KeyEvent {
+        KeyEvent::new(code, KeyModifiers::NONE)
+    }
+
+    fn typed(input: &mut InputPane, s: &str, ops: &mut Vec<Op>) {
+        let keymap = Keymap::default();
+        let mut effects = Vec::new();
+        let mut cx = Cx {
+            ops,
+            effects: &mut effects,
+            keymap: &keymap,
+        };
+        for c in s.chars() {
+            let k = match c {
+                '\n' => key(KeyCode::Enter),
+                '\u{1}' => KeyEvent::new(KeyCode::Char('j'), KeyModifiers::CONTROL),
+                '\t' => key(KeyCode::Tab),
+                '↑' => key(KeyCode::Up),
+                '↓' => key(KeyCode::Down),
+                '⌫' => key(KeyCode::Backspace),
+                '←' => key(KeyCode::Left),
+                c => key(KeyCode::Char(c)),
+            };
+            input.on_key(&k, &mut cx);
+        }
+    }
+
+    #[test]
+    fn enter_sends_ctrl_j_breaks_lines_and_history_recalls() {
+        let mut input = InputPane::default();
+        let mut ops = Vec::new();
+        typed(&mut input, "one\u{1}two\n", &mut ops);
+        assert_eq!(
+            ops,
+            [Op::Submit {
+                text: "one\ntwo".into()
+            }]
+        );
+        assert!(input.is_empty());
+        typed(&mut input, "draft↑", &mut ops);
+        assert_eq!(input.text(), "one\ntwo");
+        typed(&mut input, "↓", &mut ops);
+        assert_eq!(
+            input.text(),
+            "draft",
+            "down past the newest restores the draft"
+        );
+        typed(&mut input, "⌫⌫x", &mut ops);
+        assert_eq!(input.text(), "drax");
+        assert!(input.take_changed());
+        assert!(!input.take_changed());
+    }
+
+    #[test]
+    fn slash_completes_commands_and_their_file_arguments() {
+        let mut input = InputPane::default();
+        input.set_repo_files(Arc::new(vec!["src/app.py".into(), "src/cli.py".into()]));
+        let mut ops = Vec::new();
+        typed(&mut input, "/to", &mut ops);
+        let c = input.completion().expect("open");
+        assert_eq!(c.items[0].insert, "/tokens");
+        typed(&mut input, "\t", &mut ops);
+        assert_eq!(input.text(), "/tokens ");
+        input.clear();
+        typed(&mut input, "/add cli\t", &mut ops);
+        assert_eq!(input.text(), "/add src/cli.py ");
+        input.clear();
+        typed(&mut input, "look at @app", &mut ops);
+        assert_eq!(input.completion().unwrap().items[0].label, "src/app.py");
+        typed(&mut input, "\n", &mut ops);
+        assert_eq!(
+            input.text(),
+            "look at src/app.py ",
+            "enter takes the completion"
+        );
+        assert!(ops.is_empty());
+        typed(&mut input, "\n", &mut ops);
+        assert_eq!(
+            ops,
+            [Op::Submit {
+                text: "look at src/app.py".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn an_exact_command_sends_on_enter() {
+        let mut input = InputPane::default();
+        let mut ops = Vec::new();
+        typed(&mut input, "/tokens\n", &mut ops);
+        assert_eq!(
+            ops,
+            [Op::Submit {
+                text: "/tokens".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn paste_normalizes_and_rows_wrap() {
+        let mut input = InputPane::default();
+        input.paste("a\r\nb\rc\u{7}\td");
+        assert_eq!(input.text(), "a\nb\nc\td");
+        input.set_text("abcdefgh");
+        assert_eq!(input.rows(3), [(0, 3), (3, 6), (6, 8)]);
+        input.set_text("ab\n\ncd");
+        assert_eq!(input.rows(10), [(0, 2), (3, 3), (4, 6)]);
+    }
+}

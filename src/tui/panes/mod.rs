@@ -1,0 +1,145 @@
+//! The panes: each owns its state, answers the actions of its scope, and draws itself
+//! inside the frame the app gives it.
+
+pub mod chat;
+pub mod files;
+pub mod gauge;
+pub mod help;
+pub mod input;
+pub mod map;
+pub mod picker;
+pub mod review;
+
+use crossterm::event::KeyEvent;
+use ratatui::buffer::Buffer;
+use ratatui::layout::{Position, Rect};
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+
+use super::keymap::{Action, Keymap};
+use super::theme::Theme;
+use crate::engine::Op;
+
+/// The panes, in focus order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PaneId {
+    Input,
+    Chat,
+    Files,
+    Map,
+    Gauge,
+    Review,
+}
+
+impl PaneId {
+    pub const ALL: [PaneId; 6] = [
+        PaneId::Input,
+        PaneId::Chat,
+        PaneId::Files,
+        PaneId::Map,
+        PaneId::Gauge,
+        PaneId::Review,
+    ];
+}
+
+/// What a pane asks of the app besides sending ops.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    Focus(PaneId),
+    OpenPicker,
+    /// A short message in the status line.
+    Flash(String),
+}
+
+/// What a pane may touch while it handles a key.
+pub struct Cx<'a> {
+    pub ops: &'a mut Vec<Op>,
+    pub effects: &'a mut Vec<Effect>,
+    pub keymap: &'a Keymap,
+}
+
+impl Cx<'_> {
+    pub fn send(&mut self, op: Op) {
+        self.ops.push(op);
+    }
+
+    pub fn effect(&mut self, effect: Effect) {
+        self.effects.push(effect);
+    }
+}
+
+/// What a pane needs to draw.
+pub struct Draw<'a> {
+    pub theme: &'a Theme,
+    pub keymap: &'a Keymap,
+    pub focused: bool,
+}
+
+/// A pane of the workspace.
+pub trait Pane {
+    /// The title on its border (and its tab).
+    fn title(&self) -> String;
+
+    /// The actions it answers to, first in the keymap's lookup and listed by `?`.
+    fn actions(&self) -> &'static [Action];
+
+    /// Handles one of its actions; false when it had nothing to do with it.
+    fn on_action(&mut self, action: Action, cx: &mut Cx<'_>) -> bool;
+
+    /// A key before any action lookup (the input box takes text this way).
+    fn on_key(&mut self, _key: &KeyEvent, _cx: &mut Cx<'_>) -> bool {
+        false
+    }
+
+    /// The pane just got the focus.
+    fn on_focus(&mut self, _cx: &mut Cx<'_>) {}
+
+    /// Scrolls by `lines` (negative: up), for the mouse wheel and PgUp/PgDn.
+    fn scroll(&mut self, lines: i32);
+
+    /// A click at `row` of its inner area (lists select the row).
+    fn click(&mut self, _row: u16, _cx: &mut Cx<'_>) {}
+
+    /// Draws inside `area` (the border is the app's).
+    fn render(&mut self, area: Rect, buf: &mut Buffer, draw: &Draw<'_>);
+
+    /// Where the terminal cursor goes when it has focus.
+    fn cursor(&self) -> Option<Position> {
+        None
+    }
+}
+
+/// Draws `lines` from the top of `area`, as many as fit.
+pub(crate) fn draw_lines(area: Rect, buf: &mut Buffer, lines: &[Line<'_>]) {
+    for (y, line) in lines.iter().take(area.height as usize).enumerate() {
+        buf.set_line(area.x, area.y + y as u16, line, area.width);
+    }
+}
+
+/// Draws `text` word-wrapped to `area`.
+pub(crate) fn draw_text(area: Rect, buf: &mut Buffer, text: String, style: Style) {
+    let lines = super::text::wrap(&[Span::styled(text, style)], area.width as usize, &[], &[]);
+    draw_lines(area, buf, &lines);
+}
+
+/// Moves a list selection by `delta` within `len` items.
+pub(crate) fn step(selected: usize, delta: i32, len: usize) -> usize {
+    if len == 0 {
+        return 0;
+    }
+    (selected as i64 + delta as i64).clamp(0, len as i64 - 1) as usize
+}
+
+/// The first row to show so that `selected` stays visible in `height` rows.
+pub(crate) fn keep_visible(offset: usize, selected: usize, height: usize) -> usize {
+    if height == 0 {
+        return selected;
+    }
+    if selected < offset {
+        selected
+    } else if selected >= offset + height {
+        selected + 1 - height
+    } else {
+        offset
+    }
+}

@@ -1,0 +1,203 @@
+//! The file picker: fuzzy search over the repository's files, to add one to the chat
+//! editable or read-only.
+
+use std::sync::Arc;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::buffer::Buffer;
+use ratatui::layout::{Position, Rect};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Widget};
+
+use crate::engine::{FileMode, Op};
+use crate::tui::fuzzy;
+use crate::tui::keymap::{Action, Keymap};
+use crate::tui::text;
+use crate::tui::theme::Theme;
+
+/// Results listed at most.
+const MAX_RESULTS: usize = 200;
+
+#[derive(Default)]
+pub struct Picker {
+    query: String,
+    selected: usize,
+    offset: usize,
+    files: Arc<Vec<String>>,
+    in_chat: Vec<String>,
+    results: Vec<String>,
+    cursor: Option<Position>,
+}
+
+/// What a key did to the picker.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Keep,
+    Close,
+}
+
+impl Picker {
+    pub fn new(files: Arc<Vec<String>>, in_chat: Vec<String>) -> Picker {
+        let mut p = Picker {
+            files,
+            in_chat,
+            ..Picker::default()
+        };
+        p.refresh();
+        p
+    }
+
+    /// The repository's files arrived (or changed) while the picker is open.
+    pub fn set_files(&mut self, files: Arc<Vec<String>>) {
+        self.files = files;
+        self.refresh();
+    }
+
+    fn refresh(&mut self) {
+        self.results = fuzzy::filter(&self.query, &self.files, MAX_RESULTS)
+            .into_iter()
+            .map(str::to_string)
+            .collect();
+        self.selected = self.selected.min(self.results.len().saturating_sub(1));
+    }
+
+    pub fn on_key(&mut self, key: &KeyEvent, keymap: &Keymap, ops: &mut Vec<Op>) -> Outcome {
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        let add = |mode: FileMode, this: &Picker, ops: &mut Vec<Op>| {
+            if let Some(path) = this.results.get(this.selected) {
+                ops.push(Op::AddFiles {
+                    paths: vec![path.clone()],
+                    mode,
+                });
+            }
+        };
+        if keymap.is(key, Action::AddReadOnly) {
+            add(FileMode::ReadOnly, self, ops);
+            return Outcome::Close;
+        }
+        match key.code {
+            KeyCode::Esc => return Outcome::Close,
+            KeyCode::Enter => {
+                add(FileMode::Editable, self, ops);
+                return Outcome::Close;
+            }
+            KeyCode::Up => self.selected = self.selected.saturating_sub(1),
+            KeyCode::Down => {
+                self.selected = (self.selected + 1).min(self.results.len().saturating_sub(1))
+            }
+            KeyCode::PageUp => self.selected = self.selected.saturating_sub(10),
+            KeyCode::PageDown => {
+                self.selected = (self.selected + 10).min(self.results.len().saturating_sub(1))
+            }
+            KeyCode::Backspace => {
+                self.query.pop();
+                self.selected = 0;
+                self.refresh();
+            }
+            KeyCode::Char('u') if ctrl => {
+                self.query.clear();
+                self.refresh();
+            }
+            KeyCode::Char(c) if !ctrl => {
+                self.query.push(c);
+                self.selected = 0;
+                self.refresh();
+            }
+            _ => {}
+        }
+        Outcome::Keep
+    }
+
+    pub fn cursor(&self) -> Option<Position> {
+        self.cursor
+    }
+
+    pub fn render(&mut self, area: Rect, buf: &mut Buffer, keymap: &Keymap, theme: &Theme) {
+        let width = (area.width * 2 / 3).clamp(30.min(area.width), 90.min(area.width));
+        let height = (area.height * 2 / 3).clamp(6.min(area.height), 30.min(area.height));
+        let popup = Rect::new(
+            area.x + (area.width - width) / 2,
+            area.y + (area.height - height) / 2,
+            width,
+            height,
+        );
+        Clear.render(popup, buf);
+        let title = format!(
+            " Add a file · enter editable · {} read-only · esc closes ",
+            keymap.describe(Action::AddReadOnly)
+        );
+        let block = Block::default()
+            .borders(Borders::ALL)
+            .border_style(theme.border(true))
+            .title(Span::styled(
+                text::truncate(&title, width as usize - 2),
+                theme.border(true),
+            ))
+            .style(theme.text());
+        let inner = block.inner(popup);
+        block.render(popup, buf);
+        if inner.height < 2 {
+            return;
+        }
+        let prompt = Style::new().fg(theme.c.accent).add_modifier(Modifier::BOLD);
+        buf.set_string(inner.x, inner.y, "› ", prompt);
+        buf.set_stringn(
+            inner.x + 2,
+            inner.y,
+            &self.query,
+            inner.width as usize - 2,
+            Style::new().fg(theme.c.fg),
+        );
+        let count = format!("{}/{}", self.results.len(), self.files.len());
+        if inner.width as usize > count.len() + self.query.len() + 4 {
+            buf.set_string(
+                inner.right() - count.len() as u16,
+                inner.y,
+                &count,
+                theme.dim(),
+            );
+        }
+        self.cursor = Some(Position::new(
+            (inner.x + 2 + text::width(&self.query) as u16).min(inner.right() - 1),
+            inner.y,
+        ));
+        let list = Rect::new(inner.x, inner.y + 1, inner.width, inner.height - 1);
+        if self.files.is_empty() {
+            buf.set_string(
+                list.x,
+                list.y,
+                "reading the repository's files…",
+                theme.dim(),
+            );
+            return;
+        }
+        self.offset = super::keep_visible(self.offset, self.selected, list.height as usize);
+        for (row, (i, path)) in self
+            .results
+            .iter()
+            .enumerate()
+            .skip(self.offset)
+            .take(list.height as usize)
+            .enumerate()
+        {
+            let y = list.y + row as u16;
+            let in_chat = self.in_chat.contains(path);
+            let mut line = Line::from(vec![
+                Span::styled(
+                    if in_chat { "● " } else { "  " },
+                    Style::new().fg(theme.c.editable_files),
+                ),
+                Span::styled(
+                    text::truncate_left(path, list.width as usize - 2),
+                    Style::new().fg(theme.c.fg),
+                ),
+            ]);
+            if i == self.selected {
+                buf.set_style(Rect::new(list.x, y, list.width, 1), theme.selected());
+                line = line.patch_style(theme.selected());
+            }
+            buf.set_line(list.x, y, &line, list.width);
+        }
+    }
+}

@@ -1,0 +1,896 @@
+//! Hunk-by-hunk review of the edits a reply proposes: the files with their hunk counts,
+//! the selected file as a syntax-highlighted unified diff with line numbers, each hunk
+//! pending, accepted or rejected, and the blocks that failed. Decisions are sent as
+//! `ReviewOp`s and shown at once; the engine's next `Proposal` confirms them.
+//!
+//! Only visible rows are drawn and highlighting runs per hunk as far as the view has
+//! reached, so a 5,000-line diff opens as fast as a small one.
+
+use std::collections::HashMap;
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+
+use super::{Cx, Draw, Effect, Pane, PaneId};
+use crate::engine::Op;
+use crate::engine::protocol::{
+    Decision, FileChange, FileProposalView, HunkView, LineKind, ProposalView, ReviewOp,
+};
+use crate::tui::highlight::{self, Incremental};
+use crate::tui::keymap::Action;
+use crate::tui::text::{self, thousands};
+use crate::tui::theme::Theme;
+
+/// Where the review stands after the user acted on the whole proposal.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Status {
+    Applying,
+    Applied(String),
+    Discarded,
+}
+
+#[derive(Default)]
+pub struct ReviewPane {
+    proposal: Option<ProposalView>,
+    file: usize,
+    hunk: usize,
+    /// First diff row shown.
+    scroll: usize,
+    /// Bring the selected hunk into view at the next frame.
+    reveal: bool,
+    /// Rows of the diff area in the last frame.
+    diff_rows: usize,
+    /// Row of each hunk header in each file's diff, and the file's row count.
+    rows: Vec<(Vec<usize>, usize)>,
+    highlights: HashMap<String, HunkHighlight>,
+    status: Option<Status>,
+    reflections: Vec<String>,
+    /// What the last landing applied, while hunks of the proposal are still pending.
+    banner: Option<String>,
+}
+
+/// Counts of a set of hunks by decision.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Tally {
+    pub pending: usize,
+    pub accepted: usize,
+    pub rejected: usize,
+}
+
+impl Tally {
+    fn of<'a>(hunks: impl IntoIterator<Item = &'a HunkView>) -> Tally {
+        let mut t = Tally::default();
+        for h in hunks {
+            match h.decision {
+                Decision::Pending => t.pending += 1,
+                Decision::Accept => t.accepted += 1,
+                Decision::Reject => t.rejected += 1,
+            }
+        }
+        t
+    }
+
+    fn total(&self) -> usize {
+        self.pending + self.accepted + self.rejected
+    }
+}
+
+impl ReviewPane {
+    /// A proposal arrived. Returns true when it is a new one (no hunk in common with the
+    /// one shown): the pane then opens on its first hunk. An update (decisions
+    /// confirmed, hunks added by a reflection, hunks left after a partial landing) keeps
+    /// the selected hunk. An empty view means nothing is left to review.
+    pub fn set_proposal(&mut self, proposal: ProposalView) -> bool {
+        if proposal.files.is_empty() && proposal.failures.is_empty() {
+            self.close();
+            return false;
+        }
+        let ids = |p: &ProposalView| -> Vec<String> {
+            p.files
+                .iter()
+                .flat_map(|f| f.hunks.iter().map(|h| h.id.clone()))
+                .collect()
+        };
+        let old = self.proposal.as_ref().map(ids).unwrap_or_default();
+        let fresh = !ids(&proposal).iter().any(|id| old.contains(id));
+        let selected = self.current_hunk().map(|h| h.id.clone());
+        self.rows = proposal
+            .files
+            .iter()
+            .map(|f| {
+                let mut starts = Vec::with_capacity(f.hunks.len());
+                let mut row = 0;
+                for h in &f.hunks {
+                    starts.push(row);
+                    row += 1 + h.lines.len();
+                }
+                (starts, row)
+            })
+            .collect();
+        if fresh {
+            self.file = 0;
+            self.hunk = 0;
+            self.scroll = 0;
+            self.highlights.clear();
+            self.reflections.clear();
+            self.banner = None;
+        } else if let Some((file, hunk)) = selected.and_then(|id| find(&proposal, &id)) {
+            self.file = file;
+            self.hunk = hunk;
+        }
+        // Whatever was being applied is over: this is what is left to decide.
+        self.status = None;
+        self.proposal = Some(proposal);
+        self.clamp();
+        self.reveal = true;
+        fresh
+    }
+
+    fn close(&mut self) {
+        self.proposal = None;
+        self.rows.clear();
+        self.highlights.clear();
+    }
+
+    /// Whether there are hunks to decide on.
+    pub fn is_active(&self) -> bool {
+        self.status.is_none()
+            && self
+                .proposal
+                .as_ref()
+                .is_some_and(|p| p.files.iter().any(|f| !f.hunks.is_empty()))
+    }
+
+    pub fn proposal(&self) -> Option<&ProposalView> {
+        self.proposal.as_ref()
+    }
+
+    pub fn status(&self) -> Option<&Status> {
+        self.status.as_ref()
+    }
+
+    /// Applying ended without an `Applied` (the engine said why): decide again.
+    pub fn apply_failed(&mut self) {
+        if self.status == Some(Status::Applying) {
+            self.status = None;
+        }
+    }
+
+    /// Accepted hunks were written. Hunks still pending stay to be decided, under a
+    /// line saying what was applied; otherwise the review is over.
+    pub fn applied(&mut self, summary: String) {
+        if self.tally().total() > 0 {
+            self.status = None;
+            self.banner = Some(summary);
+        } else {
+            self.close();
+            self.status = Some(Status::Applied(summary));
+        }
+    }
+
+    pub fn reflection(&mut self, text: String) {
+        self.reflections.push(text);
+    }
+
+    pub fn tally(&self) -> Tally {
+        Tally::of(
+            self.proposal
+                .iter()
+                .flat_map(|p| p.files.iter().flat_map(|f| &f.hunks)),
+        )
+    }
+
+    fn clamp(&mut self) {
+        let Some(p) = &self.proposal else { return };
+        self.file = self.file.min(p.files.len().saturating_sub(1));
+        let hunks = p.files.get(self.file).map_or(0, |f| f.hunks.len());
+        self.hunk = self.hunk.min(hunks.saturating_sub(1));
+    }
+
+    fn current_file(&self) -> Option<&FileProposalView> {
+        self.proposal.as_ref()?.files.get(self.file)
+    }
+
+    fn current_hunk(&self) -> Option<&HunkView> {
+        self.current_file()?.hunks.get(self.hunk)
+    }
+
+    /// Moves to the next (or previous) hunk, across files.
+    fn move_hunk(&mut self, forward: bool) {
+        let Some(p) = &self.proposal else { return };
+        let order: Vec<(usize, usize)> = p
+            .files
+            .iter()
+            .enumerate()
+            .flat_map(|(f, file)| (0..file.hunks.len()).map(move |h| (f, h)))
+            .collect();
+        let Some(at) = order.iter().position(|&x| x == (self.file, self.hunk)) else {
+            return;
+        };
+        let next = if forward { at + 1 } else { at.wrapping_sub(1) };
+        if let Some(&(f, h)) = order.get(next) {
+            self.select(f, h);
+        }
+    }
+
+    fn select(&mut self, file: usize, hunk: usize) {
+        if file != self.file {
+            self.scroll = 0;
+        }
+        self.file = file;
+        self.hunk = hunk;
+        self.reveal = true;
+    }
+
+    fn move_file(&mut self, delta: i32) {
+        let files = self.proposal.as_ref().map_or(0, |p| p.files.len());
+        let file = super::step(self.file, delta, files);
+        if file != self.file {
+            self.select(file, 0);
+        }
+    }
+
+    /// Records a decision locally (the engine's next `Proposal` confirms it).
+    fn set_decision(&mut self, matches: impl Fn(&str, &HunkView) -> bool, decision: Decision) {
+        if let Some(p) = &mut self.proposal {
+            for f in &mut p.files {
+                for h in &mut f.hunks {
+                    if matches(&f.path, h) {
+                        h.decision = decision;
+                    }
+                }
+            }
+        }
+    }
+
+    fn decide_hunk(&mut self, decision: Decision, cx: &mut Cx<'_>) {
+        let Some(id) = self.current_hunk().map(|h| h.id.clone()) else {
+            return;
+        };
+        self.set_decision(|_, h| h.id == id, decision);
+        cx.send(Op::Review(ReviewOp::Hunk { id, decision }));
+        if decision != Decision::Pending {
+            self.move_hunk(true);
+        }
+    }
+
+    fn decide_file(&mut self, decision: Decision, cx: &mut Cx<'_>) {
+        let Some(path) = self.current_file().map(|f| f.path.clone()) else {
+            return;
+        };
+        self.set_decision(|p, _| p == path, decision);
+        cx.send(Op::Review(ReviewOp::File { path, decision }));
+    }
+
+    fn decide_all(&mut self, decision: Decision, cx: &mut Cx<'_>) {
+        if self.proposal.is_none() {
+            return;
+        }
+        self.set_decision(|_, _| true, decision);
+        cx.send(Op::Review(ReviewOp::All { decision }));
+    }
+
+    fn diff_row_count(&self) -> usize {
+        self.rows.get(self.file).map_or(0, |(_, n)| *n)
+    }
+
+    /// Keeps the selected hunk's header (and as much of the hunk as fits) in view.
+    fn reveal_selected(&mut self) {
+        let Some((starts, _)) = self.rows.get(self.file) else {
+            return;
+        };
+        let Some(&start) = starts.get(self.hunk) else {
+            return;
+        };
+        let len = self.current_hunk().map_or(0, |h| h.lines.len() + 1);
+        let height = self.diff_rows.max(1);
+        let end = start + len;
+        if start < self.scroll || len > height {
+            self.scroll = start;
+        } else if end > self.scroll + height {
+            self.scroll = end - height;
+        }
+    }
+
+    fn summary(&self, theme: &Theme) -> Line<'static> {
+        let t = self.tally();
+        let files = self.proposal.as_ref().map_or(0, |p| p.files.len());
+        let mut spans = vec![Span::styled(
+            format!(
+                "{files} file{} · {} hunk{} ",
+                plural(files),
+                t.total(),
+                plural(t.total())
+            ),
+            Style::new().fg(theme.c.fg),
+        )];
+        spans.extend(tally_spans(&t, theme));
+        if self.status == Some(Status::Applying) {
+            spans.push(Span::styled("  applying…", Style::new().fg(theme.c.accent)));
+        }
+        Line::from(spans)
+    }
+
+    fn render_files(&self, area: Rect, buf: &mut Buffer, draw: &Draw<'_>) {
+        let theme = draw.theme;
+        let Some(p) = &self.proposal else { return };
+        let height = area.height as usize;
+        let offset = super::keep_visible(0, self.file, height);
+        for (row, (i, f)) in p
+            .files
+            .iter()
+            .enumerate()
+            .skip(offset)
+            .take(height)
+            .enumerate()
+        {
+            let y = area.y + row as u16;
+            let (letter, color) = match f.change {
+                FileChange::Created => ("A", theme.c.added),
+                FileChange::Modified => ("M", theme.c.accent),
+                FileChange::Deleted => ("D", theme.c.removed),
+            };
+            let t = Tally::of(&f.hunks);
+            let counts = tally_spans(&t, theme);
+            let counts_width: usize = counts.iter().map(|s| text::width(&s.content)).sum();
+            let marker = if i == self.file { "▸ " } else { "  " };
+            let path_width = (area.width as usize).saturating_sub(counts_width + 5);
+            let path = text::truncate_left(&f.path, path_width);
+            let pad = path_width.saturating_sub(text::width(&path));
+            let mut spans = vec![
+                Span::styled(marker, Style::new().fg(theme.c.accent)),
+                Span::styled(letter, Style::new().fg(color).add_modifier(Modifier::BOLD)),
+                Span::raw(" "),
+                Span::styled(path, Style::new().fg(theme.c.fg)),
+                Span::raw(" ".repeat(pad + 1)),
+            ];
+            spans.extend(counts);
+            if i == self.file {
+                buf.set_style(Rect::new(area.x, y, area.width, 1), theme.selected());
+            }
+            let mut line = Line::from(spans);
+            if i == self.file {
+                line = line.patch_style(theme.selected());
+            }
+            buf.set_line(area.x, y, &line, area.width);
+        }
+    }
+
+    fn render_diff(&mut self, area: Rect, buf: &mut Buffer, theme: &Theme) {
+        self.diff_rows = area.height as usize;
+        if std::mem::take(&mut self.reveal) {
+            self.reveal_selected();
+        }
+        let total = self.diff_row_count();
+        self.scroll = self.scroll.min(total.saturating_sub(1));
+        let Some(p) = &self.proposal else { return };
+        let Some(file) = p.files.get(self.file) else {
+            return;
+        };
+        let Some((starts, _)) = self.rows.get(self.file) else {
+            return;
+        };
+        let max_line = file
+            .hunks
+            .iter()
+            .map(|h| (h.old_start + h.old_len).max(h.new_start + h.new_len))
+            .max()
+            .unwrap_or(0);
+        let digits = max_line.to_string().len().max(3);
+        let syntax = highlight::syntax_for_path(&file.path);
+        // The hunk holding the first visible row.
+        let mut h = starts
+            .partition_point(|&s| s <= self.scroll)
+            .saturating_sub(1);
+        let mut row = self.scroll;
+        let mut y = area.y;
+        while y < area.bottom() && h < file.hunks.len() {
+            let hunk = &file.hunks[h];
+            let selected = h == self.hunk;
+            let in_hunk = row - starts[h];
+            if in_hunk == 0 {
+                let line = hunk_header(hunk, selected, theme);
+                if selected {
+                    buf.set_style(Rect::new(area.x, y, area.width, 1), theme.selected());
+                }
+                buf.set_line(area.x, y, &line, area.width);
+            } else {
+                let index = in_hunk - 1;
+                let hl = self
+                    .highlights
+                    .entry(hunk.id.clone())
+                    .or_insert_with(|| HunkHighlight::new(hunk, syntax, &theme.syntax));
+                let code = hl.spans(hunk, index);
+                let line = diff_line(
+                    &hunk.lines[index],
+                    code,
+                    selected,
+                    hunk.decision,
+                    digits,
+                    theme,
+                );
+                let bg = match hunk.lines[index].kind {
+                    LineKind::Added => Some(theme.c.added_bg),
+                    LineKind::Removed => Some(theme.c.removed_bg),
+                    LineKind::Context => None,
+                };
+                if let Some(bg) = bg.filter(|_| hunk.decision != Decision::Reject) {
+                    buf.set_style(
+                        Rect::new(area.x + 1, y, area.width - 1, 1),
+                        Style::new().bg(bg),
+                    );
+                }
+                buf.set_line(area.x, y, &line, area.width);
+            }
+            y += 1;
+            row += 1;
+            if row >= starts[h] + 1 + hunk.lines.len() {
+                h += 1;
+            }
+        }
+    }
+
+    /// Failed blocks, reflections and suggested commands, as lines.
+    fn notes(&self, theme: &Theme, width: usize) -> Vec<Line<'static>> {
+        let mut out = Vec::new();
+        let err = Style::new().fg(theme.c.error);
+        if let Some(p) = &self.proposal {
+            for f in &p.failures {
+                let head = match &f.path {
+                    Some(path) => format!("block {} ({path}): ", f.block),
+                    None => format!("block {}: ", f.block),
+                };
+                let text = format!("{head}{}", f.message.lines().next().unwrap_or(""));
+                out.extend(text::wrap(
+                    &[Span::styled(text, err)],
+                    width,
+                    &[Span::styled("✗ ", err)],
+                    &[Span::raw("  ")],
+                ));
+            }
+            for cmd in &p.shell_commands {
+                out.push(Line::from(vec![
+                    Span::styled("$ ", theme.dim()),
+                    Span::styled(cmd.clone(), Style::new().fg(theme.c.inline_code)),
+                    Span::styled("  (suggested, not run)", theme.dim()),
+                ]));
+            }
+        }
+        let warn = Style::new().fg(theme.c.warning);
+        for r in &self.reflections {
+            out.extend(text::wrap(
+                &[Span::styled(r.clone(), warn)],
+                width,
+                &[Span::styled("↻ ", warn)],
+                &[Span::raw("  ")],
+            ));
+        }
+        out
+    }
+
+    fn render_status(&self, area: Rect, buf: &mut Buffer, theme: &Theme) {
+        let (text, style) = match &self.status {
+            Some(Status::Applied(summary)) => (summary.clone(), Style::new().fg(theme.c.ok)),
+            Some(Status::Discarded) => (
+                "Proposal discarded; nothing was written.".to_string(),
+                theme.dim(),
+            ),
+            _ => (
+                "No edits to review. Proposed edits open here, hunk by hunk.".to_string(),
+                theme.dim(),
+            ),
+        };
+        let mut lines = text::wrap(&[Span::styled(text, style)], area.width as usize, &[], &[]);
+        lines.extend(self.notes(theme, area.width as usize));
+        super::draw_lines(area, buf, &lines);
+    }
+}
+
+/// Where the hunk `id` is in `proposal`: (file, hunk).
+fn find(proposal: &ProposalView, id: &str) -> Option<(usize, usize)> {
+    proposal
+        .files
+        .iter()
+        .enumerate()
+        .find_map(|(f, file)| file.hunks.iter().position(|h| h.id == id).map(|h| (f, h)))
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+fn tally_spans(t: &Tally, theme: &Theme) -> Vec<Span<'static>> {
+    vec![
+        Span::styled(
+            format!("✓{}", t.accepted),
+            Style::new().fg(theme.c.accepted),
+        ),
+        Span::raw(" "),
+        Span::styled(
+            format!("✗{}", t.rejected),
+            Style::new().fg(theme.c.rejected),
+        ),
+        Span::raw(" "),
+        Span::styled(format!("·{}", t.pending), Style::new().fg(theme.c.pending)),
+    ]
+}
+
+fn decision_label(decision: Decision, theme: &Theme) -> Span<'static> {
+    match decision {
+        Decision::Pending => Span::styled("· pending", Style::new().fg(theme.c.pending)),
+        Decision::Accept => Span::styled(
+            "✓ accepted",
+            Style::new()
+                .fg(theme.c.accepted)
+                .add_modifier(Modifier::BOLD),
+        ),
+        Decision::Reject => Span::styled(
+            "✗ rejected",
+            Style::new()
+                .fg(theme.c.rejected)
+                .add_modifier(Modifier::BOLD),
+        ),
+    }
+}
+
+/// `@@ -a,b +c,d @@` for the lines shown (context included, as git writes it), so the
+/// header agrees with the line numbers beside it.
+fn range_header(hunk: &HunkView) -> String {
+    let side = |number: fn(&crate::engine::protocol::DiffLine) -> Option<usize>,
+                start: usize,
+                len: usize| {
+        let numbers: Vec<usize> = hunk.lines.iter().filter_map(number).collect();
+        match numbers.first() {
+            Some(first) => (*first, numbers.len()),
+            None if hunk.lines.is_empty() => (start, len),
+            // Nothing on this side (a new or deleted file): git writes the line before.
+            None => (start.saturating_sub(1), 0),
+        }
+    };
+    let (old_start, old_len) = side(|l| l.old_line, hunk.old_start, hunk.old_len);
+    let (new_start, new_len) = side(|l| l.new_line, hunk.new_start, hunk.new_len);
+    format!("@@ -{old_start},{old_len} +{new_start},{new_len} @@")
+}
+
+fn hunk_header(hunk: &HunkView, selected: bool, theme: &Theme) -> Line<'static> {
+    let marker = if selected { "▶ " } else { "  " };
+    let mut line = Line::from(vec![
+        Span::styled(marker, Style::new().fg(theme.c.accent)),
+        Span::styled(
+            format!("{} ", range_header(hunk)),
+            Style::new().fg(theme.c.hunk_header),
+        ),
+        decision_label(hunk.decision, theme),
+    ]);
+    if selected {
+        line = line.patch_style(Style::new().bg(theme.c.selection));
+    }
+    line
+}
+
+fn diff_line(
+    line: &crate::engine::protocol::DiffLine,
+    code: &[Span<'static>],
+    selected: bool,
+    decision: Decision,
+    digits: usize,
+    theme: &Theme,
+) -> Line<'static> {
+    let number = |n: Option<usize>| n.map_or(" ".repeat(digits), |n| format!("{n:>digits$}"));
+    let (sign, sign_style) = match line.kind {
+        LineKind::Added => (
+            "+",
+            Style::new().fg(theme.c.added).add_modifier(Modifier::BOLD),
+        ),
+        LineKind::Removed => (
+            "-",
+            Style::new()
+                .fg(theme.c.removed)
+                .add_modifier(Modifier::BOLD),
+        ),
+        LineKind::Context => (" ", Style::new()),
+    };
+    let mut spans = vec![
+        Span::styled(
+            if selected { "▌" } else { " " },
+            Style::new().fg(theme.c.accent),
+        ),
+        Span::styled(
+            format!("{} {} ", number(line.old_line), number(line.new_line)),
+            Style::new().fg(theme.c.line_number),
+        ),
+        Span::styled(sign, sign_style),
+        Span::raw(" "),
+    ];
+    if decision == Decision::Reject {
+        let text: String = code.iter().map(|s| s.content.as_ref()).collect();
+        spans.push(Span::styled(
+            text,
+            Style::new()
+                .fg(theme.c.dim)
+                .add_modifier(Modifier::CROSSED_OUT),
+        ));
+    } else if line.kind == LineKind::Context {
+        spans.extend(
+            code.iter()
+                .cloned()
+                .map(|s| s.patch_style(Style::new().add_modifier(Modifier::DIM))),
+        );
+    } else {
+        spans.extend(code.iter().cloned());
+    }
+    Line::from(spans)
+}
+
+/// A hunk's highlighting: the new side (context and added lines) and the old side
+/// (context and removed lines) each parsed in order, as far as the view has reached.
+struct HunkHighlight {
+    new: Incremental,
+    old: Incremental,
+    /// For each hunk line: its side (true: old) and index on that side.
+    side: Vec<(bool, usize)>,
+    new_lines: Vec<usize>,
+    old_lines: Vec<usize>,
+}
+
+/// Lines highlighted ahead of the one asked for, so a scroll does not stop at every row.
+const AHEAD: usize = 64;
+
+impl HunkHighlight {
+    fn new(
+        hunk: &HunkView,
+        syntax: Option<&'static syntect::parsing::SyntaxReference>,
+        theme: &std::sync::Arc<syntect::highlighting::Theme>,
+    ) -> Self {
+        let mut side = Vec::with_capacity(hunk.lines.len());
+        let mut new_lines = Vec::new();
+        let mut old_lines = Vec::new();
+        for (i, line) in hunk.lines.iter().enumerate() {
+            if line.kind != LineKind::Added {
+                old_lines.push(i);
+            }
+            if line.kind != LineKind::Removed {
+                new_lines.push(i);
+            }
+            side.push(match line.kind {
+                LineKind::Removed => (true, old_lines.len() - 1),
+                _ => (false, new_lines.len() - 1),
+            });
+        }
+        HunkHighlight {
+            new: Incremental::new(syntax, theme),
+            old: Incremental::new(syntax, theme),
+            side,
+            new_lines,
+            old_lines,
+        }
+    }
+
+    fn spans(&mut self, hunk: &HunkView, line: usize) -> &[Span<'static>] {
+        let (old, index) = self.side[line];
+        let (block, lines) = if old {
+            (&mut self.old, &self.old_lines)
+        } else {
+            (&mut self.new, &self.new_lines)
+        };
+        if block.lines.len() <= index {
+            let upto = (index + AHEAD).min(lines.len());
+            let from = block.lines.len();
+            block.push_lines(
+                lines[from..upto]
+                    .iter()
+                    .map(|&i| hunk.lines[i].text.as_str()),
+            );
+        }
+        &block.lines[index]
+    }
+}
+
+impl Pane for ReviewPane {
+    fn title(&self) -> String {
+        let t = self.tally();
+        if self.proposal.is_some() && t.total() > 0 {
+            format!("Review · {} pending", t.pending)
+        } else {
+            "Review".into()
+        }
+    }
+
+    fn actions(&self) -> &'static [Action] {
+        &[
+            Action::Up,
+            Action::Down,
+            Action::Accept,
+            Action::Reject,
+            Action::AcceptFile,
+            Action::AcceptAll,
+            Action::Reset,
+            Action::ResetAll,
+            Action::Apply,
+            Action::Discard,
+            Action::NextFile,
+            Action::PrevFile,
+            Action::Top,
+            Action::Bottom,
+            Action::Back,
+        ]
+    }
+
+    fn on_action(&mut self, action: Action, cx: &mut Cx<'_>) -> bool {
+        if action == Action::Back {
+            cx.effect(Effect::Focus(PaneId::Input));
+            return true;
+        }
+        if !self.is_active() {
+            return false;
+        }
+        match action {
+            Action::Up => self.move_hunk(false),
+            Action::Down => self.move_hunk(true),
+            Action::Top => self.select(0, 0),
+            Action::Bottom => {
+                let files = self.proposal.as_ref().map_or(0, |p| p.files.len());
+                let last = files.saturating_sub(1);
+                let hunks = self
+                    .proposal
+                    .as_ref()
+                    .map_or(0, |p| p.files[last].hunks.len());
+                self.select(last, hunks.saturating_sub(1));
+            }
+            Action::NextFile => self.move_file(1),
+            Action::PrevFile => self.move_file(-1),
+            Action::Accept => self.decide_hunk(Decision::Accept, cx),
+            Action::Reject => self.decide_hunk(Decision::Reject, cx),
+            Action::Reset => self.decide_hunk(Decision::Pending, cx),
+            Action::AcceptFile => self.decide_file(Decision::Accept, cx),
+            Action::AcceptAll => self.decide_all(Decision::Accept, cx),
+            Action::ResetAll => self.decide_all(Decision::Pending, cx),
+            Action::Apply => {
+                let t = self.tally();
+                if t.accepted == 0 {
+                    cx.effect(Effect::Flash(
+                        "no hunk accepted: y accepts one, A all; d discards the proposal".into(),
+                    ));
+                    return true;
+                }
+                self.status = Some(Status::Applying);
+                cx.send(Op::Review(ReviewOp::Apply));
+            }
+            Action::Discard => {
+                self.status = Some(Status::Discarded);
+                self.proposal = None;
+                cx.send(Op::Review(ReviewOp::Discard));
+                cx.effect(Effect::Focus(PaneId::Input));
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    fn scroll(&mut self, lines: i32) {
+        let total = self.diff_row_count();
+        self.scroll =
+            (self.scroll as i64 + lines as i64).clamp(0, total.saturating_sub(1) as i64) as usize;
+    }
+
+    fn click(&mut self, row: u16, _cx: &mut Cx<'_>) {
+        // The file list starts on the second row.
+        let files = self.proposal.as_ref().map_or(0, |p| p.files.len());
+        let row = row as usize;
+        if (1..=files.min(FILE_ROWS)).contains(&row) {
+            let offset = super::keep_visible(0, self.file, files.min(FILE_ROWS));
+            let file = offset + row - 1;
+            if file < files {
+                self.select(file, 0);
+            }
+        }
+    }
+
+    fn render(&mut self, area: Rect, buf: &mut Buffer, draw: &Draw<'_>) {
+        let theme = draw.theme;
+        if area.height == 0 || area.width < 10 {
+            return;
+        }
+        if self.proposal.is_none() || !self.is_active() && self.status.is_some() {
+            self.render_status(area, buf, theme);
+            return;
+        }
+        let width = area.width as usize;
+        let notes = self.notes(theme, width);
+        let files = self.proposal.as_ref().map_or(0, |p| p.files.len());
+        if files == 0 {
+            // Every block failed: the failures are the review.
+            let mut lines = vec![Line::styled(
+                "No edit could be applied.",
+                Style::new().fg(theme.c.error),
+            )];
+            lines.extend(notes);
+            super::draw_lines(area, buf, &lines);
+            return;
+        }
+        let mut y = area.y;
+        buf.set_line(area.x, y, &self.summary(theme), area.width);
+        y += 1;
+        if let Some(banner) = &self.banner {
+            let line = Line::styled(format!("✓ {banner}"), Style::new().fg(theme.c.ok));
+            buf.set_line(area.x, y, &line, area.width);
+            y += 1;
+        }
+        let file_rows = files
+            .min(FILE_ROWS)
+            .min((area.height as usize).saturating_sub(4) / 3)
+            .max(1) as u16;
+        self.render_files(Rect::new(area.x, y, area.width, file_rows), buf, draw);
+        y += file_rows;
+        let note_rows = (notes.len() as u16).min(area.height / 4);
+        let hint_rows = u16::from(area.height >= 12);
+        let diff_height = area.bottom().saturating_sub(y + 1 + note_rows + hint_rows);
+        let path = self
+            .current_file()
+            .map(|f| f.path.clone())
+            .unwrap_or_default();
+        let sep_label = format!("─ {} ", text::truncate_left(&path, width.saturating_sub(4)));
+        let sep = format!(
+            "{sep_label}{}",
+            "─".repeat(width.saturating_sub(text::width(&sep_label)))
+        );
+        buf.set_string(area.x, y, sep, theme.dim());
+        y += 1;
+        self.render_diff(Rect::new(area.x, y, area.width, diff_height), buf, theme);
+        y += diff_height;
+        for line in notes.iter().take(note_rows as usize) {
+            buf.set_line(area.x, y, line, area.width);
+            y += 1;
+        }
+        if hint_rows > 0 {
+            let k = draw.keymap;
+            let hint = format!(
+                "{} accept · {} reject · {} file · {} all · {} reset · {} apply · {} back",
+                k.describe(Action::Accept),
+                k.describe(Action::Reject),
+                k.describe(Action::AcceptFile),
+                k.describe(Action::AcceptAll),
+                k.describe(Action::Reset),
+                k.describe(Action::Apply),
+                k.describe(Action::Back),
+            );
+            buf.set_string(
+                area.x,
+                area.bottom() - 1,
+                text::truncate(&hint, width),
+                theme.dim(),
+            );
+        }
+    }
+}
+
+/// Files listed above the diff at most.
+const FILE_ROWS: usize = 6;
+
+/// A one-line account of an `Applied` event.
+pub fn applied_summary(
+    files: &[String],
+    accepted: usize,
+    rejected: usize,
+    commit: Option<&str>,
+    message: &str,
+) -> String {
+    let mut s = format!(
+        "Applied {} hunk{} to {} file{}",
+        thousands(accepted),
+        plural(accepted),
+        files.len(),
+        plural(files.len())
+    );
+    if rejected > 0 {
+        s.push_str(&format!(", {rejected} not applied"));
+    }
+    match commit {
+        Some(id) => s.push_str(&format!(" · commit {} {message}", &id[..id.len().min(7)])),
+        None if !message.is_empty() => s.push_str(&format!(" · {message}")),
+        None => s.push_str(" · not committed"),
+    }
+    s
+}

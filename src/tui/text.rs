@@ -1,0 +1,235 @@
+//! Laying out styled text in terminal cells: display widths, word wrapping that keeps
+//! styles and indentation, and truncation.
+
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use unicode_width::UnicodeWidthChar;
+
+/// Columns a tab takes.
+pub const TAB_WIDTH: usize = 4;
+
+pub fn char_width(c: char) -> usize {
+    if c == '\t' {
+        TAB_WIDTH
+    } else {
+        c.width().unwrap_or(0)
+    }
+}
+
+pub fn width(s: &str) -> usize {
+    s.chars().map(char_width).sum()
+}
+
+pub fn spans_width(spans: &[Span<'_>]) -> usize {
+    spans.iter().map(|s| width(&s.content)).sum()
+}
+
+/// Word-wraps `spans` to `width` columns. The first output line starts with `first`,
+/// the others with `rest` (a list bullet and its hanging indent, a quote bar, a code
+/// gutter). Words longer than a line are broken; spaces at a break are dropped. Always
+/// returns at least one line.
+pub fn wrap(
+    spans: &[Span<'static>],
+    width: usize,
+    first: &[Span<'static>],
+    rest: &[Span<'static>],
+) -> Vec<Line<'static>> {
+    let avail_first = width.saturating_sub(spans_width(first)).max(1);
+    let avail_rest = width.saturating_sub(spans_width(rest)).max(1);
+    let mut out: Vec<Line<'static>> = Vec::new();
+    let mut cur: Vec<(char, usize)> = Vec::new();
+    let mut cur_width = 0;
+    // Index in `cur` of the last space: the place to break.
+    let mut last_space: Option<usize> = None;
+    let emit = |out: &mut Vec<Line<'static>>, cur: &[(char, usize)]| {
+        let prefix = if out.is_empty() { first } else { rest };
+        let mut line: Vec<Span<'static>> = prefix.to_vec();
+        line.extend(group(cur, spans));
+        out.push(Line::from(line));
+    };
+    for (index, span) in spans.iter().enumerate() {
+        for c in span.content.chars() {
+            let (c, w) = match c {
+                '\t' => (' ', TAB_WIDTH),
+                '\n' | '\r' => continue,
+                c => (c, char_width(c)),
+            };
+            let avail = if out.is_empty() {
+                avail_first
+            } else {
+                avail_rest
+            };
+            if cur_width + w > avail && !cur.is_empty() {
+                match last_space {
+                    Some(at) if at > 0 => {
+                        let tail = cur.split_off(at + 1);
+                        trim_end(&mut cur);
+                        emit(&mut out, &cur);
+                        cur = tail;
+                    }
+                    _ => {
+                        emit(&mut out, &cur);
+                        cur.clear();
+                    }
+                }
+                cur_width = cur.iter().map(|(c, _)| char_width(*c)).sum();
+                last_space = None;
+                if c == ' ' && cur.is_empty() {
+                    continue;
+                }
+            }
+            if c == ' ' {
+                last_space = Some(cur.len());
+            }
+            // A tab is laid out as spaces so widths stay exact.
+            let repeat = if w == TAB_WIDTH && c == ' ' {
+                TAB_WIDTH
+            } else {
+                1
+            };
+            for _ in 0..repeat {
+                cur.push((c, index));
+            }
+            cur_width += w;
+        }
+    }
+    if !cur.is_empty() || out.is_empty() {
+        emit(&mut out, &cur);
+    }
+    out
+}
+
+fn trim_end(cur: &mut Vec<(char, usize)>) {
+    while cur.last().is_some_and(|(c, _)| *c == ' ') {
+        cur.pop();
+    }
+}
+
+/// Runs of characters with the same source span, back into spans.
+fn group(chars: &[(char, usize)], spans: &[Span<'static>]) -> Vec<Span<'static>> {
+    let mut out: Vec<Span<'static>> = Vec::new();
+    let mut text = String::new();
+    let mut current: Option<usize> = None;
+    for &(c, index) in chars {
+        if current != Some(index) {
+            if let Some(prev) = current {
+                out.push(Span::styled(std::mem::take(&mut text), spans[prev].style));
+            }
+            current = Some(index);
+        }
+        text.push(c);
+    }
+    if let Some(prev) = current {
+        out.push(Span::styled(text, spans[prev].style));
+    }
+    out
+}
+
+/// `s` cut to `max` columns, with `…` when something was cut.
+pub fn truncate(s: &str, max: usize) -> String {
+    if width(s) <= max {
+        return s.to_string();
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    for c in s.chars() {
+        let w = char_width(c);
+        if used + w + 1 > max {
+            break;
+        }
+        out.push(c);
+        used += w;
+    }
+    if max > 0 {
+        out.push('…');
+    }
+    out
+}
+
+/// `s` cut from the left to `max` columns (`…/src/app.py`): the end of a path matters
+/// more than its start.
+pub fn truncate_left(s: &str, max: usize) -> String {
+    if width(s) <= max {
+        return s.to_string();
+    }
+    let mut kept: Vec<char> = Vec::new();
+    let mut used = 1;
+    for c in s.chars().rev() {
+        let w = char_width(c);
+        if used + w > max {
+            break;
+        }
+        kept.push(c);
+        used += w;
+    }
+    let mut out = String::from("…");
+    out.extend(kept.into_iter().rev());
+    out
+}
+
+/// `1,234,567`.
+pub fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A span of `n` copies of `c`.
+pub fn repeat(c: char, n: usize, style: Style) -> Span<'static> {
+    Span::styled(std::iter::repeat_n(c, n).collect::<String>(), style)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ratatui::style::Color;
+
+    fn texts(lines: &[Line<'_>]) -> Vec<String> {
+        lines.iter().map(|l| l.to_string()).collect()
+    }
+
+    #[test]
+    fn wraps_at_spaces_and_keeps_styles() {
+        let spans = vec![
+            Span::raw("the quick "),
+            Span::styled("brown fox", Style::new().fg(Color::Red)),
+            Span::raw(" jumps over"),
+        ];
+        let lines = wrap(&spans, 12, &[], &[]);
+        assert_eq!(texts(&lines), ["the quick", "brown fox", "jumps over"]);
+        assert_eq!(lines[1].spans[0].style.fg, Some(Color::Red));
+    }
+
+    #[test]
+    fn prefixes_hang_and_long_words_break() {
+        let spans = vec![Span::raw("abcdefghij klm")];
+        let lines = wrap(&spans, 6, &[Span::raw("• ")], &[Span::raw("  ")]);
+        assert_eq!(texts(&lines), ["• abcd", "  efgh", "  ij", "  klm"]);
+        assert!(lines.iter().all(|l| l.width() <= 6));
+    }
+
+    #[test]
+    fn wide_characters_and_tabs_take_their_columns() {
+        let lines = wrap(&[Span::raw("日本語です")], 5, &[], &[]);
+        assert_eq!(texts(&lines), ["日本", "語で", "す"]);
+        let lines = wrap(&[Span::raw("\tx")], 10, &[], &[]);
+        assert_eq!(texts(&lines), ["    x"]);
+        assert_eq!(wrap(&[], 10, &[Span::raw("> ")], &[]).len(), 1);
+    }
+
+    #[test]
+    fn truncation_and_numbers() {
+        assert_eq!(truncate("abcdef", 4), "abc…");
+        assert_eq!(truncate("abc", 4), "abc");
+        assert_eq!(truncate_left("src/deep/app.py", 8), "…/app.py");
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(1234), "1,234");
+        assert_eq!(thousands(1234567), "1,234,567");
+    }
+}

@@ -1,0 +1,564 @@
+//! Key scripts: what the user presses, and the `Op`s the app sends the engine for it.
+
+mod tui_support;
+
+use std::time::{Duration, Instant};
+
+use crossterm::event::{
+    Event as TermEvent, KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind,
+};
+use tern::engine::protocol::{Decision, ReviewOp};
+use tern::engine::{Event, FileMode, Op};
+use tern::llm::Finish;
+use tern::tui::{App, PaneId};
+use tui_support::*;
+
+fn started() -> App {
+    let mut app = app();
+    feed(&mut app, session_start());
+    // Ready asks for the repository's files; the map asks why its first file is there.
+    assert_eq!(
+        app.take_ops(),
+        [
+            Op::ListRepoFiles,
+            Op::MapWhy {
+                path: "shop/inventory.py".into()
+            }
+        ]
+    );
+    app
+}
+
+fn focus(app: &mut App, id: PaneId) {
+    for _ in 0..6 {
+        if app.focus() == id {
+            return;
+        }
+        app.handle_terminal(key(KeyCode::Tab));
+    }
+    panic!("{id:?} cannot be focused");
+}
+
+fn press(app: &mut App, c: char) {
+    app.handle_terminal(key(KeyCode::Char(c)));
+}
+
+fn hunk_ids() -> Vec<String> {
+    proposal()
+        .files
+        .iter()
+        .flat_map(|f| f.hunks.iter().map(|h| h.id.clone()))
+        .collect()
+}
+
+#[test]
+fn typing_sends_a_debounced_draft_and_enter_submits() {
+    let mut app = started();
+    type_text(&mut app, "rename remove");
+    assert!(app.take_ops().is_empty(), "no draft before the debounce");
+    app.tick(Instant::now() + Duration::from_millis(60));
+    assert_eq!(
+        app.take_ops(),
+        [Op::Draft {
+            text: "rename remove".into()
+        }]
+    );
+    type_text(&mut app, "\n");
+    assert_eq!(
+        app.take_ops(),
+        [Op::Submit {
+            text: "rename remove".into()
+        }]
+    );
+    app.tick(Instant::now() + Duration::from_millis(60));
+    assert_eq!(
+        app.take_ops(),
+        [Op::Draft {
+            text: String::new()
+        }]
+    );
+}
+
+#[test]
+fn shift_enter_and_ctrl_j_break_lines_and_a_paste_arrives_whole() {
+    let mut app = started();
+    type_text(&mut app, "one");
+    app.handle_terminal(TermEvent::Key(KeyEvent::new(
+        KeyCode::Enter,
+        KeyModifiers::SHIFT,
+    )));
+    type_text(&mut app, "two");
+    app.handle_terminal(ctrl('j'));
+    let pasted: String = (0..2_000).map(|i| format!("line {i}\r\n")).collect();
+    app.handle_terminal(TermEvent::Paste(pasted));
+    type_text(&mut app, "\n");
+    let ops = app.take_ops();
+    let Some(Op::Submit { text }) = ops.last() else {
+        panic!("{ops:?}")
+    };
+    assert!(text.starts_with("one\ntwo\nline 0\nline 1\n"));
+    assert!(text.ends_with("line 1999"), "trailing newline trimmed");
+    assert!(!text.contains('\r'));
+}
+
+#[test]
+fn files_pane_toggles_drops_and_adds_with_the_picker() {
+    let mut app = started();
+    focus(&mut app, PaneId::Files);
+    // Selection starts on README.md (read-only).
+    press(&mut app, 'e');
+    app.handle_terminal(key(KeyCode::Down));
+    press(&mut app, ' ');
+    press(&mut app, 'j');
+    press(&mut app, 'd');
+    assert_eq!(
+        app.take_ops(),
+        [
+            Op::SetFileMode {
+                path: "README.md".into(),
+                mode: FileMode::Editable
+            },
+            Op::SetFileMode {
+                path: "shop/cli.py".into(),
+                mode: FileMode::ReadOnly
+            },
+            Op::DropFile {
+                path: "shop/inventory.py".into()
+            },
+        ]
+    );
+    press(&mut app, 'a');
+    type_text(&mut app, "pric\n");
+    press(&mut app, 'a');
+    type_text(&mut app, "test");
+    app.handle_terminal(ctrl('r'));
+    assert_eq!(
+        app.take_ops(),
+        [
+            Op::AddFiles {
+                paths: vec!["shop/pricing.py".into()],
+                mode: FileMode::Editable
+            },
+            Op::AddFiles {
+                paths: vec!["tests/test_inventory.py".into()],
+                mode: FileMode::ReadOnly
+            },
+        ]
+    );
+    assert_eq!(
+        app.focus(),
+        PaneId::Files,
+        "the picker closed back to the pane"
+    );
+}
+
+#[test]
+fn accept_one_hunk_reject_another_apply_then_undo() {
+    let mut app = started();
+    feed(&mut app, turn("fix remove", REPLY, 64));
+    app.take_ops();
+    feed(&mut app, [Event::Proposal(Box::new(proposal()))]);
+    assert_eq!(app.focus(), PaneId::Review, "a proposal takes the focus");
+    let ids = hunk_ids();
+    press(&mut app, 'y');
+    press(&mut app, 'n');
+    app.handle_terminal(key(KeyCode::Enter));
+    assert_eq!(
+        app.take_ops(),
+        [
+            Op::Review(ReviewOp::Hunk {
+                id: ids[0].clone(),
+                decision: Decision::Accept
+            }),
+            Op::Review(ReviewOp::Hunk {
+                id: ids[1].clone(),
+                decision: Decision::Reject
+            }),
+            Op::Review(ReviewOp::Apply),
+        ]
+    );
+    // The engine lands the accepted hunk; the rest of the proposal stays to decide on
+    // (it sends what is left, then the account of what was written).
+    let mut left = proposal();
+    left.files[0].hunks.remove(0);
+    left.files[0].hunks[0].decision = Decision::Reject;
+    feed(
+        &mut app,
+        [
+            Event::Proposal(Box::new(left)),
+            Event::Applied {
+                files: vec!["shop/inventory.py".into()],
+                accepted: 1,
+                rejected: 3,
+                commit: Some("3f2a9c1d0e".into()),
+                message: "fix: refuse to remove more than is in stock".into(),
+            },
+            Event::Idle,
+        ],
+    );
+    assert_eq!(app.focus(), PaneId::Review, "pending hunks remain");
+    let text = screen(&mut app, 160, 48);
+    assert!(
+        text.contains("✓ Applied 1 hunk to 1 file, 3 not applied · commit 3f2a9c1"),
+        "{text}"
+    );
+    // Accept the rest, apply: the engine closes the proposal.
+    press(&mut app, 'A');
+    app.handle_terminal(key(KeyCode::Enter));
+    assert_eq!(
+        app.take_ops(),
+        [
+            Op::Review(ReviewOp::All {
+                decision: Decision::Accept
+            }),
+            Op::Review(ReviewOp::Apply),
+        ]
+    );
+    feed(
+        &mut app,
+        [
+            Event::Proposal(Box::default()),
+            Event::Applied {
+                files: vec!["shop/cli.py".into()],
+                accepted: 2,
+                rejected: 0,
+                commit: Some("77aa01b".into()),
+                message: "feat: shop low".into(),
+            },
+            Event::Idle,
+        ],
+    );
+    assert_eq!(app.focus(), PaneId::Input, "back to the message box");
+    let text = screen(&mut app, 160, 48);
+    assert!(
+        text.contains("Applied 2 hunks to 1 file · commit 77aa01b feat: shop low"),
+        "{text}"
+    );
+    type_text(&mut app, "/undo\n");
+    assert_eq!(
+        app.take_ops(),
+        [Op::Submit {
+            text: "/undo".into()
+        }]
+    );
+}
+
+#[test]
+fn review_keys_for_files_all_reset_discard_and_back() {
+    let mut app = started();
+    feed(&mut app, [Event::Proposal(Box::new(proposal()))]);
+    let ids = hunk_ids();
+    app.handle_terminal(key(KeyCode::Enter));
+    assert!(
+        app.take_ops().is_empty(),
+        "nothing accepted: Enter applies nothing"
+    );
+    press(&mut app, 'a');
+    press(&mut app, 'l');
+    press(&mut app, 'n');
+    press(&mut app, 'A');
+    press(&mut app, 'r');
+    press(&mut app, 'R');
+    assert_eq!(
+        app.take_ops(),
+        [
+            Op::Review(ReviewOp::File {
+                path: "shop/inventory.py".into(),
+                decision: Decision::Accept
+            }),
+            Op::Review(ReviewOp::Hunk {
+                id: ids[2].clone(),
+                decision: Decision::Reject
+            }),
+            Op::Review(ReviewOp::All {
+                decision: Decision::Accept
+            }),
+            Op::Review(ReviewOp::Hunk {
+                id: ids[3].clone(),
+                decision: Decision::Pending
+            }),
+            Op::Review(ReviewOp::All {
+                decision: Decision::Pending
+            }),
+        ]
+    );
+    app.handle_terminal(key(KeyCode::Esc));
+    assert_eq!(
+        app.focus(),
+        PaneId::Input,
+        "esc goes back, the edits stay pending"
+    );
+    assert!(app.take_ops().is_empty());
+    focus(&mut app, PaneId::Review);
+    press(&mut app, 'd');
+    assert_eq!(app.take_ops(), [Op::Review(ReviewOp::Discard)]);
+    assert_eq!(app.focus(), PaneId::Input);
+}
+
+#[test]
+fn an_updated_proposal_keeps_the_selection_and_a_new_one_resets_it() {
+    let mut app = started();
+    feed(&mut app, [Event::Proposal(Box::new(proposal()))]);
+    press(&mut app, 'j');
+    press(&mut app, 'j');
+    app.take_ops();
+    // The engine confirms a decision: same hunks, same selection (the third).
+    let mut echoed = proposal();
+    echoed.files[0].hunks[0].decision = Decision::Accept;
+    feed(&mut app, [Event::Proposal(Box::new(echoed))]);
+    press(&mut app, 'y');
+    let ids = hunk_ids();
+    assert_eq!(
+        app.take_ops(),
+        [Op::Review(ReviewOp::Hunk {
+            id: ids[2].clone(),
+            decision: Decision::Accept
+        })]
+    );
+    // A different proposal opens on its first hunk.
+    feed(&mut app, [Event::Proposal(Box::new(big_proposal(30)))]);
+    press(&mut app, 'y');
+    let first = big_proposal(30).files[0].hunks[0].id.clone();
+    assert_eq!(
+        app.take_ops(),
+        [Op::Review(ReviewOp::Hunk {
+            id: first,
+            decision: Decision::Accept
+        })]
+    );
+}
+
+#[test]
+fn ctrl_c_clears_then_quits_and_esc_interrupts_a_stream() {
+    let mut app = started();
+    type_text(&mut app, "half a thought");
+    app.handle_terminal(ctrl('c'));
+    assert!(app.panes().input.is_empty());
+    app.handle_terminal(ctrl('c'));
+    assert!(app.quitting());
+    assert!(app.take_ops().contains(&Op::Shutdown));
+
+    let mut app = started();
+    feed(&mut app, turn("q", "partial", 3).into_iter().take(2));
+    assert!(app.is_streaming());
+    app.handle_terminal(key(KeyCode::Esc));
+    assert_eq!(app.take_ops(), [Op::Cancel]);
+    type_text(&mut app, "next question\n");
+    assert!(
+        !app.take_ops()
+            .iter()
+            .any(|op| matches!(op, Op::Submit { .. })),
+        "no second turn while one streams"
+    );
+    type_text(&mut app, "");
+    app.handle_terminal(ctrl('c'));
+    assert_eq!(app.take_ops(), [Op::Cancel], "ctrl-c interrupts first");
+    feed(
+        &mut app,
+        [Event::TurnFinished {
+            reply: "partial".into(),
+            finish: Finish::Cancelled,
+            usage: None,
+            cost: 0.0,
+            session_cost: 0.0,
+        }],
+    );
+    assert!(!app.is_streaming());
+    assert!(screen(&mut app, 80, 24).contains("interrupted; the partial reply is kept"));
+}
+
+#[test]
+fn a_failed_turn_gives_the_message_back() {
+    let mut app = started();
+    feed(
+        &mut app,
+        [
+            Event::TurnStarted {
+                text: "explain pricing".into(),
+                mode: tern::engine::ChatMode::Code,
+            },
+            Event::TurnFailed {
+                error: "401: the API key was refused".into(),
+                message: "explain pricing".into(),
+            },
+        ],
+    );
+    assert_eq!(app.panes().input.text(), "explain pricing");
+    let text = screen(&mut app, 80, 24);
+    assert!(text.contains("401: the API key was refused"), "{text}");
+}
+
+#[test]
+fn map_pane_asks_why_for_the_selected_file_and_toggles_the_text() {
+    let mut app = started();
+    focus(&mut app, PaneId::Map);
+    assert!(
+        app.take_ops().is_empty(),
+        "already asked for the first file"
+    );
+    press(&mut app, 'j');
+    press(&mut app, 'j');
+    press(&mut app, 'k');
+    assert_eq!(
+        app.take_ops(),
+        [
+            Op::MapWhy {
+                path: "shop/pricing.py".into()
+            },
+            Op::MapWhy {
+                path: "shop/cli.py".into()
+            },
+        ],
+        "each file once"
+    );
+    press(&mut app, 'r');
+    assert_eq!(
+        app.take_ops(),
+        [Op::Submit {
+            text: "/map-refresh".into()
+        }]
+    );
+    press(&mut app, 't');
+    assert!(screen(&mut app, 160, 48).contains("│def format_cents("));
+}
+
+#[test]
+fn mouse_focuses_panes_selects_rows_and_scrolls() {
+    let mut app = started();
+    feed(&mut app, long_history(40));
+    screen(&mut app, 160, 48);
+    // The files pane is at the top left; its second row is shop/cli.py.
+    app.handle_terminal(TermEvent::Mouse(MouseEvent {
+        kind: MouseEventKind::Down(MouseButton::Left),
+        column: 5,
+        row: 3,
+        modifiers: KeyModifiers::NONE,
+    }));
+    assert_eq!(app.focus(), PaneId::Files);
+    press(&mut app, 'e');
+    assert_eq!(
+        app.take_ops(),
+        [Op::SetFileMode {
+            path: "shop/cli.py".into(),
+            mode: FileMode::ReadOnly
+        }]
+    );
+    let bottom = screen(&mut app, 160, 48);
+    app.handle_terminal(TermEvent::Mouse(MouseEvent {
+        kind: MouseEventKind::ScrollUp,
+        column: 80,
+        row: 20,
+        modifiers: KeyModifiers::NONE,
+    }));
+    let scrolled = screen(&mut app, 160, 48);
+    assert_ne!(bottom, scrolled);
+    assert!(scrolled.contains("more below"));
+    assert!(!app.panes().chat.is_following());
+}
+
+#[test]
+fn page_keys_scroll_the_chat_from_the_message_box_and_end_follows() {
+    let mut app = started();
+    feed(&mut app, long_history(40));
+    screen(&mut app, 80, 24);
+    app.handle_terminal(key(KeyCode::PageUp));
+    screen(&mut app, 80, 24);
+    assert!(!app.panes().chat.is_following());
+    app.handle_terminal(key(KeyCode::PageDown));
+    app.handle_terminal(key(KeyCode::PageDown));
+    screen(&mut app, 80, 24);
+    assert!(
+        app.panes().chat.is_following(),
+        "scrolling back down follows again"
+    );
+    focus(&mut app, PaneId::Chat);
+    press(&mut app, 'g');
+    let top = screen(&mut app, 80, 24);
+    assert!(top.contains("make step 0 handle empty input"), "{top}");
+    press(&mut app, 'G');
+    screen(&mut app, 80, 24);
+    assert!(app.panes().chat.is_following());
+}
+
+#[test]
+fn tab_cycles_every_pane_and_help_lists_the_focused_panes_keys() {
+    let mut app = started();
+    let mut seen = vec![app.focus()];
+    for _ in 0..5 {
+        app.handle_terminal(key(KeyCode::Tab));
+        seen.push(app.focus());
+    }
+    assert_eq!(
+        seen,
+        [
+            PaneId::Input,
+            PaneId::Chat,
+            PaneId::Files,
+            PaneId::Map,
+            PaneId::Gauge,
+            PaneId::Review
+        ]
+    );
+    app.handle_terminal(TermEvent::Key(KeyEvent::new(
+        KeyCode::BackTab,
+        KeyModifiers::SHIFT,
+    )));
+    assert_eq!(app.focus(), PaneId::Gauge);
+    focus(&mut app, PaneId::Files);
+    press(&mut app, '?');
+    let text = screen(&mut app, 160, 48);
+    assert!(text.contains("toggle editable / read-only"), "{text}");
+    press(&mut app, 'q');
+    assert!(!screen(&mut app, 160, 48).contains("toggle editable / read-only"));
+}
+
+#[test]
+fn keys_from_the_config_replace_the_defaults() {
+    let mut keys = std::collections::BTreeMap::new();
+    keys.insert("accept".to_string(), "space".to_string());
+    let (keymap, warnings) = tern::tui::Keymap::from_config(&keys);
+    assert!(warnings.is_empty());
+    let mut app = App::new(tern::tui::AppConfig {
+        theme: tern::tui::Theme::default_theme(),
+        keymap,
+        notices: vec![],
+    });
+    feed(&mut app, [Event::Proposal(Box::new(proposal()))]);
+    press(&mut app, 'y');
+    press(&mut app, ' ');
+    assert_eq!(
+        app.take_ops(),
+        [Op::Review(ReviewOp::Hunk {
+            id: hunk_ids()[0].clone(),
+            decision: Decision::Accept
+        })]
+    );
+}
+
+#[test]
+fn a_failed_apply_leaves_the_proposal_to_decide_on() {
+    let mut app = started();
+    feed(&mut app, [Event::Proposal(Box::new(proposal()))]);
+    press(&mut app, 'y');
+    app.handle_terminal(key(KeyCode::Enter));
+    assert_eq!(app.take_ops().last(), Some(&Op::Review(ReviewOp::Apply)));
+    // The landing failed: the engine says why, and that it is idle again.
+    feed(
+        &mut app,
+        [
+            Event::Error {
+                text: "nothing was written: your own changes could not be committed first".into(),
+            },
+            Event::Idle,
+        ],
+    );
+    assert_eq!(app.focus(), PaneId::Review);
+    press(&mut app, 'n');
+    assert_eq!(
+        app.take_ops(),
+        [Op::Review(ReviewOp::Hunk {
+            id: hunk_ids()[1].clone(),
+            decision: Decision::Reject
+        })]
+    );
+}

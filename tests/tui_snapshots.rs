@@ -1,0 +1,256 @@
+//! What the workspace looks like: every pane alone, and the whole screen at 80x24 (tabs)
+//! and 160x48 (side by side), in the states a session goes through. Drawn with
+//! ratatui's TestBackend from the events a real session sends.
+//!
+//! Review changes with `cargo insta review` (or `INSTA_UPDATE=always`).
+
+mod tui_support;
+
+use crossterm::event::KeyCode;
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use tern::engine::Event;
+use tern::llm::Message;
+use tern::tui::{App, PaneId};
+use tui_support::*;
+
+const SIZES: [(u16, u16); 2] = [(80, 24), (160, 48)];
+
+/// A session after one question and the demo reply, with its proposal open.
+fn reviewed_session() -> App {
+    let mut app = app();
+    feed(&mut app, session_start());
+    feed(&mut app, turn(demo_question(), REPLY, 40));
+    feed(
+        &mut app,
+        [
+            Event::Budget(Box::new(budget(
+                "",
+                &[Message::user(demo_question()), Message::assistant(REPLY)],
+            ))),
+            Event::Proposal(Box::new(proposal())),
+        ],
+    );
+    app
+}
+
+fn demo_question() -> &'static str {
+    tern::tui::demo::PROMPT.trim()
+}
+
+fn pane_alone(app: &mut App, id: PaneId, width: u16, height: u16) -> String {
+    let area = Rect::new(0, 0, width, height);
+    let mut buf = Buffer::empty(area);
+    app.draw_pane(id, area, &mut buf);
+    let mut out = String::new();
+    for y in 0..height {
+        let line: String = (0..width).map(|x| buf[(x, y)].symbol()).collect();
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+#[test]
+fn first_screen() {
+    for (w, h) in SIZES {
+        let mut app = app();
+        feed(&mut app, session_start());
+        insta::assert_snapshot!(format!("first_screen_{w}x{h}"), screen(&mut app, w, h));
+    }
+}
+
+#[test]
+fn streaming_reply() {
+    for (w, h) in SIZES {
+        let mut app = app();
+        feed(&mut app, session_start());
+        let events = turn(demo_question(), REPLY, 40);
+        // Stop halfway through the reply, inside the first SEARCH/REPLACE block.
+        let half = events.len() / 3;
+        feed(&mut app, events.into_iter().take(half));
+        insta::assert_snapshot!(format!("streaming_{w}x{h}"), screen(&mut app, w, h));
+    }
+}
+
+#[test]
+fn review_takes_the_focus_with_the_first_hunk_selected() {
+    for (w, h) in SIZES {
+        let mut app = reviewed_session();
+        assert_eq!(app.focus(), PaneId::Review);
+        insta::assert_snapshot!(format!("review_{w}x{h}"), screen(&mut app, w, h));
+    }
+}
+
+#[test]
+fn review_after_decisions() {
+    for (w, h) in SIZES {
+        let mut app = reviewed_session();
+        // Accept the first hunk, reject the second: the third is selected.
+        app.handle_terminal(key(KeyCode::Char('y')));
+        app.handle_terminal(key(KeyCode::Char('n')));
+        insta::assert_snapshot!(format!("review_decided_{w}x{h}"), screen(&mut app, w, h));
+    }
+}
+
+#[test]
+fn after_the_review_the_chat_has_its_footer() {
+    for (w, h) in SIZES {
+        let mut app = reviewed_session();
+        app.handle_terminal(key(KeyCode::Esc));
+        insta::assert_snapshot!(format!("chat_{w}x{h}"), screen(&mut app, w, h));
+    }
+}
+
+#[test]
+fn each_tab_at_80x24() {
+    for (id, name) in [
+        (PaneId::Files, "files"),
+        (PaneId::Map, "map"),
+        (PaneId::Gauge, "gauge"),
+    ] {
+        let mut app = reviewed_session();
+        app.handle_terminal(key(KeyCode::Esc));
+        while app.focus() != id {
+            app.handle_terminal(key(KeyCode::Tab));
+        }
+        feed(
+            &mut app,
+            [Event::MapWhy {
+                path: "shop/inventory.py".into(),
+                edges: why_inventory(),
+            }],
+        );
+        insta::assert_snapshot!(format!("tab_{name}_80x24"), screen(&mut app, 80, 24));
+    }
+}
+
+#[test]
+fn every_pane_alone() {
+    let mut app = reviewed_session();
+    feed(
+        &mut app,
+        [Event::MapWhy {
+            path: "shop/inventory.py".into(),
+            edges: why_inventory(),
+        }],
+    );
+    for (id, name) in [
+        (PaneId::Chat, "chat"),
+        (PaneId::Input, "input"),
+        (PaneId::Files, "files"),
+        (PaneId::Map, "map"),
+        (PaneId::Gauge, "gauge"),
+        (PaneId::Review, "review"),
+    ] {
+        let height = if id == PaneId::Input { 3 } else { 22 };
+        insta::assert_snapshot!(format!("pane_{name}"), pane_alone(&mut app, id, 60, height));
+    }
+}
+
+#[test]
+fn overlays() {
+    for (w, h) in SIZES {
+        let mut app = reviewed_session();
+        app.handle_terminal(key(KeyCode::Char('?')));
+        insta::assert_snapshot!(format!("help_review_{w}x{h}"), screen(&mut app, w, h));
+
+        let mut app = reviewed_session();
+        app.handle_terminal(key(KeyCode::Esc));
+        type_text(&mut app, "/re");
+        insta::assert_snapshot!(format!("completion_{w}x{h}"), screen(&mut app, w, h));
+
+        let mut app = reviewed_session();
+        app.handle_terminal(key(KeyCode::Esc));
+        while app.focus() != PaneId::Files {
+            app.handle_terminal(key(KeyCode::Tab));
+        }
+        app.handle_terminal(key(KeyCode::Char('a')));
+        type_text(&mut app, "py");
+        insta::assert_snapshot!(format!("picker_{w}x{h}"), screen(&mut app, w, h));
+    }
+}
+
+#[test]
+fn map_progress_while_tags_are_read_and_the_map_text() {
+    let mut app = app();
+    feed(&mut app, session_start().into_iter().take(3));
+    feed(
+        &mut app,
+        [Event::MapProgress {
+            done: 120,
+            total: 480,
+        }],
+    );
+    insta::assert_snapshot!("map_progress", pane_alone(&mut app, PaneId::Map, 48, 10));
+    feed(&mut app, [Event::Map(Box::new(map()))]);
+    while app.focus() != PaneId::Map {
+        app.handle_terminal(key(KeyCode::Tab));
+    }
+    app.handle_terminal(key(KeyCode::Char('t')));
+    insta::assert_snapshot!("map_text", pane_alone(&mut app, PaneId::Map, 48, 14));
+}
+
+#[test]
+fn an_empty_map_says_there_is_none() {
+    let mut app = app();
+    feed(&mut app, session_start());
+    feed(&mut app, [Event::Map(Box::default())]);
+    let pane = pane_alone(&mut app, PaneId::Map, 48, 6);
+    assert!(pane.contains("No repo map for this repository"), "{pane}");
+}
+
+#[test]
+fn wide_terminal_250x70() {
+    let mut app = reviewed_session();
+    insta::assert_snapshot!("review_250x70", screen(&mut app, 250, 70));
+}
+
+#[test]
+fn an_unknown_model_is_flagged_and_estimates_marked() {
+    let mut app = app();
+    feed(&mut app, session_start());
+    let mut report = budget("a draft of the next message", &[]);
+    report.model = "local/qwen-coder".into();
+    report.known_model = false;
+    report.estimate = true;
+    report.window = 32_768;
+    report.reserved_output = 4_096;
+    report.prompt_limit = report.window - report.reserved_output;
+    report.remaining = report.prompt_limit as i64 - report.total as i64;
+    feed(&mut app, [Event::Budget(Box::new(report))]);
+    insta::assert_snapshot!(
+        "gauge_unknown_model",
+        pane_alone(&mut app, PaneId::Gauge, 48, 26)
+    );
+}
+
+#[test]
+fn the_fill_colours_the_gauge_green_yellow_red() {
+    use ratatui::style::Color;
+    let theme = tern::tui::Theme::default_theme();
+    for (fill, expected) in [
+        (0.30, theme.c.ok),
+        (0.70, theme.c.caution),
+        (0.90, theme.c.danger),
+    ] {
+        let mut app = app();
+        let mut report = budget("", &[]);
+        report.window = (report.total as f64 / fill) as usize;
+        feed(&mut app, [Event::Budget(Box::new(report))]);
+        let area = Rect::new(0, 0, 48, 10);
+        let mut buf = Buffer::empty(area);
+        app.draw_pane(PaneId::Gauge, area, &mut buf);
+        // The headline's first cell, inside the border and its padding.
+        let fg: Option<Color> = buf[(2, 1)].style().fg;
+        assert_eq!(fg, Some(expected), "fill {fill}");
+    }
+}
+
+#[test]
+fn too_small_says_so() {
+    let mut app = app();
+    feed(&mut app, session_start());
+    let text = screen(&mut app, 30, 8);
+    assert!(text.contains("tern needs at least 40×10"), "{text}");
+}

@@ -1,0 +1,277 @@
+//! The real binary in a real terminal: tern runs in a detached tmux session against the
+//! loopback OpenAI server; the test types with `send-keys` and reads the screen with
+//! `capture-pane`, as a user would.
+//!
+//! A scenario: start a `Workspace`, `type_line` a message, `wait_for` the text that
+//! proves the screen got there, press keys with `keys`, then check the files and
+//! `git log` in the `TempRepo`.
+
+mod support;
+
+use std::ffi::OsStr;
+use std::path::Path;
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use support::{MockServer, Reply, TempRepo};
+
+/// A tern workspace running in its own tmux server (a private socket, so nothing the
+/// developer runs in tmux is touched). The server is killed on drop.
+struct Workspace {
+    socket: String,
+}
+
+impl Workspace {
+    /// Starts `tern ARGS` in `repo` at `width`x`height`, talking to `api_base`. None when
+    /// tmux is not installed.
+    fn start(
+        repo: &TempRepo,
+        api_base: &str,
+        args: &[&str],
+        width: u16,
+        height: u16,
+    ) -> Option<Workspace> {
+        if Command::new("tmux").arg("-V").output().is_err() {
+            eprintln!("SKIPPED: tmux is not installed (.ci/run installs it)");
+            return None;
+        }
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let socket = format!(
+            "tern-test-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::SeqCst)
+        );
+        // The binary with the private environment TempRepo gives it, as one shell line;
+        // the exit code is printed when it ends so the test can see it.
+        let cmd = repo.tern(api_base);
+        let mut line = format!(
+            "cd {} && env -i TERM=xterm-256color",
+            quote(repo.path().as_os_str())
+        );
+        for (key, value) in cmd.get_envs() {
+            if let Some(value) = value {
+                line.push_str(&format!(" {}={}", key.to_string_lossy(), quote(value)));
+            }
+        }
+        line.push(' ');
+        line.push_str(&quote(cmd.get_program()));
+        for arg in args {
+            line.push(' ');
+            line.push_str(&quote(OsStr::new(arg)));
+        }
+        line.push_str("; echo \"[tern exited $?]\"; sleep 600");
+        let status = Command::new("tmux")
+            .args(["-L", &socket, "-f", "/dev/null", "new-session", "-d"])
+            .args(["-x", &width.to_string(), "-y", &height.to_string()])
+            .args(["-s", "main", &line])
+            .status()
+            .unwrap();
+        assert!(status.success(), "tmux new-session failed");
+        Some(Workspace { socket })
+    }
+
+    fn tmux(&self, args: &[&str]) -> String {
+        let out = Command::new("tmux")
+            .args(["-L", &self.socket])
+            .args(args)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// The visible screen, as text.
+    fn screen(&self) -> String {
+        self.tmux(&["capture-pane", "-p", "-t", "main"])
+    }
+
+    /// Presses tmux key names: `Enter`, `Tab`, `C-c`, `Escape`, `y`.
+    fn keys(&self, keys: &[&str]) {
+        for key in keys {
+            self.tmux(&["send-keys", "-t", "main", key]);
+        }
+    }
+
+    /// Types `text` literally, then Enter.
+    fn type_line(&self, text: &str) {
+        self.tmux(&["send-keys", "-t", "main", "-l", text]);
+        self.keys(&["Enter"]);
+    }
+
+    /// Waits until the screen shows `text`; returns the screen.
+    fn wait_for(&self, text: &str, timeout: Duration) -> String {
+        let start = Instant::now();
+        loop {
+            let screen = self.screen();
+            if screen.contains(text) {
+                return screen;
+            }
+            assert!(
+                start.elapsed() < timeout,
+                "waited {timeout:?} for {text:?}; the screen is:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Whether the terminal is still on the alternate screen.
+    fn alternate_screen(&self) -> bool {
+        self.tmux(&["display", "-p", "-t", "main", "#{alternate_on}"])
+            .trim()
+            == "1"
+    }
+}
+
+impl Drop for Workspace {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["-L", &self.socket, "kill-server"])
+            .output();
+    }
+}
+
+fn quote(s: &OsStr) -> String {
+    format!("'{}'", s.to_string_lossy().replace('\'', r"'\''"))
+}
+
+fn repo() -> TempRepo {
+    TempRepo::with_files(tern::tui::demo::PROJECT)
+}
+
+const WAIT: Duration = Duration::from_secs(20);
+
+/// The demo reply: an explanation and four SEARCH/REPLACE blocks, two per file.
+const REPLY: &str = include_str!("../assets/demo/reply.md");
+const COMMIT: &str = "fix: refuse to remove more than is in stock";
+
+#[test]
+fn a_streamed_reply_is_reviewed_hunk_by_hunk_and_the_accepted_hunk_committed() {
+    let server = MockServer::start_in_thread();
+    server.push_for_model("gpt-4o", Reply::text(REPLY).at_tokens_per_second(200.0));
+    server.push_for_model("gpt-4o-mini", Reply::text(COMMIT));
+    let repo = repo();
+    let args = [
+        "--model",
+        "gpt-4o",
+        "--weak-model",
+        "gpt-4o-mini",
+        "shop/inventory.py",
+        "shop/cli.py",
+    ];
+    let Some(tern) = Workspace::start(&repo, &server.base_url(), &args, 160, 48) else {
+        return;
+    };
+    let screen = tern.wait_for("[E] shop/inventory.py", WAIT);
+    assert!(screen.contains("Message the model"), "{screen}");
+    tern.wait_for("Budget · gpt-4o", WAIT);
+
+    // Type a message; the reply streams into the chat.
+    tern.type_line("make remove safe and add a low command");
+    let screen = tern.wait_for("2 files · 4 hunks", WAIT);
+    let sent: String = server.requests()[0]
+        .messages
+        .iter()
+        .map(|m| m.text.as_str())
+        .collect();
+    assert!(sent.contains("make remove safe and add a low command"));
+    assert!(
+        sent.contains("def remove(self, sku: str, quantity: int)"),
+        "the chat files are sent"
+    );
+
+    // The review has the focus on the first hunk: accept it, reject the second, apply.
+    assert!(
+        screen.contains("▶ @@ -23,8 +23,12 @@ · pending"),
+        "{screen}"
+    );
+    tern.keys(&["y"]);
+    tern.wait_for("✓1 ✗0 ·3", WAIT);
+    tern.keys(&["n"]);
+    tern.wait_for("✓1 ✗1 ·2", WAIT);
+    tern.keys(&["Enter"]);
+    let screen = tern.wait_for("Applied 1 hunk to 1 file", WAIT);
+    assert!(screen.contains("fix: refuse to remove"), "{screen}");
+
+    let inventory = repo.read("shop/inventory.py");
+    assert!(
+        inventory.contains("never more than there is"),
+        "the accepted hunk is written"
+    );
+    assert!(
+        !inventory.contains("def low_stock"),
+        "the rejected hunk is not"
+    );
+    assert!(
+        !repo.read("shop/cli.py").contains("\"low\""),
+        "pending hunks are not written"
+    );
+    assert_eq!(repo.git(&["log", "-1", "--format=%s"]).trim(), COMMIT);
+    assert_eq!(
+        repo.git(&["status", "--porcelain"]).trim(),
+        "",
+        "everything written is committed"
+    );
+
+    // Back to the chat: the reply and its footer, the landing's account under it.
+    tern.keys(&["Escape"]);
+    let screen = tern.wait_for("completion · $", WAIT);
+    assert!(screen.contains("Applied 1 hunk to 1 file"), "{screen}");
+
+    // Quit: the terminal is given back.
+    tern.keys(&["C-c", "C-c"]);
+    let screen = tern.wait_for("[tern exited 0]", WAIT);
+    assert!(!tern.alternate_screen(), "the alternate screen was left");
+    assert!(
+        !screen.contains("Message the model"),
+        "the TUI is gone: {screen}"
+    );
+}
+
+#[test]
+fn the_demo_streams_its_recorded_reply_into_a_review_with_no_server() {
+    let repo = TempRepo::with_files(&[]);
+    let Some(tern) = Workspace::start(&repo, "http://127.0.0.1:9/v1", &["--demo"], 80, 24) else {
+        return;
+    };
+    tern.wait_for("demo: a copy of a small project", WAIT);
+    // The reply streams at its recorded pace; its edits open the review.
+    let screen = tern.wait_for("2 files · 4 hunks", Duration::from_secs(40));
+    assert!(
+        screen.contains("Chat │ Files │ Map │ Budget │ Review 4"),
+        "{screen}"
+    );
+    tern.keys(&["Escape"]);
+    let screen = tern.wait_for("completion · $", WAIT);
+    assert!(
+        screen.contains("the reply proposes 4 hunks in 2 files"),
+        "{screen}"
+    );
+    tern.keys(&["C-c", "C-c"]);
+    tern.wait_for("[tern exited 0]", WAIT);
+    assert!(
+        !Path::new(&repo.path().join("shop")).exists(),
+        "the demo works in its own directory"
+    );
+}
+
+#[test]
+fn sigterm_restores_the_terminal_and_exits_cleanly() {
+    let server = MockServer::start_in_thread();
+    let repo = repo();
+    let Some(tern) = Workspace::start(&repo, &server.base_url(), &[], 80, 24) else {
+        return;
+    };
+    tern.wait_for("Message the model", WAIT);
+    assert!(tern.alternate_screen());
+    let shell = tern.tmux(&["display", "-p", "-t", "main", "#{pane_pid}"]);
+    let children = Command::new("pgrep")
+        .args(["-P", shell.trim()])
+        .output()
+        .unwrap();
+    let pid = String::from_utf8_lossy(&children.stdout).trim().to_string();
+    assert!(!pid.is_empty(), "tern runs under the pane's shell");
+    let status = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    assert!(status.success());
+    tern.wait_for("[tern exited 0]", WAIT);
+    assert!(!tern.alternate_screen());
+}

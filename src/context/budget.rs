@@ -269,9 +269,21 @@ impl BudgetReport {
             .join("\n")
             + "\n";
         if h.budget > 0 {
+            let marks = if h.swap_mark > 0 {
+                format!(
+                    "checkpoint at {}, swap at {}",
+                    h.checkpoint_mark, h.swap_mark
+                )
+            } else {
+                "summarized when full".to_string()
+            };
             out.push_str(&format!(
-                "\nHistory {} of {} tokens (checkpoint at {}, swap at {}), phase {}, summary {} tokens, {} summaries made\n",
-                h.tokens, h.budget, h.checkpoint_mark, h.swap_mark, h.phase.label(), h.summary_tokens, h.summaries
+                "\nHistory {} of {} tokens ({marks}), phase {}, summary {} tokens, {} summaries made\n",
+                h.tokens,
+                h.budget,
+                h.phase.label(),
+                h.summary_tokens,
+                h.summaries
             ));
         }
         out

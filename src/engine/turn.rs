@@ -28,6 +28,8 @@ pub(crate) struct Sent {
     pub user_text: String,
     /// The user message as sent, with any notes the engine added.
     pub sent_text: String,
+    /// Those notes: given back to the next turn if this one fails.
+    pub notes: Vec<String>,
 }
 
 #[derive(Debug)]
@@ -82,9 +84,10 @@ impl Engine {
             self.make_room(text, mode, kind, report);
             return;
         }
-        if kind == TurnKind::User {
-            self.session.notes_for_next_turn.clear();
-        }
+        let notes = match kind {
+            TurnKind::User => std::mem::take(&mut self.session.notes_for_next_turn),
+            TurnKind::Reflection(_) => Vec::new(),
+        };
         self.events.send(Event::Budget(Box::new(report)));
         self.events.send(Event::TurnStarted {
             text: sent_text.clone(),
@@ -109,6 +112,7 @@ impl Engine {
                 mode,
                 user_text: text,
                 sent_text,
+                notes,
             },
         );
     }
@@ -150,6 +154,10 @@ impl Engine {
             Ok(reply) => reply,
             Err(e) if self.turn_overflowed(&e) => return,
             Err(e) => {
+                // The model never saw the notes: they go with the user's next message.
+                let mut notes = sent.notes;
+                notes.append(&mut self.session.notes_for_next_turn);
+                self.session.notes_for_next_turn = notes;
                 self.events.send(Event::TurnFailed {
                     error: e.to_string(),
                     message: sent.user_text,

@@ -55,6 +55,11 @@ impl MockServer {
         let listener = tokio::net::TcpListener::from_std(listener)
             .expect("mock server: cannot register its socket with tokio");
         runtime.spawn(async move {
+            // Replies are many small writes: without TCP_NODELAY each waits ~40 ms for
+            // the client's delayed ACK, which no real server makes a client wait.
+            let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+                let _ = tcp.set_nodelay(true);
+            });
             if let Err(e) = axum::serve(listener, app)
                 .with_graceful_shutdown(stop)
                 .await

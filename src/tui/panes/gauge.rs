@@ -325,10 +325,12 @@ fn history_lines(h: &HistoryStatus, theme: &Theme, width: usize) -> Vec<Line<'st
         ((tokens as f64 / h.budget.max(1) as f64 * cells as f64).round() as usize).min(cells - 1)
     };
     let filled = ((fraction.min(1.0) * cells as f64).round() as usize).min(cells);
+    // With the classic summarizer there are no marks (they are 0): draw none.
+    let marks = h.swap_mark > 0;
     let (checkpoint, swap) = (pos(h.checkpoint_mark), pos(h.swap_mark));
     let mut bar = Vec::new();
     for i in 0..cells {
-        let span = if i == checkpoint || i == swap {
+        let span = if marks && (i == checkpoint || i == swap) {
             Span::styled(
                 "┃",
                 Style::new()
@@ -342,11 +344,15 @@ fn history_lines(h: &HistoryStatus, theme: &Theme, width: usize) -> Vec<Line<'st
         };
         bar.push(span);
     }
-    let mut legend = format!(
-        "checkpoint {} · swap {}",
-        thousands(h.checkpoint_mark),
-        thousands(h.swap_mark)
-    );
+    let mut legend = if marks {
+        format!(
+            "checkpoint {} · swap {}",
+            thousands(h.checkpoint_mark),
+            thousands(h.swap_mark)
+        )
+    } else {
+        "summarized when full".to_string()
+    };
     if h.summary_tokens > 0 {
         legend.push_str(&format!(" · summary {}", thousands(h.summary_tokens)));
     }

@@ -254,3 +254,72 @@ fn too_small_says_so() {
     let text = screen(&mut app, 30, 8);
     assert!(text.contains("tern needs at least 40×10"), "{text}");
 }
+
+/// A real review plan of a small branch, compressed because one big file cannot fit: a
+/// small modified file sent; the big file, a lockfile and a deleted file left out.
+fn review_plan() -> tern::review::ReviewPlan {
+    let dir = tempfile::tempdir().unwrap();
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}");
+    };
+    let write = |rel: &str, text: &str| {
+        let path = dir.path().join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    git(&["init", "-q", "-b", "main"]);
+    git(&["config", "user.name", "T"]);
+    git(&["config", "user.email", "t@example.com"]);
+    write("src/calc.py", "def ratio(a, b):\n    return a\n");
+    write("src/old.py", "def gone():\n    pass\n");
+    write("Cargo.lock", "# lock\n");
+    let big = |tag: &str| -> String {
+        (0..600)
+            .map(|i| format!("VALUE_{i} = '{tag} {i}'\n"))
+            .collect()
+    };
+    write("src/big.py", &big("old"));
+    git(&["add", "-A"]);
+    git(&["commit", "-qm", "base"]);
+    git(&["checkout", "-q", "-b", "feature"]);
+    write("src/calc.py", "def ratio(a, b):\n    return a / b\n");
+    write("Cargo.lock", "# lock\nversion = 4\n");
+    write("src/big.py", &big("new"));
+    std::fs::remove_file(dir.path().join("src/old.py")).unwrap();
+    git(&["add", "-A"]);
+    git(&["commit", "-qm", "feature"]);
+    let repo = git2::Repository::open(dir.path()).unwrap();
+    let changes = tern::review::collect(
+        &repo,
+        &tern::review::DiffSource::Branch {
+            base: Some("main".into()),
+        },
+    )
+    .unwrap();
+    let counter = tern::llm::ModelInfo::lookup("gpt-4o").token_counter();
+    let mut options = tern::review::ReviewOptions::defaults(&tern::config::Settings::default());
+    // Too small for the extended diff: the compressed plan leaves files out.
+    options.budget = 2440;
+    tern::review::plan(&changes, &counter, &options).unwrap()
+}
+
+#[test]
+fn the_review_pane_lists_what_a_review_sent_and_left_out() {
+    let mut app = app();
+    feed(&mut app, session_start());
+    feed(&mut app, [Event::ReviewPlan(Box::new(review_plan()))]);
+    let pane = pane_alone(&mut app, PaneId::Review, 60, 11);
+    assert!(pane.contains("✓ src/calc.py"), "{pane}");
+    assert!(pane.contains("– Cargo.lock"), "{pane}");
+    assert!(pane.contains("– src/old.py"), "{pane}");
+    assert!(pane.contains("– src/big.py"), "{pane}");
+    // The commit id differs on every run.
+    let sha = pane.find("HEAD ").map(|i| i + 5).unwrap();
+    let pane = format!("{}<sha>{}", &pane[..sha], &pane[sha + 7..]);
+    insta::assert_snapshot!("review_plan", pane);
+}

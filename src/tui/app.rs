@@ -256,12 +256,15 @@ impl App {
                 self.model = model;
             }
             Event::Output { title, text } => chat.push(Kind::Output { title }, text),
-            Event::ReviewPlan(plan) => chat.push(
-                Kind::Output {
-                    title: "review plan".into(),
-                },
-                plan.summary(),
-            ),
+            Event::ReviewPlan(plan) => {
+                chat.push(
+                    Kind::Output {
+                        title: "review plan".into(),
+                    },
+                    plan.summary(),
+                );
+                self.panes.review.set_review_plan(*plan);
+            }
             Event::Notice { text } => chat.push(Kind::Notice, text),
             Event::Warning { text } => chat.push(Kind::Warning, text),
             Event::Error { text } => {

@@ -18,6 +18,7 @@ use crate::engine::Op;
 use crate::engine::protocol::{
     Decision, FileChange, FileProposalView, HunkView, LineKind, ProposalView, ReviewOp,
 };
+use crate::review::{Outcome, PlanMode, ReviewPlan};
 use crate::tui::highlight::{self, Incremental};
 use crate::tui::keymap::Action;
 use crate::tui::text::{self, thousands};
@@ -49,6 +50,9 @@ pub struct ReviewPane {
     reflections: Vec<String>,
     /// What the last landing applied, while hunks of the proposal are still pending.
     banner: Option<String>,
+    /// The last `/review`'s plan, shown while no edits wait: which files the model got
+    /// and which were left out, and why.
+    plan: Option<ReviewPlan>,
 }
 
 /// Counts of a set of hunks by decision.
@@ -168,6 +172,10 @@ impl ReviewPane {
             self.close();
             self.status = Some(Status::Applied(summary));
         }
+    }
+
+    pub fn set_review_plan(&mut self, plan: ReviewPlan) {
+        self.plan = Some(plan);
     }
 
     pub fn reflection(&mut self, text: String) {
@@ -482,10 +490,56 @@ impl ReviewPane {
                 theme.dim(),
             ),
         };
-        let mut lines = text::wrap(&[Span::styled(text, style)], area.width as usize, &[], &[]);
-        lines.extend(self.notes(theme, area.width as usize));
+        let width = area.width as usize;
+        let mut lines = text::wrap(&[Span::styled(text, style)], width, &[], &[]);
+        lines.extend(self.notes(theme, width));
+        if let Some(plan) = &self.plan {
+            lines.push(Line::raw(""));
+            lines.extend(plan_lines(plan, theme, width));
+        }
         super::draw_lines(area, buf, &lines);
     }
+}
+
+/// The files of a review plan: included ones with the call that carries them, the
+/// others with why they were left out.
+fn plan_lines(plan: &ReviewPlan, theme: &Theme, width: usize) -> Vec<Line<'static>> {
+    let included = plan.included().count();
+    let mut lines = vec![Line::styled(
+        text::truncate(
+            &format!(
+                "Review of {} · {included} of {} files sent{}",
+                plan.description,
+                plan.files.len(),
+                match plan.mode {
+                    PlanMode::Extended => "",
+                    PlanMode::Compressed => " · compressed",
+                }
+            ),
+            width,
+        ),
+        Style::new().add_modifier(Modifier::BOLD),
+    )];
+    for file in &plan.files {
+        let (mark, note, style) = match file.outcome {
+            Outcome::Included { call } if plan.calls.len() > 1 => (
+                "✓",
+                format!("call {}", call + 1),
+                Style::new().fg(theme.c.accepted),
+            ),
+            Outcome::Included { .. } => ("✓", String::new(), Style::new().fg(theme.c.accepted)),
+            Outcome::Omitted { reason } => ("–", reason.label().to_string(), theme.dim()),
+        };
+        let counts = format!("+{} -{}", file.added, file.removed);
+        let tail = format!(" {counts} {note}");
+        let path = text::truncate_left(&file.path, width.saturating_sub(text::width(&tail) + 3));
+        lines.push(Line::from(vec![
+            Span::styled(format!("{mark} "), style),
+            Span::styled(path, style),
+            Span::styled(tail, theme.dim()),
+        ]));
+    }
+    lines
 }
 
 /// Where the hunk `id` is in `proposal`: (file, hunk).

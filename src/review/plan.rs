@@ -21,6 +21,8 @@ use std::collections::HashMap;
 use rayon::prelude::*;
 use serde::Serialize;
 
+use crate::tokens::thousands;
+
 use super::ReviewError;
 use super::change::{Body, ChangeSet, FileChange, FileStatus, TextDiff};
 use super::clip::clip_to_tokens;
@@ -674,17 +676,4 @@ fn files(n: usize) -> String {
     } else {
         format!("{} files", thousands(n))
     }
-}
-
-/// `1234567` as `1,234,567`.
-fn thousands(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }

@@ -95,6 +95,19 @@ thread_local! {
     static PIECES: std::cell::RefCell<[PieceCache; 2]> = std::cell::RefCell::new(Default::default());
 }
 
+/// A count as people read it: `1234567` as `1,234,567`.
+pub fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// Texts at least this large are counted in parallel.
 const PARALLEL_MIN_BYTES: usize = 128 * 1024;
 const PARALLEL_CHUNK_BYTES: usize = 32 * 1024;

@@ -167,18 +167,7 @@ pub fn truncate_left(s: &str, max: usize) -> String {
     out
 }
 
-/// `1,234,567`.
-pub fn thousands(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
+pub use crate::tokens::thousands;
 
 /// A span of `n` copies of `c`.
 pub fn repeat(c: char, n: usize, style: Style) -> Span<'static> {

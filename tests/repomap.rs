@@ -1,8 +1,11 @@
 //! Repo map tests against real temporary git repositories, the real tree-sitter grammars
 //! and the real tokenizer.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 
+use support::TempRepo;
 use tern::repomap::{CacheLocation, MapResult, RepoMap, default_budget};
 use tern::tokens::{Encoding, TokenCounter};
 
@@ -10,16 +13,22 @@ const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/repo
 
 /// A temporary repository plus a separate temporary cache dir.
 struct Repo {
-    dir: tempfile::TempDir,
+    repo: TempRepo,
     cache: tempfile::TempDir,
+}
+
+impl std::ops::Deref for Repo {
+    type Target = TempRepo;
+
+    fn deref(&self) -> &TempRepo {
+        &self.repo
+    }
 }
 
 impl Repo {
     fn empty() -> Repo {
-        let dir = tempfile::tempdir().unwrap();
-        git2::Repository::init(dir.path()).unwrap();
         Repo {
-            dir,
+            repo: TempRepo::empty(),
             cache: tempfile::tempdir().unwrap(),
         }
     }
@@ -28,31 +37,8 @@ impl Repo {
     fn from_fixture(fixture: &str) -> Repo {
         let repo = Repo::empty();
         copy_dir(&Path::new(FIXTURES).join(fixture), repo.path());
-        repo.commit_all();
+        repo.commit("fixture");
         repo
-    }
-
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-
-    fn write(&self, rel: &str, content: impl AsRef<[u8]>) {
-        let path = self.path().join(rel);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, content).unwrap();
-    }
-
-    fn commit_all(&self) {
-        let repo = git2::Repository::open(self.path()).unwrap();
-        let mut index = repo.index().unwrap();
-        index
-            .add_all(["*"], git2::IndexAddOption::DEFAULT, None)
-            .unwrap();
-        index.write().unwrap();
-        let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
-        let sig = git2::Signature::now("t", "t@example.com").unwrap();
-        repo.commit(Some("HEAD"), &sig, &sig, "fixture", &tree, &[])
-            .unwrap();
     }
 
     fn open(&self) -> RepoMap {
@@ -252,7 +238,7 @@ fn the_budget_is_never_exceeded() {
         &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
         &repo.path().join("src").tap_create(),
     );
-    repo.commit_all();
+    repo.commit("fixture");
     let map = repo.map();
     let count = counter();
     let whole = map.build(&["src/main.rs"], &NONE, &NONE, 1_000_000).tokens;
@@ -396,7 +382,7 @@ fn unsupported_files_are_listed_as_bare_paths() {
     repo.write("README.md", "# hello\n");
     repo.write("data/config.json", "{\"a\": 1}\n");
     repo.write("notes.txt", "plain text\n");
-    repo.commit_all();
+    repo.commit("fixture");
     let map = repo.map();
     let result = plain(&map, 1024);
     assert_eq!(result.text, "README.md\ndata/config.json\nnotes.txt\n");
@@ -408,7 +394,7 @@ fn the_file_set_follows_git_ignore_rules_and_skips_binary_and_large_files() {
     let repo = Repo::empty();
     repo.write("tracked.py", "def tracked_function():\n    pass\n");
     repo.write(".gitignore", "build/\n");
-    repo.commit_all();
+    repo.commit("fixture");
     repo.write("untracked.py", "def untracked_function():\n    pass\n");
     repo.write("build/out.py", "def ignored_function():\n    pass\n");
     repo.write("vendor/lib.py", "def vendored_function():\n    pass\n");
@@ -441,7 +427,7 @@ fn submodule_contents_are_not_part_of_the_map() {
         "vendor/lib/inner.py",
         "def submodule_function():\n    pass\n",
     );
-    repo.commit_all();
+    repo.commit("fixture");
     // Turn vendor/lib into a gitlink, as `git submodule add` leaves it.
     let git = git2::Repository::open(repo.path()).unwrap();
     let mut index = git.index().unwrap();

@@ -1,9 +1,8 @@
 //! Review mode on real temporary git repositories, counted with the real tokenizer.
 
-use std::path::Path;
+mod support;
 
-use git2::{IndexAddOption, Oid, Repository, Signature};
-use tempfile::TempDir;
+use support::TempRepo;
 use tern::review::{
     Body, ChangeSet, ContextOptions, DiffSource, FileStatus, Language, LineKind,
     OUTPUT_BUFFER_HARD, OUTPUT_BUFFER_SOFT, OmitReason, Outcome, PlanMode, ReviewError,
@@ -11,69 +10,9 @@ use tern::review::{
 };
 use tern::tokens::{Encoding, TokenCounter};
 
-/// A repository in a temporary directory, on branch `main`.
-struct TestRepo {
-    dir: TempDir,
-    repo: Repository,
-}
-
-impl TestRepo {
-    fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let mut opts = git2::RepositoryInitOptions::new();
-        opts.initial_head("main");
-        let repo = Repository::init_opts(dir.path(), &opts).unwrap();
-        TestRepo { dir, repo }
-    }
-
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-
-    fn write(&self, rel: &str, content: impl AsRef<[u8]>) {
-        let full = self.path().join(rel);
-        std::fs::create_dir_all(full.parent().unwrap()).unwrap();
-        std::fs::write(full, content).unwrap();
-    }
-
-    fn remove(&self, rel: &str) {
-        std::fs::remove_file(self.path().join(rel)).unwrap();
-    }
-
-    fn rename(&self, from: &str, to: &str) {
-        std::fs::rename(self.path().join(from), self.path().join(to)).unwrap();
-    }
-
-    /// Stages everything (additions, edits, deletions) without committing.
-    fn stage_all(&self) {
-        let mut index = self.repo.index().unwrap();
-        index.add_all(["*"], IndexAddOption::DEFAULT, None).unwrap();
-        index.update_all(["*"], None).unwrap();
-        index.write().unwrap();
-    }
-
-    fn commit(&self, message: &str) -> Oid {
-        self.stage_all();
-        let mut index = self.repo.index().unwrap();
-        let tree = self.repo.find_tree(index.write_tree().unwrap()).unwrap();
-        let sig = Signature::now("Test", "test@example.com").unwrap();
-        let parent = self.repo.head().ok().map(|h| h.peel_to_commit().unwrap());
-        let parents: Vec<&git2::Commit> = parent.iter().collect();
-        self.repo
-            .commit(Some("HEAD"), &sig, &sig, message, &tree, &parents)
-            .unwrap()
-    }
-
-    /// Creates `name` at HEAD and switches to it (the work tree already matches).
-    fn branch(&self, name: &str) {
-        let head = self.repo.head().unwrap().peel_to_commit().unwrap();
-        self.repo.branch(name, &head, false).unwrap();
-        self.repo.set_head(&format!("refs/heads/{name}")).unwrap();
-    }
-
-    fn changes(&self) -> ChangeSet {
-        collect(&self.repo, &DiffSource::Branch { base: None }).unwrap()
-    }
+/// The branch's changes against its default base.
+fn changes(repo: &TempRepo) -> ChangeSet {
+    collect(&repo.repo, &DiffSource::Branch { base: None }).unwrap()
 }
 
 fn counter() -> TokenCounter {
@@ -163,7 +102,7 @@ fn edit(text: &str, tag: &str) -> String {
 
 #[test]
 fn a_small_diff_goes_out_extended_and_complete() {
-    let r = TestRepo::new();
+    let r = TempRepo::empty();
     r.write("notes.txt", numbered("line", 30));
     r.write("gone.txt", "old\ncontent\n");
     r.commit("base");
@@ -176,7 +115,7 @@ fn a_small_diff_goes_out_extended_and_complete() {
     r.remove("gone.txt");
     r.commit("change");
 
-    let plan = plan(&r.changes(), &counter(), &options(128_000)).unwrap();
+    let plan = plan(&changes(&r), &counter(), &options(128_000)).unwrap();
     assert_eq!(plan.mode, PlanMode::Extended);
     assert_eq!(plan.calls.len(), 1);
     assert!(
@@ -201,13 +140,13 @@ fn a_small_diff_goes_out_extended_and_complete() {
 
 #[test]
 fn the_extended_diff_is_used_exactly_when_it_fits_under_the_soft_buffer() {
-    let r = TestRepo::new();
+    let r = TempRepo::empty();
     r.write("src/lib.rs", source("rs", "calc", 20));
     r.commit("base");
     r.branch("feature");
     r.write("src/lib.rs", edit(&source("rs", "calc", 20), "tuned"));
     r.commit("change");
-    let changes = r.changes();
+    let changes = changes(&r);
     let full = plan(&changes, &counter(), &options(1_000_000)).unwrap();
     let needed = full.calls[0].tokens + OUTPUT_BUFFER_SOFT;
     let at_limit = plan(&changes, &counter(), &options(needed)).unwrap();
@@ -218,7 +157,7 @@ fn the_extended_diff_is_used_exactly_when_it_fits_under_the_soft_buffer() {
 
 #[test]
 fn extra_context_is_clamped_to_the_file_and_never_repeats_a_line() {
-    let r = TestRepo::new();
+    let r = TempRepo::empty();
     r.write("a.txt", numbered("row", 20));
     r.commit("base");
     r.branch("feature");
@@ -228,7 +167,7 @@ fn extra_context_is_clamped_to_the_file_and_never_repeats_a_line() {
         .replace("row 20\n", "row twenty\n");
     r.write("a.txt", text);
     r.commit("edge edits");
-    let changes = r.changes();
+    let changes = changes(&r);
     let Body::Text(diff) = &changes.files[0].body else {
         panic!("text expected")
     };
@@ -265,7 +204,7 @@ fn extra_context_is_clamped_to_the_file_and_never_repeats_a_line() {
 
 #[test]
 fn context_lines_agree_with_both_files_for_every_setting() {
-    let r = TestRepo::new();
+    let r = TempRepo::empty();
     for (i, lang) in ["rs", "py", "js"].iter().enumerate() {
         r.write(&format!("src/m{i}.{lang}"), source(lang, "f", 12));
     }
@@ -277,7 +216,7 @@ fn context_lines_agree_with_both_files_for_every_setting() {
         r.write(&format!("src/m{i}.{lang}"), t);
     }
     r.commit("edits");
-    let changes = r.changes();
+    let changes = changes(&r);
     for before in [0, 1, 5, 10] {
         for dynamic in [false, true] {
             for f in &changes.files {
@@ -317,7 +256,7 @@ fn context_lines_agree_with_both_files_for_every_setting() {
 
 #[test]
 fn dynamic_context_starts_at_the_enclosing_function() {
-    let r = TestRepo::new();
+    let r = TempRepo::empty();
     let body: String = (0..12).map(|i| format!("    let x{i} = {i};\n")).collect();
     let code = format!("use std::fmt;\n\npub fn first() {{\n{body}}}\n");
     r.write("src/lib.rs", &code);
@@ -325,7 +264,7 @@ fn dynamic_context_starts_at_the_enclosing_function() {
     r.branch("feature");
     r.write("src/lib.rs", code.replace("let x8 = 8;", "let x8 = 80;"));
     r.commit("edit");
-    let changes = r.changes();
+    let changes = changes(&r);
     let Body::Text(d) = &changes.files[0].body else {
         panic!()
     };
@@ -344,7 +283,7 @@ fn dynamic_context_starts_at_the_enclosing_function() {
 
 #[test]
 fn line_numbered_hunks_number_the_new_side_and_show_the_old_side_only_for_removals() {
-    let r = TestRepo::new();
+    let r = TempRepo::empty();
     r.write("a.txt", "one\ntwo\nthree\nfour\n");
     r.write("b.txt", "alpha\nbeta\n");
     r.commit("base");
@@ -352,7 +291,7 @@ fn line_numbered_hunks_number_the_new_side_and_show_the_old_side_only_for_remova
     r.write("a.txt", "one\n2\nthree\nfour\n");
     r.write("b.txt", "alpha\nbeta\ngamma\n");
     r.commit("edit");
-    let changes = r.changes();
+    let changes = changes(&r);
     let mut opts = options(128_000);
     opts.line_numbers = true;
     let plan = plan(&changes, &counter(), &opts).unwrap();
@@ -376,8 +315,8 @@ fn line_numbered_hunks_number_the_new_side_and_show_the_old_side_only_for_remova
 
 /// A branch that changes 48 source files in three languages plus docs, lockfiles,
 /// deletions and a removal-only edit: far too big for small budgets.
-fn big_repo() -> TestRepo {
-    let r = TestRepo::new();
+fn big_repo() -> TempRepo {
+    let r = TempRepo::empty();
     let langs = [("py", 20), ("rs", 14), ("js", 8)];
     for (lang, n) in langs {
         for i in 0..n {
@@ -430,7 +369,7 @@ fn big_repo() -> TestRepo {
 #[test]
 fn a_big_diff_is_compressed_within_every_budget() {
     let r = big_repo();
-    let changes = r.changes();
+    let changes = changes(&r);
     let mut included_before = 0;
     for budget in [2_000, 4_000, 8_000, 16_000, 32_000, 64_000] {
         let plan = plan(&changes, &counter(), &options(budget)).unwrap();
@@ -480,7 +419,7 @@ fn a_big_diff_is_compressed_within_every_budget() {
 #[test]
 fn compression_drops_removal_only_hunks_and_lists_deleted_files_and_lockfiles() {
     let r = big_repo();
-    let changes = r.changes();
+    let changes = changes(&r);
     let plan = plan(&changes, &counter(), &options(64_000)).unwrap();
     let msg = user(&plan, 0);
     assert_eq!(
@@ -516,7 +455,7 @@ fn compression_drops_removal_only_hunks_and_lists_deleted_files_and_lockfiles() 
 
 #[test]
 fn a_file_with_removal_only_and_other_hunks_keeps_only_the_others_when_compressed() {
-    let r = TestRepo::new();
+    let r = TempRepo::empty();
     let base = numbered("entry", 60);
     r.write("list.txt", &base);
     r.write("pad.txt", numbered("padding line with some words", 1500));
@@ -531,7 +470,7 @@ fn a_file_with_removal_only_and_other_hunks_keeps_only_the_others_when_compresse
         edit(&numbered("padding line with some words", 1500), "x"),
     );
     r.commit("edit");
-    let changes = r.changes();
+    let changes = changes(&r);
     let extended = plan(&changes, &counter(), &options(128_000)).unwrap();
     assert!(user(&extended, 0).contains("-entry 11\n"));
     let compressed = plan(&changes, &counter(), &options(8_000)).unwrap();
@@ -544,7 +483,7 @@ fn a_file_with_removal_only_and_other_hunks_keeps_only_the_others_when_compresse
 #[test]
 fn files_are_ordered_by_language_then_by_size() {
     let r = big_repo();
-    let changes = r.changes();
+    let changes = changes(&r);
     let plan = plan(&changes, &counter(), &options(1_000))
         .map(|_| ())
         .unwrap_err();
@@ -591,7 +530,7 @@ fn files_are_ordered_by_language_then_by_size() {
 #[test]
 fn multi_call_chunks_each_fit_and_cover_distinct_files() {
     let r = big_repo();
-    let changes = r.changes();
+    let changes = changes(&r);
     let budget = 8_000;
     let single = plan(&changes, &counter(), &options(budget)).unwrap();
     let mut opts = options(budget);
@@ -637,7 +576,7 @@ fn multi_call_chunks_each_fit_and_cover_distinct_files() {
 
 #[test]
 fn renames_are_detected_with_and_without_edits() {
-    let r = TestRepo::new();
+    let r = TempRepo::empty();
     r.write("src/old_name.rs", source("rs", "moved", 6));
     r.write("src/same.rs", source("rs", "same", 6));
     r.commit("base");
@@ -647,7 +586,7 @@ fn renames_are_detected_with_and_without_edits() {
     r.write("src/new_name.rs", edited);
     r.rename("src/same.rs", "src/moved_same.rs");
     r.commit("rename");
-    let changes = r.changes();
+    let changes = changes(&r);
     let renamed = changes
         .files
         .iter()
@@ -672,7 +611,7 @@ fn renames_are_detected_with_and_without_edits() {
 
 #[test]
 fn binary_files_are_listed_not_diffed() {
-    let r = TestRepo::new();
+    let r = TempRepo::empty();
     r.write("logo.dat", b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR".as_slice());
     r.write("a.txt", "a\n");
     r.commit("base");
@@ -684,7 +623,7 @@ fn binary_files_are_listed_not_diffed() {
     r.write("icon.bin", b"\0\x01\x02".as_slice());
     r.write("a.txt", "b\n");
     r.commit("images");
-    let changes = r.changes();
+    let changes = changes(&r);
     let logo = changes.files.iter().find(|f| f.path == "logo.dat").unwrap();
     assert!(matches!(logo.body, Body::Binary));
     let plan = plan(&changes, &counter(), &options(128_000)).unwrap();
@@ -704,7 +643,7 @@ fn binary_files_are_listed_not_diffed() {
 
 #[test]
 fn the_worktree_source_sees_staged_unstaged_and_untracked_changes() {
-    let r = TestRepo::new();
+    let r = TempRepo::empty();
     r.write("tracked.txt", "one\n");
     r.write("staged.txt", "s\n");
     r.commit("base");
@@ -732,7 +671,7 @@ fn the_worktree_source_sees_staged_unstaged_and_untracked_changes() {
 
 #[test]
 fn an_empty_diff_gives_a_clear_message() {
-    let r = TestRepo::new();
+    let r = TempRepo::empty();
     r.write("a.txt", "a\n");
     r.commit("base");
     r.branch("feature");
@@ -748,7 +687,7 @@ fn an_empty_diff_gives_a_clear_message() {
 #[test]
 fn the_base_defaults_to_upstream_then_main_then_master() {
     // master only.
-    let r = TestRepo::new();
+    let r = TempRepo::empty();
     r.write("a.txt", "a\n");
     r.commit("base");
     r.repo
@@ -767,7 +706,7 @@ fn the_base_defaults_to_upstream_then_main_then_master() {
         .unwrap();
     r.write("a.txt", "b\n");
     r.commit("edit");
-    let changes = r.changes();
+    let changes = changes(&r);
     assert!(
         changes.description.contains("merge base with `master`"),
         "{}",
@@ -816,7 +755,7 @@ fn the_base_defaults_to_upstream_then_main_then_master() {
 
 #[test]
 fn a_repository_without_commits_has_no_branch_to_review_but_a_work_tree() {
-    let r = TestRepo::new();
+    let r = TempRepo::empty();
     r.write("first.rs", "fn main() {}\n");
     let err = collect(&r.repo, &DiffSource::Branch { base: None }).unwrap_err();
     assert!(matches!(err, ReviewError::NoCommits));
@@ -828,7 +767,7 @@ fn a_repository_without_commits_has_no_branch_to_review_but_a_work_tree() {
 #[test]
 fn hunks_match_the_git_command_line() {
     let r = big_repo();
-    let changes = r.changes();
+    let changes = changes(&r);
     let git = |args: &[&str]| {
         std::process::Command::new("git")
             .args(args)

@@ -192,13 +192,13 @@ fn a_multi_call_review_merges_the_findings_of_every_part() {
             .collect()
     };
     for f in ["a", "b", "c"] {
-        repo.write(&format!("src/{f}.rs"), &body(f));
+        repo.write(&format!("src/{f}.rs"), body(f));
     }
     repo.git(&["add", "-A"]);
     repo.git(&["commit", "-q", "-m", "base"]);
     repo.git(&["checkout", "-q", "-b", "feature"]);
     for f in ["a", "b", "c"] {
-        repo.write(&format!("src/{f}.rs"), &body(f).replace("-> u32", "-> u64"));
+        repo.write(&format!("src/{f}.rs"), body(f).replace("-> u32", "-> u64"));
     }
     repo.git(&["commit", "-q", "-am", "widen"]);
     let args = ["--budget", "6000", "--max-calls", "3"];

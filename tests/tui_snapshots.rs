@@ -4,6 +4,7 @@
 //!
 //! Review changes with `cargo insta review` (or `INSTA_UPDATE=always`).
 
+mod support;
 mod tui_support;
 
 use crossterm::event::KeyCode;
@@ -258,44 +259,25 @@ fn too_small_says_so() {
 /// A real review plan of a small branch, compressed because one big file cannot fit: a
 /// small modified file sent; the big file, a lockfile and a deleted file left out.
 fn review_plan() -> tern::review::ReviewPlan {
-    let dir = tempfile::tempdir().unwrap();
-    let git = |args: &[&str]| {
-        let out = std::process::Command::new("git")
-            .args(args)
-            .current_dir(dir.path())
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "git {args:?}");
-    };
-    let write = |rel: &str, text: &str| {
-        let path = dir.path().join(rel);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    };
-    git(&["init", "-q", "-b", "main"]);
-    git(&["config", "user.name", "T"]);
-    git(&["config", "user.email", "t@example.com"]);
-    write("src/calc.py", "def ratio(a, b):\n    return a\n");
-    write("src/old.py", "def gone():\n    pass\n");
-    write("Cargo.lock", "# lock\n");
     let big = |tag: &str| -> String {
         (0..600)
             .map(|i| format!("VALUE_{i} = '{tag} {i}'\n"))
             .collect()
     };
-    write("src/big.py", &big("old"));
-    git(&["add", "-A"]);
-    git(&["commit", "-qm", "base"]);
-    git(&["checkout", "-q", "-b", "feature"]);
-    write("src/calc.py", "def ratio(a, b):\n    return a / b\n");
-    write("Cargo.lock", "# lock\nversion = 4\n");
-    write("src/big.py", &big("new"));
-    std::fs::remove_file(dir.path().join("src/old.py")).unwrap();
-    git(&["add", "-A"]);
-    git(&["commit", "-qm", "feature"]);
-    let repo = git2::Repository::open(dir.path()).unwrap();
+    let repo = support::TempRepo::with_files(&[
+        ("src/calc.py", "def ratio(a, b):\n    return a\n"),
+        ("src/old.py", "def gone():\n    pass\n"),
+        ("Cargo.lock", "# lock\n"),
+        ("src/big.py", &big("old")),
+    ]);
+    repo.branch("feature");
+    repo.write("src/calc.py", "def ratio(a, b):\n    return a / b\n");
+    repo.write("Cargo.lock", "# lock\nversion = 4\n");
+    repo.write("src/big.py", big("new"));
+    repo.remove("src/old.py");
+    repo.commit("feature");
     let changes = tern::review::collect(
-        &repo,
+        &repo.repo,
         &tern::review::DiffSource::Branch {
             base: Some("main".into()),
         },

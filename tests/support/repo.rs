@@ -1,27 +1,38 @@
-//! Real temporary git repositories, and the `tern` binary pointed at one of them with an
-//! environment that cannot reach the developer's own config, cache or network.
+//! Real temporary git repositories (on branch `main`, with a committer identity), and the
+//! `tern` binary pointed at one of them with an environment that cannot reach the
+//! developer's own config, cache or network.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use git2::{IndexAddOption, Oid, Repository, Signature};
+
 pub struct TempRepo {
     pub dir: tempfile::TempDir,
+    pub repo: Repository,
 }
 
 impl TempRepo {
-    /// An initialized repository with `files` committed.
-    pub fn with_files(files: &[(&str, &str)]) -> TempRepo {
+    /// An initialized repository with no commits.
+    pub fn empty() -> TempRepo {
         let dir = tempfile::tempdir().unwrap();
-        let repo = TempRepo { dir };
-        repo.git(&["init", "-q", "-b", "main"]);
-        repo.git(&["config", "user.name", "Test User"]);
-        repo.git(&["config", "user.email", "test@example.com"]);
+        let mut opts = git2::RepositoryInitOptions::new();
+        opts.initial_head("main");
+        let repo = Repository::init_opts(dir.path(), &opts).unwrap();
+        let mut config = repo.config().unwrap();
+        config.set_str("user.name", "Test User").unwrap();
+        config.set_str("user.email", "test@example.com").unwrap();
+        TempRepo { dir, repo }
+    }
+
+    /// A repository with `files` committed (none: no commit).
+    pub fn with_files(files: &[(&str, &str)]) -> TempRepo {
+        let repo = TempRepo::empty();
         for (path, text) in files {
             repo.write(path, text);
         }
         if !files.is_empty() {
-            repo.git(&["add", "-A"]);
-            repo.git(&["commit", "-q", "-m", "initial"]);
+            repo.commit("initial");
         }
         repo
     }
@@ -30,17 +41,54 @@ impl TempRepo {
         self.dir.path()
     }
 
-    pub fn write(&self, rel: &str, text: &str) {
+    pub fn write(&self, rel: &str, content: impl AsRef<[u8]>) {
         let full = self.path().join(rel);
         std::fs::create_dir_all(full.parent().unwrap()).unwrap();
-        std::fs::write(full, text).unwrap();
+        std::fs::write(full, content).unwrap();
     }
 
     pub fn read(&self, rel: &str) -> String {
         std::fs::read_to_string(self.path().join(rel)).unwrap()
     }
 
-    /// Runs git in the repository and returns its stdout; panics when git fails.
+    pub fn remove(&self, rel: &str) {
+        std::fs::remove_file(self.path().join(rel)).unwrap();
+    }
+
+    pub fn rename(&self, from: &str, to: &str) {
+        std::fs::rename(self.path().join(from), self.path().join(to)).unwrap();
+    }
+
+    /// Stages everything (additions, edits, deletions) without committing.
+    pub fn stage_all(&self) {
+        let mut index = self.repo.index().unwrap();
+        index.add_all(["*"], IndexAddOption::DEFAULT, None).unwrap();
+        index.update_all(["*"], None).unwrap();
+        index.write().unwrap();
+    }
+
+    /// Commits the whole work tree on top of HEAD.
+    pub fn commit(&self, message: &str) -> Oid {
+        self.stage_all();
+        let mut index = self.repo.index().unwrap();
+        let tree = self.repo.find_tree(index.write_tree().unwrap()).unwrap();
+        let sig = Signature::now("Test User", "test@example.com").unwrap();
+        let parent = self.repo.head().ok().map(|h| h.peel_to_commit().unwrap());
+        let parents: Vec<&git2::Commit> = parent.iter().collect();
+        self.repo
+            .commit(Some("HEAD"), &sig, &sig, message, &tree, &parents)
+            .unwrap()
+    }
+
+    /// Creates `name` at HEAD and switches to it (the work tree already matches).
+    pub fn branch(&self, name: &str) {
+        let head = self.repo.head().unwrap().peel_to_commit().unwrap();
+        self.repo.branch(name, &head, false).unwrap();
+        self.repo.set_head(&format!("refs/heads/{name}")).unwrap();
+    }
+
+    /// Runs the git command line in the repository and returns its stdout; panics when
+    /// git fails.
     pub fn git(&self, args: &[&str]) -> String {
         let out = Command::new("git")
             .args(args)

@@ -215,26 +215,33 @@ impl BudgetReport {
             "{:>10}  {:>6}  {:>9}  {:<28} {}\n",
             "tokens", "%", "cost", "section / file", "tip"
         ));
+        let line = |tokens: usize, percent: f64, cost: f64, label: &str, tip: &str| {
+            format!(
+                "{:>10}  {:>5.1}%  {:>9}  {label:<28} {tip}\n",
+                format!("{approx}{tokens}"),
+                percent,
+                format!("${cost:.4}"),
+            )
+        };
         for row in &self.sections {
             if row.tokens == 0 {
                 continue;
             }
-            out.push_str(&format!(
-                "{:>10}  {:>5.1}%  {:>9}  {:<28} {}\n",
-                format!("{approx}{}", row.tokens),
+            out.push_str(&line(
+                row.tokens,
                 row.percent,
-                format!("${:.4}", row.cost),
+                row.cost,
                 row.label,
-                tip(row.section)
+                tip(row.section),
             ));
             for file in self.files.iter().filter(|f| f.section == row.section) {
-                out.push_str(&format!(
-                    "{:>10}  {:>5.1}%  {:>9}    {:<26} {}\n",
-                    format!("{approx}{}", file.tokens),
+                let label = format!("  {}", file.path);
+                out.push_str(&line(
+                    file.tokens,
                     file.percent,
-                    format!("${:.4}", file.cost),
-                    file.path,
-                    "/drop to remove"
+                    file.cost,
+                    &label,
+                    "/drop to remove",
                 ));
             }
         }

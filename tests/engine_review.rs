@@ -45,12 +45,29 @@ async fn review_reports_its_plan_and_budget_then_streams() {
             text: "/review main".into(),
         })
         .unwrap();
+    // The input box's draft update that follows a send must not replace the review's
+    // budget in the gauge.
+    engine
+        .ops
+        .send(Op::Draft {
+            text: String::new(),
+        })
+        .unwrap();
     let mut events = Vec::new();
     loop {
         let event = tokio::time::timeout(Duration::from_secs(20), engine.events.recv())
             .await
             .unwrap_or_else(|_| panic!("the review did not finish: {events:#?}"))
             .unwrap();
+        // A draft typed while the review runs must not replace its budget in the gauge.
+        if matches!(event, Event::ReviewPlan(_)) {
+            engine
+                .ops
+                .send(Op::Draft {
+                    text: "typing".into(),
+                })
+                .unwrap();
+        }
         let idle = matches!(event, Event::Idle);
         events.push(event);
         if idle
@@ -80,6 +97,22 @@ async fn review_reports_its_plan_and_budget_then_streams() {
         })
         .expect("the review's own budget is reported");
     assert_eq!(review_budget.total, plan.calls[0].tokens);
+    let finished = events
+        .iter()
+        .position(|e| matches!(e, Event::TurnFinished { .. }))
+        .unwrap();
+    let shown = events[..finished]
+        .iter()
+        .rev()
+        .find_map(|e| match e {
+            Event::Budget(b) => Some(b),
+            _ => None,
+        })
+        .unwrap();
+    assert!(
+        shown.section(Section::ReviewDiff) > 0,
+        "the gauge shows the review while it runs"
+    );
     let sent = &server.requests()[0];
     assert_eq!(
         sent.prompt_tokens, plan.calls[0].tokens,

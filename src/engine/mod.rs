@@ -110,6 +110,8 @@ pub(crate) struct Engine {
     map_cache: crate::repomap::CacheLocation,
     internal_tx: mpsc::UnboundedSender<Internal>,
     internal_rx: mpsc::UnboundedReceiver<Internal>,
+    /// A `/review` is running (its budget is the one shown).
+    reviewing: bool,
     /// Set by `/quit`.
     quit: bool,
     history: history::HistoryState,
@@ -150,6 +152,7 @@ impl Engine {
             map_cache: config.map_cache,
             internal_tx,
             internal_rx,
+            reviewing: false,
             quit: false,
         };
         if config.resume {
@@ -332,6 +335,10 @@ impl Engine {
     }
 
     fn publish_budget(&mut self) {
+        // While a review runs the gauge shows the review's own request.
+        if self.reviewing {
+            return;
+        }
         let draft = self.draft.clone();
         let report = self.report(&draft);
         self.events.send(Event::Budget(Box::new(report)));

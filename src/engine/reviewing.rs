@@ -46,6 +46,7 @@ impl Engine {
         }
         let cancel = CancellationToken::new();
         self.running = Some(cancel.clone());
+        self.reviewing = true;
         let job = ReviewJob {
             root: self.session.root().to_path_buf(),
             client: self.client.clone(),
@@ -63,6 +64,7 @@ impl Engine {
 
     pub(super) fn finish_review(&mut self, outcome: ReviewOutcome) {
         self.running = None;
+        self.reviewing = false;
         match outcome.result {
             Err(error) => self.events.send(Event::TurnFailed {
                 error,

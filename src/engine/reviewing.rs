@@ -144,7 +144,7 @@ impl ReviewJob {
             self.events.send(Event::Budget(Box::new(self.budget(call))));
         }
         self.events.send(Event::TurnStarted {
-            text: format!("{label}\n{}", plan.summary()),
+            text: label.to_string(),
             mode: ChatMode::Ask,
         });
         let reviewer = Reviewer {

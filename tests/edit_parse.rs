@@ -422,7 +422,8 @@ fn trailing_whitespace_in_the_file_is_tolerated() {
     let text = "a = 1   \nb = 2\t\n";
     let reply = "a.py\n<<<<<<< SEARCH\na = 1\nb = 2\n=======\na = 1\nb = 3\n>>>>>>> REPLACE\n";
     let r = eb(&[("a.py", text)], reply);
-    assert_eq!(r.clean().proposed("a.py"), "a = 1\nb = 3\n");
+    // The line the block keeps keeps the file's spelling; only the replaced one changes.
+    assert_eq!(r.clean().proposed("a.py"), "a = 1   \nb = 3\n");
 }
 
 #[test]

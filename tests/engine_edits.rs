@@ -441,7 +441,14 @@ async fn the_users_own_changes_are_committed_first_and_stale_files_are_re_diffed
     );
     assert_eq!(repo.read("src/greet.py"), newer);
 
-    // Re-reviewed (decisions kept), applied: the user's change lands in its own commit.
+    // The hunks were found again in the new content, all pending: the user reviews
+    // them again; applied, the user's change lands in its own commit.
+    send(
+        &engine,
+        Op::Review(ReviewOp::All {
+            decision: Decision::Accept,
+        }),
+    );
     send(&engine, Op::Review(ReviewOp::Apply));
     idle(&mut engine).await;
     let text = repo.read("src/greet.py");

@@ -2,7 +2,6 @@
 //! hunks, written atomically (a temporary file in the same directory, then a rename),
 //! and only if the file still holds what the proposal was made from.
 
-use std::collections::HashMap;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
@@ -164,13 +163,8 @@ impl Proposal {
     /// hunks not accepted remain.
     fn settle(&mut self, i: usize, written: Vec<u8>) {
         let mut taken = self.ids_except(i);
-        let file = &mut self.files[i];
-        let decided: HashMap<HunkId, Decision> =
-            file.hunks.iter().map(|h| (h.id, h.decision)).collect();
         if let Ok(text) = FileText::decode(written) {
-            file.original = text;
-            file.existed = true;
-            file.rediff(&decided, &mut taken);
+            self.files[i].settle(text, &mut taken);
         }
     }
 }

@@ -56,8 +56,12 @@ pub enum Problem {
     Refused(Refusal),
     /// The file is binary.
     Binary,
-    /// The new text has a character the file's encoding cannot store.
-    Unencodable(char),
+    /// The new text has a NUL character, which would make the file binary.
+    Nul,
+    /// The edit would replace this 1-based line, which holds bytes that are not UTF-8.
+    InvalidUtf8 { line: usize },
+    /// A proposed hunk no longer applies to the file, which changed on disk.
+    Stale(String),
     /// The file could not be read.
     Io(String),
 }
@@ -103,10 +107,11 @@ impl EditError {
             Problem::Delete => "tern does not delete files; ask the user to delete it".into(),
             Problem::Refused(why) => format!("refused: {why}"),
             Problem::Binary => "the file is binary; tern edits text files only".into(),
-            Problem::Unencodable('\0') => "the new text has a NUL character, which would make the file binary".into(),
-            Problem::Unencodable(ch) => format!(
-                "the file is Latin-1 encoded and cannot hold {ch:?}; use only Latin-1 characters in it"
+            Problem::Nul => "the new text has a NUL character, which would make the file binary".into(),
+            Problem::InvalidUtf8 { line } => format!(
+                "line {line} of the file holds bytes that are not UTF-8 (shown as U+FFFD); tern keeps such lines exactly and does not edit them, so leave that line out of the edit"
             ),
+            Problem::Stale(why) => why.clone(),
             Problem::Io(e) => format!("cannot read the file: {e}"),
         }
     }

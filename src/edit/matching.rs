@@ -8,7 +8,12 @@
 
 use std::borrow::Cow;
 use std::collections::HashSet;
+use std::time::{Duration, Instant};
 
+use similar::{Algorithm, DiffOp};
+
+pub(crate) use super::doc::{Doc, lines_of};
+use super::doc::{Line, TouchesInvalid};
 use super::error::NearMatch;
 
 /// Which match a search takes.
@@ -39,66 +44,53 @@ pub(crate) enum Failure {
     Ambiguous(Vec<usize>),
     Elision(String),
     Lazy(String),
+    /// The edit would replace this (1-based) line, which holds bytes that are not UTF-8.
+    InvalidUtf8(usize),
 }
 
-/// A file being edited: lines without their `\n`, borrowed from the original text or
-/// the edits until something has to be re-indented.
-#[derive(Debug, Clone)]
-pub(crate) struct Doc<'a> {
-    lines: Vec<Cow<'a, str>>,
-    final_newline: bool,
-}
-
-/// Lines of a text without their `\n`; a final `\n` does not start another line.
-pub(crate) fn lines_of(text: &str) -> Vec<&str> {
-    let body = text.strip_suffix('\n').unwrap_or(text);
-    if text.is_empty() {
-        Vec::new()
-    } else {
-        body.split('\n').collect()
-    }
-}
+/// The most time a whole-file edit's diff against the current text may take before it
+/// settles for a coarser result (the lines it cannot pair become new lines).
+const DIFF_DEADLINE: Duration = Duration::from_secs(1);
 
 impl<'a> Doc<'a> {
-    pub(crate) fn new(text: &'a str) -> Doc<'a> {
-        Doc {
-            lines: lines_of(text).into_iter().map(Cow::Borrowed).collect(),
-            final_newline: text.is_empty() || text.ends_with('\n'),
-        }
-    }
-
-    pub(crate) fn is_empty(&self) -> bool {
-        self.lines.is_empty()
-    }
-
-    pub(crate) fn text(&self) -> String {
-        let mut out = String::with_capacity(self.lines.iter().map(|l| l.len() + 1).sum());
-        for (i, line) in self.lines.iter().enumerate() {
-            if i > 0 {
-                out.push('\n');
+    /// Replaces everything (a whole-file edit). Lines a diff pairs with the current ones
+    /// stay references to them, so they keep their bytes.
+    pub(crate) fn replace_all(&mut self, content: &'a str) -> Result<(), Failure> {
+        let new = lines_of(content);
+        let old: Vec<&str> = self.lines(0..self.len()).collect();
+        let deadline = Instant::now() + DIFF_DEADLINE;
+        let ops = similar::capture_diff_slices_deadline(
+            Algorithm::Patience,
+            &old,
+            &new,
+            Some(deadline),
+        );
+        drop(old);
+        let mut with = Vec::with_capacity(new.len());
+        for op in ops {
+            match op {
+                DiffOp::Equal {
+                    old_index, len, ..
+                } => with.extend((old_index..old_index + len).map(|i| self.line_ref(i))),
+                op => with.extend(op.new_range().map(|j| Line::New(Cow::Borrowed(new[j])))),
             }
-            out.push_str(line);
         }
-        if self.final_newline && !self.lines.is_empty() {
-            out.push('\n');
-        }
-        out
+        self.replace(0..self.len(), with).map_err(invalid)?;
+        self.set_final_newline(content.is_empty() || content.ends_with('\n'));
+        Ok(())
     }
 
-    /// Replaces everything (a whole-file edit).
-    pub(crate) fn replace_all(&mut self, content: &'a str) {
-        *self = Doc::new(content);
-    }
-
-    /// Adds `text` at the end, on a line of its own (an empty SEARCH).
-    pub(crate) fn append(&mut self, text: &'a str) {
-        if self.lines.is_empty() {
-            self.replace_all(text);
-            return;
+    /// Adds `text` at the end, on lines of its own (an empty SEARCH).
+    pub(crate) fn append(&mut self, text: &'a str) -> Result<(), Failure> {
+        if self.is_empty() {
+            return self.replace_all(text);
         }
-        self.lines
-            .extend(lines_of(text).into_iter().map(Cow::Borrowed));
-        self.final_newline = text.ends_with('\n');
+        let lines = lines_of(text)
+            .into_iter()
+            .map(|l| Line::New(Cow::Borrowed(l)))
+            .collect();
+        self.push_lines(lines, text.ends_with('\n'));
+        Ok(())
     }
 
     /// Replaces the SEARCH text by the REPLACE text, trying each strategy in turn.
@@ -115,7 +107,7 @@ impl<'a> Doc<'a> {
         }
         if let Some(place) = self.locate(&s, occurrence)? {
             let strategy = place.strategy();
-            self.put(place, &r);
+            self.put(&place, &s, &r)?;
             return Ok(strategy);
         }
         let (lead, trail) = blank_ends(&s);
@@ -124,7 +116,7 @@ impl<'a> Doc<'a> {
             if let Some(place) = self.locate(core, occurrence)? {
                 let (r_lead, r_trail) = blank_ends(&r);
                 let r_core = &r[r_lead.min(lead)..r.len() - r_trail.min(trail)];
-                self.put(place, r_core);
+                self.put(&place, core, r_core)?;
                 return Ok(Strategy::BlankTrimmed);
             }
         }
@@ -157,36 +149,26 @@ impl<'a> Doc<'a> {
         Ok(None)
     }
 
-    /// Places where `pat` matches; stops at the first for [`Occurrence::First`].
+    /// Places where `pat` matches; stops at the first for [`Occurrence::First`]. Only
+    /// windows whose first non-blank line matches (trimmed) are compared.
     fn find(&self, pat: &[&str], cmp: Cmp, occurrence: Occurrence) -> Vec<Place> {
         let n = pat.len();
         let mut found = Vec::new();
-        if n == 0 || n > self.lines.len() {
+        if n == 0 || n > self.len() {
             return found;
         }
-        // Compare an anchor line first: most windows fail there, cheaply.
         let anchor = pat.iter().position(|l| !l.trim().is_empty()).unwrap_or(0);
-        let anchor_text = match cmp {
-            Cmp::Exact => pat[anchor],
-            Cmp::Indent => pat[anchor].trim(),
-        };
-        for start in 0..=self.lines.len() - n {
-            let line: &str = &self.lines[start + anchor];
-            let hit = match cmp {
-                Cmp::Exact => line == anchor_text,
-                Cmp::Indent => line.trim() == anchor_text,
-            };
-            if !hit {
+        for at in self.positions_of(pat[anchor]) {
+            let Some(start) = at.checked_sub(anchor) else {
                 continue;
+            };
+            if start + n > self.len() {
+                break;
             }
-            let window = &self.lines[start..start + n];
+            let window: Vec<&str> = self.lines(start..start + n).collect();
             let indent = match cmp {
-                Cmp::Exact => window
-                    .iter()
-                    .zip(pat)
-                    .all(|(a, b)| a == b)
-                    .then_some(Indent::Same),
-                Cmp::Indent => indent_offset(window, pat),
+                Cmp::Exact => (window.as_slice() == pat).then_some(Indent::Same),
+                Cmp::Indent => indent_offset(&window, pat),
             };
             if let Some(indent) = indent {
                 found.push(Place {
@@ -203,10 +185,21 @@ impl<'a> Doc<'a> {
         found
     }
 
-    /// Replaces the matched lines by `with`, re-indented like the match.
-    fn put(&mut self, place: Place, with: &[&'a str]) {
-        let new = with.iter().map(|l| place.indent.apply(l));
-        self.lines.splice(place.start..place.start + place.len, new);
+    /// Replaces the matched lines by `with`. Lines of `with` that the edit keeps from
+    /// `pat` (its unchanged lines, as a diff of the two says) stay the file's own lines,
+    /// byte for byte; only the others are new, re-indented like the match.
+    fn put(&mut self, place: &Place, pat: &[&str], with: &[&'a str]) -> Result<(), Failure> {
+        let kept = kept_from(pat, with);
+        let lines = with
+            .iter()
+            .zip(kept)
+            .map(|(line, from)| match from {
+                Some(i) => self.line_ref(place.start + i),
+                None => Line::New(place.indent.apply(line)),
+            })
+            .collect();
+        self.replace(place.start..place.start + place.len, lines)
+            .map_err(invalid)
     }
 
     /// `...` elision: the SEARCH and REPLACE split at their `...` lines into the same
@@ -236,7 +229,7 @@ impl<'a> Doc<'a> {
                 continue;
             }
             match work.locate(sp, Occurrence::Unique) {
-                Ok(Some(place)) => work.put(place, rp),
+                Ok(Some(place)) => work.put(&place, sp, rp)?,
                 Ok(None) => return Err(Failure::NoMatch),
                 Err(Failure::Ambiguous(lines)) => {
                     return Err(Failure::Elision(format!(
@@ -256,7 +249,8 @@ impl<'a> Doc<'a> {
 
     /// The lines most like `search`, for "did you mean".
     pub(crate) fn nearest(&self, search: &str) -> Option<NearMatch> {
-        nearest(&self.lines, &lines_of(search))
+        let lines: Vec<&str> = self.lines(0..self.len()).collect();
+        nearest(&lines, &lines_of(search))
     }
 
     /// Whether `text`'s lines occur exactly, in order, somewhere in the document.
@@ -264,6 +258,31 @@ impl<'a> Doc<'a> {
         let pat = lines_of(text);
         !pat.is_empty() && !self.find(&pat, Cmp::Exact, Occurrence::First).is_empty()
     }
+}
+
+/// For each line of `with`, the line of `pat` it keeps unchanged (a diff of the two,
+/// which are both the model's text), if any.
+fn kept_from(pat: &[&str], with: &[&str]) -> Vec<Option<usize>> {
+    let mut kept = vec![None; with.len()];
+    let deadline = Instant::now() + DIFF_DEADLINE;
+    for op in similar::capture_diff_slices_deadline(Algorithm::Patience, pat, with, Some(deadline))
+    {
+        if let DiffOp::Equal {
+            old_index,
+            new_index,
+            len,
+        } = op
+        {
+            for k in 0..len {
+                kept[new_index + k] = Some(old_index + k);
+            }
+        }
+    }
+    kept
+}
+
+fn invalid(TouchesInvalid(line): TouchesInvalid) -> Failure {
+    Failure::InvalidUtf8(line + 1)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -333,7 +352,7 @@ fn leading_ws(s: &str) -> usize {
 
 /// The indentation offset that makes `window` equal `pat` line for line (ignoring
 /// trailing whitespace; blank lines match blank lines), if there is one.
-fn indent_offset(window: &[Cow<'_, str>], pat: &[&str]) -> Option<Indent> {
+fn indent_offset(window: &[&str], pat: &[&str]) -> Option<Indent> {
     let mut offset: Option<Indent> = None;
     for (f, p) in window.iter().zip(pat) {
         let (f, p) = (f.trim_end(), p.trim_end());
@@ -438,7 +457,7 @@ const NEAR_CANDIDATES: usize = 5;
 /// The window of the file most like `pat`: windows are scored by how many of the
 /// SEARCH's words their lines share, and the best few compared character by character
 /// (indentation aside).
-fn nearest(lines: &[Cow<'_, str>], pat: &[&str]) -> Option<NearMatch> {
+fn nearest(lines: &[&str], pat: &[&str]) -> Option<NearMatch> {
     let wanted: HashSet<&str> = pat.iter().flat_map(|l| words(l)).collect();
     let n = pat.len().min(lines.len());
     if wanted.is_empty() || n == 0 {
@@ -466,7 +485,7 @@ fn nearest(lines: &[Cow<'_, str>], pat: &[&str]) -> Option<NearMatch> {
         if s == 0 {
             break;
         }
-        let text = trimmed(&mut lines[start..start + n].iter().map(|l| l.as_ref()));
+        let text = trimmed(&mut lines[start..start + n].iter().copied());
         let ratio = similar::TextDiff::configure()
             .timeout(std::time::Duration::from_millis(50))
             .diff_chars(pat_text.as_str(), text.as_str())
@@ -496,13 +515,6 @@ mod tests {
         let mut doc = Doc::new(text);
         let s = doc.search_replace(search, replace, Occurrence::First)?;
         Ok((doc.text(), s))
-    }
-
-    #[test]
-    fn doc_round_trips_final_newline() {
-        for text in ["", "a", "a\n", "a\nb", "a\n\n"] {
-            assert_eq!(Doc::new(text).text(), text);
-        }
     }
 
     #[test]

@@ -10,10 +10,12 @@
 //! accepted hunks. Nothing here is async or touches git (see `crate::git`).
 
 mod apply;
+mod doc;
 mod editblock;
 mod error;
 mod filename;
 mod format;
+mod hunks;
 mod matching;
 mod parse;
 pub mod prompts;
@@ -21,6 +23,7 @@ mod proposal;
 mod render;
 mod safety;
 mod scan;
+mod snapshot;
 mod text;
 mod udiff;
 mod whole;
@@ -38,6 +41,7 @@ pub use proposal::{
 pub use render::{DiffLine, LineKind, unified_diff};
 pub use safety::{Refusal, Target, resolve as resolve_path};
 pub use scan::ShellSuggestion;
+pub use snapshot::{FileSnapshot, HunkSnapshot, Part, ProposalSnapshot};
 pub use text::{Binary, Encoding, FileText, LineEnding};
 pub use workspace::Workspace;
 

@@ -12,25 +12,23 @@ use std::fmt;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use std::time::{Duration, Instant};
 
-use similar::{Algorithm, DiffOp};
+use similar::DiffOp;
 
+use super::doc::Span;
 use super::error::{EditError, Problem};
 use super::filename::FileSet;
 use super::matching::{Doc, Failure, Occurrence};
 use super::parse::{Edit, EditKind};
 use super::safety::{self, Target};
 use super::scan::ShellSuggestion;
+use super::snapshot::{self, FileSnapshot, HunkSnapshot, Part, ProposalSnapshot};
 use super::text::{Binary, FileText};
 use super::workspace::Workspace;
 
 /// Unchanged lines shown around a hunk; changes closer than twice this are one hunk,
 /// as in `git diff`, so hunks never overlap on screen.
 pub const CONTEXT: usize = 3;
-
-/// The most time one file's diff may take before it settles for a coarser result.
-const DIFF_DEADLINE: Duration = Duration::from_secs(1);
 
 /// A hunk's id: 28 bits of a hash of its content, shown as 7 hex digits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -62,7 +60,12 @@ impl FromStr for HunkId {
 impl HunkId {
     /// Hashes the hunk's content; `taken` keeps ids unique within a proposal (two
     /// identical hunks in one file get different ids, deterministically by order).
-    fn new(path: &Path, old: &[&str], new: &[&str], taken: &mut HashSet<HunkId>) -> HunkId {
+    pub(crate) fn new(
+        path: &Path,
+        old: &[&str],
+        new: &[&str],
+        taken: &mut HashSet<HunkId>,
+    ) -> HunkId {
         let mut bytes = path.to_string_lossy().into_owned().into_bytes();
         for (mark, lines) in [(0u8, old), (1u8, new)] {
             bytes.push(mark);
@@ -78,7 +81,7 @@ impl HunkId {
 }
 
 /// What the user said about a hunk.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Decision {
     #[default]
@@ -105,7 +108,7 @@ pub struct Hunk {
     pub new: Range<usize>,
     pub decision: Decision,
     /// The diff inside the hunk (it may keep a few unchanged lines between changes).
-    ops: Vec<DiffOp>,
+    pub(crate) ops: Vec<DiffOp>,
 }
 
 impl Hunk {
@@ -121,8 +124,11 @@ pub struct FileProposal {
     pub(crate) original: FileText,
     pub(crate) existed: bool,
     pub(crate) proposed: String,
+    /// The proposed content as runs of original and new lines (see `doc.rs`), which
+    /// the hunks come from and further edits start from.
+    pub(crate) spans: Vec<Span<'static>>,
+    pub(crate) final_newline: bool,
     pub(crate) hunks: Vec<Hunk>,
-    pub(crate) edits: Vec<Edit>,
     /// A new file git ignores: written only once confirmed.
     pub(crate) ignored_new: bool,
     pub(crate) confirmed: bool,
@@ -149,11 +155,6 @@ impl FileProposal {
 
     pub fn hunks(&self) -> &[Hunk] {
         &self.hunks
-    }
-
-    /// The edits (blocks of the reply) this file's proposal came from.
-    pub fn edits(&self) -> &[Edit] {
-        &self.edits
     }
 
     /// True for a new file that git ignores and the user has not yet confirmed.
@@ -193,8 +194,7 @@ impl FileProposal {
                         new_index, new_len, ..
                     } => {
                         for line in &new[new_index..new_index + new_len] {
-                            // Checked when the proposal was built.
-                            let _ = self.original.encode_line(line, &mut out);
+                            self.original.encode_line(line, &mut out);
                         }
                     }
                 }
@@ -205,48 +205,175 @@ impl FileProposal {
         out
     }
 
-    /// Re-runs this file's edits against `current` (the file changed on disk): the
-    /// hunks are recomputed and those with unchanged content keep their decisions.
+    /// Follows the file to its `current` content (it changed on disk): each hunk is
+    /// found again by its own lines; those that cannot be are dropped and returned as
+    /// errors with the reason. Every decision goes back to pending, so the user reviews
+    /// the new state.
     pub(crate) fn rebase(
         &mut self,
         current: FileText,
         existed: bool,
         taken: &mut HashSet<HunkId>,
     ) -> Vec<EditError> {
-        let ran = run_edits(&self.path, &current, existed, &self.edits);
-        let decided: HashMap<HunkId, Decision> =
-            self.hunks.iter().map(|h| (h.id, h.decision)).collect();
-        let failed: HashSet<usize> = ran.failed.iter().map(|(i, _)| *i).collect();
-        let mut index = 0;
-        self.edits.retain(|_| {
-            index += 1;
-            !failed.contains(&(index - 1))
-        });
-        self.original = current;
-        self.existed = existed;
-        self.proposed = ran.text;
-        self.rediff(&decided, taken);
-        ran.failed.into_iter().map(|(_, e)| e).collect()
+        let hunks = self.hunk_snapshots();
+        let errors = self.place(current, existed, &hunks, taken);
+        for h in &mut self.hunks {
+            h.decision = Decision::Pending;
+        }
+        errors
     }
 
-    /// Recomputes the hunks of original → proposed, keeping decisions by id.
-    /// `taken`: the ids of the proposal's other files.
-    pub(crate) fn rediff(
+    /// Replaces the original by `current` and the proposal by `hunks` placed in it.
+    fn place(
+        &mut self,
+        current: FileText,
+        existed: bool,
+        hunks: &[HunkSnapshot],
+        taken: &mut HashSet<HunkId>,
+    ) -> Vec<EditError> {
+        let lines: Vec<&str> = current.text().split_inclusive('\n').collect();
+        let mut placed = Vec::new();
+        let mut errors = Vec::new();
+        for (hunk, at) in hunks.iter().zip(snapshot::place(&lines, hunks)) {
+            match at {
+                Ok(start) => placed.push((start, hunk)),
+                Err(why) => errors.push(EditError::new(
+                    0,
+                    Some(self.path.clone()),
+                    Problem::Stale(format!(
+                        "this hunk no longer applies ({why}) and was dropped"
+                    )),
+                    &hunk_text(hunk),
+                )),
+            }
+        }
+        let (spans, final_newline) = snapshot::spans_of(&lines, &placed);
+        let decided = placed
+            .iter()
+            .map(|(_, h)| h.decision)
+            .collect::<Vec<_>>();
+        drop(lines);
+        self.original = current;
+        self.existed = existed;
+        self.spans = spans;
+        self.final_newline = final_newline;
+        self.rebuild(&HashMap::new(), taken);
+        // The hunks come back in order, one per placed hunk, unless a placed one made
+        // no change at all (then decisions are left pending).
+        if self.hunks.len() == decided.len() {
+            for (h, d) in self.hunks.iter_mut().zip(decided) {
+                h.decision = d;
+            }
+        }
+        errors
+    }
+
+    /// After the accepted hunks were written (`written`): that is the original now,
+    /// and the hunks not accepted remain, moved by what was written before them.
+    pub(crate) fn settle(&mut self, written: FileText, taken: &mut HashSet<HunkId>) {
+        let snapshots = self.hunk_snapshots();
+        let mut shift: isize = 0;
+        let mut remaining = Vec::new();
+        for (hunk, snap) in self.hunks.iter().zip(&snapshots) {
+            if hunk.decision == Decision::Accept {
+                shift += hunk.new.len() as isize - hunk.old.len() as isize;
+            } else {
+                remaining.push(((hunk.old.start as isize + shift) as usize, snap));
+            }
+        }
+        let lines: Vec<&str> = written.text().split_inclusive('\n').collect();
+        let (spans, final_newline) = snapshot::spans_of(&lines, &remaining);
+        let decided: HashMap<HunkId, Decision> =
+            self.hunks.iter().map(|h| (h.id, h.decision)).collect();
+        drop(lines);
+        self.original = written;
+        self.existed = true;
+        self.spans = spans;
+        self.final_newline = final_newline;
+        self.rebuild(&decided, taken);
+    }
+
+    /// Recomputes the proposed text and the hunks from the spans, keeping decisions by
+    /// id. `taken`: the ids of the proposal's other files.
+    pub(crate) fn rebuild(
         &mut self,
         decided: &HashMap<HunkId, Decision>,
         taken: &mut HashSet<HunkId>,
     ) {
-        self.hunks = diff_hunks(
-            &self.path,
+        let doc = Doc::with_spans(
             self.original.text(),
-            &self.proposed,
-            self.existed,
-            taken,
+            &[],
+            Some((self.spans.clone(), self.final_newline)),
         );
+        self.proposed = doc.text();
+        let old: Vec<&str> = self.original.text().split_inclusive('\n').collect();
+        let new: Vec<&str> = self.proposed.split_inclusive('\n').collect();
+        self.hunks = super::hunks::hunks_of(&self.path, &old, &new, &self.spans, self.existed, taken);
         for h in &mut self.hunks {
             h.decision = decided.get(&h.id).copied().unwrap_or_default();
         }
     }
+
+    /// Each hunk by its own content (see `snapshot.rs`).
+    pub(crate) fn hunk_snapshots(&self) -> Vec<HunkSnapshot> {
+        let old: Vec<&str> = self.original.text().split_inclusive('\n').collect();
+        let new: Vec<&str> = self.proposed.split_inclusive('\n').collect();
+        let owned = |lines: &[&str]| lines.iter().map(|l| l.to_string()).collect::<Vec<_>>();
+        let mut out = Vec::with_capacity(self.hunks.len());
+        for (i, h) in self.hunks.iter().enumerate() {
+            let prev_end = i.checked_sub(1).map_or(0, |p| self.hunks[p].old.end);
+            let next_start = self.hunks.get(i + 1).map_or(old.len(), |n| n.old.start);
+            let before = h.old.start - CONTEXT.min(h.old.start - prev_end);
+            let after = h.old.end + CONTEXT.min(next_start - h.old.end);
+            let parts = h
+                .ops
+                .iter()
+                .flat_map(|op| match *op {
+                    DiffOp::Equal { len, .. } => vec![Part::Keep(len)],
+                    DiffOp::Delete { old_len, .. } => vec![Part::Remove(old_len)],
+                    DiffOp::Insert {
+                        new_index, new_len, ..
+                    } => vec![Part::Add(owned(&new[new_index..new_index + new_len]))],
+                    DiffOp::Replace {
+                        old_len,
+                        new_index,
+                        new_len,
+                        ..
+                    } => vec![
+                        Part::Remove(old_len),
+                        Part::Add(owned(&new[new_index..new_index + new_len])),
+                    ],
+                })
+                .collect();
+            out.push(HunkSnapshot {
+                before: owned(&old[before..h.old.start]),
+                at_start: before == 0,
+                old: owned(&old[h.old.clone()]),
+                after: owned(&old[h.old.end..after]),
+                at_end: after == old.len(),
+                parts,
+                decision: h.decision,
+            });
+        }
+        out
+    }
+}
+
+/// A hunk as diff lines, to show why it failed.
+fn hunk_text(hunk: &HunkSnapshot) -> String {
+    let mut out = String::new();
+    let mut old = hunk.old.iter();
+    for part in &hunk.parts {
+        match part {
+            Part::Keep(n) => old.by_ref().take(*n).for_each(|l| out.push_str(&format!(" {l}"))),
+            Part::Remove(n) => old.by_ref().take(*n).for_each(|l| out.push_str(&format!("-{l}"))),
+            Part::Add(new) => new.iter().for_each(|l| out.push_str(&format!("+{l}"))),
+        }
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    out
 }
 
 /// Every file a reply changes, with its hunks and the user's decisions.
@@ -347,14 +474,17 @@ impl Proposal {
                 Some(index) => index,
                 None => match read(&target) {
                     Ok(original) => {
+                        let (spans, final_newline) =
+                            Doc::new(original.text()).into_owned_spans();
                         self.files.push(FileProposal {
                             ignored_new: !target.exists && ws.is_ignored(&target.rel),
                             path: target.rel,
+                            proposed: original.text().to_string(),
                             original,
                             existed: target.exists,
-                            proposed: String::new(),
+                            spans,
+                            final_newline,
                             hunks: Vec::new(),
-                            edits: Vec::new(),
                             confirmed: false,
                         });
                         self.files.len() - 1
@@ -372,7 +502,7 @@ impl Proposal {
         errors
     }
 
-    /// Runs file `index`'s edits followed by `new` from its original content.
+    /// Runs `new` edits on top of what file `index` proposes already.
     fn extend_file(
         &mut self,
         index: usize,
@@ -382,28 +512,88 @@ impl Proposal {
     ) -> Vec<EditError> {
         let mut taken = self.ids_except(index);
         let file = &mut self.files[index];
-        let mut all = std::mem::take(&mut file.edits);
-        // The earlier edits applied to this same original before, so only new ones fail.
-        let applied_before = all.len();
-        all.extend(new);
-        let mut ran = run_edits(&file.path, &file.original, file.existed, &all);
-        add_other_file_hints(root, &file.path, &all, files, &mut ran.failed);
-        let nothing_new = ran.failed.len() == all.len() - applied_before;
-        let failed: HashSet<usize> = ran.failed.iter().map(|(i, _)| *i).collect();
-        file.edits = all
-            .into_iter()
-            .enumerate()
-            .filter(|(i, _)| !failed.contains(i))
-            .map(|(_, e)| e)
-            .collect();
-        // A file only gets hunks when some edit applied (not for a new file whose edits
-        // all failed).
-        if !(nothing_new && file.edits.is_empty()) {
+        let mut doc = Doc::with_spans(
+            file.original.text(),
+            file.original.invalid_lines(),
+            Some((file.spans.clone(), file.final_newline)),
+        );
+        let mut failed = run_edits(&mut doc, &file.path, file.existed, &new);
+        add_other_file_hints(root, &file.path, &new, files, &mut failed);
+        // A file only changes when some edit applied (a new file whose edits all
+        // failed gets no hunk).
+        if failed.len() < new.len() {
+            let (spans, final_newline) = doc.into_owned_spans();
+            file.spans = spans;
+            file.final_newline = final_newline;
             let decided = file.hunks.iter().map(|h| (h.id, h.decision)).collect();
-            file.proposed = ran.text;
-            file.rediff(&decided, &mut taken);
+            file.rebuild(&decided, &mut taken);
         }
-        ran.failed.into_iter().map(|(_, e)| e).collect()
+        failed.into_iter().map(|(_, e)| e).collect()
+    }
+
+    /// The proposal as data, to save with a session (see [`Proposal::restore`]).
+    pub fn snapshot(&self) -> ProposalSnapshot {
+        ProposalSnapshot {
+            files: self
+                .files
+                .iter()
+                .map(|f| FileSnapshot {
+                    path: f.path.clone(),
+                    existed: f.existed,
+                    original_hash: xxhash_rust::xxh3::xxh3_64(f.original.raw()),
+                    confirmed: f.confirmed,
+                    hunks: f.hunk_snapshots(),
+                })
+                .collect(),
+        }
+    }
+
+    /// A saved proposal over the workspace's files as they are now: each hunk is
+    /// placed in its file's current content, and those that no longer apply come back
+    /// as errors. Decisions are kept only for files that did not change since.
+    pub fn restore(ws: &Workspace, saved: &ProposalSnapshot) -> (Proposal, Vec<EditError>) {
+        let mut proposal = Proposal::new(ws);
+        let mut errors = Vec::new();
+        for file in &saved.files {
+            let failed = |problem| EditError::new(0, Some(file.path.clone()), problem, "");
+            let target = match safety::resolve(ws.root(), &file.path) {
+                Ok(target) => target,
+                Err(refusal) => {
+                    errors.push(failed(Problem::Refused(refusal)));
+                    continue;
+                }
+            };
+            let current = match read(&target) {
+                Ok(current) => current,
+                Err(problem) => {
+                    errors.push(failed(problem));
+                    continue;
+                }
+            };
+            let unchanged = target.exists == file.existed
+                && xxhash_rust::xxh3::xxh3_64(current.raw()) == file.original_hash;
+            let mut hunks = file.hunks.clone();
+            if !unchanged {
+                hunks.iter_mut().for_each(|h| h.decision = Decision::Pending);
+            }
+            let mut restored = FileProposal {
+                ignored_new: !target.exists && ws.is_ignored(&target.rel),
+                path: target.rel,
+                original: FileText::new_file(),
+                existed: false,
+                proposed: String::new(),
+                spans: Vec::new(),
+                final_newline: true,
+                hunks: Vec::new(),
+                confirmed: file.confirmed && unchanged,
+            };
+            let mut taken = proposal.hunk_ids().collect();
+            errors.extend(restored.place(current, target.exists, &hunks, &mut taken));
+            if !restored.hunks.is_empty() {
+                proposal.files.push(restored);
+            }
+        }
+        (proposal, errors)
     }
 
     pub fn root(&self) -> &Path {
@@ -513,80 +703,72 @@ fn read(target: &Target) -> Result<FileText, Problem> {
     FileText::decode(raw).map_err(|Binary| Problem::Binary)
 }
 
-/// One file's edits run in order: the resulting text and the edits that failed, by
-/// index.
-pub(crate) struct Ran {
-    pub text: String,
-    pub failed: Vec<(usize, EditError)>,
-}
-
-/// Applies one file's edits in order; a failing edit is reported and skipped.
-pub(crate) fn run_edits(path: &Path, original: &FileText, existed: bool, edits: &[Edit]) -> Ran {
-    let mut doc = Doc::new(original.text());
+/// Applies one file's edits in order to `doc`; a failing edit is reported (with its
+/// index) and skipped.
+pub(crate) fn run_edits<'a>(
+    doc: &mut Doc<'a>,
+    path: &Path,
+    existed: bool,
+    edits: &'a [Edit],
+) -> Vec<(usize, EditError)> {
     let mut failed = Vec::new();
     for (i, edit) in edits.iter().enumerate() {
-        if let Err(problem) = run_edit(&mut doc, original, existed, &edit.kind) {
+        if let Err(problem) = run_edit(doc, existed, &edit.kind) {
             failed.push((
                 i,
                 EditError::new(edit.block, Some(path.to_path_buf()), problem, &edit.source),
             ));
         }
     }
-    Ran {
-        text: doc.text(),
-        failed,
-    }
+    failed
 }
 
-fn run_edit<'a>(
-    doc: &mut Doc<'a>,
-    original: &FileText,
-    existed: bool,
-    kind: &'a EditKind,
-) -> Result<(), Problem> {
+fn run_edit<'a>(doc: &mut Doc<'a>, existed: bool, kind: &'a EditKind) -> Result<(), Problem> {
     match kind {
         EditKind::SearchReplace {
             search,
             replace,
             occurrence,
         } => {
-            original
-                .check_encodable(replace)
-                .map_err(|u| Problem::Unencodable(u.ch))?;
+            FileText::check_encodable(replace).map_err(|_| Problem::Nul)?;
             if search.is_empty() {
                 if *occurrence == Occurrence::Unique && !doc.is_empty() {
                     return Err(Problem::NoContext);
                 }
-                doc.append(replace);
-                return Ok(());
+                return doc.append(replace).map_err(|f| problem(doc, search, replace, f));
             }
             if !existed && doc.is_empty() {
                 return Err(Problem::FileNotFound);
             }
             doc.search_replace(search, replace, *occurrence)
                 .map(|_| ())
-                .map_err(|failure| match failure {
-                    Failure::NoMatch => Problem::NoMatch {
-                        near: doc.nearest(search),
-                        hint: doc.contains(replace).then(|| {
-                            "The REPLACE lines are already in the file: was this edit applied already?".to_string()
-                        }),
-                    },
-                    Failure::Ambiguous(lines) => Problem::Ambiguous { lines },
-                    Failure::Elision(why) => Problem::Elision(why),
-                    Failure::Lazy(line) => Problem::LazyComment { line },
-                })
+                .map_err(|f| problem(doc, search, replace, f))
         }
         EditKind::Whole { content, new_file } => {
-            original
-                .check_encodable(content)
-                .map_err(|u| Problem::Unencodable(u.ch))?;
+            FileText::check_encodable(content).map_err(|_| Problem::Nul)?;
             if *new_file && !doc.is_empty() {
                 return Err(Problem::FileExists);
             }
-            doc.replace_all(content);
-            Ok(())
+            doc.replace_all(content)
+                .map_err(|f| problem(doc, "", content, f))
         }
+    }
+}
+
+/// The problem to report for a failed match, with "did you mean" lines.
+fn problem(doc: &Doc<'_>, search: &str, replace: &str, failure: Failure) -> Problem {
+    match failure {
+        Failure::NoMatch => Problem::NoMatch {
+            near: doc.nearest(search),
+            hint: doc.contains(replace).then(|| {
+                "The REPLACE lines are already in the file: was this edit applied already?"
+                    .to_string()
+            }),
+        },
+        Failure::Ambiguous(lines) => Problem::Ambiguous { lines },
+        Failure::Elision(why) => Problem::Elision(why),
+        Failure::Lazy(line) => Problem::LazyComment { line },
+        Failure::InvalidUtf8(line) => Problem::InvalidUtf8 { line },
     }
 }
 
@@ -631,53 +813,4 @@ fn add_other_file_hints(
             }
         }
     }
-}
-
-/// The hunks of old → new. A new file that stays empty still gets one (empty) hunk, so
-/// that creating it can be accepted.
-fn diff_hunks(
-    path: &Path,
-    old: &str,
-    new: &str,
-    existed: bool,
-    taken: &mut HashSet<HunkId>,
-) -> Vec<Hunk> {
-    let o: Vec<&str> = old.split_inclusive('\n').collect();
-    let n: Vec<&str> = new.split_inclusive('\n').collect();
-    // Patience: anchors on unique lines, so hunks follow code structure; similar's
-    // histogram degenerates on the repeated `}` and blank lines of code (50x slower).
-    // The deadline bounds pathological inputs (the diff stays correct, only coarser).
-    let deadline = Instant::now() + DIFF_DEADLINE;
-    let ops = similar::capture_diff_slices_deadline(Algorithm::Patience, &o, &n, Some(deadline));
-    let mut hunks: Vec<Hunk> = similar::group_diff_ops(ops, CONTEXT)
-        .into_iter()
-        .filter_map(|group| {
-            let first = group
-                .iter()
-                .position(|op| !matches!(op, DiffOp::Equal { .. }))?;
-            let last = group
-                .iter()
-                .rposition(|op| !matches!(op, DiffOp::Equal { .. }))?;
-            let ops = group[first..=last].to_vec();
-            let old = ops[0].old_range().start..ops[ops.len() - 1].old_range().end;
-            let new = ops[0].new_range().start..ops[ops.len() - 1].new_range().end;
-            Some(Hunk {
-                id: HunkId::new(path, &o[old.clone()], &n[new.clone()], taken),
-                old,
-                new,
-                decision: Decision::Pending,
-                ops,
-            })
-        })
-        .collect();
-    if hunks.is_empty() && !existed {
-        hunks.push(Hunk {
-            id: HunkId::new(path, &[], &[], taken),
-            old: 0..0,
-            new: 0..0,
-            decision: Decision::Pending,
-            ops: Vec::new(),
-        });
-    }
-    hunks
 }

@@ -1,6 +1,11 @@
 //! File content as tern edits it: decoded to a `String` with `\n` line endings, while
 //! remembering the exact bytes so that every line the user keeps is written back
-//! byte for byte (encoding, BOM, CRLF and a missing final newline included).
+//! byte for byte (BOM, CRLF, a missing final newline and bytes that are not UTF-8
+//! included).
+//!
+//! Text is always UTF-8. A line holding bytes that are not UTF-8 is shown with U+FFFD
+//! in their place and recorded, so that it is kept as it is or not edited at all: one
+//! stray byte never switches the whole file to another encoding.
 
 /// How a file's bytes map to text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -8,9 +13,6 @@ pub enum Encoding {
     Utf8,
     /// UTF-8 with a byte-order mark, kept on write.
     Utf8Bom,
-    /// Anything that is not valid UTF-8 is read as Latin-1: one char per byte, so it
-    /// round-trips exactly; new text must stay within U+0000..=U+00FF.
-    Latin1,
 }
 
 /// The line ending new lines get. Lines that are kept keep their own ending.
@@ -34,14 +36,10 @@ impl LineEnding {
 #[error("binary file (it contains NUL bytes)")]
 pub struct Binary;
 
-/// A character the file's encoding cannot hold (a Latin-1 file given an emoji).
+/// New text with a NUL character, which would make the file binary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "{ch:?} cannot be written in this file (NUL never; Latin-1 files hold U+0000..=U+00FF only)"
-)]
-pub struct Unencodable {
-    pub ch: char,
-}
+#[error("the text has a NUL character, which would make the file binary")]
+pub struct HasNul;
 
 /// Git's heuristic: a NUL byte in the first 8000 bytes makes a file binary.
 const BINARY_PROBE: usize = 8000;
@@ -53,6 +51,8 @@ pub struct FileText {
     text: String,
     encoding: Encoding,
     line_ending: LineEnding,
+    /// 0-based lines holding bytes that are not UTF-8, in order.
+    invalid: Vec<usize>,
 }
 
 impl FileText {
@@ -62,12 +62,22 @@ impl FileText {
         if raw[..raw.len().min(BINARY_PROBE)].contains(&0) {
             return Err(Binary);
         }
-        let (encoding, body) = match std::str::from_utf8(&raw) {
-            Ok(s) if s.as_bytes().starts_with(BOM) => {
-                (Encoding::Utf8Bom, s[BOM.len()..].to_string())
-            }
-            Ok(s) => (Encoding::Utf8, s.to_string()),
-            Err(_) => (Encoding::Latin1, raw.iter().map(|&b| b as char).collect()),
+        let (encoding, bytes) = match raw.strip_prefix(BOM) {
+            Some(rest) => (Encoding::Utf8Bom, rest),
+            None => (Encoding::Utf8, &raw[..]),
+        };
+        let (body, invalid) = match std::str::from_utf8(bytes) {
+            Ok(s) => (s.to_string(), Vec::new()),
+            // `\n` is never part of a UTF-8 sequence, so lines decode on their own.
+            Err(_) => (
+                String::from_utf8_lossy(bytes).into_owned(),
+                bytes
+                    .split_inclusive(|&b| b == b'\n')
+                    .enumerate()
+                    .filter(|(_, line)| std::str::from_utf8(line).is_err())
+                    .map(|(i, _)| i)
+                    .collect(),
+            ),
         };
         let newlines = body.bytes().filter(|&b| b == b'\n').count();
         let crlf = body.matches("\r\n").count();
@@ -81,6 +91,7 @@ impl FileText {
             text,
             encoding,
             line_ending,
+            invalid,
         })
     }
 
@@ -91,6 +102,7 @@ impl FileText {
             text: String::new(),
             encoding: Encoding::Utf8,
             line_ending: LineEnding::Lf,
+            invalid: Vec::new(),
         }
     }
 
@@ -108,6 +120,11 @@ impl FileText {
 
     pub fn line_ending(&self) -> LineEnding {
         self.line_ending
+    }
+
+    /// 0-based lines holding bytes that are not UTF-8 (U+FFFD in `text()`).
+    pub fn invalid_lines(&self) -> &[usize] {
+        &self.invalid
     }
 
     /// The bytes of each line as stored, ending included; one per line of `text()`
@@ -128,38 +145,24 @@ impl FileText {
         }
     }
 
-    /// Appends one line of text (with or without its `\n`) in this file's encoding and
-    /// line ending.
-    pub(crate) fn encode_line(&self, line: &str, out: &mut Vec<u8>) -> Result<(), Unencodable> {
-        let (body, newline) = match line.strip_suffix('\n') {
-            Some(body) => (body, true),
-            None => (line, false),
-        };
-        match self.encoding {
-            Encoding::Utf8 | Encoding::Utf8Bom => out.extend_from_slice(body.as_bytes()),
-            Encoding::Latin1 => {
-                for ch in body.chars() {
-                    let byte = u8::try_from(u32::from(ch)).map_err(|_| Unencodable { ch })?;
-                    out.push(byte);
-                }
+    /// Appends one line of text (with or without its `\n`) with this file's line
+    /// ending.
+    pub(crate) fn encode_line(&self, line: &str, out: &mut Vec<u8>) {
+        match line.strip_suffix('\n') {
+            Some(body) => {
+                out.extend_from_slice(body.as_bytes());
+                out.extend_from_slice(self.line_ending.bytes());
             }
+            None => out.extend_from_slice(line.as_bytes()),
         }
-        if newline {
-            out.extend_from_slice(self.line_ending.bytes());
-        }
-        Ok(())
     }
 
-    /// Whether `text` can be written in this file's encoding (and without making the
-    /// file binary: no NUL).
-    pub(crate) fn check_encodable(&self, text: &str) -> Result<(), Unencodable> {
-        let latin1 = self.encoding == Encoding::Latin1;
-        match text
-            .chars()
-            .find(|&c| c == '\0' || (latin1 && u32::from(c) > 0xFF))
-        {
-            Some(ch) => Err(Unencodable { ch }),
-            None => Ok(()),
+    /// Whether `text` can be written without making the file binary (no NUL).
+    pub(crate) fn check_encodable(text: &str) -> Result<(), HasNul> {
+        if text.contains('\0') {
+            Err(HasNul)
+        } else {
+            Ok(())
         }
     }
 }
@@ -178,14 +181,14 @@ mod tests {
     }
 
     #[test]
-    fn latin1_round_trips_and_refuses_wide_chars() {
-        let f = FileText::decode(vec![b'c', b'a', b'f', 0xE9, b'\n']).unwrap();
-        assert_eq!(f.encoding(), Encoding::Latin1);
-        assert_eq!(f.text(), "café\n");
+    fn invalid_bytes_stay_utf8_and_are_recorded_per_line() {
+        let f = FileText::decode(b"ok\ncaf\xE9\n\xC3\xA9t\xE9\n".to_vec()).unwrap();
+        assert_eq!(f.encoding(), Encoding::Utf8);
+        assert_eq!(f.text(), "ok\ncaf\u{FFFD}\n\u{e9}t\u{FFFD}\n");
+        assert_eq!(f.invalid_lines(), &[1, 2]);
         let mut out = Vec::new();
-        f.encode_line("café\n", &mut out).unwrap();
-        assert_eq!(out, f.raw());
-        assert_eq!(f.encode_line("→", &mut out), Err(Unencodable { ch: '→' }));
+        f.encode_line("→\n", &mut out);
+        assert_eq!(out, "→\n".as_bytes());
     }
 
     #[test]

@@ -1,0 +1,189 @@
+//! Hunks from the spans of an edited document: the original's lines it kept are equal
+//! by construction, so only the stretches between them are diffed (to find lines an
+//! edit rewrote to the same text). No whole-file diff, no deadline that coarsens a
+//! large file's hunks.
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use similar::{Algorithm, DiffOp};
+
+use super::doc::Span;
+use super::proposal::{CONTEXT, Decision, Hunk, HunkId};
+
+/// The most time the diff of one changed stretch may take before it settles for a
+/// coarser result (only whole-file replies have long stretches).
+const DIFF_DEADLINE: Duration = Duration::from_secs(1);
+
+/// The hunks turning `old` into `new` (both split after each `\n`), where `spans` says
+/// which lines of `new` are which lines of `old`. A new file that stays empty still
+/// gets one (empty) hunk, so that creating it can be accepted.
+pub(crate) fn hunks_of(
+    path: &Path,
+    old: &[&str],
+    new: &[&str],
+    spans: &[Span<'_>],
+    existed: bool,
+    taken: &mut HashSet<HunkId>,
+) -> Vec<Hunk> {
+    let ops = ops_of(old, new, spans);
+    let mut hunks: Vec<Hunk> = similar::group_diff_ops(ops, CONTEXT)
+        .into_iter()
+        .filter_map(|group| {
+            let first = group
+                .iter()
+                .position(|op| !matches!(op, DiffOp::Equal { .. }))?;
+            let last = group
+                .iter()
+                .rposition(|op| !matches!(op, DiffOp::Equal { .. }))?;
+            let ops = group[first..=last].to_vec();
+            let o = ops[0].old_range().start..ops[ops.len() - 1].old_range().end;
+            let n = ops[0].new_range().start..ops[ops.len() - 1].new_range().end;
+            Some(Hunk {
+                id: HunkId::new(path, &old[o.clone()], &new[n.clone()], taken),
+                old: o,
+                new: n,
+                decision: Decision::Pending,
+                ops,
+            })
+        })
+        .collect();
+    if hunks.is_empty() && !existed {
+        hunks.push(Hunk {
+            id: HunkId::new(path, &[], &[], taken),
+            old: 0..0,
+            new: 0..0,
+            decision: Decision::Pending,
+            ops: Vec::new(),
+        });
+    }
+    hunks
+}
+
+/// The diff of `old` → `new` as ops covering both, from the spans.
+fn ops_of(old: &[&str], new: &[&str], spans: &[Span<'_>]) -> Vec<DiffOp> {
+    let mut ops = Ops::default();
+    // Where the stretch of changes not yet diffed starts, in old and new.
+    let (mut co, mut cn) = (0, 0);
+    let mut pos = 0;
+    for span in spans {
+        match span {
+            Span::Orig(r) if r.start >= co && !r.is_empty() => {
+                let mut len = r.len();
+                // The last line kept may gain or lose its final newline.
+                if old[r.end - 1] != new[pos + len - 1] {
+                    len -= 1;
+                }
+                ops.changed(old, new, co..r.start, cn..pos);
+                ops.push(DiffOp::Equal {
+                    old_index: r.start,
+                    new_index: pos,
+                    len,
+                });
+                co = r.start + len;
+                cn = pos + len;
+                pos += r.len();
+            }
+            // Never produced by an edit (kept lines stay in order); if it were, these
+            // lines would be written as new text, which is still what was proposed.
+            Span::Orig(r) => pos += r.len(),
+            Span::New(v) => pos += v.len(),
+        }
+    }
+    ops.changed(old, new, co..old.len(), cn..new.len());
+    ops.0
+}
+
+#[derive(Default)]
+struct Ops(Vec<DiffOp>);
+
+impl Ops {
+    /// Adds `op`, merging it into the previous one when both are equal runs (the ops
+    /// are contiguous, so they join).
+    fn push(&mut self, op: DiffOp) {
+        match (self.0.last_mut(), op) {
+            (_, DiffOp::Equal { len: 0, .. }) => {}
+            (Some(DiffOp::Equal { len, .. }), DiffOp::Equal { len: more, .. }) => *len += more,
+            (_, op) => self.0.push(op),
+        }
+    }
+
+    /// Adds the diff of a stretch where the document's lines are not the original's.
+    fn changed(
+        &mut self,
+        old: &[&str],
+        new: &[&str],
+        o: std::ops::Range<usize>,
+        n: std::ops::Range<usize>,
+    ) {
+        match (o.is_empty(), n.is_empty()) {
+            (true, true) => {}
+            (false, true) => self.push(DiffOp::Delete {
+                old_index: o.start,
+                old_len: o.len(),
+                new_index: n.start,
+            }),
+            (true, false) => self.push(DiffOp::Insert {
+                old_index: o.start,
+                new_index: n.start,
+                new_len: n.len(),
+            }),
+            (false, false) => {
+                let deadline = Instant::now() + DIFF_DEADLINE;
+                let inner = similar::capture_diff_slices_deadline(
+                    Algorithm::Patience,
+                    &old[o.clone()],
+                    &new[n.clone()],
+                    Some(deadline),
+                );
+                for op in inner {
+                    self.push(shift(op, o.start, n.start));
+                }
+            }
+        }
+    }
+}
+
+fn shift(op: DiffOp, o: usize, n: usize) -> DiffOp {
+    match op {
+        DiffOp::Equal {
+            old_index,
+            new_index,
+            len,
+        } => DiffOp::Equal {
+            old_index: old_index + o,
+            new_index: new_index + n,
+            len,
+        },
+        DiffOp::Delete {
+            old_index,
+            old_len,
+            new_index,
+        } => DiffOp::Delete {
+            old_index: old_index + o,
+            old_len,
+            new_index: new_index + n,
+        },
+        DiffOp::Insert {
+            old_index,
+            new_index,
+            new_len,
+        } => DiffOp::Insert {
+            old_index: old_index + o,
+            new_index: new_index + n,
+            new_len,
+        },
+        DiffOp::Replace {
+            old_index,
+            old_len,
+            new_index,
+            new_len,
+        } => DiffOp::Replace {
+            old_index: old_index + o,
+            old_len,
+            new_index: new_index + n,
+            new_len,
+        },
+    }
+}

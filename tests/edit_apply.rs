@@ -291,7 +291,11 @@ fn stale_file_rematches_each_hunk_by_its_own_lines() {
     let text = "fn a() {\n    old_name();\n}\n\nfn b() {}\nfn c() {}\nfn d() {}\nfn e() {}\n\nfn f() {\n    old_name();\n}\n";
     let dir = dir_with(&[("r.rs", text.as_bytes())]);
     let reply = block("r.rs", "    old_name();\n", "    new_name();\n")
-        + &block("r.rs", "fn f() {\n    old_name();\n", "fn f() {\n    new_name();\n");
+        + &block(
+            "r.rs",
+            "fn f() {\n    old_name();\n",
+            "fn f() {\n    new_name();\n",
+        );
     let mut p = editblock(dir.path(), &reply).proposal;
     assert_eq!(p.hunk_count(), 2);
     p.decide(Select::All, Decision::Accept).unwrap();
@@ -323,7 +327,11 @@ fn stale_hunk_whose_lines_changed_is_reported_failed_not_dropped_silently() {
     };
     assert_eq!(stale[0].errors.len(), 1);
     assert!(stale[0].errors[0].to_string().contains("no longer applies"));
-    assert!(stale[0].errors[0].source.contains("+L25"), "{}", stale[0].errors[0].source);
+    assert!(
+        stale[0].errors[0].source.contains("+L25"),
+        "{}",
+        stale[0].errors[0].source
+    );
     assert_eq!(p.hunk_count(), 1);
     assert_eq!(p.files()[0].hunks()[0].decision, Decision::Pending);
 }
@@ -365,7 +373,11 @@ fn invalid_utf8_outside_the_edit_is_kept_and_new_text_is_utf8() {
     // write `→` as something else or refuse it), and the byte is kept as it is.
     let original = b"caf\xe9 = 1\nname = 2\n".to_vec();
     let dir = dir_with(&[("l.py", &original)]);
-    let mut p = editblock(dir.path(), &block("l.py", "name = 2\n", "name = \"→ ☕\"\n")).proposal;
+    let mut p = editblock(
+        dir.path(),
+        &block("l.py", "name = 2\n", "name = \"→ ☕\"\n"),
+    )
+    .proposal;
     p.decide(Select::All, Decision::Accept).unwrap();
     applied(p.apply());
     let mut want = b"caf\xe9 = 1\n".to_vec();
@@ -385,7 +397,11 @@ fn an_edit_that_touches_invalid_utf8_is_refused() {
     // Context lines that only keep it are fine.
     let out = editblock(
         dir.path(),
-        &block("l.py", "caf\u{FFFD} = 1\nb = 2\n", "caf\u{FFFD} = 1\nb = 3\n"),
+        &block(
+            "l.py",
+            "caf\u{FFFD} = 1\nb = 2\n",
+            "caf\u{FFFD} = 1\nb = 3\n",
+        ),
     );
     assert!(out.errors.is_empty(), "{:?}", out.errors);
     let mut p = out.proposal;

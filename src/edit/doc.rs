@@ -207,7 +207,11 @@ impl<'a> Doc<'a> {
     }
 
     /// Every invalid original line in `range` must be kept by `with`.
-    fn check_invalid_kept(&self, range: Range<usize>, with: &[Line<'a>]) -> Result<(), TouchesInvalid> {
+    fn check_invalid_kept(
+        &self,
+        range: Range<usize>,
+        with: &[Line<'a>],
+    ) -> Result<(), TouchesInvalid> {
         if self.invalid.is_empty() {
             return Ok(());
         }
@@ -286,7 +290,9 @@ impl<'a> Doc<'a> {
             .into_iter()
             .map(|span| match span {
                 Span::Orig(r) => Span::Orig(r),
-                Span::New(v) => Span::New(v.into_iter().map(|l| Cow::Owned(l.into_owned())).collect()),
+                Span::New(v) => {
+                    Span::New(v.into_iter().map(|l| Cow::Owned(l.into_owned())).collect())
+                }
             })
             .collect();
         (spans, self.final_newline)
@@ -330,7 +336,11 @@ mod tests {
         assert!(doc.positions_of("c").is_empty());
         assert_eq!(
             doc.into_owned_spans().0,
-            vec![Span::Orig(0..2), Span::New(vec!["x".into()]), Span::Orig(3..4)]
+            vec![
+                Span::Orig(0..2),
+                Span::New(vec!["x".into()]),
+                Span::Orig(3..4)
+            ]
         );
     }
 

@@ -59,19 +59,15 @@ impl<'a> Doc<'a> {
         let new = lines_of(content);
         let old: Vec<&str> = self.lines(0..self.len()).collect();
         let deadline = Instant::now() + DIFF_DEADLINE;
-        let ops = similar::capture_diff_slices_deadline(
-            Algorithm::Patience,
-            &old,
-            &new,
-            Some(deadline),
-        );
+        let ops =
+            similar::capture_diff_slices_deadline(Algorithm::Patience, &old, &new, Some(deadline));
         drop(old);
         let mut with = Vec::with_capacity(new.len());
         for op in ops {
             match op {
-                DiffOp::Equal {
-                    old_index, len, ..
-                } => with.extend((old_index..old_index + len).map(|i| self.line_ref(i))),
+                DiffOp::Equal { old_index, len, .. } => {
+                    with.extend((old_index..old_index + len).map(|i| self.line_ref(i)))
+                }
                 op => with.extend(op.new_range().map(|j| Line::New(Cow::Borrowed(new[j])))),
             }
         }

@@ -248,10 +248,7 @@ impl FileProposal {
             }
         }
         let (spans, final_newline) = snapshot::spans_of(&lines, &placed);
-        let decided = placed
-            .iter()
-            .map(|(_, h)| h.decision)
-            .collect::<Vec<_>>();
+        let decided = placed.iter().map(|(_, h)| h.decision).collect::<Vec<_>>();
         drop(lines);
         self.original = current;
         self.existed = existed;
@@ -308,7 +305,8 @@ impl FileProposal {
         self.proposed = doc.text();
         let old: Vec<&str> = self.original.text().split_inclusive('\n').collect();
         let new: Vec<&str> = self.proposed.split_inclusive('\n').collect();
-        self.hunks = super::hunks::hunks_of(&self.path, &old, &new, &self.spans, self.existed, taken);
+        self.hunks =
+            super::hunks::hunks_of(&self.path, &old, &new, &self.spans, self.existed, taken);
         for h in &mut self.hunks {
             h.decision = decided.get(&h.id).copied().unwrap_or_default();
         }
@@ -365,8 +363,14 @@ fn hunk_text(hunk: &HunkSnapshot) -> String {
     let mut old = hunk.old.iter();
     for part in &hunk.parts {
         match part {
-            Part::Keep(n) => old.by_ref().take(*n).for_each(|l| out.push_str(&format!(" {l}"))),
-            Part::Remove(n) => old.by_ref().take(*n).for_each(|l| out.push_str(&format!("-{l}"))),
+            Part::Keep(n) => old
+                .by_ref()
+                .take(*n)
+                .for_each(|l| out.push_str(&format!(" {l}"))),
+            Part::Remove(n) => old
+                .by_ref()
+                .take(*n)
+                .for_each(|l| out.push_str(&format!("-{l}"))),
             Part::Add(new) => new.iter().for_each(|l| out.push_str(&format!("+{l}"))),
         }
         if !out.ends_with('\n') {
@@ -474,8 +478,7 @@ impl Proposal {
                 Some(index) => index,
                 None => match read(&target) {
                     Ok(original) => {
-                        let (spans, final_newline) =
-                            Doc::new(original.text()).into_owned_spans();
+                        let (spans, final_newline) = Doc::new(original.text()).into_owned_spans();
                         self.files.push(FileProposal {
                             ignored_new: !target.exists && ws.is_ignored(&target.rel),
                             path: target.rel,
@@ -574,7 +577,9 @@ impl Proposal {
                 && xxhash_rust::xxh3::xxh3_64(current.raw()) == file.original_hash;
             let mut hunks = file.hunks.clone();
             if !unchanged {
-                hunks.iter_mut().for_each(|h| h.decision = Decision::Pending);
+                hunks
+                    .iter_mut()
+                    .for_each(|h| h.decision = Decision::Pending);
             }
             let mut restored = FileProposal {
                 ignored_new: !target.exists && ws.is_ignored(&target.rel),
@@ -735,7 +740,9 @@ fn run_edit<'a>(doc: &mut Doc<'a>, existed: bool, kind: &'a EditKind) -> Result<
                 if *occurrence == Occurrence::Unique && !doc.is_empty() {
                     return Err(Problem::NoContext);
                 }
-                return doc.append(replace).map_err(|f| problem(doc, search, replace, f));
+                return doc
+                    .append(replace)
+                    .map_err(|f| problem(doc, search, replace, f));
             }
             if !existed && doc.is_empty() {
                 return Err(Problem::FileNotFound);

@@ -73,10 +73,7 @@ impl HunkSnapshot {
 /// start, or why it cannot be placed. A hunk must match exactly one place, with its
 /// surrounding lines, and must not overlap a hunk placed before it.
 pub(crate) fn place(lines: &[&str], hunks: &[HunkSnapshot]) -> Vec<Result<usize, String>> {
-    let firsts: HashSet<&str> = hunks
-        .iter()
-        .filter_map(|h| h.pattern().next())
-        .collect();
+    let firsts: HashSet<&str> = hunks.iter().filter_map(|h| h.pattern().next()).collect();
     let mut at: HashMap<&str, Vec<usize>> = HashMap::new();
     for (i, line) in lines.iter().enumerate() {
         if firsts.contains(line) {
@@ -99,7 +96,14 @@ pub(crate) fn place(lines: &[&str], hunks: &[HunkSnapshot]) -> Vec<Result<usize,
             None => (0..=lines.len()).filter(|&s| fits(s)).take(2).collect(),
             Some(first) => at
                 .get(first)
-                .map(|starts| starts.iter().copied().filter(|&s| fits(s)).take(2).collect())
+                .map(|starts| {
+                    starts
+                        .iter()
+                        .copied()
+                        .filter(|&s| fits(s))
+                        .take(2)
+                        .collect()
+                })
                 .unwrap_or_default(),
         };
         let result = match found.as_slice() {
@@ -115,9 +119,7 @@ pub(crate) fn place(lines: &[&str], hunks: &[HunkSnapshot]) -> Vec<Result<usize,
                 placed_end = start + hunk.old.len();
                 Ok(start)
             }
-            _ => Err(
-                "the lines it changes now occur at several places in the file".to_string(),
-            ),
+            _ => Err("the lines it changes now occur at several places in the file".to_string()),
         };
         out.push(result);
     }

@@ -337,6 +337,81 @@ fn stale_hunk_whose_lines_changed_is_reported_failed_not_dropped_silently() {
 }
 
 #[test]
+fn a_saved_proposal_restores_with_its_decisions_or_reviews_again() {
+    let text: String = (0..40).map(|i| format!("l{i}\n")).collect();
+    let dir = dir_with(&[("a.txt", text.as_bytes())]);
+    let reply = block("a.txt", "l3\n", "L3\n")
+        + &block("a.txt", "l30\n", "L30\n")
+        + &block("new.txt", "", "fresh\n");
+    let mut p = editblock(dir.path(), &reply).proposal;
+    let ids: Vec<_> = p.hunk_ids().collect();
+    p.decide(Select::Hunk(ids[0]), Decision::Accept).unwrap();
+    p.decide(Select::Hunk(ids[1]), Decision::Reject).unwrap();
+    let saved = serde_json::to_string(&p.snapshot()).unwrap();
+    let saved: tern::edit::ProposalSnapshot = serde_json::from_str(&saved).unwrap();
+    let ws = Workspace::discover(dir.path()).unwrap();
+
+    // Nothing changed: the same hunks with the same decisions.
+    let (restored, errors) = Proposal::restore(&ws, &saved);
+    assert!(errors.is_empty(), "{errors:?}");
+    let decisions = |p: &Proposal| {
+        p.files()
+            .iter()
+            .flat_map(|f| f.hunks().iter().map(|h| (h.id, h.decision)))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(decisions(&restored), decisions(&p));
+
+    // The file changed: what still applies is found again, all pending; what does
+    // not is reported, never applied somewhere else.
+    std::fs::write(
+        dir.path().join("a.txt"),
+        format!("top\n{}", text.replace("l29\n", "theirs\n")),
+    )
+    .unwrap();
+    let (mut restored, errors) = Proposal::restore(&ws, &saved);
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0].source.contains("+L30"));
+    assert!(
+        decisions(&restored)
+            .iter()
+            .all(|(_, d)| *d == Decision::Pending)
+    );
+    restored.decide(Select::All, Decision::Accept).unwrap();
+    applied(restored.apply());
+    assert_eq!(
+        read(dir.path(), "a.txt"),
+        format!(
+            "top\n{}",
+            text.replace("l29\n", "theirs\n").replace("l3\n", "L3\n")
+        )
+        .into_bytes()
+    );
+    assert_eq!(read(dir.path(), "new.txt"), b"fresh\n");
+}
+
+#[test]
+fn a_proposal_that_deletes_most_of_a_file_says_so() {
+    let text: String = (0..21).map(|i| format!("line {i}\n")).collect();
+    let dir = dir_with(&[("a.txt", text.as_bytes())]);
+    let ws = Workspace::discover(dir.path()).unwrap();
+    let whole = |content: &str| Edit {
+        block: 1,
+        path: PathBuf::from("a.txt"),
+        kind: EditKind::Whole {
+            content: content.into(),
+            new_file: false,
+        },
+        source: String::new(),
+    };
+    let (p, _) = Proposal::build(&ws, &[whole("junk\nline 3\nmore\n")], &FileSet::default());
+    assert_eq!(p.files()[0].deletes_most(), Some(20));
+    let edited = text.replace("line 4\n", "LINE 4\n");
+    let (p, _) = Proposal::build(&ws, &[whole(&edited)], &FileSet::default());
+    assert_eq!(p.files()[0].deletes_most(), None);
+}
+
+#[test]
 fn new_file_created_meanwhile_is_not_clobbered() {
     let dir = dir_with(&[("a.txt", b"a\n")]);
     let mut p = editblock(dir.path(), &block("new.txt", "", "mine\n")).proposal;

@@ -157,6 +157,23 @@ impl FileProposal {
         &self.hunks
     }
 
+    /// How many of the original's lines the proposal removes, when that is most of
+    /// them (at least 5 and more than half): a reply that would gut a file, worth a
+    /// warning and never accepted without the user looking.
+    pub fn deletes_most(&self) -> Option<usize> {
+        let total = self.original.text().lines().count();
+        let kept: usize = self
+            .spans
+            .iter()
+            .map(|s| match s {
+                Span::Orig(r) => r.len(),
+                Span::New(_) => 0,
+            })
+            .sum();
+        let removed = total.saturating_sub(kept);
+        (self.existed && removed >= 5 && removed * 2 > total).then_some(removed)
+    }
+
     /// True for a new file that git ignores and the user has not yet confirmed.
     pub fn needs_confirmation(&self) -> bool {
         self.ignored_new && !self.confirmed

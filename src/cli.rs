@@ -162,6 +162,17 @@ pub enum Command {
     Undo,
     /// Review the branch diff (or the work tree) with the model, within a token budget.
     Review(ReviewArgs),
+    /// Trust this repository's `.tern.toml` (after reading it): its model, key bindings
+    /// and git settings take effect until the file changes. Where the API key goes and
+    /// where tern writes outside the repository are never taken from it.
+    Trust(TrustArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct TrustArgs {
+    /// Stop trusting this repository's config.
+    #[arg(long)]
+    pub revoke: bool,
 }
 
 #[derive(Debug, Args)]

@@ -14,5 +14,6 @@ pub mod headless;
 pub mod llm;
 pub mod repomap;
 pub mod review;
+pub mod terminal_text;
 pub mod tokens;
 pub mod tui;

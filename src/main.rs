@@ -21,8 +21,20 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let cwd = std::env::current_dir()?;
     let sources = ConfigSources::discover(&cwd);
-    let settings = config::load(&cli.global, &sources, |k| std::env::var(k).ok())?;
+    if let Some(Command::Trust(args)) = &cli.command {
+        return Ok(tern::headless::trust::run(args, &sources));
+    }
+    let config::Loaded { settings, notices } =
+        config::load(&cli.global, &sources, |k| std::env::var(k).ok())?;
     let _log = init_logging(&settings);
+    // The workspace shows them in its chat; everything else prints them first.
+    let workspace = cli.command.is_none()
+        && !cli.global.demo
+        && cli.global.message.is_none()
+        && cli.global.script.is_none();
+    if !workspace {
+        notices.iter().for_each(|n| eprintln!("tern: {n}"));
+    }
     let root = sources.repo_root.clone().unwrap_or_else(|| cwd.clone());
     let runtime = tokio::runtime::Runtime::new()?;
     let global = &cli.global;
@@ -42,6 +54,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Review(args)) => {
             runtime.block_on(tern::headless::review::run(args, global, settings, &cwd))
         }
+        Some(Command::Trust(args)) => Ok(tern::headless::trust::run(args, &sources)),
         None if global.demo => runtime.block_on(tern::tui::demo::run(settings)),
         None => {
             let mut messages = match &global.script {
@@ -51,7 +64,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             messages.extend(global.message.iter().cloned());
             let config = engine_config(global, settings, root, cwd);
             if messages.is_empty() {
-                return runtime.block_on(tern::tui::run(config, tern::tui::Options::default()));
+                let options = tern::tui::Options {
+                    notices: notices
+                        .into_iter()
+                        .map(|n| (tern::tui::Kind::Warning, n))
+                        .collect(),
+                    ..tern::tui::Options::default()
+                };
+                return runtime.block_on(tern::tui::run(config, options));
             }
             runtime.block_on(tern::headless::chat::run(
                 config,

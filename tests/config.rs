@@ -33,22 +33,25 @@ fn each_layer_overrides_the_one_below() {
     );
     write(
         &repo.join(".tern.toml"),
-        "model = \"from-repo\"\nweak_model = \"weak-repo\"\n",
+        "theme = \"from-repo\"\nmap_tokens = 200\n",
     );
     write(&explicit, "model = \"from-explicit\"\n");
     let sources = ConfigSources {
         user_file: Some(user),
         repo_root: Some(repo),
+        trust_file: None,
     };
 
-    let s = config::load(&args(&[]), &sources, no_env).unwrap();
-    assert_eq!(s.model, "from-repo");
-    assert_eq!(s.weak_model, "weak-repo");
-    assert_eq!(s.theme, "light");
-    assert_eq!(s.map_tokens, Some(100));
+    let s = config::load(&args(&[]), &sources, no_env).unwrap().settings;
+    assert_eq!(s.model, "from-user");
+    assert_eq!(s.weak_model, "weak-user");
+    assert_eq!(s.theme, "from-repo");
+    assert_eq!(s.map_tokens, Some(200));
 
     let config_flag = format!("--config={}", explicit.display());
-    let s = config::load(&args(&[&config_flag]), &sources, no_env).unwrap();
+    let s = config::load(&args(&[&config_flag]), &sources, no_env)
+        .unwrap()
+        .settings;
     assert_eq!(s.model, "from-explicit");
 
     let s = config::load(
@@ -56,7 +59,8 @@ fn each_layer_overrides_the_one_below() {
         &sources,
         no_env,
     )
-    .unwrap();
+    .unwrap()
+    .settings;
     assert_eq!(s.model, "from-flag");
     assert_eq!(s.map_tokens, Some(7));
 }
@@ -72,13 +76,16 @@ fn env_lies_between_files_and_flags() {
     let sources = ConfigSources {
         user_file: None,
         repo_root: Some(repo),
+        trust_file: None,
     };
     // OPENAI_API_BASE is the older alias: it beats the file ...
     let env = |k: &str| (k == "OPENAI_API_BASE").then(|| "http://from-env:2/v1".to_string());
-    let s = config::load(&args(&[]), &sources, env).unwrap();
+    let s = config::load(&args(&[]), &sources, env).unwrap().settings;
     assert_eq!(s.api_base, "http://from-env:2/v1");
     // ... and loses to the flag (and to OPENAI_BASE_URL, which clap reads into it).
-    let s = config::load(&args(&["--api-base", "http://flag:3/v1"]), &sources, env).unwrap();
+    let s = config::load(&args(&["--api-base", "http://flag:3/v1"]), &sources, env)
+        .unwrap()
+        .settings;
     assert_eq!(s.api_base, "http://flag:3/v1");
 }
 
@@ -94,7 +101,8 @@ fn flags_switch_features_off() {
         &ConfigSources::default(),
         no_env,
     )
-    .unwrap();
+    .unwrap()
+    .settings;
     assert!(!s.double_buffer && !s.verify_hooks && !s.auto_commits && !s.dirty_commits);
 }
 
@@ -107,6 +115,7 @@ fn unknown_keys_are_errors_naming_file_line_and_key() {
     let sources = ConfigSources {
         user_file: None,
         repo_root: Some(repo),
+        trust_file: None,
     };
     let err = config::load(&args(&[]), &sources, no_env).unwrap_err();
     let text = err.to_string();
@@ -149,7 +158,8 @@ fn the_api_key_never_shows_in_debug_output() {
         &ConfigSources::default(),
         no_env,
     )
-    .unwrap();
+    .unwrap()
+    .settings;
     assert!(!format!("{s:?}").contains("sk-hidden-123"));
     assert_eq!(s.api_key.unwrap().expose(), "sk-hidden-123");
 }

@@ -7,6 +7,7 @@ pub mod map;
 pub mod review;
 pub mod script;
 pub mod tokens;
+pub mod trust;
 pub mod undo;
 
 use std::io::Write;

@@ -3,6 +3,15 @@
 //!
 //! Files are strict: an unknown key or a wrong type is an error naming the file, the
 //! line and the key, never silently ignored.
+//!
+//! A repository's `.tern.toml` comes with the clone, so it is not trusted like the
+//! user's own files: each setting has a [`Scope`] saying whether a repository may set
+//! it always, only once the user trusts that config (`tern trust`), or never (where
+//! the API key goes, where tern writes outside the repository).
+
+mod trust;
+
+pub use trust::{TrustStore, config_hash};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -38,7 +47,7 @@ impl std::fmt::Debug for ApiKey {
 /// set, every key optional and unknown keys refused) and the merge between them, from one
 /// list so that the three can never disagree.
 macro_rules! settings {
-    ($( $(#[doc = $doc:literal])* $name:ident : $ty:ty = $default:expr ),* $(,)?) => {
+    ($( $(#[doc = $doc:literal])* $name:ident : $ty:ty = $default:expr ; $scope:ident ),* $(,)?) => {
         /// Every setting, resolved through all layers.
         #[derive(Debug, Clone)]
         pub struct Settings {
@@ -63,58 +72,107 @@ macro_rules! settings {
                 $( if let Some(v) = layer.$name { self.$name = v; } )*
             }
         }
+
+        impl SettingsLayer {
+            /// Removes what a repository's config may not set (`trusted`: whether the
+            /// user trusts this config); returns the names removed and their scope.
+            fn restrict_to_repo(&mut self, trusted: bool) -> Vec<(&'static str, Scope)> {
+                let mut removed = Vec::new();
+                $(
+                    if self.$name.is_some() && !Scope::$scope.repo_may_set(trusted) {
+                        self.$name = None;
+                        removed.push((stringify!($name), Scope::$scope));
+                    }
+                )*
+                removed
+            }
+
+            /// The settings set here that a repository may set only once trusted.
+            fn needing_trust(&self) -> Vec<&'static str> {
+                let mut names = Vec::new();
+                $(
+                    if self.$name.is_some() && Scope::$scope == Scope::Trusted {
+                        names.push(stringify!($name));
+                    }
+                )*
+                names
+            }
+        }
     };
+}
+
+/// Who may set a setting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Any config, a repository's too: it shapes presentation and budgets only.
+    Repo,
+    /// A repository's config only once the user trusts it: it picks the model that
+    /// reads the code (and the bill), changes what keys do, or how git is used.
+    Trusted,
+    /// Never a repository's config: it decides where the API key goes or where tern
+    /// writes outside the repository.
+    User,
+}
+
+impl Scope {
+    fn repo_may_set(self, trusted: bool) -> bool {
+        match self {
+            Scope::Repo => true,
+            Scope::Trusted => trusted,
+            Scope::User => false,
+        }
+    }
 }
 
 settings! {
     /// Main model name, as the API knows it.
-    model: String = "gpt-4o".to_string(),
+    model: String = "gpt-4o".to_string() ; Trusted,
     /// Model for commit messages and history summaries.
-    weak_model: String = "gpt-4o-mini".to_string(),
+    weak_model: String = "gpt-4o-mini".to_string() ; Trusted,
     /// Base URL of the OpenAI-compatible API.
-    api_base: String = "https://api.openai.com/v1".to_string(),
+    api_base: String = "https://api.openai.com/v1".to_string() ; User,
     /// API key; optional for local servers.
-    api_key: Option<ApiKey> = None,
+    api_key: Option<ApiKey> = None ; User,
     /// Overrides the model table's context window.
-    context_window: Option<usize> = None,
+    context_window: Option<usize> = None ; Repo,
     /// Tokens kept free for the reply [default: min(model's max output, 8192)].
-    reserve_output: Option<usize> = None,
+    reserve_output: Option<usize> = None ; Repo,
     /// Overrides the model table's edit format.
-    edit_format: Option<EditFormat> = None,
+    edit_format: Option<EditFormat> = None ; Repo,
     /// UI theme name or path.
-    theme: String = "dark".to_string(),
+    theme: String = "dark".to_string() ; Repo,
     /// When to send cache_control breakpoints.
-    cache_prompts: CachePrompts = CachePrompts::Auto,
+    cache_prompts: CachePrompts = CachePrompts::Auto ; Repo,
     /// Repo map budget [default: window/8 clamped to 1024..4096].
-    map_tokens: Option<usize> = None,
+    map_tokens: Option<usize> = None ; Repo,
     /// History budget [default: min(max(window/16, 1024), 8192)].
-    max_chat_history_tokens: Option<usize> = None,
+    max_chat_history_tokens: Option<usize> = None ; Repo,
     /// Summarize history in the background before it is needed.
-    double_buffer: bool = true,
+    double_buffer: bool = true ; Repo,
     /// Fraction of the history budget at which the background summary starts.
-    checkpoint_threshold: f64 = 0.60,
+    checkpoint_threshold: f64 = 0.60 ; Repo,
     /// Fraction of the history budget at which the summary replaces the old history.
-    swap_threshold: f64 = 0.85,
+    swap_threshold: f64 = 0.85 ; Repo,
     /// Commit applied edits.
-    auto_commits: bool = true,
+    auto_commits: bool = true ; Trusted,
     /// Commit the user's own uncommitted changes to a file before applying edits to it.
-    dirty_commits: bool = true,
+    dirty_commits: bool = true ; Trusted,
     /// Add `Co-authored-by: tern (<model>)` to commit messages.
-    co_author_trailer: bool = true,
+    co_author_trailer: bool = true ; Repo,
     /// Run git hooks when committing.
-    verify_hooks: bool = true,
+    verify_hooks: bool = true ; Trusted,
     /// How many times failed edit blocks are sent back to the model in one turn.
-    max_reflections: usize = 3,
+    max_reflections: usize = 3 ; Repo,
     /// Seconds to wait for a connection to the API.
-    connect_timeout_secs: u64 = 10,
+    connect_timeout_secs: u64 = 10 ; Repo,
     /// Seconds without a byte from the API before a request is abandoned.
-    read_timeout_secs: u64 = 300,
+    read_timeout_secs: u64 = 300 ; Repo,
     /// Total seconds spent retrying one request (rate limits, 5xx, connection errors).
-    retry_budget_secs: u64 = 60,
+    retry_budget_secs: u64 = 60 ; Repo,
     /// Log file [default: <cache dir>/tern/tern.log].
-    log_file: Option<PathBuf> = None,
+    log_file: Option<PathBuf> = None ; User,
     /// TUI key bindings: action name -> key (for example `accept = "y"`).
-    keys: BTreeMap<String, String> = BTreeMap::new(),
+    keys: BTreeMap<String, String> = BTreeMap::new() ; Trusted,
 }
 
 /// A config file that could not be used, with enough detail to fix it.
@@ -138,16 +196,29 @@ pub struct ConfigSources {
     pub user_file: Option<PathBuf>,
     /// The repository root, for `.tern.toml`.
     pub repo_root: Option<PathBuf>,
+    /// The user's list of trusted repository configs (`~/.config/tern/trusted.toml`);
+    /// None: no repository config is trusted.
+    pub trust_file: Option<PathBuf>,
+}
+
+/// Settings, and what the user should hear about how they were loaded (settings of a
+/// repository's config that were ignored, and why).
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    pub settings: Settings,
+    pub notices: Vec<String>,
 }
 
 impl ConfigSources {
     /// The real locations for this user and the repository containing `cwd`.
     pub fn discover(cwd: &Path) -> Self {
+        let dir = dirs::config_dir().map(|d| d.join("tern"));
         ConfigSources {
-            user_file: dirs::config_dir().map(|d| d.join("tern").join("config.toml")),
+            user_file: dir.as_ref().map(|d| d.join("config.toml")),
             repo_root: git2::Repository::discover(cwd)
                 .ok()
                 .and_then(|r| r.workdir().map(Path::to_path_buf)),
+            trust_file: dir.map(|d| d.join("trusted.toml")),
         }
     }
 }
@@ -158,18 +229,25 @@ pub fn load(
     args: &GlobalArgs,
     sources: &ConfigSources,
     env: impl Fn(&str) -> Option<String>,
-) -> Result<Settings, ConfigError> {
+) -> Result<Loaded, ConfigError> {
     let mut settings = Settings::default();
+    let mut notices = Vec::new();
     if let Some(user) = &sources.user_file
         && user.is_file()
     {
         settings.apply(read_layer(user)?);
     }
-    if let Some(root) = &sources.repo_root {
-        let repo_file = root.join(".tern.toml");
-        if repo_file.is_file() {
-            settings.apply(read_layer(&repo_file)?);
-        }
+    if let Some(root) = &sources.repo_root
+        && let Some(repo) = RepoConfig::read(root)?
+    {
+        let trusted = sources
+            .trust_file
+            .as_ref()
+            .is_some_and(|f| TrustStore::open(f).trusts(root, &repo.text));
+        let mut layer = repo.layer;
+        let removed = layer.restrict_to_repo(trusted);
+        notices.extend(repo_notices(&repo.path, &removed));
+        settings.apply(layer);
     }
     if let Some(explicit) = &args.config {
         settings.apply(read_layer(explicit)?);
@@ -183,7 +261,60 @@ pub fn load(
     }
     apply_flags(&mut settings, args);
     validate(&settings)?;
-    Ok(settings)
+    Ok(Loaded { settings, notices })
+}
+
+/// A repository's `.tern.toml`: its text (what trust is given to) and its settings.
+pub struct RepoConfig {
+    pub path: PathBuf,
+    pub text: String,
+    layer: SettingsLayer,
+}
+
+impl RepoConfig {
+    /// The config of the repository at `root`, if it has one.
+    pub fn read(root: &Path) -> Result<Option<RepoConfig>, ConfigError> {
+        let path = root.join(".tern.toml");
+        if !path.is_file() {
+            return Ok(None);
+        }
+        let text = read_text(&path)?;
+        let layer = parse_layer(&path, &text)?;
+        Ok(Some(RepoConfig { path, text, layer }))
+    }
+
+    /// The settings it has that take effect only once the user trusts it.
+    pub fn needing_trust(&self) -> Vec<&'static str> {
+        self.layer.needing_trust()
+    }
+}
+
+/// What to tell the user about the settings of `path` that were ignored.
+fn repo_notices(path: &Path, removed: &[(&'static str, Scope)]) -> Vec<String> {
+    let names = |scope: Scope| {
+        removed
+            .iter()
+            .filter(|(_, s)| *s == scope)
+            .map(|(n, _)| *n)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut out = Vec::new();
+    let never = names(Scope::User);
+    if !never.is_empty() {
+        out.push(format!(
+            "{} sets {never}, which a repository's config may never set (they decide where your API key goes or where tern writes outside the repository): ignored; set them in your own config, the environment or a flag",
+            path.display()
+        ));
+    }
+    let untrusted = names(Scope::Trusted);
+    if !untrusted.is_empty() {
+        out.push(format!(
+            "{} sets {untrusted}, which take effect only once you trust this repository's config: ignored for now; review the file and run `tern trust` to use them",
+            path.display()
+        ));
+    }
+    out
 }
 
 fn apply_flags(s: &mut Settings, a: &GlobalArgs) {
@@ -224,11 +355,18 @@ fn apply_flags(s: &mut Settings, a: &GlobalArgs) {
 }
 
 fn read_layer(path: &Path) -> Result<SettingsLayer, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+    parse_layer(path, &read_text(path)?)
+}
+
+fn read_text(path: &Path) -> Result<String, ConfigError> {
+    std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
         path: path.to_path_buf(),
         source,
-    })?;
-    toml::from_str(&text).map_err(|e| ConfigError::Parse {
+    })
+}
+
+fn parse_layer(path: &Path, text: &str) -> Result<SettingsLayer, ConfigError> {
+    toml::from_str(text).map_err(|e| ConfigError::Parse {
         path: path.to_path_buf(),
         // toml's message names the line, the column, the offending key and shows the line.
         message: e.to_string(),

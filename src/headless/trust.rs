@@ -1,0 +1,63 @@
+//! `tern trust [--revoke]`: shows the repository's `.tern.toml` and trusts exactly that
+//! content (or stops trusting it), so its model, key bindings and git settings apply.
+
+use std::process::ExitCode;
+
+use crate::cli::TrustArgs;
+use crate::config::{ConfigSources, RepoConfig, TrustStore, config_hash};
+use crate::terminal_text::visible;
+
+/// Runs `tern trust`; exit 0 when done, 2 when there is nothing to trust or the list
+/// cannot be written.
+pub fn run(args: &TrustArgs, sources: &ConfigSources) -> ExitCode {
+    match trust(args, sources) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("tern trust: {message}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn trust(args: &TrustArgs, sources: &ConfigSources) -> Result<(), String> {
+    let root = sources
+        .repo_root
+        .as_ref()
+        .ok_or("not inside a git repository: there is no repository config to trust")?;
+    let file = sources
+        .trust_file
+        .as_ref()
+        .ok_or("no user config directory to keep the list of trusted repositories in")?;
+    let mut store = TrustStore::open(file);
+    if args.revoke {
+        let was = store
+            .revoke(root)
+            .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
+        match was {
+            true => println!("no longer trusting the config of {}", root.display()),
+            false => println!("the config of {} was not trusted", root.display()),
+        }
+        return Ok(());
+    }
+    let repo = RepoConfig::read(root)
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| format!("{} has no .tern.toml", root.display()))?;
+    println!("{}:", repo.path.display());
+    for line in repo.text.lines() {
+        println!("  {}", visible(line));
+    }
+    store
+        .trust(root, &repo.text)
+        .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
+    let needing = repo.needing_trust();
+    let effect = if needing.is_empty() {
+        "it sets nothing that needed trust".to_string()
+    } else {
+        format!("{} now take effect", needing.join(", "))
+    };
+    println!(
+        "trusted this content (sha256 {}): {effect}; when the file changes, tern ignores those settings again until you run `tern trust` again. api_base, api_key and log_file are never taken from a repository.",
+        config_hash(&repo.text)
+    );
+    Ok(())
+}

@@ -137,3 +137,62 @@ fn tern_trust_shows_the_config_and_trusts_that_content() {
     assert!(out.status.success());
     assert!(!TrustStore::open(&store).trusts(repo.path(), "model = \"m\"\nmap_tokens = 100\n"));
 }
+
+#[test]
+fn a_failed_block_aimed_at_an_ignored_file_never_quotes_it_back() {
+    let server = MockServer::start_in_thread();
+    server.push(Reply::text(
+        "Updating the key.\n\n.env\n```\n<<<<<<< SEARCH\nSTRIPE_SECRET_KEY=sk_live_old\n=======\nSTRIPE_SECRET_KEY=sk_live_new\n>>>>>>> REPLACE\n```\n",
+    ));
+    server.push(Reply::text("Understood.\n"));
+    let repo = TempRepo::with_files(&[(".gitignore", ".env\n"), ("app.py", "print('hi')\n")]);
+    repo.write(
+        ".env",
+        "STRIPE_SECRET_KEY=sk_live_51HvSecretValue\nOTHER=1\n",
+    );
+    let out = repo
+        .tern(&server.base_url())
+        .args(["--model", "gpt-4o", "-m", "rotate the stripe key", "app.py"])
+        .output()
+        .unwrap();
+    let (_, stderr) = texts(&out);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2, "a reflection was sent: {stderr}");
+    let reflection: String = requests[1]
+        .messages
+        .iter()
+        .map(|m| m.text.as_str())
+        .collect();
+    assert!(
+        reflection.contains(".env is not in the chat"),
+        "{reflection}"
+    );
+    assert!(
+        !reflection.contains("sk_live_51HvSecretValue"),
+        "the secret reached the model"
+    );
+    assert_eq!(
+        repo.read(".env"),
+        "STRIPE_SECRET_KEY=sk_live_51HvSecretValue\nOTHER=1\n"
+    );
+}
+
+#[test]
+fn a_worktree_review_leaves_ignored_files_out() {
+    let repo = TempRepo::with_files(&[(".gitignore", ".env\n"), ("app.py", "print('hi')\n")]);
+    repo.write(".env", "STRIPE_SECRET_KEY=sk_live_51HvSecretValue\n");
+    repo.write("app.py", "print('hello')\n");
+    repo.write("new.py", "x = 1\n");
+    let out = repo
+        .tern("http://127.0.0.1:9/v1")
+        .args(["review", "--worktree", "--print-diff"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = texts(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stdout.contains("print('hello')") && stdout.contains("x = 1"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("sk_live"), "{stdout}");
+}

@@ -539,6 +539,7 @@ impl Proposal {
         );
         let mut failed = run_edits(&mut doc, &file.path, file.existed, &new);
         add_other_file_hints(root, &file.path, &new, files, &mut failed);
+        keep_unseen_file_private(&file.path, files, &mut failed);
         // A file only changes when some edit applied (a new file whose edits all
         // failed gets no hunk).
         if failed.len() < new.len() {
@@ -793,6 +794,24 @@ fn problem(doc: &Doc<'_>, search: &str, replace: &str, failure: Failure) -> Prob
         Failure::Elision(why) => Problem::Elision(why),
         Failure::Lazy(line) => Problem::LazyComment { line },
         Failure::InvalidUtf8(line) => Problem::InvalidUtf8 { line },
+    }
+}
+
+/// A file that is not in the chat is not the model's to read (it may be `.env`): a
+/// failed block aimed at it gets no "did you mean" lines from it, only the advice to
+/// ask for it.
+fn keep_unseen_file_private(path: &Path, files: &FileSet, failed: &mut [(usize, EditError)]) {
+    let slashed = path.to_string_lossy().replace('\\', "/");
+    if files.chat().any(|f| f == slashed) {
+        return;
+    }
+    for (_, err) in failed.iter_mut() {
+        if let Problem::NoMatch { near, hint } = &mut err.problem {
+            *near = None;
+            *hint = Some(format!(
+                "{slashed} is not in the chat, so its content is not shown to you; ask the user to add it if you need to edit it."
+            ));
+        }
     }
 }
 

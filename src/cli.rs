@@ -50,7 +50,9 @@ pub struct GlobalArgs {
     #[arg(long, value_name = "URL", env = "OPENAI_BASE_URL", global = true)]
     pub api_base: Option<String>,
 
-    /// API key. Never printed or logged.
+    /// API key. Never printed or logged, but a key given as this flag is visible to
+    /// other users in `ps`: prefer OPENAI_API_KEY, or `api_key_cmd` in your config (a
+    /// command that prints the key, e.g. from a password manager).
     #[arg(
         long,
         value_name = "KEY",

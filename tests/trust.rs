@@ -196,3 +196,110 @@ fn a_worktree_review_leaves_ignored_files_out() {
     );
     assert!(!stdout.contains("sk_live"), "{stdout}");
 }
+
+/// Writes the user's own config for a `repo.tern(..)` process.
+fn user_config(repo: &TempRepo, text: &str) {
+    let file = repo
+        .path()
+        .join(".git/tern-test-home/config/tern/config.toml");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(file, text).unwrap();
+}
+
+#[test]
+fn credentials_in_the_base_url_never_show_in_errors() {
+    let repo = TempRepo::with_files(&[("a.py", "x = 1\n")]);
+    user_config(&repo, "retry_budget_secs = 1\nconnect_timeout_secs = 1\n");
+    // Nothing listens on port 1: the connection is refused.
+    let out = repo
+        .tern("http://alice:hunter2pass@127.0.0.1:1/v1?api-key=sk-in-query")
+        .args(["-m", "hi"])
+        .output()
+        .unwrap();
+    let (_, stderr) = texts(&out);
+    assert!(!out.status.success());
+    assert!(stderr.contains("127.0.0.1:1"), "{stderr}");
+    assert!(
+        !stderr.contains("hunter2pass")
+            && !stderr.contains("alice")
+            && !stderr.contains("sk-in-query"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_recording_redacts_the_key_without_mangling_the_text() {
+    for (key, message) in [
+        // A one-letter key must not redact every `e` of the recording.
+        ("e", "please explain the tree"),
+        // A real key quoted in a message is redacted.
+        (
+            "sk-proj-0123456789abcdefABCDEF",
+            "my key sk-proj-0123456789abcdefABCDEF leaked, rotate it",
+        ),
+    ] {
+        let server = MockServer::start_in_thread();
+        server.push(Reply::text("ok"));
+        let repo = TempRepo::with_files(&[("a.py", "x = 1\n")]);
+        let file = repo.path().join(".git/exchange.jsonl");
+        let out = repo
+            .tern(&server.base_url())
+            .env("OPENAI_API_KEY", key)
+            .args([&format!("--record={}", file.display()), "-m", message])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", texts(&out).1);
+        let recording = std::fs::read_to_string(&file).unwrap();
+        if key.len() > 1 {
+            assert!(!recording.contains(key), "{recording}");
+            assert!(
+                recording.contains("my key <redacted> leaked"),
+                "{recording}"
+            );
+        } else {
+            assert!(recording.contains("please explain the tree"), "{recording}");
+        }
+    }
+}
+
+#[test]
+fn the_key_can_come_from_a_command_but_never_from_a_repository() {
+    let server = MockServer::start_in_thread();
+    server.push(Reply::text("ok\n"));
+    server.push(Reply::text("ok\n"));
+    let repo = TempRepo::with_files(&[(
+        ".tern.toml",
+        "api_key_cmd = \"touch pwned; echo sk-from-repo\"\n",
+    )]);
+    user_config(
+        &repo,
+        "api_key_cmd = \"printf 'sk-from-password-manager\\\\n'\"\n",
+    );
+    let out = repo
+        .tern(&server.base_url())
+        .env_remove("OPENAI_API_KEY")
+        .args(["-m", "hi"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", texts(&out).1);
+    let auth = server.requests()[0].headers["authorization"].clone();
+    assert_eq!(auth, "Bearer sk-from-password-manager");
+    assert!(
+        !repo.path().join("pwned").exists(),
+        "the repository's command ran"
+    );
+
+    user_config(&repo, "api_key_cmd = \"echo no >&2; exit 3\"\n");
+    let out = repo
+        .tern(&server.base_url())
+        .env_remove("OPENAI_API_KEY")
+        .args(["-m", "hi"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        texts(&out).1.contains("api_key_cmd failed"),
+        "{}",
+        texts(&out).1
+    );
+}

@@ -133,6 +133,9 @@ settings! {
     api_base: String = "https://api.openai.com/v1".to_string() ; User,
     /// API key; optional for local servers.
     api_key: Option<ApiKey> = None ; User,
+    /// A shell command that prints the API key (a password manager's CLI), run when
+    /// no key is set otherwise.
+    api_key_cmd: Option<String> = None ; User,
     /// Overrides the model table's context window.
     context_window: Option<usize> = None ; Repo,
     /// Tokens kept free for the reply [default: min(model's max output, 8192)].
@@ -260,8 +263,43 @@ pub fn load(
         settings.api_base = base;
     }
     apply_flags(&mut settings, args);
+    if settings.api_key.is_none()
+        && let Some(cmd) = &settings.api_key_cmd
+    {
+        settings.api_key = Some(key_from_command(cmd)?);
+    }
     validate(&settings)?;
     Ok(Loaded { settings, notices })
+}
+
+/// Runs `api_key_cmd` and takes the first line of what it prints as the key.
+fn key_from_command(cmd: &str) -> Result<ApiKey, ConfigError> {
+    let out = std::process::Command::new("sh")
+        .args(["-c", cmd])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| ConfigError::Invalid(format!("cannot run api_key_cmd: {e}")))?;
+    if !out.status.success() {
+        let why = String::from_utf8_lossy(&out.stderr);
+        let why = why.lines().next().unwrap_or("no message");
+        return Err(ConfigError::Invalid(format!(
+            "api_key_cmd failed ({}): {}",
+            out.status,
+            crate::terminal_text::visible(why)
+        )));
+    }
+    let printed = String::from_utf8_lossy(&out.stdout);
+    match printed
+        .lines()
+        .next()
+        .map(str::trim)
+        .filter(|k| !k.is_empty())
+    {
+        Some(key) => Ok(ApiKey::new(key)),
+        None => Err(ConfigError::Invalid(
+            "api_key_cmd printed nothing; it must print the API key".into(),
+        )),
+    }
 }
 
 /// A repository's `.tern.toml`: its text (what trust is given to) and its settings.

@@ -82,6 +82,8 @@ pub enum StreamEvent {
 #[derive(Clone)]
 pub struct LlmClient {
     api: Client<OpenAIConfig>,
+    /// The base URL as shown in messages: without userinfo and query values, which may
+    /// hold credentials.
     api_base: String,
     retry_budget: Duration,
     read_timeout: Duration,
@@ -119,12 +121,13 @@ impl LlmClient {
             (None, None) => Transport::Network(http),
         };
         let api_base = settings.api_base.trim_end_matches('/').to_string();
+        let shown = super::error::redact_url(&api_base);
         let config = OpenAIConfig::new()
-            .with_api_base(api_base.clone())
+            .with_api_base(api_base)
             .with_api_key(key);
         Ok(LlmClient {
             api: Client::with_config(config).with_http_service(transport),
-            api_base,
+            api_base: shown,
             retry_budget: Duration::from_secs(settings.retry_budget_secs),
             read_timeout: Duration::from_secs(settings.read_timeout_secs),
         })

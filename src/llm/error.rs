@@ -228,3 +228,45 @@ mod tests {
         assert!(api_message(&"a".repeat(1000)).chars().count() <= 301);
     }
 }
+
+/// `url` as it may be shown: userinfo and query values removed (a base URL like
+/// `http://user:pass@host/v1?key=…` carries credentials).
+pub(crate) fn redact_url(url: &str) -> String {
+    let Ok(mut parsed) = reqwest::Url::parse(url) else {
+        return "<the configured API base URL>".to_string();
+    };
+    let had_userinfo = !parsed.username().is_empty() || parsed.password().is_some();
+    let _ = parsed.set_username("");
+    let _ = parsed.set_password(None);
+    if parsed.query().is_some() {
+        let keys: Vec<String> = parsed.query_pairs().map(|(k, _)| k.into_owned()).collect();
+        parsed
+            .query_pairs_mut()
+            .clear()
+            .extend_pairs(keys.iter().map(|k| (k.as_str(), "REDACTED")));
+    }
+    let shown = parsed.to_string();
+    let shown = shown
+        .strip_suffix('/')
+        .filter(|_| !url.ends_with('/'))
+        .unwrap_or(&shown);
+    match had_userinfo {
+        true => shown.replacen("://", "://REDACTED@", 1),
+        false => shown.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod redact_tests {
+    use super::redact_url;
+
+    #[test]
+    fn credentials_in_urls_are_not_shown() {
+        assert_eq!(
+            redact_url("http://user:pa55@example.test:8080/v1?key=sk-abc&x=1"),
+            "http://REDACTED@example.test:8080/v1?key=REDACTED&x=REDACTED"
+        );
+        assert_eq!(redact_url("http://127.0.0.1:1/v1"), "http://127.0.0.1:1/v1");
+        assert_eq!(redact_url("not a url"), "<the configured API base URL>");
+    }
+}

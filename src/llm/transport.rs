@@ -191,13 +191,56 @@ fn parse_retry_after(value: &str) -> Option<Duration> {
     )
 }
 
+/// Fields whose values are credentials wherever they appear in a request body.
+const SECRET_FIELDS: &[&str] = &[
+    "api_key",
+    "api-key",
+    "apikey",
+    "x-api-key",
+    "authorization",
+    "access_token",
+    "secret",
+    "password",
+];
+
+/// Keys shorter than this are not searched for in text: a one-letter key would
+/// redact every `e` of the recording.
+const MIN_SECRET_TEXT: usize = 16;
+
+/// The request body for the record, with credentials redacted structurally: known
+/// key fields anywhere in the JSON, and the key's own text inside string values when
+/// it is long enough to be unmistakable. Headers are never recorded.
 fn request_json(request: &reqwest::Request, secret: Option<&str>) -> serde_json::Value {
     let bytes = request.body().and_then(|b| b.as_bytes()).unwrap_or(&[]);
-    let mut text = String::from_utf8_lossy(bytes).into_owned();
-    if let Some(secret) = secret {
-        text = text.replace(secret, "<redacted>");
+    let mut value = serde_json::from_slice(bytes)
+        .unwrap_or_else(|_| serde_json::Value::String(String::from_utf8_lossy(bytes).into_owned()));
+    redact(
+        &mut value,
+        secret.filter(|s| s.chars().count() >= MIN_SECRET_TEXT),
+    );
+    value
+}
+
+fn redact(value: &mut serde_json::Value, secret: Option<&str>) {
+    use serde_json::Value;
+    match value {
+        Value::Object(fields) => {
+            for (name, field) in fields.iter_mut() {
+                if SECRET_FIELDS.contains(&name.to_ascii_lowercase().as_str()) {
+                    *field = Value::String("<redacted>".into());
+                } else {
+                    redact(field, secret);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|item| redact(item, secret)),
+        Value::String(text) => {
+            if let Some(secret) = secret.filter(|s| text.contains(s)) {
+                *text = text.replace(secret, "<redacted>");
+            }
+        }
+        _ => {}
     }
-    serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text))
 }
 
 fn write_line(sink: &Mutex<File>, exchange: &Exchange) {

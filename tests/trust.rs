@@ -303,3 +303,26 @@ fn the_key_can_come_from_a_command_but_never_from_a_repository() {
         texts(&out).1
     );
 }
+
+#[test]
+fn a_reply_larger_than_the_cap_is_cut_off_there() {
+    let server = MockServer::start_in_thread();
+    let huge: String = "all work and no play makes jack a dull boy\n".repeat(70_000);
+    server.push(Reply::text(huge));
+    let repo = TempRepo::with_files(&[("a.py", "x = 1\n")]);
+    // The summary of the long history that follows has no scripted reply: give up soon.
+    user_config(&repo, "max_reply_bytes = 100000\nretry_budget_secs = 1\n");
+    let out = repo
+        .tern(&server.base_url())
+        .args(["--model", "gpt-4o", "-m", "hi"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = texts(&out);
+    assert!(
+        !out.status.success(),
+        "a cut reply is not a success: {stderr}"
+    );
+    assert!(stdout.len() <= 100_001, "{} bytes printed", stdout.len());
+    assert!(stdout.len() > 10_000, "what fit is kept: {stderr}");
+    assert!(stderr.contains("max_reply_bytes"), "{stderr}");
+}

@@ -172,6 +172,8 @@ settings! {
     read_timeout_secs: u64 = 300 ; Repo,
     /// Total seconds spent retrying one request (rate limits, 5xx, connection errors).
     retry_budget_secs: u64 = 60 ; Repo,
+    /// The most bytes one reply may hold; a server that sends more is cut off there.
+    max_reply_bytes: usize = 4 * 1024 * 1024 ; Repo,
     /// Log file [default: <cache dir>/tern/tern.log].
     log_file: Option<PathBuf> = None ; User,
     /// TUI key bindings: action name -> key (for example `accept = "y"`).

@@ -87,6 +87,8 @@ pub struct LlmClient {
     api_base: String,
     retry_budget: Duration,
     read_timeout: Duration,
+    /// The most bytes of text (and of reasoning) one reply may hold.
+    max_reply_bytes: usize,
 }
 
 impl std::fmt::Debug for LlmClient {
@@ -116,9 +118,15 @@ impl LlmClient {
             .unwrap_or_default();
         let transport = match (replay, record) {
             (Some(path), _) => Transport::replay(path).map_err(anyhow::Error::msg)?,
-            (None, Some(path)) => Transport::record(http, path, Some(key.clone()))
-                .map_err(|e| anyhow::anyhow!("cannot open record file {}: {e}", path.display()))?,
-            (None, None) => Transport::Network(http),
+            (None, Some(path)) => {
+                Transport::record(http, path, Some(key.clone()), settings.max_reply_bytes).map_err(
+                    |e| anyhow::anyhow!("cannot open record file {}: {e}", path.display()),
+                )?
+            }
+            (None, None) => Transport::Network {
+                http,
+                limit: settings.max_reply_bytes,
+            },
         };
         let api_base = settings.api_base.trim_end_matches('/').to_string();
         let shown = super::error::redact_url(&api_base);
@@ -130,6 +138,7 @@ impl LlmClient {
             api_base: shown,
             retry_budget: Duration::from_secs(settings.retry_budget_secs),
             read_timeout: Duration::from_secs(settings.read_timeout_secs),
+            max_reply_bytes: settings.max_reply_bytes,
         })
     }
 
@@ -250,6 +259,7 @@ impl LlmClient {
             Err(e) => return Attempt::Failed(Failure::Open(e)),
         };
         let mut text = String::new();
+        let mut reasoning_bytes = 0usize;
         let mut usage = None;
         let mut finish = None;
         loop {
@@ -292,13 +302,33 @@ impl LlmClient {
                     if let Some(reasoning) = delta.reasoning_content.or(delta.reasoning)
                         && !reasoning.is_empty()
                     {
+                        reasoning_bytes += reasoning.len();
+                        if reasoning_bytes > self.max_reply_bytes {
+                            return Attempt::Done(Part {
+                                text,
+                                usage,
+                                finish: Finish::CutOff(self.too_long()),
+                            });
+                        }
                         on_event(StreamEvent::Reasoning(reasoning));
                     }
-                    if let Some(content) = delta.content
+                    if let Some(mut content) = delta.content
                         && !content.is_empty()
                     {
+                        let room = self.max_reply_bytes.saturating_sub(text.len());
+                        let over = content.len() > room;
+                        if over {
+                            content.truncate(floor_char_boundary(&content, room));
+                        }
                         text.push_str(&content);
                         on_event(StreamEvent::Delta(content));
+                        if over {
+                            return Attempt::Done(Part {
+                                text,
+                                usage,
+                                finish: Finish::CutOff(self.too_long()),
+                            });
+                        }
                     }
                 }
                 if let Some(reason) = choice.finish_reason {
@@ -319,6 +349,14 @@ impl LlmClient {
             usage,
             finish,
         })
+    }
+
+    /// Why a reply that passed `max_reply_bytes` stopped.
+    fn too_long(&self) -> String {
+        format!(
+            "the reply passed {} KiB, the most one reply may hold (max_reply_bytes); the rest was not read",
+            self.max_reply_bytes / 1024
+        )
     }
 
     fn judge(&self, failure: Failure, model: &str, attempts: usize) -> Judged {
@@ -398,6 +436,14 @@ fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
         cause = next;
     }
     cause.to_string()
+}
+
+/// The largest char boundary of `s` at or below `at`.
+fn floor_char_boundary(s: &str, at: usize) -> usize {
+    (0..=at.min(s.len()))
+        .rev()
+        .find(|&i| s.is_char_boundary(i))
+        .unwrap_or(0)
 }
 
 fn describe_stream_error(e: &OpenAIError) -> String {

@@ -49,12 +49,17 @@ const MAX_REPLAY_GAP: Duration = Duration::from_millis(150);
 
 #[derive(Clone)]
 pub(crate) enum Transport {
-    Network(reqwest::Client),
+    Network {
+        http: reqwest::Client,
+        /// The most bytes one reply may hold (`max_reply_bytes`).
+        limit: usize,
+    },
     Record {
         http: reqwest::Client,
         sink: Arc<Mutex<File>>,
         /// Redacted from recorded bodies in case a message quotes it.
         secret: Option<String>,
+        limit: usize,
     },
     Replay(Arc<Mutex<VecDeque<Exchange>>>),
 }
@@ -64,6 +69,7 @@ impl Transport {
         http: reqwest::Client,
         path: &Path,
         secret: Option<String>,
+        limit: usize,
     ) -> std::io::Result<Self> {
         let file = std::fs::OpenOptions::new()
             .create(true)
@@ -73,6 +79,7 @@ impl Transport {
             http,
             sink: Arc::new(Mutex::new(file)),
             secret: secret.filter(|s| !s.is_empty()),
+            limit,
         })
     }
 
@@ -94,16 +101,23 @@ impl Transport {
     async fn call(self, factory: HttpRequestFactory) -> Result<reqwest::Response, OpenAIError> {
         let request = factory.build().await?;
         match self {
-            Transport::Network(http) => {
+            Transport::Network { http, limit } => {
                 let response = http.execute(request).await?;
-                fail_unless_success(response).await
+                fail_unless_success(response)
+                    .await
+                    .map(|r| capped(r, limit))
             }
-            Transport::Record { http, sink, secret } => {
+            Transport::Record {
+                http,
+                sink,
+                secret,
+                limit,
+            } => {
                 let body = request_json(&request, secret.as_deref());
                 let started = Instant::now();
                 let response = http.execute(request).await?;
                 if response.status().is_success() {
-                    Ok(tee(response, body, started, sink))
+                    Ok(tee(capped(response, limit), body, started, sink))
                 } else {
                     let failure = read_failure(response).await;
                     write_line(
@@ -170,11 +184,20 @@ async fn read_failure(response: reqwest::Response) -> HttpFailure {
         .get(reqwest::header::RETRY_AFTER)
         .and_then(|v| v.to_str().ok())
         .and_then(parse_retry_after);
-    let body = response.text().await.unwrap_or_default();
+    // An error body is read only so far: it is shown, not kept.
+    let mut body = Vec::new();
+    let mut stream = response.bytes_stream();
+    while let Some(Ok(chunk)) = stream.next().await {
+        body.extend_from_slice(&chunk);
+        if body.len() >= MAX_ERROR_BODY {
+            body.truncate(MAX_ERROR_BODY);
+            break;
+        }
+    }
     HttpFailure {
         status,
         retry_after,
-        body,
+        body: String::from_utf8_lossy(&body).into_owned(),
     }
 }
 
@@ -254,6 +277,69 @@ fn write_line(sink: &Mutex<File>, exchange: &Exchange) {
     }
 }
 
+/// The most of an error response's body that is read.
+const MAX_ERROR_BODY: usize = 64 * 1024;
+
+/// The response with a body that fails when one SSE event grows past `limit` bytes
+/// (and a margin for its framing): the event parser holds a whole event, so this is
+/// what bounds tern's memory whatever a server sends. How much reply text is kept is
+/// bounded by the client (`max_reply_bytes`).
+fn capped(response: reqwest::Response, limit: usize) -> reqwest::Response {
+    let max_event = limit.saturating_add(EVENT_MARGIN);
+    let mut since_event = 0usize;
+    let mut last = 0u8;
+    rebuilt(
+        &response.status(),
+        &response.headers().clone(),
+        response
+            .bytes_stream()
+            .map(move |chunk| -> Result<Bytes, BoxError> {
+                let bytes = chunk?;
+                for &b in bytes.iter() {
+                    since_event = if b == b'\n' && last == b'\n' {
+                        0
+                    } else {
+                        since_event + 1
+                    };
+                    last = b;
+                }
+                if since_event > max_event {
+                    return Err(format!(
+                        "the server sent one event of more than {} KiB (max_reply_bytes)",
+                        max_event / 1024
+                    )
+                    .into());
+                }
+                Ok(bytes)
+            }),
+    )
+}
+
+/// Room for an event's JSON framing around its text.
+const EVENT_MARGIN: usize = 64 * 1024;
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A response with `status`, `headers` and `body`.
+fn rebuilt<S, E>(
+    status: &reqwest::StatusCode,
+    headers: &reqwest::header::HeaderMap,
+    body: S,
+) -> reqwest::Response
+where
+    S: Stream<Item = Result<Bytes, E>> + Send + 'static,
+    E: Into<BoxError> + 'static,
+{
+    let mut builder = http::Response::builder().status(status);
+    for (name, value) in headers {
+        builder = builder.header(name, value);
+    }
+    let rebuilt = builder
+        .body(reqwest::Body::wrap_stream(body))
+        .expect("status and headers come from a valid response");
+    reqwest::Response::from(rebuilt)
+}
+
 /// Passes the response body through unchanged while cutting it into SSE events for the
 /// record; the exchange is written when the body ends or the reader drops it.
 fn tee(
@@ -282,14 +368,7 @@ fn tee(
         }
         chunk
     });
-    let mut builder = http::Response::builder().status(status);
-    for (name, value) in &headers {
-        builder = builder.header(name, value);
-    }
-    let rebuilt = builder
-        .body(reqwest::Body::wrap_stream(body))
-        .expect("status and headers come from a valid response");
-    reqwest::Response::from(rebuilt)
+    rebuilt(&status, &headers, body)
 }
 
 struct Recording {

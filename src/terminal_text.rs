@@ -30,6 +30,15 @@ pub fn visible(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// `text` made visible when it goes to a terminal (`tty`), as it is otherwise.
+pub fn for_terminal(text: &str, tty: bool) -> Cow<'_, str> {
+    if tty {
+        visible(text)
+    } else {
+        Cow::Borrowed(text)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

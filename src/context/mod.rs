@@ -6,5 +6,5 @@ pub mod chunks;
 pub mod double_buffer;
 pub mod history;
 
-pub use budget::{BudgetReport, HistoryPhase, HistoryStatus, MapStatus, Window};
+pub use budget::{BudgetReport, FileRow, HistoryPhase, HistoryStatus, MapStatus, Window};
 pub use chunks::{Assembled, ChunkInputs, FileText, Section, assemble};

@@ -14,6 +14,7 @@ mod reviewing;
 pub mod session;
 mod slash;
 mod turn;
+pub mod visible;
 
 use std::path::PathBuf;
 

@@ -3,7 +3,7 @@
 //! stays the reply. Proposed edits are applied only with `--yes`; otherwise their diff
 //! is printed and the tree is left untouched.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 use crate::engine::protocol::{DiffLine, LineKind, ProposalView};
@@ -40,7 +40,11 @@ pub async fn run(
         }
     });
 
+    // On a terminal, a reply's control characters would drive it: they are shown
+    // instead. A pipe gets the reply as it is (JSON escapes its own).
+    let tty = !json && (std::io::stdout().is_terminal() || std::io::stderr().is_terminal());
     while let Some(event) = engine.events.recv().await {
+        let event = if tty { event.visible() } else { event };
         if json {
             super::print_json(&mut stdout, &event)?;
         }

@@ -5,7 +5,7 @@
 //! stdout carries only the requests or the review; the summary, progress and token
 //! usage go to stderr.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -43,7 +43,11 @@ pub async fn run(
         }
         Err(e) => return Ok(failed(&e)),
     };
-    eprint!("{}", plan.summary());
+    let summary = plan.summary();
+    eprint!(
+        "{}",
+        crate::terminal_text::for_terminal(&summary, std::io::stderr().is_terminal())
+    );
     eprintln!("built in {} ms", started.elapsed().as_millis());
     if args.print_diff {
         let mut out = std::io::stdout().lock();
@@ -91,6 +95,8 @@ pub async fn run(
         ),
         SendEvent::Stream(StreamEvent::Delta(text)) if stream => {
             let mut out = std::io::stdout().lock();
+            let tty = out.is_terminal();
+            let text = crate::terminal_text::for_terminal(&text, tty);
             let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
         }
         SendEvent::Stream(StreamEvent::Retrying {

@@ -171,6 +171,9 @@ impl App {
     }
 
     pub fn handle_engine(&mut self, event: Event) {
+        // Where the engine's text enters the view: nothing it carries may drive the
+        // terminal.
+        let event = event.visible();
         let chat = &mut self.panes.chat;
         match event {
             Event::Ready { root, model, mode } => {

@@ -1,0 +1,328 @@
+//! Events made safe for a terminal before a front end draws or prints them: every
+//! string in an event can carry text from a model, a repository or a server, so each
+//! goes through [`terminal_text::visible`](crate::terminal_text::visible). Events and
+//! views are taken apart field by field, without `..`, so that a new field does not
+//! compile until it is handled here.
+
+use std::borrow::Cow;
+
+use super::protocol::{
+    EditFailureView, Event, FileEntry, FileProposalView, HunkView, MapEdge, MapView, ProposalView,
+};
+use crate::context::{BudgetReport, FileRow};
+use crate::llm::{Finish, Message};
+use crate::review::{FilePlan, ReviewCall, ReviewPlan};
+use crate::terminal_text::visible;
+
+/// A value whose text can be made safe to show.
+pub trait Visible {
+    fn make_visible(&mut self);
+}
+
+impl Event {
+    /// This event with every control character made visible.
+    pub fn visible(mut self) -> Event {
+        self.make_visible();
+        self
+    }
+}
+
+impl Visible for String {
+    fn make_visible(&mut self) {
+        if let Cow::Owned(clean) = visible(self) {
+            *self = clean;
+        }
+    }
+}
+
+impl<T: Visible> Visible for Vec<T> {
+    fn make_visible(&mut self) {
+        self.iter_mut().for_each(Visible::make_visible);
+    }
+}
+
+impl<T: Visible> Visible for Option<T> {
+    fn make_visible(&mut self) {
+        if let Some(value) = self {
+            value.make_visible();
+        }
+    }
+}
+
+impl<T: Visible> Visible for Box<T> {
+    fn make_visible(&mut self) {
+        (**self).make_visible();
+    }
+}
+
+impl Visible for (String, f64) {
+    fn make_visible(&mut self) {
+        self.0.make_visible();
+    }
+}
+
+impl Visible for Event {
+    fn make_visible(&mut self) {
+        match self {
+            Event::Ready {
+                root,
+                model,
+                mode: _,
+            } => {
+                root.make_visible();
+                model.make_visible();
+            }
+            Event::TurnStarted { text, mode: _ }
+            | Event::Delta { text }
+            | Event::Reasoning { text }
+            | Event::Notice { text }
+            | Event::Warning { text }
+            | Event::Error { text } => text.make_visible(),
+            Event::Retrying {
+                attempt: _,
+                delay_ms: _,
+                reason,
+            } => reason.make_visible(),
+            Event::TurnFinished {
+                reply,
+                finish,
+                usage: _,
+                cost: _,
+                session_cost: _,
+            } => {
+                reply.make_visible();
+                if let Finish::CutOff(why) = finish {
+                    why.make_visible();
+                }
+            }
+            Event::TurnFailed { error, message } => {
+                error.make_visible();
+                message.make_visible();
+            }
+            Event::Budget(report) => report.make_visible(),
+            Event::Files { files } => files.make_visible(),
+            Event::Model { model } => model.make_visible(),
+            Event::Output { title, text } => {
+                title.make_visible();
+                text.make_visible();
+            }
+            Event::Proposal(view) => view.make_visible(),
+            Event::Reflection {
+                attempt: _,
+                max: _,
+                message,
+            } => message.make_visible(),
+            Event::Applied {
+                files,
+                accepted: _,
+                rejected: _,
+                commit,
+                message,
+            } => {
+                files.make_visible();
+                commit.make_visible();
+                message.make_visible();
+            }
+            Event::ReviewPlan(plan) => plan.make_visible(),
+            Event::Map(map) => map.make_visible(),
+            Event::MapWhy { path, edges } => {
+                path.make_visible();
+                edges.make_visible();
+            }
+            Event::RepoFiles { files } => files.make_visible(),
+            Event::Continuing { continuation: _ }
+            | Event::Mode { mode: _ }
+            | Event::MapProgress { done: _, total: _ }
+            | Event::History(_)
+            | Event::Summarized {
+                replaced_messages: _,
+                replaced_tokens: _,
+                summary_tokens: _,
+            }
+            | Event::Idle
+            | Event::Exited => {}
+        }
+    }
+}
+
+impl Visible for BudgetReport {
+    fn make_visible(&mut self) {
+        let BudgetReport {
+            model,
+            files,
+            known_model: _,
+            estimate: _,
+            encoding: _,
+            window: _,
+            reserved_output: _,
+            prompt_limit: _,
+            sections: _,
+            total: _,
+            remaining: _,
+            history: _,
+            map: _,
+            last_usage: _,
+            last_cost: _,
+            session_cost: _,
+        } = self;
+        model.make_visible();
+        files.make_visible();
+    }
+}
+
+impl Visible for FileRow {
+    fn make_visible(&mut self) {
+        let FileRow {
+            path,
+            section: _,
+            tokens: _,
+            percent: _,
+            cost: _,
+        } = self;
+        path.make_visible();
+    }
+}
+
+impl Visible for FileEntry {
+    fn make_visible(&mut self) {
+        let FileEntry {
+            path,
+            mode: _,
+            tokens: _,
+            exists: _,
+        } = self;
+        path.make_visible();
+    }
+}
+
+impl Visible for ProposalView {
+    fn make_visible(&mut self) {
+        let ProposalView {
+            files,
+            failures,
+            shell_commands,
+        } = self;
+        files.make_visible();
+        failures.make_visible();
+        shell_commands.make_visible();
+    }
+}
+
+impl Visible for FileProposalView {
+    fn make_visible(&mut self) {
+        let FileProposalView {
+            path,
+            change: _,
+            hunks,
+        } = self;
+        path.make_visible();
+        hunks.make_visible();
+    }
+}
+
+impl Visible for HunkView {
+    fn make_visible(&mut self) {
+        let HunkView {
+            id,
+            lines,
+            old_start: _,
+            old_len: _,
+            new_start: _,
+            new_len: _,
+            decision: _,
+        } = self;
+        id.make_visible();
+        for line in lines {
+            line.text.make_visible();
+        }
+    }
+}
+
+impl Visible for EditFailureView {
+    fn make_visible(&mut self) {
+        let EditFailureView {
+            path,
+            block: _,
+            message,
+        } = self;
+        path.make_visible();
+        message.make_visible();
+    }
+}
+
+impl Visible for MapView {
+    fn make_visible(&mut self) {
+        let MapView {
+            tokens: _,
+            budget: _,
+            ranked,
+            text,
+        } = self;
+        ranked.make_visible();
+        text.make_visible();
+    }
+}
+
+impl Visible for MapEdge {
+    fn make_visible(&mut self) {
+        let MapEdge {
+            ident,
+            from,
+            weight: _,
+        } = self;
+        ident.make_visible();
+        from.make_visible();
+    }
+}
+
+impl Visible for ReviewPlan {
+    fn make_visible(&mut self) {
+        let ReviewPlan {
+            description,
+            calls,
+            files,
+            mode: _,
+            budget: _,
+            estimated: _,
+        } = self;
+        description.make_visible();
+        calls.make_visible();
+        files.make_visible();
+    }
+}
+
+impl Visible for ReviewCall {
+    fn make_visible(&mut self) {
+        let ReviewCall {
+            messages,
+            files,
+            tokens: _,
+            diff_tokens: _,
+        } = self;
+        messages.make_visible();
+        files.make_visible();
+    }
+}
+
+impl Visible for Message {
+    fn make_visible(&mut self) {
+        self.content.make_visible();
+    }
+}
+
+impl Visible for FilePlan {
+    fn make_visible(&mut self) {
+        let FilePlan {
+            path,
+            old_path,
+            status: _,
+            language: _,
+            added: _,
+            removed: _,
+            tokens: _,
+            outcome: _,
+        } = self;
+        path.make_visible();
+        old_path.make_visible();
+    }
+}

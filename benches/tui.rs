@@ -75,7 +75,10 @@ fn frames(c: &mut Criterion) {
             let text = if n % 40 == 0 {
                 "\n\n".to_string()
             } else {
-                words[n % 7 * 8..n % 7 * 8 + 8].to_string()
+                words
+                    .get(n % 7 * 8..n % 7 * 8 + 8)
+                    .unwrap_or_default()
+                    .to_string()
             };
             app.handle_engine(Event::Delta { text });
             terminal.draw(|f| app.draw(f)).unwrap().area

@@ -4,6 +4,7 @@
 //! never depends on a front end; `headless` and `tui` are two consumers of the same
 //! engine events.
 
+pub mod chars;
 pub mod cli;
 pub mod config;
 pub mod context;

@@ -740,3 +740,61 @@ fn whole_unclosed_fence_is_an_error() {
     assert!(matches!(r.problem(1), Problem::Malformed(why) if why.contains("never closed")));
     assert!(r.untouched("calc.py"));
 }
+
+#[test]
+fn a_second_divider_in_a_block_is_an_error_not_content() {
+    let text = "a = 1\nb = 2\n";
+    let reply = "a.py\n<<<<<<< SEARCH\na = 1\n=======\na = 2\n=======\nb = 3\n>>>>>>> REPLACE\n\na.py\n<<<<<<< SEARCH\nb = 2\n=======\nb = 20\n>>>>>>> REPLACE\n";
+    let r = eb(&[("a.py", text)], reply);
+    assert_eq!(r.out.errors.len(), 1, "{:?}", r.out.errors);
+    let message = r.out.errors[0].to_string();
+    assert!(message.contains("second `=======` on line 6"), "{message}");
+    // The next block still applies; nothing of the broken one does.
+    assert_eq!(r.proposed("a.py"), "a = 1\nb = 20\n");
+}
+
+#[test]
+fn whole_file_placeholders_and_empty_bodies_are_refused() {
+    let text: String = (0..21).map(|i| format!("line_{i} = {i}\n")).collect();
+    for body in [
+        "line_0 = 100\n// ... rest of the file unchanged ...\n",
+        "line_0 = 100\n# existing code\n",
+        "line_0 = 100\n... rest of the file unchanged ...\n",
+        "",
+        "\n\n",
+    ] {
+        let reply = format!("a.py\n```python\n{body}```\n");
+        let r = run(EditFormat::Whole, &[("a.py", &text)], &reply);
+        assert_eq!(r.out.errors.len(), 1, "{body:?}: {:?}", r.out.errors);
+        assert!(
+            matches!(
+                r.out.errors[0].problem,
+                Problem::LazyComment { .. } | Problem::EmptyWholeFile { lines: 21 }
+            ),
+            "{body:?}: {:?}",
+            r.out.errors[0].problem
+        );
+        assert!(r.out.proposal.is_empty(), "{body:?}");
+    }
+    // A comment the file already has is not a placeholder.
+    let commented = "# existing code\nx = 1\n";
+    let r = run(
+        EditFormat::Whole,
+        &[("b.py", commented)],
+        "b.py\n```python\n# existing code\nx = 2\n```\n",
+    );
+    assert!(r.out.errors.is_empty(), "{:?}", r.out.errors);
+}
+
+#[test]
+fn a_whole_file_fence_takes_its_name_only_from_the_line_right_before_it() {
+    let text: String = (0..21).map(|i| format!("line_{i} = {i}\n")).collect();
+    // The reply mentions the file in prose, then shows an unrelated snippet.
+    let reply = "I looked at `app.py` and here is what I suggest.\n\nFor example:\n```python\nprint('hi')\n```\n";
+    let r = run(
+        EditFormat::Whole,
+        &[("app.py", &text), ("b.py", "x\n")],
+        reply,
+    );
+    assert!(r.out.proposal.is_empty(), "{:?}", r.out.proposal.files());
+}

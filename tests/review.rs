@@ -309,7 +309,7 @@ fn line_numbered_hunks_number_the_new_side_and_show_the_old_side_only_for_remova
         ),
         "{msg}"
     );
-    assert!(!msg[msg.find("b.txt").unwrap()..].contains("__old hunk__"));
+    assert!(!msg.split_once("b.txt").unwrap().1.contains("__old hunk__"));
     assert!(plan.calls[0].messages[0].content.contains("__new hunk__"));
 }
 
@@ -794,9 +794,9 @@ fn hunks_match_the_git_command_line() {
         ])
         .unwrap();
         let text = String::from_utf8(out.stdout).unwrap();
-        let from_git = &text[text.find("\n@@").unwrap() + 1..];
+        let from_git = format!("@@{}", text.split_once("\n@@").unwrap().1);
         let ours = section(f, d, &d.hunks, false);
-        let ours = &ours[ours.find("\n@@").unwrap() + 1..];
+        let ours = format!("@@{}", ours.split_once("\n@@").unwrap().1);
         assert_eq!(ours, from_git, "{}", f.path);
         compared += 1;
     }

@@ -433,13 +433,14 @@ fn split_line<'a>(line: &'a str, room: usize, counter: &TokenCounter) -> Vec<&'a
                 cut = rest.chars().next().map_or(rest.len(), char::len_utf8);
                 break;
             }
-            if counter.count(&rest[..cut]) <= room {
+            if counter.count(rest.get(..cut).unwrap_or(rest)) <= room {
                 break;
             }
             cut = cut * 3 / 4;
         }
-        out.push(&rest[..cut]);
-        rest = &rest[cut..];
+        let (piece, tail) = rest.split_at_checked(cut).unwrap_or((rest, ""));
+        out.push(piece);
+        rest = tail;
     }
     if !rest.is_empty() {
         out.push(rest);

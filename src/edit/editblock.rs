@@ -51,7 +51,7 @@ pub(crate) fn parse(lines: &[&str], files: &FileSet) -> Parsed {
             continue;
         }
         block += 1;
-        let filename = filename_before(lines, floor, i, files);
+        let filename = filename_before(lines, floor, i, files, scan::FILENAME_LOOKBACK);
         match block_at(lines, i) {
             Ok((divider, end)) => {
                 let search = join_lines(&lines[i + 1..divider]);
@@ -107,6 +107,23 @@ fn block_at(lines: &[&str], start: usize) -> Result<(usize, usize), (usize, Stri
                 ));
             }
             Some(d) if is_replace(line) => return Ok((d, j)),
+            Some(d) if is_divider(line) => {
+                // Never file content: which of the two divides SEARCH from REPLACE is a
+                // guess. The whole block is skipped, up to its end marker.
+                let end = lines[j..]
+                    .iter()
+                    .position(|l| is_replace(l) || is_search(l))
+                    .map_or(lines.len(), |k| {
+                        j + k + usize::from(is_replace(lines[j + k]))
+                    });
+                return Err((
+                    end,
+                    format!(
+                        "the block opened on reply line {opened} has a second `=======` on line {here} (the first is on line {}); a block has exactly one, between the SEARCH and the REPLACE lines",
+                        d + 1
+                    ),
+                ));
+            }
             Some(_) if is_search(line) => {
                 return Err((
                     j,

@@ -42,8 +42,11 @@ pub enum Problem {
     Ambiguous { lines: Vec<usize> },
     /// `...` elision that cannot be applied (counts differ, a piece is not unique, ...).
     Elision(String),
-    /// The REPLACE text stands for code with a comment instead of writing it out.
+    /// The new text stands for code with a comment instead of writing it out.
     LazyComment { line: String },
+    /// A whole-file block with nothing in it, for a file that has content: applying it
+    /// would empty the file.
+    EmptyWholeFile { lines: usize },
     /// A diff hunk with no context or removed lines for an existing non-empty file.
     NoContext,
     /// The file does not exist and the block does not create it.
@@ -92,8 +95,11 @@ impl EditError {
             ),
             Problem::Elision(why) => why.clone(),
             Problem::LazyComment { line } => format!(
-                "the REPLACE text has the placeholder `{}` instead of the code it stands for; write the code out",
+                "the new text has the placeholder `{}` instead of the code it stands for; applying it would delete that code, so write the code out",
                 line.trim()
+            ),
+            Problem::EmptyWholeFile { lines } => format!(
+                "the file block is empty, which would delete all {lines} lines of the file; give the file's complete new content, or ask the user to delete it"
             ),
             Problem::NoContext => {
                 "the hunk has no unchanged or removed lines, so there is no way to place it; include the lines around it".into()

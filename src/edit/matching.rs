@@ -339,11 +339,13 @@ fn outdent(line: &str, width: usize) -> &str {
         }
         cut += c.len_utf8();
     }
-    &line[cut..]
+    line.get(cut..).unwrap_or(line)
 }
 
-fn leading_ws(s: &str) -> usize {
-    s.len() - s.trim_start().len()
+/// `s` split into its leading whitespace and the rest.
+fn split_indent(s: &str) -> (&str, &str) {
+    let rest = s.trim_start();
+    (s.strip_suffix(rest).unwrap_or(""), rest)
 }
 
 /// The indentation offset that makes `window` equal `pat` line for line (ignoring
@@ -363,8 +365,8 @@ fn indent_offset(window: &[&str], pat: &[&str]) -> Option<Indent> {
             Some(Indent::Remove(extra)) => p.strip_prefix(extra.as_str()) == Some(f),
             Some(Indent::Same) => f == p,
             None => {
-                let (fi, pi) = (&f[..leading_ws(f)], &p[..leading_ws(p)]);
-                if f[fi.len()..] != p[pi.len()..] {
+                let ((fi, f_rest), (pi, p_rest)) = (split_indent(f), split_indent(p));
+                if f_rest != p_rest {
                     return None;
                 }
                 offset = Some(if fi == pi {
@@ -422,27 +424,85 @@ fn lazy_placeholder<'a>(search: &[&str], replace: &[&'a str]) -> Option<&'a str>
     let searched: HashSet<&str> = search.iter().map(|l| l.trim()).collect();
     replace.iter().copied().find(|line| {
         let t = line.trim();
-        if searched.contains(t) {
+        !searched.contains(t) && comment_body(t).is_some_and(elides)
+    })
+}
+
+/// Phrases that, alone on a comment line of a whole file, stand for code left out.
+const PLACEHOLDER_PHRASES: &[&str] = &[
+    "existing code",
+    "existing code unchanged",
+    "keep existing code",
+    "rest of the file",
+    "rest of file",
+    "rest of the file unchanged",
+    "rest of file unchanged",
+    "rest of the code",
+    "rest of code",
+    "rest of the code unchanged",
+    "remaining code",
+    "remaining code unchanged",
+    "unchanged",
+    "unchanged code",
+    "code unchanged",
+    "same as before",
+    "previous code",
+    "other code",
+    "other methods",
+    "other functions",
+];
+
+/// A line of a whole-file block (`original`: the file's current lines) that stands for
+/// code the model left out: what [`lazy_placeholder`] finds, a comment that is only a
+/// placeholder phrase (`// existing code`), or prose like `... rest unchanged ...`.
+/// Written out, the file would lose that code.
+pub(crate) fn whole_placeholder<'a>(original: &[&str], content: &[&'a str]) -> Option<&'a str> {
+    let present: HashSet<&str> = original.iter().map(|l| l.trim()).collect();
+    content.iter().copied().find(|line| {
+        let t = line.trim();
+        if present.contains(t) {
             return false;
         }
-        let Some(body) = ["//", "#", "--", "/*", "<!--", ";", "{/*"]
-            .iter()
-            .find_map(|lead| t.strip_prefix(lead))
-        else {
-            return false;
-        };
-        let body = body
-            .trim()
+        match comment_body(t) {
+            Some(body) => elides(body) || is_placeholder_phrase(body),
+            None => has_dots(t) && has_lazy_word(t),
+        }
+    })
+}
+
+/// The text of a comment line, without its comment markers.
+fn comment_body(t: &str) -> Option<&str> {
+    let body = ["//", "#", "--", "/*", "<!--", ";", "{/*"]
+        .iter()
+        .find_map(|lead| t.strip_prefix(lead))?;
+    Some(
+        body.trim()
             .trim_end_matches("*/}")
             .trim_end_matches("*/")
             .trim_end_matches("-->")
-            .trim();
-        let lower = body.to_lowercase();
-        body.starts_with("...")
-            || body.starts_with('…')
-            || ((body.contains("...") || body.contains('…'))
-                && LAZY_WORDS.iter().any(|w| lower.contains(w)))
-    })
+            .trim(),
+    )
+}
+
+/// `...`, or dots together with words like "existing" or "unchanged".
+fn elides(body: &str) -> bool {
+    body.starts_with("...") || body.starts_with('…') || (has_dots(body) && has_lazy_word(body))
+}
+
+fn has_dots(s: &str) -> bool {
+    s.contains("...") || s.contains('…')
+}
+
+fn has_lazy_word(s: &str) -> bool {
+    let lower = s.to_lowercase();
+    LAZY_WORDS.iter().any(|w| lower.contains(w))
+}
+
+fn is_placeholder_phrase(body: &str) -> bool {
+    let phrase = body
+        .trim_matches(|c: char| c == '.' || c == '…' || c.is_whitespace())
+        .to_lowercase();
+    PLACEHOLDER_PHRASES.contains(&phrase.as_str())
 }
 
 /// How similar a window must be to the SEARCH text to be offered as "did you mean".

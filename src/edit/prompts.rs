@@ -84,17 +84,14 @@ const COMMIT_DIFF_CHARS: usize = 24_000;
 /// The request that asks the weak model for a commit message for `diff`. Clean its
 /// answer with `git::message::clean`, and fall back to `git::message::fallback`.
 pub fn commit_message_request(diff: &str) -> Vec<Message> {
-    let mut cut = diff.len().min(COMMIT_DIFF_CHARS);
-    while !diff.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    let note = if cut < diff.len() {
-        "\n(diff truncated)\n"
-    } else {
+    let (sent, cut) = diff.split_at(crate::chars::floor_char_boundary(diff, COMMIT_DIFF_CHARS));
+    let note = if cut.is_empty() {
         ""
+    } else {
+        "\n(diff truncated)\n"
     };
     vec![
         Message::system(COMMIT.trim_end()),
-        Message::user(format!("```diff\n{}{note}```", &diff[..cut])),
+        Message::user(format!("```diff\n{sent}{note}```")),
     ]
 }

@@ -18,7 +18,7 @@ use similar::DiffOp;
 use super::doc::Span;
 use super::error::{EditError, Problem};
 use super::filename::FileSet;
-use super::matching::{Doc, Failure, Occurrence};
+use super::matching::{Doc, Failure, Occurrence, lines_of, whole_placeholder};
 use super::parse::{Edit, EditKind};
 use super::safety::{self, Target};
 use super::scan::ShellSuggestion;
@@ -774,6 +774,18 @@ fn run_edit<'a>(doc: &mut Doc<'a>, existed: bool, kind: &'a EditKind) -> Result<
             if *new_file && !doc.is_empty() {
                 return Err(Problem::FileExists);
             }
+            let current: Vec<&str> = doc.lines(0..doc.len()).collect();
+            if let Some(line) = whole_placeholder(&current, &lines_of(content)) {
+                return Err(Problem::LazyComment {
+                    line: line.to_string(),
+                });
+            }
+            if content.trim().is_empty() && current.iter().any(|l| !l.trim().is_empty()) {
+                return Err(Problem::EmptyWholeFile {
+                    lines: current.len(),
+                });
+            }
+            drop(current);
             doc.replace_all(content)
                 .map_err(|f| problem(doc, "", content, f))
         }

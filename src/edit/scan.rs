@@ -10,7 +10,7 @@ fn marker(line: &str, ch: char, words: &[&str]) -> bool {
     if !(5..=9).contains(&run) {
         return false;
     }
-    let rest = t[run..].trim();
+    let rest = t.get(run..).unwrap_or_default().trim();
     words.iter().any(|w| rest.eq_ignore_ascii_case(w))
 }
 
@@ -59,7 +59,7 @@ impl<'a> Fence<'a> {
         let t = line.trim_start();
         let ch = t.chars().next().filter(|&c| c == '`' || c == '~')?;
         let len = t.chars().take_while(|&c| c == ch).count();
-        let info = t[len..].trim();
+        let info = t.trim_start_matches(ch).trim();
         // A backtick fence's info string cannot contain a backtick (CommonMark).
         (len >= 3 && !(ch == '`' && info.contains('`'))).then_some(Fence { ch, len, info })
     }
@@ -141,17 +141,19 @@ pub(crate) fn join_lines(lines: &[&str]) -> String {
     out
 }
 
-/// How many non-blank lines before a block may name its file.
-const FILENAME_LOOKBACK: usize = 3;
+/// How many non-blank lines before a SEARCH/REPLACE block may name its file (models
+/// put prose or a fence line between the name and the block).
+pub(crate) const FILENAME_LOOKBACK: usize = 3;
 
-/// The file named on the nearest lines before `lines[at]`, looking no further back than
-/// `floor` (the end of the previous block). Fence lines are looked through (their info
-/// string may itself hold the path).
+/// The file named on the nearest `lookback` non-blank lines before `lines[at]`, looking
+/// no further back than `floor` (the end of the previous block). Fence lines are looked
+/// through (their info string may itself hold the path).
 pub(crate) fn filename_before(
     lines: &[&str],
     floor: usize,
     at: usize,
     files: &FileSet,
+    lookback: usize,
 ) -> Option<String> {
     let mut seen = 0;
     for line in lines[floor..at].iter().rev() {
@@ -168,7 +170,7 @@ pub(crate) fn filename_before(
             return Some(name);
         }
         seen += 1;
-        if seen == FILENAME_LOOKBACK {
+        if seen == lookback {
             break;
         }
     }
@@ -200,8 +202,8 @@ fn strip_decoration(line: &str) -> &str {
             s = s.strip_prefix(lead).unwrap_or(s).trim_start();
         }
         for label in ["file:", "filename:", "path:", "file name:"] {
-            if s.len() >= label.len() && s[..label.len()].eq_ignore_ascii_case(label) {
-                s = s[label.len()..].trim_start();
+            if let Some(rest) = crate::chars::strip_prefix_ignore_ascii_case(s, label) {
+                s = rest.trim_start();
             }
         }
         s = s.trim_end_matches(':').trim();
@@ -226,13 +228,29 @@ pub(crate) fn looks_like_path(s: &str, files: &FileSet) -> bool {
     if s.is_empty() || s.len() > 4096 || s.starts_with('-') || s.ends_with('.') {
         return false;
     }
-    if s.contains("://") || s.contains(char::is_whitespace) {
-        return files.knows(s);
+    if files.knows(s) {
+        return true;
     }
-    if s.contains(|c: char| "()[]{}<>\"'|;,=*?!$&`".contains(c)) {
+    if s.contains("://") || s.contains(char::is_whitespace) {
         return false;
     }
-    s.contains('/') || s.contains('\\') || has_extension(s) || files.knows(s)
+    if s.contains(|c: char| "{}<>\"'|;,=*?!$&`".contains(c)) {
+        return false;
+    }
+    // `pages/[id].tsx` and `app/(auth)/page.tsx` are paths; `run()` and `a[0].b` are
+    // code: brackets are taken only with a plain extension after them.
+    if s.contains(['(', ')', '[', ']']) && !has_plain_extension(s) {
+        return false;
+    }
+    s.contains('/') || s.contains('\\') || has_extension(s)
+}
+
+/// Whether the last path segment ends in `.ext` with only letters and digits in `ext`.
+fn has_plain_extension(s: &str) -> bool {
+    let base = s.rsplit(['/', '\\']).next().unwrap_or(s);
+    base.rsplit_once('.').is_some_and(|(stem, ext)| {
+        !stem.is_empty() && !ext.is_empty() && ext.chars().all(|c| c.is_ascii_alphanumeric())
+    })
 }
 
 #[cfg(test)]

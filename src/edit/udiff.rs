@@ -23,8 +23,8 @@ pub(crate) fn parse(lines: &[&str], files: &FileSet) -> Parsed {
             i += 1;
             continue;
         }
-        let old = diff_path(&lines[i][4..], files);
-        let new = diff_path(&lines[i + 1][4..], files);
+        let old = diff_path(lines[i].get(4..).unwrap_or_default(), files);
+        let new = diff_path(lines[i + 1].get(4..).unwrap_or_default(), files);
         let header = &lines[i..i + 2];
         i += 2;
         let mut hunks: Vec<(&[&str], &[&str])> = Vec::new();
@@ -124,17 +124,18 @@ fn in_hunk(lines: &[&str], i: usize) -> bool {
 fn sides<'a>(body: &[&'a str]) -> (Vec<&'a str>, Vec<&'a str>) {
     let (mut before, mut after) = (Vec::new(), Vec::new());
     for line in body {
-        match line.chars().next() {
-            None => {
+        let mut chars = line.chars();
+        match (chars.next(), chars.as_str()) {
+            (None, _) => {
                 before.push("");
                 after.push("");
             }
-            Some(' ') => {
-                before.push(&line[1..]);
-                after.push(&line[1..]);
+            (Some(' '), rest) => {
+                before.push(rest);
+                after.push(rest);
             }
-            Some('-') => before.push(&line[1..]),
-            Some('+') => after.push(&line[1..]),
+            (Some('-'), rest) => before.push(rest),
+            (Some('+'), rest) => after.push(rest),
             _ => {}
         }
     }

@@ -19,7 +19,9 @@ pub(crate) fn parse(lines: &[&str], files: &FileSet) -> Parsed {
         };
         let filename = fence
             .filename(files)
-            .or_else(|| filename_before(lines, floor, i, files));
+            // Only the line right before the fence: a whole-file block replaces a
+            // file entirely, so a path mentioned earlier in prose must not pick it.
+            .or_else(|| filename_before(lines, floor, i, files, 1));
         let close = fence.close_in(lines, i + 1);
         let end = close.unwrap_or(lines.len());
         let body = &lines[(i + 1).min(end)..end];

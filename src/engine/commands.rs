@@ -53,8 +53,8 @@ pub enum Parsed<'a> {
 /// Parses `/name args`. A unique prefix is enough (`/tok` is `/tokens`).
 pub fn parse(line: &str) -> Parsed<'_> {
     let body = line.trim_start().trim_start_matches('/');
-    let (name, args) = match body.find(char::is_whitespace) {
-        Some(i) => (&body[..i], body[i..].trim()),
+    let (name, args) = match body.split_once(char::is_whitespace) {
+        Some((name, args)) => (name, args.trim()),
         None => (body, ""),
     };
     if let Some(spec) = COMMANDS.iter().find(|c| c.name == name) {

@@ -25,7 +25,7 @@ pub struct Commit {
 
 impl Commit {
     pub fn short_id(&self) -> String {
-        self.id.to_string()[..7].to_string()
+        super::short_id(self.id)
     }
 }
 

@@ -18,8 +18,8 @@ pub fn clean(answer: &str) -> Option<String> {
         .find(|l| !l.is_empty() && !l.starts_with("```"))?;
     let mut s = line;
     for label in ["commit message:", "message:", "subject:"] {
-        if s.len() >= label.len() && s[..label.len()].eq_ignore_ascii_case(label) {
-            s = s[label.len()..].trim_start();
+        if let Some(rest) = crate::chars::strip_prefix_ignore_ascii_case(s, label) {
+            s = rest.trim_start();
         }
     }
     let s = s
@@ -44,8 +44,8 @@ pub(crate) fn fit(s: &str) -> String {
         return s.to_string();
     }
     let cut: String = s.chars().take(MAX_SUBJECT).collect();
-    match cut.rfind(' ') {
-        Some(space) if space > MAX_SUBJECT / 2 => cut[..space].trim_end().to_string(),
+    match cut.rsplit_once(' ') {
+        Some((head, _)) if head.chars().count() > MAX_SUBJECT / 2 => head.trim_end().to_string(),
         _ => cut,
     }
 }

@@ -62,6 +62,11 @@ impl<'a> CommitOptions<'a> {
     }
 }
 
+/// The 7-digit abbreviation of a commit id, as git shows it.
+pub fn short_id(id: git2::Oid) -> String {
+    id.to_string().chars().take(7).collect()
+}
+
 /// Refuses to commit (or undo) while a merge, rebase, cherry-pick... is in progress:
 /// a one-parent commit of some paths would silently drop it.
 pub(crate) fn ensure_idle(repo: &git2::Repository) -> Result<(), GitError> {

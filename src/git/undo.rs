@@ -54,12 +54,11 @@ pub struct Undone {
 
 impl std::fmt::Display for Undone {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let short = |id: Oid| id.to_string()[..7].to_string();
-        writeln!(f, "undid {} {}", short(self.commit), self.summary)?;
+        writeln!(f, "undid {} {}", super::short_id(self.commit), self.summary)?;
         for p in &self.paths {
             writeln!(f, "  restored {}", p.display())?;
         }
-        write!(f, "HEAD is now {}", short(self.head))
+        write!(f, "HEAD is now {}", super::short_id(self.head))
     }
 }
 
@@ -73,7 +72,7 @@ pub fn undo(repo: &Repository) -> Result<Undone, UndoError> {
     let summary = String::from_utf8_lossy(commit.summary_bytes().unwrap_or_default()).into_owned();
     if repo.find_note(Some(NOTES_REF), commit.id()).is_err() {
         return Err(UndoRefusal::NotTern {
-            id: commit.id().to_string()[..7].to_string(),
+            id: super::short_id(commit.id()),
             summary,
         }
         .into());

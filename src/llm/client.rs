@@ -318,7 +318,7 @@ impl LlmClient {
                         let room = self.max_reply_bytes.saturating_sub(text.len());
                         let over = content.len() > room;
                         if over {
-                            content.truncate(floor_char_boundary(&content, room));
+                            content.truncate(crate::chars::floor_char_boundary(&content, room));
                         }
                         text.push_str(&content);
                         on_event(StreamEvent::Delta(content));
@@ -436,14 +436,6 @@ fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
         cause = next;
     }
     cause.to_string()
-}
-
-/// The largest char boundary of `s` at or below `at`.
-fn floor_char_boundary(s: &str, at: usize) -> usize {
-    (0..=at.min(s.len()))
-        .rev()
-        .find(|&i| s.is_char_boundary(i))
-        .unwrap_or(0)
 }
 
 fn describe_stream_error(e: &OpenAIError) -> String {

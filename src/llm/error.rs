@@ -167,7 +167,7 @@ pub(crate) fn api_message(body: &str) -> String {
 
 fn shorten(text: &str, max_chars: usize) -> String {
     match text.char_indices().nth(max_chars) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
+        Some((cut, _)) => format!("{}…", text.get(..cut).unwrap_or(text)),
         None => text.to_string(),
     }
 }

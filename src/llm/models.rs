@@ -88,8 +88,8 @@ impl ModelInfo {
                     .iter()
                     .filter(|m| {
                         let listed = m.name.rsplit('/').next().unwrap_or(&m.name);
-                        bare.starts_with(listed)
-                            && bare[listed.len()..].starts_with(['-', ':', '@', '.'])
+                        bare.strip_prefix(listed)
+                            .is_some_and(|rest| rest.starts_with(['-', ':', '@', '.']))
                     })
                     .max_by_key(|m| m.name.len())
             });

@@ -20,7 +20,9 @@ pub struct Names {
 impl Names {
     pub fn get(&self, id: u32) -> &str {
         let (start, len) = self.spans[id as usize];
-        &self.text[start as usize..(start + len) as usize]
+        self.text
+            .get(start as usize..(start + len) as usize)
+            .unwrap_or_default()
     }
 
     pub fn len(&self) -> usize {

@@ -298,7 +298,7 @@ pub fn line_text(source: &[u8], start: u32) -> String {
     let text = String::from_utf8_lossy(line);
     let text = text.trim_end();
     match text.char_indices().nth(MAX_LINE_CHARS) {
-        Some((i, _)) => text[..i].to_string(),
+        Some((i, _)) => text.get(..i).unwrap_or(text).to_string(),
         None => text.to_string(),
     }
 }

@@ -83,7 +83,10 @@ impl FileText {
         if i == 0 || i >= self.starts.len() {
             return "";
         }
-        let line = &self.text[self.starts[i - 1]..self.starts[i]];
+        let line = self
+            .text
+            .get(self.starts[i - 1]..self.starts[i])
+            .unwrap_or_default();
         let line = line.strip_suffix('\n').unwrap_or(line);
         line.strip_suffix('\r').unwrap_or(line)
     }

@@ -12,7 +12,7 @@ pub fn clip_to_tokens(text: &str, max_tokens: usize, counter: &TokenCounter) -> 
         return Some(text.to_string());
     }
     let ends: Vec<usize> = text.match_indices('\n').map(|(i, _)| i + 1).collect();
-    let clipped = |n: usize| format!("{}{TRUNCATED}", &text[..ends[n - 1]]);
+    let clipped = |n: usize| format!("{}{TRUNCATED}", text.get(..ends[n - 1]).unwrap_or(text));
     let fits = |n: usize| counter.count(&clipped(n)) <= max_tokens;
     // Token counts grow with the prefix, so the longest fitting prefix is found by
     // bisection over the number of lines kept.
@@ -46,7 +46,8 @@ mod tests {
             let kept = clipped.strip_suffix(TRUNCATED).unwrap();
             assert!(kept.ends_with('\n') && text.starts_with(kept));
             // One more line would not have fitted.
-            let next = &text[..kept.len() + text[kept.len()..].find('\n').unwrap() + 1];
+            let (_, after) = text.split_at(kept.len());
+            let next = format!("{kept}{}", after.split_inclusive('\n').next().unwrap());
             assert!(counter.count(&format!("{next}{TRUNCATED}")) > max);
         }
         assert_eq!(clip_to_tokens(&text, 3, &counter), None);

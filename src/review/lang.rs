@@ -315,22 +315,23 @@ fn strip_modifiers<'a>(mut rest: &'a str, modifiers: &[&str]) -> &'a str {
         let word_end = rest
             .find(|c: char| c.is_whitespace() || c == '(')
             .unwrap_or(rest.len());
-        let word = &rest[..word_end];
+        let (word, mut after) = rest.split_at(word_end);
         if !modifiers.contains(&word) {
             return rest;
         }
-        let mut after = &rest[word_end..];
         if after.starts_with('(') {
             // pub(crate), pub(in path)
-            match after.find(')') {
-                Some(close) => after = &after[close + 1..],
+            match after.split_once(')') {
+                Some((_, closed)) => after = closed,
                 None => return rest,
             }
         }
         after = after.trim_start();
         if let Some(abi) = after.strip_prefix('"') {
             // extern "C"
-            after = abi.find('"').map_or(after, |q| abi[q + 1..].trim_start());
+            after = abi
+                .split_once('"')
+                .map_or(after, |(_, tail)| tail.trim_start());
         }
         if after.len() == rest.len() {
             return rest;
@@ -351,10 +352,10 @@ fn call_shaped(rest: &str, first: &str) -> bool {
     if !body.ends_with('{') || CONTROL.contains(&first) || first.starts_with('}') {
         return false;
     }
-    let Some(open) = body.find('(') else {
+    let Some((head, _)) = body.split_once('(') else {
         return false;
     };
-    body.contains("=>") || !body[..open].contains('=')
+    body.contains("=>") || !head.contains('=')
 }
 
 #[cfg(test)]

@@ -145,7 +145,7 @@ fn numbered_item(line: &str) -> Option<&str> {
     if digits == 0 || line.len() - t.len() > 1 {
         return None;
     }
-    t[digits..]
+    t.trim_start_matches(|c: char| c.is_ascii_digit())
         .strip_prefix(['.', ')'])
         .map(str::trim_start)
         .filter(|rest| !rest.is_empty())

@@ -62,7 +62,7 @@ fn git(context: &'static str) -> impl FnOnce(git2::Error) -> ReviewError {
 }
 
 fn short(oid: Oid) -> String {
-    oid.to_string()[..7].to_string()
+    crate::git::short_id(oid)
 }
 
 fn head_commit(repo: &Repository) -> Result<Option<Commit<'_>>, ReviewError> {

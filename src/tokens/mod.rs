@@ -133,7 +133,7 @@ pub fn split_at_piece_boundaries(text: &str, target: usize) -> Vec<&str> {
             from = after;
         }
         let end = cut.unwrap_or(bytes.len());
-        parts.push(&text[start..end]);
+        parts.push(text.get(start..end).unwrap_or_default());
         start = end;
     }
     parts

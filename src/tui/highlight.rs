@@ -124,16 +124,14 @@ impl Incremental {
     /// `text` does not continue what was highlighted before (start a new block then).
     /// A last line without its newline is left for later: it may still grow.
     pub fn extend_text(&mut self, text: &str) -> bool {
-        if text.len() < self.consumed || !text.is_char_boundary(self.consumed) {
+        let Some(fresh) = text.get(self.consumed..) else {
             return false;
-        }
-        let fresh = &text[self.consumed..];
-        let Some(end) = fresh.rfind('\n') else {
+        };
+        let Some((complete, _)) = fresh.rsplit_once('\n') else {
             return true;
         };
-        let complete = &fresh[..end];
         self.push_lines(complete.split('\n'));
-        self.consumed += end + 1;
+        self.consumed += complete.len() + 1;
         true
     }
 

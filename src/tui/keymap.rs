@@ -280,7 +280,7 @@ impl KeyBinding {
                 break;
             }
             mods |= flag;
-            rest = &rest[prefix.len()..];
+            rest = rest.get(prefix.len()..).unwrap_or_default();
         }
         let named = match rest.to_ascii_lowercase().as_str() {
             "enter" | "return" => Some(KeyCode::Enter),
@@ -304,8 +304,11 @@ impl KeyBinding {
             "backspace" => Some(KeyCode::Backspace),
             "insert" => Some(KeyCode::Insert),
             "comma" => Some(KeyCode::Char(',')),
-            f if f.len() > 1 && f.starts_with('f') && f[1..].parse::<u8>().is_ok() => {
-                let n: u8 = f[1..].parse().unwrap_or(0);
+            f if f.strip_prefix('f').is_some_and(|n| n.parse::<u8>().is_ok()) => {
+                let n: u8 = f
+                    .strip_prefix('f')
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(0);
                 (1..=24).contains(&n).then_some(KeyCode::F(n))
             }
             _ => None,

@@ -96,7 +96,9 @@ fn split_blocks(source: &str) -> Vec<&str> {
         let run = marker.map_or(0, |m| body.chars().take_while(|c| *c == m).count());
         match (fence, marker) {
             (None, Some(m)) if indent < 4 && run >= 3 => fence = Some((m, run)),
-            (Some((m, n)), Some(c)) if c == m && run >= n && body[run..].trim().is_empty() => {
+            (Some((m, n)), Some(c))
+                if c == m && run >= n && body.trim_start_matches(c).trim().is_empty() =>
+            {
                 fence = None
             }
             _ => {}
@@ -108,7 +110,7 @@ fn split_blocks(source: &str) -> Vec<&str> {
             && offset > start
             && fence.is_none_or(|_| marker.is_some() && run >= 3)
         {
-            blocks.push(source[start..offset].trim_end());
+            blocks.push(source.get(start..offset).unwrap_or_default().trim_end());
             start = offset;
         }
         if fence.is_none() || marker.is_some() {
@@ -116,8 +118,8 @@ fn split_blocks(source: &str) -> Vec<&str> {
         }
         offset += line.len();
     }
-    if start < source.len() {
-        blocks.push(&source[start..]);
+    if let Some(rest) = source.get(start..).filter(|r| !r.is_empty()) {
+        blocks.push(rest);
     }
     blocks
 }

@@ -216,7 +216,10 @@ pub fn hunks(path: &str, before: &str, after: &str) -> Vec<HunkView> {
             HunkView {
                 id: format!(
                     "{}{:x}",
-                    &path.replace(['/', '.'], "")[..4.min(path.len())],
+                    path.replace(['/', '.'], "")
+                        .chars()
+                        .take(4)
+                        .collect::<String>(),
                     0xa0 + n
                 ),
                 old_start: old_range.start + 1,
@@ -316,10 +319,11 @@ pub fn turn(question: &str, reply: &str, chunk: usize) -> Vec<Event> {
         while !rest.is_char_boundary(cut) {
             cut += 1;
         }
+        let (piece, tail) = rest.split_at(cut);
         events.push(Event::Delta {
-            text: rest[..cut].to_string(),
+            text: piece.to_string(),
         });
-        rest = &rest[cut..];
+        rest = tail;
     }
     events.push(Event::TurnFinished {
         reply: reply.into(),

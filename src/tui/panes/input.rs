@@ -166,21 +166,25 @@ impl InputPane {
     }
 
     fn prev_boundary(&self, at: usize) -> usize {
-        self.text[..at]
+        self.text
+            .get(..at)
+            .unwrap_or_default()
             .char_indices()
             .next_back()
             .map_or(0, |(i, _)| i)
     }
 
     fn next_boundary(&self, at: usize) -> usize {
-        self.text[at..]
+        self.text
+            .get(at..)
+            .unwrap_or_default()
             .chars()
             .next()
             .map_or(at, |c| at + c.len_utf8())
     }
 
     fn word_left(&self, at: usize) -> usize {
-        let before = &self.text[..at];
+        let before = self.text.get(..at).unwrap_or_default();
         let trimmed = before.trim_end_matches(|c: char| c.is_whitespace());
         trimmed
             .rfind(|c: char| c.is_whitespace())
@@ -188,18 +192,24 @@ impl InputPane {
     }
 
     fn word_right(&self, at: usize) -> usize {
-        let after = &self.text[at..];
-        let skip_space = after.len() - after.trim_start().len();
-        let rest = &after[skip_space..];
+        let after = self.text.get(at..).unwrap_or_default();
+        let rest = after.trim_start();
+        let skip_space = after.len() - rest.len();
         at + skip_space + rest.find(char::is_whitespace).unwrap_or(rest.len())
     }
 
     fn line_start(&self, at: usize) -> usize {
-        self.text[..at].rfind('\n').map_or(0, |i| i + 1)
+        self.text
+            .get(..at)
+            .unwrap_or_default()
+            .rfind('\n')
+            .map_or(0, |i| i + 1)
     }
 
     fn line_end(&self, at: usize) -> usize {
-        self.text[at..]
+        self.text
+            .get(at..)
+            .unwrap_or_default()
             .find('\n')
             .map_or(self.text.len(), |i| at + i)
     }
@@ -242,7 +252,10 @@ impl InputPane {
             .rposition(|(s, _)| *s <= self.cursor)
             .unwrap_or(0);
         let (start, _) = rows[row];
-        (row, text::width(&self.text[start..self.cursor]))
+        (
+            row,
+            text::width(self.text.get(start..self.cursor).unwrap_or_default()),
+        )
     }
 
     /// Moves the cursor one visual row up or down; false at the first / last row.
@@ -256,7 +269,7 @@ impl InputPane {
         let (start, end) = rows[target as usize];
         let mut at = start;
         let mut used = 0;
-        for (i, c) in self.text[start..end].char_indices() {
+        for (i, c) in self.text.get(start..end).unwrap_or_default().char_indices() {
             if used + char_width(c) > col {
                 break;
             }
@@ -301,15 +314,18 @@ impl InputPane {
 
     /// What the word under the cursor can complete to.
     fn complete(&self) -> Option<Completion> {
-        let before = &self.text[..self.cursor];
+        let before = self.text.get(..self.cursor).unwrap_or_default();
         let start = before
             .rfind(|c: char| c.is_whitespace())
             .map_or(0, |i| i + 1);
         let end = self.cursor
-            + self.text[self.cursor..]
+            + self
+                .text
+                .get(self.cursor..)
+                .unwrap_or_default()
                 .find(char::is_whitespace)
                 .unwrap_or(self.text.len() - self.cursor);
-        let word = &self.text[start..self.cursor];
+        let word = self.text.get(start..self.cursor).unwrap_or_default();
         let items: Vec<Item> = if start == 0 && word.starts_with('/') && !self.text.contains('\n') {
             commands::complete(word)
                 .into_iter()
@@ -344,7 +360,8 @@ impl InputPane {
         } else {
             Vec::new()
         };
-        let done = items.len() == 1 && items[0].insert == self.text[start..end];
+        let done =
+            items.len() == 1 && items[0].insert == self.text.get(start..end).unwrap_or_default();
         (!items.is_empty() && !done).then_some(Completion {
             start,
             end,
@@ -361,7 +378,7 @@ impl InputPane {
             return;
         };
         let mut insert = item.insert.clone();
-        let at_end = self.text[c.end..].is_empty();
+        let at_end = self.text.get(c.end..).unwrap_or_default().is_empty();
         if at_end {
             insert.push(' ');
         }
@@ -386,7 +403,7 @@ impl InputPane {
             }
             _ if cx.keymap.is(key, Action::Complete) => self.accept_completion(),
             _ if cx.keymap.is(key, Action::Send) => {
-                let word = &self.text[c.start..c.end];
+                let word = self.text.get(c.start..c.end).unwrap_or_default();
                 if c.items.get(c.selected).is_some_and(|i| i.insert == word) {
                     return false;
                 }
@@ -553,7 +570,11 @@ impl Pane for InputPane {
                     theme.dim()
                 },
             );
-            let shown = self.text[*start..*end].replace('\t', &" ".repeat(text::TAB_WIDTH));
+            let shown = self
+                .text
+                .get(*start..*end)
+                .unwrap_or_default()
+                .replace('\t', &" ".repeat(text::TAB_WIDTH));
             buf.set_line(
                 area.x + PROMPT_WIDTH as u16,
                 screen_y,

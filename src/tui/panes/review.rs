@@ -942,7 +942,10 @@ pub fn applied_summary(
         s.push_str(&format!(", {rejected} not applied"));
     }
     match commit {
-        Some(id) => s.push_str(&format!(" · commit {} {message}", &id[..id.len().min(7)])),
+        Some(id) => {
+            let short: String = id.chars().take(7).collect();
+            s.push_str(&format!(" · commit {short} {message}"));
+        }
         None if !message.is_empty() => s.push_str(&format!(" · {message}")),
         None => s.push_str(" · not committed"),
     }

@@ -667,3 +667,34 @@ fn undo_refuses_a_commit_a_remote_branch_has() {
         UndoRefusal::Published(vec!["upstream/dev".into()])
     );
 }
+
+#[test]
+fn undo_takes_paths_literally_and_keeps_other_files_work() {
+    let (_d, repo) = new_repo();
+    for name in ["pages/[id].tsx", "pages/i.tsx", "pages/d.tsx", "src/*.rs", "src/main.rs"] {
+        write(&repo, name, "committed\n");
+    }
+    user_commit(
+        &repo,
+        &["pages/[id].tsx", "pages/i.tsx", "pages/d.tsx", "src/*.rs", "src/main.rs"],
+        "init",
+    );
+    write(&repo, "pages/[id].tsx", "by tern\n");
+    write(&repo, "src/*.rs", "by tern\n");
+    git::commit_edits(
+        &repo,
+        &[PathBuf::from("pages/[id].tsx"), PathBuf::from("src/*.rs")],
+        "feat: x",
+        &OPTS,
+    )
+    .unwrap()
+    .unwrap();
+    // The user's own uncommitted work in files the globs would match.
+    write(&repo, "pages/i.tsx", "mine, not committed\n");
+    write(&repo, "src/main.rs", "mine too\n");
+    git::undo(&repo).unwrap();
+    assert_eq!(read(&repo, "pages/[id].tsx"), "committed\n");
+    assert_eq!(read(&repo, "src/*.rs"), "committed\n");
+    assert_eq!(read(&repo, "pages/i.tsx"), "mine, not committed\n");
+    assert_eq!(read(&repo, "src/main.rs"), "mine too\n");
+}

@@ -105,7 +105,9 @@ pub fn undo(repo: &Repository) -> Result<Undone, UndoError> {
     // Check out while HEAD is still the commit, so files it added count as tracked and
     // are removed.
     let mut checkout = CheckoutBuilder::new();
-    checkout.force();
+    // Paths are literal: as pathspecs, `src/*.rs` or `pages/[id].tsx` would match and
+    // overwrite other files, with the user's uncommitted work in them.
+    checkout.force().disable_pathspec_match(true);
     for p in &paths {
         checkout.path(p);
     }

@@ -221,6 +221,10 @@ pub struct ApplyArgs {
     /// Write the accepted hunks but do not commit.
     #[arg(long)]
     pub no_commit: bool,
+    /// Outside a git repository, create one here first (tern writes only inside a
+    /// repository, so that every change can be undone).
+    #[arg(long)]
+    pub git_init: bool,
 }
 
 #[derive(Debug, Args)]

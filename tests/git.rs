@@ -671,12 +671,24 @@ fn undo_refuses_a_commit_a_remote_branch_has() {
 #[test]
 fn undo_takes_paths_literally_and_keeps_other_files_work() {
     let (_d, repo) = new_repo();
-    for name in ["pages/[id].tsx", "pages/i.tsx", "pages/d.tsx", "src/*.rs", "src/main.rs"] {
+    for name in [
+        "pages/[id].tsx",
+        "pages/i.tsx",
+        "pages/d.tsx",
+        "src/*.rs",
+        "src/main.rs",
+    ] {
         write(&repo, name, "committed\n");
     }
     user_commit(
         &repo,
-        &["pages/[id].tsx", "pages/i.tsx", "pages/d.tsx", "src/*.rs", "src/main.rs"],
+        &[
+            "pages/[id].tsx",
+            "pages/i.tsx",
+            "pages/d.tsx",
+            "src/*.rs",
+            "src/main.rs",
+        ],
         "init",
     );
     write(&repo, "pages/[id].tsx", "by tern\n");

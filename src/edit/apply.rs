@@ -55,11 +55,26 @@ pub struct StaleFile {
     pub errors: Vec<EditError>,
 }
 
+/// The files a preflight cleared for writing (see [`Proposal::preflight`]).
+#[derive(Debug)]
+pub struct Ready {
+    targets: Vec<(usize, Target)>,
+    failed: Vec<WriteFailure>,
+}
+
+impl Ready {
+    /// The files that will be written.
+    pub fn paths(&self) -> Vec<PathBuf> {
+        self.targets.iter().map(|(_, t)| t.rel.clone()).collect()
+    }
+}
+
 impl Proposal {
-    /// Writes every file with accepted hunks. Afterwards the proposal describes what is
-    /// left: each written file's original is its new content and its remaining hunks
-    /// are those not accepted, so applying again later writes only newly accepted ones.
-    pub fn apply(&mut self) -> ApplyOutcome {
+    /// Checks everything that can stop the accepted hunks from landing, without writing
+    /// anything: confirmations, staleness (the stale files' hunks are found again in
+    /// their new content, to review again), refusals and permissions. Only then may the
+    /// caller commit the user's own changes and [`write`](Proposal::write).
+    pub fn preflight(&mut self) -> Result<Ready, ApplyOutcome> {
         let wanted: Vec<usize> = (0..self.files.len())
             .filter(|&i| self.files[i].accepted().next().is_some())
             .collect();
@@ -70,39 +85,69 @@ impl Proposal {
             .map(|f| f.path.clone())
             .collect();
         if !unconfirmed.is_empty() {
-            return ApplyOutcome::NeedsConfirmation(unconfirmed);
+            return Err(ApplyOutcome::NeedsConfirmation(unconfirmed));
         }
-        let mut applied = Applied::default();
+        let mut failed = Vec::new();
         let mut targets = Vec::new();
         let mut stale = Vec::new();
         for &i in &wanted {
             let file = &self.files[i];
+            let fail = |error: String| WriteFailure {
+                path: file.path.clone(),
+                error,
+            };
             let target = match safety::resolve(&self.root, &file.path) {
                 Ok(t) => t,
                 Err(refusal) => {
-                    applied.failed.push(WriteFailure {
-                        path: file.path.clone(),
-                        error: refusal.to_string(),
-                    });
+                    failed.push(fail(refusal.to_string()));
                     continue;
                 }
             };
             match on_disk(&target) {
-                Ok(current) if current == expected(file) => targets.push((i, target)),
-                Ok(current) => stale.push((i, current)),
-                Err(e) => applied.failed.push(WriteFailure {
-                    path: file.path.clone(),
-                    error: e.to_string(),
-                }),
+                Ok(current) if current != expected(file) => stale.push((i, current)),
+                Ok(_) => match writable(&target) {
+                    Ok(()) => targets.push((i, target)),
+                    Err(why) => failed.push(fail(why)),
+                },
+                Err(e) => failed.push(fail(e.to_string())),
             }
         }
         if !stale.is_empty() {
-            return ApplyOutcome::Stale(self.rebase_stale(stale));
+            return Err(ApplyOutcome::Stale(self.rebase_stale(stale)));
         }
-        for (i, target) in targets {
+        Ok(Ready { targets, failed })
+    }
+
+    /// Writes every file with accepted hunks. Afterwards the proposal describes what is
+    /// left: each written file's original is its new content and its remaining hunks
+    /// are those not accepted, so applying again later writes only newly accepted ones.
+    pub fn apply(&mut self) -> ApplyOutcome {
+        match self.preflight() {
+            Ok(ready) => ApplyOutcome::Applied(self.write(ready, None)),
+            Err(outcome) => outcome,
+        }
+    }
+
+    /// Writes the files `ready` cleared, each atomically (a temporary file in `tmp`,
+    /// else next to it, renamed over it). A file that changed since the preflight is
+    /// not written.
+    pub fn write(&mut self, ready: Ready, tmp: Option<&Path>) -> Applied {
+        let mut applied = Applied {
+            failed: ready.failed,
+            ..Applied::default()
+        };
+        for (i, target) in ready.targets {
             let file = &self.files[i];
+            if !on_disk(&target).is_ok_and(|now| now == expected(file)) {
+                applied.failed.push(WriteFailure {
+                    path: file.path.clone(),
+                    error: "it changed on disk while the edits were being applied; not written"
+                        .into(),
+                });
+                continue;
+            }
             let bytes = file.content_with(|h| h.decision == Decision::Accept);
-            match write_atomic(&target, &bytes) {
+            match write_atomic(&target, &bytes, tmp) {
                 Ok(()) => {
                     applied.diff.push_str(&super::render::unified_diff(
                         file,
@@ -127,7 +172,7 @@ impl Proposal {
             }
         }
         self.files.retain(|f| !f.hunks.is_empty());
-        ApplyOutcome::Applied(applied)
+        applied
     }
 
     /// Re-diffs the files that changed on disk against their new content.
@@ -182,11 +227,35 @@ fn on_disk(target: &Target) -> io::Result<Option<Vec<u8>>> {
     }
 }
 
-/// Writes `bytes` to a temporary file next to the target and renames it over the
-/// target, keeping the target's permissions. A new file must still not exist.
-fn write_atomic(target: &Target, bytes: &[u8]) -> io::Result<()> {
+/// Whether the file may be replaced: an existing file whose permissions forbid writing
+/// is the user's statement that it must not change (root ignores the bits, tern does
+/// not).
+fn writable(target: &Target) -> Result<(), String> {
+    if target.exists && std::fs::metadata(&target.abs).is_ok_and(|m| m.permissions().readonly()) {
+        return Err(
+            "the file is read-only (its permissions forbid writing); tern does not replace it"
+                .into(),
+        );
+    }
+    Ok(())
+}
+
+/// Writes `bytes` to a temporary file (in `tmp` when given and on the same disk, else
+/// next to the target) and renames it over the target, keeping the target's
+/// permissions. A new file must still not exist.
+fn write_atomic(target: &Target, bytes: &[u8], tmp: Option<&Path>) -> io::Result<()> {
     let dir = target.abs.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
+    if let Some(tmp) = tmp {
+        match write_via(target, bytes, tmp) {
+            Err(e) if e.kind() == io::ErrorKind::CrossesDevices => {}
+            done => return done,
+        }
+    }
+    write_via(target, bytes, dir)
+}
+
+fn write_via(target: &Target, bytes: &[u8], dir: &Path) -> io::Result<()> {
     let mut builder = tempfile::Builder::new();
     builder.prefix(".tern-").suffix(".tmp");
     #[cfg(unix)]

@@ -491,6 +491,13 @@ impl Proposal {
                     continue;
                 }
             };
+            if let Some(repo) = ws.submodule_of(&target.rel) {
+                errors.extend(fail_all(Problem::Refused(safety::Refusal::NestedRepo {
+                    path: target.rel,
+                    repo,
+                })));
+                continue;
+            }
             let index = match self.files.iter().position(|f| f.path == target.rel) {
                 Some(index) => index,
                 None => match read(&target) {

@@ -21,6 +21,10 @@ pub enum Refusal {
     NotAFile(PathBuf),
     #[error("empty path")]
     Empty,
+    #[error("{} is inside {}, a submodule or nested repository: its changes belong to that repository, so tern does not edit them", .path.display(), .repo.display())]
+    NestedRepo { path: PathBuf, repo: PathBuf },
+    #[error("{} is tern's own configuration; the model may not create or change it (edit it yourself)", .0.display())]
+    ControlFile(PathBuf),
 }
 
 /// A path tern may write.
@@ -39,6 +43,12 @@ pub fn resolve(root: &Path, path: &Path) -> Result<Target, Refusal> {
     let rel = relative(root, path)?;
     if rel.components().any(is_git_dir) {
         return Err(Refusal::GitDir(rel));
+    }
+    if is_control_file(&rel) {
+        return Err(Refusal::ControlFile(rel));
+    }
+    if let Some(repo) = nested_repo(root, &rel) {
+        return Err(Refusal::NestedRepo { path: rel, repo });
     }
     // Canonicalizing the deepest existing ancestor resolves every symlink on the way.
     let mut existing = root.join(&rel);
@@ -101,6 +111,32 @@ fn relative(root: &Path, path: &Path) -> Result<PathBuf, Refusal> {
         return Err(Refusal::Empty);
     }
     Ok(rel)
+}
+
+/// `.tern.toml` and anything under `.tern/`: what configures tern itself (commands,
+/// prompts, sessions) is never the model's to write.
+fn is_control_file(rel: &Path) -> bool {
+    let mut parts = rel.components();
+    match parts.next() {
+        Some(Component::Normal(first)) => {
+            first == ".tern" || (first == ".tern.toml" && parts.next().is_none())
+        }
+        _ => false,
+    }
+}
+
+/// The directory between the root and `rel` that is a repository of its own (it has a
+/// `.git`: a checked-out submodule or a nested clone).
+fn nested_repo(root: &Path, rel: &Path) -> Option<PathBuf> {
+    let mut dir = PathBuf::new();
+    let parents: Vec<_> = rel.components().collect();
+    for part in parents.iter().take(parents.len().saturating_sub(1)) {
+        dir.push(part);
+        if root.join(&dir).join(".git").symlink_metadata().is_ok() {
+            return Some(dir);
+        }
+    }
+    None
 }
 
 fn is_git_dir(c: Component<'_>) -> bool {

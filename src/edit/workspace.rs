@@ -36,6 +36,16 @@ impl Workspace {
         self.repo.as_ref()
     }
 
+    /// The submodule (a gitlink in the index) that `rel` lies in, checked out or not.
+    pub fn submodule_of(&self, rel: &Path) -> Option<PathBuf> {
+        let index = self.repo.as_ref()?.index().ok()?;
+        index
+            .iter()
+            .filter(|e| e.mode == 0o160000)
+            .filter_map(|e| std::str::from_utf8(&e.path).ok().map(PathBuf::from))
+            .find(|sub| rel.starts_with(sub) && rel != sub.as_path())
+    }
+
     /// Whether git ignores `rel`. False outside a repository.
     pub fn is_ignored(&self, rel: &Path) -> bool {
         self.repo

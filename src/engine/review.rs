@@ -220,8 +220,17 @@ impl Engine {
                 dirty_commits: settings.dirty_commits,
                 commit_options: CommitOptions::from_settings(&settings),
             };
-            let landed = git::land(repo.as_ref(), &mut pending.proposal, options, |diff| {
-                runtime.block_on(commit_message(&client, &settings, diff))
+            // A panic here must not leave the engine waiting forever for this result.
+            let landed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                git::land(repo.as_ref(), &mut pending.proposal, options, |diff| {
+                    runtime.block_on(commit_message(&client, &settings, diff))
+                })
+            }))
+            .unwrap_or_else(|panic| {
+                Landed::Refused(git::GitError::Io(std::io::Error::other(format!(
+                    "applying the edits failed unexpectedly ({}); check the files with git status",
+                    panic_text(&*panic)
+                ))))
             });
             let _ = done.send(Internal::Landed(LandResult { pending, landed }));
         });
@@ -232,15 +241,26 @@ impl Engine {
         let LandResult { pending, landed } = result;
         self.pending = Some(pending);
         match landed {
+            Landed::Refused(e) => self.error(format!("nothing was written: {e}")),
             Landed::DirtyCommitFailed(e) => self.error(format!(
                 "nothing was written: your own uncommitted changes to these files could not be committed first: {e}"
             )),
             Landed::NotWritten(ApplyOutcome::Stale(stale)) => {
                 let names: Vec<String> = stale.iter().map(|s| s.path.display().to_string()).collect();
+                let failed: usize = stale.iter().map(|s| s.errors.len()).sum();
+                let lost = match failed {
+                    0 => String::new(),
+                    n => format!("; {n} no longer apply and are listed as failed"),
+                };
                 self.warning(format!(
-                    "nothing was written: {} changed on disk since the edits were proposed; the hunks were recomputed against the new content, review them again",
+                    "nothing was written: {} changed on disk since the edits were proposed; each hunk was looked for in the new content and every decision is back to pending: review them again{lost}",
                     names.join(", ")
                 ));
+                if let Some(pending) = self.pending.as_mut() {
+                    pending
+                        .failures
+                        .extend(stale.into_iter().flat_map(|s| s.errors));
+                }
                 self.publish_proposal();
             }
             Landed::NotWritten(ApplyOutcome::NeedsConfirmation(paths)) => {
@@ -326,6 +346,15 @@ impl Engine {
         };
         self.events.send(Event::Proposal(Box::new(view)));
     }
+}
+
+/// What a caught panic said.
+pub(crate) fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".into())
 }
 
 /// A commit message from the weak model, cleaned, or the deterministic fallback.

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use git2::Repository;
 
-use super::{Commit, CommitOptions, GitError, commit_dirty, commit_edits};
+use super::{Commit, CommitOptions, GitError, LOCK_WAIT, RepoLock, commit_dirty, commit_edits};
 use crate::edit::{Applied, ApplyOutcome, Proposal};
 
 /// Which commits to make.
@@ -22,9 +22,12 @@ pub struct LandOptions<'a> {
 /// What landing did.
 #[derive(Debug)]
 pub enum Landed {
-    /// Nothing was written: files changed on disk (the proposal was re-diffed; review
-    /// again) or a gitignored new file needs confirmation.
+    /// Nothing was written: files changed on disk (their hunks were found again in the
+    /// new content; review again) or a gitignored file needs confirmation.
     NotWritten(ApplyOutcome),
+    /// Nothing was written (or committed): no repository, another tern holds the lock,
+    /// or git is in the middle of a merge or rebase.
+    Refused(GitError),
     /// Nothing was written because the user's own changes could not be committed first.
     DirtyCommitFailed(GitError),
     Written {
@@ -37,28 +40,42 @@ pub enum Landed {
     },
 }
 
-/// Lands the accepted hunks of `proposal`. `message` turns the written diff into a
-/// commit message; it is only called when a commit will be made.
+/// Lands the accepted hunks of `proposal`, in an order that never leaves a half state:
+/// the repository lock, the repository's state, the proposal's preflight (staleness,
+/// refusals, permissions, confirmations); only then the commit of the user's own
+/// changes, the writes, and the commit of what was written. `message` turns the written
+/// diff into a commit message; it is only called when a commit will be made. Outside a
+/// repository nothing is written: without git, nothing could be undone.
 pub fn land(
     repo: Option<&Repository>,
     proposal: &mut Proposal,
     options: LandOptions<'_>,
     message: impl FnOnce(&str) -> String,
 ) -> Landed {
-    let repo = repo.filter(|_| options.commit);
+    let Some(repo) = repo else {
+        return Landed::Refused(GitError::NoRepository);
+    };
+    let lock = match RepoLock::acquire(repo.path(), LOCK_WAIT) {
+        Ok(lock) => lock,
+        Err(e) => return Landed::Refused(e),
+    };
+    if let Err(e) = super::ensure_idle(repo) {
+        return Landed::Refused(e);
+    }
+    let ready = match proposal.preflight() {
+        Ok(ready) => ready,
+        Err(outcome) => return Landed::NotWritten(outcome),
+    };
     let mut dirty = None;
-    if let Some(repo) = repo.filter(|_| options.dirty_commits) {
-        match commit_dirty(repo, &proposal.paths_to_write(), &options.commit_options) {
+    if options.commit && options.dirty_commits {
+        match commit_dirty(repo, &ready.paths(), &options.commit_options) {
             Ok(made) => dirty = made,
             Err(e) => return Landed::DirtyCommitFailed(e),
         }
     }
-    let applied = match proposal.apply() {
-        ApplyOutcome::Applied(applied) => applied,
-        other => return Landed::NotWritten(other),
-    };
-    let commit = match repo {
-        Some(repo) if !applied.written.is_empty() => {
+    let applied = proposal.write(ready, Some(lock.tmp_dir()));
+    let commit = match options.commit && !applied.written.is_empty() {
+        true => {
             let paths: Vec<PathBuf> = applied.written.iter().map(|w| w.real.clone()).collect();
             commit_edits(
                 repo,
@@ -67,7 +84,7 @@ pub fn land(
                 &options.commit_options,
             )
         }
-        _ => Ok(None),
+        false => Ok(None),
     };
     Landed::Written {
         dirty,

@@ -8,12 +8,14 @@
 mod commit;
 mod hooks;
 mod land;
+mod lock;
 pub mod message;
 mod status;
 mod undo;
 
 pub use commit::{Commit, NOTES_REF, commit_dirty, commit_edits, dirty_paths};
 pub use land::{LandOptions, Landed, land};
+pub use lock::{LOCK_WAIT, RepoLock};
 pub use status::{modified_tracked_paths, worktree_diff};
 pub use undo::{UndoError, UndoRefusal, Undone, undo};
 
@@ -35,8 +37,16 @@ pub enum GitError {
     NoIdentity,
     #[error("the repository has no work tree")]
     Bare,
+    #[error(
+        "not inside a git repository: tern writes only where every change can be undone; run `git init` first (or `tern apply --git-init`)"
+    )]
+    NoRepository,
     #[error("git is in the middle of a {0}; finish or abort it first")]
     Busy(String),
+    #[error(
+        "another tern (process {0}) is writing to this repository; nothing was written, try again when it is done"
+    )]
+    Locked(String),
     #[error("{0}")]
     Io(#[from] std::io::Error),
 }

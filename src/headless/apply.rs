@@ -19,10 +19,13 @@ pub const EXIT_OK: u8 = 0;
 /// Some blocks did not apply, or some accepted hunks could not be written; the rest
 /// were applied.
 pub const EXIT_PARTIAL: u8 = 1;
-/// Nothing was done: bad arguments, unreadable reply, unknown hunk id.
+/// Nothing was done: bad arguments, unreadable reply, unknown hunk id, or nothing could
+/// be written (not a repository, another tern is writing, a merge in progress).
 pub const EXIT_USAGE: u8 = 2;
 /// The edits were written but the commit failed (a hook refused it, no identity).
 pub const EXIT_COMMIT: u8 = 3;
+/// A signal (Ctrl-C, SIGTERM) arrived; the landing under way was finished first.
+pub const EXIT_INTERRUPTED: u8 = 130;
 
 /// `--help` text for the exit codes.
 pub const EXIT_CODES_HELP: &str = "\
@@ -30,8 +33,11 @@ Exit codes:
   0  every block of the reply applied; the accepted hunks were written (and committed)
   1  some blocks failed to parse or match (each is reported), or an accepted hunk could
      not be written; everything else was applied
-  2  nothing was done: unreadable reply, bad argument or unknown hunk id
-  3  the accepted hunks were written but the commit failed (e.g. a hook refused it)";
+  2  nothing was done: unreadable reply, bad argument, unknown hunk id, or nothing
+     could be written (not a git repository, another tern is writing, a merge or
+     rebase in progress)
+  3  the accepted hunks were written but the commit failed (e.g. a hook refused it)
+  130  interrupted (Ctrl-C, SIGTERM); a landing under way was finished first";
 
 /// Runs `tern apply` from `cwd`.
 pub fn run(args: &ApplyArgs, global: &GlobalArgs, settings: &Settings, cwd: &Path) -> ExitCode {
@@ -53,6 +59,10 @@ fn apply(
     let cwd = &cwd
         .canonicalize()
         .map_err(|e| format!("cannot open {}: {e}", cwd.display()))?;
+    if args.git_init && git2::Repository::discover(cwd).is_err() {
+        git2::Repository::init(cwd).map_err(|e| format!("git init {}: {e}", cwd.display()))?;
+        eprintln!("tern apply: created a git repository in {}", cwd.display());
+    }
     let ws = Workspace::discover(cwd).map_err(|e| format!("cannot open {}: {e}", cwd.display()))?;
     let reply = read_reply(&args.reply)?;
     let format = args
@@ -98,7 +108,20 @@ fn apply(
         dirty_commits: settings.dirty_commits,
         commit_options: CommitOptions::from_settings(settings),
     };
-    match git::land(ws.repo(), &mut proposal, options, git::message::fallback) {
+    // SIGINT, SIGTERM and SIGHUP wait until the landing is done: killed halfway, it
+    // would leave files written but not committed, and temporary files behind.
+    let interrupted = SignalsDeferred::new();
+    let landed = git::land(ws.repo(), &mut proposal, options, git::message::fallback);
+    if interrupted.arrived() {
+        report_landed_quietly(&landed);
+        eprintln!("tern apply: interrupted; the landing that was under way finished first");
+        return Ok(EXIT_INTERRUPTED);
+    }
+    match landed {
+        Landed::Refused(e) => {
+            eprintln!("tern apply: nothing was written: {e}");
+            return Ok(EXIT_USAGE);
+        }
         Landed::DirtyCommitFailed(e) => {
             eprintln!(
                 "tern apply: could not commit your uncommitted changes first, so nothing was written: {e}"
@@ -293,4 +316,47 @@ fn decide(proposal: &mut Proposal, accept: &str, root: &Path, cwd: &Path) -> Res
 
 fn id_list(ids: impl Iterator<Item = HunkId>) -> String {
     ids.map(|id| id.to_string()).collect::<Vec<_>>().join(", ")
+}
+
+/// Signals that would end the process, held back while it lands edits.
+struct SignalsDeferred {
+    flag: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    ids: Vec<signal_hook::SigId>,
+}
+
+impl SignalsDeferred {
+    fn new() -> SignalsDeferred {
+        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+        let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let ids = [SIGINT, SIGTERM, SIGHUP]
+            .into_iter()
+            .filter_map(|sig| signal_hook::flag::register(sig, flag.clone()).ok())
+            .collect();
+        SignalsDeferred { flag, ids }
+    }
+
+    /// Whether one arrived; from here on signals act as usual again.
+    fn arrived(self) -> bool {
+        for id in &self.ids {
+            signal_hook::low_level::unregister(*id);
+        }
+        self.flag.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// One line on what an interrupted landing did.
+fn report_landed_quietly(landed: &Landed) {
+    if let Landed::Written {
+        applied,
+        commit: Ok(Some(c)),
+        ..
+    } = landed
+    {
+        eprintln!(
+            "tern apply: wrote {} files; committed {} {}",
+            applied.written.len(),
+            c.short_id(),
+            c.summary
+        );
+    }
 }

@@ -1,0 +1,83 @@
+//! One tern at a time writes to a repository: an advisory lock (`flock`) on
+//! `.git/tern.lock` held while edits are checked, written and committed, and while a
+//! commit is undone. The kernel releases it when the process ends, however it ends, so
+//! a tern killed with SIGKILL never blocks the next one (a lock file alone would).
+//! Whoever takes the lock removes what a killed tern left behind: its temporary files
+//! in `.git/tern-tmp/` and its hook index `.git/tern-index-*`.
+
+use std::fs::{File, TryLockError};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::GitError;
+
+/// How long to wait for another tern to finish before giving up.
+pub const LOCK_WAIT: Duration = Duration::from_secs(10);
+
+/// The lock, held until dropped.
+#[derive(Debug)]
+pub struct RepoLock {
+    _file: File,
+    tmp: PathBuf,
+}
+
+impl RepoLock {
+    /// Takes the lock of the repository whose git directory is `git_dir`, waiting up
+    /// to `wait` for another tern to release it.
+    pub fn acquire(git_dir: &Path, wait: Duration) -> Result<RepoLock, GitError> {
+        let path = git_dir.join("tern.lock");
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(&path)?;
+        let deadline = Instant::now() + wait;
+        loop {
+            match file.try_lock() {
+                Ok(()) => break,
+                Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                Err(TryLockError::WouldBlock) => {
+                    let holder = std::fs::read_to_string(&path).unwrap_or_default();
+                    return Err(GitError::Locked(holder.trim().to_string()));
+                }
+                Err(TryLockError::Error(e)) => return Err(e.into()),
+            }
+        }
+        file.set_len(0)?;
+        write!(file, "{}", std::process::id())?;
+        let tmp = git_dir.join("tern-tmp");
+        clean_leftovers(git_dir, &tmp);
+        std::fs::create_dir_all(&tmp)?;
+        Ok(RepoLock { _file: file, tmp })
+    }
+
+    /// Where temporary files go while the lock is held: on the repository's disk, and
+    /// cleaned by the next tern if this one is killed.
+    pub fn tmp_dir(&self) -> &Path {
+        &self.tmp
+    }
+}
+
+/// Removes the temporary files of a tern that died holding the lock.
+fn clean_leftovers(git_dir: &Path, tmp: &Path) {
+    if let Ok(entries) = std::fs::read_dir(tmp) {
+        for entry in entries.flatten() {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+    if let Ok(entries) = std::fs::read_dir(git_dir) {
+        for entry in entries.flatten() {
+            if entry
+                .file_name()
+                .to_string_lossy()
+                .starts_with("tern-index-")
+            {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
+}

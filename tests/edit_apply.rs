@@ -781,3 +781,33 @@ fn reflection_reply_applies_on_top_of_the_proposal() {
         "untouched hunk keeps id and decision"
     );
 }
+
+#[test]
+fn accepting_in_bulk_never_overrides_an_explicit_reject() {
+    let text: String = (0..40).map(|i| format!("l{i}\n")).collect();
+    let dir = dir_with(&[("a.txt", text.as_bytes()), ("b.txt", b"b\n")]);
+    let reply = block("a.txt", "l3\n", "L3\n")
+        + &block("a.txt", "l30\n", "L30\n")
+        + &block("b.txt", "b\n", "B\n");
+    let mut p = editblock(dir.path(), &reply).proposal;
+    let ids: Vec<_> = p.hunk_ids().collect();
+    p.decide(Select::Hunk(ids[1]), Decision::Reject).unwrap();
+    assert_eq!(
+        p.decide(Select::File(Path::new("a.txt")), Decision::Accept),
+        Ok(1)
+    );
+    assert_eq!(p.decide(Select::All, Decision::Accept), Ok(2));
+    let decisions: Vec<_> = p
+        .files()
+        .iter()
+        .flat_map(|f| f.hunks())
+        .map(|h| h.decision)
+        .collect();
+    assert_eq!(
+        decisions,
+        [Decision::Accept, Decision::Reject, Decision::Accept]
+    );
+    // The hunk itself can still be accepted.
+    p.decide(Select::Hunk(ids[1]), Decision::Accept).unwrap();
+    assert_eq!(p.files()[0].hunks()[1].decision, Decision::Accept);
+}

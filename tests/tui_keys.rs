@@ -562,3 +562,26 @@ fn a_failed_apply_leaves_the_proposal_to_decide_on() {
         })]
     );
 }
+
+#[test]
+fn accepting_a_file_moves_on_to_the_next_file() {
+    let mut app = started();
+    let view = proposal();
+    assert!(view.files.len() >= 2);
+    feed(&mut app, [Event::Proposal(Box::new(view.clone()))]);
+    press(&mut app, 'a');
+    press(&mut app, 'y');
+    assert_eq!(
+        app.take_ops(),
+        [
+            Op::Review(ReviewOp::File {
+                path: view.files[0].path.clone(),
+                decision: Decision::Accept
+            }),
+            Op::Review(ReviewOp::Hunk {
+                id: view.files[1].hunks[0].id.clone(),
+                decision: Decision::Accept
+            }),
+        ]
+    );
+}

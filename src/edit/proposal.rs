@@ -90,6 +90,15 @@ pub enum Decision {
     Reject,
 }
 
+impl Decision {
+    /// Whether deciding `self` for a whole file or for everything changes a hunk whose
+    /// decision is `current`: accepting in bulk (`A`, `/apply all`, `--yes`) never
+    /// overrides a hunk the user rejected; only accepting that hunk itself does.
+    pub fn applies_in_bulk_to(self, current: Decision) -> bool {
+        !(self == Decision::Accept && current == Decision::Reject)
+    }
+}
+
 /// Which hunks a decision is about.
 #[derive(Debug, Clone, Copy)]
 pub enum Select<'a> {
@@ -672,9 +681,11 @@ impl Proposal {
     }
 
     /// Sets the decision of one hunk, one file's hunks, or all; returns how many hunks
-    /// it covered.
+    /// it set. Accepting a file or everything leaves the hunks the user rejected
+    /// rejected ([`Decision::applies_in_bulk_to`]).
     pub fn decide(&mut self, select: Select<'_>, decision: Decision) -> Result<usize, Unknown> {
         let mut count = 0;
+        let mut matched = 0;
         for file in &mut self.files {
             let whole = match select {
                 Select::All => true,
@@ -682,13 +693,23 @@ impl Proposal {
                 Select::Hunk(_) => false,
             };
             for hunk in &mut file.hunks {
-                if whole || matches!(select, Select::Hunk(id) if id == hunk.id) {
+                let chosen = match select {
+                    Select::Hunk(id) => id == hunk.id,
+                    _ => whole,
+                };
+                if chosen {
+                    matched += 1;
+                    if !matches!(select, Select::Hunk(_))
+                        && !decision.applies_in_bulk_to(hunk.decision)
+                    {
+                        continue;
+                    }
                     hunk.decision = decision;
                     count += 1;
                 }
             }
         }
-        match (count, select) {
+        match (matched, select) {
             (0, Select::Hunk(id)) => Err(Unknown(id.to_string())),
             (0, Select::File(p)) => Err(Unknown(p.display().to_string())),
             _ => Ok(count),

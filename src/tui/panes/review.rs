@@ -240,12 +240,18 @@ impl ReviewPane {
         }
     }
 
-    /// Records a decision locally (the engine's next `Proposal` confirms it).
-    fn set_decision(&mut self, matches: impl Fn(&str, &HunkView) -> bool, decision: Decision) {
+    /// Records a decision locally (the engine's next `Proposal` confirms it), as the
+    /// engine does: in bulk, an accept skips the hunks the user rejected.
+    fn set_decision(
+        &mut self,
+        matches: impl Fn(&str, &HunkView) -> bool,
+        decision: Decision,
+        bulk: bool,
+    ) {
         if let Some(p) = &mut self.proposal {
             for f in &mut p.files {
                 for h in &mut f.hunks {
-                    if matches(&f.path, h) {
+                    if matches(&f.path, h) && (!bulk || decision.applies_in_bulk_to(h.decision)) {
                         h.decision = decision;
                     }
                 }
@@ -257,7 +263,7 @@ impl ReviewPane {
         let Some(id) = self.current_hunk().map(|h| h.id.clone()) else {
             return;
         };
-        self.set_decision(|_, h| h.id == id, decision);
+        self.set_decision(|_, h| h.id == id, decision, false);
         cx.send(Op::Review(ReviewOp::Hunk { id, decision }));
         if decision != Decision::Pending {
             self.move_hunk(true);
@@ -268,15 +274,18 @@ impl ReviewPane {
         let Some(path) = self.current_file().map(|f| f.path.clone()) else {
             return;
         };
-        self.set_decision(|p, _| p == path, decision);
+        self.set_decision(|p, _| p == path, decision, true);
         cx.send(Op::Review(ReviewOp::File { path, decision }));
+        if decision != Decision::Pending {
+            self.move_file(1);
+        }
     }
 
     fn decide_all(&mut self, decision: Decision, cx: &mut Cx<'_>) {
         if self.proposal.is_none() {
             return;
         }
-        self.set_decision(|_, _| true, decision);
+        self.set_decision(|_, _| true, decision, true);
         cx.send(Op::Review(ReviewOp::All { decision }));
     }
 

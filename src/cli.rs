@@ -96,9 +96,14 @@ pub struct GlobalArgs {
     #[arg(long, global = true)]
     pub json: bool,
 
-    /// Apply proposed edits without asking (headless turns).
+    /// Apply proposed edits without asking (headless turns). Edits to existing files
+    /// outside the chat, and edits that delete most of a file, are still not applied.
     #[arg(long, global = true)]
     pub yes: bool,
+
+    /// With --yes, also apply edits to existing files that are not in the chat.
+    #[arg(long, global = true)]
+    pub allow_outside_chat: bool,
 
     /// Continue the session saved in .tern/session.json.
     #[arg(long, global = true)]

@@ -77,7 +77,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 config,
                 messages,
                 global.json,
-                global.yes,
+                tern::headless::chat::Consent {
+                    yes: global.yes,
+                    outside_chat: global.allow_outside_chat,
+                },
             ))
         }
     }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use support::{MockServer, Reply, TempRepo};
 use tern::config::{ApiKey, Settings};
-use tern::engine::protocol::{Decision, ProposalView, ReviewOp};
+use tern::engine::protocol::{Caution, Decision, ProposalView, ReviewOp};
 use tern::engine::{EngineConfig, EngineHandle, Event, FileMode, Op};
 
 const GREET: &str = "\
@@ -507,4 +507,102 @@ async fn files_can_be_toggled_and_dropped() {
         |e| matches!(e, Event::Files { files } if files.len() == 1),
     )
     .await;
+}
+
+const README_EDIT: &str = "README.md
+```
+<<<<<<< SEARCH
+# Greeter
+=======
+# Greeter, rewritten
+>>>>>>> REPLACE
+```
+";
+
+fn cautions(view: &ProposalView, path: &str) -> Vec<Caution> {
+    view.files
+        .iter()
+        .find(|f| f.path == path)
+        .map(|f| f.cautions.clone())
+        .unwrap_or_else(|| panic!("no {path} in {view:?}"))
+}
+
+#[tokio::test]
+async fn edits_outside_the_chat_are_marked_and_never_accepted_in_bulk() {
+    let server = MockServer::start().await;
+    server.push_for_model("gpt-4o", Reply::text(format!("{TWO_EDITS}\n{README_EDIT}")));
+    let repo = repo();
+    let mut engine = engine(&repo, &server);
+    send(
+        &engine,
+        Op::Submit {
+            text: "change them".into(),
+        },
+    );
+    let view = last_proposal(&idle(&mut engine).await);
+    assert_eq!(cautions(&view, "README.md"), [Caution::OutsideChat]);
+    assert!(cautions(&view, "src/greet.py").is_empty());
+
+    // Dropped from the chat while pending: marked too.
+    send(
+        &engine,
+        Op::DropFile {
+            path: "src/greet.py".into(),
+        },
+    );
+    let events = until(&mut engine, |e| matches!(e, Event::Proposal(_))).await;
+    assert_eq!(
+        cautions(&last_proposal(&events), "src/greet.py"),
+        [Caution::OutsideChat]
+    );
+    send(
+        &engine,
+        Op::AddFiles {
+            paths: vec!["src/greet.py".into()],
+            mode: FileMode::Editable,
+        },
+    );
+
+    // `A` then apply: README.md stays as it was.
+    send(
+        &engine,
+        Op::Review(ReviewOp::All {
+            decision: Decision::Accept,
+        }),
+    );
+    send(&engine, Op::Review(ReviewOp::Apply));
+    idle(&mut engine).await;
+    assert_eq!(repo.read("README.md"), "# Greeter\n");
+    assert!(repo.read("src/greet.py").contains("waving at"));
+}
+
+#[tokio::test]
+async fn edits_to_read_only_files_are_refused_and_the_model_is_told() {
+    let server = MockServer::start().await;
+    server.push_for_model("gpt-4o", Reply::text(README_EDIT));
+    server.push_for_model("gpt-4o", Reply::text("Understood, I will leave it."));
+    let repo = repo();
+    let mut engine = engine(&repo, &server);
+    send(
+        &engine,
+        Op::AddFiles {
+            paths: vec!["README.md".into()],
+            mode: FileMode::ReadOnly,
+        },
+    );
+    send(
+        &engine,
+        Op::Submit {
+            text: "retitle the readme".into(),
+        },
+    );
+    idle(&mut engine).await;
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2, "the refusal goes back to the model");
+    let reflection = &requests[1].messages.last().unwrap().text;
+    assert!(
+        reflection.contains("read-only in this chat"),
+        "{reflection}"
+    );
+    assert_eq!(repo.read("README.md"), "# Greeter\n");
 }

@@ -389,3 +389,72 @@ fn the_repo_map_is_counted_and_sent() {
         report["total"].as_u64().unwrap()
     );
 }
+
+const README_EDIT: &str =
+    "README.md\n```\n<<<<<<< SEARCH\n# Demo\n=======\n# Demo, rewritten\n>>>>>>> REPLACE\n```\n";
+
+#[test]
+fn yes_leaves_files_outside_the_chat_alone_unless_allowed() {
+    for allow in [false, true] {
+        let server = MockServer::start_in_thread();
+        server.push(Reply::text(README_EDIT));
+        let repo = repo();
+        let mut cmd = repo.tern(&server.base_url());
+        cmd.args([
+            "--model",
+            "gpt-4o",
+            "--yes",
+            "-m",
+            "retitle",
+            "src/greet.py",
+        ]);
+        if allow {
+            cmd.arg("--allow-outside-chat");
+        }
+        let out = cmd.output().unwrap();
+        let (_, stderr) = texts(&out);
+        if allow {
+            assert!(out.status.success(), "{stderr}");
+            assert_eq!(repo.read("README.md"), "# Demo, rewritten\n");
+        } else {
+            assert!(!out.status.success(), "{stderr}");
+            assert!(
+                stderr.contains("not applied to README.md (not in the chat)"),
+                "{stderr}"
+            );
+            assert!(stderr.contains("--allow-outside-chat"), "{stderr}");
+            assert_eq!(repo.read("README.md"), "# Demo\n");
+        }
+    }
+}
+
+#[test]
+fn yes_never_applies_a_reply_that_guts_a_file() {
+    let server = MockServer::start_in_thread();
+    let long: String = (0..21).map(|i| format!("line_{i} = {i}\n")).collect();
+    server.push(Reply::text(
+        "src/long.py\n```python\n<<<<<<< SEARCH\n".to_string()
+            + &long
+            + "=======\nx = 1\n>>>>>>> REPLACE\n```\n",
+    ));
+    let repo = repo();
+    repo.write("src/long.py", &long);
+    repo.stage_all();
+    repo.commit("long");
+    let out = repo
+        .tern(&server.base_url())
+        .args([
+            "--model",
+            "gpt-4o",
+            "--yes",
+            "-m",
+            "simplify",
+            "src/long.py",
+        ])
+        .output()
+        .unwrap();
+    let (_, stderr) = texts(&out);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("deletes 21 of its 21 lines"), "{stderr}");
+    assert_eq!(repo.read("src/long.py"), long);
+}

@@ -11,6 +11,8 @@ pub struct FileSet {
     chat: Vec<String>,
     repo: Vec<String>,
     known: HashSet<String>,
+    /// Chat files the model may read but not edit.
+    read_only: HashSet<String>,
 }
 
 /// How close a misspelt path must be to a chat file to mean it (difflib's usual cutoff).
@@ -23,7 +25,29 @@ impl FileSet {
         let chat: Vec<String> = chat.iter().map(|p| slashed(p)).collect();
         let repo: Vec<String> = repo.iter().map(|p| slashed(p)).collect();
         let known = chat.iter().chain(&repo).cloned().collect();
-        FileSet { chat, repo, known }
+        FileSet {
+            chat,
+            repo,
+            known,
+            read_only: HashSet::new(),
+        }
+    }
+
+    /// The same, with the chat's read-only files, whose edits are refused.
+    pub fn with_read_only(mut self, read_only: Vec<PathBuf>) -> FileSet {
+        self.read_only = read_only.iter().map(|p| slashed(p)).collect();
+        self
+    }
+
+    /// Whether `path` is an editable chat file.
+    pub fn in_chat(&self, path: &Path) -> bool {
+        let path = slashed(path);
+        self.chat.contains(&path)
+    }
+
+    /// Whether `path` is a read-only chat file.
+    pub fn is_read_only(&self, path: &Path) -> bool {
+        self.read_only.contains(&slashed(path))
     }
 
     pub fn chat(&self) -> impl Iterator<Item = &str> {

@@ -36,7 +36,7 @@ pub use format::EditFormat;
 pub use matching::Occurrence;
 pub use parse::{Edit, EditKind, ParsedReply, parse_reply};
 pub use proposal::{
-    CONTEXT, Decision, FileProposal, Hunk, HunkId, Proposal, ReplyReport, Select, Unknown,
+    CONTEXT, Caution, Decision, FileProposal, Hunk, HunkId, Proposal, ReplyReport, Select, Unknown,
 };
 pub use render::{DiffLine, LineKind, unified_diff};
 pub use safety::{Refusal, Target, resolve as resolve_path};

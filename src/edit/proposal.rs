@@ -99,6 +99,28 @@ impl Decision {
     }
 }
 
+/// Why a file's hunks are never accepted in bulk (`A`, `/apply all`, `--yes`): the
+/// user accepts them file by file or hunk by hunk, having seen the reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Caution {
+    /// An existing file that is not (or no longer) an editable chat file.
+    OutsideChat,
+    /// The proposal removes most of the file.
+    DeletesMost { removed: usize, total: usize },
+}
+
+impl std::fmt::Display for Caution {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Caution::OutsideChat => f.write_str("not in the chat"),
+            Caution::DeletesMost { removed, total } => {
+                write!(f, "deletes {removed} of its {total} lines")
+            }
+        }
+    }
+}
+
 /// Which hunks a decision is about.
 #[derive(Debug, Clone, Copy)]
 pub enum Select<'a> {
@@ -138,6 +160,8 @@ pub struct FileProposal {
     pub(crate) spans: Vec<Span<'static>>,
     pub(crate) final_newline: bool,
     pub(crate) hunks: Vec<Hunk>,
+    /// An existing file that is not an editable chat file (see [`Caution`]).
+    pub(crate) outside_chat: bool,
     /// A new file git ignores: written only once confirmed.
     pub(crate) ignored_new: bool,
     pub(crate) confirmed: bool,
@@ -170,6 +194,11 @@ impl FileProposal {
     /// them (at least 5 and more than half): a reply that would gut a file, worth a
     /// warning and never accepted without the user looking.
     pub fn deletes_most(&self) -> Option<usize> {
+        self.removal().map(|(removed, _)| removed)
+    }
+
+    /// (lines removed, lines in the original) when the proposal removes most of it.
+    fn removal(&self) -> Option<(usize, usize)> {
         let total = self.original.text().lines().count();
         let kept: usize = self
             .spans
@@ -180,7 +209,19 @@ impl FileProposal {
             })
             .sum();
         let removed = total.saturating_sub(kept);
-        (self.existed && removed >= 5 && removed * 2 > total).then_some(removed)
+        (self.existed && removed >= 5 && removed * 2 > total).then_some((removed, total))
+    }
+
+    /// Why this file's hunks must be accepted explicitly, if they must.
+    pub fn cautions(&self) -> Vec<Caution> {
+        let mut out = Vec::new();
+        if self.outside_chat {
+            out.push(Caution::OutsideChat);
+        }
+        if let Some((removed, total)) = self.removal() {
+            out.push(Caution::DeletesMost { removed, total });
+        }
+        out
     }
 
     /// True for a new file that git ignores and the user has not yet confirmed.
@@ -500,6 +541,12 @@ impl Proposal {
                     continue;
                 }
             };
+            if files.is_read_only(&target.rel) {
+                errors.extend(fail_all(Problem::Refused(safety::Refusal::ReadOnly(
+                    target.rel,
+                ))));
+                continue;
+            }
             if let Some(repo) = ws.submodule_of(&target.rel) {
                 errors.extend(fail_all(Problem::Refused(safety::Refusal::NestedRepo {
                     path: target.rel,
@@ -513,6 +560,7 @@ impl Proposal {
                     Ok(original) => {
                         let (spans, final_newline) = Doc::new(original.text()).into_owned_spans();
                         self.files.push(FileProposal {
+                            outside_chat: target.exists && !files.in_chat(&target.rel),
                             ignored_new: !target.exists && ws.is_ignored(&target.rel),
                             path: target.rel,
                             proposed: original.text().to_string(),
@@ -616,6 +664,8 @@ impl Proposal {
                     .for_each(|h| h.decision = Decision::Pending);
             }
             let mut restored = FileProposal {
+                // Re-marked by the engine from the restored chat files.
+                outside_chat: false,
                 ignored_new: !target.exists && ws.is_ignored(&target.rel),
                 path: target.rel,
                 original: FileText::new_file(),
@@ -692,10 +742,14 @@ impl Proposal {
                 Select::File(p) => file.path == p,
                 Select::Hunk(_) => false,
             };
+            // Accepting everything skips the files that need a look of their own.
+            let held = matches!(select, Select::All)
+                && decision == Decision::Accept
+                && !file.cautions().is_empty();
             for hunk in &mut file.hunks {
                 let chosen = match select {
                     Select::Hunk(id) => id == hunk.id,
-                    _ => whole,
+                    _ => whole && !held,
                 };
                 if chosen {
                     matched += 1;
@@ -713,6 +767,14 @@ impl Proposal {
             (0, Select::Hunk(id)) => Err(Unknown(id.to_string())),
             (0, Select::File(p)) => Err(Unknown(p.display().to_string())),
             _ => Ok(count),
+        }
+    }
+
+    /// The editable chat files changed (a file was dropped or made read-only while the
+    /// proposal was pending): existing files outside them are marked.
+    pub fn set_chat_files(&mut self, files: &FileSet) {
+        for file in &mut self.files {
+            file.outside_chat = file.existed && !files.in_chat(&file.path);
         }
     }
 
@@ -841,10 +903,10 @@ fn problem(doc: &Doc<'_>, search: &str, replace: &str, failure: Failure) -> Prob
 /// failed block aimed at it gets no "did you mean" lines from it, only the advice to
 /// ask for it.
 fn keep_unseen_file_private(path: &Path, files: &FileSet, failed: &mut [(usize, EditError)]) {
-    let slashed = path.to_string_lossy().replace('\\', "/");
-    if files.chat().any(|f| f == slashed) {
+    if files.in_chat(path) || files.is_read_only(path) {
         return;
     }
+    let slashed = path.display();
     for (_, err) in failed.iter_mut() {
         if let Problem::NoMatch { near, hint } = &mut err.problem {
             *near = None;

@@ -117,7 +117,8 @@ const BOLD: &str = "\x1b[1m";
 const RESET: &str = "\x1b[0m";
 
 /// The file's hunks that `show` selects as a unified diff, each `@@` header followed by
-/// the hunk's id. Empty when no hunk is selected. `color` adds ANSI colours.
+/// the hunk's id. Empty when no hunk is selected. `color` (the diff is for a terminal)
+/// adds ANSI colours and makes the files' control characters visible.
 pub fn unified_diff(file: &FileProposal, show: impl Fn(&Hunk) -> bool, color: bool) -> String {
     let paint = |code: &'static str| if color { code } else { "" };
     let reset = paint(RESET);
@@ -128,7 +129,8 @@ pub fn unified_diff(file: &FileProposal, show: impl Fn(&Hunk) -> bool, color: bo
             continue;
         }
         if out.is_empty() {
-            let path = file.path().display();
+            let path = file.path().display().to_string();
+            let path = crate::terminal_text::for_terminal(&path, color);
             let old = if file.is_new() {
                 "/dev/null".to_string()
             } else {
@@ -163,7 +165,8 @@ pub fn unified_diff(file: &FileProposal, show: impl Fn(&Hunk) -> bool, color: bo
             } else {
                 (paint(code), reset)
             };
-            let _ = writeln!(out, "{start}{mark}{}{end}", l.text);
+            let text = crate::terminal_text::for_terminal(l.text, color);
+            let _ = writeln!(out, "{start}{mark}{text}{end}");
             if l.no_newline {
                 out.push_str("\\ No newline at end of file\n");
             }

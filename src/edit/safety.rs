@@ -25,6 +25,8 @@ pub enum Refusal {
     NestedRepo { path: PathBuf, repo: PathBuf },
     #[error("{} is tern's own configuration; the model may not create or change it (edit it yourself)", .0.display())]
     ControlFile(PathBuf),
+    #[error("{} is read-only in this chat: the user has not allowed edits to it; ask them to make it editable if it must change", .0.display())]
+    ReadOnly(PathBuf),
 }
 
 /// A path tern may write.

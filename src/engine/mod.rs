@@ -333,6 +333,7 @@ impl Engine {
     fn files_changed(&mut self) {
         self.publish_files();
         self.publish_budget();
+        self.mark_files_outside_chat();
     }
 
     fn publish_budget(&mut self) {

@@ -19,7 +19,7 @@ pub enum FileMode {
 /// Whether a turn may propose edits.
 pub use crate::edit::prompts::Mode as ChatMode;
 /// What the user decided about a hunk.
-pub use crate::edit::{Decision, LineKind};
+pub use crate::edit::{Caution, Decision, LineKind};
 
 /// A request from a front end.
 #[derive(Debug, Clone, PartialEq)]
@@ -112,6 +112,8 @@ pub struct FileProposalView {
     pub path: String,
     pub change: FileChange,
     pub hunks: Vec<HunkView>,
+    /// Why its hunks are not accepted in bulk (empty: they are).
+    pub cautions: Vec<Caution>,
 }
 
 /// An edit block that could not be applied, as shown to the user (and sent back to the

@@ -72,7 +72,13 @@ impl Engine {
             .into_iter()
             .map(PathBuf::from)
             .collect();
-        let files = FileSet::new(chat, ws.files());
+        let read_only = self
+            .session
+            .paths(FileMode::ReadOnly)
+            .into_iter()
+            .map(PathBuf::from)
+            .collect();
+        let files = FileSet::new(chat, ws.files()).with_read_only(read_only);
         let pending = self.pending.get_or_insert_with(|| Pending {
             proposal: Proposal::new(&ws),
             failures: Vec::new(),
@@ -159,6 +165,24 @@ impl Engine {
             Ok(_) => self.publish_proposal(),
             Err(e) => self.error(e),
         }
+    }
+
+    /// A file dropped from the chat (or made read-only) while its edits are pending:
+    /// they stay, marked, and are no longer accepted in bulk.
+    pub(super) fn mark_files_outside_chat(&mut self) {
+        let chat: Vec<PathBuf> = self
+            .session
+            .paths(FileMode::Editable)
+            .into_iter()
+            .map(PathBuf::from)
+            .collect();
+        let Some(pending) = self.pending.as_mut() else {
+            return;
+        };
+        pending
+            .proposal
+            .set_chat_files(&FileSet::new(chat, Vec::new()));
+        self.publish_proposal();
     }
 
     /// The pending edits as a unified diff with hunk ids, if there are any.
@@ -394,6 +418,7 @@ fn view(pending: &Pending) -> ProposalView {
         .map(|file| {
             let lines = file.all_hunk_lines(edit::CONTEXT);
             FileProposalView {
+                cautions: file.cautions(),
                 path: file.path().display().to_string(),
                 change: if file.is_new() {
                     FileChange::Created

@@ -214,6 +214,7 @@ impl Visible for FileProposalView {
             path,
             change: _,
             hunks,
+            cautions: _,
         } = self;
         path.make_visible();
         hunks.make_visible();

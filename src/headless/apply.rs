@@ -99,6 +99,11 @@ fn apply(
         return Ok(code);
     }
     decide(&mut proposal, &args.accept, ws.root(), cwd)?;
+    if proposal.files().iter().any(|f| {
+        !f.cautions().is_empty() && f.hunks().iter().any(|h| h.decision == Decision::Pending)
+    }) {
+        code = EXIT_PARTIAL;
+    }
     if !confirm_ignored(&mut proposal, global.yes) {
         code = EXIT_PARTIAL;
     }
@@ -163,9 +168,20 @@ fn apply(
 
 /// The hunks on stdout as a unified diff; failed blocks and suggested commands on stderr.
 fn show(proposal: &Proposal, errors: &[EditError], shell: &[ShellSuggestion]) {
-    let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let tty = std::io::stdout().is_terminal();
+    let color = tty && std::env::var_os("NO_COLOR").is_none();
     for file in proposal.files() {
-        print!("{}", edit::unified_diff(file, |_| true, color));
+        let diff = edit::unified_diff(file, |_| true, color);
+        print!(
+            "{}",
+            crate::terminal_text::for_terminal(&diff, tty && !color)
+        );
+        for caution in file.cautions() {
+            eprintln!(
+                "caution: {}: {caution}; `--accept all` leaves it out, accept it by its path or hunk ids",
+                file.path().display()
+            );
+        }
     }
     for e in errors {
         eprintln!("error: {e}");
@@ -289,7 +305,6 @@ fn decide(proposal: &mut Proposal, accept: &str, root: &Path, cwd: &Path) -> Res
             let _ = proposal.decide(Select::All, Decision::Reject);
         }
         list => {
-            let _ = proposal.decide(Select::All, Decision::Reject);
             for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
                 let found = match item.parse::<HunkId>() {
                     Ok(id) => proposal.decide(Select::Hunk(id), Decision::Accept),
@@ -308,6 +323,17 @@ fn decide(proposal: &mut Proposal, accept: &str, root: &Path, cwd: &Path) -> Res
                         id_list(proposal.hunk_ids())
                     ));
                 }
+            }
+            // Everything not named is rejected.
+            let rest: Vec<HunkId> = proposal
+                .files()
+                .iter()
+                .flat_map(|f| f.hunks())
+                .filter(|h| h.decision == Decision::Pending)
+                .map(|h| h.id)
+                .collect();
+            for id in rest {
+                let _ = proposal.decide(Select::Hunk(id), Decision::Reject);
             }
         }
     }

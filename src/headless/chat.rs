@@ -6,17 +6,26 @@
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
-use crate::engine::protocol::{DiffLine, LineKind, ProposalView};
+use crate::engine::protocol::{Caution, Decision, DiffLine, LineKind, ProposalView, ReviewOp};
 use crate::engine::{EngineConfig, Event, Op};
 use crate::llm::Finish;
 
 /// Runs the given messages in turn and exits. Returns a failure exit code when a turn
 /// fails, a reply is incomplete, or edit blocks could not be applied.
+/// What the user consented to apply without being asked.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Consent {
+    /// `--yes`: the edits to chat files.
+    pub yes: bool,
+    /// `--allow-outside-chat`: also edits to existing files outside the chat.
+    pub outside_chat: bool,
+}
+
 pub async fn run(
     config: EngineConfig,
     messages: Vec<String>,
     json: bool,
-    yes: bool,
+    consent: Consent,
 ) -> anyhow::Result<ExitCode> {
     let mut engine = crate::engine::spawn(config)?;
     let mut stdout = std::io::stdout().lock();
@@ -155,7 +164,33 @@ pub async fn run(
                     }
                     if view.files.is_empty() {
                         // Only failures: nothing to apply.
-                    } else if yes {
+                    } else if consent.yes {
+                        for file in &view.files {
+                            let allowed = consent.outside_chat
+                                && file.cautions.iter().all(|c| *c == Caution::OutsideChat);
+                            if file.cautions.is_empty() {
+                                continue;
+                            }
+                            if allowed {
+                                engine.ops.send(Op::Review(ReviewOp::File {
+                                    path: file.path.clone(),
+                                    decision: Decision::Accept,
+                                }))?;
+                                continue;
+                            }
+                            ok = false;
+                            if !json {
+                                let why: Vec<String> =
+                                    file.cautions.iter().map(ToString::to_string).collect();
+                                writeln!(
+                                    stderr,
+                                    "tern: not applied to {} ({}): {}",
+                                    file.path,
+                                    why.join(", "),
+                                    held_advice(&file.cautions)
+                                )?;
+                            }
+                        }
                         // One op, so the next Idle is the landing's.
                         engine.ops.send(Op::Submit {
                             text: "/apply all".into(),
@@ -192,6 +227,18 @@ pub async fn run(
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// How to get held edits applied.
+fn held_advice(cautions: &[Caution]) -> &'static str {
+    if cautions
+        .iter()
+        .any(|c| matches!(c, Caution::DeletesMost { .. }))
+    {
+        "review it in the workspace (or save the reply and use `tern apply --accept ID`)"
+    } else {
+        "pass --allow-outside-chat to apply edits to files outside the chat, or add the file"
+    }
 }
 
 fn incomplete(finish: &Finish) -> Option<String> {

@@ -253,6 +253,7 @@ pub fn proposal() -> ProposalView {
                 path: path.clone(),
                 change: FileChange::Modified,
                 hunks: hunks(path, project_file(path), after),
+                cautions: Vec::new(),
             })
             .collect(),
         failures: vec![EditFailureView {
@@ -284,6 +285,7 @@ pub fn big_proposal(functions: usize) -> ProposalView {
             path: "gen/big.py".into(),
             change: FileChange::Modified,
             hunks: hunks("gen/big.py", &before, &after),
+            cautions: Vec::new(),
         }],
         failures: vec![],
         shell_commands: vec![],

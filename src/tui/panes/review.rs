@@ -285,7 +285,20 @@ impl ReviewPane {
         if self.proposal.is_none() {
             return;
         }
-        self.set_decision(|_, _| true, decision, true);
+        // As the engine does: accepting everything skips the files with a caution.
+        let held: Vec<String> = self
+            .proposal
+            .iter()
+            .flat_map(|p| &p.files)
+            .filter(|f| !f.cautions.is_empty())
+            .map(|f| f.path.clone())
+            .collect();
+        let accept = decision == Decision::Accept;
+        self.set_decision(
+            |p, _| !(accept && held.iter().any(|h| h == p)),
+            decision,
+            true,
+        );
         cx.send(Op::Review(ReviewOp::All { decision }));
     }
 
@@ -353,7 +366,10 @@ impl ReviewPane {
             let counts = tally_spans(&t, theme);
             let counts_width: usize = counts.iter().map(|s| text::width(&s.content)).sum();
             let marker = if i == self.file { "▸ " } else { "  " };
-            let path_width = (area.width as usize).saturating_sub(counts_width + 5);
+            // Why `A` skips this file, said where the user decides on it.
+            let caution: String = f.cautions.iter().map(|c| format!(" ⚠ {c}")).collect();
+            let path_width =
+                (area.width as usize).saturating_sub(counts_width + 5 + text::width(&caution));
             let path = text::truncate_left(&f.path, path_width);
             let pad = path_width.saturating_sub(text::width(&path));
             let mut spans = vec![
@@ -361,6 +377,7 @@ impl ReviewPane {
                 Span::styled(letter, Style::new().fg(color).add_modifier(Modifier::BOLD)),
                 Span::raw(" "),
                 Span::styled(path, Style::new().fg(theme.c.fg)),
+                Span::styled(caution, Style::new().fg(theme.c.warning)),
                 Span::raw(" ".repeat(pad + 1)),
             ];
             spans.extend(counts);

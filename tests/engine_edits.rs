@@ -606,3 +606,38 @@ async fn edits_to_read_only_files_are_refused_and_the_model_is_told() {
     );
     assert_eq!(repo.read("README.md"), "# Greeter\n");
 }
+
+#[tokio::test]
+async fn after_esc_no_reflection_starts_by_itself() {
+    let server = MockServer::start().await;
+    // A failing block arrives, then the server keeps the stream open.
+    server.push_for_model("gpt-4o", Reply::text(BAD_EDIT).then_hang());
+    server.push_for_model("gpt-4o", Reply::text("a reflection reply"));
+    let repo = repo();
+    let mut engine = engine(&repo, &server);
+    send(
+        &engine,
+        Op::Submit {
+            text: "change it".into(),
+        },
+    );
+    // Wait for the whole block to have arrived.
+    let mut text = String::new();
+    while !text.contains(">>>>>>> REPLACE") {
+        if let Event::Delta { text: t } = until(&mut engine, |e| matches!(e, Event::Delta { .. }))
+            .await
+            .pop()
+            .unwrap()
+        {
+            text.push_str(&t);
+        }
+    }
+    send(&engine, Op::Cancel);
+    let events = idle(&mut engine).await;
+    assert!(
+        !events.iter().any(|e| matches!(e, Event::Reflection { .. })),
+        "{events:#?}"
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(server.requests().len(), 1, "no follow-up request after Esc");
+}

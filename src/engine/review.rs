@@ -56,8 +56,9 @@ impl Engine {
 
     /// Parses a code-mode reply into edits on top of what is already proposed this
     /// turn, shows them, and sends failed blocks back to the model (at most
-    /// `max_reflections` times per user message).
-    pub(super) fn propose_edits(&mut self, reply: &str, kind: TurnKind) {
+    /// `max_reflections` times per user message, and never when `may_reflect` is
+    /// false: the user interrupted the reply).
+    pub(super) fn propose_edits(&mut self, reply: &str, kind: TurnKind, may_reflect: bool) {
         let ws = match Workspace::discover(self.session.root()) {
             Ok(ws) => ws,
             Err(e) => {
@@ -97,7 +98,7 @@ impl Engine {
             TurnKind::User => 0,
             TurnKind::Reflection(n) => n,
         };
-        if !report.errors.is_empty() && reflections < self.settings.max_reflections {
+        if !report.errors.is_empty() && may_reflect && reflections < self.settings.max_reflections {
             let message = edit::reflection_message(&report.errors, applied, format);
             self.publish_proposal();
             self.events.send(Event::Reflection {
@@ -112,7 +113,12 @@ impl Engine {
             );
             return;
         }
-        if !report.errors.is_empty() {
+        if !report.errors.is_empty() && !may_reflect {
+            self.warning(format!(
+                "the reply was interrupted: {} edit blocks failed and are shown in the review, not sent back to the model",
+                report.errors.len()
+            ));
+        } else if !report.errors.is_empty() {
             self.warning(format!(
                 "{} edit blocks still failed after {} reflections; they are shown in the review",
                 report.errors.len(),

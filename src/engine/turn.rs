@@ -184,7 +184,10 @@ impl Engine {
         });
         self.history_after_turn();
         if sent.mode == ChatMode::Code && !reply.text.is_empty() {
-            self.propose_edits(&reply.text, sent.kind);
+            // Esc is final: what arrived is shown for review, but nothing is sent back
+            // to the model by itself.
+            let interrupted = reply.finish == crate::llm::Finish::Cancelled;
+            self.propose_edits(&reply.text, sent.kind, !interrupted);
         }
         // Pick up whatever changed on disk while the model was answering.
         self.refresh_map(Vec::new());

@@ -79,6 +79,10 @@ fn repo() -> TempRepo {
 }
 
 fn engine(repo: &TempRepo, server: &MockServer) -> EngineHandle {
+    engine_with(repo, server, false)
+}
+
+fn engine_with(repo: &TempRepo, server: &MockServer, resume: bool) -> EngineHandle {
     let settings = Settings {
         api_base: server.base_url(),
         api_key: Some(ApiKey::new("sk-test")),
@@ -97,7 +101,7 @@ fn engine(repo: &TempRepo, server: &MockServer) -> EngineHandle {
         editable: vec!["src/greet.py".into()],
         read_only: vec![],
         map_cache: tern::repomap::CacheLocation::Disabled,
-        resume: false,
+        resume,
     })
     .unwrap()
 }
@@ -640,4 +644,63 @@ async fn after_esc_no_reflection_starts_by_itself() {
     );
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(server.requests().len(), 1, "no follow-up request after Esc");
+}
+
+#[tokio::test]
+async fn pending_proposals_are_saved_with_the_session_and_restored_rechecked() {
+    let server = MockServer::start().await;
+    server.push_for_model("gpt-4o", Reply::text(TWO_EDITS));
+    let repo = repo();
+    let mut engine = engine(&repo, &server);
+    send(
+        &engine,
+        Op::Submit {
+            text: "punctuate".into(),
+        },
+    );
+    let view = last_proposal(&idle(&mut engine).await);
+    let ids: Vec<String> = view.files[0].hunks.iter().map(|h| h.id.clone()).collect();
+    send(
+        &engine,
+        Op::Review(ReviewOp::Hunk {
+            id: ids[0].clone(),
+            decision: Decision::Reject,
+        }),
+    );
+    until(&mut engine, |e| matches!(e, Event::Proposal(_))).await;
+    send(&engine, Op::Shutdown);
+    until(&mut engine, |e| matches!(e, Event::Exited)).await;
+
+    // Resumed: the same hunks, the decision kept (the file did not change).
+    let mut engine = engine_with(&repo, &server, true);
+    let events = until(&mut engine, |e| matches!(e, Event::Proposal(_))).await;
+    let view = last_proposal(&events);
+    let restored: Vec<(String, Decision)> = view.files[0]
+        .hunks
+        .iter()
+        .map(|h| (h.id.clone(), h.decision))
+        .collect();
+    assert_eq!(
+        restored,
+        [
+            (ids[0].clone(), Decision::Reject),
+            (ids[1].clone(), Decision::Pending)
+        ]
+    );
+    send(&engine, Op::Shutdown);
+    until(&mut engine, |e| matches!(e, Event::Exited)).await;
+
+    // The file changed meanwhile: what still applies is back, to review again; what
+    // does not is listed as failed.
+    repo.write(
+        "src/greet.py",
+        &GREET.replace("return 'wave at ' + name", "return 'WAVE ' + name"),
+    );
+    let mut engine = engine_with(&repo, &server, true);
+    let events = until(&mut engine, |e| matches!(e, Event::Proposal(_))).await;
+    let view = last_proposal(&events);
+    assert_eq!(view.files[0].hunks.len(), 1);
+    assert_eq!(view.files[0].hunks[0].decision, Decision::Pending);
+    assert_eq!(view.failures.len(), 1, "{:?}", view.failures);
+    send(&engine, Op::Shutdown);
 }

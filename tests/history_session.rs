@@ -1,4 +1,4 @@
-//! Long sessions through the real binary: `--script` files, `.tern/session.json` and
+//! Long sessions through the real binary: `--script` files, the saved session and
 //! `--resume`, and a 300-turn session that must never send a request bigger than the
 //! window. `measure_a_300_turn_session` (ignored; run it with `--ignored --nocapture`)
 //! prints the numbers the README reports.
@@ -190,21 +190,22 @@ fn sessions_are_saved_outside_git_and_resumed() {
     };
     run(&["--read", "src/config.rs", "-m", "turn 1: hello"]);
     run(&["-m", "/ask turn 2: why?"]);
-    let saved: serde_json::Value = serde_json::from_str(&repo.read(".tern/session.json")).unwrap();
+    let file = repo.session_file();
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     assert_eq!(saved["version"], 1);
     assert_eq!(saved["history"][0]["content"], "turn 2: why?");
     assert_eq!(saved["history"][1]["content"], "answer 2");
     assert_eq!(saved["files"].as_array().unwrap().len(), 0, "a new session");
     // The first session was kept aside, not lost.
-    let previous = repo.read(".tern/session.prev.json");
+    let previous = std::fs::read_to_string(file.with_extension("prev.json")).unwrap();
     assert!(previous.contains("turn 1: hello") && previous.contains("read_only"));
-    assert!(repo.read(".git/info/exclude").contains("/.tern/"));
     assert_eq!(
         repo.git(&["status", "--porcelain"]),
         "",
-        ".tern/ is not seen by git"
+        "nothing of the session is in the work tree"
     );
-    assert!(!repo.path().join(".gitignore").exists());
+    assert!(!repo.path().join(".tern").exists());
 
     run(&["--resume", "-m", "turn 3: and then?"]);
     let last = server.requests().pop().unwrap();
@@ -213,7 +214,8 @@ fn sessions_are_saved_outside_git_and_resumed() {
         sent.contains(&"turn 2: why?") && sent.contains(&"answer 2"),
         "{sent:#?}"
     );
-    let saved: serde_json::Value = serde_json::from_str(&repo.read(".tern/session.json")).unwrap();
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     assert_eq!(saved["history"].as_array().unwrap().len(), 4);
 
     let (report, _) = run(&["tokens", "--resume", "--json"]);
@@ -237,7 +239,21 @@ fn resuming_without_a_session_or_from_a_broken_one_says_why() {
         "{}",
         texts(&out).1
     );
+    // A session file in the work tree (an older tern's, or one a cloned repository
+    // ships) is never loaded.
     repo.write(".tern/session.json", "{\"version\": 1}");
+    let out = repo
+        .tern("http://127.0.0.1:9/v1")
+        .args(["--resume", "-m", "hi"])
+        .output()
+        .unwrap();
+    let stderr = texts(&out).1;
+    assert!(!out.status.success());
+    assert!(stderr.contains("is never loaded"), "{stderr}");
+    // A broken one in the state directory is refused with the reason, and kept.
+    let real = repo.session_file();
+    std::fs::create_dir_all(real.parent().unwrap()).unwrap();
+    std::fs::write(&real, "{\"version\": 1}").unwrap();
     let out = repo
         .tern("http://127.0.0.1:9/v1")
         .args(["--resume", "-m", "hi"])
@@ -249,7 +265,7 @@ fn resuming_without_a_session_or_from_a_broken_one_says_why() {
         "{stderr}"
     );
     assert_eq!(
-        repo.read(".tern/session.json"),
+        std::fs::read_to_string(&real).unwrap(),
         "{\"version\": 1}",
         "left as it was"
     );

@@ -585,3 +585,27 @@ fn accepting_a_file_moves_on_to_the_next_file() {
         ]
     );
 }
+
+#[test]
+fn quitting_with_hunks_to_review_asks_first() {
+    let mut app = started();
+    feed(&mut app, [Event::Proposal(Box::new(proposal()))]);
+    app.handle_terminal(key(KeyCode::Esc));
+    app.handle_terminal(ctrl('c'));
+    app.handle_terminal(ctrl('c'));
+    assert!(!app.quitting(), "not yet: hunks await review");
+    assert!(screen(&mut app, 100, 24).contains("still await review"));
+    press(&mut app, 'n');
+    assert!(!app.quitting());
+    type_text(&mut app, "/quit\n");
+    assert!(!app.quitting());
+    assert!(
+        !app.take_ops()
+            .iter()
+            .any(|op| matches!(op, Op::Submit { .. })),
+        "/quit waits for the answer"
+    );
+    press(&mut app, 'y');
+    assert!(app.quitting());
+    assert!(app.take_ops().contains(&Op::Shutdown));
+}

@@ -130,7 +130,7 @@ impl Engine {
         let mut engine = Engine {
             history: history::HistoryState::new(
                 &config.settings,
-                persist::SessionWriter::start(config.root.clone(), events.clone()),
+                persist::SessionWriter::start(persist::path(&config.root), events.clone()),
             ),
             window: Window::for_model(
                 &model,

@@ -1,9 +1,11 @@
-//! `.tern/session.json`: the conversation, saved after every turn so that
-//! `tern --resume` continues it. Written atomically (a temporary file renamed over the
-//! old one); `.tern/` is kept out of git through `.git/info/exclude`, never by editing
-//! the user's `.gitignore`. A new session that is not resumed moves an older file to
-//! `.tern/session.prev.json` before its first save, so one forgotten `--resume` loses
-//! nothing.
+//! The session: the conversation and the pending proposal, saved after every turn and
+//! every review decision so that `tern --resume` continues it. It lives in the user's
+//! state directory (`$XDG_STATE_HOME/tern/sessions/<repo>-<hash of its path>.json`, or
+//! `$TERN_STATE_DIR/sessions/…`), never in the work tree: a cloned repository must not
+//! be able to ship a session, with a proposal that `--resume --yes` would apply. Written
+//! atomically (a temporary file renamed over the old one). A new session that is not
+//! resumed moves an older file to `….prev.json` before its first save, so one forgotten
+//! `--resume` loses nothing.
 //!
 //! Format, version 1:
 //!
@@ -19,14 +21,17 @@
 //!   "summary_at_front": true,
 //!   "checkpoint": { "anchor": 12, "summary": "I asked you ..." },
 //!   "summaries": 3,
-//!   "session_cost": 0.0123
+//!   "session_cost": 0.0123,
+//!   "proposal": { "files": [ … ] }
 //! }
 //! ```
 //!
 //! `model` is informational (flags and config still choose the model); `history`
 //! alternates user / assistant and ends with an assistant message; `summary_at_front`
 //! says its first two messages are a summary and its acknowledgement; `checkpoint` is a
-//! double-buffer summary of `history[..anchor]` made but not swapped in yet.
+//! double-buffer summary of `history[..anchor]` made but not swapped in yet;
+//! `proposal` is the pending edits by content (`edit::ProposalSnapshot`), placed again
+//! in the files as they are on resume.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -36,9 +41,8 @@ use serde::{Deserialize, Serialize};
 use super::{ChatMode, Engine, Event, EventSink, FileMode};
 use crate::llm::{Message, Role};
 
-pub const DIR: &str = ".tern";
-pub const FILE: &str = "session.json";
-const PREVIOUS: &str = "session.prev.json";
+/// Where sessions were kept before: in the work tree. Never read.
+pub const OLD_FILE: &str = ".tern/session.json";
 const VERSION: u32 = 1;
 
 /// The saved session, as written to disk.
@@ -54,6 +58,9 @@ pub struct SessionFile {
     pub checkpoint: Option<SavedCheckpoint>,
     pub summaries: usize,
     pub session_cost: f64,
+    /// The edits awaiting review when the session was saved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proposal: Option<crate::edit::ProposalSnapshot>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -72,6 +79,10 @@ pub struct SavedCheckpoint {
 
 #[derive(Debug, thiserror::Error)]
 pub enum PersistError {
+    #[error(
+        "no saved session at {new}; {old} is from an older tern and is never loaded (a session in the work tree could come with a cloned repository)"
+    )]
+    Moved { old: PathBuf, new: PathBuf },
     #[error("no saved session at {0}: run tern without --resume first")]
     Missing(PathBuf),
     #[error("cannot read {path}: {source}")]
@@ -88,14 +99,32 @@ pub enum PersistError {
     },
 }
 
-/// Where the session of the repository at `root` is saved.
+/// Where the session of the repository at `root` is saved: in the user's state
+/// directory, named after the repository and a hash of its path.
 pub fn path(root: &Path) -> PathBuf {
-    root.join(DIR).join(FILE)
+    let base = std::env::var_os("TERN_STATE_DIR")
+        .map(PathBuf::from)
+        .or_else(|| dirs::state_dir().map(|d| d.join("tern")))
+        .or_else(|| dirs::data_local_dir().map(|d| d.join("tern")))
+        .unwrap_or_else(|| std::env::temp_dir().join("tern"));
+    path_in(&base, root)
 }
 
-/// Reads and checks the saved session of the repository at `root`.
-pub fn load(root: &Path) -> Result<SessionFile, PersistError> {
-    let path = path(root);
+/// The session file of the repository at `root` under the state directory `base`.
+pub fn path_in(base: &Path, root: &Path) -> PathBuf {
+    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    let name = root
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let hash = crate::config::config_hash(&root.to_string_lossy());
+    let tag: String = hash.chars().take(16).collect();
+    base.join("sessions").join(format!("{name}-{tag}.json"))
+}
+
+/// Reads and checks the saved session in `path`.
+pub fn load(path: &Path) -> Result<SessionFile, PersistError> {
+    let path = path.to_path_buf();
     let text = match std::fs::read_to_string(&path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -151,21 +180,18 @@ fn validate(saved: &SessionFile) -> Result<(), String> {
     Ok(())
 }
 
-/// Writes `saved` atomically. `first` marks a new session's first save: an existing
-/// file is moved to `session.prev.json` and `.tern/` is added to git's exclude file.
-pub fn save(root: &Path, saved: &SessionFile, first: bool) -> Result<(), PersistError> {
-    let dir = root.join(DIR);
-    let target = dir.join(FILE);
+/// Writes `saved` to `target` atomically. `first` marks a new session's first save:
+/// an existing file is moved to `….prev.json`.
+pub fn save(target: &Path, saved: &SessionFile, first: bool) -> Result<(), PersistError> {
+    let target = target.to_path_buf();
+    let dir = target.parent().unwrap_or(Path::new(".")).to_path_buf();
     let write_error = |source| PersistError::Write {
         path: target.clone(),
         source,
     };
     std::fs::create_dir_all(&dir).map_err(write_error)?;
-    if first {
-        exclude_from_git(root);
-        if target.exists() {
-            std::fs::rename(&target, dir.join(PREVIOUS)).map_err(write_error)?;
-        }
+    if first && target.exists() {
+        std::fs::rename(&target, target.with_extension("prev.json")).map_err(write_error)?;
     }
     let mut file = tempfile::NamedTempFile::new_in(&dir).map_err(write_error)?;
     serde_json::to_writer_pretty(&mut file, saved).map_err(|e| write_error(e.into()))?;
@@ -173,33 +199,6 @@ pub fn save(root: &Path, saved: &SessionFile, first: bool) -> Result<(), Persist
     file.as_file().sync_all().map_err(write_error)?;
     file.persist(&target).map_err(|e| write_error(e.error))?;
     Ok(())
-}
-
-/// Adds `/.tern/` to the repository's `info/exclude` unless it is there. Not a git
-/// repository, or an exclude file that cannot be written, is not an error: the session
-/// is saved either way.
-fn exclude_from_git(root: &Path) {
-    let Ok(repo) = git2::Repository::open(root) else {
-        return;
-    };
-    let exclude = repo.commondir().join("info").join("exclude");
-    let pattern = format!("/{DIR}/");
-    let current = std::fs::read_to_string(&exclude).unwrap_or_default();
-    if current.lines().any(|l| l.trim() == pattern) {
-        return;
-    }
-    let mut text = current;
-    if !text.is_empty() && !text.ends_with('\n') {
-        text.push('\n');
-    }
-    text.push_str(&pattern);
-    text.push('\n');
-    if let Some(dir) = exclude.parent() {
-        let _ = std::fs::create_dir_all(dir);
-    }
-    if let Err(e) = std::fs::write(&exclude, text) {
-        tracing::warn!("cannot add {pattern} to {}: {e}", exclude.display());
-    }
 }
 
 /// Saves the session on a blocking thread, in order, so the engine loop never waits for
@@ -215,7 +214,7 @@ pub(crate) struct SessionWriter {
 impl SessionWriter {
     /// A writer for the repository at `root`; failures become warnings on `events`.
     /// Must be called inside a tokio runtime.
-    pub(crate) fn start(root: PathBuf, events: EventSink) -> Self {
+    pub(crate) fn start(file: PathBuf, events: EventSink) -> Self {
         let (tx, rx) = std::sync::mpsc::channel::<(SessionFile, bool)>();
         let task = tokio::task::spawn_blocking(move || {
             while let Ok((mut saved, mut first)) = rx.recv() {
@@ -223,7 +222,7 @@ impl SessionWriter {
                     saved = newer;
                     first |= newer_first;
                 }
-                if let Err(e) = save(&root, &saved, first) {
+                if let Err(e) = save(&file, &saved, first) {
                     events.send(Event::Warning {
                         text: e.to_string(),
                     });
@@ -281,6 +280,7 @@ impl Engine {
                 }),
             summaries: self.history.summaries(),
             session_cost: self.session.session_cost,
+            proposal: self.pending_snapshot(),
         }
     }
 
@@ -294,7 +294,14 @@ impl Engine {
     /// `--resume`: loads the saved session's history, summary state, files and mode.
     pub(super) fn restore_session(&mut self) -> Result<(), PersistError> {
         let root = self.session.root().to_path_buf();
-        let saved = load(&root)?;
+        let file = path(&root);
+        if !file.exists() && root.join(OLD_FILE).exists() {
+            return Err(PersistError::Moved {
+                old: root.join(OLD_FILE),
+                new: file,
+            });
+        }
+        let saved = load(&file)?;
         self.session.history = saved.history;
         self.session.mode = saved.mode;
         self.session.session_cost = saved.session_cost;
@@ -314,6 +321,9 @@ impl Engine {
             saved.summaries,
             saved.checkpoint.map(|c| (c.anchor, c.summary)),
         );
+        if let Some(snapshot) = &saved.proposal {
+            self.restore_pending(snapshot);
+        }
         // The file is this session's own: no need to set it aside.
         self.history.session_file.first = false;
         Ok(())
@@ -338,51 +348,57 @@ mod tests {
             checkpoint: None,
             summaries: 0,
             session_cost: 0.5,
+            proposal: None,
         }
     }
 
     #[test]
     fn saves_atomically_reloads_and_keeps_the_previous_session() {
         let dir = tempfile::tempdir().unwrap();
-        git2::Repository::init(dir.path()).unwrap();
+        let file = dir.path().join("sessions/repo-0123.json");
         let first = session(vec![Message::user("hi"), Message::assistant("hello")]);
-        save(dir.path(), &first, true).unwrap();
-        assert_eq!(load(dir.path()).unwrap(), first);
-        let exclude = std::fs::read_to_string(dir.path().join(".git/info/exclude")).unwrap();
-        assert_eq!(exclude.matches("/.tern/").count(), 1);
+        save(&file, &first, true).unwrap();
+        assert_eq!(load(&file).unwrap(), first);
 
         let second = session(vec![]);
-        save(dir.path(), &second, true).unwrap();
-        save(dir.path(), &second, false).unwrap();
-        assert_eq!(load(dir.path()).unwrap(), second);
-        let previous = std::fs::read_to_string(dir.path().join(".tern/session.prev.json")).unwrap();
+        save(&file, &second, true).unwrap();
+        save(&file, &second, false).unwrap();
+        assert_eq!(load(&file).unwrap(), second);
+        let previous = std::fs::read_to_string(file.with_extension("prev.json")).unwrap();
         assert!(previous.contains("hello"));
-        let exclude = std::fs::read_to_string(dir.path().join(".git/info/exclude")).unwrap();
-        assert_eq!(exclude.matches("/.tern/").count(), 1, "added once");
-        let leftovers = std::fs::read_dir(dir.path().join(".tern")).unwrap().count();
+        let leftovers = std::fs::read_dir(dir.path().join("sessions"))
+            .unwrap()
+            .count();
         assert_eq!(leftovers, 2, "no temporary files are left behind");
+    }
+
+    #[test]
+    fn sessions_live_outside_the_work_tree_one_per_repository() {
+        let a = tempfile::tempdir().unwrap();
+        let b = tempfile::tempdir().unwrap();
+        assert!(!path(a.path()).starts_with(a.path()));
+        assert_ne!(path(a.path()), path(b.path()));
+        assert_eq!(path(a.path()), path(&a.path().join(".")));
     }
 
     #[test]
     fn bad_files_are_refused_with_the_reason() {
         let dir = tempfile::tempdir().unwrap();
-        assert!(matches!(load(dir.path()), Err(PersistError::Missing(_))));
+        let file = dir.path().join("s.json");
+        assert!(matches!(load(&file), Err(PersistError::Missing(_))));
         let mut bad = session(vec![Message::assistant("hello")]);
-        save(dir.path(), &bad, false).unwrap();
-        let e = load(dir.path()).unwrap_err().to_string();
+        save(&file, &bad, false).unwrap();
+        let e = load(&file).unwrap_err().to_string();
         assert!(e.contains("history message 1 is from the assistant"), "{e}");
         bad.history = vec![Message::user("a"), Message::assistant("b")];
         bad.checkpoint = Some(SavedCheckpoint {
             anchor: 4,
             summary: "s".into(),
         });
-        save(dir.path(), &bad, false).unwrap();
-        let e = load(dir.path()).unwrap_err().to_string();
+        save(&file, &bad, false).unwrap();
+        let e = load(&file).unwrap_err().to_string();
         assert!(e.contains("anchor 4"), "{e}");
-        std::fs::write(path(dir.path()), "{ not json").unwrap();
-        assert!(matches!(
-            load(dir.path()),
-            Err(PersistError::Invalid { .. })
-        ));
+        std::fs::write(&file, "{ not json").unwrap();
+        assert!(matches!(load(&file), Err(PersistError::Invalid { .. })));
     }
 }

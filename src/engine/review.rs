@@ -173,6 +173,40 @@ impl Engine {
         }
     }
 
+    /// The pending proposal by content, for the session file.
+    pub(super) fn pending_snapshot(&self) -> Option<edit::ProposalSnapshot> {
+        self.pending.as_ref().map(|p| p.proposal.snapshot())
+    }
+
+    /// `--resume`: the saved proposal, placed in the files as they are now. Hunks that
+    /// no longer apply are listed as failed; a changed file's decisions are pending.
+    pub(super) fn restore_pending(&mut self, snapshot: &edit::ProposalSnapshot) {
+        let ws = match Workspace::discover(self.session.root()) {
+            Ok(ws) => ws,
+            Err(e) => {
+                self.error(format!("cannot restore the pending edits: {e}"));
+                return;
+            }
+        };
+        let (proposal, failures) = Proposal::restore(&ws, snapshot);
+        if !failures.is_empty() {
+            self.warning(format!(
+                "{} of the saved session's pending hunks no longer apply to the files as they are now; they are listed as failed",
+                failures.len()
+            ));
+        }
+        if proposal.is_empty() && failures.is_empty() {
+            return;
+        }
+        self.pending = Some(Pending {
+            proposal,
+            failures,
+            shell: Vec::new(),
+            confirm_ignored: Vec::new(),
+        });
+        self.mark_files_outside_chat();
+    }
+
     /// A file dropped from the chat (or made read-only) while its edits are pending:
     /// they stay, marked, and are no longer accepted in bulk.
     pub(super) fn mark_files_outside_chat(&mut self) {
@@ -214,6 +248,7 @@ impl Engine {
             self.session.notes_for_next_turn.push(summary);
         }
         self.notice("discarded the proposed edits; nothing was written".into());
+        self.publish_proposal();
         self.publish_budget();
     }
 
@@ -365,16 +400,19 @@ impl Engine {
         if let Some(summary) = pending.proposal.rejected_summary() {
             self.session.notes_for_next_turn.push(summary);
         }
-        self.events.send(Event::Proposal(Box::default()));
+        self.publish_proposal();
         left
     }
 
-    fn publish_proposal(&self) {
+    /// Shows the proposal as it is now, and saves it with the session (so that quitting
+    /// or a crash loses no decision).
+    fn publish_proposal(&mut self) {
         let view = match &self.pending {
             Some(p) => view(p),
             None => ProposalView::default(),
         };
         self.events.send(Event::Proposal(Box::new(view)));
+        self.save_session();
     }
 }
 

@@ -106,6 +106,8 @@ pub struct App {
     pub(crate) flash: Option<(String, Instant)>,
     last_interrupt: Option<Instant>,
     quitting: bool,
+    /// Quitting was asked for with hunks still to review: the next key decides.
+    confirming_quit: bool,
     exited: bool,
     draft_due: Option<Instant>,
     repo_files: Arc<Vec<String>>,
@@ -136,6 +138,7 @@ impl App {
             flash: None,
             last_interrupt: None,
             quitting: false,
+            confirming_quit: false,
             exited: false,
             draft_due: None,
             repo_files: Arc::new(Vec::new()),
@@ -482,6 +485,28 @@ impl App {
     }
 
     fn on_key(&mut self, key: KeyEvent) {
+        if std::mem::take(&mut self.confirming_quit) {
+            if key.code == KeyCode::Char('y') {
+                self.quit();
+            } else {
+                self.flash("not quitting".into());
+            }
+            return;
+        }
+        self.on_key_inner(key);
+        // `/quit` typed with hunks to review asks first, like Ctrl-C twice.
+        if let Some(at) = self
+            .ops
+            .iter()
+            .position(|op| matches!(op, Op::Submit { text } if text.trim() == "/quit"))
+            && self.panes.review.tally().pending > 0
+        {
+            self.ops.remove(at);
+            self.request_quit();
+        }
+    }
+
+    fn on_key_inner(&mut self, key: KeyEvent) {
         match &mut self.overlay {
             Some(Overlay::Help(lines, scroll)) => {
                 let last = lines.len().saturating_sub(1);
@@ -568,7 +593,7 @@ impl App {
             .last_interrupt
             .is_some_and(|t| now.duration_since(t) < QUIT_WINDOW)
         {
-            self.quit();
+            self.request_quit();
             return;
         }
         self.last_interrupt = Some(now);
@@ -582,6 +607,20 @@ impl App {
         } else {
             self.flash(format!("{again} again quits"));
         }
+    }
+
+    /// Quits, but asks first when hunks are still to review (they are saved with the
+    /// session either way: `tern --resume` brings them back).
+    fn request_quit(&mut self) {
+        let pending = self.panes.review.tally().pending;
+        if pending == 0 {
+            self.quit();
+            return;
+        }
+        self.confirming_quit = true;
+        self.flash(format!(
+            "{pending} hunks still await review (kept for tern --resume) · y quits, any other key stays"
+        ));
     }
 
     pub fn quit(&mut self) {

@@ -114,10 +114,17 @@ impl TempRepo {
             .env("HOME", &private)
             .env("XDG_CONFIG_HOME", private.join("config"))
             .env("XDG_CACHE_HOME", private.join("cache"))
+            .env("TERN_STATE_DIR", private.join("state"))
             .env("OPENAI_BASE_URL", api_base)
             .env("OPENAI_API_KEY", "sk-test-key-never-shown")
             .env("NO_COLOR", "1");
         cmd
+    }
+
+    /// The session file `tern` processes of this repository save (in the private
+    /// state directory, as in the user's), if there is one.
+    pub fn session_file(&self) -> PathBuf {
+        tern::engine::persist::path_in(&self.private_dir().join("state"), self.path())
     }
 
     fn private_dir(&self) -> PathBuf {

@@ -36,7 +36,7 @@ fn bench(c: &mut Criterion) {
     });
 
     let dir = tempfile::tempdir().unwrap();
-    git2::Repository::init(dir.path()).unwrap();
+    let file = dir.path().join("sessions/bench.json");
     let session = SessionFile {
         version: 1,
         model: "gpt-4o".into(),
@@ -47,9 +47,10 @@ fn bench(c: &mut Criterion) {
         checkpoint: None,
         summaries: 0,
         session_cost: 0.0,
+        proposal: None,
     };
     c.bench_function("save session.json, 200 messages", |b| {
-        b.iter(|| persist::save(dir.path(), &session, false).unwrap())
+        b.iter(|| persist::save(&file, &session, false).unwrap())
     });
 }
 

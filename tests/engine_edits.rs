@@ -694,7 +694,7 @@ async fn pending_proposals_are_saved_with_the_session_and_restored_rechecked() {
     // does not is listed as failed.
     repo.write(
         "src/greet.py",
-        &GREET.replace("return 'wave at ' + name", "return 'WAVE ' + name"),
+        GREET.replace("return 'wave at ' + name", "return 'WAVE ' + name"),
     );
     let mut engine = engine_with(&repo, &server, true);
     let events = until(&mut engine, |e| matches!(e, Event::Proposal(_))).await;

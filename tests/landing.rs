@@ -396,3 +396,68 @@ fn parallel_applies_take_turns_and_leave_a_consistent_history() {
     assert_eq!(repo.git(&["log", "--format=%s"]).lines().count(), 2);
     assert!(leftovers(repo.path()).is_empty());
 }
+
+#[test]
+fn an_existing_ignored_file_needs_confirmation_is_backed_up_never_committed_and_undone() {
+    let repo = TempRepo::with_files(&[(".gitignore", ".env\n"), ("app.py", "KEY = 1\n")]);
+    repo.write(".env", "SECRET=old\n");
+    let mut out = proposal(
+        &repo,
+        &(block(".env", "SECRET=old\n", "SECRET=new\n")
+            + &block("app.py", "KEY = 1\n", "KEY = 2\n")),
+    );
+    out.proposal
+        .decide(Select::File(Path::new(".env")), Decision::Accept)
+        .unwrap();
+    let landed = git::land(Some(&repo.repo), &mut out.proposal, OPTIONS, |_| "x".into());
+    assert!(
+        matches!(&landed, Landed::NotWritten(ApplyOutcome::NeedsConfirmation(p)) if p == &[PathBuf::from(".env")]),
+        "{landed:?}"
+    );
+    assert_eq!(repo.read(".env"), "SECRET=old\n");
+    out.proposal.confirm(Path::new(".env")).unwrap();
+    let Landed::Written {
+        applied,
+        commit: Ok(Some(commit)),
+        ..
+    } = git::land(Some(&repo.repo), &mut out.proposal, OPTIONS, |_| {
+        "feat: x".into()
+    })
+    else {
+        panic!("not landed")
+    };
+    assert_eq!(repo.read(".env"), "SECRET=new\n");
+    assert_eq!(applied.backups.len(), 1);
+    assert_eq!(
+        std::fs::read_to_string(&applied.backups[0].saved_at).unwrap(),
+        "SECRET=old\n"
+    );
+    assert!(
+        !applied.backups[0].saved_at.starts_with(repo.path()),
+        "outside the repository"
+    );
+    assert_eq!(
+        commit.paths,
+        [PathBuf::from("app.py")],
+        "the ignored file is not committed"
+    );
+    git::undo(&repo.repo).unwrap();
+    assert_eq!(repo.read(".env"), "SECRET=old\n");
+    assert_eq!(repo.read("app.py"), "KEY = 1\n");
+}
+
+#[test]
+fn tern_apply_never_replaces_an_existing_ignored_file_even_with_yes() {
+    let repo = TempRepo::with_files(&[(".gitignore", ".env\n"), ("a.txt", "a\n")]);
+    repo.write(".env", "SECRET=old\n");
+    let reply = repo.path().join(".git/reply.md");
+    std::fs::write(&reply, block(".env", "SECRET=old\n", "SECRET=new\n")).unwrap();
+    let home = repo.path().join(".git/tern-test-home");
+    let out = tern_apply(repo.path(), &home, &reply, &[".env", "--yes"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("not writing .env"), "{stderr}");
+    assert_eq!(repo.read(".env"), "SECRET=old\n");
+}

@@ -11,7 +11,7 @@
 
 mod trust;
 
-pub use trust::{TrustStore, config_hash};
+pub use trust::{TrustStore, config_hash, config_hash_bytes};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -192,6 +192,32 @@ pub enum ConfigError {
     Parse { path: PathBuf, message: String },
     #[error("bad setting: {0}")]
     Invalid(String),
+}
+
+/// Where tern keeps what outlives a process and belongs to the user, not to a
+/// repository (sessions, backups of ignored files): `$TERN_STATE_DIR`, else the user's
+/// state directory.
+pub fn state_dir() -> PathBuf {
+    std::env::var_os("TERN_STATE_DIR")
+        .map(PathBuf::from)
+        .or_else(|| dirs::state_dir().map(|d| d.join("tern")))
+        .or_else(|| dirs::data_local_dir().map(|d| d.join("tern")))
+        .unwrap_or_else(|| std::env::temp_dir().join("tern"))
+}
+
+/// A name for the repository at `root` in the state directory: its directory name and
+/// a hash of its path.
+pub fn repo_key(root: &Path) -> String {
+    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    let name = root
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tag: String = config_hash(&root.to_string_lossy())
+        .chars()
+        .take(16)
+        .collect();
+    format!("{name}-{tag}")
 }
 
 /// Where settings files are looked for.

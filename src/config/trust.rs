@@ -10,7 +10,12 @@ use sha2::{Digest, Sha256};
 
 /// The content hash trust is given to.
 pub fn config_hash(text: &str) -> String {
-    Sha256::digest(text.as_bytes())
+    config_hash_bytes(text.as_bytes())
+}
+
+/// SHA-256 of `bytes`, in hex.
+pub fn config_hash_bytes(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()

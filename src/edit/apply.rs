@@ -30,6 +30,17 @@ pub struct Applied {
     pub failed: Vec<WriteFailure>,
     /// Unified diff of everything written, for the commit message.
     pub diff: String,
+    /// Files git ignores that were replaced, with where their previous content was
+    /// saved (git cannot bring it back) and the new content's SHA-256.
+    pub backups: Vec<Backup>,
+}
+
+/// The previous content of a replaced file that git ignores.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Backup {
+    pub path: PathBuf,
+    pub saved_at: PathBuf,
+    pub written_sha256: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,15 +134,16 @@ impl Proposal {
     /// are those not accepted, so applying again later writes only newly accepted ones.
     pub fn apply(&mut self) -> ApplyOutcome {
         match self.preflight() {
-            Ok(ready) => ApplyOutcome::Applied(self.write(ready, None)),
+            Ok(ready) => ApplyOutcome::Applied(self.write(ready, None, None)),
             Err(outcome) => outcome,
         }
     }
 
     /// Writes the files `ready` cleared, each atomically (a temporary file in `tmp`,
     /// else next to it, renamed over it). A file that changed since the preflight is
-    /// not written.
-    pub fn write(&mut self, ready: Ready, tmp: Option<&Path>) -> Applied {
+    /// not written. An existing file git ignores is first copied under `backups` (and
+    /// not written when that fails, or when there is nowhere to back it up).
+    pub fn write(&mut self, ready: Ready, tmp: Option<&Path>, backups: Option<&Path>) -> Applied {
         let mut applied = Applied {
             failed: ready.failed,
             ..Applied::default()
@@ -147,8 +159,22 @@ impl Proposal {
                 continue;
             }
             let bytes = file.content_with(|h| h.decision == Decision::Accept);
+            let backup = match file.is_ignored_existing() {
+                false => None,
+                true => match back_up(file, backups, &bytes) {
+                    Ok(backup) => Some(backup),
+                    Err(error) => {
+                        applied.failed.push(WriteFailure {
+                            path: file.path.clone(),
+                            error,
+                        });
+                        continue;
+                    }
+                },
+            };
             match write_atomic(&target, &bytes, tmp) {
                 Ok(()) => {
+                    applied.backups.extend(backup);
                     applied.diff.push_str(&super::render::unified_diff(
                         file,
                         |h| h.decision == Decision::Accept,
@@ -225,6 +251,29 @@ fn on_disk(target: &Target) -> io::Result<Option<Vec<u8>>> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e),
     }
+}
+
+/// Copies the current content of an ignored `file` under `dir` (same relative path).
+fn back_up(file: &FileProposal, dir: Option<&Path>, new: &[u8]) -> Result<Backup, String> {
+    let dir = dir.ok_or(
+        "git ignores this file, so git cannot restore it, and there is nowhere to back it up; not written",
+    )?;
+    let saved_at = dir.join(&file.path);
+    let saved = saved_at
+        .parent()
+        .map_or(Ok(()), std::fs::create_dir_all)
+        .and_then(|()| std::fs::write(&saved_at, file.original.raw()));
+    saved.map_err(|e| {
+        format!(
+            "git ignores this file and it could not be backed up to {}: {e}; not written",
+            saved_at.display()
+        )
+    })?;
+    Ok(Backup {
+        path: file.path.clone(),
+        saved_at,
+        written_sha256: crate::config::config_hash_bytes(new),
+    })
 }
 
 /// Whether the file may be replaced: an existing file whose permissions forbid writing

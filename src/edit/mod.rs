@@ -29,7 +29,7 @@ mod udiff;
 mod whole;
 mod workspace;
 
-pub use apply::{Applied, ApplyOutcome, Ready, StaleFile, WriteFailure, Written};
+pub use apply::{Applied, ApplyOutcome, Backup, Ready, StaleFile, WriteFailure, Written};
 pub use error::{EditError, NearMatch, Problem, reflection_message};
 pub use filename::FileSet;
 pub use format::EditFormat;

@@ -162,8 +162,9 @@ pub struct FileProposal {
     pub(crate) hunks: Vec<Hunk>,
     /// An existing file that is not an editable chat file (see [`Caution`]).
     pub(crate) outside_chat: bool,
-    /// A new file git ignores: written only once confirmed.
-    pub(crate) ignored_new: bool,
+    /// A file git ignores and does not track (a new one, or `.env`): written only once
+    /// confirmed, never committed, backed up before it is replaced.
+    pub(crate) ignored: bool,
     pub(crate) confirmed: bool,
 }
 
@@ -224,9 +225,15 @@ impl FileProposal {
         out
     }
 
-    /// True for a new file that git ignores and the user has not yet confirmed.
+    /// True for a file that git ignores and the user has not yet confirmed.
     pub fn needs_confirmation(&self) -> bool {
-        self.ignored_new && !self.confirmed
+        self.ignored && !self.confirmed
+    }
+
+    /// An existing file git ignores (`.env`): its current content is backed up before
+    /// it is replaced, since git cannot bring it back.
+    pub fn is_ignored_existing(&self) -> bool {
+        self.ignored && self.existed
     }
 
     pub fn accepted(&self) -> impl Iterator<Item = &Hunk> {
@@ -561,7 +568,7 @@ impl Proposal {
                         let (spans, final_newline) = Doc::new(original.text()).into_owned_spans();
                         self.files.push(FileProposal {
                             outside_chat: target.exists && !files.in_chat(&target.rel),
-                            ignored_new: !target.exists && ws.is_ignored(&target.rel),
+                            ignored: ws.is_ignored_untracked(&target.rel),
                             path: target.rel,
                             proposed: original.text().to_string(),
                             original,
@@ -666,7 +673,7 @@ impl Proposal {
             let mut restored = FileProposal {
                 // Re-marked by the engine from the restored chat files.
                 outside_chat: false,
-                ignored_new: !target.exists && ws.is_ignored(&target.rel),
+                ignored: ws.is_ignored_untracked(&target.rel),
                 path: target.rel,
                 original: FileText::new_file(),
                 existed: false,

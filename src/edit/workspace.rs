@@ -46,6 +46,17 @@ impl Workspace {
             .find(|sub| rel.starts_with(sub) && rel != sub.as_path())
     }
 
+    /// Whether git ignores `rel` and does not track it (a tracked file is git's to
+    /// restore, whatever the ignore rules say).
+    pub fn is_ignored_untracked(&self, rel: &Path) -> bool {
+        let tracked = self
+            .repo
+            .as_ref()
+            .and_then(|r| r.index().ok())
+            .is_some_and(|index| index.get_path(rel, 0).is_some());
+        !tracked && self.is_ignored(rel)
+    }
+
     /// Whether git ignores `rel`. False outside a repository.
     pub fn is_ignored(&self, rel: &Path) -> bool {
         self.repo

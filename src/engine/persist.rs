@@ -102,24 +102,13 @@ pub enum PersistError {
 /// Where the session of the repository at `root` is saved: in the user's state
 /// directory, named after the repository and a hash of its path.
 pub fn path(root: &Path) -> PathBuf {
-    let base = std::env::var_os("TERN_STATE_DIR")
-        .map(PathBuf::from)
-        .or_else(|| dirs::state_dir().map(|d| d.join("tern")))
-        .or_else(|| dirs::data_local_dir().map(|d| d.join("tern")))
-        .unwrap_or_else(|| std::env::temp_dir().join("tern"));
-    path_in(&base, root)
+    path_in(&crate::config::state_dir(), root)
 }
 
 /// The session file of the repository at `root` under the state directory `base`.
 pub fn path_in(base: &Path, root: &Path) -> PathBuf {
-    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
-    let name = root
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let hash = crate::config::config_hash(&root.to_string_lossy());
-    let tag: String = hash.chars().take(16).collect();
-    base.join("sessions").join(format!("{name}-{tag}.json"))
+    base.join("sessions")
+        .join(format!("{}.json", crate::config::repo_key(root)))
 }
 
 /// Reads and checks the saved session in `path`.

@@ -331,7 +331,7 @@ impl Engine {
             Landed::NotWritten(ApplyOutcome::NeedsConfirmation(paths)) => {
                 let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
                 self.warning(format!(
-                    "git ignores {}: apply again to create it anyway, or reject its hunks",
+                    "git ignores {}: apply again to write it anyway (it is never committed; an existing file is backed up first), or reject its hunks",
                     names.join(", ")
                 ));
                 if let Some(pending) = self.pending.as_mut() {
@@ -353,6 +353,13 @@ impl Engine {
                 }
                 for f in &applied.failed {
                     self.error(format!("could not write {}: {}", f.path.display(), f.error));
+                }
+                for b in &applied.backups {
+                    self.notice(format!(
+                        "{} is ignored by git, so its previous content was saved to {} (undo restores it)",
+                        b.path.display(),
+                        b.saved_at.display()
+                    ));
                 }
                 let accepted: usize = applied.written.iter().map(|w| w.hunks.len()).sum();
                 let (commit_id, message) = match commit {

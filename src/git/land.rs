@@ -40,6 +40,21 @@ pub enum Landed {
     },
 }
 
+/// Where this landing backs up the files git ignores that it replaces: the user's
+/// state directory, per repository and landing.
+fn backup_dir(repo: &Repository) -> Option<PathBuf> {
+    let root = repo.workdir()?;
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    Some(
+        crate::config::state_dir()
+            .join("backups")
+            .join(crate::config::repo_key(root))
+            .join(stamp.to_string()),
+    )
+}
+
 /// Lands the accepted hunks of `proposal`, in an order that never leaves a half state:
 /// the repository lock, the repository's state, the proposal's preflight (staleness,
 /// refusals, permissions, confirmations); only then the commit of the user's own
@@ -73,7 +88,8 @@ pub fn land(
             Err(e) => return Landed::DirtyCommitFailed(e),
         }
     }
-    let applied = proposal.write(ready, Some(lock.tmp_dir()));
+    let backups = backup_dir(repo);
+    let applied = proposal.write(ready, Some(lock.tmp_dir()), backups.as_deref());
     let commit = match options.commit && !applied.written.is_empty() {
         true => {
             let paths: Vec<PathBuf> = applied.written.iter().map(|w| w.real.clone()).collect();
@@ -83,6 +99,12 @@ pub fn land(
                 &message(&applied.diff),
                 &options.commit_options,
             )
+            .and_then(|made| {
+                if let Some(commit) = &made {
+                    super::undo::note_backups(repo, commit.id, &applied.backups)?;
+                }
+                Ok(made)
+            })
         }
         false => Ok(None),
     };

@@ -94,7 +94,14 @@ pub fn undo(repo: &Repository) -> Result<Undone, UndoError> {
             }
             acc
         });
-    let dirty = dirty_paths(repo, &paths)?;
+    let mut dirty = dirty_paths(repo, &paths)?;
+    let backups = noted_backups(repo, commit.id());
+    dirty.extend(
+        backups
+            .iter()
+            .filter(|b| !still_as_written(repo, b))
+            .map(|b| b.path.clone()),
+    );
     if !dirty.is_empty() {
         return Err(UndoRefusal::Dirty(dirty).into());
     }
@@ -112,6 +119,11 @@ pub fn undo(repo: &Repository) -> Result<Undone, UndoError> {
         checkout.path(p);
     }
     repo.checkout_tree(parent.as_object(), Some(&mut checkout))?;
+    // The files git ignores come back from their backups.
+    let workdir = repo.workdir().ok_or(GitError::Bare)?.to_path_buf();
+    for b in &backups {
+        std::fs::copy(&b.saved_at, workdir.join(&b.path)).map_err(GitError::from)?;
+    }
     let head = repo.head()?;
     let message = format!("tern undo: {summary}");
     if head.is_branch() {
@@ -157,4 +169,66 @@ fn list(paths: &[PathBuf]) -> String {
         .map(|p| p.display().to_string())
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// The tern note line recording a backup: `backup <sha256 of what tern wrote>\t<path
+/// in the repository>\t<where the previous content was saved>`.
+const BACKUP: &str = "backup ";
+
+/// Adds the backups of ignored files a landing replaced to its commit's tern note, so
+/// that undo restores them.
+pub(crate) fn note_backups(
+    repo: &Repository,
+    commit: Oid,
+    backups: &[crate::edit::Backup],
+) -> Result<(), GitError> {
+    if backups.is_empty() {
+        return Ok(());
+    }
+    let mut note = repo
+        .find_note(Some(NOTES_REF), commit)?
+        .message()
+        .unwrap_or("tern\n")
+        .to_string();
+    for b in backups {
+        note.push_str(&format!(
+            "{BACKUP}{}\t{}\t{}\n",
+            b.written_sha256,
+            b.path.display(),
+            b.saved_at.display()
+        ));
+    }
+    let sig = repo.signature().map_err(|_| GitError::NoIdentity)?;
+    repo.note(&sig, &sig, Some(NOTES_REF), commit, &note, true)?;
+    Ok(())
+}
+
+fn noted_backups(repo: &Repository, commit: Oid) -> Vec<crate::edit::Backup> {
+    let Ok(note) = repo.find_note(Some(NOTES_REF), commit) else {
+        return Vec::new();
+    };
+    note.message()
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| line.strip_prefix(BACKUP))
+        .filter_map(|rest| {
+            let mut parts = rest.splitn(3, '\t');
+            Some(crate::edit::Backup {
+                written_sha256: parts.next()?.to_string(),
+                path: PathBuf::from(parts.next()?),
+                saved_at: PathBuf::from(parts.next()?),
+            })
+        })
+        .collect()
+}
+
+/// Whether the ignored file still holds what tern wrote (else the user changed it
+/// since, and restoring the backup would lose that).
+fn still_as_written(repo: &Repository, backup: &crate::edit::Backup) -> bool {
+    let Some(workdir) = repo.workdir() else {
+        return false;
+    };
+    std::fs::read(workdir.join(&backup.path))
+        .is_ok_and(|now| crate::config::config_hash_bytes(&now) == backup.written_sha256)
+        && backup.saved_at.is_file()
 }

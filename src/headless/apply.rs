@@ -203,27 +203,38 @@ fn show(proposal: &Proposal, errors: &[EditError], shell: &[ShellSuggestion]) {
     }
 }
 
-/// Gitignored new files with accepted hunks: confirmed with `--yes`, otherwise
-/// rejected with a note. False when one was rejected.
+/// Gitignored files with accepted hunks: a new one is created with `--yes`; an
+/// existing one (`.env`) is never replaced headlessly, it may hold secrets or local
+/// settings git cannot restore. The others are rejected with a note. False when one
+/// was rejected.
 fn confirm_ignored(proposal: &mut Proposal, yes: bool) -> bool {
-    let ignored: Vec<PathBuf> = proposal
+    let ignored: Vec<(PathBuf, bool)> = proposal
         .files()
         .iter()
         .filter(|f| f.needs_confirmation() && f.accepted().next().is_some())
-        .map(|f| f.path().to_path_buf())
+        .map(|f| (f.path().to_path_buf(), f.is_ignored_existing()))
         .collect();
-    for path in &ignored {
-        if yes {
+    let mut all = true;
+    for (path, existing) in &ignored {
+        if yes && !existing {
             let _ = proposal.confirm(path);
+            continue;
+        }
+        all = false;
+        if *existing {
+            eprintln!(
+                "tern apply: not writing {}: it exists and git ignores it (such files hold secrets and local settings git cannot restore); change it in the workspace, which asks first and keeps a backup",
+                path.display()
+            );
         } else {
             eprintln!(
                 "tern apply: not creating {}: git ignores it (rerun with --yes to create it)",
                 path.display()
             );
-            let _ = proposal.decide(Select::File(path), Decision::Reject);
         }
+        let _ = proposal.decide(Select::File(path), Decision::Reject);
     }
-    yes || ignored.is_empty()
+    all
 }
 
 /// Why nothing was written.

@@ -461,3 +461,39 @@ fn tern_apply_never_replaces_an_existing_ignored_file_even_with_yes() {
     assert!(stderr.contains("not writing .env"), "{stderr}");
     assert_eq!(repo.read(".env"), "SECRET=old\n");
 }
+
+#[test]
+fn without_dirty_commits_undo_takes_back_only_terns_hunks() {
+    let text: String = (0..30).map(|i| format!("l{i}\n")).collect();
+    let repo = TempRepo::with_files(&[("a.txt", &text)]);
+    // The user's own uncommitted change, far from tern's edit.
+    let mine = text.replace("l25\n", "l25 mine\n");
+    repo.write("a.txt", &mine);
+    let mut out = proposal(&repo, &block("a.txt", "l2\n", "L2\n"));
+    let options = LandOptions {
+        dirty_commits: false,
+        ..OPTIONS
+    };
+    let landed = git::land(Some(&repo.repo), &mut out.proposal, options, |_| {
+        "feat: x".into()
+    });
+    assert!(
+        matches!(
+            landed,
+            Landed::Written {
+                commit: Ok(Some(_)),
+                ..
+            }
+        ),
+        "{landed:?}"
+    );
+    assert_eq!(repo.read("a.txt"), mine.replace("l2\n", "L2\n"));
+    git::undo(&repo.repo).unwrap();
+    assert_eq!(
+        repo.read("a.txt"),
+        mine,
+        "the user's change is back, uncommitted; tern's is gone"
+    );
+    assert_eq!(repo.git(&["diff", "--cached", "--name-only"]).trim(), "");
+    assert_eq!(repo.git(&["diff", "--name-only"]).trim(), "a.txt");
+}

@@ -51,6 +51,8 @@ pub struct Written {
     pub real: PathBuf,
     pub hunks: Vec<HunkId>,
     pub created: bool,
+    /// The file's bytes before tern wrote it (None: it did not exist).
+    pub before: Option<Vec<u8>>,
 }
 
 #[derive(Debug)]
@@ -188,6 +190,7 @@ impl Proposal {
                             .map_or_else(|_| file.path.clone(), Path::to_path_buf),
                         hunks: file.accepted().map(|h| h.id).collect(),
                         created: !target.exists,
+                        before: expected(file),
                     });
                     self.settle(i, bytes);
                 }

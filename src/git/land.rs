@@ -102,6 +102,9 @@ pub fn land(
             .and_then(|made| {
                 if let Some(commit) = &made {
                     super::undo::note_backups(repo, commit.id, &applied.backups)?;
+                    if !options.dirty_commits {
+                        super::undo::note_users_changes(repo, commit.id, &applied.written)?;
+                    }
                 }
                 Ok(made)
             })

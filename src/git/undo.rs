@@ -119,10 +119,15 @@ pub fn undo(repo: &Repository) -> Result<Undone, UndoError> {
         checkout.path(p);
     }
     repo.checkout_tree(parent.as_object(), Some(&mut checkout))?;
-    // The files git ignores come back from their backups.
+    // The files git ignores come back from their backups, and the user's own
+    // uncommitted changes that tern's commit took along come back as they were.
     let workdir = repo.workdir().ok_or(GitError::Bare)?.to_path_buf();
     for b in &backups {
         std::fs::copy(&b.saved_at, workdir.join(&b.path)).map_err(GitError::from)?;
+    }
+    for (path, blob) in noted_users_changes(repo, commit.id()) {
+        let content = repo.find_blob(blob)?;
+        std::fs::write(workdir.join(&path), content.content()).map_err(GitError::from)?;
     }
     let head = repo.head()?;
     let message = format!("tern undo: {summary}");
@@ -185,32 +190,48 @@ pub(crate) fn note_backups(
     if backups.is_empty() {
         return Ok(());
     }
+    let lines: String = backups
+        .iter()
+        .map(|b| {
+            format!(
+                "{BACKUP}{}\t{}\t{}\n",
+                b.written_sha256,
+                b.path.display(),
+                b.saved_at.display()
+            )
+        })
+        .collect();
+    append_to_note(repo, commit, &lines)
+}
+
+/// Adds `lines` to the tern note of `commit`.
+fn append_to_note(repo: &Repository, commit: Oid, lines: &str) -> Result<(), GitError> {
     let mut note = repo
         .find_note(Some(NOTES_REF), commit)?
         .message()
         .unwrap_or("tern\n")
         .to_string();
-    for b in backups {
-        note.push_str(&format!(
-            "{BACKUP}{}\t{}\t{}\n",
-            b.written_sha256,
-            b.path.display(),
-            b.saved_at.display()
-        ));
-    }
+    note.push_str(lines);
     let sig = repo.signature().map_err(|_| GitError::NoIdentity)?;
     repo.note(&sig, &sig, Some(NOTES_REF), commit, &note, true)?;
     Ok(())
 }
 
-fn noted_backups(repo: &Repository, commit: Oid) -> Vec<crate::edit::Backup> {
+/// The rest of each line of `commit`'s tern note that starts with `prefix`.
+fn note_lines(repo: &Repository, commit: Oid, prefix: &str) -> Vec<String> {
     let Ok(note) = repo.find_note(Some(NOTES_REF), commit) else {
         return Vec::new();
     };
     note.message()
         .unwrap_or_default()
         .lines()
-        .filter_map(|line| line.strip_prefix(BACKUP))
+        .filter_map(|line| line.strip_prefix(prefix).map(str::to_string))
+        .collect()
+}
+
+fn noted_backups(repo: &Repository, commit: Oid) -> Vec<crate::edit::Backup> {
+    note_lines(repo, commit, BACKUP)
+        .into_iter()
         .filter_map(|rest| {
             let mut parts = rest.splitn(3, '\t');
             Some(crate::edit::Backup {
@@ -231,4 +252,51 @@ fn still_as_written(repo: &Repository, backup: &crate::edit::Backup) -> bool {
     std::fs::read(workdir.join(&backup.path))
         .is_ok_and(|now| crate::config::config_hash_bytes(&now) == backup.written_sha256)
         && backup.saved_at.is_file()
+}
+
+/// The tern note line recording the user's own uncommitted version of a file that a
+/// commit made without a dirty commit took along: `users <blob id>\t<path>`.
+const USERS: &str = "users ";
+
+/// With dirty commits off, a tern commit of a file the user had changed holds their
+/// changes too. Their version (as a blob) goes into the note, so that undo takes back
+/// only what tern wrote and leaves the user's changes uncommitted, as they were.
+pub(crate) fn note_users_changes(
+    repo: &Repository,
+    commit: Oid,
+    written: &[crate::edit::Written],
+) -> Result<(), GitError> {
+    let parent_tree = repo
+        .find_commit(commit)?
+        .parent(0)
+        .ok()
+        .map(|p| p.tree())
+        .transpose()?;
+    let mut lines = String::new();
+    for w in written {
+        let Some(before) = &w.before else { continue };
+        let committed = parent_tree
+            .as_ref()
+            .and_then(|t| t.get_path(&w.real).ok())
+            .and_then(|entry| repo.find_blob(entry.id()).ok())
+            .map(|blob| blob.content().to_vec());
+        if committed.as_deref() != Some(before.as_slice()) {
+            let blob = repo.blob(before)?;
+            lines.push_str(&format!("{USERS}{blob}\t{}\n", w.real.display()));
+        }
+    }
+    if lines.is_empty() {
+        return Ok(());
+    }
+    append_to_note(repo, commit, &lines)
+}
+
+fn noted_users_changes(repo: &Repository, commit: Oid) -> Vec<(PathBuf, Oid)> {
+    note_lines(repo, commit, USERS)
+        .into_iter()
+        .filter_map(|rest| {
+            let (blob, path) = rest.split_once('\t')?;
+            Some((PathBuf::from(path), Oid::from_str(blob).ok()?))
+        })
+        .collect()
 }

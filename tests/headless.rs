@@ -458,3 +458,20 @@ fn yes_never_applies_a_reply_that_guts_a_file() {
     assert!(stderr.contains("deletes 21 of its 21 lines"), "{stderr}");
     assert_eq!(repo.read("src/long.py"), long);
 }
+
+#[test]
+fn an_engine_panic_is_a_failure_with_a_message_never_a_hang_or_exit_0() {
+    let server = MockServer::start_in_thread();
+    let repo = repo();
+    let started = std::time::Instant::now();
+    let out = repo
+        .tern(&server.base_url())
+        .env("TERN_TEST_PANIC", "1")
+        .args(["-m", "/debug-panic"])
+        .output()
+        .unwrap();
+    let (_, stderr) = texts(&out);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("internal error"), "{stderr}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(15));
+}

@@ -32,6 +32,17 @@ impl Workspace {
         width: u16,
         height: u16,
     ) -> Option<Workspace> {
+        Workspace::start_with_env(repo, api_base, args, (width, height), &[])
+    }
+
+    /// As `start`, with `env` added to tern's environment.
+    fn start_with_env(
+        repo: &TempRepo,
+        api_base: &str,
+        args: &[&str],
+        (width, height): (u16, u16),
+        env: &[(&str, &str)],
+    ) -> Option<Workspace> {
         if Command::new("tmux").arg("-V").output().is_err() {
             eprintln!("SKIPPED: tmux is not installed (.ci/run installs it)");
             return None;
@@ -53,6 +64,9 @@ impl Workspace {
             if let Some(value) = value {
                 line.push_str(&format!(" {}={}", key.to_string_lossy(), quote(value)));
             }
+        }
+        for (key, value) in env {
+            line.push_str(&format!(" {key}={}", quote(OsStr::new(value))));
         }
         line.push(' ');
         line.push_str(&quote(cmd.get_program()));
@@ -274,4 +288,26 @@ fn sigterm_restores_the_terminal_and_exits_cleanly() {
     assert!(status.success());
     tern.wait_for("[tern exited 0]", WAIT);
     assert!(!tern.alternate_screen());
+}
+
+#[test]
+fn an_engine_panic_restores_the_terminal_says_so_and_exits_non_zero() {
+    let server = MockServer::start_in_thread();
+    let repo = repo();
+    // TERN_TEST_PANIC (debug builds only) makes `/debug-panic` panic in the engine.
+    let Some(tern) = Workspace::start_with_env(
+        &repo,
+        &server.base_url(),
+        &[],
+        (100, 24),
+        &[("TERN_TEST_PANIC", "1")],
+    ) else {
+        return;
+    };
+    tern.wait_for("Message the model", WAIT);
+    tern.type_line("/debug-panic");
+    tern.keys(&["Enter"]);
+    let screen = tern.wait_for("[tern exited 1]", WAIT);
+    assert!(!tern.alternate_screen(), "the terminal is restored");
+    assert!(screen.contains("internal error"), "{screen}");
 }

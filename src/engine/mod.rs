@@ -80,8 +80,22 @@ pub(crate) enum Internal {
 pub fn spawn(config: EngineConfig) -> anyhow::Result<EngineHandle> {
     let (ops_tx, ops_rx) = mpsc::unbounded_channel();
     let (events_tx, events_rx) = mpsc::unbounded_channel();
-    let mut engine = Engine::new(config, EventSink(events_tx))?;
-    let task = tokio::spawn(async move { engine.run(ops_rx).await });
+    let events = EventSink(events_tx);
+    let mut engine = Engine::new(config, events.clone())?;
+    let task = tokio::spawn(async move {
+        // A bug must end in a message and a failure, never in a hang or exit 0: the
+        // front ends wait for `Exited`.
+        let run = std::panic::AssertUnwindSafe(engine.run(ops_rx));
+        if let Err(panic) = futures::FutureExt::catch_unwind(run).await {
+            events.send(Event::Crashed {
+                text: format!(
+                    "tern stopped on an internal error ({}); edits land whole or not at all, so nothing is half-written, and the session is saved (`tern --resume` continues it). Please report this bug.",
+                    review::panic_text(&*panic)
+                ),
+            });
+            events.send(Event::Exited);
+        }
+    });
     Ok(EngineHandle {
         ops: ops_tx,
         events: events_rx,
@@ -207,6 +221,13 @@ impl Engine {
 
     fn handle(&mut self, op: Op) {
         match op {
+            // How the tests make the engine fail as a bug would: debug builds only.
+            #[cfg(debug_assertions)]
+            Op::Submit { text }
+                if text == "/debug-panic" && std::env::var_os("TERN_TEST_PANIC").is_some() =>
+            {
+                panic!("a panic requested by TERN_TEST_PANIC")
+            }
             Op::Submit { text } => self.submit(text),
             Op::Draft { text } => {
                 self.draft = text;

@@ -283,6 +283,10 @@ pub enum Event {
     /// Nothing is under way: no reply streaming, no reflection or landing pending. The
     /// engine waits for the front end.
     Idle,
+    /// The engine stopped on an internal error (a bug); `Exited` follows.
+    Crashed {
+        text: String,
+    },
     /// The engine stopped; no events follow.
     Exited,
 }

@@ -75,6 +75,7 @@ impl Visible for Event {
             Event::TurnStarted { text, mode: _ }
             | Event::Delta { text }
             | Event::Reasoning { text }
+            | Event::Crashed { text }
             | Event::Notice { text }
             | Event::Warning { text }
             | Event::Error { text } => text.make_visible(),

@@ -216,12 +216,18 @@ pub async fn run(
                     _ => engine.ops.send(Op::Shutdown)?,
                 }
             }
+            Event::Crashed { text } => {
+                ok = false;
+                writeln!(stderr, "tern: {text}")?;
+            }
             Event::Exited => break,
             _ => {}
         }
     }
     ctrl_c.abort();
-    let _ = engine.task.await;
+    if engine.task.await.is_err() {
+        ok = false;
+    }
     Ok(if ok {
         ExitCode::SUCCESS
     } else {

@@ -109,6 +109,7 @@ pub struct App {
     /// Quitting was asked for with hunks still to review: the next key decides.
     confirming_quit: bool,
     exited: bool,
+    crashed: Option<String>,
     draft_due: Option<Instant>,
     repo_files: Arc<Vec<String>>,
     pub(crate) hits: Hits,
@@ -140,6 +141,7 @@ impl App {
             quitting: false,
             confirming_quit: false,
             exited: false,
+            crashed: None,
             draft_due: None,
             repo_files: Arc::new(Vec::new()),
             hits: Hits::default(),
@@ -369,8 +371,15 @@ impl App {
                 self.reflecting = false;
                 self.panes.review.apply_failed();
             }
+            Event::Crashed { text } => self.crashed = Some(text),
             Event::Exited => self.exited = true,
         }
+    }
+
+    /// What the engine said when it stopped on an internal error, to print once the
+    /// terminal is restored.
+    pub fn crashed(&self) -> Option<&str> {
+        self.crashed.as_deref()
     }
 
     pub fn handle_terminal(&mut self, event: TermEvent) {

@@ -96,6 +96,10 @@ pub async fn run(config: EngineConfig, options: Options) -> anyhow::Result<ExitC
         engine.task.abort();
     }
     tracing::info!("workspace closed");
+    if let Some(text) = app.crashed() {
+        eprintln!("tern: {text}");
+        return result.map(|()| ExitCode::FAILURE);
+    }
     result.map(|()| ExitCode::SUCCESS)
 }
 

@@ -704,3 +704,25 @@ async fn pending_proposals_are_saved_with_the_session_and_restored_rechecked() {
     assert_eq!(view.failures.len(), 1, "{:?}", view.failures);
     send(&engine, Op::Shutdown);
 }
+
+#[tokio::test]
+async fn adding_an_ignored_file_to_the_chat_warns() {
+    let server = MockServer::start().await;
+    let repo = TempRepo::with_files(&[(".gitignore", ".env\n"), ("src/greet.py", GREET)]);
+    repo.write(".env", "TOKEN=x\n");
+    let mut engine = engine(&repo, &server);
+    send(
+        &engine,
+        Op::AddFiles {
+            paths: vec![".env".into()],
+            mode: FileMode::ReadOnly,
+        },
+    );
+    let events = until(&mut engine, |e| matches!(e, Event::Warning { .. })).await;
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::Warning { text } if text.contains("git ignores .env"))),
+        "{events:#?}"
+    );
+}

@@ -211,3 +211,32 @@ fn file_names_with_brackets_parens_and_non_ascii_apply_in_every_format() {
         }
     }
 }
+
+#[test]
+fn control_characters_never_reach_a_commit_subject_or_a_file_name() {
+    let subject =
+        git::message::clean("fix: tidy\x1b]52;c;cHduZWQ=\x07 the \u{9b}31mparser").unwrap();
+    assert!(
+        !subject.chars().any(tern::terminal_text::is_unsafe),
+        "{subject:?}"
+    );
+    assert!(subject.starts_with("fix: tidy"));
+
+    let (dir, _repo) = repo_with(&[("a.txt", "x\n")]);
+    let ws = Workspace::discover(dir.path()).unwrap();
+    let reply = "evil\x1b[2J.txt\n<<<<<<< SEARCH\n=======\nboo\n>>>>>>> REPLACE\n";
+    let out = propose(&ws, reply, EditFormat::Editblock, &FileSet::default());
+    assert!(out.proposal.is_empty());
+    assert!(
+        matches!(
+            out.errors[0].problem,
+            tern::edit::Problem::Refused(tern::edit::Refusal::ControlCharacters(_))
+        ),
+        "{:?}",
+        out.errors
+    );
+    let tern::edit::Problem::Refused(refusal) = &out.errors[0].problem else {
+        unreachable!()
+    };
+    assert!(!refusal.to_string().contains('\x1b'), "{refusal}");
+}

@@ -345,6 +345,14 @@ impl Engine {
                 Ok((rel, _)) if !self.session.root().join(&rel).exists() => {
                     self.notice(format!("{rel} does not exist yet; the model may create it"));
                 }
+                Ok((rel, _))
+                    if crate::edit::Workspace::discover(self.session.root())
+                        .is_ok_and(|ws| ws.is_ignored_untracked(std::path::Path::new(&rel))) =>
+                {
+                    self.warning(format!(
+                        "git ignores {rel}: files like it often hold secrets; its content is now sent to the model with every request (drop it with /drop {rel})"
+                    ));
+                }
                 Ok(_) => {}
                 Err(e) => self.error(e.to_string()),
             }

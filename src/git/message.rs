@@ -26,6 +26,12 @@ pub fn clean(answer: &str) -> Option<String> {
         .trim_matches(|c| matches!(c, '"' | '\'' | '`' | '*'))
         .trim()
         .trim_end_matches('.');
+    // A subject is shown by every `git log`: no control character may reach it.
+    let s: String = s
+        .chars()
+        .filter(|c| !crate::terminal_text::is_unsafe(*c))
+        .collect();
+    let s = s.trim();
     (!s.is_empty()).then(|| fit(s))
 }
 

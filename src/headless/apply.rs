@@ -183,15 +183,17 @@ fn show(proposal: &Proposal, errors: &[EditError], shell: &[ShellSuggestion]) {
             );
         }
     }
+    let err_tty = std::io::stderr().is_terminal();
+    let shown = |text: &str| crate::terminal_text::for_terminal(text, err_tty).into_owned();
     for e in errors {
-        eprintln!("error: {e}");
+        eprintln!("error: {}", shown(&e.to_string()));
         if let Problem::NoMatch {
             near: Some(near), ..
         } = &e.problem
         {
             eprintln!("  did you mean (line {}):", near.line);
             for line in near.text.lines() {
-                eprintln!("  | {line}");
+                eprintln!("  | {}", shown(line));
             }
         }
     }

@@ -231,8 +231,11 @@ fn a_streamed_reply_is_reviewed_hunk_by_hunk_and_the_accepted_hunk_committed() {
     let screen = tern.wait_for("completion · $", WAIT);
     assert!(screen.contains("Applied 1 hunk to 1 file"), "{screen}");
 
-    // Quit: the terminal is given back.
+    // Quit: two hunks still await review, so tern asks first; then the terminal is
+    // given back.
     tern.keys(&["C-c", "C-c"]);
+    tern.wait_for("still await review", WAIT);
+    tern.keys(&["y"]);
     let screen = tern.wait_for("[tern exited 0]", WAIT);
     assert!(!tern.alternate_screen(), "the alternate screen was left");
     assert!(
@@ -261,6 +264,8 @@ fn the_demo_streams_its_recorded_reply_into_a_review_with_no_server() {
         "{screen}"
     );
     tern.keys(&["C-c", "C-c"]);
+    tern.wait_for("still await review", WAIT);
+    tern.keys(&["y"]);
     tern.wait_for("[tern exited 0]", WAIT);
     assert!(
         !Path::new(&repo.path().join("shop")).exists(),

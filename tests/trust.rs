@@ -326,3 +326,34 @@ fn a_reply_larger_than_the_cap_is_cut_off_there() {
     assert!(stdout.len() > 10_000, "what fit is kept: {stderr}");
     assert!(stderr.contains("max_reply_bytes"), "{stderr}");
 }
+
+#[test]
+fn the_workspace_shows_the_config_and_trusts_it_with_trust_yes() {
+    let server = MockServer::start_in_thread();
+    server.set_responder(|r| Reply::text(format!("model {}\n", r.model)));
+    let repo = TempRepo::with_files(&[(".tern.toml", "model = \"gpt-4o-mini\"\n")]);
+    let out = repo
+        .tern(&server.base_url())
+        .args(["-m", "/trust"])
+        .output()
+        .unwrap();
+    let (_, stderr) = texts(&out);
+    assert!(stderr.contains("model = \"gpt-4o-mini\""), "{stderr}");
+    assert!(stderr.contains("/trust yes"), "{stderr}");
+    assert!(stderr.contains("not trusted"), "{stderr}");
+
+    let out = repo
+        .tern(&server.base_url())
+        .args(["-m", "/trust yes"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", texts(&out).1);
+    // Next start: the repository's model is used.
+    let out = repo
+        .tern(&server.base_url())
+        .args(["-m", "/ask hi"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", texts(&out).1);
+    assert_eq!(server.requests().last().unwrap().model, "gpt-4o-mini");
+}

@@ -243,15 +243,19 @@ pub struct Loaded {
 impl ConfigSources {
     /// The real locations for this user and the repository containing `cwd`.
     pub fn discover(cwd: &Path) -> Self {
-        let dir = dirs::config_dir().map(|d| d.join("tern"));
         ConfigSources {
-            user_file: dir.as_ref().map(|d| d.join("config.toml")),
+            user_file: dirs::config_dir().map(|d| d.join("tern").join("config.toml")),
             repo_root: git2::Repository::discover(cwd)
                 .ok()
                 .and_then(|r| r.workdir().map(Path::to_path_buf)),
-            trust_file: dir.map(|d| d.join("trusted.toml")),
+            trust_file: trust_file(),
         }
     }
+}
+
+/// The user's list of trusted repository configs.
+pub fn trust_file() -> Option<PathBuf> {
+    dirs::config_dir().map(|d| d.join("tern").join("trusted.toml"))
 }
 
 /// Resolves settings through every layer. `env` is a lookup for environment variables
@@ -376,7 +380,7 @@ fn repo_notices(path: &Path, removed: &[(&'static str, Scope)]) -> Vec<String> {
     let untrusted = names(Scope::Trusted);
     if !untrusted.is_empty() {
         out.push(format!(
-            "{} sets {untrusted}, which take effect only once you trust this repository's config: ignored for now; review the file and run `tern trust` to use them",
+            "{} sets {untrusted}, which take effect only once you trust this repository's config: ignored for now; review it with /trust in the workspace (or `tern trust`) to use them",
             path.display()
         ));
     }

@@ -28,6 +28,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     cmd("clear", "", "forget the conversation history"),
     cmd("compact", "", "summarize the conversation history now"),
     cmd("model", "[NAME]", "show or switch the main model"),
+    cmd("trust", "[yes]", "show this repository's .tern.toml; with yes, trust exactly that content"),
     cmd("help", "", "list the commands"),
     cmd("quit", "", "leave tern"),
 ];

@@ -95,6 +95,7 @@ impl Engine {
                 title: "commands".into(),
                 text: commands::help(),
             }),
+            "trust" => self.trust_command(&args),
             "quit" => self.quit = true,
             other => self.error(format!("/{other} is not available here")),
         }
@@ -168,5 +169,47 @@ fn commit_all(
         Ok(Some(c)) => Ok(format!("committed {} {}", c.short_id(), c.summary)),
         Ok(None) => Ok("nothing to commit".into()),
         Err(e) => Err(e.to_string()),
+    }
+}
+
+impl Engine {
+    /// `/trust`: shows the repository's `.tern.toml` and what in it waits for trust;
+    /// `/trust yes` trusts exactly that content (as `tern trust` does), for the next
+    /// start.
+    fn trust_command(&mut self, args: &str) {
+        let root = self.session.root().to_path_buf();
+        let repo = match crate::config::RepoConfig::read(&root) {
+            Ok(Some(repo)) => repo,
+            Ok(None) => return self.notice("this repository has no .tern.toml".into()),
+            Err(e) => return self.error(e.to_string()),
+        };
+        let Some(file) = crate::config::trust_file() else {
+            return self.error("no user config directory to keep trusted repositories in".into());
+        };
+        let mut store = crate::config::TrustStore::open(&file);
+        let needing = repo.needing_trust().join(", ");
+        if args.trim() != "yes" {
+            let state = if store.trusts(&root, &repo.text) {
+                "trusted"
+            } else {
+                "not trusted"
+            };
+            self.events.send(Event::Output {
+                title: repo.path.display().to_string(),
+                text: format!(
+                    "{}\nThis content is {state}. Waiting for trust: {}. Type /trust yes to trust exactly this content; it applies when tern starts next. api_base, api_key, api_key_cmd and log_file are never taken from a repository.\n",
+                    repo.text,
+                    if needing.is_empty() { "nothing" } else { &needing }
+                ),
+            });
+            return;
+        }
+        match store.trust(&root, &repo.text) {
+            Ok(()) => self.notice(format!(
+                "trusted this .tern.toml ({}); restart tern to use it; a change to the file needs /trust again",
+                if needing.is_empty() { "it sets nothing that needed trust".to_string() } else { needing }
+            )),
+            Err(e) => self.error(format!("cannot write {}: {e}", file.display())),
+        }
     }
 }

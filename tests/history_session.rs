@@ -228,11 +228,13 @@ fn sessions_are_saved_outside_git_and_resumed() {
 #[test]
 fn resuming_without_a_session_or_from_a_broken_one_says_why() {
     let repo = TempRepo::with_files(&[("a.txt", "a\n")]);
-    let out = repo
-        .tern("http://127.0.0.1:9/v1")
-        .args(["--resume", "-m", "hi"])
-        .output()
-        .unwrap();
+    let resume = || {
+        repo.tern("http://127.0.0.1:9/v1")
+            .args(["--resume", "-m", "hi"])
+            .output()
+            .unwrap()
+    };
+    let out = resume();
     assert!(!out.status.success());
     assert!(
         texts(&out).1.contains("no saved session"),
@@ -242,11 +244,7 @@ fn resuming_without_a_session_or_from_a_broken_one_says_why() {
     // A session file in the work tree (an older tern's, or one a cloned repository
     // ships) is never loaded.
     repo.write(".tern/session.json", "{\"version\": 1}");
-    let out = repo
-        .tern("http://127.0.0.1:9/v1")
-        .args(["--resume", "-m", "hi"])
-        .output()
-        .unwrap();
+    let out = resume();
     let stderr = texts(&out).1;
     assert!(!out.status.success());
     assert!(stderr.contains("is never loaded"), "{stderr}");
@@ -254,11 +252,7 @@ fn resuming_without_a_session_or_from_a_broken_one_says_why() {
     let real = repo.session_file();
     std::fs::create_dir_all(real.parent().unwrap()).unwrap();
     std::fs::write(&real, "{\"version\": 1}").unwrap();
-    let out = repo
-        .tern("http://127.0.0.1:9/v1")
-        .args(["--resume", "-m", "hi"])
-        .output()
-        .unwrap();
+    let out = resume();
     let stderr = texts(&out).1;
     assert!(
         stderr.contains("not a session tern can resume") && stderr.contains("missing field"),

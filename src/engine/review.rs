@@ -67,19 +67,8 @@ impl Engine {
             }
         };
         let format = self.edit_format();
-        let chat: Vec<PathBuf> = self
-            .session
-            .paths(FileMode::Editable)
-            .into_iter()
-            .map(PathBuf::from)
-            .collect();
-        let read_only = self
-            .session
-            .paths(FileMode::ReadOnly)
-            .into_iter()
-            .map(PathBuf::from)
-            .collect();
-        let files = FileSet::new(chat, ws.files()).with_read_only(read_only);
+        let files = FileSet::new(self.chat_paths(FileMode::Editable), ws.files())
+            .with_read_only(self.chat_paths(FileMode::ReadOnly));
         let pending = self.pending.get_or_insert_with(|| Pending {
             proposal: Proposal::new(&ws),
             failures: Vec::new(),
@@ -173,6 +162,15 @@ impl Engine {
         }
     }
 
+    /// The chat files in `mode`, as paths.
+    fn chat_paths(&self, mode: FileMode) -> Vec<PathBuf> {
+        self.session
+            .paths(mode)
+            .into_iter()
+            .map(PathBuf::from)
+            .collect()
+    }
+
     /// The pending proposal by content, for the session file.
     pub(super) fn pending_snapshot(&self) -> Option<edit::ProposalSnapshot> {
         self.pending.as_ref().map(|p| p.proposal.snapshot())
@@ -210,12 +208,7 @@ impl Engine {
     /// A file dropped from the chat (or made read-only) while its edits are pending:
     /// they stay, marked, and are no longer accepted in bulk.
     pub(super) fn mark_files_outside_chat(&mut self) {
-        let chat: Vec<PathBuf> = self
-            .session
-            .paths(FileMode::Editable)
-            .into_iter()
-            .map(PathBuf::from)
-            .collect();
+        let chat = self.chat_paths(FileMode::Editable);
         let Some(pending) = self.pending.as_mut() else {
             return;
         };

@@ -5,6 +5,9 @@
 //! block indented differently from the file, so it needs tolerant matching (target
 //! 300 ms).
 
+// A failed unwrap here is a failed test or benchmark, which is what it should be.
+#![allow(clippy::unwrap_used)]
+
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};

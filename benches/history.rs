@@ -1,6 +1,9 @@
 //! The history's per-turn bookkeeping, which runs on the engine loop after every reply:
 //! counting the history (cached), deciding the split, and saving the session file.
 
+// A failed unwrap here is a failed test or benchmark, which is what it should be.
+#![allow(clippy::unwrap_used)]
+
 use criterion::{Criterion, criterion_group, criterion_main};
 use tern::context::history::{self, split_point};
 use tern::engine::ChatMode;

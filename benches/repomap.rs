@@ -11,6 +11,9 @@
 //! - `build_after_chat_change`: ranking and fitting again for another chat file;
 //! - `one_file_change`: an edited file re-parsed (`refresh_files`) and the map rebuilt.
 
+// A failed unwrap here is a failed test or benchmark, which is what it should be.
+#![allow(clippy::unwrap_used)]
+
 use std::path::{Path, PathBuf};
 
 use criterion::{Criterion, criterion_group, criterion_main};

@@ -8,6 +8,9 @@
 //! `cargo bench --bench review`, then
 //! `cd target/review-bench/repo && /usr/bin/time -v ../../release/tern review --print-diff >/dev/null`.
 
+// A failed unwrap here is a failed test or benchmark, which is what it should be.
+#![allow(clippy::unwrap_used)]
+
 use std::path::{Path, PathBuf};
 
 use std::time::Duration;

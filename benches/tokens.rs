@@ -1,6 +1,9 @@
 //! Token counting throughput on real source code: the Rust crates in cargo's registry
 //! (what `cargo fetch` downloaded for this project), about 8 MB of them.
 
+// A failed unwrap here is a failed test or benchmark, which is what it should be.
+#![allow(clippy::unwrap_used)]
+
 use std::path::{Path, PathBuf};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};

@@ -8,6 +8,9 @@
 //!
 //! `cargo bench --bench tui`
 
+// A failed unwrap here is a failed test or benchmark, which is what it should be.
+#![allow(clippy::unwrap_used)]
+
 #[path = "../tests/support/mod.rs"]
 mod support;
 #[path = "../tests/tui_support/mod.rs"]

@@ -1,5 +1,8 @@
 //! Settings layering and strict config files.
 
+// A failed unwrap here is a failed test or benchmark, which is what it should be.
+#![allow(clippy::unwrap_used)]
+
 use std::path::Path;
 
 use clap::Parser;

@@ -2,6 +2,9 @@
 //! and line endings, permissions, confirmation of ignored files, and every path tern
 //! refuses to write.
 
+// A failed unwrap here is a failed test or benchmark, which is what it should be.
+#![allow(clippy::unwrap_used)]
+
 use std::path::{Path, PathBuf};
 
 use proptest::prelude::*;

@@ -1,5 +1,8 @@
 //! `tern apply` and `tern undo` as a user runs them: output, files, commits, exit codes.
 
+// A failed unwrap here is a failed test or benchmark, which is what it should be.
+#![allow(clippy::unwrap_used)]
+
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};

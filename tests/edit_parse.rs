@@ -2,6 +2,9 @@
 //! decorated or missing file names, indentation drift, blank lines, elision, new files,
 //! several files, first occurrence only, CRLF, unicode.
 
+// A failed unwrap here is a failed test or benchmark, which is what it should be.
+#![allow(clippy::unwrap_used)]
+
 use std::path::{Path, PathBuf};
 
 use tern::edit::{EditFormat, FileSet, Problem, Proposed, Workspace, propose};

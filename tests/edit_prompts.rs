@@ -1,6 +1,9 @@
 //! The prompts: every format and mode has its sections, and the few-shot examples are
 //! replies tern itself applies cleanly to the files they imply.
 
+// A failed unwrap here is a failed test or benchmark, which is what it should be.
+#![allow(clippy::unwrap_used)]
+
 use std::path::Path;
 
 use tern::edit::prompts::{Mode, commit_message_request, prompts};

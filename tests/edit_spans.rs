@@ -3,6 +3,9 @@
 //! lines matched with tolerance keep the file's spelling, and edits far apart in a huge
 //! file are small separate hunks.
 
+// A failed unwrap here is a failed test or benchmark, which is what it should be.
+#![allow(clippy::unwrap_used)]
+
 use std::path::Path;
 
 use proptest::prelude::*;

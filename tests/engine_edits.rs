@@ -2,6 +2,9 @@
 //! against the loopback OpenAI server and a real temporary git repository: proposals,
 //! hunk decisions, reflections, landing with a weak-model commit message, undo.
 
+// A failed unwrap here is a failed test or benchmark, which is what it should be.
+#![allow(clippy::unwrap_used)]
+
 mod support;
 
 use std::time::Duration;

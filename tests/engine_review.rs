@@ -1,6 +1,9 @@
 //! `/review` through the engine: the plan and the review's own budget are reported, the
 //! review streams, and it stays in the history for follow-up questions.
 
+// A failed unwrap here is a failed test or benchmark, which is what it should be.
+#![allow(clippy::unwrap_used)]
+
 mod support;
 
 use std::time::Duration;

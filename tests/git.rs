@@ -2,6 +2,9 @@
 //! user's dirty changes first, unrelated staged work left alone, unborn branches,
 //! detached HEADs, hooks, and undo with every refusal.
 
+// A failed unwrap here is a failed test or benchmark, which is what it should be.
+#![allow(clippy::unwrap_used)]
+
 use std::path::{Path, PathBuf};
 use std::sync::Once;
 

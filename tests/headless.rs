@@ -1,5 +1,8 @@
 //! The real `tern` binary, headless, against the loopback OpenAI server.
 
+// A failed unwrap here is a failed test or benchmark, which is what it should be.
+#![allow(clippy::unwrap_used)]
+
 mod support;
 
 use support::{MockServer, Reply, TempRepo, texts};

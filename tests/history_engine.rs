@@ -2,6 +2,9 @@
 //! loopback server: the double buffer's background checkpoint, swap, wait and fallback,
 //! overflow prevention, recovery from context_length_exceeded, and `/compact`.
 
+// A failed unwrap here is a failed test or benchmark, which is what it should be.
+#![allow(clippy::unwrap_used)]
+
 mod history_support;
 mod support;
 

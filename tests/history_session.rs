@@ -3,6 +3,9 @@
 //! window. `measure_a_300_turn_session` (ignored; run it with `--ignored --nocapture`)
 //! prints the numbers the README reports.
 
+// A failed unwrap here is a failed test or benchmark, which is what it should be.
+#![allow(clippy::unwrap_used)]
+
 mod history_support;
 mod support;
 

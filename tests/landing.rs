@@ -4,6 +4,9 @@
 //! not write (read-only files, submodules, nested repositories, its own config, outside
 //! a repository) are refused.
 
+// A failed unwrap here is a failed test or benchmark, which is what it should be.
+#![allow(clippy::unwrap_used)]
+
 mod support;
 
 use std::path::{Path, PathBuf};

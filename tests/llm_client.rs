@@ -1,6 +1,9 @@
 //! The production LLM client against a real HTTP server on 127.0.0.1 speaking the
 //! OpenAI SSE wire format, with every fault the client must survive.
 
+// A failed unwrap here is a failed test or benchmark, which is what it should be.
+#![allow(clippy::unwrap_used)]
+
 mod support;
 
 use std::time::{Duration, Instant};

@@ -1,6 +1,9 @@
 //! Tests of the loopback OpenAI-compatible server (`tests/support/`) through a real HTTP
 //! client, so that every other test can trust what it is served.
 
+// A failed unwrap here is a failed test or benchmark, which is what it should be.
+#![allow(clippy::unwrap_used)]
+
 mod support;
 
 use std::io::{Read, Write};

@@ -1,6 +1,9 @@
 //! Repo map tests against real temporary git repositories, the real tree-sitter grammars
 //! and the real tokenizer.
 
+// A failed unwrap here is a failed test or benchmark, which is what it should be.
+#![allow(clippy::unwrap_used)]
+
 mod support;
 
 use std::path::{Path, PathBuf};

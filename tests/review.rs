@@ -1,5 +1,8 @@
 //! Review mode on real temporary git repositories, counted with the real tokenizer.
 
+// A failed unwrap here is a failed test or benchmark, which is what it should be.
+#![allow(clippy::unwrap_used)]
+
 mod support;
 
 use support::TempRepo;

@@ -1,6 +1,9 @@
 //! `tern review` as a process: `--print-diff`, `--json`, errors, and real reviews
 //! against the loopback OpenAI server.
 
+// A failed unwrap here is a failed test or benchmark, which is what it should be.
+#![allow(clippy::unwrap_used)]
+
 mod support;
 
 use support::{MockServer, Reply, TempRepo, texts};

@@ -1,5 +1,8 @@
 //! Token counting against OpenAI's published numbers and against tiktoken itself.
 
+// A failed unwrap here is a failed test or benchmark, which is what it should be.
+#![allow(clippy::unwrap_used)]
+
 use std::sync::LazyLock;
 
 use proptest::prelude::*;

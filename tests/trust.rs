@@ -3,6 +3,9 @@
 //! that exact content, and may never decide where the API key goes or where tern
 //! writes outside the repository.
 
+// A failed unwrap here is a failed test or benchmark, which is what it should be.
+#![allow(clippy::unwrap_used)]
+
 mod support;
 
 use std::path::Path;

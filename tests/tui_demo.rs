@@ -9,6 +9,9 @@
 //! cargo test --test tui_demo -- --ignored record_demo_session
 //! ```
 
+// A failed unwrap here is a failed test or benchmark, which is what it should be.
+#![allow(clippy::unwrap_used)]
+
 mod support;
 mod tui_support;
 

@@ -2,6 +2,9 @@
 //! characters (C0 but newline and tab, DEL, C1) in every field of every event that
 //! reaches the workspace are drawn as visible escapes, in every pane.
 
+// A failed unwrap here is a failed test or benchmark, which is what it should be.
+#![allow(clippy::unwrap_used)]
+
 mod support;
 mod tui_support;
 

@@ -1,5 +1,8 @@
 //! Key scripts: what the user presses, and the `Op`s the app sends the engine for it.
 
+// A failed unwrap here is a failed test or benchmark, which is what it should be.
+#![allow(clippy::unwrap_used)]
+
 mod tui_support;
 
 use std::time::{Duration, Instant};

@@ -4,6 +4,9 @@
 //!
 //! Review changes with `cargo insta review` (or `INSTA_UPDATE=always`).
 
+// A failed unwrap here is a failed test or benchmark, which is what it should be.
+#![allow(clippy::unwrap_used)]
+
 mod support;
 mod tui_support;
 

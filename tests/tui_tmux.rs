@@ -6,6 +6,9 @@
 //! proves the screen got there, press keys with `keys`, then check the files and
 //! `git log` in the `TempRepo`.
 
+// A failed unwrap here is a failed test or benchmark, which is what it should be.
+#![allow(clippy::unwrap_used)]
+
 mod support;
 
 use std::ffi::OsStr;

@@ -2,6 +2,9 @@
 //! through parse → propose → apply → commit without a panic or a hang, in every edit
 //! format; what lands is exactly what was proposed.
 
+// A failed unwrap here is a failed test or benchmark, which is what it should be.
+#![allow(clippy::unwrap_used)]
+
 use std::path::{Path, PathBuf};
 
 use proptest::prelude::*;

@@ -3,8 +3,10 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::builder::{PossibleValuesParser, TypedValueParser};
+use clap::{Args, Parser, Subcommand};
 
+use crate::config::{CachePrompts, ConfigSources, SettingsLayer};
 use crate::edit::EditFormat;
 
 #[derive(Debug, Parser)]
@@ -68,7 +70,7 @@ pub struct GlobalArgs {
     pub context_window: Option<usize>,
 
     /// How the model writes edits [default: from the model table].
-    #[arg(long, value_enum, global = true)]
+    #[arg(long, value_parser = edit_format(), global = true)]
     pub edit_format: Option<EditFormat>,
 
     /// Read settings from this TOML file, above the user and repository config files.
@@ -135,7 +137,7 @@ pub struct GlobalArgs {
     pub no_dirty_commits: bool,
 
     /// Send cache_control breakpoints: auto (OpenRouter and Anthropic models), on, off.
-    #[arg(long, value_enum, value_name = "WHEN", global = true)]
+    #[arg(long, value_parser = cache_prompts(), value_name = "WHEN", global = true)]
     pub cache_prompts: Option<CachePrompts>,
 
     /// Token budget of the repo map [default: window/8, clamped to 1024..4096].
@@ -147,14 +149,6 @@ pub struct GlobalArgs {
     pub log_file: Option<PathBuf>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Deserialize, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum CachePrompts {
-    Auto,
-    On,
-    Off,
-}
-
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Show what the next request would cost, section by section and file by file.
@@ -162,10 +156,10 @@ pub enum Command {
     /// Print the repository map the model would see.
     Map(MapArgs),
     /// Parse a model reply into edits, show the hunks, and apply the accepted ones.
-    #[command(after_help = crate::headless::apply::EXIT_CODES_HELP)]
+    #[command(after_help = APPLY_EXIT_CODES)]
     Apply(ApplyArgs),
     /// Revert the last commit tern made, if it is safe to.
-    #[command(after_help = crate::headless::undo::EXIT_CODES_HELP)]
+    #[command(after_help = UNDO_EXIT_CODES)]
     Undo,
     /// Review the branch diff (or the work tree) with the model, within a token budget.
     Review(ReviewArgs),
@@ -215,7 +209,7 @@ pub struct ApplyArgs {
     #[arg(value_name = "FILES")]
     pub files: Vec<PathBuf>,
     /// Edit format of the reply [default: the model's].
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = edit_format())]
     pub format: Option<EditFormat>,
     /// Show the hunks, write nothing.
     #[arg(long)]
@@ -257,3 +251,69 @@ pub struct ReviewArgs {
     #[arg(long, value_name = "N", default_value_t = 5)]
     pub context: usize,
 }
+
+/// `--edit-format` / `--format`: the names `EditFormat` parses, listed in `--help`.
+fn edit_format() -> impl TypedValueParser<Value = EditFormat> {
+    PossibleValuesParser::new(["editblock", "udiff", "whole"]).try_map(|s| s.parse::<EditFormat>())
+}
+
+/// `--cache-prompts`.
+fn cache_prompts() -> impl TypedValueParser<Value = CachePrompts> {
+    PossibleValuesParser::new(["auto", "on", "off"]).try_map(|s| s.parse::<CachePrompts>())
+}
+
+impl GlobalArgs {
+    /// `sources` with the `--config FILE` given here.
+    pub fn config_sources(&self, sources: ConfigSources) -> ConfigSources {
+        ConfigSources {
+            explicit_file: self.config.clone(),
+            ..sources
+        }
+    }
+
+    /// The flags as a settings layer, the top one (`config::load` merges it last).
+    pub fn settings_layer(&self) -> SettingsLayer {
+        let off = |flag: bool| flag.then_some(false);
+        SettingsLayer {
+            model: self.model.clone(),
+            weak_model: self.weak_model.clone(),
+            api_base: self.api_base.clone(),
+            api_key: self
+                .api_key
+                .as_ref()
+                .filter(|k| !k.is_empty())
+                .map(|k| Some(crate::config::ApiKey::new(k.clone()))),
+            context_window: self.context_window.map(Some),
+            edit_format: self.edit_format.map(Some),
+            theme: self.theme.clone(),
+            cache_prompts: self.cache_prompts,
+            map_tokens: self.map_tokens.map(Some),
+            log_file: self.log_file.clone().map(Some),
+            double_buffer: off(self.no_double_buffer),
+            verify_hooks: off(self.no_verify),
+            auto_commits: off(self.no_auto_commits),
+            dirty_commits: off(self.no_dirty_commits),
+            ..SettingsLayer::default()
+        }
+    }
+}
+
+/// `tern apply --help`: the exit codes (`headless::apply::EXIT_*`).
+const APPLY_EXIT_CODES: &str = "\
+Exit codes:
+  0  every block of the reply applied; the accepted hunks were written (and committed)
+  1  some blocks failed to parse or match (each is reported), or an accepted hunk could
+     not be written; everything else was applied
+  2  nothing was done: unreadable reply, bad argument, unknown hunk id, or nothing
+     could be written (not a git repository, another tern is writing, a merge or
+     rebase in progress)
+  3  the accepted hunks were written but the commit failed (e.g. a hook refused it)
+  130  interrupted (Ctrl-C, SIGTERM); a landing under way was finished first";
+
+/// `tern undo --help`: the exit codes.
+const UNDO_EXIT_CODES: &str = "\
+Exit codes:
+  0  the last tern commit was undone
+  1  refused: HEAD is not a tern commit, is a merge or the first commit, its files
+     changed since, or a remote branch already contains it
+  2  error: not in a git repository, or git failed";

@@ -20,12 +20,14 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let cwd = std::env::current_dir()?;
-    let sources = ConfigSources::discover(&cwd);
+    let sources = cli.global.config_sources(ConfigSources::discover(&cwd));
     if let Some(Command::Trust(args)) = &cli.command {
         return Ok(tern::headless::trust::run(args, &sources));
     }
     let config::Loaded { settings, notices } =
-        config::load(&cli.global, &sources, |k| std::env::var(k).ok())?;
+        config::load(&cli.global.settings_layer(), &sources, |k| {
+            std::env::var(k).ok()
+        })?;
     let _log = init_logging(&settings);
     // The workspace shows them in its chat; everything else prints them first.
     let workspace = cli.command.is_none()

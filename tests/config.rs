@@ -3,17 +3,11 @@
 // A failed unwrap here is a failed test or benchmark, which is what it should be.
 #![allow(clippy::unwrap_used)]
 
+mod support;
+
 use std::path::Path;
 
-use clap::Parser;
-use tern::cli::Cli;
-use tern::config::{self, ConfigError, ConfigSources};
-
-fn args(argv: &[&str]) -> tern::cli::GlobalArgs {
-    let mut full = vec!["tern"];
-    full.extend_from_slice(argv);
-    Cli::try_parse_from(full).unwrap().global
-}
+use tern::config::{ConfigError, ConfigSources};
 
 fn write(path: &Path, text: &str) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -43,22 +37,25 @@ fn each_layer_overrides_the_one_below() {
         user_file: Some(user),
         repo_root: Some(repo),
         trust_file: None,
+        explicit_file: None,
     };
 
-    let s = config::load(&args(&[]), &sources, no_env).unwrap().settings;
+    let s = support::load_settings(&[], &sources, no_env)
+        .unwrap()
+        .settings;
     assert_eq!(s.model, "from-user");
     assert_eq!(s.weak_model, "weak-user");
     assert_eq!(s.theme, "from-repo");
     assert_eq!(s.map_tokens, Some(200));
 
     let config_flag = format!("--config={}", explicit.display());
-    let s = config::load(&args(&[&config_flag]), &sources, no_env)
+    let s = support::load_settings(&[&config_flag], &sources, no_env)
         .unwrap()
         .settings;
     assert_eq!(s.model, "from-explicit");
 
-    let s = config::load(
-        &args(&[&config_flag, "--model", "from-flag", "--map-tokens", "7"]),
+    let s = support::load_settings(
+        &[&config_flag, "--model", "from-flag", "--map-tokens", "7"],
         &sources,
         no_env,
     )
@@ -80,13 +77,14 @@ fn env_lies_between_files_and_flags() {
         user_file: None,
         repo_root: Some(repo),
         trust_file: None,
+        explicit_file: None,
     };
     // OPENAI_API_BASE is the older alias: it beats the file ...
     let env = |k: &str| (k == "OPENAI_API_BASE").then(|| "http://from-env:2/v1".to_string());
-    let s = config::load(&args(&[]), &sources, env).unwrap().settings;
+    let s = support::load_settings(&[], &sources, env).unwrap().settings;
     assert_eq!(s.api_base, "http://from-env:2/v1");
     // ... and loses to the flag (and to OPENAI_BASE_URL, which clap reads into it).
-    let s = config::load(&args(&["--api-base", "http://flag:3/v1"]), &sources, env)
+    let s = support::load_settings(&["--api-base", "http://flag:3/v1"], &sources, env)
         .unwrap()
         .settings;
     assert_eq!(s.api_base, "http://flag:3/v1");
@@ -94,13 +92,13 @@ fn env_lies_between_files_and_flags() {
 
 #[test]
 fn flags_switch_features_off() {
-    let s = config::load(
-        &args(&[
+    let s = support::load_settings(
+        &[
             "--no-double-buffer",
             "--no-verify",
             "--no-auto-commits",
             "--no-dirty-commits",
-        ]),
+        ],
         &ConfigSources::default(),
         no_env,
     )
@@ -119,8 +117,9 @@ fn unknown_keys_are_errors_naming_file_line_and_key() {
         user_file: None,
         repo_root: Some(repo),
         trust_file: None,
+        explicit_file: None,
     };
-    let err = config::load(&args(&[]), &sources, no_env).unwrap_err();
+    let err = support::load_settings(&[], &sources, no_env).unwrap_err();
     let text = err.to_string();
     assert!(matches!(err, ConfigError::Parse { .. }));
     assert!(text.contains(&file.display().to_string()), "{text}");
@@ -134,15 +133,15 @@ fn wrong_types_and_bad_values_are_errors() {
     let file = dir.path().join("bad.toml");
     write(&file, "double_buffer = \"yes\"\n");
     let flag = format!("--config={}", file.display());
-    let err = config::load(&args(&[&flag]), &ConfigSources::default(), no_env).unwrap_err();
+    let err = support::load_settings(&[&flag], &ConfigSources::default(), no_env).unwrap_err();
     assert!(err.to_string().contains("double_buffer"), "{err}");
 
     write(&file, "checkpoint_threshold = 0.9\nswap_threshold = 0.8\n");
-    let err = config::load(&args(&[&flag]), &ConfigSources::default(), no_env).unwrap_err();
+    let err = support::load_settings(&[&flag], &ConfigSources::default(), no_env).unwrap_err();
     assert!(matches!(err, ConfigError::Invalid(_)), "{err}");
 
-    let err = config::load(
-        &args(&["--api-base", "localhost:11434"]),
+    let err = support::load_settings(
+        &["--api-base", "localhost:11434"],
         &ConfigSources::default(),
         no_env,
     )
@@ -150,14 +149,14 @@ fn wrong_types_and_bad_values_are_errors() {
     assert!(err.to_string().contains("http://"), "{err}");
 
     let missing = format!("--config={}", dir.path().join("missing.toml").display());
-    let err = config::load(&args(&[&missing]), &ConfigSources::default(), no_env).unwrap_err();
+    let err = support::load_settings(&[&missing], &ConfigSources::default(), no_env).unwrap_err();
     assert!(matches!(err, ConfigError::Read { .. }), "{err}");
 }
 
 #[test]
 fn the_api_key_never_shows_in_debug_output() {
-    let s = config::load(
-        &args(&["--api-key", "sk-hidden-123"]),
+    let s = support::load_settings(
+        &["--api-key", "sk-hidden-123"],
         &ConfigSources::default(),
         no_env,
     )

@@ -10,21 +10,15 @@ mod support;
 
 use std::path::Path;
 
-use clap::Parser;
 use support::{MockServer, Reply, TempRepo, texts};
-use tern::config::{self, ConfigSources, TrustStore};
-
-fn args(argv: &[&str]) -> tern::cli::GlobalArgs {
-    let mut full = vec!["tern"];
-    full.extend_from_slice(argv);
-    tern::cli::Cli::try_parse_from(full).unwrap().global
-}
+use tern::config::{ConfigSources, TrustStore};
 
 fn sources(dir: &Path, repo: &Path) -> ConfigSources {
     ConfigSources {
         user_file: None,
         repo_root: Some(repo.to_path_buf()),
         trust_file: Some(dir.join("trusted.toml")),
+        explicit_file: None,
     }
 }
 
@@ -39,7 +33,7 @@ fn a_repository_never_sets_where_the_key_goes_and_needs_trust_for_the_rest() {
     let sources = sources(dir.path(), &repo);
     let no_env = |_: &str| None;
 
-    let loaded = config::load(&args(&[]), &sources, no_env).unwrap();
+    let loaded = support::load_settings(&[], &sources, no_env).unwrap();
     let s = &loaded.settings;
     assert_eq!(s.api_base, "https://api.openai.com/v1");
     assert!(s.api_key.is_none());
@@ -61,7 +55,7 @@ fn a_repository_never_sets_where_the_key_goes_and_needs_trust_for_the_rest() {
     TrustStore::open(&dir.path().join("trusted.toml"))
         .trust(&repo, &text)
         .unwrap();
-    let loaded = config::load(&args(&[]), &sources, no_env).unwrap();
+    let loaded = support::load_settings(&[], &sources, no_env).unwrap();
     assert_eq!(loaded.settings.model, "their-model");
     assert_eq!(
         loaded.settings.keys.get("accept").map(String::as_str),
@@ -77,7 +71,7 @@ fn a_repository_never_sets_where_the_key_goes_and_needs_trust_for_the_rest() {
         format!("max_reflections = 1\n{text}"),
     )
     .unwrap();
-    let loaded = config::load(&args(&[]), &sources, no_env).unwrap();
+    let loaded = support::load_settings(&[], &sources, no_env).unwrap();
     assert_eq!(loaded.settings.model, "gpt-4o");
     assert!(loaded.settings.keys.is_empty());
 }

@@ -18,7 +18,6 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::cli::{CachePrompts, GlobalArgs};
 use crate::edit::EditFormat;
 
 /// An API key. Its `Debug` never shows the key, so it cannot leak into logs.
@@ -60,8 +59,8 @@ macro_rules! settings {
             }
         }
 
-        /// One config file's worth of settings.
-        #[derive(Debug, Default, Deserialize)]
+        /// One layer's worth of settings: a config file, or the command line's flags.
+        #[derive(Debug, Clone, Default, Deserialize)]
         #[serde(deny_unknown_fields)]
         pub struct SettingsLayer {
             $( #[serde(default)] pub $name: Option<$ty>, )*
@@ -99,6 +98,29 @@ macro_rules! settings {
             }
         }
     };
+}
+
+/// When to send `cache_control` breakpoints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CachePrompts {
+    /// For the providers known to honour them (OpenRouter, Anthropic).
+    Auto,
+    On,
+    Off,
+}
+
+impl std::str::FromStr for CachePrompts {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "auto" => Ok(CachePrompts::Auto),
+            "on" => Ok(CachePrompts::On),
+            "off" => Ok(CachePrompts::Off),
+            other => Err(format!("{other:?} is not auto, on or off")),
+        }
+    }
 }
 
 /// Who may set a setting.
@@ -230,6 +252,8 @@ pub struct ConfigSources {
     /// The user's list of trusted repository configs (`~/.config/tern/trusted.toml`);
     /// None: no repository config is trusted.
     pub trust_file: Option<PathBuf>,
+    /// `--config FILE`, above the repository's config.
+    pub explicit_file: Option<PathBuf>,
 }
 
 /// Settings, and what the user should hear about how they were loaded (settings of a
@@ -249,6 +273,7 @@ impl ConfigSources {
                 .ok()
                 .and_then(|r| r.workdir().map(Path::to_path_buf)),
             trust_file: trust_file(),
+            explicit_file: None,
         }
     }
 }
@@ -258,10 +283,11 @@ pub fn trust_file() -> Option<PathBuf> {
     dirs::config_dir().map(|d| d.join("tern").join("trusted.toml"))
 }
 
-/// Resolves settings through every layer. `env` is a lookup for environment variables
-/// that clap does not already read into flags (so tests can pass their own).
+/// Resolves settings through every layer, `flags` last (the command line's, built by
+/// the front end). `env` is a lookup for environment variables that the front end does
+/// not already read into flags (so tests can pass their own).
 pub fn load(
-    args: &GlobalArgs,
+    flags: &SettingsLayer,
     sources: &ConfigSources,
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<Loaded, ConfigError> {
@@ -284,17 +310,17 @@ pub fn load(
         notices.extend(repo_notices(&repo.path, &removed));
         settings.apply(layer);
     }
-    if let Some(explicit) = &args.config {
+    if let Some(explicit) = &sources.explicit_file {
         settings.apply(read_layer(explicit)?);
     }
-    // OPENAI_BASE_URL, OPENAI_API_KEY and TERN_MODEL arrive through clap's `env`;
+    // OPENAI_BASE_URL, OPENAI_API_KEY and TERN_MODEL arrive with the flags;
     // OPENAI_API_BASE is the older alias of OPENAI_BASE_URL.
-    if args.api_base.is_none()
+    if flags.api_base.is_none()
         && let Some(base) = env("OPENAI_API_BASE").filter(|s| !s.is_empty())
     {
         settings.api_base = base;
     }
-    apply_flags(&mut settings, args);
+    settings.apply(flags.clone());
     if settings.api_key.is_none()
         && let Some(cmd) = &settings.api_key_cmd
     {
@@ -385,43 +411,6 @@ fn repo_notices(path: &Path, removed: &[(&'static str, Scope)]) -> Vec<String> {
         ));
     }
     out
-}
-
-fn apply_flags(s: &mut Settings, a: &GlobalArgs) {
-    if let Some(v) = &a.model {
-        s.model = v.clone();
-    }
-    if let Some(v) = &a.weak_model {
-        s.weak_model = v.clone();
-    }
-    if let Some(v) = &a.api_base {
-        s.api_base = v.clone();
-    }
-    if let Some(v) = a.api_key.as_ref().filter(|k| !k.is_empty()) {
-        s.api_key = Some(ApiKey::new(v.clone()));
-    }
-    if a.context_window.is_some() {
-        s.context_window = a.context_window;
-    }
-    if a.edit_format.is_some() {
-        s.edit_format = a.edit_format;
-    }
-    if let Some(v) = &a.theme {
-        s.theme = v.clone();
-    }
-    if let Some(v) = a.cache_prompts {
-        s.cache_prompts = v;
-    }
-    if a.map_tokens.is_some() {
-        s.map_tokens = a.map_tokens;
-    }
-    if a.log_file.is_some() {
-        s.log_file = a.log_file.clone();
-    }
-    s.double_buffer &= !a.no_double_buffer;
-    s.verify_hooks &= !a.no_verify;
-    s.auto_commits &= !a.no_auto_commits;
-    s.dirty_commits &= !a.no_dirty_commits;
 }
 
 fn read_layer(path: &Path) -> Result<SettingsLayer, ConfigError> {

@@ -1,7 +1,7 @@
 use serde::{Deserialize, Serialize};
 
 /// How the model is asked to write its edits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum EditFormat {
     /// SEARCH/REPLACE blocks (the default).
@@ -25,5 +25,16 @@ impl EditFormat {
 impl std::fmt::Display for EditFormat {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for EditFormat {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        [EditFormat::Editblock, EditFormat::Udiff, EditFormat::Whole]
+            .into_iter()
+            .find(|f| f.name() == s)
+            .ok_or_else(|| format!("{s:?} is not editblock, udiff or whole"))
     }
 }

@@ -3,7 +3,7 @@
 
 use super::Engine;
 use super::protocol::{ChatMode, FileMode};
-use crate::cli::CachePrompts;
+use crate::config::CachePrompts;
 use crate::context::{self, Assembled, BudgetReport, ChunkInputs};
 use crate::edit::{EditFormat, prompts};
 use crate::llm::Message;

@@ -27,18 +27,6 @@ pub const EXIT_COMMIT: u8 = 3;
 /// A signal (Ctrl-C, SIGTERM) arrived; the landing under way was finished first.
 pub const EXIT_INTERRUPTED: u8 = 130;
 
-/// `--help` text for the exit codes.
-pub const EXIT_CODES_HELP: &str = "\
-Exit codes:
-  0  every block of the reply applied; the accepted hunks were written (and committed)
-  1  some blocks failed to parse or match (each is reported), or an accepted hunk could
-     not be written; everything else was applied
-  2  nothing was done: unreadable reply, bad argument, unknown hunk id, or nothing
-     could be written (not a git repository, another tern is writing, a merge or
-     rebase in progress)
-  3  the accepted hunks were written but the commit failed (e.g. a hook refused it)
-  130  interrupted (Ctrl-C, SIGTERM); a landing under way was finished first";
-
 /// Runs `tern apply` from `cwd`.
 pub fn run(args: &ApplyArgs, global: &GlobalArgs, settings: &Settings, cwd: &Path) -> ExitCode {
     match apply(args, global, settings, cwd) {

@@ -5,14 +5,6 @@ use std::process::ExitCode;
 
 use crate::git::{self, UndoError};
 
-/// `--help` text for the exit codes.
-pub const EXIT_CODES_HELP: &str = "\
-Exit codes:
-  0  the last tern commit was undone
-  1  refused: HEAD is not a tern commit, is a merge or the first commit, its files
-     changed since, or a remote branch already contains it
-  2  error: not in a git repository, or git failed";
-
 /// Runs `tern undo` in the repository containing `cwd`.
 pub fn run(cwd: &Path) -> ExitCode {
     let repo = match git2::Repository::discover(cwd) {

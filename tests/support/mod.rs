@@ -36,3 +36,21 @@ pub use repo::{TempRepo, texts};
 pub use request::{RecordedMessage, RecordedRequest};
 pub use server::MockServer;
 pub use tokens::{encoding_for_model, prompt_tokens, text_tokens};
+
+/// Settings as `tern ARGV` loads them from `sources` (the flags as the top layer, as
+/// `main` does).
+pub fn load_settings(
+    argv: &[&str],
+    sources: &tern::config::ConfigSources,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<tern::config::Loaded, tern::config::ConfigError> {
+    use clap::Parser;
+    let mut full = vec!["tern"];
+    full.extend_from_slice(argv);
+    let global = tern::cli::Cli::try_parse_from(full).unwrap().global;
+    tern::config::load(
+        &global.settings_layer(),
+        &global.config_sources(sources.clone()),
+        env,
+    )
+}

@@ -11,36 +11,16 @@
 
 mod trust;
 
-pub use trust::{TrustStore, config_hash, config_hash_bytes};
+pub use trust::{TrustStore, config_hash};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::edit::EditFormat;
+use crate::edit_format::EditFormat;
 
-/// An API key. Its `Debug` never shows the key, so it cannot leak into logs.
-#[derive(Clone, Deserialize, PartialEq, Eq)]
-#[serde(transparent)]
-pub struct ApiKey(String);
-
-impl ApiKey {
-    pub fn new(key: impl Into<String>) -> Self {
-        ApiKey(key.into())
-    }
-
-    /// The key itself, for the Authorization header only.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::fmt::Debug for ApiKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ApiKey(<redacted>)")
-    }
-}
+pub use crate::llm::ApiKey;
 
 /// Declares `Settings` (every value resolved), `SettingsLayer` (what one config file may
 /// set, every key optional and unknown keys refused) and the merge between them, from one
@@ -214,6 +194,19 @@ pub enum ConfigError {
     Parse { path: PathBuf, message: String },
     #[error("bad setting: {0}")]
     Invalid(String),
+}
+
+impl From<&Settings> for crate::llm::ClientOptions {
+    fn from(s: &Settings) -> Self {
+        crate::llm::ClientOptions {
+            api_base: s.api_base.clone(),
+            api_key: s.api_key.clone(),
+            connect_timeout: std::time::Duration::from_secs(s.connect_timeout_secs),
+            read_timeout: std::time::Duration::from_secs(s.read_timeout_secs),
+            retry_budget: std::time::Duration::from_secs(s.retry_budget_secs),
+            max_reply_bytes: s.max_reply_bytes,
+        }
+    }
 }
 
 /// Where tern keeps what outlives a process and belongs to the user, not to a

@@ -6,19 +6,9 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest, Sha256};
-
 /// The content hash trust is given to.
 pub fn config_hash(text: &str) -> String {
-    config_hash_bytes(text.as_bytes())
-}
-
-/// SHA-256 of `bytes`, in hex.
-pub fn config_hash_bytes(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    crate::digest::sha256_hex(text.as_bytes())
 }
 
 #[derive(Debug, Default, serde::Serialize, serde::Deserialize)]

@@ -275,7 +275,7 @@ fn back_up(file: &FileProposal, dir: Option<&Path>, new: &[u8]) -> Result<Backup
     Ok(Backup {
         path: file.path.clone(),
         saved_at,
-        written_sha256: crate::config::config_hash_bytes(new),
+        written_sha256: crate::digest::sha256_hex(new),
     })
 }
 

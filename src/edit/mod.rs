@@ -14,7 +14,6 @@ mod doc;
 mod editblock;
 mod error;
 mod filename;
-mod format;
 mod hunks;
 mod matching;
 mod parse;
@@ -29,10 +28,10 @@ mod udiff;
 mod whole;
 mod workspace;
 
+pub use crate::edit_format::EditFormat;
 pub use apply::{Applied, ApplyOutcome, Backup, Ready, StaleFile, WriteFailure, Written};
 pub use error::{EditError, NearMatch, Problem, reflection_message};
 pub use filename::FileSet;
-pub use format::EditFormat;
 pub use matching::Occurrence;
 pub use parse::{Edit, EditKind, ParsedReply, parse_reply};
 pub use proposal::{

@@ -250,7 +250,7 @@ fn still_as_written(repo: &Repository, backup: &crate::edit::Backup) -> bool {
         return false;
     };
     std::fs::read(workdir.join(&backup.path))
-        .is_ok_and(|now| crate::config::config_hash_bytes(&now) == backup.written_sha256)
+        .is_ok_and(|now| crate::digest::sha256_hex(&now) == backup.written_sha256)
         && backup.saved_at.is_file()
 }
 

@@ -16,13 +16,48 @@ use super::Message;
 use super::error::{self, HttpFailure, LlmError, Verdict};
 use super::models::{ModelInfo, Usage};
 use super::transport::Transport;
-use crate::config::Settings;
 
 /// How many times a reply cut by `finish_reason: length` is continued.
 pub const MAX_CONTINUATIONS: usize = 3;
 
 /// First retry delay; each further attempt doubles it.
 const FIRST_BACKOFF: Duration = Duration::from_millis(250);
+
+/// An API key. Its `Debug` never shows the key, so it cannot leak into logs.
+#[derive(Clone, Deserialize, PartialEq, Eq)]
+#[serde(transparent)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    pub fn new(key: impl Into<String>) -> Self {
+        ApiKey(key.into())
+    }
+
+    /// The key itself, for the Authorization header only.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ApiKey(<redacted>)")
+    }
+}
+
+/// What the client needs to know, built from the settings in one place
+/// (`From<&config::Settings>`), so that the client does not depend on them.
+#[derive(Debug, Clone)]
+pub struct ClientOptions {
+    pub api_base: String,
+    pub api_key: Option<ApiKey>,
+    pub connect_timeout: Duration,
+    pub read_timeout: Duration,
+    /// Total time spent retrying one request.
+    pub retry_budget: Duration,
+    /// The most bytes of text (and of reasoning) one reply may hold.
+    pub max_reply_bytes: usize,
+}
 
 /// One chat request.
 #[derive(Debug, Clone)]
@@ -100,18 +135,19 @@ impl std::fmt::Debug for LlmClient {
 }
 
 impl LlmClient {
-    /// A client for `settings.api_base`; `record` appends exchanges to a file, `replay`
+    /// A client for `options.api_base`; `record` appends exchanges to a file, `replay`
     /// answers from one instead of the network.
     pub fn new(
-        settings: &Settings,
+        options: impl Into<ClientOptions>,
         record: Option<&Path>,
         replay: Option<&Path>,
     ) -> anyhow::Result<Self> {
+        let options: ClientOptions = options.into();
         let http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(settings.connect_timeout_secs))
-            .read_timeout(Duration::from_secs(settings.read_timeout_secs))
+            .connect_timeout(options.connect_timeout)
+            .read_timeout(options.read_timeout)
             .build()?;
-        let key = settings
+        let key = options
             .api_key
             .as_ref()
             .map(|k| k.expose().to_string())
@@ -119,16 +155,16 @@ impl LlmClient {
         let transport = match (replay, record) {
             (Some(path), _) => Transport::replay(path).map_err(anyhow::Error::msg)?,
             (None, Some(path)) => {
-                Transport::record(http, path, Some(key.clone()), settings.max_reply_bytes).map_err(
+                Transport::record(http, path, Some(key.clone()), options.max_reply_bytes).map_err(
                     |e| anyhow::anyhow!("cannot open record file {}: {e}", path.display()),
                 )?
             }
             (None, None) => Transport::Network {
                 http,
-                limit: settings.max_reply_bytes,
+                limit: options.max_reply_bytes,
             },
         };
-        let api_base = settings.api_base.trim_end_matches('/').to_string();
+        let api_base = options.api_base.trim_end_matches('/').to_string();
         let shown = super::error::redact_url(&api_base);
         let config = OpenAIConfig::new()
             .with_api_base(api_base)
@@ -136,9 +172,9 @@ impl LlmClient {
         Ok(LlmClient {
             api: Client::with_config(config).with_http_service(transport),
             api_base: shown,
-            retry_budget: Duration::from_secs(settings.retry_budget_secs),
-            read_timeout: Duration::from_secs(settings.read_timeout_secs),
-            max_reply_bytes: settings.max_reply_bytes,
+            retry_budget: options.retry_budget,
+            read_timeout: options.read_timeout,
+            max_reply_bytes: options.max_reply_bytes,
         })
     }
 

@@ -6,7 +6,10 @@ mod message;
 pub mod models;
 mod transport;
 
-pub use client::{ChatReply, ChatRequest, Finish, LlmClient, MAX_CONTINUATIONS, StreamEvent};
+pub use client::{
+    ApiKey, ChatReply, ChatRequest, ClientOptions, Finish, LlmClient, MAX_CONTINUATIONS,
+    StreamEvent,
+};
 pub use error::{HttpFailure, LlmError};
 pub use message::{Message, Role};
 pub use models::{ModelInfo, Usage};

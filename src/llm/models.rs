@@ -4,7 +4,7 @@ use std::sync::LazyLock;
 
 use serde::Deserialize;
 
-use crate::edit::EditFormat;
+use crate::edit_format::EditFormat;
 use crate::tokens::{Encoding, TokenCounter};
 
 const TABLE: &str = include_str!("../../assets/models.toml");

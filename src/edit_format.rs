@@ -1,3 +1,6 @@
+//! How the model is asked to write its edits: vocabulary shared by the model table
+//! (each model's default) and the edit parser, so it sits below both.
+
 use serde::{Deserialize, Serialize};
 
 /// How the model is asked to write its edits.

@@ -21,6 +21,8 @@ use std::path::PathBuf;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+/// Where the repo map keeps its tag cache (part of `EngineConfig`).
+pub use crate::repomap::CacheLocation;
 pub use protocol::{ChatMode, Event, FileEntry, FileMode, Op};
 pub use session::{PathError, Session};
 

@@ -3,8 +3,21 @@
 
 use serde::Serialize;
 
-use crate::context::{BudgetReport, HistoryStatus};
-use crate::llm::{Finish, Usage};
+/// The budget view the gauge draws.
+pub use crate::context::{BudgetReport, HistoryStatus, Section};
+/// How a reply ended, and what it cost.
+pub use crate::llm::{Finish, Usage};
+/// A branch review's plan, as the Review pane lists it.
+pub use crate::review::{Outcome, PlanMode, ReviewPlan};
+/// How front ends write token counts (`12,345`).
+pub use crate::tokens::thousands;
+
+/// The models tern knows (its model table): name and context window, for completion.
+pub fn known_models() -> impl Iterator<Item = (&'static str, usize)> {
+    crate::llm::models::all()
+        .iter()
+        .map(|m| (m.name.as_str(), m.context_window))
+}
 
 /// Whether a chat file may be edited by the model.
 #[derive(

@@ -82,7 +82,7 @@ pub async fn run(mut settings: Settings) -> anyhow::Result<ExitCode> {
         replay: Some(demo.session.clone()),
         editable: strings(EDITABLE),
         read_only: strings(READ_ONLY),
-        map_cache: crate::repomap::CacheLocation::UserCacheDir,
+        map_cache: crate::engine::CacheLocation::UserCacheDir,
         resume: false,
     };
     let options = Options {

@@ -167,7 +167,7 @@ pub fn truncate_left(s: &str, max: usize) -> String {
     out
 }
 
-pub use crate::tokens::thousands;
+pub use crate::engine::protocol::thousands;
 
 /// A span of `n` copies of `c`.
 pub fn repeat(c: char, n: usize, style: Style) -> Span<'static> {

@@ -12,7 +12,7 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 
 use super::{Cx, Draw, Pane};
-use crate::llm::{Finish, Usage};
+use crate::engine::protocol::{Finish, Usage};
 use crate::tui::keymap::Action;
 use crate::tui::markdown::{self, Blocks};
 use crate::tui::text::{self, thousands, wrap};

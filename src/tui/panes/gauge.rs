@@ -9,7 +9,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
 use super::{Cx, Draw, Pane};
-use crate::context::{BudgetReport, HistoryStatus, Section};
+use crate::engine::protocol::{BudgetReport, HistoryStatus, Section};
 use crate::tui::keymap::Action;
 use crate::tui::text::{self, thousands};
 use crate::tui::theme::Theme;

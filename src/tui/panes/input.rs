@@ -343,14 +343,13 @@ impl InputPane {
                 commands::Parsed::Command { spec, .. } => match spec.name {
                     "add" | "read-only" => files(word, &self.repo_files, ""),
                     "drop" => files(word, &self.chat_files, "in the chat"),
-                    "model" => crate::llm::models::all()
-                        .iter()
-                        .filter(|m| m.name.contains(word))
+                    "model" => crate::engine::protocol::known_models()
+                        .filter(|(name, _)| name.contains(word))
                         .take(MAX_COMPLETIONS)
-                        .map(|m| Item {
-                            insert: m.name.clone(),
-                            label: m.name.clone(),
-                            detail: format!("{}k window", m.context_window / 1000),
+                        .map(|(name, window)| Item {
+                            insert: name.to_string(),
+                            label: name.to_string(),
+                            detail: format!("{}k window", window / 1000),
                         })
                         .collect(),
                     _ => Vec::new(),

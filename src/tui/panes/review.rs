@@ -18,7 +18,7 @@ use crate::engine::Op;
 use crate::engine::protocol::{
     Decision, FileChange, FileProposalView, HunkView, LineKind, ProposalView, ReviewOp,
 };
-use crate::review::{Outcome, PlanMode, ReviewPlan};
+use crate::engine::protocol::{Outcome, PlanMode, ReviewPlan};
 use crate::tui::highlight::{self, Incremental};
 use crate::tui::keymap::Action;
 use crate::tui::text::{self, thousands};

@@ -1,41 +1,104 @@
 //! Slash commands: the table front ends complete from, and parsing.
 
+/// A slash command. Each place that acts on commands matches on this exhaustively, so a
+/// new command does not compile until the table, the engine and completion handle it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Command {
+    Add,
+    ReadOnly,
+    Drop,
+    Ask,
+    Code,
+    Apply,
+    Discard,
+    Diff,
+    Undo,
+    Commit,
+    Review,
+    Tokens,
+    Map,
+    MapRefresh,
+    Clear,
+    Compact,
+    Model,
+    Trust,
+    Help,
+    Quit,
+}
+
 /// One slash command, with what completion and `/help` show.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CommandSpec {
+    pub command: Command,
     pub name: &'static str,
     pub args: &'static str,
     pub help: &'static str,
 }
 
-/// Every command, in the order `/help` lists them.
-#[rustfmt::skip]
-pub const COMMANDS: &[CommandSpec] = &[
-    cmd("add", "FILE...", "add files to the chat as editable"),
-    cmd("read-only", "FILE...", "add files read-only, or make chat files read-only"),
-    cmd("drop", "[FILE...]", "remove files from the chat (all without arguments)"),
-    cmd("ask", "[QUESTION]", "ask without editing; alone, switch to ask mode"),
-    cmd("code", "[REQUEST]", "ask for edits; alone, switch to code mode"),
-    cmd("apply", "[all]", "write the accepted hunks and commit them (all: accept every hunk first)"),
-    cmd("discard", "", "forget the proposed edits; nothing is written"),
-    cmd("diff", "", "show the proposed edits, or else the uncommitted changes"),
-    cmd("undo", "", "revert tern's last commit, if it is safe to"),
-    cmd("commit", "", "commit your own uncommitted changes to tracked files"),
-    cmd("review", "[REF | --worktree]", "review the branch (or uncommitted changes) with the model"),
-    cmd("tokens", "", "show the next request's tokens, section by section"),
-    cmd("map", "", "show the repo map as the model sees it"),
-    cmd("map-refresh", "", "rescan the repository for the repo map"),
-    cmd("clear", "", "forget the conversation history"),
-    cmd("compact", "", "summarize the conversation history now"),
-    cmd("model", "[NAME]", "show or switch the main model"),
-    cmd("trust", "[yes]", "show this repository's .tern.toml; with yes, trust exactly that content"),
-    cmd("help", "", "list the commands"),
-    cmd("quit", "", "leave tern"),
-];
+impl Command {
+    /// Every command, in the order `/help` lists them.
+    pub const ALL: [Command; 20] = [
+        Command::Add,
+        Command::ReadOnly,
+        Command::Drop,
+        Command::Ask,
+        Command::Code,
+        Command::Apply,
+        Command::Discard,
+        Command::Diff,
+        Command::Undo,
+        Command::Commit,
+        Command::Review,
+        Command::Tokens,
+        Command::Map,
+        Command::MapRefresh,
+        Command::Clear,
+        Command::Compact,
+        Command::Model,
+        Command::Trust,
+        Command::Help,
+        Command::Quit,
+    ];
 
-const fn cmd(name: &'static str, args: &'static str, help: &'static str) -> CommandSpec {
-    CommandSpec { name, args, help }
+    /// Its name, arguments and help.
+    #[rustfmt::skip]
+    pub const fn spec(self) -> CommandSpec {
+        let (name, args, help) = match self {
+            Command::Add => ("add", "FILE...", "add files to the chat as editable"),
+            Command::ReadOnly => ("read-only", "FILE...", "add files read-only, or make chat files read-only"),
+            Command::Drop => ("drop", "[FILE...]", "remove files from the chat (all without arguments)"),
+            Command::Ask => ("ask", "[QUESTION]", "ask without editing; alone, switch to ask mode"),
+            Command::Code => ("code", "[REQUEST]", "ask for edits; alone, switch to code mode"),
+            Command::Apply => ("apply", "[all]", "write the accepted hunks and commit them (all: accept every hunk first)"),
+            Command::Discard => ("discard", "", "forget the proposed edits; nothing is written"),
+            Command::Diff => ("diff", "", "show the proposed edits, or else the uncommitted changes"),
+            Command::Undo => ("undo", "", "revert tern's last commit, if it is safe to"),
+            Command::Commit => ("commit", "", "commit your own uncommitted changes to tracked files"),
+            Command::Review => ("review", "[REF | --worktree]", "review the branch (or uncommitted changes) with the model"),
+            Command::Tokens => ("tokens", "", "show the next request's tokens, section by section"),
+            Command::Map => ("map", "", "show the repo map as the model sees it"),
+            Command::MapRefresh => ("map-refresh", "", "rescan the repository for the repo map"),
+            Command::Clear => ("clear", "", "forget the conversation history"),
+            Command::Compact => ("compact", "", "summarize the conversation history now"),
+            Command::Model => ("model", "[NAME]", "show or switch the main model"),
+            Command::Trust => ("trust", "[yes]", "show this repository's .tern.toml; with yes, trust exactly that content"),
+            Command::Help => ("help", "", "list the commands"),
+            Command::Quit => ("quit", "", "leave tern"),
+        };
+        CommandSpec { command: self, name, args, help }
+    }
 }
+
+/// Every command's spec, in `/help` order.
+pub const COMMANDS: [CommandSpec; 20] = {
+    let mut specs = [Command::Add.spec(); 20];
+    let mut i = 0;
+    while i < Command::ALL.len() {
+        specs[i] = Command::ALL[i].spec();
+        i += 1;
+    }
+    specs
+};
 
 /// A line the user typed, understood as a command.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -121,6 +184,17 @@ mod tests {
         assert!(
             matches!(parse("/c"), Parsed::Unknown { ref candidates, .. } if candidates.len() >= 2)
         );
+    }
+
+    #[test]
+    fn every_command_is_listed_once_under_its_own_name() {
+        for (i, c) in Command::ALL.iter().enumerate() {
+            assert_eq!(COMMANDS[i].command, *c);
+            assert_eq!(Command::ALL.iter().filter(|x| *x == c).count(), 1, "{c:?}");
+            assert!(
+                matches!(parse(&format!("/{}", c.spec().name)), Parsed::Command { spec, .. } if spec.command == *c)
+            );
+        }
     }
 
     #[test]

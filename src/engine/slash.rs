@@ -1,13 +1,13 @@
 //! Running slash commands. Parsing and the command table are in `commands.rs`.
 
-use super::commands::{self, Parsed};
+use super::commands::{self, Command, Parsed};
 use super::protocol::{ChatMode, Decision, Event, FileMode, ReviewOp};
 use super::{Engine, Internal};
 
 impl Engine {
     pub(super) fn command(&mut self, line: &str) {
-        let (name, args) = match commands::parse(line) {
-            Parsed::Command { spec, args } => (spec.name, args.to_string()),
+        let (command, args) = match commands::parse(line) {
+            Parsed::Command { spec, args } => (spec.command, args.to_string()),
             Parsed::Unknown { name, candidates } => {
                 let hint = if candidates.is_empty() {
                     "see /help".to_string()
@@ -19,18 +19,18 @@ impl Engine {
             }
         };
         let words: Vec<String> = args.split_whitespace().map(str::to_string).collect();
-        match name {
-            "add" => {
+        match command {
+            Command::Add => {
                 self.add_files(&words, FileMode::Editable);
                 self.files_changed();
             }
-            "read-only" => {
+            Command::ReadOnly => {
                 self.add_files(&words, FileMode::ReadOnly);
                 self.files_changed();
             }
-            "drop" => self.drop_files(&words),
-            "ask" | "code" => {
-                let mode = if name == "ask" {
+            Command::Drop => self.drop_files(&words),
+            Command::Ask | Command::Code => {
+                let mode = if command == Command::Ask {
                     ChatMode::Ask
                 } else {
                     ChatMode::Code
@@ -43,7 +43,7 @@ impl Engine {
                     self.start_user_turn(args, mode);
                 }
             }
-            "apply" => {
+            Command::Apply => {
                 if args == "all" {
                     self.review(ReviewOp::All {
                         decision: Decision::Accept,
@@ -51,37 +51,37 @@ impl Engine {
                 }
                 self.review(ReviewOp::Apply);
             }
-            "discard" => self.discard(),
-            "diff" => self.show_diff(),
-            "undo" => self.git_job("undo", |repo| match crate::git::undo(repo) {
+            Command::Discard => self.discard(),
+            Command::Diff => self.show_diff(),
+            Command::Undo => self.git_job("undo", |repo| match crate::git::undo(repo) {
                 Ok(undone) => Ok(format!("{undone}")),
                 Err(e) => Err(e.to_string()),
             }),
-            "commit" => {
+            Command::Commit => {
                 let settings = self.settings.clone();
                 self.git_job("commit", move |repo| commit_all(repo, &settings));
             }
-            "tokens" => {
+            Command::Tokens => {
                 let report = self.report(&self.draft.clone());
                 self.events.send(Event::Output {
                     title: "tokens".into(),
                     text: report.render_table(),
                 });
             }
-            "review" => self.review_command(&args),
-            "map" => self.show_map(),
-            "map-refresh" => {
+            Command::Review => self.review_command(&args),
+            Command::Map => self.show_map(),
+            Command::MapRefresh => {
                 self.refresh_map(Vec::new());
                 self.notice("rescanning the repository for the repo map".into());
             }
-            "clear" => {
+            Command::Clear => {
                 self.session.history.clear();
                 self.history_cleared();
                 self.notice("history cleared".into());
                 self.publish_budget();
             }
-            "compact" => self.compact(),
-            "model" => {
+            Command::Compact => self.compact(),
+            Command::Model => {
                 if args.is_empty() {
                     self.notice(format!(
                         "model {} (window {}, weak model {})",
@@ -91,13 +91,12 @@ impl Engine {
                     self.switch_model(&args);
                 }
             }
-            "help" => self.events.send(Event::Output {
+            Command::Help => self.events.send(Event::Output {
                 title: "commands".into(),
                 text: commands::help(),
             }),
-            "trust" => self.trust_command(&args),
-            "quit" => self.quit = true,
-            other => self.error(format!("/{other} is not available here")),
+            Command::Trust => self.trust_command(&args),
+            Command::Quit => self.quit = true,
         }
     }
 

@@ -756,7 +756,10 @@ fn starts_turn(text: &str) -> bool {
     }
     match commands::parse(text) {
         commands::Parsed::Command { spec, args } => {
-            matches!(spec.name, "ask" | "code") && !args.is_empty()
+            matches!(
+                spec.command,
+                commands::Command::Ask | commands::Command::Code
+            ) && !args.is_empty()
         }
         commands::Parsed::Unknown { .. } => false,
     }

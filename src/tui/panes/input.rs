@@ -12,7 +12,7 @@ use ratatui::text::{Line, Span};
 
 use super::{Cx, Draw, Pane};
 use crate::engine::Op;
-use crate::engine::commands;
+use crate::engine::commands::{self, Command};
 use crate::tui::fuzzy;
 use crate::tui::keymap::Action;
 use crate::tui::text::{self, char_width};
@@ -340,10 +340,10 @@ impl InputPane {
         } else if start > 0 && self.text.starts_with('/') {
             let command = self.text.split_whitespace().next().unwrap_or("");
             match commands::parse(command) {
-                commands::Parsed::Command { spec, .. } => match spec.name {
-                    "add" | "read-only" => files(word, &self.repo_files, ""),
-                    "drop" => files(word, &self.chat_files, "in the chat"),
-                    "model" => crate::engine::protocol::known_models()
+                commands::Parsed::Command { spec, .. } => match spec.command {
+                    Command::Add | Command::ReadOnly => files(word, &self.repo_files, ""),
+                    Command::Drop => files(word, &self.chat_files, "in the chat"),
+                    Command::Model => crate::engine::protocol::known_models()
                         .filter(|(name, _)| name.contains(word))
                         .take(MAX_COMPLETIONS)
                         .map(|(name, window)| Item {
@@ -352,7 +352,23 @@ impl InputPane {
                             detail: format!("{}k window", window / 1000),
                         })
                         .collect(),
-                    _ => Vec::new(),
+                    // Their arguments are free text, a ref or nothing.
+                    Command::Ask
+                    | Command::Code
+                    | Command::Apply
+                    | Command::Discard
+                    | Command::Diff
+                    | Command::Undo
+                    | Command::Commit
+                    | Command::Review
+                    | Command::Tokens
+                    | Command::Map
+                    | Command::MapRefresh
+                    | Command::Clear
+                    | Command::Compact
+                    | Command::Trust
+                    | Command::Help
+                    | Command::Quit => Vec::new(),
                 },
                 commands::Parsed::Unknown { .. } => Vec::new(),
             }

@@ -27,6 +27,7 @@ const OPTIONS: LandOptions<'static> = LandOptions {
         model: None,
         co_author_trailer: false,
     },
+    backup_root: None,
 };
 
 fn block(path: &str, search: &str, replace: &str) -> String {
@@ -412,7 +413,14 @@ fn an_existing_ignored_file_needs_confirmation_is_backed_up_never_committed_and_
     out.proposal
         .decide(Select::File(Path::new(".env")), Decision::Accept)
         .unwrap();
-    let landed = git::land(Some(&repo.repo), &mut out.proposal, OPTIONS, |_| "x".into());
+    let backups = tempfile::tempdir().unwrap();
+    let options = || LandOptions {
+        backup_root: Some(backups.path().to_path_buf()),
+        ..OPTIONS
+    };
+    let landed = git::land(Some(&repo.repo), &mut out.proposal, options(), |_| {
+        "x".into()
+    });
     assert!(
         matches!(&landed, Landed::NotWritten(ApplyOutcome::NeedsConfirmation(p)) if p == &[PathBuf::from(".env")]),
         "{landed:?}"
@@ -423,12 +431,13 @@ fn an_existing_ignored_file_needs_confirmation_is_backed_up_never_committed_and_
         applied,
         commit: Ok(Some(commit)),
         ..
-    } = git::land(Some(&repo.repo), &mut out.proposal, OPTIONS, |_| {
+    } = git::land(Some(&repo.repo), &mut out.proposal, options(), |_| {
         "feat: x".into()
     })
     else {
         panic!("not landed")
     };
+    assert!(applied.failed.is_empty(), "{:?}", applied.failed);
     assert_eq!(repo.read(".env"), "SECRET=new\n");
     assert_eq!(applied.backups.len(), 1);
     assert_eq!(

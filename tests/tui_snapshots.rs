@@ -287,7 +287,7 @@ fn review_plan() -> tern::review::ReviewPlan {
     )
     .unwrap();
     let counter = tern::llm::ModelInfo::lookup("gpt-4o").token_counter();
-    let mut options = tern::review::ReviewOptions::defaults(&tern::config::Settings::default());
+    let mut options = tern::review::ReviewOptions::from(&tern::config::Settings::default());
     // Too small for the extended diff: the compressed plan leaves files out.
     options.budget = 2440;
     tern::review::plan(&changes, &counter, &options).unwrap()

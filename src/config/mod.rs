@@ -209,6 +209,37 @@ impl From<&Settings> for crate::llm::ClientOptions {
     }
 }
 
+impl<'a> From<&'a Settings> for crate::git::CommitOptions<'a> {
+    fn from(s: &'a Settings) -> Self {
+        crate::git::CommitOptions {
+            verify_hooks: s.verify_hooks,
+            model: Some(&s.model),
+            co_author_trailer: s.co_author_trailer,
+        }
+    }
+}
+
+impl From<&Settings> for crate::review::ReviewOptions {
+    /// What `/review` uses: the model's input window (`context_window` overrides the
+    /// model table; a table `max_input` caps it), default context, plain hunks, up to
+    /// `review::DEFAULT_MAX_CALLS` calls.
+    fn from(s: &Settings) -> Self {
+        let budget = s.context_window.unwrap_or_else(|| {
+            let model = crate::llm::ModelInfo::lookup(&s.model);
+            model
+                .max_input
+                .map_or(model.context_window, |cap| cap.min(model.context_window))
+        });
+        crate::review::ReviewOptions::with_budget(budget)
+    }
+}
+
+/// Where this repository's backups of replaced gitignored files go (one folder per
+/// landing under it).
+pub fn backup_root(repo_root: &Path) -> PathBuf {
+    state_dir().join("backups").join(repo_key(repo_root))
+}
+
 /// Where tern keeps what outlives a process and belongs to the user, not to a
 /// repository (sessions, backups of ignored files): `$TERN_STATE_DIR`, else the user's
 /// state directory.

@@ -276,7 +276,8 @@ impl Engine {
             let options = LandOptions {
                 commit: settings.auto_commits,
                 dirty_commits: settings.dirty_commits,
-                commit_options: CommitOptions::from_settings(&settings),
+                commit_options: CommitOptions::from(&settings),
+                backup_root: Some(crate::config::backup_root(&root)),
             };
             // A panic here must not leave the engine waiting forever for this result.
             let landed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {

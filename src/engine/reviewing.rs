@@ -28,7 +28,7 @@ impl Engine {
                 base: Some(base.to_string()),
             },
         };
-        self.start_review(source, ReviewOptions::defaults(&self.settings));
+        self.start_review(source, ReviewOptions::from(&self.settings));
     }
 
     pub(super) fn start_review(&mut self, source: DiffSource, options: ReviewOptions) {

@@ -163,7 +163,7 @@ fn commit_all(
     settings: &crate::config::Settings,
 ) -> Result<String, String> {
     let paths = crate::git::modified_tracked_paths(repo).map_err(|e| e.to_string())?;
-    let options = crate::git::CommitOptions::from_settings(settings);
+    let options = crate::git::CommitOptions::from(settings);
     match crate::git::commit_dirty(repo, &paths, &options) {
         Ok(Some(c)) => Ok(format!("committed {} {}", c.short_id(), c.summary)),
         Ok(None) => Ok("nothing to commit".into()),

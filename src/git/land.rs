@@ -2,7 +2,7 @@
 //! be written are committed first, then the accepted hunks are written, then they are
 //! committed. `tern apply` and the engine both land through here.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use git2::Repository;
 
@@ -10,13 +10,16 @@ use super::{Commit, CommitOptions, GitError, LOCK_WAIT, RepoLock, commit_dirty, 
 use crate::edit::{Applied, ApplyOutcome, Proposal};
 
 /// Which commits to make.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct LandOptions<'a> {
     /// Commit the written hunks (`auto_commits`).
     pub commit: bool,
     /// Commit the user's own changes to those files first (`dirty_commits`).
     pub dirty_commits: bool,
     pub commit_options: CommitOptions<'a>,
+    /// Where replaced gitignored files are backed up (one folder per landing under it);
+    /// None: such files are not written.
+    pub backup_root: Option<PathBuf>,
 }
 
 /// What landing did.
@@ -40,19 +43,13 @@ pub enum Landed {
     },
 }
 
-/// Where this landing backs up the files git ignores that it replaces: the user's
-/// state directory, per repository and landing.
-fn backup_dir(repo: &Repository) -> Option<PathBuf> {
-    let root = repo.workdir()?;
+/// Where this landing backs up the files git ignores that it replaces: a folder of its
+/// own under `root`.
+fn backup_dir(root: Option<&Path>) -> Option<PathBuf> {
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis());
-    Some(
-        crate::config::state_dir()
-            .join("backups")
-            .join(crate::config::repo_key(root))
-            .join(stamp.to_string()),
-    )
+    root.map(|r| r.join(stamp.to_string()))
 }
 
 /// Lands the accepted hunks of `proposal`, in an order that never leaves a half state:
@@ -88,7 +85,7 @@ pub fn land(
             Err(e) => return Landed::DirtyCommitFailed(e),
         }
     }
-    let backups = backup_dir(repo);
+    let backups = backup_dir(options.backup_root.as_deref());
     let applied = proposal.write(ready, Some(lock.tmp_dir()), backups.as_deref());
     let commit = match options.commit && !applied.written.is_empty() {
         true => {

@@ -19,8 +19,6 @@ pub use lock::{LOCK_WAIT, RepoLock};
 pub use status::{modified_tracked_paths, worktree_diff};
 pub use undo::{UndoError, UndoRefusal, Undone, undo};
 
-use crate::config::Settings;
-
 #[derive(Debug, thiserror::Error)]
 pub enum GitError {
     #[error("git: {0}")]
@@ -60,16 +58,6 @@ pub struct CommitOptions<'a> {
     /// `co_author_trailer`, in `Co-authored-by: tern (<model>)`.
     pub model: Option<&'a str>,
     pub co_author_trailer: bool,
-}
-
-impl<'a> CommitOptions<'a> {
-    pub fn from_settings(settings: &'a Settings) -> Self {
-        CommitOptions {
-            verify_hooks: settings.verify_hooks,
-            model: Some(&settings.model),
-            co_author_trailer: settings.co_author_trailer,
-        }
-    }
 }
 
 /// The 7-digit abbreviation of a commit id, as git shows it.

@@ -99,7 +99,8 @@ fn apply(
     let options = LandOptions {
         commit: !args.no_commit && settings.auto_commits,
         dirty_commits: settings.dirty_commits,
-        commit_options: CommitOptions::from_settings(settings),
+        commit_options: CommitOptions::from(settings),
+        backup_root: Some(crate::config::backup_root(ws.root())),
     };
     // SIGINT, SIGTERM and SIGHUP wait until the landing is done: killed halfway, it
     // would leave files written but not committed, and temporary files behind.

@@ -137,7 +137,7 @@ fn options(args: &ReviewArgs, settings: &Settings) -> ReviewOptions {
     if before > MAX_CONTEXT {
         eprintln!("tern review: --context {before} is capped at {MAX_CONTEXT} lines");
     }
-    let defaults = ReviewOptions::defaults(settings);
+    let defaults = ReviewOptions::from(settings);
     ReviewOptions {
         budget: args.budget.unwrap_or(defaults.budget),
         context: ContextOptions {

@@ -35,29 +35,16 @@ pub use render::{file_header, section};
 pub use send::{CONTEXT_RETRIES, CallReply, Reviewer, SendError, SendEvent, send, total_usage};
 pub use source::{DiffSource, GIT_CONTEXT, collect};
 
-use crate::config::Settings;
-use crate::llm::ModelInfo;
-
-/// The default budget of a review request: the model's input window
-/// (`settings.context_window` overrides the model table; a table `max_input` caps it).
-pub fn default_budget(settings: &Settings) -> usize {
-    settings.context_window.unwrap_or_else(|| {
-        let model = ModelInfo::lookup(&settings.model);
-        model
-            .max_input
-            .map_or(model.context_window, |cap| cap.min(model.context_window))
-    })
-}
-
 /// How many requests a review may take unless told otherwise (`--max-calls`).
 pub const DEFAULT_MAX_CALLS: usize = 4;
 
 impl ReviewOptions {
-    /// What `/review` uses: the model's input window, 5 extra lines before and 1 after
-    /// each hunk with dynamic context, plain hunks, up to [`DEFAULT_MAX_CALLS`] calls.
-    pub fn defaults(settings: &Settings) -> Self {
+    /// A review within `budget` tokens: 5 extra lines before and 1 after each hunk with
+    /// dynamic context, plain hunks, up to [`DEFAULT_MAX_CALLS`] calls (what `/review`
+    /// uses, with the model's input window; see `config`).
+    pub fn with_budget(budget: usize) -> Self {
         ReviewOptions {
-            budget: default_budget(settings),
+            budget,
             context: ContextOptions::default(),
             line_numbers: false,
             max_calls: DEFAULT_MAX_CALLS,

@@ -18,8 +18,8 @@ use std::time::Duration;
 use criterion::measurement::{Measurement, ValueFormatter, WallTime};
 use criterion::{Criterion, criterion_group, criterion_main};
 use git2::{IndexAddOption, Repository, Signature};
+use tern::branch_review::{ContextOptions, DiffSource, ReviewOptions, collect, plan};
 use tern::llm::ModelInfo;
-use tern::review::{ContextOptions, DiffSource, ReviewOptions, collect, plan};
 
 const FILES: usize = 400;
 const TARGET_CHANGED_LINES: usize = 50_000;

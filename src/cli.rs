@@ -242,7 +242,7 @@ pub struct ReviewArgs {
     #[arg(long)]
     pub print_diff: bool,
     /// Split a diff that does not fit into at most N requests.
-    #[arg(long, value_name = "N", default_value_t = crate::review::DEFAULT_MAX_CALLS)]
+    #[arg(long, value_name = "N", default_value_t = crate::branch_review::DEFAULT_MAX_CALLS)]
     pub max_calls: usize,
     /// Show hunks with new-file line numbers (`__new hunk__` / `__old hunk__`).
     #[arg(long)]

@@ -4,6 +4,7 @@
 //! never depends on a front end; `headless` and `tui` are two consumers of the same
 //! engine events.
 
+pub mod branch_review;
 pub mod chars;
 pub mod cli;
 pub mod config;
@@ -16,7 +17,6 @@ pub mod git;
 pub mod headless;
 pub mod llm;
 pub mod repomap;
-pub mod review;
 pub mod terminal_text;
 pub mod tokens;
 pub mod tui;

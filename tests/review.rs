@@ -6,7 +6,7 @@
 mod support;
 
 use support::TempRepo;
-use tern::review::{
+use tern::branch_review::{
     Body, ChangeSet, ContextOptions, DiffSource, FileStatus, Language, LineKind,
     OUTPUT_BUFFER_HARD, OUTPUT_BUFFER_SOFT, OmitReason, Outcome, PlanMode, ReviewError,
     ReviewOptions, ReviewPlan, TRUNCATED, collect, extend, plan, section,
@@ -491,7 +491,7 @@ fn files_are_ordered_by_language_then_by_size() {
         .map(|_| ())
         .unwrap_err();
     assert!(matches!(plan, ReviewError::BudgetTooSmall { .. }));
-    let plan = tern::review::plan(&changes, &counter(), &options(48_000)).unwrap();
+    let plan = tern::branch_review::plan(&changes, &counter(), &options(48_000)).unwrap();
     // Python has the most changed files (22 with the new and the deleted module), then Rust (15), then
     // JavaScript (8); docs and lockfiles are "other" and come last.
     let langs: Vec<Language> = plan.files.iter().map(|f| f.language).collect();

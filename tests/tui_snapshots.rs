@@ -261,7 +261,7 @@ fn too_small_says_so() {
 
 /// A real review plan of a small branch, compressed because one big file cannot fit: a
 /// small modified file sent; the big file, a lockfile and a deleted file left out.
-fn review_plan() -> tern::review::ReviewPlan {
+fn review_plan() -> tern::branch_review::ReviewPlan {
     let big = |tag: &str| -> String {
         (0..600)
             .map(|i| format!("VALUE_{i} = '{tag} {i}'\n"))
@@ -279,18 +279,18 @@ fn review_plan() -> tern::review::ReviewPlan {
     repo.write("src/big.py", big("new"));
     repo.remove("src/old.py");
     repo.commit("feature");
-    let changes = tern::review::collect(
+    let changes = tern::branch_review::collect(
         &repo.repo,
-        &tern::review::DiffSource::Branch {
+        &tern::branch_review::DiffSource::Branch {
             base: Some("main".into()),
         },
     )
     .unwrap();
     let counter = tern::llm::ModelInfo::lookup("gpt-4o").token_counter();
-    let mut options = tern::review::ReviewOptions::from(&tern::config::Settings::default());
+    let mut options = tern::branch_review::ReviewOptions::from(&tern::config::Settings::default());
     // Too small for the extended diff: the compressed plan leaves files out.
     options.budget = 2440;
-    tern::review::plan(&changes, &counter, &options).unwrap()
+    tern::branch_review::plan(&changes, &counter, &options).unwrap()
 }
 
 #[test]

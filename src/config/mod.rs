@@ -219,7 +219,7 @@ impl<'a> From<&'a Settings> for crate::git::CommitOptions<'a> {
     }
 }
 
-impl From<&Settings> for crate::review::ReviewOptions {
+impl From<&Settings> for crate::branch_review::ReviewOptions {
     /// What `/review` uses: the model's input window (`context_window` overrides the
     /// model table; a table `max_input` caps it), default context, plain hunks, up to
     /// `review::DEFAULT_MAX_CALLS` calls.
@@ -230,7 +230,7 @@ impl From<&Settings> for crate::review::ReviewOptions {
                 .max_input
                 .map_or(model.context_window, |cap| cap.min(model.context_window))
         });
-        crate::review::ReviewOptions::with_budget(budget)
+        crate::branch_review::ReviewOptions::with_budget(budget)
     }
 }
 

@@ -3,14 +3,14 @@
 //! end. Long work (model calls, git) runs on tasks that report back to the loop through
 //! `Internal` messages; only the loop mutates the session.
 
+mod branch_review;
 pub mod commands;
 mod history;
 mod map;
 pub mod persist;
+mod proposal_review;
 pub mod protocol;
 mod request;
-mod review;
-mod reviewing;
 pub mod session;
 mod slash;
 mod turn;
@@ -69,9 +69,9 @@ impl EventSink {
 /// Results of background work, handed back to the loop.
 pub(crate) enum Internal {
     Turn(turn::TurnOutcome),
-    Landed(review::LandResult),
+    Landed(proposal_review::LandResult),
     MapRefreshed(map::Refreshed),
-    Reviewed(reviewing::ReviewOutcome),
+    Reviewed(branch_review::ReviewOutcome),
     /// A git command (undo, commit) finished with this message for the user.
     Git(Result<String, String>),
     /// A history summary finished.
@@ -92,7 +92,7 @@ pub fn spawn(config: EngineConfig) -> anyhow::Result<EngineHandle> {
             events.send(Event::Crashed {
                 text: format!(
                     "tern stopped on an internal error ({}); edits land whole or not at all, so nothing is half-written, and the session is saved (`tern --resume` continues it). Please report this bug.",
-                    review::panic_text(&*panic)
+                    proposal_review::panic_text(&*panic)
                 ),
             });
             events.send(Event::Exited);
@@ -120,7 +120,7 @@ pub(crate) struct Engine {
     /// Background work under way (landing, git) that the front end waits for.
     busy: usize,
     /// The edits of the last code-mode reply, while they are reviewed.
-    pending: Option<review::Pending>,
+    pending: Option<proposal_review::Pending>,
     map: map::MapSlot,
     /// A user message that waits for the first repo map.
     deferred: Option<(String, ChatMode)>,

@@ -3,12 +3,12 @@
 
 use serde::Serialize;
 
+/// A branch review's plan, as the Review pane lists it.
+pub use crate::branch_review::{Outcome, PlanMode, ReviewPlan};
 /// The budget view the gauge draws.
 pub use crate::context::{BudgetReport, HistoryStatus, Section};
 /// How a reply ended, and what it cost.
 pub use crate::llm::{Finish, Usage};
-/// A branch review's plan, as the Review pane lists it.
-pub use crate::review::{Outcome, PlanMode, ReviewPlan};
 /// How front ends write token counts (`12,345`).
 pub use crate::tokens::thousands;
 
@@ -270,7 +270,7 @@ pub enum Event {
     },
     /// A review's plan: what is compared, and which files were included, compressed or
     /// left out (sent before the review streams).
-    ReviewPlan(Box<crate::review::ReviewPlan>),
+    ReviewPlan(Box<crate::branch_review::ReviewPlan>),
     /// Tags are being extracted for the repo map.
     MapProgress {
         done: usize,

@@ -9,9 +9,9 @@ use std::borrow::Cow;
 use super::protocol::{
     EditFailureView, Event, FileEntry, FileProposalView, HunkView, MapEdge, MapView, ProposalView,
 };
+use crate::branch_review::{FilePlan, ReviewCall, ReviewPlan};
 use crate::context::{BudgetReport, FileRow};
 use crate::llm::{Finish, Message};
-use crate::review::{FilePlan, ReviewCall, ReviewPlan};
 use crate::terminal_text::visible;
 
 /// A value whose text can be made safe to show.

@@ -12,13 +12,13 @@ use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::branch_review::{
+    self as review, CallReply, ChangeSet, ContextOptions, DiffSource, MAX_CONTEXT, ReviewError,
+    ReviewOptions, ReviewPlan, SendError, SendEvent, merge_replies,
+};
 use crate::cli::{GlobalArgs, ReviewArgs};
 use crate::config::Settings;
 use crate::llm::{Finish, LlmClient, ModelInfo, StreamEvent};
-use crate::review::{
-    self, CallReply, ChangeSet, ContextOptions, DiffSource, MAX_CONTEXT, ReviewError,
-    ReviewOptions, ReviewPlan, SendError, SendEvent, merge_replies,
-};
 use crate::tokens::TokenCounter;
 
 pub async fn run(
@@ -32,7 +32,7 @@ pub async fn run(
     let counter = model.token_counter();
     let opts = options(args, &settings);
     let prepared = changes(args, cwd, &counter).and_then(|changes| {
-        let plan = crate::review::plan(&changes, &counter, &opts)?;
+        let plan = crate::branch_review::plan(&changes, &counter, &opts)?;
         Ok((changes, plan))
     });
     let (changes, plan) = match prepared {
@@ -171,7 +171,7 @@ fn changes(
         let counter = counter.clone();
         std::thread::spawn(move || counter.count("tern"))
     };
-    let changes = crate::review::collect(&repo, &source);
+    let changes = crate::branch_review::collect(&repo, &source);
     let _ = warm_up.join();
     changes
 }

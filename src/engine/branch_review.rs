@@ -7,9 +7,11 @@ use tokio_util::sync::CancellationToken;
 
 use super::protocol::{ChatMode, Event};
 use super::{Engine, EventSink, Internal};
+use crate::branch_review::{
+    self as review, DiffSource, ReviewOptions, ReviewPlan, Reviewer, SendEvent,
+};
 use crate::context::{Assembled, BudgetReport, Section, chunks::SectionCount};
 use crate::llm::{Finish, LlmClient, Message, ModelInfo, StreamEvent, Usage};
-use crate::review::{self, DiffSource, ReviewOptions, ReviewPlan, Reviewer, SendEvent};
 use crate::tokens::TokenCounter;
 
 /// A finished review, handed back to the loop.

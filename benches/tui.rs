@@ -11,9 +11,9 @@
 // A failed unwrap here is a failed test or benchmark, which is what it should be.
 #![allow(clippy::unwrap_used)]
 
-#[path = "../tests/support/mod.rs"]
+#[path = "../tests/it/support/mod.rs"]
 mod support;
-#[path = "../tests/tui_support/mod.rs"]
+#[path = "../tests/it/tui_support/mod.rs"]
 mod tui_support;
 
 use std::io;

@@ -4,9 +4,7 @@
 // A failed unwrap here is a failed test or benchmark, which is what it should be.
 #![allow(clippy::unwrap_used)]
 
-mod support;
-
-use support::{MockServer, Reply, TempRepo, texts};
+use crate::support::{MockServer, Reply, TempRepo, texts};
 
 /// Ten small Rust functions on `main`, three of them edited on `feature`.
 fn branch() -> TempRepo {

@@ -100,7 +100,7 @@ fn own_sources() -> Vec<String> {
             }
         }
     }
-    out.push(include_str!("../assets/models.toml").to_string());
+    out.push(include_str!("../../assets/models.toml").to_string());
     out
 }
 

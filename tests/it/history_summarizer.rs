@@ -5,13 +5,11 @@
 // A failed unwrap here is a failed test or benchmark, which is what it should be.
 #![allow(clippy::unwrap_used)]
 
-mod support;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use support::{MockServer, Reply};
+use crate::support::{MockServer, Reply};
 use tern::config::{ApiKey, Settings};
 use tern::context::history::{
     self, SUMMARY_PREFIX, Summarizer, SummaryError, SummaryModel, replace_head,

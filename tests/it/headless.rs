@@ -3,9 +3,7 @@
 // A failed unwrap here is a failed test or benchmark, which is what it should be.
 #![allow(clippy::unwrap_used)]
 
-mod support;
-
-use support::{MockServer, Reply, TempRepo, texts};
+use crate::support::{MockServer, Reply, TempRepo, texts};
 
 fn repo() -> TempRepo {
     TempRepo::with_files(&[
@@ -46,7 +44,7 @@ fn a_headless_turn_streams_the_reply_and_reports_tokens() {
     let expected = format!(
         "Tokens: {} sent (5 cached), {} received.",
         request.prompt_tokens,
-        support::text_tokens("gpt-4o", "The function greets by name.\n")
+        crate::support::text_tokens("gpt-4o", "The function greets by name.\n")
     );
     assert!(stderr.contains(&expected), "{stderr}");
     assert!(stderr.contains("Cost: $"), "{stderr}");

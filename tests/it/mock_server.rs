@@ -4,15 +4,15 @@
 // A failed unwrap here is a failed test or benchmark, which is what it should be.
 #![allow(clippy::unwrap_used)]
 
-mod support;
-
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
+use crate::support::{
+    MockServer, RecordedMessage, Reply, encoding_for_model, prompt_tokens, text_tokens,
+};
 use futures::StreamExt;
 use serde_json::{Value, json};
-use support::{MockServer, RecordedMessage, Reply, encoding_for_model, prompt_tokens, text_tokens};
 
 const MODEL: &str = "gpt-4o";
 const API_KEY: &str = "sk-test-secret-key";

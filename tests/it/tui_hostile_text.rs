@@ -5,9 +5,7 @@
 // A failed unwrap here is a failed test or benchmark, which is what it should be.
 #![allow(clippy::unwrap_used)]
 
-mod support;
-mod tui_support;
-
+use crate::tui_support::*;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use tern::engine::Event;
@@ -15,7 +13,6 @@ use tern::engine::protocol::{EditFailureView, FileEntry, FileMode, MapEdge, MapV
 use tern::llm::{Finish, Message};
 use tern::terminal_text::is_unsafe;
 use tern::tui::{App, PaneId};
-use tui_support::*;
 
 /// OSC 52 (write the clipboard), a screen clear, a C1 CSI, BEL, DEL, a NUL and a
 /// backspace: each alone would act on a terminal.

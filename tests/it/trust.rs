@@ -6,11 +6,9 @@
 // A failed unwrap here is a failed test or benchmark, which is what it should be.
 #![allow(clippy::unwrap_used)]
 
-mod support;
-
 use std::path::Path;
 
-use support::{MockServer, Reply, TempRepo, texts};
+use crate::support::{MockServer, Reply, TempRepo, texts};
 use tern::config::{ConfigSources, TrustStore};
 
 fn sources(dir: &Path, repo: &Path) -> ConfigSources {
@@ -33,7 +31,7 @@ fn a_repository_never_sets_where_the_key_goes_and_needs_trust_for_the_rest() {
     let sources = sources(dir.path(), &repo);
     let no_env = |_: &str| None;
 
-    let loaded = support::load_settings(&[], &sources, no_env).unwrap();
+    let loaded = crate::support::load_settings(&[], &sources, no_env).unwrap();
     let s = &loaded.settings;
     assert_eq!(s.api_base, "https://api.openai.com/v1");
     assert!(s.api_key.is_none());
@@ -55,7 +53,7 @@ fn a_repository_never_sets_where_the_key_goes_and_needs_trust_for_the_rest() {
     TrustStore::open(&dir.path().join("trusted.toml"))
         .trust(&repo, &text)
         .unwrap();
-    let loaded = support::load_settings(&[], &sources, no_env).unwrap();
+    let loaded = crate::support::load_settings(&[], &sources, no_env).unwrap();
     assert_eq!(loaded.settings.model, "their-model");
     assert_eq!(
         loaded.settings.keys.get("accept").map(String::as_str),
@@ -71,7 +69,7 @@ fn a_repository_never_sets_where_the_key_goes_and_needs_trust_for_the_rest() {
         format!("max_reflections = 1\n{text}"),
     )
     .unwrap();
-    let loaded = support::load_settings(&[], &sources, no_env).unwrap();
+    let loaded = crate::support::load_settings(&[], &sources, no_env).unwrap();
     assert_eq!(loaded.settings.model, "gpt-4o");
     assert!(loaded.settings.keys.is_empty());
 }

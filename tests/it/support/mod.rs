@@ -17,7 +17,7 @@
 //! queue (`push`), else the responder (`set_responder`). With none of these, the server
 //! answers 500 "no reply was scripted", so a test cannot pass by accident.
 
-// Each test binary includes this module and uses only part of it.
+// `benches/tui.rs` includes this module too and uses only part of it.
 #![allow(dead_code, unused_imports)]
 
 mod errors;

@@ -6,24 +6,21 @@
 //! sends change):
 //!
 //! ```sh
-//! cargo test --test tui_demo -- --ignored record_demo_session
+//! cargo test --test it tui_demo:: -- --ignored record_demo_session
 //! ```
 
 // A failed unwrap here is a failed test or benchmark, which is what it should be.
 #![allow(clippy::unwrap_used)]
 
-mod support;
-mod tui_support;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::support::{MockServer, Reply, TempRepo, texts};
 use similar::TextDiff;
-use support::{MockServer, Reply, TempRepo, texts};
 use tern::llm::Exchange;
 use tern::tui::demo;
 
-use tui_support::REPLY;
+use crate::tui_support::REPLY;
 
 fn assets() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo")
@@ -44,7 +41,7 @@ fn ask_demo_question(repo: &TempRepo, api_base: &str) -> Command {
 
 #[test]
 fn the_demo_reply_is_a_multi_hunk_edit_of_the_demo_files() {
-    let edits = tui_support::edit_blocks(REPLY);
+    let edits = crate::tui_support::edit_blocks(REPLY);
     assert_eq!(edits.len(), 4);
     let mut after: Vec<(String, String, String)> = Vec::new();
     for (file, search, replace) in &edits {

@@ -7,13 +7,11 @@
 // A failed unwrap here is a failed test or benchmark, which is what it should be.
 #![allow(clippy::unwrap_used)]
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use support::TempRepo;
+use crate::support::TempRepo;
 use tern::edit::{
     ApplyOutcome, Decision, EditFormat, FileSet, Problem, Select, Workspace, propose,
 };

@@ -2,7 +2,7 @@
 //! project with the real tokenizer, the real budget report and real diffs, so
 //! snapshots, key scripts and benchmarks all draw what a user would see.
 
-// Each test binary includes this module and uses only part of it.
+// `benches/tui.rs` includes this module too and uses only part of it.
 #![allow(dead_code)]
 
 use crossterm::event::{Event as TermEvent, KeyCode, KeyEvent, KeyModifiers};
@@ -25,7 +25,7 @@ pub const ROOT: &str = "/home/dev/shop";
 pub const MODEL: &str = "gpt-4o";
 
 /// The demo reply (markdown with four SEARCH/REPLACE blocks).
-pub const REPLY: &str = include_str!("../../assets/demo/reply.md");
+pub const REPLY: &str = include_str!("../../../assets/demo/reply.md");
 
 pub fn app() -> App {
     App::new(AppConfig {

@@ -2,14 +2,13 @@
 //! and which scripted turn a conversation request is for.
 
 // Each test binary uses part of it.
-#![allow(dead_code)]
 
-use super::support::RecordedRequest;
+use crate::support::RecordedRequest;
 
 /// True for a request made by the history summarizer (its system prompt is tern's
 /// summarize prompt).
 pub fn is_summary(request: &RecordedRequest) -> bool {
-    let opening = include_str!("../../assets/prompts/summarize.md")
+    let opening = include_str!("../../../assets/prompts/summarize.md")
         .lines()
         .next()
         .unwrap();

@@ -7,16 +7,13 @@
 // A failed unwrap here is a failed test or benchmark, which is what it should be.
 #![allow(clippy::unwrap_used)]
 
-mod support;
-mod tui_support;
-
+use crate::tui_support::*;
 use crossterm::event::KeyCode;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use tern::engine::Event;
 use tern::llm::Message;
 use tern::tui::{App, PaneId};
-use tui_support::*;
 
 const SIZES: [(u16, u16); 2] = [(80, 24), (160, 48)];
 
@@ -267,7 +264,7 @@ fn review_plan() -> tern::branch_review::ReviewPlan {
             .map(|i| format!("VALUE_{i} = '{tag} {i}'\n"))
             .collect()
     };
-    let repo = support::TempRepo::with_files(&[
+    let repo = crate::support::TempRepo::with_files(&[
         ("src/calc.py", "def ratio(a, b):\n    return a\n"),
         ("src/old.py", "def gone():\n    pass\n"),
         ("Cargo.lock", "# lock\n"),

@@ -4,11 +4,9 @@
 // A failed unwrap here is a failed test or benchmark, which is what it should be.
 #![allow(clippy::unwrap_used)]
 
-mod support;
-
 use std::path::{Path, PathBuf};
 
-use support::TempRepo;
+use crate::support::TempRepo;
 use tern::repomap::{CacheLocation, MapResult, RepoMap, default_budget};
 use tern::tokens::{Encoding, TokenCounter};
 
@@ -159,7 +157,7 @@ fn golden_map_of_the_fixture_project() {
     let map = repo.map();
     let result = map.build(&["src/cli.rs"], &NONE, &NONE, 1024);
     let small = plain(&map, 120);
-    insta::with_settings!({ snapshot_path => "fixtures/repomap/snapshots" }, {
+    insta::with_settings!({ snapshot_path => "../fixtures/repomap/snapshots" }, {
         insta::assert_snapshot!("project_chat_cli", result.text);
         insta::assert_snapshot!("project_120_tokens", small.text);
     });

@@ -3,10 +3,9 @@
 // A failed unwrap here is a failed test or benchmark, which is what it should be.
 #![allow(clippy::unwrap_used)]
 
-mod tui_support;
-
 use std::time::{Duration, Instant};
 
+use crate::tui_support::*;
 use crossterm::event::{
     Event as TermEvent, KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind,
 };
@@ -14,7 +13,6 @@ use tern::engine::protocol::{Decision, ReviewOp};
 use tern::engine::{Event, FileMode, Op};
 use tern::llm::Finish;
 use tern::tui::{App, PaneId};
-use tui_support::*;
 
 fn started() -> App {
     let mut app = app();

@@ -4,11 +4,9 @@
 // A failed unwrap here is a failed test or benchmark, which is what it should be.
 #![allow(clippy::unwrap_used)]
 
-mod support;
-
 use std::time::Duration;
 
-use support::{MockServer, Reply, TempRepo};
+use crate::support::{MockServer, Reply, TempRepo};
 use tern::config::{ApiKey, Settings};
 use tern::context::Section;
 use tern::engine::{EngineConfig, Event, Op};

@@ -3,9 +3,7 @@
 // A failed unwrap here is a failed test or benchmark, which is what it should be.
 #![allow(clippy::unwrap_used)]
 
-mod support;
-
-use support::TempRepo;
+use crate::support::TempRepo;
 use tern::branch_review::{
     Body, ChangeSet, ContextOptions, DiffSource, FileStatus, Language, LineKind,
     OUTPUT_BUFFER_HARD, OUTPUT_BUFFER_SOFT, OmitReason, Outcome, PlanMode, ReviewError,

@@ -6,13 +6,10 @@
 // A failed unwrap here is a failed test or benchmark, which is what it should be.
 #![allow(clippy::unwrap_used)]
 
-mod history_support;
-mod support;
-
 use std::time::Duration;
 
-use history_support::{is_summary, turn_of};
-use support::{MockServer, RecordedRequest, Reply, TempRepo, texts};
+use crate::history_support::{is_summary, turn_of};
+use crate::support::{MockServer, RecordedRequest, Reply, TempRepo, texts};
 
 const TURNS: usize = 300;
 
@@ -62,7 +59,7 @@ fn serve(server: &MockServer, pace: Pace) {
         } else {
             let text = reply(turn_of(r));
             let generation = pace.tokens_per_second.map_or(Duration::ZERO, |rate| {
-                Duration::from_secs_f64(support::text_tokens(&r.model, &text) as f64 / rate)
+                Duration::from_secs_f64(crate::support::text_tokens(&r.model, &text) as f64 / rate)
             });
             Reply::text(text).with_start_delay(pace.first_token + generation)
         }

@@ -5,15 +5,12 @@
 // A failed unwrap here is a failed test or benchmark, which is what it should be.
 #![allow(clippy::unwrap_used)]
 
-mod history_support;
-mod support;
-
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use history_support::{is_summary, turn_of};
-use support::{MockServer, RecordedRequest, Reply, TempRepo};
+use crate::history_support::{is_summary, turn_of};
+use crate::support::{MockServer, RecordedRequest, Reply, TempRepo};
 use tern::config::{ApiKey, Settings};
 use tern::context::HistoryPhase;
 use tern::context::history::{self, SUMMARY_PREFIX};

@@ -3,8 +3,6 @@
 // A failed unwrap here is a failed test or benchmark, which is what it should be.
 #![allow(clippy::unwrap_used)]
 
-mod support;
-
 use std::path::Path;
 
 use tern::config::{ConfigError, ConfigSources};
@@ -40,7 +38,7 @@ fn each_layer_overrides_the_one_below() {
         explicit_file: None,
     };
 
-    let s = support::load_settings(&[], &sources, no_env)
+    let s = crate::support::load_settings(&[], &sources, no_env)
         .unwrap()
         .settings;
     assert_eq!(s.model, "from-user");
@@ -49,12 +47,12 @@ fn each_layer_overrides_the_one_below() {
     assert_eq!(s.map_tokens, Some(200));
 
     let config_flag = format!("--config={}", explicit.display());
-    let s = support::load_settings(&[&config_flag], &sources, no_env)
+    let s = crate::support::load_settings(&[&config_flag], &sources, no_env)
         .unwrap()
         .settings;
     assert_eq!(s.model, "from-explicit");
 
-    let s = support::load_settings(
+    let s = crate::support::load_settings(
         &[&config_flag, "--model", "from-flag", "--map-tokens", "7"],
         &sources,
         no_env,
@@ -81,10 +79,12 @@ fn env_lies_between_files_and_flags() {
     };
     // OPENAI_API_BASE is the older alias: it beats the file ...
     let env = |k: &str| (k == "OPENAI_API_BASE").then(|| "http://from-env:2/v1".to_string());
-    let s = support::load_settings(&[], &sources, env).unwrap().settings;
+    let s = crate::support::load_settings(&[], &sources, env)
+        .unwrap()
+        .settings;
     assert_eq!(s.api_base, "http://from-env:2/v1");
     // ... and loses to the flag (and to OPENAI_BASE_URL, which clap reads into it).
-    let s = support::load_settings(&["--api-base", "http://flag:3/v1"], &sources, env)
+    let s = crate::support::load_settings(&["--api-base", "http://flag:3/v1"], &sources, env)
         .unwrap()
         .settings;
     assert_eq!(s.api_base, "http://flag:3/v1");
@@ -92,7 +92,7 @@ fn env_lies_between_files_and_flags() {
 
 #[test]
 fn flags_switch_features_off() {
-    let s = support::load_settings(
+    let s = crate::support::load_settings(
         &[
             "--no-double-buffer",
             "--no-verify",
@@ -119,7 +119,7 @@ fn unknown_keys_are_errors_naming_file_line_and_key() {
         trust_file: None,
         explicit_file: None,
     };
-    let err = support::load_settings(&[], &sources, no_env).unwrap_err();
+    let err = crate::support::load_settings(&[], &sources, no_env).unwrap_err();
     let text = err.to_string();
     assert!(matches!(err, ConfigError::Parse { .. }));
     assert!(text.contains(&file.display().to_string()), "{text}");
@@ -133,14 +133,16 @@ fn wrong_types_and_bad_values_are_errors() {
     let file = dir.path().join("bad.toml");
     write(&file, "double_buffer = \"yes\"\n");
     let flag = format!("--config={}", file.display());
-    let err = support::load_settings(&[&flag], &ConfigSources::default(), no_env).unwrap_err();
+    let err =
+        crate::support::load_settings(&[&flag], &ConfigSources::default(), no_env).unwrap_err();
     assert!(err.to_string().contains("double_buffer"), "{err}");
 
     write(&file, "checkpoint_threshold = 0.9\nswap_threshold = 0.8\n");
-    let err = support::load_settings(&[&flag], &ConfigSources::default(), no_env).unwrap_err();
+    let err =
+        crate::support::load_settings(&[&flag], &ConfigSources::default(), no_env).unwrap_err();
     assert!(matches!(err, ConfigError::Invalid(_)), "{err}");
 
-    let err = support::load_settings(
+    let err = crate::support::load_settings(
         &["--api-base", "localhost:11434"],
         &ConfigSources::default(),
         no_env,
@@ -149,13 +151,14 @@ fn wrong_types_and_bad_values_are_errors() {
     assert!(err.to_string().contains("http://"), "{err}");
 
     let missing = format!("--config={}", dir.path().join("missing.toml").display());
-    let err = support::load_settings(&[&missing], &ConfigSources::default(), no_env).unwrap_err();
+    let err =
+        crate::support::load_settings(&[&missing], &ConfigSources::default(), no_env).unwrap_err();
     assert!(matches!(err, ConfigError::Read { .. }), "{err}");
 }
 
 #[test]
 fn the_api_key_never_shows_in_debug_output() {
-    let s = support::load_settings(
+    let s = crate::support::load_settings(
         &["--api-key", "sk-hidden-123"],
         &ConfigSources::default(),
         no_env,

@@ -4,11 +4,9 @@
 // A failed unwrap here is a failed test or benchmark, which is what it should be.
 #![allow(clippy::unwrap_used)]
 
-mod support;
-
 use std::time::{Duration, Instant};
 
-use support::{MockServer, Reply};
+use crate::support::{MockServer, Reply};
 use tern::config::{ApiKey, Settings};
 use tern::context::{self, ChunkInputs, FileText};
 use tern::llm::{ChatRequest, Finish, LlmClient, LlmError, Message, ModelInfo, StreamEvent};
@@ -347,7 +345,7 @@ async fn length_cut_replies_continue_by_prefill_at_most_three_times() {
     let model = "anthropic/claude-sonnet-4";
     let billed: usize = ["one ", "two ", "three ", "four "]
         .iter()
-        .map(|part| support::text_tokens(model, part))
+        .map(|part| crate::support::text_tokens(model, part))
         .sum();
     assert_eq!(
         reply.usage.completion_tokens, billed,

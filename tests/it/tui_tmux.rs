@@ -9,15 +9,13 @@
 // A failed unwrap here is a failed test or benchmark, which is what it should be.
 #![allow(clippy::unwrap_used)]
 
-mod support;
-
 use std::ffi::OsStr;
 use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use support::{MockServer, Reply, TempRepo};
+use crate::support::{MockServer, Reply, TempRepo};
 
 /// A tern workspace running in its own tmux server (a private socket, so nothing the
 /// developer runs in tmux is touched). The server is killed on drop.
@@ -158,7 +156,7 @@ fn repo() -> TempRepo {
 const WAIT: Duration = Duration::from_secs(20);
 
 /// The demo reply: an explanation and four SEARCH/REPLACE blocks, two per file.
-const REPLY: &str = include_str!("../assets/demo/reply.md");
+const REPLY: &str = include_str!("../../assets/demo/reply.md");
 const COMMIT: &str = "fix: refuse to remove more than is in stock";
 
 #[test]

@@ -1,0 +1,40 @@
+//! Every integration test, in one binary so that the test suite links once (as
+//! ripgrep's tests do). Each module is one area; `support` is the loopback OpenAI
+//! server and temporary repositories, `tui_support` and `history_support` build
+//! workspaces and sessions.
+
+// A failed unwrap here is a failed test, which is what it should be.
+#![allow(clippy::unwrap_used)]
+
+mod history_support;
+mod support;
+mod tui_support;
+
+mod config;
+mod edit_apply;
+mod edit_cli;
+mod edit_parse;
+mod edit_prompts;
+mod edit_spans;
+mod engine_edits;
+mod engine_review;
+mod git;
+mod headless;
+mod history_engine;
+mod history_session;
+mod history_summarizer;
+mod landing;
+mod layering;
+mod llm_client;
+mod mock_server;
+mod repomap;
+mod review;
+mod review_cli;
+mod tokens;
+mod trust;
+mod tui_demo;
+mod tui_hostile_text;
+mod tui_keys;
+mod tui_snapshots;
+mod tui_tmux;
+mod unicode;

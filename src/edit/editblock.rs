@@ -51,7 +51,7 @@ pub(crate) fn parse(lines: &[&str], files: &FileSet) -> Parsed {
             continue;
         }
         block += 1;
-        let filename = filename_before(lines, floor, i, files, scan::FILENAME_LOOKBACK);
+        let filename = filename_before(lines, floor, i, files);
         match block_at(lines, i) {
             Ok((divider, end)) => {
                 let search = join_lines(&lines[i + 1..divider]);

@@ -145,7 +145,7 @@ pub(crate) fn join_lines(lines: &[&str]) -> String {
 /// put prose or a fence line between the name and the block).
 pub(crate) const FILENAME_LOOKBACK: usize = 3;
 
-/// The file named on the nearest `lookback` non-blank lines before `lines[at]`, looking
+/// The file named on the nearest [`FILENAME_LOOKBACK`] non-blank lines before `lines[at]`, looking
 /// no further back than `floor` (the end of the previous block). Fence lines are looked
 /// through (their info string may itself hold the path).
 pub(crate) fn filename_before(
@@ -153,7 +153,6 @@ pub(crate) fn filename_before(
     floor: usize,
     at: usize,
     files: &FileSet,
-    lookback: usize,
 ) -> Option<String> {
     let mut seen = 0;
     for line in lines[floor..at].iter().rev() {
@@ -170,7 +169,7 @@ pub(crate) fn filename_before(
             return Some(name);
         }
         seen += 1;
-        if seen == lookback {
+        if seen == FILENAME_LOOKBACK {
             break;
         }
     }
@@ -181,9 +180,8 @@ pub(crate) fn filename_before(
 /// (`### src/a.py`, `**src/a.py**:`, `` `src/a.py` ``, `File: src/a.py`, `// src/a.py`), or
 /// else a backticked path in prose that names a known file (``In `src/a.py`, add:``).
 pub(crate) fn filename_in_line(line: &str, files: &FileSet) -> Option<String> {
-    let stripped = strip_decoration(line);
-    if looks_like_path(stripped, files) {
-        return Some(stripped.to_string());
+    if let Some(name) = path_line(line, files) {
+        return Some(name);
     }
     line.split('`')
         .skip(1)
@@ -191,6 +189,13 @@ pub(crate) fn filename_in_line(line: &str, files: &FileSet) -> Option<String> {
         .map(str::trim)
         .find(|span| looks_like_path(span, files) && files.knows(span))
         .map(str::to_string)
+}
+
+/// The path a line is once markdown decoration is stripped (`### src/a.py`,
+/// `**src/a.py**:`), and nothing else: a sentence that mentions a path is not one.
+pub(crate) fn path_line(line: &str, files: &FileSet) -> Option<String> {
+    let stripped = strip_decoration(line);
+    looks_like_path(stripped, files).then(|| stripped.to_string())
 }
 
 fn strip_decoration(line: &str) -> &str {

@@ -4,7 +4,7 @@
 use super::error::{EditError, Problem};
 use super::filename::FileSet;
 use super::parse::{EditKind, Parsed, RawEdit};
-use super::scan::{Fence, filename_before, join_lines, shell_fence};
+use super::scan::{Fence, join_lines, path_line, shell_fence};
 
 pub(crate) fn parse(lines: &[&str], files: &FileSet) -> Parsed {
     let mut out = Parsed::default();
@@ -19,9 +19,7 @@ pub(crate) fn parse(lines: &[&str], files: &FileSet) -> Parsed {
         };
         let filename = fence
             .filename(files)
-            // Only the line right before the fence: a whole-file block replaces a
-            // file entirely, so a path mentioned earlier in prose must not pick it.
-            .or_else(|| filename_before(lines, floor, i, files, 1));
+            .or_else(|| name_line_before(lines, floor, i, files));
         let close = fence.close_in(lines, i + 1);
         let end = close.unwrap_or(lines.len());
         let body = &lines[(i + 1).min(end)..end];
@@ -64,4 +62,17 @@ pub(crate) fn parse(lines: &[&str], files: &FileSet) -> Parsed {
             .push(EditError::new(1, None, Problem::MissingFilename, ""));
     }
     out
+}
+
+/// The file named by the nearest non-blank line before the fence at `lines[at]` (not
+/// before `floor`, the end of the previous block), when that line is only a path. A
+/// whole-file block replaces the file entirely, so a path mentioned in prose, earlier
+/// or on that very line (``Here is a snippet from `app.py`:``), must not pick it.
+fn name_line_before(lines: &[&str], floor: usize, at: usize, files: &FileSet) -> Option<String> {
+    let line = lines
+        .get(floor..at)?
+        .iter()
+        .rev()
+        .find(|l| !l.trim().is_empty())?;
+    path_line(line, files)
 }

@@ -801,3 +801,21 @@ fn a_whole_file_fence_takes_its_name_only_from_the_line_right_before_it() {
     );
     assert!(r.out.proposal.is_empty(), "{:?}", r.out.proposal.files());
 }
+
+#[test]
+fn a_whole_file_fence_ignores_a_path_mentioned_in_the_sentence_right_before_it() {
+    let text: String = (0..21).map(|i| format!("line_{i} = {i}\n")).collect();
+    let files = [("app.py", text.as_str()), ("b.py", "x\n")];
+    // A snippet introduced by a sentence naming the file is not the file's content.
+    let reply = "Here is the part of `app.py` that matters:\n```python\nprint('hi')\n```\n";
+    let r = run(EditFormat::Whole, &files, reply);
+    assert!(r.out.proposal.is_empty(), "{:?}", r.out.proposal.files());
+    assert_eq!(r.problem(1), &Problem::MissingFilename);
+    assert!(r.untouched("app.py"));
+    // A line that is only the path, however decorated, names the file.
+    for line in ["app.py", "**app.py**:", "### `app.py`", "File: app.py"] {
+        let reply = format!("Here it is:\n\n{line}\n```python\nprint('hi')\n```\n");
+        let r = run(EditFormat::Whole, &files, &reply);
+        assert_eq!(r.clean().proposed("app.py"), "print('hi')\n", "{line}");
+    }
+}

@@ -142,7 +142,10 @@ pub(crate) fn pane(app: &mut App, id: PaneId, area: Rect, buf: &mut Buffer, focu
         })
         .border_style(style)
         .title(Span::styled(
-            format!(" {} ", text::truncate(&title, area.width as usize - 4)),
+            format!(
+                " {} ",
+                text::truncate(&title, (area.width as usize).saturating_sub(4))
+            ),
             style,
         ));
     let mut inner = block.inner(area);
@@ -233,9 +236,11 @@ fn tab_bar(app: &mut App, area: Rect, buf: &mut Buffer) {
         }
     }
     let model = format!(" {} ", app.model);
-    if (area.right() - x) as usize > model.len() + 2 {
+    // Columns, not bytes: a name in CJK or with an emoji takes fewer columns than bytes.
+    let model_w = text::width(&model);
+    if usize::from(area.right().saturating_sub(x)) > model_w + 2 {
         buf.set_string(
-            area.right() - model.len() as u16,
+            area.right() - model_w as u16,
             area.y,
             model,
             Style::new().fg(theme.c.assistant),

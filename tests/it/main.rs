@@ -37,4 +37,5 @@ mod tui_hostile_text;
 mod tui_keys;
 mod tui_snapshots;
 mod tui_tmux;
+mod tui_wide_text;
 mod unicode;

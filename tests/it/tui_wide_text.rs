@@ -1,0 +1,216 @@
+//! CJK, emoji (with ZWJ and variation selectors) and combining marks in chat text, file
+//! names, the model's name and a proposal are drawn at every terminal size, down to one
+//! cell, without a panic, without a character cut or pushed past the edge, and with the
+//! columns each takes on a terminal.
+
+// A failed unwrap here is a failed test, which is what it should be.
+#![allow(clippy::unwrap_used)]
+
+use crate::tui_support::*;
+use crossterm::event::KeyCode;
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use tern::engine::protocol::{FileChange, FileProposalView, ProposalView};
+use tern::engine::{ChatMode, Event, FileEntry, FileMode};
+use tern::llm::Message;
+use tern::tui::{App, PaneId};
+use unicode_width::UnicodeWidthStr;
+
+const MODEL_NAME: &str = "通义千问-🦀";
+const CJK_FILE: &str = "src/日本語.rs";
+const ACCENT_FILE: &str = "docs/café.md";
+
+const QUESTION: &str = "日本語のコメントを追加して 🎉 (e\u{301}té, 👩‍💻, ❤️)";
+const WIDE_REPLY: &str = "了解しました。全角の文字と絵文字 🎉👩‍💻🏳️‍🌈 を含む説明です。\
+長い行はちゃんと折り返されるべきです、漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字。\n\n\
+src/日本語.rs\n```rust\n<<<<<<< SEARCH\nfn 挨拶() {}\n=======\n/// こんにちは 🌏\nfn 挨拶() {}\n>>>>>>> REPLACE\n```\n";
+
+/// A file list, a streamed reply and a proposal, all in wide and combined characters.
+fn wide_session() -> App {
+    let mut app = app();
+    let mut files = files();
+    for path in [CJK_FILE, ACCENT_FILE, "assets/🎉/ｆｕｌｌｗｉｄｔｈ.txt"] {
+        files.push(FileEntry {
+            path: path.into(),
+            mode: FileMode::Editable,
+            tokens: 12_345,
+            exists: true,
+        });
+    }
+    feed(
+        &mut app,
+        [
+            Event::Ready {
+                root: "/home/開発者/ショップ".into(),
+                model: MODEL_NAME.into(),
+                mode: ChatMode::Code,
+            },
+            Event::Files { files },
+        ],
+    );
+    // Deltas of 7 bytes split the reply inside characters' neighbours and clusters.
+    feed(&mut app, turn(QUESTION, WIDE_REPLY, 7));
+    let before = "fn 挨拶() {}\nfn main() { 挨拶(); }\n";
+    let after = "/// こんにちは 🌏 👩‍💻\nfn 挨拶() {}\nfn main() { 挨拶(); } // ❤️ e\u{301}\n";
+    let proposal = ProposalView {
+        files: [CJK_FILE, ACCENT_FILE]
+            .iter()
+            .map(|path| FileProposalView {
+                path: path.to_string(),
+                change: FileChange::Modified,
+                hunks: hunks(path, before, after),
+                cautions: Vec::new(),
+            })
+            .collect(),
+        failures: Vec::new(),
+        shell_commands: vec!["echo 完了 🎉".into()],
+    };
+    feed(
+        &mut app,
+        [
+            Event::Budget(Box::new(budget(
+                "",
+                &[Message::user(QUESTION), Message::assistant(WIDE_REPLY)],
+            ))),
+            Event::Proposal(Box::new(proposal)),
+        ],
+    );
+    app
+}
+
+/// The buffer's rows as a terminal shows them: a wide symbol covers the cell after it.
+/// Fails if a symbol would run past the right edge.
+fn rows(buf: &Buffer) -> Vec<String> {
+    let area = buf.area;
+    (area.top()..area.bottom())
+        .map(|y| {
+            let mut row = String::new();
+            let mut x = area.left();
+            while x < area.right() {
+                let symbol = buf[(x, y)].symbol();
+                let width = symbol.width().max(1) as u16;
+                assert!(
+                    x + width <= area.right(),
+                    "{symbol:?} at column {x} of row {y} runs past the edge ({})",
+                    area.width
+                );
+                row.push_str(symbol);
+                x += width;
+            }
+            row
+        })
+        .collect()
+}
+
+fn draw_screen(app: &mut App, width: u16, height: u16) -> Vec<String> {
+    let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+    terminal.draw(|f| app.draw(f)).unwrap();
+    rows(terminal.backend().buffer())
+}
+
+fn draw_alone(app: &mut App, id: PaneId, width: u16, height: u16) -> Vec<String> {
+    let area = Rect::new(0, 0, width, height);
+    let mut buf = Buffer::empty(area);
+    app.draw_pane(id, area, &mut buf);
+    rows(&buf)
+}
+
+#[test]
+fn wide_text_draws_at_every_size_without_cutting_a_character() {
+    let mut app = wide_session();
+    let mut sizes = vec![
+        (1, 1),
+        (2, 2),
+        (3, 3),
+        (7, 5),
+        (80, 24),
+        (81, 24),
+        (160, 48),
+    ];
+    sizes.extend((10..=40).step_by(3).map(|w| (w, 12)));
+    for (w, h) in sizes {
+        draw_screen(&mut app, w, h);
+        for id in PaneId::ALL {
+            draw_alone(&mut app, id, w, h);
+        }
+    }
+}
+
+#[test]
+fn wide_text_is_shown_where_it_belongs() {
+    let mut app = wide_session();
+    let chat = draw_alone(&mut app, PaneId::Chat, 100, 40).concat();
+    assert!(chat.contains("了解しました。"), "{chat}");
+    assert!(chat.contains("🎉"), "{chat}");
+    let files = draw_alone(&mut app, PaneId::Files, 60, 12).concat();
+    assert!(files.contains(CJK_FILE), "{files}");
+    assert!(files.contains(ACCENT_FILE), "{files}");
+    let review = draw_alone(&mut app, PaneId::Review, 100, 30).concat();
+    assert!(review.contains(CJK_FILE), "{review}");
+    assert!(review.contains("こんにちは 🌏"), "{review}");
+}
+
+/// Text drawn flush right ends in the last column whatever the characters' widths:
+/// the model's name in the tab bar, and a file's token count beside a wide path.
+#[test]
+fn right_aligned_text_ends_at_the_edge_with_wide_characters() {
+    let mut app = wide_session();
+    let (w, h) = (80, 24);
+    let screen = draw_screen(&mut app, w, h);
+    let bar = screen
+        .iter()
+        .find(|row| row.contains(MODEL_NAME) && row.contains("Chat"))
+        .unwrap_or_else(|| panic!("no tab bar with the model's name:\n{}", screen.join("\n")));
+    assert_eq!(
+        bar.trim_end().width(),
+        usize::from(w) - 1,
+        "the model's name ends one space before the edge: {bar:?}"
+    );
+    let files = draw_alone(&mut app, PaneId::Files, 40, 12);
+    let counts: Vec<usize> = files
+        .iter()
+        .filter(|row| row.contains("12,345"))
+        .map(|row| row.trim_end().width())
+        .collect();
+    assert_eq!(counts.len(), 3, "{files:#?}");
+    assert!(
+        counts.iter().all(|&end| end == counts[0]),
+        "token counts line up: {files:#?}"
+    );
+}
+
+/// Wide characters typed, moved over and deleted in the input box keep its cursor on
+/// a character and what is sent is what was left.
+#[test]
+fn typing_and_editing_wide_text_in_the_input() {
+    let mut app = wide_session();
+    for _ in 0..6 {
+        if app.focus() == PaneId::Input {
+            break;
+        }
+        app.handle_terminal(key(KeyCode::Tab));
+    }
+    assert_eq!(app.focus(), PaneId::Input);
+    type_text(&mut app, "日本語🎉e\u{301}x");
+    for code in [
+        KeyCode::Left,
+        KeyCode::Left,
+        KeyCode::Backspace,
+        KeyCode::Home,
+        KeyCode::Right,
+        KeyCode::Delete,
+        KeyCode::End,
+        KeyCode::Left,
+    ] {
+        app.handle_terminal(key(code));
+        for (w, h) in [(80, 24), (12, 6)] {
+            draw_screen(&mut app, w, h);
+        }
+    }
+    // Home, Right, Delete removed the second character.
+    let input = draw_alone(&mut app, PaneId::Input, 40, 3).concat();
+    assert!(input.contains("日語"), "{input}");
+    assert!(input.contains('x'), "{input}");
+}

@@ -1,23 +1,30 @@
 //! Laying out styled text in terminal cells: display widths, word wrapping that keeps
 //! styles and indentation, and truncation.
 
+use ratatui::buffer::CellWidth;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use unicode_width::UnicodeWidthChar;
+use unicode_segmentation::UnicodeSegmentation;
 
 /// Columns a tab takes.
 pub const TAB_WIDTH: usize = 4;
 
-pub fn char_width(c: char) -> usize {
-    if c == '\t' {
+/// Columns one grapheme cluster takes, measured as ratatui measures it when drawing:
+/// an emoji sequence (`👩‍💻`, `❤️`) takes what a terminal gives it, not the sum of its
+/// characters' widths. A tab is laid out as spaces; a cluster holding a control
+/// character is not drawn.
+pub fn grapheme_width(g: &str) -> usize {
+    if g == "\t" {
         TAB_WIDTH
+    } else if g.contains(char::is_control) {
+        0
     } else {
-        c.width().unwrap_or(0)
+        usize::from(g.cell_width())
     }
 }
 
 pub fn width(s: &str) -> usize {
-    s.chars().map(char_width).sum()
+    s.graphemes(true).map(grapheme_width).sum()
 }
 
 pub fn spans_width(spans: &[Span<'_>]) -> usize {
@@ -37,22 +44,23 @@ pub fn wrap(
     let avail_first = width.saturating_sub(spans_width(first)).max(1);
     let avail_rest = width.saturating_sub(spans_width(rest)).max(1);
     let mut out: Vec<Line<'static>> = Vec::new();
-    let mut cur: Vec<(char, usize)> = Vec::new();
+    // The line being built: grapheme clusters and the index of the span each came from.
+    let mut cur: Vec<(&str, usize)> = Vec::new();
     let mut cur_width = 0;
     // Index in `cur` of the last space: the place to break.
     let mut last_space: Option<usize> = None;
-    let emit = |out: &mut Vec<Line<'static>>, cur: &[(char, usize)]| {
+    let emit = |out: &mut Vec<Line<'static>>, cur: &[(&str, usize)]| {
         let prefix = if out.is_empty() { first } else { rest };
         let mut line: Vec<Span<'static>> = prefix.to_vec();
         line.extend(group(cur, spans));
         out.push(Line::from(line));
     };
     for (index, span) in spans.iter().enumerate() {
-        for c in span.content.chars() {
-            let (c, w) = match c {
-                '\t' => (' ', TAB_WIDTH),
-                '\n' | '\r' => continue,
-                c => (c, char_width(c)),
+        for g in span.content.graphemes(true) {
+            let (g, w) = match g {
+                "\t" => (" ", TAB_WIDTH),
+                "\n" | "\r" | "\r\n" => continue,
+                g => (g, grapheme_width(g)),
             };
             let avail = if out.is_empty() {
                 avail_first
@@ -72,23 +80,23 @@ pub fn wrap(
                         cur.clear();
                     }
                 }
-                cur_width = cur.iter().map(|(c, _)| char_width(*c)).sum();
+                cur_width = cur.iter().map(|(g, _)| grapheme_width(g)).sum();
                 last_space = None;
-                if c == ' ' && cur.is_empty() {
+                if g == " " && cur.is_empty() {
                     continue;
                 }
             }
-            if c == ' ' {
+            if g == " " {
                 last_space = Some(cur.len());
             }
             // A tab is laid out as spaces so widths stay exact.
-            let repeat = if w == TAB_WIDTH && c == ' ' {
+            let repeat = if w == TAB_WIDTH && g == " " {
                 TAB_WIDTH
             } else {
                 1
             };
             for _ in 0..repeat {
-                cur.push((c, index));
+                cur.push((g, index));
             }
             cur_width += w;
         }
@@ -99,25 +107,25 @@ pub fn wrap(
     out
 }
 
-fn trim_end(cur: &mut Vec<(char, usize)>) {
-    while cur.last().is_some_and(|(c, _)| *c == ' ') {
+fn trim_end(cur: &mut Vec<(&str, usize)>) {
+    while cur.last().is_some_and(|(g, _)| *g == " ") {
         cur.pop();
     }
 }
 
-/// Runs of characters with the same source span, back into spans.
-fn group(chars: &[(char, usize)], spans: &[Span<'static>]) -> Vec<Span<'static>> {
+/// Runs of grapheme clusters with the same source span, back into spans.
+fn group(chars: &[(&str, usize)], spans: &[Span<'static>]) -> Vec<Span<'static>> {
     let mut out: Vec<Span<'static>> = Vec::new();
     let mut text = String::new();
     let mut current: Option<usize> = None;
-    for &(c, index) in chars {
+    for &(g, index) in chars {
         if current != Some(index) {
             if let Some(prev) = current {
                 out.push(Span::styled(std::mem::take(&mut text), spans[prev].style));
             }
             current = Some(index);
         }
-        text.push(c);
+        text.push_str(g);
     }
     if let Some(prev) = current {
         out.push(Span::styled(text, spans[prev].style));
@@ -132,12 +140,12 @@ pub fn truncate(s: &str, max: usize) -> String {
     }
     let mut out = String::new();
     let mut used = 0;
-    for c in s.chars() {
-        let w = char_width(c);
+    for g in s.graphemes(true) {
+        let w = grapheme_width(g);
         if used + w + 1 > max {
             break;
         }
-        out.push(c);
+        out.push_str(g);
         used += w;
     }
     if max > 0 {
@@ -152,14 +160,14 @@ pub fn truncate_left(s: &str, max: usize) -> String {
     if width(s) <= max {
         return s.to_string();
     }
-    let mut kept: Vec<char> = Vec::new();
+    let mut kept: Vec<&str> = Vec::new();
     let mut used = 1;
-    for c in s.chars().rev() {
-        let w = char_width(c);
+    for g in s.graphemes(true).rev() {
+        let w = grapheme_width(g);
         if used + w > max {
             break;
         }
-        kept.push(c);
+        kept.push(g);
         used += w;
     }
     let mut out = String::from("…");
@@ -210,6 +218,17 @@ mod tests {
         let lines = wrap(&[Span::raw("\tx")], 10, &[], &[]);
         assert_eq!(texts(&lines), ["    x"]);
         assert_eq!(wrap(&[], 10, &[Span::raw("> ")], &[]).len(), 1);
+    }
+
+    #[test]
+    fn emoji_sequences_and_combining_marks_are_measured_whole() {
+        assert_eq!(width("👩\u{200d}💻"), 2);
+        assert_eq!(width("❤\u{fe0f}"), 2);
+        assert_eq!(width("e\u{301}"), 1);
+        let lines = wrap(&[Span::raw("❤\u{fe0f}".repeat(3))], 4, &[], &[]);
+        assert_eq!(texts(&lines), ["❤\u{fe0f}❤\u{fe0f}", "❤\u{fe0f}"]);
+        assert_eq!(truncate("👩\u{200d}💻👩\u{200d}💻", 3), "👩\u{200d}💻…");
+        assert_eq!(truncate_left("a/e\u{301}e\u{301}", 3), "…e\u{301}e\u{301}");
     }
 
     #[test]

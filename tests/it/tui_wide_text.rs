@@ -214,3 +214,55 @@ fn typing_and_editing_wide_text_in_the_input() {
     assert!(input.contains("日語"), "{input}");
     assert!(input.contains('x'), "{input}");
 }
+
+/// How many cells of `buf` hold `symbol`.
+fn cells_holding(buf: &Buffer, symbol: &str) -> usize {
+    buf.content()
+        .iter()
+        .filter(|c| c.symbol() == symbol)
+        .count()
+}
+
+/// An emoji built of several characters (ZWJ sequences, a variation selector) takes
+/// the columns a terminal gives it, not the sum of its characters' widths: wrapping
+/// that counted characters let ratatui drop the end of every row.
+#[test]
+fn emoji_sequences_wrap_by_the_columns_they_take() {
+    let heart = "❤\u{fe0f}";
+    let coder = "👩\u{200d}💻";
+    let reply = format!("{} {}", heart.repeat(40), coder.repeat(20));
+    let mut app = app();
+    feed(&mut app, session_start());
+    feed(&mut app, turn("hearts", &reply, usize::MAX));
+    for width in [20, 31, 47] {
+        let area = Rect::new(0, 0, width, 40);
+        let mut buf = Buffer::empty(area);
+        app.draw_pane(PaneId::Chat, area, &mut buf);
+        rows(&buf);
+        assert_eq!(cells_holding(&buf, heart), 40, "at {width} columns");
+        assert_eq!(cells_holding(&buf, coder), 20, "at {width} columns");
+    }
+}
+
+/// The terminal cursor sits right after the last thing typed, whatever its width.
+#[test]
+fn the_input_cursor_follows_wide_and_combined_characters() {
+    let mut app = app();
+    feed(&mut app, session_start());
+    for _ in 0..6 {
+        if app.focus() == PaneId::Input {
+            break;
+        }
+        app.handle_terminal(key(KeyCode::Tab));
+    }
+    assert_eq!(app.focus(), PaneId::Input);
+    type_text(&mut app, "❤\u{fe0f}👩\u{200d}💻日e\u{301}x");
+    let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
+    terminal.draw(|f| app.draw(f)).unwrap();
+    let cursor = terminal.get_cursor_position().unwrap();
+    let buf = terminal.backend().buffer();
+    let typed_x = (0..80)
+        .find(|&x| buf[(x, cursor.y)].symbol() == "x")
+        .unwrap_or_else(|| panic!("no x on the cursor's row {}", cursor.y));
+    assert_eq!(cursor.x, typed_x + 1);
+}

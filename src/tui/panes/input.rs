@@ -15,7 +15,8 @@ use crate::engine::Op;
 use crate::engine::commands::{self, Command};
 use crate::tui::fuzzy;
 use crate::tui::keymap::Action;
-use crate::tui::text::{self, char_width};
+use crate::tui::text::{self, grapheme_width};
+use unicode_segmentation::UnicodeSegmentation;
 
 /// Completions shown at most.
 pub const MAX_COMPLETIONS: usize = 8;
@@ -165,22 +166,25 @@ impl InputPane {
         self.edited();
     }
 
+    /// Where the grapheme cluster before `at` starts: the cursor moves over, and
+    /// deletes, what the user sees as one character (`👩‍💻`, `é`), never half of it.
     fn prev_boundary(&self, at: usize) -> usize {
         self.text
             .get(..at)
             .unwrap_or_default()
-            .char_indices()
+            .grapheme_indices(true)
             .next_back()
             .map_or(0, |(i, _)| i)
     }
 
+    /// Where the grapheme cluster at `at` ends.
     fn next_boundary(&self, at: usize) -> usize {
         self.text
             .get(at..)
             .unwrap_or_default()
-            .chars()
+            .graphemes(true)
             .next()
-            .map_or(at, |c| at + c.len_utf8())
+            .map_or(at, |g| at + g.len())
     }
 
     fn word_left(&self, at: usize) -> usize {
@@ -230,8 +234,8 @@ impl InputPane {
         for line in self.text.split('\n') {
             let mut row_start = start;
             let mut used = 0;
-            for (i, c) in line.char_indices() {
-                let w = char_width(c);
+            for (i, g) in line.grapheme_indices(true) {
+                let w = grapheme_width(g);
                 if used + w > width {
                     rows.push((row_start, start + i));
                     row_start = start + i;
@@ -269,12 +273,17 @@ impl InputPane {
         let (start, end) = rows[target as usize];
         let mut at = start;
         let mut used = 0;
-        for (i, c) in self.text.get(start..end).unwrap_or_default().char_indices() {
-            if used + char_width(c) > col {
+        for (i, g) in self
+            .text
+            .get(start..end)
+            .unwrap_or_default()
+            .grapheme_indices(true)
+        {
+            if used + grapheme_width(g) > col {
                 break;
             }
-            used += char_width(c);
-            at = start + i + c.len_utf8();
+            used += grapheme_width(g);
+            at = start + i + g.len();
         }
         self.cursor = at;
         true

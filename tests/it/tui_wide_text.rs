@@ -117,9 +117,17 @@ fn draw_alone(app: &mut App, id: PaneId, width: u16, height: u16) -> Vec<String>
     rows(&buf)
 }
 
-#[test]
-fn wide_text_draws_at_every_size_without_cutting_a_character() {
-    let mut app = wide_session();
+fn focus(app: &mut App, id: PaneId) {
+    for _ in 0..6 {
+        if app.focus() == id {
+            return;
+        }
+        app.handle_terminal(key(KeyCode::Tab));
+    }
+    panic!("{id:?} cannot be focused");
+}
+
+fn sizes() -> Vec<(u16, u16)> {
     let mut sizes = vec![
         (1, 1),
         (2, 2),
@@ -130,11 +138,37 @@ fn wide_text_draws_at_every_size_without_cutting_a_character() {
         (160, 48),
     ];
     sizes.extend((10..=40).step_by(3).map(|w| (w, 12)));
-    for (w, h) in sizes {
+    sizes
+}
+
+#[test]
+fn wide_text_draws_at_every_size_without_cutting_a_character() {
+    let mut app = wide_session();
+    for (w, h) in sizes() {
         draw_screen(&mut app, w, h);
         for id in PaneId::ALL {
             draw_alone(&mut app, id, w, h);
         }
+    }
+}
+
+/// The file picker and the help stay open when the terminal shrinks under them.
+#[test]
+fn overlays_draw_at_every_size() {
+    let mut app = wide_session();
+    focus(&mut app, PaneId::Files);
+    app.handle_terminal(key(KeyCode::Char('a')));
+    type_text(&mut app, "日本");
+    assert!(draw_screen(&mut app, 80, 24).concat().contains("Add a file"));
+    for (w, h) in sizes() {
+        draw_screen(&mut app, w, h);
+    }
+    app.handle_terminal(key(KeyCode::Esc));
+    focus(&mut app, PaneId::Files);
+    app.handle_terminal(key(KeyCode::Char('?')));
+    assert!(draw_screen(&mut app, 80, 24).concat().contains("Keys"));
+    for (w, h) in sizes() {
+        draw_screen(&mut app, w, h);
     }
 }
 
@@ -186,13 +220,7 @@ fn right_aligned_text_ends_at_the_edge_with_wide_characters() {
 #[test]
 fn typing_and_editing_wide_text_in_the_input() {
     let mut app = wide_session();
-    for _ in 0..6 {
-        if app.focus() == PaneId::Input {
-            break;
-        }
-        app.handle_terminal(key(KeyCode::Tab));
-    }
-    assert_eq!(app.focus(), PaneId::Input);
+    focus(&mut app, PaneId::Input);
     type_text(&mut app, "日本語🎉e\u{301}x");
     for code in [
         KeyCode::Left,
@@ -249,13 +277,7 @@ fn emoji_sequences_wrap_by_the_columns_they_take() {
 fn the_input_cursor_follows_wide_and_combined_characters() {
     let mut app = app();
     feed(&mut app, session_start());
-    for _ in 0..6 {
-        if app.focus() == PaneId::Input {
-            break;
-        }
-        app.handle_terminal(key(KeyCode::Tab));
-    }
-    assert_eq!(app.focus(), PaneId::Input);
+    focus(&mut app, PaneId::Input);
     type_text(&mut app, "❤\u{fe0f}👩\u{200d}💻日e\u{301}x");
     let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
     terminal.draw(|f| app.draw(f)).unwrap();

@@ -131,7 +131,7 @@ impl Picker {
             .borders(Borders::ALL)
             .border_style(theme.border(true))
             .title(Span::styled(
-                text::truncate(&title, width as usize - 2),
+                text::truncate(&title, (width as usize).saturating_sub(2)),
                 theme.border(true),
             ))
             .style(theme.text());
@@ -146,11 +146,11 @@ impl Picker {
             inner.x + 2,
             inner.y,
             &self.query,
-            inner.width as usize - 2,
+            (inner.width as usize).saturating_sub(2),
             Style::new().fg(theme.c.fg),
         );
         let count = format!("{}/{}", self.results.len(), self.files.len());
-        if inner.width as usize > count.len() + self.query.len() + 4 {
+        if inner.width as usize > count.len() + text::width(&self.query) + 4 {
             buf.set_string(
                 inner.right() - count.len() as u16,
                 inner.y,
@@ -189,7 +189,7 @@ impl Picker {
                     Style::new().fg(theme.c.editable_files),
                 ),
                 Span::styled(
-                    text::truncate_left(path, list.width as usize - 2),
+                    text::truncate_left(path, (list.width as usize).saturating_sub(2)),
                     Style::new().fg(theme.c.fg),
                 ),
             ]);

@@ -7,7 +7,9 @@
 #![allow(clippy::unwrap_used)]
 
 use crate::tui_support::*;
+use crate::unicode::wild_text;
 use crossterm::event::KeyCode;
+use proptest::prelude::*;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
@@ -138,6 +140,7 @@ fn sizes() -> Vec<(u16, u16)> {
         (160, 48),
     ];
     sizes.extend((10..=40).step_by(3).map(|w| (w, 12)));
+    sizes.extend((1..=12).map(|h| (60, h)));
     sizes
 }
 
@@ -159,7 +162,11 @@ fn overlays_draw_at_every_size() {
     focus(&mut app, PaneId::Files);
     app.handle_terminal(key(KeyCode::Char('a')));
     type_text(&mut app, "日本");
-    assert!(draw_screen(&mut app, 80, 24).concat().contains("Add a file"));
+    assert!(
+        draw_screen(&mut app, 80, 24)
+            .concat()
+            .contains("Add a file")
+    );
     for (w, h) in sizes() {
         draw_screen(&mut app, w, h);
     }
@@ -287,4 +294,58 @@ fn the_input_cursor_follows_wide_and_combined_characters() {
         .find(|&x| buf[(x, cursor.y)].symbol() == "x")
         .unwrap_or_else(|| panic!("no x on the cursor's row {}", cursor.y));
     assert_eq!(cursor.x, typed_x + 1);
+}
+
+/// A session whose every text is `text`: reply, file names, hunk lines, typed input.
+fn session_of(text: &str) -> App {
+    let mut app = app();
+    let mut files = files();
+    files.push(FileEntry {
+        path: text.into(),
+        mode: FileMode::ReadOnly,
+        tokens: 1,
+        exists: false,
+    });
+    feed(
+        &mut app,
+        [
+            Event::Ready {
+                root: text.into(),
+                model: text.into(),
+                mode: ChatMode::Ask,
+            },
+            Event::Files { files },
+        ],
+    );
+    feed(&mut app, turn(text, text, 5));
+    let proposal = ProposalView {
+        files: vec![FileProposalView {
+            path: text.into(),
+            change: FileChange::Modified,
+            hunks: hunks(text, "a\n", &format!("{text}\n")),
+            cautions: Vec::new(),
+        }],
+        failures: Vec::new(),
+        shell_commands: vec![text.into()],
+    };
+    feed(&mut app, [Event::Proposal(Box::new(proposal))]);
+    focus(&mut app, PaneId::Input);
+    type_text(&mut app, text);
+    app
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    /// Any text anywhere, at any size: no panic, no character past the edge.
+    #[test]
+    fn any_text_draws_at_any_size(text in wild_text(), w in 1u16..130, h in 1u16..50) {
+        let mut app = session_of(&text);
+        app.handle_terminal(key(KeyCode::Left));
+        app.handle_terminal(key(KeyCode::Backspace));
+        draw_screen(&mut app, w, h);
+        for id in PaneId::ALL {
+            draw_alone(&mut app, id, w, h);
+        }
+    }
 }

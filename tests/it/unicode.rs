@@ -39,7 +39,7 @@ fn repo_with(files: &[(&str, &str)]) -> (tempfile::TempDir, git2::Repository) {
 
 /// Any text, weighted towards what breaks byte-index code: CJK, emoji with ZWJ and
 /// modifiers, combining marks, RTL, control characters, CR and CRLF.
-fn wild_text() -> impl Strategy<Value = String> {
+pub(crate) fn wild_text() -> impl Strategy<Value = String> {
     prop::collection::vec(
         prop_oneof![
             Just("日本語".to_string()),

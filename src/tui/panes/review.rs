@@ -891,17 +891,18 @@ impl Pane for ReviewPane {
             return;
         }
         let mut y = area.y;
-        buf.set_line(area.x, y, &self.summary(theme), area.width);
+        row(buf, area, y, &self.summary(theme));
         y += 1;
         if let Some(banner) = &self.banner {
             let line = Line::styled(format!("✓ {banner}"), Style::new().fg(theme.c.ok));
-            buf.set_line(area.x, y, &line, area.width);
+            row(buf, area, y, &line);
             y += 1;
         }
         let file_rows = files
             .min(FILE_ROWS)
             .min((area.height as usize).saturating_sub(4) / 3)
             .max(1) as u16;
+        let file_rows = file_rows.min(area.bottom().saturating_sub(y));
         self.render_files(Rect::new(area.x, y, area.width, file_rows), buf, draw);
         y += file_rows;
         let note_rows = (notes.len() as u16).min(area.height / 4);
@@ -916,12 +917,12 @@ impl Pane for ReviewPane {
             "{sep_label}{}",
             "─".repeat(width.saturating_sub(text::width(&sep_label)))
         );
-        buf.set_string(area.x, y, sep, theme.dim());
+        row(buf, area, y, &Line::styled(sep, theme.dim()));
         y += 1;
         self.render_diff(Rect::new(area.x, y, area.width, diff_height), buf, theme);
         y += diff_height;
         for line in notes.iter().take(note_rows as usize) {
-            buf.set_line(area.x, y, line, area.width);
+            row(buf, area, y, line);
             y += 1;
         }
         if hint_rows > 0 {
@@ -948,6 +949,14 @@ impl Pane for ReviewPane {
 
 /// Files listed above the diff at most.
 const FILE_ROWS: usize = 6;
+
+/// Draws `line` on row `y` when that row is inside `area`: in a pane a few rows high,
+/// the summary, banner and separator alone may not fit.
+fn row(buf: &mut Buffer, area: Rect, y: u16, line: &Line<'_>) {
+    if (area.top()..area.bottom()).contains(&y) {
+        buf.set_line(area.x, y, line, area.width);
+    }
+}
 
 /// A one-line account of an `Applied` event.
 pub fn applied_summary(

@@ -47,7 +47,7 @@ pub(crate) fn parse(lines: &[&str], files: &FileSet) -> Parsed {
         }
         let source = |head: &[&str], body: &[&str]| [header, head, body].concat().join("\n");
         match (old, new) {
-            (_, None) => {
+            (old, None) => {
                 block += 1;
                 let all: Vec<&str> = hunks
                     .iter()
@@ -67,7 +67,7 @@ pub(crate) fn parse(lines: &[&str], files: &FileSet) -> Parsed {
                 let (_, after) = sides(&body);
                 out.edits.push(RawEdit {
                     block,
-                    filename: Some(path.to_string()),
+                    filename: Some(path),
                     kind: EditKind::Whole {
                         content: join_lines(&after),
                         new_file: true,
@@ -84,7 +84,7 @@ pub(crate) fn parse(lines: &[&str], files: &FileSet) -> Parsed {
                     block += 1;
                     out.edits.push(RawEdit {
                         block,
-                        filename: Some(path.to_string()),
+                        filename: Some(path.clone()),
                         kind: EditKind::SearchReplace {
                             search: join_lines(&before),
                             replace: join_lines(&after),
@@ -142,21 +142,76 @@ fn sides<'a>(body: &[&'a str]) -> (Vec<&'a str>, Vec<&'a str>) {
     (before, after)
 }
 
-/// The path of a `---`/`+++` line: `None` for `/dev/null`; git's `a/` and `b/`
-/// prefixes and a trailing timestamp removed.
-fn diff_path<'a>(raw: &'a str, files: &FileSet) -> Option<&'a str> {
-    let path = raw
-        .split('\t')
-        .next()
-        .unwrap_or(raw)
-        .trim()
-        .trim_matches('"');
+/// The path of a `---`/`+++` line: `None` for `/dev/null`; git's quoting, its `a/` and
+/// `b/` prefixes and a trailing timestamp removed.
+fn diff_path(raw: &str, files: &FileSet) -> Option<String> {
+    let path = raw.split('\t').next().unwrap_or(raw).trim();
+    let path = unquote(path).unwrap_or_else(|| path.trim_matches('"').to_string());
     if path == "/dev/null" {
         return None;
     }
     let stripped = path.strip_prefix("a/").or_else(|| path.strip_prefix("b/"));
     Some(match stripped {
-        Some(rest) if !files.knows(path) => rest,
+        Some(rest) if !files.knows(&path) => rest.to_string(),
         _ => path,
     })
+}
+
+/// A path in git's C-style quotes, as `git diff` writes names with non-ASCII or special
+/// bytes (`"a/caf\303\251.md"` for `a/café.md`), decoded. `None` when `quoted` is not
+/// such a string or its bytes are not UTF-8.
+fn unquote(quoted: &str) -> Option<String> {
+    let inner = quoted.strip_prefix('"')?.strip_suffix('"')?;
+    let mut bytes = Vec::with_capacity(inner.len());
+    let mut chars = inner.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            bytes.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
+            continue;
+        }
+        let escaped = chars.next()?;
+        let byte = match escaped {
+            'a' => 0x07,
+            'b' => 0x08,
+            't' => b'\t',
+            'n' => b'\n',
+            'v' => 0x0b,
+            'f' => 0x0c,
+            'r' => b'\r',
+            '"' | '\\' => escaped as u8,
+            '0'..='3' => {
+                let digits = [escaped, chars.next()?, chars.next()?];
+                let value = digits
+                    .iter()
+                    .try_fold(0u32, |n, d| d.to_digit(8).map(|v| n * 8 + v))?;
+                u8::try_from(value).ok()?
+            }
+            _ => return None,
+        };
+        bytes.push(byte);
+    }
+    String::from_utf8(bytes).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unquote;
+
+    #[test]
+    fn git_quoted_paths_decode() {
+        assert_eq!(
+            unquote(r#""a/caf\303\251.md""#).as_deref(),
+            Some("a/café.md")
+        );
+        assert_eq!(
+            unquote(r#""a/say \"hi\"\tnow\\.txt""#).as_deref(),
+            Some("a/say \"hi\"\tnow\\.txt")
+        );
+        assert_eq!(unquote("a/plain.md"), None);
+        // Not UTF-8, a bad escape, a cut octal escape: not a path tern can name.
+        assert_eq!(unquote(r#""a/\377.md""#), None);
+        assert_eq!(unquote(r#""a/\q.md""#), None);
+        assert_eq!(unquote(r#""a/\30""#), None);
+        assert_eq!(unquote(r#""日本\"#), None);
+    }
 }

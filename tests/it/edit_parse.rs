@@ -819,3 +819,30 @@ fn a_whole_file_fence_ignores_a_path_mentioned_in_the_sentence_right_before_it()
         assert_eq!(r.clean().proposed("app.py"), "print('hi')\n", "{line}");
     }
 }
+
+#[test]
+fn udiff_paths_git_quotes_with_octal_escapes_are_decoded() {
+    // `git diff` writes non-ASCII paths C-quoted (core.quotePath), and models copy it.
+    let reply = "```diff\n--- \"a/docs/caf\\303\\251.md\"\n+++ \"b/docs/caf\\303\\251.md\"\n@@ -1 +1 @@\n-old\n+new\n```\n\n```diff\n--- /dev/null\n+++ \"b/src/\\346\\227\\245\\346\\234\\254.rs\"\n@@ -0,0 +1 @@\n+fn main() {}\n```\n";
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("docs")).unwrap();
+    std::fs::write(dir.path().join("docs/café.md"), "old\n").unwrap();
+    let ws = Workspace::discover(dir.path()).unwrap();
+    // Neither file is in the chat: no fuzzy match may rescue a wrong name.
+    let out = propose(
+        &ws,
+        reply,
+        EditFormat::Udiff,
+        &FileSet::new(vec![], ws.files()),
+    );
+    assert!(out.errors.is_empty(), "{:?}", out.errors);
+    let paths: Vec<&Path> = out.proposal.files().iter().map(|f| f.path()).collect();
+    assert_eq!(paths, [Path::new("docs/café.md"), Path::new("src/日本.rs")]);
+    assert_eq!(
+        out.proposal
+            .file(Path::new("docs/café.md"))
+            .unwrap()
+            .proposed(),
+        "new\n"
+    );
+}

@@ -73,6 +73,38 @@ fn wild_name() -> impl Strategy<Value = String> {
     ]
 }
 
+/// A reply's lines drawn from the structure of all three formats (markers, fences,
+/// diff headers, hunk lines, file names) and from anything, in any order: broken,
+/// nested, truncated and interleaved blocks.
+fn structural_reply() -> impl Strategy<Value = String> {
+    let line = prop_oneof![
+        Just("<<<<<<< SEARCH".to_string()),
+        Just("=======".to_string()),
+        Just(">>>>>>> REPLACE".to_string()),
+        Just("```".to_string()),
+        Just("````".to_string()),
+        Just("```python".to_string()),
+        Just("```bash".to_string()),
+        Just("--- a/a.txt".to_string()),
+        Just("+++ b/a.txt".to_string()),
+        Just("--- /dev/null".to_string()),
+        Just("+++ \"b/caf\\303\\251.md\"".to_string()),
+        Just("@@ -1 +1 @@".to_string()),
+        Just("-alpha".to_string()),
+        Just("+beta 🎉".to_string()),
+        Just(" alpha".to_string()),
+        Just("\\ No newline at end of file".to_string()),
+        Just("a.txt".to_string()),
+        Just("pages/[id].tsx".to_string()),
+        Just("`a.txt`:".to_string()),
+        Just("alpha".to_string()),
+        Just("// ... existing code ...".to_string()),
+        Just(String::new()),
+        wild_text(),
+    ];
+    prop::collection::vec(line, 0..40).prop_map(|lines| lines.join("\n"))
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
 
@@ -116,6 +148,27 @@ proptest! {
                 let commit = git::commit_edits(&repo, &written, &message, &OPTIONS);
                 prop_assert!(commit.is_ok(), "{:?}", commit.err());
             }
+        }
+    }
+
+    /// Replies built from the formats' own pieces in any order never panic; whatever
+    /// they propose applies, and every failed block has a message for the model.
+    #[test]
+    fn any_arrangement_of_markers_fences_and_headers_is_safe(
+        reply in structural_reply(),
+        format in prop_oneof![Just(EditFormat::Editblock), Just(EditFormat::Udiff), Just(EditFormat::Whole)],
+    ) {
+        let (dir, _repo) = repo_with(&[("a.txt", "alpha\nβeta\n")]);
+        let ws = Workspace::discover(dir.path()).unwrap();
+        let files = FileSet::new(vec![PathBuf::from("a.txt")], ws.files());
+        let mut proposed = propose(&ws, &reply, format, &files);
+        for e in &proposed.errors {
+            prop_assert!(!e.for_model(format).is_empty());
+        }
+        proposed.proposal.decide(Select::All, Decision::Accept).ok();
+        let paths = proposed.proposal.paths_to_write();
+        if let ApplyOutcome::Applied(applied) = proposed.proposal.apply() {
+            prop_assert_eq!(applied.written.len(), paths.len());
         }
     }
 

@@ -170,6 +170,12 @@ fn overlays_draw_at_every_size() {
     for (w, h) in sizes() {
         draw_screen(&mut app, w, h);
     }
+    // A query about as wide as a u16 counts: the cursor's column must not overflow.
+    app.handle_terminal(crossterm::event::Event::Paste("語".repeat(32_740)));
+    for _ in 0..20 {
+        app.handle_terminal(crossterm::event::Event::Paste("語".into()));
+        draw_screen(&mut app, 80, 24);
+    }
     app.handle_terminal(key(KeyCode::Esc));
     focus(&mut app, PaneId::Files);
     app.handle_terminal(key(KeyCode::Char('?')));
@@ -248,6 +254,13 @@ fn typing_and_editing_wide_text_in_the_input() {
     let input = draw_alone(&mut app, PaneId::Input, 40, 3).concat();
     assert!(input.contains("日語"), "{input}");
     assert!(input.contains('x'), "{input}");
+    // A paste wider than a u16 counts, on one line and on many.
+    for pasted in ["語".repeat(40_000), "語🎉\n".repeat(20_000)] {
+        app.handle_terminal(crossterm::event::Event::Paste(pasted));
+        for (w, h) in [(80, 24), (160, 48), (12, 6)] {
+            draw_screen(&mut app, w, h);
+        }
+    }
 }
 
 /// How many cells of `buf` hold `symbol`.

@@ -158,8 +158,11 @@ impl Picker {
                 theme.dim(),
             );
         }
+        // In usize: a pasted query can be wider than a u16 counts.
+        let typed = usize::from(inner.x) + 2 + text::width(&self.query);
+        let last = usize::from(inner.right().saturating_sub(1));
         self.cursor = Some(Position::new(
-            (inner.x + 2 + text::width(&self.query) as u16).min(inner.right() - 1),
+            u16::try_from(typed.min(last)).unwrap_or(u16::MAX),
             inner.y,
         ));
         let list = Rect::new(inner.x, inner.y + 1, inner.width, inner.height - 1);

@@ -9,6 +9,15 @@ pub fn strip_prefix_ignore_ascii_case<'a>(s: &'a str, prefix: &str) -> Option<&'
     head.eq_ignore_ascii_case(prefix).then_some(rest)
 }
 
+/// Cuts `s` to at most `at` bytes, at the last character boundary that fits: a cut
+/// inside a character panics.
+pub fn truncate(s: &mut String, at: usize) {
+    let cut = floor_char_boundary(s, at);
+    // `cut` is a character boundary: floor_char_boundary found it.
+    #[allow(clippy::disallowed_methods)]
+    s.truncate(cut);
+}
+
 /// The largest character boundary of `s` at or below `at`.
 pub fn floor_char_boundary(s: &str, at: usize) -> usize {
     (0..=at.min(s.len()))
@@ -34,5 +43,10 @@ mod tests {
         assert_eq!(strip_prefix_ignore_ascii_case("fi", "file:"), None);
         assert_eq!(floor_char_boundary("aé", 2), 1);
         assert_eq!(floor_char_boundary("aé", 9), 3);
+        let mut s = String::from("a日本");
+        truncate(&mut s, 5);
+        assert_eq!(s, "a日");
+        truncate(&mut s, 9);
+        assert_eq!(s, "a日");
     }
 }

@@ -46,7 +46,7 @@ mod tests {
             let kept = clipped.strip_suffix(TRUNCATED).unwrap();
             assert!(kept.ends_with('\n') && text.starts_with(kept));
             // One more line would not have fitted.
-            let (_, after) = text.split_at(kept.len());
+            let (_, after) = text.split_at_checked(kept.len()).unwrap();
             let next = format!("{kept}{}", after.split_inclusive('\n').next().unwrap());
             assert!(counter.count(&format!("{next}{TRUNCATED}")) > max);
         }

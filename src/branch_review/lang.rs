@@ -315,7 +315,7 @@ fn strip_modifiers<'a>(mut rest: &'a str, modifiers: &[&str]) -> &'a str {
         let word_end = rest
             .find(|c: char| c.is_whitespace() || c == '(')
             .unwrap_or(rest.len());
-        let (word, mut after) = rest.split_at(word_end);
+        let (word, mut after) = rest.split_at_checked(word_end).unwrap_or((rest, ""));
         if !modifiers.contains(&word) {
             return rest;
         }

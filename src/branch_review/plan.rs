@@ -264,7 +264,8 @@ impl<'a> Planner<'a> {
     /// `text` made a piece: trailing newlines normalized to one blank line.
     fn piece(&self, text: String) -> Piece {
         let mut text = text;
-        text.truncate(text.trim_end_matches('\n').len());
+        let kept = text.trim_end_matches('\n').len();
+        crate::chars::truncate(&mut text, kept);
         text.push_str("\n\n");
         Piece {
             tokens: self.counter.count(&text),

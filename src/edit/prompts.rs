@@ -73,7 +73,8 @@ fn examples_of(text: &str) -> Vec<Message> {
         }
     }
     for m in &mut out {
-        m.content.truncate(m.content.trim_end().len());
+        let kept = m.content.trim_end().len();
+        crate::chars::truncate(&mut m.content, kept);
     }
     out
 }
@@ -84,7 +85,9 @@ const COMMIT_DIFF_CHARS: usize = 24_000;
 /// The request that asks the weak model for a commit message for `diff`. Clean its
 /// answer with `git::message::clean`, and fall back to `git::message::fallback`.
 pub fn commit_message_request(diff: &str) -> Vec<Message> {
-    let (sent, cut) = diff.split_at(crate::chars::floor_char_boundary(diff, COMMIT_DIFF_CHARS));
+    let (sent, cut) = diff
+        .split_at_checked(crate::chars::floor_char_boundary(diff, COMMIT_DIFF_CHARS))
+        .unwrap_or((diff, ""));
     let note = if cut.is_empty() {
         ""
     } else {

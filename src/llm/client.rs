@@ -354,7 +354,7 @@ impl LlmClient {
                         let room = self.max_reply_bytes.saturating_sub(text.len());
                         let over = content.len() > room;
                         if over {
-                            content.truncate(crate::chars::floor_char_boundary(&content, room));
+                            crate::chars::truncate(&mut content, room);
                         }
                         text.push_str(&content);
                         on_event(StreamEvent::Delta(content));

@@ -268,7 +268,8 @@ async fn content_part_arrays_count_as_their_concatenated_text() {
         .iter()
         .map(|m| {
             let text = m["content"].as_str().unwrap();
-            let (head, tail) = text.split_at(text.len() / 2);
+            let half = text.char_indices().nth(text.chars().count() / 2);
+            let (head, tail) = text.split_at_checked(half.map_or(0, |(i, _)| i)).unwrap();
             let mut m = m.clone();
             m["content"] = json!([
                 { "type": "text", "text": head, "cache_control": { "type": "ephemeral" } },

@@ -212,8 +212,9 @@ fn context_lines_agree_with_both_files_for_every_setting() {
     r.commit("base");
     r.branch("feature");
     for (i, lang) in ["rs", "py", "js"].iter().enumerate() {
-        let mut t = edit(&source(lang, "f", 12), "x");
-        t.insert_str(t.len() / 2, "inserted line\nanother\n");
+        let t = edit(&source(lang, "f", 12), "x");
+        let (head, tail) = t.split_at_checked(t.len() / 2).unwrap();
+        let t = format!("{head}inserted line\nanother\n{tail}");
         r.write(&format!("src/m{i}.{lang}"), t);
     }
     r.commit("edits");

@@ -112,8 +112,20 @@ impl InputPane {
     }
 
     fn insert(&mut self, s: &str) {
-        self.text.insert_str(self.cursor, s);
-        self.cursor += s.len();
+        self.splice(self.cursor..self.cursor, s);
+    }
+
+    /// Replaces the bytes `range` of the text with `with` and puts the cursor after it.
+    /// Nothing happens when `range` does not fall on character boundaries (it always
+    /// should): a byte-index edit inside a character would panic.
+    fn splice(&mut self, range: std::ops::Range<usize>, with: &str) {
+        let (Some(before), Some(after)) =
+            (self.text.get(..range.start), self.text.get(range.end..))
+        else {
+            return;
+        };
+        self.cursor = range.start + with.len();
+        self.text = [before, with, after].concat();
         self.edited();
     }
 
@@ -220,9 +232,7 @@ impl InputPane {
 
     fn delete_range(&mut self, from: usize, to: usize) {
         if from < to {
-            self.text.replace_range(from..to, "");
-            self.cursor = from;
-            self.edited();
+            self.splice(from..to, "");
         }
     }
 
@@ -406,9 +416,7 @@ impl InputPane {
         if at_end {
             insert.push(' ');
         }
-        self.text.replace_range(c.start..c.end, &insert);
-        self.cursor = c.start + insert.len();
-        self.edited();
+        self.splice(c.start..c.end, &insert);
     }
 
     /// Keys of the completion popup; false when the popup is closed or the key is not one

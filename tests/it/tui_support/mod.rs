@@ -321,7 +321,7 @@ pub fn turn(question: &str, reply: &str, chunk: usize) -> Vec<Event> {
         while !rest.is_char_boundary(cut) {
             cut += 1;
         }
-        let (piece, tail) = rest.split_at(cut);
+        let (piece, tail) = rest.split_at_checked(cut).unwrap();
         events.push(Event::Delta {
             text: piece.to_string(),
         });

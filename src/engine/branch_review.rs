@@ -58,7 +58,7 @@ impl Engine {
             events: self.events.clone(),
         };
         let done = self.internal_tx.clone();
-        tokio::spawn(async move {
+        super::worker::spawn(done.clone(), async move {
             let result = job.run(source, options, &label, &cancel).await;
             let _ = done.send(Internal::Reviewed(ReviewOutcome { label, result }));
         });

@@ -269,7 +269,7 @@ impl Engine {
         let messages = self.session.history.clone();
         let done = self.internal_tx.clone();
         let token = cancel.clone();
-        tokio::spawn(async move {
+        super::worker::spawn(done.clone(), async move {
             let result = match kind {
                 JobKind::Checkpoint | JobKind::Compact => summarizer
                     .summarize(&messages, budget, &token)

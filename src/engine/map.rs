@@ -90,7 +90,8 @@ impl Engine {
         }
         let events = self.events.clone();
         let done = self.internal_tx.clone();
-        tokio::task::spawn_blocking(move || {
+        super::worker::spawn_blocking(done.clone(), move || {
+            super::worker::test_panic("map");
             {
                 let mut guard = map.write().unwrap_or_else(|e| e.into_inner());
                 if changed.is_empty() {

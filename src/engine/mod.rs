@@ -15,6 +15,7 @@ pub mod session;
 mod slash;
 mod turn;
 pub mod visible;
+mod worker;
 
 use std::path::PathBuf;
 
@@ -76,6 +77,8 @@ pub(crate) enum Internal {
     Git(Result<String, String>),
     /// A history summary finished.
     Summary(history::JobDone),
+    /// A background job panicked (a bug): the engine stops as if it had panicked itself.
+    Panicked(Box<dyn std::any::Any + Send>),
 }
 
 /// Starts an engine on the current tokio runtime.
@@ -280,6 +283,8 @@ impl Engine {
                 self.idle_if_done();
             }
             Internal::Summary(done) => self.summary_done(done),
+            // Unwinds into `spawn`'s handler: `Crashed`, then `Exited`.
+            Internal::Panicked(panic) => std::panic::resume_unwind(panic),
         }
     }
 

@@ -148,7 +148,7 @@ impl Engine {
         let root = self.session.root().to_path_buf();
         let done = self.internal_tx.clone();
         self.busy += 1;
-        tokio::task::spawn_blocking(move || {
+        super::worker::spawn_blocking(done.clone(), move || {
             let result = git2::Repository::open(&root)
                 .map_err(|e| format!("/{what}: not a git repository: {e}"))
                 .and_then(|repo| job(&repo));

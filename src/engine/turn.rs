@@ -204,7 +204,8 @@ fn spawn(
     done: mpsc::UnboundedSender<Internal>,
     sent: Sent,
 ) {
-    tokio::spawn(async move {
+    super::worker::spawn(done.clone(), async move {
+        super::worker::test_panic("turn");
         let mut forward = |event: StreamEvent| events.send(stream_event(event));
         let result = client.chat(&request, &cancel, &mut forward).await;
         let _ = done.send(Internal::Turn(TurnOutcome { sent, result }));

@@ -3,7 +3,7 @@
 // A failed unwrap here is a failed test or benchmark, which is what it should be.
 #![allow(clippy::unwrap_used)]
 
-use crate::support::{MockServer, Reply, TempRepo, texts};
+use crate::support::{MockServer, Reply, TempRepo, output_within, texts};
 
 fn repo() -> TempRepo {
     TempRepo::with_files(&[
@@ -475,4 +475,26 @@ fn an_engine_panic_is_a_failure_with_a_message_never_a_hang_or_exit_0() {
     assert!(!out.status.success(), "{stderr}");
     assert!(stderr.contains("internal error"), "{stderr}");
     assert!(started.elapsed() < std::time::Duration::from_secs(15));
+}
+
+/// A panic in one of the engine's background jobs (here the turn's stream, then the
+/// repo map's refresh) ends the run like a panic of the engine itself: a message and a
+/// failure, not a wait for a result that never comes.
+#[test]
+fn a_panic_in_a_background_job_is_a_failure_never_a_hang() {
+    for place in ["turn", "map"] {
+        let server = MockServer::start_in_thread();
+        server.push(Reply::text("Hello."));
+        let repo = repo();
+        let out = output_within(
+            repo.tern(&server.base_url())
+                .env("TERN_TEST_PANIC", place)
+                .args(["-m", "hi"]),
+            std::time::Duration::from_secs(20),
+        );
+        let (_, stderr) = texts(&out);
+        assert!(!out.status.success(), "{place}: {stderr}");
+        assert!(stderr.contains("internal error"), "{place}: {stderr}");
+        assert!(stderr.contains(place), "{place}: {stderr}");
+    }
 }

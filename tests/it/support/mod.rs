@@ -32,7 +32,7 @@ mod server;
 mod tokens;
 
 pub use reply::Reply;
-pub use repo::{TempRepo, texts};
+pub use repo::{TempRepo, output_within, texts};
 pub use request::{RecordedMessage, RecordedRequest};
 pub use server::MockServer;
 pub use tokens::{encoding_for_model, prompt_tokens, text_tokens};

@@ -134,6 +134,28 @@ impl TempRepo {
     }
 }
 
+/// Runs `cmd` to its end, killing it and failing the test when it takes longer than
+/// `limit`: a hang is a failure to report, not a test run that never ends.
+pub fn output_within(cmd: &mut Command, limit: std::time::Duration) -> Output {
+    let child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id().to_string();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(out) => out.unwrap(),
+        Err(_) => {
+            let _ = Command::new("kill").args(["-9", &pid]).status();
+            panic!("the process did not exit within {limit:?}: it hangs");
+        }
+    }
+}
+
 /// stdout and stderr as text, for assertions.
 pub fn texts(output: &Output) -> (String, String) {
     (

@@ -1,0 +1,47 @@
+//! Background jobs of the engine loop (a turn's stream, a summary, a map refresh, a
+//! git command, a branch review). Each job reports to the loop with an `Internal`
+//! message; a job that panicked would never report, and the loop (and the front end
+//! waiting for `Idle`) would wait forever. So a job's panic is caught and handed to the
+//! loop as `Internal::Panicked`, which ends the engine the way a panic of the loop's
+//! own does: `Event::Crashed`, then `Event::Exited` (see `engine::spawn`).
+
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+
+use futures::FutureExt;
+use tokio::sync::mpsc::UnboundedSender;
+
+use super::Internal;
+
+/// Runs `job` on the runtime; a panic in it reaches the loop as `Internal::Panicked`.
+pub(crate) fn spawn(
+    done: UnboundedSender<Internal>,
+    job: impl Future<Output = ()> + Send + 'static,
+) {
+    tokio::spawn(async move {
+        if let Err(panic) = AssertUnwindSafe(job).catch_unwind().await {
+            let _ = done.send(Internal::Panicked(panic));
+        }
+    });
+}
+
+/// Runs `job` on the blocking pool; a panic in it reaches the loop as
+/// `Internal::Panicked`.
+pub(crate) fn spawn_blocking(done: UnboundedSender<Internal>, job: impl FnOnce() + Send + 'static) {
+    tokio::task::spawn_blocking(move || {
+        if let Err(panic) = std::panic::catch_unwind(AssertUnwindSafe(job)) {
+            let _ = done.send(Internal::Panicked(panic));
+        }
+    });
+}
+
+/// How the tests make a part of the engine fail as a bug would, in debug builds only:
+/// with `TERN_TEST_PANIC=<place>` in the environment, the job at `place` (`turn`,
+/// `map`) panics. Release builds compile this to nothing.
+pub(crate) fn test_panic(place: &str) {
+    #[cfg(debug_assertions)]
+    if std::env::var("TERN_TEST_PANIC").is_ok_and(|v| v == place) {
+        panic!("a panic requested by TERN_TEST_PANIC={place}");
+    }
+    let _ = place;
+}

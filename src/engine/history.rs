@@ -309,10 +309,13 @@ impl Engine {
 
     /// Called once a turn's reply is in the history: checkpoint, swap or summarize as
     /// the thresholds say, then save the session.
-    pub(super) fn history_after_turn(&mut self) {
+    pub(super) fn history_after_turn(&mut self, may_summarize: bool) {
         self.history.current = None;
         self.map.budget_override = None;
-        self.step_history();
+        // After Esc no summary starts by itself; the next turn's step catches up.
+        if may_summarize {
+            self.step_history();
+        }
         self.save_session();
         self.publish_history();
     }

@@ -235,6 +235,18 @@ impl Engine {
         });
     }
 
+    /// `Op::Cancel`: a message waiting for the first repo map is not sent later by
+    /// itself (Esc is final); it comes back to the user.
+    pub(super) fn cancel_deferred(&mut self) {
+        if let Some((text, _)) = self.deferred.take() {
+            self.events.send(Event::TurnFailed {
+                error: "cancelled while waiting for the repo map; nothing was sent".into(),
+                message: text,
+            });
+            self.idle_if_done();
+        }
+    }
+
     /// Defers a user turn until the first extraction is done, so the first request has
     /// its map. Returns true when the turn was deferred.
     pub(super) fn defer_until_map(&mut self, text: &str, mode: ChatMode) -> bool {

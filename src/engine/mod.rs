@@ -258,6 +258,7 @@ impl Engine {
                 if let Some(cancel) = &self.running {
                     cancel.cancel();
                 }
+                self.cancel_deferred();
                 self.cancel_history_wait();
             }
             Op::Review(op) => self.review(op),

@@ -148,11 +148,13 @@ impl Engine {
     }
 
     pub(super) fn finish_turn(&mut self, outcome: TurnOutcome) {
-        self.running = None;
+        // Esc can be handled after the stream ended but before its outcome arrives
+        // here: the cancel switch, not only how the stream ended, says it was pressed.
+        let cancelled = self.running.take().is_some_and(|c| c.is_cancelled());
         let TurnOutcome { sent, result } = outcome;
         let reply = match result {
             Ok(reply) => reply,
-            Err(e) if self.turn_overflowed(&e) => return,
+            Err(e) if !cancelled && self.turn_overflowed(&e) => return,
             Err(e) => {
                 // The model never saw the notes: they go with the user's next message.
                 let mut notes = sent.notes;
@@ -182,11 +184,11 @@ impl Engine {
             cost,
             session_cost: self.session.session_cost,
         });
-        self.history_after_turn();
+        // Esc is final: what arrived is shown for review, but no request (reflection,
+        // new summary) starts by itself.
+        let interrupted = cancelled || reply.finish == crate::llm::Finish::Cancelled;
+        self.history_after_turn(!interrupted);
         if sent.mode == ChatMode::Code && !reply.text.is_empty() {
-            // Esc is final: what arrived is shown for review, but nothing is sent back
-            // to the model by itself.
-            let interrupted = reply.finish == crate::llm::Finish::Cancelled;
             self.propose_edits(&reply.text, sent.kind, !interrupted);
         }
         // Pick up whatever changed on disk while the model was answering.

@@ -225,7 +225,9 @@ impl LlmClient {
                 reply.usage.cache_write_tokens += usage.cache_write_tokens;
             }
             reply.finish = part.finish;
+            // A continuation is a new request: never after Esc.
             let continue_it = reply.finish == Finish::Length
+                && !cancel.is_cancelled()
                 && request.model.prefill
                 && reply.continuations < MAX_CONTINUATIONS;
             if !continue_it {

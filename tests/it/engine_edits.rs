@@ -647,6 +647,47 @@ async fn after_esc_no_reflection_starts_by_itself() {
     assert_eq!(server.requests().len(), 1, "no follow-up request after Esc");
 }
 
+/// A message waiting for the first repo map, then Esc: it comes back to the user and
+/// is never sent by itself once the map is ready.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_esc_a_message_waiting_for_the_map_is_not_sent_later() {
+    let server = MockServer::start().await;
+    server.push_for_model("gpt-4o", Reply::text("a reply nobody asked for"));
+    // Enough files that the first map takes a while to build.
+    let files: Vec<(String, String)> = (0..400)
+        .map(|i| {
+            (
+                format!("src/m{i}.py"),
+                format!("def f{i}(x):\n    return g{i}(x) + {i}\n\n\ndef g{i}(y):\n    return y\n"),
+            )
+        })
+        .collect();
+    let borrowed: Vec<(&str, &str)> = files.iter().map(|(p, t)| (p.as_str(), t.as_str())).collect();
+    let repo = TempRepo::with_files(&borrowed);
+    repo.write("src/greet.py", GREET);
+    let mut engine = engine(&repo, &server);
+    send(
+        &engine,
+        Op::Submit {
+            text: "hello".into(),
+        },
+    );
+    until(&mut engine, |e| {
+        matches!(e, Event::Notice { text } if text.contains("waiting for the repo map"))
+    })
+    .await;
+    send(&engine, Op::Cancel);
+    let events = until(&mut engine, |e| matches!(e, Event::TurnFailed { .. })).await;
+    assert!(
+        events.iter().any(|e| matches!(e, Event::TurnFailed { error, message }
+            if error.contains("cancelled") && message == "hello")),
+        "{events:#?}"
+    );
+    until(&mut engine, |e| matches!(e, Event::Map(_))).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(server.requests().is_empty(), "nothing was sent after Esc");
+}
+
 #[tokio::test]
 async fn pending_proposals_are_saved_with_the_session_and_restored_rechecked() {
     let server = MockServer::start().await;

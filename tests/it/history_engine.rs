@@ -741,3 +741,36 @@ async fn an_oversized_request_shrinks_the_repo_map_first() {
     })
     .await;
 }
+
+/// Esc is final: a turn interrupted at the checkpoint mark starts no summary by itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupted_turn_starts_no_summary() {
+    let server = MockServer::start().await;
+    let checkpoint = turn_reaching(BUDGET * 60 / 100);
+    server.set_responder(move |r| {
+        if is_summary(r) {
+            Reply::text(RECAP)
+        } else if turn_of(r) == checkpoint {
+            Reply::text(reply_text(checkpoint)).then_hang()
+        } else {
+            Reply::text(reply_text(turn_of(r)))
+        }
+    });
+    let mut chat = Chat::start(settings(&server), &[], &[]);
+    chat.turns(1..=checkpoint - 1).await;
+    chat.send(Op::Submit {
+        text: user_text(checkpoint),
+    });
+    let mut text = String::new();
+    while text != reply_text(checkpoint) {
+        if let Some(Event::Delta { text: t }) =
+            chat.until(|e| matches!(e, Event::Delta { .. })).await.pop()
+        {
+            text.push_str(&t);
+        }
+    }
+    chat.send(Op::Cancel);
+    chat.until(|e| matches!(e, Event::Idle)).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(summaries(&server).is_empty(), "a summary started after Esc");
+}

@@ -98,6 +98,9 @@ pub struct App {
     pub(crate) streaming: Option<usize>,
     /// Why the reply has not started yet (a retry), shown in the status line.
     pub(crate) waiting: Option<String>,
+    /// A message was sent and the engine is not idle yet: Esc and Ctrl-C cancel it even
+    /// before its reply streams (it may wait for the repo map or a history summary).
+    sent: bool,
     /// A reflection was announced: the next turn is the engine's, not the user's.
     reflecting: bool,
     pub(crate) spinner: usize,
@@ -131,6 +134,7 @@ impl App {
             model: String::new(),
             mode: ChatMode::Code,
             streaming: None,
+            sent: false,
             waiting: None,
             reflecting: false,
             spinner: 0,
@@ -367,6 +371,7 @@ impl App {
             Event::Idle => {
                 // Nothing under way: no reply, no reflection, no landing.
                 self.streaming = None;
+                self.sent = false;
                 self.waiting = None;
                 self.reflecting = false;
                 self.panes.review.apply_failed();
@@ -503,6 +508,10 @@ impl App {
             return;
         }
         self.on_key_inner(key);
+        self.sent |= self
+            .ops
+            .iter()
+            .any(|op| matches!(op, Op::Submit { text } if starts_turn(text)));
         // `/quit` typed with hunks to review asks first, like Ctrl-C twice.
         if let Some(at) = self
             .ops
@@ -573,7 +582,7 @@ impl App {
             Some(Action::PageUp) => self.page(-1),
             Some(Action::PageDown) => self.page(1),
             Some(Action::Cancel) => {
-                if self.streaming.is_some() {
+                if self.interruptible() {
                     self.ops.push(Op::Cancel);
                     self.flash("interrupting the reply…".into());
                 } else {
@@ -595,6 +604,12 @@ impl App {
         }
     }
 
+    /// Whether Esc / Ctrl-C has a turn to interrupt: one streaming, or one sent that
+    /// waits to start.
+    fn interruptible(&self) -> bool {
+        self.streaming.is_some() || self.sent
+    }
+
     /// Ctrl-C: interrupt the reply, else clear the input; a second one soon after quits.
     fn interrupt(&mut self) {
         let now = Instant::now();
@@ -607,7 +622,7 @@ impl App {
         }
         self.last_interrupt = Some(now);
         let again = self.keymap.describe(Action::Interrupt);
-        if self.streaming.is_some() {
+        if self.interruptible() {
             self.ops.push(Op::Cancel);
             self.flash(format!("interrupted · {again} again quits"));
         } else if !self.panes.input.is_empty() {

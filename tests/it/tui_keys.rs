@@ -368,6 +368,32 @@ fn ctrl_c_clears_then_quits_and_esc_interrupts_a_stream() {
     assert!(screen(&mut app, 80, 24).contains("interrupted; the partial reply is kept"));
 }
 
+/// A message waits before its reply starts (for the repo map, a history summary): Esc
+/// still reaches the engine, which then never sends it by itself.
+#[test]
+fn esc_cancels_a_message_that_waits_to_start() {
+    let mut app = started();
+    type_text(&mut app, "hello\n");
+    assert!(
+        app.take_ops()
+            .iter()
+            .any(|op| matches!(op, Op::Submit { text } if text == "hello"))
+    );
+    feed(
+        &mut app,
+        [Event::Notice {
+            text: "waiting for the repo map to be built; the message is sent as soon as it is"
+                .into(),
+        }],
+    );
+    app.handle_terminal(key(KeyCode::Esc));
+    assert_eq!(app.take_ops(), [Op::Cancel]);
+    // Once the engine is idle, Esc has nothing to interrupt.
+    feed(&mut app, [Event::Idle]);
+    app.handle_terminal(key(KeyCode::Esc));
+    assert!(app.take_ops().is_empty());
+}
+
 #[test]
 fn a_failed_turn_gives_the_message_back() {
     let mut app = started();

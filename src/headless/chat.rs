@@ -261,6 +261,15 @@ fn incomplete(finish: &Finish) -> Option<String> {
 pub(crate) fn unified(view: &ProposalView) -> String {
     let mut out = String::new();
     for file in &view.files {
+        // Before the file's header, where `git apply` and `patch` skip text.
+        if !file.cautions.is_empty() {
+            let why: Vec<String> = file.cautions.iter().map(ToString::to_string).collect();
+            out.push_str(&format!(
+                "# caution: {}: {} (never accepted in bulk)\n",
+                file.path,
+                why.join(", ")
+            ));
+        }
         out.push_str(&format!("--- a/{}\n+++ b/{}\n", file.path, file.path));
         for hunk in &file.hunks {
             // The header spans the lines shown, context included, as in `git diff`.

@@ -429,6 +429,24 @@ fn yes_leaves_files_outside_the_chat_alone_unless_allowed() {
     }
 }
 
+/// Without --yes the diff is printed; a file outside the chat is marked in it.
+#[test]
+fn the_printed_diff_marks_files_outside_the_chat() {
+    let server = MockServer::start_in_thread();
+    server.push(Reply::text(format!("{EDIT_REPLY}\n{README_EDIT}")));
+    let repo = repo();
+    let out = repo
+        .tern(&server.base_url())
+        .args(["--model", "gpt-4o", "-m", "edit both", "src/greet.py"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = texts(&out);
+    assert!(out.status.success(), "{stderr}");
+    let marker = "# caution: README.md: not in the chat (never accepted in bulk)\n--- a/README.md\n";
+    assert!(stdout.contains(marker), "{stdout}");
+    assert!(!stdout.contains("# caution: src/greet.py"), "{stdout}");
+}
+
 #[test]
 fn yes_never_applies_a_reply_that_guts_a_file() {
     let server = MockServer::start_in_thread();

@@ -42,6 +42,10 @@ pub enum GitError {
     #[error("git is in the middle of a {0}; finish or abort it first")]
     Busy(String),
     #[error(
+        "git has unresolved conflicts in {0}; resolve them (edit, then `git add`) or undo what made them (`git checkout -m`, `git reset`) first"
+    )]
+    Conflicts(String),
+    #[error(
         "another tern (process {0}) is writing to this repository; nothing was written, try again when it is done"
     )]
     Locked(String),
@@ -66,10 +70,26 @@ pub fn short_id(id: git2::Oid) -> String {
 }
 
 /// Refuses to commit (or undo) while a merge, rebase, cherry-pick... is in progress:
-/// a one-parent commit of some paths would silently drop it.
+/// a one-parent commit of some paths would silently drop it. Also while the index has
+/// conflicts (a `git stash pop` that conflicted leaves them with no merge state): git
+/// itself will not commit then, and staging a conflicted file would commit its markers.
 pub(crate) fn ensure_idle(repo: &git2::Repository) -> Result<(), GitError> {
     match repo.state() {
-        git2::RepositoryState::Clean => Ok(()),
-        state => Err(GitError::Busy(format!("{state:?}").to_lowercase())),
+        git2::RepositoryState::Clean => {}
+        state => return Err(GitError::Busy(format!("{state:?}").to_lowercase())),
     }
+    let mut index = repo.index()?;
+    // The repository's index object may predate the user's last git command.
+    index.read(false)?;
+    if index.has_conflicts() {
+        let mut paths: Vec<String> = Vec::new();
+        for conflict in index.conflicts()?.flatten() {
+            let entry = conflict.our.or(conflict.their).or(conflict.ancestor);
+            if let Some(e) = entry {
+                paths.push(String::from_utf8_lossy(&e.path).into_owned());
+            }
+        }
+        return Err(GitError::Conflicts(paths.join(", ")));
+    }
+    Ok(())
 }

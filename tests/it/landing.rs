@@ -507,3 +507,30 @@ fn without_dirty_commits_undo_takes_back_only_terns_hunks() {
     assert_eq!(repo.git(&["diff", "--cached", "--name-only"]).trim(), "");
     assert_eq!(repo.git(&["diff", "--name-only"]).trim(), "a.txt");
 }
+
+#[test]
+fn a_conflicted_index_is_refused_before_anything_is_committed() {
+    let repo = TempRepo::with_files(&[("a.txt", "one\ntwo\n")]);
+    // `git stash pop` that conflicts: unmerged entries, but no merge in progress.
+    repo.write("a.txt", "one\nmine\n");
+    repo.git(&["stash"]);
+    repo.write("a.txt", "one\ntheirs\n");
+    repo.commit("theirs");
+    let pop = Command::new("git")
+        .args(["stash", "pop"])
+        .current_dir(repo.path())
+        .output()
+        .unwrap();
+    assert!(!pop.status.success(), "the pop conflicts");
+    assert!(repo.read("a.txt").contains("<<<<<<<"), "set up a conflict");
+    let before = head(&repo);
+    let mut out = proposal(&repo, &block("a.txt", "one\n", "ONE\n"));
+    let landed = git::land(Some(&repo.repo), &mut out.proposal, OPTIONS, |_| "x".into());
+    assert!(
+        matches!(&landed, Landed::Refused(e) if e.to_string().contains("conflicts in a.txt")),
+        "{landed:?}"
+    );
+    assert_eq!(head(&repo), before, "no commit of conflict markers");
+    assert!(repo.read("a.txt").starts_with("one\n"));
+    assert!(repo.repo.index().unwrap().has_conflicts());
+}

@@ -279,15 +279,24 @@ fn back_up(file: &FileProposal, dir: Option<&Path>, new: &[u8]) -> Result<Backup
     })
 }
 
-/// Whether the file may be replaced: an existing file whose permissions forbid writing
-/// is the user's statement that it must not change (root ignores the bits, tern does
-/// not).
+/// Whether the file may be replaced or created: permissions that forbid writing the
+/// file, or the directory its new content is renamed into (or created in), are the
+/// user's statement that it must not change (root ignores the bits, tern does not).
+/// Checked before anything is written or committed, not discovered halfway.
 fn writable(target: &Target) -> Result<(), String> {
-    if target.exists && std::fs::metadata(&target.abs).is_ok_and(|m| m.permissions().readonly()) {
+    let read_only = |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.permissions().readonly());
+    if target.exists && read_only(&target.abs) {
         return Err(
             "the file is read-only (its permissions forbid writing); tern does not replace it"
                 .into(),
         );
+    }
+    let dir = target.abs.ancestors().skip(1).find(|d| d.exists());
+    if let Some(dir) = dir.filter(|d| read_only(d)) {
+        return Err(format!(
+            "the directory {} is read-only (its permissions forbid writing); tern does not write into it",
+            dir.display()
+        ));
     }
     Ok(())
 }

@@ -534,3 +534,29 @@ fn a_conflicted_index_is_refused_before_anything_is_committed() {
     assert!(repo.read("a.txt").starts_with("one\n"));
     assert!(repo.repo.index().unwrap().has_conflicts());
 }
+
+#[cfg(unix)]
+#[test]
+fn a_new_file_in_a_read_only_directory_is_refused_before_the_write() {
+    use std::os::unix::fs::PermissionsExt;
+    let repo = TempRepo::with_files(&[("ro/x.txt", "x\n"), ("b.txt", "bee\n")]);
+    let dir = repo.path().join("ro");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o555)).unwrap();
+    let mut out = proposal(
+        &repo,
+        &(block("ro/new.txt", "", "new\n") + &block("b.txt", "bee\n", "BEE\n")),
+    );
+    let landed = git::land(Some(&repo.repo), &mut out.proposal, OPTIONS, |_| "x".into());
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let Landed::Written { applied, .. } = landed else {
+        panic!("{landed:?}")
+    };
+    assert_eq!(applied.failed.len(), 1, "{:?}", applied.failed);
+    assert!(
+        applied.failed[0].error.contains("read-only"),
+        "{:?}",
+        applied.failed
+    );
+    assert!(!repo.path().join("ro/new.txt").exists());
+    assert_eq!(repo.read("b.txt"), "BEE\n");
+}

@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 
 use git2::Repository;
 
-use super::{Commit, CommitOptions, GitError, LOCK_WAIT, RepoLock, commit_dirty, commit_edits};
+use super::{Commit, CommitOptions, GitError, LOCK_WAIT, RepoLock, commit_dirty};
+use super::commit::commit_landing;
 use crate::edit::{Applied, ApplyOutcome, Proposal};
 
 /// Which commits to make.
@@ -90,20 +91,14 @@ pub fn land(
     let commit = match options.commit && !applied.written.is_empty() {
         true => {
             let paths: Vec<PathBuf> = applied.written.iter().map(|w| w.real.clone()).collect();
-            commit_edits(
-                repo,
-                &paths,
-                &message(&applied.diff),
-                &options.commit_options,
-            )
-            .and_then(|made| {
-                if let Some(commit) = &made {
-                    super::undo::note_backups(repo, commit.id, &applied.backups)?;
-                    if !options.dirty_commits {
-                        super::undo::note_users_changes(repo, commit.id, &applied.written)?;
-                    }
-                }
-                Ok(made)
+            super::undo::undo_lines(repo, &applied, !options.dirty_commits).and_then(|lines| {
+                commit_landing(
+                    repo,
+                    &paths,
+                    &message(&applied.diff),
+                    &options.commit_options,
+                    &lines,
+                )
             })
         }
         false => Ok(None),

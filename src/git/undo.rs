@@ -6,7 +6,7 @@ use git2::build::CheckoutBuilder;
 use git2::{Oid, Repository};
 
 use super::commit::{NOTES_REF, head_commit};
-use super::{GitError, commit::dirty_paths};
+use super::{GitError, LOCK_WAIT, RepoLock, commit::dirty_paths};
 
 /// Why `undo` did nothing.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -67,6 +67,9 @@ impl std::fmt::Display for Undone {
 /// tern commit, not a merge or the first commit, its files have not changed since,
 /// and no remote-tracking branch contains it.
 pub fn undo(repo: &Repository) -> Result<Undone, UndoError> {
+    // Another tern landing edits meanwhile would commit on top of, or stage over, what
+    // this undo restores.
+    let _lock = RepoLock::acquire(repo.path(), LOCK_WAIT)?;
     super::ensure_idle(repo)?;
     let commit = head_commit(repo)?.ok_or(UndoRefusal::NoCommits)?;
     let summary = String::from_utf8_lossy(commit.summary_bytes().unwrap_or_default()).into_owned();
@@ -180,17 +183,10 @@ fn list(paths: &[PathBuf]) -> String {
 /// in the repository>\t<where the previous content was saved>`.
 const BACKUP: &str = "backup ";
 
-/// Adds the backups of ignored files a landing replaced to its commit's tern note, so
+/// Lines of backups of ignored files a landing replaced, for its commit's tern note, so
 /// that undo restores them.
-pub(crate) fn note_backups(
-    repo: &Repository,
-    commit: Oid,
-    backups: &[crate::edit::Backup],
-) -> Result<(), GitError> {
-    if backups.is_empty() {
-        return Ok(());
-    }
-    let lines: String = backups
+fn backup_lines(backups: &[crate::edit::Backup]) -> String {
+    backups
         .iter()
         .map(|b| {
             format!(
@@ -200,21 +196,23 @@ pub(crate) fn note_backups(
                 b.saved_at.display()
             )
         })
-        .collect();
-    append_to_note(repo, commit, &lines)
+        .collect()
 }
 
-/// Adds `lines` to the tern note of `commit`.
-fn append_to_note(repo: &Repository, commit: Oid, lines: &str) -> Result<(), GitError> {
-    let mut note = repo
-        .find_note(Some(NOTES_REF), commit)?
-        .message()
-        .unwrap_or("tern\n")
-        .to_string();
-    note.push_str(lines);
-    let sig = repo.signature().map_err(|_| GitError::NoIdentity)?;
-    repo.note(&sig, &sig, Some(NOTES_REF), commit, &note, true)?;
-    Ok(())
+/// What undo will need to know about a landing beyond its commit, as lines for the
+/// commit's tern note: the backups of replaced ignored files and, when `users` (dirty
+/// commits are off), the user's own uncommitted version of each written file. Made
+/// before the commit, against HEAD (the commit's parent to be).
+pub(crate) fn undo_lines(
+    repo: &Repository,
+    applied: &crate::edit::Applied,
+    users: bool,
+) -> Result<String, GitError> {
+    let mut lines = backup_lines(&applied.backups);
+    if users {
+        lines.push_str(&users_lines(repo, applied)?);
+    }
+    Ok(lines)
 }
 
 /// The rest of each line of `commit`'s tern note that starts with `prefix`.
@@ -261,21 +259,16 @@ const USERS: &str = "users ";
 /// With dirty commits off, a tern commit of a file the user had changed holds their
 /// changes too. Their version (as a blob) goes into the note, so that undo takes back
 /// only what tern wrote and leaves the user's changes uncommitted, as they were.
-pub(crate) fn note_users_changes(
-    repo: &Repository,
-    commit: Oid,
-    written: &[crate::edit::Written],
-) -> Result<(), GitError> {
-    let parent_tree = repo
-        .find_commit(commit)?
-        .parent(0)
-        .ok()
-        .map(|p| p.tree())
-        .transpose()?;
+/// Ignored files are not committed (their backups restore them).
+fn users_lines(repo: &Repository, applied: &crate::edit::Applied) -> Result<String, GitError> {
+    let head_tree = head_commit(repo)?.map(|c| c.tree()).transpose()?;
     let mut lines = String::new();
-    for w in written {
+    for w in &applied.written {
         let Some(before) = &w.before else { continue };
-        let committed = parent_tree
+        if applied.backups.iter().any(|b| b.path == w.path) {
+            continue;
+        }
+        let committed = head_tree
             .as_ref()
             .and_then(|t| t.get_path(&w.real).ok())
             .and_then(|entry| repo.find_blob(entry.id()).ok())
@@ -285,10 +278,7 @@ pub(crate) fn note_users_changes(
             lines.push_str(&format!("{USERS}{blob}\t{}\n", w.real.display()));
         }
     }
-    if lines.is_empty() {
-        return Ok(());
-    }
-    append_to_note(repo, commit, &lines)
+    Ok(lines)
 }
 
 fn noted_users_changes(repo: &Repository, commit: Oid) -> Vec<(PathBuf, Oid)> {

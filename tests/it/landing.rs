@@ -508,6 +508,84 @@ fn without_dirty_commits_undo_takes_back_only_terns_hunks() {
     assert_eq!(repo.git(&["diff", "--name-only"]).trim(), "a.txt");
 }
 
+/// Lands `reply` (every hunk accepted) with `options`; panics unless it committed.
+fn land_committed(repo: &TempRepo, reply: &str, options: LandOptions<'_>) {
+    let mut out = proposal(repo, reply);
+    let landed = git::land(Some(&repo.repo), &mut out.proposal, options, |_| {
+        "feat: x".into()
+    });
+    assert!(
+        matches!(
+            landed,
+            Landed::Written {
+                commit: Ok(Some(_)),
+                ..
+            }
+        ),
+        "{landed:?}"
+    );
+}
+
+#[test]
+fn undo_waits_for_the_tern_that_holds_the_lock() {
+    let repo = TempRepo::with_files(&[("a.txt", "one\n")]);
+    land_committed(&repo, &block("a.txt", "one\n", "ONE\n"), OPTIONS);
+    let landed = head(&repo);
+    // Another tern is landing edits in this repository.
+    let held = git::RepoLock::acquire(&repo.path().join(".git"), Duration::ZERO).unwrap();
+    let path = repo.path().to_path_buf();
+    let undo = std::thread::spawn(move || {
+        let repo = git2::Repository::open(path).unwrap();
+        git::undo(&repo).map(|u| u.head)
+    });
+    std::thread::sleep(Duration::from_millis(600));
+    assert_eq!(head(&repo), landed, "undo went ahead under another tern");
+    assert_eq!(repo.read("a.txt"), "ONE\n");
+    drop(held);
+    let undone = undo.join().unwrap().unwrap();
+    assert_eq!(head(&repo), undone.to_string());
+    assert_eq!(repo.read("a.txt"), "one\n");
+}
+
+#[cfg(unix)]
+#[test]
+fn a_tern_killed_right_after_its_commit_never_lets_undo_drop_the_users_lines() {
+    let text: String = (0..30).map(|i| format!("l{i}\n")).collect();
+    let repo = TempRepo::with_files(&[("a.txt", &text)]);
+    let mine = text.replace("l25\n", "l25 mine\n");
+    repo.write("a.txt", &mine);
+    // The post-commit hook kills the tern that runs it (its pid is in the lock file).
+    let hook = repo.path().join(".git/hooks/post-commit");
+    std::fs::create_dir_all(hook.parent().unwrap()).unwrap();
+    std::fs::write(&hook, "#!/bin/sh\nkill -9 \"$(cat .git/tern.lock)\"\n").unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let reply = repo.path().join(".git/reply.md");
+    std::fs::write(&reply, block("a.txt", "l2\n", "L2\n")).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let before = head(&repo);
+    let out = tern_apply(repo.path(), home.path(), &reply, &["--no-dirty-commits"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), None, "killed by the hook");
+    assert_ne!(head(&repo), before, "the commit was made");
+    let undo = Command::new(env!("CARGO_BIN_EXE_tern"))
+        .current_dir(repo.path())
+        .env("HOME", home.path())
+        .arg("undo")
+        .output()
+        .unwrap();
+    assert!(
+        undo.status.success(),
+        "{}",
+        String::from_utf8_lossy(&undo.stderr)
+    );
+    assert_eq!(head(&repo), before);
+    assert_eq!(repo.read("a.txt"), mine, "tern's line is gone, the user's is back");
+}
+
 #[test]
 fn a_conflicted_index_is_refused_before_anything_is_committed() {
     let repo = TempRepo::with_files(&[("a.txt", "one\ntwo\n")]);

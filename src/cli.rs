@@ -224,6 +224,11 @@ pub struct ApplyArgs {
     /// repository, so that every change can be undone).
     #[arg(long)]
     pub git_init: bool,
+    /// Also replace this existing gitignored file (`.env`, say); repeat for more. Its
+    /// previous content is backed up in tern's state directory and `tern undo` restores
+    /// it; it is never committed. `--yes` alone never replaces one.
+    #[arg(long, value_name = "PATH")]
+    pub write_ignored: Vec<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -61,7 +61,7 @@ fn apply(
     let chat = if args.files.is_empty() {
         repo_files.clone()
     } else {
-        chat_files(&ws, cwd, &args.files)?
+        repo_paths(&ws, cwd, &args.files, "FILES")?
     };
     let Proposed {
         mut proposal,
@@ -92,7 +92,8 @@ fn apply(
     }) {
         code = EXIT_PARTIAL;
     }
-    if !confirm_ignored(&mut proposal, global.yes) {
+    let write_ignored = repo_paths(&ws, cwd, &args.write_ignored, "--write-ignored")?;
+    if !confirm_ignored(&mut proposal, global.yes, &write_ignored) {
         code = EXIT_PARTIAL;
     }
 
@@ -195,10 +196,10 @@ fn show(proposal: &Proposal, errors: &[EditError], shell: &[ShellSuggestion]) {
 }
 
 /// Gitignored files with accepted hunks: a new one is created with `--yes`; an
-/// existing one (`.env`) is never replaced headlessly, it may hold secrets or local
-/// settings git cannot restore. The others are rejected with a note. False when one
-/// was rejected.
-fn confirm_ignored(proposal: &mut Proposal, yes: bool) -> bool {
+/// existing one (`.env`) only when named by `--write-ignored` (it may hold secrets or
+/// local settings git cannot restore; `--yes` is too broad a yes for that). The others
+/// are rejected with a note. False when one was rejected.
+fn confirm_ignored(proposal: &mut Proposal, yes: bool, named: &[PathBuf]) -> bool {
     let ignored: Vec<(PathBuf, bool)> = proposal
         .files()
         .iter()
@@ -207,19 +208,21 @@ fn confirm_ignored(proposal: &mut Proposal, yes: bool) -> bool {
         .collect();
     let mut all = true;
     for (path, existing) in &ignored {
-        if yes && !existing {
+        if named.contains(path) || (yes && !existing) {
             let _ = proposal.confirm(path);
             continue;
         }
         all = false;
         if *existing {
             eprintln!(
-                "tern apply: not writing {}: it exists and git ignores it (such files hold secrets and local settings git cannot restore); change it in the workspace, which asks first and keeps a backup",
+                "tern apply: not writing {}: it exists and git ignores it (such files hold secrets and local settings git cannot restore, so --yes is not enough); rerun with --write-ignored {} to replace it (its content is backed up first)",
+                path.display(),
                 path.display()
             );
         } else {
             eprintln!(
-                "tern apply: not creating {}: git ignores it (rerun with --yes to create it)",
+                "tern apply: not creating {}: git ignores it (rerun with --yes or --write-ignored {} to create it)",
+                path.display(),
                 path.display()
             );
         }
@@ -261,6 +264,13 @@ fn report_written(proposal: &Proposal, applied: &Applied) {
             id_list(w.hunks.iter().copied())
         );
     }
+    for b in &applied.backups {
+        eprintln!(
+            "git ignores {}, so its previous content was saved to {} (tern undo restores it; it was not committed)",
+            b.path.display(),
+            b.saved_at.display()
+        );
+    }
     for f in &applied.failed {
         eprintln!(
             "tern apply: could not write {}: {}",
@@ -284,14 +294,20 @@ fn read_reply(path: &Path) -> Result<String, String> {
     String::from_utf8(bytes).map_err(|_| format!("the reply {} is not UTF-8 text", path.display()))
 }
 
-/// FILES as given (relative to `cwd`) → relative to the repository root.
-fn chat_files(ws: &Workspace, cwd: &Path, given: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+/// Paths given on the command line (relative to `cwd`) → relative to the repository
+/// root; `what` names the argument in errors.
+fn repo_paths(
+    ws: &Workspace,
+    cwd: &Path,
+    given: &[PathBuf],
+    what: &str,
+) -> Result<Vec<PathBuf>, String> {
     given
         .iter()
         .map(|f| {
             edit::resolve_path(ws.root(), &cwd.join(f))
                 .map(|t| t.rel)
-                .map_err(|r| format!("FILES: {r}"))
+                .map_err(|r| format!("{what}: {r}"))
         })
         .collect()
 }

@@ -638,3 +638,60 @@ fn a_new_file_in_a_read_only_directory_is_refused_before_the_write() {
     assert!(!repo.path().join("ro/new.txt").exists());
     assert_eq!(repo.read("b.txt"), "BEE\n");
 }
+
+#[test]
+fn tern_apply_replaces_an_existing_ignored_file_only_when_named() {
+    let repo = TempRepo::with_files(&[(".gitignore", ".env\n"), ("a.txt", "a\n")]);
+    repo.write(".env", "SECRET=old\n");
+    let reply = repo.path().join(".git/reply.md");
+    std::fs::write(
+        &reply,
+        block(".env", "SECRET=old\n", "SECRET=new\n") + &block("a.txt", "a\n", "A\n"),
+    )
+    .unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let out = tern_apply(
+        repo.path(),
+        home.path(),
+        &reply,
+        &[".env", "a.txt", "--write-ignored", ".env"],
+    )
+    .output()
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(repo.read(".env"), "SECRET=new\n");
+    assert!(stderr.contains("previous content was saved to"), "{stderr}");
+    let files = repo.git(&["show", "--name-only", "--format=", "HEAD"]);
+    assert_eq!(files.trim(), "a.txt", "the ignored file is not committed");
+    let saved: Vec<_> = walk(home.path())
+        .into_iter()
+        .filter(|p| p.ends_with(".env"))
+        .collect();
+    assert_eq!(saved.len(), 1, "backed up outside the repository");
+    assert_eq!(std::fs::read_to_string(&saved[0]).unwrap(), "SECRET=old\n");
+    let undo = Command::new(env!("CARGO_BIN_EXE_tern"))
+        .current_dir(repo.path())
+        .env("HOME", home.path())
+        .arg("undo")
+        .output()
+        .unwrap();
+    assert!(undo.status.success(), "{undo:?}");
+    assert_eq!(repo.read(".env"), "SECRET=old\n");
+    assert_eq!(repo.read("a.txt"), "a\n");
+}
+
+/// Every file under `dir`.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            match entry.path() {
+                p if p.is_dir() => dirs.push(p),
+                p => found.push(p),
+            }
+        }
+    }
+    found
+}

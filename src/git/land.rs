@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use git2::Repository;
 
-use super::{Commit, CommitOptions, GitError, LOCK_WAIT, RepoLock, commit_dirty};
+use super::{Commit, CommitOptions, GitError, RepoLock, lock_wait, commit_dirty};
 use super::commit::commit_landing;
 use crate::edit::{Applied, ApplyOutcome, Proposal};
 
@@ -68,7 +68,7 @@ pub fn land(
     let Some(repo) = repo else {
         return Landed::Refused(GitError::NoRepository);
     };
-    let lock = match RepoLock::acquire(repo.path(), LOCK_WAIT) {
+    let lock = match RepoLock::acquire(repo.path(), lock_wait()) {
         Ok(lock) => lock,
         Err(e) => return Landed::Refused(e),
     };

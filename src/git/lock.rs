@@ -15,6 +15,15 @@ use super::GitError;
 /// How long to wait for another tern to finish before giving up.
 pub const LOCK_WAIT: Duration = Duration::from_secs(10);
 
+/// [`LOCK_WAIT`], or `$TERN_LOCK_WAIT_MS` milliseconds (for tests, and for scripts that
+/// would rather fail at once than wait).
+pub fn lock_wait() -> Duration {
+    std::env::var("TERN_LOCK_WAIT_MS")
+        .ok()
+        .and_then(|ms| ms.trim().parse().ok())
+        .map_or(LOCK_WAIT, Duration::from_millis)
+}
+
 /// The lock, held until dropped.
 #[derive(Debug)]
 pub struct RepoLock {

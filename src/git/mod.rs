@@ -15,7 +15,7 @@ mod undo;
 
 pub use commit::{Commit, NOTES_REF, commit_dirty, commit_edits, dirty_paths};
 pub use land::{LandOptions, Landed, land};
-pub use lock::{LOCK_WAIT, RepoLock};
+pub use lock::{LOCK_WAIT, RepoLock, lock_wait};
 pub use status::{modified_tracked_paths, worktree_diff};
 pub use undo::{UndoError, UndoRefusal, Undone, undo};
 
@@ -46,11 +46,20 @@ pub enum GitError {
     )]
     Conflicts(String),
     #[error(
-        "another tern (process {0}) is writing to this repository; nothing was written, try again when it is done"
+        "another tern ({}) is writing to this repository; nothing was written: try again when it is done (its lock, .git/tern.lock, is released when that process ends)",
+        holder(.0)
     )]
     Locked(String),
     #[error("{0}")]
     Io(#[from] std::io::Error),
+}
+
+/// Who holds the lock, as its lock file says.
+fn holder(pid: &str) -> String {
+    match pid {
+        "" => "a process that did not say which".into(),
+        pid => format!("process {pid}"),
+    }
 }
 
 /// How commits are made.

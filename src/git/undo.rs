@@ -6,7 +6,7 @@ use git2::build::CheckoutBuilder;
 use git2::{Oid, Repository};
 
 use super::commit::{NOTES_REF, head_commit};
-use super::{GitError, LOCK_WAIT, RepoLock, commit::dirty_paths};
+use super::{GitError, RepoLock, lock_wait, commit::dirty_paths};
 
 /// Why `undo` did nothing.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -69,7 +69,7 @@ impl std::fmt::Display for Undone {
 pub fn undo(repo: &Repository) -> Result<Undone, UndoError> {
     // Another tern landing edits meanwhile would commit on top of, or stage over, what
     // this undo restores.
-    let _lock = RepoLock::acquire(repo.path(), LOCK_WAIT)?;
+    let _lock = RepoLock::acquire(repo.path(), lock_wait())?;
     super::ensure_idle(repo)?;
     let commit = head_commit(repo)?.ok_or(UndoRefusal::NoCommits)?;
     let summary = String::from_utf8_lossy(commit.summary_bytes().unwrap_or_default()).into_owned();

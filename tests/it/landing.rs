@@ -695,3 +695,34 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     found
 }
+
+#[cfg(unix)]
+#[test]
+fn a_second_tern_waits_a_bounded_time_then_says_who_holds_the_lock() {
+    let (repo, reply) = slow_hook_repo(30, 1);
+    let mut first = spawn_apply(&repo, &reply);
+    wait_for_commit(&repo);
+    let other = repo.path().join(".git/other.md");
+    std::fs::write(&other, block("new.txt", "", "fresh\n")).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let out = tern_apply(repo.path(), home.path(), &other, &[])
+        .env("TERN_LOCK_WAIT_MS", "700")
+        .output()
+        .unwrap();
+    let waited = started.elapsed();
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!("another tern (process {})", first.id())),
+        "{stderr}"
+    );
+    assert!(stderr.contains("nothing was written"), "{stderr}");
+    assert!(
+        waited >= Duration::from_millis(700) && waited < Duration::from_secs(20),
+        "{waited:?}"
+    );
+    assert!(!repo.path().join("new.txt").exists());
+}

@@ -73,12 +73,15 @@ pub struct StaleFile {
 pub struct Ready {
     targets: Vec<(usize, Target)>,
     failed: Vec<WriteFailure>,
+    root: PathBuf,
 }
 
 impl Ready {
-    /// The files that will be written.
+    /// The files that will be written, relative to the root: the real files, not the
+    /// symlinks the proposal names (their dirty changes are what must be committed
+    /// first).
     pub fn paths(&self) -> Vec<PathBuf> {
-        self.targets.iter().map(|(_, t)| t.rel.clone()).collect()
+        self.targets.iter().map(|(_, t)| t.real(&self.root)).collect()
     }
 }
 
@@ -128,7 +131,11 @@ impl Proposal {
         if !stale.is_empty() {
             return Err(ApplyOutcome::Stale(self.rebase_stale(stale)));
         }
-        Ok(Ready { targets, failed })
+        Ok(Ready {
+            targets,
+            failed,
+            root: self.root.clone(),
+        })
     }
 
     /// Writes every file with accepted hunks. Afterwards the proposal describes what is
@@ -184,10 +191,7 @@ impl Proposal {
                     ));
                     applied.written.push(Written {
                         path: file.path.clone(),
-                        real: target
-                            .abs
-                            .strip_prefix(&self.root)
-                            .map_or_else(|_| file.path.clone(), Path::to_path_buf),
+                        real: target.real(&self.root),
                         hunks: file.accepted().map(|h| h.id).collect(),
                         created: !target.exists,
                         before: expected(file),

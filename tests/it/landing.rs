@@ -726,3 +726,26 @@ fn a_second_tern_waits_a_bounded_time_then_says_who_holds_the_lock() {
     );
     assert!(!repo.path().join("new.txt").exists());
 }
+
+#[cfg(unix)]
+#[test]
+fn editing_through_a_symlink_commits_the_users_changes_to_its_target_first() {
+    let repo = TempRepo::with_files(&[("real.txt", "one\ntwo\n")]);
+    std::os::unix::fs::symlink("real.txt", repo.path().join("link.txt")).unwrap();
+    repo.commit("link");
+    repo.write("real.txt", "one\ntwo\nmine\n");
+    land_committed(&repo, &block("link.txt", "one\n", "ONE\n"), OPTIONS);
+    assert_eq!(
+        repo.git(&["show", "HEAD~1:real.txt"]),
+        "one\ntwo\nmine\n",
+        "the user's change has its own commit"
+    );
+    assert_eq!(
+        repo.git(&["diff", "HEAD~1", "HEAD"])
+            .lines()
+            .filter(|l| l.starts_with(['+', '-']) && !l.starts_with("+++") && !l.starts_with("---"))
+            .collect::<Vec<_>>(),
+        ["-one", "+ONE"],
+        "tern's commit holds only tern's hunk"
+    );
+}

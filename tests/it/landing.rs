@@ -749,3 +749,43 @@ fn editing_through_a_symlink_commits_the_users_changes_to_its_target_first() {
         "tern's commit holds only tern's hunk"
     );
 }
+
+#[cfg(unix)]
+#[test]
+fn a_tracked_symlink_to_an_ignored_file_is_treated_as_that_file() {
+    let repo = TempRepo::with_files(&[(".gitignore", ".env\n")]);
+    repo.write(".env", "SECRET=old\n");
+    std::os::unix::fs::symlink(".env", repo.path().join("config")).unwrap();
+    repo.commit("config link");
+    let mut out = proposal(&repo, &block("config", "SECRET=old\n", "SECRET=new\n"));
+    let backups = tempfile::tempdir().unwrap();
+    let options = || LandOptions {
+        backup_root: Some(backups.path().to_path_buf()),
+        ..OPTIONS
+    };
+    let landed = git::land(Some(&repo.repo), &mut out.proposal, options(), |_| {
+        "x".into()
+    });
+    assert!(
+        matches!(&landed, Landed::NotWritten(ApplyOutcome::NeedsConfirmation(_))),
+        "{landed:?}"
+    );
+    assert_eq!(repo.read(".env"), "SECRET=old\n");
+    out.proposal.confirm(Path::new("config")).unwrap();
+    let landed = git::land(Some(&repo.repo), &mut out.proposal, options(), |_| {
+        "x".into()
+    });
+    let Landed::Written {
+        applied, commit, ..
+    } = landed
+    else {
+        panic!("{landed:?}")
+    };
+    assert_eq!(repo.read(".env"), "SECRET=new\n");
+    assert_eq!(applied.backups.len(), 1);
+    assert_eq!(
+        std::fs::read_to_string(&applied.backups[0].saved_at).unwrap(),
+        "SECRET=old\n"
+    );
+    assert!(matches!(commit, Ok(None)), "{commit:?}: nothing to commit");
+}

@@ -25,6 +25,8 @@ pub enum UndoRefusal {
     Dirty(Vec<PathBuf>),
     #[error("the commit is already on {}; undoing it would rewrite published history", .0.join(", "))]
     Published(Vec<String>),
+    #[error("what tern saved to restore {} is gone (a deleted backup, or an object pruned by git gc), so undoing would lose that content; nothing was changed: revert the commit by hand (git revert)", list(.0))]
+    Unrestorable(Vec<PathBuf>),
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -112,6 +114,9 @@ pub fn undo(repo: &Repository) -> Result<Undone, UndoError> {
     if !published.is_empty() {
         return Err(UndoRefusal::Published(published).into());
     }
+    // Everything to put back is read before anything changes: found missing after the
+    // checkout, the user's content would be gone with nothing to restore it from.
+    let restore = saved_contents(repo, commit.id(), &backups)?;
     // Check out while HEAD is still the commit, so files it added count as tracked and
     // are removed.
     let mut checkout = CheckoutBuilder::new();
@@ -125,12 +130,8 @@ pub fn undo(repo: &Repository) -> Result<Undone, UndoError> {
     // The files git ignores come back from their backups, and the user's own
     // uncommitted changes that tern's commit took along come back as they were.
     let workdir = repo.workdir().ok_or(GitError::Bare)?.to_path_buf();
-    for b in &backups {
-        std::fs::copy(&b.saved_at, workdir.join(&b.path)).map_err(GitError::from)?;
-    }
-    for (path, blob) in noted_users_changes(repo, commit.id()) {
-        let content = repo.find_blob(blob)?;
-        std::fs::write(workdir.join(&path), content.content()).map_err(GitError::from)?;
+    for (path, content) in &restore {
+        std::fs::write(workdir.join(path), content).map_err(GitError::from)?;
     }
     let head = repo.head()?;
     let message = format!("tern undo: {summary}");
@@ -249,7 +250,34 @@ fn still_as_written(repo: &Repository, backup: &crate::edit::Backup) -> bool {
     };
     std::fs::read(workdir.join(&backup.path))
         .is_ok_and(|now| crate::digest::sha256_hex(&now) == backup.written_sha256)
-        && backup.saved_at.is_file()
+}
+
+/// The content undo puts back after the checkout, per path: ignored files from their
+/// backups, then the user's own versions noted in `commit`'s note. Refused when any
+/// of it can no longer be read.
+fn saved_contents(
+    repo: &Repository,
+    commit: Oid,
+    backups: &[crate::edit::Backup],
+) -> Result<Vec<(PathBuf, Vec<u8>)>, UndoError> {
+    let mut contents = Vec::new();
+    let mut missing = Vec::new();
+    for b in backups {
+        match std::fs::read(&b.saved_at) {
+            Ok(bytes) => contents.push((b.path.clone(), bytes)),
+            Err(_) => missing.push(b.path.clone()),
+        }
+    }
+    for (path, blob) in noted_users_changes(repo, commit) {
+        match repo.find_blob(blob) {
+            Ok(blob) => contents.push((path, blob.content().to_vec())),
+            Err(_) => missing.push(path),
+        }
+    }
+    match missing.is_empty() {
+        true => Ok(contents),
+        false => Err(UndoRefusal::Unrestorable(missing).into()),
+    }
 }
 
 /// The tern note line recording the user's own uncommitted version of a file that a

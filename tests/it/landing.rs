@@ -789,3 +789,40 @@ fn a_tracked_symlink_to_an_ignored_file_is_treated_as_that_file() {
     );
     assert!(matches!(commit, Ok(None)), "{commit:?}: nothing to commit");
 }
+
+#[test]
+fn undo_refuses_rather_than_lose_the_users_lines_when_their_saved_copy_is_gone() {
+    let text: String = (0..30).map(|i| format!("l{i}\n")).collect();
+    let repo = TempRepo::with_files(&[("a.txt", &text)]);
+    let mine = text.replace("l25\n", "l25 mine\n");
+    repo.write("a.txt", &mine);
+    let options = LandOptions {
+        dirty_commits: false,
+        ..OPTIONS
+    };
+    land_committed(&repo, &block("a.txt", "l2\n", "L2\n"), options);
+    let landed = head(&repo);
+    // `git gc --prune=now` (or anything else) removes the saved copy of the user's
+    // version, which nothing but tern's note refers to.
+    let blob = git2::Oid::hash_object(git2::ObjectType::Blob, mine.as_bytes()).unwrap();
+    let hex = blob.to_string();
+    std::fs::remove_file(
+        repo.path()
+            .join(".git/objects")
+            .join(&hex[..2])
+            .join(&hex[2..]),
+    )
+    .unwrap();
+    let err = git::undo(&repo.repo).unwrap_err();
+    assert!(
+        matches!(&err, git::UndoError::Refused(git::UndoRefusal::Unrestorable(p)) if p == &[PathBuf::from("a.txt")]),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("nothing was changed"), "{err}");
+    assert_eq!(head(&repo), landed);
+    assert_eq!(
+        repo.read("a.txt"),
+        mine.replace("l2\n", "L2\n"),
+        "the user's lines are still there"
+    );
+}

@@ -81,7 +81,10 @@ impl Ready {
     /// symlinks the proposal names (their dirty changes are what must be committed
     /// first).
     pub fn paths(&self) -> Vec<PathBuf> {
-        self.targets.iter().map(|(_, t)| t.real(&self.root)).collect()
+        self.targets
+            .iter()
+            .map(|(_, t)| t.real(&self.root))
+            .collect()
     }
 }
 

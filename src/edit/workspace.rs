@@ -51,9 +51,8 @@ impl Workspace {
     /// A tracked `config -> .env` symlink writes `.env`, which git cannot restore.
     pub fn is_ignored_untracked(&self, rel: &Path) -> bool {
         let index = self.repo.as_ref().and_then(|r| r.index().ok());
-        let untracked_ignored = |p: &Path| {
-            !index.as_ref().is_some_and(|i| i.get_path(p, 0).is_some()) && self.is_ignored(p)
-        };
+        let untracked = |p: &Path| index.as_ref().is_none_or(|i| i.get_path(p, 0).is_none());
+        let untracked_ignored = |p: &Path| untracked(p) && self.is_ignored(p);
         let real = super::safety::resolve(&self.root, rel)
             .ok()
             .map(|t| t.real(&self.root));

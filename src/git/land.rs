@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use git2::Repository;
 
-use super::{Commit, CommitOptions, GitError, RepoLock, lock_wait, commit_dirty};
 use super::commit::commit_landing;
+use super::{Commit, CommitOptions, GitError, RepoLock, commit_dirty, lock_wait};
 use crate::edit::{Applied, ApplyOutcome, Proposal};
 
 /// Which commits to make.

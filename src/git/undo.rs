@@ -6,7 +6,7 @@ use git2::build::CheckoutBuilder;
 use git2::{Oid, Repository};
 
 use super::commit::{NOTES_REF, head_commit};
-use super::{GitError, RepoLock, lock_wait, commit::dirty_paths};
+use super::{GitError, RepoLock, commit::dirty_paths, lock_wait};
 
 /// Why `undo` did nothing.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

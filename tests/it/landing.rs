@@ -583,7 +583,11 @@ fn a_tern_killed_right_after_its_commit_never_lets_undo_drop_the_users_lines() {
         String::from_utf8_lossy(&undo.stderr)
     );
     assert_eq!(head(&repo), before);
-    assert_eq!(repo.read("a.txt"), mine, "tern's line is gone, the user's is back");
+    assert_eq!(
+        repo.read("a.txt"),
+        mine,
+        "tern's line is gone, the user's is back"
+    );
 }
 
 #[test]
@@ -767,7 +771,10 @@ fn a_tracked_symlink_to_an_ignored_file_is_treated_as_that_file() {
         "x".into()
     });
     assert!(
-        matches!(&landed, Landed::NotWritten(ApplyOutcome::NeedsConfirmation(_))),
+        matches!(
+            &landed,
+            Landed::NotWritten(ApplyOutcome::NeedsConfirmation(_))
+        ),
         "{landed:?}"
     );
     assert_eq!(repo.read(".env"), "SECRET=old\n");
@@ -806,13 +813,8 @@ fn undo_refuses_rather_than_lose_the_users_lines_when_their_saved_copy_is_gone()
     // version, which nothing but tern's note refers to.
     let blob = git2::Oid::hash_object(git2::ObjectType::Blob, mine.as_bytes()).unwrap();
     let hex = blob.to_string();
-    std::fs::remove_file(
-        repo.path()
-            .join(".git/objects")
-            .join(&hex[..2])
-            .join(&hex[2..]),
-    )
-    .unwrap();
+    let (dir, file) = hex.split_at_checked(2).unwrap();
+    std::fs::remove_file(repo.path().join(".git/objects").join(dir).join(file)).unwrap();
     let err = git::undo(&repo.repo).unwrap_err();
     assert!(
         matches!(&err, git::UndoError::Refused(git::UndoRefusal::Unrestorable(p)) if p == &[PathBuf::from("a.txt")]),

@@ -4,6 +4,8 @@
 use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::cli::{ApplyArgs, GlobalArgs};
 use crate::config::Settings;
@@ -364,27 +366,32 @@ fn id_list(ids: impl Iterator<Item = HunkId>) -> String {
 
 /// Signals that would end the process, held back while it lands edits.
 struct SignalsDeferred {
-    flag: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    ids: Vec<signal_hook::SigId>,
+    arrived: Arc<AtomicBool>,
+    landed: Arc<AtomicBool>,
 }
 
 impl SignalsDeferred {
     fn new() -> SignalsDeferred {
         use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-        let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let ids = [SIGINT, SIGTERM, SIGHUP]
-            .into_iter()
-            .filter_map(|sig| signal_hook::flag::register(sig, flag.clone()).ok())
-            .collect();
-        SignalsDeferred { flag, ids }
+        let arrived = Arc::new(AtomicBool::new(false));
+        let landed = Arc::new(AtomicBool::new(false));
+        for sig in [SIGINT, SIGTERM, SIGHUP] {
+            let _ = signal_hook::flag::register(sig, arrived.clone());
+            // Unregistering would leave the signal ignored (signal-hook does not bring
+            // the default back), so once landed, a signal ends the process as usual.
+            let _ = signal_hook::flag::register_conditional_shutdown(
+                sig,
+                i32::from(EXIT_INTERRUPTED),
+                landed.clone(),
+            );
+        }
+        SignalsDeferred { arrived, landed }
     }
 
-    /// Whether one arrived; from here on signals act as usual again.
+    /// Whether one arrived; from here on a signal ends the process at once.
     fn arrived(self) -> bool {
-        for id in &self.ids {
-            signal_hook::low_level::unregister(*id);
-        }
-        self.flag.load(std::sync::atomic::Ordering::SeqCst)
+        self.landed.store(true, Ordering::SeqCst);
+        self.arrived.load(Ordering::SeqCst)
     }
 }
 

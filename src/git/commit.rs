@@ -116,12 +116,12 @@ fn commit_paths(
         None => repo.find_tree(repo.treebuilder(None)?.write()?)?,
     };
     let mut index = repo.index()?;
+    // Tracked means in the index: a file still in HEAD that the user untracked
+    // (`git rm --cached .env`, then ignored it) must not be committed again, nor its
+    // staged removal undone.
     let paths: Vec<&PathBuf> = paths
         .iter()
-        .filter(|p| {
-            let tracked = index.get_path(p, 0).is_some() || head_tree.get_path(p).is_ok();
-            tracked || !repo.is_path_ignored(p).unwrap_or(false)
-        })
+        .filter(|p| index.get_path(p, 0).is_some() || !repo.is_path_ignored(p).unwrap_or(false))
         .collect();
     // Stage in memory only; the index is written once the commit exists.
     let staged = stage(&mut index, &workdir, &paths);

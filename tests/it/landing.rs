@@ -828,3 +828,46 @@ fn undo_refuses_rather_than_lose_the_users_lines_when_their_saved_copy_is_gone()
         "the user's lines are still there"
     );
 }
+
+#[test]
+fn a_file_the_user_untracked_and_ignored_is_never_committed_again() {
+    // The classic fix for a committed secret: `git rm --cached .env`, then ignore it.
+    let repo = TempRepo::with_files(&[(".env", "SECRET=old\n"), ("a.txt", "a\n")]);
+    repo.git(&["rm", "--cached", "-q", ".env"]);
+    repo.write(".gitignore", ".env\n");
+    repo.git(&["add", ".gitignore"]);
+    let mut out = proposal(
+        &repo,
+        &(block(".env", "SECRET=old\n", "SECRET=new\n") + &block("a.txt", "a\n", "A\n")),
+    );
+    out.proposal
+        .decide(Select::File(Path::new(".env")), Decision::Accept)
+        .unwrap();
+    out.proposal.confirm(Path::new(".env")).unwrap();
+    let backups = tempfile::tempdir().unwrap();
+    let options = LandOptions {
+        backup_root: Some(backups.path().to_path_buf()),
+        ..OPTIONS
+    };
+    let landed = git::land(Some(&repo.repo), &mut out.proposal, options, |_| "x".into());
+    assert!(
+        matches!(
+            &landed,
+            Landed::Written {
+                commit: Ok(Some(_)),
+                ..
+            }
+        ),
+        "{landed:?}"
+    );
+    assert_eq!(repo.read(".env"), "SECRET=new\n");
+    let log = repo.git(&["log", "--format=%h %s", "--name-status", "HEAD~1..HEAD"]);
+    assert!(!log.contains(".env"), "{log}");
+    let all = repo.git(&["log", "-p", "--all"]);
+    assert!(!all.contains("SECRET=new"), "the new secret is in history");
+    let staged = repo.git(&["diff", "--cached", "--name-status"]);
+    assert!(
+        staged.contains("D\t.env"),
+        "the untracking stays staged: {staged}"
+    );
+}

@@ -52,6 +52,11 @@ pub struct Undone {
     pub head: Oid,
     /// Files restored to their content before the commit.
     pub paths: Vec<PathBuf>,
+    /// Files git ignores, put back from tern's backups.
+    pub from_backups: Vec<PathBuf>,
+    /// Files whose uncommitted changes tern's commit had taken along (dirty commits
+    /// off): put back as the user left them, uncommitted.
+    pub users_versions: Vec<PathBuf>,
 }
 
 impl std::fmt::Display for Undone {
@@ -59,6 +64,20 @@ impl std::fmt::Display for Undone {
         writeln!(f, "undid {} {}", super::short_id(self.commit), self.summary)?;
         for p in &self.paths {
             writeln!(f, "  restored {}", p.display())?;
+        }
+        for p in &self.from_backups {
+            writeln!(
+                f,
+                "  restored {} from tern's backup (git ignores it)",
+                p.display()
+            )?;
+        }
+        for p in &self.users_versions {
+            writeln!(
+                f,
+                "  kept your own uncommitted changes to {} (still uncommitted)",
+                p.display()
+            )?;
         }
         write!(f, "HEAD is now {}", super::short_id(self.head))
     }
@@ -116,7 +135,8 @@ pub fn undo(repo: &Repository) -> Result<Undone, UndoError> {
     }
     // Everything to put back is read before anything changes: found missing after the
     // checkout, the user's content would be gone with nothing to restore it from.
-    let restore = saved_contents(repo, commit.id(), &backups)?;
+    let users = noted_users_changes(repo, commit.id());
+    let restore = saved_contents(repo, &backups, &users)?;
     // Check out while HEAD is still the commit, so files it added count as tracked and
     // are removed.
     let mut checkout = CheckoutBuilder::new();
@@ -146,6 +166,8 @@ pub fn undo(repo: &Repository) -> Result<Undone, UndoError> {
         summary,
         head: parent.id(),
         paths,
+        from_backups: backups.into_iter().map(|b| b.path).collect(),
+        users_versions: users.into_iter().map(|(path, _)| path).collect(),
     })
 }
 
@@ -253,12 +275,12 @@ fn still_as_written(repo: &Repository, backup: &crate::edit::Backup) -> bool {
 }
 
 /// The content undo puts back after the checkout, per path: ignored files from their
-/// backups, then the user's own versions noted in `commit`'s note. Refused when any
-/// of it can no longer be read.
+/// backups, then the user's own versions (`users`, blobs). Refused when any of it can
+/// no longer be read.
 fn saved_contents(
     repo: &Repository,
-    commit: Oid,
     backups: &[crate::edit::Backup],
+    users: &[(PathBuf, Oid)],
 ) -> Result<Vec<(PathBuf, Vec<u8>)>, UndoError> {
     let mut contents = Vec::new();
     let mut missing = Vec::new();
@@ -268,10 +290,10 @@ fn saved_contents(
             Err(_) => missing.push(b.path.clone()),
         }
     }
-    for (path, blob) in noted_users_changes(repo, commit) {
-        match repo.find_blob(blob) {
-            Ok(blob) => contents.push((path, blob.content().to_vec())),
-            Err(_) => missing.push(path),
+    for (path, blob) in users {
+        match repo.find_blob(*blob) {
+            Ok(blob) => contents.push((path.clone(), blob.content().to_vec())),
+            Err(_) => missing.push(path.clone()),
         }
     }
     match missing.is_empty() {

@@ -498,7 +498,14 @@ fn without_dirty_commits_undo_takes_back_only_terns_hunks() {
         "{landed:?}"
     );
     assert_eq!(repo.read("a.txt"), mine.replace("l2\n", "L2\n"));
-    git::undo(&repo.repo).unwrap();
+    let undone = git::undo(&repo.repo).unwrap();
+    assert_eq!(undone.users_versions, [PathBuf::from("a.txt")]);
+    assert!(
+        undone
+            .to_string()
+            .contains("kept your own uncommitted changes to a.txt"),
+        "{undone}"
+    );
     assert_eq!(
         repo.read("a.txt"),
         mine,
@@ -681,6 +688,8 @@ fn tern_apply_replaces_an_existing_ignored_file_only_when_named() {
         .output()
         .unwrap();
     assert!(undo.status.success(), "{undo:?}");
+    let said = String::from_utf8_lossy(&undo.stdout);
+    assert!(said.contains("restored .env from tern's backup"), "{said}");
     assert_eq!(repo.read(".env"), "SECRET=old\n");
     assert_eq!(repo.read("a.txt"), "a\n");
 }

@@ -86,6 +86,24 @@ impl Ready {
             .map(|(_, t)| t.real(&self.root))
             .collect()
     }
+
+    /// Takes the files `why` objects to (given their real path, relative to the root)
+    /// out of the landing, as failures: for checks only the caller can make, such as
+    /// git's view of a path, before anything is committed or written.
+    pub fn exclude(&mut self, why: impl Fn(&Path) -> Option<String>) {
+        let root = &self.root;
+        let failed = &mut self.failed;
+        self.targets.retain(|(_, t)| match why(&t.real(root)) {
+            None => true,
+            Some(error) => {
+                failed.push(WriteFailure {
+                    path: t.rel.clone(),
+                    error,
+                });
+                false
+            }
+        });
+    }
 }
 
 impl Proposal {

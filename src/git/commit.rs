@@ -225,6 +225,28 @@ fn write_commit(
     Ok(id)
 }
 
+/// Why tern cannot commit `path` correctly, if it cannot: `.gitattributes` sends it
+/// through a filter driver the repository configures (`filter=lfs`, say). git2 does
+/// not run external filters, so the commit would hold the file's checked-out content
+/// instead of what the filter makes of it (an LFS pointer).
+pub(crate) fn external_filter(repo: &Repository, path: &Path) -> Option<String> {
+    let value = repo
+        .get_attr(path, "filter", git2::AttrCheckFlags::FILE_THEN_INDEX)
+        .ok()?;
+    let git2::AttrValue::String(name) = git2::AttrValue::from_string(value) else {
+        return None;
+    };
+    let config = repo.config().ok()?;
+    let configured = ["clean", "process"]
+        .iter()
+        .any(|key| config.get_string(&format!("filter.{name}.{key}")).is_ok());
+    configured.then(|| {
+        format!(
+            "git stores it through the `{name}` filter (.gitattributes), which tern cannot run, so tern's commit would hold the wrong content; edit it yourself"
+        )
+    })
+}
+
 /// HEAD's commit; None on an unborn branch.
 pub(crate) fn head_commit(repo: &Repository) -> Result<Option<git2::Commit<'_>>, GitError> {
     match repo.head() {

@@ -75,10 +75,11 @@ pub fn land(
     if let Err(e) = super::ensure_idle(repo) {
         return Landed::Refused(e);
     }
-    let ready = match proposal.preflight() {
+    let mut ready = match proposal.preflight() {
         Ok(ready) => ready,
         Err(outcome) => return Landed::NotWritten(outcome),
     };
+    ready.exclude(|path| super::commit::external_filter(repo, path));
     let mut dirty = None;
     if options.commit && options.dirty_commits {
         match commit_dirty(repo, &ready.paths(), &options.commit_options) {

@@ -880,3 +880,47 @@ fn a_file_the_user_untracked_and_ignored_is_never_committed_again() {
         "the untracking stays staged: {staged}"
     );
 }
+
+#[test]
+fn a_file_git_stores_through_an_external_filter_is_refused_before_anything_is_committed() {
+    let repo = TempRepo::with_files(&[
+        (
+            ".gitattributes",
+            "*.csv filter=lfs diff=lfs merge=lfs -text\n",
+        ),
+        ("data.csv", "a,b\n1,2\n"),
+        ("notes.txt", "one\n"),
+    ]);
+    let mut config = repo.repo.config().unwrap();
+    config
+        .set_str("filter.lfs.clean", "git-lfs clean -- %f")
+        .unwrap();
+    config
+        .set_str("filter.lfs.process", "git-lfs filter-process")
+        .unwrap();
+    repo.write("data.csv", "a,b\n1,2\n3,4\n");
+    let before = head(&repo);
+    let mut out = proposal(
+        &repo,
+        &(block("data.csv", "1,2\n", "1,3\n") + &block("notes.txt", "one\n", "ONE\n")),
+    );
+    let landed = git::land(Some(&repo.repo), &mut out.proposal, OPTIONS, |_| "x".into());
+    let Landed::Written { dirty, applied, .. } = landed else {
+        panic!("{landed:?}")
+    };
+    assert!(
+        dirty.is_none(),
+        "the user's change to data.csv is not committed"
+    );
+    assert_eq!(applied.failed.len(), 1, "{:?}", applied.failed);
+    assert!(
+        applied.failed[0].error.contains("`lfs` filter"),
+        "{:?}",
+        applied.failed
+    );
+    assert_eq!(repo.read("data.csv"), "a,b\n1,2\n3,4\n");
+    assert_eq!(repo.read("notes.txt"), "ONE\n");
+    assert_eq!(repo.git(&["rev-parse", "HEAD~1"]).trim(), before);
+    let changed = repo.git(&["show", "--name-only", "--format=", "HEAD"]);
+    assert_eq!(changed.trim(), "notes.txt");
+}

@@ -54,9 +54,10 @@ fn backup_dir(root: Option<&Path>) -> Option<PathBuf> {
 }
 
 /// Lands the accepted hunks of `proposal`, in an order that never leaves a half state:
-/// the repository lock, the repository's state, the proposal's preflight (staleness,
-/// refusals, permissions, confirmations); only then the commit of the user's own
-/// changes, the writes, and the commit of what was written. `message` turns the written
+/// the repository lock, the repository's state (no merge, rebase or conflicts), the
+/// proposal's preflight (staleness, refusals, permissions, confirmations), files git
+/// would need an external filter for; only then the commit of the user's own changes,
+/// the writes, and the commit of what was written (with tern's note, whole, for undo). `message` turns the written
 /// diff into a commit message; it is only called when a commit will be made. Outside a
 /// repository nothing is written: without git, nothing could be undone.
 pub fn land(

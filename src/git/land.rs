@@ -3,6 +3,7 @@
 //! committed. `tern apply` and the engine both land through here.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
 
 use git2::Repository;
 
@@ -21,6 +22,9 @@ pub struct LandOptions<'a> {
     /// Where replaced gitignored files are backed up (one folder per landing under it);
     /// None: such files are not written.
     pub backup_root: Option<PathBuf>,
+    /// Set (by a signal handler) to give up while waiting for another tern's lock;
+    /// once the lock is held, the landing goes to its end.
+    pub cancel: Option<&'a AtomicBool>,
 }
 
 /// What landing did.
@@ -69,7 +73,7 @@ pub fn land(
     let Some(repo) = repo else {
         return Landed::Refused(GitError::NoRepository);
     };
-    let lock = match RepoLock::acquire(repo.path(), lock_wait()) {
+    let lock = match RepoLock::acquire_unless(repo.path(), lock_wait(), options.cancel) {
         Ok(lock) => lock,
         Err(e) => return Landed::Refused(e),
     };

@@ -50,6 +50,8 @@ pub enum GitError {
         holder(.0)
     )]
     Locked(String),
+    #[error("interrupted while waiting for another tern; nothing was written")]
+    Interrupted,
     #[error("{0}")]
     Io(#[from] std::io::Error),
 }

@@ -99,19 +99,26 @@ fn apply(
         code = EXIT_PARTIAL;
     }
 
+    // SIGINT, SIGTERM and SIGHUP wait until the landing is done: killed halfway, it
+    // would leave files written but not committed, and temporary files behind. While
+    // waiting for another tern, one cancels the landing instead.
+    let interrupted = SignalsDeferred::new();
     let options = LandOptions {
         commit: !args.no_commit && settings.auto_commits,
         dirty_commits: settings.dirty_commits,
         commit_options: CommitOptions::from(settings),
         backup_root: Some(crate::config::backup_root(ws.root())),
+        cancel: Some(&interrupted.arrived),
     };
-    // SIGINT, SIGTERM and SIGHUP wait until the landing is done: killed halfway, it
-    // would leave files written but not committed, and temporary files behind.
-    let interrupted = SignalsDeferred::new();
     let landed = git::land(ws.repo(), &mut proposal, options, git::message::fallback);
     if interrupted.arrived() {
-        report_landed_quietly(&landed);
-        eprintln!("tern apply: interrupted; the landing that was under way finished first");
+        match &landed {
+            Landed::Refused(e @ git::GitError::Interrupted) => eprintln!("tern apply: {e}"),
+            _ => {
+                report_landed_quietly(&landed);
+                eprintln!("tern apply: interrupted; the landing that was under way finished first");
+            }
+        }
         return Ok(EXIT_INTERRUPTED);
     }
     match landed {

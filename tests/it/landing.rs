@@ -26,6 +26,7 @@ const OPTIONS: LandOptions<'static> = LandOptions {
         co_author_trailer: false,
     },
     backup_root: None,
+    cancel: None,
 };
 
 fn block(path: &str, search: &str, replace: &str) -> String {
@@ -923,4 +924,36 @@ fn a_file_git_stores_through_an_external_filter_is_refused_before_anything_is_co
     assert_eq!(repo.git(&["rev-parse", "HEAD~1"]).trim(), before);
     let changed = repo.git(&["show", "--name-only", "--format=", "HEAD"]);
     assert_eq!(changed.trim(), "notes.txt");
+}
+
+#[cfg(unix)]
+#[test]
+fn ctrl_c_while_waiting_for_another_tern_cancels_instead_of_landing_later() {
+    let (repo, reply) = slow_hook_repo(30, 1);
+    let mut first = spawn_apply(&repo, &reply);
+    wait_for_commit(&repo);
+    let other = repo.path().join(".git/other.md");
+    std::fs::write(&other, block("new.txt", "", "fresh\n")).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let second = tern_apply(repo.path(), home.path(), &other, &[])
+        .env("TERN_LOCK_WAIT_MS", "20000")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    let pid = second.id().to_string();
+    Command::new("kill").args(["-INT", &pid]).status().unwrap();
+    // The first tern goes away soon after: the lock is free again.
+    std::thread::sleep(Duration::from_millis(1000));
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let out = second.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("nothing was written"), "{stderr}");
+    assert!(
+        !repo.path().join("new.txt").exists(),
+        "it landed after being told to stop"
+    );
 }

@@ -224,6 +224,11 @@ pub struct ApplyArgs {
     /// repository, so that every change can be undone).
     #[arg(long)]
     pub git_init: bool,
+    /// Also replace this existing gitignored file (`.env`, say); repeat for more. Its
+    /// previous content is backed up in tern's state directory and `tern undo` restores
+    /// it; it is never committed. `--yes` alone never replaces one.
+    #[arg(long, value_name = "PATH")]
+    pub write_ignored: Vec<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -308,7 +313,8 @@ Exit codes:
      could be written (not a git repository, another tern is writing, a merge or
      rebase in progress)
   3  the accepted hunks were written but the commit failed (e.g. a hook refused it)
-  130  interrupted (Ctrl-C, SIGTERM); a landing under way was finished first";
+  130  interrupted (Ctrl-C, SIGTERM): a landing under way was finished first; one still
+     waiting for another tern was given up, nothing written";
 
 /// `tern undo --help`: the exit codes.
 const UNDO_EXIT_CODES: &str = "\

@@ -73,12 +73,36 @@ pub struct StaleFile {
 pub struct Ready {
     targets: Vec<(usize, Target)>,
     failed: Vec<WriteFailure>,
+    root: PathBuf,
 }
 
 impl Ready {
-    /// The files that will be written.
+    /// The files that will be written, relative to the root: the real files, not the
+    /// symlinks the proposal names (their dirty changes are what must be committed
+    /// first).
     pub fn paths(&self) -> Vec<PathBuf> {
-        self.targets.iter().map(|(_, t)| t.rel.clone()).collect()
+        self.targets
+            .iter()
+            .map(|(_, t)| t.real(&self.root))
+            .collect()
+    }
+
+    /// Takes the files `why` objects to (given their real path, relative to the root)
+    /// out of the landing, as failures: for checks only the caller can make, such as
+    /// git's view of a path, before anything is committed or written.
+    pub fn exclude(&mut self, why: impl Fn(&Path) -> Option<String>) {
+        let root = &self.root;
+        let failed = &mut self.failed;
+        self.targets.retain(|(_, t)| match why(&t.real(root)) {
+            None => true,
+            Some(error) => {
+                failed.push(WriteFailure {
+                    path: t.rel.clone(),
+                    error,
+                });
+                false
+            }
+        });
     }
 }
 
@@ -128,7 +152,11 @@ impl Proposal {
         if !stale.is_empty() {
             return Err(ApplyOutcome::Stale(self.rebase_stale(stale)));
         }
-        Ok(Ready { targets, failed })
+        Ok(Ready {
+            targets,
+            failed,
+            root: self.root.clone(),
+        })
     }
 
     /// Writes every file with accepted hunks. Afterwards the proposal describes what is
@@ -184,10 +212,7 @@ impl Proposal {
                     ));
                     applied.written.push(Written {
                         path: file.path.clone(),
-                        real: target
-                            .abs
-                            .strip_prefix(&self.root)
-                            .map_or_else(|_| file.path.clone(), Path::to_path_buf),
+                        real: target.real(&self.root),
                         hunks: file.accepted().map(|h| h.id).collect(),
                         created: !target.exists,
                         before: expected(file),
@@ -279,15 +304,24 @@ fn back_up(file: &FileProposal, dir: Option<&Path>, new: &[u8]) -> Result<Backup
     })
 }
 
-/// Whether the file may be replaced: an existing file whose permissions forbid writing
-/// is the user's statement that it must not change (root ignores the bits, tern does
-/// not).
+/// Whether the file may be replaced or created: permissions that forbid writing the
+/// file, or the directory its new content is renamed into (or created in), are the
+/// user's statement that it must not change (root ignores the bits, tern does not).
+/// Checked before anything is written or committed, not discovered halfway.
 fn writable(target: &Target) -> Result<(), String> {
-    if target.exists && std::fs::metadata(&target.abs).is_ok_and(|m| m.permissions().readonly()) {
+    let read_only = |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.permissions().readonly());
+    if target.exists && read_only(&target.abs) {
         return Err(
             "the file is read-only (its permissions forbid writing); tern does not replace it"
                 .into(),
         );
+    }
+    let dir = target.abs.ancestors().skip(1).find(|d| d.exists());
+    if let Some(dir) = dir.filter(|d| read_only(d)) {
+        return Err(format!(
+            "the directory {} is read-only (its permissions forbid writing); tern does not write into it",
+            dir.display()
+        ));
     }
     Ok(())
 }

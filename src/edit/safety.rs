@@ -41,6 +41,17 @@ pub struct Target {
     pub exists: bool,
 }
 
+impl Target {
+    /// The file really written, relative to `root` (canonical): differs from `rel` when
+    /// a symlink on the way leads elsewhere in the root. Git's view of the file (is it
+    /// ignored, dirty, to commit) is this path's.
+    pub fn real(&self, root: &Path) -> PathBuf {
+        self.abs
+            .strip_prefix(root)
+            .map_or_else(|_| self.rel.clone(), Path::to_path_buf)
+    }
+}
+
 /// Checks `path` (relative to `root`, or absolute inside it) and finds where writing it
 /// would really land. `root` must be canonical.
 pub fn resolve(root: &Path, path: &Path) -> Result<Target, Refusal> {

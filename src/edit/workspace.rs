@@ -46,15 +46,17 @@ impl Workspace {
             .find(|sub| rel.starts_with(sub) && rel != sub.as_path())
     }
 
-    /// Whether git ignores `rel` and does not track it (a tracked file is git's to
-    /// restore, whatever the ignore rules say).
+    /// Whether git ignores `rel`, or the file a symlink at `rel` leads to, and does not
+    /// track it (a tracked file is git's to restore, whatever the ignore rules say).
+    /// A tracked `config -> .env` symlink writes `.env`, which git cannot restore.
     pub fn is_ignored_untracked(&self, rel: &Path) -> bool {
-        let tracked = self
-            .repo
-            .as_ref()
-            .and_then(|r| r.index().ok())
-            .is_some_and(|index| index.get_path(rel, 0).is_some());
-        !tracked && self.is_ignored(rel)
+        let index = self.repo.as_ref().and_then(|r| r.index().ok());
+        let untracked = |p: &Path| index.as_ref().is_none_or(|i| i.get_path(p, 0).is_none());
+        let untracked_ignored = |p: &Path| untracked(p) && self.is_ignored(p);
+        let real = super::safety::resolve(&self.root, rel)
+            .ok()
+            .map(|t| t.real(&self.root));
+        untracked_ignored(rel) || real.is_some_and(|r| r != rel && untracked_ignored(&r))
     }
 
     /// Whether git ignores `rel`. False outside a repository.

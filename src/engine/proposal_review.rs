@@ -278,6 +278,7 @@ impl Engine {
                 dirty_commits: settings.dirty_commits,
                 commit_options: CommitOptions::from(&settings),
                 backup_root: Some(crate::config::backup_root(&root)),
+                cancel: None,
             };
             // A panic here must not leave the engine waiting forever for this result.
             let landed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {

@@ -69,7 +69,7 @@ pub fn commit_dirty(
         "{}\n\nCommitted by tern before applying edits to:\n{body}",
         message::fit(&subject)
     );
-    commit_paths(repo, &dirty, &text, opts, false)
+    commit_paths(repo, &dirty, &text, opts, None)
 }
 
 /// Commits the working-tree content of `paths` (the files tern wrote) on top of HEAD
@@ -82,15 +82,31 @@ pub fn commit_edits(
     message: &str,
     opts: &CommitOptions<'_>,
 ) -> Result<Option<Commit>, GitError> {
-    commit_paths(repo, paths, message, opts, true)
+    commit_paths(repo, paths, message, opts, Some(""))
 }
 
+/// [`commit_edits`], with `undo_lines` (what undo needs beyond the commit itself:
+/// backups, the user's own versions) in tern's note. The note is written whole, right
+/// after the commit and before any post-commit hook, so a tern killed at any point
+/// leaves either no note (undo refuses: not tern's) or all of it, never a note that
+/// would let undo drop the user's lines.
+pub(crate) fn commit_landing(
+    repo: &Repository,
+    paths: &[PathBuf],
+    message: &str,
+    opts: &CommitOptions<'_>,
+    undo_lines: &str,
+) -> Result<Option<Commit>, GitError> {
+    commit_paths(repo, paths, message, opts, Some(undo_lines))
+}
+
+/// Commits `paths`; `tern_note` (lines to add to the note) marks a tern commit.
 fn commit_paths(
     repo: &Repository,
     paths: &[PathBuf],
     text: &str,
     opts: &CommitOptions<'_>,
-    tern: bool,
+    tern_note: Option<&str>,
 ) -> Result<Option<Commit>, GitError> {
     let workdir = repo.workdir().ok_or(GitError::Bare)?.to_path_buf();
     super::ensure_idle(repo)?;
@@ -100,12 +116,12 @@ fn commit_paths(
         None => repo.find_tree(repo.treebuilder(None)?.write()?)?,
     };
     let mut index = repo.index()?;
+    // Tracked means in the index: a file still in HEAD that the user untracked
+    // (`git rm --cached .env`, then ignored it) must not be committed again, nor its
+    // staged removal undone.
     let paths: Vec<&PathBuf> = paths
         .iter()
-        .filter(|p| {
-            let tracked = index.get_path(p, 0).is_some() || head_tree.get_path(p).is_ok();
-            tracked || !repo.is_path_ignored(p).unwrap_or(false)
-        })
+        .filter(|p| index.get_path(p, 0).is_some() || !repo.is_path_ignored(p).unwrap_or(false))
         .collect();
     // Stage in memory only; the index is written once the commit exists.
     let staged = stage(&mut index, &workdir, &paths);
@@ -130,7 +146,7 @@ fn commit_paths(
             return Err(e);
         }
     };
-    let result = write_commit(repo, &tree, head.as_ref(), text, opts, tern);
+    let result = write_commit(repo, &tree, head.as_ref(), text, opts, tern_note);
     match result {
         Ok(id) => {
             index.write()?;
@@ -173,10 +189,12 @@ fn write_commit(
     parent: Option<&git2::Commit<'_>>,
     text: &str,
     opts: &CommitOptions<'_>,
-    tern: bool,
+    tern_note: Option<&str>,
 ) -> Result<Oid, GitError> {
     let sig = repo.signature().map_err(|_| GitError::NoIdentity)?;
-    let co_author = opts.model.filter(|_| tern && opts.co_author_trailer);
+    let co_author = opts
+        .model
+        .filter(|_| tern_note.is_some() && opts.co_author_trailer);
     let mut text = message::with_trailer(text, co_author);
     if opts.verify_hooks {
         let index_path = repo
@@ -197,14 +215,36 @@ fn write_commit(
     }
     let parents: Vec<&git2::Commit<'_>> = parent.into_iter().collect();
     let id = repo.commit(Some("HEAD"), &sig, &sig, &text, tree, &parents)?;
-    if tern {
+    if let Some(extra) = tern_note {
         let note = match opts.model {
-            Some(model) => format!("tern\nmodel: {model}\n"),
-            None => "tern\n".to_string(),
+            Some(model) => format!("tern\nmodel: {model}\n{extra}"),
+            None => format!("tern\n{extra}"),
         };
         repo.note(&sig, &sig, Some(NOTES_REF), id, &note, true)?;
     }
     Ok(id)
+}
+
+/// Why tern cannot commit `path` correctly, if it cannot: `.gitattributes` sends it
+/// through a filter driver the repository configures (`filter=lfs`, say). git2 does
+/// not run external filters, so the commit would hold the file's checked-out content
+/// instead of what the filter makes of it (an LFS pointer).
+pub(crate) fn external_filter(repo: &Repository, path: &Path) -> Option<String> {
+    let value = repo
+        .get_attr(path, "filter", git2::AttrCheckFlags::FILE_THEN_INDEX)
+        .ok()?;
+    let git2::AttrValue::String(name) = git2::AttrValue::from_string(value) else {
+        return None;
+    };
+    let config = repo.config().ok()?;
+    let configured = ["clean", "process"]
+        .iter()
+        .any(|key| config.get_string(&format!("filter.{name}.{key}")).is_ok());
+    configured.then(|| {
+        format!(
+            "git stores it through the `{name}` filter (.gitattributes), which tern cannot run, so tern's commit would hold the wrong content; edit it yourself"
+        )
+    })
 }
 
 /// HEAD's commit; None on an unborn branch.

@@ -3,10 +3,12 @@
 //! committed. `tern apply` and the engine both land through here.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
 
 use git2::Repository;
 
-use super::{Commit, CommitOptions, GitError, LOCK_WAIT, RepoLock, commit_dirty, commit_edits};
+use super::commit::commit_landing;
+use super::{Commit, CommitOptions, GitError, RepoLock, commit_dirty, lock_wait};
 use crate::edit::{Applied, ApplyOutcome, Proposal};
 
 /// Which commits to make.
@@ -20,6 +22,9 @@ pub struct LandOptions<'a> {
     /// Where replaced gitignored files are backed up (one folder per landing under it);
     /// None: such files are not written.
     pub backup_root: Option<PathBuf>,
+    /// Set (by a signal handler) to give up while waiting for another tern's lock;
+    /// once the lock is held, the landing goes to its end.
+    pub cancel: Option<&'a AtomicBool>,
 }
 
 /// What landing did.
@@ -53,9 +58,10 @@ fn backup_dir(root: Option<&Path>) -> Option<PathBuf> {
 }
 
 /// Lands the accepted hunks of `proposal`, in an order that never leaves a half state:
-/// the repository lock, the repository's state, the proposal's preflight (staleness,
-/// refusals, permissions, confirmations); only then the commit of the user's own
-/// changes, the writes, and the commit of what was written. `message` turns the written
+/// the repository lock, the repository's state (no merge, rebase or conflicts), the
+/// proposal's preflight (staleness, refusals, permissions, confirmations), files git
+/// would need an external filter for; only then the commit of the user's own changes,
+/// the writes, and the commit of what was written (with tern's note, whole, for undo). `message` turns the written
 /// diff into a commit message; it is only called when a commit will be made. Outside a
 /// repository nothing is written: without git, nothing could be undone.
 pub fn land(
@@ -67,17 +73,18 @@ pub fn land(
     let Some(repo) = repo else {
         return Landed::Refused(GitError::NoRepository);
     };
-    let lock = match RepoLock::acquire(repo.path(), LOCK_WAIT) {
+    let lock = match RepoLock::acquire_unless(repo.path(), lock_wait(), options.cancel) {
         Ok(lock) => lock,
         Err(e) => return Landed::Refused(e),
     };
     if let Err(e) = super::ensure_idle(repo) {
         return Landed::Refused(e);
     }
-    let ready = match proposal.preflight() {
+    let mut ready = match proposal.preflight() {
         Ok(ready) => ready,
         Err(outcome) => return Landed::NotWritten(outcome),
     };
+    ready.exclude(|path| super::commit::external_filter(repo, path));
     let mut dirty = None;
     if options.commit && options.dirty_commits {
         match commit_dirty(repo, &ready.paths(), &options.commit_options) {
@@ -90,20 +97,14 @@ pub fn land(
     let commit = match options.commit && !applied.written.is_empty() {
         true => {
             let paths: Vec<PathBuf> = applied.written.iter().map(|w| w.real.clone()).collect();
-            commit_edits(
-                repo,
-                &paths,
-                &message(&applied.diff),
-                &options.commit_options,
-            )
-            .and_then(|made| {
-                if let Some(commit) = &made {
-                    super::undo::note_backups(repo, commit.id, &applied.backups)?;
-                    if !options.dirty_commits {
-                        super::undo::note_users_changes(repo, commit.id, &applied.written)?;
-                    }
-                }
-                Ok(made)
+            super::undo::undo_lines(repo, &applied, !options.dirty_commits).and_then(|lines| {
+                commit_landing(
+                    repo,
+                    &paths,
+                    &message(&applied.diff),
+                    &options.commit_options,
+                    &lines,
+                )
             })
         }
         false => Ok(None),

@@ -8,12 +8,22 @@
 use std::fs::{File, TryLockError};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::GitError;
 
 /// How long to wait for another tern to finish before giving up.
 pub const LOCK_WAIT: Duration = Duration::from_secs(10);
+
+/// [`LOCK_WAIT`], or `$TERN_LOCK_WAIT_MS` milliseconds (for tests, and for scripts that
+/// would rather fail at once than wait).
+pub fn lock_wait() -> Duration {
+    std::env::var("TERN_LOCK_WAIT_MS")
+        .ok()
+        .and_then(|ms| ms.trim().parse().ok())
+        .map_or(LOCK_WAIT, Duration::from_millis)
+}
 
 /// The lock, held until dropped.
 #[derive(Debug)]
@@ -26,6 +36,18 @@ impl RepoLock {
     /// Takes the lock of the repository whose git directory is `git_dir`, waiting up
     /// to `wait` for another tern to release it.
     pub fn acquire(git_dir: &Path, wait: Duration) -> Result<RepoLock, GitError> {
+        RepoLock::acquire_unless(git_dir, wait, None)
+    }
+
+    /// [`acquire`](RepoLock::acquire), giving up with [`GitError::Interrupted`] once
+    /// `cancel` is set: a Ctrl-C while waiting for another tern means "never mind", not
+    /// "do it when you can".
+    pub fn acquire_unless(
+        git_dir: &Path,
+        wait: Duration,
+        cancel: Option<&AtomicBool>,
+    ) -> Result<RepoLock, GitError> {
+        let cancelled = || cancel.is_some_and(|c| c.load(Ordering::SeqCst));
         let path = git_dir.join("tern.lock");
         let mut file = std::fs::OpenOptions::new()
             .create(true)
@@ -35,6 +57,9 @@ impl RepoLock {
             .open(&path)?;
         let deadline = Instant::now() + wait;
         loop {
+            if cancelled() {
+                return Err(GitError::Interrupted);
+            }
             match file.try_lock() {
                 Ok(()) => break,
                 Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
@@ -46,6 +71,9 @@ impl RepoLock {
                 }
                 Err(TryLockError::Error(e)) => return Err(e.into()),
             }
+        }
+        if cancelled() {
+            return Err(GitError::Interrupted);
         }
         file.set_len(0)?;
         write!(file, "{}", std::process::id())?;

@@ -15,7 +15,7 @@ mod undo;
 
 pub use commit::{Commit, NOTES_REF, commit_dirty, commit_edits, dirty_paths};
 pub use land::{LandOptions, Landed, land};
-pub use lock::{LOCK_WAIT, RepoLock};
+pub use lock::{LOCK_WAIT, RepoLock, lock_wait};
 pub use status::{modified_tracked_paths, worktree_diff};
 pub use undo::{UndoError, UndoRefusal, Undone, undo};
 
@@ -42,11 +42,26 @@ pub enum GitError {
     #[error("git is in the middle of a {0}; finish or abort it first")]
     Busy(String),
     #[error(
-        "another tern (process {0}) is writing to this repository; nothing was written, try again when it is done"
+        "git has unresolved conflicts in {0}; resolve them (edit, then `git add`) or undo what made them (`git checkout -m`, `git reset`) first"
+    )]
+    Conflicts(String),
+    #[error(
+        "another tern ({}) is writing to this repository; nothing was written: try again when it is done (its lock, .git/tern.lock, is released when that process ends)",
+        holder(.0)
     )]
     Locked(String),
+    #[error("interrupted while waiting for another tern; nothing was written")]
+    Interrupted,
     #[error("{0}")]
     Io(#[from] std::io::Error),
+}
+
+/// Who holds the lock, as its lock file says.
+fn holder(pid: &str) -> String {
+    match pid {
+        "" => "a process that did not say which".into(),
+        pid => format!("process {pid}"),
+    }
 }
 
 /// How commits are made.
@@ -66,10 +81,26 @@ pub fn short_id(id: git2::Oid) -> String {
 }
 
 /// Refuses to commit (or undo) while a merge, rebase, cherry-pick... is in progress:
-/// a one-parent commit of some paths would silently drop it.
+/// a one-parent commit of some paths would silently drop it. Also while the index has
+/// conflicts (a `git stash pop` that conflicted leaves them with no merge state): git
+/// itself will not commit then, and staging a conflicted file would commit its markers.
 pub(crate) fn ensure_idle(repo: &git2::Repository) -> Result<(), GitError> {
     match repo.state() {
-        git2::RepositoryState::Clean => Ok(()),
-        state => Err(GitError::Busy(format!("{state:?}").to_lowercase())),
+        git2::RepositoryState::Clean => {}
+        state => return Err(GitError::Busy(format!("{state:?}").to_lowercase())),
     }
+    let mut index = repo.index()?;
+    // The repository's index object may predate the user's last git command.
+    index.read(false)?;
+    if index.has_conflicts() {
+        let mut paths: Vec<String> = Vec::new();
+        for conflict in index.conflicts()?.flatten() {
+            let entry = conflict.our.or(conflict.their).or(conflict.ancestor);
+            if let Some(e) = entry {
+                paths.push(String::from_utf8_lossy(&e.path).into_owned());
+            }
+        }
+        return Err(GitError::Conflicts(paths.join(", ")));
+    }
+    Ok(())
 }

@@ -6,7 +6,7 @@ use git2::build::CheckoutBuilder;
 use git2::{Oid, Repository};
 
 use super::commit::{NOTES_REF, head_commit};
-use super::{GitError, commit::dirty_paths};
+use super::{GitError, RepoLock, commit::dirty_paths, lock_wait};
 
 /// Why `undo` did nothing.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -25,6 +25,8 @@ pub enum UndoRefusal {
     Dirty(Vec<PathBuf>),
     #[error("the commit is already on {}; undoing it would rewrite published history", .0.join(", "))]
     Published(Vec<String>),
+    #[error("what tern saved to restore {} is gone (a deleted backup, or an object pruned by git gc), so undoing would lose that content; nothing was changed: revert the commit by hand (git revert)", list(.0))]
+    Unrestorable(Vec<PathBuf>),
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -50,6 +52,11 @@ pub struct Undone {
     pub head: Oid,
     /// Files restored to their content before the commit.
     pub paths: Vec<PathBuf>,
+    /// Files git ignores, put back from tern's backups.
+    pub from_backups: Vec<PathBuf>,
+    /// Files whose uncommitted changes tern's commit had taken along (dirty commits
+    /// off): put back as the user left them, uncommitted.
+    pub users_versions: Vec<PathBuf>,
 }
 
 impl std::fmt::Display for Undone {
@@ -57,6 +64,20 @@ impl std::fmt::Display for Undone {
         writeln!(f, "undid {} {}", super::short_id(self.commit), self.summary)?;
         for p in &self.paths {
             writeln!(f, "  restored {}", p.display())?;
+        }
+        for p in &self.from_backups {
+            writeln!(
+                f,
+                "  restored {} from tern's backup (git ignores it)",
+                p.display()
+            )?;
+        }
+        for p in &self.users_versions {
+            writeln!(
+                f,
+                "  kept your own uncommitted changes to {} (still uncommitted)",
+                p.display()
+            )?;
         }
         write!(f, "HEAD is now {}", super::short_id(self.head))
     }
@@ -67,6 +88,9 @@ impl std::fmt::Display for Undone {
 /// tern commit, not a merge or the first commit, its files have not changed since,
 /// and no remote-tracking branch contains it.
 pub fn undo(repo: &Repository) -> Result<Undone, UndoError> {
+    // Another tern landing edits meanwhile would commit on top of, or stage over, what
+    // this undo restores.
+    let _lock = RepoLock::acquire(repo.path(), lock_wait())?;
     super::ensure_idle(repo)?;
     let commit = head_commit(repo)?.ok_or(UndoRefusal::NoCommits)?;
     let summary = String::from_utf8_lossy(commit.summary_bytes().unwrap_or_default()).into_owned();
@@ -109,6 +133,10 @@ pub fn undo(repo: &Repository) -> Result<Undone, UndoError> {
     if !published.is_empty() {
         return Err(UndoRefusal::Published(published).into());
     }
+    // Everything to put back is read before anything changes: found missing after the
+    // checkout, the user's content would be gone with nothing to restore it from.
+    let users = noted_users_changes(repo, commit.id());
+    let restore = saved_contents(repo, &backups, &users)?;
     // Check out while HEAD is still the commit, so files it added count as tracked and
     // are removed.
     let mut checkout = CheckoutBuilder::new();
@@ -122,12 +150,8 @@ pub fn undo(repo: &Repository) -> Result<Undone, UndoError> {
     // The files git ignores come back from their backups, and the user's own
     // uncommitted changes that tern's commit took along come back as they were.
     let workdir = repo.workdir().ok_or(GitError::Bare)?.to_path_buf();
-    for b in &backups {
-        std::fs::copy(&b.saved_at, workdir.join(&b.path)).map_err(GitError::from)?;
-    }
-    for (path, blob) in noted_users_changes(repo, commit.id()) {
-        let content = repo.find_blob(blob)?;
-        std::fs::write(workdir.join(&path), content.content()).map_err(GitError::from)?;
+    for (path, content) in &restore {
+        std::fs::write(workdir.join(path), content).map_err(GitError::from)?;
     }
     let head = repo.head()?;
     let message = format!("tern undo: {summary}");
@@ -142,6 +166,8 @@ pub fn undo(repo: &Repository) -> Result<Undone, UndoError> {
         summary,
         head: parent.id(),
         paths,
+        from_backups: backups.into_iter().map(|b| b.path).collect(),
+        users_versions: users.into_iter().map(|(path, _)| path).collect(),
     })
 }
 
@@ -180,17 +206,10 @@ fn list(paths: &[PathBuf]) -> String {
 /// in the repository>\t<where the previous content was saved>`.
 const BACKUP: &str = "backup ";
 
-/// Adds the backups of ignored files a landing replaced to its commit's tern note, so
+/// Lines of backups of ignored files a landing replaced, for its commit's tern note, so
 /// that undo restores them.
-pub(crate) fn note_backups(
-    repo: &Repository,
-    commit: Oid,
-    backups: &[crate::edit::Backup],
-) -> Result<(), GitError> {
-    if backups.is_empty() {
-        return Ok(());
-    }
-    let lines: String = backups
+fn backup_lines(backups: &[crate::edit::Backup]) -> String {
+    backups
         .iter()
         .map(|b| {
             format!(
@@ -200,21 +219,23 @@ pub(crate) fn note_backups(
                 b.saved_at.display()
             )
         })
-        .collect();
-    append_to_note(repo, commit, &lines)
+        .collect()
 }
 
-/// Adds `lines` to the tern note of `commit`.
-fn append_to_note(repo: &Repository, commit: Oid, lines: &str) -> Result<(), GitError> {
-    let mut note = repo
-        .find_note(Some(NOTES_REF), commit)?
-        .message()
-        .unwrap_or("tern\n")
-        .to_string();
-    note.push_str(lines);
-    let sig = repo.signature().map_err(|_| GitError::NoIdentity)?;
-    repo.note(&sig, &sig, Some(NOTES_REF), commit, &note, true)?;
-    Ok(())
+/// What undo will need to know about a landing beyond its commit, as lines for the
+/// commit's tern note: the backups of replaced ignored files and, when `users` (dirty
+/// commits are off), the user's own uncommitted version of each written file. Made
+/// before the commit, against HEAD (the commit's parent to be).
+pub(crate) fn undo_lines(
+    repo: &Repository,
+    applied: &crate::edit::Applied,
+    users: bool,
+) -> Result<String, GitError> {
+    let mut lines = backup_lines(&applied.backups);
+    if users {
+        lines.push_str(&users_lines(repo, applied)?);
+    }
+    Ok(lines)
 }
 
 /// The rest of each line of `commit`'s tern note that starts with `prefix`.
@@ -251,7 +272,34 @@ fn still_as_written(repo: &Repository, backup: &crate::edit::Backup) -> bool {
     };
     std::fs::read(workdir.join(&backup.path))
         .is_ok_and(|now| crate::digest::sha256_hex(&now) == backup.written_sha256)
-        && backup.saved_at.is_file()
+}
+
+/// The content undo puts back after the checkout, per path: ignored files from their
+/// backups, then the user's own versions (`users`, blobs). Refused when any of it can
+/// no longer be read.
+fn saved_contents(
+    repo: &Repository,
+    backups: &[crate::edit::Backup],
+    users: &[(PathBuf, Oid)],
+) -> Result<Vec<(PathBuf, Vec<u8>)>, UndoError> {
+    let mut contents = Vec::new();
+    let mut missing = Vec::new();
+    for b in backups {
+        match std::fs::read(&b.saved_at) {
+            Ok(bytes) => contents.push((b.path.clone(), bytes)),
+            Err(_) => missing.push(b.path.clone()),
+        }
+    }
+    for (path, blob) in users {
+        match repo.find_blob(*blob) {
+            Ok(blob) => contents.push((path.clone(), blob.content().to_vec())),
+            Err(_) => missing.push(path.clone()),
+        }
+    }
+    match missing.is_empty() {
+        true => Ok(contents),
+        false => Err(UndoRefusal::Unrestorable(missing).into()),
+    }
 }
 
 /// The tern note line recording the user's own uncommitted version of a file that a
@@ -261,21 +309,16 @@ const USERS: &str = "users ";
 /// With dirty commits off, a tern commit of a file the user had changed holds their
 /// changes too. Their version (as a blob) goes into the note, so that undo takes back
 /// only what tern wrote and leaves the user's changes uncommitted, as they were.
-pub(crate) fn note_users_changes(
-    repo: &Repository,
-    commit: Oid,
-    written: &[crate::edit::Written],
-) -> Result<(), GitError> {
-    let parent_tree = repo
-        .find_commit(commit)?
-        .parent(0)
-        .ok()
-        .map(|p| p.tree())
-        .transpose()?;
+/// Ignored files are not committed (their backups restore them).
+fn users_lines(repo: &Repository, applied: &crate::edit::Applied) -> Result<String, GitError> {
+    let head_tree = head_commit(repo)?.map(|c| c.tree()).transpose()?;
     let mut lines = String::new();
-    for w in written {
+    for w in &applied.written {
         let Some(before) = &w.before else { continue };
-        let committed = parent_tree
+        if applied.backups.iter().any(|b| b.path == w.path) {
+            continue;
+        }
+        let committed = head_tree
             .as_ref()
             .and_then(|t| t.get_path(&w.real).ok())
             .and_then(|entry| repo.find_blob(entry.id()).ok())
@@ -285,10 +328,7 @@ pub(crate) fn note_users_changes(
             lines.push_str(&format!("{USERS}{blob}\t{}\n", w.real.display()));
         }
     }
-    if lines.is_empty() {
-        return Ok(());
-    }
-    append_to_note(repo, commit, &lines)
+    Ok(lines)
 }
 
 fn noted_users_changes(repo: &Repository, commit: Oid) -> Vec<(PathBuf, Oid)> {

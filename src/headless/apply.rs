@@ -4,6 +4,8 @@
 use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::cli::{ApplyArgs, GlobalArgs};
 use crate::config::Settings;
@@ -61,7 +63,7 @@ fn apply(
     let chat = if args.files.is_empty() {
         repo_files.clone()
     } else {
-        chat_files(&ws, cwd, &args.files)?
+        repo_paths(&ws, cwd, &args.files, "FILES")?
     };
     let Proposed {
         mut proposal,
@@ -92,23 +94,31 @@ fn apply(
     }) {
         code = EXIT_PARTIAL;
     }
-    if !confirm_ignored(&mut proposal, global.yes) {
+    let write_ignored = repo_paths(&ws, cwd, &args.write_ignored, "--write-ignored")?;
+    if !confirm_ignored(&mut proposal, global.yes, &write_ignored) {
         code = EXIT_PARTIAL;
     }
 
+    // SIGINT, SIGTERM and SIGHUP wait until the landing is done: killed halfway, it
+    // would leave files written but not committed, and temporary files behind. While
+    // waiting for another tern, one cancels the landing instead.
+    let interrupted = SignalsDeferred::new();
     let options = LandOptions {
         commit: !args.no_commit && settings.auto_commits,
         dirty_commits: settings.dirty_commits,
         commit_options: CommitOptions::from(settings),
         backup_root: Some(crate::config::backup_root(ws.root())),
+        cancel: Some(&interrupted.arrived),
     };
-    // SIGINT, SIGTERM and SIGHUP wait until the landing is done: killed halfway, it
-    // would leave files written but not committed, and temporary files behind.
-    let interrupted = SignalsDeferred::new();
     let landed = git::land(ws.repo(), &mut proposal, options, git::message::fallback);
     if interrupted.arrived() {
-        report_landed_quietly(&landed);
-        eprintln!("tern apply: interrupted; the landing that was under way finished first");
+        match &landed {
+            Landed::Refused(e @ git::GitError::Interrupted) => eprintln!("tern apply: {e}"),
+            _ => {
+                report_landed_quietly(&landed);
+                eprintln!("tern apply: interrupted; the landing that was under way finished first");
+            }
+        }
         return Ok(EXIT_INTERRUPTED);
     }
     match landed {
@@ -195,10 +205,10 @@ fn show(proposal: &Proposal, errors: &[EditError], shell: &[ShellSuggestion]) {
 }
 
 /// Gitignored files with accepted hunks: a new one is created with `--yes`; an
-/// existing one (`.env`) is never replaced headlessly, it may hold secrets or local
-/// settings git cannot restore. The others are rejected with a note. False when one
-/// was rejected.
-fn confirm_ignored(proposal: &mut Proposal, yes: bool) -> bool {
+/// existing one (`.env`) only when named by `--write-ignored` (it may hold secrets or
+/// local settings git cannot restore; `--yes` is too broad a yes for that). The others
+/// are rejected with a note. False when one was rejected.
+fn confirm_ignored(proposal: &mut Proposal, yes: bool, named: &[PathBuf]) -> bool {
     let ignored: Vec<(PathBuf, bool)> = proposal
         .files()
         .iter()
@@ -207,19 +217,21 @@ fn confirm_ignored(proposal: &mut Proposal, yes: bool) -> bool {
         .collect();
     let mut all = true;
     for (path, existing) in &ignored {
-        if yes && !existing {
+        if named.contains(path) || (yes && !existing) {
             let _ = proposal.confirm(path);
             continue;
         }
         all = false;
         if *existing {
             eprintln!(
-                "tern apply: not writing {}: it exists and git ignores it (such files hold secrets and local settings git cannot restore); change it in the workspace, which asks first and keeps a backup",
+                "tern apply: not writing {}: it exists and git ignores it (such files hold secrets and local settings git cannot restore, so --yes is not enough); rerun with --write-ignored {} to replace it (its content is backed up first)",
+                path.display(),
                 path.display()
             );
         } else {
             eprintln!(
-                "tern apply: not creating {}: git ignores it (rerun with --yes to create it)",
+                "tern apply: not creating {}: git ignores it (rerun with --yes or --write-ignored {} to create it)",
+                path.display(),
                 path.display()
             );
         }
@@ -261,6 +273,13 @@ fn report_written(proposal: &Proposal, applied: &Applied) {
             id_list(w.hunks.iter().copied())
         );
     }
+    for b in &applied.backups {
+        eprintln!(
+            "git ignores {}, so its previous content was saved to {} (tern undo restores it; it was not committed)",
+            b.path.display(),
+            b.saved_at.display()
+        );
+    }
     for f in &applied.failed {
         eprintln!(
             "tern apply: could not write {}: {}",
@@ -284,14 +303,20 @@ fn read_reply(path: &Path) -> Result<String, String> {
     String::from_utf8(bytes).map_err(|_| format!("the reply {} is not UTF-8 text", path.display()))
 }
 
-/// FILES as given (relative to `cwd`) → relative to the repository root.
-fn chat_files(ws: &Workspace, cwd: &Path, given: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+/// Paths given on the command line (relative to `cwd`) → relative to the repository
+/// root; `what` names the argument in errors.
+fn repo_paths(
+    ws: &Workspace,
+    cwd: &Path,
+    given: &[PathBuf],
+    what: &str,
+) -> Result<Vec<PathBuf>, String> {
     given
         .iter()
         .map(|f| {
             edit::resolve_path(ws.root(), &cwd.join(f))
                 .map(|t| t.rel)
-                .map_err(|r| format!("FILES: {r}"))
+                .map_err(|r| format!("{what}: {r}"))
         })
         .collect()
 }
@@ -348,27 +373,32 @@ fn id_list(ids: impl Iterator<Item = HunkId>) -> String {
 
 /// Signals that would end the process, held back while it lands edits.
 struct SignalsDeferred {
-    flag: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    ids: Vec<signal_hook::SigId>,
+    arrived: Arc<AtomicBool>,
+    landed: Arc<AtomicBool>,
 }
 
 impl SignalsDeferred {
     fn new() -> SignalsDeferred {
         use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-        let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let ids = [SIGINT, SIGTERM, SIGHUP]
-            .into_iter()
-            .filter_map(|sig| signal_hook::flag::register(sig, flag.clone()).ok())
-            .collect();
-        SignalsDeferred { flag, ids }
+        let arrived = Arc::new(AtomicBool::new(false));
+        let landed = Arc::new(AtomicBool::new(false));
+        for sig in [SIGINT, SIGTERM, SIGHUP] {
+            let _ = signal_hook::flag::register(sig, arrived.clone());
+            // Unregistering would leave the signal ignored (signal-hook does not bring
+            // the default back), so once landed, a signal ends the process as usual.
+            let _ = signal_hook::flag::register_conditional_shutdown(
+                sig,
+                i32::from(EXIT_INTERRUPTED),
+                landed.clone(),
+            );
+        }
+        SignalsDeferred { arrived, landed }
     }
 
-    /// Whether one arrived; from here on signals act as usual again.
+    /// Whether one arrived; from here on a signal ends the process at once.
     fn arrived(self) -> bool {
-        for id in &self.ids {
-            signal_hook::low_level::unregister(*id);
-        }
-        self.flag.load(std::sync::atomic::Ordering::SeqCst)
+        self.landed.store(true, Ordering::SeqCst);
+        self.arrived.load(Ordering::SeqCst)
     }
 }
 

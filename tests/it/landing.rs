@@ -26,6 +26,7 @@ const OPTIONS: LandOptions<'static> = LandOptions {
         co_author_trailer: false,
     },
     backup_root: None,
+    cancel: None,
 };
 
 fn block(path: &str, search: &str, replace: &str) -> String {
@@ -498,7 +499,14 @@ fn without_dirty_commits_undo_takes_back_only_terns_hunks() {
         "{landed:?}"
     );
     assert_eq!(repo.read("a.txt"), mine.replace("l2\n", "L2\n"));
-    git::undo(&repo.repo).unwrap();
+    let undone = git::undo(&repo.repo).unwrap();
+    assert_eq!(undone.users_versions, [PathBuf::from("a.txt")]);
+    assert!(
+        undone
+            .to_string()
+            .contains("kept your own uncommitted changes to a.txt"),
+        "{undone}"
+    );
     assert_eq!(
         repo.read("a.txt"),
         mine,
@@ -506,4 +514,446 @@ fn without_dirty_commits_undo_takes_back_only_terns_hunks() {
     );
     assert_eq!(repo.git(&["diff", "--cached", "--name-only"]).trim(), "");
     assert_eq!(repo.git(&["diff", "--name-only"]).trim(), "a.txt");
+}
+
+/// Lands `reply` (every hunk accepted) with `options`; panics unless it committed.
+fn land_committed(repo: &TempRepo, reply: &str, options: LandOptions<'_>) {
+    let mut out = proposal(repo, reply);
+    let landed = git::land(Some(&repo.repo), &mut out.proposal, options, |_| {
+        "feat: x".into()
+    });
+    assert!(
+        matches!(
+            landed,
+            Landed::Written {
+                commit: Ok(Some(_)),
+                ..
+            }
+        ),
+        "{landed:?}"
+    );
+}
+
+#[test]
+fn undo_waits_for_the_tern_that_holds_the_lock() {
+    let repo = TempRepo::with_files(&[("a.txt", "one\n")]);
+    land_committed(&repo, &block("a.txt", "one\n", "ONE\n"), OPTIONS);
+    let landed = head(&repo);
+    // Another tern is landing edits in this repository.
+    let held = git::RepoLock::acquire(&repo.path().join(".git"), Duration::ZERO).unwrap();
+    let path = repo.path().to_path_buf();
+    let undo = std::thread::spawn(move || {
+        let repo = git2::Repository::open(path).unwrap();
+        git::undo(&repo).map(|u| u.head)
+    });
+    std::thread::sleep(Duration::from_millis(600));
+    assert_eq!(head(&repo), landed, "undo went ahead under another tern");
+    assert_eq!(repo.read("a.txt"), "ONE\n");
+    drop(held);
+    let undone = undo.join().unwrap().unwrap();
+    assert_eq!(head(&repo), undone.to_string());
+    assert_eq!(repo.read("a.txt"), "one\n");
+}
+
+#[cfg(unix)]
+#[test]
+fn a_tern_killed_right_after_its_commit_never_lets_undo_drop_the_users_lines() {
+    let text: String = (0..30).map(|i| format!("l{i}\n")).collect();
+    let repo = TempRepo::with_files(&[("a.txt", &text)]);
+    let mine = text.replace("l25\n", "l25 mine\n");
+    repo.write("a.txt", &mine);
+    // The post-commit hook kills the tern that runs it (its pid is in the lock file).
+    let hook = repo.path().join(".git/hooks/post-commit");
+    std::fs::create_dir_all(hook.parent().unwrap()).unwrap();
+    std::fs::write(&hook, "#!/bin/sh\nkill -9 \"$(cat .git/tern.lock)\"\n").unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let reply = repo.path().join(".git/reply.md");
+    std::fs::write(&reply, block("a.txt", "l2\n", "L2\n")).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let before = head(&repo);
+    let out = tern_apply(repo.path(), home.path(), &reply, &["--no-dirty-commits"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), None, "killed by the hook");
+    assert_ne!(head(&repo), before, "the commit was made");
+    let undo = Command::new(env!("CARGO_BIN_EXE_tern"))
+        .current_dir(repo.path())
+        .env("HOME", home.path())
+        .arg("undo")
+        .output()
+        .unwrap();
+    assert!(
+        undo.status.success(),
+        "{}",
+        String::from_utf8_lossy(&undo.stderr)
+    );
+    assert_eq!(head(&repo), before);
+    assert_eq!(
+        repo.read("a.txt"),
+        mine,
+        "tern's line is gone, the user's is back"
+    );
+}
+
+#[test]
+fn a_conflicted_index_is_refused_before_anything_is_committed() {
+    let repo = TempRepo::with_files(&[("a.txt", "one\ntwo\n")]);
+    // `git stash pop` that conflicts: unmerged entries, but no merge in progress.
+    repo.write("a.txt", "one\nmine\n");
+    repo.git(&["stash"]);
+    repo.write("a.txt", "one\ntheirs\n");
+    repo.commit("theirs");
+    let pop = Command::new("git")
+        .args(["stash", "pop"])
+        .current_dir(repo.path())
+        .output()
+        .unwrap();
+    assert!(!pop.status.success(), "the pop conflicts");
+    assert!(repo.read("a.txt").contains("<<<<<<<"), "set up a conflict");
+    let before = head(&repo);
+    let mut out = proposal(&repo, &block("a.txt", "one\n", "ONE\n"));
+    let landed = git::land(Some(&repo.repo), &mut out.proposal, OPTIONS, |_| "x".into());
+    assert!(
+        matches!(&landed, Landed::Refused(e) if e.to_string().contains("conflicts in a.txt")),
+        "{landed:?}"
+    );
+    assert_eq!(head(&repo), before, "no commit of conflict markers");
+    assert!(repo.read("a.txt").starts_with("one\n"));
+    assert!(repo.repo.index().unwrap().has_conflicts());
+}
+
+#[cfg(unix)]
+#[test]
+fn a_new_file_in_a_read_only_directory_is_refused_before_the_write() {
+    use std::os::unix::fs::PermissionsExt;
+    let repo = TempRepo::with_files(&[("ro/x.txt", "x\n"), ("b.txt", "bee\n")]);
+    let dir = repo.path().join("ro");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o555)).unwrap();
+    let mut out = proposal(
+        &repo,
+        &(block("ro/new.txt", "", "new\n") + &block("b.txt", "bee\n", "BEE\n")),
+    );
+    let landed = git::land(Some(&repo.repo), &mut out.proposal, OPTIONS, |_| "x".into());
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let Landed::Written { applied, .. } = landed else {
+        panic!("{landed:?}")
+    };
+    assert_eq!(applied.failed.len(), 1, "{:?}", applied.failed);
+    assert!(
+        applied.failed[0].error.contains("read-only"),
+        "{:?}",
+        applied.failed
+    );
+    assert!(!repo.path().join("ro/new.txt").exists());
+    assert_eq!(repo.read("b.txt"), "BEE\n");
+}
+
+#[test]
+fn tern_apply_replaces_an_existing_ignored_file_only_when_named() {
+    let repo = TempRepo::with_files(&[(".gitignore", ".env\n"), ("a.txt", "a\n")]);
+    repo.write(".env", "SECRET=old\n");
+    let reply = repo.path().join(".git/reply.md");
+    std::fs::write(
+        &reply,
+        block(".env", "SECRET=old\n", "SECRET=new\n") + &block("a.txt", "a\n", "A\n"),
+    )
+    .unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let out = tern_apply(
+        repo.path(),
+        home.path(),
+        &reply,
+        &[".env", "a.txt", "--write-ignored", ".env"],
+    )
+    .output()
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(repo.read(".env"), "SECRET=new\n");
+    assert!(stderr.contains("previous content was saved to"), "{stderr}");
+    let files = repo.git(&["show", "--name-only", "--format=", "HEAD"]);
+    assert_eq!(files.trim(), "a.txt", "the ignored file is not committed");
+    let saved: Vec<_> = walk(home.path())
+        .into_iter()
+        .filter(|p| p.ends_with(".env"))
+        .collect();
+    assert_eq!(saved.len(), 1, "backed up outside the repository");
+    assert_eq!(std::fs::read_to_string(&saved[0]).unwrap(), "SECRET=old\n");
+    let undo = Command::new(env!("CARGO_BIN_EXE_tern"))
+        .current_dir(repo.path())
+        .env("HOME", home.path())
+        .arg("undo")
+        .output()
+        .unwrap();
+    assert!(undo.status.success(), "{undo:?}");
+    let said = String::from_utf8_lossy(&undo.stdout);
+    assert!(said.contains("restored .env from tern's backup"), "{said}");
+    assert_eq!(repo.read(".env"), "SECRET=old\n");
+    assert_eq!(repo.read("a.txt"), "a\n");
+}
+
+/// Every file under `dir`.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            match entry.path() {
+                p if p.is_dir() => dirs.push(p),
+                p => found.push(p),
+            }
+        }
+    }
+    found
+}
+
+#[cfg(unix)]
+#[test]
+fn a_second_tern_waits_a_bounded_time_then_says_who_holds_the_lock() {
+    let (repo, reply) = slow_hook_repo(30, 1);
+    let mut first = spawn_apply(&repo, &reply);
+    wait_for_commit(&repo);
+    let other = repo.path().join(".git/other.md");
+    std::fs::write(&other, block("new.txt", "", "fresh\n")).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let out = tern_apply(repo.path(), home.path(), &other, &[])
+        .env("TERN_LOCK_WAIT_MS", "700")
+        .output()
+        .unwrap();
+    let waited = started.elapsed();
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!("another tern (process {})", first.id())),
+        "{stderr}"
+    );
+    assert!(stderr.contains("nothing was written"), "{stderr}");
+    assert!(
+        waited >= Duration::from_millis(700) && waited < Duration::from_secs(20),
+        "{waited:?}"
+    );
+    assert!(!repo.path().join("new.txt").exists());
+}
+
+#[cfg(unix)]
+#[test]
+fn editing_through_a_symlink_commits_the_users_changes_to_its_target_first() {
+    let repo = TempRepo::with_files(&[("real.txt", "one\ntwo\n")]);
+    std::os::unix::fs::symlink("real.txt", repo.path().join("link.txt")).unwrap();
+    repo.commit("link");
+    repo.write("real.txt", "one\ntwo\nmine\n");
+    land_committed(&repo, &block("link.txt", "one\n", "ONE\n"), OPTIONS);
+    assert_eq!(
+        repo.git(&["show", "HEAD~1:real.txt"]),
+        "one\ntwo\nmine\n",
+        "the user's change has its own commit"
+    );
+    assert_eq!(
+        repo.git(&["diff", "HEAD~1", "HEAD"])
+            .lines()
+            .filter(|l| l.starts_with(['+', '-']) && !l.starts_with("+++") && !l.starts_with("---"))
+            .collect::<Vec<_>>(),
+        ["-one", "+ONE"],
+        "tern's commit holds only tern's hunk"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn a_tracked_symlink_to_an_ignored_file_is_treated_as_that_file() {
+    let repo = TempRepo::with_files(&[(".gitignore", ".env\n")]);
+    repo.write(".env", "SECRET=old\n");
+    std::os::unix::fs::symlink(".env", repo.path().join("config")).unwrap();
+    repo.commit("config link");
+    let mut out = proposal(&repo, &block("config", "SECRET=old\n", "SECRET=new\n"));
+    let backups = tempfile::tempdir().unwrap();
+    let options = || LandOptions {
+        backup_root: Some(backups.path().to_path_buf()),
+        ..OPTIONS
+    };
+    let landed = git::land(Some(&repo.repo), &mut out.proposal, options(), |_| {
+        "x".into()
+    });
+    assert!(
+        matches!(
+            &landed,
+            Landed::NotWritten(ApplyOutcome::NeedsConfirmation(_))
+        ),
+        "{landed:?}"
+    );
+    assert_eq!(repo.read(".env"), "SECRET=old\n");
+    out.proposal.confirm(Path::new("config")).unwrap();
+    let landed = git::land(Some(&repo.repo), &mut out.proposal, options(), |_| {
+        "x".into()
+    });
+    let Landed::Written {
+        applied, commit, ..
+    } = landed
+    else {
+        panic!("{landed:?}")
+    };
+    assert_eq!(repo.read(".env"), "SECRET=new\n");
+    assert_eq!(applied.backups.len(), 1);
+    assert_eq!(
+        std::fs::read_to_string(&applied.backups[0].saved_at).unwrap(),
+        "SECRET=old\n"
+    );
+    assert!(matches!(commit, Ok(None)), "{commit:?}: nothing to commit");
+}
+
+#[test]
+fn undo_refuses_rather_than_lose_the_users_lines_when_their_saved_copy_is_gone() {
+    let text: String = (0..30).map(|i| format!("l{i}\n")).collect();
+    let repo = TempRepo::with_files(&[("a.txt", &text)]);
+    let mine = text.replace("l25\n", "l25 mine\n");
+    repo.write("a.txt", &mine);
+    let options = LandOptions {
+        dirty_commits: false,
+        ..OPTIONS
+    };
+    land_committed(&repo, &block("a.txt", "l2\n", "L2\n"), options);
+    let landed = head(&repo);
+    // `git gc --prune=now` (or anything else) removes the saved copy of the user's
+    // version, which nothing but tern's note refers to.
+    let blob = git2::Oid::hash_object(git2::ObjectType::Blob, mine.as_bytes()).unwrap();
+    let hex = blob.to_string();
+    let (dir, file) = hex.split_at_checked(2).unwrap();
+    std::fs::remove_file(repo.path().join(".git/objects").join(dir).join(file)).unwrap();
+    let err = git::undo(&repo.repo).unwrap_err();
+    assert!(
+        matches!(&err, git::UndoError::Refused(git::UndoRefusal::Unrestorable(p)) if p == &[PathBuf::from("a.txt")]),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("nothing was changed"), "{err}");
+    assert_eq!(head(&repo), landed);
+    assert_eq!(
+        repo.read("a.txt"),
+        mine.replace("l2\n", "L2\n"),
+        "the user's lines are still there"
+    );
+}
+
+#[test]
+fn a_file_the_user_untracked_and_ignored_is_never_committed_again() {
+    // The classic fix for a committed secret: `git rm --cached .env`, then ignore it.
+    let repo = TempRepo::with_files(&[(".env", "SECRET=old\n"), ("a.txt", "a\n")]);
+    repo.git(&["rm", "--cached", "-q", ".env"]);
+    repo.write(".gitignore", ".env\n");
+    repo.git(&["add", ".gitignore"]);
+    let mut out = proposal(
+        &repo,
+        &(block(".env", "SECRET=old\n", "SECRET=new\n") + &block("a.txt", "a\n", "A\n")),
+    );
+    out.proposal
+        .decide(Select::File(Path::new(".env")), Decision::Accept)
+        .unwrap();
+    out.proposal.confirm(Path::new(".env")).unwrap();
+    let backups = tempfile::tempdir().unwrap();
+    let options = LandOptions {
+        backup_root: Some(backups.path().to_path_buf()),
+        ..OPTIONS
+    };
+    let landed = git::land(Some(&repo.repo), &mut out.proposal, options, |_| "x".into());
+    assert!(
+        matches!(
+            &landed,
+            Landed::Written {
+                commit: Ok(Some(_)),
+                ..
+            }
+        ),
+        "{landed:?}"
+    );
+    assert_eq!(repo.read(".env"), "SECRET=new\n");
+    let log = repo.git(&["log", "--format=%h %s", "--name-status", "HEAD~1..HEAD"]);
+    assert!(!log.contains(".env"), "{log}");
+    let all = repo.git(&["log", "-p", "--all"]);
+    assert!(!all.contains("SECRET=new"), "the new secret is in history");
+    let staged = repo.git(&["diff", "--cached", "--name-status"]);
+    assert!(
+        staged.contains("D\t.env"),
+        "the untracking stays staged: {staged}"
+    );
+}
+
+#[test]
+fn a_file_git_stores_through_an_external_filter_is_refused_before_anything_is_committed() {
+    let repo = TempRepo::with_files(&[
+        (
+            ".gitattributes",
+            "*.csv filter=lfs diff=lfs merge=lfs -text\n",
+        ),
+        ("data.csv", "a,b\n1,2\n"),
+        ("notes.txt", "one\n"),
+    ]);
+    let mut config = repo.repo.config().unwrap();
+    config
+        .set_str("filter.lfs.clean", "git-lfs clean -- %f")
+        .unwrap();
+    config
+        .set_str("filter.lfs.process", "git-lfs filter-process")
+        .unwrap();
+    repo.write("data.csv", "a,b\n1,2\n3,4\n");
+    let before = head(&repo);
+    let mut out = proposal(
+        &repo,
+        &(block("data.csv", "1,2\n", "1,3\n") + &block("notes.txt", "one\n", "ONE\n")),
+    );
+    let landed = git::land(Some(&repo.repo), &mut out.proposal, OPTIONS, |_| "x".into());
+    let Landed::Written { dirty, applied, .. } = landed else {
+        panic!("{landed:?}")
+    };
+    assert!(
+        dirty.is_none(),
+        "the user's change to data.csv is not committed"
+    );
+    assert_eq!(applied.failed.len(), 1, "{:?}", applied.failed);
+    assert!(
+        applied.failed[0].error.contains("`lfs` filter"),
+        "{:?}",
+        applied.failed
+    );
+    assert_eq!(repo.read("data.csv"), "a,b\n1,2\n3,4\n");
+    assert_eq!(repo.read("notes.txt"), "ONE\n");
+    assert_eq!(repo.git(&["rev-parse", "HEAD~1"]).trim(), before);
+    let changed = repo.git(&["show", "--name-only", "--format=", "HEAD"]);
+    assert_eq!(changed.trim(), "notes.txt");
+}
+
+#[cfg(unix)]
+#[test]
+fn ctrl_c_while_waiting_for_another_tern_cancels_instead_of_landing_later() {
+    let (repo, reply) = slow_hook_repo(30, 1);
+    let mut first = spawn_apply(&repo, &reply);
+    wait_for_commit(&repo);
+    let other = repo.path().join(".git/other.md");
+    std::fs::write(&other, block("new.txt", "", "fresh\n")).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let second = tern_apply(repo.path(), home.path(), &other, &[])
+        .env("TERN_LOCK_WAIT_MS", "20000")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    let pid = second.id().to_string();
+    Command::new("kill").args(["-INT", &pid]).status().unwrap();
+    // The first tern goes away soon after: the lock is free again.
+    std::thread::sleep(Duration::from_millis(1000));
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let out = second.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("nothing was written"), "{stderr}");
+    assert!(
+        !repo.path().join("new.txt").exists(),
+        "it landed after being told to stop"
+    );
 }

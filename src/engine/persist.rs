@@ -22,7 +22,9 @@
 //!   "checkpoint": { "anchor": 12, "summary": "I asked you ..." },
 //!   "summaries": 3,
 //!   "session_cost": 0.0123,
-//!   "proposal": { "files": [ … ] }
+//!   "proposal": { "files": [ … ] },
+//!   "proposal_failures": [{ "path": "src/app.rs", "block": 2, "message": "…" }],
+//!   "proposal_shell": ["cargo test"]
 //! }
 //! ```
 //!
@@ -31,7 +33,8 @@
 //! says its first two messages are a summary and its acknowledgement; `checkpoint` is a
 //! double-buffer summary of `history[..anchor]` made but not swapped in yet;
 //! `proposal` is the pending edits by content (`edit::ProposalSnapshot`), placed again
-//! in the files as they are on resume.
+//! in the files as they are on resume, shown with the reply's failed blocks
+//! (`proposal_failures`) and suggested commands (`proposal_shell`), both optional.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -61,6 +64,12 @@ pub struct SessionFile {
     /// The edits awaiting review when the session was saved.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proposal: Option<crate::edit::ProposalSnapshot>,
+    /// The blocks of the proposal's reply that failed, as shown with it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub proposal_failures: Vec<super::protocol::EditFailureView>,
+    /// Shell commands the proposal's reply suggested (never run).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub proposal_shell: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -244,6 +253,10 @@ impl SessionWriter {
 
 impl Engine {
     fn session_file(&self) -> SessionFile {
+        let (proposal, proposal_failures, proposal_shell) = match self.pending_saved() {
+            Some(p) => (Some(p.proposal), p.failures, p.shell),
+            None => (None, Vec::new(), Vec::new()),
+        };
         let files = [FileMode::Editable, FileMode::ReadOnly]
             .into_iter()
             .flat_map(|mode| {
@@ -269,7 +282,9 @@ impl Engine {
                 }),
             summaries: self.history.summaries(),
             session_cost: self.session.session_cost,
-            proposal: self.pending_snapshot(),
+            proposal,
+            proposal_failures,
+            proposal_shell,
         }
     }
 
@@ -310,8 +325,12 @@ impl Engine {
             saved.summaries,
             saved.checkpoint.map(|c| (c.anchor, c.summary)),
         );
-        if let Some(snapshot) = &saved.proposal {
-            self.restore_pending(snapshot);
+        if let Some(proposal) = saved.proposal {
+            self.restore_pending(super::proposal_review::SavedPending {
+                proposal,
+                failures: saved.proposal_failures,
+                shell: saved.proposal_shell,
+            });
         }
         // The file is this session's own: no need to set it aside.
         self.history.session_file.first = false;
@@ -338,6 +357,8 @@ mod tests {
             summaries: 0,
             session_cost: 0.5,
             proposal: None,
+            proposal_failures: Vec::new(),
+            proposal_shell: Vec::new(),
         }
     }
 

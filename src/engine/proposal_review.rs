@@ -15,7 +15,7 @@ use super::turn::TurnKind;
 use super::{Engine, Internal};
 use crate::config::Settings;
 use crate::edit::{
-    self, ApplyOutcome, EditError, FileSet, HunkId, Proposal, Select, ShellSuggestion, Workspace,
+    self, ApplyOutcome, EditError, FileSet, HunkId, Proposal, Select, Workspace,
 };
 use crate::git::{self, CommitOptions, LandOptions, Landed};
 use crate::llm::{ChatRequest, LlmClient, ModelInfo};
@@ -27,11 +27,20 @@ const COMMIT_MESSAGE_TIMEOUT: Duration = Duration::from_secs(30);
 #[derive(Debug)]
 pub(crate) struct Pending {
     proposal: Proposal,
-    /// Blocks of the latest reply that still failed.
-    failures: Vec<EditError>,
-    shell: Vec<ShellSuggestion>,
+    /// Blocks of the latest reply that still failed, as shown (and saved).
+    failures: Vec<EditFailureView>,
+    /// Shell commands the model suggested (shown, never run).
+    shell: Vec<String>,
     /// Gitignored new files the user confirmed by applying a second time.
     confirm_ignored: Vec<PathBuf>,
+}
+
+/// The pending edits as the session file keeps them.
+pub(super) struct SavedPending {
+    /// The hunks by content, placed again in the files on resume.
+    pub proposal: edit::ProposalSnapshot,
+    pub failures: Vec<EditFailureView>,
+    pub shell: Vec<String>,
 }
 
 /// A landing, handed back to the loop with the pending edits it took.
@@ -80,8 +89,10 @@ impl Engine {
             self.pending = None;
             return;
         }
-        pending.failures = report.errors.clone();
-        pending.shell.extend(report.shell);
+        pending.failures = report.errors.iter().map(failure_view).collect();
+        pending
+            .shell
+            .extend(report.shell.into_iter().map(|s| s.commands));
         let applied = report.blocks - report.errors.len();
         let reflections = match kind {
             TurnKind::User => 0,
@@ -171,14 +182,25 @@ impl Engine {
             .collect()
     }
 
-    /// The pending proposal by content, for the session file.
-    pub(super) fn pending_snapshot(&self) -> Option<edit::ProposalSnapshot> {
-        self.pending.as_ref().map(|p| p.proposal.snapshot())
+    /// The pending proposal for the session file: its hunks by content, and the failed
+    /// blocks and suggested commands shown with them.
+    pub(super) fn pending_saved(&self) -> Option<SavedPending> {
+        self.pending.as_ref().map(|p| SavedPending {
+            proposal: p.proposal.snapshot(),
+            failures: p.failures.clone(),
+            shell: p.shell.clone(),
+        })
     }
 
     /// `--resume`: the saved proposal, placed in the files as they are now. Hunks that
-    /// no longer apply are listed as failed; a changed file's decisions are pending.
-    pub(super) fn restore_pending(&mut self, snapshot: &edit::ProposalSnapshot) {
+    /// no longer apply are listed as failed (after the reply's own failed blocks); a
+    /// changed file's decisions are pending.
+    pub(super) fn restore_pending(&mut self, saved: SavedPending) {
+        let SavedPending {
+            proposal: snapshot,
+            failures: mut shown,
+            shell,
+        } = saved;
         let ws = match Workspace::discover(self.session.root()) {
             Ok(ws) => ws,
             Err(e) => {
@@ -186,7 +208,7 @@ impl Engine {
                 return;
             }
         };
-        let (proposal, failures) = Proposal::restore(&ws, snapshot);
+        let (proposal, failures) = Proposal::restore(&ws, &snapshot);
         if !failures.is_empty() {
             self.warning(format!(
                 "{} of the saved session's pending hunks no longer apply to the files as they are now; they are listed as failed",
@@ -196,10 +218,11 @@ impl Engine {
         if proposal.is_empty() && failures.is_empty() {
             return;
         }
+        shown.extend(failures.iter().map(failure_view));
         self.pending = Some(Pending {
             proposal,
-            failures,
-            shell: Vec::new(),
+            failures: shown,
+            shell,
             confirm_ignored: Vec::new(),
         });
         self.mark_files_outside_chat();
@@ -319,7 +342,7 @@ impl Engine {
                 if let Some(pending) = self.pending.as_mut() {
                     pending
                         .failures
-                        .extend(stale.into_iter().flat_map(|s| s.errors));
+                        .extend(stale.iter().flat_map(|s| &s.errors).map(failure_view));
                 }
                 self.publish_proposal();
             }
@@ -498,15 +521,16 @@ fn view(pending: &Pending) -> ProposalView {
         .collect();
     ProposalView {
         files,
-        failures: pending
-            .failures
-            .iter()
-            .map(|e| EditFailureView {
-                path: e.path.as_ref().map(|p| p.display().to_string()),
-                block: e.block,
-                message: e.to_string(),
-            })
-            .collect(),
-        shell_commands: pending.shell.iter().map(|s| s.commands.clone()).collect(),
+        failures: pending.failures.clone(),
+        shell_commands: pending.shell.clone(),
+    }
+}
+
+/// A failed edit block as the review shows it and the session saves it.
+fn failure_view(e: &EditError) -> EditFailureView {
+    EditFailureView {
+        path: e.path.as_ref().map(|p| p.display().to_string()),
+        block: e.block,
+        message: e.to_string(),
     }
 }

@@ -131,7 +131,7 @@ pub struct FileProposalView {
 
 /// An edit block that could not be applied, as shown to the user (and sent back to the
 /// model as a reflection).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct EditFailureView {
     pub path: Option<String>,
     /// Which block of the reply (1-based).

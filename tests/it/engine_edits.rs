@@ -84,7 +84,17 @@ fn engine(repo: &TempRepo, server: &MockServer) -> EngineHandle {
 }
 
 fn engine_with(repo: &TempRepo, server: &MockServer, resume: bool) -> EngineHandle {
-    let settings = Settings {
+    engine_tuned(repo, server, resume, |_| {})
+}
+
+/// An engine whose settings `tune` adjusts.
+fn engine_tuned(
+    repo: &TempRepo,
+    server: &MockServer,
+    resume: bool,
+    tune: impl FnOnce(&mut Settings),
+) -> EngineHandle {
+    let mut settings = Settings {
         api_base: server.base_url(),
         api_key: Some(ApiKey::new("sk-test")),
         model: "gpt-4o".into(),
@@ -92,6 +102,7 @@ fn engine_with(repo: &TempRepo, server: &MockServer, resume: bool) -> EngineHand
         retry_budget_secs: 2,
         ..Settings::default()
     };
+    tune(&mut settings);
     let root = repo.path().canonicalize().unwrap();
     tern::engine::spawn(EngineConfig {
         settings,
@@ -744,6 +755,41 @@ async fn pending_proposals_are_saved_with_the_session_and_restored_rechecked() {
     assert_eq!(view.files[0].hunks.len(), 1);
     assert_eq!(view.files[0].hunks[0].decision, Decision::Pending);
     assert_eq!(view.failures.len(), 1, "{:?}", view.failures);
+    send(&engine, Op::Shutdown);
+}
+
+/// The failed blocks and suggested commands shown with a pending proposal come back
+/// with it on resume.
+#[tokio::test]
+async fn a_resumed_proposal_keeps_its_failed_blocks_and_suggested_commands() {
+    let server = MockServer::start().await;
+    server.push_for_model(
+        "gpt-4o",
+        Reply::text(format!(
+            "{TWO_EDITS}\n{BAD_EDIT}\nThen run:\n\n```bash\npython -m pytest\n```\n"
+        )),
+    );
+    let repo = repo();
+    let no_reflections = |s: &mut Settings| s.max_reflections = 0;
+    let mut engine = engine_tuned(&repo, &server, false, no_reflections);
+    send(
+        &engine,
+        Op::Submit {
+            text: "punctuate".into(),
+        },
+    );
+    let before = last_proposal(&idle(&mut engine).await);
+    assert_eq!(before.failures.len(), 1, "{before:?}");
+    assert_eq!(before.shell_commands, ["python -m pytest"]);
+    send(&engine, Op::Shutdown);
+    until(&mut engine, |e| matches!(e, Event::Exited)).await;
+
+    let mut engine = engine_tuned(&repo, &server, true, no_reflections);
+    let events = until(&mut engine, |e| matches!(e, Event::Proposal(_))).await;
+    let after = last_proposal(&events);
+    assert_eq!(after.failures, before.failures);
+    assert_eq!(after.shell_commands, before.shell_commands);
+    assert_eq!(after.files, before.files);
     send(&engine, Op::Shutdown);
 }
 

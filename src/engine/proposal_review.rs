@@ -159,7 +159,12 @@ impl Engine {
                 .decide(Select::All, *decision)
                 .map_err(|e| e.to_string()),
             ReviewOp::Apply => {
-                self.land();
+                match self.accepted_read_only() {
+                    Some(path) => self.error(format!(
+                        "nothing was written: {path} is read-only in the chat now; make it editable to apply its accepted hunks, or reject them"
+                    )),
+                    None => self.land(),
+                }
                 return;
             }
             ReviewOp::Discard => {
@@ -171,6 +176,20 @@ impl Engine {
             Ok(_) => self.publish_proposal(),
             Err(e) => self.error(e),
         }
+    }
+
+    /// A file the user made read-only after its hunks were proposed and accepted:
+    /// tern never writes a read-only chat file, whoever accepted the edit.
+    fn accepted_read_only(&self) -> Option<String> {
+        let pending = self.pending.as_ref()?;
+        let chat = FileSet::new(Vec::new(), Vec::new())
+            .with_read_only(self.chat_paths(FileMode::ReadOnly));
+        pending
+            .proposal
+            .files()
+            .iter()
+            .find(|f| f.accepted().next().is_some() && chat.is_read_only(f.path()))
+            .map(|f| f.path().display().to_string())
     }
 
     /// The chat files in `mode`, as paths.

@@ -793,6 +793,48 @@ async fn a_resumed_proposal_keeps_its_failed_blocks_and_suggested_commands() {
     send(&engine, Op::Shutdown);
 }
 
+/// A file made read-only after its hunks were proposed is not written, even with its
+/// hunks accepted one by one; made editable again, it is.
+#[tokio::test]
+async fn a_file_made_read_only_while_pending_is_not_written() {
+    let server = MockServer::start().await;
+    server.push_for_model("gpt-4o", Reply::text(TWO_EDITS));
+    server.push_for_model("gpt-4o-mini", Reply::text("fix: punctuate"));
+    let repo = repo();
+    let mut engine = engine(&repo, &server);
+    send(
+        &engine,
+        Op::Submit {
+            text: "punctuate".into(),
+        },
+    );
+    idle(&mut engine).await;
+    let read_only = |mode| Op::SetFileMode {
+        path: "src/greet.py".into(),
+        mode,
+    };
+    send(&engine, read_only(FileMode::ReadOnly));
+    send(
+        &engine,
+        Op::Review(ReviewOp::File {
+            path: "src/greet.py".into(),
+            decision: Decision::Accept,
+        }),
+    );
+    send(&engine, Op::Review(ReviewOp::Apply));
+    let events = until(&mut engine, |e| matches!(e, Event::Error { .. })).await;
+    let Some(Event::Error { text }) = events.last() else {
+        unreachable!()
+    };
+    assert!(text.contains("src/greet.py is read-only"), "{text}");
+    assert_eq!(repo.read("src/greet.py"), GREET);
+
+    send(&engine, read_only(FileMode::Editable));
+    send(&engine, Op::Review(ReviewOp::Apply));
+    until(&mut engine, |e| matches!(e, Event::Applied { .. })).await;
+    assert!(repo.read("src/greet.py").contains("waving at"));
+}
+
 #[tokio::test]
 async fn adding_an_ignored_file_to_the_chat_warns() {
     let server = MockServer::start().await;

@@ -192,6 +192,7 @@ impl Engine {
         if !self.model.known {
             self.warn_unknown_model();
         }
+        self.mention_old_session();
         self.start_map();
         self.publish_files();
         self.publish_budget();

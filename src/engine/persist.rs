@@ -295,6 +295,19 @@ impl Engine {
         self.history.session_file.write(saved);
     }
 
+    /// An older tern's session in the work tree is never loaded; this says so until
+    /// the repository has a session in the state directory (so, in effect, once).
+    pub(super) fn mention_old_session(&self) {
+        let root = self.session.root();
+        let new = path(root);
+        if root.join(OLD_FILE).exists() && !new.exists() {
+            self.notice(format!(
+                "{OLD_FILE} is from an older tern and is never loaded (a session in the work tree could come with a cloned repository); sessions now live in {}, and you may delete it",
+                new.display()
+            ));
+        }
+    }
+
     /// `--resume`: loads the saved session's history, summary state, files and mode.
     pub(super) fn restore_session(&mut self) -> Result<(), PersistError> {
         let root = self.session.root().to_path_buf();

@@ -265,6 +265,31 @@ fn resuming_without_a_session_or_from_a_broken_one_says_why() {
     );
 }
 
+/// Without --resume, an older tern's session in the work tree is ignored, and tern
+/// says so until it has saved a session of its own.
+#[test]
+fn an_old_session_in_the_work_tree_is_mentioned_once_and_never_loaded() {
+    let server = MockServer::start_in_thread();
+    server.push(Reply::text("Hello."));
+    server.push(Reply::text("Hello again."));
+    let repo = TempRepo::with_files(&[("a.txt", "a\n")]);
+    repo.write(".tern/session.json", "{\"version\": 1}");
+    let run = || {
+        let out = repo
+            .tern(&server.base_url())
+            .args(["-m", "hi"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", texts(&out).1);
+        texts(&out).1
+    };
+    let first = run();
+    assert!(first.contains(".tern/session.json is from an older tern"), "{first}");
+    let second = run();
+    assert!(!second.contains("older tern"), "{second}");
+    assert_eq!(repo.read(".tern/session.json"), "{\"version\": 1}", "left alone");
+}
+
 /// Gaps between one reply finishing and the next user turn's request arriving: the
 /// latency summarizing adds to user turns (the script sends the next message at once).
 fn turn_gaps(requests: &[RecordedRequest]) -> Vec<Duration> {

@@ -103,11 +103,12 @@ pub struct GlobalArgs {
     #[arg(long, global = true)]
     pub yes: bool,
 
-    /// With --yes, also apply edits to existing files that are not in the chat.
+    /// With --yes, also apply edits to existing files that are not in the chat (the
+    /// `edit_outside_chat` setting of the user's config).
     #[arg(long, global = true)]
     pub allow_outside_chat: bool,
 
-    /// Continue the session saved in .tern/session.json.
+    /// Continue the session saved for this repository (in the user's state directory).
     #[arg(long, global = true)]
     pub resume: bool,
 
@@ -298,6 +299,7 @@ impl GlobalArgs {
             verify_hooks: off(self.no_verify),
             auto_commits: off(self.no_auto_commits),
             dirty_commits: off(self.no_dirty_commits),
+            edit_outside_chat: self.allow_outside_chat.then_some(true),
             ..SettingsLayer::default()
         }
     }

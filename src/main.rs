@@ -65,6 +65,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             };
             messages.extend(global.message.iter().cloned());
             let config = engine_config(global, settings, root, cwd);
+            let outside_chat = config.settings.edit_outside_chat;
             if messages.is_empty() {
                 let options = tern::tui::Options {
                     notices: notices
@@ -81,7 +82,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 global.json,
                 tern::headless::chat::Consent {
                     yes: global.yes,
-                    outside_chat: global.allow_outside_chat,
+                    outside_chat,
                 },
             ))
         }

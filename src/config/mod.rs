@@ -158,6 +158,10 @@ settings! {
     checkpoint_threshold: f64 = 0.60 ; Repo,
     /// Fraction of the history budget at which the summary replaces the old history.
     swap_threshold: f64 = 0.85 ; Repo,
+    /// Let bulk accepts that need no look (`--yes`; later the coding loop) take edits
+    /// to existing files that are not in the chat. Never from a repository's config:
+    /// a cloned repository must not widen what the model may change unasked.
+    edit_outside_chat: bool = false ; User,
     /// Commit applied edits.
     auto_commits: bool = true ; Trusted,
     /// Commit the user's own uncommitted changes to a file before applying edits to it.

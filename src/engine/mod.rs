@@ -46,7 +46,7 @@ pub struct EngineConfig {
     pub read_only: Vec<String>,
     /// Where the repo map keeps its tag cache.
     pub map_cache: crate::repomap::CacheLocation,
-    /// Continue the session saved in `.tern/session.json`.
+    /// Continue the session saved for this repository (`persist::path`).
     pub resume: bool,
 }
 

@@ -10,17 +10,18 @@ use crate::engine::protocol::{Caution, Decision, DiffLine, LineKind, ProposalVie
 use crate::engine::{EngineConfig, Event, Op};
 use crate::llm::Finish;
 
-/// Runs the given messages in turn and exits. Returns a failure exit code when a turn
-/// fails, a reply is incomplete, or edit blocks could not be applied.
 /// What the user consented to apply without being asked.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Consent {
     /// `--yes`: the edits to chat files.
     pub yes: bool,
-    /// `--allow-outside-chat`: also edits to existing files outside the chat.
+    /// `--allow-outside-chat` or the user's `edit_outside_chat`: also edits to existing
+    /// files outside the chat.
     pub outside_chat: bool,
 }
 
+/// Runs the given messages in turn and exits. Returns a failure exit code when a turn
+/// fails, a reply is incomplete, or edit blocks could not be applied.
 pub async fn run(
     config: EngineConfig,
     messages: Vec<String>,

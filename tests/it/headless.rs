@@ -447,6 +447,41 @@ fn the_printed_diff_marks_files_outside_the_chat() {
     assert!(!stdout.contains("# caution: src/greet.py"), "{stdout}");
 }
 
+/// `edit_outside_chat` in the user's config is --allow-outside-chat; a repository's
+/// `.tern.toml` cannot set it.
+#[test]
+fn edit_outside_chat_comes_from_the_users_config_never_the_repositorys() {
+    for users in [true, false] {
+        let server = MockServer::start_in_thread();
+        server.push(Reply::text(README_EDIT));
+        let repo = repo();
+        if users {
+            let config = repo
+                .path()
+                .join(".git/tern-test-home/config/tern/config.toml");
+            std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+            std::fs::write(config, "edit_outside_chat = true\n").unwrap();
+        } else {
+            repo.write(".tern.toml", "edit_outside_chat = true\n");
+            repo.commit("a config that widens what tern may edit");
+        }
+        let out = repo
+            .tern(&server.base_url())
+            .args(["--model", "gpt-4o", "--yes", "-m", "retitle", "src/greet.py"])
+            .output()
+            .unwrap();
+        let (_, stderr) = texts(&out);
+        if users {
+            assert!(out.status.success(), "{stderr}");
+            assert_eq!(repo.read("README.md"), "# Demo, rewritten\n");
+        } else {
+            assert!(!out.status.success(), "{stderr}");
+            assert!(stderr.contains("edit_outside_chat"), "{stderr}");
+            assert_eq!(repo.read("README.md"), "# Demo\n");
+        }
+    }
+}
+
 #[test]
 fn yes_never_applies_a_reply_that_guts_a_file() {
     let server = MockServer::start_in_thread();

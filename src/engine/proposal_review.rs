@@ -14,9 +14,7 @@ use super::protocol::{
 use super::turn::TurnKind;
 use super::{Engine, Internal};
 use crate::config::Settings;
-use crate::edit::{
-    self, ApplyOutcome, EditError, FileSet, HunkId, Proposal, Select, Workspace,
-};
+use crate::edit::{self, ApplyOutcome, EditError, FileSet, HunkId, Proposal, Select, Workspace};
 use crate::git::{self, CommitOptions, LandOptions, Landed};
 use crate::llm::{ChatRequest, LlmClient, ModelInfo};
 

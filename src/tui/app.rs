@@ -517,7 +517,7 @@ impl App {
             .ops
             .iter()
             .position(|op| matches!(op, Op::Submit { text } if text.trim() == "/quit"))
-            && self.panes.review.tally().pending > 0
+            && self.unlanded().is_some()
         {
             self.ops.remove(at);
             self.request_quit();
@@ -633,17 +633,30 @@ impl App {
         }
     }
 
-    /// Quits, but asks first when hunks are still to review (they are saved with the
-    /// session either way: `tern --resume` brings them back).
+    /// What quitting now would leave unwritten: hunks still to review, and hunks
+    /// accepted but not applied (Enter not pressed yet). None when nothing.
+    fn unlanded(&self) -> Option<String> {
+        let t = self.panes.review.tally();
+        match (t.pending, t.accepted) {
+            (0, 0) => None,
+            (p, 0) => Some(format!("{p} hunks still await review")),
+            (0, a) => Some(format!("{a} accepted hunks are not applied yet")),
+            (p, a) => Some(format!(
+                "{p} hunks still await review and {a} accepted ones are not applied"
+            )),
+        }
+    }
+
+    /// Quits, but asks first when proposed hunks are not written yet (they are saved
+    /// with the session either way: `tern --resume` brings them back).
     fn request_quit(&mut self) {
-        let pending = self.panes.review.tally().pending;
-        if pending == 0 {
+        let Some(what) = self.unlanded() else {
             self.quit();
             return;
-        }
+        };
         self.confirming_quit = true;
         self.flash(format!(
-            "{pending} hunks still await review (kept for tern --resume) · y quits, any other key stays"
+            "{what} (kept for tern --resume) · y quits, any other key stays"
         ));
     }
 

@@ -673,7 +673,10 @@ async fn after_esc_a_message_waiting_for_the_map_is_not_sent_later() {
             )
         })
         .collect();
-    let borrowed: Vec<(&str, &str)> = files.iter().map(|(p, t)| (p.as_str(), t.as_str())).collect();
+    let borrowed: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
     let repo = TempRepo::with_files(&borrowed);
     repo.write("src/greet.py", GREET);
     let mut engine = engine(&repo, &server);
@@ -683,14 +686,17 @@ async fn after_esc_a_message_waiting_for_the_map_is_not_sent_later() {
             text: "hello".into(),
         },
     );
-    until(&mut engine, |e| {
-        matches!(e, Event::Notice { text } if text.contains("waiting for the repo map"))
-    })
+    until(
+        &mut engine,
+        |e| matches!(e, Event::Notice { text } if text.contains("waiting for the repo map")),
+    )
     .await;
     send(&engine, Op::Cancel);
     let events = until(&mut engine, |e| matches!(e, Event::TurnFailed { .. })).await;
     assert!(
-        events.iter().any(|e| matches!(e, Event::TurnFailed { error, message }
+        events
+            .iter()
+            .any(|e| matches!(e, Event::TurnFailed { error, message }
             if error.contains("cancelled") && message == "hello")),
         "{events:#?}"
     );

@@ -442,7 +442,8 @@ fn the_printed_diff_marks_files_outside_the_chat() {
         .unwrap();
     let (stdout, stderr) = texts(&out);
     assert!(out.status.success(), "{stderr}");
-    let marker = "# caution: README.md: not in the chat (never accepted in bulk)\n--- a/README.md\n";
+    let marker =
+        "# caution: README.md: not in the chat (never accepted in bulk)\n--- a/README.md\n";
     assert!(stdout.contains(marker), "{stdout}");
     assert!(!stdout.contains("# caution: src/greet.py"), "{stdout}");
 }
@@ -467,7 +468,14 @@ fn edit_outside_chat_comes_from_the_users_config_never_the_repositorys() {
         }
         let out = repo
             .tern(&server.base_url())
-            .args(["--model", "gpt-4o", "--yes", "-m", "retitle", "src/greet.py"])
+            .args([
+                "--model",
+                "gpt-4o",
+                "--yes",
+                "-m",
+                "retitle",
+                "src/greet.py",
+            ])
             .output()
             .unwrap();
         let (_, stderr) = texts(&out);

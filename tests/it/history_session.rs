@@ -284,10 +284,17 @@ fn an_old_session_in_the_work_tree_is_mentioned_once_and_never_loaded() {
         texts(&out).1
     };
     let first = run();
-    assert!(first.contains(".tern/session.json is from an older tern"), "{first}");
+    assert!(
+        first.contains(".tern/session.json is from an older tern"),
+        "{first}"
+    );
     let second = run();
     assert!(!second.contains("older tern"), "{second}");
-    assert_eq!(repo.read(".tern/session.json"), "{\"version\": 1}", "left alone");
+    assert_eq!(
+        repo.read(".tern/session.json"),
+        "{\"version\": 1}",
+        "left alone"
+    );
 }
 
 /// Gaps between one reply finishing and the next user turn's request arriving: the

@@ -613,6 +613,25 @@ fn accepting_a_file_moves_on_to_the_next_file() {
     );
 }
 
+/// Hunks accepted but not applied (Enter not pressed) are not written either: quitting
+/// asks too.
+#[test]
+fn quitting_with_accepted_hunks_not_applied_asks_first() {
+    let mut app = started();
+    let mut view = proposal();
+    for hunk in view.files.iter_mut().flat_map(|f| f.hunks.iter_mut()) {
+        hunk.decision = Decision::Accept;
+    }
+    feed(&mut app, [Event::Proposal(Box::new(view))]);
+    app.handle_terminal(key(KeyCode::Esc));
+    app.handle_terminal(ctrl('c'));
+    app.handle_terminal(ctrl('c'));
+    assert!(!app.quitting(), "not yet: accepted hunks are not applied");
+    assert!(screen(&mut app, 100, 24).contains("not applied yet"));
+    press(&mut app, 'y');
+    assert!(app.quitting());
+}
+
 #[test]
 fn quitting_with_hunks_to_review_asks_first() {
     let mut app = started();

@@ -51,6 +51,8 @@ fn bench(c: &mut Criterion) {
         summaries: 0,
         session_cost: 0.0,
         proposal: None,
+        proposal_failures: vec![],
+        proposal_shell: vec![],
     };
     c.bench_function("save session.json, 200 messages", |b| {
         b.iter(|| persist::save(&file, &session, false).unwrap())

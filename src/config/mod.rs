@@ -244,10 +244,24 @@ pub fn backup_root(repo_root: &Path) -> PathBuf {
     state_dir().join("backups").join(repo_key(repo_root))
 }
 
+/// The state directory this process was told to use (`use_state_dir`).
+static STATE_DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// Makes `dir` the state directory for the rest of this process, over
+/// `$TERN_STATE_DIR`: for tests that run engines in-process, which must not write
+/// sessions into the user's own state directory (setting the environment of a
+/// running multi-threaded process is not safe). The first call wins.
+pub fn use_state_dir(dir: PathBuf) {
+    let _ = STATE_DIR.set(dir);
+}
+
 /// Where tern keeps what outlives a process and belongs to the user, not to a
 /// repository (sessions, backups of ignored files): `$TERN_STATE_DIR`, else the user's
 /// state directory.
 pub fn state_dir() -> PathBuf {
+    if let Some(dir) = STATE_DIR.get() {
+        return dir.clone();
+    }
     std::env::var_os("TERN_STATE_DIR")
         .map(PathBuf::from)
         .or_else(|| dirs::state_dir().map(|d| d.join("tern")))

@@ -15,6 +15,10 @@ pub struct TempRepo {
 impl TempRepo {
     /// An initialized repository with no commits.
     pub fn empty() -> TempRepo {
+        // Engines run in this process save sessions: never in the user's state dir.
+        tern::config::use_state_dir(
+            std::env::temp_dir().join(format!("tern-it-state-{}", std::process::id())),
+        );
         let dir = tempfile::tempdir().unwrap();
         let mut opts = git2::RepositoryInitOptions::new();
         opts.initial_head("main");

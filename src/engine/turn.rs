@@ -230,3 +230,79 @@ fn stream_event(event: StreamEvent) -> Event {
         StreamEvent::Continuing { continuation } => Event::Continuing { continuation },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{ApiKey, Settings};
+    use crate::engine::EngineConfig;
+    use crate::llm::Finish;
+
+    /// Esc handled after the stream ended but before its outcome reached the loop (the
+    /// loop picks among ready messages in any order): the reply is still interrupted,
+    /// so its failed block is shown, never reflected.
+    #[tokio::test]
+    async fn a_cancel_that_races_the_end_of_the_stream_still_stops_the_reflection() {
+        let dir = tempfile::tempdir().unwrap();
+        git2::Repository::init(dir.path()).unwrap();
+        std::fs::write(dir.path().join("a.py"), "x = 1\n").unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        // Not the user's state directory: the engine saves the session there.
+        crate::config::use_state_dir(
+            std::env::temp_dir().join(format!("tern-lib-test-state-{}", std::process::id())),
+        );
+        let config = EngineConfig {
+            settings: Settings {
+                // Nothing listens there: a request that starts anyway fails, never hangs.
+                api_base: "http://127.0.0.1:9/v1".into(),
+                api_key: Some(ApiKey::new("sk-test")),
+                ..Settings::default()
+            },
+            root: root.clone(),
+            cwd: root.clone(),
+            record: None,
+            replay: None,
+            editable: vec!["a.py".into()],
+            read_only: vec![],
+            map_cache: crate::repomap::CacheLocation::Disabled,
+            resume: false,
+        };
+        let (tx, mut events) = mpsc::unbounded_channel();
+        let mut engine = Engine::new(config, EventSink(tx)).unwrap();
+        let cancel = CancellationToken::new();
+        cancel.cancel();
+        engine.running = Some(cancel);
+        let reply =
+            "a.py\n```python\n<<<<<<< SEARCH\ny = 2\n=======\ny = 3\n>>>>>>> REPLACE\n```\n";
+        engine.finish_turn(TurnOutcome {
+            sent: Sent {
+                kind: TurnKind::User,
+                mode: ChatMode::Code,
+                user_text: "edit".into(),
+                sent_text: "edit".into(),
+                notes: Vec::new(),
+            },
+            result: Ok(ChatReply {
+                text: reply.into(),
+                usage: Default::default(),
+                usage_reported: false,
+                finish: Finish::Stop,
+                continuations: 0,
+            }),
+        });
+        let mut seen = Vec::new();
+        while let Ok(event) = events.try_recv() {
+            seen.push(event);
+        }
+        assert!(engine.running.is_none(), "no request started: {seen:#?}");
+        assert!(
+            !seen.iter().any(|e| matches!(e, Event::Reflection { .. })),
+            "{seen:#?}"
+        );
+        assert!(
+            seen.iter()
+                .any(|e| matches!(e, Event::Warning { text } if text.contains("interrupted"))),
+            "{seen:#?}"
+        );
+    }
+}

@@ -317,3 +317,26 @@ fn an_engine_panic_restores_the_terminal_says_so_and_exits_non_zero() {
     assert!(!tern.alternate_screen(), "the terminal is restored");
     assert!(screen.contains("internal error"), "{screen}");
 }
+
+/// A background job's panic (here the turn's stream) ends the workspace the same way:
+/// the terminal restored, a message, exit 1, not a spinner forever.
+#[test]
+fn a_panic_in_a_background_job_restores_the_terminal_and_exits_non_zero() {
+    let server = MockServer::start_in_thread();
+    let repo = repo();
+    let Some(tern) = Workspace::start_with_env(
+        &repo,
+        &server.base_url(),
+        &[],
+        (100, 24),
+        &[("TERN_TEST_PANIC", "turn")],
+    ) else {
+        return;
+    };
+    tern.wait_for("Message the model", WAIT);
+    tern.type_line("hello");
+    tern.keys(&["Enter"]);
+    let screen = tern.wait_for("[tern exited 1]", WAIT);
+    assert!(!tern.alternate_screen(), "the terminal is restored");
+    assert!(screen.contains("internal error"), "{screen}");
+}

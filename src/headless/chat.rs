@@ -1,7 +1,8 @@
 //! `tern -m TEXT` and `tern --script FILE`: turns without the TUI. The reply streams to
 //! stdout; everything else (notices, retries, the token line) goes to stderr so stdout
-//! stays the reply. Proposed edits are applied only with `--yes`; otherwise their diff
-//! is printed and the tree is left untouched.
+//! stays the reply. Proposed edits are applied only with `--yes`, and never once Ctrl-C
+//! interrupted the reply; otherwise their diff is printed and the tree is left
+//! untouched.
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
@@ -36,6 +37,8 @@ pub async fn run(
     let mut at_line_start = true;
     let mut proposal: Option<ProposalView> = None;
     let mut edits_handled = false;
+    // Ctrl-C withdraws --yes: what the interrupted reply proposed is shown, not applied.
+    let mut interrupted = false;
 
     let Some(first) = queue.next() else {
         return Ok(ExitCode::SUCCESS);
@@ -72,6 +75,7 @@ pub async fn run(
                 ..
             } => {
                 ok &= *finish == Finish::Stop;
+                interrupted |= *finish == Finish::Cancelled;
                 if !json {
                     if !at_line_start {
                         writeln!(stdout)?;
@@ -165,7 +169,7 @@ pub async fn run(
                     }
                     if view.files.is_empty() {
                         // Only failures: nothing to apply.
-                    } else if consent.yes {
+                    } else if consent.yes && !interrupted {
                         for file in &view.files {
                             let allowed = consent.outside_chat
                                 && file.cautions.iter().all(|c| *c == Caution::OutsideChat);
@@ -200,10 +204,12 @@ pub async fn run(
                     } else {
                         if !json {
                             write!(stdout, "{}", unified(&view))?;
-                            writeln!(
-                                stderr,
-                                "tern: the edits above were not applied; pass --yes to apply them"
-                            )?;
+                            let why = if interrupted {
+                                "the reply was interrupted"
+                            } else {
+                                "pass --yes to apply them"
+                            };
+                            writeln!(stderr, "tern: the edits above were not applied; {why}")?;
                         }
                         engine.ops.send(Op::Submit {
                             text: "/discard".into(),

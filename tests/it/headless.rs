@@ -559,3 +559,66 @@ fn a_panic_in_a_background_job_is_a_failure_never_a_hang() {
         assert!(stderr.contains(place), "{place}: {stderr}");
     }
 }
+
+/// Ctrl-C is final with --yes too: the complete blocks an interrupted reply holds are
+/// shown, never applied.
+#[test]
+fn ctrl_c_withdraws_yes() {
+    use std::io::Read;
+    let server = MockServer::start_in_thread();
+    server.push(Reply::text(EDIT_REPLY).then_hang());
+    server.push(Reply::text("fix: add a comma"));
+    let repo = repo();
+    let mut child = repo
+        .tern(&server.base_url())
+        .args(["--yes", "-m", "add a comma", "src/greet.py"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 256];
+    while !String::from_utf8_lossy(&seen).contains(">>>>>>> REPLACE") {
+        let n = stdout.read(&mut buf).unwrap();
+        assert!(
+            n > 0,
+            "the reply ended early: {}",
+            String::from_utf8_lossy(&seen)
+        );
+        seen.extend_from_slice(&buf[..n]);
+    }
+    let pid = child.id().to_string();
+    let interrupt = std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap();
+    assert!(interrupt.success());
+    let waited = std::thread::spawn(move || {
+        let mut rest = String::new();
+        let _ = stdout.read_to_string(&mut rest);
+        let mut stderr = String::new();
+        let _ = child.stderr.take().unwrap().read_to_string(&mut stderr);
+        (child.wait().unwrap(), stderr)
+    });
+    let start = std::time::Instant::now();
+    while !waited.is_finished() {
+        if start.elapsed() > std::time::Duration::from_secs(20) {
+            let _ = std::process::Command::new("kill")
+                .args(["-9", &pid])
+                .status();
+            panic!("tern hangs");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let (status, stderr) = waited.join().unwrap();
+    assert!(!status.success(), "{stderr}");
+    assert!(
+        stderr.contains("not applied; the reply was interrupted"),
+        "{stderr}"
+    );
+    assert_eq!(
+        repo.read("src/greet.py"),
+        "def greet(name):\n    return 'hello ' + name\n"
+    );
+}

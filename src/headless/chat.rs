@@ -39,6 +39,10 @@ pub async fn run(
     let mut edits_handled = false;
     // Ctrl-C withdraws --yes: what the interrupted reply proposed is shown, not applied.
     let mut interrupted = false;
+    // Only what a reply of this run proposed is applied or discarded here; hunks a
+    // resumed session kept for review stay as they are.
+    let mut replied = false;
+    let mut resumed_hunks = 0;
 
     let Some(first) = queue.next() else {
         return Ok(ExitCode::SUCCESS);
@@ -76,6 +80,7 @@ pub async fn run(
             } => {
                 ok &= *finish == Finish::Stop;
                 interrupted |= *finish == Finish::Cancelled;
+                replied = true;
                 if !json {
                     if !at_line_start {
                         writeln!(stdout)?;
@@ -98,6 +103,9 @@ pub async fn run(
                 if !json {
                     writeln!(stderr, "tern: {error}")?;
                 }
+            }
+            Event::Proposal(view) if !replied => {
+                resumed_hunks = view.files.iter().map(|f| f.hunks.len()).sum();
             }
             Event::Proposal(view) => {
                 proposal =
@@ -232,6 +240,12 @@ pub async fn run(
         }
     }
     ctrl_c.abort();
+    if resumed_hunks > 0 && !json {
+        writeln!(
+            stderr,
+            "tern: the resumed session's {resumed_hunks} proposed hunks still await review; they were neither applied nor discarded (review them in the workspace: tern --resume)"
+        )?;
+    }
     if engine.task.await.is_err() {
         ok = false;
     }

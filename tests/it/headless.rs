@@ -622,3 +622,60 @@ fn ctrl_c_withdraws_yes() {
         "def greet(name):\n    return 'hello ' + name\n"
     );
 }
+
+/// Hunks a session kept for review are not this run's to decide: `--resume --yes`
+/// neither applies them nor, without --yes, discards them.
+#[test]
+fn a_resumed_sessions_pending_hunks_are_left_for_review() {
+    use tern::engine::persist::{SavedFile, SessionFile, save};
+    use tern::engine::{ChatMode, FileMode};
+    let repo = repo();
+    let ws = tern::edit::Workspace::discover(repo.path()).unwrap();
+    let files = tern::edit::FileSet::new(vec!["src/greet.py".into()], ws.files());
+    let mut proposal = tern::edit::Proposal::new(&ws);
+    proposal.add_reply(&ws, EDIT_REPLY, tern::edit::EditFormat::Editblock, &files);
+    assert_eq!(proposal.hunk_count(), 1);
+    let session = SessionFile {
+        version: 1,
+        model: "gpt-4o".into(),
+        mode: ChatMode::Code,
+        files: vec![SavedFile {
+            path: "src/greet.py".into(),
+            mode: FileMode::Editable,
+        }],
+        history: vec![],
+        summary_at_front: false,
+        checkpoint: None,
+        summaries: 0,
+        session_cost: 0.0,
+        proposal: Some(proposal.snapshot()),
+        proposal_failures: vec![],
+        proposal_shell: vec![],
+    };
+    save(&repo.session_file(), &session, false).unwrap();
+    for yes in [true, false] {
+        let server = MockServer::start_in_thread();
+        server.push(Reply::text("fix: add a comma"));
+        let mut cmd = repo.tern(&server.base_url());
+        cmd.args(["--resume", "-m", "go on"]);
+        if yes {
+            cmd.arg("--yes");
+        }
+        let out = output_within(&mut cmd, std::time::Duration::from_secs(20));
+        let (_, stderr) = texts(&out);
+        assert!(
+            stderr.contains("1 proposed hunks still await review"),
+            "{stderr}"
+        );
+        assert_eq!(
+            repo.read("src/greet.py"),
+            "def greet(name):\n    return 'hello ' + name\n",
+            "{stderr}"
+        );
+        let kept = tern::engine::persist::load(&repo.session_file()).unwrap();
+        assert!(
+            kept.proposal.is_some(),
+            "the review is still saved: {stderr}"
+        );
+    }
+}

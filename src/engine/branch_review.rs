@@ -5,6 +5,7 @@
 
 use tokio_util::sync::CancellationToken;
 
+use super::activity::Stream;
 use super::protocol::{ChatMode, Event};
 use super::{Engine, EventSink, Internal};
 use crate::branch_review::{
@@ -39,16 +40,14 @@ impl Engine {
             DiffSource::Branch { base: Some(base) } => format!("/review {base}"),
             DiffSource::Branch { base: None } => "/review".to_string(),
         };
-        if self.running.is_some() {
+        if let Some(busy) = self.activity.busy_reason() {
             self.events.send(Event::TurnFailed {
-                error: "a reply is still streaming: wait for it or interrupt it first".into(),
+                error: busy.into(),
                 message: label,
             });
             return;
         }
-        let cancel = CancellationToken::new();
-        self.running = Some(cancel.clone());
-        self.reviewing = true;
+        let cancel = self.activity.stream(Stream::BranchReview);
         let job = ReviewJob {
             root: self.session.root().to_path_buf(),
             client: self.client.clone(),
@@ -65,8 +64,7 @@ impl Engine {
     }
 
     pub(super) fn finish_review(&mut self, outcome: ReviewOutcome) {
-        self.running = None;
-        self.reviewing = false;
+        self.activity.end_stream();
         match outcome.result {
             Err(error) => self.events.send(Event::TurnFailed {
                 error,

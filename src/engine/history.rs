@@ -598,7 +598,7 @@ impl Engine {
     /// `/compact`: swap in a ready checkpoint, or summarize the whole history now. Always
     /// ends with an `Output` titled "compact".
     pub(super) fn compact(&mut self) {
-        if self.running.is_some() || self.history.held.is_some() {
+        if !self.activity.is_idle() || self.history.held.is_some() {
             return self.compact_output("not now: wait for the current turn to finish".into());
         }
         if self.session.history.is_empty() {

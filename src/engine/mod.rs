@@ -3,6 +3,7 @@
 //! end. Long work (model calls, git) runs on tasks that report back to the loop through
 //! `Internal` messages; only the loop mutates the session.
 
+mod activity;
 mod branch_review;
 pub mod commands;
 mod history;
@@ -20,7 +21,6 @@ mod worker;
 use std::path::PathBuf;
 
 use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 
 /// Where the repo map keeps its tag cache (part of `EngineConfig`).
 pub use crate::repomap::CacheLocation;
@@ -118,20 +118,14 @@ pub(crate) struct Engine {
     cwd: PathBuf,
     events: EventSink,
     draft: String,
-    /// The running turn's cancel switch; None when idle.
-    running: Option<CancellationToken>,
-    /// Background work under way (landing, git) that the front end waits for.
-    busy: usize,
+    /// What the front end waits for: a reply, a landing, a message held for the map.
+    activity: activity::Activity,
     /// The edits of the last code-mode reply, while they are reviewed.
     pending: Option<proposal_review::Pending>,
     map: map::MapSlot,
-    /// A user message that waits for the first repo map.
-    deferred: Option<(String, ChatMode)>,
     map_cache: crate::repomap::CacheLocation,
     internal_tx: mpsc::UnboundedSender<Internal>,
     internal_rx: mpsc::UnboundedReceiver<Internal>,
-    /// A `/review` is running (its budget is the one shown).
-    reviewing: bool,
     /// Set by `/quit`.
     quit: bool,
     history: history::HistoryState,
@@ -164,15 +158,12 @@ impl Engine {
             settings: config.settings,
             events,
             draft: String::new(),
-            running: None,
-            busy: 0,
+            activity: activity::Activity::Idle,
             pending: None,
             map: map::MapSlot::new(),
-            deferred: None,
             map_cache: config.map_cache,
             internal_tx,
             internal_rx,
-            reviewing: false,
             quit: false,
         };
         if config.resume {
@@ -205,11 +196,11 @@ impl Engine {
                 Some(done) = self.internal_rx.recv() => self.internal(done),
             }
         }
-        if let Some(cancel) = self.running.take() {
-            cancel.cancel();
+        if self.activity.is_streaming() {
+            self.activity.cancel();
         }
         // Edits being written and committed are finished, never cut off half-way.
-        while self.busy > 0 {
+        while matches!(self.activity, activity::Activity::Git { .. }) {
             match self.internal_rx.recv().await {
                 Some(
                     Internal::Turn(_)
@@ -256,9 +247,7 @@ impl Engine {
                 self.files_changed();
             }
             Op::Cancel => {
-                if let Some(cancel) = &self.running {
-                    cancel.cancel();
-                }
+                self.activity.cancel();
                 self.cancel_deferred();
                 self.cancel_history_wait();
             }
@@ -276,7 +265,7 @@ impl Engine {
             Internal::MapRefreshed(refreshed) => self.finish_map_refresh(refreshed),
             Internal::Reviewed(outcome) => self.finish_review(outcome),
             Internal::Git(result) => {
-                self.busy -= 1;
+                self.activity.end_git();
                 match result {
                     Ok(text) => self.notice(text),
                     Err(text) => self.error(text),
@@ -308,11 +297,7 @@ impl Engine {
     /// Tells front ends that nothing more will happen until they send something: no
     /// reply is streaming, no reflection follows, no landing is under way.
     fn idle_if_done(&self) {
-        if self.running.is_none()
-            && self.busy == 0
-            && self.deferred.is_none()
-            && !self.history.holds_turns()
-        {
+        if self.activity.is_idle() && !self.history.holds_turns() {
             self.events.send(Event::Idle);
         }
     }
@@ -376,7 +361,7 @@ impl Engine {
 
     fn publish_budget(&mut self) {
         // While a review runs the gauge shows the review's own request.
-        if self.reviewing {
+        if self.activity.is_branch_review() {
             return;
         }
         let draft = self.draft.clone();

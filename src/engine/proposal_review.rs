@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use super::activity::Activity;
 use super::protocol::{
     ChatMode, Decision, DiffLine, EditFailureView, Event, FileChange, FileMode, FileProposalView,
     HunkView, ProposalView, ReviewOp,
@@ -132,7 +133,7 @@ impl Engine {
     }
 
     pub(super) fn review(&mut self, op: ReviewOp) {
-        if self.busy > 0 {
+        if matches!(self.activity, Activity::Git { .. }) {
             self.error("still applying the previous edits".into());
             return;
         }
@@ -157,6 +158,11 @@ impl Engine {
                 .decide(Select::All, *decision)
                 .map_err(|e| e.to_string()),
             ReviewOp::Apply => {
+                // A reflection still streaming would add hunks to what is being written.
+                if let Some(busy) = self.activity.busy_reason() {
+                    self.error(format!("not applied yet: {busy}"));
+                    return;
+                }
                 match self.accepted_read_only() {
                     Some(path) => self.error(format!(
                         "nothing was written: {path} is read-only in the chat now; make it editable to apply its accepted hunks, or reject them"
@@ -309,7 +315,7 @@ impl Engine {
         let client = self.client.clone();
         let done = self.internal_tx.clone();
         let runtime = tokio::runtime::Handle::current();
-        self.busy += 1;
+        let cancel = self.activity.git();
         self.notice("applying the accepted hunks…".into());
         tokio::task::spawn_blocking(move || {
             let repo = git2::Repository::open(&root).ok();
@@ -318,7 +324,7 @@ impl Engine {
                 dirty_commits: settings.dirty_commits,
                 commit_options: CommitOptions::from(&settings),
                 backup_root: Some(crate::config::backup_root(&root)),
-                cancel: None,
+                cancel: Some(&cancel),
             };
             // A panic here must not leave the engine waiting forever for this result.
             let landed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -337,7 +343,7 @@ impl Engine {
     }
 
     pub(super) fn finish_landing(&mut self, result: LandResult) {
-        self.busy -= 1;
+        self.activity.end_git();
         let LandResult { pending, landed } = result;
         self.pending = Some(pending);
         match landed {

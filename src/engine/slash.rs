@@ -145,9 +145,13 @@ impl Engine {
         what: &'static str,
         job: impl FnOnce(&git2::Repository) -> Result<String, String> + Send + 'static,
     ) {
+        if let Some(busy) = self.activity.busy_reason() {
+            self.error(format!("/{what} waits: {busy}"));
+            return;
+        }
         let root = self.session.root().to_path_buf();
         let done = self.internal_tx.clone();
-        self.busy += 1;
+        self.activity.git();
         super::worker::spawn_blocking(done.clone(), move || {
             let result = git2::Repository::open(&root)
                 .map_err(|e| format!("/{what}: not a git repository: {e}"))

@@ -5,6 +5,7 @@
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::activity::Stream;
 use super::protocol::{ChatMode, Event};
 use super::{Engine, EventSink, Internal};
 use crate::context::BudgetReport;
@@ -64,9 +65,9 @@ impl Engine {
     }
 
     pub(super) fn start_turn(&mut self, text: String, mode: ChatMode, kind: TurnKind) {
-        if self.running.is_some() {
+        if let Some(busy) = self.activity.busy_reason() {
             self.events.send(Event::TurnFailed {
-                error: "a reply is still streaming: wait for it or interrupt it first".into(),
+                error: busy.into(),
                 message: text,
             });
             return;
@@ -93,8 +94,7 @@ impl Engine {
             text: sent_text.clone(),
             mode,
         });
-        let cancel = CancellationToken::new();
-        self.running = Some(cancel.clone());
+        let cancel = self.activity.stream(Stream::Turn);
         let request = ChatRequest {
             model: self.model.clone(),
             messages: assembled.messages,
@@ -148,9 +148,7 @@ impl Engine {
     }
 
     pub(super) fn finish_turn(&mut self, outcome: TurnOutcome) {
-        // Esc can be handled after the stream ended but before its outcome arrives
-        // here: the cancel switch, not only how the stream ended, says it was pressed.
-        let cancelled = self.running.take().is_some_and(|c| c.is_cancelled());
+        let cancelled = self.activity.end_stream();
         let TurnOutcome { sent, result } = outcome;
         let reply = match result {
             Ok(reply) => reply,
@@ -269,9 +267,8 @@ mod tests {
         };
         let (tx, mut events) = mpsc::unbounded_channel();
         let mut engine = Engine::new(config, EventSink(tx)).unwrap();
-        let cancel = CancellationToken::new();
-        cancel.cancel();
-        engine.running = Some(cancel);
+        engine.activity.stream(Stream::Turn);
+        engine.activity.cancel();
         let reply =
             "a.py\n```python\n<<<<<<< SEARCH\ny = 2\n=======\ny = 3\n>>>>>>> REPLACE\n```\n";
         engine.finish_turn(TurnOutcome {
@@ -294,7 +291,7 @@ mod tests {
         while let Ok(event) = events.try_recv() {
             seen.push(event);
         }
-        assert!(engine.running.is_none(), "no request started: {seen:#?}");
+        assert!(engine.activity.is_idle(), "no request started: {seen:#?}");
         assert!(
             !seen.iter().any(|e| matches!(e, Event::Reflection { .. })),
             "{seen:#?}"

@@ -50,7 +50,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 global.json,
             ))
         }
-        Some(Command::Apply(args)) => Ok(tern::headless::apply::run(args, global, &settings, &cwd)),
+        Some(Command::Apply(args)) => {
+            Ok(runtime.block_on(tern::headless::apply::run(args, global, settings, &cwd)))
+        }
         Some(Command::Map(args)) => Ok(tern::headless::map::run(args, global, &settings, &cwd)),
         Some(Command::Undo) => Ok(tern::headless::undo::run(&cwd)),
         Some(Command::Review(args)) => {
@@ -105,6 +107,7 @@ fn engine_config(
         read_only: paths(&global.read),
         map_cache: tern::repomap::CacheLocation::UserCacheDir,
         resume: global.resume,
+        purpose: Default::default(),
     }
 }
 

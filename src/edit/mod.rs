@@ -37,7 +37,7 @@ pub use parse::{Edit, EditKind, ParsedReply, parse_reply};
 pub use proposal::{
     CONTEXT, Caution, Decision, FileProposal, Hunk, HunkId, Proposal, ReplyReport, Select, Unknown,
 };
-pub use render::{DiffLine, LineKind, unified_diff};
+pub use render::{DiffLine, HunkText, LineKind, unified_diff, write_unified};
 pub use safety::{Refusal, Target, resolve as resolve_path};
 pub use scan::ShellSuggestion;
 pub use snapshot::{FileSnapshot, HunkSnapshot, Part, ProposalSnapshot};

@@ -48,6 +48,22 @@ pub struct EngineConfig {
     pub map_cache: crate::repomap::CacheLocation,
     /// Continue the session saved for this repository (`persist::path`).
     pub resume: bool,
+    pub purpose: Purpose,
+}
+
+/// What an engine is started for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Purpose {
+    /// A conversation with the model: the workspace, `tern -m`, `tern tokens`.
+    #[default]
+    Conversation,
+    /// Landing a reply written elsewhere (`tern apply`, `Op::ProposeReply`): nothing is
+    /// sent to the model (commit messages use the deterministic fallback), no repo map
+    /// is built, and the session saved for the repository is neither read nor written.
+    LandReply {
+        /// Every file of the repository may be edited, as if all were in the chat.
+        any_file: bool,
+    },
 }
 
 /// The front end's side of a running engine.
@@ -128,6 +144,7 @@ pub(crate) struct Engine {
     internal_rx: mpsc::UnboundedReceiver<Internal>,
     /// Set by `/quit`.
     quit: bool,
+    purpose: Purpose,
     history: history::HistoryState,
 }
 
@@ -140,11 +157,14 @@ impl Engine {
             config.replay.as_deref(),
         )?;
         let (internal_tx, internal_rx) = mpsc::unbounded_channel();
+        let session_file = match config.purpose {
+            Purpose::Conversation => {
+                persist::SessionWriter::start(persist::path(&config.root), events.clone())
+            }
+            Purpose::LandReply { .. } => persist::SessionWriter::none(),
+        };
         let mut engine = Engine {
-            history: history::HistoryState::new(
-                &config.settings,
-                persist::SessionWriter::start(persist::path(&config.root), events.clone()),
-            ),
+            history: history::HistoryState::new(&config.settings, session_file),
             window: Window::for_model(
                 &model,
                 config.settings.context_window,
@@ -165,8 +185,9 @@ impl Engine {
             internal_tx,
             internal_rx,
             quit: false,
+            purpose: config.purpose,
         };
-        if config.resume {
+        if config.resume && config.purpose == Purpose::Conversation {
             engine.restore_session()?;
         }
         engine.add_files(&config.editable, FileMode::Editable);
@@ -180,11 +201,15 @@ impl Engine {
             model: self.model.name.clone(),
             mode: self.session.mode,
         });
-        if !self.model.known {
-            self.warn_unknown_model();
+        if self.purpose == Purpose::Conversation {
+            if !self.model.known {
+                self.warn_unknown_model();
+            }
+            self.mention_old_session();
+            self.start_map();
+        } else {
+            self.map.state = map::MapState::Unavailable;
         }
-        self.mention_old_session();
-        self.start_map();
         self.publish_files();
         self.publish_budget();
         while !self.quit {
@@ -226,6 +251,7 @@ impl Engine {
                 panic!("a panic requested by TERN_TEST_PANIC")
             }
             Op::Submit { text } => self.submit(text),
+            Op::ProposeReply { reply } => self.propose_reply(&reply),
             Op::Draft { text } => {
                 self.draft = text;
                 self.publish_budget();
@@ -288,6 +314,10 @@ impl Engine {
             let line = trimmed.to_string();
             self.command(&line);
             self.idle_if_done();
+            return;
+        }
+        if self.purpose != Purpose::Conversation {
+            self.error("this tern lands a given reply; it sends nothing to the model".into());
             return;
         }
         let mode = self.session.mode;

@@ -234,6 +234,16 @@ impl SessionWriter {
         }
     }
 
+    /// A writer that saves nothing (an engine that lands a given reply must not replace
+    /// the user's session).
+    pub(crate) fn none() -> Self {
+        SessionWriter {
+            tx: None,
+            task: None,
+            first: true,
+        }
+    }
+
     fn write(&mut self, saved: SessionFile) {
         if let Some(tx) = &self.tx
             && tx.send((saved, self.first)).is_ok()

@@ -6,6 +6,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::activity::Stream;
+use super::proposal_review::ReplyOrigin;
 use super::protocol::{ChatMode, Event};
 use super::{Engine, EventSink, Internal};
 use crate::context::BudgetReport;
@@ -187,7 +188,12 @@ impl Engine {
         let interrupted = cancelled || reply.finish == crate::llm::Finish::Cancelled;
         self.history_after_turn(!interrupted);
         if sent.mode == ChatMode::Code && !reply.text.is_empty() {
-            self.propose_edits(&reply.text, sent.kind, !interrupted);
+            let origin = if interrupted {
+                ReplyOrigin::Interrupted
+            } else {
+                ReplyOrigin::Model
+            };
+            self.propose_edits(&reply.text, sent.kind, origin);
         }
         // Pick up whatever changed on disk while the model was answering.
         self.refresh_map(Vec::new());
@@ -264,6 +270,7 @@ mod tests {
             read_only: vec![],
             map_cache: crate::repomap::CacheLocation::Disabled,
             resume: false,
+            purpose: Default::default(),
         };
         let (tx, mut events) = mpsc::unbounded_channel();
         let mut engine = Engine::new(config, EventSink(tx)).unwrap();

@@ -119,11 +119,15 @@ impl Visible for Event {
                 rejected: _,
                 commit,
                 message,
+                failed,
+                commit_failed: _,
             } => {
                 files.make_visible();
                 commit.make_visible();
                 message.make_visible();
+                failed.make_visible();
             }
+            Event::NotApplied { reason: _ } => {}
             Event::ReviewPlan(plan) => plan.make_visible(),
             Event::Map(map) => map.make_visible(),
             Event::MapWhy { path, edges } => {
@@ -216,6 +220,7 @@ impl Visible for FileProposalView {
             change: _,
             hunks,
             cautions: _,
+            ignored: _,
         } = self;
         path.make_visible();
         hunks.make_visible();
@@ -246,9 +251,13 @@ impl Visible for EditFailureView {
             path,
             block: _,
             message,
+            near,
         } = self;
         path.make_visible();
         message.make_visible();
+        if let Some(near) = near {
+            near.text.make_visible();
+        }
     }
 }
 

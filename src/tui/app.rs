@@ -333,6 +333,7 @@ impl App {
                 rejected,
                 commit,
                 message,
+                ..
             } => {
                 let summary =
                     review::applied_summary(&files, accepted, rejected, commit.as_deref(), &message);
@@ -342,6 +343,8 @@ impl App {
                     self.set_focus(PaneId::Input);
                 }
             }
+            // The error or warning before it said why; the proposal stays to decide on.
+            Event::NotApplied { .. } => {}
             Event::MapProgress { done, total } => self.panes.map.set_progress(done, total),
             Event::Map(map) => {
                 self.panes.map.set_map(*map);

@@ -84,6 +84,7 @@ pub async fn run(mut settings: Settings) -> anyhow::Result<ExitCode> {
         read_only: strings(READ_ONLY),
         map_cache: crate::engine::CacheLocation::UserCacheDir,
         resume: false,
+        purpose: Default::default(),
     };
     let options = Options {
         submit: Some(PROMPT.trim().to_string()),

@@ -114,6 +114,7 @@ fn engine_tuned(
         read_only: vec![],
         map_cache: tern::repomap::CacheLocation::Disabled,
         resume,
+        purpose: Default::default(),
     })
     .unwrap()
 }

@@ -117,6 +117,7 @@ impl Chat {
             read_only: vec![],
             map_cache: tern::repomap::CacheLocation::Disabled,
             resume: false,
+            purpose: Default::default(),
         })
         .unwrap();
         Chat {

@@ -190,6 +190,7 @@ pub fn hunks(path: &str, before: &str, after: &str) -> Vec<HunkView> {
                                 old_line: Some(o + 1),
                                 new_line: Some(nn + 1),
                                 text: old[o].to_string(),
+                                no_newline: false,
                             });
                         }
                     }
@@ -200,6 +201,7 @@ pub fn hunks(path: &str, before: &str, after: &str) -> Vec<HunkView> {
                                 old_line: Some(o + 1),
                                 new_line: None,
                                 text: old[o].to_string(),
+                                no_newline: false,
                             });
                         }
                         for nn in op.new_range() {
@@ -208,6 +210,7 @@ pub fn hunks(path: &str, before: &str, after: &str) -> Vec<HunkView> {
                                 old_line: None,
                                 new_line: Some(nn + 1),
                                 text: new[nn].to_string(),
+                                no_newline: false,
                             });
                         }
                     }
@@ -254,6 +257,7 @@ pub fn proposal() -> ProposalView {
                 change: FileChange::Modified,
                 hunks: hunks(path, project_file(path), after),
                 cautions: Vec::new(),
+                ignored: None,
             })
             .collect(),
         failures: vec![EditFailureView {
@@ -262,6 +266,7 @@ pub fn proposal() -> ProposalView {
             message:
                 "the SEARCH text was not found in shop/pricing.py; the closest lines are 12-14"
                     .into(),
+            near: None,
         }],
         shell_commands: vec!["python -m pytest".into()],
     }
@@ -286,6 +291,7 @@ pub fn big_proposal(functions: usize) -> ProposalView {
             change: FileChange::Modified,
             hunks: hunks("gen/big.py", &before, &after),
             cautions: Vec::new(),
+            ignored: None,
         }],
         failures: vec![],
         shell_commands: vec![],

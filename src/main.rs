@@ -55,9 +55,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Some(Command::Map(args)) => Ok(tern::headless::map::run(args, global, &settings, &cwd)),
         Some(Command::Undo) => Ok(tern::headless::undo::run(&cwd)),
-        Some(Command::Review(args)) => {
-            runtime.block_on(tern::headless::review::run(args, global, settings, &cwd))
-        }
+        Some(Command::Review(args)) => runtime.block_on(tern::headless::review::run(
+            args, global, settings, root, cwd,
+        )),
         Some(Command::Trust(args)) => Ok(tern::headless::trust::run(args, &sources)),
         None if global.demo => runtime.block_on(tern::tui::demo::run(settings)),
         None => {

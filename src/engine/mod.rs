@@ -51,19 +51,22 @@ pub struct EngineConfig {
     pub purpose: Purpose,
 }
 
-/// What an engine is started for.
+/// What an engine is started for. Only a conversation builds a repo map and reads and
+/// writes the session saved for the repository; the one-job engines of the headless
+/// commands leave the user's session alone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Purpose {
     /// A conversation with the model: the workspace, `tern -m`, `tern tokens`.
     #[default]
     Conversation,
     /// Landing a reply written elsewhere (`tern apply`, `Op::ProposeReply`): nothing is
-    /// sent to the model (commit messages use the deterministic fallback), no repo map
-    /// is built, and the session saved for the repository is neither read nor written.
+    /// sent to the model; commit messages use the deterministic fallback.
     LandReply {
         /// Every file of the repository may be edited, as if all were in the chat.
         any_file: bool,
     },
+    /// A branch review (`tern review`, `Op::ReviewBranch`).
+    ReviewBranch,
 }
 
 /// The front end's side of a running engine.
@@ -161,7 +164,7 @@ impl Engine {
             Purpose::Conversation => {
                 persist::SessionWriter::start(persist::path(&config.root), events.clone())
             }
-            Purpose::LandReply { .. } => persist::SessionWriter::none(),
+            Purpose::LandReply { .. } | Purpose::ReviewBranch => persist::SessionWriter::none(),
         };
         let mut engine = Engine {
             history: history::HistoryState::new(&config.settings, session_file),
@@ -201,10 +204,10 @@ impl Engine {
             model: self.model.name.clone(),
             mode: self.session.mode,
         });
+        if !self.model.known && !matches!(self.purpose, Purpose::LandReply { .. }) {
+            self.warn_unknown_model();
+        }
         if self.purpose == Purpose::Conversation {
-            if !self.model.known {
-                self.warn_unknown_model();
-            }
             self.mention_old_session();
             self.start_map();
         } else {
@@ -278,6 +281,11 @@ impl Engine {
                 self.cancel_history_wait();
             }
             Op::Review(op) => self.review(op),
+            Op::ReviewBranch {
+                source,
+                options,
+                send,
+            } => self.start_review(source, options, send),
             Op::ListRepoFiles => self.list_repo_files(),
             Op::MapWhy { path } => self.map_why(&path),
             Op::Shutdown => unreachable!("handled by the loop"),
@@ -317,7 +325,7 @@ impl Engine {
             return;
         }
         if self.purpose != Purpose::Conversation {
-            self.error("this tern lands a given reply; it sends nothing to the model".into());
+            self.error("this tern runs one command; it takes no chat messages".into());
             return;
         }
         let mode = self.session.mode;

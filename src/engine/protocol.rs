@@ -3,8 +3,11 @@
 
 use serde::Serialize;
 
-/// A branch review's plan, as the Review pane lists it.
-pub use crate::branch_review::{Outcome, PlanMode, ReviewPlan};
+/// A branch review: what to compare, how to fit it, its plan (as the Review pane lists
+/// it) and its replies.
+pub use crate::branch_review::{
+    CallReply, DiffSource, Outcome, PlanMode, ReviewOptions, ReviewPlan,
+};
 /// The budget view the gauge draws.
 pub use crate::context::{BudgetReport, HistoryStatus, Section};
 /// How a reply ended, and what it cost.
@@ -67,6 +70,13 @@ pub enum Op {
     Cancel,
     /// Decide on the hunks of the pending proposal, or apply / discard it.
     Review(ReviewOp),
+    /// Review a branch (or the work tree) within `options`' budget: `ReviewPlan`, then,
+    /// when `send` is set, the streamed review, `BranchReviewed` and `TurnFinished`.
+    ReviewBranch {
+        source: DiffSource,
+        options: ReviewOptions,
+        send: bool,
+    },
     /// Ask for the repository's files (for `@` completion and the file picker).
     ListRepoFiles,
     /// Ask why a file is in the repo map (answered with `Event::MapWhy`).
@@ -374,6 +384,15 @@ pub enum Event {
     /// A review's plan: what is compared, and which files were included, compressed or
     /// left out (sent before the review streams).
     ReviewPlan(Box<crate::branch_review::ReviewPlan>),
+    /// A branch review's replies, with the plan as it was last made (the server may
+    /// have asked for a smaller one), their total usage and cost; `TurnFinished`
+    /// follows with the merged review.
+    BranchReviewed {
+        plan: Box<ReviewPlan>,
+        replies: Vec<CallReply>,
+        usage: Usage,
+        cost: f64,
+    },
     /// Tags are being extracted for the repo map.
     MapProgress {
         done: usize,

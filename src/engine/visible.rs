@@ -9,7 +9,7 @@ use std::borrow::Cow;
 use super::protocol::{
     EditFailureView, Event, FileEntry, FileProposalView, HunkView, MapEdge, MapView, ProposalView,
 };
-use crate::branch_review::{FilePlan, ReviewCall, ReviewPlan};
+use crate::branch_review::{CallReply, FilePlan, ReviewCall, ReviewPlan};
 use crate::context::{BudgetReport, FileRow};
 use crate::llm::{Finish, Message};
 use crate::terminal_text::visible;
@@ -92,9 +92,7 @@ impl Visible for Event {
                 session_cost: _,
             } => {
                 reply.make_visible();
-                if let Finish::CutOff(why) = finish {
-                    why.make_visible();
-                }
+                finish.make_visible();
             }
             Event::TurnFailed { error, message } => {
                 error.make_visible();
@@ -129,6 +127,25 @@ impl Visible for Event {
             }
             Event::NotApplied { reason: _ } => {}
             Event::ReviewPlan(plan) => plan.make_visible(),
+            Event::BranchReviewed {
+                plan,
+                replies,
+                usage: _,
+                cost: _,
+            } => {
+                plan.make_visible();
+                for reply in replies {
+                    let CallReply {
+                        files,
+                        text,
+                        finish,
+                        usage: _,
+                    } = reply;
+                    files.make_visible();
+                    text.make_visible();
+                    finish.make_visible();
+                }
+            }
             Event::Map(map) => map.make_visible(),
             Event::MapWhy { path, edges } => {
                 path.make_visible();
@@ -210,6 +227,14 @@ impl Visible for ProposalView {
         files.make_visible();
         failures.make_visible();
         shell_commands.make_visible();
+    }
+}
+
+impl Visible for Finish {
+    fn make_visible(&mut self) {
+        if let Finish::CutOff(why) = self {
+            why.make_visible();
+        }
     }
 }
 

@@ -277,6 +277,8 @@ impl App {
                 );
                 self.panes.review.set_review_plan(*plan);
             }
+            // The plan as it was last made: the server may have asked for a smaller one.
+            Event::BranchReviewed { plan, .. } => self.panes.review.set_review_plan(*plan),
             Event::Notice { text } => chat.push(Kind::Notice, text),
             Event::Warning { text } => chat.push(Kind::Warning, text),
             Event::Error { text } => {

@@ -160,22 +160,20 @@ impl Engine {
     pub(super) fn propose_reply(&mut self, reply: &str) {
         if let Some(busy) = self.activity.busy_reason() {
             self.error(busy.into());
-            return;
-        }
-        if self.undecided_hunks().is_some() {
+        } else if self.undecided_hunks().is_some() {
             self.error(
                 "proposed hunks still wait for a decision: apply or /discard them first".into(),
             );
-            return;
-        }
-        self.pending = None;
-        match self.propose_edits(reply, TurnKind::User, ReplyOrigin::Given) {
-            Some(0) => self.error(format!(
-                "no {} edit blocks found in the reply",
-                self.edit_format()
-            )),
-            Some(_) if self.pending.is_none() => self.notice("nothing to change".into()),
-            _ => {}
+        } else {
+            self.pending = None;
+            match self.propose_edits(reply, TurnKind::User, ReplyOrigin::Given) {
+                Some(0) => self.error(format!(
+                    "no {} edit blocks found in the reply",
+                    self.edit_format()
+                )),
+                Some(_) if self.pending.is_none() => self.notice("nothing to change".into()),
+                _ => {}
+            }
         }
         self.idle_if_done();
     }

@@ -86,7 +86,7 @@ pub async fn run(
                         writeln!(stdout)?;
                         at_line_start = true;
                     }
-                    if let Some(why) = incomplete(finish) {
+                    if let Some(why) = finish.incomplete() {
                         writeln!(stderr, "tern: {why}")?;
                     }
                     let (sent, cached, received) = usage.map_or((0, 0, 0), |u| {
@@ -246,14 +246,7 @@ pub async fn run(
             "tern: the resumed session's {resumed_hunks} proposed hunks still await review; they were neither applied nor discarded (review them in the workspace: tern --resume)"
         )?;
     }
-    if engine.task.await.is_err() {
-        ok = false;
-    }
-    Ok(if ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    Ok(super::exit_code(engine.task, ok).await)
 }
 
 /// How to get held edits applied.
@@ -265,14 +258,5 @@ fn held_advice(cautions: &[Caution]) -> &'static str {
         "review it in the workspace (or save the reply and use `tern apply --accept ID`)"
     } else {
         "pass --allow-outside-chat to apply edits to files outside the chat, or add the file"
-    }
-}
-
-fn incomplete(finish: &Finish) -> Option<String> {
-    match finish {
-        Finish::Stop => None,
-        Finish::Length => Some("the reply hit the model's output limit".into()),
-        Finish::CutOff(why) => Some(format!("the reply was cut off: {why}")),
-        Finish::Cancelled => Some("interrupted; the partial reply is above".into()),
     }
 }

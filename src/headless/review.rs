@@ -16,7 +16,6 @@ use crate::cli::{GlobalArgs, ReviewArgs};
 use crate::config::Settings;
 use crate::engine::protocol::{CallReply, DiffSource, ReviewOptions, ReviewPlan, Usage};
 use crate::engine::{EngineConfig, Event, Op, Purpose};
-use crate::llm::Finish;
 
 pub async fn run(
     args: &ReviewArgs,
@@ -120,14 +119,7 @@ pub async fn run(
         }
     }
     ctrl_c.abort();
-    if engine.task.await.is_err() {
-        ok = false;
-    }
-    Ok(if ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    Ok(super::exit_code(engine.task, ok).await)
 }
 
 /// The options the flags and settings ask for; `--context` above the cap is capped.
@@ -210,20 +202,9 @@ fn report(
         } else {
             String::new()
         };
-        match &r.finish {
-            Finish::Stop => {}
-            Finish::Length => {
-                ok = false;
-                eprintln!("tern review: {part}the reply hit the model's output limit");
-            }
-            Finish::CutOff(why) => {
-                ok = false;
-                eprintln!("tern review: {part}the reply was cut off: {why}");
-            }
-            Finish::Cancelled => {
-                ok = false;
-                eprintln!("tern review: {part}interrupted; the partial review is above");
-            }
+        if let Some(why) = r.finish.incomplete() {
+            ok = false;
+            eprintln!("tern review: {part}{why}");
         }
     }
     eprintln!(

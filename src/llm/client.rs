@@ -84,6 +84,18 @@ pub enum Finish {
     Cancelled,
 }
 
+impl Finish {
+    /// Why the reply is incomplete, for the user; None when the model finished.
+    pub fn incomplete(&self) -> Option<String> {
+        match self {
+            Finish::Stop => None,
+            Finish::Length => Some("the reply hit the model's output limit".into()),
+            Finish::CutOff(why) => Some(format!("cut off: {why}; the partial reply is kept")),
+            Finish::Cancelled => Some("interrupted; the partial reply is kept".into()),
+        }
+    }
+}
+
 /// A finished (or partially finished) reply.
 #[derive(Debug, Clone)]
 pub struct ChatReply {

@@ -863,3 +863,95 @@ async fn adding_an_ignored_file_to_the_chat_warns() {
         "{events:#?}"
     );
 }
+
+/// One good block and one that fails: a hunk to review and a reflection.
+fn good_and_bad() -> String {
+    format!("{FIXED_EDIT}\n{BAD_EDIT}")
+}
+
+/// Applying while a reflection streams would write hunks the reply may still add to:
+/// the engine does one thing at a time and says why it waits.
+#[tokio::test]
+async fn apply_waits_while_a_reflection_streams() {
+    let server = MockServer::start().await;
+    server.push_for_model("gpt-4o", Reply::text(good_and_bad()));
+    server.push_for_model(
+        "gpt-4o",
+        Reply::text("No further changes.").with_start_delay(Duration::from_secs(2)),
+    );
+    server.push_for_model("gpt-4o-mini", Reply::text("fix: greet with hey"));
+    let repo = repo();
+    let mut engine = engine(&repo, &server);
+    send(
+        &engine,
+        Op::Submit {
+            text: "say hey".into(),
+        },
+    );
+    until(&mut engine, |e| matches!(e, Event::Reflection { .. })).await;
+    send(
+        &engine,
+        Op::Review(ReviewOp::All {
+            decision: Decision::Accept,
+        }),
+    );
+    send(&engine, Op::Review(ReviewOp::Apply));
+    let refused = until(&mut engine, |e| matches!(e, Event::Error { .. })).await;
+    assert!(
+        refused.iter().any(
+            |e| matches!(e, Event::Error { text } if text.contains("a reply is still streaming"))
+        ),
+        "{refused:#?}"
+    );
+    assert_eq!(
+        repo.read("src/greet.py"),
+        GREET,
+        "nothing written meanwhile"
+    );
+    idle(&mut engine).await;
+    send(&engine, Op::Review(ReviewOp::Apply));
+    let landed = idle(&mut engine).await;
+    assert!(
+        landed
+            .iter()
+            .any(|e| matches!(e, Event::Applied { accepted: 1, .. })),
+        "{landed:#?}"
+    );
+    assert!(repo.read("src/greet.py").contains("'hey ' + name"));
+}
+
+/// A reply written elsewhere (`Op::ProposeReply`, what `tern apply` sends) is proposed
+/// as the model's would be, but nothing goes to the model: its failed block is shown,
+/// never reflected.
+#[tokio::test]
+async fn a_given_reply_is_proposed_without_asking_the_model() {
+    let server = MockServer::start().await;
+    let repo = repo();
+    let mut engine = engine(&repo, &server);
+    send(
+        &engine,
+        Op::ProposeReply {
+            reply: good_and_bad(),
+        },
+    );
+    let events = idle(&mut engine).await;
+    let view = last_proposal(&events);
+    assert_eq!(view.files[0].hunks.len(), 1, "{view:#?}");
+    assert_eq!(view.failures.len(), 1, "{view:#?}");
+    assert!(!events.iter().any(|e| matches!(e, Event::Reflection { .. })));
+    assert_eq!(server.request_count(), 0, "nothing was sent");
+
+    send(
+        &engine,
+        Op::ProposeReply {
+            reply: "no edits here".into(),
+        },
+    );
+    let events = idle(&mut engine).await;
+    assert!(
+        events.iter().any(
+            |e| matches!(e, Event::Error { text } if text.contains("proposed hunks still wait"))
+        ),
+        "the pending proposal is not replaced: {events:#?}"
+    );
+}

@@ -64,12 +64,7 @@ impl Footer {
             ),
             None => "the server reported no usage".to_string(),
         };
-        let warning = match finish {
-            Finish::Stop => None,
-            Finish::Length => Some("the reply hit the model's output limit".to_string()),
-            Finish::CutOff(why) => Some(format!("cut off: {why}; the partial reply is kept")),
-            Finish::Cancelled => Some("interrupted; the partial reply is kept".to_string()),
-        };
+        let warning = finish.incomplete();
         Footer {
             text: format!("{tokens} · ${cost:.4} · session ${session_cost:.4}"),
             warning,

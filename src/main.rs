@@ -108,6 +108,7 @@ fn engine_config(
         map_cache: tern::repomap::CacheLocation::UserCacheDir,
         resume: global.resume,
         purpose: Default::default(),
+        model_chosen: global.model.is_some(),
     }
 }
 

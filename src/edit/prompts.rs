@@ -98,3 +98,56 @@ pub fn commit_message_request(diff: &str) -> Vec<Message> {
         Message::user(format!("```diff\n{sent}{note}```")),
     ]
 }
+
+const UNDONE: &str = include_str!("../../assets/prompts/undone.md");
+
+/// What the model is told after the user undid its commit `id`: the commit's diff
+/// (clipped by the caller) is gone.
+pub fn undone_note(id: &str, summary: &str, diff: &str) -> String {
+    fill(
+        UNDONE.trim_end(),
+        &[("id", id), ("summary", summary), ("diff", diff)],
+    )
+}
+
+/// `template` with each `{name}` replaced by its value, in one pass: a value that
+/// happens to hold `{name}` is left as it is.
+fn fill(template: &str, values: &[(&str, &str)]) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(rest.get(..open).unwrap_or_default());
+        let from = rest.get(open..).unwrap_or_default();
+        let value = from.find('}').and_then(|close| {
+            let name = from.get(1..close)?;
+            let (_, value) = values.iter().find(|(n, _)| *n == name)?;
+            Some((value, close + 1))
+        });
+        match value {
+            Some((value, used)) => {
+                out.push_str(value);
+                rest = from.get(used..).unwrap_or_default();
+            }
+            None => {
+                out.push('{');
+                rest = from.get(1..).unwrap_or_default();
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod fill_tests {
+    use super::fill;
+
+    #[test]
+    fn values_are_put_in_once_and_never_filled_again() {
+        assert_eq!(
+            fill("{a} and {b} {c", &[("a", "{b}"), ("b", "x")]),
+            "{b} and x {c"
+        );
+        assert_eq!(fill("é{a}ü", &[("a", "日本")]), "é日本ü");
+    }
+}

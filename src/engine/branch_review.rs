@@ -6,7 +6,7 @@
 use tokio_util::sync::CancellationToken;
 
 use super::activity::Stream;
-use super::protocol::{ChatMode, Event};
+use super::protocol::{ChatMode, Event, ShownKind};
 use super::{Engine, EventSink, Internal};
 use crate::branch_review::{
     self as review, DiffSource, ReviewOptions, ReviewPlan, Reviewer, SendEvent,
@@ -115,6 +115,8 @@ impl Engine {
                     plan.description
                 )));
                 self.session.history.push(Message::assistant(text.clone()));
+                self.session.show(ShownKind::User, outcome.label);
+                self.session.show(ShownKind::Assistant, text.clone());
                 self.events.send(Event::BranchReviewed {
                     plan: Box::new(plan),
                     replies,
@@ -193,6 +195,7 @@ impl ReviewJob {
         }
         self.events.send(Event::TurnStarted {
             text: label.to_string(),
+            notes: Vec::new(),
             mode: ChatMode::Ask,
         });
         let reviewer = Reviewer {

@@ -12,6 +12,7 @@ use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::persist::SessionWriter;
+use super::protocol::ShownKind;
 use super::turn::TurnKind;
 use super::{ChatMode, Engine, Event, Internal};
 use crate::context::double_buffer::{Action, DoubleBuffer};
@@ -295,6 +296,7 @@ impl Engine {
     fn apply_summary(&mut self, anchor: usize, summary: &str) -> Replaced {
         let replaced =
             history::replace_head(&mut self.session.history, anchor, summary, &self.counter);
+        self.session.show(ShownKind::Summary, summary);
         self.history.summary_at_front = true;
         self.history.summaries += 1;
         self.history.generation += 1;

@@ -48,6 +48,9 @@ pub struct EngineConfig {
     pub map_cache: crate::repomap::CacheLocation,
     /// Continue the session saved for this repository (`persist::path`).
     pub resume: bool,
+    /// The model was chosen for this start (`--model`): a resumed session keeps it
+    /// instead of the one it was saved with.
+    pub model_chosen: bool,
     pub purpose: Purpose,
 }
 
@@ -92,8 +95,8 @@ pub(crate) enum Internal {
     Landed(proposal_review::LandResult),
     MapRefreshed(map::Refreshed),
     Reviewed(branch_review::ReviewOutcome),
-    /// A git command (undo, commit) finished with this message for the user.
-    Git(Result<String, String>),
+    /// A git command (undo, commit) finished.
+    Git(Result<slash::GitDone, String>),
     /// A history summary finished.
     Summary(history::JobDone),
     /// A background job panicked (a bug): the engine stops as if it had panicked itself.
@@ -191,7 +194,7 @@ impl Engine {
             purpose: config.purpose,
         };
         if config.resume && config.purpose == Purpose::Conversation {
-            engine.restore_session()?;
+            engine.restore_session(config.model_chosen)?;
         }
         engine.add_files(&config.editable, FileMode::Editable);
         engine.add_files(&config.read_only, FileMode::ReadOnly);
@@ -204,6 +207,11 @@ impl Engine {
             model: self.model.name.clone(),
             mode: self.session.mode,
         });
+        if !self.session.transcript.is_empty() {
+            self.events.send(Event::Resumed {
+                transcript: self.session.transcript.clone(),
+            });
+        }
         if !self.model.known && !matches!(self.purpose, Purpose::LandReply { .. }) {
             self.warn_unknown_model();
         }
@@ -301,7 +309,13 @@ impl Engine {
             Internal::Git(result) => {
                 self.activity.end_git();
                 match result {
-                    Ok(text) => self.notice(text),
+                    Ok(done) => {
+                        self.notice(done.message);
+                        if let Some(note) = done.note {
+                            self.session.notes_for_next_turn.push(note);
+                            self.save_session();
+                        }
+                    }
                     Err(text) => self.error(text),
                 }
                 self.files_changed();
@@ -356,6 +370,7 @@ impl Engine {
             self.warn_unknown_model();
         }
         self.publish_budget();
+        self.save_session();
     }
 
     fn warn_unknown_model(&self) {
@@ -395,6 +410,7 @@ impl Engine {
         self.publish_files();
         self.publish_budget();
         self.mark_files_outside_chat();
+        self.save_session();
     }
 
     fn publish_budget(&mut self) {

@@ -255,6 +255,25 @@ pub struct MapEdge {
     pub weight: f64,
 }
 
+/// A message of the conversation as the chat showed it, kept with the session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Shown {
+    pub kind: ShownKind,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ShownKind {
+    /// What the user wrote.
+    User,
+    /// What tern told the model with it.
+    Note,
+    Assistant,
+    /// A summary that replaced the earlier conversation in what the model sees.
+    Summary,
+}
+
 /// Why a landing wrote nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -292,9 +311,12 @@ pub enum Event {
         model: String,
         mode: ChatMode,
     },
-    /// A user message was accepted and a request is on its way.
+    /// A user message was accepted and a request is on its way. `text` is what the
+    /// user wrote (empty for tern's own turns, such as a reflection); `notes` are what
+    /// tern tells the model with it (rejected hunks, an undone commit, failed blocks).
     TurnStarted {
         text: String,
+        notes: Vec<String>,
         mode: ChatMode,
     },
     /// Reply text as it streams.
@@ -330,6 +352,11 @@ pub enum Event {
     },
     /// The next request's budget changed.
     Budget(Box<BudgetReport>),
+    /// A resumed session's conversation, as the chat showed it (sent once, after
+    /// `Ready`).
+    Resumed {
+        transcript: Vec<Shown>,
+    },
     /// The chat files changed.
     Files {
         files: Vec<FileEntry>,

@@ -7,7 +7,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::activity::Stream;
 use super::proposal_review::ReplyOrigin;
-use super::protocol::{ChatMode, Event};
+use super::protocol::{ChatMode, Event, ShownKind};
 use super::{Engine, EventSink, Internal};
 use crate::context::BudgetReport;
 use crate::llm::{ChatReply, ChatRequest, LlmClient, LlmError, Message, StreamEvent};
@@ -91,8 +91,17 @@ impl Engine {
             TurnKind::Reflection(_) => Vec::new(),
         };
         self.events.send(Event::Budget(Box::new(report)));
+        let (own, shown_notes) = match kind {
+            TurnKind::User => (text.clone(), notes.clone()),
+            TurnKind::Reflection(_) => (String::new(), vec![text.clone()]),
+        };
+        self.session.show(ShownKind::User, own.clone());
+        for note in &shown_notes {
+            self.session.show(ShownKind::Note, note.clone());
+        }
         self.events.send(Event::TurnStarted {
-            text: sent_text.clone(),
+            text: own,
+            notes: shown_notes,
             mode,
         });
         let cancel = self.activity.stream(Stream::Turn);
@@ -176,6 +185,7 @@ impl Engine {
                 .history
                 .push(Message::assistant(reply.text.clone()));
         }
+        self.session.show(ShownKind::Assistant, reply.text.clone());
         self.events.send(Event::TurnFinished {
             reply: reply.text.clone(),
             finish: reply.finish.clone(),
@@ -271,6 +281,7 @@ mod tests {
             map_cache: crate::repomap::CacheLocation::Disabled,
             resume: false,
             purpose: Default::default(),
+            model_chosen: false,
         };
         let (tx, mut events) = mpsc::unbounded_channel();
         let mut engine = Engine::new(config, EventSink(tx)).unwrap();

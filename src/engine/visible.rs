@@ -8,6 +8,7 @@ use std::borrow::Cow;
 
 use super::protocol::{
     EditFailureView, Event, FileEntry, FileProposalView, HunkView, MapEdge, MapView, ProposalView,
+    Shown,
 };
 use crate::branch_review::{CallReply, FilePlan, ReviewCall, ReviewPlan};
 use crate::context::{BudgetReport, FileRow};
@@ -72,8 +73,21 @@ impl Visible for Event {
                 root.make_visible();
                 model.make_visible();
             }
-            Event::TurnStarted { text, mode: _ }
-            | Event::Delta { text }
+            Event::TurnStarted {
+                text,
+                notes,
+                mode: _,
+            } => {
+                text.make_visible();
+                notes.make_visible();
+            }
+            Event::Resumed { transcript } => {
+                for shown in transcript {
+                    let Shown { kind: _, text } = shown;
+                    text.make_visible();
+                }
+            }
+            Event::Delta { text }
             | Event::Reasoning { text }
             | Event::Crashed { text }
             | Event::Notice { text }

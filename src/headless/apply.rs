@@ -76,6 +76,7 @@ async fn apply(
         read_only: Vec::new(),
         map_cache: crate::repomap::CacheLocation::Disabled,
         resume: false,
+        model_chosen: false,
         purpose: Purpose::LandReply {
             any_file: files.is_empty(),
         },

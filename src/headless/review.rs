@@ -36,6 +36,7 @@ pub async fn run(
         read_only: Vec::new(),
         map_cache: crate::repomap::CacheLocation::Disabled,
         resume: false,
+        model_chosen: false,
         purpose: Purpose::ReviewBranch,
     })?;
     let source = if args.worktree {

@@ -26,7 +26,7 @@ use super::panes::review::{self, ReviewPane};
 use super::panes::{Cx, Effect, Pane, PaneId, help};
 use super::theme::Theme;
 use crate::engine::commands;
-use crate::engine::protocol::ChatMode;
+use crate::engine::protocol::{ChatMode, ShownKind};
 use crate::engine::{Event, Op};
 
 /// How long after the last keystroke the draft is sent for the live `cur` count.
@@ -191,10 +191,17 @@ impl App {
                 self.mode = mode;
                 self.ops.push(Op::ListRepoFiles);
             }
-            Event::TurnStarted { text, .. } => {
+            Event::TurnStarted { text, notes, .. } => {
                 // A reflection turn's message is the engine's, already announced.
-                let user = (!std::mem::take(&mut self.reflecting)).then_some(text.as_str());
-                chat.begin_turn(user, &self.model);
+                if !std::mem::take(&mut self.reflecting) {
+                    if !text.is_empty() {
+                        chat.push(Kind::User, text);
+                    }
+                    for note in notes {
+                        chat.push(Kind::Note, note);
+                    }
+                }
+                chat.begin_turn(None, &self.model);
                 self.streaming = Some(0);
                 self.next_spin = Some(Instant::now() + SPIN_EVERY);
             }
@@ -247,6 +254,28 @@ impl App {
                         .chat
                         .push(Kind::Notice, "your message is back in the input box");
                 }
+            }
+            Event::Resumed { transcript } => {
+                let mut inputs = Vec::new();
+                for shown in transcript {
+                    let kind = match shown.kind {
+                        ShownKind::User => {
+                            inputs.push(shown.text.clone());
+                            Kind::User
+                        }
+                        ShownKind::Note => Kind::Note,
+                        ShownKind::Assistant => Kind::Assistant {
+                            model: self.model.clone(),
+                        },
+                        ShownKind::Summary => Kind::Output {
+                            title: "summary: the model now sees this instead of the conversation above"
+                                .into(),
+                        },
+                    };
+                    chat.push(kind, shown.text);
+                }
+                chat.push(Kind::Notice, "resumed the saved session");
+                self.panes.input.set_history(inputs);
             }
             Event::Budget(report) => self.panes.gauge.set_report(*report),
             Event::Files { files } => {

@@ -85,6 +85,7 @@ pub async fn run(mut settings: Settings) -> anyhow::Result<ExitCode> {
         map_cache: crate::engine::CacheLocation::UserCacheDir,
         resume: false,
         purpose: Default::default(),
+        model_chosen: false,
     };
     let options = Options {
         submit: Some(PROMPT.trim().to_string()),

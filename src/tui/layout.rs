@@ -310,9 +310,10 @@ fn hint(app: &App) -> String {
                 .map_or(String::new(), |b| b.to_string())
         ),
         PaneId::Chat => format!(
-            "{} scroll · {} follow · {} type",
+            "{} scroll · {} follow · {} notes · {} type",
             d(Action::Up),
             d(Action::Bottom),
+            d(Action::ToggleNotes),
             d(Action::FocusInput)
         ),
         PaneId::Files => format!(

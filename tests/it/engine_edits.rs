@@ -115,6 +115,7 @@ fn engine_tuned(
         map_cache: tern::repomap::CacheLocation::Disabled,
         resume,
         purpose: Default::default(),
+        model_chosen: false,
     })
     .unwrap()
 }
@@ -954,4 +955,188 @@ async fn a_given_reply_is_proposed_without_asking_the_model() {
         ),
         "the pending proposal is not replaced: {events:#?}"
     );
+}
+
+/// After `/undo` the model is told which of its edits are gone (the commit's diff),
+/// with the user's next message; the front end gets that note apart from the user's
+/// words.
+#[tokio::test]
+async fn an_undone_commit_is_told_to_the_model_as_a_note() {
+    let server = MockServer::start().await;
+    server.push_for_model("gpt-4o", Reply::text(TWO_EDITS));
+    server.push_for_model("gpt-4o-mini", Reply::text("fix: punctuate the greeting"));
+    server.push_for_model("gpt-4o", Reply::text("Understood."));
+    let repo = repo();
+    let mut engine = engine(&repo, &server);
+    send(
+        &engine,
+        Op::Submit {
+            text: "punctuate".into(),
+        },
+    );
+    idle(&mut engine).await;
+    send(
+        &engine,
+        Op::Submit {
+            text: "/apply all".into(),
+        },
+    );
+    idle(&mut engine).await;
+    send(
+        &engine,
+        Op::Submit {
+            text: "/undo".into(),
+        },
+    );
+    idle(&mut engine).await;
+    assert_eq!(repo.read("src/greet.py"), GREET);
+    send(
+        &engine,
+        Op::Submit {
+            text: "what now?".into(),
+        },
+    );
+    let events = idle(&mut engine).await;
+    let (text, notes) = events
+        .iter()
+        .find_map(|e| match e {
+            Event::TurnStarted { text, notes, .. } => Some((text.clone(), notes.clone())),
+            _ => None,
+        })
+        .expect("the turn started");
+    assert_eq!(text, "what now?");
+    assert_eq!(notes.len(), 1, "{notes:#?}");
+    assert!(notes[0].starts_with("I undid your commit"), "{}", notes[0]);
+    let sent = server
+        .requests()
+        .last()
+        .unwrap()
+        .last_user_text()
+        .unwrap()
+        .to_string();
+    assert!(sent.contains("I undid your commit"), "{sent}");
+    assert!(
+        sent.contains("+    return 'hello, ' + name + '!'"),
+        "the undone diff: {sent}"
+    );
+    assert!(
+        sent.contains("```\n\nwhat now?"),
+        "the user's words follow: {sent}"
+    );
+}
+
+/// `/commit MESSAGE` commits the user's changes with their message.
+#[tokio::test]
+async fn commit_uses_the_message_given() {
+    let server = MockServer::start().await;
+    let repo = repo();
+    repo.write("README.md", "# Greeter\n\nSays hello.\n");
+    let mut engine = engine(&repo, &server);
+    send(
+        &engine,
+        Op::Submit {
+            text: "/commit docs: say what the greeter does".into(),
+        },
+    );
+    idle(&mut engine).await;
+    assert_eq!(
+        repo.git(&["log", "--format=%s", "-1"]).trim(),
+        "docs: say what the greeter does"
+    );
+    send(
+        &engine,
+        Op::Submit {
+            text: "/commit".into(),
+        },
+    );
+    let events = idle(&mut engine).await;
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::Notice { text } if text == "nothing to commit")),
+        "{events:#?}"
+    );
+}
+
+/// `--resume` brings back the session as it was when tern quit, not as of its last
+/// turn: mode, files and their modes, model, and the conversation as the chat showed
+/// it. A model named for the new start wins over the saved one.
+#[tokio::test]
+async fn resume_restores_mode_files_model_and_conversation() {
+    let server = MockServer::start().await;
+    server.push_for_model("gpt-4o", Reply::text("Hi there."));
+    let repo = repo();
+    let mut engine = engine(&repo, &server);
+    send(
+        &engine,
+        Op::Submit {
+            text: "hello".into(),
+        },
+    );
+    idle(&mut engine).await;
+    for text in ["/ask", "/model gpt-4o-mini"] {
+        send(&engine, Op::Submit { text: text.into() });
+    }
+    send(
+        &engine,
+        Op::AddFiles {
+            paths: vec!["README.md".into()],
+            mode: FileMode::ReadOnly,
+        },
+    );
+    send(&engine, Op::Shutdown);
+    until(&mut engine, |e| matches!(e, Event::Exited)).await;
+
+    let mut engine = engine_with(&repo, &server, true);
+    let events = until(&mut engine, |e| matches!(e, Event::Files { .. })).await;
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::Ready { model, mode, .. }
+            if model == "gpt-4o-mini" && *mode == tern::engine::ChatMode::Ask)),
+        "{events:#?}"
+    );
+    let transcript = events
+        .iter()
+        .find_map(|e| match e {
+            Event::Resumed { transcript } => Some(transcript.clone()),
+            _ => None,
+        })
+        .expect("the conversation is sent");
+    let texts: Vec<&str> = transcript.iter().map(|s| s.text.as_str()).collect();
+    assert_eq!(texts, ["hello", "Hi there."]);
+    assert!(
+        events.iter().any(|e| matches!(e, Event::Files { files }
+            if files.iter().any(|f| f.path == "README.md" && f.mode == FileMode::ReadOnly))),
+        "{events:#?}"
+    );
+    send(&engine, Op::Shutdown);
+    until(&mut engine, |e| matches!(e, Event::Exited)).await;
+
+    let root = repo.path().canonicalize().unwrap();
+    let mut engine = tern::engine::spawn(EngineConfig {
+        settings: Settings {
+            api_base: server.base_url(),
+            api_key: Some(ApiKey::new("sk-test")),
+            model: "gpt-4o".into(),
+            ..Settings::default()
+        },
+        cwd: root.clone(),
+        root,
+        record: None,
+        replay: None,
+        editable: vec![],
+        read_only: vec![],
+        map_cache: tern::repomap::CacheLocation::Disabled,
+        resume: true,
+        purpose: Default::default(),
+        model_chosen: true,
+    })
+    .unwrap();
+    let events = until(&mut engine, |e| matches!(e, Event::Ready { .. })).await;
+    assert!(
+        matches!(events.last(), Some(Event::Ready { model, .. }) if model == "gpt-4o"),
+        "{events:#?}"
+    );
+    send(&engine, Op::Shutdown);
 }

@@ -39,6 +39,7 @@ async fn review_reports_its_plan_and_budget_then_streams() {
         map_cache: tern::repomap::CacheLocation::Disabled,
         resume: false,
         purpose: Default::default(),
+        model_chosen: false,
     })
     .unwrap();
     engine

@@ -651,6 +651,8 @@ fn a_resumed_sessions_pending_hunks_are_left_for_review() {
         proposal: Some(proposal.snapshot()),
         proposal_failures: vec![],
         proposal_shell: vec![],
+        notes: vec![],
+        transcript: vec![],
     };
     save(&repo.session_file(), &session, false).unwrap();
     for yes in [true, false] {

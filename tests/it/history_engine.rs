@@ -118,6 +118,7 @@ impl Chat {
             map_cache: tern::repomap::CacheLocation::Disabled,
             resume: false,
             purpose: Default::default(),
+            model_chosen: false,
         })
         .unwrap();
         Chat {

@@ -56,6 +56,7 @@ fn hostile_events() -> Vec<Event> {
         },
         Event::TurnStarted {
             text: evil("question"),
+            notes: vec![],
             mode: tern::engine::protocol::ChatMode::Code,
         },
         Event::Reasoning {

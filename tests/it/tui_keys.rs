@@ -406,6 +406,7 @@ fn a_failed_turn_gives_the_message_back() {
         [
             Event::TurnStarted {
                 text: "explain pricing".into(),
+                notes: vec![],
                 mode: tern::engine::ChatMode::Code,
             },
             Event::TurnFailed {
@@ -658,4 +659,72 @@ fn quitting_with_hunks_to_review_asks_first() {
     press(&mut app, 'y');
     assert!(app.quitting());
     assert!(app.take_ops().contains(&Op::Shutdown));
+}
+
+/// What tern tells the model with a message (here, rejected hunks) is not shown as the
+/// user's words: a dimmed one-line note under them, shown in full with `n`.
+#[test]
+fn notes_to_the_model_are_set_apart_and_expand() {
+    let mut app = started();
+    feed(
+        &mut app,
+        [Event::TurnStarted {
+            text: "what now?".into(),
+            notes: vec!["I did not apply these hunks:\n-    old line\n+    fresh code".into()],
+            mode: tern::engine::ChatMode::Code,
+        }],
+    );
+    let text = screen(&mut app, 80, 24);
+    assert!(text.contains("▌ what now?"), "{text}");
+    assert!(
+        text.contains("↳ note to the model: I did not apply these hunks: (+2 lines)"),
+        "{text}"
+    );
+    assert!(!text.contains("fresh code"), "collapsed: {text}");
+    focus(&mut app, PaneId::Chat);
+    press(&mut app, 'n');
+    let text = screen(&mut app, 80, 24);
+    assert!(text.contains("+    fresh code"), "expanded: {text}");
+    press(&mut app, 'n');
+    assert!(!screen(&mut app, 80, 24).contains("fresh code"));
+}
+
+/// A resumed session shows its conversation (a summary marked as such) and Up walks
+/// the user's earlier messages.
+#[test]
+fn a_resumed_conversation_is_shown_and_up_recalls_its_messages() {
+    use tern::engine::protocol::{Shown, ShownKind};
+    let mut app = started();
+    let shown = |kind, text: &str| Shown {
+        kind,
+        text: text.into(),
+    };
+    feed(
+        &mut app,
+        [Event::Resumed {
+            transcript: vec![
+                shown(ShownKind::User, "why is pricing slow?"),
+                shown(ShownKind::Assistant, "It recomputes taxes per item."),
+                shown(ShownKind::Summary, "We looked at pricing."),
+                shown(ShownKind::User, "cache the tax table"),
+                shown(ShownKind::Assistant, "Done in pricing.py."),
+            ],
+        }],
+    );
+    let text = screen(&mut app, 160, 48);
+    for expected in [
+        "why is pricing slow?",
+        "It recomputes taxes per item.",
+        "summary: the model now sees this instead",
+        "We looked at pricing.",
+        "Done in pricing.py.",
+        "resumed the saved session",
+    ] {
+        assert!(text.contains(expected), "{expected}: {text}");
+    }
+    focus(&mut app, PaneId::Input);
+    app.handle_terminal(key(KeyCode::Up));
+    assert_eq!(app.panes().input.text(), "cache the tax table");
+    app.handle_terminal(key(KeyCode::Up));
+    assert_eq!(app.panes().input.text(), "why is pricing slow?");
 }

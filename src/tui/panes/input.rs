@@ -149,6 +149,12 @@ impl InputPane {
         cx.send(Op::Submit { text });
     }
 
+    /// Earlier messages for Up to walk (a resumed session's), oldest first.
+    pub fn set_history(&mut self, history: Vec<String>) {
+        self.history = history;
+        self.browsing = None;
+    }
+
     fn history_prev(&mut self) {
         if self.history.is_empty() {
             return;

@@ -319,6 +319,7 @@ pub fn session_start() -> Vec<Event> {
 pub fn turn(question: &str, reply: &str, chunk: usize) -> Vec<Event> {
     let mut events = vec![Event::TurnStarted {
         text: question.into(),
+        notes: vec![],
         mode: ChatMode::Code,
     }];
     let mut rest = reply;

@@ -322,6 +322,14 @@ impl Engine {
         self.publish_history();
     }
 
+    /// A resumed history is held to its budget like any other: one already over it is
+    /// summarized (or checkpointed) now, so the next request waits for that rather
+    /// than carrying all of it.
+    pub(super) fn resumed_history(&mut self) {
+        self.step_history();
+        self.publish_history();
+    }
+
     fn step_history(&mut self) {
         let budget = self.history_budget();
         let action =

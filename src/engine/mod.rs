@@ -151,6 +151,8 @@ pub(crate) struct Engine {
     /// Set by `/quit`.
     quit: bool,
     purpose: Purpose,
+    /// Started from a saved session (`--resume`).
+    resumed: bool,
     history: history::HistoryState,
 }
 
@@ -192,9 +194,11 @@ impl Engine {
             internal_rx,
             quit: false,
             purpose: config.purpose,
+            resumed: false,
         };
         if config.resume && config.purpose == Purpose::Conversation {
             engine.restore_session(config.model_chosen)?;
+            engine.resumed = true;
         }
         engine.add_files(&config.editable, FileMode::Editable);
         engine.add_files(&config.read_only, FileMode::ReadOnly);
@@ -218,6 +222,9 @@ impl Engine {
         if self.purpose == Purpose::Conversation {
             self.mention_old_session();
             self.start_map();
+            if self.resumed {
+                self.resumed_history();
+            }
         } else {
             self.map.state = map::MapState::Unavailable;
         }

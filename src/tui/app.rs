@@ -728,6 +728,7 @@ impl App {
         let lines = help::lines(
             &pane.title(),
             pane.actions(),
+            pane.legend(),
             self.focus == PaneId::Input,
             &self.keymap,
             &self.theme,

@@ -1140,3 +1140,73 @@ async fn resume_restores_mode_files_model_and_conversation() {
     );
     send(&engine, Op::Shutdown);
 }
+
+/// The notes owed to the model (here, the hunks of a discarded proposal) go with the
+/// next message, so the gauge counts them before anything is typed, and `/tokens`
+/// (which itself sends nothing) says the same.
+#[tokio::test]
+async fn the_gauge_and_tokens_count_the_notes_owed_to_the_model_alike() {
+    let server = MockServer::start().await;
+    server.push_for_model("gpt-4o", Reply::text(TWO_EDITS));
+    let repo = repo();
+    let mut engine = engine(&repo, &server);
+    send(
+        &engine,
+        Op::Submit {
+            text: "punctuate".into(),
+        },
+    );
+    idle(&mut engine).await;
+    send(
+        &engine,
+        Op::Submit {
+            text: "/discard".into(),
+        },
+    );
+    let events = idle(&mut engine).await;
+    let current = |report: &tern::context::BudgetReport| {
+        report
+            .sections
+            .iter()
+            .find(|s| s.section == tern::context::Section::Cur)
+            .map_or(0, |s| s.tokens)
+    };
+    let gauge = events
+        .iter()
+        .rev()
+        .find_map(|e| match e {
+            Event::Budget(report) => Some(current(report)),
+            _ => None,
+        })
+        .expect("a budget after the discard");
+    assert!(gauge > 20, "the note is counted: {gauge}");
+    send(
+        &engine,
+        Op::Draft {
+            text: "/tokens".into(),
+        },
+    );
+    send(
+        &engine,
+        Op::Submit {
+            text: "/tokens".into(),
+        },
+    );
+    let events = until(&mut engine, |e| matches!(e, Event::Output { .. })).await;
+    let drafted = events
+        .iter()
+        .find_map(|e| match e {
+            Event::Budget(report) => Some(current(report)),
+            _ => None,
+        })
+        .expect("the draft's budget");
+    assert_eq!(drafted, gauge, "a command adds nothing to the message");
+    let Some(Event::Output { text, .. }) = events.last() else {
+        unreachable!()
+    };
+    assert!(
+        text.lines()
+            .any(|l| l.contains("current") && l.trim_start().starts_with(&gauge.to_string())),
+        "{text}"
+    );
+}

@@ -728,3 +728,27 @@ fn a_resumed_conversation_is_shown_and_up_recalls_its_messages() {
     app.handle_terminal(key(KeyCode::Up));
     assert_eq!(app.panes().input.text(), "why is pricing slow?");
 }
+
+/// The bar is proportional: 0.7% of the window (five small sections) is part of one
+/// cell, never a run of full cells; `?` on the Budget pane explains its marks.
+#[test]
+fn the_budget_bar_is_proportional_and_its_marks_are_explained() {
+    let mut app = started();
+    let text = screen(&mut app, 160, 48);
+    let bar = text
+        .lines()
+        .find(|l| l.contains('░') && l.contains('▒'))
+        .expect("the bar");
+    let used: Vec<char> = bar.chars().filter(|c| "█▉▊▋▌▍▎▏".contains(*c)).collect();
+    assert_eq!(used.len(), 1, "{bar}");
+    assert_ne!(used[0], '█', "0.7% of 37 cells is less than a cell: {bar}");
+    assert!(
+        text.contains("▔ fill · ╵ 60%/85% · ░ free · ▒ reply"),
+        "{text}"
+    );
+    focus(&mut app, PaneId::Gauge);
+    press(&mut app, '?');
+    let help = screen(&mut app, 160, 48);
+    assert!(help.contains("reserved for the reply"), "{help}");
+    assert!(help.contains("the 60% and 85% marks"), "{help}");
+}

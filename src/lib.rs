@@ -16,6 +16,7 @@ pub mod engine;
 pub mod git;
 pub mod headless;
 pub mod llm;
+pub mod prompts;
 pub mod repomap;
 pub mod terminal_text;
 pub mod tokens;

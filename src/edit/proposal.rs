@@ -804,13 +804,8 @@ impl Proposal {
             let diff = super::render::unified_diff(file, |h| h.decision != Decision::Accept, false);
             body.push_str(&diff);
         }
-        (!body.is_empty()).then(|| {
-            format!(
-                "The user reviewed your edits and did not accept these hunks, so they were not \
-                 applied; the files do not contain them. Do not propose them again unless asked.\n\n\
-                 ```diff\n{body}```\n"
-            )
-        })
+        (!body.is_empty())
+            .then(|| format!("{}\n\n```diff\n{body}```\n", crate::prompts::REJECTED_HUNKS))
     }
 }
 

@@ -15,6 +15,7 @@ pub mod edit_format;
 pub mod engine;
 pub mod git;
 pub mod headless;
+pub mod languages;
 pub mod llm;
 pub mod prompts;
 pub mod repomap;

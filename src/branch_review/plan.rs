@@ -578,7 +578,8 @@ fn list_item(f: &FileChange, reason: OmitReason) -> String {
     }
 }
 
-/// Rank of each language: most changed files first (ties by name), `Other` last.
+/// Rank of each language: most changed files first (ties in `Language` order), `Other`
+/// last.
 fn language_ranks(langs: &[Language]) -> HashMap<Language, usize> {
     let mut counts: HashMap<Language, usize> = HashMap::new();
     for &l in langs {

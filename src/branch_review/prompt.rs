@@ -2,7 +2,7 @@
 //! the head of the user message, the titles of the lists of files not shown, and the
 //! merge of a multi-call review's replies into one.
 
-use super::plan::PlanMode;
+use super::mode::PlanMode;
 use crate::prompts;
 
 /// Titles of the lists appended after the diff; the system prompt explains them.

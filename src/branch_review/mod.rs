@@ -12,6 +12,7 @@ mod change;
 mod clip;
 mod extend;
 mod lang;
+mod mode;
 mod plan;
 mod prompt;
 mod render;
@@ -26,8 +27,9 @@ pub use change::{
 pub use clip::{TRUNCATED, clip_to_tokens};
 pub use extend::{ContextOptions, MAX_CONTEXT, extend};
 pub use lang::{Language, Noise, is_header};
+pub use mode::PlanMode;
 pub use plan::{
-    FilePlan, OUTPUT_BUFFER_HARD, OUTPUT_BUFFER_SOFT, OmitReason, Outcome, PlanMode, ReviewCall,
+    FilePlan, OUTPUT_BUFFER_HARD, OUTPUT_BUFFER_SOFT, OmitReason, Outcome, ReviewCall,
     ReviewOptions, ReviewPlan, plan,
 };
 pub use prompt::{ADDED_TITLE, DELETED_TITLE, MODIFIED_TITLE, merge_replies, system_prompt};

@@ -5,7 +5,8 @@ use std::fmt::Write;
 
 use similar::DiffOp;
 
-use super::proposal::{FileProposal, Hunk};
+use super::hunks::{CONTEXT, Decision, Hunk};
+use super::proposal::{FileProposal, Proposal};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -42,6 +43,20 @@ impl FileProposal {
         (0..self.hunks().len())
             .map(|i| sides.hunk(self, i, context))
             .collect()
+    }
+}
+
+impl Proposal {
+    /// For the model's next turn: the hunks the user rejected (or left undecided) and
+    /// so were not applied. None when every hunk was accepted.
+    pub fn rejected_summary(&self) -> Option<String> {
+        let mut body = String::new();
+        for file in self.files() {
+            let diff = unified_diff(file, |h| h.decision != Decision::Accept, false);
+            body.push_str(&diff);
+        }
+        (!body.is_empty())
+            .then(|| format!("{}\n\n```diff\n{body}```\n", crate::prompts::REJECTED_HUNKS))
     }
 }
 
@@ -130,7 +145,7 @@ pub fn unified_diff(file: &FileProposal, show: impl Fn(&Hunk) -> bool, color: bo
             label: hunk.id.to_string(),
             old_start: hunk.old.start,
             new_start: hunk.new.start,
-            lines: sides.hunk(file, index, super::proposal::CONTEXT),
+            lines: sides.hunk(file, index, CONTEXT),
         });
     let path = file.path().display().to_string();
     let mut out = String::new();

@@ -110,10 +110,11 @@ impl Engine {
                 self.record_cost(&usage, reported);
                 // The review stays in the conversation, so follow-up questions work;
                 // the diff itself does not (it would crowd the history).
-                self.session.history.push(Message::user(format!(
-                    "Review the changes: {}",
-                    plan.description
-                )));
+                self.session
+                    .history
+                    .push(Message::user(crate::prompts::review_history(
+                        &plan.description,
+                    )));
                 self.session.history.push(Message::assistant(text.clone()));
                 self.session.show(ShownKind::User, outcome.label);
                 self.session.show(ShownKind::Assistant, text.clone());

@@ -12,7 +12,7 @@ use super::protocol::{
     ChatMode, Decision, DiffLine, EditFailureView, Event, FileChange, FileMode, FileProposalView,
     HunkView, Ignored, NearLines, NotApplied, ProposalView, ReviewOp,
 };
-use super::turn::TurnKind;
+use super::turn::{ReplyOrigin, TurnKind};
 use super::{Engine, Internal, Purpose};
 use crate::config::Settings;
 use crate::edit::{self, ApplyOutcome, EditError, FileSet, HunkId, Proposal, Select, Workspace};
@@ -40,18 +40,6 @@ pub(super) struct SavedPending {
     pub proposal: edit::ProposalSnapshot,
     pub failures: Vec<EditFailureView>,
     pub shell: Vec<String>,
-}
-
-/// Who wrote a reply whose edits are proposed, which decides whether its failed blocks
-/// go back to the model.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum ReplyOrigin {
-    /// The model, in full: failed blocks are reflected.
-    Model,
-    /// The model, interrupted by the user: Esc is final, nothing is reflected.
-    Interrupted,
-    /// Someone else (`Op::ProposeReply`): there is no model to reflect to.
-    Given,
 }
 
 /// A landing, handed back to the loop with the pending edits it took.

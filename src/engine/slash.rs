@@ -188,10 +188,10 @@ impl GitDone {
 /// it does not build on edits that are no longer there.
 fn undo_note(repo: &git2::Repository, undone: &crate::git::Undone) -> String {
     let diff = crate::git::commit_diff(repo, undone.commit).unwrap_or_default();
-    crate::edit::prompts::undone_note(
-        &crate::git::short_id(undone.commit),
-        &undone.summary,
-        &clip_lines(&diff, UNDO_NOTE_LINES),
+    format!(
+        "{}\n\n```diff\n{}```",
+        crate::prompts::undone(&crate::git::short_id(undone.commit), &undone.summary),
+        clip_lines(&diff, UNDO_NOTE_LINES)
     )
 }
 

@@ -6,7 +6,6 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::activity::Stream;
-use super::proposal_review::ReplyOrigin;
 use super::protocol::{ChatMode, Event, ShownKind};
 use super::{Engine, EventSink, Internal};
 use crate::context::BudgetReport;
@@ -19,6 +18,18 @@ pub(crate) enum TurnKind {
     User,
     /// Failed edit blocks sent back to the model (the n-th time this user turn).
     Reflection(usize),
+}
+
+/// Who wrote a reply whose edits are proposed, which decides whether its failed blocks
+/// go back to the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ReplyOrigin {
+    /// The model, in full: failed blocks are reflected.
+    Model,
+    /// The model, interrupted by the user: Esc is final, nothing is reflected.
+    Interrupted,
+    /// Someone else (`Op::ProposeReply`): there is no model to reflect to.
+    Given,
 }
 
 /// What the loop needs back to record the turn.

@@ -9,13 +9,10 @@ use crossterm::event::{
     Event as TermEvent, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEvent,
     MouseEventKind,
 };
-use ratatui::Frame;
-use ratatui::buffer::Buffer;
 use ratatui::layout::{Position, Rect};
 use ratatui::text::Line;
 
 use super::keymap::{Action, Keymap};
-use super::layout;
 use super::panes::chat::{ChatPane, Footer, Kind};
 use super::panes::files::FilesPane;
 use super::panes::gauge::GaugePane;
@@ -71,7 +68,7 @@ impl Panes {
     }
 }
 
-enum Overlay {
+pub(crate) enum Overlay {
     /// The help lines and how far they are scrolled.
     Help(Vec<Line<'static>>, usize),
     Picker(Picker),
@@ -90,7 +87,7 @@ pub struct App {
     pub(crate) keymap: Keymap,
     pub(crate) panes: Panes,
     pub(crate) focus: PaneId,
-    overlay: Option<Overlay>,
+    pub(crate) overlay: Option<Overlay>,
     pub(crate) root: String,
     pub(crate) model: String,
     pub(crate) mode: ChatMode,
@@ -774,40 +771,6 @@ impl App {
             }
             _ => {}
         }
-    }
-
-    /// Draws the whole screen.
-    pub fn draw(&mut self, frame: &mut Frame<'_>) {
-        let area = frame.area();
-        let cursor = self.draw_buffer(area, frame.buffer_mut());
-        if let Some(position) = cursor {
-            frame.set_cursor_position(position);
-        }
-    }
-
-    /// Draws into `buf` and returns where the cursor goes.
-    pub fn draw_buffer(&mut self, area: Rect, buf: &mut Buffer) -> Option<Position> {
-        self.hits = Hits::default();
-        buf.set_style(area, self.theme.text());
-        layout::draw(self, area, buf);
-        match &mut self.overlay {
-            Some(Overlay::Help(lines, scroll)) => {
-                *scroll = help::render(lines, *scroll, area, buf, &self.theme);
-                None
-            }
-            Some(Overlay::Picker(picker)) => {
-                picker.render(area, buf, &self.keymap, &self.theme);
-                picker.cursor()
-            }
-            None if self.focus == PaneId::Input => self.panes.input.cursor(),
-            None => None,
-        }
-    }
-
-    /// Draws one pane alone into `area` (with its border), as it looks when focused.
-    pub fn draw_pane(&mut self, id: PaneId, area: Rect, buf: &mut Buffer) {
-        buf.set_style(area, self.theme.text());
-        layout::pane(self, id, area, buf, true);
     }
 }
 

@@ -752,3 +752,33 @@ fn the_budget_bar_is_proportional_and_its_marks_are_explained() {
     assert!(help.contains("reserved for the reply"), "{help}");
     assert!(help.contains("the 60% and 85% marks"), "{help}");
 }
+
+/// However a proposal ends (here `/discard` typed in the input), the empty proposal
+/// clears the Review pane and its tab badge at once.
+#[test]
+fn an_ended_proposal_clears_the_pane_and_the_badge() {
+    let mut app = started();
+    feed(
+        &mut app,
+        [Event::Proposal(Box::new(proposal())), Event::Idle],
+    );
+    assert!(screen(&mut app, 80, 24).contains(" Review 4 "));
+    feed(
+        &mut app,
+        [
+            Event::Proposal(Box::default()),
+            Event::Notice {
+                text: "discarded the proposed edits; nothing was written".into(),
+            },
+            Event::Idle,
+        ],
+    );
+    let text = screen(&mut app, 80, 24);
+    assert!(!text.contains(" Review 4 "), "{text}");
+    focus(&mut app, PaneId::Review);
+    assert!(
+        screen(&mut app, 80, 24).contains("No edits to review"),
+        "{}",
+        screen(&mut app, 80, 24)
+    );
+}

@@ -259,7 +259,7 @@ fn review_keys_for_files_all_reset_discard_and_back() {
         "nothing accepted: Enter applies nothing"
     );
     press(&mut app, 'a');
-    press(&mut app, 'l');
+    press(&mut app, ']');
     press(&mut app, 'n');
     press(&mut app, 'A');
     press(&mut app, 'r');
@@ -781,4 +781,40 @@ fn an_ended_proposal_clears_the_pane_and_the_badge() {
         "{}",
         screen(&mut app, 80, 24)
     );
+}
+
+/// A line longer than the Review pane is cut with a visible `›`; `l` scrolls it
+/// sideways (marked `‹`) so its end can be read, `h` scrolls back.
+#[test]
+fn long_lines_in_review_scroll_sideways_with_cut_markers() {
+    let mut app = started();
+    let mut view = proposal();
+    let long = format!(
+        "    total = {}  # END_OF_LINE",
+        "price * quantity + ".repeat(6)
+    );
+    view.files[0].hunks[0].lines[0].text = long;
+    feed(&mut app, [Event::Proposal(Box::new(view)), Event::Idle]);
+    focus(&mut app, PaneId::Review);
+    let text = screen(&mut app, 80, 24);
+    let row = text
+        .lines()
+        .find(|l| l.contains("total = price"))
+        .expect("the long line")
+        .to_string();
+    assert!(!row.contains("END_OF_LINE"), "{row}");
+    assert!(
+        row.trim_end_matches(['"', '┃', '│', ' ']).ends_with('›'),
+        "{row}"
+    );
+    for _ in 0..10 {
+        press(&mut app, 'l');
+    }
+    let text = screen(&mut app, 80, 24);
+    assert!(text.contains("END_OF_LINE"), "{text}");
+    assert!(text.contains('‹'), "{text}");
+    for _ in 0..10 {
+        press(&mut app, 'h');
+    }
+    assert!(screen(&mut app, 80, 24).contains("total = price"));
 }

@@ -1258,3 +1258,30 @@ async fn a_proposal_left_for_a_new_request_ends_visibly_and_is_told() {
         "the model hears which hunks were not applied: {notes:#?}"
     );
 }
+
+/// `/show` shows the commit tern just made: its message and its diff.
+#[tokio::test]
+async fn show_shows_the_commit_tern_just_made() {
+    let server = MockServer::start().await;
+    server.push_for_model("gpt-4o", Reply::text(TWO_EDITS));
+    server.push_for_model("gpt-4o-mini", Reply::text("fix: punctuate the greeting"));
+    let repo = repo();
+    let mut engine = engine(&repo, &server);
+    for text in ["punctuate", "/apply all", "/show"] {
+        send(&engine, Op::Submit { text: text.into() });
+        if text != "/show" {
+            idle(&mut engine).await;
+        }
+    }
+    let events = until(&mut engine, |e| matches!(e, Event::Output { .. })).await;
+    let Some(Event::Output { title, text }) = events.last() else {
+        unreachable!()
+    };
+    let head = repo.git(&["rev-parse", "--short=7", "HEAD"]);
+    assert_eq!(title, &format!("commit {}", head.trim()));
+    assert!(text.contains("fix: punctuate the greeting"), "{text}");
+    assert!(
+        text.contains("+    return 'hello, ' + name + '!'"),
+        "{text}"
+    );
+}

@@ -818,3 +818,22 @@ fn long_lines_in_review_scroll_sideways_with_cut_markers() {
     }
     assert!(screen(&mut app, 80, 24).contains("total = price"));
 }
+
+/// `/diff` and `/show` output is coloured like the review: added lines in the added
+/// colour, removed in the removed colour.
+#[test]
+fn diff_output_in_the_chat_is_coloured() {
+    let mut app = started();
+    feed(
+        &mut app,
+        [Event::Output {
+            title: "commit 3f2a9c1".into(),
+            text: "Author: t <t@x>\n\nfix: stock\n\n--- a/s.py\n+++ b/s.py\n@@ -1 +1 @@\n-old_line_here\n+new_line_here\n".into(),
+        }],
+    );
+    let buf = screen_buffer(&mut app, 160, 48);
+    let theme = tern::tui::theme::Theme::default_theme();
+    assert_eq!(color_of(&buf, "+new_line_here"), Some(theme.c.added));
+    assert_eq!(color_of(&buf, "-old_line_here"), Some(theme.c.removed));
+    assert_ne!(color_of(&buf, "fix: stock"), Some(theme.c.added));
+}

@@ -168,6 +168,10 @@ pub fn review_history(description: &str) -> String {
     fill(text!("review-history.md"), &[("description", description)])
 }
 
+/// Leads the reasons the user gave for rejecting hunks, one `- hunk ID: reason` line
+/// each, after the rejected hunks.
+pub const REJECTED_REASONS: &str = text!("rejected-reasons.md");
+
 // Git (`engine::slash`).
 
 /// What the model is told after the user undid its commit `id`; the commit's diff

@@ -10,6 +10,7 @@ pub enum Command {
     Ask,
     Code,
     Apply,
+    Reject,
     Discard,
     Diff,
     Show,
@@ -38,13 +39,14 @@ pub struct CommandSpec {
 
 impl Command {
     /// Every command, in the order `/help` lists them.
-    pub const ALL: [Command; 21] = [
+    pub const ALL: [Command; 22] = [
         Command::Add,
         Command::ReadOnly,
         Command::Drop,
         Command::Ask,
         Command::Code,
         Command::Apply,
+        Command::Reject,
         Command::Discard,
         Command::Diff,
         Command::Show,
@@ -72,6 +74,7 @@ impl Command {
             Command::Ask => ("ask", "[QUESTION]", "ask without editing; alone, switch to ask mode"),
             Command::Code => ("code", "[REQUEST]", "ask for edits; alone, switch to code mode"),
             Command::Apply => ("apply", "[all]", "write the accepted hunks and commit them (all: accept every hunk first)"),
+            Command::Reject => ("reject", "HUNK [REASON]", "reject a proposed hunk; the reason goes to the model with it"),
             Command::Discard => ("discard", "", "forget the proposed edits; nothing is written"),
             Command::Diff => ("diff", "", "show the proposed edits, or else the uncommitted changes"),
             Command::Show => ("show", "[REV]", "show a commit (the last one: what tern just committed)"),

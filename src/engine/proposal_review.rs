@@ -32,6 +32,38 @@ pub(crate) struct Pending {
     shell: Vec<String>,
     /// Gitignored new files the user confirmed by applying a second time.
     confirm_ignored: Vec<PathBuf>,
+    /// Why the user rejected hunks (`/reject ID REASON`), by hunk id; told to the model
+    /// for the hunks still rejected when the proposal ends.
+    reasons: Vec<(String, String)>,
+}
+
+impl Pending {
+    /// What the model is told about the hunks not applied, with the user's reasons.
+    fn rejected_note(&self) -> Option<String> {
+        let summary = self.proposal.rejected_summary()?;
+        let rejected: Vec<String> = self
+            .proposal
+            .files()
+            .iter()
+            .flat_map(|f| f.hunks())
+            .filter(|h| h.decision == Decision::Reject)
+            .map(|h| h.id.to_string())
+            .collect();
+        let reasons: Vec<String> = self
+            .reasons
+            .iter()
+            .filter(|(id, _)| rejected.contains(id))
+            .map(|(id, why)| format!("- hunk {id}: {why}"))
+            .collect();
+        Some(match reasons.is_empty() {
+            true => summary,
+            false => format!(
+                "{summary}\n{}\n{}\n",
+                crate::prompts::REJECTED_REASONS,
+                reasons.join("\n")
+            ),
+        })
+    }
 }
 
 /// The pending edits as the session file keeps them.
@@ -88,6 +120,7 @@ impl Engine {
             failures: Vec::new(),
             shell: Vec::new(),
             confirm_ignored: Vec::new(),
+            reasons: Vec::new(),
         });
         let report = pending.proposal.add_reply(&ws, reply, format, &files);
         let blocks = report.blocks;
@@ -295,6 +328,7 @@ impl Engine {
             failures: shown,
             shell,
             confirm_ignored: Vec::new(),
+            reasons: Vec::new(),
         });
         self.mark_files_outside_chat();
     }
@@ -345,10 +379,39 @@ impl Engine {
             return;
         };
         let _ = pending.proposal.decide(Select::All, Decision::Reject);
-        if let Some(summary) = pending.proposal.rejected_summary() {
-            self.session.notes_for_next_turn.push(summary);
+        if let Some(note) = pending.rejected_note() {
+            self.session.notes_for_next_turn.push(note);
         }
         self.publish_proposal();
+    }
+
+    /// `/reject ID [REASON]`: rejects a hunk; the reason goes to the model with it.
+    pub(super) fn reject_with_reason(&mut self, args: &str) {
+        let (id, reason) = args
+            .trim()
+            .split_once(char::is_whitespace)
+            .unwrap_or((args.trim(), ""));
+        self.review(ReviewOp::Hunk {
+            id: id.to_string(),
+            decision: Decision::Reject,
+        });
+        let decided = self.pending.as_ref().is_some_and(|p| {
+            p.proposal
+                .files()
+                .iter()
+                .flat_map(|f| f.hunks())
+                .any(|h| h.id.to_string() == id && h.decision == Decision::Reject)
+        });
+        let reason = reason.trim();
+        if let Some(pending) = self
+            .pending
+            .as_mut()
+            .filter(|_| decided && !reason.is_empty())
+        {
+            pending.reasons.retain(|(hunk, _)| hunk != id);
+            pending.reasons.push((id.to_string(), reason.to_string()));
+            self.notice(format!("rejected hunk {id}; the model will be told why"));
+        }
     }
 
     /// Writes the accepted hunks and commits them, on a blocking thread (hooks may take
@@ -534,8 +597,8 @@ impl Engine {
             return left;
         }
         let pending = self.pending.take().expect("checked above");
-        if let Some(summary) = pending.proposal.rejected_summary() {
-            self.session.notes_for_next_turn.push(summary);
+        if let Some(note) = pending.rejected_note() {
+            self.session.notes_for_next_turn.push(note);
         }
         self.publish_proposal();
         left

@@ -52,6 +52,7 @@ impl Engine {
                 }
                 self.review(ReviewOp::Apply);
             }
+            Command::Reject => self.reject_with_reason(&args),
             Command::Discard => self.discard(),
             Command::Diff => self.show_diff(),
             Command::Show => self.show_commit(&args),

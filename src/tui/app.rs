@@ -507,6 +507,10 @@ impl App {
                 Effect::Focus(id) => self.set_focus(id),
                 Effect::OpenPicker => self.open_picker(),
                 Effect::Flash(text) => self.flash(text),
+                Effect::Compose(text) => {
+                    self.panes.input.set_text(&text);
+                    self.set_focus(PaneId::Input);
+                }
             }
         }
         result

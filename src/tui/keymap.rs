@@ -52,6 +52,7 @@ pub enum Action {
     ToggleNotes,
     ScrollLeft,
     ScrollRight,
+    RejectWithReason,
 }
 
 /// An action's config name, default keys and the line `?` shows for it.
@@ -223,6 +224,12 @@ pub const ACTIONS: &[ActionSpec] = &[
         "toggle_file_rows",
         "f",
         "show or hide the per-file rows",
+    ),
+    spec(
+        Action::RejectWithReason,
+        "reject_with_reason",
+        "N",
+        "reject the hunk and tell the model why (type the reason, Enter)",
     ),
     spec(
         Action::ScrollLeft,

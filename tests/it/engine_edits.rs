@@ -1285,3 +1285,54 @@ async fn show_shows_the_commit_tern_just_made() {
         "{text}"
     );
 }
+
+/// `/reject ID REASON` (the Review pane's `N`) rejects a hunk and the model hears why,
+/// with the hunk, in the next message.
+#[tokio::test]
+async fn a_reason_given_for_a_rejected_hunk_reaches_the_model() {
+    let server = MockServer::start().await;
+    server.push_for_model("gpt-4o", Reply::text(TWO_EDITS));
+    server.push_for_model("gpt-4o-mini", Reply::text("fix: punctuate the greeting"));
+    server.push_for_model("gpt-4o", Reply::text("Understood."));
+    let repo = repo();
+    let mut engine = engine(&repo, &server);
+    send(
+        &engine,
+        Op::Submit {
+            text: "punctuate".into(),
+        },
+    );
+    let view = last_proposal(&idle(&mut engine).await);
+    let hunks = &view.files[0].hunks;
+    let (keep, drop) = (hunks[0].id.clone(), hunks[1].id.clone());
+    send(
+        &engine,
+        Op::Submit {
+            text: format!("/reject {drop} waving is the wrong verb here"),
+        },
+    );
+    send(
+        &engine,
+        Op::Review(ReviewOp::Hunk {
+            id: keep,
+            decision: Decision::Accept,
+        }),
+    );
+    send(&engine, Op::Review(ReviewOp::Apply));
+    until(&mut engine, |e| matches!(e, Event::Applied { .. })).await;
+    idle(&mut engine).await;
+    send(&engine, Op::Submit { text: "ok".into() });
+    idle(&mut engine).await;
+    let told = server
+        .requests()
+        .last()
+        .unwrap()
+        .last_user_text()
+        .unwrap()
+        .to_string();
+    assert!(told.contains("did not accept these hunks"), "{told}");
+    assert!(
+        told.contains(&format!("- hunk {drop}: waving is the wrong verb here")),
+        "{told}"
+    );
+}

@@ -837,3 +837,27 @@ fn diff_output_in_the_chat_is_coloured() {
     assert_eq!(color_of(&buf, "-old_line_here"), Some(theme.c.removed));
     assert_ne!(color_of(&buf, "fix: stock"), Some(theme.c.added));
 }
+
+/// `N` in the Review pane starts `/reject ID ` in the message box, for the reason.
+#[test]
+fn shift_n_asks_for_the_reason_of_a_rejection() {
+    let mut app = started();
+    feed(
+        &mut app,
+        [Event::Proposal(Box::new(proposal())), Event::Idle],
+    );
+    focus(&mut app, PaneId::Review);
+    press(&mut app, 'N');
+    assert_eq!(app.focus(), PaneId::Input);
+    assert_eq!(
+        app.panes().input.text(),
+        format!("/reject {} ", hunk_ids()[0])
+    );
+    type_text(&mut app, "too clever\n");
+    assert_eq!(
+        app.take_ops().last(),
+        Some(&Op::Submit {
+            text: format!("/reject {} too clever", hunk_ids()[0])
+        })
+    );
+}

@@ -383,6 +383,7 @@ impl InputPane {
                     Command::Ask
                     | Command::Code
                     | Command::Apply
+                    | Command::Reject
                     | Command::Discard
                     | Command::Diff
                     | Command::Show

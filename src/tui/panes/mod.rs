@@ -49,6 +49,8 @@ pub enum Effect {
     OpenPicker,
     /// A short message in the status line.
     Flash(String),
+    /// Put this text in the message box and focus it, for the user to finish.
+    Compose(String),
 }
 
 /// What a pane may touch while it handles a key.

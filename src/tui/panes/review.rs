@@ -799,6 +799,7 @@ impl Pane for ReviewPane {
             Action::Down,
             Action::Accept,
             Action::Reject,
+            Action::RejectWithReason,
             Action::AcceptFile,
             Action::AcceptAll,
             Action::Reset,
@@ -852,6 +853,11 @@ impl Pane for ReviewPane {
             }
             Action::Accept => self.decide_hunk(Decision::Accept, cx),
             Action::Reject => self.decide_hunk(Decision::Reject, cx),
+            Action::RejectWithReason => {
+                if let Some(id) = self.current_hunk().map(|h| h.id.clone()) {
+                    cx.effect(Effect::Compose(format!("/reject {id} ")));
+                }
+            }
             Action::Reset => self.decide_hunk(Decision::Pending, cx),
             Action::AcceptFile => self.decide_file(Decision::Accept, cx),
             Action::AcceptAll => self.decide_all(Decision::Accept, cx),

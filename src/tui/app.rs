@@ -110,6 +110,8 @@ pub struct App {
     confirming_quit: bool,
     exited: bool,
     crashed: Option<String>,
+    /// Text to put on the clipboard at the next chance (`take_clipboard`).
+    clipboard: Option<String>,
     draft_due: Option<Instant>,
     repo_files: Arc<Vec<String>>,
     pub(crate) hits: Hits,
@@ -143,6 +145,7 @@ impl App {
             confirming_quit: false,
             exited: false,
             crashed: None,
+            clipboard: None,
             draft_due: None,
             repo_files: Arc::new(Vec::new()),
             hits: Hits::default(),
@@ -414,6 +417,11 @@ impl App {
 
     /// What the engine said when it stopped on an internal error, to print once the
     /// terminal is restored.
+    /// Text the user copied, for the terminal loop to send (OSC 52).
+    pub fn take_clipboard(&mut self) -> Option<String> {
+        self.clipboard.take()
+    }
+
     pub fn crashed(&self) -> Option<&str> {
         self.crashed.as_deref()
     }
@@ -507,6 +515,14 @@ impl App {
                 Effect::Focus(id) => self.set_focus(id),
                 Effect::OpenPicker => self.open_picker(),
                 Effect::Flash(text) => self.flash(text),
+                Effect::Copy(text) => {
+                    let lines = text.lines().count().max(1);
+                    self.flash(format!(
+                        "copied {lines} line{} (OSC 52); if nothing arrived, let your terminal write the clipboard (tmux: set -g set-clipboard on)",
+                        if lines == 1 { "" } else { "s" }
+                    ));
+                    self.clipboard = Some(text);
+                }
                 Effect::Compose(text) => {
                     self.panes.input.set_text(&text);
                     self.set_focus(PaneId::Input);

@@ -53,6 +53,8 @@ pub enum Action {
     ScrollLeft,
     ScrollRight,
     RejectWithReason,
+    CopyReply,
+    CopyCode,
 }
 
 /// An action's config name, default keys and the line `?` shows for it.
@@ -226,6 +228,18 @@ pub const ACTIONS: &[ActionSpec] = &[
         "show or hide the per-file rows",
     ),
     spec(
+        Action::CopyReply,
+        "copy_reply",
+        "y",
+        "copy the last reply to the clipboard (OSC 52: works over ssh and tmux)",
+    ),
+    spec(
+        Action::CopyCode,
+        "copy_code",
+        "c",
+        "copy the last code block of the last reply",
+    ),
+    spec(
         Action::RejectWithReason,
         "reject_with_reason",
         "N",
@@ -247,7 +261,7 @@ pub const ACTIONS: &[ActionSpec] = &[
         Action::ToggleNotes,
         "toggle_notes",
         "n",
-        "show or hide tern's notes to the model in full",
+        "show or hide in full tern's notes to the model and long messages",
     ),
 ];
 

@@ -51,6 +51,8 @@ pub enum Effect {
     Flash(String),
     /// Put this text in the message box and focus it, for the user to finish.
     Compose(String),
+    /// Put this text on the clipboard.
+    Copy(String),
 }
 
 /// What a pane may touch while it handles a key.

@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use crate::llm::{Message, Role};
-use crate::tokens::{REPLY_PRIMING, TokenCounter};
+use crate::tokens::TokenCounter;
 
 /// A section of the request. The order of the variants is the order sent: stable
 /// content first, so provider prefix caches hit as often as possible.
@@ -102,7 +102,8 @@ pub struct FileCount {
 pub struct Assembled {
     pub messages: Vec<Message>,
     /// Every section in `Section::ALL` order, empty ones included; their tokens sum to
-    /// `total` together with `REPLY_PRIMING`, which is counted in `Section::System`.
+    /// `total` together with the request's own overhead (the primed reply), which is
+    /// counted in `Section::System`.
     pub sections: Vec<SectionCount>,
     pub files: Vec<FileCount>,
     /// Predicted `usage.prompt_tokens`.
@@ -208,7 +209,7 @@ pub fn assemble(inputs: &ChunkInputs, counter: &TokenCounter) -> Assembled {
         .iter_mut()
         .find(|s| s.section == Section::System)
     {
-        system.tokens += REPLY_PRIMING;
+        system.tokens += counter.per_request();
     }
     builder.sections.sort_by_key(|s| s.section);
     let total = builder.sections.iter().map(|s| s.tokens).sum();

@@ -20,6 +20,7 @@ pub enum Command {
     MapRefresh,
     Clear,
     Compact,
+    Forget,
     Model,
     Trust,
     Help,
@@ -37,7 +38,7 @@ pub struct CommandSpec {
 
 impl Command {
     /// Every command, in the order `/help` lists them.
-    pub const ALL: [Command; 20] = [
+    pub const ALL: [Command; 21] = [
         Command::Add,
         Command::ReadOnly,
         Command::Drop,
@@ -54,6 +55,7 @@ impl Command {
         Command::MapRefresh,
         Command::Clear,
         Command::Compact,
+        Command::Forget,
         Command::Model,
         Command::Trust,
         Command::Help,
@@ -80,6 +82,7 @@ impl Command {
             Command::MapRefresh => ("map-refresh", "", "rescan the repository for the repo map"),
             Command::Clear => ("clear", "", "forget the conversation history"),
             Command::Compact => ("compact", "", "summarize the conversation history now"),
+            Command::Forget => ("forget", "[TURNS]", "drop the oldest turns without a summary (when summarizing fails); the model is told"),
             Command::Model => ("model", "[NAME]", "show or switch the main model"),
             Command::Trust => ("trust", "[yes]", "show this repository's .tern.toml; with yes, trust exactly that content"),
             Command::Help => ("help", "", "list the commands"),
@@ -90,8 +93,8 @@ impl Command {
 }
 
 /// Every command's spec, in `/help` order.
-pub const COMMANDS: [CommandSpec; 20] = {
-    let mut specs = [Command::Add.spec(); 20];
+pub const COMMANDS: [CommandSpec; 21] = {
+    let mut specs = [Command::Add.spec(); 21];
     let mut i = 0;
     while i < Command::ALL.len() {
         specs[i] = Command::ALL[i].spec();

@@ -5,6 +5,7 @@
 
 mod branch_review;
 pub mod commands;
+mod counts;
 mod history;
 mod map;
 pub mod persist;
@@ -77,6 +78,8 @@ pub(crate) enum Internal {
     Git(Result<String, String>),
     /// A history summary finished.
     Summary(history::JobDone),
+    /// The server counted texts (or said whether it can).
+    Counted(counts::Counted),
     /// A background job panicked (a bug): the engine stops as if it had panicked itself.
     Panicked(Box<dyn std::any::Any + Send>),
 }
@@ -135,6 +138,7 @@ pub(crate) struct Engine {
     /// Set by `/quit`.
     quit: bool,
     history: history::HistoryState,
+    counts: counts::CountSlot,
 }
 
 impl Engine {
@@ -174,6 +178,7 @@ impl Engine {
             internal_rx,
             reviewing: false,
             quit: false,
+            counts: counts::CountSlot::default(),
         };
         if config.resume {
             engine.restore_session()?;
@@ -192,7 +197,11 @@ impl Engine {
         if !self.model.known {
             self.warn_unknown_model();
         }
+        self.start_counts();
         self.mention_old_session();
+        // A history saved over its marks (a one-shot run defers its summary) is
+        // summarized now, before the next request needs it.
+        self.history_after_resume();
         self.start_map();
         self.publish_files();
         self.publish_budget();
@@ -215,7 +224,8 @@ impl Engine {
                     Internal::Turn(_)
                     | Internal::MapRefreshed(_)
                     | Internal::Reviewed(_)
-                    | Internal::Summary(_),
+                    | Internal::Summary(_)
+                    | Internal::Counted(_),
                 ) => {}
                 Some(done) => self.internal(done),
                 None => break,
@@ -263,6 +273,7 @@ impl Engine {
                 self.cancel_history_wait();
             }
             Op::Review(op) => self.review(op),
+            Op::NoMoreMessages => self.history.defer_summaries(),
             Op::ListRepoFiles => self.list_repo_files(),
             Op::MapWhy { path } => self.map_why(&path),
             Op::Shutdown => unreachable!("handled by the loop"),
@@ -285,6 +296,7 @@ impl Engine {
                 self.idle_if_done();
             }
             Internal::Summary(done) => self.summary_done(done),
+            Internal::Counted(done) => self.counted(done),
             // Unwinds into `spawn`'s handler: `Crashed`, then `Exited`.
             Internal::Panicked(panic) => std::panic::resume_unwind(panic),
         }
@@ -332,14 +344,22 @@ impl Engine {
         if !self.model.known {
             self.warn_unknown_model();
         }
+        self.start_counts();
         self.publish_budget();
     }
 
     fn warn_unknown_model(&self) {
+        let window = match self.settings.context_window {
+            Some(window) => format!("using the {window}-token window of --context-window"),
+            None => format!(
+                "assuming a {}-token window (set --context-window to the server's)",
+                self.window.window
+            ),
+        };
         self.events.send(Event::Warning {
             text: format!(
-                "model {} is not in tern's model table: assuming a {}-token window and no prices; set --context-window if you know better",
-                self.model.name, self.window.window
+                "model {} is not in tern's model table: {window}, no prices",
+                self.model.name
             ),
         });
     }
@@ -382,6 +402,8 @@ impl Engine {
         let draft = self.draft.clone();
         let report = self.report(&draft);
         self.events.send(Event::Budget(Box::new(report)));
+        // What the gauge counted that the server has not, it counts now.
+        self.start_counting();
     }
 
     fn publish_files(&mut self) {

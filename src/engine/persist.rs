@@ -24,7 +24,9 @@
 //!   "session_cost": 0.0123,
 //!   "proposal": { "files": [ … ] },
 //!   "proposal_failures": [{ "path": "src/app.rs", "block": 2, "message": "…" }],
-//!   "proposal_shell": ["cargo test"]
+//!   "proposal_shell": ["cargo test"],
+//!   "server_window": 2048,
+//!   "learned_limit": 1400
 //! }
 //! ```
 //!
@@ -34,7 +36,10 @@
 //! double-buffer summary of `history[..anchor]` made but not swapped in yet;
 //! `proposal` is the pending edits by content (`edit::ProposalSnapshot`), placed again
 //! in the files as they are on resume, shown with the reply's failed blocks
-//! (`proposal_failures`) and suggested commands (`proposal_shell`), both optional.
+//! (`proposal_failures`) and suggested commands (`proposal_shell`), both optional;
+//! `server_window` is the context a server said it has (llama.cpp's `n_ctx`) and
+//! `learned_limit` the prompt limit learned from one that refused a request without
+//! saying it, both optional and kept for the resumed session.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -70,6 +75,12 @@ pub struct SessionFile {
     /// Shell commands the proposal's reply suggested (never run).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub proposal_shell: Vec<String>,
+    /// The context the server said it has, smaller than the model's window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_window: Option<usize>,
+    /// A prompt limit learned from a server that refused a request as too long.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub learned_limit: Option<usize>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -285,6 +296,9 @@ impl Engine {
             proposal,
             proposal_failures,
             proposal_shell,
+            server_window: (self.window.source == crate::context::WindowSource::Server)
+                .then_some(self.window.window),
+            learned_limit: self.history.learned_limit(),
         }
     }
 
@@ -337,7 +351,18 @@ impl Engine {
             saved.summary_at_front,
             saved.summaries,
             saved.checkpoint.map(|c| (c.anchor, c.summary)),
+            saved.learned_limit,
         );
+        // What the server taught holds, unless the user says the window now.
+        if let Some(n_ctx) = saved.server_window
+            && self.settings.context_window.is_none()
+        {
+            self.window = crate::context::Window::from_server(
+                &self.model,
+                n_ctx,
+                self.settings.reserve_output,
+            );
+        }
         if let Some(proposal) = saved.proposal {
             self.restore_pending(super::proposal_review::SavedPending {
                 proposal,
@@ -372,6 +397,8 @@ mod tests {
             proposal: None,
             proposal_failures: Vec::new(),
             proposal_shell: Vec::new(),
+            server_window: None,
+            learned_limit: None,
         }
     }
 

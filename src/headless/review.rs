@@ -247,9 +247,9 @@ fn report(
         };
         match &r.finish {
             Finish::Stop => {}
-            Finish::Length => {
+            Finish::Length(limit) => {
                 ok = false;
-                eprintln!("tern review: {part}the reply hit the model's output limit");
+                eprintln!("tern review: {part}{}", limit.describe());
             }
             Finish::CutOff(why) => {
                 ok = false;

@@ -4,13 +4,15 @@ mod client;
 mod error;
 mod message;
 pub mod models;
+mod tokenize;
 mod transport;
 
 pub use client::{
     ApiKey, ChatReply, ChatRequest, ClientOptions, Finish, LlmClient, MAX_CONTINUATIONS,
-    StreamEvent,
+    ReplyLimit, StreamEvent,
 };
 pub use error::{HttpFailure, LlmError};
 pub use message::{Message, Role};
 pub use models::{ModelInfo, Usage};
+pub use tokenize::ServerTokenizer;
 pub use transport::{Exchange, TimedEvent};

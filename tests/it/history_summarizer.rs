@@ -39,7 +39,7 @@ fn counter() -> TokenCounter {
 fn summarizer(server: &MockServer, window: Option<usize>) -> Summarizer {
     let models = [WEAK, MAIN]
         .into_iter()
-        .map(|name| SummaryModel::new(ModelInfo::lookup(name), window))
+        .map(|name| SummaryModel::new(ModelInfo::lookup(name), window, None))
         .collect();
     Summarizer::new(client(server), models, counter())
 }

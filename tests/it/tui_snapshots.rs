@@ -214,7 +214,8 @@ fn an_unknown_model_is_flagged_and_estimates_marked() {
     let mut report = budget("a draft of the next message", &[]);
     report.model = "local/qwen-coder".into();
     report.known_model = false;
-    report.estimate = true;
+    report.window_source = tern::engine::protocol::WindowSource::Assumed;
+    report.counting = tern::engine::protocol::Counting::Uncalibrated;
     report.window = 32_768;
     report.reserved_output = 4_096;
     report.prompt_limit = report.window - report.reserved_output;

@@ -49,7 +49,15 @@ pub struct Footer {
 }
 
 impl Footer {
-    pub fn new(finish: &Finish, usage: Option<&Usage>, cost: f64, session_cost: f64) -> Footer {
+    /// `estimated`: the server reported no usage and `usage` is tern's count.
+    pub fn new(
+        finish: &Finish,
+        usage: Option<&Usage>,
+        estimated: bool,
+        cost: f64,
+        session_cost: f64,
+    ) -> Footer {
+        let approx = if estimated { "≈" } else { "" };
         let tokens = match usage {
             Some(u) if u.cached_tokens > 0 => format!(
                 "↑ {} prompt ({} cached) · ↓ {} completion",
@@ -58,15 +66,16 @@ impl Footer {
                 thousands(u.completion_tokens)
             ),
             Some(u) => format!(
-                "↑ {} prompt · ↓ {} completion",
+                "↑ {approx}{} prompt · ↓ {approx}{} completion{}",
                 thousands(u.prompt_tokens),
-                thousands(u.completion_tokens)
+                thousands(u.completion_tokens),
+                if estimated { " (estimated)" } else { "" }
             ),
             None => "the server reported no usage".to_string(),
         };
         let warning = match finish {
             Finish::Stop => None,
-            Finish::Length => Some("the reply hit the model's output limit".to_string()),
+            Finish::Length(limit) => Some(limit.describe()),
             Finish::CutOff(why) => Some(format!("cut off: {why}; the partial reply is kept")),
             Finish::Cancelled => Some("interrupted; the partial reply is kept".to_string()),
         };

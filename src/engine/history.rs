@@ -711,8 +711,9 @@ impl Engine {
     }
 
     /// `/forget [TURNS]`: the user's consent to drop the oldest turns without a summary
-    /// (TURNS of them, or as many as bring the history to half its budget), with a note
-    /// to the model at the history's front.
+    /// (TURNS of them, or as many as bring the history to half its budget and to half
+    /// the room the rest of a request leaves it), with a note to the model at the
+    /// history's front.
     pub(super) fn forget(&mut self, args: &str) {
         let turns = match args.trim() {
             "" => None,
@@ -724,9 +725,15 @@ impl Engine {
         if self.running.is_some() || self.history.job.is_some() {
             return self.error("/forget: not while a reply or a summary is under way".into());
         }
-        let target = self.history_budget() / 2;
+        let report = self.report("");
+        let others = report.total - report.section(Section::Done);
+        let room = self.prompt_limit().saturating_sub(others);
+        let target = self.history_budget().min(room) / 2;
         match history::forget_head(&mut self.session.history, turns, target, &self.counter) {
-            None => self.notice("nothing to forget: only the latest turn is in the history".into()),
+            None => self.notice(format!(
+                "nothing to forget: the history is {} tokens, within {target} (the latest turn always stays)",
+                self.history_tokens()
+            )),
             Some(forgotten) => {
                 self.history.summary_at_front = false;
                 self.history.generation += 1;

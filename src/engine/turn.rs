@@ -126,7 +126,12 @@ impl Engine {
             model: self.model.clone(),
             messages: assembled.messages,
             cache_control: self.cache_control(),
-            reply_limit: ReplyLimit::for_prompt(&self.model, self.window.window, prediction.total),
+            // Room for the reply after the prompt as the server may count it.
+            reply_limit: ReplyLimit::for_prompt(
+                &self.model,
+                self.window.window,
+                prediction.total + self.counter.counting().margin(prediction.total),
+            ),
             predicted_prompt: Some(prediction.total),
         };
         spawn(

@@ -33,6 +33,25 @@ impl Counting {
         matches!(self, Counting::Calibrated { .. } | Counting::Uncalibrated)
     }
 
+    /// How many tokens the server's count of a request counted as `tokens` may be
+    /// above it: nothing when exact, 2% when the server counted (its template's tokens
+    /// are learned), the recent error when calibrated, a quarter when nothing is known
+    /// yet; and a few tokens more.
+    pub fn margin(self, tokens: usize) -> usize {
+        let share = match self {
+            Counting::Exact => return 0,
+            Counting::Server => 0.02,
+            Counting::Calibrated {
+                error_percent: Some(e),
+            } => (e + 1.0) / 100.0,
+            Counting::Calibrated {
+                error_percent: None,
+            } => 0.05,
+            Counting::Uncalibrated => 0.25,
+        };
+        (tokens as f64 * share).ceil() as usize + 8
+    }
+
     /// What the gauge and `tern tokens` say about the counts.
     pub fn label(self) -> String {
         match self {
@@ -49,20 +68,75 @@ impl Counting {
     }
 }
 
-/// How many recent observations the template overhead is fitted to, and how many
-/// recent errors the "±N%" is the worst of.
+/// How many recent observations the template overhead and the rates are fitted to,
+/// and how many recent errors the "±N%" is the worst of.
 const KEPT: usize = 8;
 const ERRORS_SHOWN: usize = 5;
 
-/// Weight of a new observation in the ratio (recent requests resemble the next one).
-const NEW_WEIGHT: f64 = 0.7;
+/// What the rates are drawn to while the observations cannot tell them apart: the
+/// server's tokens as tern's, a digit a third of a token (OpenAI's vocabularies group
+/// digits by three). The pull on the digit rate is about that of 10 digits observed.
+const PRIOR: (f64, f64) = (1.0, 1.0 / 3.0);
+const PRIOR_WEIGHT: (f64, f64) = (1e-3, 100.0);
+
+/// tern's count of a text, split where tokenizers differ most: numbers. OpenAI's
+/// vocabularies count up to three digits as one token; Llama 2's, SmolLM's and
+/// Mistral's count every digit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Local {
+    /// tern's tokens.
+    pub tokens: usize,
+    /// ASCII digits in the text.
+    pub digits: usize,
+    /// tern's tokens that are digits (a run of n digits is ceil(n/3) of them).
+    pub digit_tokens: usize,
+}
+
+impl Local {
+    /// `tokens` (tern's count of `text`) with the text's digits.
+    pub fn of(text: &str, tokens: usize) -> Local {
+        let mut local = Local {
+            tokens,
+            ..Local::default()
+        };
+        let mut run = 0;
+        for b in text.bytes().chain(std::iter::once(b' ')) {
+            if b.is_ascii_digit() {
+                run += 1;
+            } else if run > 0 {
+                local.digits += run;
+                local.digit_tokens += run.div_ceil(3);
+                run = 0;
+            }
+        }
+        local
+    }
+
+    /// tern's tokens outside numbers.
+    fn rest(self) -> usize {
+        self.tokens.saturating_sub(self.digit_tokens)
+    }
+}
+
+impl std::ops::Add for Local {
+    type Output = Local;
+
+    fn add(self, other: Local) -> Local {
+        Local {
+            tokens: self.tokens + other.tokens,
+            digits: self.digits + other.digits,
+            digit_tokens: self.digit_tokens + other.digit_tokens,
+        }
+    }
+}
 
 /// What was learned about one model's counts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Calibration {
-    /// Server tokens per tern token of message content.
-    pub ratio: f64,
-    /// How many reports the ratio was learned from.
+    /// Server tokens per tern token outside numbers, and per digit.
+    pub per_token: f64,
+    pub per_digit: f64,
+    /// How many reports the rates were learned from.
     pub samples: usize,
     /// Relative errors of the last checked predictions, newest last.
     pub errors: Vec<f64>,
@@ -74,17 +148,23 @@ pub struct Calibration {
     /// overheads are fitted to.
     #[serde(default)]
     pub template: Vec<(usize, usize)>,
+    /// Recent (tern's tokens outside numbers, digits, server tokens) of requests'
+    /// message contents, which the two rates are fitted to.
+    #[serde(default)]
+    pub contents: Vec<(usize, usize, usize)>,
 }
 
 impl Default for Calibration {
     fn default() -> Self {
         Calibration {
-            ratio: 1.0,
+            per_token: PRIOR.0,
+            per_digit: PRIOR.1,
             samples: 0,
             errors: Vec::new(),
             per_message: MESSAGE_OVERHEAD,
             per_request: REPLY_PRIMING,
             template: Vec::new(),
+            contents: Vec::new(),
         }
     }
 }
@@ -95,8 +175,8 @@ impl Default for Calibration {
 pub struct Prediction {
     pub total: usize,
     pub messages: usize,
-    /// tern's own (unscaled) count of the message contents.
-    pub local: usize,
+    /// tern's own count of the message contents.
+    pub local: Local,
     /// The server's count of the message contents, when it counted every one.
     pub exact: Option<usize>,
     /// Made with something learned: its error says how good the counts are.
@@ -115,6 +195,16 @@ impl Calibration {
                 error_percent: worst.reduce(f64::max).map(|e| 100.0 * e),
             }
         }
+    }
+
+    /// The server's tokens for a text tern counted as `local` (tern's own count until
+    /// something was learned).
+    pub fn estimate(&self, local: Local) -> usize {
+        if self.samples == 0 {
+            return local.tokens;
+        }
+        let estimate = self.per_token * local.rest() as f64 + self.per_digit * local.digits as f64;
+        estimate.round().max(0.0) as usize
     }
 
     /// Learns from the server's count of a predicted request; returns the prediction's
@@ -137,16 +227,38 @@ impl Calibration {
                 reported.saturating_sub(self.per_message * prediction.messages + self.per_request)
             }
         };
-        if prediction.local > 0 && content > 0 {
-            let observed = content as f64 / prediction.local as f64;
-            self.ratio = match self.samples {
-                0 => observed,
-                _ => NEW_WEIGHT * observed + (1.0 - NEW_WEIGHT) * self.ratio,
-            };
+        if prediction.local.tokens > 0 && content > 0 {
+            let local = prediction.local;
+            self.contents.push((local.rest(), local.digits, content));
+            trim_front(&mut self.contents, KEPT);
+            (self.per_token, self.per_digit) = fit_rates(&self.contents);
             self.samples += 1;
         }
         error
     }
+}
+
+/// Server tokens = per_token × tern's tokens outside numbers + per_digit × digits,
+/// fitted by least squares, drawn to `PRIOR` where the observations cannot tell the
+/// two apart (no digits seen yet, say).
+fn fit_rates(observations: &[(usize, usize, usize)]) -> (f64, f64) {
+    let (mut rr, mut rd, mut dd, mut ry, mut dy) = (0.0, 0.0, 0.0, 0.0, 0.0);
+    for &(r, d, y) in observations {
+        let (r, d, y) = (r as f64, d as f64, y as f64);
+        rr += r * r;
+        rd += r * d;
+        dd += d * d;
+        ry += r * y;
+        dy += d * y;
+    }
+    let (ka, kb) = PRIOR_WEIGHT;
+    let (a11, a12, a22) = (rr + ka, rd, dd + kb);
+    let (b1, b2) = (ry + ka * PRIOR.0, dy + kb * PRIOR.1);
+    let det = a11 * a22 - a12 * a12;
+    if det.abs() < f64::EPSILON {
+        return PRIOR;
+    }
+    ((b1 * a22 - a12 * b2) / det, (a11 * b2 - a12 * b1) / det)
 }
 
 fn trim_front<T>(items: &mut Vec<T>, keep: usize) {
@@ -209,7 +321,16 @@ pub fn save(path: &Path, model: &str, calibration: &Calibration) -> std::io::Res
 mod tests {
     use super::*;
 
-    fn prediction(total: usize, messages: usize, local: usize, exact: Option<usize>) -> Prediction {
+    fn local(rest: usize, digits: usize) -> Local {
+        let digit_tokens = digits.div_ceil(3);
+        Local {
+            tokens: rest + digit_tokens,
+            digits,
+            digit_tokens,
+        }
+    }
+
+    fn prediction(total: usize, messages: usize, local: Local, exact: Option<usize>) -> Prediction {
         Prediction {
             total,
             messages,
@@ -220,41 +341,78 @@ mod tests {
     }
 
     #[test]
-    fn the_template_overhead_is_fitted_to_requests_of_different_sizes() {
-        let mut c = Calibration::default();
-        // ChatML: 5 tokens a message, 3 for the primed reply.
-        c.observe(&prediction(0, 4, 90, Some(100)), 100 + 5 * 4 + 3);
-        assert_eq!(c.per_message * 4 + c.per_request, 23);
-        c.observe(&prediction(0, 10, 900, Some(1000)), 1000 + 5 * 10 + 3);
-        assert_eq!((c.per_message, c.per_request), (5, 3));
+    fn digits_are_counted_in_runs_of_three() {
+        let l = Local::of("x = 12345 + 7;", 7);
+        assert_eq!((l.digits, l.digit_tokens, l.rest()), (6, 3, 4));
     }
 
     #[test]
-    fn the_ratio_follows_the_reports_and_the_error_is_shown_once_checked() {
+    fn the_template_overhead_is_fitted_to_requests_of_different_sizes() {
+        let mut c = Calibration::default();
+        // ChatML: 5 tokens a message, 3 for the primed reply.
+        c.observe(&prediction(0, 4, local(90, 0), Some(100)), 100 + 5 * 4 + 3);
+        assert_eq!(c.per_message * 4 + c.per_request, 23);
+        c.observe(
+            &prediction(0, 10, local(900, 0), Some(1000)),
+            1000 + 5 * 10 + 3,
+        );
+        assert_eq!((c.per_message, c.per_request), (5, 3));
+    }
+
+    /// A server whose tokenizer counts 1.2 of tern's tokens outside numbers and one
+    /// token per digit, as SmolLM's does.
+    fn server(l: Local, messages: usize) -> usize {
+        (1.2 * l.rest() as f64 + l.digits as f64).round() as usize + 4 * messages + 3
+    }
+
+    #[test]
+    fn prose_then_numbers_teach_both_rates() {
         let mut c = Calibration::default();
         assert_eq!(c.counting(false), Counting::Uncalibrated);
+        let prose = local(1000, 0);
         let first = Prediction {
             learned: false,
-            ..prediction(1007, 1, 1000, None)
+            ..prediction(c.estimate(prose) + 7, 1, prose, None)
         };
-        // 4 + 3 tokens of the default template around 1200 of content.
-        c.observe(&first, 1207);
-        assert!((c.ratio - 1.2).abs() < 1e-9, "{}", c.ratio);
+        c.observe(&first, server(prose, 1));
+        assert!((c.per_token - 1.2).abs() < 1e-3, "{c:?}");
         assert_eq!(
             c.counting(false),
             Counting::Calibrated {
                 error_percent: None
             }
         );
-        c.observe(&prediction(1207, 1, 1000, None), 1207);
-        assert_eq!(
-            c.counting(false),
-            Counting::Calibrated {
-                error_percent: Some(0.0)
-            }
+        // Numbers are still counted the way tern counts them: far too low.
+        let numbers = local(500, 900);
+        let guess = c.estimate(numbers) + 7;
+        let error = c.observe(&prediction(guess, 1, numbers, None), server(numbers, 1));
+        assert!(error > 0.2, "{error}");
+        // Now both are known: any mix is predicted.
+        assert!((c.per_digit - 1.0).abs() < 0.01, "{c:?}");
+        let mixed = local(700, 150);
+        let error = relative(c.estimate(mixed) + 7, server(mixed, 1));
+        assert!(error < 0.005, "{error}");
+        // The miss on numbers is what the gauge's "±N%" shows now.
+        assert!(
+            matches!(c.counting(false), Counting::Calibrated { error_percent: Some(e) } if e > 20.0),
+            "{:?}",
+            c.counting(false)
         );
-        assert_eq!(c.counting(false).label(), "≈ calibrated ±1%");
         assert_eq!(c.counting(true).label(), "exact via server");
+    }
+
+    fn relative(predicted: usize, reported: usize) -> f64 {
+        predicted.abs_diff(reported) as f64 / reported as f64
+    }
+
+    #[test]
+    fn the_label_shows_the_worst_recent_error() {
+        let c = Calibration {
+            samples: 3,
+            errors: vec![0.5, 0.004, 0.013, 0.002, 0.001, 0.003],
+            ..Calibration::default()
+        };
+        assert_eq!(c.counting(false).label(), "≈ calibrated ±2%");
     }
 
     #[test]
@@ -263,7 +421,7 @@ mod tests {
         let path = dir.path().join("state/calibration.json");
         assert!(load(&path).is_empty());
         let a = Calibration {
-            ratio: 1.3,
+            per_token: 1.3,
             ..Calibration::default()
         };
         save(&path, "smollm2", &a).unwrap();

@@ -7,7 +7,7 @@
 pub mod calibration;
 mod chat_format;
 
-pub use calibration::{Calibration, Calibrations, Counting, Prediction};
+pub use calibration::{Calibration, Calibrations, Counting, Local, Prediction};
 pub use chat_format::{MESSAGE_OVERHEAD, REPLY_PRIMING};
 
 use std::collections::HashMap;
@@ -155,7 +155,9 @@ const WANTED_LIMIT: usize = 512;
 #[derive(Clone)]
 pub struct TokenCounter {
     encoding: Encoding,
-    cache: Arc<Mutex<HashMap<u64, u32>>>,
+    /// tern's counts by text hash: tokens, and for a stand-in counter the digits and
+    /// digit tokens (`Local`).
+    cache: Arc<Mutex<HashMap<u64, [u32; 3]>>>,
     fit: Option<Arc<Mutex<Fit>>>,
     /// Texts counted here without the server's count are noted for it to count (off for
     /// the repo map's and the summarizer's many pieces, which are never sent alone).
@@ -230,9 +232,9 @@ impl TokenCounter {
         }
         let key = xxhash_rust::xxh3::xxh3_64(text.as_bytes());
         let Some(fit) = &self.fit else {
-            return self.local(key, text);
+            return self.local(key, text).tokens;
         };
-        let ratio = {
+        {
             let mut fit = lock(fit);
             if let Some(&n) = fit.exact.get(&key) {
                 return n as usize;
@@ -243,23 +245,37 @@ impl TokenCounter {
                 }
                 fit.wanted.push((key, text.to_string()));
             }
-            fit.calibration.ratio
-        };
-        (self.local(key, text) as f64 * ratio).round() as usize
+        }
+        let local = self.local(key, text);
+        lock(fit).calibration.estimate(local)
     }
 
-    /// tern's own count, cached by the text's hash.
-    fn local(&self, key: u64, text: &str) -> usize {
-        if let Some(&n) = lock(&self.cache).get(&key) {
-            return n as usize;
+    /// tern's own count, cached by the text's hash; with the text's digits for a
+    /// stand-in counter, whose calibration scales them apart.
+    fn local(&self, key: u64, text: &str) -> Local {
+        let unpack = |[tokens, digits, digit_tokens]: [u32; 3]| Local {
+            tokens: tokens as usize,
+            digits: digits as usize,
+            digit_tokens: digit_tokens as usize,
+        };
+        if let Some(&packed) = lock(&self.cache).get(&key) {
+            return unpack(packed);
         }
-        let n = self.encoding.count(text);
+        let tokens = self.encoding.count(text);
+        let local = match self.fit {
+            Some(_) => Local::of(text, tokens),
+            None => Local {
+                tokens,
+                ..Local::default()
+            },
+        };
         let mut cache = lock(&self.cache);
         if cache.len() >= CACHE_LIMIT_ENTRIES {
             cache.clear();
         }
-        cache.insert(key, n as u32);
-        n
+        let packed = [local.tokens, local.digits, local.digit_tokens].map(|n| n as u32);
+        cache.insert(key, packed);
+        local
     }
 
     /// Tokens one message adds to a request beyond its content.
@@ -297,7 +313,7 @@ impl TokenCounter {
         let local = contents
             .iter()
             .map(|c| self.local(xxhash_rust::xxh3::xxh3_64(c.as_bytes()), c))
-            .sum();
+            .fold(Local::default(), |sum, l| sum + l);
         let exact = self.fit.as_ref().and_then(|fit| {
             let fit = lock(fit);
             contents

@@ -9,12 +9,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::history_support::{is_summary, turn_of};
-use crate::support::{MockServer, RecordedRequest, Reply, TempRepo};
+use crate::history_support::{Chat, failure, is_summary, notices, turn_of};
+use crate::support::{MockServer, RecordedRequest, Reply};
 use tern::config::{ApiKey, Settings};
 use tern::context::HistoryPhase;
 use tern::context::history::{self, SUMMARY_PREFIX};
-use tern::engine::{EngineConfig, EngineHandle, Event, Op};
+use tern::engine::{Event, Op};
 use tern::llm::{Message, ModelInfo};
 use tern::tokens::TokenCounter;
 
@@ -97,120 +97,25 @@ fn settings(server: &MockServer) -> Settings {
     }
 }
 
-/// An engine in a temporary repository, with every event it sent kept.
-struct Chat {
-    engine: EngineHandle,
-    events: Vec<Event>,
-    _repo: TempRepo,
-}
-
-impl Chat {
-    fn start(settings: Settings, files: &[(&str, &str)], editable: &[&str]) -> Chat {
-        let repo = TempRepo::with_files(files);
-        let engine = tern::engine::spawn(EngineConfig {
-            settings,
-            root: repo.path().to_path_buf(),
-            cwd: repo.path().to_path_buf(),
-            record: None,
-            replay: None,
-            editable: editable.iter().map(|s| s.to_string()).collect(),
-            read_only: vec![],
-            map_cache: tern::repomap::CacheLocation::Disabled,
-            resume: false,
-        })
-        .unwrap();
-        Chat {
-            engine,
-            events: vec![],
-            _repo: repo,
-        }
-    }
-
-    fn send(&self, op: Op) {
-        self.engine.ops.send(op).unwrap();
-    }
-
-    /// Events until one matches `done` (included).
-    async fn until(&mut self, done: impl Fn(&Event) -> bool) -> Vec<Event> {
-        let mut seen = vec![];
-        loop {
-            let event = tokio::time::timeout(Duration::from_secs(30), self.engine.events.recv())
-                .await
-                .expect("the engine went quiet")
-                .expect("the engine stopped");
-            self.events.push(event.clone());
-            let last = done(&event);
-            seen.push(event);
-            if last {
-                return seen;
-            }
-        }
-    }
-
-    /// Sends a message and returns the events up to its turn's end.
-    async fn say(&mut self, text: String) -> Vec<Event> {
-        self.send(Op::Submit { text });
-        self.until(|e| matches!(e, Event::TurnFinished { .. } | Event::TurnFailed { .. }))
-            .await
-    }
-
-    /// Runs a slash command; returns its events up to its `Output` titled `title`.
-    async fn command(&mut self, text: &str, title: &str) -> (String, Vec<Event>) {
-        self.send(Op::Submit { text: text.into() });
-        let events = self
-            .until(|e| matches!(e, Event::Output { title: t, .. } if t == title))
-            .await;
-        let Some(Event::Output { text, .. }) = events.last() else {
-            unreachable!("until stops at the output")
-        };
-        (text.clone(), events)
-    }
-
-    /// Switches to ask mode, whose fixed prompt is small (no edit-format examples).
-    async fn ask_mode(&mut self) {
-        self.send(Op::Submit {
-            text: "/ask".into(),
-        });
-        self.until(|e| matches!(e, Event::Mode { .. })).await;
-    }
-
-    /// Turns `turns`, each expected to succeed.
-    async fn turns(&mut self, turns: std::ops::RangeInclusive<usize>) {
-        for t in turns {
-            let events = self.say(user_text(t)).await;
-            assert!(
-                matches!(events.last(), Some(Event::TurnFinished { .. })),
-                "turn {t}: {events:#?}"
-            );
-        }
-    }
-
-    fn phases(&self) -> Vec<HistoryPhase> {
-        self.events
-            .iter()
-            .filter_map(|e| match e {
-                Event::History(status) => Some(status.phase),
-                _ => None,
-            })
-            .collect()
+/// Turns `turns`, each expected to succeed.
+async fn turns(chat: &mut Chat, turns: std::ops::RangeInclusive<usize>) {
+    for t in turns {
+        let events = chat.say(user_text(t)).await;
+        assert!(
+            matches!(events.last(), Some(Event::TurnFinished { .. })),
+            "turn {t}: {events:#?}"
+        );
     }
 }
 
-fn notices(events: &[Event]) -> Vec<&str> {
-    events
+fn phases(chat: &Chat) -> Vec<HistoryPhase> {
+    chat.events
         .iter()
         .filter_map(|e| match e {
-            Event::Notice { text } | Event::Warning { text } => Some(text.as_str()),
+            Event::History(status) => Some(status.phase),
             _ => None,
         })
         .collect()
-}
-
-fn failure(events: &[Event]) -> Option<(&str, &str)> {
-    events.iter().find_map(|e| match e {
-        Event::TurnFailed { error, message } => Some((error.as_str(), message.as_str())),
-        _ => None,
-    })
 }
 
 /// The history part of a conversation request (these tests add no files): from the
@@ -252,7 +157,7 @@ async fn the_checkpoint_runs_in_the_background_without_delaying_the_conversation
     let swap = turn_reaching(BUDGET * 85 / 100);
     assert!(swap >= checkpoint + 2, "turns go on between the marks");
     let mut chat = Chat::start(settings(&server), &[], &[]);
-    chat.turns(1..=swap - 1).await;
+    turns(&mut chat, 1..=swap - 1).await;
     chat.until(|e| matches!(e, Event::History(s) if s.phase == HistoryPhase::Ready))
         .await;
 
@@ -279,7 +184,7 @@ async fn the_checkpoint_runs_in_the_background_without_delaying_the_conversation
             .iter()
             .any(|n| n.contains("waiting for the history summary"))
     );
-    assert!(chat.phases().contains(&HistoryPhase::Checkpointing));
+    assert!(phases(&chat).contains(&HistoryPhase::Checkpointing));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -289,7 +194,7 @@ async fn the_swap_keeps_every_message_after_the_anchor_verbatim() {
     let checkpoint = turn_reaching(BUDGET * 60 / 100);
     let swap = turn_reaching(BUDGET * 85 / 100);
     let mut chat = Chat::start(settings(&server), &[], &[]);
-    chat.turns(1..=swap + 1).await;
+    turns(&mut chat, 1..=swap + 1).await;
 
     let summarized = chat
         .events
@@ -319,7 +224,7 @@ async fn the_swap_keeps_every_message_after_the_anchor_verbatim() {
     expected.extend(plain_history(checkpoint + 1..=swap));
     assert_eq!(sent_history(&after_swap), as_sent(&expected));
     assert!(has_summary(&after_swap));
-    let phases = chat.phases();
+    let phases = phases(&chat);
     for phase in [
         HistoryPhase::Checkpointing,
         HistoryPhase::Ready,
@@ -338,7 +243,7 @@ async fn at_the_swap_mark_with_a_slow_summary() -> (MockServer, Chat, usize) {
     });
     let swap = turn_reaching(BUDGET * 85 / 100);
     let mut chat = Chat::start(settings(&server), &[], &[]);
-    chat.turns(1..=swap).await;
+    turns(&mut chat, 1..=swap).await;
     (server, chat, swap)
 }
 
@@ -400,7 +305,7 @@ async fn a_failed_checkpoint_falls_back_to_the_classic_summarizer() {
     let checkpoint = turn_reaching(BUDGET * 60 / 100);
     let swap = turn_reaching(BUDGET * 85 / 100);
     let mut chat = Chat::start(settings(&server), &[], &[]);
-    chat.turns(1..=swap + 1).await;
+    turns(&mut chat, 1..=swap + 1).await;
 
     assert!(
         notices(&chat.events)
@@ -452,7 +357,7 @@ async fn crossing_both_marks_at_once_summarizes_before_the_next_request() {
     assert!(before < BUDGET * 60 / 100 && after >= BUDGET * 85 / 100);
 
     let mut chat = Chat::start(settings(&server), &[], &[]);
-    chat.turns(1..=4).await;
+    turns(&mut chat, 1..=4).await;
     let requests = summaries(&server);
     assert_eq!(
         requests.len(),
@@ -481,7 +386,7 @@ async fn a_request_over_the_window_summarizes_the_history_first() {
         ..settings(&server)
     };
     let mut chat = Chat::start(settings, &[("src/big.rs", &file)], &["src/big.rs"]);
-    chat.turns(1..=16).await;
+    turns(&mut chat, 1..=16).await;
     let convo = conversations(&server);
     assert_eq!(convo.len(), 16);
     for r in &convo {
@@ -515,8 +420,9 @@ async fn a_request_that_cannot_fit_is_refused_naming_the_largest_file() {
     let events = chat.say(text.clone()).await;
     let (error, message) = failure(&events).unwrap();
     assert_eq!(message, text, "the message comes back");
+    // The advice names what is big, largest first, with what to do about it.
     assert!(
-        error.contains("src/huge.rs") && error.contains("drop files"),
+        error.contains("largest first: src/huge.rs") && error.contains("(/drop src/huge.rs)"),
         "{error}"
     );
     let table = events.iter().find_map(|e| match e {
@@ -553,7 +459,7 @@ async fn context_length_exceeded_twice_then_success_retries_smaller() {
     let server = MockServer::start().await;
     let mut chat = Chat::start(refusing(&server, 12, 2), &[], &[]);
     chat.ask_mode().await;
-    chat.turns(1..=13).await;
+    turns(&mut chat, 1..=13).await;
 
     let tries: Vec<RecordedRequest> = conversations(&server)
         .into_iter()
@@ -575,7 +481,7 @@ async fn context_length_exceeded_twice_then_success_retries_smaller() {
     );
     let retries = notices(&chat.events)
         .into_iter()
-        .filter(|n| n.contains("retrying with at most"))
+        .filter(|n| n.contains("retrying with"))
         .count();
     assert_eq!(retries, 2);
     // What was learned holds for the next turn too.
@@ -589,7 +495,7 @@ async fn a_server_that_keeps_refusing_stops_after_three_retries() {
     let server = MockServer::start().await;
     let mut chat = Chat::start(refusing(&server, 30, usize::MAX), &[], &[]);
     chat.ask_mode().await;
-    chat.turns(1..=29).await;
+    turns(&mut chat, 1..=29).await;
     let text = user_text(30);
     let events = chat.say(text.clone()).await;
     let (error, message) = failure(&events).expect("a clear stop");
@@ -607,7 +513,7 @@ async fn compact_summarizes_now_and_tokens_show_the_history() {
     let server = MockServer::start().await;
     script(&server, |_| Reply::text(RECAP));
     let mut chat = Chat::start(settings(&server), &[], &[]);
-    chat.turns(1..=3).await;
+    turns(&mut chat, 1..=3).await;
     let (text, events) = chat.command("/compact", "compact").await;
     assert!(text.contains("replaced 6 messages"), "{text}");
     assert!(events.iter().any(|e| matches!(
@@ -618,7 +524,7 @@ async fn compact_summarizes_now_and_tokens_show_the_history() {
         }
     )));
     assert_eq!(summaries(&server).len(), 1);
-    chat.turns(4..=4).await;
+    turns(&mut chat, 4..=4).await;
     let next = conversations(&server).pop().unwrap();
     assert_eq!(
         sent_history(&next),
@@ -654,7 +560,7 @@ async fn a_failed_compact_during_a_checkpoint_supersedes_it_and_the_cycle_goes_o
     });
     let checkpoint = turn_reaching(BUDGET * 60 / 100);
     let mut chat = Chat::start(settings(&server), &[], &[]);
-    chat.turns(1..=checkpoint).await;
+    turns(&mut chat, 1..=checkpoint).await;
     server
         .wait_for_requests(checkpoint + 1, Duration::from_secs(10))
         .await;
@@ -662,7 +568,7 @@ async fn a_failed_compact_during_a_checkpoint_supersedes_it_and_the_cycle_goes_o
     let (text, events) = chat.command("/compact", "compact").await;
     assert!(text.contains("failed"), "{events:#?}");
     // The abandoned checkpoint does not stall the cycle: a new one starts and swaps.
-    chat.turns(checkpoint + 1..=checkpoint + 4).await;
+    turns(&mut chat, checkpoint + 1..=checkpoint + 4).await;
     assert!(
         chat.events
             .iter()
@@ -695,6 +601,7 @@ async fn an_oversized_request_shrinks_the_repo_map_first() {
         .collect();
     let settings = Settings {
         context_window: Some(6000),
+        reserve_output: Some(3000),
         ..settings(&server)
     };
     let mut chat = Chat::start(settings, &files, &[]);
@@ -757,7 +664,7 @@ async fn an_interrupted_turn_starts_no_summary() {
         }
     });
     let mut chat = Chat::start(settings(&server), &[], &[]);
-    chat.turns(1..=checkpoint - 1).await;
+    turns(&mut chat, 1..=checkpoint - 1).await;
     chat.send(Op::Submit {
         text: user_text(checkpoint),
     });

@@ -397,6 +397,51 @@ async fn a_context_length_error_is_retried_with_a_smaller_request() {
         "{:?}",
         notices(&events)
     );
+    // What was learned holds for the resumed session too.
+    let limit = |events: &[Event]| {
+        events.iter().rev().find_map(|e| match e {
+            Event::Budget(r) => Some(r.prompt_limit),
+            _ => None,
+        })
+    };
+    let learned = limit(&chat.events).unwrap();
+    assert_eq!(learned, requests[0].prompt_tokens * 3 / 4);
+    let mut resumed = chat.resume(settings(&server, "gpt-4o")).await;
+    let events = resumed.until(|e| matches!(e, Event::Budget(_))).await;
+    assert_eq!(limit(&events), Some(learned));
+}
+
+/// vLLM counts with `/tokenize` and refuses prompt + `max_tokens` over its window:
+/// the reply's reserve keeps clear of that, turn after turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vllm_counts_exactly_and_never_refuses_the_reserve() {
+    let server = MockServer::start_as(Dialect::Vllm {
+        max_model_len: 4096,
+    })
+    .await;
+    serve_with_summaries(&server);
+    let settings = Settings {
+        context_window: Some(4096),
+        ..settings(&server, "smollm2-vllm")
+    };
+    let mut chat = Chat::start(settings, &[("shelf.py", SHELF)], &["shelf.py"]);
+    for t in 1..=8 {
+        let events = chat
+            .say(format!(
+                "turn {t}: what happens to book {t} when it is lent?"
+            ))
+            .await;
+        assert!(
+            matches!(events.last(), Some(Event::TurnFinished { .. })),
+            "turn {t}: {:?}",
+            failure(&events)
+        );
+    }
+    assert_eq!(conversations(&server).len(), 8, "none was refused");
+    for r in server.requests() {
+        assert!(r.prompt_tokens + r.max_tokens.unwrap() as usize <= 4096);
+    }
+    assert_eq!(last_counting(&chat.events), Some(Counting::Server));
 }
 
 /// llama.cpp says its context (`n_ctx`) when it refuses a prompt: that becomes the
@@ -540,4 +585,223 @@ async fn when_summaries_fail_forget_drops_the_oldest_turns_with_consent() {
     let sent = conversations(&server).pop().unwrap();
     let note = include_str!("../../assets/prompts/forgotten.md").trim();
     assert!(sent.messages.iter().any(|m| m.text == note), "{sent:#?}");
+}
+
+/// The JSON lines of a `--json` run.
+fn json_lines(stdout: &str) -> Vec<serde_json::Value> {
+    stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each line is JSON"))
+        .collect()
+}
+
+/// `--json` reports each request with tern's prediction of its prompt (exact for an
+/// OpenAI model), and says at the end why the run stopped.
+#[test]
+fn json_has_one_request_event_per_request_and_the_reason_it_stopped() {
+    let server = MockServer::start_in_thread();
+    server.push(Reply::text("Hello."));
+    let repo = crate::support::TempRepo::with_files(&[("shelf.py", SHELF)]);
+    let out = repo
+        .tern(&server.base_url())
+        .args(["--json", "--model", "gpt-4o", "-m", "hi", "shelf.py"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = crate::support::texts(&out);
+    assert!(out.status.success(), "{stderr}");
+    let events = json_lines(&stdout);
+    let requests: Vec<&serde_json::Value> =
+        events.iter().filter(|e| e["event"] == "request").collect();
+    let received = server.requests();
+    assert_eq!(requests.len(), received.len());
+    assert_eq!(requests[0]["purpose"], "turn");
+    assert_eq!(
+        requests[0]["predicted_prompt_tokens"],
+        received[0].prompt_tokens
+    );
+    assert_eq!(requests[0]["max_tokens"], 16_384);
+
+    server.push(Reply::invalid_api_key());
+    let out = repo
+        .tern(&server.base_url())
+        .args(["--json", "-m", "hi"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let events = json_lines(&crate::support::texts(&out).0);
+    let stopped = events.last().unwrap();
+    assert_eq!(stopped["event"], "stopped");
+    assert_eq!(stopped["ok"], false);
+    assert!(
+        stopped["reason"]
+            .as_str()
+            .unwrap()
+            .contains("rejected the key"),
+        "{stopped}"
+    );
+}
+
+/// A reply that fills llama.cpp's context stops with `length`: tern says the window
+/// filled (not the output limit), headless and in `--json`.
+#[test]
+fn a_reply_that_fills_the_window_says_so() {
+    let server = MockServer::start_in_thread_as(Dialect::LlamaCpp { n_ctx: 2048 });
+    server.push(Reply::text("words ".repeat(3000)));
+    let repo = crate::support::TempRepo::with_files(&[("shelf.py", SHELF)]);
+    let out = repo
+        .tern(&server.base_url())
+        .args([
+            "--json",
+            "--model",
+            "smollm2-fill",
+            "--context-window",
+            "2048",
+        ])
+        .args(["-m", "write a lot"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "an incomplete reply fails the run");
+    let events = json_lines(&crate::support::texts(&out).0);
+    let finished = events
+        .iter()
+        .find(|e| e["event"] == "turn_finished")
+        .unwrap();
+    assert_eq!(finished["finish"]["kind"], "length");
+    assert_eq!(finished["finish"]["detail"]["limit"], "window");
+    let stopped = events.last().unwrap();
+    assert!(
+        stopped["reason"]
+            .as_str()
+            .unwrap()
+            .contains("filled the context window"),
+        "{stopped}"
+    );
+}
+
+/// llama-cpp-python streams no usage: the token line shows tern's counts, marked as
+/// estimates, never "0 sent, 0 received".
+#[test]
+fn usage_the_server_does_not_report_is_estimated() {
+    let server = MockServer::start_in_thread_as(Dialect::LlamaCppPython { n_ctx: 8192 });
+    server.push(Reply::text("It keeps the books."));
+    let repo = crate::support::TempRepo::with_files(&[("shelf.py", SHELF)]);
+    let out = repo
+        .tern(&server.base_url())
+        .args([
+            "--model",
+            "smollm2-no-usage",
+            "-m",
+            "what is it?",
+            "shelf.py",
+        ])
+        .output()
+        .unwrap();
+    let (_, stderr) = crate::support::texts(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("Tokens: ≈")
+            && stderr.contains("(estimated: the server reported no usage)"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("0 sent"), "{stderr}");
+}
+
+/// A one-shot `-m` ends after its reply even when the history needs a summary; the
+/// next start makes it, before the next request needs it.
+#[test]
+fn a_one_shot_message_leaves_the_summary_to_the_next_start() {
+    let server = MockServer::start_in_thread();
+    serve_with_summaries(&server);
+    let repo = crate::support::TempRepo::with_files(&[
+        ("shelf.py", SHELF),
+        (".tern.toml", "max_chat_history_tokens = 60\n"),
+    ]);
+    let run = |args: &[&str]| {
+        let out = repo
+            .tern(&server.base_url())
+            .args(["--model", "gpt-4o", "--weak-model", "gpt-4o-mini"])
+            .args(args)
+            .output()
+            .unwrap();
+        let (_, stderr) = crate::support::texts(&out);
+        assert!(out.status.success(), "{stderr}");
+    };
+    run(&["-m", "turn 1: what does lend do?"]);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1, "no summary after the last reply");
+    run(&["--resume", "-m", "turn 2: and returned?"]);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3, "{requests:#?}");
+    assert!(
+        is_summary(&requests[1]),
+        "the summary comes first: {requests:#?}"
+    );
+    let recap = tern::context::history::SUMMARY_PREFIX;
+    assert!(
+        requests[2]
+            .messages
+            .iter()
+            .any(|m| m.text.starts_with(recap))
+    );
+}
+
+#[test]
+fn tokens_refuses_a_missing_file() {
+    let repo = crate::support::TempRepo::with_files(&[("shelf.py", SHELF)]);
+    let out = repo
+        .tern("http://127.0.0.1:9/v1")
+        .args(["tokens", "shelf.py", "nope.py"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = crate::support::texts(&out);
+    assert!(!out.status.success(), "{stdout}");
+    assert!(stderr.contains("no such file: nope.py"), "{stderr}");
+}
+
+/// `TERN_LOG=tern=debug` fills the log file: each request, its prediction and reply.
+#[test]
+fn the_log_file_gets_each_request_under_tern_log_debug() {
+    let server = MockServer::start_in_thread();
+    server.push(Reply::text("Hello."));
+    let repo = crate::support::TempRepo::with_files(&[("shelf.py", SHELF)]);
+    let log = repo.path().join(".git/tern-debug.log");
+    let out = repo
+        .tern(&server.base_url())
+        .env("TERN_LOG", "tern=debug")
+        .arg(format!("--log-file={}", log.display()))
+        .args(["-m", "hi"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        text.contains("chat request") && text.contains("predicted_prompt"),
+        "{text}"
+    );
+    assert!(text.contains("chat reply"), "{text}");
+    assert!(!text.contains("sk-test-key-never-shown"));
+}
+
+/// With `--map-tokens 0` there is no map, and no message waits for one.
+#[test]
+fn with_map_tokens_0_no_message_waits_for_a_map() {
+    let server = MockServer::start_in_thread();
+    server.push(Reply::text("Hello."));
+    let files = mapped_repo(5);
+    let repo = crate::support::TempRepo::with_files(&as_files(&files));
+    let out = repo
+        .tern(&server.base_url())
+        .args(["--map-tokens", "0", "-m", "hi"])
+        .output()
+        .unwrap();
+    let (_, stderr) = crate::support::texts(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("waiting for the repo map"), "{stderr}");
+    let request = &server.requests()[0];
+    assert!(
+        !request
+            .messages
+            .iter()
+            .any(|m| m.text.starts_with("Here is a map"))
+    );
 }

@@ -383,14 +383,7 @@ impl<'a> Run<'a> {
     /// (or what a server accepted, after it refused more) minus the prompt, the
     /// summary's room and a tenth for counts that differ from the server's.
     fn chunk_limit(&self) -> Result<usize, SummaryError> {
-        let window = self
-            .summarizer
-            .models
-            .iter()
-            .map(|m| m.input_limit)
-            .min()
-            .unwrap_or(0)
-            .min(self.refused_above.load(Ordering::Relaxed));
+        let window = self.input_limit();
         let fixed = self.counter().per_request()
             + 2 * self.counter().per_message()
             + self.counter().count(&self.prompt())
@@ -403,6 +396,18 @@ impl<'a> Run<'a> {
         Ok(limit)
     }
 
+    /// The most prompt tokens a request may carry: the smallest input limit of the
+    /// models, or less once a server refused more.
+    fn input_limit(&self) -> usize {
+        self.summarizer
+            .models
+            .iter()
+            .map(|m| m.input_limit)
+            .min()
+            .unwrap_or(0)
+            .min(self.refused_above.load(Ordering::Relaxed))
+    }
+
     /// One summary of all of `messages`, in chunks when they do not fit one request;
     /// made again in smaller chunks when the server refuses one as too long.
     async fn summarize(&self, messages: &[Message]) -> Result<String, SummaryError> {
@@ -411,14 +416,7 @@ impl<'a> Run<'a> {
             match self.summarize_in_chunks(messages).await {
                 Err(SummaryError::TooLong(why, window)) if retries < SMALLER_RETRIES => {
                     retries += 1;
-                    let tried = self
-                        .summarizer
-                        .models
-                        .iter()
-                        .map(|m| m.input_limit)
-                        .min()
-                        .unwrap_or(0)
-                        .min(self.refused_above.load(Ordering::Relaxed));
+                    let tried = self.input_limit();
                     // The server's window when it said one smaller than what was tried;
                     // else its counts run higher than ours: a quarter less.
                     let smaller = window.filter(|&w| w < tried).unwrap_or(tried * 3 / 4);

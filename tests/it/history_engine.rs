@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::history_support::{Chat, failure, is_summary, notices, turn_of};
+use crate::history_support::{Chat, as_files, failure, is_summary, mapped_repo, notices, turn_of};
 use crate::support::{MockServer, RecordedRequest, Reply};
 use tern::config::{ApiKey, Settings};
 use tern::context::HistoryPhase;
@@ -583,22 +583,8 @@ async fn an_oversized_request_shrinks_the_repo_map_first() {
     let server = MockServer::start().await;
     script(&server, |_| Reply::text(RECAP));
     // A repository whose map fills its whole budget.
-    let sources: Vec<(String, String)> = (0..80)
-        .map(|k| {
-            let prev = k.max(1) - 1;
-            let text = format!(
-                "from pkg.mod_{prev} import compute_total_{prev}\n\n\
-                 class InventoryRecord{k}:\n    def refresh_inventory_{k}(self, items):\n        return compute_total_{prev}(items)\n\n\
-                 def compute_total_{k}(values):\n    return sum(values) + {k}\n\n\
-                 def format_report_{k}(record):\n    return str(compute_total_{k}([record]))\n"
-            );
-            (format!("pkg/mod_{k}.py"), text)
-        })
-        .collect();
-    let files: Vec<(&str, &str)> = sources
-        .iter()
-        .map(|(p, t)| (p.as_str(), t.as_str()))
-        .collect();
+    let sources = mapped_repo(80);
+    let files = as_files(&sources);
     let settings = Settings {
         context_window: Some(6000),
         reserve_output: Some(3000),

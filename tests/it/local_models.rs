@@ -6,8 +6,8 @@
 // A failed unwrap here is a failed test, which is what it should be.
 #![allow(clippy::unwrap_used)]
 
-use crate::history_support::{Chat, failure, is_summary, notices};
-use crate::support::{Dialect, MockServer, RecordedRequest, Reply};
+use crate::history_support::{Chat, as_files, failure, is_summary, mapped_repo, notices};
+use crate::support::{Dialect, MockServer, RecordedRequest, Reply, TempRepo};
 use tern::config::{ApiKey, Settings};
 use tern::engine::protocol::{Counting, Purpose, WindowSource};
 use tern::engine::{Event, FileMode, Op};
@@ -36,6 +36,19 @@ fn reply(turn: usize) -> String {
     format!(
         "reply {turn}: the shelf code reads the notes file line by line, splits each line at the tabs and keeps the books in the order they were added. Lending marks the book with the friend's name and the date."
     )
+}
+
+const RECAP: &str = "I asked about the shelf code and how lending works.";
+
+/// Conversation requests get their turn's reply, summaries the recap.
+fn serve_with_summaries(server: &MockServer) {
+    server.set_responder(|r| {
+        if is_summary(r) {
+            Reply::text(RECAP)
+        } else {
+            Reply::text(reply(crate::history_support::turn_of(r)))
+        }
+    });
 }
 
 fn settings(server: &MockServer, model: &str) -> Settings {
@@ -119,17 +132,10 @@ async fn varied_session(chat: &mut Chat) -> Vec<&'static str> {
     kinds
 }
 
-fn serve_replies(server: &MockServer) {
-    server.set_responder(|r| {
-        let turn = crate::history_support::turn_of(r);
-        Reply::text(reply(turn))
-    });
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_counts_keep_every_prediction_within_two_percent() {
     let server = MockServer::start_as(Dialect::LlamaCpp { n_ctx: 32_768 }).await;
-    serve_replies(&server);
+    serve_with_summaries(&server);
     let settings = Settings {
         context_window: Some(32_768),
         max_chat_history_tokens: Some(20_000),
@@ -179,7 +185,7 @@ fn last_counting(events: &[Event]) -> Option<Counting> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn calibrated_counts_learn_from_usage_and_are_remembered() {
     let server = MockServer::start_as(Dialect::Ollama).await;
-    serve_replies(&server);
+    serve_with_summaries(&server);
     let model = "smollm2-calibrated";
     let settings = Settings {
         context_window: Some(32_768),
@@ -241,43 +247,7 @@ async fn calibrated_counts_learn_from_usage_and_are_remembered() {
     assert!(error <= 0.05, "{predicted} for {}", request.prompt_tokens);
 }
 
-const RECAP: &str = "I asked about the shelf code and how lending works.";
-
-/// Conversation requests get their turn's reply, summaries the recap.
-fn serve_with_summaries(server: &MockServer) {
-    server.set_responder(|r| {
-        if is_summary(r) {
-            Reply::text(RECAP)
-        } else {
-            Reply::text(reply(crate::history_support::turn_of(r)))
-        }
-    });
-}
-
 const SHELF: &str = "\"\"\"The shelf: books, where they are, and who has them.\"\"\"\n\nfrom dataclasses import dataclass, field\n\n\n@dataclass\nclass Book:\n    title: str\n    author: str\n    shelf: str\n    lent_to: str | None = None\n\n\n@dataclass\nclass Shelf:\n    books: list[Book] = field(default_factory=list)\n\n    def add_book(self, title: str, author: str, shelf: str) -> Book:\n        book = Book(title, author, shelf)\n        self.books.append(book)\n        return book\n\n    def lend(self, title: str, friend: str) -> None:\n        for book in self.books:\n            if book.title == title:\n                book.lent_to = friend\n                return\n        raise KeyError(title)\n\n    def returned(self, title: str) -> None:\n        for book in self.books:\n            if book.title == title:\n                book.lent_to = None\n";
-
-/// A repository whose map is large: `n` modules that reference one another.
-fn mapped_repo(n: usize) -> Vec<(String, String)> {
-    (0..n)
-        .map(|k| {
-            let prev = k.max(1) - 1;
-            let text = format!(
-                "from pkg.mod_{prev} import compute_total_{prev}\n\n\
-                 class InventoryRecord{k}:\n    def refresh_inventory_{k}(self, items):\n        return compute_total_{prev}(items)\n\n\
-                 def compute_total_{k}(values):\n    return sum(values) + {k}\n\n\
-                 def format_report_{k}(record):\n    return str(compute_total_{k}([record]))\n"
-            );
-            (format!("pkg/mod_{k}.py"), text)
-        })
-        .collect()
-}
-
-fn as_files(files: &[(String, String)]) -> Vec<(&str, &str)> {
-    files
-        .iter()
-        .map(|(p, t)| (p.as_str(), t.as_str()))
-        .collect()
-}
 
 /// A 2048-token window (llama.cpp's `-c 2048`): a question about one file goes as it
 /// comes, and twenty turns later nothing was ever refused or sent over the context.
@@ -595,21 +565,39 @@ fn json_lines(stdout: &str) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// What a `tern` run did: whether it succeeded, its stdout and its stderr.
+struct Run {
+    ok: bool,
+    stdout: String,
+    stderr: String,
+}
+
+/// `tern ARGS` in `repo`, talking to `api_base`.
+fn run(repo: &TempRepo, api_base: &str, args: &[&str]) -> Run {
+    let out = repo.tern(api_base).args(args).output().unwrap();
+    let (stdout, stderr) = crate::support::texts(&out);
+    Run {
+        ok: out.status.success(),
+        stdout,
+        stderr,
+    }
+}
+
+fn shelf_repo() -> TempRepo {
+    TempRepo::with_files(&[("shelf.py", SHELF)])
+}
+
 /// `--json` reports each request with tern's prediction of its prompt (exact for an
 /// OpenAI model), and says at the end why the run stopped.
 #[test]
 fn json_has_one_request_event_per_request_and_the_reason_it_stopped() {
     let server = MockServer::start_in_thread();
     server.push(Reply::text("Hello."));
-    let repo = crate::support::TempRepo::with_files(&[("shelf.py", SHELF)]);
-    let out = repo
-        .tern(&server.base_url())
-        .args(["--json", "--model", "gpt-4o", "-m", "hi", "shelf.py"])
-        .output()
-        .unwrap();
-    let (stdout, stderr) = crate::support::texts(&out);
-    assert!(out.status.success(), "{stderr}");
-    let events = json_lines(&stdout);
+    let repo = shelf_repo();
+    let args = ["--json", "--model", "gpt-4o", "-m", "hi", "shelf.py"];
+    let done = run(&repo, &server.base_url(), &args);
+    assert!(done.ok, "{}", done.stderr);
+    let events = json_lines(&done.stdout);
     let requests: Vec<&serde_json::Value> =
         events.iter().filter(|e| e["event"] == "request").collect();
     let received = server.requests();
@@ -622,13 +610,9 @@ fn json_has_one_request_event_per_request_and_the_reason_it_stopped() {
     assert_eq!(requests[0]["max_tokens"], 16_384);
 
     server.push(Reply::invalid_api_key());
-    let out = repo
-        .tern(&server.base_url())
-        .args(["--json", "-m", "hi"])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let events = json_lines(&crate::support::texts(&out).0);
+    let failed = run(&repo, &server.base_url(), &["--json", "-m", "hi"]);
+    assert!(!failed.ok);
+    let events = json_lines(&failed.stdout);
     let stopped = events.last().unwrap();
     assert_eq!(stopped["event"], "stopped");
     assert_eq!(stopped["ok"], false);
@@ -647,21 +631,20 @@ fn json_has_one_request_event_per_request_and_the_reason_it_stopped() {
 fn a_reply_that_fills_the_window_says_so() {
     let server = MockServer::start_in_thread_as(Dialect::LlamaCpp { n_ctx: 2048 });
     server.push(Reply::text("words ".repeat(3000)));
-    let repo = crate::support::TempRepo::with_files(&[("shelf.py", SHELF)]);
-    let out = repo
-        .tern(&server.base_url())
-        .args([
-            "--json",
-            "--model",
-            "smollm2-fill",
-            "--context-window",
-            "2048",
-        ])
-        .args(["-m", "write a lot"])
-        .output()
-        .unwrap();
-    assert!(!out.status.success(), "an incomplete reply fails the run");
-    let events = json_lines(&crate::support::texts(&out).0);
+    let args = [
+        "--json",
+        "--model",
+        "smollm2-fill",
+        "--context-window",
+        "2048",
+    ];
+    let done = run(
+        &shelf_repo(),
+        &server.base_url(),
+        &[&args[..], &["-m", "write a lot"]].concat(),
+    );
+    assert!(!done.ok, "an incomplete reply fails the run");
+    let events = json_lines(&done.stdout);
     let finished = events
         .iter()
         .find(|e| e["event"] == "turn_finished")
@@ -669,13 +652,8 @@ fn a_reply_that_fills_the_window_says_so() {
     assert_eq!(finished["finish"]["kind"], "length");
     assert_eq!(finished["finish"]["detail"]["limit"], "window");
     let stopped = events.last().unwrap();
-    assert!(
-        stopped["reason"]
-            .as_str()
-            .unwrap()
-            .contains("filled the context window"),
-        "{stopped}"
-    );
+    let reason = stopped["reason"].as_str().unwrap();
+    assert!(reason.contains("filled the context window"), "{stopped}");
 }
 
 /// llama-cpp-python streams no usage: the token line shows tern's counts, marked as
@@ -684,20 +662,16 @@ fn a_reply_that_fills_the_window_says_so() {
 fn usage_the_server_does_not_report_is_estimated() {
     let server = MockServer::start_in_thread_as(Dialect::LlamaCppPython { n_ctx: 8192 });
     server.push(Reply::text("It keeps the books."));
-    let repo = crate::support::TempRepo::with_files(&[("shelf.py", SHELF)]);
-    let out = repo
-        .tern(&server.base_url())
-        .args([
-            "--model",
-            "smollm2-no-usage",
-            "-m",
-            "what is it?",
-            "shelf.py",
-        ])
-        .output()
-        .unwrap();
-    let (_, stderr) = crate::support::texts(&out);
-    assert!(out.status.success(), "{stderr}");
+    let args = [
+        "--model",
+        "smollm2-no-usage",
+        "-m",
+        "what is it?",
+        "shelf.py",
+    ];
+    let done = run(&shelf_repo(), &server.base_url(), &args);
+    let stderr = done.stderr;
+    assert!(done.ok, "{stderr}");
     assert!(
         stderr.contains("Tokens: ≈")
             && stderr.contains("(estimated: the server reported no usage)"),
@@ -712,24 +686,26 @@ fn usage_the_server_does_not_report_is_estimated() {
 fn a_one_shot_message_leaves_the_summary_to_the_next_start() {
     let server = MockServer::start_in_thread();
     serve_with_summaries(&server);
-    let repo = crate::support::TempRepo::with_files(&[
+    let repo = TempRepo::with_files(&[
         ("shelf.py", SHELF),
         (".tern.toml", "max_chat_history_tokens = 60\n"),
     ]);
-    let run = |args: &[&str]| {
-        let out = repo
-            .tern(&server.base_url())
-            .args(["--model", "gpt-4o", "--weak-model", "gpt-4o-mini"])
-            .args(args)
-            .output()
-            .unwrap();
-        let (_, stderr) = crate::support::texts(&out);
-        assert!(out.status.success(), "{stderr}");
-    };
-    run(&["-m", "turn 1: what does lend do?"]);
+    let models = ["--model", "gpt-4o", "--weak-model", "gpt-4o-mini"];
+    let first = run(
+        &repo,
+        &server.base_url(),
+        &[&models[..], &["-m", "turn 1: what does lend do?"]].concat(),
+    );
+    assert!(first.ok, "{}", first.stderr);
     let requests = server.requests();
     assert_eq!(requests.len(), 1, "no summary after the last reply");
-    run(&["--resume", "-m", "turn 2: and returned?"]);
+    let resumed = ["--resume", "-m", "turn 2: and returned?"];
+    let next = run(
+        &repo,
+        &server.base_url(),
+        &[&models[..], &resumed[..]].concat(),
+    );
+    assert!(next.ok, "{}", next.stderr);
     let requests = server.requests();
     assert_eq!(requests.len(), 3, "{requests:#?}");
     assert!(
@@ -747,15 +723,17 @@ fn a_one_shot_message_leaves_the_summary_to_the_next_start() {
 
 #[test]
 fn tokens_refuses_a_missing_file() {
-    let repo = crate::support::TempRepo::with_files(&[("shelf.py", SHELF)]);
-    let out = repo
-        .tern("http://127.0.0.1:9/v1")
-        .args(["tokens", "shelf.py", "nope.py"])
-        .output()
-        .unwrap();
-    let (stdout, stderr) = crate::support::texts(&out);
-    assert!(!out.status.success(), "{stdout}");
-    assert!(stderr.contains("no such file: nope.py"), "{stderr}");
+    let done = run(
+        &shelf_repo(),
+        "http://127.0.0.1:9/v1",
+        &["tokens", "shelf.py", "nope.py"],
+    );
+    assert!(!done.ok, "{}", done.stdout);
+    assert!(
+        done.stderr.contains("no such file: nope.py"),
+        "{}",
+        done.stderr
+    );
 }
 
 /// `TERN_LOG=tern=debug` fills the log file: each request, its prediction and reply.
@@ -763,7 +741,7 @@ fn tokens_refuses_a_missing_file() {
 fn the_log_file_gets_each_request_under_tern_log_debug() {
     let server = MockServer::start_in_thread();
     server.push(Reply::text("Hello."));
-    let repo = crate::support::TempRepo::with_files(&[("shelf.py", SHELF)]);
+    let repo = shelf_repo();
     let log = repo.path().join(".git/tern-debug.log");
     let out = repo
         .tern(&server.base_url())
@@ -788,15 +766,18 @@ fn with_map_tokens_0_no_message_waits_for_a_map() {
     let server = MockServer::start_in_thread();
     server.push(Reply::text("Hello."));
     let files = mapped_repo(5);
-    let repo = crate::support::TempRepo::with_files(&as_files(&files));
-    let out = repo
-        .tern(&server.base_url())
-        .args(["--map-tokens", "0", "-m", "hi"])
-        .output()
-        .unwrap();
-    let (_, stderr) = crate::support::texts(&out);
-    assert!(out.status.success(), "{stderr}");
-    assert!(!stderr.contains("waiting for the repo map"), "{stderr}");
+    let repo = TempRepo::with_files(&as_files(&files));
+    let done = run(
+        &repo,
+        &server.base_url(),
+        &["--map-tokens", "0", "-m", "hi"],
+    );
+    assert!(done.ok, "{}", done.stderr);
+    assert!(
+        !done.stderr.contains("waiting for the repo map"),
+        "{}",
+        done.stderr
+    );
     let request = &server.requests()[0];
     assert!(
         !request

@@ -125,6 +125,30 @@ fn spawn(settings: Settings, repo: &TempRepo, editable: &[&str], resume: bool) -
     .unwrap()
 }
 
+/// A repository whose map is large: `n` modules that reference one another.
+pub fn mapped_repo(n: usize) -> Vec<(String, String)> {
+    (0..n)
+        .map(|k| {
+            let prev = k.max(1) - 1;
+            let text = format!(
+                "from pkg.mod_{prev} import compute_total_{prev}\n\n\
+                 class InventoryRecord{k}:\n    def refresh_inventory_{k}(self, items):\n        return compute_total_{prev}(items)\n\n\
+                 def compute_total_{k}(values):\n    return sum(values) + {k}\n\n\
+                 def format_report_{k}(record):\n    return str(compute_total_{k}([record]))\n"
+            );
+            (format!("pkg/mod_{k}.py"), text)
+        })
+        .collect()
+}
+
+/// `files` as `TempRepo::with_files` takes them.
+pub fn as_files(files: &[(String, String)]) -> Vec<(&str, &str)> {
+    files
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect()
+}
+
 /// The texts of the notices and warnings among `events`.
 pub fn notices(events: &[Event]) -> Vec<&str> {
     events

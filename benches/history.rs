@@ -53,6 +53,8 @@ fn bench(c: &mut Criterion) {
         proposal: None,
         proposal_failures: vec![],
         proposal_shell: vec![],
+        notes: vec![],
+        transcript: vec![],
         server_window: None,
         learned_limit: None,
     };

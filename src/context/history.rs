@@ -19,6 +19,7 @@ use super::Window;
 use crate::llm::{
     ChatRequest, Finish, LlmClient, LlmError, Message, ModelInfo, ReplyLimit, Role, StreamEvent,
 };
+use crate::prompts;
 use crate::tokens::TokenCounter;
 
 /// How many summarize-and-check rounds `Summarizer::fit` makes at most; the last one
@@ -54,13 +55,8 @@ fn server_slot(api_base: &str) -> Arc<tokio::sync::Semaphore> {
 /// Told of every summary request as it is sent (`StreamEvent::Request`).
 pub type RequestObserver = Arc<dyn Fn(StreamEvent) + Send + Sync>;
 
-const SUMMARIZE_PROMPT: &str = include_str!("../../assets/prompts/summarize.md");
-const MERGE_PREAMBLE: &str = include_str!("../../assets/prompts/summarize_merge.md");
-
 /// Opens the summary message, so the model knows what it is reading.
-pub const SUMMARY_PREFIX: &str = "To recap our conversation so far:\n\n";
-/// The assistant's reply to the summary, so the history keeps alternating.
-pub const SUMMARY_ACK: &str = "Thanks, I have the recap in mind. Let's go on.";
+pub const SUMMARY_PREFIX: &str = prompts::SUMMARY_PREFIX;
 
 /// The history budget when none is configured: `min(max(window/16, 1024), 8192)`,
 /// where the floor of 1024 scales down to a quarter of windows under 4096 tokens.
@@ -72,6 +68,11 @@ pub fn default_budget(window: usize) -> usize {
 /// it, so that after a swap summary + kept messages sit well under the checkpoint mark.
 pub fn summary_cap(budget: usize) -> usize {
     (budget / 4).clamp(32, 2048)
+}
+
+/// Goes before the summarizer's prompt when partial summaries are merged.
+fn merge_preamble() -> String {
+    format!("{}\n\n", prompts::SUMMARIZE_MERGE)
 }
 
 /// Tokens the messages take in a request (content plus the chat format's overhead).
@@ -87,7 +88,7 @@ pub fn tokens(messages: &[Message], counter: &TokenCounter) -> usize {
 pub fn summary_messages(text: &str) -> [Message; 2] {
     [
         Message::user(format!("{SUMMARY_PREFIX}{}", text.trim())),
-        Message::assistant(SUMMARY_ACK),
+        Message::assistant(prompts::SUMMARY_ACK),
     ]
 }
 
@@ -147,9 +148,6 @@ pub fn replace_head(
     }
 }
 
-const FORGOTTEN_NOTE: &str = include_str!("../../assets/prompts/forgotten.md");
-const FORGOTTEN_ACK: &str = include_str!("../../assets/prompts/forgotten_ack.md");
-
 /// What dropping a history's oldest turns did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Forgotten {
@@ -169,8 +167,8 @@ pub fn forget_head(
     counter: &TokenCounter,
 ) -> Option<Forgotten> {
     let note = [
-        Message::user(FORGOTTEN_NOTE.trim()),
-        Message::assistant(FORGOTTEN_ACK.trim()),
+        Message::user(prompts::FORGOTTEN),
+        Message::assistant(prompts::FORGOTTEN_ACK),
     ];
     let droppable = (history.len() / 2).saturating_sub(1);
     let pair_tokens: Vec<usize> = history
@@ -375,8 +373,9 @@ impl<'a> Run<'a> {
         &self.summarizer.counter
     }
 
+    /// The summarizer's system prompt, ending with a line break.
     fn prompt(&self) -> String {
-        SUMMARIZE_PROMPT.replace("{words}", &(self.cap / 2).to_string())
+        format!("{}\n", prompts::summarize(self.cap / 2))
     }
 
     /// Transcript tokens one request may carry: the smallest input limit of the models
@@ -387,7 +386,7 @@ impl<'a> Run<'a> {
         let fixed = self.counter().per_request()
             + 2 * self.counter().per_message()
             + self.counter().count(&self.prompt())
-            + self.counter().count(MERGE_PREAMBLE)
+            + self.counter().count(&merge_preamble())
             + self.cap;
         let limit = window.saturating_sub(fixed) * 9 / 10;
         if limit < 64 {
@@ -443,7 +442,7 @@ impl<'a> Run<'a> {
         }
         let mut partials = self.ask_all(&self.prompt(), chunks).await?;
         // Merge the partial summaries, in chunks again if they still do not fit.
-        let merge_prompt = format!("{MERGE_PREAMBLE}{}", self.prompt());
+        let merge_prompt = format!("{}{}", merge_preamble(), self.prompt());
         let mut size = usize::MAX;
         loop {
             let parts: Vec<String> = partials
@@ -719,7 +718,7 @@ mod tests {
             forgotten.turns >= 5 && forgotten.turns < 10,
             "{forgotten:?}"
         );
-        assert_eq!(history[0].content, FORGOTTEN_NOTE.trim());
+        assert_eq!(history[0].content, prompts::FORGOTTEN);
         assert_eq!(&history[history.len() - 2..], latest.as_slice());
         for pair in history.windows(2) {
             assert_ne!(pair[0].role, pair[1].role);

@@ -13,7 +13,7 @@ use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::persist::SessionWriter;
-use super::protocol::Purpose;
+use super::protocol::{RequestKind, ShownKind};
 use super::turn::TurnKind;
 use super::{ChatMode, Engine, Event, Internal};
 use crate::context::double_buffer::{Action, DoubleBuffer};
@@ -323,7 +323,7 @@ impl Engine {
             } = event
             {
                 events.send(Event::Request {
-                    purpose: Purpose::Summary,
+                    purpose: RequestKind::Summary,
                     model,
                     predicted_prompt_tokens,
                     max_tokens,
@@ -379,6 +379,7 @@ impl Engine {
     fn apply_summary(&mut self, anchor: usize, summary: &str) -> Replaced {
         let replaced =
             history::replace_head(&mut self.session.history, anchor, summary, &self.counter);
+        self.session.show(ShownKind::Summary, summary);
         self.history.summary_at_front = true;
         self.history.summaries += 1;
         self.history.generation += 1;
@@ -405,12 +406,12 @@ impl Engine {
         self.publish_history();
     }
 
-    /// At start: a history (resumed) already past its marks is summarized now, so the
-    /// next request does not carry it all.
-    pub(super) fn history_after_resume(&mut self) {
-        if !self.session.history.is_empty() {
-            self.step_history();
-        }
+    /// A resumed history is held to its budget like any other: one already over it is
+    /// summarized (or checkpointed) now, so the next request waits for that rather
+    /// than carrying all of it.
+    pub(super) fn resumed_history(&mut self) {
+        self.step_history();
+        self.publish_history();
     }
 
     fn step_history(&mut self) {
@@ -722,7 +723,7 @@ impl Engine {
                 _ => return self.error(format!("/forget takes a number of turns, not {n:?}")),
             },
         };
-        if self.running.is_some() || self.history.job.is_some() {
+        if self.activity.is_streaming() || self.history.job.is_some() {
             return self.error("/forget: not while a reply or a summary is under way".into());
         }
         let report = self.report("");
@@ -795,7 +796,7 @@ impl Engine {
     /// `/compact`: swap in a ready checkpoint, or summarize the whole history now. Always
     /// ends with an `Output` titled "compact".
     pub(super) fn compact(&mut self) {
-        if self.running.is_some() || self.history.held.is_some() {
+        if !self.activity.is_idle() || self.history.held.is_some() {
             return self.compact_output("not now: wait for the current turn to finish".into());
         }
         if self.session.history.is_empty() {

@@ -120,7 +120,7 @@ impl Engine {
         self.update_map(&draft);
         self.publish_budget();
         if refreshed.first
-            && let Some((text, mode)) = self.deferred.take()
+            && let Some((text, mode)) = self.activity.take_waiting()
         {
             self.start_user_turn(text, mode);
         }
@@ -248,7 +248,7 @@ impl Engine {
     /// `Op::Cancel`: a message waiting for the first repo map is not sent later by
     /// itself (Esc is final); it comes back to the user.
     pub(super) fn cancel_deferred(&mut self) {
-        if let Some((text, _)) = self.deferred.take() {
+        if let Some((text, _)) = self.activity.take_waiting() {
             self.events.send(Event::TurnFailed {
                 error: "cancelled while waiting for the repo map; nothing was sent".into(),
                 message: text,
@@ -263,7 +263,10 @@ impl Engine {
         if !self.map.is_loading() {
             return false;
         }
-        self.deferred = Some((text.to_string(), mode));
+        self.activity = super::activity::Activity::WaitingForMap {
+            text: text.to_string(),
+            mode,
+        };
         self.notice(
             "waiting for the repo map to be built; the message is sent as soon as it is".into(),
         );

@@ -1,5 +1,6 @@
-//! The session: the conversation and the pending proposal, saved after every turn and
-//! every review decision so that `tern --resume` continues it. It lives in the user's
+//! The session: the conversation and the pending proposal, saved after every turn,
+//! every review decision and every change of files, mode or model, so that `tern
+//! --resume` continues it as it was when tern quit. It lives in the user's
 //! state directory (`$XDG_STATE_HOME/tern/sessions/<repo>-<hash of its path>.json`, or
 //! `$TERN_STATE_DIR/sessions/…`), never in the work tree: a cloned repository must not
 //! be able to ship a session, with a proposal that `--resume --yes` would apply. Written
@@ -25,18 +26,23 @@
 //!   "proposal": { "files": [ … ] },
 //!   "proposal_failures": [{ "path": "src/app.rs", "block": 2, "message": "…" }],
 //!   "proposal_shell": ["cargo test"],
+//!   "notes": ["I did not apply these hunks: …"],
+//!   "transcript": [{ "kind": "user", "text": "rename remove" },
+//!                  { "kind": "assistant", "text": "Here is …" }],
 //!   "server_window": 2048,
 //!   "learned_limit": 1400
 //! }
 //! ```
 //!
-//! `model` is informational (flags and config still choose the model); `history`
+//! `model` is restored unless `--model` names one for this start; `history`
 //! alternates user / assistant and ends with an assistant message; `summary_at_front`
 //! says its first two messages are a summary and its acknowledgement; `checkpoint` is a
 //! double-buffer summary of `history[..anchor]` made but not swapped in yet;
 //! `proposal` is the pending edits by content (`edit::ProposalSnapshot`), placed again
 //! in the files as they are on resume, shown with the reply's failed blocks
 //! (`proposal_failures`) and suggested commands (`proposal_shell`), both optional;
+//! `notes` go to the model with the next message; `transcript` is what the chat showed
+//! (the last `session::TRANSCRIPT_LIMIT` messages), shown again on resume;
 //! `server_window` is the context a server said it has (llama.cpp's `n_ctx`) and
 //! `learned_limit` the prompt limit learned from one that refused a request without
 //! saying it, both optional and kept for the resumed session.
@@ -75,6 +81,13 @@ pub struct SessionFile {
     /// Shell commands the proposal's reply suggested (never run).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub proposal_shell: Vec<String>,
+    /// What tern will tell the model with the next message (rejected hunks, an undone
+    /// commit).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    /// What the chat showed, for the resumed workspace to show again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub transcript: Vec<super::protocol::Shown>,
     /// The context the server said it has, smaller than the model's window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_window: Option<usize>,
@@ -245,6 +258,16 @@ impl SessionWriter {
         }
     }
 
+    /// A writer that saves nothing (an engine that lands a given reply must not replace
+    /// the user's session).
+    pub(crate) fn none() -> Self {
+        SessionWriter {
+            tx: None,
+            task: None,
+            first: true,
+        }
+    }
+
     fn write(&mut self, saved: SessionFile) {
         if let Some(tx) = &self.tx
             && tx.send((saved, self.first)).is_ok()
@@ -296,6 +319,8 @@ impl Engine {
             proposal,
             proposal_failures,
             proposal_shell,
+            notes: self.session.notes_for_next_turn.clone(),
+            transcript: self.session.transcript.clone(),
             server_window: (self.window.source == crate::context::WindowSource::Server)
                 .then_some(self.window.window),
             learned_limit: self.history.learned_limit(),
@@ -322,8 +347,9 @@ impl Engine {
         }
     }
 
-    /// `--resume`: loads the saved session's history, summary state, files and mode.
-    pub(super) fn restore_session(&mut self) -> Result<(), PersistError> {
+    /// `--resume`: loads the saved session's history, summary state, files, mode,
+    /// notes, transcript and (unless `keep_model`: `--model` chose one) model.
+    pub(super) fn restore_session(&mut self, keep_model: bool) -> Result<(), PersistError> {
         let root = self.session.root().to_path_buf();
         let file = path(&root);
         if !file.exists() && root.join(OLD_FILE).exists() {
@@ -336,6 +362,11 @@ impl Engine {
         self.session.history = saved.history;
         self.session.mode = saved.mode;
         self.session.session_cost = saved.session_cost;
+        self.session.notes_for_next_turn = saved.notes;
+        self.session.transcript = saved.transcript;
+        if !keep_model && !saved.model.is_empty() && saved.model != self.model.name {
+            self.switch_model(&saved.model);
+        }
         for file in saved.files {
             let added = self
                 .session
@@ -397,6 +428,8 @@ mod tests {
             proposal: None,
             proposal_failures: Vec::new(),
             proposal_shell: Vec::new(),
+            notes: vec![],
+            transcript: vec![],
             server_window: None,
             learned_limit: None,
         }

@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Message;
 use super::error::{self, HttpFailure, LlmError, Verdict};
+use super::key::ApiKey;
 use super::models::{ModelInfo, Usage};
 use super::tokenize::ServerTokenizer;
 use super::transport::Transport;
@@ -23,28 +24,6 @@ pub const MAX_CONTINUATIONS: usize = 3;
 
 /// First retry delay; each further attempt doubles it.
 const FIRST_BACKOFF: Duration = Duration::from_millis(250);
-
-/// An API key. Its `Debug` never shows the key, so it cannot leak into logs.
-#[derive(Clone, Deserialize, PartialEq, Eq)]
-#[serde(transparent)]
-pub struct ApiKey(String);
-
-impl ApiKey {
-    pub fn new(key: impl Into<String>) -> Self {
-        ApiKey(key.into())
-    }
-
-    /// The key itself, for the Authorization header only.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::fmt::Debug for ApiKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ApiKey(<redacted>)")
-    }
-}
 
 /// What the client needs to know, built from the settings in one place
 /// (`From<&config::Settings>`), so that the client does not depend on them.
@@ -138,6 +117,18 @@ pub enum Finish {
     CutOff(String),
     /// The user cancelled; the text so far is kept.
     Cancelled,
+}
+
+impl Finish {
+    /// Why the reply is incomplete, for the user; None when the model finished.
+    pub fn incomplete(&self) -> Option<String> {
+        match self {
+            Finish::Stop => None,
+            Finish::Length(limit) => Some(limit.describe()),
+            Finish::CutOff(why) => Some(format!("cut off: {why}; the partial reply is kept")),
+            Finish::Cancelled => Some("interrupted; the partial reply is kept".into()),
+        }
+    }
 }
 
 /// A finished (or partially finished) reply.

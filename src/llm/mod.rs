@@ -2,16 +2,18 @@
 
 mod client;
 mod error;
+mod key;
 mod message;
 pub mod models;
 mod tokenize;
 mod transport;
 
 pub use client::{
-    ApiKey, ChatReply, ChatRequest, ClientOptions, Finish, LlmClient, MAX_CONTINUATIONS,
-    ReplyLimit, StreamEvent,
+    ChatReply, ChatRequest, ClientOptions, Finish, LlmClient, MAX_CONTINUATIONS, ReplyLimit,
+    StreamEvent,
 };
 pub use error::{HttpFailure, LlmError};
+pub use key::ApiKey;
 pub use message::{Message, Role};
 pub use models::{ModelInfo, Usage};
 pub use tokenize::ServerTokenizer;

@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use tokio::sync::OnceCell;
 
-use super::client::ApiKey;
+use super::key::ApiKey;
 
 /// A probe that takes longer than this means no usable endpoint.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);

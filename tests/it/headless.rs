@@ -655,6 +655,8 @@ fn a_resumed_sessions_pending_hunks_are_left_for_review() {
         proposal: Some(proposal.snapshot()),
         proposal_failures: vec![],
         proposal_shell: vec![],
+        notes: vec![],
+        transcript: vec![],
         server_window: None,
         learned_limit: None,
     };

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::history_support::{Chat, as_files, failure, is_summary, mapped_repo, notices, turn_of};
-use crate::support::{MockServer, RecordedRequest, Reply};
+use crate::support::{MockServer, RecordedRequest, Reply, TempRepo};
 use tern::config::{ApiKey, Settings};
 use tern::context::HistoryPhase;
 use tern::context::history::{self, SUMMARY_PREFIX};
@@ -666,4 +666,56 @@ async fn an_interrupted_turn_starts_no_summary() {
     chat.until(|e| matches!(e, Event::Idle)).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(summaries(&server).is_empty(), "a summary started after Esc");
+}
+
+/// A resumed history already over its budget is summarized before the next request
+/// goes out, which then carries the summary instead of the whole history.
+#[tokio::test]
+async fn a_resumed_history_over_budget_is_summarized_before_the_next_request() {
+    use tern::engine::persist::{SessionFile, path, save};
+    let server = MockServer::start().await;
+    script(&server, |_| Reply::text(RECAP));
+    let repo = TempRepo::with_files(&[("a.txt", "a\n")]);
+    let over = turn_reaching(BUDGET + 300);
+    let session = SessionFile {
+        version: 1,
+        model: MAIN.into(),
+        mode: tern::engine::ChatMode::Ask,
+        files: vec![],
+        history: plain_history(1..=over),
+        summary_at_front: false,
+        checkpoint: None,
+        summaries: 0,
+        session_cost: 0.0,
+        proposal: None,
+        proposal_failures: vec![],
+        proposal_shell: vec![],
+        notes: vec![],
+        transcript: vec![],
+        server_window: None,
+        learned_limit: None,
+    };
+    save(&path(repo.path()), &session, false).unwrap();
+    let mut chat = Chat::start_in(repo, settings(&server), &[], true);
+    let events = chat.say(user_text(over + 1)).await;
+    assert!(
+        matches!(events.last(), Some(Event::TurnFinished { .. })),
+        "{events:#?}"
+    );
+    assert_eq!(
+        summaries(&server).len(),
+        1,
+        "summarized once, before sending"
+    );
+    let sent = conversations(&server);
+    assert_eq!(sent.len(), 1);
+    let texts: Vec<&str> = sent[0].messages.iter().map(|m| m.text.as_str()).collect();
+    assert!(
+        texts.iter().any(|t| t.starts_with(SUMMARY_PREFIX)),
+        "{texts:#?}"
+    );
+    assert!(
+        !texts.iter().any(|t| t.starts_with("turn 1:")),
+        "the oldest turns are summarized, not sent: {texts:#?}"
+    );
 }

@@ -9,7 +9,7 @@
 use crate::history_support::{Chat, as_files, failure, is_summary, mapped_repo, notices};
 use crate::support::{Dialect, MockServer, RecordedRequest, Reply, TempRepo};
 use tern::config::{ApiKey, Settings};
-use tern::engine::protocol::{Counting, Purpose, WindowSource};
+use tern::engine::protocol::{Counting, RequestKind, WindowSource};
 use tern::engine::{Event, FileMode, Op};
 use tern::tokens::{Encoding, TokenCounter};
 
@@ -77,7 +77,7 @@ fn predictions(events: &[Event]) -> Vec<usize> {
         .iter()
         .filter_map(|e| match e {
             Event::Request {
-                purpose: Purpose::Turn,
+                purpose: RequestKind::Turn,
                 predicted_prompt_tokens,
                 ..
             } => *predicted_prompt_tokens,

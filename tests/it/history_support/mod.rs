@@ -11,10 +11,8 @@ use tern::engine::{EngineConfig, EngineHandle, Event, Op};
 /// True for a request made by the history summarizer (its system prompt is tern's
 /// summarize prompt).
 pub fn is_summary(request: &RecordedRequest) -> bool {
-    let opening = include_str!("../../../assets/prompts/summarize.md")
-        .lines()
-        .next()
-        .unwrap();
+    let prompt = tern::prompts::summarize(0);
+    let opening = prompt.lines().next().unwrap();
     request.messages[0].text.contains(opening)
 }
 
@@ -39,8 +37,25 @@ pub struct Chat {
 
 impl Chat {
     pub fn start(settings: Settings, files: &[(&str, &str)], editable: &[&str]) -> Chat {
-        let repo = TempRepo::with_files(files);
-        let engine = spawn(settings, &repo, editable, false);
+        Chat::start_in(TempRepo::with_files(files), settings, editable, false)
+    }
+
+    /// An engine in `repo`, continuing its saved session when `resume` is set.
+    pub fn start_in(repo: TempRepo, settings: Settings, editable: &[&str], resume: bool) -> Chat {
+        let engine = tern::engine::spawn(EngineConfig {
+            settings,
+            root: repo.path().to_path_buf(),
+            cwd: repo.path().to_path_buf(),
+            record: None,
+            replay: None,
+            editable: editable.iter().map(|s| s.to_string()).collect(),
+            read_only: vec![],
+            map_cache: tern::repomap::CacheLocation::Disabled,
+            resume,
+            purpose: Default::default(),
+            model_chosen: false,
+        })
+        .unwrap();
         Chat {
             engine,
             events: vec![],
@@ -53,12 +68,7 @@ impl Chat {
     pub async fn resume(mut self, settings: Settings) -> Chat {
         self.send(Op::Shutdown);
         self.until(|e| matches!(e, Event::Exited)).await;
-        let engine = spawn(settings, &self.repo, &[], true);
-        Chat {
-            engine,
-            events: vec![],
-            repo: self.repo,
-        }
+        Chat::start_in(self.repo, settings, &[], true)
     }
 
     pub fn send(&self, op: Op) {
@@ -108,21 +118,6 @@ impl Chat {
         });
         self.until(|e| matches!(e, Event::Mode { .. })).await;
     }
-}
-
-fn spawn(settings: Settings, repo: &TempRepo, editable: &[&str], resume: bool) -> EngineHandle {
-    tern::engine::spawn(EngineConfig {
-        settings,
-        root: repo.path().to_path_buf(),
-        cwd: repo.path().to_path_buf(),
-        record: None,
-        replay: None,
-        editable: editable.iter().map(|s| s.to_string()).collect(),
-        read_only: vec![],
-        map_cache: tern::repomap::CacheLocation::Disabled,
-        resume,
-    })
-    .unwrap()
 }
 
 /// A repository whose map is large: `n` modules that reference one another.

@@ -195,6 +195,7 @@ pub fn hunks(path: &str, before: &str, after: &str) -> Vec<HunkView> {
                                 old_line: Some(o + 1),
                                 new_line: Some(nn + 1),
                                 text: old[o].to_string(),
+                                no_newline: false,
                             });
                         }
                     }
@@ -205,6 +206,7 @@ pub fn hunks(path: &str, before: &str, after: &str) -> Vec<HunkView> {
                                 old_line: Some(o + 1),
                                 new_line: None,
                                 text: old[o].to_string(),
+                                no_newline: false,
                             });
                         }
                         for nn in op.new_range() {
@@ -213,6 +215,7 @@ pub fn hunks(path: &str, before: &str, after: &str) -> Vec<HunkView> {
                                 old_line: None,
                                 new_line: Some(nn + 1),
                                 text: new[nn].to_string(),
+                                no_newline: false,
                             });
                         }
                     }
@@ -259,6 +262,7 @@ pub fn proposal() -> ProposalView {
                 change: FileChange::Modified,
                 hunks: hunks(path, project_file(path), after),
                 cautions: Vec::new(),
+                ignored: None,
             })
             .collect(),
         failures: vec![EditFailureView {
@@ -267,6 +271,7 @@ pub fn proposal() -> ProposalView {
             message:
                 "the SEARCH text was not found in shop/pricing.py; the closest lines are 12-14"
                     .into(),
+            near: None,
         }],
         shell_commands: vec!["python -m pytest".into()],
     }
@@ -291,6 +296,7 @@ pub fn big_proposal(functions: usize) -> ProposalView {
             change: FileChange::Modified,
             hunks: hunks("gen/big.py", &before, &after),
             cautions: Vec::new(),
+            ignored: None,
         }],
         failures: vec![],
         shell_commands: vec![],
@@ -318,6 +324,7 @@ pub fn session_start() -> Vec<Event> {
 pub fn turn(question: &str, reply: &str, chunk: usize) -> Vec<Event> {
     let mut events = vec![Event::TurnStarted {
         text: question.into(),
+        notes: vec![],
         mode: ChatMode::Code,
     }];
     let mut rest = reply;

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use crate::history_support::{Chat, as_files, failure, is_summary, mapped_repo, notices, turn_of};
 use crate::support::{MockServer, RecordedRequest, Reply, TempRepo};
 use tern::config::{ApiKey, Settings};
-use tern::context::HistoryPhase;
 use tern::context::history::{self, SUMMARY_PREFIX};
+use tern::context::{HistoryPhase, Section};
 use tern::engine::{Event, Op};
 use tern::llm::{Message, ModelInfo};
 use tern::tokens::TokenCounter;
@@ -718,4 +718,104 @@ async fn a_resumed_history_over_budget_is_summarized_before_the_next_request() {
         !texts.iter().any(|t| t.starts_with("turn 1:")),
         "the oldest turns are summarized, not sent: {texts:#?}"
     );
+}
+
+/// The budget the engine reports for `draft` once the map is built.
+async fn measured(chat: &mut Chat, draft: &str) -> Box<tern::context::BudgetReport> {
+    if !chat.events.iter().any(|e| matches!(e, Event::Map(_))) {
+        chat.until(|e| matches!(e, Event::Map(_))).await;
+    }
+    chat.send(Op::Draft { text: draft.into() });
+    let drafted = |e: &Event| matches!(e, Event::Budget(r) if r.section(Section::Cur) > 0);
+    let events = chat.until(drafted).await;
+    let Some(Event::Budget(report)) = events.last().cloned() else {
+        unreachable!("until stops at a budget")
+    };
+    report
+}
+
+/// A request a little over its limit goes with a smaller repo map, however small the
+/// map already is (it used to stop at 256 tokens and refuse).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_small_map_gives_way_before_a_refusal() {
+    let server = MockServer::start().await;
+    script(&server, |_| Reply::text(RECAP));
+    let sources = mapped_repo(3);
+    let files = as_files(&sources);
+    let text = user_text(1);
+    // The same map budget in both engines, whatever their windows.
+    let settings = || Settings {
+        map_tokens: Some(200),
+        ..settings(&server)
+    };
+    // Ask mode: no few-shot examples in either engine (a small window drops them).
+    let mut probe = Chat::start(settings(), &files, &[]);
+    probe.ask_mode().await;
+    let report = measured(&mut probe, &text).await;
+    let map = report.map.as_ref().unwrap().tokens;
+    assert!(map > 0 && map < 256, "a small map: {map}");
+    // Five tokens over, with a map too small for the old floor to give anything.
+    let limit = report.total - 5;
+    // The reserve is at most half the window: this window's limit is `limit`.
+    let tight = Settings {
+        context_window: Some(2 * limit),
+        reserve_output: Some(limit),
+        ..settings()
+    };
+    let mut chat = Chat::start(tight, &files, &[]);
+    chat.ask_mode().await;
+    let events = chat.say(text).await;
+    assert!(
+        matches!(events.last(), Some(Event::TurnFinished { .. })),
+        "{:?}",
+        failure(&events)
+    );
+    assert!(
+        notices(&events)
+            .iter()
+            .any(|n| n.contains("the repo map shrinks") || n.contains("without the repo map")),
+        "{:?}",
+        notices(&events)
+    );
+    assert!(conversations(&server)[0].prompt_tokens <= limit);
+}
+
+/// Making room may call for a summary smaller than 128 tokens: it is made (it used to
+/// be skipped, and the request refused).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_summary_of_under_128_tokens_makes_room() {
+    let server = MockServer::start().await;
+    script(&server, |_| Reply::text("I asked about the parser."));
+    let loose = Settings {
+        double_buffer: false,
+        max_chat_history_tokens: Some(8000),
+        ..settings(&server)
+    };
+    let mut chat = Chat::start(loose.clone(), &[], &[]);
+    chat.ask_mode().await;
+    turns(&mut chat, 1..=3).await;
+    let text = user_text(4);
+    let report = measured(&mut chat, &text).await;
+    let history = report.section(Section::Done);
+    // Over by all but 100 tokens of the history: the summary must fit in 100.
+    let limit = report.total - (history - 100);
+    let tight = Settings {
+        context_window: Some(2 * limit),
+        reserve_output: Some(limit),
+        ..loose
+    };
+    let mut chat = chat.resume(tight).await;
+    let events = chat.say(text).await;
+    assert!(
+        matches!(events.last(), Some(Event::TurnFinished { .. })),
+        "{:?}",
+        failure(&events)
+    );
+    let made = summaries(&server);
+    assert!(!made.is_empty());
+    assert!(
+        made.iter().all(|r| r.max_tokens.unwrap() < 128),
+        "{made:#?}"
+    );
+    assert!(has_summary(&conversations(&server).pop().unwrap()));
 }

@@ -786,3 +786,33 @@ fn with_map_tokens_0_no_message_waits_for_a_map() {
             .any(|m| m.text.starts_with("Here is a map"))
     );
 }
+
+/// `tern tokens` against a server that counts waits for its counts and says so.
+#[test]
+fn tokens_against_llama_cpp_are_counted_by_the_server() {
+    let server = MockServer::start_in_thread_as(Dialect::LlamaCpp { n_ctx: 8192 });
+    let args = [
+        "tokens",
+        "--model",
+        "smollm2-tokens",
+        "--context-window",
+        "8192",
+        "shelf.py",
+    ];
+    let done = run(&shelf_repo(), &server.base_url(), &args);
+    assert!(done.ok, "{}", done.stderr);
+    assert!(
+        done.stdout
+            .contains("window 8192 tokens, counted exactly by the server"),
+        "{}",
+        done.stdout
+    );
+    assert!(!done.stdout.contains('≈'), "{}", done.stdout);
+    assert!(
+        server
+            .tokenized()
+            .iter()
+            .any(|t| t.contains("def add_book")),
+        "the file was counted by the server"
+    );
+}

@@ -56,7 +56,9 @@ impl Engine {
     /// counted since the last job that the server has not counted.
     pub(super) fn start_counting(&mut self) {
         let no_server = self.counts.probed && self.counts.tokenizer.is_none();
-        if self.counts.running || self.model.exact_tokens || no_server {
+        // Landing a saved reply or reviewing a branch asks the server nothing more.
+        let conversation = self.purpose == super::Purpose::Conversation;
+        if self.counts.running || self.model.exact_tokens || no_server || !conversation {
             return;
         }
         let wanted = self.counter.take_wanted();
@@ -128,6 +130,7 @@ impl Engine {
     /// True while the server has yet to answer the probe or count texts it was given.
     pub(super) fn counts_pending(&self) -> bool {
         !self.model.exact_tokens
+            && self.purpose == super::Purpose::Conversation
             && (!self.counts.probed
                 || self.counts.running
                 || (self.counts.tokenizer.is_some() && self.counter.has_wanted()))

@@ -12,6 +12,7 @@ pub enum Command {
     Apply,
     Discard,
     Diff,
+    Show,
     Undo,
     Commit,
     Review,
@@ -38,7 +39,7 @@ pub struct CommandSpec {
 
 impl Command {
     /// Every command, in the order `/help` lists them.
-    pub const ALL: [Command; 21] = [
+    pub const ALL: [Command; 22] = [
         Command::Add,
         Command::ReadOnly,
         Command::Drop,
@@ -47,6 +48,7 @@ impl Command {
         Command::Apply,
         Command::Discard,
         Command::Diff,
+        Command::Show,
         Command::Undo,
         Command::Commit,
         Command::Review,
@@ -74,8 +76,9 @@ impl Command {
             Command::Apply => ("apply", "[all]", "write the accepted hunks and commit them (all: accept every hunk first)"),
             Command::Discard => ("discard", "", "forget the proposed edits; nothing is written"),
             Command::Diff => ("diff", "", "show the proposed edits, or else the uncommitted changes"),
+            Command::Show => ("show", "[REV]", "show a commit (the last one: what tern just committed)"),
             Command::Undo => ("undo", "", "revert tern's last commit, if it is safe to"),
-            Command::Commit => ("commit", "", "commit your own uncommitted changes to tracked files"),
+            Command::Commit => ("commit", "[MESSAGE]", "commit your own uncommitted changes to tracked files"),
             Command::Review => ("review", "[REF | --worktree]", "review the branch (or uncommitted changes) with the model"),
             Command::Tokens => ("tokens", "", "show the next request's tokens, section by section"),
             Command::Map => ("map", "", "show the repo map as the model sees it"),
@@ -93,8 +96,8 @@ impl Command {
 }
 
 /// Every command's spec, in `/help` order.
-pub const COMMANDS: [CommandSpec; 21] = {
-    let mut specs = [Command::Add.spec(); 21];
+pub const COMMANDS: [CommandSpec; Command::ALL.len()] = {
+    let mut specs = [Command::Add.spec(); Command::ALL.len()];
     let mut i = 0;
     while i < Command::ALL.len() {
         specs[i] = Command::ALL[i].spec();

@@ -221,8 +221,21 @@ impl Engine {
                 transcript: self.session.transcript.clone(),
             });
         }
-        if !self.model.known && !matches!(self.purpose, Purpose::LandReply { .. }) {
-            self.warn_unknown_model();
+        if !matches!(self.purpose, Purpose::LandReply { .. }) {
+            if !self.model.known {
+                self.warn_unknown_model();
+            }
+            if let Some(e) = self.client.unusable() {
+                self.warning(e.to_string());
+            }
+        }
+        if self.purpose == Purpose::Conversation
+            && git2::Repository::discover(self.session.root()).is_err()
+        {
+            self.warning(format!(
+                "{} is not inside a git repository: you can chat here, but tern writes edits only inside one, so that every change can be undone. Run `git init` here to make one.",
+                self.session.root().display()
+            ));
         }
         if self.purpose == Purpose::Conversation {
             self.start_counts();

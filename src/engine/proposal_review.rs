@@ -92,7 +92,7 @@ impl Engine {
         let report = pending.proposal.add_reply(&ws, reply, format, &files);
         let blocks = report.blocks;
         if blocks == 0 && pending.proposal.is_empty() {
-            self.pending = None;
+            self.end_proposal();
             return Some(0);
         }
         pending.failures = report.errors.iter().map(failure_view).collect();
@@ -153,7 +153,7 @@ impl Engine {
                 "proposed hunks still wait for a decision: apply or /discard them first".into(),
             );
         } else {
-            self.pending = None;
+            self.end_proposal();
             match self.propose_edits(reply, TurnKind::User, ReplyOrigin::Given) {
                 Some(0) => self.error(format!(
                     "no {} edit blocks found in the reply",
@@ -327,17 +327,28 @@ impl Engine {
 
     /// Forgets the proposal; the model is told none of it was applied.
     pub(super) fn discard(&mut self) {
-        let Some(mut pending) = self.pending.take() else {
+        if self.pending.is_none() {
             self.error("there are no proposed edits to discard".into());
+            return;
+        }
+        self.end_proposal();
+        self.notice("discarded the proposed edits; nothing was written".into());
+        self.publish_budget();
+    }
+
+    /// Ends the proposal, however it ends (discarded, replaced by a new reply or a new
+    /// request): its hunks not applied are rejected and the model is told so with the
+    /// next message, and front ends get the empty view at once, so no pane or badge
+    /// shows edits that are gone.
+    pub(super) fn end_proposal(&mut self) {
+        let Some(mut pending) = self.pending.take() else {
             return;
         };
         let _ = pending.proposal.decide(Select::All, Decision::Reject);
         if let Some(summary) = pending.proposal.rejected_summary() {
             self.session.notes_for_next_turn.push(summary);
         }
-        self.notice("discarded the proposed edits; nothing was written".into());
         self.publish_proposal();
-        self.publish_budget();
     }
 
     /// Writes the accepted hunks and commits them, on a blocking thread (hooks may take

@@ -54,6 +54,7 @@ impl Engine {
             }
             Command::Discard => self.discard(),
             Command::Diff => self.show_diff(),
+            Command::Show => self.show_commit(&args),
             Command::Undo => self.git_job("undo", |repo| match crate::git::undo(repo) {
                 Ok(undone) => Ok(GitDone {
                     note: Some(undo_note(repo, &undone)),
@@ -145,6 +146,22 @@ impl Engine {
             title: "diff".into(),
             text,
         });
+    }
+
+    /// `/show [REV]`: a commit and its diff (HEAD by default: what tern just landed).
+    fn show_commit(&mut self, rev: &str) {
+        let rev = if rev.trim().is_empty() {
+            "HEAD"
+        } else {
+            rev.trim()
+        };
+        let shown = git2::Repository::discover(self.session.root())
+            .map_err(|e| e.to_string())
+            .and_then(|repo| crate::git::show(&repo, rev).map_err(|e| e.to_string()));
+        match shown {
+            Ok((title, text)) => self.events.send(Event::Output { title, text }),
+            Err(e) => self.error(format!("/show {rev}: {e}")),
+        }
     }
 
     /// Runs a git command on a blocking thread (hooks may take a while).

@@ -76,7 +76,7 @@ impl Engine {
             return;
         }
         if mode == ChatMode::Code {
-            self.pending = None;
+            self.end_proposal();
         }
         self.start_turn(text, mode, TurnKind::User);
     }

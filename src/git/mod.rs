@@ -95,6 +95,20 @@ pub fn commit_diff(repo: &git2::Repository, id: git2::Oid) -> Result<String, git
     Ok(out)
 }
 
+/// `rev` as `git show` shows it: a title (`commit 1a2b3c4`) and its message and diff.
+pub fn show(repo: &git2::Repository, rev: &str) -> Result<(String, String), git2::Error> {
+    let commit = repo.revparse_single(rev)?.peel_to_commit()?;
+    let author = commit.author();
+    let text = format!(
+        "Author: {} <{}>\n\n{}\n\n{}",
+        author.name().unwrap_or_default(),
+        author.email().unwrap_or_default(),
+        commit.message().unwrap_or_default().trim_end(),
+        commit_diff(repo, commit.id())?
+    );
+    Ok((format!("commit {}", short_id(commit.id())), text))
+}
+
 /// The 7-digit abbreviation of a commit id, as git shows it.
 pub fn short_id(id: git2::Oid) -> String {
     id.to_string().chars().take(7).collect()

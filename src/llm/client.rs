@@ -182,10 +182,16 @@ pub struct LlmClient {
     read_timeout: Duration,
     /// The most bytes of text (and of reasoning) one reply may hold.
     max_reply_bytes: usize,
+    /// No key for OpenAI's own API: every request would be refused (or, offline,
+    /// retried for a minute), so none is sent.
+    missing_key: bool,
     /// For the server's tokenize endpoint: the network client, the server's root and
     /// the key. None when replaying or recording, which must not depend on it.
     tokenize: Option<(reqwest::Client, String, Option<ApiKey>)>,
 }
+
+/// OpenAI's API, the default base URL: the one base that surely needs a key.
+pub const OPENAI_API_BASE: &str = "https://api.openai.com/v1";
 
 impl std::fmt::Debug for LlmClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -233,6 +239,12 @@ impl LlmClient {
             },
         };
         let api_base = options.api_base.trim_end_matches('/').to_string();
+        let missing_key = replay.is_none()
+            && options
+                .api_key
+                .as_ref()
+                .is_none_or(|k| k.expose().is_empty())
+            && api_base == OPENAI_API_BASE;
         let shown = super::error::redact_url(&api_base);
         let config = OpenAIConfig::new()
             .with_api_base(api_base)
@@ -243,12 +255,19 @@ impl LlmClient {
             retry_budget: options.retry_budget,
             read_timeout: options.read_timeout,
             max_reply_bytes: options.max_reply_bytes,
+            missing_key,
             tokenize,
         })
     }
 
     pub fn api_base(&self) -> &str {
         &self.api_base
+    }
+
+    /// Why no request can be sent, when none can: there is no API key for OpenAI's
+    /// API. Said before anything is sent, not after a minute of retries.
+    pub fn unusable(&self) -> Option<LlmError> {
+        self.missing_key.then_some(LlmError::NoApiKey)
     }
 
     /// The server's own tokenizer for `model`, if the server has a tokenize endpoint
@@ -268,6 +287,9 @@ impl LlmClient {
         cancel: &CancellationToken,
         on_event: &mut (dyn FnMut(StreamEvent) + Send),
     ) -> Result<ChatReply, LlmError> {
+        if let Some(e) = self.unusable() {
+            return Err(e);
+        }
         let mut reply = ChatReply {
             text: String::new(),
             usage: Usage::default(),
@@ -351,17 +373,19 @@ impl LlmClient {
                 Attempt::Done(part) => return Ok(part),
                 Attempt::Failed(failure) => failure,
             };
-            let (after, reason, if_exhausted) = match self.judge(failure, request, attempt) {
+            let (after, reason, limit, if_exhausted) = match self.judge(failure, request, attempt) {
                 Judged::Retry {
                     after,
                     reason,
+                    limit,
                     if_exhausted,
-                } => (after, reason, if_exhausted),
+                } => (after, reason, limit, if_exhausted),
                 Judged::Fail(e) => return Err(e),
             };
             tracing::debug!(attempt, %reason, "chat request failed; retrying");
             let delay = after.unwrap_or(FIRST_BACKOFF * 2u32.saturating_pow(attempt as u32 - 1));
-            if started.elapsed() + delay > self.retry_budget {
+            if started.elapsed() + delay > self.retry_budget || limit.is_some_and(|n| attempt >= n)
+            {
                 return Err(if_exhausted);
             }
             on_event(StreamEvent::Retrying {
@@ -514,6 +538,7 @@ impl LlmClient {
             }
             Failure::Empty => Judged::Retry {
                 after: None,
+                limit: None,
                 reason: "the server closed the stream without a reply".into(),
                 if_exhausted: LlmError::BadResponse {
                     detail: "the stream ended without any reply".into(),
@@ -542,6 +567,7 @@ impl LlmClient {
                     Judged::Retry {
                         after: None,
                         reason: format!("connection failed: {detail}"),
+                        limit: (!server_restarting(&e)).then_some(LASTING_FAILURE_ATTEMPTS),
                         if_exhausted: LlmError::Connection {
                             url: self.api_base.clone(),
                             detail,
@@ -553,6 +579,7 @@ impl LlmClient {
                     let detail = e.to_string();
                     Judged::Retry {
                         after: None,
+                        limit: None,
                         reason: format!("the stream broke: {detail}"),
                         if_exhausted: LlmError::BadResponse { detail },
                     }
@@ -573,6 +600,7 @@ fn judge_http(http: &HttpFailure, model: &str, url: &str, attempts: usize) -> Ju
         Verdict::Retry { after, reason } => Judged::Retry {
             after,
             reason,
+            limit: None,
             if_exhausted: error::exhausted(http, attempts),
         },
         Verdict::Fail(e) => Judged::Fail(e),
@@ -580,6 +608,30 @@ fn judge_http(http: &HttpFailure, model: &str, url: &str, attempts: usize) -> Ju
 }
 
 /// The innermost error message (reqwest hides "connection refused" several levels down).
+/// Attempts for a connection failure that waiting will not fix (a name that does not
+/// resolve, a TLS handshake that fails): the first and one retry.
+const LASTING_FAILURE_ATTEMPTS: usize = 2;
+
+/// Whether a connection failure looks like a server that is (re)starting: refused,
+/// reset or aborted connections, which a local server gives while it loads a model.
+/// These get the whole retry budget.
+fn server_restarting(e: &(dyn std::error::Error + 'static)) -> bool {
+    use std::io::ErrorKind::{ConnectionAborted, ConnectionRefused, ConnectionReset, NotConnected};
+    let mut cause = Some(e);
+    while let Some(c) = cause {
+        if let Some(io) = c.downcast_ref::<std::io::Error>()
+            && matches!(
+                io.kind(),
+                ConnectionRefused | ConnectionReset | ConnectionAborted | NotConnected
+            )
+        {
+            return true;
+        }
+        cause = c.source();
+    }
+    false
+}
+
 fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
     let mut cause: &(dyn std::error::Error + 'static) = e;
     while let Some(next) = cause.source() {
@@ -622,6 +674,8 @@ enum Judged {
     Retry {
         after: Option<Duration>,
         reason: String,
+        /// The most attempts this failure is worth; None: the retry budget decides.
+        limit: Option<usize>,
         if_exhausted: LlmError,
     },
     Fail(LlmError),

@@ -9,8 +9,8 @@ mod tokenize;
 mod transport;
 
 pub use client::{
-    ChatReply, ChatRequest, ClientOptions, Finish, LlmClient, MAX_CONTINUATIONS, ReplyLimit,
-    StreamEvent,
+    ChatReply, ChatRequest, ClientOptions, Finish, LlmClient, MAX_CONTINUATIONS, OPENAI_API_BASE,
+    ReplyLimit, StreamEvent,
 };
 pub use error::{HttpFailure, LlmError};
 pub use key::ApiKey;

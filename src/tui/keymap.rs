@@ -50,6 +50,8 @@ pub enum Action {
     RefreshMap,
     ToggleFileRows,
     ToggleNotes,
+    ScrollLeft,
+    ScrollRight,
 }
 
 /// An action's config name, default keys and the line `?` shows for it.
@@ -172,8 +174,8 @@ pub const ACTIONS: &[ActionSpec] = &[
         "d",
         "discard the proposal (nothing is written)",
     ),
-    spec(Action::NextFile, "next_file", "l right", "next file"),
-    spec(Action::PrevFile, "prev_file", "h left", "previous file"),
+    spec(Action::NextFile, "next_file", "]", "next file"),
+    spec(Action::PrevFile, "prev_file", "[", "previous file"),
     spec(
         Action::Back,
         "back",
@@ -221,6 +223,18 @@ pub const ACTIONS: &[ActionSpec] = &[
         "toggle_file_rows",
         "f",
         "show or hide the per-file rows",
+    ),
+    spec(
+        Action::ScrollLeft,
+        "scroll_left",
+        "h left",
+        "scroll long lines left",
+    ),
+    spec(
+        Action::ScrollRight,
+        "scroll_right",
+        "l right",
+        "scroll long lines right (› marks a cut line)",
     ),
     spec(
         Action::ToggleNotes,

@@ -31,6 +31,35 @@ pub fn spans_width(spans: &[Span<'_>]) -> usize {
     spans.iter().map(|s| width(&s.content)).sum()
 }
 
+/// `spans` without their first `columns` columns (a wide character cut in half
+/// becomes a space), for views that scroll sideways.
+pub fn skip_columns(spans: &[Span<'static>], columns: usize) -> Vec<Span<'static>> {
+    let mut left = columns;
+    let mut out = Vec::new();
+    for span in spans {
+        if left == 0 {
+            out.push(span.clone());
+            continue;
+        }
+        let mut kept = String::new();
+        for g in span.content.graphemes(true) {
+            let w = grapheme_width(g);
+            if left == 0 {
+                kept.push_str(g);
+            } else if w > left {
+                kept.push_str(&" ".repeat(w - left));
+                left = 0;
+            } else {
+                left -= w;
+            }
+        }
+        if !kept.is_empty() {
+            out.push(Span::styled(kept, span.style));
+        }
+    }
+    out
+}
+
 /// Word-wraps `spans` to `width` columns. The first output line starts with `first`,
 /// the others with `rest` (a list bullet and its hanging indent, a quote bar, a code
 /// gutter). Words longer than a line are broken; spaces at a break are dropped. Always

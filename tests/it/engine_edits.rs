@@ -1210,3 +1210,78 @@ async fn the_gauge_and_tokens_count_the_notes_owed_to_the_model_alike() {
         "{text}"
     );
 }
+
+/// A decided proposal that the user leaves for a new request ends at once: the front
+/// ends get the empty proposal (no pane or badge keeps it) and the model is told its
+/// edits were not applied.
+#[tokio::test]
+async fn a_proposal_left_for_a_new_request_ends_visibly_and_is_told() {
+    let server = MockServer::start().await;
+    server.push_for_model("gpt-4o", Reply::text(TWO_EDITS));
+    server.push_for_model("gpt-4o", Reply::text("Something else, then."));
+    let repo = repo();
+    let mut engine = engine(&repo, &server);
+    send(
+        &engine,
+        Op::Submit {
+            text: "punctuate".into(),
+        },
+    );
+    idle(&mut engine).await;
+    send(
+        &engine,
+        Op::Review(ReviewOp::All {
+            decision: Decision::Reject,
+        }),
+    );
+    send(
+        &engine,
+        Op::Submit {
+            text: "never mind; rename wave".into(),
+        },
+    );
+    let events = idle(&mut engine).await;
+    let ended = events
+        .iter()
+        .position(|e| matches!(e, Event::Proposal(p) if p.files.is_empty()))
+        .expect("the empty proposal is sent");
+    let started = events
+        .iter()
+        .position(|e| matches!(e, Event::TurnStarted { .. }))
+        .unwrap();
+    assert!(ended < started, "{events:#?}");
+    let Event::TurnStarted { notes, .. } = &events[started] else {
+        unreachable!()
+    };
+    assert!(
+        notes.iter().any(|n| n.contains("waving at")),
+        "the model hears which hunks were not applied: {notes:#?}"
+    );
+}
+
+/// `/show` shows the commit tern just made: its message and its diff.
+#[tokio::test]
+async fn show_shows_the_commit_tern_just_made() {
+    let server = MockServer::start().await;
+    server.push_for_model("gpt-4o", Reply::text(TWO_EDITS));
+    server.push_for_model("gpt-4o-mini", Reply::text("fix: punctuate the greeting"));
+    let repo = repo();
+    let mut engine = engine(&repo, &server);
+    for text in ["punctuate", "/apply all", "/show"] {
+        send(&engine, Op::Submit { text: text.into() });
+        if text != "/show" {
+            idle(&mut engine).await;
+        }
+    }
+    let events = until(&mut engine, |e| matches!(e, Event::Output { .. })).await;
+    let Some(Event::Output { title, text }) = events.last() else {
+        unreachable!()
+    };
+    let head = repo.git(&["rev-parse", "--short=7", "HEAD"]);
+    assert_eq!(title, &format!("commit {}", head.trim()));
+    assert!(text.contains("fix: punctuate the greeting"), "{text}");
+    assert!(
+        text.contains("+    return 'hello, ' + name + '!'"),
+        "{text}"
+    );
+}

@@ -259,7 +259,7 @@ fn review_keys_for_files_all_reset_discard_and_back() {
         "nothing accepted: Enter applies nothing"
     );
     press(&mut app, 'a');
-    press(&mut app, 'l');
+    press(&mut app, ']');
     press(&mut app, 'n');
     press(&mut app, 'A');
     press(&mut app, 'r');
@@ -752,4 +752,89 @@ fn the_budget_bar_is_proportional_and_its_marks_are_explained() {
     let help = screen(&mut app, 160, 48);
     assert!(help.contains("reserved for the reply"), "{help}");
     assert!(help.contains("the 60% and 85% marks"), "{help}");
+}
+
+/// However a proposal ends (here `/discard` typed in the input), the empty proposal
+/// clears the Review pane and its tab badge at once.
+#[test]
+fn an_ended_proposal_clears_the_pane_and_the_badge() {
+    let mut app = started();
+    feed(
+        &mut app,
+        [Event::Proposal(Box::new(proposal())), Event::Idle],
+    );
+    assert!(screen(&mut app, 80, 24).contains(" Review 4 "));
+    feed(
+        &mut app,
+        [
+            Event::Proposal(Box::default()),
+            Event::Notice {
+                text: "discarded the proposed edits; nothing was written".into(),
+            },
+            Event::Idle,
+        ],
+    );
+    let text = screen(&mut app, 80, 24);
+    assert!(!text.contains(" Review 4 "), "{text}");
+    focus(&mut app, PaneId::Review);
+    assert!(
+        screen(&mut app, 80, 24).contains("No edits to review"),
+        "{}",
+        screen(&mut app, 80, 24)
+    );
+}
+
+/// A line longer than the Review pane is cut with a visible `›`; `l` scrolls it
+/// sideways (marked `‹`) so its end can be read, `h` scrolls back.
+#[test]
+fn long_lines_in_review_scroll_sideways_with_cut_markers() {
+    let mut app = started();
+    let mut view = proposal();
+    let long = format!(
+        "    total = {}  # END_OF_LINE",
+        "price * quantity + ".repeat(6)
+    );
+    view.files[0].hunks[0].lines[0].text = long;
+    feed(&mut app, [Event::Proposal(Box::new(view)), Event::Idle]);
+    focus(&mut app, PaneId::Review);
+    let text = screen(&mut app, 80, 24);
+    let row = text
+        .lines()
+        .find(|l| l.contains("total = price"))
+        .expect("the long line")
+        .to_string();
+    assert!(!row.contains("END_OF_LINE"), "{row}");
+    assert!(
+        row.trim_end_matches(['"', '┃', '│', ' ']).ends_with('›'),
+        "{row}"
+    );
+    for _ in 0..10 {
+        press(&mut app, 'l');
+    }
+    let text = screen(&mut app, 80, 24);
+    assert!(text.contains("END_OF_LINE"), "{text}");
+    assert!(text.contains('‹'), "{text}");
+    for _ in 0..10 {
+        press(&mut app, 'h');
+    }
+    assert!(screen(&mut app, 80, 24).contains("total = price"));
+}
+
+/// `/diff` and `/show` output is coloured like the review: added lines in the added
+/// colour, removed in the removed colour.
+#[test]
+fn diff_output_in_the_chat_is_coloured() {
+    let mut app = started();
+    feed(
+        &mut app,
+        [Event::Output {
+            title: "commit 3f2a9c1".into(),
+            text: "Author: t <t@x>\n\nfix: stock\n\n--- a/s.py\n+++ b/s.py\n@@ -1 +1 @@\n-old_line_here\n+new_line_here\n".into(),
+        }],
+    );
+    let buf = screen_buffer(&mut app, 160, 48);
+    let theme = tern::tui::theme::Theme::default_theme();
+    assert_eq!(color_of(&buf, "+new_line_here"), Some(theme.c.added));
+    assert_eq!(color_of(&buf, "-old_line_here"), Some(theme.c.removed));
+    assert_ne!(color_of(&buf, "fix: stock"), Some(theme.c.added));
 }

@@ -559,8 +559,13 @@ fn layout(m: &mut Message, width: usize, theme: &Theme) -> Vec<Line<'static>> {
                 format!("▸ {title}"),
                 Style::new().fg(theme.c.accent).add_modifier(Modifier::BOLD),
             ));
-            let style = Style::new().fg(theme.c.fg);
+            // `/diff` and `/show` are coloured as the review colours a diff.
+            let diff = title == "diff" || title.starts_with("commit ");
             for line in m.text.trim_end().split('\n') {
+                let style = match diff {
+                    true => diff_style(line, theme),
+                    false => Style::new().fg(theme.c.fg),
+                };
                 out.extend(wrap(
                     &plain(line, style),
                     width,
@@ -571,6 +576,23 @@ fn layout(m: &mut Message, width: usize, theme: &Theme) -> Vec<Line<'static>> {
         }
     }
     out
+}
+
+/// How a line of a unified diff is coloured: added and removed lines as in the review,
+/// hunk headers in the accent, file headers bold.
+fn diff_style(line: &str, theme: &Theme) -> Style {
+    let header = ["diff --git", "--- ", "+++ ", "index "];
+    if header.iter().any(|h| line.starts_with(h)) {
+        Style::new().fg(theme.c.fg).add_modifier(Modifier::BOLD)
+    } else if line.starts_with("@@") {
+        Style::new().fg(theme.c.accent)
+    } else if line.starts_with('+') {
+        Style::new().fg(theme.c.added)
+    } else if line.starts_with('-') {
+        Style::new().fg(theme.c.removed)
+    } else {
+        Style::new().fg(theme.c.fg)
+    }
 }
 
 fn marked(text: &str, mark: &'static str, style: Style, width: usize) -> Vec<Line<'static>> {

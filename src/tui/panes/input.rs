@@ -385,6 +385,7 @@ impl InputPane {
                     | Command::Apply
                     | Command::Discard
                     | Command::Diff
+                    | Command::Show
                     | Command::Undo
                     | Command::Commit
                     | Command::Review

@@ -39,6 +39,8 @@ pub struct ReviewPane {
     hunk: usize,
     /// First diff row shown.
     scroll: usize,
+    /// Columns of code scrolled past on the left (long lines).
+    hscroll: usize,
     /// Bring the selected hunk into view at the next frame.
     reveal: bool,
     /// Rows of the diff area in the last frame.
@@ -117,6 +119,7 @@ impl ReviewPane {
             self.file = 0;
             self.hunk = 0;
             self.scroll = 0;
+            self.hscroll = 0;
             self.highlights.clear();
             self.reflections.clear();
             self.banner = None;
@@ -436,15 +439,24 @@ impl ReviewPane {
                     .highlights
                     .entry(hunk.id.clone())
                     .or_insert_with(|| HunkHighlight::new(hunk, syntax, &theme.syntax));
-                let code = hl.spans(hunk, index);
-                let line = diff_line(
+                let code = text::skip_columns(hl.spans(hunk, index), self.hscroll);
+                let mut line = diff_line(
                     &hunk.lines[index],
-                    code,
+                    &code,
                     selected,
                     hunk.decision,
                     digits,
                     theme,
                 );
+                // Marks where a line is cut: `‹` scrolled past, `›` more to the right.
+                let gutter = digits * 2 + 5;
+                let cut = Style::new().fg(theme.c.accent).add_modifier(Modifier::BOLD);
+                if self.hscroll > 0
+                    && let Some(space) = line.spans.get_mut(3)
+                {
+                    *space = Span::styled("‹", cut);
+                }
+                let past_edge = gutter + text::spans_width(&code) > area.width as usize;
                 let bg = match hunk.lines[index].kind {
                     LineKind::Added => Some(theme.c.added_bg),
                     LineKind::Removed => Some(theme.c.removed_bg),
@@ -457,6 +469,9 @@ impl ReviewPane {
                     );
                 }
                 buf.set_line(area.x, y, &line, area.width);
+                if past_edge && area.width > 0 {
+                    buf.set_string(area.right() - 1, y, "›", cut);
+                }
             }
             y += 1;
             row += 1;
@@ -792,6 +807,8 @@ impl Pane for ReviewPane {
             Action::Discard,
             Action::NextFile,
             Action::PrevFile,
+            Action::ScrollLeft,
+            Action::ScrollRight,
             Action::Top,
             Action::Bottom,
             Action::Back,
@@ -821,6 +838,18 @@ impl Pane for ReviewPane {
             }
             Action::NextFile => self.move_file(1),
             Action::PrevFile => self.move_file(-1),
+            Action::ScrollLeft => self.hscroll = self.hscroll.saturating_sub(HSCROLL_STEP),
+            Action::ScrollRight => {
+                let widest = self.current_file().map_or(0, |f| {
+                    f.hunks
+                        .iter()
+                        .flat_map(|h| &h.lines)
+                        .map(|l| text::width(&l.text))
+                        .max()
+                        .unwrap_or(0)
+                });
+                self.hscroll = (self.hscroll + HSCROLL_STEP).min(widest.saturating_sub(1));
+            }
             Action::Accept => self.decide_hunk(Decision::Accept, cx),
             Action::Reject => self.decide_hunk(Decision::Reject, cx),
             Action::Reset => self.decide_hunk(Decision::Pending, cx),
@@ -946,6 +975,9 @@ impl Pane for ReviewPane {
         }
     }
 }
+
+/// Columns one sideways scroll moves.
+const HSCROLL_STEP: usize = 8;
 
 /// Files listed above the diff at most.
 const FILE_ROWS: usize = 6;

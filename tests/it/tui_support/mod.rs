@@ -387,6 +387,28 @@ pub fn screen(app: &mut App, width: u16, height: u16) -> String {
     terminal.backend().to_string()
 }
 
+/// The screen's cells, for assertions on colour.
+pub fn screen_buffer(app: &mut App, width: u16, height: u16) -> ratatui::buffer::Buffer {
+    let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+    terminal.draw(|f| app.draw(f)).unwrap();
+    terminal.backend().buffer().clone()
+}
+
+/// The foreground colour of the first cell of the first line holding `text`.
+pub fn color_of(buf: &ratatui::buffer::Buffer, text: &str) -> Option<ratatui::style::Color> {
+    let area = buf.area;
+    for y in area.top()..area.bottom() {
+        let row: String = (area.left()..area.right())
+            .map(|x| buf[(x, y)].symbol().to_string())
+            .collect();
+        if let Some(byte) = row.find(text) {
+            let x = row.get(..byte).unwrap_or_default().chars().count() as u16;
+            return Some(buf[(area.left() + x, y)].fg);
+        }
+    }
+    None
+}
+
 pub fn key(code: KeyCode) -> TermEvent {
     TermEvent::Key(KeyEvent::new(code, KeyModifiers::NONE))
 }

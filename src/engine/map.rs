@@ -21,6 +21,8 @@ pub(crate) enum MapState {
     /// A background refresh holds the map; requests use the last result meanwhile.
     Refreshing(Arc<RwLock<RepoMap>>),
     Unavailable,
+    /// `--map-tokens 0`: no map is built, and no message waits for one.
+    Off,
 }
 
 /// What a map was built for: a request with the same key gets the same map.
@@ -61,6 +63,11 @@ impl MapSlot {
 impl Engine {
     /// Opens the map and extracts tags on a blocking thread, reporting progress.
     pub(super) fn start_map(&mut self) {
+        if self.settings.map_tokens == Some(0) {
+            self.map.state = MapState::Off;
+            self.events.send(Event::Map(Box::default()));
+            return;
+        }
         let map = match RepoMap::open(
             self.session.root(),
             self.counter.clone(),
@@ -214,7 +221,9 @@ impl Engine {
                 Ok(guard) => guard.files().to_vec(),
                 Err(_) => index_files(self.session.root()),
             },
-            MapState::Loading | MapState::Unavailable => index_files(self.session.root()),
+            MapState::Loading | MapState::Unavailable | MapState::Off => {
+                index_files(self.session.root())
+            }
         };
         self.events.send(Event::RepoFiles { files });
     }
@@ -225,6 +234,7 @@ impl Engine {
         let text = match &self.map.state {
             MapState::Loading => "the repo map is still being built\n".to_string(),
             MapState::Unavailable => "there is no repo map for this directory\n".to_string(),
+            MapState::Off => "the repo map is off (--map-tokens 0)\n".to_string(),
             _ => self.map_text(&draft).unwrap_or_else(|| {
                 "the repo map is empty (nothing fits, or no tagged files)\n".into()
             }),

@@ -47,6 +47,8 @@ pub struct Session {
     /// Notes the next user message carries to the model (for example, rejected hunks).
     pub notes_for_next_turn: Vec<String>,
     pub last_usage: Option<Usage>,
+    /// `last_usage` is tern's count: the server reported none.
+    pub last_usage_estimated: bool,
     pub last_cost: f64,
     pub session_cost: f64,
     /// What the chat showed, oldest first, at most `TRANSCRIPT_LIMIT` messages: the
@@ -68,6 +70,7 @@ impl Session {
             mode: ChatMode::Code,
             notes_for_next_turn: Vec::new(),
             last_usage: None,
+            last_usage_estimated: false,
             last_cost: 0.0,
             session_cost: 0.0,
             transcript: Vec::new(),

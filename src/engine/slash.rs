@@ -90,6 +90,7 @@ impl Engine {
                 self.publish_budget();
             }
             Command::Compact => self.compact(),
+            Command::Forget => self.forget(&args),
             Command::Model => {
                 if args.is_empty() {
                     self.notice(format!(

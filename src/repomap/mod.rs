@@ -41,10 +41,11 @@ use rank::{Credit, FileIdents, Graph, Ranking};
 use render::{BlockCounts, Item};
 use tags::FileTags;
 
-/// The default map budget: window/8 clamped to 1024..4096; with no chat files, eight
+/// The default map budget: window/8 clamped to 1024..4096 (below an 8k window, just
+/// window/8, so a small window keeps room for the rest); with no chat files, eight
 /// times that, up to the window less 4096 (never below the chat-files budget).
 pub fn default_budget(window: usize, has_chat_files: bool) -> usize {
-    let base = (window / 8).clamp(1024, 4096);
+    let base = (window / 8).clamp(1024.min(window / 8), 4096);
     if has_chat_files {
         base
     } else {
@@ -852,11 +853,13 @@ mod tests {
     fn default_budget_follows_the_design() {
         assert_eq!(default_budget(128_000, true), 4096);
         assert_eq!(default_budget(16_000, true), 2000);
-        assert_eq!(default_budget(4_000, true), 1024);
+        assert_eq!(default_budget(4_000, true), 500);
+        assert_eq!(default_budget(2_048, true), 256);
+        assert_eq!(default_budget(2_048, false), 256);
         assert_eq!(default_budget(128_000, false), 32_768);
         assert_eq!(default_budget(32_768, false), 28_672);
         assert_eq!(default_budget(8_192, false), 4096);
-        assert_eq!(default_budget(4_096, false), 1024);
+        assert_eq!(default_budget(4_096, false), 512);
     }
 
     #[test]

@@ -224,6 +224,8 @@ impl App {
                     delay_ms as f64 / 1000.0
                 ));
             }
+            // The gauge shows the request's budget; the log has the rest.
+            Event::Request { .. } => {}
             Event::Continuing { continuation } => chat.push(
                 Kind::Notice,
                 format!("the reply hit the output limit; continuing it ({continuation})"),
@@ -232,12 +234,13 @@ impl App {
                 reply,
                 finish,
                 usage,
+                usage_estimated,
                 cost,
                 session_cost,
             } => {
                 chat.finish_turn(
                     &reply,
-                    Footer::new(&finish, usage.as_ref(), cost, session_cost),
+                    Footer::new(&finish, usage.as_ref(), usage_estimated, cost, session_cost),
                 );
                 self.streaming = None;
                 self.waiting = None;

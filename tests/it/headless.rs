@@ -85,7 +85,11 @@ fn json_mode_prints_one_event_per_line() {
         .find(|e| e["event"] == "turn_finished")
         .unwrap();
     assert_eq!(finished["finish"]["kind"], "stop");
-    assert_eq!(kinds.last(), Some(&"exited"));
+    // The engine's last event, then why the run stopped.
+    assert_eq!(kinds[kinds.len() - 2..], ["exited", "stopped"]);
+    let stopped = events.last().unwrap();
+    assert_eq!(stopped["ok"], true, "{stopped}");
+    assert_eq!(stopped["reason"], "every message was sent");
 }
 
 #[test]
@@ -653,6 +657,8 @@ fn a_resumed_sessions_pending_hunks_are_left_for_review() {
         proposal_shell: vec![],
         notes: vec![],
         transcript: vec![],
+        server_window: None,
+        learned_limit: None,
     };
     save(&repo.session_file(), &session, false).unwrap();
     for yes in [true, false] {

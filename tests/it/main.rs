@@ -26,6 +26,7 @@ mod history_summarizer;
 mod landing;
 mod layering;
 mod llm_client;
+mod local_models;
 mod mock_server;
 mod repomap;
 mod review;

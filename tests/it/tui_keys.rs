@@ -364,6 +364,7 @@ fn ctrl_c_clears_then_quits_and_esc_interrupts_a_stream() {
             reply: "partial".into(),
             finish: Finish::Cancelled,
             usage: None,
+            usage_estimated: false,
             cost: 0.0,
             session_cost: 0.0,
         }],

@@ -65,7 +65,15 @@ pub struct Footer {
 }
 
 impl Footer {
-    pub fn new(finish: &Finish, usage: Option<&Usage>, cost: f64, session_cost: f64) -> Footer {
+    /// `estimated`: the server reported no usage and `usage` is tern's count.
+    pub fn new(
+        finish: &Finish,
+        usage: Option<&Usage>,
+        estimated: bool,
+        cost: f64,
+        session_cost: f64,
+    ) -> Footer {
+        let approx = if estimated { "≈" } else { "" };
         let tokens = match usage {
             Some(u) if u.cached_tokens > 0 => format!(
                 "↑ {} prompt ({} cached) · ↓ {} completion",
@@ -74,9 +82,10 @@ impl Footer {
                 thousands(u.completion_tokens)
             ),
             Some(u) => format!(
-                "↑ {} prompt · ↓ {} completion",
+                "↑ {approx}{} prompt · ↓ {approx}{} completion{}",
                 thousands(u.prompt_tokens),
-                thousands(u.completion_tokens)
+                thousands(u.completion_tokens),
+                if estimated { " (estimated)" } else { "" }
             ),
             None => "the server reported no usage".to_string(),
         };

@@ -9,7 +9,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
 use super::{Cx, Draw, Pane};
-use crate::engine::protocol::{BudgetReport, HistoryStatus, Section};
+use crate::engine::protocol::{BudgetReport, Counting, HistoryStatus, Section, WindowSource};
 use crate::tui::keymap::Action;
 use crate::tui::text::{self, thousands};
 use crate::tui::theme::Theme;
@@ -127,7 +127,7 @@ impl GaugePane {
         let Some(report) = &self.report else {
             return vec![Line::styled("waiting for the engine…", theme.dim())];
         };
-        let approx = if report.estimate { "≈" } else { "" };
+        let approx = if report.estimate() { "≈" } else { "" };
         let fill = report.fill();
         let fill_style = Style::new()
             .fg(theme.fill(fill))
@@ -146,27 +146,36 @@ impl GaugePane {
         if text::width(LEGEND_LINE) <= width {
             out.push(Line::styled(LEGEND_LINE, theme.dim()));
         }
-        if !report.known_model {
+        let window = match report.window_source {
+            WindowSource::Table => None,
+            WindowSource::Assumed => Some(format!(
+                "unknown model {}: window assumed {}; set --context-window",
+                report.model,
+                thousands(report.window)
+            )),
+            WindowSource::Setting => None,
+            WindowSource::Server => Some(format!(
+                "window {} from the server (n_ctx); --context-window {} next time",
+                thousands(report.window),
+                report.window
+            )),
+        };
+        if let Some(window) = window {
             let warn = Style::new().fg(theme.c.warning);
             out.extend(text::wrap(
-                &[Span::styled(
-                    format!(
-                        "unknown model {}: window assumed {}; set --context-window",
-                        report.model,
-                        thousands(report.window)
-                    ),
-                    warn,
-                )],
+                &[Span::styled(window, warn)],
                 width,
                 &[Span::styled("⚠ ", warn)],
                 &[Span::raw("  ")],
             ));
         }
-        if report.estimate {
-            out.push(Line::styled(
-                format!("≈ counts estimated with {}", report.encoding),
+        match report.counting {
+            Counting::Exact => {}
+            Counting::Server => out.push(Line::styled("counts exact via server", theme.dim())),
+            estimate => out.push(Line::styled(
+                format!("counts {} ({})", estimate.label(), report.encoding),
                 theme.dim(),
-            ));
+            )),
         }
         out.push(Line::default());
         let label_width = width.saturating_sub(18).clamp(6, 18);
@@ -251,17 +260,25 @@ impl GaugePane {
         }
         match &report.last_usage {
             Some(u) => {
+                let approx = if report.last_usage_estimated {
+                    "≈"
+                } else {
+                    ""
+                };
                 let mut spans = vec![
                     Span::styled("last ", theme.dim()),
                     Span::styled(
                         format!(
-                            "↑{} ↓{}",
+                            "↑{approx}{} ↓{approx}{}",
                             thousands(u.prompt_tokens),
                             thousands(u.completion_tokens)
                         ),
                         Style::new().fg(theme.c.fg),
                     ),
                 ];
+                if report.last_usage_estimated {
+                    spans.push(Span::styled(" (not reported)", theme.dim()));
+                }
                 if u.cached_tokens > 0 {
                     spans.push(Span::styled(
                         format!(" · {} cached", thousands(u.cached_tokens)),

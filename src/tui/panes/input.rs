@@ -395,6 +395,7 @@ impl InputPane {
                     | Command::MapRefresh
                     | Command::Clear
                     | Command::Compact
+                    | Command::Forget
                     | Command::Trust
                     | Command::Help
                     | Command::Quit => Vec::new(),

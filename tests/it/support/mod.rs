@@ -20,6 +20,7 @@
 // `benches/tui.rs` includes this module too and uses only part of it.
 #![allow(dead_code, unused_imports)]
 
+mod dialect;
 mod errors;
 mod handler;
 mod log;
@@ -31,6 +32,7 @@ mod script;
 mod server;
 mod tokens;
 
+pub use dialect::Dialect;
 pub use reply::Reply;
 pub use repo::{TempRepo, output_within, texts};
 pub use request::{RecordedMessage, RecordedRequest};

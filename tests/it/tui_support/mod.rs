@@ -63,7 +63,12 @@ pub fn budget(draft: &str, history: &[Message]) -> BudgetReport {
         review_diff: None,
     };
     let assembled = context::assemble(&inputs, &counter);
-    let mut report = BudgetReport::new(&assembled, &model, Window::for_model(&model, None, None));
+    let mut report = BudgetReport::new(
+        &assembled,
+        &model,
+        Window::for_model(&model, None, None),
+        counter.counting(),
+    );
     let history_tokens = report.section(context::Section::Done);
     report.history = HistoryStatus {
         budget: 8192,
@@ -343,6 +348,7 @@ pub fn turn(question: &str, reply: &str, chunk: usize) -> Vec<Event> {
             cached_tokens: 1_024,
             cache_write_tokens: 0,
         }),
+        usage_estimated: false,
         cost: 0.0096,
         session_cost: 0.0213,
     });

@@ -40,7 +40,7 @@ pub struct CommandSpec {
 
 impl Command {
     /// Every command, in the order `/help` lists them.
-    pub const ALL: [Command; 22] = [
+    pub const ALL: [Command; 23] = [
         Command::Add,
         Command::ReadOnly,
         Command::Drop,

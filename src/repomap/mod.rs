@@ -43,6 +43,50 @@ use render::{BlockCounts, Item};
 use store::{Content, Key, Store};
 use tags::FileTags;
 
+/// When the engine rebuilds the map for a request (the `map_refresh` setting).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MapRefresh {
+    /// Like `files`, and also when files changed on disk; but when a rebuild takes
+    /// long (over a second) and nothing the chat references changed, the last map is
+    /// reused.
+    #[default]
+    Auto,
+    /// Rescans the repository and rebuilds the map before every message sent.
+    Always,
+    /// Rebuilds when the chat files, the mentions or the budget change.
+    Files,
+    /// Rebuilds only on `/map-refresh`.
+    Manual,
+}
+
+impl MapRefresh {
+    pub fn label(self) -> &'static str {
+        match self {
+            MapRefresh::Auto => "auto",
+            MapRefresh::Always => "always",
+            MapRefresh::Files => "files",
+            MapRefresh::Manual => "manual",
+        }
+    }
+}
+
+impl std::str::FromStr for MapRefresh {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        [
+            MapRefresh::Auto,
+            MapRefresh::Always,
+            MapRefresh::Files,
+            MapRefresh::Manual,
+        ]
+        .into_iter()
+        .find(|m| m.label() == s)
+        .ok_or_else(|| format!("{s:?} is not auto, always, files or manual"))
+    }
+}
+
 /// The default map budget: window/8 clamped to 1024..4096; with no chat files, eight
 /// times that, up to the window less 4096 (never below the chat-files budget).
 pub fn default_budget(window: usize, has_chat_files: bool) -> usize {

@@ -191,7 +191,7 @@ impl Store {
             .into_iter()
             .map(|(path, meta)| (meta.modified().unwrap_or(SystemTime::UNIX_EPOCH), path))
             .collect();
-        found.sort_by(|a, b| b.0.cmp(&a.0));
+        found.sort_by_key(|f| std::cmp::Reverse(f.0));
         Store {
             dir: dir.to_path_buf(),
             cap,
@@ -277,7 +277,7 @@ impl Store {
     }
 
     fn write_segment(&self, mut bodies: Vec<(Key, Vec<u8>)>) -> std::io::Result<PathBuf> {
-        bodies.sort_by(|a, b| a.0.cmp(&b.0));
+        bodies.sort_by_key(|b| b.0);
         bodies.dedup_by(|a, b| a.0 == b.0);
         std::fs::create_dir_all(&self.dir)?;
         let mut tmp = tempfile::NamedTempFile::new_in(&self.dir)?;
@@ -317,7 +317,7 @@ impl Store {
             })
             .collect();
         let mut total: u64 = found.iter().map(|f| f.1).sum();
-        found.sort_by(|a, b| a.0.cmp(&b.0));
+        found.sort_by_key(|f| f.0);
         for (_, len, path) in found {
             if total <= self.cap {
                 break;

@@ -5,6 +5,7 @@
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::UNIX_EPOCH;
 
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
@@ -86,24 +87,34 @@ pub fn scan(root: &Path) -> Vec<Found> {
             })
             .collect();
     }
-    let mut seen: HashSet<String> = found.iter().map(|f| f.rel.clone()).collect();
-
-    let walker = ignore::WalkBuilder::new(root)
+    // Untracked files: a walk on every core that skips ignored directories.
+    let tracked: HashSet<&str> = found.iter().map(|f| f.rel.as_str()).collect();
+    let untracked = Mutex::new(Vec::new());
+    ignore::WalkBuilder::new(root)
         .add_custom_ignore_filename(TERNIGNORE)
         .require_git(false)
         .filter_entry(move |e| e.file_name() != ".git" && !submodules.contains(e.path()))
-        .build();
-    for entry in walker.flatten() {
-        if entry.file_type().is_some_and(|t| t.is_file())
-            && let Some(rel) = relative(root, entry.path())
-            && !seen.contains(&rel)
-            && let Ok(meta) = entry.metadata()
-            && kept(&rel, &meta)
-            && seen.insert(rel.clone())
-        {
-            found.push(Found::new(rel, &meta));
-        }
-    }
+        .build_parallel()
+        .run(|| {
+            Box::new(|entry| {
+                if let Ok(entry) = entry
+                    && entry.file_type().is_some_and(|t| t.is_file())
+                    && let Some(rel) = relative(root, entry.path())
+                    && !tracked.contains(rel.as_str())
+                    && let Ok(meta) = entry.metadata()
+                    && kept(&rel, &meta)
+                {
+                    let found = Found::new(rel, &meta);
+                    untracked
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push(found);
+                }
+                ignore::WalkState::Continue
+            })
+        });
+    drop(tracked);
+    found.extend(untracked.into_inner().unwrap_or_else(|e| e.into_inner()));
     found.sort_unstable_by(|a, b| a.rel.cmp(&b.rel));
     found
 }

@@ -176,12 +176,8 @@ impl Engine {
         let draft = self.draft.clone();
         self.update_map(&draft);
         self.publish_budget();
-        let resumes = match refreshed.cause {
-            Cause::First | Cause::ForTurn => true,
-            Cause::Background | Cause::Asked => self.settings.map_refresh == MapRefresh::Always,
-        };
-        if resumes && let Some((text, mode)) = self.deferred.take() {
-            self.map.rescanned_for_turn = refreshed.cause == Cause::ForTurn;
+        if let Some((text, mode)) = self.deferred.take() {
+            self.map.rescanned_for_turn = matches!(refreshed.cause, Cause::ForTurn | Cause::Asked);
             self.start_user_turn(text, mode);
         }
     }
@@ -347,32 +343,35 @@ impl Engine {
     }
 
     /// Defers a user turn until the first extraction is done, so the first request has
-    /// its map; in `always`, until a rescan is done. Returns true when the turn was
-    /// deferred.
+    /// its map; until a refresh under way is done, so the request's map is built for its
+    /// own chat files and mentions from the files as they are; in `always`, until a
+    /// rescan is done. Returns true when the turn was deferred.
     pub(super) fn defer_until_map(&mut self, text: &str, mode: ChatMode) -> bool {
-        if self.map.is_loading() {
-            self.deferred = Some((text.to_string(), mode));
-            self.notice(
-                "waiting for the repo map to be built; the message is sent as soon as it is".into(),
-            );
-            return true;
-        }
-        if self.settings.map_refresh != MapRefresh::Always
-            || std::mem::take(&mut self.map.rescanned_for_turn)
-        {
-            return false;
-        }
-        match &self.map.state {
-            MapState::Ready(map) => {
-                let map = map.clone();
-                self.refresh_map_in_background(map, Cause::ForTurn, Vec::new());
+        let deferred = match &self.map.state {
+            MapState::Loading => {
+                self.notice(
+                    "waiting for the repo map to be built; the message is sent as soon as it is"
+                        .into(),
+                );
+                true
             }
-            // The rescan under way sends the message when it is done.
-            MapState::Refreshing(_) => {}
-            MapState::Loading | MapState::Unavailable => return false,
+            // The refresh under way sends the message when it is done.
+            MapState::Refreshing(_) => true,
+            MapState::Ready(map) => {
+                let rescan = self.settings.map_refresh == MapRefresh::Always
+                    && !std::mem::take(&mut self.map.rescanned_for_turn);
+                if rescan {
+                    let map = map.clone();
+                    self.refresh_map_in_background(map, Cause::ForTurn, Vec::new());
+                }
+                rescan
+            }
+            MapState::Unavailable => false,
+        };
+        if deferred {
+            self.deferred = Some((text.to_string(), mode));
         }
-        self.deferred = Some((text.to_string(), mode));
-        true
+        deferred
     }
 }
 

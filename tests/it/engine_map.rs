@@ -181,7 +181,11 @@ async fn files_rebuilds_only_when_the_chat_files_change() {
         .unwrap();
     replies(&server, 1);
     turn(&mut engine, "fourth").await;
-    assert!(map_sent_added(&server, 3));
+    assert!(
+        map_sent_added(&server, 3),
+        "{}",
+        server.requests()[3].body_text
+    );
 }
 
 #[tokio::test]

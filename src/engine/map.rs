@@ -89,10 +89,6 @@ impl MapSlot {
             rescanned_for_turn: false,
         }
     }
-
-    pub(crate) fn is_loading(&self) -> bool {
-        matches!(self.state, MapState::Loading)
-    }
 }
 
 impl Engine {

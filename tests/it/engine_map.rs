@@ -7,9 +7,8 @@
 
 use std::time::Duration;
 
-use crate::support::{MockServer, Reply, TempRepo};
-use tern::config::{ApiKey, Settings};
-use tern::engine::{EngineConfig, EngineHandle, Event, FileMode, Op};
+use crate::support::{MockServer, Reply, TempRepo, spawn_engine, until};
+use tern::engine::{EngineHandle, Event, FileMode, Op};
 use tern::repomap::MapRefresh;
 
 /// What the file added on disk defines.
@@ -34,44 +33,17 @@ fn add_file(repo: &TempRepo) {
 }
 
 fn engine(repo: &TempRepo, server: &MockServer, mode: MapRefresh) -> EngineHandle {
-    let settings = Settings {
-        api_base: server.base_url(),
-        api_key: Some(ApiKey::new("sk-test")),
-        model: "gpt-4o".into(),
-        weak_model: "gpt-4o-mini".into(),
-        retry_budget_secs: 2,
-        map_refresh: mode,
-        ..Settings::default()
-    };
-    let root = repo.path().canonicalize().unwrap();
-    tern::engine::spawn(EngineConfig {
-        settings,
-        cwd: root.clone(),
-        root,
-        record: None,
-        replay: None,
-        editable: vec!["src/app.py".into()],
-        read_only: vec![],
-        map_cache: tern::repomap::CacheLocation::Disabled,
-        resume: false,
-    })
-    .unwrap()
+    spawn_engine(repo, server, "src/app.py", false, |s| s.map_refresh = mode)
 }
 
-/// Collects events until one matches `stop` (included), failing after 20 s.
-async fn until(engine: &mut EngineHandle, stop: impl Fn(&Event) -> bool) -> Vec<Event> {
-    let mut seen = Vec::new();
-    loop {
-        let event = tokio::time::timeout(Duration::from_secs(20), engine.events.recv())
-            .await
-            .unwrap_or_else(|_| panic!("no matching event; saw {seen:#?}"))
-            .expect("the engine stopped");
-        let done = stop(&event);
-        seen.push(event);
-        if done {
-            return seen;
-        }
-    }
+fn add_other_to_chat(engine: &EngineHandle) {
+    engine
+        .ops
+        .send(Op::AddFiles {
+            paths: vec!["src/other.py".into()],
+            mode: FileMode::ReadOnly,
+        })
+        .unwrap();
 }
 
 /// Sends a message and waits for the turn to end.
@@ -172,13 +144,7 @@ async fn files_rebuilds_only_when_the_chat_files_change() {
     turn(&mut engine, "third").await;
     assert!(!map_sent_added(&server, 2));
     // ...until the chat files change.
-    engine
-        .ops
-        .send(Op::AddFiles {
-            paths: vec!["src/other.py".into()],
-            mode: FileMode::ReadOnly,
-        })
-        .unwrap();
+    add_other_to_chat(&engine);
     replies(&server, 1);
     turn(&mut engine, "fourth").await;
     assert!(
@@ -198,13 +164,7 @@ async fn manual_keeps_the_map_until_map_refresh() {
     add_file(&repo);
     turn(&mut engine, "second").await;
     // Not even a new chat file rebuilds it.
-    engine
-        .ops
-        .send(Op::AddFiles {
-            paths: vec!["src/other.py".into()],
-            mode: FileMode::ReadOnly,
-        })
-        .unwrap();
+    add_other_to_chat(&engine);
     turn(&mut engine, "third").await;
     assert!(!map_sent_added(&server, 1) && !map_sent_added(&server, 2));
     engine

@@ -53,6 +53,8 @@ fn bench(c: &mut Criterion) {
         proposal: None,
         proposal_failures: vec![],
         proposal_shell: vec![],
+        notes: vec![],
+        transcript: vec![],
     };
     c.bench_function("save session.json, 200 messages", |b| {
         b.iter(|| persist::save(&file, &session, false).unwrap())

@@ -229,6 +229,8 @@ fn keypress_to_frame(c: &mut Criterion) {
         read_only: vec![],
         map_cache: tern::repomap::CacheLocation::Disabled,
         resume: false,
+        purpose: Default::default(),
+        model_chosen: false,
     };
     let probe = Arc::new(Probe::default());
     let (keys, mut key_rx) = tokio::sync::mpsc::unbounded_channel::<io::Result<TermEvent>>();

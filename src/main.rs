@@ -50,12 +50,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 global.json,
             ))
         }
-        Some(Command::Apply(args)) => Ok(tern::headless::apply::run(args, global, &settings, &cwd)),
+        Some(Command::Apply(args)) => {
+            Ok(runtime.block_on(tern::headless::apply::run(args, global, settings, &cwd)))
+        }
         Some(Command::Map(args)) => Ok(tern::headless::map::run(args, global, &settings, &cwd)),
         Some(Command::Undo) => Ok(tern::headless::undo::run(&cwd)),
-        Some(Command::Review(args)) => {
-            runtime.block_on(tern::headless::review::run(args, global, settings, &cwd))
-        }
+        Some(Command::Review(args)) => runtime.block_on(tern::headless::review::run(
+            args, global, settings, root, cwd,
+        )),
         Some(Command::Trust(args)) => Ok(tern::headless::trust::run(args, &sources)),
         None if global.demo => runtime.block_on(tern::tui::demo::run(settings)),
         None => {
@@ -105,6 +107,8 @@ fn engine_config(
         read_only: paths(&global.read),
         map_cache: tern::repomap::CacheLocation::UserCacheDir,
         resume: global.resume,
+        purpose: Default::default(),
+        model_chosen: global.model.is_some(),
     }
 }
 

@@ -3,7 +3,7 @@
 use crate::tokens::TokenCounter;
 
 /// What a clipped text ends with.
-pub const TRUNCATED: &str = "...(truncated)";
+pub const TRUNCATED: &str = crate::prompts::REVIEW_TRUNCATED;
 
 /// `text` if it fits in `max_tokens`; otherwise its longest prefix of whole lines that
 /// still fits with `...(truncated)` appended; `None` when not even one line does.

@@ -1,105 +1,10 @@
-//! What kind of file a path is: its language (for ordering a compressed review and for
-//! finding function headers), and whether it is noise a compressed review skips.
+//! What kind of file a path is for a review: its language (from the table in
+//! `crate::languages`; it orders a compressed review), the function headers of each
+//! language, and whether a file is noise a compressed review skips.
 
 use serde::Serialize;
 
-/// A file's language, from its extension. Configuration, documentation and data formats
-/// are `Other`: in a compressed review they come after all code.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Language {
-    Rust,
-    Python,
-    JavaScript,
-    TypeScript,
-    Go,
-    Java,
-    Kotlin,
-    Scala,
-    C,
-    Cpp,
-    CSharp,
-    Ruby,
-    Php,
-    Swift,
-    Dart,
-    Lua,
-    Shell,
-    Elixir,
-    Haskell,
-    Zig,
-    Sql,
-    Html,
-    Css,
-    Other,
-}
-
-impl Language {
-    pub fn of(path: &str) -> Language {
-        let name = path.rsplit('/').next().unwrap_or(path);
-        let ext = match name.rsplit_once('.') {
-            Some((stem, ext)) if !stem.is_empty() => ext.to_ascii_lowercase(),
-            _ => return Language::Other,
-        };
-        use Language::*;
-        match ext.as_str() {
-            "rs" => Rust,
-            "py" | "pyi" => Python,
-            "js" | "mjs" | "cjs" | "jsx" | "vue" | "svelte" => JavaScript,
-            "ts" | "tsx" | "mts" | "cts" => TypeScript,
-            "go" => Go,
-            "java" => Java,
-            "kt" | "kts" => Kotlin,
-            "scala" | "sc" => Scala,
-            "c" | "h" => C,
-            "cc" | "cpp" | "cxx" | "c++" | "hpp" | "hh" | "hxx" | "ipp" | "inl" => Cpp,
-            "cs" => CSharp,
-            "rb" | "rake" => Ruby,
-            "php" => Php,
-            "swift" => Swift,
-            "dart" => Dart,
-            "lua" => Lua,
-            "sh" | "bash" | "zsh" => Shell,
-            "ex" | "exs" => Elixir,
-            "hs" => Haskell,
-            "zig" => Zig,
-            "sql" => Sql,
-            "html" | "htm" => Html,
-            "css" | "scss" | "sass" | "less" => Css,
-            _ => Other,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        use Language::*;
-        match self {
-            Rust => "rust",
-            Python => "python",
-            JavaScript => "javascript",
-            TypeScript => "typescript",
-            Go => "go",
-            Java => "java",
-            Kotlin => "kotlin",
-            Scala => "scala",
-            C => "c",
-            Cpp => "cpp",
-            CSharp => "csharp",
-            Ruby => "ruby",
-            Php => "php",
-            Swift => "swift",
-            Dart => "dart",
-            Lua => "lua",
-            Shell => "shell",
-            Elixir => "elixir",
-            Haskell => "haskell",
-            Zig => "zig",
-            Sql => "sql",
-            Html => "html",
-            Css => "css",
-            Other => "other",
-        }
-    }
-}
+pub use crate::languages::Language;
 
 /// Why a compressed review leaves a file out without looking at its diff.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

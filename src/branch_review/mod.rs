@@ -12,6 +12,7 @@ mod change;
 mod clip;
 mod extend;
 mod lang;
+mod mode;
 mod plan;
 mod prompt;
 mod render;
@@ -26,14 +27,40 @@ pub use change::{
 pub use clip::{TRUNCATED, clip_to_tokens};
 pub use extend::{ContextOptions, MAX_CONTEXT, extend};
 pub use lang::{Language, Noise, is_header};
+pub use mode::PlanMode;
 pub use plan::{
-    FilePlan, OUTPUT_BUFFER_HARD, OUTPUT_BUFFER_SOFT, OmitReason, Outcome, PlanMode, ReviewCall,
+    FilePlan, OUTPUT_BUFFER_HARD, OUTPUT_BUFFER_SOFT, OmitReason, Outcome, ReviewCall,
     ReviewOptions, ReviewPlan, plan,
 };
 pub use prompt::{ADDED_TITLE, DELETED_TITLE, MODIFIED_TITLE, merge_replies, system_prompt};
 pub use render::{file_header, section};
 pub use send::{CONTEXT_RETRIES, CallReply, Reviewer, SendError, SendEvent, send, total_usage};
 pub use source::{DiffSource, GIT_CONTEXT, collect};
+
+impl ReviewError {
+    /// What to do about it, when the message alone does not say.
+    pub fn hint(&self) -> Option<&'static str> {
+        match self {
+            ReviewError::NoBase | ReviewError::NoMergeBase { .. } | ReviewError::NoCommits => Some(
+                "pass --base REF to choose the base, or --worktree to review uncommitted changes (in the workspace: /review REF, /review --worktree)",
+            ),
+            ReviewError::BadBase { .. } => {
+                Some("--base takes a branch, tag or commit, as `git rev-parse` does")
+            }
+            ReviewError::BudgetTooSmall { .. } => Some("raise --budget (or --context-window)"),
+            ReviewError::NoCalls => Some("--max-calls must be at least 1"),
+            _ => None,
+        }
+    }
+
+    /// The message with its hint on a line of its own.
+    pub fn with_hint(&self) -> String {
+        match self.hint() {
+            Some(hint) => format!("{self}\nhint: {hint}"),
+            None => self.to_string(),
+        }
+    }
+}
 
 /// How many requests a review may take unless told otherwise (`--max-calls`).
 pub const DEFAULT_MAX_CALLS: usize = 4;

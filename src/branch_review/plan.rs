@@ -28,6 +28,7 @@ use super::change::{Body, ChangeSet, FileChange, FileStatus, TextDiff};
 use super::clip::clip_to_tokens;
 use super::extend::{ContextOptions, extend};
 use super::lang::{Language, Noise};
+use super::mode::PlanMode;
 use super::prompt::{ADDED_TITLE, DELETED_TITLE, MODIFIED_TITLE, preamble, system_prompt};
 use super::render::section;
 use crate::llm::Message;
@@ -50,15 +51,6 @@ pub struct ReviewOptions {
     pub line_numbers: bool,
     /// At most this many requests when the compressed diff does not fit in one.
     pub max_calls: usize,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum PlanMode {
-    /// Everything, with extra context.
-    Extended,
-    /// Cut down to fit the budget.
-    Compressed,
 }
 
 /// What will be sent, and what happened to every changed file.
@@ -578,7 +570,8 @@ fn list_item(f: &FileChange, reason: OmitReason) -> String {
     }
 }
 
-/// Rank of each language: most changed files first (ties by name), `Other` last.
+/// Rank of each language: most changed files first (ties in `Language` order), `Other`
+/// last.
 fn language_ranks(langs: &[Language]) -> HashMap<Language, usize> {
     let mut counts: HashMap<Language, usize> = HashMap::new();
     for &l in langs {

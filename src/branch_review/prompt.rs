@@ -1,24 +1,22 @@
-//! The words around the diff: the system prompt (`assets/prompts/review*.md`), the
-//! head of the user message, the titles of the lists of files not shown, and the merge
-//! of a multi-call review's replies into one.
+//! The words around the diff (their texts are in `crate::prompts`): the system prompt,
+//! the head of the user message, the titles of the lists of files not shown, and the
+//! merge of a multi-call review's replies into one.
 
-use super::plan::PlanMode;
-
-const SYSTEM: &str = include_str!("../../assets/prompts/review.md");
-const LINE_NUMBERS: &str = include_str!("../../assets/prompts/review_line_numbers.md");
+use super::mode::PlanMode;
+use crate::prompts;
 
 /// Titles of the lists appended after the diff; the system prompt explains them.
-pub const ADDED_TITLE: &str = "Added files not shown:";
-pub const MODIFIED_TITLE: &str = "Modified files not shown:";
-pub const DELETED_TITLE: &str = "Deleted files:";
+pub const ADDED_TITLE: &str = prompts::REVIEW_ADDED_TITLE;
+pub const MODIFIED_TITLE: &str = prompts::REVIEW_MODIFIED_TITLE;
+pub const DELETED_TITLE: &str = prompts::REVIEW_DELETED_TITLE;
 
 /// The system message. It does not depend on the diff, so every call of a multi-call
 /// review shares it and a provider's prefix cache can serve it.
 pub fn system_prompt(line_numbers: bool) -> String {
-    let mut s = SYSTEM.trim_end().to_string();
+    let mut s = prompts::REVIEW_SYSTEM.to_string();
     if line_numbers {
         s.push('\n');
-        s.push_str(LINE_NUMBERS.trim_end());
+        s.push_str(prompts::REVIEW_LINE_NUMBERS);
     }
     s
 }
@@ -26,19 +24,15 @@ pub fn system_prompt(line_numbers: bool) -> String {
 /// The head of the user message: what is compared, whether the diff is complete or
 /// compressed, and which part of a split review this is.
 pub fn preamble(description: &str, mode: PlanMode, part: Option<(usize, usize)>) -> String {
-    let mut s = format!("Review this change: {description}.\n");
+    let mut s = prompts::review_preamble(description);
+    s.push('\n');
     s.push_str(match mode {
-        PlanMode::Extended => "The diff is complete, with extra context around each hunk.",
-        PlanMode::Compressed => {
-            "The diff is compressed to fit the token budget; files not shown are listed at \
-             the end."
-        }
+        PlanMode::Extended => prompts::REVIEW_EXTENDED,
+        PlanMode::Compressed => prompts::REVIEW_COMPRESSED,
     });
     if let Some((i, n)) = part {
-        s.push_str(&format!(
-            "\nThis is part {i} of {n}; the other parts show other files and are reviewed \
-             separately."
-        ));
+        s.push('\n');
+        s.push_str(&prompts::review_part(i, n));
     }
     s
 }

@@ -30,7 +30,7 @@ pub enum SendEvent {
 }
 
 /// One model reply of a review.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CallReply {
     pub files: Vec<String>,
     pub text: String,

@@ -132,7 +132,7 @@ settings! {
     /// Model for commit messages and history summaries.
     weak_model: String = "gpt-4o-mini".to_string() ; Trusted,
     /// Base URL of the OpenAI-compatible API.
-    api_base: String = "https://api.openai.com/v1".to_string() ; User,
+    api_base: String = crate::llm::OPENAI_API_BASE.to_string() ; User,
     /// API key; optional for local servers.
     api_key: Option<ApiKey> = None ; User,
     /// A shell command that prints the API key (a password manager's CLI), run when

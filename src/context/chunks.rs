@@ -5,6 +5,9 @@
 use serde::Serialize;
 
 use crate::llm::{Message, Role};
+use crate::prompts::{
+    CHAT_ACK, CHAT_INTRO, READONLY_ACK, READONLY_INTRO, REPO_ACK, REPO_INTRO, REVIEW_DIFF_ACK,
+};
 use crate::tokens::{REPLY_PRIMING, TokenCounter};
 
 /// A section of the request. The order of the variants is the order sent: stable
@@ -118,15 +121,6 @@ impl Assembled {
     }
 }
 
-const READONLY_INTRO: &str = "Here are files for reference only. Do not edit them; ask me to make them editable if a change is needed there.\n";
-const READONLY_ACK: &str = "Understood: those files are for reference and I will not edit them.";
-const REPO_INTRO: &str = "Here is a map of the other files in this git repository, with the definitions most relevant to this chat. You can read it, but to edit one of these files ask me to add it to the chat first.\n\n";
-const REPO_ACK: &str = "Thanks, I will use the map to find my way around the repository.";
-const CHAT_INTRO: &str = "These files are in the chat and you may edit them. Their content below is current: trust it over anything earlier in our conversation.\n";
-const CHAT_ACK: &str =
-    "Understood. Any edits I propose will be to these files, against the content shown.";
-const REVIEW_ACK: &str = "I have the diff and will review it as asked.";
-
 /// How a file is shown: its path, then its content in a fence long enough that no line
 /// of the content can close it.
 pub fn file_block(file: &FileText) -> String {
@@ -180,7 +174,7 @@ pub fn assemble(inputs: &ChunkInputs, counter: &TokenCounter) -> Assembled {
         builder.push(
             Section::Repo,
             vec![
-                Message::user(format!("{REPO_INTRO}{map}")),
+                Message::user(format!("{REPO_INTRO}\n\n{map}")),
                 Message::assistant(REPO_ACK),
             ],
         );
@@ -194,7 +188,10 @@ pub fn assemble(inputs: &ChunkInputs, counter: &TokenCounter) -> Assembled {
     if let Some(diff) = &inputs.review_diff {
         builder.push(
             Section::ReviewDiff,
-            vec![Message::user(diff.clone()), Message::assistant(REVIEW_ACK)],
+            vec![
+                Message::user(diff.clone()),
+                Message::assistant(REVIEW_DIFF_ACK),
+            ],
         );
     } else {
         builder.push(Section::ReviewDiff, vec![]);
@@ -246,7 +243,7 @@ impl Builder<'_> {
             self.push(section, vec![]);
             return;
         }
-        let mut content = intro.to_string();
+        let mut content = format!("{intro}\n");
         for file in files {
             let block = file_block(file);
             self.files.push(FileCount {

@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Window;
 use crate::llm::{ChatRequest, Finish, LlmClient, LlmError, Message, ModelInfo, Role};
+use crate::prompts;
 use crate::tokens::{MESSAGE_OVERHEAD, REPLY_PRIMING, TokenCounter};
 
 /// How many summarize-and-check rounds `Summarizer::fit` makes at most; the last one
@@ -28,13 +29,8 @@ const MIN_SPLIT: usize = 4;
 /// Summary requests made at once when a head is summarized in chunks.
 const PARALLEL_CHUNKS: usize = 4;
 
-const SUMMARIZE_PROMPT: &str = include_str!("../../assets/prompts/summarize.md");
-const MERGE_PREAMBLE: &str = include_str!("../../assets/prompts/summarize_merge.md");
-
 /// Opens the summary message, so the model knows what it is reading.
-pub const SUMMARY_PREFIX: &str = "To recap our conversation so far:\n\n";
-/// The assistant's reply to the summary, so the history keeps alternating.
-pub const SUMMARY_ACK: &str = "Thanks, I have the recap in mind. Let's go on.";
+pub const SUMMARY_PREFIX: &str = prompts::SUMMARY_PREFIX;
 
 /// The history budget when none is configured: `min(max(window/16, 1024), 8192)`.
 pub fn default_budget(window: usize) -> usize {
@@ -45,6 +41,11 @@ pub fn default_budget(window: usize) -> usize {
 /// it, so that after a swap summary + kept messages sit well under the checkpoint mark.
 pub fn summary_cap(budget: usize) -> usize {
     (budget / 4).clamp(64, 2048)
+}
+
+/// Goes before the summarizer's prompt when partial summaries are merged.
+fn merge_preamble() -> String {
+    format!("{}\n\n", prompts::SUMMARIZE_MERGE)
 }
 
 /// Tokens the messages take in a request (content plus the chat format's overhead).
@@ -60,7 +61,7 @@ pub fn tokens(messages: &[Message], counter: &TokenCounter) -> usize {
 pub fn summary_messages(text: &str) -> [Message; 2] {
     [
         Message::user(format!("{SUMMARY_PREFIX}{}", text.trim())),
-        Message::assistant(SUMMARY_ACK),
+        Message::assistant(prompts::SUMMARY_ACK),
     ]
 }
 
@@ -269,8 +270,9 @@ impl<'a> Run<'a> {
         &self.summarizer.counter
     }
 
+    /// The summarizer's system prompt, ending with a line break.
     fn prompt(&self) -> String {
-        SUMMARIZE_PROMPT.replace("{words}", &(self.cap / 2).to_string())
+        format!("{}\n", prompts::summarize(self.cap / 2))
     }
 
     /// Transcript tokens one request may carry: the smallest input limit of the models
@@ -287,7 +289,7 @@ impl<'a> Run<'a> {
         let fixed = REPLY_PRIMING
             + 2 * MESSAGE_OVERHEAD
             + self.counter().count(&self.prompt())
-            + self.counter().count(MERGE_PREAMBLE)
+            + self.counter().count(&merge_preamble())
             + self.cap;
         let limit = window.saturating_sub(fixed) * 9 / 10;
         if limit < 64 {
@@ -310,7 +312,7 @@ impl<'a> Run<'a> {
         }
         let mut partials = self.ask_all(&self.prompt(), chunks).await?;
         // Merge the partial summaries, in chunks again if they still do not fit.
-        let merge_prompt = format!("{MERGE_PREAMBLE}{}", self.prompt());
+        let merge_prompt = format!("{}{}", merge_preamble(), self.prompt());
         let mut size = usize::MAX;
         loop {
             let parts: Vec<String> = partials

@@ -6,7 +6,8 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use super::error::EditError;
-use super::proposal::{Decision, FileProposal, HunkId, Proposal};
+use super::hunks::{Decision, HunkId};
+use super::proposal::{FileProposal, Proposal};
 use super::safety::{self, Target};
 use super::text::FileText;
 

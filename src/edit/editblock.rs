@@ -11,10 +11,10 @@
 //!
 //! inside or outside code fences, the file named on the nearest lines before the block.
 
+use super::block::{EditKind, Parsed, RawEdit};
 use super::error::{EditError, Problem};
 use super::filename::FileSet;
 use super::matching::Occurrence;
-use super::parse::{EditKind, Parsed, RawEdit};
 use super::scan::{self, filename_before, is_divider, is_replace, is_search, join_lines};
 
 pub(crate) fn parse(lines: &[&str], files: &FileSet) -> Parsed {

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use super::EditFormat;
 use super::safety::Refusal;
+use crate::prompts;
 
 /// One block of a reply that could not be applied.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -131,12 +132,12 @@ impl EditError {
         }
         if let Problem::NoMatch { near, hint } = &self.problem {
             if let (Some(near), Some(path)) = (near, &self.path) {
-                out.push_str(&format!(
-                    "Did you mean these lines of {} (from line {})?\n{}",
-                    path.display(),
+                out.push_str(&prompts::reflection_near(
+                    &path.display().to_string(),
                     near.line,
-                    fenced(&near.text)
                 ));
+                out.push('\n');
+                out.push_str(&fenced(&near.text));
             }
             if let Some(hint) = hint {
                 out.push_str(hint);
@@ -185,27 +186,16 @@ impl std::error::Error for EditError {}
 pub fn reflection_message(errors: &[EditError], applied: usize, format: EditFormat) -> String {
     let failed = errors.len();
     let mut out = if applied == 0 {
-        format!("None of your edits could be applied ({failed} failed).\n\n")
+        prompts::reflection_none_applied(failed)
     } else {
-        format!(
-            "{failed} of your edit blocks failed. The other {applied} applied: do not send them again.\n\n"
-        )
+        prompts::reflection_some_applied(failed, applied)
     };
+    out.push_str("\n\n");
     for e in errors {
         out.push_str(&e.for_model(format));
         out.push('\n');
     }
-    out.push_str(match format {
-        EditFormat::Editblock => {
-            "Send corrected SEARCH/REPLACE blocks for the failed blocks only. Each SEARCH section must \
-             copy the current file's lines exactly, including whitespace, comments and blank lines."
-        }
-        EditFormat::Udiff => {
-            "Send corrected diffs for the failed hunks only. The ` ` and `-` lines of a hunk must \
-             copy the current file exactly and be enough to match one place."
-        }
-        EditFormat::Whole => "Send the complete content of each failed file again.",
-    });
+    out.push_str(prompts::reflection_retry(format));
     out
 }
 

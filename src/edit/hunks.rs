@@ -1,16 +1,111 @@
-//! Hunks from the spans of an edited document: the original's lines it kept are equal
-//! by construction, so only the stretches between them are diffed (to find lines an
-//! edit rewrote to the same text). No whole-file diff, no deadline that coarsens a
-//! large file's hunks.
+//! Hunks: one contiguous change of a file, its id and the user's decision on it; and
+//! how they come from the spans of an edited document. The original's lines it kept
+//! are equal by construction, so only the stretches between them are diffed (to find
+//! lines an edit rewrote to the same text). No whole-file diff, no deadline that
+//! coarsens a large file's hunks.
 
 use std::collections::HashSet;
+use std::fmt;
+use std::ops::Range;
 use std::path::Path;
+use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 use similar::{Algorithm, DiffOp};
 
 use super::doc::Span;
-use super::proposal::{CONTEXT, Decision, Hunk, HunkId};
+
+/// Unchanged lines shown around a hunk; changes closer than twice this are one hunk,
+/// as in `git diff`, so hunks never overlap on screen.
+pub const CONTEXT: usize = 3;
+
+/// A hunk's id: 28 bits of a hash of its content, shown as 7 hex digits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct HunkId(u32);
+
+impl fmt::Display for HunkId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:07x}", self.0)
+    }
+}
+
+impl FromStr for HunkId {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let s = s.trim();
+        if s.len() == 7 && s.chars().all(|c| c.is_ascii_hexdigit()) {
+            u32::from_str_radix(s, 16)
+                .map(HunkId)
+                .map_err(|e| e.to_string())
+        } else {
+            Err(format!(
+                "{s:?} is not a hunk id (7 hex digits, as shown in the diff)"
+            ))
+        }
+    }
+}
+
+impl HunkId {
+    /// Hashes the hunk's content; `taken` keeps ids unique within a proposal (two
+    /// identical hunks in one file get different ids, deterministically by order).
+    pub(crate) fn new(
+        path: &Path,
+        old: &[&str],
+        new: &[&str],
+        taken: &mut HashSet<HunkId>,
+    ) -> HunkId {
+        let mut bytes = path.to_string_lossy().into_owned().into_bytes();
+        for (mark, lines) in [(0u8, old), (1u8, new)] {
+            bytes.push(mark);
+            for line in lines {
+                bytes.extend_from_slice(line.as_bytes());
+            }
+        }
+        (0u64..)
+            .map(|seed| HunkId((xxhash_rust::xxh3::xxh3_64_with_seed(&bytes, seed) >> 36) as u32))
+            .find(|id| taken.insert(*id))
+            .expect("an unused id exists")
+    }
+}
+
+/// What the user said about a hunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Decision {
+    #[default]
+    Pending,
+    Accept,
+    Reject,
+}
+
+impl Decision {
+    /// Whether deciding `self` for a whole file or for everything changes a hunk whose
+    /// decision is `current`: accepting in bulk (`A`, `/apply all`, `--yes`) never
+    /// overrides a hunk the user rejected; only accepting that hunk itself does.
+    pub fn applies_in_bulk_to(self, current: Decision) -> bool {
+        !(self == Decision::Accept && current == Decision::Reject)
+    }
+}
+
+/// One contiguous change of a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hunk {
+    pub id: HunkId,
+    /// The original lines it replaces (0-based, end exclusive).
+    pub old: Range<usize>,
+    /// The proposed lines that replace them.
+    pub new: Range<usize>,
+    pub decision: Decision,
+    /// The diff inside the hunk (it may keep a few unchanged lines between changes).
+    pub(crate) ops: Vec<DiffOp>,
+}
+
+impl Hunk {
+    pub(crate) fn ops(&self) -> &[DiffOp] {
+        &self.ops
+    }
+}
 
 /// The most time the diff of one changed stretch may take before it settles for a
 /// coarser result (only whole-file replies have long stretches).

@@ -10,6 +10,7 @@
 //! accepted hunks. Nothing here is async or touches git (see `crate::git`).
 
 mod apply;
+mod block;
 mod doc;
 mod editblock;
 mod error;
@@ -30,14 +31,14 @@ mod workspace;
 
 pub use crate::edit_format::EditFormat;
 pub use apply::{Applied, ApplyOutcome, Backup, Ready, StaleFile, WriteFailure, Written};
+pub use block::{Edit, EditKind};
 pub use error::{EditError, NearMatch, Problem, reflection_message};
 pub use filename::FileSet;
+pub use hunks::{CONTEXT, Decision, Hunk, HunkId};
 pub use matching::Occurrence;
-pub use parse::{Edit, EditKind, ParsedReply, parse_reply};
-pub use proposal::{
-    CONTEXT, Caution, Decision, FileProposal, Hunk, HunkId, Proposal, ReplyReport, Select, Unknown,
-};
-pub use render::{DiffLine, LineKind, unified_diff};
+pub use parse::{ParsedReply, parse_reply};
+pub use proposal::{Caution, FileProposal, Proposal, ReplyReport, Select, Unknown};
+pub use render::{DiffLine, HunkText, LineKind, unified_diff, write_unified};
 pub use safety::{Refusal, Target, resolve as resolve_path};
 pub use scan::ShellSuggestion;
 pub use snapshot::{FileSnapshot, HunkSnapshot, Part, ProposalSnapshot};

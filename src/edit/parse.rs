@@ -3,47 +3,11 @@
 
 use std::path::PathBuf;
 
+use super::block::Edit;
 use super::error::{EditError, Problem};
 use super::filename::FileSet;
-use super::matching::Occurrence;
 use super::scan::ShellSuggestion;
 use super::{EditFormat, editblock, udiff, whole};
-
-/// One edit the model asked for, its file resolved.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Edit {
-    /// 1-based position of the block in the reply.
-    pub block: usize,
-    /// Relative to the repository root.
-    pub path: PathBuf,
-    pub kind: EditKind,
-    /// The block as the model wrote it, quoted back if it fails.
-    pub source: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum EditKind {
-    /// Replace `search` by `replace`. An empty `search` creates the file, or appends to
-    /// it when it exists.
-    SearchReplace {
-        search: String,
-        replace: String,
-        occurrence: Occurrence,
-    },
-    /// The file's complete new content. `new_file`: a diff from `/dev/null`, refused
-    /// when the file already has content.
-    Whole { content: String, new_file: bool },
-}
-
-impl EditKind {
-    /// Whether the block can create its file (which changes how its name resolves).
-    fn creates(&self) -> bool {
-        match self {
-            EditKind::SearchReplace { search, .. } => search.is_empty(),
-            EditKind::Whole { .. } => true,
-        }
-    }
-}
 
 /// Everything a reply asks for.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -60,23 +24,6 @@ impl ParsedReply {
     pub fn blocks(&self) -> usize {
         self.edits.len() + self.errors.len()
     }
-}
-
-/// A block as a parser found it, before its file name is resolved.
-#[derive(Debug)]
-pub(crate) struct RawEdit {
-    pub block: usize,
-    pub filename: Option<String>,
-    pub kind: EditKind,
-    pub source: String,
-}
-
-/// What one format's parser found.
-#[derive(Debug, Default)]
-pub(crate) struct Parsed {
-    pub edits: Vec<RawEdit>,
-    pub errors: Vec<EditError>,
-    pub shell: Vec<ShellSuggestion>,
 }
 
 /// Parses a reply written in `format`. File names are resolved against `files`: a

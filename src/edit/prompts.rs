@@ -1,8 +1,9 @@
-//! The prompts tern sends (from `assets/prompts/`, embedded at build time): for each
-//! edit format and mode the `system`, `examples` and `reminder` sections of the token
+//! The prompts tern sends, built from the texts of `crate::prompts`: for each edit
+//! format and mode the `system`, `examples` and `reminder` sections of the token
 //! budget, and the commit-message request for the weak model.
 
 use crate::llm::Message;
+use crate::prompts;
 
 use super::EditFormat;
 
@@ -29,31 +30,16 @@ pub struct Prompts {
     pub reminder: &'static str,
 }
 
-const EDITBLOCK: &str = include_str!("../../assets/prompts/editblock.md");
-const EDITBLOCK_EXAMPLES: &str = include_str!("../../assets/prompts/editblock-examples.md");
-const EDITBLOCK_REMINDER: &str = include_str!("../../assets/prompts/editblock-reminder.md");
-const UDIFF: &str = include_str!("../../assets/prompts/udiff.md");
-const UDIFF_EXAMPLES: &str = include_str!("../../assets/prompts/udiff-examples.md");
-const UDIFF_REMINDER: &str = include_str!("../../assets/prompts/udiff-reminder.md");
-const WHOLE: &str = include_str!("../../assets/prompts/whole.md");
-const WHOLE_EXAMPLES: &str = include_str!("../../assets/prompts/whole-examples.md");
-const WHOLE_REMINDER: &str = include_str!("../../assets/prompts/whole-reminder.md");
-const ASK: &str = include_str!("../../assets/prompts/ask.md");
-const ASK_REMINDER: &str = include_str!("../../assets/prompts/ask-reminder.md");
-const COMMIT: &str = include_str!("../../assets/prompts/commit.md");
-
 /// The prompts for `format` in `mode` (ask mode is the same in every format).
 pub fn prompts(format: EditFormat, mode: Mode) -> Prompts {
-    let (system, examples, reminder) = match (mode, format) {
-        (Mode::Ask, _) => (ASK, "", ASK_REMINDER),
-        (Mode::Code, EditFormat::Editblock) => (EDITBLOCK, EDITBLOCK_EXAMPLES, EDITBLOCK_REMINDER),
-        (Mode::Code, EditFormat::Udiff) => (UDIFF, UDIFF_EXAMPLES, UDIFF_REMINDER),
-        (Mode::Code, EditFormat::Whole) => (WHOLE, WHOLE_EXAMPLES, WHOLE_REMINDER),
+    let sections = match mode {
+        Mode::Ask => prompts::ASK,
+        Mode::Code => prompts::edit_format(format),
     };
     Prompts {
-        system: system.trim_end(),
-        examples: examples_of(examples),
-        reminder: reminder.trim_end(),
+        system: sections.system,
+        examples: examples_of(sections.examples),
+        reminder: sections.reminder,
     }
 }
 
@@ -89,12 +75,12 @@ pub fn commit_message_request(diff: &str) -> Vec<Message> {
         .split_at_checked(crate::chars::floor_char_boundary(diff, COMMIT_DIFF_CHARS))
         .unwrap_or((diff, ""));
     let note = if cut.is_empty() {
-        ""
+        String::new()
     } else {
-        "\n(diff truncated)\n"
+        format!("\n{}\n", prompts::COMMIT_DIFF_TRUNCATED)
     };
     vec![
-        Message::system(COMMIT.trim_end()),
+        Message::system(prompts::COMMIT),
         Message::user(format!("```diff\n{sent}{note}```")),
     ]
 }

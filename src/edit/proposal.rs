@@ -8,96 +8,21 @@
 //! change keeps its id and the decision already made on it.
 
 use std::collections::{HashMap, HashSet};
-use std::fmt;
-use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 
 use similar::DiffOp;
 
+use super::block::{Edit, EditKind};
 use super::doc::Span;
 use super::error::{EditError, Problem};
 use super::filename::FileSet;
+use super::hunks::{CONTEXT, Decision, Hunk, HunkId};
 use super::matching::{Doc, Failure, Occurrence, lines_of, whole_placeholder};
-use super::parse::{Edit, EditKind};
 use super::safety::{self, Target};
 use super::scan::ShellSuggestion;
 use super::snapshot::{self, FileSnapshot, HunkSnapshot, Part, ProposalSnapshot};
 use super::text::{Binary, FileText};
 use super::workspace::Workspace;
-
-/// Unchanged lines shown around a hunk; changes closer than twice this are one hunk,
-/// as in `git diff`, so hunks never overlap on screen.
-pub const CONTEXT: usize = 3;
-
-/// A hunk's id: 28 bits of a hash of its content, shown as 7 hex digits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct HunkId(u32);
-
-impl fmt::Display for HunkId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:07x}", self.0)
-    }
-}
-
-impl FromStr for HunkId {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let s = s.trim();
-        if s.len() == 7 && s.chars().all(|c| c.is_ascii_hexdigit()) {
-            u32::from_str_radix(s, 16)
-                .map(HunkId)
-                .map_err(|e| e.to_string())
-        } else {
-            Err(format!(
-                "{s:?} is not a hunk id (7 hex digits, as shown in the diff)"
-            ))
-        }
-    }
-}
-
-impl HunkId {
-    /// Hashes the hunk's content; `taken` keeps ids unique within a proposal (two
-    /// identical hunks in one file get different ids, deterministically by order).
-    pub(crate) fn new(
-        path: &Path,
-        old: &[&str],
-        new: &[&str],
-        taken: &mut HashSet<HunkId>,
-    ) -> HunkId {
-        let mut bytes = path.to_string_lossy().into_owned().into_bytes();
-        for (mark, lines) in [(0u8, old), (1u8, new)] {
-            bytes.push(mark);
-            for line in lines {
-                bytes.extend_from_slice(line.as_bytes());
-            }
-        }
-        (0u64..)
-            .map(|seed| HunkId((xxhash_rust::xxh3::xxh3_64_with_seed(&bytes, seed) >> 36) as u32))
-            .find(|id| taken.insert(*id))
-            .expect("an unused id exists")
-    }
-}
-
-/// What the user said about a hunk.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Decision {
-    #[default]
-    Pending,
-    Accept,
-    Reject,
-}
-
-impl Decision {
-    /// Whether deciding `self` for a whole file or for everything changes a hunk whose
-    /// decision is `current`: accepting in bulk (`A`, `/apply all`, `--yes`) never
-    /// overrides a hunk the user rejected; only accepting that hunk itself does.
-    pub fn applies_in_bulk_to(self, current: Decision) -> bool {
-        !(self == Decision::Accept && current == Decision::Reject)
-    }
-}
 
 /// Why a file's hunks are never accepted in bulk (`A`, `/apply all`, `--yes`): the
 /// user accepts them file by file or hunk by hunk, having seen the reason.
@@ -127,25 +52,6 @@ pub enum Select<'a> {
     Hunk(HunkId),
     File(&'a Path),
     All,
-}
-
-/// One contiguous change of a file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Hunk {
-    pub id: HunkId,
-    /// The original lines it replaces (0-based, end exclusive).
-    pub old: Range<usize>,
-    /// The proposed lines that replace them.
-    pub new: Range<usize>,
-    pub decision: Decision,
-    /// The diff inside the hunk (it may keep a few unchanged lines between changes).
-    pub(crate) ops: Vec<DiffOp>,
-}
-
-impl Hunk {
-    pub(crate) fn ops(&self) -> &[DiffOp] {
-        &self.ops
-    }
 }
 
 /// The proposed change to one file.
@@ -794,23 +700,6 @@ impl Proposal {
             .ok_or_else(|| Unknown(path.display().to_string()))?;
         file.confirmed = true;
         Ok(())
-    }
-
-    /// For the model's next turn: the hunks the user rejected (or left undecided) and
-    /// so were not applied. None when every hunk was accepted.
-    pub fn rejected_summary(&self) -> Option<String> {
-        let mut body = String::new();
-        for file in &self.files {
-            let diff = super::render::unified_diff(file, |h| h.decision != Decision::Accept, false);
-            body.push_str(&diff);
-        }
-        (!body.is_empty()).then(|| {
-            format!(
-                "The user reviewed your edits and did not accept these hunks, so they were not \
-                 applied; the files do not contain them. Do not propose them again unless asked.\n\n\
-                 ```diff\n{body}```\n"
-            )
-        })
     }
 }
 

@@ -5,7 +5,8 @@ use std::fmt::Write;
 
 use similar::DiffOp;
 
-use super::proposal::{FileProposal, Hunk};
+use super::hunks::{CONTEXT, Decision, Hunk};
+use super::proposal::{FileProposal, Proposal};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -42,6 +43,20 @@ impl FileProposal {
         (0..self.hunks().len())
             .map(|i| sides.hunk(self, i, context))
             .collect()
+    }
+}
+
+impl Proposal {
+    /// For the model's next turn: the hunks the user rejected (or left undecided) and
+    /// so were not applied. None when every hunk was accepted.
+    pub fn rejected_summary(&self) -> Option<String> {
+        let mut body = String::new();
+        for file in self.files() {
+            let diff = unified_diff(file, |h| h.decision != Decision::Accept, false);
+            body.push_str(&diff);
+        }
+        (!body.is_empty())
+            .then(|| format!("{}\n\n```diff\n{body}```\n", crate::prompts::REJECTED_HUNKS))
     }
 }
 
@@ -120,25 +135,58 @@ const RESET: &str = "\x1b[0m";
 /// the hunk's id. Empty when no hunk is selected. `color` (the diff is for a terminal)
 /// adds ANSI colours and makes the files' control characters visible.
 pub fn unified_diff(file: &FileProposal, show: impl Fn(&Hunk) -> bool, color: bool) -> String {
+    let sides = Sides::of(file);
+    let hunks = file
+        .hunks()
+        .iter()
+        .enumerate()
+        .filter(|(_, hunk)| show(hunk))
+        .map(|(index, hunk)| HunkText {
+            label: hunk.id.to_string(),
+            old_start: hunk.old.start,
+            new_start: hunk.new.start,
+            lines: sides.hunk(file, index, CONTEXT),
+        });
+    let path = file.path().display().to_string();
+    let mut out = String::new();
+    write_unified(&mut out, &path, file.is_new(), hunks, color);
+    out
+}
+
+/// A hunk as a unified diff writes it.
+pub struct HunkText<'a> {
+    /// What follows the `@@` header: the hunk's id.
+    pub label: String,
+    /// 0-based first lines, for the header of a side with no lines.
+    pub old_start: usize,
+    pub new_start: usize,
+    pub lines: Vec<DiffLine<'a>>,
+}
+
+/// Appends one file's hunks to `out` as a unified diff (nothing when there are none).
+/// The one writer of tern's diffs, for the model and for the terminal alike; `color`
+/// adds ANSI colours and makes control characters visible.
+pub fn write_unified<'a>(
+    out: &mut String,
+    path: &str,
+    created: bool,
+    hunks: impl IntoIterator<Item = HunkText<'a>>,
+    color: bool,
+) {
     let paint = |code: &'static str| if color { code } else { "" };
     let reset = paint(RESET);
-    let mut out = String::new();
-    let sides = Sides::of(file);
-    for (index, hunk) in file.hunks().iter().enumerate() {
-        if !show(hunk) {
-            continue;
-        }
-        if out.is_empty() {
-            let path = file.path().display().to_string();
-            let path = crate::terminal_text::for_terminal(&path, color);
-            let old = if file.is_new() {
+    let mut header = true;
+    for hunk in hunks {
+        if std::mem::take(&mut header) {
+            let path = crate::terminal_text::for_terminal(path, color);
+            let old = if created {
                 "/dev/null".to_string()
             } else {
                 format!("a/{path}")
             };
             let _ = writeln!(out, "{}--- {old}\n+++ b/{path}{reset}", paint(BOLD));
         }
-        let lines = sides.hunk(file, index, super::proposal::CONTEXT);
+        let lines = &hunk.lines;
         let span = |pick: fn(&DiffLine<'_>) -> Option<usize>, fallback: usize| {
             let mut numbers = lines.iter().filter_map(pick);
             match numbers.next() {
@@ -150,11 +198,11 @@ pub fn unified_diff(file: &FileProposal, show: impl Fn(&Hunk) -> bool, color: bo
             out,
             "{}@@ -{} +{} @@{reset} {}",
             paint(CYAN),
-            span(|l| l.old, hunk.old.start),
-            span(|l| l.new, hunk.new.start),
-            hunk.id
+            span(|l| l.old, hunk.old_start),
+            span(|l| l.new, hunk.new_start),
+            hunk.label
         );
-        for l in &lines {
+        for l in lines {
             let (mark, code) = match l.kind {
                 LineKind::Context => (' ', ""),
                 LineKind::Removed => ('-', RED),
@@ -172,5 +220,4 @@ pub fn unified_diff(file: &FileProposal, show: impl Fn(&Hunk) -> bool, color: bo
             }
         }
     }
-    out
 }

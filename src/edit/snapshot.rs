@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
 use super::doc::Span;
-use super::proposal::Decision;
+use super::hunks::Decision;
 
 /// One hunk, by content. Lines keep their `\n` (the last line of a file may lack it).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -3,10 +3,10 @@
 //! must match exactly one place in the file (never "all occurrences", and no context
 //! line is ever invented).
 
+use super::block::{EditKind, Parsed, RawEdit};
 use super::error::{EditError, Problem};
 use super::filename::FileSet;
 use super::matching::Occurrence;
-use super::parse::{EditKind, Parsed, RawEdit};
 use super::scan::{self, join_lines};
 
 pub(crate) fn parse(lines: &[&str], files: &FileSet) -> Parsed {

@@ -1,9 +1,9 @@
 //! Whole files: the path on the line before (or in the info string of) a fence holding
 //! the file's complete new content.
 
+use super::block::{EditKind, Parsed, RawEdit};
 use super::error::{EditError, Problem};
 use super::filename::FileSet;
-use super::parse::{EditKind, Parsed, RawEdit};
 use super::scan::{Fence, join_lines, path_line, shell_fence};
 
 pub(crate) fn parse(lines: &[&str], files: &FileSet) -> Parsed {

@@ -5,7 +5,8 @@
 
 use tokio_util::sync::CancellationToken;
 
-use super::protocol::{ChatMode, Event};
+use super::activity::Stream;
+use super::protocol::{ChatMode, Event, ShownKind};
 use super::{Engine, EventSink, Internal};
 use crate::branch_review::{
     self as review, DiffSource, ReviewOptions, ReviewPlan, Reviewer, SendEvent,
@@ -17,7 +18,31 @@ use crate::tokens::TokenCounter;
 /// A finished review, handed back to the loop.
 pub(crate) struct ReviewOutcome {
     label: String,
-    result: Result<(ReviewPlan, Vec<review::CallReply>), String>,
+    result: Result<Reviewed, ReviewFailure>,
+}
+
+/// What a review job did.
+enum Reviewed {
+    /// Planned only (`Op::ReviewBranch` with `send: false`).
+    Planned,
+    /// Sent: the plan as it was last made (the server may have asked for a smaller
+    /// one) and every reply.
+    Sent(ReviewPlan, Vec<review::CallReply>),
+}
+
+enum ReviewFailure {
+    /// Nothing changed: not a failure, just nothing to do.
+    Empty(String),
+    Failed(String),
+}
+
+impl From<review::ReviewError> for ReviewFailure {
+    fn from(e: review::ReviewError) -> Self {
+        match e {
+            review::ReviewError::Empty(why) => ReviewFailure::Empty(why),
+            e => ReviewFailure::Failed(e.with_hint()),
+        }
+    }
 }
 
 impl Engine {
@@ -30,25 +55,24 @@ impl Engine {
                 base: Some(base.to_string()),
             },
         };
-        self.start_review(source, ReviewOptions::from(&self.settings));
+        self.start_review(source, ReviewOptions::from(&self.settings), true);
     }
 
-    pub(super) fn start_review(&mut self, source: DiffSource, options: ReviewOptions) {
+    /// Plans a review of `source` and, when `send` is set, sends it.
+    pub(super) fn start_review(&mut self, source: DiffSource, options: ReviewOptions, send: bool) {
         let label = match &source {
             DiffSource::Worktree => "/review --worktree".to_string(),
             DiffSource::Branch { base: Some(base) } => format!("/review {base}"),
             DiffSource::Branch { base: None } => "/review".to_string(),
         };
-        if self.running.is_some() {
+        if let Some(busy) = self.activity.busy_reason() {
             self.events.send(Event::TurnFailed {
-                error: "a reply is still streaming: wait for it or interrupt it first".into(),
+                error: busy.into(),
                 message: label,
             });
             return;
         }
-        let cancel = CancellationToken::new();
-        self.running = Some(cancel.clone());
-        self.reviewing = true;
+        let cancel = self.activity.stream(Stream::BranchReview);
         let job = ReviewJob {
             root: self.session.root().to_path_buf(),
             client: self.client.clone(),
@@ -59,20 +83,21 @@ impl Engine {
         };
         let done = self.internal_tx.clone();
         super::worker::spawn(done.clone(), async move {
-            let result = job.run(source, options, &label, &cancel).await;
+            let result = job.run(source, options, send, &label, &cancel).await;
             let _ = done.send(Internal::Reviewed(ReviewOutcome { label, result }));
         });
     }
 
     pub(super) fn finish_review(&mut self, outcome: ReviewOutcome) {
-        self.running = None;
-        self.reviewing = false;
+        self.activity.end_stream();
         match outcome.result {
-            Err(error) => self.events.send(Event::TurnFailed {
+            Err(ReviewFailure::Empty(why)) => self.notice(format!("nothing to review: {why}")),
+            Err(ReviewFailure::Failed(error)) => self.events.send(Event::TurnFailed {
                 error,
                 message: outcome.label,
             }),
-            Ok((plan, replies)) => {
+            Ok(Reviewed::Planned) => {}
+            Ok(Reviewed::Sent(plan, replies)) => {
                 let texts: Vec<String> = replies.iter().map(|r| r.text.clone()).collect();
                 let text = review::merge_replies(&texts);
                 let usage = review::total_usage(&replies);
@@ -85,11 +110,20 @@ impl Engine {
                 self.record_cost(&usage, reported);
                 // The review stays in the conversation, so follow-up questions work;
                 // the diff itself does not (it would crowd the history).
-                self.session.history.push(Message::user(format!(
-                    "Review the changes: {}",
-                    plan.description
-                )));
+                self.session
+                    .history
+                    .push(Message::user(crate::prompts::review_history(
+                        &plan.description,
+                    )));
                 self.session.history.push(Message::assistant(text.clone()));
+                self.session.show(ShownKind::User, outcome.label);
+                self.session.show(ShownKind::Assistant, text.clone());
+                self.events.send(Event::BranchReviewed {
+                    plan: Box::new(plan),
+                    replies,
+                    usage,
+                    cost: self.session.last_cost,
+                });
                 self.events.send(Event::TurnFinished {
                     reply: text,
                     finish,
@@ -127,26 +161,42 @@ impl ReviewJob {
         self,
         source: DiffSource,
         options: ReviewOptions,
+        send: bool,
         label: &str,
         cancel: &CancellationToken,
-    ) -> Result<(ReviewPlan, Vec<review::CallReply>), String> {
+    ) -> Result<Reviewed, ReviewFailure> {
         let (root, counter, opts) = (self.root.clone(), self.counter.clone(), options.clone());
         let prepared = tokio::task::spawn_blocking(move || {
             let repo =
-                git2::Repository::open(&root).map_err(|e| format!("not a git repository: {e}"))?;
-            let changes = review::collect(&repo, &source).map_err(|e| e.to_string())?;
-            let plan = review::plan(&changes, &counter, &opts).map_err(|e| e.to_string())?;
-            Ok::<_, String>((changes, plan))
+                git2::Repository::discover(&root).map_err(|source| review::ReviewError::Git {
+                    context: "looking for a git repository here",
+                    source,
+                })?;
+            // The tokenizer's tables take about 100 ms to load: load them while git
+            // works.
+            let warm_up = {
+                let counter = counter.clone();
+                std::thread::spawn(move || counter.count("tern"))
+            };
+            let changes = review::collect(&repo, &source);
+            let _ = warm_up.join();
+            let changes = changes?;
+            let plan = review::plan(&changes, &counter, &opts)?;
+            Ok::<_, review::ReviewError>((changes, plan))
         })
         .await
-        .map_err(|e| format!("the review could not be prepared: {e}"))??;
+        .map_err(|e| ReviewFailure::Failed(format!("the review could not be prepared: {e}")))??;
         let (changes, plan) = prepared;
         self.events.send(Event::ReviewPlan(Box::new(plan.clone())));
+        if !send {
+            return Ok(Reviewed::Planned);
+        }
         if let Some(call) = plan.calls.first() {
             self.events.send(Event::Budget(Box::new(self.budget(call))));
         }
         self.events.send(Event::TurnStarted {
             text: label.to_string(),
+            notes: Vec::new(),
             mode: ChatMode::Ask,
         });
         let reviewer = Reviewer {
@@ -175,9 +225,11 @@ impl ReviewJob {
             _ => {}
         }
         };
-        review::send(&reviewer, options, plan, cancel, &mut on_event)
-            .await
-            .map_err(|e| e.to_string())
+        match review::send(&reviewer, options, plan, cancel, &mut on_event).await {
+            Ok((plan, replies)) => Ok(Reviewed::Sent(plan, replies)),
+            Err(review::SendError::Plan(e)) => Err(e.into()),
+            Err(e) => Err(ReviewFailure::Failed(e.to_string())),
+        }
     }
 
     /// The review request's budget: its system prompt and its diff, as the gauge shows

@@ -12,6 +12,7 @@ use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::persist::SessionWriter;
+use super::protocol::ShownKind;
 use super::turn::TurnKind;
 use super::{ChatMode, Engine, Event, Internal};
 use crate::context::double_buffer::{Action, DoubleBuffer};
@@ -295,6 +296,7 @@ impl Engine {
     fn apply_summary(&mut self, anchor: usize, summary: &str) -> Replaced {
         let replaced =
             history::replace_head(&mut self.session.history, anchor, summary, &self.counter);
+        self.session.show(ShownKind::Summary, summary);
         self.history.summary_at_front = true;
         self.history.summaries += 1;
         self.history.generation += 1;
@@ -317,6 +319,14 @@ impl Engine {
             self.step_history();
         }
         self.save_session();
+        self.publish_history();
+    }
+
+    /// A resumed history is held to its budget like any other: one already over it is
+    /// summarized (or checkpointed) now, so the next request waits for that rather
+    /// than carrying all of it.
+    pub(super) fn resumed_history(&mut self) {
+        self.step_history();
         self.publish_history();
     }
 
@@ -598,7 +608,7 @@ impl Engine {
     /// `/compact`: swap in a ready checkpoint, or summarize the whole history now. Always
     /// ends with an `Output` titled "compact".
     pub(super) fn compact(&mut self) {
-        if self.running.is_some() || self.history.held.is_some() {
+        if !self.activity.is_idle() || self.history.held.is_some() {
             return self.compact_output("not now: wait for the current turn to finish".into());
         }
         if self.session.history.is_empty() {

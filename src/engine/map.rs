@@ -172,7 +172,7 @@ impl Engine {
         let draft = self.draft.clone();
         self.update_map(&draft);
         self.publish_budget();
-        if let Some((text, mode)) = self.deferred.take() {
+        if let Some((text, mode)) = self.activity.take_waiting() {
             self.map.rescanned_for_turn = matches!(refreshed.cause, Cause::ForTurn | Cause::Asked);
             self.start_user_turn(text, mode);
         }
@@ -326,10 +326,10 @@ impl Engine {
         });
     }
 
-    /// `Op::Cancel`: a message waiting for the first repo map is not sent later by
-    /// itself (Esc is final); it comes back to the user.
+    /// `Op::Cancel`: a message waiting for the repo map is not sent later by itself
+    /// (Esc is final); it comes back to the user.
     pub(super) fn cancel_deferred(&mut self) {
-        if let Some((text, _)) = self.deferred.take() {
+        if let Some((text, _)) = self.activity.take_waiting() {
             self.events.send(Event::TurnFailed {
                 error: "cancelled while waiting for the repo map; nothing was sent".into(),
                 message: text,
@@ -365,7 +365,10 @@ impl Engine {
             MapState::Unavailable => false,
         };
         if deferred {
-            self.deferred = Some((text.to_string(), mode));
+            self.activity = super::activity::Activity::WaitingForMap {
+                text: text.to_string(),
+                mode,
+            };
         }
         deferred
     }

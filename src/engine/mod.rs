@@ -3,6 +3,7 @@
 //! end. Long work (model calls, git) runs on tasks that report back to the loop through
 //! `Internal` messages; only the loop mutates the session.
 
+mod activity;
 mod branch_review;
 pub mod commands;
 mod history;
@@ -20,7 +21,6 @@ mod worker;
 use std::path::PathBuf;
 
 use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 
 /// Where the repo map keeps its tag cache (part of `EngineConfig`).
 pub use crate::repomap::CacheLocation;
@@ -48,6 +48,28 @@ pub struct EngineConfig {
     pub map_cache: crate::repomap::CacheLocation,
     /// Continue the session saved for this repository (`persist::path`).
     pub resume: bool,
+    /// The model was chosen for this start (`--model`): a resumed session keeps it
+    /// instead of the one it was saved with.
+    pub model_chosen: bool,
+    pub purpose: Purpose,
+}
+
+/// What an engine is started for. Only a conversation builds a repo map and reads and
+/// writes the session saved for the repository; the one-job engines of the headless
+/// commands leave the user's session alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Purpose {
+    /// A conversation with the model: the workspace, `tern -m`, `tern tokens`.
+    #[default]
+    Conversation,
+    /// Landing a reply written elsewhere (`tern apply`, `Op::ProposeReply`): nothing is
+    /// sent to the model; commit messages use the deterministic fallback.
+    LandReply {
+        /// Every file of the repository may be edited, as if all were in the chat.
+        any_file: bool,
+    },
+    /// A branch review (`tern review`, `Op::ReviewBranch`).
+    ReviewBranch,
 }
 
 /// The front end's side of a running engine.
@@ -73,8 +95,8 @@ pub(crate) enum Internal {
     Landed(proposal_review::LandResult),
     MapRefreshed(map::Refreshed),
     Reviewed(branch_review::ReviewOutcome),
-    /// A git command (undo, commit) finished with this message for the user.
-    Git(Result<String, String>),
+    /// A git command (undo, commit) finished.
+    Git(Result<slash::GitDone, String>),
     /// A history summary finished.
     Summary(history::JobDone),
     /// A background job panicked (a bug): the engine stops as if it had panicked itself.
@@ -118,22 +140,19 @@ pub(crate) struct Engine {
     cwd: PathBuf,
     events: EventSink,
     draft: String,
-    /// The running turn's cancel switch; None when idle.
-    running: Option<CancellationToken>,
-    /// Background work under way (landing, git) that the front end waits for.
-    busy: usize,
+    /// What the front end waits for: a reply, a landing, a message held for the map.
+    activity: activity::Activity,
     /// The edits of the last code-mode reply, while they are reviewed.
     pending: Option<proposal_review::Pending>,
     map: map::MapSlot,
-    /// A user message that waits for the first repo map.
-    deferred: Option<(String, ChatMode)>,
     map_cache: crate::repomap::CacheLocation,
     internal_tx: mpsc::UnboundedSender<Internal>,
     internal_rx: mpsc::UnboundedReceiver<Internal>,
-    /// A `/review` is running (its budget is the one shown).
-    reviewing: bool,
     /// Set by `/quit`.
     quit: bool,
+    purpose: Purpose,
+    /// Started from a saved session (`--resume`).
+    resumed: bool,
     history: history::HistoryState,
 }
 
@@ -146,11 +165,14 @@ impl Engine {
             config.replay.as_deref(),
         )?;
         let (internal_tx, internal_rx) = mpsc::unbounded_channel();
+        let session_file = match config.purpose {
+            Purpose::Conversation => {
+                persist::SessionWriter::start(persist::path(&config.root), events.clone())
+            }
+            Purpose::LandReply { .. } | Purpose::ReviewBranch => persist::SessionWriter::none(),
+        };
         let mut engine = Engine {
-            history: history::HistoryState::new(
-                &config.settings,
-                persist::SessionWriter::start(persist::path(&config.root), events.clone()),
-            ),
+            history: history::HistoryState::new(&config.settings, session_file),
             window: Window::for_model(
                 &model,
                 config.settings.context_window,
@@ -164,19 +186,19 @@ impl Engine {
             settings: config.settings,
             events,
             draft: String::new(),
-            running: None,
-            busy: 0,
+            activity: activity::Activity::Idle,
             pending: None,
             map: map::MapSlot::new(),
-            deferred: None,
             map_cache: config.map_cache,
             internal_tx,
             internal_rx,
-            reviewing: false,
             quit: false,
+            purpose: config.purpose,
+            resumed: false,
         };
-        if config.resume {
-            engine.restore_session()?;
+        if config.resume && config.purpose == Purpose::Conversation {
+            engine.restore_session(config.model_chosen)?;
+            engine.resumed = true;
         }
         engine.add_files(&config.editable, FileMode::Editable);
         engine.add_files(&config.read_only, FileMode::ReadOnly);
@@ -189,11 +211,36 @@ impl Engine {
             model: self.model.name.clone(),
             mode: self.session.mode,
         });
-        if !self.model.known {
-            self.warn_unknown_model();
+        if !self.session.transcript.is_empty() {
+            self.events.send(Event::Resumed {
+                transcript: self.session.transcript.clone(),
+            });
         }
-        self.mention_old_session();
-        self.start_map();
+        if !matches!(self.purpose, Purpose::LandReply { .. }) {
+            if !self.model.known {
+                self.warn_unknown_model();
+            }
+            if let Some(e) = self.client.unusable() {
+                self.warning(e.to_string());
+            }
+        }
+        if self.purpose == Purpose::Conversation
+            && git2::Repository::discover(self.session.root()).is_err()
+        {
+            self.warning(format!(
+                "{} is not inside a git repository: you can chat here, but tern writes edits only inside one, so that every change can be undone. Run `git init` here to make one.",
+                self.session.root().display()
+            ));
+        }
+        if self.purpose == Purpose::Conversation {
+            self.mention_old_session();
+            self.start_map();
+            if self.resumed {
+                self.resumed_history();
+            }
+        } else {
+            self.map.state = map::MapState::Unavailable;
+        }
         self.publish_files();
         self.publish_budget();
         while !self.quit {
@@ -205,11 +252,11 @@ impl Engine {
                 Some(done) = self.internal_rx.recv() => self.internal(done),
             }
         }
-        if let Some(cancel) = self.running.take() {
-            cancel.cancel();
+        if self.activity.is_streaming() {
+            self.activity.cancel();
         }
         // Edits being written and committed are finished, never cut off half-way.
-        while self.busy > 0 {
+        while matches!(self.activity, activity::Activity::Git { .. }) {
             match self.internal_rx.recv().await {
                 Some(
                     Internal::Turn(_)
@@ -235,6 +282,7 @@ impl Engine {
                 panic!("a panic requested by TERN_TEST_PANIC")
             }
             Op::Submit { text } => self.submit(text),
+            Op::ProposeReply { reply } => self.propose_reply(&reply),
             Op::Draft { text } => {
                 self.draft = text;
                 self.publish_budget();
@@ -256,13 +304,16 @@ impl Engine {
                 self.files_changed();
             }
             Op::Cancel => {
-                if let Some(cancel) = &self.running {
-                    cancel.cancel();
-                }
+                self.activity.cancel();
                 self.cancel_deferred();
                 self.cancel_history_wait();
             }
             Op::Review(op) => self.review(op),
+            Op::ReviewBranch {
+                source,
+                options,
+                send,
+            } => self.start_review(source, options, send),
             Op::ListRepoFiles => self.list_repo_files(),
             Op::MapWhy { path } => self.map_why(&path),
             Op::Shutdown => unreachable!("handled by the loop"),
@@ -276,9 +327,15 @@ impl Engine {
             Internal::MapRefreshed(refreshed) => self.finish_map_refresh(refreshed),
             Internal::Reviewed(outcome) => self.finish_review(outcome),
             Internal::Git(result) => {
-                self.busy -= 1;
+                self.activity.end_git();
                 match result {
-                    Ok(text) => self.notice(text),
+                    Ok(done) => {
+                        self.notice(done.message);
+                        if let Some(note) = done.note {
+                            self.session.notes_for_next_turn.push(note);
+                            self.save_session();
+                        }
+                    }
                     Err(text) => self.error(text),
                 }
                 self.files_changed();
@@ -301,6 +358,10 @@ impl Engine {
             self.idle_if_done();
             return;
         }
+        if self.purpose != Purpose::Conversation {
+            self.error("this tern runs one command; it takes no chat messages".into());
+            return;
+        }
         let mode = self.session.mode;
         self.start_user_turn(text, mode);
     }
@@ -308,11 +369,7 @@ impl Engine {
     /// Tells front ends that nothing more will happen until they send something: no
     /// reply is streaming, no reflection follows, no landing is under way.
     fn idle_if_done(&self) {
-        if self.running.is_none()
-            && self.busy == 0
-            && self.deferred.is_none()
-            && !self.history.holds_turns()
-        {
+        if self.activity.is_idle() && !self.history.holds_turns() {
             self.events.send(Event::Idle);
         }
     }
@@ -333,6 +390,7 @@ impl Engine {
             self.warn_unknown_model();
         }
         self.publish_budget();
+        self.save_session();
     }
 
     fn warn_unknown_model(&self) {
@@ -372,11 +430,12 @@ impl Engine {
         self.publish_files();
         self.publish_budget();
         self.mark_files_outside_chat();
+        self.save_session();
     }
 
     fn publish_budget(&mut self) {
         // While a review runs the gauge shows the review's own request.
-        if self.reviewing {
+        if self.activity.is_branch_review() {
             return;
         }
         let draft = self.draft.clone();

@@ -1,5 +1,6 @@
-//! The session: the conversation and the pending proposal, saved after every turn and
-//! every review decision so that `tern --resume` continues it. It lives in the user's
+//! The session: the conversation and the pending proposal, saved after every turn,
+//! every review decision and every change of files, mode or model, so that `tern
+//! --resume` continues it as it was when tern quit. It lives in the user's
 //! state directory (`$XDG_STATE_HOME/tern/sessions/<repo>-<hash of its path>.json`, or
 //! `$TERN_STATE_DIR/sessions/…`), never in the work tree: a cloned repository must not
 //! be able to ship a session, with a proposal that `--resume --yes` would apply. Written
@@ -24,17 +25,22 @@
 //!   "session_cost": 0.0123,
 //!   "proposal": { "files": [ … ] },
 //!   "proposal_failures": [{ "path": "src/app.rs", "block": 2, "message": "…" }],
-//!   "proposal_shell": ["cargo test"]
+//!   "proposal_shell": ["cargo test"],
+//!   "notes": ["I did not apply these hunks: …"],
+//!   "transcript": [{ "kind": "user", "text": "rename remove" },
+//!                  { "kind": "assistant", "text": "Here is …" }]
 //! }
 //! ```
 //!
-//! `model` is informational (flags and config still choose the model); `history`
+//! `model` is restored unless `--model` names one for this start; `history`
 //! alternates user / assistant and ends with an assistant message; `summary_at_front`
 //! says its first two messages are a summary and its acknowledgement; `checkpoint` is a
 //! double-buffer summary of `history[..anchor]` made but not swapped in yet;
 //! `proposal` is the pending edits by content (`edit::ProposalSnapshot`), placed again
 //! in the files as they are on resume, shown with the reply's failed blocks
-//! (`proposal_failures`) and suggested commands (`proposal_shell`), both optional.
+//! (`proposal_failures`) and suggested commands (`proposal_shell`), both optional;
+//! `notes` go to the model with the next message; `transcript` is what the chat showed
+//! (the last `session::TRANSCRIPT_LIMIT` messages), shown again on resume.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -70,6 +76,13 @@ pub struct SessionFile {
     /// Shell commands the proposal's reply suggested (never run).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub proposal_shell: Vec<String>,
+    /// What tern will tell the model with the next message (rejected hunks, an undone
+    /// commit).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    /// What the chat showed, for the resumed workspace to show again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub transcript: Vec<super::protocol::Shown>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -234,6 +247,16 @@ impl SessionWriter {
         }
     }
 
+    /// A writer that saves nothing (an engine that lands a given reply must not replace
+    /// the user's session).
+    pub(crate) fn none() -> Self {
+        SessionWriter {
+            tx: None,
+            task: None,
+            first: true,
+        }
+    }
+
     fn write(&mut self, saved: SessionFile) {
         if let Some(tx) = &self.tx
             && tx.send((saved, self.first)).is_ok()
@@ -285,6 +308,8 @@ impl Engine {
             proposal,
             proposal_failures,
             proposal_shell,
+            notes: self.session.notes_for_next_turn.clone(),
+            transcript: self.session.transcript.clone(),
         }
     }
 
@@ -308,8 +333,9 @@ impl Engine {
         }
     }
 
-    /// `--resume`: loads the saved session's history, summary state, files and mode.
-    pub(super) fn restore_session(&mut self) -> Result<(), PersistError> {
+    /// `--resume`: loads the saved session's history, summary state, files, mode,
+    /// notes, transcript and (unless `keep_model`: `--model` chose one) model.
+    pub(super) fn restore_session(&mut self, keep_model: bool) -> Result<(), PersistError> {
         let root = self.session.root().to_path_buf();
         let file = path(&root);
         if !file.exists() && root.join(OLD_FILE).exists() {
@@ -322,6 +348,11 @@ impl Engine {
         self.session.history = saved.history;
         self.session.mode = saved.mode;
         self.session.session_cost = saved.session_cost;
+        self.session.notes_for_next_turn = saved.notes;
+        self.session.transcript = saved.transcript;
+        if !keep_model && !saved.model.is_empty() && saved.model != self.model.name {
+            self.switch_model(&saved.model);
+        }
         for file in saved.files {
             let added = self
                 .session
@@ -372,6 +403,8 @@ mod tests {
             proposal: None,
             proposal_failures: Vec::new(),
             proposal_shell: Vec::new(),
+            notes: vec![],
+            transcript: vec![],
         }
     }
 

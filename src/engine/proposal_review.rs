@@ -7,12 +7,13 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use super::activity::Activity;
 use super::protocol::{
     ChatMode, Decision, DiffLine, EditFailureView, Event, FileChange, FileMode, FileProposalView,
-    HunkView, ProposalView, ReviewOp,
+    HunkView, Ignored, NearLines, NotApplied, ProposalView, ReviewOp,
 };
-use super::turn::TurnKind;
-use super::{Engine, Internal};
+use super::turn::{ReplyOrigin, TurnKind};
+use super::{Engine, Internal, Purpose};
 use crate::config::Settings;
 use crate::edit::{self, ApplyOutcome, EditError, FileSet, HunkId, Proposal, Select, Workspace};
 use crate::git::{self, CommitOptions, LandOptions, Landed};
@@ -63,18 +64,24 @@ impl Engine {
 
     /// Parses a code-mode reply into edits on top of what is already proposed this
     /// turn, shows them, and sends failed blocks back to the model (at most
-    /// `max_reflections` times per user message, and never when `may_reflect` is
-    /// false: the user interrupted the reply).
-    pub(super) fn propose_edits(&mut self, reply: &str, kind: TurnKind, may_reflect: bool) {
+    /// `max_reflections` times per user message, and only when `origin` allows).
+    /// Returns how many edit blocks the reply had (None: the repository could not be
+    /// read).
+    pub(super) fn propose_edits(
+        &mut self,
+        reply: &str,
+        kind: TurnKind,
+        origin: ReplyOrigin,
+    ) -> Option<usize> {
         let ws = match Workspace::discover(self.session.root()) {
             Ok(ws) => ws,
             Err(e) => {
                 self.error(format!("cannot read the repository to apply edits: {e}"));
-                return;
+                return None;
             }
         };
         let format = self.edit_format();
-        let files = FileSet::new(self.chat_paths(FileMode::Editable), ws.files())
+        let files = FileSet::new(self.editable_paths(&ws), ws.files())
             .with_read_only(self.chat_paths(FileMode::ReadOnly));
         let pending = self.pending.get_or_insert_with(|| Pending {
             proposal: Proposal::new(&ws),
@@ -83,9 +90,10 @@ impl Engine {
             confirm_ignored: Vec::new(),
         });
         let report = pending.proposal.add_reply(&ws, reply, format, &files);
-        if report.blocks == 0 && pending.proposal.is_empty() {
-            self.pending = None;
-            return;
+        let blocks = report.blocks;
+        if blocks == 0 && pending.proposal.is_empty() {
+            self.end_proposal();
+            return Some(0);
         }
         pending.failures = report.errors.iter().map(failure_view).collect();
         pending
@@ -96,7 +104,10 @@ impl Engine {
             TurnKind::User => 0,
             TurnKind::Reflection(n) => n,
         };
-        if !report.errors.is_empty() && may_reflect && reflections < self.settings.max_reflections {
+        if !report.errors.is_empty()
+            && origin == ReplyOrigin::Model
+            && reflections < self.settings.max_reflections
+        {
             let message = edit::reflection_message(&report.errors, applied, format);
             self.publish_proposal();
             self.events.send(Event::Reflection {
@@ -109,30 +120,54 @@ impl Engine {
                 ChatMode::Code,
                 TurnKind::Reflection(reflections + 1),
             );
-            return;
+            return Some(blocks);
         }
-        if !report.errors.is_empty() && !may_reflect {
+        if report.errors.is_empty() || origin == ReplyOrigin::Given {
+            // Nothing to say, or no model to say it to: the failures are in the view.
+        } else if origin == ReplyOrigin::Interrupted {
             self.warning(format!(
                 "the reply was interrupted: {} edit blocks failed and are shown in the review, not sent back to the model",
                 report.errors.len()
             ));
-        } else if !report.errors.is_empty() {
+        } else {
             self.warning(format!(
                 "{} edit blocks still failed after {} reflections; they are shown in the review",
                 report.errors.len(),
                 reflections
             ));
         }
-        if self.pending.as_ref().is_some_and(|p| p.proposal.is_empty()) {
-            self.publish_proposal();
-            self.pending = None;
-            return;
-        }
         self.publish_proposal();
+        if self.pending.as_ref().is_some_and(|p| p.proposal.is_empty()) {
+            self.pending = None;
+        }
+        Some(blocks)
+    }
+
+    /// `Op::ProposeReply`: a reply written elsewhere, proposed as if the model had sent
+    /// it, but never answered with a reflection (no model wrote it).
+    pub(super) fn propose_reply(&mut self, reply: &str) {
+        if let Some(busy) = self.activity.busy_reason() {
+            self.error(busy.into());
+        } else if self.undecided_hunks().is_some() {
+            self.error(
+                "proposed hunks still wait for a decision: apply or /discard them first".into(),
+            );
+        } else {
+            self.end_proposal();
+            match self.propose_edits(reply, TurnKind::User, ReplyOrigin::Given) {
+                Some(0) => self.error(format!(
+                    "no {} edit blocks found in the reply",
+                    self.edit_format()
+                )),
+                Some(_) if self.pending.is_none() => self.notice("nothing to change".into()),
+                _ => {}
+            }
+        }
+        self.idle_if_done();
     }
 
     pub(super) fn review(&mut self, op: ReviewOp) {
-        if self.busy > 0 {
+        if matches!(self.activity, Activity::Git { .. }) {
             self.error("still applying the previous edits".into());
             return;
         }
@@ -156,7 +191,17 @@ impl Engine {
                 .proposal
                 .decide(Select::All, *decision)
                 .map_err(|e| e.to_string()),
+            ReviewOp::Confirm { path } => pending
+                .proposal
+                .confirm(Path::new(path))
+                .map(|()| 0)
+                .map_err(|e| e.to_string()),
             ReviewOp::Apply => {
+                // A reflection still streaming would add hunks to what is being written.
+                if let Some(busy) = self.activity.busy_reason() {
+                    self.error(format!("not applied yet: {busy}"));
+                    return;
+                }
                 match self.accepted_read_only() {
                     Some(path) => self.error(format!(
                         "nothing was written: {path} is read-only in the chat now; make it editable to apply its accepted hunks, or reject them"
@@ -188,6 +233,15 @@ impl Engine {
             .iter()
             .find(|f| f.accepted().next().is_some() && chat.is_read_only(f.path()))
             .map(|f| f.path().display().to_string())
+    }
+
+    /// The files the model may edit: the editable chat files, or every file of the
+    /// repository for an engine that lands a reply for any file.
+    fn editable_paths(&self, ws: &Workspace) -> Vec<PathBuf> {
+        match self.purpose {
+            Purpose::LandReply { any_file: true } => ws.files(),
+            _ => self.chat_paths(FileMode::Editable),
+        }
     }
 
     /// The chat files in `mode`, as paths.
@@ -248,7 +302,14 @@ impl Engine {
     /// A file dropped from the chat (or made read-only) while its edits are pending:
     /// they stay, marked, and are no longer accepted in bulk.
     pub(super) fn mark_files_outside_chat(&mut self) {
-        let chat = self.chat_paths(FileMode::Editable);
+        let Some(ws) = self
+            .pending
+            .as_ref()
+            .and_then(|_| Workspace::discover(self.session.root()).ok())
+        else {
+            return;
+        };
+        let chat = self.editable_paths(&ws);
         let Some(pending) = self.pending.as_mut() else {
             return;
         };
@@ -260,29 +321,34 @@ impl Engine {
 
     /// The pending edits as a unified diff with hunk ids, if there are any.
     pub(super) fn pending_diff(&self) -> Option<String> {
-        let pending = self.pending.as_ref()?;
-        let diff: String = pending
-            .proposal
-            .files()
-            .iter()
-            .map(|f| edit::unified_diff(f, |_| true, false))
-            .collect();
+        let diff = view(self.pending.as_ref()?).unified_diff(false);
         (!diff.is_empty()).then_some(diff)
     }
 
     /// Forgets the proposal; the model is told none of it was applied.
     pub(super) fn discard(&mut self) {
-        let Some(mut pending) = self.pending.take() else {
+        if self.pending.is_none() {
             self.error("there are no proposed edits to discard".into());
+            return;
+        }
+        self.end_proposal();
+        self.notice("discarded the proposed edits; nothing was written".into());
+        self.publish_budget();
+    }
+
+    /// Ends the proposal, however it ends (discarded, replaced by a new reply or a new
+    /// request): its hunks not applied are rejected and the model is told so with the
+    /// next message, and front ends get the empty view at once, so no pane or badge
+    /// shows edits that are gone.
+    pub(super) fn end_proposal(&mut self) {
+        let Some(mut pending) = self.pending.take() else {
             return;
         };
         let _ = pending.proposal.decide(Select::All, Decision::Reject);
         if let Some(summary) = pending.proposal.rejected_summary() {
             self.session.notes_for_next_turn.push(summary);
         }
-        self.notice("discarded the proposed edits; nothing was written".into());
         self.publish_proposal();
-        self.publish_budget();
     }
 
     /// Writes the accepted hunks and commits them, on a blocking thread (hooks may take
@@ -306,10 +372,10 @@ impl Engine {
         let mut pending = self.pending.take().expect("checked above");
         let root = self.session.root().to_path_buf();
         let settings = self.settings.clone();
-        let client = self.client.clone();
+        let client = (self.purpose == Purpose::Conversation).then(|| self.client.clone());
         let done = self.internal_tx.clone();
         let runtime = tokio::runtime::Handle::current();
-        self.busy += 1;
+        let cancel = self.activity.git();
         self.notice("applying the accepted hunks…".into());
         tokio::task::spawn_blocking(move || {
             let repo = git2::Repository::open(&root).ok();
@@ -318,13 +384,19 @@ impl Engine {
                 dirty_commits: settings.dirty_commits,
                 commit_options: CommitOptions::from(&settings),
                 backup_root: Some(crate::config::backup_root(&root)),
-                cancel: None,
+                cancel: Some(&cancel),
             };
             // A panic here must not leave the engine waiting forever for this result.
             let landed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                git::land(repo.as_ref(), &mut pending.proposal, options, |diff| {
-                    runtime.block_on(commit_message(&client, &settings, diff))
-                })
+                git::land(
+                    repo.as_ref(),
+                    &mut pending.proposal,
+                    options,
+                    |diff| match &client {
+                        Some(client) => runtime.block_on(commit_message(client, &settings, diff)),
+                        None => git::message::fallback(diff),
+                    },
+                )
             }))
             .unwrap_or_else(|panic| {
                 Landed::Refused(git::GitError::Io(std::io::Error::other(format!(
@@ -337,16 +409,27 @@ impl Engine {
     }
 
     pub(super) fn finish_landing(&mut self, result: LandResult) {
-        self.busy -= 1;
+        self.activity.end_git();
         let LandResult { pending, landed } = result;
         self.pending = Some(pending);
-        match landed {
-            Landed::Refused(e) => self.error(format!("nothing was written: {e}")),
-            Landed::DirtyCommitFailed(e) => self.error(format!(
-                "nothing was written: your own uncommitted changes to these files could not be committed first: {e}"
-            )),
+        let not_applied = match landed {
+            Landed::Refused(e @ git::GitError::Interrupted) => {
+                self.warning(e.to_string());
+                Some(NotApplied::Cancelled)
+            }
+            Landed::Refused(e) => {
+                self.error(format!("nothing was written: {e}"));
+                Some(NotApplied::Refused)
+            }
+            Landed::DirtyCommitFailed(e) => {
+                self.error(format!(
+                    "nothing was written: your own uncommitted changes to these files could not be committed first: {e}"
+                ));
+                Some(NotApplied::DirtyCommitFailed)
+            }
             Landed::NotWritten(ApplyOutcome::Stale(stale)) => {
-                let names: Vec<String> = stale.iter().map(|s| s.path.display().to_string()).collect();
+                let names: Vec<String> =
+                    stale.iter().map(|s| s.path.display().to_string()).collect();
                 let failed: usize = stale.iter().map(|s| s.errors.len()).sum();
                 let lost = match failed {
                     0 => String::new(),
@@ -362,6 +445,7 @@ impl Engine {
                         .extend(stale.iter().flat_map(|s| &s.errors).map(failure_view));
                 }
                 self.publish_proposal();
+                Some(NotApplied::Stale)
             }
             Landed::NotWritten(ApplyOutcome::NeedsConfirmation(paths)) => {
                 let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
@@ -372,8 +456,9 @@ impl Engine {
                 if let Some(pending) = self.pending.as_mut() {
                     pending.confirm_ignored = paths;
                 }
+                Some(NotApplied::NeedsConfirmation)
             }
-            Landed::NotWritten(ApplyOutcome::Applied(_)) => {}
+            Landed::NotWritten(ApplyOutcome::Applied(_)) => None,
             Landed::Written {
                 dirty,
                 applied,
@@ -397,12 +482,12 @@ impl Engine {
                     ));
                 }
                 let accepted: usize = applied.written.iter().map(|w| w.hunks.len()).sum();
-                let (commit_id, message) = match commit {
-                    Ok(Some(c)) => (Some(c.short_id()), c.summary),
-                    Ok(None) => (None, "written, not committed".to_string()),
+                let (commit_id, message, commit_failed) = match commit {
+                    Ok(Some(c)) => (Some(c.short_id()), c.summary, false),
+                    Ok(None) => (None, "written, not committed".to_string(), false),
                     Err(e) => {
                         self.error(format!("the edits were written but not committed: {e}"));
-                        (None, "written, the commit failed".to_string())
+                        (None, "written, the commit failed".to_string(), true)
                     }
                 };
                 let remaining = self.close_if_decided();
@@ -418,9 +503,19 @@ impl Engine {
                     rejected: remaining,
                     commit: commit_id,
                     message,
+                    failed: applied
+                        .failed
+                        .iter()
+                        .map(|f| f.path.display().to_string())
+                        .collect(),
+                    commit_failed,
                 });
                 self.publish_files();
+                None
             }
+        };
+        if let Some(reason) = not_applied {
+            self.events.send(Event::NotApplied { reason });
         }
         self.publish_budget();
         self.idle_if_done();
@@ -505,6 +600,11 @@ fn view(pending: &Pending) -> ProposalView {
             let lines = file.all_hunk_lines(edit::CONTEXT);
             FileProposalView {
                 cautions: file.cautions(),
+                ignored: match (file.needs_confirmation(), file.is_ignored_existing()) {
+                    (false, _) => None,
+                    (true, false) => Some(Ignored::New),
+                    (true, true) => Some(Ignored::Existing),
+                },
                 path: file.path().display().to_string(),
                 change: if file.is_new() {
                     FileChange::Created
@@ -528,6 +628,7 @@ fn view(pending: &Pending) -> ProposalView {
                                 old_line: l.old,
                                 new_line: l.new,
                                 text: l.text.to_string(),
+                                no_newline: l.no_newline,
                             })
                             .collect(),
                         decision: hunk.decision,
@@ -549,5 +650,14 @@ fn failure_view(e: &EditError) -> EditFailureView {
         path: e.path.as_ref().map(|p| p.display().to_string()),
         block: e.block,
         message: e.to_string(),
+        near: match &e.problem {
+            edit::Problem::NoMatch {
+                near: Some(near), ..
+            } => Some(NearLines {
+                line: near.line,
+                text: near.text.clone(),
+            }),
+            _ => None,
+        },
     }
 }

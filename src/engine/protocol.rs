@@ -3,8 +3,11 @@
 
 use serde::Serialize;
 
-/// A branch review's plan, as the Review pane lists it.
-pub use crate::branch_review::{Outcome, PlanMode, ReviewPlan};
+/// A branch review: what to compare, how to fit it, its plan (as the Review pane lists
+/// it) and its replies.
+pub use crate::branch_review::{
+    CallReply, DiffSource, Outcome, PlanMode, ReviewOptions, ReviewPlan,
+};
 /// The budget view the gauge draws.
 pub use crate::context::{BudgetReport, HistoryStatus, Section};
 /// How a reply ended, and what it cost.
@@ -57,10 +60,23 @@ pub enum Op {
     DropFile {
         path: String,
     },
-    /// Interrupt the running turn (its partial reply is kept).
+    /// Propose the edits of a reply written elsewhere (`tern apply`), as if the model
+    /// had just sent it; nothing is sent back to the model about its failed blocks.
+    ProposeReply {
+        reply: String,
+    },
+    /// Interrupt the running turn (its partial reply is kept), or a landing that still
+    /// waits for another tern.
     Cancel,
     /// Decide on the hunks of the pending proposal, or apply / discard it.
     Review(ReviewOp),
+    /// Review a branch (or the work tree) within `options`' budget: `ReviewPlan`, then,
+    /// when `send` is set, the streamed review, `BranchReviewed` and `TurnFinished`.
+    ReviewBranch {
+        source: DiffSource,
+        options: ReviewOptions,
+        send: bool,
+    },
     /// Ask for the repository's files (for `@` completion and the file picker).
     ListRepoFiles,
     /// Ask why a file is in the repo map (answered with `Event::MapWhy`).
@@ -84,6 +100,11 @@ pub enum ReviewOp {
     All {
         decision: Decision,
     },
+    /// The user's yes to writing a file git ignores (never committed; an existing one
+    /// is backed up first). Applying twice confirms the files the first apply named.
+    Confirm {
+        path: String,
+    },
     /// Write the accepted hunks (and commit them, unless auto-commits are off).
     Apply,
     /// Forget the proposal; nothing is written.
@@ -97,6 +118,8 @@ pub struct DiffLine {
     pub old_line: Option<usize>,
     pub new_line: Option<usize>,
     pub text: String,
+    /// The line has no newline (the file's last line).
+    pub no_newline: bool,
 }
 
 /// A hunk as the review pane shows it.
@@ -127,6 +150,20 @@ pub struct FileProposalView {
     pub hunks: Vec<HunkView>,
     /// Why its hunks are not accepted in bulk (empty: they are).
     pub cautions: Vec<Caution>,
+    /// Git ignores the file and the user has not confirmed writing it yet
+    /// (`ReviewOp::Confirm`).
+    pub ignored: Option<Ignored>,
+}
+
+/// A gitignored file a proposal writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Ignored {
+    /// It would be created.
+    New,
+    /// It exists (`.env`): its content is backed up before it is replaced, since git
+    /// cannot bring it back.
+    Existing,
 }
 
 /// An edit block that could not be applied, as shown to the user (and sent back to the
@@ -137,6 +174,16 @@ pub struct EditFailureView {
     /// Which block of the reply (1-based).
     pub block: usize,
     pub message: String,
+    /// The lines of the file most like a SEARCH text that did not match.
+    #[serde(default)]
+    pub near: Option<NearLines>,
+}
+
+/// Lines of a file, from a 1-based line number.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct NearLines {
+    pub line: usize,
+    pub text: String,
 }
 
 /// The edits a reply proposes, with the user's decisions so far. An empty view (no
@@ -147,6 +194,47 @@ pub struct ProposalView {
     pub failures: Vec<EditFailureView>,
     /// Shell commands the model suggested; shown, never run.
     pub shell_commands: Vec<String>,
+}
+
+impl ProposalView {
+    /// The proposal as a unified diff, each hunk header naming its id (as `tern apply
+    /// --accept` takes it), each file with cautions preceded by a `#` line (where `git
+    /// apply` and `patch` skip text). `color` is for a terminal: ANSI colours, and
+    /// control characters made visible.
+    pub fn unified_diff(&self, color: bool) -> String {
+        let mut out = String::new();
+        for file in &self.files {
+            if !file.cautions.is_empty() {
+                let why: Vec<String> = file.cautions.iter().map(ToString::to_string).collect();
+                let line = format!(
+                    "# caution: {}: {} (never accepted in bulk)",
+                    file.path,
+                    why.join(", ")
+                );
+                out.push_str(&crate::terminal_text::for_terminal(&line, color));
+                out.push('\n');
+            }
+            let hunks = file.hunks.iter().map(|hunk| crate::edit::HunkText {
+                label: format!("hunk {}", hunk.id),
+                old_start: hunk.old_start.saturating_sub(1),
+                new_start: hunk.new_start.saturating_sub(1),
+                lines: hunk
+                    .lines
+                    .iter()
+                    .map(|l| crate::edit::DiffLine {
+                        kind: l.kind,
+                        old: l.old_line,
+                        new: l.new_line,
+                        text: &l.text,
+                        no_newline: l.no_newline,
+                    })
+                    .collect(),
+            });
+            let created = file.change == FileChange::Created;
+            crate::edit::write_unified(&mut out, &file.path, created, hunks, color);
+        }
+        out
+    }
 }
 
 /// The repo map as the map pane shows it (empty when there is no map).
@@ -165,6 +253,42 @@ pub struct MapEdge {
     pub ident: String,
     pub from: String,
     pub weight: f64,
+}
+
+/// A message of the conversation as the chat showed it, kept with the session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Shown {
+    pub kind: ShownKind,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ShownKind {
+    /// What the user wrote.
+    User,
+    /// What tern told the model with it.
+    Note,
+    Assistant,
+    /// A summary that replaced the earlier conversation in what the model sees.
+    Summary,
+}
+
+/// Why a landing wrote nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NotApplied {
+    /// Nothing could be written: not a repository, a merge in progress, a file tern will
+    /// not write, another tern holding the lock.
+    Refused,
+    /// Cancelled while waiting for another tern.
+    Cancelled,
+    /// The user's own uncommitted changes to those files could not be committed first.
+    DirtyCommitFailed,
+    /// A file changed on disk since the edits were proposed: review them again.
+    Stale,
+    /// Gitignored files wait for the user's confirmation.
+    NeedsConfirmation,
 }
 
 /// A chat file as the front ends list it.
@@ -187,9 +311,12 @@ pub enum Event {
         model: String,
         mode: ChatMode,
     },
-    /// A user message was accepted and a request is on its way.
+    /// A user message was accepted and a request is on its way. `text` is what the
+    /// user wrote (empty for tern's own turns, such as a reflection); `notes` are what
+    /// tern tells the model with it (rejected hunks, an undone commit, failed blocks).
     TurnStarted {
         text: String,
+        notes: Vec<String>,
         mode: ChatMode,
     },
     /// Reply text as it streams.
@@ -225,6 +352,11 @@ pub enum Event {
     },
     /// The next request's budget changed.
     Budget(Box<BudgetReport>),
+    /// A resumed session's conversation, as the chat showed it (sent once, after
+    /// `Ready`).
+    Resumed {
+        transcript: Vec<Shown>,
+    },
     /// The chat files changed.
     Files {
         files: Vec<FileEntry>,
@@ -267,10 +399,27 @@ pub enum Event {
         rejected: usize,
         commit: Option<String>,
         message: String,
+        /// Files whose accepted hunks could not be written (the others were).
+        failed: Vec<String>,
+        /// The edits were written but the commit failed (a hook refused it).
+        commit_failed: bool,
+    },
+    /// `ReviewOp::Apply` wrote nothing; the errors or warnings before it say why.
+    NotApplied {
+        reason: NotApplied,
     },
     /// A review's plan: what is compared, and which files were included, compressed or
     /// left out (sent before the review streams).
     ReviewPlan(Box<crate::branch_review::ReviewPlan>),
+    /// A branch review's replies, with the plan as it was last made (the server may
+    /// have asked for a smaller one), their total usage and cost; `TurnFinished`
+    /// follows with the merged review.
+    BranchReviewed {
+        plan: Box<ReviewPlan>,
+        replies: Vec<CallReply>,
+        usage: Usage,
+        cost: f64,
+    },
     /// Tags are being extracted for the repo map.
     MapProgress {
         done: usize,

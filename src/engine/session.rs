@@ -6,7 +6,7 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use super::protocol::{ChatMode, FileEntry, FileMode};
+use super::protocol::{ChatMode, FileEntry, FileMode, Shown, ShownKind};
 use crate::context::FileText;
 use crate::llm::{Message, Usage};
 use crate::tokens::TokenCounter;
@@ -49,7 +49,14 @@ pub struct Session {
     pub last_usage: Option<Usage>,
     pub last_cost: f64,
     pub session_cost: f64,
+    /// What the chat showed, oldest first, at most `TRANSCRIPT_LIMIT` messages: the
+    /// history is what the model sees (summarized, notes merged into user messages);
+    /// this is what a resumed workspace shows again.
+    pub transcript: Vec<Shown>,
 }
+
+/// The most messages a transcript keeps.
+pub const TRANSCRIPT_LIMIT: usize = 400;
 
 impl Session {
     pub fn new(root: PathBuf) -> Self {
@@ -63,7 +70,19 @@ impl Session {
             last_usage: None,
             last_cost: 0.0,
             session_cost: 0.0,
+            transcript: Vec::new(),
         }
+    }
+
+    /// Adds a message to the transcript (empty ones are not shown, so not kept).
+    pub fn show(&mut self, kind: ShownKind, text: impl Into<String>) {
+        let text = text.into();
+        if text.is_empty() {
+            return;
+        }
+        self.transcript.push(Shown { kind, text });
+        let over = self.transcript.len().saturating_sub(TRANSCRIPT_LIMIT);
+        self.transcript.drain(..over);
     }
 
     pub fn root(&self) -> &Path {

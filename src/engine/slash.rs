@@ -39,6 +39,7 @@ impl Engine {
                     self.session.mode = mode;
                     self.events.send(Event::Mode { mode });
                     self.publish_budget();
+                    self.save_session();
                 } else {
                     self.start_user_turn(args, mode);
                 }
@@ -54,12 +55,18 @@ impl Engine {
             Command::Discard => self.discard(),
             Command::Diff => self.show_diff(),
             Command::Undo => self.git_job("undo", |repo| match crate::git::undo(repo) {
-                Ok(undone) => Ok(format!("{undone}")),
+                Ok(undone) => Ok(GitDone {
+                    note: Some(undo_note(repo, &undone)),
+                    message: undone.to_string(),
+                }),
                 Err(e) => Err(e.to_string()),
             }),
             Command::Commit => {
                 let settings = self.settings.clone();
-                self.git_job("commit", move |repo| commit_all(repo, &settings));
+                let message = (!args.trim().is_empty()).then(|| args.trim().to_string());
+                self.git_job("commit", move |repo| {
+                    commit_all(repo, &settings, message.as_deref()).map(GitDone::said)
+                });
             }
             Command::Tokens => {
                 let report = self.report(&self.draft.clone());
@@ -140,11 +147,15 @@ impl Engine {
     fn git_job(
         &mut self,
         what: &'static str,
-        job: impl FnOnce(&git2::Repository) -> Result<String, String> + Send + 'static,
+        job: impl FnOnce(&git2::Repository) -> Result<GitDone, String> + Send + 'static,
     ) {
+        if let Some(busy) = self.activity.busy_reason() {
+            self.error(format!("/{what} waits: {busy}"));
+            return;
+        }
         let root = self.session.root().to_path_buf();
         let done = self.internal_tx.clone();
-        self.busy += 1;
+        self.activity.git();
         super::worker::spawn_blocking(done.clone(), move || {
             let result = git2::Repository::open(&root)
                 .map_err(|e| format!("/{what}: not a git repository: {e}"))
@@ -154,14 +165,56 @@ impl Engine {
     }
 }
 
-/// `/commit`: the user's own uncommitted changes to tracked files, in one commit.
+/// A git command's result: what to tell the user, and what to tell the model with the
+/// next message.
+pub(crate) struct GitDone {
+    pub message: String,
+    pub note: Option<String>,
+}
+
+impl GitDone {
+    fn said(message: String) -> GitDone {
+        GitDone {
+            message,
+            note: None,
+        }
+    }
+}
+
+/// What the model is told after `/undo`: the commit it made is gone, with its diff, so
+/// it does not build on edits that are no longer there.
+fn undo_note(repo: &git2::Repository, undone: &crate::git::Undone) -> String {
+    let diff = crate::git::commit_diff(repo, undone.commit).unwrap_or_default();
+    format!(
+        "{}\n\n```diff\n{}```",
+        crate::prompts::undone(&crate::git::short_id(undone.commit), &undone.summary),
+        clip_lines(&diff, UNDO_NOTE_LINES)
+    )
+}
+
+/// The most diff lines an undo note carries.
+const UNDO_NOTE_LINES: usize = 80;
+
+/// The first `max` lines of `text`, and how many were left out.
+fn clip_lines(text: &str, max: usize) -> String {
+    let total = text.lines().count();
+    let mut out: String = text.lines().take(max).map(|l| format!("{l}\n")).collect();
+    if total > max {
+        out.push_str(&format!("…({} more lines)\n", total - max));
+    }
+    out
+}
+
+/// `/commit [MESSAGE]`: the user's own uncommitted changes to tracked files, in one
+/// commit.
 fn commit_all(
     repo: &git2::Repository,
     settings: &crate::config::Settings,
+    message: Option<&str>,
 ) -> Result<String, String> {
     let paths = crate::git::modified_tracked_paths(repo).map_err(|e| e.to_string())?;
     let options = crate::git::CommitOptions::from(settings);
-    match crate::git::commit_dirty(repo, &paths, &options) {
+    match crate::git::commit_user_changes(repo, &paths, message, &options) {
         Ok(Some(c)) => Ok(format!("committed {} {}", c.short_id(), c.summary)),
         Ok(None) => Ok("nothing to commit".into()),
         Err(e) => Err(e.to_string()),

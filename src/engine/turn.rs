@@ -5,7 +5,8 @@
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::protocol::{ChatMode, Event};
+use super::activity::Stream;
+use super::protocol::{ChatMode, Event, ShownKind};
 use super::{Engine, EventSink, Internal};
 use crate::context::BudgetReport;
 use crate::llm::{ChatReply, ChatRequest, LlmClient, LlmError, Message, StreamEvent};
@@ -17,6 +18,18 @@ pub(crate) enum TurnKind {
     User,
     /// Failed edit blocks sent back to the model (the n-th time this user turn).
     Reflection(usize),
+}
+
+/// Who wrote a reply whose edits are proposed, which decides whether its failed blocks
+/// go back to the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ReplyOrigin {
+    /// The model, in full: failed blocks are reflected.
+    Model,
+    /// The model, interrupted by the user: Esc is final, nothing is reflected.
+    Interrupted,
+    /// Someone else (`Op::ProposeReply`): there is no model to reflect to.
+    Given,
 }
 
 /// What the loop needs back to record the turn.
@@ -58,15 +71,15 @@ impl Engine {
             return;
         }
         if mode == ChatMode::Code {
-            self.pending = None;
+            self.end_proposal();
         }
         self.start_turn(text, mode, TurnKind::User);
     }
 
     pub(super) fn start_turn(&mut self, text: String, mode: ChatMode, kind: TurnKind) {
-        if self.running.is_some() {
+        if let Some(busy) = self.activity.busy_reason() {
             self.events.send(Event::TurnFailed {
-                error: "a reply is still streaming: wait for it or interrupt it first".into(),
+                error: busy.into(),
                 message: text,
             });
             return;
@@ -89,12 +102,20 @@ impl Engine {
             TurnKind::Reflection(_) => Vec::new(),
         };
         self.events.send(Event::Budget(Box::new(report)));
+        let (own, shown_notes) = match kind {
+            TurnKind::User => (text.clone(), notes.clone()),
+            TurnKind::Reflection(_) => (String::new(), vec![text.clone()]),
+        };
+        self.session.show(ShownKind::User, own.clone());
+        for note in &shown_notes {
+            self.session.show(ShownKind::Note, note.clone());
+        }
         self.events.send(Event::TurnStarted {
-            text: sent_text.clone(),
+            text: own,
+            notes: shown_notes,
             mode,
         });
-        let cancel = CancellationToken::new();
-        self.running = Some(cancel.clone());
+        let cancel = self.activity.stream(Stream::Turn);
         let request = ChatRequest {
             model: self.model.clone(),
             messages: assembled.messages,
@@ -148,9 +169,7 @@ impl Engine {
     }
 
     pub(super) fn finish_turn(&mut self, outcome: TurnOutcome) {
-        // Esc can be handled after the stream ended but before its outcome arrives
-        // here: the cancel switch, not only how the stream ended, says it was pressed.
-        let cancelled = self.running.take().is_some_and(|c| c.is_cancelled());
+        let cancelled = self.activity.end_stream();
         let TurnOutcome { sent, result } = outcome;
         let reply = match result {
             Ok(reply) => reply,
@@ -177,6 +196,7 @@ impl Engine {
                 .history
                 .push(Message::assistant(reply.text.clone()));
         }
+        self.session.show(ShownKind::Assistant, reply.text.clone());
         self.events.send(Event::TurnFinished {
             reply: reply.text.clone(),
             finish: reply.finish.clone(),
@@ -189,7 +209,12 @@ impl Engine {
         let interrupted = cancelled || reply.finish == crate::llm::Finish::Cancelled;
         self.history_after_turn(!interrupted);
         if sent.mode == ChatMode::Code && !reply.text.is_empty() {
-            self.propose_edits(&reply.text, sent.kind, !interrupted);
+            let origin = if interrupted {
+                ReplyOrigin::Interrupted
+            } else {
+                ReplyOrigin::Model
+            };
+            self.propose_edits(&reply.text, sent.kind, origin);
         }
         // Pick up whatever changed on disk while the model was answering.
         self.refresh_map(Vec::new());
@@ -266,12 +291,13 @@ mod tests {
             read_only: vec![],
             map_cache: crate::repomap::CacheLocation::Disabled,
             resume: false,
+            purpose: Default::default(),
+            model_chosen: false,
         };
         let (tx, mut events) = mpsc::unbounded_channel();
         let mut engine = Engine::new(config, EventSink(tx)).unwrap();
-        let cancel = CancellationToken::new();
-        cancel.cancel();
-        engine.running = Some(cancel);
+        engine.activity.stream(Stream::Turn);
+        engine.activity.cancel();
         let reply =
             "a.py\n```python\n<<<<<<< SEARCH\ny = 2\n=======\ny = 3\n>>>>>>> REPLACE\n```\n";
         engine.finish_turn(TurnOutcome {
@@ -294,7 +320,7 @@ mod tests {
         while let Ok(event) = events.try_recv() {
             seen.push(event);
         }
-        assert!(engine.running.is_none(), "no request started: {seen:#?}");
+        assert!(engine.activity.is_idle(), "no request started: {seen:#?}");
         assert!(
             !seen.iter().any(|e| matches!(e, Event::Reflection { .. })),
             "{seen:#?}"

@@ -8,8 +8,9 @@ use std::borrow::Cow;
 
 use super::protocol::{
     EditFailureView, Event, FileEntry, FileProposalView, HunkView, MapEdge, MapView, ProposalView,
+    Shown,
 };
-use crate::branch_review::{FilePlan, ReviewCall, ReviewPlan};
+use crate::branch_review::{CallReply, FilePlan, ReviewCall, ReviewPlan};
 use crate::context::{BudgetReport, FileRow};
 use crate::llm::{Finish, Message};
 use crate::terminal_text::visible;
@@ -72,8 +73,21 @@ impl Visible for Event {
                 root.make_visible();
                 model.make_visible();
             }
-            Event::TurnStarted { text, mode: _ }
-            | Event::Delta { text }
+            Event::TurnStarted {
+                text,
+                notes,
+                mode: _,
+            } => {
+                text.make_visible();
+                notes.make_visible();
+            }
+            Event::Resumed { transcript } => {
+                for shown in transcript {
+                    let Shown { kind: _, text } = shown;
+                    text.make_visible();
+                }
+            }
+            Event::Delta { text }
             | Event::Reasoning { text }
             | Event::Crashed { text }
             | Event::Notice { text }
@@ -92,9 +106,7 @@ impl Visible for Event {
                 session_cost: _,
             } => {
                 reply.make_visible();
-                if let Finish::CutOff(why) = finish {
-                    why.make_visible();
-                }
+                finish.make_visible();
             }
             Event::TurnFailed { error, message } => {
                 error.make_visible();
@@ -119,12 +131,35 @@ impl Visible for Event {
                 rejected: _,
                 commit,
                 message,
+                failed,
+                commit_failed: _,
             } => {
                 files.make_visible();
                 commit.make_visible();
                 message.make_visible();
+                failed.make_visible();
             }
+            Event::NotApplied { reason: _ } => {}
             Event::ReviewPlan(plan) => plan.make_visible(),
+            Event::BranchReviewed {
+                plan,
+                replies,
+                usage: _,
+                cost: _,
+            } => {
+                plan.make_visible();
+                for reply in replies {
+                    let CallReply {
+                        files,
+                        text,
+                        finish,
+                        usage: _,
+                    } = reply;
+                    files.make_visible();
+                    text.make_visible();
+                    finish.make_visible();
+                }
+            }
             Event::Map(map) => map.make_visible(),
             Event::MapWhy { path, edges } => {
                 path.make_visible();
@@ -209,6 +244,14 @@ impl Visible for ProposalView {
     }
 }
 
+impl Visible for Finish {
+    fn make_visible(&mut self) {
+        if let Finish::CutOff(why) = self {
+            why.make_visible();
+        }
+    }
+}
+
 impl Visible for FileProposalView {
     fn make_visible(&mut self) {
         let FileProposalView {
@@ -216,6 +259,7 @@ impl Visible for FileProposalView {
             change: _,
             hunks,
             cautions: _,
+            ignored: _,
         } = self;
         path.make_visible();
         hunks.make_visible();
@@ -246,9 +290,13 @@ impl Visible for EditFailureView {
             path,
             block: _,
             message,
+            near,
         } = self;
         path.make_visible();
         message.make_visible();
+        if let Some(near) = near {
+            near.text.make_visible();
+        }
     }
 }
 

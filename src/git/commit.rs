@@ -54,21 +54,47 @@ pub fn commit_dirty(
     paths: &[PathBuf],
     opts: &CommitOptions<'_>,
 ) -> Result<Option<Commit>, GitError> {
+    commit_users(repo, paths, None, opts)
+}
+
+/// `/commit [MESSAGE]`: the user's uncommitted changes to `paths`, with their message
+/// or, without one, a subject naming the files. Not a tern commit either.
+pub fn commit_user_changes(
+    repo: &Repository,
+    paths: &[PathBuf],
+    message: Option<&str>,
+    opts: &CommitOptions<'_>,
+) -> Result<Option<Commit>, GitError> {
+    commit_users(repo, paths, Some(message.unwrap_or_default()), opts)
+}
+
+/// The user's changes to `paths`: with `message` None, before tern's edits land (the
+/// body says so); with Some, at the user's request (an empty one names the files).
+fn commit_users(
+    repo: &Repository,
+    paths: &[PathBuf],
+    message: Option<&str>,
+    opts: &CommitOptions<'_>,
+) -> Result<Option<Commit>, GitError> {
     let dirty = dirty_paths(repo, paths)?;
     let subject = match dirty.as_slice() {
         [] => return Ok(None),
         [one] => format!("chore: save local changes to {}", one.display()),
         many => format!("chore: save local changes to {} files", many.len()),
     };
-    let body = dirty
+    let list = dirty
         .iter()
         .map(|p| format!("- {}", p.display()))
         .collect::<Vec<_>>()
         .join("\n");
-    let text = format!(
-        "{}\n\nCommitted by tern before applying edits to:\n{body}",
-        message::fit(&subject)
-    );
+    let text = match message.map(str::trim) {
+        None => format!(
+            "{}\n\nCommitted by tern before applying edits to:\n{list}",
+            message::fit(&subject)
+        ),
+        Some("") => format!("{}\n\n{list}", message::fit(&subject)),
+        Some(given) => given.to_string(),
+    };
     commit_paths(repo, &dirty, &text, opts, None)
 }
 

@@ -13,7 +13,7 @@ pub mod message;
 mod status;
 mod undo;
 
-pub use commit::{Commit, NOTES_REF, commit_dirty, commit_edits, dirty_paths};
+pub use commit::{Commit, NOTES_REF, commit_dirty, commit_edits, commit_user_changes, dirty_paths};
 pub use land::{LandOptions, Landed, land};
 pub use lock::{LOCK_WAIT, RepoLock, lock_wait};
 pub use status::{modified_tracked_paths, worktree_diff};
@@ -73,6 +73,26 @@ pub struct CommitOptions<'a> {
     /// `co_author_trailer`, in `Co-authored-by: tern (<model>)`.
     pub model: Option<&'a str>,
     pub co_author_trailer: bool,
+}
+
+/// What commit `id` changed, as a unified diff against its first parent (its whole
+/// tree for a root commit).
+pub fn commit_diff(repo: &git2::Repository, id: git2::Oid) -> Result<String, git2::Error> {
+    let commit = repo.find_commit(id)?;
+    let parent = match commit.parent(0) {
+        Ok(parent) => Some(parent.tree()?),
+        Err(_) => None,
+    };
+    let diff = repo.diff_tree_to_tree(parent.as_ref(), Some(&commit.tree()?), None)?;
+    let mut out = String::new();
+    diff.print(git2::DiffFormat::Patch, |_, _, line| {
+        if matches!(line.origin(), '+' | '-' | ' ') {
+            out.push(line.origin());
+        }
+        out.push_str(&String::from_utf8_lossy(line.content()));
+        true
+    })?;
+    Ok(out)
 }
 
 /// The 7-digit abbreviation of a commit id, as git shows it.

@@ -1,20 +1,20 @@
-//! `tern apply REPLY_FILE [FILES...]`: parse a saved model reply, print its hunks as a
-//! unified diff with their ids, write the accepted ones and commit them.
+//! `tern apply REPLY_FILE [FILES...]`: a saved model reply, proposed, decided and landed
+//! by the engine exactly as the workspace does it (`Op::ProposeReply`, then review ops
+//! and `ReviewOp::Apply`), with the decisions taken from `--accept` instead of keys.
+//! The hunks go to stdout as a unified diff with their ids; everything else to stderr.
 
 use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use crate::cli::{ApplyArgs, GlobalArgs};
 use crate::config::Settings;
-use crate::edit::{
-    self, Applied, ApplyOutcome, Decision, EditError, FileSet, HunkId, Problem, Proposal, Proposed,
-    Select, ShellSuggestion, Workspace,
-};
-use crate::git::{self, CommitOptions, LandOptions, Landed};
-use crate::llm::ModelInfo;
+use crate::edit::{self, Workspace};
+use crate::engine::protocol::{Decision, FileChange, Ignored, NotApplied, ProposalView, ReviewOp};
+use crate::engine::{EngineConfig, EngineHandle, Event, Op, Purpose};
 
 /// Every block applied and every accepted hunk was written (and committed).
 pub const EXIT_OK: u8 = 0;
@@ -30,8 +30,13 @@ pub const EXIT_COMMIT: u8 = 3;
 pub const EXIT_INTERRUPTED: u8 = 130;
 
 /// Runs `tern apply` from `cwd`.
-pub fn run(args: &ApplyArgs, global: &GlobalArgs, settings: &Settings, cwd: &Path) -> ExitCode {
-    match apply(args, global, settings, cwd) {
+pub async fn run(
+    args: &ApplyArgs,
+    global: &GlobalArgs,
+    settings: Settings,
+    cwd: &Path,
+) -> ExitCode {
+    match apply(args, global, settings, cwd).await {
         Ok(code) => ExitCode::from(code),
         Err(message) => {
             eprintln!("tern apply: {message}");
@@ -40,10 +45,10 @@ pub fn run(args: &ApplyArgs, global: &GlobalArgs, settings: &Settings, cwd: &Pat
     }
 }
 
-fn apply(
+async fn apply(
     args: &ApplyArgs,
     global: &GlobalArgs,
-    settings: &Settings,
+    mut settings: Settings,
     cwd: &Path,
 ) -> Result<u8, String> {
     let cwd = &cwd
@@ -55,241 +60,381 @@ fn apply(
     }
     let ws = Workspace::discover(cwd).map_err(|e| format!("cannot open {}: {e}", cwd.display()))?;
     let reply = read_reply(&args.reply)?;
-    let format = args
-        .format
-        .or(settings.edit_format)
-        .unwrap_or_else(|| ModelInfo::lookup(&settings.model).edit_format);
-    let repo_files = ws.files();
-    let chat = if args.files.is_empty() {
-        repo_files.clone()
-    } else {
-        repo_paths(&ws, cwd, &args.files, "FILES")?
-    };
-    let Proposed {
-        mut proposal,
-        errors,
-        shell,
-        blocks,
-    } = edit::propose(&ws, &reply, format, &FileSet::new(chat, repo_files));
-    show(&proposal, &errors, &shell);
-    let mut code = if errors.is_empty() {
-        EXIT_OK
-    } else {
-        EXIT_PARTIAL
-    };
-    if blocks == 0 {
-        eprintln!("tern apply: no {format} edit blocks found in the reply");
-        return Ok(EXIT_PARTIAL);
-    }
-    if proposal.is_empty() {
-        eprintln!("tern apply: nothing to change");
-        return Ok(code);
-    }
-    if args.dry_run {
-        return Ok(code);
-    }
-    decide(&mut proposal, &args.accept, ws.root(), cwd)?;
-    if proposal.files().iter().any(|f| {
-        !f.cautions().is_empty() && f.hunks().iter().any(|h| h.decision == Decision::Pending)
-    }) {
-        code = EXIT_PARTIAL;
-    }
+    let files = repo_paths(&ws, cwd, &args.files, "FILES")?;
     let write_ignored = repo_paths(&ws, cwd, &args.write_ignored, "--write-ignored")?;
-    if !confirm_ignored(&mut proposal, global.yes, &write_ignored) {
-        code = EXIT_PARTIAL;
+    if let Some(format) = args.format {
+        settings.edit_format = Some(format);
     }
-
-    // SIGINT, SIGTERM and SIGHUP wait until the landing is done: killed halfway, it
-    // would leave files written but not committed, and temporary files behind. While
-    // waiting for another tern, one cancels the landing instead.
-    let interrupted = SignalsDeferred::new();
-    let options = LandOptions {
-        commit: !args.no_commit && settings.auto_commits,
-        dirty_commits: settings.dirty_commits,
-        commit_options: CommitOptions::from(settings),
-        backup_root: Some(crate::config::backup_root(ws.root())),
-        cancel: Some(&interrupted.arrived),
-    };
-    let landed = git::land(ws.repo(), &mut proposal, options, git::message::fallback);
-    if interrupted.arrived() {
-        match &landed {
-            Landed::Refused(e @ git::GitError::Interrupted) => eprintln!("tern apply: {e}"),
-            _ => {
-                report_landed_quietly(&landed);
-                eprintln!("tern apply: interrupted; the landing that was under way finished first");
-            }
-        }
-        return Ok(EXIT_INTERRUPTED);
+    settings.auto_commits &= !args.no_commit;
+    let mut engine = crate::engine::spawn(EngineConfig {
+        settings,
+        root: ws.root().to_path_buf(),
+        cwd: cwd.clone(),
+        record: None,
+        replay: None,
+        editable: files.iter().map(|p| p.display().to_string()).collect(),
+        read_only: Vec::new(),
+        map_cache: crate::repomap::CacheLocation::Disabled,
+        resume: false,
+        model_chosen: false,
+        purpose: Purpose::LandReply {
+            any_file: files.is_empty(),
+        },
+    })
+    .map_err(|e| e.to_string())?;
+    let code = Run {
+        engine: &mut engine,
+        code: EXIT_OK,
+        tty: std::io::stdout().is_terminal() || std::io::stderr().is_terminal(),
     }
-    match landed {
-        Landed::Refused(e) => {
-            eprintln!("tern apply: nothing was written: {e}");
-            return Ok(EXIT_USAGE);
-        }
-        Landed::DirtyCommitFailed(e) => {
-            eprintln!(
-                "tern apply: could not commit your uncommitted changes first, so nothing was written: {e}"
-            );
-            return Ok(EXIT_COMMIT);
-        }
-        Landed::NotWritten(outcome) => {
-            report_not_written(&outcome);
-            return Ok(EXIT_PARTIAL);
-        }
-        Landed::Written {
-            dirty,
-            applied,
-            commit,
-        } => {
-            if let Some(c) = dirty {
-                eprintln!(
-                    "committed your own changes first: {} {}",
-                    c.short_id(),
-                    c.summary
-                );
-            }
-            report_written(&proposal, &applied);
-            if !applied.failed.is_empty() {
-                code = EXIT_PARTIAL;
-            }
-            match commit {
-                Ok(Some(c)) => eprintln!("committed {} {}", c.short_id(), c.summary),
-                Ok(None) => {}
-                Err(e) => {
-                    eprintln!("tern apply: the edits were written but not committed: {e}");
-                    return Ok(EXIT_COMMIT);
-                }
-            }
+    .drive(args, global.yes, &write_ignored, ws.root(), cwd, reply)
+    .await;
+    let _ = engine.ops.send(Op::Shutdown);
+    while let Some(event) = engine.events.recv().await {
+        if let Event::Exited = event {
+            break;
         }
     }
-    Ok(code)
+    if engine.task.await.is_err() {
+        return Ok(EXIT_USAGE);
+    }
+    code
 }
 
-/// The hunks on stdout as a unified diff; failed blocks and suggested commands on stderr.
-fn show(proposal: &Proposal, errors: &[EditError], shell: &[ShellSuggestion]) {
-    let tty = std::io::stdout().is_terminal();
-    let color = tty && std::env::var_os("NO_COLOR").is_none();
-    for file in proposal.files() {
-        let diff = edit::unified_diff(file, |_| true, color);
-        print!(
-            "{}",
-            crate::terminal_text::for_terminal(&diff, tty && !color)
-        );
-        for caution in file.cautions() {
+/// One `tern apply` against its engine: the exit code so far.
+struct Run<'a> {
+    engine: &'a mut EngineHandle,
+    code: u8,
+    /// On a terminal, the reply's and the files' control characters would drive it:
+    /// they are shown instead. A pipe gets the text as it is.
+    tty: bool,
+}
+
+impl Run<'_> {
+    async fn drive(
+        &mut self,
+        args: &ApplyArgs,
+        yes: bool,
+        write_ignored: &[PathBuf],
+        root: &Path,
+        cwd: &Path,
+        reply: String,
+    ) -> Result<u8, String> {
+        self.send(Op::ProposeReply { reply })?;
+        let mut view = ProposalView::default();
+        while let Some(event) = self.next().await {
+            match event {
+                Event::Proposal(v) => view = *v,
+                Event::Idle => break,
+                other => self.print(&other),
+            }
+        }
+        show(&view);
+        if !view.failures.is_empty() {
+            self.code = self.code.max(EXIT_PARTIAL);
+        }
+        if view.files.is_empty() || args.dry_run {
+            return Ok(self.code);
+        }
+
+        let decisions = decisions(&view, &args.accept, root, cwd)?;
+        let view = self.decide(decisions, view).await?;
+        if view.files.iter().any(|f| {
+            !f.cautions.is_empty() && f.hunks.iter().any(|h| h.decision == Decision::Pending)
+        }) {
+            self.code = self.code.max(EXIT_PARTIAL);
+        }
+        let confirmations = self.confirm_ignored(&view, yes, write_ignored);
+        let view = self.decide(confirmations, view).await?;
+        if !view
+            .files
+            .iter()
+            .flat_map(|f| &f.hunks)
+            .any(|h| h.decision == Decision::Accept)
+        {
+            report_not_applied(&view);
+            return Ok(self.code);
+        }
+        self.land(view).await
+    }
+
+    /// Sends review ops and returns the proposal as they left it (`view` when there
+    /// are none): the engine answers each decision with the new proposal, or an error.
+    async fn decide(
+        &mut self,
+        ops: Vec<ReviewOp>,
+        mut view: ProposalView,
+    ) -> Result<ProposalView, String> {
+        let mut waiting = ops.len();
+        for op in ops {
+            self.send(Op::Review(op))?;
+        }
+        while waiting > 0 {
+            match self.next().await {
+                Some(Event::Proposal(v)) => {
+                    view = *v;
+                    waiting -= 1;
+                }
+                Some(Event::Error { text }) => return Err(text),
+                Some(other) => self.print(&other),
+                None => return Err("the engine stopped".into()),
+            }
+        }
+        Ok(view)
+    }
+
+    /// Gitignored files with accepted hunks: a new one is created with `--yes`; an
+    /// existing one (`.env`) only when named by `--write-ignored` (it may hold secrets
+    /// or local settings git cannot restore; `--yes` is too broad a yes for that). The
+    /// others are rejected with a note.
+    fn confirm_ignored(
+        &mut self,
+        view: &ProposalView,
+        yes: bool,
+        named: &[PathBuf],
+    ) -> Vec<ReviewOp> {
+        let mut ops = Vec::new();
+        for file in &view.files {
+            let Some(ignored) = file.ignored else {
+                continue;
+            };
+            if !file.hunks.iter().any(|h| h.decision == Decision::Accept) {
+                continue;
+            }
+            let path = file.path.clone();
+            if named.iter().any(|n| n == Path::new(&path)) || (yes && ignored == Ignored::New) {
+                ops.push(ReviewOp::Confirm { path });
+                continue;
+            }
+            self.code = self.code.max(EXIT_PARTIAL);
+            if ignored == Ignored::Existing {
+                eprintln!(
+                    "tern apply: not writing {path}: it exists and git ignores it (such files hold secrets and local settings git cannot restore, so --yes is not enough); rerun with --write-ignored {path} to replace it (its content is backed up first)"
+                );
+            } else {
+                eprintln!(
+                    "tern apply: not creating {path}: git ignores it (rerun with --yes or --write-ignored {path} to create it)"
+                );
+            }
+            ops.push(ReviewOp::File {
+                path,
+                decision: Decision::Reject,
+            });
+        }
+        ops
+    }
+
+    /// Writes and commits the accepted hunks. Ctrl-C, SIGTERM and SIGHUP wait until
+    /// the landing is done: killed halfway, it would leave files written but not
+    /// committed. While it waits for another tern, one cancels it instead.
+    async fn land(&mut self, view: ProposalView) -> Result<u8, String> {
+        let signals = SignalsDeferred::new();
+        self.send(Op::Review(ReviewOp::Apply))?;
+        let mut cancel_sent = false;
+        let mut poll = tokio::time::interval(Duration::from_millis(50));
+        loop {
+            let event = tokio::select! {
+                event = self.engine.events.recv() => event,
+                _ = poll.tick() => {
+                    if !cancel_sent && signals.arrived.load(Ordering::SeqCst) {
+                        cancel_sent = true;
+                        self.send(Op::Cancel)?;
+                    }
+                    continue;
+                }
+            };
+            match event.map(|e| self.shown(e)) {
+                None | Some(Event::Idle) => break,
+                Some(Event::Applied {
+                    files,
+                    commit,
+                    message,
+                    failed,
+                    commit_failed,
+                    ..
+                }) => {
+                    report_written(&view, &files);
+                    report_not_applied(&view);
+                    if !failed.is_empty() {
+                        self.code = self.code.max(EXIT_PARTIAL);
+                    }
+                    if let Some(id) = commit {
+                        eprintln!("committed {id} {message}");
+                    }
+                    if commit_failed {
+                        self.code = EXIT_COMMIT;
+                    }
+                }
+                Some(Event::NotApplied { reason }) => {
+                    self.code = match reason {
+                        NotApplied::Refused => EXIT_USAGE,
+                        NotApplied::DirtyCommitFailed => EXIT_COMMIT,
+                        NotApplied::Cancelled => EXIT_INTERRUPTED,
+                        NotApplied::Stale | NotApplied::NeedsConfirmation => EXIT_PARTIAL,
+                    };
+                }
+                Some(other) => self.print(&other),
+            }
+        }
+        if signals.arrived() {
+            if self.code != EXIT_INTERRUPTED {
+                eprintln!("tern apply: interrupted; the landing that was under way finished first");
+            }
+            return Ok(EXIT_INTERRUPTED);
+        }
+        Ok(self.code)
+    }
+
+    async fn next(&mut self) -> Option<Event> {
+        match self.engine.events.recv().await? {
+            Event::Exited => None,
+            event => Some(self.shown(event)),
+        }
+    }
+
+    fn shown(&self, event: Event) -> Event {
+        if self.tty { event.visible() } else { event }
+    }
+
+    fn send(&self, op: Op) -> Result<(), String> {
+        self.engine
+            .ops
+            .send(op)
+            .map_err(|_| "the engine stopped".to_string())
+    }
+
+    /// The engine's messages, on stderr; an error makes the run fail.
+    fn print(&mut self, event: &Event) {
+        match event {
+            Event::Notice { text } | Event::Warning { text } => eprintln!("tern apply: {text}"),
+            Event::Error { text } | Event::Crashed { text } => {
+                self.code = self.code.max(EXIT_PARTIAL);
+                eprintln!("tern apply: {text}");
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The hunks on stdout as a unified diff (coloured on a terminal); cautions, failed
+/// blocks and suggested commands on stderr.
+fn show(view: &ProposalView) {
+    let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    print!("{}", view.unified_diff(color));
+    for file in &view.files {
+        for caution in &file.cautions {
             eprintln!(
                 "caution: {}: {caution}; `--accept all` leaves it out, accept it by its path or hunk ids",
-                file.path().display()
+                file.path
             );
         }
     }
-    let err_tty = std::io::stderr().is_terminal();
-    let shown = |text: &str| crate::terminal_text::for_terminal(text, err_tty).into_owned();
-    for e in errors {
-        eprintln!("error: {}", shown(&e.to_string()));
-        if let Problem::NoMatch {
-            near: Some(near), ..
-        } = &e.problem
-        {
+    for failure in &view.failures {
+        eprintln!("error: {}", failure.message);
+        if let Some(near) = &failure.near {
             eprintln!("  did you mean (line {}):", near.line);
             for line in near.text.lines() {
-                eprintln!("  | {}", shown(line));
+                eprintln!("  | {line}");
             }
         }
     }
-    for s in shell {
-        eprintln!("suggested {} command (not run):", s.language);
-        for line in s.commands.lines() {
+    for commands in &view.shell_commands {
+        eprintln!("suggested command (not run):");
+        for line in commands.lines() {
             eprintln!("  {line}");
         }
     }
 }
 
-/// Gitignored files with accepted hunks: a new one is created with `--yes`; an
-/// existing one (`.env`) only when named by `--write-ignored` (it may hold secrets or
-/// local settings git cannot restore; `--yes` is too broad a yes for that). The others
-/// are rejected with a note. False when one was rejected.
-fn confirm_ignored(proposal: &mut Proposal, yes: bool, named: &[PathBuf]) -> bool {
-    let ignored: Vec<(PathBuf, bool)> = proposal
-        .files()
+/// What `--accept` decides: `all`, `none`, or hunk ids and file paths separated by
+/// commas (those accepted, every other hunk rejected).
+fn decisions(
+    view: &ProposalView,
+    accept: &str,
+    root: &Path,
+    cwd: &Path,
+) -> Result<Vec<ReviewOp>, String> {
+    let all = |decision| Ok(vec![ReviewOp::All { decision }]);
+    let list = match accept.trim() {
+        "all" => return all(Decision::Accept),
+        "none" => return all(Decision::Reject),
+        list => list,
+    };
+    let mut named = Vec::new();
+    for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let path = cwd
+            .join(item)
+            .strip_prefix(root)
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|_| item.to_string());
+        let found = view.files.iter().any(|f| f.path == path)
+            || view
+                .files
+                .iter()
+                .flat_map(|f| &f.hunks)
+                .any(|h| h.id == item);
+        if !found {
+            return Err(format!(
+                "--accept: {item} is not a hunk id or file of this reply (hunks: {})",
+                id_list(view, |_| true)
+            ));
+        }
+        named.push((item.to_string(), path));
+    }
+    Ok(view
+        .files
         .iter()
-        .filter(|f| f.needs_confirmation() && f.accepted().next().is_some())
-        .map(|f| (f.path().to_path_buf(), f.is_ignored_existing()))
+        .flat_map(|f| f.hunks.iter().map(move |h| (f, h)))
+        .map(|(file, hunk)| {
+            let chosen = named
+                .iter()
+                .any(|(id, path)| *id == hunk.id || *path == file.path);
+            ReviewOp::Hunk {
+                id: hunk.id.clone(),
+                decision: if chosen {
+                    Decision::Accept
+                } else {
+                    Decision::Reject
+                },
+            }
+        })
+        .collect())
+}
+
+/// What was written, with each file's hunks (from the proposal as it was landed).
+fn report_written(view: &ProposalView, written: &[String]) {
+    for file in view.files.iter().filter(|f| written.contains(&f.path)) {
+        let verb = match file.change {
+            FileChange::Created => "created",
+            _ => "wrote",
+        };
+        let ids: Vec<&str> = file
+            .hunks
+            .iter()
+            .filter(|h| h.decision == Decision::Accept)
+            .map(|h| h.id.as_str())
+            .collect();
+        eprintln!("{verb} {} (hunks {})", file.path, ids.join(", "));
+    }
+}
+
+/// The hunks left out (rejected, or held for a look of their own).
+fn report_not_applied(view: &ProposalView) {
+    let left = id_list(view, |d| d != Decision::Accept);
+    if !left.is_empty() {
+        eprintln!("not applied: hunks {left}");
+    }
+}
+
+fn id_list(view: &ProposalView, pick: impl Fn(Decision) -> bool) -> String {
+    let ids: Vec<&str> = view
+        .files
+        .iter()
+        .flat_map(|f| &f.hunks)
+        .filter(|h| pick(h.decision))
+        .map(|h| h.id.as_str())
         .collect();
-    let mut all = true;
-    for (path, existing) in &ignored {
-        if named.contains(path) || (yes && !existing) {
-            let _ = proposal.confirm(path);
-            continue;
-        }
-        all = false;
-        if *existing {
-            eprintln!(
-                "tern apply: not writing {}: it exists and git ignores it (such files hold secrets and local settings git cannot restore, so --yes is not enough); rerun with --write-ignored {} to replace it (its content is backed up first)",
-                path.display(),
-                path.display()
-            );
-        } else {
-            eprintln!(
-                "tern apply: not creating {}: git ignores it (rerun with --yes or --write-ignored {} to create it)",
-                path.display(),
-                path.display()
-            );
-        }
-        let _ = proposal.decide(Select::File(path), Decision::Reject);
-    }
-    all
-}
-
-/// Why nothing was written.
-fn report_not_written(outcome: &ApplyOutcome) {
-    match outcome {
-        ApplyOutcome::Stale(stale) => {
-            for s in stale {
-                eprintln!(
-                    "tern apply: {} changed on disk while applying; nothing was written",
-                    s.path.display()
-                );
-            }
-        }
-        ApplyOutcome::NeedsConfirmation(paths) => {
-            for p in paths {
-                eprintln!(
-                    "tern apply: {} needs confirmation; nothing was written",
-                    p.display()
-                );
-            }
-        }
-        ApplyOutcome::Applied(_) => {}
-    }
-}
-
-/// What was written and what was not.
-fn report_written(proposal: &Proposal, applied: &Applied) {
-    for w in &applied.written {
-        let verb = if w.created { "created" } else { "wrote" };
-        eprintln!(
-            "{verb} {} (hunks {})",
-            w.path.display(),
-            id_list(w.hunks.iter().copied())
-        );
-    }
-    for b in &applied.backups {
-        eprintln!(
-            "git ignores {}, so its previous content was saved to {} (tern undo restores it; it was not committed)",
-            b.path.display(),
-            b.saved_at.display()
-        );
-    }
-    for f in &applied.failed {
-        eprintln!(
-            "tern apply: could not write {}: {}",
-            f.path.display(),
-            f.error
-        );
-    }
-    if proposal.hunk_count() > 0 {
-        eprintln!("not applied: hunks {}", id_list(proposal.hunk_ids()));
-    }
+    ids.join(", ")
 }
 
 fn read_reply(path: &Path) -> Result<String, String> {
@@ -321,56 +466,6 @@ fn repo_paths(
         .collect()
 }
 
-/// Applies `--accept`: `all`, `none`, or hunk ids and file paths separated by commas
-/// (those accepted, everything else rejected).
-fn decide(proposal: &mut Proposal, accept: &str, root: &Path, cwd: &Path) -> Result<(), String> {
-    match accept.trim() {
-        "all" => {
-            let _ = proposal.decide(Select::All, Decision::Accept);
-        }
-        "none" => {
-            let _ = proposal.decide(Select::All, Decision::Reject);
-        }
-        list => {
-            for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-                let found = match item.parse::<HunkId>() {
-                    Ok(id) => proposal.decide(Select::Hunk(id), Decision::Accept),
-                    Err(_) => {
-                        let path = cwd
-                            .join(item)
-                            .strip_prefix(root)
-                            .map(Path::to_path_buf)
-                            .unwrap_or_else(|_| PathBuf::from(item));
-                        proposal.decide(Select::File(&path), Decision::Accept)
-                    }
-                };
-                if found.is_err() {
-                    return Err(format!(
-                        "--accept: {item} is not a hunk id or file of this reply (hunks: {})",
-                        id_list(proposal.hunk_ids())
-                    ));
-                }
-            }
-            // Everything not named is rejected.
-            let rest: Vec<HunkId> = proposal
-                .files()
-                .iter()
-                .flat_map(|f| f.hunks())
-                .filter(|h| h.decision == Decision::Pending)
-                .map(|h| h.id)
-                .collect();
-            for id in rest {
-                let _ = proposal.decide(Select::Hunk(id), Decision::Reject);
-            }
-        }
-    }
-    Ok(())
-}
-
-fn id_list(ids: impl Iterator<Item = HunkId>) -> String {
-    ids.map(|id| id.to_string()).collect::<Vec<_>>().join(", ")
-}
-
 /// Signals that would end the process, held back while it lands edits.
 struct SignalsDeferred {
     arrived: Arc<AtomicBool>,
@@ -399,22 +494,5 @@ impl SignalsDeferred {
     fn arrived(self) -> bool {
         self.landed.store(true, Ordering::SeqCst);
         self.arrived.load(Ordering::SeqCst)
-    }
-}
-
-/// One line on what an interrupted landing did.
-fn report_landed_quietly(landed: &Landed) {
-    if let Landed::Written {
-        applied,
-        commit: Ok(Some(c)),
-        ..
-    } = landed
-    {
-        eprintln!(
-            "tern apply: wrote {} files; committed {} {}",
-            applied.written.len(),
-            c.short_id(),
-            c.summary
-        );
     }
 }

@@ -7,7 +7,7 @@
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
-use crate::engine::protocol::{Caution, Decision, DiffLine, LineKind, ProposalView, ReviewOp};
+use crate::engine::protocol::{Caution, Decision, ProposalView, ReviewOp};
 use crate::engine::{EngineConfig, Event, Op};
 use crate::llm::Finish;
 
@@ -86,7 +86,7 @@ pub async fn run(
                         writeln!(stdout)?;
                         at_line_start = true;
                     }
-                    if let Some(why) = incomplete(finish) {
+                    if let Some(why) = finish.incomplete() {
                         writeln!(stderr, "tern: {why}")?;
                     }
                     let (sent, cached, received) = usage.map_or((0, 0, 0), |u| {
@@ -211,7 +211,7 @@ pub async fn run(
                         continue;
                     } else {
                         if !json {
-                            write!(stdout, "{}", unified(&view))?;
+                            write!(stdout, "{}", view.unified_diff(false))?;
                             let why = if interrupted {
                                 "the reply was interrupted"
                             } else {
@@ -246,14 +246,7 @@ pub async fn run(
             "tern: the resumed session's {resumed_hunks} proposed hunks still await review; they were neither applied nor discarded (review them in the workspace: tern --resume)"
         )?;
     }
-    if engine.task.await.is_err() {
-        ok = false;
-    }
-    Ok(if ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    Ok(super::exit_code(engine.task, ok).await)
 }
 
 /// How to get held edits applied.
@@ -266,55 +259,4 @@ fn held_advice(cautions: &[Caution]) -> &'static str {
     } else {
         "pass --allow-outside-chat to apply edits to files outside the chat, or add the file"
     }
-}
-
-fn incomplete(finish: &Finish) -> Option<String> {
-    match finish {
-        Finish::Stop => None,
-        Finish::Length => Some("the reply hit the model's output limit".into()),
-        Finish::CutOff(why) => Some(format!("the reply was cut off: {why}")),
-        Finish::Cancelled => Some("interrupted; the partial reply is above".into()),
-    }
-}
-
-/// The proposal as a unified diff, each hunk header naming its id (as `tern apply
-/// --accept` takes it).
-pub(crate) fn unified(view: &ProposalView) -> String {
-    let mut out = String::new();
-    for file in &view.files {
-        // Before the file's header, where `git apply` and `patch` skip text.
-        if !file.cautions.is_empty() {
-            let why: Vec<String> = file.cautions.iter().map(ToString::to_string).collect();
-            out.push_str(&format!(
-                "# caution: {}: {} (never accepted in bulk)\n",
-                file.path,
-                why.join(", ")
-            ));
-        }
-        out.push_str(&format!("--- a/{}\n+++ b/{}\n", file.path, file.path));
-        for hunk in &file.hunks {
-            // The header spans the lines shown, context included, as in `git diff`.
-            let span = |number: fn(&DiffLine) -> Option<usize>| {
-                let numbers: Vec<usize> = hunk.lines.iter().filter_map(number).collect();
-                (numbers.first().copied().unwrap_or(0), numbers.len())
-            };
-            let (old_start, old_len) = span(|l| l.old_line);
-            let (new_start, new_len) = span(|l| l.new_line);
-            out.push_str(&format!(
-                "@@ -{old_start},{old_len} +{new_start},{new_len} @@ hunk {}\n",
-                hunk.id
-            ));
-            for line in &hunk.lines {
-                let mark = match line.kind {
-                    LineKind::Context => ' ',
-                    LineKind::Added => '+',
-                    LineKind::Removed => '-',
-                };
-                out.push(mark);
-                out.push_str(&line.text);
-                out.push('\n');
-            }
-        }
-    }
-    out
 }

@@ -11,8 +11,19 @@ pub mod trust;
 pub mod undo;
 
 use std::io::Write;
+use std::process::ExitCode;
 
 use crate::engine::Event;
+
+/// The exit code once the engine has stopped: a failure when the run failed or the
+/// engine did not end cleanly.
+pub(crate) async fn exit_code(engine: tokio::task::JoinHandle<()>, ok: bool) -> ExitCode {
+    if engine.await.is_ok() && ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
 
 /// Writes one event as a JSON line.
 pub(crate) fn print_json(out: &mut impl Write, event: &Event) -> std::io::Result<()> {

@@ -1,134 +1,126 @@
 //! `tern review`: the branch (or the work tree) reviewed by the model within a token
-//! budget. `--print-diff` prints exactly what would be sent instead; `--json` prints
-//! the plan (with `--print-diff`) or the review and its usage as one JSON object.
+//! budget, by the engine exactly as `/review` does it (`Op::ReviewBranch`).
+//! `--print-diff` prints exactly what would be sent instead; `--json` prints the plan
+//! (with `--print-diff`) or the review and its usage as one JSON object.
 //!
 //! stdout carries only the requests or the review; the summary, progress and token
 //! usage go to stderr.
 
 use std::io::{IsTerminal, Write};
-use std::path::Path;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use tokio_util::sync::CancellationToken;
-
-use crate::branch_review::{
-    self as review, CallReply, ChangeSet, ContextOptions, DiffSource, MAX_CONTEXT, ReviewError,
-    ReviewOptions, ReviewPlan, SendError, SendEvent, merge_replies,
-};
+use crate::branch_review::{ContextOptions, MAX_CONTEXT};
 use crate::cli::{GlobalArgs, ReviewArgs};
 use crate::config::Settings;
-use crate::llm::{Finish, LlmClient, ModelInfo, StreamEvent};
-use crate::tokens::TokenCounter;
+use crate::engine::protocol::{CallReply, DiffSource, ReviewOptions, ReviewPlan, Usage};
+use crate::engine::{EngineConfig, Event, Op, Purpose};
 
 pub async fn run(
     args: &ReviewArgs,
     global: &GlobalArgs,
     settings: Settings,
-    cwd: &Path,
+    root: PathBuf,
+    cwd: PathBuf,
 ) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
-    let model = ModelInfo::lookup(&settings.model);
-    let counter = model.token_counter();
-    let opts = options(args, &settings);
-    let prepared = changes(args, cwd, &counter).and_then(|changes| {
-        let plan = crate::branch_review::plan(&changes, &counter, &opts)?;
-        Ok((changes, plan))
-    });
-    let (changes, plan) = match prepared {
-        Ok(prepared) => prepared,
-        Err(ReviewError::Empty(why)) => {
-            eprintln!("tern review: nothing to review: {why}");
-            return Ok(ExitCode::SUCCESS);
+    let options = options(args, &settings);
+    let mut engine = crate::engine::spawn(EngineConfig {
+        settings,
+        root,
+        cwd,
+        record: global.record.clone(),
+        replay: global.replay.clone(),
+        editable: Vec::new(),
+        read_only: Vec::new(),
+        map_cache: crate::repomap::CacheLocation::Disabled,
+        resume: false,
+        model_chosen: false,
+        purpose: Purpose::ReviewBranch,
+    })?;
+    let source = if args.worktree {
+        DiffSource::Worktree
+    } else {
+        DiffSource::Branch {
+            base: args.base.clone(),
         }
-        Err(e) => return Ok(failed(&e)),
     };
-    let summary = plan.summary();
-    eprint!(
-        "{}",
-        crate::terminal_text::for_terminal(&summary, std::io::stderr().is_terminal())
-    );
-    eprintln!("built in {} ms", started.elapsed().as_millis());
-    if args.print_diff {
-        let mut out = std::io::stdout().lock();
-        let written = if global.json {
-            serde_json::to_writer_pretty(&mut out, &plan)
-                .map_err(std::io::Error::from)
-                .and_then(|()| writeln!(out))
-        } else {
-            print_requests(&plan, &mut out)
-        };
-        return match written {
-            // A closed pipe (`| head`) is not worth a message.
-            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
-            _ => Ok(ExitCode::SUCCESS),
-        };
-    }
-
-    let client = LlmClient::new(
-        &settings,
-        global.record.as_deref(),
-        global.replay.as_deref(),
-    )?;
-    let cancel = CancellationToken::new();
+    engine.ops.send(Op::ReviewBranch {
+        source,
+        options,
+        send: !args.print_diff,
+    })?;
     let ctrl_c = {
-        let cancel = cancel.clone();
+        let ops = engine.ops.clone();
         tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                cancel.cancel();
+            while tokio::signal::ctrl_c().await.is_ok() {
+                if ops.send(Op::Cancel).is_err() {
+                    break;
+                }
             }
         })
     };
-    let stream = plan.calls.len() == 1 && !global.json;
-    let mut on_event = |event: SendEvent| match event {
-        SendEvent::Replanned { budget, reason } => eprintln!(
-            "tern review: the server says the request is too long ({reason}); planning again within {budget} tokens"
-        ),
-        SendEvent::Part {
-            index,
-            of,
-            files,
-            tokens,
-        } if of > 1 => eprintln!(
-            "tern review: part {} of {of} ({files} files, {tokens} tokens)...",
-            index + 1
-        ),
-        SendEvent::Stream(StreamEvent::Delta(text)) if stream => {
-            let mut out = std::io::stdout().lock();
-            let tty = out.is_terminal();
-            let text = crate::terminal_text::for_terminal(&text, tty);
-            let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+    let err_tty = std::io::stderr().is_terminal();
+    let shown = |text: &str| crate::terminal_text::for_terminal(text, err_tty).into_owned();
+    let mut ok = true;
+    // A single call streams to stdout; several are merged and printed at the end.
+    let mut stream = false;
+    let mut at_line_start = true;
+    while let Some(event) = engine.events.recv().await {
+        match event {
+            Event::ReviewPlan(plan) => {
+                eprint!("{}", shown(&plan.summary()));
+                eprintln!("built in {} ms", started.elapsed().as_millis());
+                if args.print_diff {
+                    print_plan(&plan, global.json)?;
+                }
+                stream = plan.calls.len() == 1 && !global.json;
+            }
+            Event::Delta { text } if stream => {
+                let mut out = std::io::stdout().lock();
+                let text = crate::terminal_text::for_terminal(&text, out.is_terminal());
+                let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+                at_line_start = text.ends_with('\n');
+            }
+            Event::BranchReviewed {
+                plan,
+                replies,
+                usage,
+                cost,
+            } => {
+                if stream && !at_line_start {
+                    println!();
+                }
+                ok &= report(&plan, &replies, usage, cost, global.json)?;
+            }
+            Event::Retrying {
+                attempt,
+                delay_ms,
+                reason,
+            } => eprintln!(
+                "tern review: {}; retry {attempt} in {:.2} s",
+                shown(&reason),
+                delay_ms as f64 / 1000.0
+            ),
+            Event::Notice { text } | Event::Warning { text } => {
+                eprintln!("tern review: {}", shown(&text));
+            }
+            Event::TurnFailed { error, .. } | Event::Error { text: error } => {
+                ok = false;
+                eprintln!("tern review: {}", shown(&error));
+            }
+            Event::Crashed { text } => {
+                ok = false;
+                eprintln!("tern: {text}");
+            }
+            Event::Idle => engine.ops.send(Op::Shutdown)?,
+            Event::Exited => break,
+            _ => {}
         }
-        SendEvent::Stream(StreamEvent::Retrying {
-            attempt,
-            delay,
-            reason,
-        }) => eprintln!(
-            "tern review: {reason}; retry {attempt} in {:.2} s",
-            delay.as_secs_f64()
-        ),
-        _ => {}
-    };
-    let reviewer = review::Reviewer {
-        client: &client,
-        model: &model,
-        changes: &changes,
-        counter: &counter,
-    };
-    let sent = review::send(&reviewer, opts, plan, &cancel, &mut on_event).await;
-    ctrl_c.abort();
-    let (plan, replies) = match sent {
-        Ok(sent) => sent,
-        Err(SendError::Plan(e)) => return Ok(failed(&e)),
-        Err(SendError::Llm(e)) => {
-            eprintln!("tern review: {e}");
-            return Ok(ExitCode::FAILURE);
-        }
-    };
-    if stream && replies.first().is_some_and(|r| !r.text.ends_with('\n')) {
-        println!();
     }
-    Ok(report(&model, &plan, &replies, global.json)?)
+    ctrl_c.abort();
+    Ok(super::exit_code(engine.task, ok).await)
 }
 
 /// The options the flags and settings ask for; `--context` above the cap is capped.
@@ -149,76 +141,42 @@ fn options(args: &ReviewArgs, settings: &Settings) -> ReviewOptions {
     }
 }
 
-/// Reads the changes to review.
-fn changes(
-    args: &ReviewArgs,
-    cwd: &Path,
-    counter: &TokenCounter,
-) -> Result<ChangeSet, ReviewError> {
-    let repo = git2::Repository::discover(cwd).map_err(|source| ReviewError::Git {
-        context: "looking for a git repository here",
-        source,
-    })?;
-    let source = if args.worktree {
-        DiffSource::Worktree
+/// `--print-diff`: the plan as JSON, or every message of every call, each under a
+/// marker line naming the call and role. A closed pipe (`| head`) is not worth a
+/// message.
+fn print_plan(plan: &ReviewPlan, json: bool) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    let written = if json {
+        serde_json::to_writer_pretty(&mut out, plan)
+            .map_err(std::io::Error::from)
+            .and_then(|()| writeln!(out))
     } else {
-        DiffSource::Branch {
-            base: args.base.clone(),
-        }
-    };
-    // The tokenizer's tables take about 100 ms to load: load them while git works.
-    let warm_up = {
-        let counter = counter.clone();
-        std::thread::spawn(move || counter.count("tern"))
-    };
-    let changes = crate::branch_review::collect(&repo, &source);
-    let _ = warm_up.join();
-    changes
-}
-
-fn failed(e: &ReviewError) -> ExitCode {
-    eprintln!("tern review: {e}");
-    let hint = match e {
-        ReviewError::NoBase | ReviewError::NoMergeBase { .. } | ReviewError::NoCommits => {
-            Some("pass --base REF to choose the base, or --worktree to review uncommitted changes")
-        }
-        ReviewError::BadBase { .. } => {
-            Some("--base takes a branch, tag or commit, as `git rev-parse` does")
-        }
-        ReviewError::BudgetTooSmall { .. } => Some("raise --budget (or --context-window)"),
-        ReviewError::NoCalls => Some("--max-calls must be at least 1"),
-        _ => None,
-    };
-    if let Some(hint) = hint {
-        eprintln!("hint: {hint}");
+        let n = plan.calls.len();
+        plan.calls.iter().enumerate().try_for_each(|(i, call)| {
+            call.messages.iter().try_for_each(|m| {
+                writeln!(out, "==> call {} of {n}: {} <==", i + 1, m.role.as_str())?;
+                writeln!(out, "{}", m.content)
+            })
+        })
     }
-    ExitCode::FAILURE
-}
-
-/// Every message of every call, each under a marker line naming the call and role.
-fn print_requests(plan: &ReviewPlan, out: &mut impl Write) -> std::io::Result<()> {
-    let n = plan.calls.len();
-    for (i, call) in plan.calls.iter().enumerate() {
-        for m in &call.messages {
-            writeln!(out, "==> call {} of {n}: {} <==", i + 1, m.role.as_str())?;
-            writeln!(out, "{}", m.content)?;
-        }
+    .and_then(|()| out.flush());
+    match written {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e),
+        _ => Ok(()),
     }
-    out.flush()
 }
 
 /// Prints the review (unless a single call streamed it), how each reply ended and the
-/// tokens and cost; fails when a reply is incomplete.
+/// tokens and cost; false when a reply is incomplete.
 fn report(
-    model: &ModelInfo,
     plan: &ReviewPlan,
     replies: &[CallReply],
+    usage: Usage,
+    cost: f64,
     json: bool,
-) -> std::io::Result<ExitCode> {
+) -> std::io::Result<bool> {
     let texts: Vec<String> = replies.iter().map(|r| r.text.clone()).collect();
-    let review = merge_replies(&texts);
-    let usage = review::total_usage(replies);
-    let cost = model.cost(&usage);
+    let review = crate::branch_review::merge_replies(&texts);
     let mut out = std::io::stdout().lock();
     if json {
         let value = serde_json::json!({
@@ -245,29 +203,14 @@ fn report(
         } else {
             String::new()
         };
-        match &r.finish {
-            Finish::Stop => {}
-            Finish::Length => {
-                ok = false;
-                eprintln!("tern review: {part}the reply hit the model's output limit");
-            }
-            Finish::CutOff(why) => {
-                ok = false;
-                eprintln!("tern review: {part}the reply was cut off: {why}");
-            }
-            Finish::Cancelled => {
-                ok = false;
-                eprintln!("tern review: {part}interrupted; the partial review is above");
-            }
+        if let Some(why) = r.finish.incomplete() {
+            ok = false;
+            eprintln!("tern review: {part}{why}");
         }
     }
     eprintln!(
         "Tokens: {} sent ({} cached), {} received. Cost: ${cost:.4}.",
         usage.prompt_tokens, usage.cached_tokens, usage.completion_tokens
     );
-    Ok(if ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    Ok(ok)
 }

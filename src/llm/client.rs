@@ -84,6 +84,18 @@ pub enum Finish {
     Cancelled,
 }
 
+impl Finish {
+    /// Why the reply is incomplete, for the user; None when the model finished.
+    pub fn incomplete(&self) -> Option<String> {
+        match self {
+            Finish::Stop => None,
+            Finish::Length => Some("the reply hit the model's output limit".into()),
+            Finish::CutOff(why) => Some(format!("cut off: {why}; the partial reply is kept")),
+            Finish::Cancelled => Some("interrupted; the partial reply is kept".into()),
+        }
+    }
+}
+
 /// A finished (or partially finished) reply.
 #[derive(Debug, Clone)]
 pub struct ChatReply {
@@ -124,7 +136,13 @@ pub struct LlmClient {
     read_timeout: Duration,
     /// The most bytes of text (and of reasoning) one reply may hold.
     max_reply_bytes: usize,
+    /// No key for OpenAI's own API: every request would be refused (or, offline,
+    /// retried for a minute), so none is sent.
+    missing_key: bool,
 }
+
+/// OpenAI's API, the default base URL: the one base that surely needs a key.
+pub const OPENAI_API_BASE: &str = "https://api.openai.com/v1";
 
 impl std::fmt::Debug for LlmClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -165,6 +183,12 @@ impl LlmClient {
             },
         };
         let api_base = options.api_base.trim_end_matches('/').to_string();
+        let missing_key = replay.is_none()
+            && options
+                .api_key
+                .as_ref()
+                .is_none_or(|k| k.expose().is_empty())
+            && api_base == OPENAI_API_BASE;
         let shown = super::error::redact_url(&api_base);
         let config = OpenAIConfig::new()
             .with_api_base(api_base)
@@ -175,11 +199,18 @@ impl LlmClient {
             retry_budget: options.retry_budget,
             read_timeout: options.read_timeout,
             max_reply_bytes: options.max_reply_bytes,
+            missing_key,
         })
     }
 
     pub fn api_base(&self) -> &str {
         &self.api_base
+    }
+
+    /// Why no request can be sent, when none can: there is no API key for OpenAI's
+    /// API. Said before anything is sent, not after a minute of retries.
+    pub fn unusable(&self) -> Option<LlmError> {
+        self.missing_key.then_some(LlmError::NoApiKey)
     }
 
     /// Sends `request` and streams the reply through `on_event`. A reply cut by the
@@ -192,6 +223,9 @@ impl LlmClient {
         cancel: &CancellationToken,
         on_event: &mut (dyn FnMut(StreamEvent) + Send),
     ) -> Result<ChatReply, LlmError> {
+        if let Some(e) = self.unusable() {
+            return Err(e);
+        }
         let mut reply = ChatReply {
             text: String::new(),
             usage: Usage::default(),
@@ -257,16 +291,18 @@ impl LlmClient {
                 Attempt::Done(part) => return Ok(part),
                 Attempt::Failed(failure) => failure,
             };
-            let (after, reason, if_exhausted) = match self.judge(failure, model, attempt) {
+            let (after, reason, limit, if_exhausted) = match self.judge(failure, model, attempt) {
                 Judged::Retry {
                     after,
                     reason,
+                    limit,
                     if_exhausted,
-                } => (after, reason, if_exhausted),
+                } => (after, reason, limit, if_exhausted),
                 Judged::Fail(e) => return Err(e),
             };
             let delay = after.unwrap_or(FIRST_BACKOFF * 2u32.saturating_pow(attempt as u32 - 1));
-            if started.elapsed() + delay > self.retry_budget {
+            if started.elapsed() + delay > self.retry_budget || limit.is_some_and(|n| attempt >= n)
+            {
                 return Err(if_exhausted);
             }
             on_event(StreamEvent::Retrying {
@@ -402,6 +438,7 @@ impl LlmClient {
         match failure {
             Failure::Empty => Judged::Retry {
                 after: None,
+                limit: None,
                 reason: "the server closed the stream without a reply".into(),
                 if_exhausted: LlmError::BadResponse {
                     detail: "the stream ended without any reply".into(),
@@ -430,6 +467,7 @@ impl LlmClient {
                     Judged::Retry {
                         after: None,
                         reason: format!("connection failed: {detail}"),
+                        limit: (!server_restarting(&e)).then_some(LASTING_FAILURE_ATTEMPTS),
                         if_exhausted: LlmError::Connection {
                             url: self.api_base.clone(),
                             detail,
@@ -441,6 +479,7 @@ impl LlmClient {
                     let detail = e.to_string();
                     Judged::Retry {
                         after: None,
+                        limit: None,
                         reason: format!("the stream broke: {detail}"),
                         if_exhausted: LlmError::BadResponse { detail },
                     }
@@ -461,6 +500,7 @@ fn judge_http(http: &HttpFailure, model: &str, url: &str, attempts: usize) -> Ju
         Verdict::Retry { after, reason } => Judged::Retry {
             after,
             reason,
+            limit: None,
             if_exhausted: error::exhausted(http, attempts),
         },
         Verdict::Fail(e) => Judged::Fail(e),
@@ -468,6 +508,30 @@ fn judge_http(http: &HttpFailure, model: &str, url: &str, attempts: usize) -> Ju
 }
 
 /// The innermost error message (reqwest hides "connection refused" several levels down).
+/// Attempts for a connection failure that waiting will not fix (a name that does not
+/// resolve, a TLS handshake that fails): the first and one retry.
+const LASTING_FAILURE_ATTEMPTS: usize = 2;
+
+/// Whether a connection failure looks like a server that is (re)starting: refused,
+/// reset or aborted connections, which a local server gives while it loads a model.
+/// These get the whole retry budget.
+fn server_restarting(e: &(dyn std::error::Error + 'static)) -> bool {
+    use std::io::ErrorKind::{ConnectionAborted, ConnectionRefused, ConnectionReset, NotConnected};
+    let mut cause = Some(e);
+    while let Some(c) = cause {
+        if let Some(io) = c.downcast_ref::<std::io::Error>()
+            && matches!(
+                io.kind(),
+                ConnectionRefused | ConnectionReset | ConnectionAborted | NotConnected
+            )
+        {
+            return true;
+        }
+        cause = c.source();
+    }
+    false
+}
+
 fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
     let mut cause: &(dyn std::error::Error + 'static) = e;
     while let Some(next) = cause.source() {
@@ -510,6 +574,8 @@ enum Judged {
     Retry {
         after: Option<Duration>,
         reason: String,
+        /// The most attempts this failure is worth; None: the retry budget decides.
+        limit: Option<usize>,
         if_exhausted: LlmError,
     },
     Fail(LlmError),

@@ -8,7 +8,7 @@ mod transport;
 
 pub use client::{
     ApiKey, ChatReply, ChatRequest, ClientOptions, Finish, LlmClient, MAX_CONTINUATIONS,
-    StreamEvent,
+    OPENAI_API_BASE, StreamEvent,
 };
 pub use error::{HttpFailure, LlmError};
 pub use message::{Message, Role};

@@ -1,26 +1,14 @@
-//! The languages the repo map understands: how a file is recognised, its tree-sitter
-//! grammar, and its tag query (the grammar crate's own where it is good, tern's
-//! `queries/<lang>-tags.scm` where it is missing or weak).
+//! The languages the repo map understands (which files are which is in the table of
+//! `crate::languages`): their tree-sitter grammar, and their tag query (the grammar
+//! crate's own where it is good, tern's `queries/<lang>-tags.scm` where it is missing
+//! or weak).
 
-use std::path::Path;
 use std::sync::OnceLock;
 
+use strum::VariantArray;
 use tree_sitter::{Language, Query};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Lang {
-    Rust,
-    Python,
-    JavaScript,
-    TypeScript,
-    Tsx,
-    Go,
-    Java,
-    C,
-    Cpp,
-    Ruby,
-    CSharp,
-}
+pub use crate::languages::Lang;
 
 /// What a capture in a tag query means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,55 +36,6 @@ pub(crate) struct TagQuery {
 }
 
 impl Lang {
-    pub const ALL: [Lang; 11] = [
-        Lang::Rust,
-        Lang::Python,
-        Lang::JavaScript,
-        Lang::TypeScript,
-        Lang::Tsx,
-        Lang::Go,
-        Lang::Java,
-        Lang::C,
-        Lang::Cpp,
-        Lang::Ruby,
-        Lang::CSharp,
-    ];
-
-    /// The language of a file, from its extension.
-    pub fn from_path(path: &Path) -> Option<Lang> {
-        let ext = path.extension()?.to_str()?;
-        Some(match ext.to_ascii_lowercase().as_str() {
-            "rs" => Lang::Rust,
-            "py" | "pyi" => Lang::Python,
-            "js" | "mjs" | "cjs" | "jsx" => Lang::JavaScript,
-            "ts" | "mts" | "cts" => Lang::TypeScript,
-            "tsx" => Lang::Tsx,
-            "go" => Lang::Go,
-            "java" => Lang::Java,
-            "c" | "h" => Lang::C,
-            "cc" | "cpp" | "cxx" | "c++" | "hh" | "hpp" | "hxx" | "h++" | "ipp" => Lang::Cpp,
-            "rb" | "rake" | "gemspec" => Lang::Ruby,
-            "cs" => Lang::CSharp,
-            _ => return None,
-        })
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Lang::Rust => "rust",
-            Lang::Python => "python",
-            Lang::JavaScript => "javascript",
-            Lang::TypeScript => "typescript",
-            Lang::Tsx => "tsx",
-            Lang::Go => "go",
-            Lang::Java => "java",
-            Lang::C => "c",
-            Lang::Cpp => "cpp",
-            Lang::Ruby => "ruby",
-            Lang::CSharp => "csharp",
-        }
-    }
-
     pub fn grammar(self) -> Language {
         match self {
             Lang::Rust => tree_sitter_rust::LANGUAGE.into(),
@@ -155,7 +94,8 @@ impl Lang {
     /// The compiled tag query, built on first use (compiling one costs milliseconds, so
     /// languages the repository does not use are never compiled).
     pub(crate) fn tag_query(self) -> &'static TagQuery {
-        static QUERIES: [OnceLock<TagQuery>; Lang::ALL.len()] = [const { OnceLock::new() }; 11];
+        static QUERIES: [OnceLock<TagQuery>; Lang::VARIANTS.len()] =
+            [const { OnceLock::new() }; 11];
         QUERIES[self as usize].get_or_init(|| self.compile())
     }
 
@@ -191,11 +131,13 @@ fn role_of(capture: &str) -> Role {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
 
     #[test]
     fn every_query_compiles_and_has_definitions() {
-        for lang in Lang::ALL {
+        for lang in Lang::VARIANTS {
             let q = lang.tag_query();
             assert!(
                 q.roles

@@ -21,6 +21,7 @@ use std::time::SystemTime;
 
 use bincode::Options;
 use serde::{Deserialize, Serialize};
+use strum::VariantArray;
 
 use super::languages::Lang;
 use super::tags::FileTags;
@@ -99,8 +100,8 @@ impl Key {
 
 /// Each language's tags version, computed once.
 fn version_of(lang: Lang) -> u64 {
-    static VERSIONS: [std::sync::OnceLock<u64>; Lang::ALL.len()] =
-        [const { std::sync::OnceLock::new() }; Lang::ALL.len()];
+    static VERSIONS: [std::sync::OnceLock<u64>; Lang::VARIANTS.len()] =
+        [const { std::sync::OnceLock::new() }; Lang::VARIANTS.len()];
     *VERSIONS[lang as usize].get_or_init(|| lang.tags_version())
 }
 

@@ -9,13 +9,10 @@ use crossterm::event::{
     Event as TermEvent, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEvent,
     MouseEventKind,
 };
-use ratatui::Frame;
-use ratatui::buffer::Buffer;
 use ratatui::layout::{Position, Rect};
 use ratatui::text::Line;
 
 use super::keymap::{Action, Keymap};
-use super::layout;
 use super::panes::chat::{ChatPane, Footer, Kind};
 use super::panes::files::FilesPane;
 use super::panes::gauge::GaugePane;
@@ -26,7 +23,7 @@ use super::panes::review::{self, ReviewPane};
 use super::panes::{Cx, Effect, Pane, PaneId, help};
 use super::theme::Theme;
 use crate::engine::commands;
-use crate::engine::protocol::ChatMode;
+use crate::engine::protocol::{ChatMode, ShownKind};
 use crate::engine::{Event, Op};
 
 /// How long after the last keystroke the draft is sent for the live `cur` count.
@@ -71,7 +68,7 @@ impl Panes {
     }
 }
 
-enum Overlay {
+pub(crate) enum Overlay {
     /// The help lines and how far they are scrolled.
     Help(Vec<Line<'static>>, usize),
     Picker(Picker),
@@ -90,7 +87,7 @@ pub struct App {
     pub(crate) keymap: Keymap,
     pub(crate) panes: Panes,
     pub(crate) focus: PaneId,
-    overlay: Option<Overlay>,
+    pub(crate) overlay: Option<Overlay>,
     pub(crate) root: String,
     pub(crate) model: String,
     pub(crate) mode: ChatMode,
@@ -191,10 +188,17 @@ impl App {
                 self.mode = mode;
                 self.ops.push(Op::ListRepoFiles);
             }
-            Event::TurnStarted { text, .. } => {
+            Event::TurnStarted { text, notes, .. } => {
                 // A reflection turn's message is the engine's, already announced.
-                let user = (!std::mem::take(&mut self.reflecting)).then_some(text.as_str());
-                chat.begin_turn(user, &self.model);
+                if !std::mem::take(&mut self.reflecting) {
+                    if !text.is_empty() {
+                        chat.push(Kind::User, text);
+                    }
+                    for note in notes {
+                        chat.push(Kind::Note, note);
+                    }
+                }
+                chat.begin_turn(None, &self.model);
                 self.streaming = Some(0);
                 self.next_spin = Some(Instant::now() + SPIN_EVERY);
             }
@@ -248,6 +252,28 @@ impl App {
                         .push(Kind::Notice, "your message is back in the input box");
                 }
             }
+            Event::Resumed { transcript } => {
+                let mut inputs = Vec::new();
+                for shown in transcript {
+                    let kind = match shown.kind {
+                        ShownKind::User => {
+                            inputs.push(shown.text.clone());
+                            Kind::User
+                        }
+                        ShownKind::Note => Kind::Note,
+                        ShownKind::Assistant => Kind::Assistant {
+                            model: self.model.clone(),
+                        },
+                        ShownKind::Summary => Kind::Output {
+                            title: "summary: the model now sees this instead of the conversation above"
+                                .into(),
+                        },
+                    };
+                    chat.push(kind, shown.text);
+                }
+                chat.push(Kind::Notice, "resumed the saved session");
+                self.panes.input.set_history(inputs);
+            }
             Event::Budget(report) => self.panes.gauge.set_report(*report),
             Event::Files { files } => {
                 self.panes
@@ -277,6 +303,8 @@ impl App {
                 );
                 self.panes.review.set_review_plan(*plan);
             }
+            // The plan as it was last made: the server may have asked for a smaller one.
+            Event::BranchReviewed { plan, .. } => self.panes.review.set_review_plan(*plan),
             Event::Notice { text } => chat.push(Kind::Notice, text),
             Event::Warning { text } => chat.push(Kind::Warning, text),
             Event::Error { text } => {
@@ -333,6 +361,7 @@ impl App {
                 rejected,
                 commit,
                 message,
+                ..
             } => {
                 let summary =
                     review::applied_summary(&files, accepted, rejected, commit.as_deref(), &message);
@@ -342,6 +371,8 @@ impl App {
                     self.set_focus(PaneId::Input);
                 }
             }
+            // The error or warning before it said why; the proposal stays to decide on.
+            Event::NotApplied { .. } => {}
             Event::MapProgress { done, total } => self.panes.map.set_progress(done, total),
             Event::Map(map) => {
                 self.panes.map.set_map(*map);
@@ -694,6 +725,7 @@ impl App {
         let lines = help::lines(
             &pane.title(),
             pane.actions(),
+            pane.legend(),
             self.focus == PaneId::Input,
             &self.keymap,
             &self.theme,
@@ -739,40 +771,6 @@ impl App {
             }
             _ => {}
         }
-    }
-
-    /// Draws the whole screen.
-    pub fn draw(&mut self, frame: &mut Frame<'_>) {
-        let area = frame.area();
-        let cursor = self.draw_buffer(area, frame.buffer_mut());
-        if let Some(position) = cursor {
-            frame.set_cursor_position(position);
-        }
-    }
-
-    /// Draws into `buf` and returns where the cursor goes.
-    pub fn draw_buffer(&mut self, area: Rect, buf: &mut Buffer) -> Option<Position> {
-        self.hits = Hits::default();
-        buf.set_style(area, self.theme.text());
-        layout::draw(self, area, buf);
-        match &mut self.overlay {
-            Some(Overlay::Help(lines, scroll)) => {
-                *scroll = help::render(lines, *scroll, area, buf, &self.theme);
-                None
-            }
-            Some(Overlay::Picker(picker)) => {
-                picker.render(area, buf, &self.keymap, &self.theme);
-                picker.cursor()
-            }
-            None if self.focus == PaneId::Input => self.panes.input.cursor(),
-            None => None,
-        }
-    }
-
-    /// Draws one pane alone into `area` (with its border), as it looks when focused.
-    pub fn draw_pane(&mut self, id: PaneId, area: Rect, buf: &mut Buffer) {
-        buf.set_style(area, self.theme.text());
-        layout::pane(self, id, area, buf, true);
     }
 }
 

@@ -84,6 +84,8 @@ pub async fn run(mut settings: Settings) -> anyhow::Result<ExitCode> {
         read_only: strings(READ_ONLY),
         map_cache: crate::engine::CacheLocation::UserCacheDir,
         resume: false,
+        purpose: Default::default(),
+        model_chosen: false,
     };
     let options = Options {
         submit: Some(PROMPT.trim().to_string()),

@@ -49,6 +49,7 @@ pub enum Action {
     ToggleMapText,
     RefreshMap,
     ToggleFileRows,
+    ToggleNotes,
 }
 
 /// An action's config name, default keys and the line `?` shows for it.
@@ -220,6 +221,12 @@ pub const ACTIONS: &[ActionSpec] = &[
         "toggle_file_rows",
         "f",
         "show or hide the per-file rows",
+    ),
+    spec(
+        Action::ToggleNotes,
+        "toggle_notes",
+        "n",
+        "show or hide tern's notes to the model in full",
     ),
 ];
 

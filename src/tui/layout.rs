@@ -1,17 +1,19 @@
-//! Where the panes go. Wide terminals show everything at once: files and the repo map
-//! on the left, the chat in the middle, the gauge and the review on the right (the
-//! review takes the middle while it has the focus). Smaller terminals (80x24) show one
-//! pane at a time under a row of tabs, with a one-line gauge in the status line.
+//! Drawing the workspace (`App::draw`), and where the panes go. Wide terminals show
+//! everything at once: files and the repo map on the left, the chat in the middle, the
+//! gauge and the review on the right (the review takes the middle while it has the
+//! focus). Smaller terminals (80x24) show one pane at a time under a row of tabs, with
+//! a one-line gauge in the status line.
 
+use ratatui::Frame;
 use ratatui::buffer::Buffer;
-use ratatui::layout::Rect;
+use ratatui::layout::{Position, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Borders, Clear, Widget};
 
-use super::app::App;
+use super::app::{App, Hits, Overlay};
 use super::keymap::Action;
-use super::panes::{PaneId, gauge};
+use super::panes::{Pane, PaneId, gauge, help};
 use super::text;
 
 /// The smallest terminal that gets the side-by-side layout.
@@ -32,7 +34,43 @@ const TABS: [(PaneId, &str); 5] = [
     (PaneId::Review, "Review"),
 ];
 
-pub(crate) fn draw(app: &mut App, area: Rect, buf: &mut Buffer) {
+impl App {
+    /// Draws the whole screen.
+    pub fn draw(&mut self, frame: &mut Frame<'_>) {
+        let area = frame.area();
+        let cursor = self.draw_buffer(area, frame.buffer_mut());
+        if let Some(position) = cursor {
+            frame.set_cursor_position(position);
+        }
+    }
+
+    /// Draws into `buf` and returns where the cursor goes.
+    pub fn draw_buffer(&mut self, area: Rect, buf: &mut Buffer) -> Option<Position> {
+        self.hits = Hits::default();
+        buf.set_style(area, self.theme.text());
+        draw(self, area, buf);
+        match &mut self.overlay {
+            Some(Overlay::Help(lines, scroll)) => {
+                *scroll = help::render(lines, *scroll, area, buf, &self.theme);
+                None
+            }
+            Some(Overlay::Picker(picker)) => {
+                picker.render(area, buf, &self.keymap, &self.theme);
+                picker.cursor()
+            }
+            None if self.focus == PaneId::Input => self.panes.input.cursor(),
+            None => None,
+        }
+    }
+
+    /// Draws one pane alone into `area` (with its border), as it looks when focused.
+    pub fn draw_pane(&mut self, id: PaneId, area: Rect, buf: &mut Buffer) {
+        buf.set_style(area, self.theme.text());
+        pane(self, id, area, buf, true);
+    }
+}
+
+fn draw(app: &mut App, area: Rect, buf: &mut Buffer) {
     if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
         let msg = format!(
             "tern needs at least {MIN_WIDTH}×{MIN_HEIGHT} (this is {}×{})",
@@ -127,7 +165,7 @@ fn split_rows(area: Rect, first: u16) -> (Rect, Rect) {
 }
 
 /// One pane in a bordered block titled with its title.
-pub(crate) fn pane(app: &mut App, id: PaneId, area: Rect, buf: &mut Buffer, focused: bool) {
+fn pane(app: &mut App, id: PaneId, area: Rect, buf: &mut Buffer, focused: bool) {
     if area.width < 3 || area.height < 2 {
         return;
     }
@@ -310,9 +348,10 @@ fn hint(app: &App) -> String {
                 .map_or(String::new(), |b| b.to_string())
         ),
         PaneId::Chat => format!(
-            "{} scroll · {} follow · {} type",
+            "{} scroll · {} follow · {} notes · {} type",
             d(Action::Up),
             d(Action::Bottom),
+            d(Action::ToggleNotes),
             d(Action::FocusInput)
         ),
         PaneId::Files => format!(

@@ -59,6 +59,7 @@ impl Repo {
             .current_dir(self.dir.path())
             .env("HOME", self.home.path())
             .env("XDG_CONFIG_HOME", self.home.path())
+            .env("TERN_STATE_DIR", self.home.path().join("state"))
             .env("NO_COLOR", "1")
             .env_remove("TERN_MODEL")
             .env_remove("OPENAI_API_KEY")
@@ -322,4 +323,41 @@ fn help_documents_exit_codes() {
     assert!(text(&out.stdout).contains("Exit codes:\n  0  every block of the reply applied"));
     let out = r.tern(&["undo", "--help"], None);
     assert!(text(&out.stdout).contains("1  refused"));
+}
+
+/// `tern apply` and `tern review` run engines of their own: the session the user saved
+/// for the repository is neither read nor replaced, and none is created.
+#[test]
+fn apply_and_review_leave_the_saved_session_alone() {
+    let r = Repo::new(&[("a.txt", "a\n")]);
+    let state = r.home.path().join("state");
+    let saved = tern::engine::persist::path_in(&state, &r.dir.path().canonicalize().unwrap());
+    std::fs::create_dir_all(saved.parent().unwrap()).unwrap();
+    std::fs::write(&saved, "not a session: tern must not read or replace it").unwrap();
+    let reply = r.reply(&block("a.txt", "a\n", "A\n"));
+    let out = r.tern(&["apply", &reply], None);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    assert_eq!(r.read("a.txt").unwrap(), "A\n");
+    let out = r.tern(&["review", "--worktree", "--print-diff"], None);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+
+    let files: Vec<_> = walk(&state);
+    assert_eq!(files, vec![saved.clone()]);
+    assert_eq!(
+        std::fs::read_to_string(&saved).unwrap(),
+        "not a session: tern must not read or replace it"
+    );
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
 }

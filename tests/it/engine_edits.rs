@@ -8,9 +8,9 @@
 use std::time::Duration;
 
 use crate::support::{MockServer, Reply, TempRepo, spawn_engine, until};
-use tern::config::Settings;
+use tern::config::{ApiKey, Settings};
 use tern::engine::protocol::{Caution, Decision, ProposalView, ReviewOp};
-use tern::engine::{EngineHandle, Event, FileMode, Op};
+use tern::engine::{EngineConfig, EngineHandle, Event, FileMode, Op};
 
 const GREET: &str = "\
 def greet(name):
@@ -823,5 +823,399 @@ async fn adding_an_ignored_file_to_the_chat_warns() {
             .iter()
             .any(|e| matches!(e, Event::Warning { text } if text.contains("git ignores .env"))),
         "{events:#?}"
+    );
+}
+
+/// One good block and one that fails: a hunk to review and a reflection.
+fn good_and_bad() -> String {
+    format!("{FIXED_EDIT}\n{BAD_EDIT}")
+}
+
+/// Applying while a reflection streams would write hunks the reply may still add to:
+/// the engine does one thing at a time and says why it waits.
+#[tokio::test]
+async fn apply_waits_while_a_reflection_streams() {
+    let server = MockServer::start().await;
+    server.push_for_model("gpt-4o", Reply::text(good_and_bad()));
+    server.push_for_model(
+        "gpt-4o",
+        Reply::text("No further changes.").with_start_delay(Duration::from_secs(2)),
+    );
+    server.push_for_model("gpt-4o-mini", Reply::text("fix: greet with hey"));
+    let repo = repo();
+    let mut engine = engine(&repo, &server);
+    send(
+        &engine,
+        Op::Submit {
+            text: "say hey".into(),
+        },
+    );
+    until(&mut engine, |e| matches!(e, Event::Reflection { .. })).await;
+    send(
+        &engine,
+        Op::Review(ReviewOp::All {
+            decision: Decision::Accept,
+        }),
+    );
+    send(&engine, Op::Review(ReviewOp::Apply));
+    let refused = until(&mut engine, |e| matches!(e, Event::Error { .. })).await;
+    assert!(
+        refused.iter().any(
+            |e| matches!(e, Event::Error { text } if text.contains("a reply is still streaming"))
+        ),
+        "{refused:#?}"
+    );
+    assert_eq!(
+        repo.read("src/greet.py"),
+        GREET,
+        "nothing written meanwhile"
+    );
+    idle(&mut engine).await;
+    send(&engine, Op::Review(ReviewOp::Apply));
+    let landed = idle(&mut engine).await;
+    assert!(
+        landed
+            .iter()
+            .any(|e| matches!(e, Event::Applied { accepted: 1, .. })),
+        "{landed:#?}"
+    );
+    assert!(repo.read("src/greet.py").contains("'hey ' + name"));
+}
+
+/// A reply written elsewhere (`Op::ProposeReply`, what `tern apply` sends) is proposed
+/// as the model's would be, but nothing goes to the model: its failed block is shown,
+/// never reflected.
+#[tokio::test]
+async fn a_given_reply_is_proposed_without_asking_the_model() {
+    let server = MockServer::start().await;
+    let repo = repo();
+    let mut engine = engine(&repo, &server);
+    send(
+        &engine,
+        Op::ProposeReply {
+            reply: good_and_bad(),
+        },
+    );
+    let events = idle(&mut engine).await;
+    let view = last_proposal(&events);
+    assert_eq!(view.files[0].hunks.len(), 1, "{view:#?}");
+    assert_eq!(view.failures.len(), 1, "{view:#?}");
+    assert!(!events.iter().any(|e| matches!(e, Event::Reflection { .. })));
+    assert_eq!(server.request_count(), 0, "nothing was sent");
+
+    send(
+        &engine,
+        Op::ProposeReply {
+            reply: "no edits here".into(),
+        },
+    );
+    let events = idle(&mut engine).await;
+    assert!(
+        events.iter().any(
+            |e| matches!(e, Event::Error { text } if text.contains("proposed hunks still wait"))
+        ),
+        "the pending proposal is not replaced: {events:#?}"
+    );
+}
+
+/// After `/undo` the model is told which of its edits are gone (the commit's diff),
+/// with the user's next message; the front end gets that note apart from the user's
+/// words.
+#[tokio::test]
+async fn an_undone_commit_is_told_to_the_model_as_a_note() {
+    let server = MockServer::start().await;
+    server.push_for_model("gpt-4o", Reply::text(TWO_EDITS));
+    server.push_for_model("gpt-4o-mini", Reply::text("fix: punctuate the greeting"));
+    server.push_for_model("gpt-4o", Reply::text("Understood."));
+    let repo = repo();
+    let mut engine = engine(&repo, &server);
+    send(
+        &engine,
+        Op::Submit {
+            text: "punctuate".into(),
+        },
+    );
+    idle(&mut engine).await;
+    send(
+        &engine,
+        Op::Submit {
+            text: "/apply all".into(),
+        },
+    );
+    idle(&mut engine).await;
+    send(
+        &engine,
+        Op::Submit {
+            text: "/undo".into(),
+        },
+    );
+    idle(&mut engine).await;
+    assert_eq!(repo.read("src/greet.py"), GREET);
+    send(
+        &engine,
+        Op::Submit {
+            text: "what now?".into(),
+        },
+    );
+    let events = idle(&mut engine).await;
+    let (text, notes) = events
+        .iter()
+        .find_map(|e| match e {
+            Event::TurnStarted { text, notes, .. } => Some((text.clone(), notes.clone())),
+            _ => None,
+        })
+        .expect("the turn started");
+    assert_eq!(text, "what now?");
+    assert_eq!(notes.len(), 1, "{notes:#?}");
+    assert!(notes[0].starts_with("I undid your commit"), "{}", notes[0]);
+    let sent = server
+        .requests()
+        .last()
+        .unwrap()
+        .last_user_text()
+        .unwrap()
+        .to_string();
+    assert!(sent.contains("I undid your commit"), "{sent}");
+    assert!(
+        sent.contains("+    return 'hello, ' + name + '!'"),
+        "the undone diff: {sent}"
+    );
+    assert!(
+        sent.contains("```\n\nwhat now?"),
+        "the user's words follow: {sent}"
+    );
+}
+
+/// `/commit MESSAGE` commits the user's changes with their message.
+#[tokio::test]
+async fn commit_uses_the_message_given() {
+    let server = MockServer::start().await;
+    let repo = repo();
+    repo.write("README.md", "# Greeter\n\nSays hello.\n");
+    let mut engine = engine(&repo, &server);
+    send(
+        &engine,
+        Op::Submit {
+            text: "/commit docs: say what the greeter does".into(),
+        },
+    );
+    idle(&mut engine).await;
+    assert_eq!(
+        repo.git(&["log", "--format=%s", "-1"]).trim(),
+        "docs: say what the greeter does"
+    );
+    send(
+        &engine,
+        Op::Submit {
+            text: "/commit".into(),
+        },
+    );
+    let events = idle(&mut engine).await;
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::Notice { text } if text == "nothing to commit")),
+        "{events:#?}"
+    );
+}
+
+/// `--resume` brings back the session as it was when tern quit, not as of its last
+/// turn: mode, files and their modes, model, and the conversation as the chat showed
+/// it. A model named for the new start wins over the saved one.
+#[tokio::test]
+async fn resume_restores_mode_files_model_and_conversation() {
+    let server = MockServer::start().await;
+    server.push_for_model("gpt-4o", Reply::text("Hi there."));
+    let repo = repo();
+    let mut engine = engine(&repo, &server);
+    send(
+        &engine,
+        Op::Submit {
+            text: "hello".into(),
+        },
+    );
+    idle(&mut engine).await;
+    for text in ["/ask", "/model gpt-4o-mini"] {
+        send(&engine, Op::Submit { text: text.into() });
+    }
+    send(
+        &engine,
+        Op::AddFiles {
+            paths: vec!["README.md".into()],
+            mode: FileMode::ReadOnly,
+        },
+    );
+    send(&engine, Op::Shutdown);
+    until(&mut engine, |e| matches!(e, Event::Exited)).await;
+
+    let mut engine = engine_with(&repo, &server, true);
+    let events = until(&mut engine, |e| matches!(e, Event::Files { .. })).await;
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::Ready { model, mode, .. }
+            if model == "gpt-4o-mini" && *mode == tern::engine::ChatMode::Ask)),
+        "{events:#?}"
+    );
+    let transcript = events
+        .iter()
+        .find_map(|e| match e {
+            Event::Resumed { transcript } => Some(transcript.clone()),
+            _ => None,
+        })
+        .expect("the conversation is sent");
+    let texts: Vec<&str> = transcript.iter().map(|s| s.text.as_str()).collect();
+    assert_eq!(texts, ["hello", "Hi there."]);
+    assert!(
+        events.iter().any(|e| matches!(e, Event::Files { files }
+            if files.iter().any(|f| f.path == "README.md" && f.mode == FileMode::ReadOnly))),
+        "{events:#?}"
+    );
+    send(&engine, Op::Shutdown);
+    until(&mut engine, |e| matches!(e, Event::Exited)).await;
+
+    let root = repo.path().canonicalize().unwrap();
+    let mut engine = tern::engine::spawn(EngineConfig {
+        settings: Settings {
+            api_base: server.base_url(),
+            api_key: Some(ApiKey::new("sk-test")),
+            model: "gpt-4o".into(),
+            ..Settings::default()
+        },
+        cwd: root.clone(),
+        root,
+        record: None,
+        replay: None,
+        editable: vec![],
+        read_only: vec![],
+        map_cache: tern::repomap::CacheLocation::Disabled,
+        resume: true,
+        purpose: Default::default(),
+        model_chosen: true,
+    })
+    .unwrap();
+    let events = until(&mut engine, |e| matches!(e, Event::Ready { .. })).await;
+    assert!(
+        matches!(events.last(), Some(Event::Ready { model, .. }) if model == "gpt-4o"),
+        "{events:#?}"
+    );
+    send(&engine, Op::Shutdown);
+}
+
+/// The notes owed to the model (here, the hunks of a discarded proposal) go with the
+/// next message, so the gauge counts them before anything is typed, and `/tokens`
+/// (which itself sends nothing) says the same.
+#[tokio::test]
+async fn the_gauge_and_tokens_count_the_notes_owed_to_the_model_alike() {
+    let server = MockServer::start().await;
+    server.push_for_model("gpt-4o", Reply::text(TWO_EDITS));
+    let repo = repo();
+    let mut engine = engine(&repo, &server);
+    send(
+        &engine,
+        Op::Submit {
+            text: "punctuate".into(),
+        },
+    );
+    idle(&mut engine).await;
+    send(
+        &engine,
+        Op::Submit {
+            text: "/discard".into(),
+        },
+    );
+    let events = idle(&mut engine).await;
+    let current = |report: &tern::context::BudgetReport| {
+        report
+            .sections
+            .iter()
+            .find(|s| s.section == tern::context::Section::Cur)
+            .map_or(0, |s| s.tokens)
+    };
+    let gauge = events
+        .iter()
+        .rev()
+        .find_map(|e| match e {
+            Event::Budget(report) => Some(current(report)),
+            _ => None,
+        })
+        .expect("a budget after the discard");
+    assert!(gauge > 20, "the note is counted: {gauge}");
+    send(
+        &engine,
+        Op::Draft {
+            text: "/tokens".into(),
+        },
+    );
+    send(
+        &engine,
+        Op::Submit {
+            text: "/tokens".into(),
+        },
+    );
+    let events = until(&mut engine, |e| matches!(e, Event::Output { .. })).await;
+    let drafted = events
+        .iter()
+        .find_map(|e| match e {
+            Event::Budget(report) => Some(current(report)),
+            _ => None,
+        })
+        .expect("the draft's budget");
+    assert_eq!(drafted, gauge, "a command adds nothing to the message");
+    let Some(Event::Output { text, .. }) = events.last() else {
+        unreachable!()
+    };
+    assert!(
+        text.lines()
+            .any(|l| l.contains("current") && l.trim_start().starts_with(&gauge.to_string())),
+        "{text}"
+    );
+}
+
+/// A decided proposal that the user leaves for a new request ends at once: the front
+/// ends get the empty proposal (no pane or badge keeps it) and the model is told its
+/// edits were not applied.
+#[tokio::test]
+async fn a_proposal_left_for_a_new_request_ends_visibly_and_is_told() {
+    let server = MockServer::start().await;
+    server.push_for_model("gpt-4o", Reply::text(TWO_EDITS));
+    server.push_for_model("gpt-4o", Reply::text("Something else, then."));
+    let repo = repo();
+    let mut engine = engine(&repo, &server);
+    send(
+        &engine,
+        Op::Submit {
+            text: "punctuate".into(),
+        },
+    );
+    idle(&mut engine).await;
+    send(
+        &engine,
+        Op::Review(ReviewOp::All {
+            decision: Decision::Reject,
+        }),
+    );
+    send(
+        &engine,
+        Op::Submit {
+            text: "never mind; rename wave".into(),
+        },
+    );
+    let events = idle(&mut engine).await;
+    let ended = events
+        .iter()
+        .position(|e| matches!(e, Event::Proposal(p) if p.files.is_empty()))
+        .expect("the empty proposal is sent");
+    let started = events
+        .iter()
+        .position(|e| matches!(e, Event::TurnStarted { .. }))
+        .unwrap();
+    assert!(ended < started, "{events:#?}");
+    let Event::TurnStarted { notes, .. } = &events[started] else {
+        unreachable!()
+    };
+    assert!(
+        notes.iter().any(|n| n.contains("waving at")),
+        "the model hears which hunks were not applied: {notes:#?}"
     );
 }

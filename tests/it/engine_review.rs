@@ -38,6 +38,8 @@ async fn review_reports_its_plan_and_budget_then_streams() {
         read_only: vec![],
         map_cache: tern::repomap::CacheLocation::Disabled,
         resume: false,
+        purpose: Default::default(),
+        model_chosen: false,
     })
     .unwrap();
     engine

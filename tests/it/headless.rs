@@ -651,6 +651,8 @@ fn a_resumed_sessions_pending_hunks_are_left_for_review() {
         proposal: Some(proposal.snapshot()),
         proposal_failures: vec![],
         proposal_shell: vec![],
+        notes: vec![],
+        transcript: vec![],
     };
     save(&repo.session_file(), &session, false).unwrap();
     for yes in [true, false] {
@@ -678,4 +680,50 @@ fn a_resumed_sessions_pending_hunks_are_left_for_review() {
             "the review is still saved: {stderr}"
         );
     }
+}
+
+/// A first run with no key and OpenAI's default URL says so before anything is sent,
+/// with the ways out, and fails at once instead of retrying a keyless request.
+#[test]
+fn a_first_run_without_a_key_says_what_to_do_and_sends_nothing() {
+    let repo = repo();
+    let mut cmd = repo.tern("unused");
+    cmd.env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        // Belt and braces: were anything sent, it would go nowhere but here.
+        .env("HTTPS_PROXY", "http://127.0.0.1:9")
+        .args(["-m", "hello"]);
+    let out = output_within(&mut cmd, std::time::Duration::from_secs(30));
+    let (_, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("no API key"), "{stderr}");
+    assert!(stderr.contains("export OPENAI_API_KEY"), "{stderr}");
+    assert!(stderr.contains("tern --demo"), "{stderr}");
+    assert!(!stderr.contains("retry"), "nothing was retried: {stderr}");
+}
+
+/// Outside a git repository tern says so, and how to make one.
+#[test]
+fn outside_a_repository_tern_says_how_to_make_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockServer::start_in_thread();
+    server.push(Reply::text("hi"));
+    let home = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tern"))
+        .current_dir(dir.path())
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home.path())
+        .env("TERN_STATE_DIR", home.path().join("state"))
+        .env("OPENAI_BASE_URL", server.base_url())
+        .env("OPENAI_API_KEY", "sk-test")
+        .args(["-m", "hello"])
+        .output()
+        .unwrap();
+    let (_, stderr) = texts(&out);
+    assert!(
+        stderr.contains("is not inside a git repository"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("git init"), "{stderr}");
 }

@@ -106,7 +106,11 @@ struct Chat {
 
 impl Chat {
     fn start(settings: Settings, files: &[(&str, &str)], editable: &[&str]) -> Chat {
-        let repo = TempRepo::with_files(files);
+        Chat::start_in(TempRepo::with_files(files), settings, editable, false)
+    }
+
+    /// An engine in `repo`, continuing its saved session when `resume` is set.
+    fn start_in(repo: TempRepo, settings: Settings, editable: &[&str], resume: bool) -> Chat {
         let engine = tern::engine::spawn(EngineConfig {
             settings,
             root: repo.path().to_path_buf(),
@@ -116,7 +120,9 @@ impl Chat {
             editable: editable.iter().map(|s| s.to_string()).collect(),
             read_only: vec![],
             map_cache: tern::repomap::CacheLocation::Disabled,
-            resume: false,
+            resume,
+            purpose: Default::default(),
+            model_chosen: false,
         })
         .unwrap();
         Chat {
@@ -773,4 +779,54 @@ async fn an_interrupted_turn_starts_no_summary() {
     chat.until(|e| matches!(e, Event::Idle)).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(summaries(&server).is_empty(), "a summary started after Esc");
+}
+
+/// A resumed history already over its budget is summarized before the next request
+/// goes out, which then carries the summary instead of the whole history.
+#[tokio::test]
+async fn a_resumed_history_over_budget_is_summarized_before_the_next_request() {
+    use tern::engine::persist::{SessionFile, path, save};
+    let server = MockServer::start().await;
+    script(&server, |_| Reply::text(RECAP));
+    let repo = TempRepo::with_files(&[("a.txt", "a\n")]);
+    let over = turn_reaching(BUDGET + 300);
+    let session = SessionFile {
+        version: 1,
+        model: MAIN.into(),
+        mode: tern::engine::ChatMode::Ask,
+        files: vec![],
+        history: plain_history(1..=over),
+        summary_at_front: false,
+        checkpoint: None,
+        summaries: 0,
+        session_cost: 0.0,
+        proposal: None,
+        proposal_failures: vec![],
+        proposal_shell: vec![],
+        notes: vec![],
+        transcript: vec![],
+    };
+    save(&path(repo.path()), &session, false).unwrap();
+    let mut chat = Chat::start_in(repo, settings(&server), &[], true);
+    let events = chat.say(user_text(over + 1)).await;
+    assert!(
+        matches!(events.last(), Some(Event::TurnFinished { .. })),
+        "{events:#?}"
+    );
+    assert_eq!(
+        summaries(&server).len(),
+        1,
+        "summarized once, before sending"
+    );
+    let sent = conversations(&server);
+    assert_eq!(sent.len(), 1);
+    let texts: Vec<&str> = sent[0].messages.iter().map(|m| m.text.as_str()).collect();
+    assert!(
+        texts.iter().any(|t| t.starts_with(SUMMARY_PREFIX)),
+        "{texts:#?}"
+    );
+    assert!(
+        !texts.iter().any(|t| t.starts_with("turn 1:")),
+        "the oldest turns are summarized, not sent: {texts:#?}"
+    );
 }

@@ -473,3 +473,68 @@ async fn record_then_replay_gives_the_same_reply_without_a_server() {
         "{exhausted:?}"
     );
 }
+
+/// Without a key for OpenAI's own API nothing is sent (it would be refused, or retried
+/// for a minute offline): the error says how to set a key, use a local server, or try
+/// the demo.
+#[tokio::test]
+async fn no_key_for_openai_sends_nothing_and_says_what_to_do() {
+    let s = Settings {
+        api_key: None,
+        ..Settings::default()
+    };
+    assert_eq!(s.api_base, tern::llm::OPENAI_API_BASE);
+    let client = LlmClient::new(&s, None, None).unwrap();
+    let (r, events) = chat(&client, &request("gpt-4o", "hi")).await;
+    let e = r.unwrap_err();
+    assert!(matches!(e, LlmError::NoApiKey), "{e:?}");
+    let text = e.to_string();
+    for hint in ["OPENAI_API_KEY", "--api-base", "11434", "--demo"] {
+        assert!(text.contains(hint), "{hint}: {text}");
+    }
+    assert!(events.is_empty(), "no attempt: {events:?}");
+    // A local server needs no key.
+    let server = MockServer::start().await;
+    server.push(Reply::text("fine"));
+    let local = Settings {
+        api_base: server.base_url(),
+        api_key: None,
+        ..Settings::default()
+    };
+    let client = LlmClient::new(&local, None, None).unwrap();
+    assert!(client.unusable().is_none());
+    assert_eq!(
+        chat(&client, &request("gpt-4o", "hi"))
+            .await
+            .0
+            .unwrap()
+            .text,
+        "fine"
+    );
+}
+
+/// A failure that waiting will not fix (here a TLS handshake with a server that speaks
+/// plain HTTP) is retried once, not for the whole budget; a refused connection keeps
+/// the budget, since a local server may be restarting.
+#[tokio::test]
+async fn a_tls_failure_is_retried_once() {
+    let server = MockServer::start().await;
+    let s = Settings {
+        api_base: server.base_url().replacen("http://", "https://", 1),
+        api_key: Some(ApiKey::new(KEY)),
+        retry_budget_secs: 60,
+        ..Settings::default()
+    };
+    let client = LlmClient::new(&s, None, None).unwrap();
+    let (r, events) = chat(&client, &request("gpt-4o", "hi")).await;
+    let e = r.unwrap_err();
+    assert!(
+        matches!(e, LlmError::Connection { attempts: 2, .. }),
+        "{e:?}"
+    );
+    let retries = events
+        .iter()
+        .filter(|e| matches!(e, StreamEvent::Retrying { .. }))
+        .count();
+    assert_eq!(retries, 1, "{events:?}");
+}

@@ -36,6 +36,7 @@ fn hostile_events() -> Vec<Event> {
         path: Some(evil("bad.py")),
         block: 2,
         message: evil("no match"),
+        near: None,
     });
     proposal.shell_commands.push(evil("rm"));
     let mut budget = budget("", &[Message::user(evil("q"))]);
@@ -55,6 +56,7 @@ fn hostile_events() -> Vec<Event> {
         },
         Event::TurnStarted {
             text: evil("question"),
+            notes: vec![],
             mode: tern::engine::protocol::ChatMode::Code,
         },
         Event::Reasoning {
@@ -108,6 +110,8 @@ fn hostile_events() -> Vec<Event> {
             rejected: 0,
             commit: Some(evil("abc1234")),
             message: evil("feat: x"),
+            failed: vec![],
+            commit_failed: false,
         },
         Event::Map(Box::new(MapView {
             tokens: 10,

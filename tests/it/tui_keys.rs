@@ -193,6 +193,8 @@ fn accept_one_hunk_reject_another_apply_then_undo() {
                 rejected: 3,
                 commit: Some("3f2a9c1d0e".into()),
                 message: "fix: refuse to remove more than is in stock".into(),
+                failed: vec![],
+                commit_failed: false,
             },
             Event::Idle,
         ],
@@ -225,6 +227,8 @@ fn accept_one_hunk_reject_another_apply_then_undo() {
                 rejected: 0,
                 commit: Some("77aa01b".into()),
                 message: "feat: shop low".into(),
+                failed: vec![],
+                commit_failed: false,
             },
             Event::Idle,
         ],
@@ -402,6 +406,7 @@ fn a_failed_turn_gives_the_message_back() {
         [
             Event::TurnStarted {
                 text: "explain pricing".into(),
+                notes: vec![],
                 mode: tern::engine::ChatMode::Code,
             },
             Event::TurnFailed {
@@ -654,4 +659,126 @@ fn quitting_with_hunks_to_review_asks_first() {
     press(&mut app, 'y');
     assert!(app.quitting());
     assert!(app.take_ops().contains(&Op::Shutdown));
+}
+
+/// What tern tells the model with a message (here, rejected hunks) is not shown as the
+/// user's words: a dimmed one-line note under them, shown in full with `n`.
+#[test]
+fn notes_to_the_model_are_set_apart_and_expand() {
+    let mut app = started();
+    feed(
+        &mut app,
+        [Event::TurnStarted {
+            text: "what now?".into(),
+            notes: vec!["I did not apply these hunks:\n-    old line\n+    fresh code".into()],
+            mode: tern::engine::ChatMode::Code,
+        }],
+    );
+    let text = screen(&mut app, 80, 24);
+    assert!(text.contains("▌ what now?"), "{text}");
+    assert!(
+        text.contains("↳ note to the model: I did not apply these hunks: (+2 lines)"),
+        "{text}"
+    );
+    assert!(!text.contains("fresh code"), "collapsed: {text}");
+    focus(&mut app, PaneId::Chat);
+    press(&mut app, 'n');
+    let text = screen(&mut app, 80, 24);
+    assert!(text.contains("+    fresh code"), "expanded: {text}");
+    press(&mut app, 'n');
+    assert!(!screen(&mut app, 80, 24).contains("fresh code"));
+}
+
+/// A resumed session shows its conversation (a summary marked as such) and Up walks
+/// the user's earlier messages.
+#[test]
+fn a_resumed_conversation_is_shown_and_up_recalls_its_messages() {
+    use tern::engine::protocol::{Shown, ShownKind};
+    let mut app = started();
+    let shown = |kind, text: &str| Shown {
+        kind,
+        text: text.into(),
+    };
+    feed(
+        &mut app,
+        [Event::Resumed {
+            transcript: vec![
+                shown(ShownKind::User, "why is pricing slow?"),
+                shown(ShownKind::Assistant, "It recomputes taxes per item."),
+                shown(ShownKind::Summary, "We looked at pricing."),
+                shown(ShownKind::User, "cache the tax table"),
+                shown(ShownKind::Assistant, "Done in pricing.py."),
+            ],
+        }],
+    );
+    let text = screen(&mut app, 160, 48);
+    for expected in [
+        "why is pricing slow?",
+        "It recomputes taxes per item.",
+        "summary: the model now sees this instead",
+        "We looked at pricing.",
+        "Done in pricing.py.",
+        "resumed the saved session",
+    ] {
+        assert!(text.contains(expected), "{expected}: {text}");
+    }
+    focus(&mut app, PaneId::Input);
+    app.handle_terminal(key(KeyCode::Up));
+    assert_eq!(app.panes().input.text(), "cache the tax table");
+    app.handle_terminal(key(KeyCode::Up));
+    assert_eq!(app.panes().input.text(), "why is pricing slow?");
+}
+
+/// The bar is proportional: 0.7% of the window (five small sections) is part of one
+/// cell, never a run of full cells; `?` on the Budget pane explains its marks.
+#[test]
+fn the_budget_bar_is_proportional_and_its_marks_are_explained() {
+    let mut app = started();
+    let text = screen(&mut app, 160, 48);
+    let bar = text
+        .lines()
+        .find(|l| l.contains('░') && l.contains('▒'))
+        .expect("the bar");
+    let used: Vec<char> = bar.chars().filter(|c| "█▉▊▋▌▍▎▏".contains(*c)).collect();
+    assert_eq!(used.len(), 1, "{bar}");
+    assert_ne!(used[0], '█', "0.7% of 37 cells is less than a cell: {bar}");
+    assert!(
+        text.contains("▔ fill · ╵ 60%/85% · ░ free · ▒ reply"),
+        "{text}"
+    );
+    focus(&mut app, PaneId::Gauge);
+    press(&mut app, '?');
+    let help = screen(&mut app, 160, 48);
+    assert!(help.contains("reserved for the reply"), "{help}");
+    assert!(help.contains("the 60% and 85% marks"), "{help}");
+}
+
+/// However a proposal ends (here `/discard` typed in the input), the empty proposal
+/// clears the Review pane and its tab badge at once.
+#[test]
+fn an_ended_proposal_clears_the_pane_and_the_badge() {
+    let mut app = started();
+    feed(
+        &mut app,
+        [Event::Proposal(Box::new(proposal())), Event::Idle],
+    );
+    assert!(screen(&mut app, 80, 24).contains(" Review 4 "));
+    feed(
+        &mut app,
+        [
+            Event::Proposal(Box::default()),
+            Event::Notice {
+                text: "discarded the proposed edits; nothing was written".into(),
+            },
+            Event::Idle,
+        ],
+    );
+    let text = screen(&mut app, 80, 24);
+    assert!(!text.contains(" Review 4 "), "{text}");
+    focus(&mut app, PaneId::Review);
+    assert!(
+        screen(&mut app, 80, 24).contains("No edits to review"),
+        "{}",
+        screen(&mut app, 80, 24)
+    );
 }

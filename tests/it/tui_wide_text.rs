@@ -64,6 +64,7 @@ fn wide_session() -> App {
                 change: FileChange::Modified,
                 hunks: hunks(path, before, after),
                 cautions: Vec::new(),
+                ignored: None,
             })
             .collect(),
         failures: Vec::new(),
@@ -337,6 +338,7 @@ fn session_of(text: &str) -> App {
             change: FileChange::Modified,
             hunks: hunks(text, "a\n", &format!("{text}\n")),
             cautions: Vec::new(),
+            ignored: None,
         }],
         failures: Vec::new(),
         shell_commands: vec![text.into()],

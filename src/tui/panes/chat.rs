@@ -27,6 +27,9 @@ pub enum Kind {
     Notice,
     Warning,
     Error,
+    /// What tern told the model with a message (rejected hunks, failed blocks, an
+    /// undone commit): not the user's words, so dimmed and, unless expanded, one line.
+    Note,
     /// A command's output (`/tokens`, `/help`), shown as preformatted text.
     Output {
         title: String,
@@ -36,7 +39,10 @@ pub enum Kind {
 impl Kind {
     /// Small messages follow each other without a blank line between them.
     fn is_small(&self) -> bool {
-        matches!(self, Kind::Notice | Kind::Warning | Kind::Error)
+        matches!(
+            self,
+            Kind::Notice | Kind::Warning | Kind::Error | Kind::Note
+        )
     }
 }
 
@@ -64,12 +70,7 @@ impl Footer {
             ),
             None => "the server reported no usage".to_string(),
         };
-        let warning = match finish {
-            Finish::Stop => None,
-            Finish::Length => Some("the reply hit the model's output limit".to_string()),
-            Finish::CutOff(why) => Some(format!("cut off: {why}; the partial reply is kept")),
-            Finish::Cancelled => Some("interrupted; the partial reply is kept".to_string()),
-        };
+        let warning = finish.incomplete();
         Footer {
             text: format!("{tokens} · ${cost:.4} · session ${session_cost:.4}"),
             warning,
@@ -85,6 +86,8 @@ pub struct Message {
     pub footer: Option<Footer>,
     pub streaming: bool,
     gap: bool,
+    /// A note shown in full rather than as its first line.
+    expanded: bool,
     /// Bumped on every change; the layout cache compares it.
     version: u64,
     layout: Option<Layout>,
@@ -106,6 +109,7 @@ impl Message {
             footer: None,
             streaming: false,
             gap: true,
+            expanded: false,
             version: 0,
             layout: None,
             blocks: Blocks::default(),
@@ -134,6 +138,8 @@ pub struct ChatPane {
     jump: Option<Jump>,
     /// Rows in the last frame, for page sizes.
     page: u16,
+    /// Notes to the model are shown in full.
+    notes_expanded: bool,
 }
 
 impl Default for ChatPane {
@@ -145,6 +151,7 @@ impl Default for ChatPane {
             pending_scroll: 0,
             jump: None,
             page: 10,
+            notes_expanded: false,
         }
     }
 }
@@ -157,6 +164,7 @@ impl ChatPane {
         };
         let mut message = Message::new(kind, text.into());
         message.gap = gap;
+        message.expanded = self.notes_expanded;
         self.messages.push(message);
     }
 
@@ -349,6 +357,7 @@ impl Pane for ChatPane {
             Action::Down,
             Action::Top,
             Action::Bottom,
+            Action::ToggleNotes,
             Action::FocusInput,
         ]
     }
@@ -359,6 +368,14 @@ impl Pane for ChatPane {
             Action::Down => self.scroll(1),
             Action::Top => self.jump = Some(Jump::Top),
             Action::Bottom => self.jump = Some(Jump::Bottom),
+            Action::ToggleNotes => {
+                self.notes_expanded = !self.notes_expanded;
+                let expanded = self.notes_expanded;
+                for m in self.messages.iter_mut().filter(|m| m.kind == Kind::Note) {
+                    m.expanded = expanded;
+                    m.touch();
+                }
+            }
             Action::FocusInput => cx.effect(super::Effect::Focus(super::PaneId::Input)),
             _ => return false,
         }
@@ -517,6 +534,17 @@ fn layout(m: &mut Message, width: usize, theme: &Theme) -> Vec<Line<'static>> {
             width,
         )),
         Kind::Error => out.extend(marked(&m.text, "✗ ", Style::new().fg(theme.c.error), width)),
+        Kind::Note => {
+            let style = theme.dim().add_modifier(Modifier::ITALIC);
+            let lines = m.text.trim_end().lines().count();
+            let text = match (m.expanded, m.text.trim_end().lines().next()) {
+                (false, Some(first)) if lines > 1 => {
+                    format!("note to the model: {first} (+{} lines)", lines - 1)
+                }
+                _ => format!("note to the model: {}", m.text.trim_end()),
+            };
+            out.extend(marked(&text, "↳ ", style, width));
+        }
         Kind::Output { title } => {
             out.push(Line::styled(
                 format!("▸ {title}"),

@@ -71,21 +71,40 @@ impl GaugePane {
         out
     }
 
-    /// The stacked bar in `width` cells.
+    /// The stacked bar in `width` cells, to an eighth of a cell: a section smaller than
+    /// a cell is a thin mark inside its neighbour's cell, so the bar stays proportional
+    /// (1.9% of the window never fills 7 of 37 cells).
     fn bar(report: &BudgetReport, theme: &Theme, width: usize) -> Line<'static> {
         let segments = GaugePane::segments(report, theme);
-        let cells = allocate(
+        let ends = boundaries(
             &segments.iter().map(|s| s.tokens).collect::<Vec<_>>(),
-            width,
+            width * 8,
         );
-        Line::from(
-            segments
-                .iter()
-                .zip(cells)
-                .filter(|(_, n)| *n > 0)
-                .map(|(s, n)| text::repeat(s.glyph, n, Style::new().fg(s.color)))
-                .collect::<Vec<_>>(),
-        )
+        let mut spans = Vec::with_capacity(width);
+        let mut start = 0;
+        let mut first = 0;
+        for cell in 0..width {
+            let (from, to) = (cell * 8, cell * 8 + 8);
+            // The segments that show in this cell, in order, with their eighths in it.
+            let mut parts: Vec<(usize, usize)> = Vec::new();
+            let mut i = first;
+            let mut seg_start = start;
+            while i < segments.len() && seg_start < to {
+                let seg_end = ends[i];
+                let covered = seg_end.min(to).saturating_sub(seg_start.max(from));
+                if covered > 0 {
+                    parts.push((i, covered));
+                }
+                if seg_end <= to {
+                    first = i + 1;
+                    start = seg_end;
+                }
+                seg_start = seg_end;
+                i += 1;
+            }
+            spans.push(cell_span(&segments, &parts));
+        }
+        Line::from(spans)
     }
 
     /// A one-line gauge for the status line: the bar and the fill.
@@ -124,6 +143,9 @@ impl GaugePane {
         ]));
         out.push(GaugePane::bar(report, theme, width));
         out.push(marks(fill, theme, width));
+        if text::width(LEGEND_LINE) <= width {
+            out.push(Line::styled(LEGEND_LINE, theme.dim()));
+        }
         if !report.known_model {
             let warn = Style::new().fg(theme.c.warning);
             out.extend(text::wrap(
@@ -406,39 +428,85 @@ pub fn section_color(section: Section, theme: &Theme) -> Color {
     }
 }
 
-/// Splits `cells` among `values` in proportion (largest remainder), giving every
-/// non-zero value at least one cell when there is room: a 200-token system prompt in a
-/// 200k window must still be visible.
-pub fn allocate(values: &[usize], cells: usize) -> Vec<usize> {
-    let total: usize = values.iter().sum();
-    let mut out = vec![0; values.len()];
-    if total == 0 || cells == 0 {
-        return out;
-    }
-    let nonzero = values.iter().filter(|v| **v > 0).count();
-    let min_one = nonzero <= cells;
-    let mut remainders = Vec::with_capacity(values.len());
-    for (i, v) in values.iter().enumerate() {
-        let exact = *v as f64 * cells as f64 / total as f64;
-        out[i] = exact.floor() as usize;
-        if min_one && *v > 0 && out[i] == 0 {
-            out[i] = 1;
+/// One cell of the bar from the segments in it and their eighths: the part the
+/// sections take as a left block (so the fill is exact to an eighth) in the colour of
+/// the largest of them; a cell with no section shows the free space or the reserve,
+/// whichever is larger.
+fn cell_span(segments: &[Segment], parts: &[(usize, usize)]) -> Span<'static> {
+    let used = |i: &usize| segments[*i].glyph == '█';
+    let largest = |used_parts: bool| {
+        parts
+            .iter()
+            .filter(|(i, _)| used(i) == used_parts)
+            .max_by_key(|(_, n)| *n)
+            .map(|(i, _)| *i)
+    };
+    let eighths: usize = parts.iter().filter(|(i, _)| used(i)).map(|(_, n)| n).sum();
+    match (largest(true), largest(false)) {
+        (Some(i), _) => {
+            let glyph = if eighths >= 8 {
+                '█'
+            } else {
+                LEFT_BLOCKS[eighths.max(1)]
+            };
+            Span::styled(glyph.to_string(), Style::new().fg(segments[i].color))
         }
-        remainders.push((exact - exact.floor(), i));
+        (None, Some(i)) => Span::styled(
+            segments[i].glyph.to_string(),
+            Style::new().fg(segments[i].color),
+        ),
+        (None, None) => Span::raw(" "),
     }
-    let mut used: usize = out.iter().sum();
-    // Too many cells (from the minimums): take from the largest.
-    while used > cells {
-        let largest = (0..out.len()).max_by_key(|i| out[*i]).unwrap_or(0);
-        out[largest] -= 1;
-        used -= 1;
-    }
-    remainders.sort_by(|a, b| b.0.total_cmp(&a.0));
-    for (_, i) in remainders.iter().cycle().take(cells.saturating_sub(used)) {
-        out[*i] += 1;
-    }
-    out
 }
+
+/// Left blocks by eighths of a cell (index 1 to 7).
+const LEFT_BLOCKS: [char; 8] = [' ', '▏', '▎', '▍', '▌', '▋', '▊', '▉'];
+
+/// Where each of `values` ends when `units` are shared among them in proportion: the
+/// cumulative share, rounded, with every non-zero value at least one unit (a thin mark)
+/// when there is room. The last end is `units`.
+pub fn boundaries(values: &[usize], units: usize) -> Vec<usize> {
+    let total: usize = values.iter().sum();
+    let mut ends = Vec::with_capacity(values.len());
+    if total == 0 {
+        ends.resize(values.len(), 0);
+        return ends;
+    }
+    let mut cumulative = 0usize;
+    let mut previous = 0usize;
+    for (i, v) in values.iter().enumerate() {
+        cumulative += v;
+        let exact = (cumulative as f64 * units as f64 / total as f64).round() as usize;
+        // Room the values after this one still need for their minimum.
+        let after = values[i + 1..].iter().filter(|v| **v > 0).count();
+        let mut end = exact.max(previous);
+        if *v > 0 && end == previous {
+            end = previous + 1;
+        }
+        end = end.min(units.saturating_sub(after)).max(previous);
+        ends.push(end);
+        previous = end;
+    }
+    if let Some(last) = ends.last_mut() {
+        *last = units;
+    }
+    ends
+}
+
+/// The marks under the bar and around it, for `?`.
+pub const LEGEND: &[(&str, &str)] = &[
+    (
+        "▔",
+        "the window's fill: green, yellow past 60%, red past 85%",
+    ),
+    ("╵", "the 60% and 85% marks"),
+    ("░", "free"),
+    ("▒", "reserved for the reply"),
+    ("▏▌", "sections that fill part of a cell (to an eighth)"),
+];
+
+/// The legend line under the bar, when the pane is wide enough for it.
+const LEGEND_LINE: &str = "▔ fill · ╵ 60%/85% · ░ free · ▒ reply";
 
 impl Pane for GaugePane {
     fn title(&self) -> String {
@@ -466,6 +534,10 @@ impl Pane for GaugePane {
         self.scroll = (self.scroll as i64 + lines as i64).max(0) as usize;
     }
 
+    fn legend(&self) -> &'static [(&'static str, &'static str)] {
+        LEGEND
+    }
+
     fn render(&mut self, area: Rect, buf: &mut Buffer, draw: &Draw<'_>) {
         let lines = self.lines(draw.theme, area.width as usize);
         self.scroll = self
@@ -485,14 +557,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn allocation_is_proportional_exact_and_keeps_small_sections() {
-        assert_eq!(allocate(&[50, 50], 10), [5, 5]);
-        assert_eq!(allocate(&[1, 999_999], 10), [1, 9]);
-        assert_eq!(allocate(&[0, 3, 0], 7), [0, 7, 0]);
-        let cells = allocate(&[812, 1204, 3000, 100_000, 16_384], 37);
-        assert_eq!(cells.iter().sum::<usize>(), 37);
-        assert!(cells.iter().all(|c| *c >= 1));
-        assert_eq!(allocate(&[1, 1, 1], 2).iter().sum::<usize>(), 2);
-        assert_eq!(allocate(&[], 5), Vec::<usize>::new());
+    fn boundaries_are_proportional_and_keep_small_sections_as_thin_marks() {
+        assert_eq!(boundaries(&[50, 50], 80), [40, 80]);
+        assert_eq!(boundaries(&[1, 999_999], 80), [1, 80]);
+        assert_eq!(boundaries(&[0, 3, 0], 56), [0, 56, 56]);
+        // Five small sections of a 37-cell bar (1.9% of the window) take about 0.7
+        // cells in eighths, not seven cells.
+        let ends = boundaries(&[300, 250, 200, 150, 100, 52_000], 37 * 8);
+        assert_eq!(ends.len(), 6);
+        assert!(ends[4] <= 8, "{ends:?}");
+        assert!(
+            ends.windows(2).all(|w| w[0] < w[1]),
+            "each visible: {ends:?}"
+        );
+        assert_eq!(*ends.last().unwrap(), 37 * 8);
+        assert_eq!(boundaries(&[], 5), Vec::<usize>::new());
+        // More non-zero values than units: monotone, never past the end.
+        let ends = boundaries(&[1, 1, 1, 1], 2);
+        assert!(
+            ends.windows(2).all(|w| w[0] <= w[1]) && ends[3] == 2,
+            "{ends:?}"
+        );
     }
 }

@@ -22,6 +22,7 @@ const EDITING: &[(&str, &str)] = &[
 pub fn lines(
     title: &str,
     actions: &[Action],
+    legend: &[(&str, &str)],
     editing: bool,
     keymap: &Keymap,
     theme: &Theme,
@@ -41,6 +42,13 @@ pub fn lines(
     if editing {
         for (keys, help) in EDITING {
             out.push(row(keys.to_string(), help));
+        }
+    }
+    if !legend.is_empty() {
+        out.push(Line::default());
+        out.push(Line::styled("Marks", head));
+        for (mark, meaning) in legend {
+            out.push(row(mark.to_string(), meaning));
         }
     }
     out.push(Line::default());

@@ -149,6 +149,12 @@ impl InputPane {
         cx.send(Op::Submit { text });
     }
 
+    /// Earlier messages for Up to walk (a resumed session's), oldest first.
+    pub fn set_history(&mut self, history: Vec<String>) {
+        self.history = history;
+        self.browsing = None;
+    }
+
     fn history_prev(&mut self) {
         if self.history.is_empty() {
             return;
@@ -356,7 +362,9 @@ impl InputPane {
                 .collect()
         } else if let Some(pattern) = word.strip_prefix('@') {
             files(pattern, &self.repo_files, "")
-        } else if start > 0 && self.text.starts_with('/') {
+        } else if start > 0 && self.text.starts_with('/') && !word.is_empty() {
+            // An argument is completed once typing starts: right after a completion
+            // (or a space) the list stays closed, so Enter sends.
             let command = self.text.split_whitespace().next().unwrap_or("");
             match commands::parse(command) {
                 commands::Parsed::Command { spec, .. } => match spec.command {
@@ -707,6 +715,18 @@ mod tests {
         input.clear();
         typed(&mut input, "/add cli\t", &mut ops);
         assert_eq!(input.text(), "/add src/cli.py ");
+        assert!(input.completion().is_none(), "the list closes once taken");
+        typed(&mut input, "\n", &mut ops);
+        assert_eq!(
+            ops,
+            [Op::Submit {
+                text: "/add src/cli.py".into()
+            }],
+            "Enter runs the completed command"
+        );
+        ops.clear();
+        typed(&mut input, "/add s", &mut ops);
+        assert!(input.completion().is_some(), "typing opens it again");
         input.clear();
         typed(&mut input, "look at @app", &mut ops);
         assert_eq!(input.completion().unwrap().items[0].label, "src/app.py");

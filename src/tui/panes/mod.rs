@@ -107,6 +107,11 @@ pub trait Pane {
     fn cursor(&self) -> Option<Position> {
         None
     }
+
+    /// What the marks it draws mean, for `?`: (mark, meaning).
+    fn legend(&self) -> &'static [(&'static str, &'static str)] {
+        &[]
+    }
 }
 
 /// Draws `lines` from the top of `area`, as many as fit.

@@ -8,10 +8,8 @@ use crate::support::RecordedRequest;
 /// True for a request made by the history summarizer (its system prompt is tern's
 /// summarize prompt).
 pub fn is_summary(request: &RecordedRequest) -> bool {
-    let opening = include_str!("../../../assets/prompts/summarize.md")
-        .lines()
-        .next()
-        .unwrap();
+    let prompt = tern::prompts::summarize(0);
+    let opening = prompt.lines().next().unwrap();
     request.messages[0].text.contains(opening)
 }
 

@@ -103,6 +103,8 @@ pub fn spawn_engine(
         read_only: vec![],
         map_cache: tern::repomap::CacheLocation::Disabled,
         resume,
+        purpose: Default::default(),
+        model_chosen: false,
     })
     .unwrap()
 }

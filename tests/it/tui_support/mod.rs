@@ -197,6 +197,7 @@ pub fn hunks(path: &str, before: &str, after: &str) -> Vec<HunkView> {
                                 old_line: Some(o + 1),
                                 new_line: Some(nn + 1),
                                 text: old[o].to_string(),
+                                no_newline: false,
                             });
                         }
                     }
@@ -207,6 +208,7 @@ pub fn hunks(path: &str, before: &str, after: &str) -> Vec<HunkView> {
                                 old_line: Some(o + 1),
                                 new_line: None,
                                 text: old[o].to_string(),
+                                no_newline: false,
                             });
                         }
                         for nn in op.new_range() {
@@ -215,6 +217,7 @@ pub fn hunks(path: &str, before: &str, after: &str) -> Vec<HunkView> {
                                 old_line: None,
                                 new_line: Some(nn + 1),
                                 text: new[nn].to_string(),
+                                no_newline: false,
                             });
                         }
                     }
@@ -261,6 +264,7 @@ pub fn proposal() -> ProposalView {
                 change: FileChange::Modified,
                 hunks: hunks(path, project_file(path), after),
                 cautions: Vec::new(),
+                ignored: None,
             })
             .collect(),
         failures: vec![EditFailureView {
@@ -269,6 +273,7 @@ pub fn proposal() -> ProposalView {
             message:
                 "the SEARCH text was not found in shop/pricing.py; the closest lines are 12-14"
                     .into(),
+            near: None,
         }],
         shell_commands: vec!["python -m pytest".into()],
     }
@@ -293,6 +298,7 @@ pub fn big_proposal(functions: usize) -> ProposalView {
             change: FileChange::Modified,
             hunks: hunks("gen/big.py", &before, &after),
             cautions: Vec::new(),
+            ignored: None,
         }],
         failures: vec![],
         shell_commands: vec![],
@@ -320,6 +326,7 @@ pub fn session_start() -> Vec<Event> {
 pub fn turn(question: &str, reply: &str, chunk: usize) -> Vec<Event> {
     let mut events = vec![Event::TurnStarted {
         text: question.into(),
+        notes: vec![],
         mode: ChatMode::Code,
     }];
     let mut rest = reply;

@@ -1,0 +1,268 @@
+//! Every text the model reads, from `assets/prompts/` (embedded at build time), and the
+//! values put into the few that are templates. Only the words live here: the layout
+//! around them (blank lines between parts, fences, diff markup, the names of a reply's
+//! blocks) stays with the code that builds the request. A text is its file without the
+//! trailing line break; the code that places it adds the breaks it needs (only
+//! `SUMMARY_PREFIX` keeps its blank line, to stay one constant).
+//!
+//! Changing a text changes what every request costs and what provider caches hold, so
+//! the files are the one place to do it.
+
+use crate::edit_format::EditFormat;
+
+/// A prompt file's text, without its trailing line break.
+macro_rules! text {
+    ($file:literal) => {
+        include_str!(concat!("../assets/prompts/", $file)).trim_ascii_end()
+    };
+}
+
+/// The fixed sections of a request in one edit format (or in ask mode).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sections {
+    pub system: &'static str,
+    /// Few-shot exchanges, each message after a `<!-- user -->` or
+    /// `<!-- assistant -->` line; empty for none.
+    pub examples: &'static str,
+    /// Restates the format at the end of the request, where models attend most.
+    pub reminder: &'static str,
+}
+
+/// The sections of a request whose replies edit in `format`.
+pub fn edit_format(format: EditFormat) -> Sections {
+    match format {
+        EditFormat::Editblock => Sections {
+            system: text!("editblock.md"),
+            examples: text!("editblock-examples.md"),
+            reminder: text!("editblock-reminder.md"),
+        },
+        EditFormat::Udiff => Sections {
+            system: text!("udiff.md"),
+            examples: text!("udiff-examples.md"),
+            reminder: text!("udiff-reminder.md"),
+        },
+        EditFormat::Whole => Sections {
+            system: text!("whole.md"),
+            examples: text!("whole-examples.md"),
+            reminder: text!("whole-reminder.md"),
+        },
+    }
+}
+
+/// The sections of a request in ask mode, whatever the edit format: no edits, no
+/// examples.
+pub const ASK: Sections = Sections {
+    system: text!("ask.md"),
+    examples: "",
+    reminder: text!("ask-reminder.md"),
+};
+
+// The request's sections (`context::chunks`): each group of files or the map is a user
+// message opened by an intro, answered by an acknowledgement so that roles alternate.
+
+pub const READONLY_INTRO: &str = text!("context-readonly-intro.md");
+pub const READONLY_ACK: &str = text!("context-readonly-ack.md");
+pub const REPO_INTRO: &str = text!("context-repo-intro.md");
+pub const REPO_ACK: &str = text!("context-repo-ack.md");
+pub const CHAT_INTRO: &str = text!("context-chat-intro.md");
+pub const CHAT_ACK: &str = text!("context-chat-ack.md");
+/// Answers a review diff sent as its own message.
+pub const REVIEW_DIFF_ACK: &str = text!("context-review-ack.md");
+
+// History summaries (`context::history`).
+
+/// The summarizer's system prompt, asking for at most `words` words.
+pub fn summarize(words: usize) -> String {
+    fill(text!("summarize.md"), &[("words", &words.to_string())])
+}
+
+/// Goes before the summarize prompt when partial summaries are merged.
+pub const SUMMARIZE_MERGE: &str = text!("summarize_merge.md");
+/// Opens the summary that stands for the earlier history, up to the blank line after
+/// which the summary follows (a constant whole, so that tests can find the summary).
+pub const SUMMARY_PREFIX: &str = concat!(include_str!("../assets/prompts/summary-prefix.md"), "\n");
+/// The assistant's answer to the summary, so that roles keep alternating.
+pub const SUMMARY_ACK: &str = text!("summary-ack.md");
+
+// Edits (`edit`): the commit message, failed blocks sent back, rejected hunks.
+
+/// The weak model's system prompt for a commit message.
+pub const COMMIT: &str = text!("commit.md");
+/// Follows a diff cut short for the commit-message request.
+pub const COMMIT_DIFF_TRUNCATED: &str = text!("commit-truncated.md");
+
+/// Opens the reflection message when none of `failed` blocks applied.
+pub fn reflection_none_applied(failed: usize) -> String {
+    fill(
+        text!("reflection-none-applied.md"),
+        &[("failed", &failed.to_string())],
+    )
+}
+
+/// Opens the reflection message when `applied` blocks applied and `failed` did not.
+pub fn reflection_some_applied(failed: usize, applied: usize) -> String {
+    fill(
+        text!("reflection-some-applied.md"),
+        &[
+            ("failed", &failed.to_string()),
+            ("applied", &applied.to_string()),
+        ],
+    )
+}
+
+/// Offers the lines of `path` from `line` on that a failed block probably meant.
+pub fn reflection_near(path: &str, line: usize) -> String {
+    fill(
+        text!("reflection-near.md"),
+        &[("path", path), ("line", &line.to_string())],
+    )
+}
+
+/// Ends the reflection message: what to send again, in `format`.
+pub fn reflection_retry(format: EditFormat) -> &'static str {
+    match format {
+        EditFormat::Editblock => text!("reflection-editblock.md"),
+        EditFormat::Udiff => text!("reflection-udiff.md"),
+        EditFormat::Whole => text!("reflection-whole.md"),
+    }
+}
+
+/// Precedes the diff of the hunks the user rejected, in the next message.
+pub const REJECTED_HUNKS: &str = text!("rejected-hunks.md");
+
+// Branch review (`branch_review`, and the history line the engine keeps of a review).
+
+/// The review's system prompt.
+pub const REVIEW_SYSTEM: &str = text!("review.md");
+/// Added to the system prompt for PR-Agent's `__new hunk__` / `__old hunk__` format.
+pub const REVIEW_LINE_NUMBERS: &str = text!("review_line_numbers.md");
+
+/// Opens a review request: what is compared.
+pub fn review_preamble(description: &str) -> String {
+    fill(text!("review-preamble.md"), &[("description", description)])
+}
+
+/// Says the diff is complete, with extra context.
+pub const REVIEW_EXTENDED: &str = text!("review-extended.md");
+/// Says the diff is compressed and some files are only listed.
+pub const REVIEW_COMPRESSED: &str = text!("review-compressed.md");
+
+/// Says which part of a split review a request is.
+pub fn review_part(part: usize, parts: usize) -> String {
+    fill(
+        text!("review-part.md"),
+        &[("part", &part.to_string()), ("parts", &parts.to_string())],
+    )
+}
+
+/// Titles of the lists of files not shown; the system prompt explains them.
+pub const REVIEW_ADDED_TITLE: &str = text!("review-added-title.md");
+pub const REVIEW_MODIFIED_TITLE: &str = text!("review-modified-title.md");
+pub const REVIEW_DELETED_TITLE: &str = text!("review-deleted-title.md");
+/// Ends a list clipped to the budget.
+pub const REVIEW_TRUNCATED: &str = text!("review-truncated.md");
+
+/// What stands in the history for a finished review's request (the diff itself would
+/// crowd the history).
+pub fn review_history(description: &str) -> String {
+    fill(text!("review-history.md"), &[("description", description)])
+}
+
+// Git (`engine::slash`).
+
+/// What the model is told after the user undid its commit `id`; the commit's diff
+/// follows it.
+pub fn undone(id: &str, summary: &str) -> String {
+    fill(text!("undone.md"), &[("id", id), ("summary", summary)])
+}
+
+/// `template` with each `{key}` of `values` replaced by its value, in one pass, so a
+/// value is never read as a template; any other braces stay as written.
+fn fill(template: &str, values: &[(&str, &str)]) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some((before, after)) = rest.split_once('{') {
+        out.push_str(before);
+        let filled = after.split_once('}').and_then(|(key, tail)| {
+            let (_, value) = values.iter().find(|(k, _)| *k == key)?;
+            Some((*value, tail))
+        });
+        match filled {
+            Some((value, tail)) => {
+                out.push_str(value);
+                rest = tail;
+            }
+            None => {
+                out.push('{');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fill_replaces_keys_once_and_leaves_other_braces() {
+        let filled = fill(
+            "{a} and {b}: fn f() {} {c} {a}",
+            &[("a", "{b}"), ("b", "two")],
+        );
+        assert_eq!(filled, "{b} and two: fn f() {} {c} {b}");
+        assert_eq!(fill("tail {", &[("a", "x")]), "tail {");
+        assert_eq!(fill("é{a}é", &[("a", "ü")]), "éüé");
+    }
+
+    /// The `{key}`s of a template.
+    fn keys(template: &str) -> Vec<&str> {
+        template
+            .split('{')
+            .skip(1)
+            .filter_map(|s| s.split_once('}').map(|(key, _)| key))
+            .filter(|key| !key.is_empty() && key.chars().all(|c| c.is_ascii_lowercase()))
+            .collect()
+    }
+
+    #[test]
+    fn every_template_gets_exactly_its_keys() {
+        // Each template file's keys are the ones its function fills, so a key renamed
+        // in a file (or in the code) fails here rather than reaching the model.
+        let templates: [(&str, &[&str]); 8] = [
+            (text!("summarize.md"), &["words"]),
+            (text!("reflection-none-applied.md"), &["failed"]),
+            (text!("reflection-some-applied.md"), &["failed", "applied"]),
+            (text!("reflection-near.md"), &["path", "line"]),
+            (text!("review-preamble.md"), &["description"]),
+            (text!("review-part.md"), &["part", "parts"]),
+            (text!("review-history.md"), &["description"]),
+            (text!("undone.md"), &["id", "summary"]),
+        ];
+        for (template, expected) in templates {
+            assert_eq!(keys(template), expected, "{template}");
+        }
+        for text in [
+            summarize(10),
+            reflection_none_applied(1),
+            reflection_some_applied(1, 2),
+            reflection_near("src/a.rs", 3),
+            review_preamble("a"),
+            review_part(1, 2),
+            review_history("a"),
+            undone("abc1234", "fix: x"),
+        ] {
+            assert!(keys(&text).is_empty(), "{text}");
+        }
+    }
+
+    #[test]
+    fn the_summary_prefix_is_its_line_and_a_blank_line() {
+        assert_eq!(
+            SUMMARY_PREFIX,
+            format!("{}\n\n", text!("summary-prefix.md"))
+        );
+    }
+}

@@ -61,19 +61,33 @@ pub fn find(paths: &[String]) -> Vec<u32> {
             roots.insert(dir);
         }
     }
-    let mut found: Vec<(usize, String, usize, u32)> = Vec::new();
+    let mut found: Vec<(usize, &str, usize, u32)> = Vec::new();
     for (i, path) in paths.iter().enumerate() {
-        let segments: Vec<&str> = path.split('/').collect();
-        // The nearest package root above the file, at most MAX_SEGMENTS up.
-        for depth in (segments.len().saturating_sub(MAX_SEGMENTS)..segments.len()).rev() {
-            let dir = segments[..depth].join("/");
-            if !roots.contains(dir.as_str()) {
+        // The nearest package root above the file, at most MAX_SEGMENTS up: the cuts
+        // are the last slashes, then the root.
+        let cuts = path
+            .rmatch_indices('/')
+            .map(|(at, _)| Some(at))
+            .chain(std::iter::once(None))
+            .take(MAX_SEGMENTS);
+        for cut in cuts {
+            let (dir, rel) = match cut {
+                Some(at) => (path.get(..at), path.get(at + 1..)),
+                None => (Some(""), Some(path.as_str())),
+            };
+            let (Some(dir), Some(rel)) = (dir, rel) else {
+                break;
+            };
+            if !roots.contains(dir) {
                 continue;
             }
-            patterns
-                .set
-                .matches_into(segments[depth..].join("/"), &mut hits);
+            patterns.set.matches_into(rel, &mut hits);
             if let Some(&rank) = hits.iter().min() {
+                let depth = if dir.is_empty() {
+                    0
+                } else {
+                    dir.matches('/').count() + 1
+                };
                 found.push((depth, dir, rank, i as u32));
             }
             break;

@@ -84,9 +84,50 @@ pub fn stem_for(dir: &Path, root: &Path) -> PathBuf {
     dir.join(format!("{key:016x}"))
 }
 
-/// Reads a snapshot; any problem gives an empty one and a reason for the log.
+/// The most the snapshots and counts of all checkouts may take together: past it, the
+/// least recently used go (a checkout whose snapshot went rebuilds it from the store).
+pub const CHECKOUTS_CAP_BYTES: u64 = 256 << 20;
+
+/// Reads a snapshot; any problem gives an empty one and a reason for the log. Its
+/// modification time becomes its last use.
 pub fn load_snapshot(path: &Path) -> (Snapshot, Option<String>) {
-    read(path, SNAPSHOT_MAGIC)
+    let loaded = read(path, SNAPSHOT_MAGIC);
+    // Losing a use time only makes a snapshot older: never an error.
+    let _ = std::fs::File::options()
+        .append(true)
+        .open(path)
+        .and_then(|f| f.set_modified(std::time::SystemTime::now()));
+    loaded
+}
+
+/// Deletes the least recently used checkout files in `dir` while they take more than
+/// `cap` bytes, never those of `keep` (a stem).
+pub fn evict_checkouts(dir: &Path, keep: &Path, cap: u64) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut files: Vec<(std::time::SystemTime, u64, PathBuf)> = entries
+        .flatten()
+        .filter_map(|e| {
+            let meta = e.metadata().ok()?;
+            let used = meta.modified().ok()?;
+            meta.is_file().then(|| (used, meta.len(), e.path()))
+        })
+        .collect();
+    let mut total: u64 = files.iter().map(|f| f.1).sum();
+    files.sort_by_key(|f| f.0);
+    let keep = keep.as_os_str().as_encoded_bytes();
+    for (_, len, path) in files {
+        if total <= cap {
+            break;
+        }
+        if path.as_os_str().as_encoded_bytes().starts_with(keep) {
+            continue;
+        }
+        // Another process may have removed it already; either way it is gone.
+        let _ = std::fs::remove_file(&path);
+        total -= len;
+    }
 }
 
 /// Writes a snapshot.
@@ -277,6 +318,21 @@ mod tests {
             assert!(back.files.is_empty());
             assert!(why.is_some());
         }
+        // Over the cap, the least recently used checkout's files go, never our own.
+        let other = stem_for(dir.path(), Path::new("/other/repo")).with_extension("snap");
+        std::fs::write(&other, vec![0u8; 100]).unwrap();
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+        std::fs::File::options()
+            .append(true)
+            .open(&other)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        let ours = stem_for(dir.path(), Path::new("/some/repo"));
+        evict_checkouts(dir.path(), &ours, 1);
+        assert!(!other.exists());
+        assert!(path.exists());
+
         // Counts use another magic: a snapshot is not a counts file.
         assert!(load_counts(&path).is_empty());
         let counts = HashMap::from([(1u64, 2u32), (3, 4)]);

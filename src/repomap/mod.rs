@@ -813,6 +813,9 @@ impl RepoMap {
         if let Err(e) = cache::save_snapshot(&path, self.read_ns, self.interner.names(), &files) {
             tracing::warn!("cannot save repo map snapshot {}: {e}", path.display());
         }
+        if let Some(dir) = stem.parent() {
+            cache::evict_checkouts(dir, stem, cache::CHECKOUTS_CAP_BYTES);
+        }
         self.save_counts();
     }
 

@@ -46,12 +46,16 @@ pub struct HistoryStatus {
     pub summaries: usize,
 }
 
-/// The repo map's share.
+/// The repo map's share, and when it is rebuilt.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct MapStatus {
     pub tokens: usize,
     pub budget: usize,
     pub files: usize,
+    pub refresh: crate::repomap::MapRefresh,
+    /// Files changed on disk since the map was built, and it is kept anyway (the
+    /// refresh mode says so).
+    pub kept_stale: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -358,6 +362,20 @@ impl BudgetReport {
             .collect::<Vec<_>>()
             .join("\n")
             + "\n";
+        if let Some(m) = &self.map {
+            out.push_str(&format!(
+                "\nRepo map {} of {} tokens, {} files, refresh {}{}\n",
+                m.tokens,
+                m.budget,
+                m.files,
+                m.refresh.label(),
+                if m.kept_stale {
+                    " (files changed since it was built; /map-refresh rebuilds it)"
+                } else {
+                    ""
+                }
+            ));
+        }
         if h.budget > 0 {
             let marks = if h.swap_mark > 0 {
                 format!(

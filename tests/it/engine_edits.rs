@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use crate::support::{MockServer, Reply, TempRepo};
+use crate::support::{MockServer, Reply, TempRepo, spawn_engine, until};
 use tern::config::{ApiKey, Settings};
 use tern::engine::protocol::{Caution, Decision, ProposalView, ReviewOp};
 use tern::engine::{EngineConfig, EngineHandle, Event, FileMode, Op};
@@ -94,46 +94,7 @@ fn engine_tuned(
     resume: bool,
     tune: impl FnOnce(&mut Settings),
 ) -> EngineHandle {
-    let mut settings = Settings {
-        api_base: server.base_url(),
-        api_key: Some(ApiKey::new("sk-test")),
-        model: "gpt-4o".into(),
-        weak_model: "gpt-4o-mini".into(),
-        retry_budget_secs: 2,
-        ..Settings::default()
-    };
-    tune(&mut settings);
-    let root = repo.path().canonicalize().unwrap();
-    tern::engine::spawn(EngineConfig {
-        settings,
-        cwd: root.clone(),
-        root,
-        record: None,
-        replay: None,
-        editable: vec!["src/greet.py".into()],
-        read_only: vec![],
-        map_cache: tern::repomap::CacheLocation::Disabled,
-        resume,
-        purpose: Default::default(),
-        model_chosen: false,
-    })
-    .unwrap()
-}
-
-/// Collects events until one matches `stop` (included), failing after 20 s.
-async fn until(engine: &mut EngineHandle, stop: impl Fn(&Event) -> bool) -> Vec<Event> {
-    let mut seen = Vec::new();
-    loop {
-        let event = tokio::time::timeout(Duration::from_secs(20), engine.events.recv())
-            .await
-            .unwrap_or_else(|_| panic!("no matching event; saw {seen:#?}"))
-            .expect("the engine stopped");
-        let done = stop(&event);
-        seen.push(event);
-        if done {
-            return seen;
-        }
-    }
+    spawn_engine(repo, server, "src/greet.py", resume, tune)
 }
 
 async fn idle(engine: &mut EngineHandle) -> Vec<Event> {

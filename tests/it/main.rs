@@ -17,6 +17,7 @@ mod edit_parse;
 mod edit_prompts;
 mod edit_spans;
 mod engine_edits;
+mod engine_map;
 mod engine_review;
 mod git;
 mod headless;

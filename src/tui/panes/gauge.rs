@@ -181,39 +181,58 @@ impl GaugePane {
         let label_width = width.saturating_sub(18).clamp(6, 18);
         // `counted`: the number comes from the tokenizer (so it is "≈" for estimates);
         // the reserve is a setting.
-        let row =
-            |label: &str, tokens: usize, color: Color, glyph: &str, indent: bool, counted: bool| {
-                let approx = if counted { approx } else { "" };
-                let pct = 100.0 * tokens as f64 / report.window.max(1) as f64;
-                let label = if indent {
-                    format!("  {}", text::truncate_left(label, label_width - 2))
-                } else {
-                    text::truncate(label, label_width)
-                };
-                Line::from(vec![
-                    Span::styled(format!("{glyph} "), Style::new().fg(color)),
-                    Span::styled(
-                        format!("{label:<label_width$}"),
-                        Style::new().fg(theme.c.fg),
-                    ),
-                    Span::styled(
-                        format!("{:>9}", format!("{approx}{}", thousands(tokens))),
-                        Style::new().fg(theme.c.fg),
-                    ),
-                    Span::styled(format!(" {pct:>5.1}%"), theme.dim()),
-                ])
+        let row = |label: &str,
+                   tokens: usize,
+                   color: Color,
+                   glyph: &str,
+                   indent: bool,
+                   counted: bool,
+                   label_color: Color| {
+            let approx = if counted { approx } else { "" };
+            let pct = 100.0 * tokens as f64 / report.window.max(1) as f64;
+            let label = if indent {
+                format!("  {}", text::truncate_left(label, label_width - 2))
+            } else {
+                text::truncate(label, label_width)
             };
+            Line::from(vec![
+                Span::styled(format!("{glyph} "), Style::new().fg(color)),
+                Span::styled(
+                    format!("{label:<label_width$}"),
+                    Style::new().fg(label_color),
+                ),
+                Span::styled(
+                    format!("{:>9}", format!("{approx}{}", thousands(tokens))),
+                    Style::new().fg(theme.c.fg),
+                ),
+                Span::styled(format!(" {pct:>5.1}%"), theme.dim()),
+            ])
+        };
         for s in &report.sections {
             if s.tokens == 0 && s.section != Section::Cur {
                 continue;
             }
+            // The map's row says when it is rebuilt, in the caution colour while it
+            // is kept though files changed since it was built.
+            let (label, label_color) = match (&report.map, s.section) {
+                (Some(m), Section::Repo) => (
+                    format!("{} · {}", s.label, m.refresh.label()),
+                    if m.kept_stale {
+                        theme.c.caution
+                    } else {
+                        theme.c.fg
+                    },
+                ),
+                _ => (s.label.to_string(), theme.c.fg),
+            };
             out.push(row(
-                s.label,
+                &label,
                 s.tokens,
                 section_color(s.section, theme),
                 "■",
                 false,
                 true,
+                label_color,
             ));
             if self.show_files {
                 for f in report.files.iter().filter(|f| f.section == s.section) {
@@ -224,6 +243,7 @@ impl GaugePane {
                         " ",
                         true,
                         true,
+                        theme.c.fg,
                     ));
                 }
             }
@@ -235,11 +255,20 @@ impl GaugePane {
             "▒",
             false,
             false,
+            theme.c.fg,
         ));
         let free = report
             .window
             .saturating_sub(report.total + report.reserved_output);
-        out.push(row("free", free, theme.c.free, "░", false, true));
+        out.push(row(
+            "free",
+            free,
+            theme.c.free,
+            "░",
+            false,
+            true,
+            theme.c.fg,
+        ));
         if report.remaining < 0 {
             let style = Style::new().fg(theme.c.danger).add_modifier(Modifier::BOLD);
             out.push(Line::styled(

@@ -578,6 +578,8 @@ impl Engine {
             .current
             .take()
             .unwrap_or_else(|| TurnPlan::new(&text, mode, kind));
+        // Each way of making room makes a new request, whose new texts are counted.
+        plan.count_rounds = 0;
         let over = report.total.saturating_sub(limit);
         if !plan.map_shrunk {
             plan.map_shrunk = true;
@@ -695,6 +697,9 @@ impl Engine {
         plan.refused = Some((sent, error.to_string()));
         plan.map_shrunk = false;
         plan.summarized_for_overflow = false;
+        // The retry is a new request (a smaller window makes a smaller map, say): its
+        // new texts are counted before it goes.
+        plan.count_rounds = 0;
         self.restart_turn(plan);
         true
     }

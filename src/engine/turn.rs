@@ -112,7 +112,8 @@ impl Engine {
             self.make_room(text, mode, kind, report);
             return;
         }
-        if let Some((refused, retry)) = self.history.retrying() {
+        let retrying = self.history.retrying();
+        if let Some((refused, retry)) = retrying {
             self.events.send(Event::Warning {
                 text: format!(
                     "the server refused the request ({refused} tokens) as too long; retrying with {} tokens ({retry} of {})",
@@ -129,19 +130,22 @@ impl Engine {
             .counter
             .predict(assembled.messages.iter().map(|m| m.content.as_str()));
         self.events.send(Event::Budget(Box::new(report)));
-        let (own, shown_notes) = match kind {
-            TurnKind::User => (text.clone(), notes.clone()),
-            TurnKind::Reflection(_) => (String::new(), vec![text.clone()]),
-        };
-        self.session.show(ShownKind::User, own.clone());
-        for note in &shown_notes {
-            self.session.show(ShownKind::Note, note.clone());
+        // A retry of a refused request is the same turn: shown once, when it started.
+        if retrying.is_none() {
+            let (own, shown_notes) = match kind {
+                TurnKind::User => (text.clone(), notes.clone()),
+                TurnKind::Reflection(_) => (String::new(), vec![text.clone()]),
+            };
+            self.session.show(ShownKind::User, own.clone());
+            for note in &shown_notes {
+                self.session.show(ShownKind::Note, note.clone());
+            }
+            self.events.send(Event::TurnStarted {
+                text: own,
+                notes: shown_notes,
+                mode,
+            });
         }
-        self.events.send(Event::TurnStarted {
-            text: own,
-            notes: shown_notes,
-            mode,
-        });
         let cancel = self.activity.stream(Stream::Turn);
         let request = ChatRequest {
             model: self.model.clone(),

@@ -435,6 +435,13 @@ async fn llama_cpp_s_n_ctx_becomes_the_window_and_survives_resume() {
     assert!(requests[0].prompt_tokens >= 4096, "the first was refused");
     let last = requests.last().unwrap();
     assert!(last.prompt_tokens < 4096 && last.prompt_tokens < requests[0].prompt_tokens);
+    // The retry's new texts (a smaller map) were counted by the server before it went.
+    let predicted = *predictions(&events).last().unwrap();
+    assert!(
+        relative_error(predicted, last.prompt_tokens) <= 0.02,
+        "the retry: predicted {predicted}, the server counted {}",
+        last.prompt_tokens
+    );
     assert!(
         notices(&events)
             .iter()
@@ -815,4 +822,48 @@ fn tokens_against_llama_cpp_are_counted_by_the_server() {
             .any(|t| t.contains("def add_book")),
         "the file was counted by the server"
     );
+}
+
+/// Against llama.cpp's `-c 2048` with `--context-window 8192` (as measured against the
+/// real server): the refused request is retried once, the retry's new texts (a smaller
+/// map, no examples) counted by the server before it goes, and the user's message is
+/// shown once, however many requests it took.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_after_n_ctx_is_counted_by_the_server_and_shown_once() {
+    let server = MockServer::start_as(Dialect::LlamaCpp { n_ctx: 2048 }).await;
+    serve_with_summaries(&server);
+    let settings = Settings {
+        context_window: Some(8192),
+        ..settings(&server, "smollm2-retry")
+    };
+    let mut files = mapped_repo(60);
+    files.push(("shelf.py".into(), SHELF.into()));
+    let mut chat = Chat::start(settings, &as_files(&files), &["shelf.py"]);
+    let events = chat.say("turn 1: who has the book?".into()).await;
+    assert!(
+        matches!(events.last(), Some(Event::TurnFinished { .. })),
+        "{:?}",
+        failure(&events)
+    );
+    let requests = conversations(&server);
+    assert_eq!(requests.len(), 2, "one refusal, one retry");
+    assert!(requests[0].prompt_tokens >= 2048);
+    let predicted = predictions(&events);
+    for (p, r) in predicted.iter().zip(&requests) {
+        eprintln!("predicted {p}, the server counted {}", r.prompt_tokens);
+    }
+    let retry = requests[1].prompt_tokens;
+    assert!(
+        relative_error(predicted[1], retry) <= 0.005,
+        "the retry: predicted {}, the server counted {retry}",
+        predicted[1]
+    );
+    let shown: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::TurnStarted { text, .. } if !text.is_empty() => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(shown, ["turn 1: who has the book?"]);
 }

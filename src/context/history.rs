@@ -524,10 +524,14 @@ impl<'a> Run<'a> {
                         "{}: the reply was cut off ({why})",
                         model.info.name
                     )),
-                    Finish::Stop | Finish::Length(_) if reply.text.trim().is_empty() => {
+                    Finish::Stop | Finish::Length(_) | Finish::ContextFull { .. }
+                        if reply.text.trim().is_empty() =>
+                    {
                         failures.push(format!("{}: the reply was empty", model.info.name))
                     }
-                    Finish::Stop | Finish::Length(_) => return Ok(reply.text.trim().to_string()),
+                    Finish::Stop | Finish::Length(_) | Finish::ContextFull { .. } => {
+                        return Ok(reply.text.trim().to_string());
+                    }
                 },
                 Err(LlmError::Cancelled) => return Err(SummaryError::Cancelled),
                 Err(LlmError::ContextLengthExceeded {

@@ -113,6 +113,14 @@ pub enum Finish {
     Stop,
     /// The reply hit its limit and could not be continued further.
     Length(ReplyLimit),
+    /// The server stopped the reply for its length before the `asked` tokens: its
+    /// context is full (llama.cpp stops a reply there), so it is smaller than tern's
+    /// window. `prompt` and `reply` are the server's counts.
+    ContextFull {
+        prompt: usize,
+        reply: usize,
+        asked: usize,
+    },
     /// The stream broke after some text arrived; the text is kept.
     CutOff(String),
     /// The user cancelled; the text so far is kept.
@@ -125,6 +133,16 @@ impl Finish {
         match self {
             Finish::Stop => None,
             Finish::Length(limit) => Some(limit.describe()),
+            Finish::ContextFull {
+                prompt,
+                reply,
+                asked,
+            } => {
+                let filled = prompt + reply;
+                Some(format!(
+                    "the server stopped the reply at {reply} tokens, short of the {asked} asked: its context is probably full (the prompt's {prompt} and the reply's {reply} make {filled}); if the server's context is {filled} tokens (llama.cpp's -c), start tern with --context-window {filled}"
+                ))
+            }
             Finish::CutOff(why) => Some(format!("cut off: {why}; the partial reply is kept")),
             Finish::Cancelled => Some("interrupted; the partial reply is kept".into()),
         }
@@ -495,7 +513,14 @@ impl LlmClient {
             }
         }
         let finish = match finish.as_deref() {
-            Some("length") => Finish::Length(limit),
+            Some("length") => match (limit.max_tokens(), usage) {
+                (Some(asked), Some(u)) if u.completion_tokens < asked => Finish::ContextFull {
+                    prompt: u.prompt_tokens,
+                    reply: u.completion_tokens,
+                    asked,
+                },
+                _ => Finish::Length(limit),
+            },
             Some(_) => Finish::Stop,
             None if text.is_empty() => {
                 return Attempt::Failed(Failure::Empty);

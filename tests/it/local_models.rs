@@ -663,6 +663,39 @@ fn a_reply_that_fills_the_window_says_so() {
     assert!(reason.contains("filled the context window"), "{stopped}");
 }
 
+/// Without `--context-window`, tern assumes 32k for a model it does not know; llama.cpp
+/// with `-c 2048` takes the prompt and stops the reply when its context is full, far
+/// short of the `max_tokens` asked (as measured against the real server: 1,126 + 922 =
+/// 2,048). tern says the server's context filled and which window to give it, not
+/// that the reply hit "the model's output limit".
+#[test]
+fn a_reply_the_server_stops_short_says_its_context_is_full() {
+    let server = MockServer::start_in_thread_as(Dialect::LlamaCpp { n_ctx: 2048 });
+    server.push(Reply::text("words ".repeat(3000)));
+    let args = ["--json", "--model", "smollm2-short", "-m", "write a lot"];
+    let done = run(&shelf_repo(), &server.base_url(), &args);
+    assert!(!done.ok, "an incomplete reply fails the run");
+    let events = json_lines(&done.stdout);
+    let finished = events
+        .iter()
+        .find(|e| e["event"] == "turn_finished")
+        .unwrap();
+    assert_eq!(finished["finish"]["kind"], "context_full", "{finished}");
+    let usage = &finished["usage"];
+    let filled =
+        usage["prompt_tokens"].as_u64().unwrap() + usage["completion_tokens"].as_u64().unwrap();
+    assert_eq!(filled, 2048);
+    let reason = events.last().unwrap()["reason"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        reason.contains("context is probably full") && reason.contains("--context-window 2048"),
+        "{reason}"
+    );
+    assert!(!reason.contains("output limit"), "{reason}");
+}
+
 /// llama-cpp-python streams no usage: the token line shows tern's counts, marked as
 /// estimates, never "0 sent, 0 received".
 #[test]

@@ -113,6 +113,7 @@ async fn send_calls(
             cache_control: false,
             reply_limit: ReplyLimit::Server,
             predicted_prompt: Some(call.tokens),
+            one_at_a_time: false,
         };
         let reply = client
             .chat(&request, cancel, &mut |e| on_event(SendEvent::Stream(e)))

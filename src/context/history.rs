@@ -8,9 +8,8 @@
 //! summary + tail fits. Unlike aider, a head larger than the summarizer's own window is
 //! never cut: it is summarized in chunks whose summaries are then merged.
 
-use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, LazyLock, Mutex};
 
 use futures::{StreamExt, TryStreamExt};
 use tokio_util::sync::CancellationToken;
@@ -31,26 +30,12 @@ pub const MAX_DEPTH: usize = 3;
 const MIN_SPLIT: usize = 4;
 
 /// Summary requests made at once when a head is summarized in chunks; they still go
-/// to one server one at a time (`SERVER_SLOTS`).
+/// to one server one at a time (`ChatRequest::one_at_a_time`).
 const PARALLEL_CHUNKS: usize = 4;
 
 /// How many times a summary is made again in smaller chunks after the server refused
 /// one as too long.
 const SMALLER_RETRIES: usize = 3;
-
-/// One summary request at a time per server: a local server often has one slot, and
-/// a second request would only wait there (or be refused) while holding a connection.
-static SERVER_SLOTS: LazyLock<Mutex<HashMap<String, Arc<tokio::sync::Semaphore>>>> =
-    LazyLock::new(Default::default);
-
-fn server_slot(api_base: &str) -> Arc<tokio::sync::Semaphore> {
-    let mut slots = SERVER_SLOTS.lock().unwrap_or_else(|e| e.into_inner());
-    Arc::clone(
-        slots
-            .entry(api_base.to_string())
-            .or_insert_with(|| Arc::new(tokio::sync::Semaphore::new(1))),
-    )
-}
 
 /// Told of every summary request as it is sent (`StreamEvent::Request`).
 pub type RequestObserver = Arc<dyn Fn(StreamEvent) + Send + Sync>;
@@ -480,7 +465,6 @@ impl<'a> Run<'a> {
     async fn ask(&self, prompt: &str, transcript: &str) -> Result<String, SummaryError> {
         let mut failures = Vec::new();
         let mut too_long = None;
-        let slot = server_slot(self.summarizer.client.api_base());
         for model in &self.summarizer.models {
             if self.cancel.is_cancelled() {
                 return Err(SummaryError::Cancelled);
@@ -500,10 +484,7 @@ impl<'a> Run<'a> {
                     max_tokens: self.cap,
                 },
                 predicted_prompt: Some(predicted),
-            };
-            let permit = tokio::select! {
-                _ = self.cancel.cancelled() => return Err(SummaryError::Cancelled),
-                permit = slot.acquire() => permit,
+                one_at_a_time: true,
             };
             self.calls.fetch_add(1, Ordering::Relaxed);
             let observer = self.summarizer.observer.clone();
@@ -516,7 +497,6 @@ impl<'a> Run<'a> {
                     }
                 })
                 .await;
-            drop(permit);
             match reply {
                 Ok(reply) => match reply.finish {
                     Finish::Cancelled => return Err(SummaryError::Cancelled),

@@ -633,6 +633,7 @@ async fn commit_message(client: &LlmClient, settings: &Settings, diff: &str) -> 
         cache_control: false,
         reply_limit: crate::llm::ReplyLimit::Output { max_tokens: 100 },
         predicted_prompt: None,
+        one_at_a_time: false,
     };
     let cancel = CancellationToken::new();
     let answer = tokio::time::timeout(

@@ -158,6 +158,7 @@ impl Engine {
                 prediction.total + self.counter.counting().margin(prediction.total),
             ),
             predicted_prompt: Some(prediction.total),
+            one_at_a_time: false,
         };
         spawn(
             self.client.clone(),

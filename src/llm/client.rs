@@ -51,6 +51,9 @@ pub struct ChatRequest {
     /// tern's prediction of the prompt tokens: reported with the request, and what
     /// tells an over-long prompt's empty reply from a glitch.
     pub predicted_prompt: Option<usize>,
+    /// Sent only while no other such request to the server is under way (summaries).
+    /// Every request to a server that takes one at a time waits so anyway.
+    pub one_at_a_time: bool,
 }
 
 /// What caps a reply's tokens.
@@ -288,6 +291,14 @@ impl LlmClient {
         self.missing_key.then_some(LlmError::NoApiKey)
     }
 
+    /// True when the server was found to take one request at a time (llama.cpp,
+    /// llama-cpp-python), by the probe for its tokenize endpoint.
+    fn serves_one_at_a_time(&self) -> bool {
+        self.tokenize
+            .as_ref()
+            .is_some_and(|(_, root, _)| super::tokenize::one_at_a_time(root))
+    }
+
     /// The server's own tokenizer for `model`, if the server has a tokenize endpoint
     /// (probed once per server).
     pub async fn server_tokenizer(&self, model: &str) -> Option<ServerTokenizer> {
@@ -314,6 +325,17 @@ impl LlmClient {
             usage_reported: false,
             finish: Finish::Stop,
             continuations: 0,
+        };
+        let _turn = if request.one_at_a_time || self.serves_one_at_a_time() {
+            tokio::select! {
+                _ = cancel.cancelled() => {
+                    reply.finish = Finish::Cancelled;
+                    return Ok(reply);
+                }
+                permit = super::gate::enter(&self.api_base) => permit,
+            }
+        } else {
+            None
         };
         loop {
             let mut messages = request.messages.clone();

@@ -2,6 +2,7 @@
 
 mod client;
 mod error;
+mod gate;
 mod key;
 mod message;
 pub mod models;

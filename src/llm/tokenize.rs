@@ -1,7 +1,8 @@
 //! Counting with the server's own tokenizer, where it offers one: llama.cpp's and
 //! vLLM's `POST /tokenize`, llama-cpp-python's `POST /extras/tokenize/count` (both at
 //! the server's root, beside `/v1`). Which one a server has is probed once per base URL
-//! and remembered for the process; Ollama and hosted APIs have none.
+//! and remembered for the process; Ollama and hosted APIs have none. The probe also
+//! tells whether the server takes one request at a time (`one_at_a_time`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
@@ -72,6 +73,12 @@ pub struct ServerTokenizer {
 impl ServerTokenizer {
     /// Tokens in `text` by the server's count (no BOS or other special tokens).
     pub async fn count(&self, text: &str) -> Result<usize, String> {
+        self.counted(text).await.map(|(n, _)| n)
+    }
+
+    /// The count, and whether the answer was the tokens alone (llama.cpp's; vLLM's
+    /// `/tokenize` answers a count too).
+    async fn counted(&self, text: &str) -> Result<(usize, bool), String> {
         let url = format!("{}{}", self.root, self.api.path());
         let mut request = self.http.post(&url).json(&self.api.body(&self.model, text));
         if let Some(key) = &self.key {
@@ -83,10 +90,11 @@ impl ServerTokenizer {
             return Err(format!("the tokenize endpoint answered HTTP {status}"));
         }
         let counted: Counted = response.json().await.map_err(|e| e.to_string())?;
-        counted
-            .count
-            .or(counted.tokens.map(|t| t.len()))
-            .ok_or_else(|| "the tokenize endpoint's answer has no count".to_string())
+        match (counted.count, counted.tokens) {
+            (Some(n), _) => Ok((n, false)),
+            (None, Some(tokens)) => Ok((tokens.len(), true)),
+            (None, None) => Err("the tokenize endpoint's answer has no count".to_string()),
+        }
     }
 
     /// Which endpoint, for the log and the user (never with credentials).
@@ -109,7 +117,7 @@ impl ServerTokenizer {
             let mut probed = PROBED.lock().unwrap_or_else(|e| e.into_inner());
             Arc::clone(probed.entry(root.clone()).or_default())
         };
-        let api = *cell
+        let found = *cell
             .get_or_init(|| async {
                 for api in [Api::Tokenize, Api::Extras] {
                     let candidate = ServerTokenizer {
@@ -120,11 +128,14 @@ impl ServerTokenizer {
                         model: model.to_string(),
                     };
                     let counted =
-                        tokio::time::timeout(PROBE_TIMEOUT, candidate.count(PROBE_TEXT)).await;
+                        tokio::time::timeout(PROBE_TIMEOUT, candidate.counted(PROBE_TEXT)).await;
                     match counted {
-                        Ok(Ok(n)) if n > 0 => {
+                        Ok(Ok((n, tokens_only))) if n > 0 => {
                             tracing::debug!("the server counts tokens: {}", candidate.describe());
-                            return Some(api);
+                            // llama.cpp answers with the tokens alone; llama-cpp-python
+                            // serves one request at a time anyway.
+                            let one_at_a_time = tokens_only || api == Api::Extras;
+                            return Some(Found { api, one_at_a_time });
                         }
                         other => {
                             tracing::debug!("no tokenizer at {}: {other:?}", candidate.describe())
@@ -134,21 +145,41 @@ impl ServerTokenizer {
                 None
             })
             .await;
-        api.map(|api| ServerTokenizer {
+        found.map(|found| ServerTokenizer {
             http,
             root,
             key,
-            api,
+            api: found.api,
             model: model.to_string(),
         })
     }
 }
 
-/// A server's probe: which endpoint it has (None: none), answered once.
-type Probe = Arc<OnceCell<Option<Api>>>;
+/// What the probe found at a server.
+#[derive(Debug, Clone, Copy)]
+struct Found {
+    api: Api,
+    /// Parallel requests would share one context (llama.cpp: its slots share `-c`,
+    /// so a summary beside a turn can overflow both) or wait anyway
+    /// (llama-cpp-python).
+    one_at_a_time: bool,
+}
+
+/// A server's probe: what it found (None: no endpoint), answered once.
+type Probe = Arc<OnceCell<Option<Found>>>;
 
 /// Each server root's probe.
 static PROBED: LazyLock<Mutex<HashMap<String, Probe>>> = LazyLock::new(Default::default);
+
+/// True when the probe found that the server at `root` must get one request at a
+/// time; false when it found otherwise or has not answered yet.
+pub(crate) fn one_at_a_time(root: &str) -> bool {
+    let probed = PROBED.lock().unwrap_or_else(|e| e.into_inner());
+    probed
+        .get(root)
+        .and_then(|cell| cell.get().copied().flatten())
+        .is_some_and(|found| found.one_at_a_time)
+}
 
 /// The server's root for an OpenAI-style base URL: without a final `/v1`.
 pub(crate) fn server_root(api_base: &str) -> String {

@@ -900,3 +900,70 @@ async fn a_retry_after_n_ctx_is_counted_by_the_server_and_shown_once() {
         .collect();
     assert_eq!(shown, ["turn 1: who has the book?"]);
 }
+
+/// Six turns with a small history budget, the next message sent as soon as a reply
+/// ends, while the background summary (which takes the server 300 ms) runs; returns
+/// how many requests the server had under way at once, at most.
+async fn most_requests_at_once(dialect: Dialect) -> usize {
+    let server = MockServer::start_as(dialect).await;
+    server.set_responder(|r| {
+        if is_summary(r) {
+            Reply::text(RECAP).with_start_delay(std::time::Duration::from_millis(300))
+        } else {
+            Reply::text(reply(crate::history_support::turn_of(r)))
+        }
+    });
+    let settings = Settings {
+        context_window: Some(8192),
+        max_chat_history_tokens: Some(300),
+        ..settings(&server, "smollm2-slots")
+    };
+    let mut chat = Chat::start(settings, &[("shelf.py", SHELF)], &[]);
+    for t in 1..=6 {
+        let events = chat.say(format!("turn {t}: who has book {t}?")).await;
+        assert!(
+            matches!(events.last(), Some(Event::TurnFinished { .. })),
+            "turn {t}: {:?}",
+            failure(&events)
+        );
+    }
+    let requests = server.requests();
+    assert!(requests.iter().any(is_summary), "a summary was made");
+    // A summary started after the last turn may still be under way.
+    let end = |r: &RecordedRequest| r.finished_at.unwrap_or_else(std::time::Instant::now);
+    requests
+        .iter()
+        .map(|r| {
+            requests
+                .iter()
+                .filter(|o| o.arrived_at < end(r) && end(o) > r.arrived_at)
+                .count()
+        })
+        .max()
+        .unwrap()
+}
+
+/// llama.cpp's parallel slots share its context (`-c`): against the real server with
+/// `-c 2048`, a background summary beside a turn filled it and both failed mid-reply
+/// ("Context size has been exceeded"; 7 failed summaries in 22 turns). To llama.cpp
+/// and llama-cpp-python every request goes one at a time; to a server that takes
+/// several (vLLM), the summary still runs beside the next turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_shares_one_context_gets_one_request_at_a_time() {
+    assert_eq!(
+        most_requests_at_once(Dialect::LlamaCpp { n_ctx: 8192 }).await,
+        1
+    );
+    assert_eq!(
+        most_requests_at_once(Dialect::LlamaCppPython { n_ctx: 8192 }).await,
+        1
+    );
+    assert!(
+        most_requests_at_once(Dialect::Vllm {
+            max_model_len: 8192
+        })
+        .await
+            > 1,
+        "the summary runs beside the next turn"
+    );
+}

@@ -2,12 +2,14 @@
 //! server's tokenize endpoint (probed once per server) counts what a request sends
 //! before it is sent, and each reported `usage.prompt_tokens` calibrates the counts;
 //! what is learned is kept per model in the state directory. The gauge says which.
+//! A server that cannot count just now (down, restarting, loading its model) leaves
+//! counts to estimates until it answers a request, then is asked again.
 
 use futures::StreamExt;
 
 use super::{Engine, Internal};
 use crate::context::Assembled;
-use crate::llm::ServerTokenizer;
+use crate::llm::{CountError, ServerTokenizer};
 use crate::tokens::{Prediction, calibration};
 
 /// Texts counted by the server at once.
@@ -26,14 +28,18 @@ pub(crate) struct CountSlot {
     probed: bool,
     /// A counting job (the probe, or texts to count) is running.
     pub(crate) running: bool,
+    /// The server could not count just now: counts are estimates (and nothing waits
+    /// for the server's) until it answers a request.
+    unavailable: bool,
 }
 
 /// A counting job's result, handed back to the loop.
 pub(crate) struct Counted {
     model: String,
-    tokenizer: Option<ServerTokenizer>,
+    /// The probe's answer (or the tokenizer already known).
+    tokenizer: Result<Option<ServerTokenizer>, CountError>,
     counts: Vec<(u64, usize)>,
-    error: Option<String>,
+    error: Option<CountError>,
 }
 
 /// Where what was learned about every model's counts is kept.
@@ -58,7 +64,12 @@ impl Engine {
         let no_server = self.counts.probed && self.counts.tokenizer.is_none();
         // Landing a saved reply or reviewing a branch asks the server nothing more.
         let conversation = self.purpose == super::Purpose::Conversation;
-        if self.counts.running || self.model.exact_tokens || no_server || !conversation {
+        if self.counts.running
+            || self.counts.unavailable
+            || self.model.exact_tokens
+            || no_server
+            || !conversation
+        {
             return;
         }
         let wanted = self.counter.take_wanted();
@@ -72,12 +83,12 @@ impl Engine {
         let done = self.internal_tx.clone();
         super::worker::spawn(done.clone(), async move {
             let tokenizer = match known {
-                Some(tokenizer) => Some(tokenizer),
+                Some(tokenizer) => Ok(Some(tokenizer)),
                 None => client.server_tokenizer(&model).await,
             };
             let mut counts = Vec::new();
             let mut error = None;
-            if let Some(tokenizer) = &tokenizer {
+            if let Ok(Some(tokenizer)) = &tokenizer {
                 let results: Vec<_> = futures::stream::iter(wanted)
                     .map(
                         |(key, text)| async move { tokenizer.count(&text).await.map(|n| (key, n)) },
@@ -110,13 +121,22 @@ impl Engine {
             return;
         }
         let first = !self.counts.probed;
-        self.counts.probed = true;
-        self.counts.tokenizer = done.tokenizer;
-        if let Some(e) = done.error {
-            self.warning(format!(
-                "the server's tokenize endpoint failed ({e}); token counts are calibrated estimates from now on"
-            ));
-            self.counts.tokenizer = None;
+        match done.tokenizer {
+            Ok(tokenizer) => {
+                self.counts.probed = true;
+                self.counts.tokenizer = tokenizer;
+            }
+            Err(e) => self.server_unavailable(&e),
+        }
+        match done.error {
+            Some(e @ CountError::Unavailable(_)) => self.server_unavailable(&e),
+            Some(CountError::NoCount(e)) => {
+                self.warning(format!(
+                    "the server's tokenize endpoint failed ({e}); token counts are calibrated estimates from now on"
+                ));
+                self.counts.tokenizer = None;
+            }
+            None => {}
         }
         self.counter.set_server(self.counts.tokenizer.is_some());
         self.counter.learn_exact(done.counts);
@@ -127,10 +147,26 @@ impl Engine {
         self.resume_held_turn();
     }
 
+    /// The server could not count (or say whether it counts): estimates until it
+    /// answers a request (`server_answered`).
+    fn server_unavailable(&mut self, e: &CountError) {
+        tracing::debug!("the server cannot count tokens now ({e}); estimates until it answers");
+        self.counts.unavailable = true;
+    }
+
+    /// The server answered a request: if it could not count before, it is asked again
+    /// (the probe too, if that was what it could not answer).
+    pub(super) fn server_answered(&mut self) {
+        if std::mem::take(&mut self.counts.unavailable) {
+            self.start_counting();
+        }
+    }
+
     /// True while the server has yet to answer the probe or count texts it was given.
     pub(super) fn counts_pending(&self) -> bool {
         !self.model.exact_tokens
             && self.purpose == super::Purpose::Conversation
+            && !self.counts.unavailable
             && (!self.counts.probed
                 || self.counts.running
                 || (self.counts.tokenizer.is_some() && self.counter.has_wanted()))
@@ -140,7 +176,7 @@ impl Engine {
     /// against the window: the probe has not answered, or the server has not counted
     /// some of its messages yet.
     pub(super) fn needs_counts(&self, assembled: &Assembled) -> bool {
-        if self.model.exact_tokens {
+        if self.model.exact_tokens || self.counts.unavailable {
             return false;
         }
         !self.counts.probed

@@ -195,7 +195,10 @@ impl Engine {
         let cancelled = self.activity.end_stream();
         let TurnOutcome { sent, result } = outcome;
         let reply = match result {
-            Ok(reply) => reply,
+            Ok(reply) => {
+                self.server_answered();
+                reply
+            }
             Err(e) if !cancelled && self.turn_overflowed(&e, &sent.prediction) => return,
             Err(e) => {
                 // The model never saw the notes: they go with the user's next message.

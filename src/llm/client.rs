@@ -16,7 +16,7 @@ use super::Message;
 use super::error::{self, HttpFailure, LlmError, Verdict};
 use super::key::ApiKey;
 use super::models::{ModelInfo, Usage};
-use super::tokenize::ServerTokenizer;
+use super::tokenize::{CountError, ServerTokenizer};
 use super::transport::Transport;
 
 /// How many times a reply cut by `finish_reason: length` is continued.
@@ -301,8 +301,13 @@ impl LlmClient {
 
     /// The server's own tokenizer for `model`, if the server has a tokenize endpoint
     /// (probed once per server).
-    pub async fn server_tokenizer(&self, model: &str) -> Option<ServerTokenizer> {
-        let (http, root, key) = self.tokenize.clone()?;
+    pub async fn server_tokenizer(
+        &self,
+        model: &str,
+    ) -> Result<Option<ServerTokenizer>, CountError> {
+        let Some((http, root, key)) = self.tokenize.clone() else {
+            return Ok(None);
+        };
         ServerTokenizer::probe(http, root, key, model).await
     }
 

@@ -17,5 +17,5 @@ pub use error::{HttpFailure, LlmError};
 pub use key::ApiKey;
 pub use message::{Message, Role};
 pub use models::{ModelInfo, Usage};
-pub use tokenize::ServerTokenizer;
+pub use tokenize::{CountError, ServerTokenizer};
 pub use transport::{Exchange, TimedEvent};

@@ -70,30 +70,58 @@ pub struct ServerTokenizer {
     model: String,
 }
 
+/// Why the server did not count a text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CountError {
+    /// It could not answer now (down, restarting, still loading its model, busy):
+    /// ask again later.
+    #[error("{0}")]
+    Unavailable(String),
+    /// It answered, but not with a count: it has no such endpoint.
+    #[error("{0}")]
+    NoCount(String),
+}
+
 impl ServerTokenizer {
     /// Tokens in `text` by the server's count (no BOS or other special tokens).
-    pub async fn count(&self, text: &str) -> Result<usize, String> {
+    pub async fn count(&self, text: &str) -> Result<usize, CountError> {
         self.counted(text).await.map(|(n, _)| n)
     }
 
     /// The count, and whether the answer was the tokens alone (llama.cpp's; vLLM's
     /// `/tokenize` answers a count too).
-    async fn counted(&self, text: &str) -> Result<(usize, bool), String> {
+    async fn counted(&self, text: &str) -> Result<(usize, bool), CountError> {
         let url = format!("{}{}", self.root, self.api.path());
         let mut request = self.http.post(&url).json(&self.api.body(&self.model, text));
         if let Some(key) = &self.key {
             request = request.bearer_auth(key.expose());
         }
-        let response = request.send().await.map_err(|e| e.to_string())?;
+        let response = request
+            .send()
+            .await
+            .map_err(|e| CountError::Unavailable(e.to_string()))?;
         let status = response.status();
-        if !status.is_success() {
-            return Err(format!("the tokenize endpoint answered HTTP {status}"));
+        if status.is_server_error() || status == reqwest::StatusCode::TOO_MANY_REQUESTS {
+            // llama.cpp answers 503 while it loads its model.
+            return Err(CountError::Unavailable(format!(
+                "the tokenize endpoint answered HTTP {status}"
+            )));
         }
-        let counted: Counted = response.json().await.map_err(|e| e.to_string())?;
+        if !status.is_success() {
+            return Err(CountError::NoCount(format!(
+                "the tokenize endpoint answered HTTP {status}"
+            )));
+        }
+        let counted: Counted = response
+            .json()
+            .await
+            .map_err(|e| CountError::NoCount(e.to_string()))?;
         match (counted.count, counted.tokens) {
             (Some(n), _) => Ok((n, false)),
             (None, Some(tokens)) => Ok((tokens.len(), true)),
-            (None, None) => Err("the tokenize endpoint's answer has no count".to_string()),
+            (None, None) => Err(CountError::NoCount(
+                "the tokenize endpoint's answer has no count".to_string(),
+            )),
         }
     }
 
@@ -106,19 +134,22 @@ impl ServerTokenizer {
         )
     }
 
-    /// Probes `root` once per process: the first endpoint that counts the probe text.
+    /// Probes `root` once per process: the first endpoint that counts the probe text,
+    /// or None when it has none. A server that could not answer (down, loading) is not
+    /// an answer: `Unavailable`, and the next call probes again.
     pub(crate) async fn probe(
         http: reqwest::Client,
         root: String,
         key: Option<ApiKey>,
         model: &str,
-    ) -> Option<ServerTokenizer> {
+    ) -> Result<Option<ServerTokenizer>, CountError> {
         let cell = {
             let mut probed = PROBED.lock().unwrap_or_else(|e| e.into_inner());
             Arc::clone(probed.entry(root.clone()).or_default())
         };
         let found = *cell
-            .get_or_init(|| async {
+            .get_or_try_init(|| async {
+                let mut unavailable = None;
                 for api in [Api::Tokenize, Api::Extras] {
                     let candidate = ServerTokenizer {
                         http: http.clone(),
@@ -128,30 +159,41 @@ impl ServerTokenizer {
                         model: model.to_string(),
                     };
                     let counted =
-                        tokio::time::timeout(PROBE_TIMEOUT, candidate.counted(PROBE_TEXT)).await;
+                        tokio::time::timeout(PROBE_TIMEOUT, candidate.counted(PROBE_TEXT))
+                            .await
+                            .unwrap_or_else(|_| {
+                                Err(CountError::Unavailable(format!(
+                                    "no answer within {} s",
+                                    PROBE_TIMEOUT.as_secs()
+                                )))
+                            });
                     match counted {
-                        Ok(Ok((n, tokens_only))) if n > 0 => {
+                        Ok((n, tokens_only)) if n > 0 => {
                             tracing::debug!("the server counts tokens: {}", candidate.describe());
                             // llama.cpp answers with the tokens alone; llama-cpp-python
                             // serves one request at a time anyway.
                             let one_at_a_time = tokens_only || api == Api::Extras;
-                            return Some(Found { api, one_at_a_time });
+                            return Ok(Some(Found { api, one_at_a_time }));
+                        }
+                        Err(CountError::Unavailable(why)) => {
+                            tracing::debug!("{} could not answer: {why}", candidate.describe());
+                            unavailable = Some(CountError::Unavailable(why));
                         }
                         other => {
                             tracing::debug!("no tokenizer at {}: {other:?}", candidate.describe())
                         }
                     }
                 }
-                None
+                unavailable.map_or(Ok(None), Err)
             })
-            .await;
-        found.map(|found| ServerTokenizer {
+            .await?;
+        Ok(found.map(|found| ServerTokenizer {
             http,
             root,
             key,
             api: found.api,
             model: model.to_string(),
-        })
+        }))
     }
 }
 
@@ -165,7 +207,7 @@ struct Found {
     one_at_a_time: bool,
 }
 
-/// A server's probe: what it found (None: no endpoint), answered once.
+/// A server's probe: what it found (None: no endpoint), once it could answer.
 type Probe = Arc<OnceCell<Option<Found>>>;
 
 /// Each server root's probe.

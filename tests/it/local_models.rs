@@ -967,3 +967,64 @@ async fn a_server_that_shares_one_context_gets_one_request_at_a_time() {
         "the summary runs beside the next turn"
     );
 }
+
+/// A llama.cpp server still loading its model (503 to everything, as when tern and the
+/// server start together) or restarting cannot count for a moment: tern goes on with
+/// estimates, asks again once the server answers a request, and the counts are exact
+/// from then on (they were estimates for the rest of the session).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_cannot_count_for_a_moment_is_asked_again() {
+    let server = MockServer::start_as(Dialect::LlamaCpp { n_ctx: 8192 }).await;
+    serve_with_summaries(&server);
+    // The probe's two requests get "Loading model".
+    server.answer_loading(2);
+    let settings = Settings {
+        context_window: Some(8192),
+        ..settings(&server, "smollm2-loading")
+    };
+    let mut chat = Chat::start(settings, &[("shelf.py", SHELF)], &["shelf.py"]);
+    let say = async |chat: &mut Chat, t: usize| {
+        let events = chat.say(format!("turn {t}: who has book {t}?")).await;
+        assert!(
+            matches!(events.last(), Some(Event::TurnFinished { .. })),
+            "turn {t}: {:?}",
+            failure(&events)
+        );
+        events
+    };
+    say(&mut chat, 1).await;
+    let events = say(&mut chat, 2).await;
+    let counted_by_the_server = |events: &[Event], t: usize, tolerance: f64| {
+        let sent = conversations(&server).pop().unwrap();
+        let predicted = *predictions(events).last().unwrap();
+        assert!(
+            relative_error(predicted, sent.prompt_tokens) <= tolerance,
+            "turn {t}: predicted {predicted}, the server counted {}",
+            sent.prompt_tokens
+        );
+        assert!(
+            events.iter().any(|e| matches!(
+                e,
+                Event::Request {
+                    counting: Counting::Server,
+                    ..
+                }
+            )),
+            "turn {t}"
+        );
+    };
+    // The first request the server counted: its template's tokens are not known yet.
+    counted_by_the_server(&events, 2, 0.02);
+    // The server restarts: counting the next message's new text fails once.
+    server.answer_loading(1);
+    say(&mut chat, 3).await;
+    let events = say(&mut chat, 4).await;
+    counted_by_the_server(&events, 4, 0.005);
+    assert!(
+        !notices(&chat.events)
+            .iter()
+            .any(|n| n.contains("tokenize endpoint failed")),
+        "{:?}",
+        notices(&chat.events)
+    );
+}

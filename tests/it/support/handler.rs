@@ -33,6 +33,22 @@ pub(super) struct Shared {
     pub tokenized: std::sync::Mutex<Vec<String>>,
     /// Cancelled when the `MockServer` is dropped: ends hanging replies and the server.
     pub shutdown: CancellationToken,
+    /// How many more requests (chat or tokenize) get llama.cpp's answer while it loads
+    /// its model.
+    pub loading: std::sync::atomic::AtomicUsize,
+}
+
+/// llama.cpp's answer (503) to any request while it loads its model, if it still does
+/// (`MockServer::answer_loading`).
+fn still_loading(shared: &Shared) -> Option<serde_json::Value> {
+    use std::sync::atomic::Ordering;
+    shared
+        .loading
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+        .ok()?;
+    Some(serde_json::json!({
+        "error": { "message": "Loading model", "type": "unavailable_error", "code": 503 }
+    }))
 }
 
 pub(super) fn router(shared: Arc<Shared>) -> Router {
@@ -78,6 +94,10 @@ async fn chat_completions(
         request.prompt_tokens = dialect.prompt_tokens(&request.model, &request.messages);
     }
     let guard = FinishGuard::new(&shared, request.clone());
+    if let Some(loading) = still_loading(&shared) {
+        let plan = Plan::json(StatusCode::SERVICE_UNAVAILABLE, &loading);
+        return send(plan, guard, &shared.shutdown).await;
+    }
     let number = guard.index + 1;
     let overflow = request.rejected.is_none().then(|| {
         let max_tokens = request.max_tokens.or(request.max_completion_tokens);
@@ -113,6 +133,9 @@ async fn tokenize(State(shared): State<Arc<Shared>>, request: Request) -> Respon
         .unwrap_or_default();
     let body: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
     let model = body["model"].as_str().unwrap_or_default().to_owned();
+    if let Some(loading) = still_loading(&shared) {
+        return json_response(StatusCode::SERVICE_UNAVAILABLE, loading);
+    }
     let answer = shared.dialect.tokenize(&model, &path, &body);
     if answer.is_some() {
         let text = ["content", "prompt", "input"]
@@ -122,13 +145,16 @@ async fn tokenize(State(shared): State<Arc<Shared>>, request: Request) -> Respon
         let mut tokenized = shared.tokenized.lock().unwrap_or_else(|e| e.into_inner());
         tokenized.push(text.to_owned());
     }
-    let (status, body) = match answer {
-        Some(answer) => (StatusCode::OK, answer),
-        None => (
+    match answer {
+        Some(answer) => json_response(StatusCode::OK, answer),
+        None => json_response(
             StatusCode::NOT_FOUND,
             errors::invalid_request(&format!("Invalid URL (POST {path})")),
         ),
-    };
+    }
+}
+
+fn json_response(status: StatusCode, body: serde_json::Value) -> Response {
     Response::builder()
         .status(status)
         .header(header::CONTENT_TYPE, "application/json")

@@ -119,6 +119,13 @@ impl MockServer {
         self.shared.script.set_responder(Arc::new(responder));
     }
 
+    /// The next `n` requests (chat or tokenize) get llama.cpp's answer while it loads
+    /// its model: 503 `Loading model`.
+    pub fn answer_loading(&self, n: usize) {
+        let loading = &self.shared.loading;
+        loading.store(n, std::sync::atomic::Ordering::SeqCst);
+    }
+
     /// Queued replies not yet used, over all queues: assert it is 0 at the end of a test
     /// to check the client made every request the script expected.
     pub fn pending_replies(&self) -> usize {

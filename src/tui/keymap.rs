@@ -53,6 +53,9 @@ pub enum Action {
     ScrollLeft,
     ScrollRight,
     RejectWithReason,
+    ExternalEditor,
+    SplitHunk,
+    EditHunk,
 }
 
 /// An action's config name, default keys and the line `?` shows for it.
@@ -230,6 +233,24 @@ pub const ACTIONS: &[ActionSpec] = &[
         "reject_with_reason",
         "N",
         "reject the hunk and tell the model why (type the reason, Enter)",
+    ),
+    spec(
+        Action::SplitHunk,
+        "split_hunk",
+        "s",
+        "split the hunk at unchanged lines between its changes",
+    ),
+    spec(
+        Action::EditHunk,
+        "edit_hunk",
+        "e",
+        "edit the hunk in $VISUAL / $EDITOR; yours is accepted",
+    ),
+    spec(
+        Action::ExternalEditor,
+        "editor",
+        "ctrl-g",
+        "write the message in $VISUAL / $EDITOR (also /editor)",
     ),
     spec(
         Action::ScrollLeft,

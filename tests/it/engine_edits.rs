@@ -1336,3 +1336,185 @@ async fn a_reason_given_for_a_rejected_hunk_reaches_the_model() {
         "{told}"
     );
 }
+
+/// One block changing two lines with unchanged lines between them: one hunk, two parts.
+const GREET_AND_SHOUT: &str = "src/greet.py
+```python
+<<<<<<< SEARCH
+def greet(name):
+    return 'hello ' + name
+
+
+def shout(name):
+    return greet(name).upper()
+=======
+def greet(name):
+    return 'hi ' + name
+
+
+def shout(name):
+    return greet(name).upper() + '!'
+>>>>>>> REPLACE
+```
+";
+
+fn hunk_ids(view: &ProposalView) -> Vec<String> {
+    view.files[0].hunks.iter().map(|h| h.id.clone()).collect()
+}
+
+async fn next_proposal(engine: &mut EngineHandle) -> (Vec<Event>, ProposalView) {
+    let events = until(engine, |e| matches!(e, Event::Proposal(_))).await;
+    let view = last_proposal(&events);
+    (events, view)
+}
+
+#[tokio::test]
+async fn a_hunk_split_and_edited_by_the_user_lands_and_the_model_hears_whose_lines_they_are() {
+    let server = MockServer::start().await;
+    server.push_for_model("gpt-4o", Reply::text(GREET_AND_SHOUT));
+    server.push_for_model("gpt-4o-mini", Reply::text("feat: shout louder"));
+    server.push_for_model("gpt-4o", Reply::text("Noted."));
+    let repo = repo();
+    let mut engine = engine(&repo, &server);
+    send(
+        &engine,
+        Op::Submit {
+            text: "greet shorter, shout louder".into(),
+        },
+    );
+    let view = last_proposal(&idle(&mut engine).await);
+    let whole = hunk_ids(&view);
+    assert_eq!(whole.len(), 1, "{view:#?}");
+
+    // `s`: two parts, each with its own id.
+    send(
+        &engine,
+        Op::Review(ReviewOp::Split {
+            id: whole[0].clone(),
+        }),
+    );
+    let (events, view) = next_proposal(&mut engine).await;
+    let parts = hunk_ids(&view);
+    assert_eq!(parts.len(), 2);
+    assert!(!parts.contains(&whole[0]));
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::Notice { text } if text.starts_with(&format!("split hunk {} into 2", whole[0])))),
+        "{events:#?}"
+    );
+    // A part has a single change: the engine says so and the proposal stays.
+    send(
+        &engine,
+        Op::Review(ReviewOp::Split {
+            id: parts[0].clone(),
+        }),
+    );
+    let (events, view) = next_proposal(&mut engine).await;
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::Error { text } if text.contains("cannot be split"))),
+        "{events:#?}"
+    );
+    assert_eq!(hunk_ids(&view), parts);
+
+    // `e`: the part's exact lines, then the user's version of them.
+    send(
+        &engine,
+        Op::HunkText {
+            id: parts[1].clone(),
+        },
+    );
+    let events = until(&mut engine, |e| matches!(e, Event::HunkText { .. })).await;
+    let Some(Event::HunkText { id, path, text }) = events.last() else {
+        panic!("{events:#?}")
+    };
+    assert_eq!((id, path.as_str()), (&parts[1], "src/greet.py"));
+    assert_eq!(text, "    return greet(name).upper() + '!'\n");
+    let mine = "    return greet(name).upper() + '!!!'\n";
+    send(
+        &engine,
+        Op::Review(ReviewOp::Edit {
+            id: parts[1].clone(),
+            new_lines: mine.into(),
+        }),
+    );
+    let (_, view) = next_proposal(&mut engine).await;
+    let edited = &view.files[0].hunks[1];
+    assert!(
+        edited.edited && edited.decision == Decision::Accept,
+        "{edited:#?}"
+    );
+    assert!(edited.lines.iter().any(|l| l.text.ends_with("'!!!'")));
+
+    // An edit the engine refuses comes back whole, and nothing changes.
+    let bad = "    return greet(name)\u{0}\n";
+    send(
+        &engine,
+        Op::Review(ReviewOp::Edit {
+            id: edited.id.clone(),
+            new_lines: bad.into(),
+        }),
+    );
+    let events = until(&mut engine, |e| matches!(e, Event::Proposal(_))).await;
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::EditRefused { id, new_lines, reason }
+            if id == &edited.id && new_lines == bad && reason.contains("NUL"))),
+        "{events:#?}"
+    );
+    assert_eq!(last_proposal(&events), view);
+
+    send(
+        &engine,
+        Op::Review(ReviewOp::Hunk {
+            id: parts[0].clone(),
+            decision: Decision::Reject,
+        }),
+    );
+    send(&engine, Op::Review(ReviewOp::Apply));
+    let events = idle(&mut engine).await;
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::Applied { accepted: 1, .. })),
+        "{events:#?}"
+    );
+    let text = repo.read("src/greet.py");
+    assert!(text.contains("upper() + '!!!'"), "{text}");
+    assert!(
+        text.contains("'hello ' + name"),
+        "the rejected part is not written"
+    );
+
+    // The model hears that the applied lines are the user's, and what it proposed that
+    // was not applied.
+    send(
+        &engine,
+        Op::Submit {
+            text: "thanks".into(),
+        },
+    );
+    idle(&mut engine).await;
+    let request = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.model == "gpt-4o")
+        .nth(1)
+        .unwrap();
+    let told = request.last_user_text().unwrap();
+    assert!(
+        told.contains("The user rewrote some of your edits"),
+        "{told}"
+    );
+    assert!(
+        told.contains("+    return greet(name).upper() + '!!!'"),
+        "{told}"
+    );
+    assert!(
+        told.contains("did not accept these hunks") && told.contains("+    return 'hi ' + name"),
+        "{told}"
+    );
+}

@@ -15,6 +15,7 @@ mod edit_apply;
 mod edit_cli;
 mod edit_parse;
 mod edit_prompts;
+mod edit_refine;
 mod edit_spans;
 mod engine_edits;
 mod engine_review;

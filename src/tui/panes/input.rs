@@ -10,9 +10,10 @@ use ratatui::layout::{Position, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 
-use super::{Cx, Draw, Pane};
+use super::{Cx, Draw, Effect, Pane};
 use crate::engine::Op;
 use crate::engine::commands::{self, Command};
+use crate::tui::editor::{EditRequest, EditTarget};
 use crate::tui::fuzzy;
 use crate::tui::keymap::Action;
 use crate::tui::text::{self, grapheme_width};
@@ -384,6 +385,8 @@ impl InputPane {
                     | Command::Code
                     | Command::Apply
                     | Command::Reject
+                    | Command::Split
+                    | Command::Editor
                     | Command::Discard
                     | Command::Diff
                     | Command::Show
@@ -483,6 +486,7 @@ impl Pane for InputPane {
             Action::HistoryPrev,
             Action::HistoryNext,
             Action::Complete,
+            Action::ExternalEditor,
         ]
     }
 
@@ -490,6 +494,11 @@ impl Pane for InputPane {
         match action {
             Action::Send => self.submit(cx),
             Action::Newline => self.insert("\n"),
+            Action::ExternalEditor => cx.effect(Effect::Edit(EditRequest {
+                target: EditTarget::Draft,
+                text: self.text.clone(),
+                suffix: ".md".into(),
+            })),
             Action::HistoryPrev => {
                 if !self.move_row(-1) {
                     self.history_prev();
@@ -574,7 +583,7 @@ impl Pane for InputPane {
         let prompt_style = Style::new().fg(theme.c.accent).add_modifier(Modifier::BOLD);
         if self.text.is_empty() {
             buf.set_string(area.x, area.y, "› ", prompt_style);
-            let hint = "Message the model · / commands · @ files · Ctrl-J new line";
+            let hint = "Message the model · / commands · @ files · Ctrl-J new line · Ctrl-G editor";
             buf.set_string(
                 area.x + PROMPT_WIDTH as u16,
                 area.y,

@@ -139,12 +139,14 @@ impl TerminalInput {
     /// terminal the workspace steps aside first: the reader task is ended, which drops
     /// its `EventStream` (it reads stdin in the background and would take the editor's
     /// keys), and the terminal is restored; afterwards it is taken over again and a new
-    /// reader started. The inner result is the edited text, or why there is none; the
-    /// outer error is a terminal that could not be taken back.
+    /// reader started; `redraw` runs in between (it may query the terminal, which a
+    /// running reader would answer in its place). The inner result is the edited text,
+    /// or why there is none; the outer error is a terminal that could not be taken back.
     pub async fn run_editor(
         &mut self,
         request: &EditRequest,
-    ) -> io::Result<Result<String, String>> {
+        redraw: impl FnOnce() -> anyhow::Result<()>,
+    ) -> anyhow::Result<Result<String, String>> {
         let sender = match self.reader.take() {
             Some((task, sender)) => {
                 task.abort();
@@ -161,8 +163,11 @@ impl TerminalInput {
             editor::edit(&command, &text, &suffix)
         })
         .await;
-        if let Some(sender) = sender {
+        if sender.is_some() {
             terminal::resume()?;
+        }
+        redraw()?;
+        if let Some(sender) = sender {
             self.reader = Some((read_terminal(sender.clone()), sender));
         }
         Ok(match edited {
@@ -230,9 +235,8 @@ where
             }
         }
         if let Some(request) = app.take_editor_request() {
-            let edited = input.run_editor(&request).await?;
             // The editor drew over the screen: the next frame draws all of it.
-            terminal.clear()?;
+            let edited = input.run_editor(&request, || Ok(terminal.clear()?)).await?;
             app.editor_done(request, edited);
             dirty = true;
             urgent = true;

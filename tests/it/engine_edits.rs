@@ -1386,12 +1386,12 @@ async fn a_hunk_split_and_edited_by_the_user_lands_and_the_model_hears_whose_lin
     let whole = hunk_ids(&view);
     assert_eq!(whole.len(), 1, "{view:#?}");
 
-    // `s`: two parts, each with its own id.
+    // `/split` (what `s` sends as `ReviewOp::Split`): two parts, each with its own id.
     send(
         &engine,
-        Op::Review(ReviewOp::Split {
-            id: whole[0].clone(),
-        }),
+        Op::Submit {
+            text: format!("/split {}", whole[0]),
+        },
     );
     let (events, view) = next_proposal(&mut engine).await;
     let parts = hunk_ids(&view);

@@ -34,6 +34,7 @@ mod review_cli;
 mod tokens;
 mod trust;
 mod tui_demo;
+mod tui_editor;
 mod tui_hostile_text;
 mod tui_keys;
 mod tui_snapshots;

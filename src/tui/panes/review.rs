@@ -139,9 +139,25 @@ impl ReviewPane {
             self.highlights.clear();
             self.reflections.clear();
             self.banner = None;
-        } else if let Some((file, hunk)) = selected.and_then(|id| find(&proposal, &id)) {
-            self.file = file;
-            self.hunk = hunk;
+        } else {
+            // A hunk keeps its id when its neighbour is split off or applied, but its
+            // context lines may change: only an unchanged hunk keeps its highlighting.
+            fn hunk_in<'p>(p: &'p ProposalView, id: &str) -> Option<&'p HunkView> {
+                p.files.iter().flat_map(|f| &f.hunks).find(|h| h.id == id)
+            }
+            let keep: Vec<String> = self
+                .highlights
+                .keys()
+                .filter(|id| {
+                    self.proposal.as_ref().and_then(|p| hunk_in(p, id)) == hunk_in(&proposal, id)
+                })
+                .cloned()
+                .collect();
+            self.highlights.retain(|id, _| keep.contains(id));
+            if let Some((file, hunk)) = selected.and_then(|id| find(&proposal, &id)) {
+                self.file = file;
+                self.hunk = hunk;
+            }
         }
         // Whatever was being applied is over: this is what is left to decide.
         self.status = None;

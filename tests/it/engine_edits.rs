@@ -1362,6 +1362,12 @@ fn hunk_ids(view: &ProposalView) -> Vec<String> {
     view.files[0].hunks.iter().map(|h| h.id.clone()).collect()
 }
 
+/// Sends a message and waits for the proposal its reply makes.
+async fn ask(engine: &mut EngineHandle, text: &str) -> ProposalView {
+    send(engine, Op::Submit { text: text.into() });
+    last_proposal(&idle(engine).await)
+}
+
 async fn next_proposal(engine: &mut EngineHandle) -> (Vec<Event>, ProposalView) {
     let events = until(engine, |e| matches!(e, Event::Proposal(_))).await;
     let view = last_proposal(&events);
@@ -1376,13 +1382,7 @@ async fn a_hunk_split_and_edited_by_the_user_lands_and_the_model_hears_whose_lin
     server.push_for_model("gpt-4o", Reply::text("Noted."));
     let repo = repo();
     let mut engine = engine(&repo, &server);
-    send(
-        &engine,
-        Op::Submit {
-            text: "greet shorter, shout louder".into(),
-        },
-    );
-    let view = last_proposal(&idle(&mut engine).await);
+    let view = ask(&mut engine, "greet shorter, shout louder").await;
     let whole = hunk_ids(&view);
     assert_eq!(whole.len(), 1, "{view:#?}");
 

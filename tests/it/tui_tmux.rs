@@ -129,6 +129,15 @@ impl Workspace {
         }
     }
 
+    /// Ctrl-C twice with hunks still to review: tern asks, `y` quits. Returns the screen
+    /// once tern has exited.
+    fn quit_leaving_hunks(&self) -> String {
+        self.keys(&["C-c", "C-c"]);
+        self.wait_for("still await review", WAIT);
+        self.keys(&["y"]);
+        self.wait_for("[tern exited 0]", WAIT)
+    }
+
     /// Whether the terminal is still on the alternate screen.
     fn alternate_screen(&self) -> bool {
         self.tmux(&["display", "-p", "-t", "main", "#{alternate_on}"])
@@ -158,6 +167,15 @@ const WAIT: Duration = Duration::from_secs(20);
 /// The demo reply: an explanation and four SEARCH/REPLACE blocks, two per file.
 const REPLY: &str = include_str!("../../assets/demo/reply.md");
 const COMMIT: &str = "fix: refuse to remove more than is in stock";
+/// The models, and the demo's two files in the chat.
+const ARGS: [&str; 6] = [
+    "--model",
+    "gpt-4o",
+    "--weak-model",
+    "gpt-4o-mini",
+    "shop/inventory.py",
+    "shop/cli.py",
+];
 
 #[test]
 fn a_streamed_reply_is_reviewed_hunk_by_hunk_and_the_accepted_hunk_committed() {
@@ -165,15 +183,7 @@ fn a_streamed_reply_is_reviewed_hunk_by_hunk_and_the_accepted_hunk_committed() {
     server.push_for_model("gpt-4o", Reply::text(REPLY).at_tokens_per_second(200.0));
     server.push_for_model("gpt-4o-mini", Reply::text(COMMIT));
     let repo = repo();
-    let args = [
-        "--model",
-        "gpt-4o",
-        "--weak-model",
-        "gpt-4o-mini",
-        "shop/inventory.py",
-        "shop/cli.py",
-    ];
-    let Some(tern) = Workspace::start(&repo, &server.base_url(), &args, 160, 48) else {
+    let Some(tern) = Workspace::start(&repo, &server.base_url(), &ARGS, 160, 48) else {
         return;
     };
     let screen = tern.wait_for("[E] shop/inventory.py", WAIT);
@@ -234,10 +244,7 @@ fn a_streamed_reply_is_reviewed_hunk_by_hunk_and_the_accepted_hunk_committed() {
 
     // Quit: two hunks still await review, so tern asks first; then the terminal is
     // given back.
-    tern.keys(&["C-c", "C-c"]);
-    tern.wait_for("still await review", WAIT);
-    tern.keys(&["y"]);
-    let screen = tern.wait_for("[tern exited 0]", WAIT);
+    let screen = tern.quit_leaving_hunks();
     assert!(!tern.alternate_screen(), "the alternate screen was left");
     assert!(
         !screen.contains("Message the model"),
@@ -264,10 +271,7 @@ fn the_demo_streams_its_recorded_reply_into_a_review_with_no_server() {
         screen.contains("the reply proposes 4 hunks in 2 files"),
         "{screen}"
     );
-    tern.keys(&["C-c", "C-c"]);
-    tern.wait_for("still await review", WAIT);
-    tern.keys(&["y"]);
-    tern.wait_for("[tern exited 0]", WAIT);
+    tern.quit_leaving_hunks();
     assert!(
         !Path::new(&repo.path().join("shop")).exists(),
         "the demo works in its own directory"
@@ -364,19 +368,11 @@ fn the_users_editor_writes_the_draft_and_a_hunk_between_splits() {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&editor, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
-    let args = [
-        "--model",
-        "gpt-4o",
-        "--weak-model",
-        "gpt-4o-mini",
-        "shop/inventory.py",
-        "shop/cli.py",
-    ];
     let visual = editor.display().to_string();
     let Some(tern) = Workspace::start_with_env(
         &repo,
         &server.base_url(),
-        &args,
+        &ARGS,
         (160, 48),
         &[("VISUAL", &visual), ("EDITOR", "false")],
     ) else {
@@ -435,9 +431,6 @@ fn the_users_editor_writes_the_draft_and_a_hunk_between_splits() {
     );
     assert_eq!(repo.git(&["log", "-1", "--format=%s"]).trim(), COMMIT);
 
-    tern.keys(&["C-c", "C-c"]);
-    tern.wait_for("still await review", WAIT);
-    tern.keys(&["y"]);
-    tern.wait_for("[tern exited 0]", WAIT);
+    tern.quit_leaving_hunks();
     assert!(!tern.alternate_screen());
 }

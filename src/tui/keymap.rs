@@ -141,7 +141,7 @@ pub const ACTIONS: &[ActionSpec] = &[
         Action::Bottom,
         "bottom",
         "G end",
-        "go to the bottom (the chat follows again)",
+        "go to the bottom (the chat: follow it again)",
     ),
     spec(
         Action::FocusInput,
@@ -243,7 +243,7 @@ pub const ACTIONS: &[ActionSpec] = &[
         Action::RejectWithReason,
         "reject_with_reason",
         "N",
-        "reject the hunk and tell the model why (type the reason, Enter)",
+        "reject the hunk, telling the model why",
     ),
     spec(
         Action::ScrollLeft,

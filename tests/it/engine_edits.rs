@@ -112,6 +112,14 @@ fn last_proposal(events: &[Event]) -> ProposalView {
         .expect("a proposal was sent")
 }
 
+/// The model proposes `TWO_EDITS`, the weak model writes the commit message, then the
+/// model answers the next message with `then`.
+fn script_two_edits(server: &MockServer, then: &str) {
+    server.push_for_model("gpt-4o", Reply::text(TWO_EDITS));
+    server.push_for_model("gpt-4o-mini", Reply::text("fix: punctuate the greeting"));
+    server.push_for_model("gpt-4o", Reply::text(then));
+}
+
 /// Sends a message or a slash command.
 fn submit(engine: &EngineHandle, text: &str) {
     send(
@@ -839,9 +847,7 @@ async fn a_given_reply_is_proposed_without_asking_the_model() {
 #[tokio::test]
 async fn an_undone_commit_is_told_to_the_model_as_a_note() {
     let server = MockServer::start().await;
-    server.push_for_model("gpt-4o", Reply::text(TWO_EDITS));
-    server.push_for_model("gpt-4o-mini", Reply::text("fix: punctuate the greeting"));
-    server.push_for_model("gpt-4o", Reply::text("Understood."));
+    script_two_edits(&server, "Understood.");
     let repo = repo();
     let mut engine = engine(&repo, &server);
     submit(&engine, "punctuate");
@@ -1107,9 +1113,7 @@ async fn show_shows_the_commit_tern_just_made() {
 #[tokio::test]
 async fn a_reason_given_for_a_rejected_hunk_reaches_the_model() {
     let server = MockServer::start().await;
-    server.push_for_model("gpt-4o", Reply::text(TWO_EDITS));
-    server.push_for_model("gpt-4o-mini", Reply::text("fix: punctuate the greeting"));
-    server.push_for_model("gpt-4o", Reply::text("Understood."));
+    script_two_edits(&server, "Understood.");
     let repo = repo();
     let mut engine = engine(&repo, &server);
     submit(&engine, "punctuate");

@@ -94,7 +94,9 @@ impl Session {
         if text.len() > TRANSCRIPT_MESSAGE_BYTES {
             let left = text.len() - TRANSCRIPT_MESSAGE_BYTES;
             crate::chars::truncate(&mut text, TRANSCRIPT_MESSAGE_BYTES);
-            text.push_str(&format!("\n… ({left} more bytes are not kept for resuming)"));
+            text.push_str(&format!(
+                "\n… ({left} more bytes are not kept for resuming)"
+            ));
         }
         self.transcript.push(Shown { kind, text });
         let mut over = self.transcript.len().saturating_sub(TRANSCRIPT_LIMIT);
@@ -405,7 +407,11 @@ mod transcript_tests {
         let huge = "日本".repeat(TRANSCRIPT_MESSAGE_BYTES);
         session.show(ShownKind::Assistant, huge.clone());
         let kept = &session.transcript[0].text;
-        assert!(kept.len() < TRANSCRIPT_MESSAGE_BYTES + 100, "{}", kept.len());
+        assert!(
+            kept.len() < TRANSCRIPT_MESSAGE_BYTES + 100,
+            "{}",
+            kept.len()
+        );
         assert!(kept.ends_with("more bytes are not kept for resuming)"));
         for i in 0..100 {
             session.show(ShownKind::User, format!("{i}{huge}"));

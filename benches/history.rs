@@ -55,6 +55,8 @@ fn bench(c: &mut Criterion) {
         proposal_shell: vec![],
         notes: vec![],
         transcript: vec![],
+        server_window: None,
+        learned_limit: None,
     };
     c.bench_function("save session.json, 200 messages", |b| {
         b.iter(|| persist::save(&file, &session, false).unwrap())

@@ -6,8 +6,9 @@
 //! `~/.cargo/registry/src/*/`, in name order, until about 1,000 or 10,000 files, then
 //! `git init && git add -A && git commit` (so the file set comes from a real index).
 //!
-//! - `warm_open`: a new `RepoMap` loading every tag from the disk cache (what a new
-//!   process does), plus one map;
+//! - `warm_open`: a new `RepoMap` loading its checkout's snapshot (what a new process
+//!   does; tags are read from the shared store only for the files the map shows), plus
+//!   one map;
 //! - `build_after_chat_change`: ranking and fitting again for another chat file;
 //! - `one_file_change`: an edited file re-parsed (`refresh_files`) and the map rebuilt.
 

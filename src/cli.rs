@@ -8,6 +8,7 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::config::{CachePrompts, ConfigSources, SettingsLayer};
 use crate::edit::EditFormat;
+use crate::repomap::MapRefresh;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -145,6 +146,13 @@ pub struct GlobalArgs {
     #[arg(long, value_name = "TOKENS", global = true)]
     pub map_tokens: Option<usize>,
 
+    /// When the repo map is rebuilt: auto (when the chat or files change, reusing the
+    /// last map when a rebuild would take over a second and nothing the chat references
+    /// changed), always (before every message), files (when the chat files, mentions or
+    /// budget change), manual (on /map-refresh) [default: auto].
+    #[arg(long, value_parser = map_refresh(), value_name = "WHEN", global = true)]
+    pub map_refresh: Option<MapRefresh>,
+
     /// Write logs to this file [default: the user cache dir's tern/tern.log].
     #[arg(long, value_name = "FILE", global = true)]
     pub log_file: Option<PathBuf>,
@@ -263,6 +271,12 @@ fn edit_format() -> impl TypedValueParser<Value = EditFormat> {
     PossibleValuesParser::new(["editblock", "udiff", "whole"]).try_map(|s| s.parse::<EditFormat>())
 }
 
+/// `--map-refresh`.
+fn map_refresh() -> impl TypedValueParser<Value = MapRefresh> {
+    PossibleValuesParser::new(["auto", "always", "files", "manual"])
+        .try_map(|s| s.parse::<MapRefresh>())
+}
+
 /// `--cache-prompts`.
 fn cache_prompts() -> impl TypedValueParser<Value = CachePrompts> {
     PossibleValuesParser::new(["auto", "on", "off"]).try_map(|s| s.parse::<CachePrompts>())
@@ -294,6 +308,7 @@ impl GlobalArgs {
             theme: self.theme.clone(),
             cache_prompts: self.cache_prompts,
             map_tokens: self.map_tokens.map(Some),
+            map_refresh: self.map_refresh,
             log_file: self.log_file.clone().map(Some),
             double_buffer: off(self.no_double_buffer),
             verify_hooks: off(self.no_verify),

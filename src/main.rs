@@ -42,6 +42,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let global = &cli.global;
     match &cli.command {
         Some(Command::Tokens(args)) => {
+            // Counting a file that is not there would count an empty one.
+            let mut named = args.files.iter().chain(&global.files).chain(&global.read);
+            if let Some(missing) = named.find(|f| !cwd.join(f).exists()) {
+                anyhow::bail!("no such file: {}", missing.display());
+            }
             let mut config = engine_config(global, settings, root, cwd);
             config.editable.extend(paths(&args.files));
             runtime.block_on(tern::headless::tokens::run(

@@ -83,6 +83,10 @@ pub const SUMMARIZE_MERGE: &str = text!("summarize_merge.md");
 pub const SUMMARY_PREFIX: &str = concat!(include_str!("../assets/prompts/summary-prefix.md"), "\n");
 /// The assistant's answer to the summary, so that roles keep alternating.
 pub const SUMMARY_ACK: &str = text!("summary-ack.md");
+/// Stands for turns dropped without a summary (`/forget`, when summarizing fails), and
+/// the assistant's answer to it.
+pub const FORGOTTEN: &str = text!("forgotten.md");
+pub const FORGOTTEN_ACK: &str = text!("forgotten-ack.md");
 
 // Edits (`edit`): the commit message, failed blocks sent back, rejected hunks.
 

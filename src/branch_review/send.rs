@@ -7,7 +7,9 @@ use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
 use super::{ChangeSet, ReviewError, ReviewOptions, ReviewPlan};
-use crate::llm::{ChatRequest, Finish, LlmClient, LlmError, ModelInfo, StreamEvent, Usage};
+use crate::llm::{
+    ChatRequest, Finish, LlmClient, LlmError, ModelInfo, ReplyLimit, StreamEvent, Usage,
+};
 use crate::tokens::TokenCounter;
 
 /// How often a request the server finds too long is planned again.
@@ -74,7 +76,7 @@ pub async fn send(
     let mut retries = 0;
     loop {
         match send_calls(client, model, &plan, cancel, on_event).await {
-            Err(LlmError::ContextLengthExceeded { message }) if retries < CONTEXT_RETRIES => {
+            Err(LlmError::ContextLengthExceeded { message, .. }) if retries < CONTEXT_RETRIES => {
                 retries += 1;
                 options.budget = options.budget * 3 / 4;
                 on_event(SendEvent::Replanned {
@@ -109,7 +111,8 @@ async fn send_calls(
             model: model.clone(),
             messages: call.messages.clone(),
             cache_control: false,
-            max_tokens: None,
+            reply_limit: ReplyLimit::Server,
+            predicted_prompt: Some(call.tokens),
         };
         let reply = client
             .chat(&request, cancel, &mut |e| on_event(SendEvent::Stream(e)))

@@ -150,6 +150,8 @@ settings! {
     cache_prompts: CachePrompts = CachePrompts::Auto ; Repo,
     /// Repo map budget [default: window/8 clamped to 1024..4096].
     map_tokens: Option<usize> = None ; Repo,
+    /// When the repo map is rebuilt: auto, always, files or manual.
+    map_refresh: crate::repomap::MapRefresh = crate::repomap::MapRefresh::Auto ; Repo,
     /// History budget [default: min(max(window/16, 1024), 8192)].
     max_chat_history_tokens: Option<usize> = None ; Repo,
     /// Summarize history in the background before it is needed.

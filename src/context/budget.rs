@@ -4,6 +4,7 @@ use serde::Serialize;
 
 use super::chunks::{Assembled, Section};
 use crate::llm::{ModelInfo, Usage};
+use crate::tokens::Counting;
 
 /// Where the double-buffered history summarizer is in its cycle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
@@ -45,12 +46,16 @@ pub struct HistoryStatus {
     pub summaries: usize,
 }
 
-/// The repo map's share.
+/// The repo map's share, and when it is rebuilt.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct MapStatus {
     pub tokens: usize,
     pub budget: usize,
     pub files: usize,
+    pub refresh: crate::repomap::MapRefresh,
+    /// Files changed on disk since the map was built, and it is kept anyway (the
+    /// refresh mode says so).
+    pub kept_stale: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -75,12 +80,16 @@ pub struct FileRow {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct BudgetReport {
     pub model: String,
-    /// False when the model is not in the table: the window is a guess.
+    /// False when the model is not in the table.
     pub known_model: bool,
-    /// True when counts use a stand-in tokenizer ("≈").
-    pub estimate: bool,
+    /// How the counts are made: exact, by the server, or estimated ("≈").
+    pub counting: Counting,
+    /// The server has yet to count some of this report's texts (they are estimates
+    /// until it has; a new report follows).
+    pub counts_pending: bool,
     pub encoding: &'static str,
     pub window: usize,
+    pub window_source: WindowSource,
     pub reserved_output: usize,
     /// The most prompt tokens that may be sent: the window minus the reserve, or the
     /// model's separate input cap if lower.
@@ -93,9 +102,29 @@ pub struct BudgetReport {
     pub history: HistoryStatus,
     pub map: Option<MapStatus>,
     pub last_usage: Option<Usage>,
+    /// The server reported no usage: `last_usage` is tern's count of what was sent and
+    /// received.
+    pub last_usage_estimated: bool,
     pub last_cost: f64,
     pub session_cost: f64,
 }
+
+/// Where the window's size comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WindowSource {
+    /// The model table.
+    Table,
+    /// A guess: the model is not in the table and no window was given.
+    Assumed,
+    /// `--context-window` (or `context_window` in a config file).
+    Setting,
+    /// The server said so when it refused a request (llama.cpp's `n_ctx`).
+    Server,
+}
+
+/// The reply's reserve never goes below this by default, however small the window.
+const RESERVE_FLOOR: usize = 256;
 
 /// The model's window and reserve after `--context-window` and `reserve_output`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,9 +132,13 @@ pub struct Window {
     pub window: usize,
     pub reserved_output: usize,
     pub prompt_limit: usize,
+    pub source: WindowSource,
 }
 
 impl Window {
+    /// The reserve defaults to the model's output limit, at most 8192 and at most a
+    /// quarter of the window (but not below `RESERVE_FLOOR`), so a 2k window keeps
+    /// three quarters of itself for the prompt; it is never more than half the window.
     pub fn for_model(
         model: &ModelInfo,
         window_override: Option<usize>,
@@ -113,7 +146,12 @@ impl Window {
     ) -> Self {
         let window = window_override.unwrap_or(model.context_window);
         let reserved_output = reserve
-            .unwrap_or_else(|| model.max_output.min(8192))
+            .unwrap_or_else(|| {
+                model
+                    .max_output
+                    .min(8192)
+                    .min((window / 4).max(RESERVE_FLOOR))
+            })
             .min(window / 2);
         let mut prompt_limit = window - reserved_output;
         if let Some(cap) = model.max_input
@@ -121,23 +159,59 @@ impl Window {
         {
             prompt_limit = prompt_limit.min(cap);
         }
+        let source = match (window_override, model.known) {
+            (Some(_), _) => WindowSource::Setting,
+            (None, true) => WindowSource::Table,
+            (None, false) => WindowSource::Assumed,
+        };
         Window {
             window,
             reserved_output,
             prompt_limit,
+            source,
+        }
+    }
+
+    /// The window the server says it has (`n_ctx`), with the reserve scaled to it.
+    pub fn from_server(model: &ModelInfo, n_ctx: usize, reserve: Option<usize>) -> Self {
+        Window {
+            source: WindowSource::Server,
+            ..Window::for_model(model, Some(n_ctx), reserve)
+        }
+    }
+
+    /// Where the window comes from, as the user reads it ("" for the model table).
+    pub fn describe_source(&self, model: &str) -> String {
+        match self.source {
+            WindowSource::Table => String::new(),
+            WindowSource::Assumed => {
+                format!("unknown model {model}: window assumed; set --context-window")
+            }
+            WindowSource::Setting => "window from --context-window".into(),
+            WindowSource::Server => format!(
+                "window from the server (n_ctx); start with --context-window {} to skip the refused request",
+                self.window
+            ),
         }
     }
 }
 
 impl BudgetReport {
-    pub fn new(assembled: &Assembled, model: &ModelInfo, window: Window) -> Self {
+    pub fn new(
+        assembled: &Assembled,
+        model: &ModelInfo,
+        window: Window,
+        counting: Counting,
+    ) -> Self {
         let percent = |tokens: usize| 100.0 * tokens as f64 / window.window.max(1) as f64;
         BudgetReport {
             model: model.name.clone(),
             known_model: model.known,
-            estimate: !model.exact_tokens,
+            counting,
+            counts_pending: false,
             encoding: model.encoding.name(),
             window: window.window,
+            window_source: window.source,
             reserved_output: window.reserved_output,
             prompt_limit: window.prompt_limit,
             sections: assembled
@@ -167,6 +241,7 @@ impl BudgetReport {
             history: HistoryStatus::default(),
             map: None,
             last_usage: None,
+            last_usage_estimated: false,
             last_cost: 0.0,
             session_cost: 0.0,
         }
@@ -188,28 +263,40 @@ impl BudgetReport {
         self.total as f64 / self.window.max(1) as f64
     }
 
+    /// True when counts are estimates ("≈").
+    pub fn estimate(&self) -> bool {
+        self.counting.is_estimate()
+    }
+
     /// The plain-text table of `/tokens` and `tern tokens`.
     pub fn render_table(&self) -> String {
-        let approx = if self.estimate { "≈" } else { "" };
+        let approx = if self.estimate() { "≈" } else { "" };
         let mut out = String::new();
-        let warn = if self.known_model {
+        let window = Window {
+            window: self.window,
+            reserved_output: self.reserved_output,
+            prompt_limit: self.prompt_limit,
+            source: self.window_source,
+        };
+        let source = window.describe_source(&self.model);
+        let warn = if source.is_empty() {
             String::new()
         } else {
-            format!(
-                "  (unknown model: window assumed to be {}; set --context-window)",
-                self.window
-            )
+            format!("  ({source})")
+        };
+        let how = match self.counting {
+            Counting::Exact => format!("exactly counted with {}", self.encoding),
+            Counting::Server => "counted exactly by the server".to_string(),
+            Counting::Uncalibrated => format!("estimated with {} (uncalibrated)", self.encoding),
+            calibrated => format!(
+                "counts {} ({} scaled to the server's reports)",
+                calibrated.label(),
+                self.encoding
+            ),
         };
         out.push_str(&format!(
-            "Model {} — window {} tokens, {} counted with {}{warn}\n\n",
-            self.model,
-            self.window,
-            if self.estimate {
-                "estimated"
-            } else {
-                "exactly"
-            },
-            self.encoding
+            "Model {} — window {} tokens, {how}{warn}\n\n",
+            self.model, self.window,
         ));
         out.push_str(&format!(
             "{:>10}  {:>6}  {:>9}  {:<28} {}\n",
@@ -275,6 +362,20 @@ impl BudgetReport {
             .collect::<Vec<_>>()
             .join("\n")
             + "\n";
+        if let Some(m) = &self.map {
+            out.push_str(&format!(
+                "\nRepo map {} of {} tokens, {} files, refresh {}{}\n",
+                m.tokens,
+                m.budget,
+                m.files,
+                m.refresh.label(),
+                if m.kept_stale {
+                    " (files changed since it was built; /map-refresh rebuilds it)"
+                } else {
+                    ""
+                }
+            ));
+        }
         if h.budget > 0 {
             let marks = if h.swap_mark > 0 {
                 format!(

@@ -8,7 +8,7 @@ use crate::llm::{Message, Role};
 use crate::prompts::{
     CHAT_ACK, CHAT_INTRO, READONLY_ACK, READONLY_INTRO, REPO_ACK, REPO_INTRO, REVIEW_DIFF_ACK,
 };
-use crate::tokens::{REPLY_PRIMING, TokenCounter};
+use crate::tokens::TokenCounter;
 
 /// A section of the request. The order of the variants is the order sent: stable
 /// content first, so provider prefix caches hit as often as possible.
@@ -105,7 +105,8 @@ pub struct FileCount {
 pub struct Assembled {
     pub messages: Vec<Message>,
     /// Every section in `Section::ALL` order, empty ones included; their tokens sum to
-    /// `total` together with `REPLY_PRIMING`, which is counted in `Section::System`.
+    /// `total` together with the request's own overhead (the primed reply), which is
+    /// counted in `Section::System`.
     pub sections: Vec<SectionCount>,
     pub files: Vec<FileCount>,
     /// Predicted `usage.prompt_tokens`.
@@ -205,7 +206,7 @@ pub fn assemble(inputs: &ChunkInputs, counter: &TokenCounter) -> Assembled {
         .iter_mut()
         .find(|s| s.section == Section::System)
     {
-        system.tokens += REPLY_PRIMING;
+        system.tokens += counter.per_request();
     }
     builder.sections.sort_by_key(|s| s.section);
     let total = builder.sections.iter().map(|s| s.tokens).sum();

@@ -8,15 +8,19 @@
 //! summary + tail fits. Unlike aider, a head larger than the summarizer's own window is
 //! never cut: it is summarized in chunks whose summaries are then merged.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, LazyLock, Mutex};
 
 use futures::{StreamExt, TryStreamExt};
 use tokio_util::sync::CancellationToken;
 
 use super::Window;
-use crate::llm::{ChatRequest, Finish, LlmClient, LlmError, Message, ModelInfo, Role};
+use crate::llm::{
+    ChatRequest, Finish, LlmClient, LlmError, Message, ModelInfo, ReplyLimit, Role, StreamEvent,
+};
 use crate::prompts;
-use crate::tokens::{MESSAGE_OVERHEAD, REPLY_PRIMING, TokenCounter};
+use crate::tokens::TokenCounter;
 
 /// How many summarize-and-check rounds `Summarizer::fit` makes at most; the last one
 /// summarizes everything. (A second round keeps the same tail as the first, so it
@@ -26,21 +30,44 @@ pub const MAX_DEPTH: usize = 3;
 /// A history this short is summarized whole rather than split.
 const MIN_SPLIT: usize = 4;
 
-/// Summary requests made at once when a head is summarized in chunks.
+/// Summary requests made at once when a head is summarized in chunks; they still go
+/// to one server one at a time (`SERVER_SLOTS`).
 const PARALLEL_CHUNKS: usize = 4;
+
+/// How many times a summary is made again in smaller chunks after the server refused
+/// one as too long.
+const SMALLER_RETRIES: usize = 3;
+
+/// One summary request at a time per server: a local server often has one slot, and
+/// a second request would only wait there (or be refused) while holding a connection.
+static SERVER_SLOTS: LazyLock<Mutex<HashMap<String, Arc<tokio::sync::Semaphore>>>> =
+    LazyLock::new(Default::default);
+
+fn server_slot(api_base: &str) -> Arc<tokio::sync::Semaphore> {
+    let mut slots = SERVER_SLOTS.lock().unwrap_or_else(|e| e.into_inner());
+    Arc::clone(
+        slots
+            .entry(api_base.to_string())
+            .or_insert_with(|| Arc::new(tokio::sync::Semaphore::new(1))),
+    )
+}
+
+/// Told of every summary request as it is sent (`StreamEvent::Request`).
+pub type RequestObserver = Arc<dyn Fn(StreamEvent) + Send + Sync>;
 
 /// Opens the summary message, so the model knows what it is reading.
 pub const SUMMARY_PREFIX: &str = prompts::SUMMARY_PREFIX;
 
-/// The history budget when none is configured: `min(max(window/16, 1024), 8192)`.
+/// The history budget when none is configured: `min(max(window/16, 1024), 8192)`,
+/// where the floor of 1024 scales down to a quarter of windows under 4096 tokens.
 pub fn default_budget(window: usize) -> usize {
-    (window / 16).clamp(1024, 8192)
+    (window / 16).clamp(1024.min(window / 4), 8192)
 }
 
 /// The most tokens a summary may take for a history budget of `budget`: a quarter of
 /// it, so that after a swap summary + kept messages sit well under the checkpoint mark.
 pub fn summary_cap(budget: usize) -> usize {
-    (budget / 4).clamp(64, 2048)
+    (budget / 4).clamp(32, 2048)
 }
 
 /// Goes before the summarizer's prompt when partial summaries are merged.
@@ -121,6 +148,56 @@ pub fn replace_head(
     }
 }
 
+/// What dropping a history's oldest turns did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Forgotten {
+    pub turns: usize,
+    pub tokens: usize,
+}
+
+/// Drops the oldest turns of `history` (a summary or an earlier note at its front
+/// counts as one): `turns` of them, or with None as many as it takes to bring it to
+/// at most `target` tokens; the latest turn always stays. A note at the front tells the
+/// model. None when there is nothing to drop. The fallback when summarizing fails,
+/// made only with the user's consent (`/forget`).
+pub fn forget_head(
+    history: &mut Vec<Message>,
+    turns: Option<usize>,
+    target: usize,
+    counter: &TokenCounter,
+) -> Option<Forgotten> {
+    let note = [
+        Message::user(prompts::FORGOTTEN),
+        Message::assistant(prompts::FORGOTTEN_ACK),
+    ];
+    let droppable = (history.len() / 2).saturating_sub(1);
+    let pair_tokens: Vec<usize> = history
+        .chunks(2)
+        .map(|pair| tokens(pair, counter))
+        .collect();
+    let dropped = turns.unwrap_or_else(|| {
+        let mut left = tokens(history, counter) + tokens(&note, counter);
+        pair_tokens
+            .iter()
+            .take_while(|&&t| {
+                let over = left > target;
+                left -= t;
+                over
+            })
+            .count()
+    });
+    let dropped = dropped.min(droppable);
+    if dropped == 0 {
+        return None;
+    }
+    let forgotten = Forgotten {
+        turns: dropped,
+        tokens: pair_tokens[..dropped].iter().sum(),
+    };
+    history.splice(..2 * dropped, note);
+    Some(forgotten)
+}
+
 /// A model the summarizer may use, with the most prompt tokens it accepts.
 #[derive(Debug, Clone)]
 pub struct SummaryModel {
@@ -129,9 +206,11 @@ pub struct SummaryModel {
 }
 
 impl SummaryModel {
-    /// `info` with its window (or `window_override`) as its input limit.
-    pub fn new(info: ModelInfo, window_override: Option<usize>) -> Self {
-        let input_limit = Window::for_model(&info, window_override, Some(0)).prompt_limit;
+    /// `info` with its window (or `window_override`) as its input limit, and never
+    /// more than `cap` (the main model's window when they share a server).
+    pub fn new(info: ModelInfo, window_override: Option<usize>, cap: Option<usize>) -> Self {
+        let own = Window::for_model(&info, window_override, Some(0)).prompt_limit;
+        let input_limit = cap.map_or(own, |cap| own.min(cap));
         SummaryModel { info, input_limit }
     }
 }
@@ -157,15 +236,27 @@ pub enum SummaryError {
     WindowTooSmall(usize),
     #[error("the partial summaries stopped getting shorter ({0} tokens); giving up")]
     NoProgress(usize),
+    #[error("the server refused the summary request as too long ({0})")]
+    TooLong(String, Option<usize>),
 }
 
 /// Writes history summaries with the weak model, falling back to the main model.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Summarizer {
     client: LlmClient,
     /// Tried in order for every request: the weak model first.
     models: Vec<SummaryModel>,
     counter: TokenCounter,
+    observer: Option<RequestObserver>,
+}
+
+impl std::fmt::Debug for Summarizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Summarizer")
+            .field("client", &self.client)
+            .field("models", &self.models)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Summarizer {
@@ -175,7 +266,16 @@ impl Summarizer {
         Summarizer {
             client,
             models,
-            counter,
+            counter: counter.quiet(),
+            observer: None,
+        }
+    }
+
+    /// Tells `observer` of each request as it is sent.
+    pub fn observed(self, observer: RequestObserver) -> Self {
+        Summarizer {
+            observer: Some(observer),
+            ..self
         }
     }
 
@@ -250,6 +350,8 @@ struct Run<'a> {
     cap: usize,
     cancel: &'a CancellationToken,
     calls: AtomicUsize,
+    /// The most prompt tokens a request may carry, once a server refused more.
+    refused_above: AtomicUsize,
 }
 
 impl<'a> Run<'a> {
@@ -259,6 +361,7 @@ impl<'a> Run<'a> {
             cap: summary_cap(budget),
             cancel,
             calls: AtomicUsize::new(0),
+            refused_above: AtomicUsize::new(usize::MAX),
         }
     }
 
@@ -276,18 +379,12 @@ impl<'a> Run<'a> {
     }
 
     /// Transcript tokens one request may carry: the smallest input limit of the models
-    /// minus the prompt, the summary's room and a tenth for tokenizers that count
-    /// differently from ours.
+    /// (or what a server accepted, after it refused more) minus the prompt, the
+    /// summary's room and a tenth for counts that differ from the server's.
     fn chunk_limit(&self) -> Result<usize, SummaryError> {
-        let window = self
-            .summarizer
-            .models
-            .iter()
-            .map(|m| m.input_limit)
-            .min()
-            .unwrap_or(0);
-        let fixed = REPLY_PRIMING
-            + 2 * MESSAGE_OVERHEAD
+        let window = self.input_limit();
+        let fixed = self.counter().per_request()
+            + 2 * self.counter().per_message()
             + self.counter().count(&self.prompt())
             + self.counter().count(&merge_preamble())
             + self.cap;
@@ -298,8 +395,41 @@ impl<'a> Run<'a> {
         Ok(limit)
     }
 
-    /// One summary of all of `messages`, in chunks when they do not fit one request.
+    /// The most prompt tokens a request may carry: the smallest input limit of the
+    /// models, or less once a server refused more.
+    fn input_limit(&self) -> usize {
+        self.summarizer
+            .models
+            .iter()
+            .map(|m| m.input_limit)
+            .min()
+            .unwrap_or(0)
+            .min(self.refused_above.load(Ordering::Relaxed))
+    }
+
+    /// One summary of all of `messages`, in chunks when they do not fit one request;
+    /// made again in smaller chunks when the server refuses one as too long.
     async fn summarize(&self, messages: &[Message]) -> Result<String, SummaryError> {
+        let mut retries = 0;
+        loop {
+            match self.summarize_in_chunks(messages).await {
+                Err(SummaryError::TooLong(why, window)) if retries < SMALLER_RETRIES => {
+                    retries += 1;
+                    let tried = self.input_limit();
+                    // The server's window when it said one smaller than what was tried;
+                    // else its counts run higher than ours: a quarter less.
+                    let smaller = window.filter(|&w| w < tried).unwrap_or(tried * 3 / 4);
+                    tracing::debug!(
+                        "a summary request was too long ({why}); trying again below {smaller} tokens"
+                    );
+                    self.refused_above.fetch_min(smaller, Ordering::Relaxed);
+                }
+                other => return other,
+            }
+        }
+    }
+
+    async fn summarize_in_chunks(&self, messages: &[Message]) -> Result<String, SummaryError> {
         let limit = self.chunk_limit()?;
         let pieces: Vec<String> = messages
             .iter()
@@ -345,9 +475,12 @@ impl<'a> Run<'a> {
             .await
     }
 
-    /// One summary request, tried with each model in turn.
+    /// One summary request, tried with each model in turn. Too long for every model
+    /// is `TooLong`, so the caller can try smaller chunks.
     async fn ask(&self, prompt: &str, transcript: &str) -> Result<String, SummaryError> {
         let mut failures = Vec::new();
+        let mut too_long = None;
+        let slot = server_slot(self.summarizer.client.api_base());
         for model in &self.summarizer.models {
             if self.cancel.is_cancelled() {
                 return Err(SummaryError::Cancelled);
@@ -355,18 +488,35 @@ impl<'a> Run<'a> {
             let mut info = model.info.clone();
             // A summary cut at its cap is still a summary; never continue it.
             info.prefill = false;
+            let messages = vec![Message::system(prompt), Message::user(transcript)];
+            let predicted = self
+                .counter()
+                .count_request(messages.iter().map(|m| m.content.as_str()));
             let request = ChatRequest {
                 model: info,
-                messages: vec![Message::system(prompt), Message::user(transcript)],
+                messages,
                 cache_control: false,
-                max_tokens: Some(self.cap),
+                reply_limit: ReplyLimit::Output {
+                    max_tokens: self.cap,
+                },
+                predicted_prompt: Some(predicted),
+            };
+            let permit = tokio::select! {
+                _ = self.cancel.cancelled() => return Err(SummaryError::Cancelled),
+                permit = slot.acquire() => permit,
             };
             self.calls.fetch_add(1, Ordering::Relaxed);
+            let observer = self.summarizer.observer.clone();
             let reply = self
                 .summarizer
                 .client
-                .chat(&request, self.cancel, &mut |_| {})
+                .chat(&request, self.cancel, &mut |event| {
+                    if let Some(observe) = &observer {
+                        observe(event);
+                    }
+                })
                 .await;
+            drop(permit);
             match reply {
                 Ok(reply) => match reply.finish {
                     Finish::Cancelled => return Err(SummaryError::Cancelled),
@@ -374,16 +524,28 @@ impl<'a> Run<'a> {
                         "{}: the reply was cut off ({why})",
                         model.info.name
                     )),
-                    Finish::Stop | Finish::Length if reply.text.trim().is_empty() => {
+                    Finish::Stop | Finish::Length(_) if reply.text.trim().is_empty() => {
                         failures.push(format!("{}: the reply was empty", model.info.name))
                     }
-                    Finish::Stop | Finish::Length => return Ok(reply.text.trim().to_string()),
+                    Finish::Stop | Finish::Length(_) => return Ok(reply.text.trim().to_string()),
                 },
                 Err(LlmError::Cancelled) => return Err(SummaryError::Cancelled),
+                Err(LlmError::ContextLengthExceeded {
+                    message, window, ..
+                }) => {
+                    failures.push(format!("{}: {message}", model.info.name));
+                    too_long = Some(window);
+                }
                 Err(e) => failures.push(format!("{}: {e}", model.info.name)),
             }
         }
-        Err(SummaryError::Failed(failures.join("; ")))
+        let failures = failures.join("; ");
+        match too_long {
+            // Every model refused it as too long, or the others failed otherwise: a
+            // smaller request may still go through.
+            Some(window) => Err(SummaryError::TooLong(failures, window)),
+            None => Err(SummaryError::Failed(failures)),
+        }
     }
 }
 
@@ -542,6 +704,31 @@ mod tests {
         for pair in history.windows(2) {
             assert_ne!(pair[0].role, pair[1].role);
         }
+    }
+
+    #[test]
+    fn forgetting_drops_the_oldest_turns_keeps_the_latest_and_tells_the_model() {
+        let c = counter();
+        let mut history = conversation(10, 20);
+        let latest = history[18..].to_vec();
+        let whole = tokens(&history, &c);
+        let forgotten = forget_head(&mut history, None, whole / 2, &c).unwrap();
+        assert!(tokens(&history, &c) <= whole / 2);
+        assert!(
+            forgotten.turns >= 5 && forgotten.turns < 10,
+            "{forgotten:?}"
+        );
+        assert_eq!(history[0].content, prompts::FORGOTTEN);
+        assert_eq!(&history[history.len() - 2..], latest.as_slice());
+        for pair in history.windows(2) {
+            assert_ne!(pair[0].role, pair[1].role);
+        }
+        // Asked for more than there is, the latest turn still stays.
+        let forgotten = forget_head(&mut history, Some(100), 0, &c).unwrap();
+        assert_eq!(history.len(), 4);
+        assert!(forgotten.turns >= 1);
+        assert_eq!(&history[2..], latest.as_slice());
+        assert_eq!(forget_head(&mut conversation(1, 5), None, 0, &c), None);
     }
 
     #[test]

@@ -1,10 +1,13 @@
 //! What the model sees: the request's sections, their token budget, and the history
 //! that must never overflow it.
 
+pub mod advice;
 pub mod budget;
 pub mod chunks;
 pub mod double_buffer;
 pub mod history;
 
-pub use budget::{BudgetReport, FileRow, HistoryPhase, HistoryStatus, MapStatus, Window};
+pub use budget::{
+    BudgetReport, FileRow, HistoryPhase, HistoryStatus, MapStatus, Window, WindowSource,
+};
 pub use chunks::{Assembled, ChunkInputs, FileText, Section, assemble};

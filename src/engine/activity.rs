@@ -15,8 +15,9 @@ use super::protocol::ChatMode;
 pub(crate) enum Activity {
     #[default]
     Idle,
-    /// A user message waits for the first repo map; it is sent as soon as the map is
-    /// built, or given back on cancel.
+    /// A user message waits for the repo map (its first build, a refresh under way, or
+    /// `always`'s rescan); it is sent as soon as the map is built, or given back on
+    /// cancel.
     WaitingForMap { text: String, mode: ChatMode },
     /// A reply streams: a turn (with its reflections and continuations) or a branch
     /// review.

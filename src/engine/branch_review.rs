@@ -6,7 +6,7 @@
 use tokio_util::sync::CancellationToken;
 
 use super::activity::Stream;
-use super::protocol::{ChatMode, Event, ShownKind};
+use super::protocol::{ChatMode, Event, RequestKind, ShownKind};
 use super::{Engine, EventSink, Internal};
 use crate::branch_review::{
     self as review, DiffSource, ReviewOptions, ReviewPlan, Reviewer, SendEvent,
@@ -100,14 +100,22 @@ impl Engine {
             Ok(Reviewed::Sent(plan, replies)) => {
                 let texts: Vec<String> = replies.iter().map(|r| r.text.clone()).collect();
                 let text = review::merge_replies(&texts);
-                let usage = review::total_usage(&replies);
                 let reported = replies.iter().any(|r| r.usage.is_some());
+                let usage = if reported {
+                    review::total_usage(&replies)
+                } else {
+                    Usage {
+                        prompt_tokens: plan.calls.iter().map(|c| c.tokens).sum(),
+                        completion_tokens: self.counter.count(&text),
+                        ..Usage::default()
+                    }
+                };
                 let finish = replies
                     .iter()
                     .map(|r| r.finish.clone())
                     .find(|f| *f != Finish::Stop)
                     .unwrap_or(Finish::Stop);
-                self.record_cost(&usage, reported);
+                self.record_cost(&usage, !reported);
                 // The review stays in the conversation, so follow-up questions work;
                 // the diff itself does not (it would crowd the history).
                 self.session
@@ -127,7 +135,8 @@ impl Engine {
                 self.events.send(Event::TurnFinished {
                     reply: text,
                     finish,
-                    usage: reported.then_some(usage),
+                    usage: Some(usage),
+                    usage_estimated: !reported,
                     cost: self.session.last_cost,
                     session_cost: self.session.session_cost,
                 });
@@ -137,12 +146,14 @@ impl Engine {
         self.idle_if_done();
     }
 
-    /// Adds a request's cost to the session.
-    pub(super) fn record_cost(&mut self, usage: &Usage, reported: bool) {
+    /// Adds a request's cost to the session; `estimated` when the server reported no
+    /// usage and `usage` is tern's count.
+    pub(super) fn record_cost(&mut self, usage: &Usage, estimated: bool) {
         let cost = self.model.cost(usage);
         self.session.session_cost += cost;
         self.session.last_cost = cost;
-        self.session.last_usage = reported.then_some(*usage);
+        self.session.last_usage = Some(*usage);
+        self.session.last_usage_estimated = estimated;
     }
 }
 
@@ -215,6 +226,15 @@ impl ReviewJob {
                 text: format!("review part {} of {of}: {files} files, {tokens} tokens", index + 1),
             }),
             SendEvent::Stream(StreamEvent::Delta(text)) => events.send(Event::Delta { text }),
+            SendEvent::Stream(StreamEvent::Request { model, predicted_prompt_tokens, max_tokens }) => {
+                events.send(Event::Request {
+                    purpose: RequestKind::Review,
+                    model,
+                    predicted_prompt_tokens,
+                    max_tokens,
+                    counting: self.counter.counting(),
+                })
+            }
             SendEvent::Stream(StreamEvent::Retrying { attempt, delay, reason }) => {
                 events.send(Event::Retrying {
                     attempt,
@@ -256,6 +276,11 @@ impl ReviewJob {
             files: Vec::new(),
             total: call.tokens,
         };
-        BudgetReport::new(&assembled, &self.model, self.window)
+        BudgetReport::new(
+            &assembled,
+            &self.model,
+            self.window,
+            self.counter.counting(),
+        )
     }
 }

@@ -23,6 +23,7 @@ pub enum Command {
     MapRefresh,
     Clear,
     Compact,
+    Forget,
     Model,
     Trust,
     Editor,
@@ -41,7 +42,7 @@ pub struct CommandSpec {
 
 impl Command {
     /// Every command, in the order `/help` lists them.
-    pub const ALL: [Command; 24] = [
+    pub const ALL: [Command; 25] = [
         Command::Add,
         Command::ReadOnly,
         Command::Drop,
@@ -61,6 +62,7 @@ impl Command {
         Command::MapRefresh,
         Command::Clear,
         Command::Compact,
+        Command::Forget,
         Command::Model,
         Command::Trust,
         Command::Editor,
@@ -91,6 +93,7 @@ impl Command {
             Command::MapRefresh => ("map-refresh", "", "rescan the repository for the repo map"),
             Command::Clear => ("clear", "", "forget the conversation history"),
             Command::Compact => ("compact", "", "summarize the conversation history now"),
+            Command::Forget => ("forget", "[TURNS]", "drop the oldest turns without a summary (when summarizing fails); the model is told"),
             Command::Model => ("model", "[NAME]", "show or switch the main model"),
             Command::Trust => ("trust", "[yes]", "show this repository's .tern.toml; with yes, trust exactly that content"),
             Command::Editor => ("editor", "[TEXT]", "write the message in $VISUAL or $EDITOR (ctrl-g in the message box)"),

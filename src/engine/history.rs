@@ -7,18 +7,20 @@
 //! summary (classic, synchronous checkpoint, overflow, `/compact`) holds the next turn,
 //! visibly and cancellably, until it lands, and the engine is not `Idle` meanwhile.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 
 use super::persist::SessionWriter;
-use super::protocol::ShownKind;
+use super::protocol::{RequestKind, ShownKind};
 use super::turn::TurnKind;
 use super::{ChatMode, Engine, Event, Internal};
 use crate::context::double_buffer::{Action, DoubleBuffer};
 use crate::context::history::{self, Replaced, Summarizer, Summary, SummaryError, SummaryModel};
-use crate::context::{BudgetReport, HistoryStatus};
-use crate::llm::{LlmError, ModelInfo};
+use crate::context::{BudgetReport, HistoryStatus, Section, Window, advice};
+use crate::llm::{LlmError, ModelInfo, StreamEvent};
+use crate::tokens::Prediction;
 
 /// How many times a request the server refused as too long is retried, smaller.
 pub const MAX_OVERFLOW_RETRIES: usize = 3;
@@ -26,11 +28,9 @@ pub const MAX_OVERFLOW_RETRIES: usize = 3;
 /// Each retry after a context-length refusal sends at most this share of the last try.
 const OVERFLOW_SHRINK: (usize, usize) = (3, 4);
 
-/// A history target below this is not worth a summary: one would not fit in it.
-const MIN_SUMMARY_ROOM: usize = 128;
-
-/// The smallest repo map an oversized request shrinks it to.
-pub const MIN_MAP_TOKENS: usize = 256;
+/// A history target below this is not worth a summary: the smallest summary and its
+/// framing would not fit in it.
+const MIN_SUMMARY_ROOM: usize = 64;
 
 /// The history's share of the engine state.
 pub(crate) struct HistoryState {
@@ -55,6 +55,8 @@ pub(crate) struct HistoryState {
     /// A prompt limit below the window's, learned from a server that refused a request
     /// as too long.
     learned_limit: Option<usize>,
+    /// No message follows: no summary starts after a turn (the next start makes it).
+    deferred: bool,
     /// Writes `.tern/session.json` off the engine loop.
     pub(crate) session_file: SessionWriter,
 }
@@ -99,8 +101,16 @@ struct TurnPlan {
     overflow_retries: usize,
     /// A cap below the window's, after the server refused a bigger request.
     limit: Option<usize>,
+    /// The server's last refusal of this turn as too long: its tokens and words.
+    refused: Option<(usize, String)>,
     map_shrunk: bool,
+    /// The few-shot examples are left out to make room.
+    drop_examples: bool,
     summarized_for_overflow: bool,
+    /// Summarizing the history to make room failed.
+    summary_failed: bool,
+    /// How many times the turn waited for the server to count its messages.
+    count_rounds: usize,
 }
 
 impl TurnPlan {
@@ -113,8 +123,12 @@ impl TurnPlan {
             notes: vec![],
             overflow_retries: 0,
             limit: None,
+            refused: None,
             map_shrunk: false,
+            drop_examples: false,
             summarized_for_overflow: false,
+            summary_failed: false,
+            count_rounds: 0,
         }
     }
 }
@@ -137,8 +151,49 @@ impl HistoryState {
             resume: None,
             swap_due: false,
             learned_limit: None,
+            deferred: false,
             session_file,
         }
+    }
+
+    /// `Op::NoMoreMessages`: summaries wait for the next start.
+    pub(crate) fn defer_summaries(&mut self) {
+        self.deferred = true;
+    }
+
+    /// The prompt limit learned from a server, to be saved with the session.
+    pub(crate) fn learned_limit(&self) -> Option<usize> {
+        self.learned_limit
+    }
+
+    /// Whether the turn being started leaves out the few-shot examples.
+    pub(crate) fn examples_dropped(&self) -> bool {
+        self.current.as_ref().is_some_and(|p| p.drop_examples)
+    }
+
+    /// The turn being started waits for the server to count its messages, unless it
+    /// waited enough already (then it goes with estimates). True when it waits.
+    pub(crate) fn wait_for_counts(&mut self) -> bool {
+        match self.current.take() {
+            Some(mut plan) if plan.count_rounds < super::counts::MAX_COUNT_ROUNDS => {
+                plan.count_rounds += 1;
+                self.held = Some(plan);
+                true
+            }
+            plan => {
+                self.current = plan;
+                false
+            }
+        }
+    }
+
+    /// For the turn about to be sent after the server refused a bigger one: the
+    /// refused request's tokens and the retry's number.
+    pub(crate) fn retrying(&self) -> Option<(usize, usize)> {
+        let plan = self.current.as_ref()?;
+        plan.refused
+            .as_ref()
+            .map(|(tokens, _)| (*tokens, plan.overflow_retries))
     }
 
     pub(crate) fn summary_at_front(&self) -> bool {
@@ -160,9 +215,11 @@ impl HistoryState {
         summary_at_front: bool,
         summaries: usize,
         checkpoint: Option<(usize, String)>,
+        learned_limit: Option<usize>,
     ) {
         self.summary_at_front = summary_at_front;
         self.summaries = summaries;
+        self.learned_limit = learned_limit;
         self.generation += 1;
         if let Some((anchor, summary)) = checkpoint {
             self.buffer.checkpoint_done(anchor, summary);
@@ -240,15 +297,41 @@ impl Engine {
         self.events.send(Event::History(self.history_status()));
     }
 
+    /// The summarizer: the weak model, then the main one, neither sent more than the
+    /// main model's window (they share the server, whose context that is; a summary
+    /// the server still refuses is made again in smaller chunks).
     fn summarizer(&self) -> Summarizer {
-        let weak = SummaryModel::new(ModelInfo::lookup(&self.settings.weak_model), None);
-        let main = SummaryModel::new(self.model.clone(), self.settings.context_window);
+        let cap = self.window.window;
+        let weak = SummaryModel::new(
+            ModelInfo::lookup(&self.settings.weak_model),
+            None,
+            Some(cap),
+        );
+        let main = SummaryModel::new(self.model.clone(), Some(self.window.window), Some(cap));
         let models = if weak.info.name == main.info.name {
             vec![main]
         } else {
             vec![weak, main]
         };
-        Summarizer::new(self.client.clone(), models, self.counter.clone())
+        let events = self.events.clone();
+        let counting = self.counter.counting();
+        let observer = Arc::new(move |event: StreamEvent| {
+            if let StreamEvent::Request {
+                model,
+                predicted_prompt_tokens,
+                max_tokens,
+            } = event
+            {
+                events.send(Event::Request {
+                    purpose: RequestKind::Summary,
+                    model,
+                    predicted_prompt_tokens,
+                    max_tokens,
+                    counting,
+                });
+            }
+        });
+        Summarizer::new(self.client.clone(), models, self.counter.clone()).observed(observer)
     }
 
     /// Starts a summary task of `kind` over the whole current history (a checkpoint's
@@ -314,8 +397,9 @@ impl Engine {
     pub(super) fn history_after_turn(&mut self, may_summarize: bool) {
         self.history.current = None;
         self.map.budget_override = None;
-        // After Esc no summary starts by itself; the next turn's step catches up.
-        if may_summarize {
+        // After Esc no summary starts by itself; the next turn's step catches up. With
+        // no message to follow, the next start makes it.
+        if may_summarize && !self.history.deferred {
             self.step_history();
         }
         self.save_session();
@@ -390,9 +474,19 @@ impl Engine {
                 ))
             }
             (_, Ok(None)) => Some("nothing to summarize".into()),
-            (_, Err(e)) => {
-                self.warning(format!("could not summarize the history: {e}"));
-                Some(format!("failed: {e}"))
+            (kind, Err(e)) => {
+                if let Some(plan) = &mut self.history.held {
+                    plan.summary_failed = true;
+                }
+                let fallback = if kind == JobKind::Compact {
+                    ""
+                } else {
+                    "; /forget drops the oldest turns instead (the model is told), /clear all of them"
+                };
+                self.warning(format!("could not summarize the history: {e}{fallback}"));
+                Some(format!(
+                    "failed: {e}; /forget drops the oldest turns instead"
+                ))
             }
         };
         if job.kind == JobKind::Compact {
@@ -441,8 +535,8 @@ impl Engine {
         false
     }
 
-    fn resume_held_turn(&mut self) {
-        if self.history.blocks_turns() {
+    pub(super) fn resume_held_turn(&mut self) {
+        if self.history.blocks_turns() || self.counts.running {
             return;
         }
         if let Some(plan) = self.history.held.take() {
@@ -467,9 +561,10 @@ impl Engine {
         fits
     }
 
-    /// The request does not fit: shrink the repo map to its minimum, else summarize the
-    /// history now (the turn waits), else refuse with the budget table. The user's text
-    /// comes back with the refusal.
+    /// The request does not fit: the repo map shrinks (to nothing if need be), then
+    /// the few-shot examples go, then the history is summarized now (the turn waits);
+    /// only then is it refused, with what is big in it. The user's text comes back
+    /// with the refusal.
     pub(super) fn make_room(
         &mut self,
         text: String,
@@ -490,6 +585,13 @@ impl Engine {
                 return self.restart_turn(plan);
             }
         }
+        if !plan.drop_examples && report.section(Section::Examples) > 0 {
+            plan.drop_examples = true;
+            self.notice(format!(
+                "the request is {over} tokens over the limit of {limit}: sending it without the example exchanges"
+            ));
+            return self.restart_turn(plan);
+        }
         let history_tokens = self.history_tokens();
         let target = history_tokens.saturating_sub(over);
         if !plan.summarized_for_overflow && target >= MIN_SUMMARY_ROOM {
@@ -505,44 +607,84 @@ impl Engine {
         }
         report.prompt_limit = limit;
         report.remaining = limit as i64 - report.total as i64;
-        self.refuse_oversized(&report, plan.text);
+        let mut error = advice::advice(&report, report.total, limit);
+        if let Some((tokens, why)) = &plan.refused {
+            error = format!(
+                "the server refused the request ({tokens} tokens) as too long ({why}); {error}"
+            );
+        }
+        if plan.summary_failed || (history_tokens > 0 && target < MIN_SUMMARY_ROOM) {
+            error.push_str(
+                "; the history cannot be summarized small enough: /forget drops its oldest turns (the model is told)",
+            );
+        }
+        self.refuse_oversized(&report, error, plan.text);
     }
 
-    /// Overflow prevention's first step: the repo map shrinks by `over` tokens, to no
-    /// less than `MIN_MAP_TOKENS`, for this turn. False when it is already that small.
+    /// Overflow prevention's first step: the repo map shrinks by `over` tokens for this
+    /// turn, to nothing if need be. False when there is no map left to shrink.
     fn shrink_repo_map(&mut self, over: usize, limit: usize) -> bool {
         let map_tokens = self.map_status().map_or(0, |m| m.tokens);
-        if map_tokens <= MIN_MAP_TOKENS {
+        if map_tokens == 0 {
             return false;
         }
-        let budget = map_tokens.saturating_sub(over).max(MIN_MAP_TOKENS);
+        let budget = map_tokens.saturating_sub(over);
         self.map.budget_override = Some(budget);
-        self.notice(format!(
-            "the request is {over} tokens over the limit of {limit}: the repo map shrinks from {map_tokens} to at most {budget} tokens"
-        ));
+        self.notice(if budget == 0 {
+            format!(
+                "the request is {over} tokens over the limit of {limit}: it goes without the repo map ({map_tokens} tokens)"
+            )
+        } else {
+            format!(
+                "the request is {over} tokens over the limit of {limit}: the repo map shrinks from {map_tokens} to at most {budget} tokens"
+            )
+        });
         true
     }
 
     /// A turn's request failed. When the server said it was too long, retry it smaller
     /// (at most `MAX_OVERFLOW_RETRIES` times) or stop with a clear message; returns true
-    /// when it handled the failure.
-    pub(super) fn turn_overflowed(&mut self, error: &LlmError) -> bool {
-        let plan = self.history.current.take();
-        let Some(mut plan) = plan.filter(|_| error.is_context_overflow()) else {
+    /// when it handled the failure. What the server said is used: its count of the
+    /// prompt calibrates tern's, and its window (llama.cpp's `n_ctx`) becomes the
+    /// session's.
+    pub(super) fn turn_overflowed(&mut self, error: &LlmError, prediction: &Prediction) -> bool {
+        let LlmError::ContextLengthExceeded {
+            window,
+            prompt_tokens,
+            ..
+        } = error
+        else {
+            return false;
+        };
+        let Some(mut plan) = self.history.current.take() else {
             return false;
         };
         plan.overflow_retries += 1;
         // The notes go with the message again, whether it is retried or handed back.
         self.session.notes_for_next_turn = std::mem::take(&mut plan.notes);
-        let limit = plan.sent_tokens * OVERFLOW_SHRINK.0 / OVERFLOW_SHRINK.1;
-        if self.history.learned_limit.is_none_or(|l| l > limit) {
-            self.history.learned_limit = Some(limit);
+        if let Some(reported) = *prompt_tokens {
+            self.calibrate(prediction, reported);
+        }
+        let sent = prompt_tokens.unwrap_or(plan.sent_tokens);
+        match window.filter(|&n_ctx| n_ctx < self.window.window) {
+            Some(n_ctx) => {
+                self.adopt_server_window(n_ctx);
+                plan.limit = None;
+            }
+            None => {
+                let limit = plan.sent_tokens * OVERFLOW_SHRINK.0 / OVERFLOW_SHRINK.1;
+                if self.history.learned_limit.is_none_or(|l| l > limit) {
+                    self.history.learned_limit = Some(limit);
+                }
+                plan.limit = Some(limit);
+            }
         }
         if plan.overflow_retries > MAX_OVERFLOW_RETRIES {
+            let report = self.report(&plan.text);
             self.events.send(Event::TurnFailed {
                 error: format!(
-                    "the server still refuses the request as too long after {MAX_OVERFLOW_RETRIES} smaller retries (the last had {} tokens): {error}. Set --context-window to the server's real window, /drop files or /clear the history",
-                    plan.sent_tokens
+                    "the server still refuses the request as too long after {MAX_OVERFLOW_RETRIES} smaller retries (the last had {sent} tokens): {error}. Set --context-window to the server's real window; {}",
+                    advice::advice(&report, report.total, self.prompt_limit())
                 ),
                 message: plan.text,
             });
@@ -550,17 +692,63 @@ impl Engine {
             self.idle_if_done();
             return true;
         }
-        self.events.send(Event::Warning {
-            text: format!(
-                "the server says the request ({} tokens) is too long for the model; retrying with at most {limit} tokens ({} of {MAX_OVERFLOW_RETRIES})",
-                plan.sent_tokens, plan.overflow_retries
-            ),
-        });
-        plan.limit = Some(limit);
+        plan.refused = Some((sent, error.to_string()));
         plan.map_shrunk = false;
         plan.summarized_for_overflow = false;
         self.restart_turn(plan);
         true
+    }
+
+    /// The server's context (`n_ctx`) is smaller than the window tern assumed: it is
+    /// the window for the rest of the session (and a resumed one).
+    pub(super) fn adopt_server_window(&mut self, n_ctx: usize) {
+        let before = self.window.window;
+        self.window = Window::from_server(&self.model, n_ctx, self.settings.reserve_output);
+        self.history.learned_limit = None;
+        self.warning(format!(
+            "the server's context is {n_ctx} tokens, not the {before} tern assumed: using {n_ctx} for this session (start tern with --context-window {n_ctx} to use it from the first request)"
+        ));
+        self.publish_budget();
+    }
+
+    /// `/forget [TURNS]`: the user's consent to drop the oldest turns without a summary
+    /// (TURNS of them, or as many as bring the history to half its budget and to half
+    /// the room the rest of a request leaves it), with a note to the model at the
+    /// history's front.
+    pub(super) fn forget(&mut self, args: &str) {
+        let turns = match args.trim() {
+            "" => None,
+            n => match n.parse::<usize>() {
+                Ok(n) if n > 0 => Some(n),
+                _ => return self.error(format!("/forget takes a number of turns, not {n:?}")),
+            },
+        };
+        if self.activity.is_streaming() || self.history.job.is_some() {
+            return self.error("/forget: not while a reply or a summary is under way".into());
+        }
+        let report = self.report("");
+        let others = report.total - report.section(Section::Done);
+        let room = self.prompt_limit().saturating_sub(others);
+        let target = self.history_budget().min(room) / 2;
+        match history::forget_head(&mut self.session.history, turns, target, &self.counter) {
+            None => self.notice(format!(
+                "nothing to forget: the history is {} tokens, within {target} (the latest turn always stays)",
+                self.history_tokens()
+            )),
+            Some(forgotten) => {
+                self.history.summary_at_front = false;
+                self.history.generation += 1;
+                self.history.buffer.reset();
+                self.history.swap_due = false;
+                self.notice(format!(
+                    "forgot the oldest {} turns ({} tokens) without a summary; the model is told that earlier turns are gone",
+                    forgotten.turns, forgotten.tokens
+                ));
+                self.save_session();
+                self.publish_history();
+                self.publish_budget();
+            }
+        }
     }
 
     /// `Op::Cancel`: stops a turn waiting for a summary (its text comes back) and a
@@ -583,7 +771,7 @@ impl Engine {
         }
         if let Some(plan) = held {
             self.events.send(Event::TurnFailed {
-                error: "cancelled while waiting for the history summary".into(),
+                error: "cancelled before it was sent; nothing was sent".into(),
                 message: plan.text,
             });
         }

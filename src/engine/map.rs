@@ -1,15 +1,23 @@
 //! The repo map inside the engine: extracted on a blocking thread at start (with
 //! progress, while the UI stays usable), refreshed in the background after each turn and
-//! after edits land, and rebuilt for a request only when what it depends on (chat files,
-//! mentions, budget) changed.
+//! after edits land, and rebuilt for a request as the `map_refresh` mode says: `auto`
+//! and `files` when what it depends on (chat files, mentions, budget) changed, `auto`
+//! also when files changed on disk (unless a rebuild is slow and nothing the chat
+//! references changed), `always` after a rescan before every message, `manual` only on
+//! `/map-refresh`.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
 
 use super::protocol::{ChatMode, Event, FileMode, MapEdge, MapView};
 use super::{Engine, EventSink, Internal};
 use crate::context::MapStatus;
-use crate::repomap::{self, MapResult, Mentions, RepoMap};
+use crate::repomap::{self, MapRefresh, MapResult, Mentions, RepoMap};
+
+/// In `auto`, a rebuild slower than this keeps the last map when nothing the chat
+/// references changed.
+const SLOW_REBUILD: Duration = Duration::from_secs(1);
 
 /// How many ranked files the map pane gets (the rest are never shown).
 const RANKED_FOR_PANE: usize = 500;
@@ -21,6 +29,8 @@ pub(crate) enum MapState {
     /// A background refresh holds the map; requests use the last result meanwhile.
     Refreshing(Arc<RwLock<RepoMap>>),
     Unavailable,
+    /// `--map-tokens 0`: no map is built, and no message waits for one.
+    Off,
 }
 
 /// What a map was built for: a request with the same key gets the same map.
@@ -36,12 +46,37 @@ pub(crate) struct MapSlot {
     last: Option<(MapKey, MapResult)>,
     /// A smaller budget forced while shrinking an oversized request.
     pub budget_override: Option<usize>,
+    /// How long the last whole-tree refresh and the last build took: what a rebuild
+    /// after files changed costs.
+    refresh_took: Duration,
+    build_took: Duration,
+    /// Files changed on disk since `last` was built, and it was kept.
+    kept_stale: bool,
+    /// In `always`: the rescan for the message waiting on it is done.
+    rescanned_for_turn: bool,
+}
+
+/// Why a refresh ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Cause {
+    /// The first extraction, at start.
+    First,
+    /// After a turn or a landing, to pick up what changed on disk.
+    Background,
+    /// `/map-refresh`.
+    Asked,
+    /// In `always`, before a message is sent.
+    ForTurn,
 }
 
 /// A finished extraction or refresh, handed back to the loop.
 pub(crate) struct Refreshed {
     map: Arc<RwLock<RepoMap>>,
-    first: bool,
+    cause: Cause,
+    /// Files added, removed or changed since the last refresh.
+    changed: Vec<String>,
+    /// A whole-tree refresh, and how long it took.
+    whole_tree: Option<Duration>,
 }
 
 impl MapSlot {
@@ -50,17 +85,22 @@ impl MapSlot {
             state: MapState::Loading,
             last: None,
             budget_override: None,
+            refresh_took: Duration::ZERO,
+            build_took: Duration::ZERO,
+            kept_stale: false,
+            rescanned_for_turn: false,
         }
-    }
-
-    pub(crate) fn is_loading(&self) -> bool {
-        matches!(self.state, MapState::Loading)
     }
 }
 
 impl Engine {
     /// Opens the map and extracts tags on a blocking thread, reporting progress.
     pub(super) fn start_map(&mut self) {
+        if self.settings.map_tokens == Some(0) {
+            self.map.state = MapState::Off;
+            self.events.send(Event::Map(Box::default()));
+            return;
+        }
         let map = match RepoMap::open(
             self.session.root(),
             self.counter.clone(),
@@ -74,7 +114,7 @@ impl Engine {
                 return;
             }
         };
-        self.refresh_map_in_background(map, true, Vec::new());
+        self.refresh_map_in_background(map, Cause::First, Vec::new());
     }
 
     /// Refreshes the whole tree (`changed` empty) or just the files known to have
@@ -82,48 +122,98 @@ impl Engine {
     pub(super) fn refresh_map_in_background(
         &mut self,
         map: Arc<RwLock<RepoMap>>,
-        first: bool,
+        cause: Cause,
         changed: Vec<String>,
     ) {
-        if !first {
+        if cause != Cause::First {
             self.map.state = MapState::Refreshing(map.clone());
         }
         let events = self.events.clone();
         let done = self.internal_tx.clone();
         super::worker::spawn_blocking(done.clone(), move || {
             super::worker::test_panic("map");
-            {
+            let start = Instant::now();
+            let stats = {
                 let mut guard = map.write().unwrap_or_else(|e| e.into_inner());
                 if changed.is_empty() {
-                    let progress = progress_reporter(events, first);
-                    guard.refresh(&progress);
+                    let progress = progress_reporter(events, cause == Cause::First);
+                    guard.refresh(&progress)
                 } else {
-                    guard.refresh_files(&changed);
+                    guard.refresh_files(&changed)
                 }
-            }
-            let _ = done.send(Internal::MapRefreshed(Refreshed { map, first }));
+            };
+            let _ = done.send(Internal::MapRefreshed(Refreshed {
+                map,
+                cause,
+                changed: stats.changed,
+                whole_tree: changed.is_empty().then(|| start.elapsed()),
+            }));
         });
     }
 
     pub(super) fn finish_map_refresh(&mut self, refreshed: Refreshed) {
         self.map.state = MapState::Ready(refreshed.map);
-        // Files changed: the cached result may show stale lines.
-        self.map.last = None;
+        if let Some(took) = refreshed.whole_tree {
+            self.map.refresh_took = took;
+        }
+        let referenced = |path: &str| {
+            self.session.mode_of(path).is_some()
+                || self
+                    .map
+                    .last
+                    .as_ref()
+                    .is_some_and(|(k, _)| k.mentions.files.iter().any(|f| f == path))
+        };
+        let keep = keeps_last_map(
+            self.settings.map_refresh,
+            refreshed.cause,
+            &refreshed.changed,
+            referenced,
+            self.map.refresh_took + self.map.build_took,
+        );
+        if !keep {
+            self.map.last = None;
+        } else if !refreshed.changed.is_empty() && self.map.last.is_some() {
+            self.map.kept_stale = true;
+        }
         let draft = self.draft.clone();
         self.update_map(&draft);
         self.publish_budget();
-        if refreshed.first
-            && let Some((text, mode)) = self.activity.take_waiting()
-        {
+        if let Some((text, mode)) = self.activity.take_waiting() {
+            self.map.rescanned_for_turn = matches!(refreshed.cause, Cause::ForTurn | Cause::Asked);
             self.start_user_turn(text, mode);
         }
     }
 
-    /// Refreshes the map after a turn or a landing, unless one is already running.
+    /// Refreshes the map after a turn or a landing, unless one is already running, or
+    /// the mode is `manual` (nothing is refreshed unasked) or `always` (the next message
+    /// rescans anyway).
     pub(super) fn refresh_map(&mut self, changed: Vec<String>) {
+        if matches!(
+            self.settings.map_refresh,
+            MapRefresh::Manual | MapRefresh::Always
+        ) {
+            return;
+        }
         if let MapState::Ready(map) = &self.map.state {
             let map = map.clone();
-            self.refresh_map_in_background(map, false, changed);
+            self.refresh_map_in_background(map, Cause::Background, changed);
+        }
+    }
+
+    /// `/map-refresh`: rescans the repository and rebuilds the map, in any mode.
+    pub(super) fn refresh_map_now(&mut self) {
+        match &self.map.state {
+            MapState::Ready(map) => {
+                let map = map.clone();
+                self.refresh_map_in_background(map, Cause::Asked, Vec::new());
+                self.notice("rescanning the repository for the repo map".into());
+            }
+            MapState::Loading | MapState::Refreshing(_) => {
+                self.notice("the repo map is being built already".into());
+            }
+            MapState::Unavailable => self.error("there is no repo map for this directory".into()),
+            MapState::Off => self.error("the repo map is off (--map-tokens 0)".into()),
         }
     }
 
@@ -155,9 +245,14 @@ impl Engine {
             mentions: guard.mentions(text),
             chat,
         };
-        if self.map.last.as_ref().is_some_and(|(k, _)| *k == key) {
-            return;
+        let manual = self.settings.map_refresh == MapRefresh::Manual;
+        if let Some((k, r)) = &self.map.last {
+            // `manual` keeps its map for any chat, as long as it fits the budget.
+            if *k == key || (manual && r.tokens <= key.budget) {
+                return;
+            }
         }
+        let start = Instant::now();
         let result = guard.build(
             &key.chat,
             &key.mentions.files,
@@ -165,6 +260,8 @@ impl Engine {
             key.budget,
         );
         drop(guard);
+        self.map.build_took = start.elapsed();
+        self.map.kept_stale = false;
         self.events.send(Event::Map(Box::new(view(&result))));
         self.map.last = Some((key, result));
     }
@@ -183,6 +280,8 @@ impl Engine {
             tokens: r.tokens,
             budget: r.budget,
             files: r.shown_files,
+            refresh: self.settings.map_refresh,
+            kept_stale: self.map.kept_stale,
         })
     }
 
@@ -214,7 +313,9 @@ impl Engine {
                 Ok(guard) => guard.files().to_vec(),
                 Err(_) => index_files(self.session.root()),
             },
-            MapState::Loading | MapState::Unavailable => index_files(self.session.root()),
+            MapState::Loading | MapState::Unavailable | MapState::Off => {
+                index_files(self.session.root())
+            }
         };
         self.events.send(Event::RepoFiles { files });
     }
@@ -225,6 +326,7 @@ impl Engine {
         let text = match &self.map.state {
             MapState::Loading => "the repo map is still being built\n".to_string(),
             MapState::Unavailable => "there is no repo map for this directory\n".to_string(),
+            MapState::Off => "the repo map is off (--map-tokens 0)\n".to_string(),
             _ => self.map_text(&draft).unwrap_or_else(|| {
                 "the repo map is empty (nothing fits, or no tagged files)\n".into()
             }),
@@ -235,8 +337,8 @@ impl Engine {
         });
     }
 
-    /// `Op::Cancel`: a message waiting for the first repo map is not sent later by
-    /// itself (Esc is final); it comes back to the user.
+    /// `Op::Cancel`: a message waiting for the repo map is not sent later by itself
+    /// (Esc is final); it comes back to the user.
     pub(super) fn cancel_deferred(&mut self) {
         if let Some((text, _)) = self.activity.take_waiting() {
             self.events.send(Event::TurnFailed {
@@ -248,19 +350,61 @@ impl Engine {
     }
 
     /// Defers a user turn until the first extraction is done, so the first request has
-    /// its map. Returns true when the turn was deferred.
+    /// its map; until a refresh under way is done, so the request's map is built for its
+    /// own chat files and mentions from the files as they are; in `always`, until a
+    /// rescan is done. Returns true when the turn was deferred.
     pub(super) fn defer_until_map(&mut self, text: &str, mode: ChatMode) -> bool {
-        if !self.map.is_loading() {
-            return false;
-        }
-        self.activity = super::activity::Activity::WaitingForMap {
-            text: text.to_string(),
-            mode,
+        let deferred = match &self.map.state {
+            MapState::Loading => {
+                self.notice(
+                    "waiting for the repo map to be built; the message is sent as soon as it is"
+                        .into(),
+                );
+                true
+            }
+            // The refresh under way sends the message when it is done.
+            MapState::Refreshing(_) => true,
+            MapState::Ready(map) => {
+                let rescan = self.settings.map_refresh == MapRefresh::Always
+                    && !std::mem::take(&mut self.map.rescanned_for_turn);
+                if rescan {
+                    let map = map.clone();
+                    self.refresh_map_in_background(map, Cause::ForTurn, Vec::new());
+                }
+                rescan
+            }
+            MapState::Unavailable | MapState::Off => false,
         };
-        self.notice(
-            "waiting for the repo map to be built; the message is sent as soon as it is".into(),
-        );
-        true
+        if deferred {
+            self.activity = super::activity::Activity::WaitingForMap {
+                text: text.to_string(),
+                mode,
+            };
+        }
+        deferred
+    }
+}
+
+/// Whether a refresh that found `changed` keeps the last map in `mode`: `files`,
+/// `manual` and `always` (which rescans before each message) keep it after any
+/// background refresh, `auto` when nothing changed, or when
+/// a rebuild costs more than [`SLOW_REBUILD`] and nothing the chat references changed.
+/// A first extraction, `/map-refresh` and `always`'s rescan never keep it.
+fn keeps_last_map(
+    mode: MapRefresh,
+    cause: Cause,
+    changed: &[String],
+    referenced: impl Fn(&str) -> bool,
+    rebuild: Duration,
+) -> bool {
+    if cause != Cause::Background {
+        return false;
+    }
+    match mode {
+        MapRefresh::Files | MapRefresh::Manual | MapRefresh::Always => true,
+        MapRefresh::Auto => {
+            changed.is_empty() || (rebuild > SLOW_REBUILD && !changed.iter().any(|p| referenced(p)))
+        }
     }
 }
 
@@ -304,4 +448,35 @@ fn index_files(root: &std::path::Path) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_keeps_a_slow_map_unless_what_the_chat_references_changed() {
+        let changed = ["src/a.rs".to_string()];
+        let chat = |p: &str| p == "src/chat.rs";
+        let slow = Duration::from_millis(1500);
+        let fast = Duration::from_millis(200);
+        let keeps = |mode, cause, changed: &[String], rebuild| {
+            keeps_last_map(mode, cause, changed, chat, rebuild)
+        };
+        use Cause::*;
+        use MapRefresh::*;
+        assert!(!keeps(Auto, Background, &changed, fast));
+        assert!(keeps(Auto, Background, &changed, slow));
+        assert!(keeps(Auto, Background, &[], fast));
+        let chat_changed = ["src/chat.rs".to_string()];
+        assert!(!keeps(Auto, Background, &chat_changed, slow));
+        assert!(keeps(Files, Background, &chat_changed, fast));
+        assert!(keeps(Manual, Background, &chat_changed, fast));
+        assert!(keeps(Always, Background, &changed, fast));
+        for mode in [Auto, Always, Files, Manual] {
+            assert!(!keeps(mode, Asked, &changed, slow));
+            assert!(!keeps(mode, ForTurn, &[], slow));
+            assert!(!keeps(mode, First, &[], slow));
+        }
+    }
 }

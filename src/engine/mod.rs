@@ -6,6 +6,7 @@
 mod activity;
 mod branch_review;
 pub mod commands;
+mod counts;
 mod history;
 mod map;
 pub mod persist;
@@ -99,6 +100,8 @@ pub(crate) enum Internal {
     Git(Result<slash::GitDone, String>),
     /// A history summary finished.
     Summary(history::JobDone),
+    /// The server counted texts (or said whether it can).
+    Counted(counts::Counted),
     /// A background job panicked (a bug): the engine stops as if it had panicked itself.
     Panicked(Box<dyn std::any::Any + Send>),
 }
@@ -154,6 +157,7 @@ pub(crate) struct Engine {
     /// Started from a saved session (`--resume`).
     resumed: bool,
     history: history::HistoryState,
+    counts: counts::CountSlot,
 }
 
 impl Engine {
@@ -195,6 +199,7 @@ impl Engine {
             quit: false,
             purpose: config.purpose,
             resumed: false,
+            counts: counts::CountSlot::default(),
         };
         if config.resume && config.purpose == Purpose::Conversation {
             engine.restore_session(config.model_chosen)?;
@@ -233,8 +238,11 @@ impl Engine {
             ));
         }
         if self.purpose == Purpose::Conversation {
+            self.start_counts();
             self.mention_old_session();
             self.start_map();
+            // A history saved over its marks (a one-shot run leaves its summary to
+            // the next start) is summarized before the next request needs it.
             if self.resumed {
                 self.resumed_history();
             }
@@ -262,7 +270,8 @@ impl Engine {
                     Internal::Turn(_)
                     | Internal::MapRefreshed(_)
                     | Internal::Reviewed(_)
-                    | Internal::Summary(_),
+                    | Internal::Summary(_)
+                    | Internal::Counted(_),
                 ) => {}
                 Some(done) => self.internal(done),
                 None => break,
@@ -314,6 +323,7 @@ impl Engine {
                 options,
                 send,
             } => self.start_review(source, options, send),
+            Op::NoMoreMessages => self.history.defer_summaries(),
             Op::ListRepoFiles => self.list_repo_files(),
             Op::MapWhy { path } => self.map_why(&path),
             Op::HunkText { id } => self.hunk_text(&id),
@@ -343,6 +353,7 @@ impl Engine {
                 self.idle_if_done();
             }
             Internal::Summary(done) => self.summary_done(done),
+            Internal::Counted(done) => self.counted(done),
             // Unwinds into `spawn`'s handler: `Crashed`, then `Exited`.
             Internal::Panicked(panic) => std::panic::resume_unwind(panic),
         }
@@ -390,15 +401,23 @@ impl Engine {
         if !self.model.known {
             self.warn_unknown_model();
         }
+        self.start_counts();
         self.publish_budget();
         self.save_session();
     }
 
     fn warn_unknown_model(&self) {
+        let window = match self.settings.context_window {
+            Some(window) => format!("using the {window}-token window of --context-window"),
+            None => format!(
+                "assuming a {}-token window (set --context-window to the server's)",
+                self.window.window
+            ),
+        };
         self.events.send(Event::Warning {
             text: format!(
-                "model {} is not in tern's model table: assuming a {}-token window and no prices; set --context-window if you know better",
-                self.model.name, self.window.window
+                "model {} is not in tern's model table: {window}, no prices",
+                self.model.name
             ),
         });
     }
@@ -442,6 +461,8 @@ impl Engine {
         let draft = self.draft.clone();
         let report = self.report(&draft);
         self.events.send(Event::Budget(Box::new(report)));
+        // What the gauge counted that the server has not, it counts now.
+        self.start_counting();
     }
 
     fn publish_files(&mut self) {

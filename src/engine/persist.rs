@@ -28,7 +28,9 @@
 //!   "proposal_shell": ["cargo test"],
 //!   "notes": ["I did not apply these hunks: …"],
 //!   "transcript": [{ "kind": "user", "text": "rename remove" },
-//!                  { "kind": "assistant", "text": "Here is …" }]
+//!                  { "kind": "assistant", "text": "Here is …" }],
+//!   "server_window": 2048,
+//!   "learned_limit": 1400
 //! }
 //! ```
 //!
@@ -40,7 +42,10 @@
 //! in the files as they are on resume, shown with the reply's failed blocks
 //! (`proposal_failures`) and suggested commands (`proposal_shell`), both optional;
 //! `notes` go to the model with the next message; `transcript` is what the chat showed
-//! (the last `session::TRANSCRIPT_LIMIT` messages), shown again on resume.
+//! (the last `session::TRANSCRIPT_LIMIT` messages), shown again on resume;
+//! `server_window` is the context a server said it has (llama.cpp's `n_ctx`) and
+//! `learned_limit` the prompt limit learned from one that refused a request without
+//! saying it, both optional and kept for the resumed session.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -83,6 +88,12 @@ pub struct SessionFile {
     /// What the chat showed, for the resumed workspace to show again.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub transcript: Vec<super::protocol::Shown>,
+    /// The context the server said it has, smaller than the model's window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_window: Option<usize>,
+    /// A prompt limit learned from a server that refused a request as too long.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub learned_limit: Option<usize>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -310,6 +321,9 @@ impl Engine {
             proposal_shell,
             notes: self.session.notes_for_next_turn.clone(),
             transcript: self.session.transcript.clone(),
+            server_window: (self.window.source == crate::context::WindowSource::Server)
+                .then_some(self.window.window),
+            learned_limit: self.history.learned_limit(),
         }
     }
 
@@ -368,7 +382,18 @@ impl Engine {
             saved.summary_at_front,
             saved.summaries,
             saved.checkpoint.map(|c| (c.anchor, c.summary)),
+            saved.learned_limit,
         );
+        // What the server taught holds, unless the user says the window now.
+        if let Some(n_ctx) = saved.server_window
+            && self.settings.context_window.is_none()
+        {
+            self.window = crate::context::Window::from_server(
+                &self.model,
+                n_ctx,
+                self.settings.reserve_output,
+            );
+        }
         if let Some(proposal) = saved.proposal {
             self.restore_pending(super::proposal_review::SavedPending {
                 proposal,
@@ -405,6 +430,8 @@ mod tests {
             proposal_shell: Vec::new(),
             notes: vec![],
             transcript: vec![],
+            server_window: None,
+            learned_limit: None,
         }
     }
 

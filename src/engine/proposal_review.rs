@@ -746,7 +746,8 @@ async fn commit_message(client: &LlmClient, settings: &Settings, diff: &str) -> 
         model: ModelInfo::lookup(&settings.weak_model),
         messages: edit::prompts::commit_message_request(diff),
         cache_control: false,
-        max_tokens: Some(100),
+        reply_limit: crate::llm::ReplyLimit::Output { max_tokens: 100 },
+        predicted_prompt: None,
     };
     let cancel = CancellationToken::new();
     let answer = tokio::time::timeout(

@@ -8,10 +8,14 @@ use serde::Serialize;
 pub use crate::branch_review::{
     CallReply, DiffSource, Outcome, PlanMode, ReviewOptions, ReviewPlan,
 };
+/// Where the window's size comes from.
+pub use crate::context::WindowSource;
 /// The budget view the gauge draws.
 pub use crate::context::{BudgetReport, HistoryStatus, Section};
 /// How a reply ended, and what it cost.
-pub use crate::llm::{Finish, Usage};
+pub use crate::llm::{Finish, ReplyLimit, Usage};
+/// How token counts are made (the gauge says it).
+pub use crate::tokens::Counting;
 /// How front ends write token counts (`12,345`).
 pub use crate::tokens::thousands;
 
@@ -36,6 +40,18 @@ pub enum FileMode {
 pub use crate::edit::prompts::Mode as ChatMode;
 /// What the user decided about a hunk.
 pub use crate::edit::{Caution, Decision, LineKind};
+
+/// What a request to the model is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RequestKind {
+    /// A chat turn (or a reflection on failed edits).
+    Turn,
+    /// A history summary.
+    Summary,
+    /// A branch review.
+    Review,
+}
 
 /// A request from a front end.
 #[derive(Debug, Clone, PartialEq)]
@@ -88,6 +104,9 @@ pub enum Op {
     HunkText {
         id: String,
     },
+    /// No message follows the ones sent (a one-shot `-m`, a script's end): no summary
+    /// starts after them; the next start makes one if the history needs it.
+    NoMoreMessages,
     Shutdown,
 }
 
@@ -356,11 +375,23 @@ pub enum Event {
     Continuing {
         continuation: usize,
     },
+    /// A request is on its way to the model (one event per request: turns, their
+    /// continuations and retries, summaries), with tern's prediction of its prompt.
+    Request {
+        purpose: RequestKind,
+        model: String,
+        predicted_prompt_tokens: Option<usize>,
+        max_tokens: Option<usize>,
+        counting: Counting,
+    },
     /// The reply is complete (or was cut off or cancelled: `finish` says which).
     TurnFinished {
         reply: String,
         finish: Finish,
         usage: Option<Usage>,
+        /// The server reported no usage: `usage` is tern's count of the prompt it sent
+        /// and of the reply it received.
+        usage_estimated: bool,
         cost: f64,
         session_cost: f64,
     },

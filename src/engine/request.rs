@@ -8,6 +8,10 @@ use crate::context::{self, Assembled, BudgetReport, ChunkInputs};
 use crate::edit::{EditFormat, prompts};
 use crate::llm::Message;
 
+/// Below this window the few-shot examples (300 tokens or so) are not sent: they would
+/// take room a small window needs for the code and the conversation.
+pub const EXAMPLES_MIN_WINDOW: usize = 8192;
+
 impl Engine {
     pub(super) fn edit_format(&self) -> EditFormat {
         self.settings.edit_format.unwrap_or(self.model.edit_format)
@@ -39,9 +43,16 @@ impl Engine {
             .collect::<Vec<_>>()
             .join("\n");
         let repo_map = self.map_text(&current);
+        // A small window has no room for them; an oversized request leaves them out.
+        let examples =
+            if self.window.window < EXAMPLES_MIN_WINDOW || self.history.examples_dropped() {
+                Vec::new()
+            } else {
+                prompts.examples
+            };
         let inputs = ChunkInputs {
             system: prompts.system.to_string(),
-            examples: prompts.examples,
+            examples,
             readonly_files,
             repo_map,
             done: self.session.history.clone(),
@@ -79,11 +90,18 @@ impl Engine {
         };
         let mode = self.session.mode;
         let assembled = self.assemble(cur, mode);
-        self.decorate(BudgetReport::new(&assembled, &self.model, self.window))
+        self.decorate(BudgetReport::new(
+            &assembled,
+            &self.model,
+            self.window,
+            self.counter.counting(),
+        ))
     }
 
     pub(super) fn decorate(&self, mut report: BudgetReport) -> BudgetReport {
         report.last_usage = self.session.last_usage;
+        report.last_usage_estimated = self.session.last_usage_estimated;
+        report.counts_pending = self.counts_pending();
         report.last_cost = self.session.last_cost;
         report.session_cost = self.session.session_cost;
         report.map = self.map_status();

@@ -79,10 +79,7 @@ impl Engine {
             }
             Command::Review => self.review_command(&args),
             Command::Map => self.show_map(),
-            Command::MapRefresh => {
-                self.refresh_map(Vec::new());
-                self.notice("rescanning the repository for the repo map".into());
-            }
+            Command::MapRefresh => self.refresh_map_now(),
             Command::Clear => {
                 self.session.history.clear();
                 self.history_cleared();
@@ -90,6 +87,7 @@ impl Engine {
                 self.publish_budget();
             }
             Command::Compact => self.compact(),
+            Command::Forget => self.forget(&args),
             Command::Model => {
                 if args.is_empty() {
                     self.notice(format!(

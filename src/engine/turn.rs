@@ -6,10 +6,13 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::activity::Stream;
-use super::protocol::{ChatMode, Event, ShownKind};
+use super::protocol::{ChatMode, Event, RequestKind, ShownKind};
 use super::{Engine, EventSink, Internal};
 use crate::context::BudgetReport;
-use crate::llm::{ChatReply, ChatRequest, LlmClient, LlmError, Message, StreamEvent};
+use crate::llm::{
+    ChatReply, ChatRequest, LlmClient, LlmError, Message, ReplyLimit, StreamEvent, Usage,
+};
+use crate::tokens::{Counting, Prediction};
 
 /// Why a turn was sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,6 +46,8 @@ pub(crate) struct Sent {
     pub sent_text: String,
     /// Those notes: given back to the next turn if this one fails.
     pub notes: Vec<String>,
+    /// tern's prediction of the request's prompt, to compare with the server's count.
+    pub prediction: Prediction,
 }
 
 #[derive(Debug)]
@@ -92,15 +97,37 @@ impl Engine {
             TurnKind::Reflection(_) => text.clone(),
         };
         let assembled = self.assemble(vec![Message::user(sent_text.clone())], mode);
-        let report = self.decorate(BudgetReport::new(&assembled, &self.model, self.window));
+        // Checked against the window with the server's counts, where it counts.
+        if self.needs_counts(&assembled) && self.history.wait_for_counts() {
+            self.start_counting();
+            return;
+        }
+        let report = self.decorate(BudgetReport::new(
+            &assembled,
+            &self.model,
+            self.window,
+            self.counter.counting(),
+        ));
         if !self.admit(&report) {
             self.make_room(text, mode, kind, report);
             return;
+        }
+        if let Some((refused, retry)) = self.history.retrying() {
+            self.events.send(Event::Warning {
+                text: format!(
+                    "the server refused the request ({refused} tokens) as too long; retrying with {} tokens ({retry} of {})",
+                    report.total,
+                    super::history::MAX_OVERFLOW_RETRIES
+                ),
+            });
         }
         let notes = match kind {
             TurnKind::User => std::mem::take(&mut self.session.notes_for_next_turn),
             TurnKind::Reflection(_) => Vec::new(),
         };
+        let prediction = self
+            .counter
+            .predict(assembled.messages.iter().map(|m| m.content.as_str()));
         self.events.send(Event::Budget(Box::new(report)));
         let (own, shown_notes) = match kind {
             TurnKind::User => (text.clone(), notes.clone()),
@@ -120,13 +147,19 @@ impl Engine {
             model: self.model.clone(),
             messages: assembled.messages,
             cache_control: self.cache_control(),
-            max_tokens: None,
+            // Room for the reply after the prompt as the server may count it.
+            reply_limit: ReplyLimit::for_prompt(
+                &self.model,
+                self.window.window,
+                prediction.total + self.counter.counting().margin(prediction.total),
+            ),
+            predicted_prompt: Some(prediction.total),
         };
         spawn(
             self.client.clone(),
             request,
             cancel,
-            self.events.clone(),
+            (self.events.clone(), self.counter.counting()),
             self.internal_tx.clone(),
             Sent {
                 kind,
@@ -134,35 +167,20 @@ impl Engine {
                 user_text: text,
                 sent_text,
                 notes,
+                prediction,
             },
         );
     }
 
-    pub(super) fn refuse_oversized(&mut self, report: &BudgetReport, text: String) {
-        let mut largest: Vec<_> = report.files.iter().collect();
-        largest.sort_by_key(|f| std::cmp::Reverse(f.tokens));
-        let names: Vec<String> = largest
-            .iter()
-            .take(3)
-            .map(|f| format!("{} ({} tokens)", f.path, f.tokens))
-            .collect();
-        let hint = if names.is_empty() {
-            "/clear the history".to_string()
-        } else {
-            format!(
-                "drop files (largest: {}) or /clear the history",
-                names.join(", ")
-            )
-        };
+    /// Refuses a request that does not fit: the budget table, and the advice (what is
+    /// big, largest first) as the reason; the user's text comes back.
+    pub(super) fn refuse_oversized(&mut self, report: &BudgetReport, error: String, text: String) {
         self.events.send(Event::Output {
             title: "the request does not fit".into(),
             text: report.render_table(),
         });
         self.events.send(Event::TurnFailed {
-            error: format!(
-                "the request needs {} tokens but at most {} may be sent: {hint}",
-                report.total, report.prompt_limit
-            ),
+            error,
             message: text,
         });
         self.idle_if_done();
@@ -173,7 +191,7 @@ impl Engine {
         let TurnOutcome { sent, result } = outcome;
         let reply = match result {
             Ok(reply) => reply,
-            Err(e) if !cancelled && self.turn_overflowed(&e) => return,
+            Err(e) if !cancelled && self.turn_overflowed(&e, &sent.prediction) => return,
             Err(e) => {
                 // The model never saw the notes: they go with the user's next message.
                 let mut notes = sent.notes;
@@ -188,7 +206,21 @@ impl Engine {
                 return;
             }
         };
-        self.record_cost(&reply.usage, reply.usage_reported);
+        // What the server counted teaches tern's counts (not after a continuation,
+        // whose prompt was the request plus the reply so far).
+        if reply.usage_reported && reply.continuations == 0 {
+            self.calibrate(&sent.prediction, reply.usage.prompt_tokens);
+        }
+        let usage = if reply.usage_reported {
+            reply.usage
+        } else {
+            Usage {
+                prompt_tokens: sent.prediction.total,
+                completion_tokens: self.counter.count(&reply.text),
+                ..Usage::default()
+            }
+        };
+        self.record_cost(&usage, !reply.usage_reported);
         let cost = self.session.last_cost;
         if !reply.text.is_empty() {
             self.session.history.push(Message::user(sent.sent_text));
@@ -200,7 +232,8 @@ impl Engine {
         self.events.send(Event::TurnFinished {
             reply: reply.text.clone(),
             finish: reply.finish.clone(),
-            usage: reply.usage_reported.then_some(reply.usage),
+            usage: Some(usage),
+            usage_estimated: !reply.usage_reported,
             cost,
             session_cost: self.session.session_cost,
         });
@@ -227,19 +260,20 @@ fn spawn(
     client: LlmClient,
     request: ChatRequest,
     cancel: CancellationToken,
-    events: EventSink,
+    (events, counting): (EventSink, Counting),
     done: mpsc::UnboundedSender<Internal>,
     sent: Sent,
 ) {
     super::worker::spawn(done.clone(), async move {
         super::worker::test_panic("turn");
-        let mut forward = |event: StreamEvent| events.send(stream_event(event));
+        let mut forward = |event: StreamEvent| events.send(stream_event(event, counting));
         let result = client.chat(&request, &cancel, &mut forward).await;
         let _ = done.send(Internal::Turn(TurnOutcome { sent, result }));
     });
 }
 
-fn stream_event(event: StreamEvent) -> Event {
+/// The engine's event for a client's event during a turn.
+pub(super) fn stream_event(event: StreamEvent, counting: Counting) -> Event {
     match event {
         StreamEvent::Delta(text) => Event::Delta { text },
         StreamEvent::Reasoning(text) => Event::Reasoning { text },
@@ -253,6 +287,17 @@ fn stream_event(event: StreamEvent) -> Event {
             reason,
         },
         StreamEvent::Continuing { continuation } => Event::Continuing { continuation },
+        StreamEvent::Request {
+            model,
+            predicted_prompt_tokens,
+            max_tokens,
+        } => Event::Request {
+            purpose: RequestKind::Turn,
+            model,
+            predicted_prompt_tokens,
+            max_tokens,
+            counting,
+        },
     }
 }
 
@@ -307,6 +352,7 @@ mod tests {
                 user_text: "edit".into(),
                 sent_text: "edit".into(),
                 notes: Vec::new(),
+                prediction: Prediction::default(),
             },
             result: Ok(ChatReply {
                 text: reply.into(),

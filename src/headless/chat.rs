@@ -32,8 +32,11 @@ pub async fn run(
     let mut engine = crate::engine::spawn(config)?;
     let mut stdout = std::io::stdout().lock();
     let mut stderr = std::io::stderr();
+    let total = messages.len();
     let mut queue = messages.into_iter();
-    let mut ok = true;
+    let mut sent = 0;
+    // Why the run stops early (the first failure), for the exit code and `--json`.
+    let mut stopped: Option<String> = None;
     let mut at_line_start = true;
     let mut proposal: Option<ProposalView> = None;
     let mut edits_handled = false;
@@ -47,7 +50,8 @@ pub async fn run(
     let Some(first) = queue.next() else {
         return Ok(ExitCode::SUCCESS);
     };
-    engine.ops.send(Op::Submit { text: first })?;
+    submit(&engine.ops, first, queue.len() == 0)?;
+    sent += 1;
     let ops = engine.ops.clone();
     let ctrl_c = tokio::spawn(async move {
         while tokio::signal::ctrl_c().await.is_ok() {
@@ -74,11 +78,14 @@ pub async fn run(
             Event::TurnFinished {
                 finish,
                 usage,
+                usage_estimated,
                 cost,
                 session_cost,
                 ..
             } => {
-                ok &= *finish == Finish::Stop;
+                if let Some(why) = finish.incomplete() {
+                    stop(&mut stopped, why);
+                }
                 interrupted |= *finish == Finish::Cancelled;
                 replied = true;
                 if !json {
@@ -89,17 +96,26 @@ pub async fn run(
                     if let Some(why) = finish.incomplete() {
                         writeln!(stderr, "tern: {why}")?;
                     }
-                    let (sent, cached, received) = usage.map_or((0, 0, 0), |u| {
-                        (u.prompt_tokens, u.cached_tokens, u.completion_tokens)
-                    });
+                    let u = usage.unwrap_or_default();
+                    let tokens = if *usage_estimated {
+                        format!(
+                            "≈{} sent, ≈{} received (estimated: the server reported no usage)",
+                            u.prompt_tokens, u.completion_tokens
+                        )
+                    } else {
+                        format!(
+                            "{} sent ({} cached), {} received",
+                            u.prompt_tokens, u.cached_tokens, u.completion_tokens
+                        )
+                    };
                     writeln!(
                         stderr,
-                        "Tokens: {sent} sent ({cached} cached), {received} received. Cost: ${cost:.4} message, ${session_cost:.4} session."
+                        "Tokens: {tokens}. Cost: ${cost:.4} message, ${session_cost:.4} session."
                     )?;
                 }
             }
             Event::TurnFailed { error, .. } => {
-                ok = false;
+                stop(&mut stopped, error.clone());
                 if !json {
                     writeln!(stderr, "tern: {error}")?;
                 }
@@ -153,7 +169,7 @@ pub async fn run(
             )?,
             Event::Warning { text } if !json => writeln!(stderr, "tern: warning: {text}")?,
             Event::Error { text } => {
-                ok = false;
+                stop(&mut stopped, text.clone());
                 if !json {
                     writeln!(stderr, "tern: error: {text}")?;
                 }
@@ -162,7 +178,12 @@ pub async fn run(
             Event::Idle => {
                 if let Some(view) = proposal.take().filter(|_| !edits_handled) {
                     edits_handled = true;
-                    ok &= view.failures.is_empty();
+                    if !view.failures.is_empty() {
+                        stop(
+                            &mut stopped,
+                            format!("{} edit blocks could not be applied", view.failures.len()),
+                        );
+                    }
                     if !json {
                         for failure in &view.failures {
                             writeln!(
@@ -191,7 +212,10 @@ pub async fn run(
                                 }))?;
                                 continue;
                             }
-                            ok = false;
+                            stop(
+                                &mut stopped,
+                                format!("edits to {} were held back", file.path),
+                            );
                             if !json {
                                 let why: Vec<String> =
                                     file.cautions.iter().map(ToString::to_string).collect();
@@ -227,12 +251,15 @@ pub async fn run(
                 }
                 edits_handled = false;
                 match queue.next() {
-                    Some(next) if ok => engine.ops.send(Op::Submit { text: next })?,
+                    Some(next) if stopped.is_none() => {
+                        submit(&engine.ops, next, queue.len() == 0)?;
+                        sent += 1;
+                    }
                     _ => engine.ops.send(Op::Shutdown)?,
                 }
             }
             Event::Crashed { text } => {
-                ok = false;
+                stop(&mut stopped, text.clone());
                 writeln!(stderr, "tern: {text}")?;
             }
             Event::Exited => break,
@@ -246,7 +273,51 @@ pub async fn run(
             "tern: the resumed session's {resumed_hunks} proposed hunks still await review; they were neither applied nor discarded (review them in the workspace: tern --resume)"
         )?;
     }
-    Ok(super::exit_code(engine.task, ok).await)
+    if engine.task.await.is_err() {
+        stop(
+            &mut stopped,
+            "the engine stopped on an internal error".into(),
+        );
+    }
+    if json {
+        let reason = match &stopped {
+            Some(why) => why.clone(),
+            None if sent < total => "interrupted before every message was sent".into(),
+            None => "every message was sent".into(),
+        };
+        let end = serde_json::json!({
+            "event": "stopped",
+            "ok": stopped.is_none() && sent == total,
+            "messages_sent": sent,
+            "messages": total,
+            "reason": reason,
+        });
+        writeln!(stdout, "{end}")?;
+    }
+    Ok(if stopped.is_none() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// Records why the run stops (the first reason only).
+fn stop(stopped: &mut Option<String>, why: String) {
+    stopped.get_or_insert(why);
+}
+
+/// Sends a message; before the last one, tells the engine none follows, so it leaves
+/// summaries for the next start instead of making the user wait for one at the end.
+fn submit(
+    ops: &tokio::sync::mpsc::UnboundedSender<Op>,
+    text: String,
+    last: bool,
+) -> anyhow::Result<()> {
+    if last {
+        ops.send(Op::NoMoreMessages)?;
+    }
+    ops.send(Op::Submit { text })?;
+    Ok(())
 }
 
 /// How to get held edits applied.

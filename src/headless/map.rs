@@ -98,6 +98,11 @@ fn map(args: &MapArgs, global: &GlobalArgs, settings: &Settings, cwd: &Path) -> 
 
     if args.stats {
         print_stats(&refresh, &result, &counter, total);
+        let (segments, bytes) = map.store_usage();
+        eprintln!(
+            "store: {segments} segments, {:.1} MB (shared by every checkout)",
+            bytes as f64 / 1e6
+        );
     }
     Ok(())
 }
@@ -137,10 +142,12 @@ fn print_stats(r: &RefreshStats, result: &MapResult, counter: &TokenCounter, tot
     let budget = result.budget;
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
     eprintln!(
-        "files: {} seen, {} parsed, {} from cache, {} skipped ({} binary, {} over 1 MB, {} unreadable)",
+        "files: {} seen, {} parsed, {} from cache, {} from the store, {} hashed, {} skipped ({} binary, {} over 1 MB, {} unreadable)",
         r.files_seen,
         r.parsed,
         r.from_cache,
+        r.from_store,
+        r.hashed,
         r.skipped_binary + r.skipped_large + r.unreadable,
         r.skipped_binary,
         r.skipped_large,
@@ -154,7 +161,7 @@ fn print_stats(r: &RefreshStats, result: &MapResult, counter: &TokenCounter, tot
         eprintln!("cache: discarded ({why}), rebuilt");
     }
     eprintln!(
-        "map: {} of {} tokens{}, {} definitions in {} files",
+        "map: {} of {} tokens{}, {} definitions in {} files, {} important files",
         result.tokens,
         budget,
         if counter.is_estimate() {
@@ -163,7 +170,8 @@ fn print_stats(r: &RefreshStats, result: &MapResult, counter: &TokenCounter, tot
             ""
         },
         result.shown_defs,
-        result.shown_files
+        result.shown_files,
+        result.important.len()
     );
     eprintln!(
         "time: scan+load {:.1} ms, parse {:.1} ms, graph {:.1} ms, save {:.1} ms, rank {:.1} ms, fit+render {:.1} ms, total {:.1} ms",

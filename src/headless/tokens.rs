@@ -33,16 +33,23 @@ pub async fn report(config: EngineConfig, message: Option<String>) -> anyhow::Re
     let mut engine = crate::engine::spawn(config)?;
     let mut message = Some(message.unwrap_or_default());
     let mut last = None;
+    let mut stopping = false;
     while let Some(event) = engine.events.recv().await {
         match event {
             // The budget counts the map, so ask once the first map is there.
             Event::Map(_) => {
                 if let Some(text) = message.take() {
                     engine.ops.send(Op::Draft { text })?;
-                    engine.ops.send(Op::Shutdown)?;
                 }
             }
-            Event::Budget(report) => last = Some(report),
+            // ... and once the server (where it counts) has counted it all.
+            Event::Budget(report) => {
+                if message.is_none() && !report.counts_pending && !stopping {
+                    stopping = true;
+                    engine.ops.send(Op::Shutdown)?;
+                }
+                last = Some(report);
+            }
             Event::Error { text } => eprintln!("tern: error: {text}"),
             Event::Warning { text } => eprintln!("tern: warning: {text}"),
             Event::Exited => break,

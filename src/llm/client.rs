@@ -14,7 +14,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::Message;
 use super::error::{self, HttpFailure, LlmError, Verdict};
+use super::key::ApiKey;
 use super::models::{ModelInfo, Usage};
+use super::tokenize::ServerTokenizer;
 use super::transport::Transport;
 
 /// How many times a reply cut by `finish_reason: length` is continued.
@@ -22,28 +24,6 @@ pub const MAX_CONTINUATIONS: usize = 3;
 
 /// First retry delay; each further attempt doubles it.
 const FIRST_BACKOFF: Duration = Duration::from_millis(250);
-
-/// An API key. Its `Debug` never shows the key, so it cannot leak into logs.
-#[derive(Clone, Deserialize, PartialEq, Eq)]
-#[serde(transparent)]
-pub struct ApiKey(String);
-
-impl ApiKey {
-    pub fn new(key: impl Into<String>) -> Self {
-        ApiKey(key.into())
-    }
-
-    /// The key itself, for the Authorization header only.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::fmt::Debug for ApiKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ApiKey(<redacted>)")
-    }
-}
 
 /// What the client needs to know, built from the settings in one place
 /// (`From<&config::Settings>`), so that the client does not depend on them.
@@ -66,8 +46,63 @@ pub struct ChatRequest {
     pub messages: Vec<Message>,
     /// Send `cache_control` breakpoints on the messages that carry one.
     pub cache_control: bool,
-    /// Cap on reply tokens; None lets the server decide.
-    pub max_tokens: Option<usize>,
+    /// What caps the reply, sent as `max_tokens` (or `max_completion_tokens`).
+    pub reply_limit: ReplyLimit,
+    /// tern's prediction of the prompt tokens: reported with the request, and what
+    /// tells an over-long prompt's empty reply from a glitch.
+    pub predicted_prompt: Option<usize>,
+}
+
+/// What caps a reply's tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "limit", rename_all = "snake_case")]
+pub enum ReplyLimit {
+    /// Nothing was sent: the server decides.
+    Server,
+    /// The model's output limit, or a smaller cap tern chose (a summary's).
+    Output { max_tokens: usize },
+    /// What the context window leaves after the prompt, below the output limit.
+    Window { max_tokens: usize, window: usize },
+}
+
+impl ReplyLimit {
+    /// `min(model's output limit, window − prompt)`: the reply's reserve made real
+    /// without capping a big window's model below its own limit.
+    pub fn for_prompt(model: &ModelInfo, window: usize, prompt: usize) -> Self {
+        let room = window.saturating_sub(prompt).max(1);
+        if room < model.max_output {
+            ReplyLimit::Window {
+                max_tokens: room,
+                window,
+            }
+        } else {
+            ReplyLimit::Output {
+                max_tokens: model.max_output,
+            }
+        }
+    }
+
+    pub fn max_tokens(self) -> Option<usize> {
+        match self {
+            ReplyLimit::Server => None,
+            ReplyLimit::Output { max_tokens } | ReplyLimit::Window { max_tokens, .. } => {
+                Some(max_tokens)
+            }
+        }
+    }
+
+    /// Why a reply with `finish_reason: length` stopped, for the user.
+    pub fn describe(self) -> String {
+        match self {
+            ReplyLimit::Server => "the reply hit the server's output limit".into(),
+            ReplyLimit::Output { max_tokens } => {
+                format!("the reply hit the model's output limit ({max_tokens} tokens)")
+            }
+            ReplyLimit::Window { max_tokens, window } => format!(
+                "the reply filled the context window: {max_tokens} tokens were left of {window} after the prompt (send less, or give the model a bigger window and tell tern with --context-window)"
+            ),
+        }
+    }
 }
 
 /// Why a reply ended.
@@ -76,8 +111,8 @@ pub struct ChatRequest {
 pub enum Finish {
     /// The model finished.
     Stop,
-    /// The reply hit the output limit and could not be continued further.
-    Length,
+    /// The reply hit its limit and could not be continued further.
+    Length(ReplyLimit),
     /// The stream broke after some text arrived; the text is kept.
     CutOff(String),
     /// The user cancelled; the text so far is kept.
@@ -89,7 +124,7 @@ impl Finish {
     pub fn incomplete(&self) -> Option<String> {
         match self {
             Finish::Stop => None,
-            Finish::Length => Some("the reply hit the model's output limit".into()),
+            Finish::Length(limit) => Some(limit.describe()),
             Finish::CutOff(why) => Some(format!("cut off: {why}; the partial reply is kept")),
             Finish::Cancelled => Some("interrupted; the partial reply is kept".into()),
         }
@@ -123,7 +158,18 @@ pub enum StreamEvent {
     },
     /// The reply hit the output limit; continuing it.
     Continuing { continuation: usize },
+    /// A request (the first, or a continuation) is sent.
+    Request {
+        model: String,
+        predicted_prompt_tokens: Option<usize>,
+        max_tokens: Option<usize>,
+    },
 }
+
+/// Below this many predicted prompt tokens, an empty reply is a glitch (retried);
+/// above, it is probably a prompt too long for the server's context: llama-cpp-python
+/// answers one with 200, a role chunk and nothing more. No server has a smaller window.
+const EMPTY_MEANS_OVERFLOW: usize = 1024;
 
 /// A client for one API base.
 #[derive(Clone)]
@@ -139,6 +185,9 @@ pub struct LlmClient {
     /// No key for OpenAI's own API: every request would be refused (or, offline,
     /// retried for a minute), so none is sent.
     missing_key: bool,
+    /// For the server's tokenize endpoint: the network client, the server's root and
+    /// the key. None when replaying or recording, which must not depend on it.
+    tokenize: Option<(reqwest::Client, String, Option<ApiKey>)>,
 }
 
 /// OpenAI's API, the default base URL: the one base that surely needs a key.
@@ -170,6 +219,13 @@ impl LlmClient {
             .as_ref()
             .map(|k| k.expose().to_string())
             .unwrap_or_default();
+        let tokenize = (replay.is_none() && record.is_none()).then(|| {
+            (
+                http.clone(),
+                super::tokenize::server_root(&options.api_base),
+                options.api_key.clone(),
+            )
+        });
         let transport = match (replay, record) {
             (Some(path), _) => Transport::replay(path).map_err(anyhow::Error::msg)?,
             (None, Some(path)) => {
@@ -200,6 +256,7 @@ impl LlmClient {
             read_timeout: options.read_timeout,
             max_reply_bytes: options.max_reply_bytes,
             missing_key,
+            tokenize,
         })
     }
 
@@ -211,6 +268,13 @@ impl LlmClient {
     /// API. Said before anything is sent, not after a minute of retries.
     pub fn unusable(&self) -> Option<LlmError> {
         self.missing_key.then_some(LlmError::NoApiKey)
+    }
+
+    /// The server's own tokenizer for `model`, if the server has a tokenize endpoint
+    /// (probed once per server).
+    pub async fn server_tokenizer(&self, model: &str) -> Option<ServerTokenizer> {
+        let (http, root, key) = self.tokenize.clone()?;
+        ServerTokenizer::probe(http, root, key, model).await
     }
 
     /// Sends `request` and streams the reply through `on_event`. A reply cut by the
@@ -239,10 +303,21 @@ impl LlmClient {
                 messages.push(Message::assistant(reply.text.clone()));
             }
             let body = request_body(request, &messages);
-            let part = match self
-                .attempts(&request.model.name, &body, cancel, on_event)
-                .await
-            {
+            on_event(StreamEvent::Request {
+                model: request.model.name.clone(),
+                predicted_prompt_tokens: request.predicted_prompt,
+                max_tokens: request.reply_limit.max_tokens(),
+            });
+            tracing::debug!(
+                model = %request.model.name,
+                messages = messages.len(),
+                predicted_prompt = ?request.predicted_prompt,
+                max_tokens = ?request.reply_limit.max_tokens(),
+                continuation = reply.continuations,
+                "chat request to {}",
+                self.api_base
+            );
+            let part = match self.attempts(request, &body, cancel, on_event).await {
                 Ok(part) => part,
                 Err(e) if reply.text.is_empty() => return Err(e),
                 Err(e) => {
@@ -251,6 +326,7 @@ impl LlmClient {
                 }
             };
             reply.text.push_str(&part.text);
+            tracing::debug!(usage = ?part.usage, finish = ?part.finish, "chat reply");
             if let Some(usage) = part.usage {
                 reply.usage_reported = true;
                 reply.usage.prompt_tokens += usage.prompt_tokens;
@@ -259,9 +335,12 @@ impl LlmClient {
                 reply.usage.cache_write_tokens += usage.cache_write_tokens;
             }
             reply.finish = part.finish;
-            // A continuation is a new request: never after Esc.
-            let continue_it = reply.finish == Finish::Length
-                && !cancel.is_cancelled()
+            // A continuation is a new request: never after Esc, and never when the
+            // window, not the output limit, stopped the reply.
+            let continue_it = matches!(
+                reply.finish,
+                Finish::Length(ReplyLimit::Output { .. } | ReplyLimit::Server)
+            ) && !cancel.is_cancelled()
                 && request.model.prefill
                 && reply.continuations < MAX_CONTINUATIONS;
             if !continue_it {
@@ -278,7 +357,7 @@ impl LlmClient {
     /// arrived: text already shown to the user is never silently re-requested.
     async fn attempts(
         &self,
-        model: &str,
+        request: &ChatRequest,
         body: &serde_json::Value,
         cancel: &CancellationToken,
         on_event: &mut (dyn FnMut(StreamEvent) + Send),
@@ -287,11 +366,14 @@ impl LlmClient {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let failure = match self.attempt(body, cancel, on_event).await {
+            let failure = match self
+                .attempt(body, request.reply_limit, cancel, on_event)
+                .await
+            {
                 Attempt::Done(part) => return Ok(part),
                 Attempt::Failed(failure) => failure,
             };
-            let (after, reason, limit, if_exhausted) = match self.judge(failure, model, attempt) {
+            let (after, reason, limit, if_exhausted) = match self.judge(failure, request, attempt) {
                 Judged::Retry {
                     after,
                     reason,
@@ -300,6 +382,7 @@ impl LlmClient {
                 } => (after, reason, limit, if_exhausted),
                 Judged::Fail(e) => return Err(e),
             };
+            tracing::debug!(attempt, %reason, "chat request failed; retrying");
             let delay = after.unwrap_or(FIRST_BACKOFF * 2u32.saturating_pow(attempt as u32 - 1));
             if started.elapsed() + delay > self.retry_budget || limit.is_some_and(|n| attempt >= n)
             {
@@ -320,6 +403,7 @@ impl LlmClient {
     async fn attempt(
         &self,
         body: &serde_json::Value,
+        limit: ReplyLimit,
         cancel: &CancellationToken,
         on_event: &mut (dyn FnMut(StreamEvent) + Send),
     ) -> Attempt {
@@ -411,7 +495,7 @@ impl LlmClient {
             }
         }
         let finish = match finish.as_deref() {
-            Some("length") => Finish::Length,
+            Some("length") => Finish::Length(limit),
             Some(_) => Finish::Stop,
             None if text.is_empty() => {
                 return Attempt::Failed(Failure::Empty);
@@ -433,9 +517,25 @@ impl LlmClient {
         )
     }
 
-    fn judge(&self, failure: Failure, model: &str, attempts: usize) -> Judged {
+    fn judge(&self, failure: Failure, request: &ChatRequest, attempts: usize) -> Judged {
         let url = format!("{}/chat/completions", self.api_base);
+        let model = request.model.name.as_str();
         match failure {
+            Failure::Empty
+                if request
+                    .predicted_prompt
+                    .is_some_and(|p| p >= EMPTY_MEANS_OVERFLOW) =>
+            {
+                Judged::Fail(LlmError::ContextLengthExceeded {
+                    message: format!(
+                        "the server answered with an empty reply, which llama-cpp-python does when the prompt (about {} tokens) does not fit its context (n_ctx)",
+                        request.predicted_prompt.unwrap_or_default()
+                    ),
+                    window: None,
+                    prompt_tokens: None,
+                    probable: true,
+                })
+            }
             Failure::Empty => Judged::Retry {
                 after: None,
                 limit: None,
@@ -610,8 +710,13 @@ fn request_body(request: &ChatRequest, messages: &[Message]) -> serde_json::Valu
         "stream": true,
         "stream_options": { "include_usage": true },
     });
-    if let Some(max) = request.max_tokens {
-        body["max_tokens"] = max.into();
+    if let Some(max) = request.reply_limit.max_tokens() {
+        let field = if request.model.max_completion_tokens {
+            "max_completion_tokens"
+        } else {
+            "max_tokens"
+        };
+        body[field] = max.into();
     }
     body
 }

@@ -34,8 +34,16 @@ pub enum LlmError {
         message: String,
     },
 
-    #[error("the request is larger than the model's context window: {message}")]
-    ContextLengthExceeded { message: String },
+    #[error("{}: {message}", if *probable { "the request is probably larger than the server's context" } else { "the request is larger than the model's context window" })]
+    ContextLengthExceeded {
+        message: String,
+        /// The server's context size, when it said (llama.cpp's `n_ctx`).
+        window: Option<usize>,
+        /// The prompt's tokens by the server's count (llama.cpp's `n_prompt_tokens`).
+        prompt_tokens: Option<usize>,
+        /// Inferred (an empty reply to a long prompt), not said by the server.
+        probable: bool,
+    },
 
     #[error("rate limited (HTTP 429) and still limited after {attempts} attempts: {message}")]
     RateLimited { attempts: usize, message: String },
@@ -67,7 +75,7 @@ pub enum LlmError {
     Replay(String),
 
     #[error(
-        "no API key for OpenAI's API, so nothing was sent. Set one (export OPENAI_API_KEY=sk-...), or use a local server with --api-base (Ollama: --api-base http://localhost:11434/v1; llama.cpp: --api-base http://localhost:8080/v1), or try tern --demo"
+        "no API key for OpenAI's API, so tern sends nothing: set one (export OPENAI_API_KEY=sk-...), or use a local server with --api-base (Ollama: --api-base http://localhost:11434/v1; llama.cpp: --api-base http://localhost:8080/v1), or try tern --demo"
     )]
     NoApiKey,
 
@@ -106,7 +114,19 @@ pub(crate) fn classify_http(f: &HttpFailure, model: &str, url: &str) -> Verdict 
             reason: format!("server error {}: {message}", f.status),
         },
         _ if is_context_overflow(&f.body) => {
-            Verdict::Fail(LlmError::ContextLengthExceeded { message })
+            let number = |field: &str| {
+                serde_json::from_str::<serde_json::Value>(&f.body)
+                    .ok()?
+                    .pointer(&format!("/error/{field}"))?
+                    .as_u64()
+                    .map(|n| n as usize)
+            };
+            Verdict::Fail(LlmError::ContextLengthExceeded {
+                message,
+                window: number("n_ctx"),
+                prompt_tokens: number("n_prompt_tokens"),
+                probable: false,
+            })
         }
         401 | 403 => Verdict::Fail(LlmError::Unauthorized { message }),
         404 => Verdict::Fail(LlmError::ModelNotFound {
@@ -193,12 +213,19 @@ mod tests {
     fn context_overflow_in_every_dialect() {
         let openai = r#"{"error":{"message":"This model's maximum context length is 128000 tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#;
         let llama = r#"{"error":{"code":400,"message":"the request exceeds the available context size","type":"exceed_context_size_error","n_prompt_tokens":9000,"n_ctx":8192}}"#;
-        for body in [openai, llama] {
-            assert!(matches!(
-                classify_http(&failure(400, body), "m", "u"),
-                Verdict::Fail(LlmError::ContextLengthExceeded { .. })
-            ));
-        }
+        assert!(matches!(
+            classify_http(&failure(400, openai), "m", "u"),
+            Verdict::Fail(LlmError::ContextLengthExceeded { window: None, .. })
+        ));
+        assert!(matches!(
+            classify_http(&failure(400, llama), "m", "u"),
+            Verdict::Fail(LlmError::ContextLengthExceeded {
+                window: Some(8192),
+                prompt_tokens: Some(9000),
+                probable: false,
+                ..
+            })
+        ));
     }
 
     #[test]

@@ -36,6 +36,10 @@ pub struct ModelInfo {
     pub edit_format: EditFormat,
     #[serde(default)]
     pub prefill: bool,
+    /// The reply cap is sent as `max_completion_tokens` (OpenAI's reasoning models
+    /// refuse `max_tokens`).
+    #[serde(default)]
+    pub max_completion_tokens: bool,
     /// False for a model missing from the table: the UI warns and the window is a guess.
     #[serde(default = "yes")]
     pub known: bool,
@@ -111,6 +115,7 @@ impl ModelInfo {
                 exact_tokens: false,
                 edit_format: EditFormat::Editblock,
                 prefill: false,
+                max_completion_tokens: false,
                 known: false,
             },
         }

@@ -1,6 +1,9 @@
-//! The on-disk caches: per repository under the user cache dir, never inside the
-//! repository: the tags of every file, and the token counts of rendered map blocks (so a
-//! new process can fit a map it fitted before without loading the tokenizer).
+//! Each checkout's own caches, under the user cache dir, never inside the repository:
+//! the snapshot of its file set (what a warm start needs to rank without reading any
+//! tags: every file's stat data, content key, and the identifiers it defines and
+//! references), and the token counts of rendered map blocks (so a new process can fit a
+//! map it fitted before without loading the tokenizer). The tags themselves live in the
+//! store that all checkouts share (`store.rs`).
 //!
 //! Layout: an 8-byte magic, a format version, the xxh3 of the body, then the body in
 //! bincode (fixed-width integers, so decoding is mostly copying; bincode is already in
@@ -16,67 +19,133 @@ use bincode::Options;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use super::tags::FileTags;
+use super::interner::Names;
+use super::store::Key;
 
-const TAGS_MAGIC: &[u8; 8] = b"TERNTAGS";
+const SNAPSHOT_MAGIC: &[u8; 8] = b"TERNSNAP";
 const COUNTS_MAGIC: &[u8; 8] = b"TERNCNTS";
-/// Bump whenever `Entry`, `FileTags` or the tag queries change meaning.
-pub const VERSION: u32 = 2;
+/// Bump whenever `Known` or `Snapshot` change meaning.
+pub const VERSION: u32 = 3;
 const HEADER: usize = 8 + 4 + 8;
 
-/// What a file held when it was last read.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Content {
-    Tags(FileTags),
-    /// A supported language's file with no definitions or references, or a file of no
-    /// supported language: shown as a bare path.
+/// What kind of content a file holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Kind {
+    /// Tagged source: how many definitions and referenced names its tags hold.
+    Tags {
+        defs: u32,
+        refs: u32,
+    },
+    /// Shown as a bare path: no supported language, or no definitions or references.
     Untagged,
     Binary,
 }
 
-/// One cached file, valid while its size and mtime are unchanged.
+/// What is known about one file of the set without its tags: enough to tell whether
+/// it changed and to rank it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Entry {
+pub struct Known {
     pub size: u64,
     pub mtime_ns: i64,
-    /// xxh3 of the content, checked when the mtime is too close to the save time to
-    /// prove the file did not change afterwards within the same clock tick.
-    pub hash: u64,
-    pub content: Content,
+    pub ino: u64,
+    /// The key of its tags in the shared store.
+    pub key: Key,
+    pub kind: Kind,
+    /// Distinct global identifier ids the file defines, sorted.
+    pub defines: Vec<u32>,
+    /// (global identifier id, references), sorted.
+    pub refs: Vec<(u32, u32)>,
 }
 
-/// The cache file's body as read.
+/// A checkout's snapshot as read.
 #[derive(Debug, Default, Deserialize)]
-pub struct Body {
-    /// When the tags were read, in nanoseconds since the epoch.
+pub struct Snapshot {
+    /// When the files were stat'ed, in nanoseconds since the epoch.
     pub saved_ns: i64,
-    /// (root-relative path, entry).
-    pub entries: Vec<(String, Entry)>,
+    /// The identifiers the files' ids refer to.
+    pub names: Names,
+    /// (root-relative path, what is known about it).
+    pub files: Vec<(String, Known)>,
 }
 
-/// The same layout as [`Body`], written from borrowed entries.
+/// The same layout as [`Snapshot`], written from borrowed data.
 #[derive(Serialize)]
-struct BodyOut<'a> {
+struct SnapshotOut<'a> {
     saved_ns: i64,
-    entries: &'a [(&'a str, &'a Entry)],
+    names: &'a Names,
+    files: &'a [(&'a str, &'a Known)],
 }
 
-/// Where the caches of the repository at `root` live under `cache_root` (normally
-/// `dirs::cache_dir()/tern/tags`): `<stem>.tags` for tags, `<stem>.<encoding>.counts` for
-/// block token counts.
-pub fn stem_for(cache_root: &Path, root: &Path) -> PathBuf {
+/// Where the caches of the checkout at `root` live under `dir` (normally
+/// `dirs::cache_dir()/tern/tags/checkouts`): `<stem>.snap` for the snapshot,
+/// `<stem>.<encoding>.counts` for block token counts.
+pub fn stem_for(dir: &Path, root: &Path) -> PathBuf {
     let key = xxhash_rust::xxh3::xxh3_64(root.as_os_str().as_encoded_bytes());
-    cache_root.join(format!("{key:016x}"))
+    dir.join(format!("{key:016x}"))
 }
 
-/// Reads the tag cache; any problem gives an empty cache and a reason for the log.
-pub fn load_tags(path: &Path) -> (Body, Option<String>) {
-    read(path, TAGS_MAGIC)
+/// The most the snapshots and counts of all checkouts may take together: past it, the
+/// least recently used go (a checkout whose snapshot went rebuilds it from the store).
+pub const CHECKOUTS_CAP_BYTES: u64 = 256 << 20;
+
+/// Reads a snapshot; any problem gives an empty one and a reason for the log. Its
+/// modification time becomes its last use.
+pub fn load_snapshot(path: &Path) -> (Snapshot, Option<String>) {
+    let loaded = read(path, SNAPSHOT_MAGIC);
+    // Losing a use time only makes a snapshot older: never an error.
+    let _ = std::fs::File::options()
+        .append(true)
+        .open(path)
+        .and_then(|f| f.set_modified(std::time::SystemTime::now()));
+    loaded
 }
 
-/// Writes the tag cache.
-pub fn save_tags(path: &Path, saved_ns: i64, entries: &[(&str, &Entry)]) -> std::io::Result<()> {
-    write(path, TAGS_MAGIC, &BodyOut { saved_ns, entries })
+/// Deletes the least recently used checkout files in `dir` while they take more than
+/// `cap` bytes, never those of `keep` (a stem).
+pub fn evict_checkouts(dir: &Path, keep: &Path, cap: u64) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut files: Vec<(std::time::SystemTime, u64, PathBuf)> = entries
+        .flatten()
+        .filter_map(|e| {
+            let meta = e.metadata().ok()?;
+            let used = meta.modified().ok()?;
+            meta.is_file().then(|| (used, meta.len(), e.path()))
+        })
+        .collect();
+    let mut total: u64 = files.iter().map(|f| f.1).sum();
+    files.sort_by_key(|f| f.0);
+    let keep = keep.as_os_str().as_encoded_bytes();
+    for (_, len, path) in files {
+        if total <= cap {
+            break;
+        }
+        if path.as_os_str().as_encoded_bytes().starts_with(keep) {
+            continue;
+        }
+        // Another process may have removed it already; either way it is gone.
+        let _ = std::fs::remove_file(&path);
+        total -= len;
+    }
+}
+
+/// Writes a snapshot.
+pub fn save_snapshot(
+    path: &Path,
+    saved_ns: i64,
+    names: &Names,
+    files: &[(&str, &Known)],
+) -> std::io::Result<()> {
+    write(
+        path,
+        SNAPSHOT_MAGIC,
+        &SnapshotOut {
+            saved_ns,
+            names,
+            files,
+        },
+    )
 }
 
 /// Reads the block token counts (xxh3 of a rendered block -> tokens).
@@ -197,35 +266,34 @@ fn options(limit: usize) -> impl Options {
 mod tests {
     use super::*;
 
-    fn binary() -> Entry {
-        Entry {
+    fn known(kind: Kind) -> Known {
+        Known {
             size: 1,
             mtime_ns: 2,
-            hash: 3,
-            content: Content::Binary,
+            ino: 3,
+            key: Key::new(&Key::blob_id(b"x"), None),
+            kind,
+            defines: vec![0],
+            refs: vec![(0, 2)],
         }
     }
 
     #[test]
     fn round_trip_and_every_kind_of_damage() {
         let dir = tempfile::tempdir().unwrap();
-        let path = stem_for(dir.path(), Path::new("/some/repo")).with_extension("tags");
-        let entry = Entry {
-            size: 3,
-            mtime_ns: 7,
-            hash: 9,
-            content: Content::Tags(super::super::tags::extract(
-                super::super::languages::Lang::Rust,
-                b"fn main() {}",
-            )),
-        };
-        save_tags(&path, 42, &[("a.rs", &entry), ("b.bin", &binary())]).unwrap();
-        let (back, why) = load_tags(&path);
+        let path = stem_for(dir.path(), Path::new("/some/repo")).with_extension("snap");
+        let mut interner = super::super::interner::Interner::default();
+        interner.intern("main");
+        let a = known(Kind::Tags { defs: 1, refs: 1 });
+        let b = known(Kind::Binary);
+        save_snapshot(&path, 42, interner.names(), &[("a.rs", &a), ("b.bin", &b)]).unwrap();
+        let (back, why) = load_snapshot(&path);
         assert_eq!(why, None);
         assert_eq!(back.saved_ns, 42);
+        assert_eq!(back.names.get(0), "main");
         assert_eq!(
-            back.entries,
-            [("a.rs".to_string(), entry), ("b.bin".to_string(), binary())]
+            back.files,
+            [("a.rs".to_string(), a), ("b.bin".to_string(), b)]
         );
 
         let good = std::fs::read(&path).unwrap();
@@ -246,11 +314,26 @@ mod tests {
         ];
         for bytes in damaged {
             std::fs::write(&path, &bytes).unwrap();
-            let (back, why) = load_tags(&path);
-            assert!(back.entries.is_empty());
+            let (back, why) = load_snapshot(&path);
+            assert!(back.files.is_empty());
             assert!(why.is_some());
         }
-        // Counts use another magic: a tags file is not a counts file.
+        // Over the cap, the least recently used checkout's files go, never our own.
+        let other = stem_for(dir.path(), Path::new("/other/repo")).with_extension("snap");
+        std::fs::write(&other, vec![0u8; 100]).unwrap();
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+        std::fs::File::options()
+            .append(true)
+            .open(&other)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        let ours = stem_for(dir.path(), Path::new("/some/repo"));
+        evict_checkouts(dir.path(), &ours, 1);
+        assert!(!other.exists());
+        assert!(path.exists());
+
+        // Counts use another magic: a snapshot is not a counts file.
         assert!(load_counts(&path).is_empty());
         let counts = HashMap::from([(1u64, 2u32), (3, 4)]);
         save_counts(&path, &counts).unwrap();

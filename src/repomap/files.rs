@@ -5,9 +5,11 @@
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::UNIX_EPOCH;
 
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
+use rayon::prelude::*;
 
 /// Files larger than this are skipped: generated code, data, minified bundles.
 pub const MAX_FILE_BYTES: u64 = 1 << 20;
@@ -22,73 +24,196 @@ pub struct Found {
     pub size: u64,
     /// Modification time in nanoseconds since the Unix epoch.
     pub mtime_ns: i64,
+    /// The inode (0 where there is none): a file renamed over another is another file.
+    pub ino: u64,
+    /// The content's git blob id, from the index, when the index's stat data proves
+    /// that the file still holds what was staged.
+    pub blob: Option<[u8; 20]>,
+}
+
+impl Found {
+    fn new(rel: String, meta: &std::fs::Metadata) -> Found {
+        Found {
+            rel,
+            size: meta.len(),
+            mtime_ns: mtime_ns(meta),
+            ino: ino(meta),
+            blob: None,
+        }
+    }
 }
 
 /// Lists the repository's files, sorted by relative path. Files that vanish or cannot
 /// be stat'ed while listing are left out.
 pub fn scan(root: &Path) -> Vec<Found> {
     let ternignore = ternignore(root);
-    let mut seen: HashSet<String> = HashSet::new();
-    let mut found = Vec::new();
-    let mut push = |seen: &mut HashSet<String>, rel: String, meta: std::fs::Metadata| {
-        if meta.is_file()
+    let kept = |rel: &str, meta: &std::fs::Metadata| {
+        meta.is_file()
             && !ternignore
-                .matched_path_or_any_parents(&rel, false)
+                .matched_path_or_any_parents(rel, false)
                 .is_ignore()
-            && seen.insert(rel.clone())
-        {
-            found.push(Found {
-                rel,
-                size: meta.len(),
-                mtime_ns: mtime_ns(&meta),
-            });
-        }
     };
 
-    // Submodules are gitlinks (mode 160000) in the index: their files belong to another
-    // repository, and the walk must not pick them up as untracked either.
+    // Tracked files come from the index (stat'ed in parallel); submodules are gitlinks
+    // (mode 160000) there: their files belong to another repository, and the walk must
+    // not pick them up as untracked either.
     let mut submodules: HashSet<PathBuf> = HashSet::new();
+    let mut found: Vec<Found> = Vec::new();
     if let Ok(repo) = git2::Repository::open(root)
         && let Ok(index) = repo.index()
     {
+        let trust = IndexTrust::new(&repo, &index);
+        let mut entries = Vec::with_capacity(index.len());
         for entry in index.iter() {
-            let Ok(rel) = String::from_utf8(entry.path) else {
+            let Ok(rel) = String::from_utf8(entry.path.clone()) else {
                 continue;
             };
             if entry.mode == 0o160000 {
                 submodules.insert(root.join(rel));
-            } else if let Ok(meta) = std::fs::symlink_metadata(root.join(&rel)) {
-                push(&mut seen, rel, meta);
+            } else {
+                entries.push((rel, entry));
             }
         }
+        found = entries
+            .into_par_iter()
+            .filter_map(|(rel, entry)| {
+                let meta = std::fs::symlink_metadata(root.join(&rel)).ok()?;
+                if !kept(&rel, &meta) {
+                    return None;
+                }
+                let mut f = Found::new(rel, &meta);
+                f.blob = trust.blob(&entry, &f);
+                Some(f)
+            })
+            .collect();
     }
-
-    let walker = ignore::WalkBuilder::new(root)
+    // Untracked files: a walk on every core that skips ignored directories.
+    let tracked: HashSet<&str> = found.iter().map(|f| f.rel.as_str()).collect();
+    let untracked = Mutex::new(Vec::new());
+    ignore::WalkBuilder::new(root)
         .add_custom_ignore_filename(TERNIGNORE)
         .require_git(false)
         .filter_entry(move |e| e.file_name() != ".git" && !submodules.contains(e.path()))
-        .build();
-    for entry in walker.flatten() {
-        if entry.file_type().is_some_and(|t| t.is_file())
-            && let Some(rel) = relative(root, entry.path())
-            && !seen.contains(&rel)
-            && let Ok(meta) = entry.metadata()
-        {
-            push(&mut seen, rel, meta);
-        }
-    }
+        .build_parallel()
+        .run(|| {
+            Box::new(|entry| {
+                if let Ok(entry) = entry
+                    && entry.file_type().is_some_and(|t| t.is_file())
+                    && let Some(rel) = relative(root, entry.path())
+                    && !tracked.contains(rel.as_str())
+                    && let Ok(meta) = entry.metadata()
+                    && kept(&rel, &meta)
+                {
+                    let found = Found::new(rel, &meta);
+                    untracked
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push(found);
+                }
+                ignore::WalkState::Continue
+            })
+        });
+    drop(tracked);
+    found.extend(untracked.into_inner().unwrap_or_else(|e| e.into_inner()));
     found.sort_unstable_by(|a, b| a.rel.cmp(&b.rel));
     found
+}
+
+/// When the index's blob ids may stand for the files in the work tree.
+struct IndexTrust {
+    /// When the index was written, in whole seconds.
+    written_secs: i64,
+    /// Directories (with a trailing `/`; empty for all) where git may convert content
+    /// on checkout (line endings, filters), so the work tree's bytes may not be the
+    /// blob's.
+    converted: Vec<String>,
+}
+
+/// Attribute words that make git change content between the index and the work tree.
+const CONVERTING: [&str; 6] = ["filter", "eol", "text", "crlf", "ident", "encoding"];
+
+impl IndexTrust {
+    fn new(repo: &git2::Repository, index: &git2::Index) -> IndexTrust {
+        let written_secs = std::fs::metadata(repo.path().join("index"))
+            .map_or(i64::MIN, |m| mtime_ns(&m).div_euclid(1_000_000_000));
+        let mut converted = Vec::new();
+        let converts = |path: &Path| {
+            std::fs::read_to_string(path).is_ok_and(|t| CONVERTING.iter().any(|w| t.contains(w)))
+        };
+        let config = repo.config().ok();
+        let autocrlf = config
+            .as_ref()
+            .and_then(|c| c.get_string("core.autocrlf").ok())
+            .is_some_and(|v| !v.eq_ignore_ascii_case("false"));
+        let global = config
+            .as_ref()
+            .and_then(|c| c.get_path("core.attributesFile").ok())
+            .is_some_and(|p| converts(&p));
+        if autocrlf || global || converts(&repo.path().join("info").join("attributes")) {
+            converted.push(String::new());
+        }
+        if let Some(workdir) = repo.workdir() {
+            for entry in index.iter() {
+                if let Ok(rel) = std::str::from_utf8(&entry.path)
+                    && let Some(dir) = rel.strip_suffix(".gitattributes")
+                    && (dir.is_empty() || dir.ends_with('/'))
+                    && converts(&workdir.join(rel))
+                {
+                    converted.push(dir.to_string());
+                }
+            }
+        }
+        IndexTrust {
+            written_secs,
+            converted,
+        }
+    }
+
+    fn blob(&self, entry: &git2::IndexEntry, found: &Found) -> Option<[u8; 20]> {
+        let staged = Staged {
+            size: entry.file_size,
+            mtime_ns: i64::from(entry.mtime.seconds()) * 1_000_000_000
+                + i64::from(entry.mtime.nanoseconds()),
+            ino: entry.ino,
+        };
+        (staged.is_current(found, self.written_secs)
+            && !self
+                .converted
+                .iter()
+                .any(|d| found.rel.starts_with(d.as_str())))
+        .then(|| entry.id.as_bytes().try_into().ok())
+        .flatten()
+    }
+}
+
+/// The stat data the index keeps for a staged file.
+#[derive(Debug, Clone, Copy)]
+struct Staged {
+    /// Truncated to 32 bits, as git stores it.
+    size: u32,
+    mtime_ns: i64,
+    /// Truncated to 32 bits; 0 where the platform has no inodes.
+    ino: u32,
+}
+
+impl Staged {
+    /// Whether the staged blob is what the file holds now: the file's size, time and
+    /// inode are the staged ones, and it was staged in an earlier second than the
+    /// index was written. A file changed again within the second the index was written
+    /// can keep its size and (on coarse clocks) its time, so such entries prove
+    /// nothing and the file is read instead (git's "racy git" rule, at whole seconds).
+    fn is_current(&self, found: &Found, index_written_secs: i64) -> bool {
+        found.size as u32 == self.size
+            && found.mtime_ns == self.mtime_ns
+            && found.ino as u32 == self.ino
+            && self.mtime_ns.div_euclid(1_000_000_000) < index_written_secs
+    }
 }
 
 /// Stats one file of the set again (after an edit), or None if it is gone.
 pub fn stat(root: &Path, rel: &str) -> Option<Found> {
     let meta = std::fs::symlink_metadata(root.join(rel)).ok()?;
-    meta.is_file().then(|| Found {
-        rel: rel.to_string(),
-        size: meta.len(),
-        mtime_ns: mtime_ns(&meta),
-    })
+    meta.is_file().then(|| Found::new(rel.to_string(), &meta))
 }
 
 /// The root's `.ternignore`, or an empty matcher (a broken pattern is skipped, the rest
@@ -132,7 +257,57 @@ pub fn mtime_ns(meta: &std::fs::Metadata) -> i64 {
         .map_or(0, |d| d.as_nanos() as i64)
 }
 
+#[cfg(unix)]
+pub fn ino(meta: &std::fs::Metadata) -> u64 {
+    std::os::unix::fs::MetadataExt::ino(meta)
+}
+
+#[cfg(not(unix))]
+pub fn ino(_meta: &std::fs::Metadata) -> u64 {
+    0
+}
+
 /// Whether content looks binary: a NUL byte in its first 8 KiB, as git decides.
 pub fn is_binary(content: &[u8]) -> bool {
     content[..content.len().min(8192)].contains(&0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn found(size: u64, mtime_ns: i64, ino: u64) -> Found {
+        Found {
+            rel: "a.rs".into(),
+            size,
+            mtime_ns,
+            ino,
+            blob: None,
+        }
+    }
+
+    #[test]
+    fn a_staged_blob_stands_for_the_file_only_when_its_stat_data_proves_it() {
+        let s = 1_000_000_000;
+        let staged = Staged {
+            size: 10,
+            mtime_ns: 100 * s + 5,
+            ino: 7,
+        };
+        assert!(staged.is_current(&found(10, 100 * s + 5, 7), 101));
+        // Another size, time or inode: changed since it was staged.
+        assert!(!staged.is_current(&found(11, 100 * s + 5, 7), 101));
+        assert!(!staged.is_current(&found(10, 100 * s + 6, 7), 101));
+        assert!(!staged.is_current(&found(10, 100 * s + 5, 8), 101));
+        // Staged in the second the index was written: a later change in that second
+        // could look the same, so it proves nothing.
+        assert!(!staged.is_current(&found(10, 100 * s + 5, 7), 100));
+        // Sizes and inodes over 32 bits compare as git stores them.
+        let big = Staged {
+            size: 3,
+            mtime_ns: 0,
+            ino: 1,
+        };
+        assert!(big.is_current(&found((1 << 32) + 3, 0, (1 << 32) + 1), 1));
+    }
 }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use hashbrown::HashTable;
 
 /// The interned names, shared with results that may still name identifiers.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Names {
     text: String,
     /// Identifier id -> (start, length) in `text`.
@@ -39,6 +39,22 @@ pub struct Interner {
 }
 
 impl Interner {
+    /// An interner holding `names` under their ids (a saved interner, loaded).
+    pub fn from_names(names: Names) -> Interner {
+        let hasher = foldhash::fast::FixedState::default();
+        let mut table = HashTable::with_capacity(names.len());
+        for id in 0..names.len() as u32 {
+            table.insert_unique(hasher.hash_one(names.get(id)), id, |&id| {
+                hasher.hash_one(names.get(id))
+            });
+        }
+        Interner {
+            names: Arc::new(names),
+            table,
+            hasher,
+        }
+    }
+
     pub fn intern(&mut self, name: &str) -> u32 {
         let hash = self.hasher.hash_one(name);
         if let Some(&id) = self.table.find(hash, |&id| self.names.get(id) == name) {
@@ -88,5 +104,8 @@ mod tests {
             assert_eq!(i.intern(&format!("name{n}")), 3 + n);
         }
         assert_eq!(i.get("name9999"), Some(10_002));
+        let loaded = Interner::from_names((**i.names()).clone());
+        assert_eq!(loaded.get("name9999"), Some(10_002));
+        assert_eq!(loaded.get("beta"), Some(b));
     }
 }

@@ -68,6 +68,29 @@ impl Lang {
         }
     }
 
+    /// The version of this language's tags, part of every cached entry's key: it
+    /// changes when the grammar (its ABI, metadata version, node kinds or parse
+    /// states) or the tag query changes, so a tern built with other grammars or queries
+    /// never reads tags it did not make.
+    pub fn tags_version(self) -> u64 {
+        let grammar = self.grammar();
+        let mut h = xxhash_rust::xxh3::Xxh3::new();
+        h.update(self.query_source().as_bytes());
+        let version = grammar.metadata().map_or([0; 3], |m| {
+            [m.major_version, m.minor_version, m.patch_version]
+        });
+        h.update(&version);
+        for n in [
+            grammar.abi_version(),
+            grammar.node_kind_count(),
+            grammar.parse_state_count(),
+            grammar.field_count(),
+        ] {
+            h.update(&(n as u64).to_le_bytes());
+        }
+        h.digest()
+    }
+
     /// The compiled tag query, built on first use (compiling one costs milliseconds, so
     /// languages the repository does not use are never compiled).
     pub(crate) fn tag_query(self) -> &'static TagQuery {

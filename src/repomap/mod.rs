@@ -9,24 +9,25 @@
 
 mod cache;
 mod files;
+mod important;
 mod interner;
 mod languages;
 mod mentions;
 mod rank;
 mod render;
+mod store;
 mod tags;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rayon::prelude::*;
 use serde::Serialize;
-use xxhash_rust::xxh3::xxh3_64;
 
 pub use files::MAX_FILE_BYTES;
 pub use languages::Lang;
@@ -35,16 +36,62 @@ pub use render::{BAR, ELISION};
 pub use tags::MAX_LINE_CHARS;
 
 use crate::tokens::TokenCounter;
-use cache::{Content, Entry};
+use cache::{Kind, Known};
 use interner::{Interner, Names};
 use rank::{Credit, FileIdents, Graph, Ranking};
 use render::{BlockCounts, Item};
+use store::{Content, Key, Store};
 use tags::FileTags;
 
-/// The default map budget: window/8 clamped to 1024..4096; with no chat files, eight
+/// When the engine rebuilds the map for a request (the `map_refresh` setting).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MapRefresh {
+    /// Like `files`, and also when files changed on disk; but when a rebuild takes
+    /// long (over a second) and nothing the chat references changed, the last map is
+    /// reused.
+    #[default]
+    Auto,
+    /// Rescans the repository and rebuilds the map before every message sent.
+    Always,
+    /// Rebuilds when the chat files, the mentions or the budget change.
+    Files,
+    /// Rebuilds only on `/map-refresh`.
+    Manual,
+}
+
+impl MapRefresh {
+    pub fn label(self) -> &'static str {
+        match self {
+            MapRefresh::Auto => "auto",
+            MapRefresh::Always => "always",
+            MapRefresh::Files => "files",
+            MapRefresh::Manual => "manual",
+        }
+    }
+}
+
+impl std::str::FromStr for MapRefresh {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        [
+            MapRefresh::Auto,
+            MapRefresh::Always,
+            MapRefresh::Files,
+            MapRefresh::Manual,
+        ]
+        .into_iter()
+        .find(|m| m.label() == s)
+        .ok_or_else(|| format!("{s:?} is not auto, always, files or manual"))
+    }
+}
+
+/// The default map budget: window/8 clamped to 1024..4096 (below an 8k window, just
+/// window/8, so a small window keeps room for the rest); with no chat files, eight
 /// times that, up to the window less 4096 (never below the chat-files budget).
 pub fn default_budget(window: usize, has_chat_files: bool) -> usize {
-    let base = (window / 8).clamp(1024, 4096);
+    let base = (window / 8).clamp(1024.min(window / 8), 4096);
     if has_chat_files {
         base
     } else {
@@ -61,7 +108,9 @@ pub fn relative_path(root: &Path, cwd: &Path, path: &Path) -> Option<String> {
 /// Where the tag cache lives.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CacheLocation {
-    /// `dirs::cache_dir()/tern/tags` (no disk cache if the platform has no cache dir).
+    /// `dirs::cache_dir()/tern/tags` (no disk cache if the platform has no cache dir):
+    /// the tag store shared by every checkout under `store/`, each checkout's snapshot
+    /// under `checkouts/`.
     UserCacheDir,
     /// This directory instead (tests, or a user's override).
     Dir(PathBuf),
@@ -92,8 +141,14 @@ pub struct RefreshStats {
     pub files_seen: usize,
     /// Files read and parsed in this refresh.
     pub parsed: usize,
-    /// Files whose tags came from the disk cache.
+    /// Files known from this checkout's snapshot, unchanged.
     pub from_cache: usize,
+    /// Files whose tags came from the store shared by all checkouts (content some
+    /// checkout parsed before).
+    pub from_store: usize,
+    /// Files read to find their content's key (untracked, changed since staged, or
+    /// staged too close to the index write to trust its stat data).
+    pub hashed: usize,
     /// Files whose tags were already in memory and unchanged.
     pub unchanged: usize,
     pub skipped_binary: usize,
@@ -105,8 +160,11 @@ pub struct RefreshStats {
     pub references: usize,
     pub graph_identifiers: usize,
     pub graph_edges: usize,
-    /// Why the disk cache was discarded, if it was.
+    /// Why the checkout's snapshot was discarded, if it was.
     pub cache_discarded: Option<String>,
+    /// Paths added, removed, or whose content changed (after the first refresh).
+    #[serde(skip)]
+    pub changed: Vec<String>,
     /// Walking the tree (the first refresh reads the tag cache alongside).
     #[serde(serialize_with = "as_ms")]
     pub scan: Duration,
@@ -141,9 +199,11 @@ pub struct MapResult {
     /// Every file that could be in the map (chat and binary files excluded) with its
     /// PageRank score, best first.
     pub ranked_files: Vec<(String, f64)>,
-    /// Definitions and files shown.
+    /// Definitions and files shown (the important files listed at the top too).
     pub shown_defs: usize,
     pub shown_files: usize,
+    /// Important files (README, manifests, CI, ...) listed at the top, best first.
+    pub important: Vec<String>,
     pub rank_time: Duration,
     pub fit_time: Duration,
     explain: Explain,
@@ -189,42 +249,79 @@ impl std::fmt::Debug for MapResult {
     }
 }
 
-/// One file of the set and what is known about it.
+/// One file of the set: what is known about it, and its tags once loaded.
 struct Slot {
-    entry: Entry,
-    /// For tagged files: the file's name index -> global identifier id.
+    known: Known,
+    /// Parsed or fetched in this process, or read from the store when the map first
+    /// shows the file (a warm start loads no tags at all); None when they cannot be had.
+    tags: OnceLock<Option<Arc<Loaded>>>,
+}
+
+/// A file's tags with their names resolved to global identifier ids.
+struct Loaded {
+    tags: FileTags,
+    /// The file's name index -> global identifier id.
     ids: Vec<u32>,
-    /// Distinct global identifier ids the file defines, sorted.
-    defines: Vec<u32>,
-    /// (global identifier id, references), sorted.
-    refs: Vec<(u32, u32)>,
+}
+
+impl Resolved {
+    /// The new content with the stat data it was found with.
+    fn with_stat(self, f: files::Found) -> Option<(files::Found, Key, Content)> {
+        match self {
+            Resolved::New { key, content } => Some((f, key, content)),
+            Resolved::Same | Resolved::Gone => None,
+        }
+    }
+}
+
+impl Slot {
+    fn is_tagged(&self) -> bool {
+        matches!(self.known.kind, Kind::Tags { .. })
+    }
+}
+
+/// What resolving one file found.
+enum Resolved {
+    /// What was known still holds (its stat data may have moved).
+    Same,
+    /// New content, parsed here or fetched from the store.
+    New { key: Key, content: Content },
+    /// Vanished or unreadable.
+    Gone,
 }
 
 /// The repo map of one repository.
 pub struct RepoMap {
     root: PathBuf,
-    /// `<cache dir>/<hash of root>`: the cache files' common stem.
+    /// `<cache dir>/checkouts/<hash of root>`: this checkout's cache files' stem.
     cache_stem: Option<PathBuf>,
+    /// `<cache dir>/store`, opened on the first refresh.
+    store_dir: Option<PathBuf>,
+    store: Option<Store>,
     counter: TokenCounter,
     block_counts: BlockCounts,
     /// Root-relative paths, sorted; `slots[i]` belongs to `paths[i]`.
     paths: Arc<Vec<String>>,
     slots: Vec<Slot>,
     index: Arc<HashMap<String, u32>>,
+    /// The important files of the set (`important.rs`), root first.
+    important: Vec<u32>,
     interner: Interner,
     graph: Arc<Graph>,
-    /// Tags loaded from disk and not yet claimed by a refresh; None until the first
-    /// refresh loads them.
-    disk: Option<HashMap<String, Entry>>,
+    /// The snapshot's files not yet claimed by a refresh; None until the first refresh
+    /// loads them.
+    disk: Option<HashMap<String, Known>>,
     disk_saved_ns: i64,
-    /// When this process last read the files.
+    /// When this process last stat'ed the files.
     read_ns: i64,
-    /// Tags changed since the cache was last written.
+    /// Keys parsed here that the store may not have yet.
+    fresh: Vec<Key>,
+    /// The snapshot is behind what is known.
     unsaved: bool,
 }
 
-/// Files whose mtime is this close to the moment their tags were read could have been
-/// changed again within the same clock tick: their content hash is checked.
+/// Files whose mtime is this close to the moment they were stat'ed could have been
+/// changed again within the same clock tick: their content is checked.
 const RACY_NS: i64 = 2_000_000_000;
 
 impl RepoMap {
@@ -244,7 +341,9 @@ impl RepoMap {
             CacheLocation::Dir(dir) => Some(dir),
             CacheLocation::Disabled => None,
         };
-        let cache_stem = cache_root.map(|dir| cache::stem_for(&dir, &root));
+        let cache_stem = cache_root
+            .as_ref()
+            .map(|dir| cache::stem_for(&dir.join("checkouts"), &root));
         let block_counts = BlockCounts::new(match &cache_stem {
             Some(stem) => cache::load_counts(&counts_path(stem, &counter)),
             None => HashMap::new(),
@@ -252,16 +351,20 @@ impl RepoMap {
         Ok(RepoMap {
             root,
             cache_stem,
+            store_dir: cache_root.map(|dir| dir.join("store")),
+            store: None,
             counter,
             block_counts,
             paths: Arc::default(),
             slots: Vec::new(),
             index: Arc::default(),
+            important: Vec::new(),
             interner: Interner::default(),
             graph: Arc::new(Graph::build(&[], 0, |_| "")),
             disk: None,
             disk_saved_ns: 0,
             read_ns: 0,
+            fresh: Vec::new(),
             unsaved: false,
         })
     }
@@ -276,63 +379,86 @@ impl RepoMap {
         &self.paths
     }
 
+    /// The shared store's segments and bytes on disk (0 without a disk cache).
+    pub fn store_usage(&self) -> (usize, u64) {
+        self.store.as_ref().map_or((0, 0), Store::usage)
+    }
+
     /// Re-scans the whole file set, re-parses what changed (in parallel, reporting each
-    /// parsed file to `progress`), rebuilds the graph and saves the cache.
+    /// file resolved to `progress`), rebuilds the graph and saves the caches.
     pub fn refresh(&mut self, progress: &(dyn Fn(Progress) + Sync)) -> RefreshStats {
         let start = Instant::now();
-        // The first refresh reads the tag cache while the tree is walked.
-        let tags_file = self
+        // The first refresh reads the snapshot and opens the store while the tree is
+        // walked.
+        let first = self.disk.is_none();
+        let snapshot_file = self
             .cache_stem
             .as_ref()
-            .filter(|_| self.disk.is_none())
-            .map(|stem| stem.with_extension("tags"));
-        let (found, loaded) = rayon::join(
+            .filter(|_| first)
+            .map(|stem| stem.with_extension("snap"));
+        let store_dir = self.store_dir.as_ref().filter(|_| self.store.is_none());
+        let (found, (loaded, store)) = rayon::join(
             || files::scan(&self.root),
-            || tags_file.map(|path| cache::load_tags(&path)),
+            || {
+                rayon::join(
+                    || snapshot_file.map(|path| cache::load_snapshot(&path)),
+                    || store_dir.map(|dir| Store::open(dir, store::DEFAULT_CAP_BYTES)),
+                )
+            },
         );
+        if store.is_some() {
+            self.store = store;
+        }
         let scan = start.elapsed();
         let mut discarded = None;
-        if let Some((body, why)) = loaded {
+        if let Some((snapshot, why)) = loaded {
             if let Some(why) = &why {
-                tracing::warn!("repo map cache discarded: {why}");
+                tracing::warn!("repo map snapshot discarded: {why}");
             }
             discarded = why;
-            self.disk = Some(body.entries.into_iter().collect());
-            self.disk_saved_ns = body.saved_ns;
+            self.interner = Interner::from_names(snapshot.names);
+            self.disk = Some(snapshot.files.into_iter().collect());
+            self.disk_saved_ns = snapshot.saved_ns;
+        } else if first {
+            self.disk = Some(HashMap::new());
         }
-        let mut stats = self.update(found, progress, scan, true);
+        let mut stats = self.update(found, progress, scan, first);
         stats.cache_discarded = discarded;
         stats
     }
 
     /// Like [`refresh`](Self::refresh) for files the caller knows changed (edited,
     /// created or deleted; root-relative paths): no tree walk. Call it after a first
-    /// `refresh`; the named files are taken as part of the file set. The disk cache is
+    /// `refresh`; the named files are taken as part of the file set. The caches are
     /// written later ([`save`](Self::save), the next `refresh`, or drop), so an edit
-    /// costs a re-parse, not a rewrite of the whole cache.
+    /// costs a re-parse, not a rewrite of the whole snapshot.
     pub fn refresh_files(&mut self, changed: &[String]) -> RefreshStats {
         let start = Instant::now();
         let mut stats = RefreshStats::default();
         let mut set_changed = false;
-        let mut tags_changed = false;
         let mut seen = std::collections::HashSet::new();
         for rel in changed.iter().filter(|r| seen.insert(r.as_str())) {
             let found = files::stat(&self.root, rel);
             if found.as_ref().is_some_and(|f| f.size > MAX_FILE_BYTES) {
                 stats.skipped_large += 1;
             }
-            let found = found.filter(|f| f.size <= MAX_FILE_BYTES);
             let existing = self.index.get(rel.as_str()).copied();
-            if let (Some(f), Some(i)) = (&found, existing)
-                && self.still_valid(&self.slots[i as usize].entry, f, self.read_ns)
-            {
-                stats.unchanged += 1;
-                continue;
-            }
-            let entry = found.and_then(|_| read_entry(&self.root, rel));
-            stats.parsed += usize::from(entry.is_some());
-            let slot = entry.map(|e| self.index_entry(e));
-            tags_changed = true;
+            let resolved = match found.filter(|f| f.size <= MAX_FILE_BYTES) {
+                Some(f) => {
+                    let prior = existing.map(|i| &self.slots[i as usize].known);
+                    let resolved = self.resolve(&f, prior, self.read_ns, &mut stats);
+                    if let (Resolved::Same, Some(i)) = (&resolved, existing) {
+                        stats.unchanged += 1;
+                        set_stat(&mut self.slots[i as usize].known, &f);
+                        continue;
+                    }
+                    resolved.with_stat(f)
+                }
+                None => None,
+            };
+            let slot = resolved.map(|(f, key, content)| self.new_slot(&f, key, content));
+            stats.changed.push(rel.clone());
+            self.unsaved = true;
             match (slot, existing) {
                 (Some(slot), Some(i)) => self.slots[i as usize] = slot,
                 (Some(slot), None) => {
@@ -347,7 +473,9 @@ impl RepoMap {
                     self.slots.remove(i as usize);
                     set_changed = true;
                 }
-                (None, None) => {}
+                (None, None) => {
+                    stats.changed.pop();
+                }
             }
         }
         stats.parse = start.elapsed();
@@ -355,9 +483,8 @@ impl RepoMap {
         if set_changed {
             self.rebuild_index();
         }
-        if tags_changed {
+        if !stats.changed.is_empty() {
             self.rebuild_graph();
-            self.unsaved = true;
         }
         stats.graph = graph_start.elapsed();
         self.total_stats(&mut stats);
@@ -369,7 +496,7 @@ impl RepoMap {
         found: Vec<files::Found>,
         progress: &(dyn Fn(Progress) + Sync),
         scan: Duration,
-        save: bool,
+        first: bool,
     ) -> RefreshStats {
         let mut stats = RefreshStats {
             scan,
@@ -381,67 +508,93 @@ impl RepoMap {
             .into_iter()
             .zip(std::mem::take(&mut self.slots))
             .collect();
+        let mut disk = self.disk.take().unwrap_or_default();
 
-        // Reuse what is known and unchanged; collect the rest for parsing.
-        let mut kept: Vec<(String, Option<Slot>, Option<Entry>)> = Vec::new();
-        let mut to_parse = Vec::new();
+        // Keep what is proven unchanged by its stat data; resolve the rest in parallel.
+        let mut kept: Vec<(files::Found, Option<Slot>)> = Vec::new();
+        let mut jobs: Vec<(usize, Option<Known>, i64)> = Vec::new();
         for f in found {
             if f.size > MAX_FILE_BYTES {
                 stats.skipped_large += 1;
                 continue;
             }
-            if let Some(slot) = old.remove(&f.rel)
-                && self.still_valid(&slot.entry, &f, self.read_ns)
-            {
-                stats.unchanged += 1;
-                kept.push((f.rel, Some(slot), None));
-            } else if let Some(entry) = self.disk.as_mut().and_then(|d| d.remove(&f.rel))
-                && self.still_valid(&entry, &f, self.disk_saved_ns)
-            {
-                stats.from_cache += 1;
-                kept.push((f.rel, None, Some(entry)));
-            } else {
-                to_parse.push(kept.len());
-                kept.push((f.rel, None, None));
-            }
+            let prior = match old.remove(&f.rel) {
+                Some(slot) if self.proven(&slot.known, &f, self.read_ns) => {
+                    stats.unchanged += 1;
+                    kept.push((f, Some(slot)));
+                    continue;
+                }
+                Some(slot) => Some((slot.known, self.read_ns)),
+                None => match disk.remove(&f.rel) {
+                    Some(known) if self.proven(&known, &f, self.disk_saved_ns) => {
+                        stats.from_cache += 1;
+                        kept.push((f, Some(self.slot_of(known))));
+                        continue;
+                    }
+                    Some(known) => Some((known, self.disk_saved_ns)),
+                    None => None,
+                },
+            };
+            let (known, since) = prior.map_or((None, 0), |(k, t)| (Some(k), t));
+            jobs.push((kept.len(), known, since));
+            kept.push((f, None));
         }
-        // Parsed files, deleted files and stale disk entries all call for a save.
-        let stale_on_disk = self.disk.as_ref().is_some_and(|d| !d.is_empty());
-        let changed = !to_parse.is_empty() || !old.is_empty() || stale_on_disk;
-
-        let total = to_parse.len();
+        let total = jobs.len();
         let done = AtomicUsize::new(0);
-        let root = &self.root;
-        let parsed: Vec<(usize, Option<Entry>)> = to_parse
-            .par_iter()
-            .map(|&k| {
-                let entry = read_entry(root, &kept[k].0);
+        let counters = Mutex::new(RefreshStats::default());
+        let resolved: Vec<(usize, Option<Known>, Resolved)> = jobs
+            .into_par_iter()
+            .map(|(k, prior, since)| {
+                let mut local = RefreshStats::default();
+                let resolved = self.resolve(&kept[k].0, prior.as_ref(), since, &mut local);
+                add_counts(
+                    &mut counters.lock().unwrap_or_else(|e| e.into_inner()),
+                    &local,
+                );
                 let parsed = done.fetch_add(1, Ordering::Relaxed) + 1;
                 progress(Progress { parsed, total });
-                (k, entry)
+                (k, prior, resolved)
             })
             .collect();
-        for (k, entry) in parsed {
-            match entry {
-                Some(e) => {
-                    kept[k].2 = Some(e);
-                    stats.parsed += 1;
+        add_counts(
+            &mut stats,
+            &counters.into_inner().unwrap_or_else(|e| e.into_inner()),
+        );
+        for (k, prior, resolved) in resolved {
+            let f = &kept[k].0;
+            let slot = match (resolved, prior) {
+                (Resolved::Same, Some(mut known)) => {
+                    stats.from_cache += 1;
+                    set_stat(&mut known, f);
+                    Some(self.slot_of(known))
                 }
-                None => stats.unreadable += 1,
-            }
+                (Resolved::New { key, content }, _) => {
+                    if !first {
+                        stats.changed.push(f.rel.clone());
+                    }
+                    Some(self.new_slot(f, key, content))
+                }
+                (Resolved::Gone | Resolved::Same, _) => {
+                    stats.unreadable += 1;
+                    None
+                }
+            };
+            kept[k].1 = slot;
         }
         stats.parse = parse_start.elapsed();
 
         let graph_start = Instant::now();
+        let removed: Vec<String> = old.into_keys().collect();
+        let changed = !stats.changed.is_empty() || !removed.is_empty() || !disk.is_empty();
+        if !first {
+            stats.changed.extend(removed);
+        }
         let mut paths = Vec::with_capacity(kept.len());
-        for (rel, slot, entry) in kept {
-            let slot = match (slot, entry) {
-                (Some(slot), _) => slot,
-                (None, Some(entry)) => self.index_entry(entry),
-                (None, None) => continue,
-            };
-            paths.push(rel);
-            self.slots.push(slot);
+        for (f, slot) in kept {
+            if let Some(slot) = slot {
+                paths.push(f.rel);
+                self.slots.push(slot);
+            }
         }
         self.paths = Arc::new(paths);
         self.rebuild_index();
@@ -450,20 +603,142 @@ impl RepoMap {
         stats.graph = graph_start.elapsed();
         self.total_stats(&mut stats);
 
-        self.unsaved |= changed;
-        if save {
-            let save_start = Instant::now();
-            self.save();
-            stats.save = save_start.elapsed();
-        }
-        // Whatever the disk held for files no longer in the set is dropped with it.
-        if let Some(disk) = &mut self.disk {
-            disk.clear();
-        }
+        // A snapshot entry for a file no longer in the set is dropped with it.
+        self.disk = Some(HashMap::new());
+        self.unsaved |= changed || stats.parsed + stats.from_store + stats.hashed > 0;
+        let save_start = Instant::now();
+        self.save();
+        stats.save = save_start.elapsed();
         stats
     }
 
+    /// Whether the stat data of `f` proves that it still is what `known` describes:
+    /// the same size, time and inode, and either a time older than `since` (when it
+    /// was last stat'ed) by more than a clock tick, or the index's blob id agreeing.
+    fn proven(&self, known: &Known, f: &files::Found, since: i64) -> bool {
+        known.size == f.size
+            && known.mtime_ns == f.mtime_ns
+            && known.ino == f.ino
+            && (f.mtime_ns < since - RACY_NS || f.blob.is_some_and(|b| b == known.key.blob()))
+    }
+
+    /// Finds the content key of `f` (from the index, else by reading it) and its tags
+    /// (what `prior` knew, the store, or a parse).
+    fn resolve(
+        &self,
+        f: &files::Found,
+        prior: Option<&Known>,
+        since: i64,
+        stats: &mut RefreshStats,
+    ) -> Resolved {
+        if prior.is_some_and(|k| self.proven(k, f, since)) {
+            return Resolved::Same;
+        }
+        let lang = Lang::from_path(Path::new(&f.rel));
+        let path = self.root.join(&f.rel);
+        let (key, mut bytes) = match f.blob {
+            Some(blob) => (Key::new(&blob, lang), None),
+            None => {
+                let Ok(bytes) = std::fs::read(&path) else {
+                    return Resolved::Gone;
+                };
+                stats.hashed += 1;
+                (Key::new(&Key::blob_id(&bytes), lang), Some(bytes))
+            }
+        };
+        if prior.is_some_and(|k| k.key == key) {
+            return Resolved::Same;
+        }
+        if let Some(content) = self.store.as_ref().and_then(|s| s.get(&key)) {
+            stats.from_store += 1;
+            return Resolved::New { key, content };
+        }
+        let bytes = match bytes.take() {
+            Some(b) => b,
+            None => match std::fs::read(&path) {
+                Ok(b) => b,
+                Err(_) => return Resolved::Gone,
+            },
+        };
+        stats.parsed += 1;
+        // Keyed by what was parsed: the file may have changed since it was stat'ed.
+        let key = Key::new(&Key::blob_id(&bytes), lang);
+        Resolved::New {
+            key,
+            content: content_of(lang, &bytes),
+        }
+    }
+
+    /// A slot for new content, its names interned.
+    fn new_slot(&mut self, f: &files::Found, key: Key, content: Content) -> Slot {
+        let (kind, tags) = match content {
+            Content::Tags(tags) => (
+                Kind::Tags {
+                    defs: tags.defs.len() as u32,
+                    refs: tags.refs.len() as u32,
+                },
+                Some(tags),
+            ),
+            Content::Untagged => (Kind::Untagged, None),
+            Content::Binary => (Kind::Binary, None),
+        };
+        let mut known = Known {
+            size: f.size,
+            mtime_ns: f.mtime_ns,
+            ino: f.ino,
+            key,
+            kind,
+            defines: Vec::new(),
+            refs: Vec::new(),
+        };
+        let loaded = tags.map(|tags| {
+            let ids: Vec<u32> = tags.names().map(|n| self.interner.intern(n)).collect();
+            known.defines = tags.defs.iter().map(|d| ids[d.name as usize]).collect();
+            known.defines.sort_unstable();
+            known.defines.dedup();
+            known.refs = tags
+                .refs
+                .iter()
+                .map(|&(name, n)| (ids[name as usize], n))
+                .collect();
+            known.refs.sort_unstable();
+            Arc::new(Loaded { tags, ids })
+        });
+        self.fresh.push(key);
+        Slot {
+            known,
+            tags: OnceLock::from(loaded),
+        }
+    }
+
+    /// A slot for what the snapshot knew; its tags are loaded when first shown.
+    fn slot_of(&self, known: Known) -> Slot {
+        let tags = OnceLock::new();
+        if !matches!(known.kind, Kind::Tags { .. }) {
+            let _ = tags.set(None);
+        }
+        Slot { known, tags }
+    }
+
+    /// The tags of a tagged slot whose current content is `content`: from the store,
+    /// else parsed again (the store may have evicted them).
+    fn load_tags(&self, slot: &Slot, path: &str, content: &[u8]) -> Option<Arc<Loaded>> {
+        let tags = match self.store.as_ref().and_then(|s| s.get(&slot.known.key)) {
+            Some(Content::Tags(tags)) => tags,
+            _ => match content_of(Lang::from_path(Path::new(path)), content) {
+                Content::Tags(tags) => tags,
+                _ => return None,
+            },
+        };
+        let ids = tags
+            .names()
+            .map(|n| self.interner.get(n).unwrap_or(u32::MAX))
+            .collect();
+        Some(Arc::new(Loaded { tags, ids }))
+    }
+
     fn rebuild_index(&mut self) {
+        self.important = important::find(&self.paths);
         self.index = Arc::new(
             self.paths
                 .iter()
@@ -477,56 +752,18 @@ impl RepoMap {
     fn total_stats(&self, stats: &mut RefreshStats) {
         stats.files_seen = self.slots.len() + stats.skipped_large + stats.unreadable;
         for slot in &self.slots {
-            match &slot.entry.content {
-                Content::Binary => stats.skipped_binary += 1,
-                Content::Tags(t) => {
-                    stats.definitions += t.defs.len();
-                    stats.references += t.refs.len();
+            match slot.known.kind {
+                Kind::Binary => stats.skipped_binary += 1,
+                Kind::Tags { defs, refs } => {
+                    stats.definitions += defs as usize;
+                    stats.references += refs as usize;
                 }
-                Content::Untagged => {}
+                Kind::Untagged => {}
             }
         }
         let g = self.graph.stats();
         stats.graph_identifiers = g.identifiers;
         stats.graph_edges = g.edges;
-    }
-
-    /// Whether a known entry still describes the file found on disk.
-    fn still_valid(&self, entry: &Entry, found: &files::Found, read_ns: i64) -> bool {
-        if entry.size != found.size || entry.mtime_ns != found.mtime_ns {
-            return false;
-        }
-        if found.mtime_ns < read_ns - RACY_NS {
-            return true;
-        }
-        std::fs::read(self.root.join(&found.rel)).is_ok_and(|c| xxh3_64(&c) == entry.hash)
-    }
-
-    /// Interns a fresh entry's names.
-    fn index_entry(&mut self, entry: Entry) -> Slot {
-        let (ids, defines, refs) = match &entry.content {
-            Content::Tags(tags) => {
-                let ids: Vec<u32> = tags.names().map(|n| self.interner.intern(n)).collect();
-                let mut defines: Vec<u32> =
-                    tags.defs.iter().map(|d| ids[d.name as usize]).collect();
-                defines.sort_unstable();
-                defines.dedup();
-                let mut refs: Vec<(u32, u32)> = tags
-                    .refs
-                    .iter()
-                    .map(|&(name, n)| (ids[name as usize], n))
-                    .collect();
-                refs.sort_unstable();
-                (ids, defines, refs)
-            }
-            _ => Default::default(),
-        };
-        Slot {
-            entry,
-            ids,
-            defines,
-            refs,
-        }
     }
 
     fn rebuild_graph(&mut self) {
@@ -536,32 +773,57 @@ impl RepoMap {
             .slots
             .iter()
             .map(|s| FileIdents {
-                defines: &s.defines,
-                refs: &s.refs,
+                defines: &s.known.defines,
+                refs: &s.known.refs,
             })
             .collect();
         self.graph = Arc::new(Graph::build(&files, n_idents, |i| names.get(i)));
     }
 
-    /// Writes the tag cache and the block token counts, each if it changed since it was
-    /// last written (also done by the next full `refresh` and on drop). Failures are
-    /// logged: the caches are an optimization, never a reason to fail.
+    /// Writes what changed since it was last written: new tags to the shared store,
+    /// this checkout's snapshot, the block token counts (also done by the next full
+    /// `refresh` and on drop). Failures are logged: the caches are an optimization,
+    /// never a reason to fail.
     pub fn save(&mut self) {
         let Some(stem) = &self.cache_stem else {
             return;
         };
-        if std::mem::take(&mut self.unsaved) {
-            let path = stem.with_extension("tags");
-            let entries: Vec<(&str, &Entry)> = self
-                .paths
+        if !std::mem::take(&mut self.unsaved) {
+            return self.save_counts();
+        }
+        if let Some(store) = &mut self.store {
+            let fresh: std::collections::HashSet<Key> = self.fresh.drain(..).collect();
+            let fresh: Vec<(Key, store::ContentRef)> = self
+                .slots
                 .iter()
-                .zip(&self.slots)
-                .map(|(p, s)| (p.as_str(), &s.entry))
+                .filter(|s| fresh.contains(&s.known.key))
+                .filter_map(|s| stored_content(s).map(|c| (s.known.key, c)))
                 .collect();
-            if let Err(e) = cache::save_tags(&path, self.read_ns, &entries) {
-                tracing::warn!("cannot save repo map cache {}: {e}", path.display());
+            let live: Vec<Key> = self.slots.iter().map(|s| s.known.key).collect();
+            if let Err(e) = store.save(&fresh, &live) {
+                tracing::warn!("cannot save to the repo map store: {e}");
             }
         }
+        let path = stem.with_extension("snap");
+        let files: Vec<(&str, &Known)> = self
+            .paths
+            .iter()
+            .zip(&self.slots)
+            .map(|(p, s)| (p.as_str(), &s.known))
+            .collect();
+        if let Err(e) = cache::save_snapshot(&path, self.read_ns, self.interner.names(), &files) {
+            tracing::warn!("cannot save repo map snapshot {}: {e}", path.display());
+        }
+        if let Some(dir) = stem.parent() {
+            cache::evict_checkouts(dir, stem, cache::CHECKOUTS_CAP_BYTES);
+        }
+        self.save_counts();
+    }
+
+    fn save_counts(&mut self) {
+        let Some(stem) = &self.cache_stem else {
+            return;
+        };
         if let Some(counts) = self.block_counts.take_added() {
             let path = counts_path(stem, &self.counter);
             if let Err(e) = cache::save_counts(&path, &counts) {
@@ -614,7 +876,11 @@ impl RepoMap {
             .filter_map(|i| self.interner.get(i.as_ref()))
             .collect();
         let ranking = self.graph.rank(&chat, &personal, &mentioned);
-        let defines: Vec<&[u32]> = self.slots.iter().map(|s| s.defines.as_slice()).collect();
+        let defines: Vec<&[u32]> = self
+            .slots
+            .iter()
+            .map(|s| s.known.defines.as_slice())
+            .collect();
         let credits = self.graph.credits(&ranking, &defines);
         let rank_time = start.elapsed();
 
@@ -622,16 +888,42 @@ impl RepoMap {
         let mut by_rank: Vec<u32> = (0..n as u32)
             .filter(|&f| !chat[f as usize] && self.is_mappable(f))
             .collect();
-        by_rank.sort_by(|&a, &b| {
-            ranking.file_rank[b as usize]
-                .total_cmp(&ranking.file_rank[a as usize])
-                .then(a.cmp(&b))
+        // Equal scores (all zero when the chat files reference nothing, or there is no
+        // graph at all) go by what the chat mentions, then by how referenced a file is,
+        // then by size: never by name.
+        let mentions = |f: u32| {
+            let defines = &self.slots[f as usize].known.defines;
+            personal[f as usize] > 0.0 || mentioned.iter().any(|i| defines.binary_search(i).is_ok())
+        };
+        let fallback = |f: u32| {
+            (
+                mentions(f),
+                self.graph.in_degree(f),
+                self.slots[f as usize].known.size,
+            )
+        };
+        by_rank.sort_by_cached_key(|&f| {
+            (
+                std::cmp::Reverse(OrderedScore(ranking.file_rank[f as usize])),
+                std::cmp::Reverse(fallback(f)),
+                f,
+            )
         });
-        let defs = RankedDefs::new(credits, self).flat_map(|c| self.defs_of(c));
+        let mut position = vec![u32::MAX; n];
+        for (at, &f) in by_rank.iter().enumerate() {
+            position[f as usize] = at as u32;
+        }
+        let important = self
+            .important
+            .iter()
+            .filter(|&&f| position[f as usize] != u32::MAX)
+            .map(|&file| Item::Important { file });
+        let rendering = Rendering::new(self);
+        let defs = RankedDefs::new(credits, self, &position).flat_map(|c| rendering.defs_of(c));
         let bare = by_rank.iter().map(|&file| Item::Bare { file });
         let fitted = render::fit(
-            defs.chain(bare),
-            &Rendering::new(self),
+            important.chain(defs).chain(bare),
+            &rendering,
             &self.counter,
             &self.block_counts,
             budget,
@@ -653,6 +945,13 @@ impl RepoMap {
                 .collect(),
             shown_defs: fitted.defs,
             shown_files: fitted.files,
+            important: self
+                .important
+                .iter()
+                .filter(|&&f| position[f as usize] != u32::MAX)
+                .take(fitted.important)
+                .map(|&f| self.paths[f as usize].clone())
+                .collect(),
             rank_time,
             fit_time,
             explain: Explain {
@@ -666,7 +965,7 @@ impl RepoMap {
     }
 
     fn is_mappable(&self, file: u32) -> bool {
-        !matches!(self.slots[file as usize].entry.content, Content::Binary)
+        !matches!(self.slots[file as usize].known.kind, Kind::Binary)
     }
 
     /// The file index of a root-relative or absolute path.
@@ -681,20 +980,17 @@ impl RepoMap {
             .copied()
     }
 
-    /// The definitions of the credited identifier in its file, in source order.
-    fn defs_of(&self, credit: Credit) -> impl Iterator<Item = Item> + '_ {
-        let slot = &self.slots[credit.file as usize];
-        let defs: &[tags::Def] = match &slot.entry.content {
-            Content::Tags(t) => &t.defs,
-            _ => &[],
-        };
-        defs.iter()
-            .enumerate()
-            .filter(move |(_, d)| slot.ids[d.name as usize] == credit.ident)
-            .map(move |(k, _)| Item::Def {
-                file: credit.file,
-                def: k as u32,
-            })
+    /// The content of `file` if it still is what its tags were taken from: its stat
+    /// data proves it, or its blob id does.
+    fn current_content(&self, file: u32) -> Option<Rc<[u8]>> {
+        let slot = &self.slots[file as usize];
+        let path = self.root.join(&self.paths[file as usize]);
+        let content = std::fs::read(&path).ok()?;
+        // Stat'ed after the read: a change before the read shows in it.
+        let found = files::stat(&self.root, &self.paths[file as usize])?;
+        let current = self.proven(&slot.known, &found, self.read_ns)
+            || Key::blob_id(&content) == slot.known.key.blob();
+        current.then(|| Rc::from(content))
     }
 }
 
@@ -720,29 +1016,68 @@ impl<'a> Rendering<'a> {
     }
 }
 
+impl<'a> Rendering<'a> {
+    /// The tags of `file` and the content they were taken from, when it is tagged and
+    /// unchanged; its tags are loaded on first use.
+    fn loaded(&self, file: u32) -> Option<(&'a Loaded, Rc<[u8]>)> {
+        let map = self.map;
+        let slot = &map.slots[file as usize];
+        if !slot.is_tagged() {
+            return None;
+        }
+        let content = self
+            .contents
+            .borrow_mut()
+            .entry(file)
+            .or_insert_with(|| map.current_content(file))
+            .clone()?;
+        let loaded = slot
+            .tags
+            .get_or_init(|| map.load_tags(slot, &map.paths[file as usize], &content))
+            .as_deref()?;
+        Some((loaded, content))
+    }
+
+    /// The definitions of the credited identifier in its file, in source order (none
+    /// when the file changed since its tags were taken).
+    fn defs_of(&self, credit: Credit) -> impl Iterator<Item = Item> + use<'a> {
+        let loaded = self.loaded(credit.file).map(|(l, _)| l);
+        let defs: &'a [tags::Def] = loaded.map_or(&[], |l| &l.tags.defs);
+        defs.iter()
+            .enumerate()
+            .filter(move |(_, d)| loaded.is_some_and(|l| l.ids[d.name as usize] == credit.ident))
+            .map(move |(k, _)| Item::Def {
+                file: credit.file,
+                def: k as u32,
+            })
+    }
+}
+
 impl render::Source for Rendering<'_> {
     fn path(&self, file: u32) -> &str {
         &self.map.paths[file as usize]
     }
 
     fn tagged(&self, file: u32) -> Option<(&FileTags, Rc<[u8]>)> {
-        let slot = &self.map.slots[file as usize];
-        let Content::Tags(tags) = &slot.entry.content else {
-            return None;
-        };
-        let content = self
-            .contents
-            .borrow_mut()
-            .entry(file)
-            .or_insert_with(|| {
-                let path = self.map.root.join(self.path(file));
-                std::fs::read(path)
-                    .ok()
-                    .filter(|c| xxh3_64(c) == slot.entry.hash)
-                    .map(Rc::from)
-            })
-            .clone()?;
-        Some((tags, content))
+        self.loaded(file).map(|(l, content)| (&l.tags, content))
+    }
+}
+
+/// A score that sorts (scores are never NaN; `total_cmp` orders them all).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct OrderedScore(f64);
+
+impl Eq for OrderedScore {}
+
+impl PartialOrd for OrderedScore {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for OrderedScore {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.total_cmp(&other.0)
     }
 }
 
@@ -754,24 +1089,28 @@ struct RankedDefs<'a> {
     next: usize,
     chunk: usize,
     map: &'a RepoMap,
+    /// Each file's place in the ranked file list.
+    position: &'a [u32],
 }
 
 impl<'a> RankedDefs<'a> {
-    fn new(credits: Vec<Credit>, map: &'a RepoMap) -> Self {
+    fn new(credits: Vec<Credit>, map: &'a RepoMap, position: &'a [u32]) -> Self {
         RankedDefs {
             credits,
             sorted: 0,
             next: 0,
             chunk: 1024,
             map,
+            position,
         }
     }
 
-    /// Best score first; ties by path, then by name, so the map is deterministic.
+    /// Best score first; ties by the file's place in the ranked list, then by name, so
+    /// the map is deterministic.
     fn order(&self, a: &Credit, b: &Credit) -> std::cmp::Ordering {
         b.score
             .total_cmp(&a.score)
-            .then(a.file.cmp(&b.file))
+            .then(self.position[a.file as usize].cmp(&self.position[b.file as usize]))
             .then_with(|| {
                 let names = self.map.interner.names();
                 names.get(a.ident).cmp(names.get(b.ident))
@@ -803,33 +1142,44 @@ impl Iterator for RankedDefs<'_> {
     }
 }
 
-/// Reads and tags one file; None if it cannot be read.
-fn read_entry(root: &Path, rel: &str) -> Option<Entry> {
-    let path = root.join(rel);
-    let meta = std::fs::metadata(&path).ok()?;
-    let content = std::fs::read(&path).ok()?;
-    let hash = xxh3_64(&content);
-    let tags = if files::is_binary(&content) {
-        Content::Binary
-    } else {
-        match Lang::from_path(Path::new(rel)) {
-            Some(lang) => {
-                let tags = tags::extract(lang, &content);
-                if tags.defs.is_empty() && tags.refs.is_empty() {
-                    Content::Untagged
-                } else {
-                    Content::Tags(tags)
-                }
+/// What `bytes` hold for the map, for a file of `lang`.
+fn content_of(lang: Option<Lang>, bytes: &[u8]) -> Content {
+    if files::is_binary(bytes) {
+        return Content::Binary;
+    }
+    match lang {
+        Some(lang) => {
+            let tags = tags::extract(lang, bytes);
+            if tags.defs.is_empty() && tags.refs.is_empty() {
+                Content::Untagged
+            } else {
+                Content::Tags(tags)
             }
-            None => Content::Untagged,
         }
-    };
-    Some(Entry {
-        size: meta.len(),
-        mtime_ns: files::mtime_ns(&meta),
-        hash,
-        content: tags,
+        None => Content::Untagged,
+    }
+}
+
+/// What the store keeps for a slot: its tags (if loaded), or its kind.
+fn stored_content(slot: &Slot) -> Option<store::ContentRef<'_>> {
+    Some(match slot.known.kind {
+        Kind::Tags { .. } => store::ContentRef::Tags(&slot.tags.get()?.as_ref()?.tags),
+        Kind::Untagged => store::ContentRef::Untagged,
+        Kind::Binary => store::ContentRef::Binary,
     })
+}
+
+fn set_stat(known: &mut Known, f: &files::Found) {
+    known.size = f.size;
+    known.mtime_ns = f.mtime_ns;
+    known.ino = f.ino;
+}
+
+/// Adds the per-file counts of a parallel resolve.
+fn add_counts(total: &mut RefreshStats, part: &RefreshStats) {
+    total.parsed += part.parsed;
+    total.from_store += part.from_store;
+    total.hashed += part.hashed;
 }
 
 fn counts_path(stem: &Path, counter: &TokenCounter) -> PathBuf {
@@ -852,11 +1202,13 @@ mod tests {
     fn default_budget_follows_the_design() {
         assert_eq!(default_budget(128_000, true), 4096);
         assert_eq!(default_budget(16_000, true), 2000);
-        assert_eq!(default_budget(4_000, true), 1024);
+        assert_eq!(default_budget(4_000, true), 500);
+        assert_eq!(default_budget(2_048, true), 256);
+        assert_eq!(default_budget(2_048, false), 256);
         assert_eq!(default_budget(128_000, false), 32_768);
         assert_eq!(default_budget(32_768, false), 28_672);
         assert_eq!(default_budget(8_192, false), 4096);
-        assert_eq!(default_budget(4_096, false), 1024);
+        assert_eq!(default_budget(4_096, false), 512);
     }
 
     #[test]

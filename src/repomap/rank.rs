@@ -55,6 +55,8 @@ pub struct Graph {
     def_count: Vec<u32>,
     /// Nodes `0..n_files` are files, `n_files + k` is identifier `idents[k]`.
     csr: Csr<(), f32, petgraph::Directed, u32>,
+    /// Per file: how many (referencing file, identifier) edges point at it.
+    in_degree: Vec<u32>,
 }
 
 /// Stats for `--stats`.
@@ -131,6 +133,14 @@ impl Graph {
                 }
             }
         }
+        let mut referencers = vec![0u32; idents.len()];
+        for &(_, target, _) in &edges[..first] {
+            referencers[target as usize - n_files] += 1;
+        }
+        let mut in_degree = vec![0u32; n_files];
+        for &(ident, definer, _) in &edges[first..] {
+            in_degree[definer as usize] += referencers[ident as usize - n_files];
+        }
         let csr = Csr::from_sorted_edges(&edges).expect("edges are built sorted");
         Graph {
             n_files,
@@ -138,12 +148,18 @@ impl Graph {
             node_of,
             def_count,
             csr,
+            in_degree,
         }
     }
 
     /// Whether some file defines the identifier.
     pub fn is_defined(&self, ident: u32) -> bool {
         self.def_count.get(ident as usize).is_some_and(|&n| n > 0)
+    }
+
+    /// How many (referencing file, identifier) edges point at `file`.
+    pub fn in_degree(&self, file: u32) -> u32 {
+        self.in_degree.get(file as usize).copied().unwrap_or(0)
     }
 
     pub fn stats(&self) -> GraphStats {
@@ -403,6 +419,8 @@ mod tests {
         let (d, r) = small();
         let g = graph(&d, &r);
         assert_eq!(g.stats().identifiers, 2);
+        // `hub` (in file 2) is referenced by 0 and 1, `leaf` (in file 0) by 2.
+        assert_eq!([g.in_degree(0), g.in_degree(1), g.in_degree(2)], [1, 0, 2]);
         let ranking = g.rank(&[false; 3], &[0.0; 3], &[]);
         let sum: f64 = ranking.file_rank.iter().sum();
         assert!((sum - 1.0).abs() < 1e-6, "{sum}");

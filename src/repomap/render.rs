@@ -69,9 +69,14 @@ pub const ELISION: &str = "⋮";
 /// Prefixes shown source lines.
 pub const BAR: &str = "│";
 
+/// The most of the budget the important files (README, manifests, ...) may take.
+pub const IMPORTANT_SHARE_PERCENT: usize = 15;
+
 /// One step of the ranked list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Item {
+    /// File `file` listed in the important files at the top of the map.
+    Important { file: u32 },
     /// Definition `def` (index into the file's `defs`) of file `file`.
     Def { file: u32, def: u32 },
     /// File `file` as a bare path (no definitions shown).
@@ -93,16 +98,25 @@ pub struct Fitted {
     pub tokens: usize,
     /// Definitions shown.
     pub defs: usize,
-    /// Files shown (with definitions or as bare paths).
+    /// Files shown (with definitions or as bare paths), the important ones too.
     pub files: usize,
+    /// Important files listed at the top.
+    pub important: usize,
 }
 
-/// The selection being grown, keyed by file index (blocks are emitted in path order
-/// because file indices follow path order).
+/// The selection being grown: the important files in the order taken, then blocks
+/// keyed by file index (emitted in path order because file indices follow path order).
 #[derive(Default)]
 struct Selection {
+    important: Vec<(u32, usize)>,
     blocks: BTreeMap<u32, Block>,
     accepted: Vec<Item>,
+}
+
+impl Selection {
+    fn is_important(&self, file: u32) -> bool {
+        self.important.iter().any(|&(f, _)| f == file)
+    }
 }
 
 #[derive(Default)]
@@ -122,10 +136,31 @@ pub fn fit(
 ) -> Fitted {
     let mut sel = Selection::default();
     let mut total = 0usize;
+    let important_cap = budget * IMPORTANT_SHARE_PERCENT / 100;
+    let mut important_total = 0usize;
+    let mut important_full = false;
     for item in items {
         let file = match item {
+            Item::Important { file } => {
+                if important_full {
+                    continue;
+                }
+                let tokens = counts.count(counter, &format!("{}\n", source.path(file)));
+                if important_total + tokens > important_cap || total + tokens > budget {
+                    important_full = true;
+                    continue;
+                }
+                important_total += tokens;
+                total += tokens;
+                sel.important.push((file, tokens));
+                sel.accepted.push(item);
+                continue;
+            }
             Item::Def { file, .. } | Item::Bare { file } => file,
         };
+        if sel.is_important(file) {
+            continue; // listed at the top already
+        }
         let old = sel.blocks.get(&file);
         if matches!(item, Item::Bare { .. }) && old.is_some() {
             continue; // already shown with its definitions
@@ -148,16 +183,24 @@ pub fn fit(
     // until it holds.
     loop {
         let text: String = sel
-            .blocks
+            .important
             .iter()
-            .map(|(&file, b)| render_block(source, file, &b.defs))
+            .map(|&(file, _)| format!("{}\n", source.path(file)))
+            .chain(
+                sel.blocks
+                    .iter()
+                    .map(|(&file, b)| render_block(source, file, &b.defs)),
+            )
             .collect();
         let separable = sel
-            .blocks
-            .keys()
-            .all(|&f| !source.path(f).starts_with(char::is_whitespace));
+            .important
+            .iter()
+            .map(|&(f, _)| f)
+            .chain(sel.blocks.keys().copied())
+            .all(|f| !source.path(f).starts_with(char::is_whitespace));
         let tokens = if separable {
-            sel.blocks.values().map(|b| b.tokens).sum()
+            sel.important.iter().map(|&(_, t)| t).sum::<usize>()
+                + sel.blocks.values().map(|b| b.tokens).sum::<usize>()
         } else {
             counter.count(&text)
         };
@@ -166,7 +209,8 @@ pub fn fit(
                 text,
                 tokens,
                 defs: sel.blocks.values().map(|b| b.defs.len()).sum(),
-                files: sel.blocks.len(),
+                files: sel.important.len() + sel.blocks.len(),
+                important: sel.important.len(),
             };
         }
         match sel.accepted.pop() {
@@ -182,6 +226,9 @@ pub fn fit(
             }
             Some(Item::Bare { file }) => {
                 sel.blocks.remove(&file);
+            }
+            Some(Item::Important { .. }) => {
+                sel.important.pop();
             }
             None => return Fitted::default(),
         }

@@ -4,8 +4,10 @@
 //! (checked against `tiktoken-rs` in `tests/tokens.rs`) several times faster. Counts are
 //! cached by a 64-bit hash of the text, so the live gauge only re-counts what changed.
 
+pub mod calibration;
 mod chat_format;
 
+pub use calibration::{Calibration, Calibrations, Counting, Local, Prediction};
 pub use chat_format::{MESSAGE_OVERHEAD, REPLY_PRIMING};
 
 use std::collections::HashMap;
@@ -144,31 +146,62 @@ pub fn split_at_piece_boundaries(text: &str, target: usize) -> Vec<&str> {
 /// but the hash itself is cheap either way. Small texts (map snippets, messages) repeat.
 const CACHE_LIMIT_ENTRIES: usize = 200_000;
 
-/// A shareable, thread-safe counter for one encoding, with a content-hash cache.
+/// The most texts waiting for the server to count them; older ones are forgotten.
+const WANTED_LIMIT: usize = 512;
+
+/// A shareable, thread-safe counter for one model, with a content-hash cache. For a
+/// model whose tokenizer tern has not (`fit` is set), counts are the server's where it
+/// counted the text and tern's scaled by the calibration elsewhere.
 #[derive(Clone)]
 pub struct TokenCounter {
     encoding: Encoding,
-    estimate: bool,
-    cache: Arc<Mutex<HashMap<u64, u32>>>,
+    /// tern's counts by text hash: tokens, and for a stand-in counter the digits and
+    /// digit tokens (`Local`).
+    cache: Arc<Mutex<HashMap<u64, [u32; 3]>>>,
+    fit: Option<Arc<Mutex<Fit>>>,
+    /// Texts counted here without the server's count are noted for it to count (off for
+    /// the repo map's and the summarizer's many pieces, which are never sent alone).
+    notes_misses: bool,
+}
+
+/// What a stand-in counter learned from the server.
+#[derive(Default)]
+struct Fit {
+    calibration: Calibration,
+    /// The server can count (it has a tokenize endpoint).
+    server: bool,
+    /// The server's counts, by text hash.
+    exact: HashMap<u64, u32>,
+    /// Texts counted without the server's count, for it to count.
+    wanted: Vec<(u64, String)>,
 }
 
 impl std::fmt::Debug for TokenCounter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TokenCounter")
             .field("encoding", &self.encoding)
-            .field("estimate", &self.estimate)
+            .field("counting", &self.counting())
             .finish()
     }
 }
 
 impl TokenCounter {
     /// `estimate` marks counts for models whose real tokenizer is not this encoding
-    /// (Claude, Qwen, Llama, ...): the UI shows them with "≈".
+    /// (Claude, Qwen, Llama, ...): they are calibrated against the server's reports.
     pub fn new(encoding: Encoding, estimate: bool) -> Self {
         TokenCounter {
             encoding,
-            estimate,
             cache: Arc::new(Mutex::new(HashMap::new())),
+            fit: estimate.then(Default::default),
+            notes_misses: true,
+        }
+    }
+
+    /// The same counter (sharing what it learns) that notes no texts for the server.
+    pub fn quiet(&self) -> Self {
+        TokenCounter {
+            notes_misses: false,
+            ..self.clone()
         }
     }
 
@@ -177,44 +210,203 @@ impl TokenCounter {
     }
 
     pub fn is_estimate(&self) -> bool {
-        self.estimate
+        self.counting().is_estimate()
     }
 
-    /// Tokens in `text`, served from the cache when the same text was counted before.
+    /// How counts are made now.
+    pub fn counting(&self) -> Counting {
+        match &self.fit {
+            None => Counting::Exact,
+            Some(fit) => {
+                let fit = lock(fit);
+                fit.calibration.counting(fit.server)
+            }
+        }
+    }
+
+    /// Tokens in `text`: the server's count if it made one, else tern's (scaled by the
+    /// calibration for a stand-in tokenizer).
     pub fn count(&self, text: &str) -> usize {
         if text.is_empty() {
             return 0;
         }
         let key = xxhash_rust::xxh3::xxh3_64(text.as_bytes());
-        if let Some(&n) = self.lock().get(&key) {
-            return n as usize;
+        let Some(fit) = &self.fit else {
+            return self.local(key, text).tokens;
+        };
+        {
+            let mut fit = lock(fit);
+            if let Some(&n) = fit.exact.get(&key) {
+                return n as usize;
+            }
+            if fit.server && self.notes_misses && !fit.wanted.iter().any(|(k, _)| *k == key) {
+                if fit.wanted.len() >= WANTED_LIMIT {
+                    fit.wanted.remove(0);
+                }
+                fit.wanted.push((key, text.to_string()));
+            }
         }
-        let n = self.encoding.count(text);
-        let mut cache = self.lock();
+        let local = self.local(key, text);
+        lock(fit).calibration.estimate(local)
+    }
+
+    /// tern's own count, cached by the text's hash; with the text's digits for a
+    /// stand-in counter, whose calibration scales them apart.
+    fn local(&self, key: u64, text: &str) -> Local {
+        let unpack = |[tokens, digits, digit_tokens]: [u32; 3]| Local {
+            tokens: tokens as usize,
+            digits: digits as usize,
+            digit_tokens: digit_tokens as usize,
+        };
+        if let Some(&packed) = lock(&self.cache).get(&key) {
+            return unpack(packed);
+        }
+        let tokens = self.encoding.count(text);
+        let local = match self.fit {
+            Some(_) => Local::of(text, tokens),
+            None => Local {
+                tokens,
+                ..Local::default()
+            },
+        };
+        let mut cache = lock(&self.cache);
         if cache.len() >= CACHE_LIMIT_ENTRIES {
             cache.clear();
         }
-        cache.insert(key, n as u32);
-        n
+        let packed = [local.tokens, local.digits, local.digit_tokens].map(|n| n as u32);
+        cache.insert(key, packed);
+        local
+    }
+
+    /// Tokens one message adds to a request beyond its content.
+    pub fn per_message(&self) -> usize {
+        self.fit
+            .as_ref()
+            .map_or(MESSAGE_OVERHEAD, |f| lock(f).calibration.per_message)
+    }
+
+    /// Tokens a request adds once (the primed reply).
+    pub fn per_request(&self) -> usize {
+        self.fit
+            .as_ref()
+            .map_or(REPLY_PRIMING, |f| lock(f).calibration.per_request)
     }
 
     /// Tokens of one chat message as the API bills it: content plus the format overhead.
     pub fn count_message(&self, content: &str) -> usize {
-        MESSAGE_OVERHEAD + self.count(content)
+        self.per_message() + self.count(content)
     }
 
     /// Predicted `usage.prompt_tokens` for a request made of these message contents.
     pub fn count_request<'a>(&self, contents: impl IntoIterator<Item = &'a str>) -> usize {
-        REPLY_PRIMING
+        self.per_request()
             + contents
                 .into_iter()
                 .map(|c| self.count_message(c))
                 .sum::<usize>()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, u32>> {
-        // A poisoned cache only means another thread panicked mid-insert; the map is
-        // still a valid cache.
-        self.cache.lock().unwrap_or_else(|e| e.into_inner())
+    /// The prediction for a request of these message contents, with what it is made
+    /// of, to compare with the server's report (`observe`).
+    pub fn predict<'a>(&self, contents: impl IntoIterator<Item = &'a str>) -> Prediction {
+        let contents: Vec<&str> = contents.into_iter().collect();
+        let local = contents
+            .iter()
+            .map(|c| self.local(xxhash_rust::xxh3::xxh3_64(c.as_bytes()), c))
+            .fold(Local::default(), |sum, l| sum + l);
+        let exact = self.fit.as_ref().and_then(|fit| {
+            let fit = lock(fit);
+            contents
+                .iter()
+                .filter(|c| !c.is_empty())
+                .map(|c| fit.exact.get(&xxhash_rust::xxh3::xxh3_64(c.as_bytes())))
+                .try_fold(0, |sum, n| n.map(|&n| sum + n as usize))
+        });
+        Prediction {
+            total: self.count_request(contents.iter().copied()),
+            messages: contents.len(),
+            local,
+            exact,
+            learned: self
+                .fit
+                .as_ref()
+                .is_some_and(|f| lock(f).calibration.samples > 0),
+        }
     }
+
+    /// Learns from the server's count of a predicted request (a no-op for exact
+    /// counters); returns the prediction's relative error.
+    pub fn observe(&self, prediction: &Prediction, reported: usize) -> Option<f64> {
+        let fit = self.fit.as_ref()?;
+        Some(lock(fit).calibration.observe(prediction, reported))
+    }
+
+    /// What was learned, to be saved; None for exact counters.
+    pub fn calibration(&self) -> Option<Calibration> {
+        self.fit.as_ref().map(|f| lock(f).calibration.clone())
+    }
+
+    /// Starts from what an earlier session learned.
+    pub fn set_calibration(&self, calibration: Calibration) {
+        if let Some(fit) = &self.fit {
+            lock(fit).calibration = calibration;
+        }
+    }
+
+    /// Whether the server counts for this counter (from now on, misses are noted).
+    pub fn set_server(&self, server: bool) {
+        if let Some(fit) = &self.fit {
+            let mut fit = lock(fit);
+            fit.server = server;
+            if !server {
+                fit.wanted.clear();
+            }
+        }
+    }
+
+    /// True when the server counted `text` (or counts are exact anyway).
+    pub fn knows(&self, text: &str) -> bool {
+        self.fit.as_ref().is_none_or(|fit| {
+            text.is_empty() || {
+                let fit = lock(fit);
+                !fit.server
+                    || fit
+                        .exact
+                        .contains_key(&xxhash_rust::xxh3::xxh3_64(text.as_bytes()))
+            }
+        })
+    }
+
+    /// True when texts wait for the server to count them.
+    pub fn has_wanted(&self) -> bool {
+        self.fit
+            .as_ref()
+            .is_some_and(|f| !lock(f).wanted.is_empty())
+    }
+
+    /// The texts counted since the last call that the server has not counted.
+    pub fn take_wanted(&self) -> Vec<(u64, String)> {
+        self.fit
+            .as_ref()
+            .map(|f| std::mem::take(&mut lock(f).wanted))
+            .unwrap_or_default()
+    }
+
+    /// Records the server's counts of texts by their hashes (from `take_wanted`).
+    pub fn learn_exact(&self, counts: impl IntoIterator<Item = (u64, usize)>) {
+        if let Some(fit) = &self.fit {
+            let mut fit = lock(fit);
+            if fit.exact.len() >= CACHE_LIMIT_ENTRIES {
+                fit.exact.clear();
+            }
+            fit.exact
+                .extend(counts.into_iter().map(|(k, n)| (k, n as u32)));
+        }
+    }
+}
+
+/// A poisoned lock only means another thread panicked mid-insert; the maps are still
+/// valid caches.
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }

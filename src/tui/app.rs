@@ -111,6 +111,8 @@ pub struct App {
     confirming_quit: bool,
     exited: bool,
     crashed: Option<String>,
+    /// Text to put on the clipboard at the next chance (`take_clipboard`).
+    clipboard: Option<String>,
     draft_due: Option<Instant>,
     repo_files: Arc<Vec<String>>,
     pub(crate) hits: Hits,
@@ -146,6 +148,7 @@ impl App {
             confirming_quit: false,
             exited: false,
             crashed: None,
+            clipboard: None,
             draft_due: None,
             repo_files: Arc::new(Vec::new()),
             hits: Hits::default(),
@@ -261,6 +264,8 @@ impl App {
                     delay_ms as f64 / 1000.0
                 ));
             }
+            // The gauge shows the request's budget; the log has the rest.
+            Event::Request { .. } => {}
             Event::Continuing { continuation } => chat.push(
                 Kind::Notice,
                 format!("the reply hit the output limit; continuing it ({continuation})"),
@@ -269,12 +274,13 @@ impl App {
                 reply,
                 finish,
                 usage,
+                usage_estimated,
                 cost,
                 session_cost,
             } => {
                 chat.finish_turn(
                     &reply,
-                    Footer::new(&finish, usage.as_ref(), cost, session_cost),
+                    Footer::new(&finish, usage.as_ref(), usage_estimated, cost, session_cost),
                 );
                 self.streaming = None;
                 self.waiting = None;
@@ -475,6 +481,11 @@ impl App {
 
     /// What the engine said when it stopped on an internal error, to print once the
     /// terminal is restored.
+    /// Text the user copied, for the terminal loop to send (OSC 52).
+    pub fn take_clipboard(&mut self) -> Option<String> {
+        self.clipboard.take()
+    }
+
     pub fn crashed(&self) -> Option<&str> {
         self.crashed.as_deref()
     }
@@ -568,6 +579,14 @@ impl App {
                 Effect::Focus(id) => self.set_focus(id),
                 Effect::OpenPicker => self.open_picker(),
                 Effect::Flash(text) => self.flash(text),
+                Effect::Copy(text) => {
+                    let lines = text.lines().count().max(1);
+                    self.flash(format!(
+                        "copied {lines} line{} (OSC 52); if nothing arrived, let your terminal write the clipboard (tmux: set -g set-clipboard on)",
+                        if lines == 1 { "" } else { "s" }
+                    ));
+                    self.clipboard = Some(text);
+                }
                 Effect::Compose(text) => {
                     self.panes.input.set_text(&text);
                     self.set_focus(PaneId::Input);

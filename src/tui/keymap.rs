@@ -56,6 +56,8 @@ pub enum Action {
     ExternalEditor,
     SplitHunk,
     EditHunk,
+    CopyReply,
+    CopyCode,
 }
 
 /// An action's config name, default keys and the line `?` shows for it.
@@ -142,7 +144,7 @@ pub const ACTIONS: &[ActionSpec] = &[
         Action::Bottom,
         "bottom",
         "G end",
-        "go to the bottom (the chat follows again)",
+        "go to the bottom (the chat: follow it again)",
     ),
     spec(
         Action::FocusInput,
@@ -229,10 +231,22 @@ pub const ACTIONS: &[ActionSpec] = &[
         "show or hide the per-file rows",
     ),
     spec(
+        Action::CopyReply,
+        "copy_reply",
+        "y",
+        "copy the last reply to the clipboard (OSC 52: works over ssh and tmux)",
+    ),
+    spec(
+        Action::CopyCode,
+        "copy_code",
+        "c",
+        "copy the last code block of the last reply",
+    ),
+    spec(
         Action::RejectWithReason,
         "reject_with_reason",
         "N",
-        "reject the hunk and tell the model why (type the reason, Enter)",
+        "reject the hunk, telling the model why",
     ),
     spec(
         Action::SplitHunk,
@@ -268,7 +282,7 @@ pub const ACTIONS: &[ActionSpec] = &[
         Action::ToggleNotes,
         "toggle_notes",
         "n",
-        "show or hide tern's notes to the model in full",
+        "show or hide in full tern's notes to the model and long messages",
     ),
 ];
 

@@ -229,6 +229,9 @@ where
     loop {
         let now = Instant::now();
         dirty |= app.tick(now);
+        if let Some(text) = app.take_clipboard() {
+            terminal::copy(&text);
+        }
         for op in app.take_ops() {
             if ops.send(op).is_err() {
                 return Ok(());

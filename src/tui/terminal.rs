@@ -89,6 +89,24 @@ pub fn restore() {
     let _ = disable_raw_mode();
 }
 
+/// The most a copy sends: terminals refuse (or choke on) larger OSC 52 payloads.
+const CLIPBOARD_LIMIT: usize = 100_000;
+
+/// Puts `text` on the clipboard with OSC 52, which works in most terminals, over ssh
+/// and in tmux (with `set-clipboard on`). Only to a terminal; a longer text is cut at
+/// a char boundary.
+pub fn copy(text: &str) {
+    use base64::Engine as _;
+    let mut out = io::stdout();
+    if !std::io::IsTerminal::is_terminal(&out) {
+        return;
+    }
+    let cut = crate::chars::floor_char_boundary(text, CLIPBOARD_LIMIT);
+    let payload = base64::engine::general_purpose::STANDARD.encode(text.get(..cut).unwrap_or(text));
+    let _ = write!(out, "\x1b]52;c;{payload}\x07");
+    let _ = out.flush();
+}
+
 fn install_panic_hook() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {

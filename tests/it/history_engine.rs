@@ -9,12 +9,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::history_support::{is_summary, turn_of};
+use crate::history_support::{Chat, as_files, failure, is_summary, mapped_repo, notices, turn_of};
 use crate::support::{MockServer, RecordedRequest, Reply, TempRepo};
 use tern::config::{ApiKey, Settings};
-use tern::context::HistoryPhase;
 use tern::context::history::{self, SUMMARY_PREFIX};
-use tern::engine::{EngineConfig, EngineHandle, Event, Op};
+use tern::context::{HistoryPhase, Section};
+use tern::engine::{Event, Op};
 use tern::llm::{Message, ModelInfo};
 use tern::tokens::TokenCounter;
 
@@ -97,126 +97,25 @@ fn settings(server: &MockServer) -> Settings {
     }
 }
 
-/// An engine in a temporary repository, with every event it sent kept.
-struct Chat {
-    engine: EngineHandle,
-    events: Vec<Event>,
-    _repo: TempRepo,
-}
-
-impl Chat {
-    fn start(settings: Settings, files: &[(&str, &str)], editable: &[&str]) -> Chat {
-        Chat::start_in(TempRepo::with_files(files), settings, editable, false)
-    }
-
-    /// An engine in `repo`, continuing its saved session when `resume` is set.
-    fn start_in(repo: TempRepo, settings: Settings, editable: &[&str], resume: bool) -> Chat {
-        let engine = tern::engine::spawn(EngineConfig {
-            settings,
-            root: repo.path().to_path_buf(),
-            cwd: repo.path().to_path_buf(),
-            record: None,
-            replay: None,
-            editable: editable.iter().map(|s| s.to_string()).collect(),
-            read_only: vec![],
-            map_cache: tern::repomap::CacheLocation::Disabled,
-            resume,
-            purpose: Default::default(),
-            model_chosen: false,
-        })
-        .unwrap();
-        Chat {
-            engine,
-            events: vec![],
-            _repo: repo,
-        }
-    }
-
-    fn send(&self, op: Op) {
-        self.engine.ops.send(op).unwrap();
-    }
-
-    /// Events until one matches `done` (included).
-    async fn until(&mut self, done: impl Fn(&Event) -> bool) -> Vec<Event> {
-        let mut seen = vec![];
-        loop {
-            let event = tokio::time::timeout(Duration::from_secs(30), self.engine.events.recv())
-                .await
-                .expect("the engine went quiet")
-                .expect("the engine stopped");
-            self.events.push(event.clone());
-            let last = done(&event);
-            seen.push(event);
-            if last {
-                return seen;
-            }
-        }
-    }
-
-    /// Sends a message and returns the events up to its turn's end.
-    async fn say(&mut self, text: String) -> Vec<Event> {
-        self.send(Op::Submit { text });
-        self.until(|e| matches!(e, Event::TurnFinished { .. } | Event::TurnFailed { .. }))
-            .await
-    }
-
-    /// Runs a slash command; returns its events up to its `Output` titled `title`.
-    async fn command(&mut self, text: &str, title: &str) -> (String, Vec<Event>) {
-        self.send(Op::Submit { text: text.into() });
-        let events = self
-            .until(|e| matches!(e, Event::Output { title: t, .. } if t == title))
-            .await;
-        let Some(Event::Output { text, .. }) = events.last() else {
-            unreachable!("until stops at the output")
-        };
-        (text.clone(), events)
-    }
-
-    /// Switches to ask mode, whose fixed prompt is small (no edit-format examples).
-    async fn ask_mode(&mut self) {
-        self.send(Op::Submit {
-            text: "/ask".into(),
-        });
-        self.until(|e| matches!(e, Event::Mode { .. })).await;
-    }
-
-    /// Turns `turns`, each expected to succeed.
-    async fn turns(&mut self, turns: std::ops::RangeInclusive<usize>) {
-        for t in turns {
-            let events = self.say(user_text(t)).await;
-            assert!(
-                matches!(events.last(), Some(Event::TurnFinished { .. })),
-                "turn {t}: {events:#?}"
-            );
-        }
-    }
-
-    fn phases(&self) -> Vec<HistoryPhase> {
-        self.events
-            .iter()
-            .filter_map(|e| match e {
-                Event::History(status) => Some(status.phase),
-                _ => None,
-            })
-            .collect()
+/// Turns `turns`, each expected to succeed.
+async fn turns(chat: &mut Chat, turns: std::ops::RangeInclusive<usize>) {
+    for t in turns {
+        let events = chat.say(user_text(t)).await;
+        assert!(
+            matches!(events.last(), Some(Event::TurnFinished { .. })),
+            "turn {t}: {events:#?}"
+        );
     }
 }
 
-fn notices(events: &[Event]) -> Vec<&str> {
-    events
+fn phases(chat: &Chat) -> Vec<HistoryPhase> {
+    chat.events
         .iter()
         .filter_map(|e| match e {
-            Event::Notice { text } | Event::Warning { text } => Some(text.as_str()),
+            Event::History(status) => Some(status.phase),
             _ => None,
         })
         .collect()
-}
-
-fn failure(events: &[Event]) -> Option<(&str, &str)> {
-    events.iter().find_map(|e| match e {
-        Event::TurnFailed { error, message } => Some((error.as_str(), message.as_str())),
-        _ => None,
-    })
 }
 
 /// The history part of a conversation request (these tests add no files): from the
@@ -258,7 +157,7 @@ async fn the_checkpoint_runs_in_the_background_without_delaying_the_conversation
     let swap = turn_reaching(BUDGET * 85 / 100);
     assert!(swap >= checkpoint + 2, "turns go on between the marks");
     let mut chat = Chat::start(settings(&server), &[], &[]);
-    chat.turns(1..=swap - 1).await;
+    turns(&mut chat, 1..=swap - 1).await;
     chat.until(|e| matches!(e, Event::History(s) if s.phase == HistoryPhase::Ready))
         .await;
 
@@ -285,7 +184,7 @@ async fn the_checkpoint_runs_in_the_background_without_delaying_the_conversation
             .iter()
             .any(|n| n.contains("waiting for the history summary"))
     );
-    assert!(chat.phases().contains(&HistoryPhase::Checkpointing));
+    assert!(phases(&chat).contains(&HistoryPhase::Checkpointing));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -295,7 +194,7 @@ async fn the_swap_keeps_every_message_after_the_anchor_verbatim() {
     let checkpoint = turn_reaching(BUDGET * 60 / 100);
     let swap = turn_reaching(BUDGET * 85 / 100);
     let mut chat = Chat::start(settings(&server), &[], &[]);
-    chat.turns(1..=swap + 1).await;
+    turns(&mut chat, 1..=swap + 1).await;
 
     let summarized = chat
         .events
@@ -325,7 +224,7 @@ async fn the_swap_keeps_every_message_after_the_anchor_verbatim() {
     expected.extend(plain_history(checkpoint + 1..=swap));
     assert_eq!(sent_history(&after_swap), as_sent(&expected));
     assert!(has_summary(&after_swap));
-    let phases = chat.phases();
+    let phases = phases(&chat);
     for phase in [
         HistoryPhase::Checkpointing,
         HistoryPhase::Ready,
@@ -344,7 +243,7 @@ async fn at_the_swap_mark_with_a_slow_summary() -> (MockServer, Chat, usize) {
     });
     let swap = turn_reaching(BUDGET * 85 / 100);
     let mut chat = Chat::start(settings(&server), &[], &[]);
-    chat.turns(1..=swap).await;
+    turns(&mut chat, 1..=swap).await;
     (server, chat, swap)
 }
 
@@ -406,7 +305,7 @@ async fn a_failed_checkpoint_falls_back_to_the_classic_summarizer() {
     let checkpoint = turn_reaching(BUDGET * 60 / 100);
     let swap = turn_reaching(BUDGET * 85 / 100);
     let mut chat = Chat::start(settings(&server), &[], &[]);
-    chat.turns(1..=swap + 1).await;
+    turns(&mut chat, 1..=swap + 1).await;
 
     assert!(
         notices(&chat.events)
@@ -458,7 +357,7 @@ async fn crossing_both_marks_at_once_summarizes_before_the_next_request() {
     assert!(before < BUDGET * 60 / 100 && after >= BUDGET * 85 / 100);
 
     let mut chat = Chat::start(settings(&server), &[], &[]);
-    chat.turns(1..=4).await;
+    turns(&mut chat, 1..=4).await;
     let requests = summaries(&server);
     assert_eq!(
         requests.len(),
@@ -487,7 +386,7 @@ async fn a_request_over_the_window_summarizes_the_history_first() {
         ..settings(&server)
     };
     let mut chat = Chat::start(settings, &[("src/big.rs", &file)], &["src/big.rs"]);
-    chat.turns(1..=16).await;
+    turns(&mut chat, 1..=16).await;
     let convo = conversations(&server);
     assert_eq!(convo.len(), 16);
     for r in &convo {
@@ -521,8 +420,9 @@ async fn a_request_that_cannot_fit_is_refused_naming_the_largest_file() {
     let events = chat.say(text.clone()).await;
     let (error, message) = failure(&events).unwrap();
     assert_eq!(message, text, "the message comes back");
+    // The advice names what is big, largest first, with what to do about it.
     assert!(
-        error.contains("src/huge.rs") && error.contains("drop files"),
+        error.contains("largest first: src/huge.rs") && error.contains("(/drop src/huge.rs)"),
         "{error}"
     );
     let table = events.iter().find_map(|e| match e {
@@ -559,7 +459,7 @@ async fn context_length_exceeded_twice_then_success_retries_smaller() {
     let server = MockServer::start().await;
     let mut chat = Chat::start(refusing(&server, 12, 2), &[], &[]);
     chat.ask_mode().await;
-    chat.turns(1..=13).await;
+    turns(&mut chat, 1..=13).await;
 
     let tries: Vec<RecordedRequest> = conversations(&server)
         .into_iter()
@@ -581,7 +481,7 @@ async fn context_length_exceeded_twice_then_success_retries_smaller() {
     );
     let retries = notices(&chat.events)
         .into_iter()
-        .filter(|n| n.contains("retrying with at most"))
+        .filter(|n| n.contains("retrying with"))
         .count();
     assert_eq!(retries, 2);
     // What was learned holds for the next turn too.
@@ -595,7 +495,7 @@ async fn a_server_that_keeps_refusing_stops_after_three_retries() {
     let server = MockServer::start().await;
     let mut chat = Chat::start(refusing(&server, 30, usize::MAX), &[], &[]);
     chat.ask_mode().await;
-    chat.turns(1..=29).await;
+    turns(&mut chat, 1..=29).await;
     let text = user_text(30);
     let events = chat.say(text.clone()).await;
     let (error, message) = failure(&events).expect("a clear stop");
@@ -613,7 +513,7 @@ async fn compact_summarizes_now_and_tokens_show_the_history() {
     let server = MockServer::start().await;
     script(&server, |_| Reply::text(RECAP));
     let mut chat = Chat::start(settings(&server), &[], &[]);
-    chat.turns(1..=3).await;
+    turns(&mut chat, 1..=3).await;
     let (text, events) = chat.command("/compact", "compact").await;
     assert!(text.contains("replaced 6 messages"), "{text}");
     assert!(events.iter().any(|e| matches!(
@@ -624,7 +524,7 @@ async fn compact_summarizes_now_and_tokens_show_the_history() {
         }
     )));
     assert_eq!(summaries(&server).len(), 1);
-    chat.turns(4..=4).await;
+    turns(&mut chat, 4..=4).await;
     let next = conversations(&server).pop().unwrap();
     assert_eq!(
         sent_history(&next),
@@ -660,7 +560,7 @@ async fn a_failed_compact_during_a_checkpoint_supersedes_it_and_the_cycle_goes_o
     });
     let checkpoint = turn_reaching(BUDGET * 60 / 100);
     let mut chat = Chat::start(settings(&server), &[], &[]);
-    chat.turns(1..=checkpoint).await;
+    turns(&mut chat, 1..=checkpoint).await;
     server
         .wait_for_requests(checkpoint + 1, Duration::from_secs(10))
         .await;
@@ -668,7 +568,7 @@ async fn a_failed_compact_during_a_checkpoint_supersedes_it_and_the_cycle_goes_o
     let (text, events) = chat.command("/compact", "compact").await;
     assert!(text.contains("failed"), "{events:#?}");
     // The abandoned checkpoint does not stall the cycle: a new one starts and swaps.
-    chat.turns(checkpoint + 1..=checkpoint + 4).await;
+    turns(&mut chat, checkpoint + 1..=checkpoint + 4).await;
     assert!(
         chat.events
             .iter()
@@ -683,24 +583,11 @@ async fn an_oversized_request_shrinks_the_repo_map_first() {
     let server = MockServer::start().await;
     script(&server, |_| Reply::text(RECAP));
     // A repository whose map fills its whole budget.
-    let sources: Vec<(String, String)> = (0..80)
-        .map(|k| {
-            let prev = k.max(1) - 1;
-            let text = format!(
-                "from pkg.mod_{prev} import compute_total_{prev}\n\n\
-                 class InventoryRecord{k}:\n    def refresh_inventory_{k}(self, items):\n        return compute_total_{prev}(items)\n\n\
-                 def compute_total_{k}(values):\n    return sum(values) + {k}\n\n\
-                 def format_report_{k}(record):\n    return str(compute_total_{k}([record]))\n"
-            );
-            (format!("pkg/mod_{k}.py"), text)
-        })
-        .collect();
-    let files: Vec<(&str, &str)> = sources
-        .iter()
-        .map(|(p, t)| (p.as_str(), t.as_str()))
-        .collect();
+    let sources = mapped_repo(80);
+    let files = as_files(&sources);
     let settings = Settings {
         context_window: Some(6000),
+        reserve_output: Some(3000),
         ..settings(&server)
     };
     let mut chat = Chat::start(settings, &files, &[]);
@@ -763,7 +650,7 @@ async fn an_interrupted_turn_starts_no_summary() {
         }
     });
     let mut chat = Chat::start(settings(&server), &[], &[]);
-    chat.turns(1..=checkpoint - 1).await;
+    turns(&mut chat, 1..=checkpoint - 1).await;
     chat.send(Op::Submit {
         text: user_text(checkpoint),
     });
@@ -805,6 +692,8 @@ async fn a_resumed_history_over_budget_is_summarized_before_the_next_request() {
         proposal_shell: vec![],
         notes: vec![],
         transcript: vec![],
+        server_window: None,
+        learned_limit: None,
     };
     save(&path(repo.path()), &session, false).unwrap();
     let mut chat = Chat::start_in(repo, settings(&server), &[], true);
@@ -829,4 +718,104 @@ async fn a_resumed_history_over_budget_is_summarized_before_the_next_request() {
         !texts.iter().any(|t| t.starts_with("turn 1:")),
         "the oldest turns are summarized, not sent: {texts:#?}"
     );
+}
+
+/// The budget the engine reports for `draft` once the map is built.
+async fn measured(chat: &mut Chat, draft: &str) -> Box<tern::context::BudgetReport> {
+    if !chat.events.iter().any(|e| matches!(e, Event::Map(_))) {
+        chat.until(|e| matches!(e, Event::Map(_))).await;
+    }
+    chat.send(Op::Draft { text: draft.into() });
+    let drafted = |e: &Event| matches!(e, Event::Budget(r) if r.section(Section::Cur) > 0);
+    let events = chat.until(drafted).await;
+    let Some(Event::Budget(report)) = events.last().cloned() else {
+        unreachable!("until stops at a budget")
+    };
+    report
+}
+
+/// A request a little over its limit goes with a smaller repo map, however small the
+/// map already is (it used to stop at 256 tokens and refuse).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_small_map_gives_way_before_a_refusal() {
+    let server = MockServer::start().await;
+    script(&server, |_| Reply::text(RECAP));
+    let sources = mapped_repo(3);
+    let files = as_files(&sources);
+    let text = user_text(1);
+    // The same map budget in both engines, whatever their windows.
+    let settings = || Settings {
+        map_tokens: Some(200),
+        ..settings(&server)
+    };
+    // Ask mode: no few-shot examples in either engine (a small window drops them).
+    let mut probe = Chat::start(settings(), &files, &[]);
+    probe.ask_mode().await;
+    let report = measured(&mut probe, &text).await;
+    let map = report.map.as_ref().unwrap().tokens;
+    assert!(map > 0 && map < 256, "a small map: {map}");
+    // Five tokens over, with a map too small for the old floor to give anything.
+    let limit = report.total - 5;
+    // The reserve is at most half the window: this window's limit is `limit`.
+    let tight = Settings {
+        context_window: Some(2 * limit),
+        reserve_output: Some(limit),
+        ..settings()
+    };
+    let mut chat = Chat::start(tight, &files, &[]);
+    chat.ask_mode().await;
+    let events = chat.say(text).await;
+    assert!(
+        matches!(events.last(), Some(Event::TurnFinished { .. })),
+        "{:?}",
+        failure(&events)
+    );
+    assert!(
+        notices(&events)
+            .iter()
+            .any(|n| n.contains("the repo map shrinks") || n.contains("without the repo map")),
+        "{:?}",
+        notices(&events)
+    );
+    assert!(conversations(&server)[0].prompt_tokens <= limit);
+}
+
+/// Making room may call for a summary smaller than 128 tokens: it is made (it used to
+/// be skipped, and the request refused).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_summary_of_under_128_tokens_makes_room() {
+    let server = MockServer::start().await;
+    script(&server, |_| Reply::text("I asked about the parser."));
+    let loose = Settings {
+        double_buffer: false,
+        max_chat_history_tokens: Some(8000),
+        ..settings(&server)
+    };
+    let mut chat = Chat::start(loose.clone(), &[], &[]);
+    chat.ask_mode().await;
+    turns(&mut chat, 1..=3).await;
+    let text = user_text(4);
+    let report = measured(&mut chat, &text).await;
+    let history = report.section(Section::Done);
+    // Over by all but 100 tokens of the history: the summary must fit in 100.
+    let limit = report.total - (history - 100);
+    let tight = Settings {
+        context_window: Some(2 * limit),
+        reserve_output: Some(limit),
+        ..loose
+    };
+    let mut chat = chat.resume(tight).await;
+    let events = chat.say(text).await;
+    assert!(
+        matches!(events.last(), Some(Event::TurnFinished { .. })),
+        "{:?}",
+        failure(&events)
+    );
+    let made = summaries(&server);
+    assert!(!made.is_empty());
+    assert!(
+        made.iter().all(|r| r.max_tokens.unwrap() < 128),
+        "{made:#?}"
+    );
+    assert!(has_summary(&conversations(&server).pop().unwrap()));
 }

@@ -97,8 +97,10 @@ fn assert_alternates(request: &RecordedRequest) {
 #[test]
 fn no_request_exceeds_the_window_in_a_300_turn_session() {
     let window = 4096;
-    // The window's reserve for the reply: min(gpt-4o's max output, 8192, window / 2).
-    let prompt_limit = window - window / 2;
+    // The window less the reply's reserve (a quarter of so small a window).
+    let model = tern::llm::ModelInfo::lookup("gpt-4o");
+    let prompt_limit = tern::context::Window::for_model(&model, Some(window), None).prompt_limit;
+    assert_eq!(prompt_limit, 3072);
     for extra in [&[][..], &["--no-double-buffer"][..]] {
         let requests = run_session(window, TURNS, extra, Default::default());
         let (summaries, convo): (Vec<_>, Vec<_>) = requests.iter().partition(|r| is_summary(r));
@@ -110,6 +112,9 @@ fn no_request_exceeds_the_window_in_a_300_turn_session() {
                 turn_of(r),
                 r.prompt_tokens
             );
+            // The reserve is real: the reply may take what the prompt leaves.
+            let reply_room = r.max_tokens.unwrap() as usize;
+            assert!(r.prompt_tokens + reply_room <= window, "{extra:?}");
             assert_alternates(r);
         }
         for r in &summaries {

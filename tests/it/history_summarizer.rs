@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use crate::support::{MockServer, Reply};
+use crate::support::{Dialect, MockServer, Reply};
 use tern::config::{ApiKey, Settings};
 use tern::context::history::{
     self, SUMMARY_PREFIX, Summarizer, SummaryError, SummaryModel, replace_head,
@@ -39,7 +39,7 @@ fn counter() -> TokenCounter {
 fn summarizer(server: &MockServer, window: Option<usize>) -> Summarizer {
     let models = [WEAK, MAIN]
         .into_iter()
-        .map(|name| SummaryModel::new(ModelInfo::lookup(name), window))
+        .map(|name| SummaryModel::new(ModelInfo::lookup(name), window, None))
         .collect();
     Summarizer::new(client(server), models, counter())
 }
@@ -299,4 +299,59 @@ async fn a_summary_can_be_cancelled() {
         .unwrap_err();
     assert_eq!(err, SummaryError::Cancelled);
     assert_eq!(server.request_count(), 1, "the main model is not tried");
+}
+
+/// A server whose context is smaller than the summarizer was told (llama.cpp's
+/// `n_ctx` 1024 for a model configured with 8192) refuses the first chunk; the summary
+/// is made again in chunks that fit what the server said, never given up.
+#[tokio::test]
+async fn a_summary_the_server_refuses_as_too_long_is_made_again_smaller() {
+    let server = MockServer::start_as(Dialect::LlamaCpp { n_ctx: 1024 }).await;
+    server.set_responder(|_| Reply::text("I asked you to refactor the parser."));
+    let model = ModelInfo::lookup("smollm2-summary");
+    let summarizer = Summarizer::new(
+        client(&server),
+        vec![SummaryModel::new(model.clone(), Some(8192), None)],
+        model.token_counter(),
+    );
+    let history = conversation(40);
+    let summary = summarizer
+        .summarize(&history, 2048, &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(summary.text, "I asked you to refactor the parser.");
+    let requests = server.requests();
+    let (refused, made): (Vec<_>, Vec<_>) = requests.iter().partition(|r| r.prompt_tokens >= 1024);
+    assert!(!refused.is_empty(), "the first try was too long");
+    assert!(made.len() > 1, "then smaller chunks: {}", requests.len());
+    // Every message of the history reached the summarizer after all.
+    let sent: String = made.iter().map(|r| r.messages[1].text.as_str()).collect();
+    for i in 0..history.len() {
+        assert!(sent.contains(&tag(i)), "message {i} was dropped");
+    }
+}
+
+/// A summary in several chunks goes to the server one request at a time: a local
+/// server often has one slot, and a second request would only queue there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn summary_requests_go_to_a_server_one_at_a_time() {
+    let server = MockServer::start().await;
+    server.set_responder(|_| {
+        Reply::text("I asked you about the parser.").with_start_delay(Duration::from_millis(100))
+    });
+    let history = conversation(40);
+    let summary = summarizer(&server, Some(1500))
+        .summarize(&history, 1024, &CancellationToken::new())
+        .await
+        .unwrap();
+    let mut requests = server.requests();
+    assert!(requests.len() >= 3, "{} requests", requests.len());
+    assert_eq!(summary.calls, requests.len());
+    requests.sort_by_key(|r| r.arrived_at);
+    for pair in requests.windows(2) {
+        assert!(
+            pair[1].arrived_at >= pair[0].finished_at.unwrap(),
+            "two summary requests at once"
+        );
+    }
 }

@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 use crate::support::{MockServer, Reply};
 use tern::config::{ApiKey, Settings};
 use tern::context::{self, ChunkInputs, FileText};
-use tern::llm::{ChatRequest, Finish, LlmClient, LlmError, Message, ModelInfo, StreamEvent};
+use tern::llm::{
+    ChatRequest, Finish, LlmClient, LlmError, Message, ModelInfo, ReplyLimit, StreamEvent,
+};
 use tokio_util::sync::CancellationToken;
 
 const KEY: &str = "sk-test-very-secret-key";
@@ -28,7 +30,8 @@ fn request(model: &str, text: &str) -> ChatRequest {
         model: ModelInfo::lookup(model),
         messages: vec![Message::system("You are terse."), Message::user(text)],
         cache_control: false,
-        max_tokens: None,
+        reply_limit: ReplyLimit::Server,
+        predicted_prompt: None,
     }
 }
 
@@ -119,7 +122,8 @@ async fn predicted_prompt_tokens_equal_the_servers_count() {
             model: model_info,
             messages: assembled.messages.clone(),
             cache_control: false,
-            max_tokens: None,
+            reply_limit: ReplyLimit::Server,
+            predicted_prompt: None,
         };
         let (reply, _) = chat(&client, &req).await;
         let reply = reply.unwrap();
@@ -326,7 +330,7 @@ async fn length_cut_replies_continue_by_prefill_at_most_three_times() {
     let (r, events) = chat(&client, &req).await;
     let reply = r.unwrap();
     assert_eq!(reply.text, "one two three four ");
-    assert_eq!(reply.finish, Finish::Length);
+    assert_eq!(reply.finish, Finish::Length(ReplyLimit::Server));
     assert_eq!(reply.continuations, 3);
     assert_eq!(
         events
@@ -362,7 +366,7 @@ async fn length_cut_without_prefill_stops_at_once() {
     let reply = r.unwrap();
     assert_eq!(
         (reply.text.as_str(), reply.finish),
-        ("partial", Finish::Length)
+        ("partial", Finish::Length(ReplyLimit::Server))
     );
     assert_eq!(server.request_count(), 1);
 }

@@ -9,7 +9,7 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use crate::support::{
-    MockServer, RecordedMessage, Reply, encoding_for_model, prompt_tokens, text_tokens,
+    Dialect, MockServer, RecordedMessage, Reply, encoding_for_model, prompt_tokens, text_tokens,
 };
 use futures::StreamExt;
 use serde_json::{Value, json};
@@ -993,4 +993,92 @@ fn server_error_rejects_a_non_5xx_status() {
 #[should_panic(expected = "applies to completions")]
 fn completion_modifiers_reject_error_replies() {
     let _ = Reply::invalid_api_key().with_chunk_delay(Duration::from_millis(1));
+}
+
+/// As llama.cpp: its own tokenizer (every digit a token) behind `/tokenize`, ChatML's
+/// tokens around each message, and a prompt of `n_ctx` tokens or more refused with
+/// `exceed_context_size_error`.
+#[tokio::test]
+async fn the_mock_plays_llama_cpp() {
+    let dialect = Dialect::LlamaCpp { n_ctx: 64 };
+    let server = MockServer::start_as(dialect).await;
+    let answer = post_to(&server.url("/tokenize"), &json!({ "content": "lend 2024" })).await;
+    let tokens = json_body(answer).await["tokens"].as_array().unwrap().len();
+    assert_eq!(tokens, dialect.text_tokens(MODEL, "lend ") + 4);
+    assert_eq!(server.tokenized(), ["lend 2024"]);
+    assert_eq!(
+        server.request_count(),
+        0,
+        "tokenizing is not a chat request"
+    );
+
+    server.push(Reply::text("ok"));
+    let usage = json_body(post(&server, &chat(MODEL, false, "hi")).await).await["usage"].clone();
+    // <|im_start|>user\nhi<|im_end|>\n, then <|im_start|>assistant\n
+    let count = |text| dialect.text_tokens(MODEL, text);
+    let expected = 1 + count("user\nhi") + 1 + count("\n") + 1 + count("assistant\n");
+    assert_eq!(usage["prompt_tokens"], expected);
+
+    let long = "many words ".repeat(40);
+    let refused = post(&server, &chat(MODEL, true, &long)).await;
+    assert_eq!(refused.status(), 400);
+    let body = json_body(refused).await;
+    assert_eq!(body["error"]["type"], "exceed_context_size_error");
+    assert_eq!(body["error"]["n_ctx"], 64);
+    assert_eq!(
+        body["error"]["n_prompt_tokens"],
+        server.requests()[1].prompt_tokens
+    );
+}
+
+/// As llama-cpp-python (`/extras/tokenize/count`, no usage in streams, an over-long
+/// prompt answered 200 with a role chunk and nothing more) and vLLM (`/tokenize` with a
+/// count, prompt + max_tokens over the window refused); OpenAI has no tokenize endpoint.
+#[tokio::test]
+async fn the_mock_plays_llama_cpp_python_and_vllm() {
+    let python = MockServer::start_as(Dialect::LlamaCppPython { n_ctx: 64 }).await;
+    let count = post_to(
+        &python.url("/extras/tokenize/count"),
+        &json!({ "input": "lend 2024" }),
+    )
+    .await;
+    assert!(json_body(count).await["count"].as_u64().unwrap() > 4);
+    python.push(Reply::text("ok"));
+    let mut streamed = chat(MODEL, true, "hi");
+    streamed["stream_options"] = json!({ "include_usage": true });
+    let chunks = stream_chunks(post(&python, &streamed).await).await;
+    assert!(
+        chunks.iter().all(|c| c.get("usage").is_none()),
+        "{chunks:?}"
+    );
+    let long = chat(MODEL, true, &"many words ".repeat(40));
+    let silent = post(&python, &long).await;
+    assert_eq!(silent.status(), 200);
+    let (body, _) = read_to_end(silent).await;
+    let chunks = parse_chunks(&sse_data(&body));
+    assert_eq!(chunks.len(), 1, "only the role chunk: {body}");
+    assert_eq!(content_of(&chunks), "");
+
+    let vllm = MockServer::start_as(Dialect::Vllm { max_model_len: 64 }).await;
+    let answer = post_to(&vllm.url("/tokenize"), &json!({ "prompt": "lend 2024" })).await;
+    let body = json_body(answer).await;
+    assert_eq!(body["max_model_len"], 64);
+    assert_eq!(body["count"], body["tokens"].as_array().unwrap().len());
+    let mut asked = chat(MODEL, false, "hi");
+    asked["max_tokens"] = json!(60);
+    let refused = post(&vllm, &asked).await;
+    assert_eq!(refused.status(), 400);
+    let message = json_body(refused).await["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        message.contains("maximum context length is 64 tokens"),
+        "{message}"
+    );
+
+    let openai = MockServer::start().await;
+    let missing = post_to(&openai.url("/tokenize"), &json!({ "content": "x" })).await;
+    assert_eq!(missing.status(), 404);
+    assert_eq!(openai.request_count(), 0);
 }

@@ -340,30 +340,275 @@ fn the_cache_is_hit_after_a_restart_and_invalidated_by_an_edit() {
 fn a_corrupt_cache_is_rebuilt() {
     let repo = Repo::from_fixture("project");
     repo.map();
-    let files: Vec<PathBuf> = std::fs::read_dir(repo.cache.path())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "tags"))
-        .collect();
-    assert_eq!(files.len(), 1);
-    let cache_file = &files[0];
-    let mut bytes = std::fs::read(cache_file).unwrap();
+    let snapshot = only_file(&repo.cache.path().join("checkouts"), "snap");
+    let mut bytes = std::fs::read(&snapshot).unwrap();
     let middle = bytes.len() / 2;
     bytes[middle] ^= 0x5a;
-    std::fs::write(cache_file, &bytes).unwrap();
+    std::fs::write(&snapshot, &bytes).unwrap();
+
+    // The snapshot is gone, the shared store still has every file's tags.
+    let mut map = repo.open();
+    let stats = map.refresh(&|_| {});
+    assert_eq!((stats.parsed, stats.from_store), (0, 7));
+    assert!(stats.cache_discarded.is_some());
+    assert!(plain(&map, 1024).text.contains("KeyValueStore"));
+    // And the rewritten snapshot is good again.
+    let stats = repo.map().refresh(&|_| {});
+    assert_eq!((stats.parsed, stats.from_cache), (0, 7));
+
+    // A damaged store is a miss: the files are parsed again.
+    std::fs::write(&snapshot, b"TERNSNAP").unwrap();
+    let segment = only_file(&repo.cache.path().join("store"), "tseg");
+    let mut bytes = std::fs::read(&segment).unwrap();
+    let end = bytes.len();
+    for b in &mut bytes[end - 64..] {
+        *b ^= 0x5a;
+    }
+    std::fs::write(&segment, &bytes).unwrap();
+    let mut map = repo.open();
+    let stats = map.refresh(&|_| {});
+    assert!(
+        stats.parsed >= 1 && stats.parsed + stats.from_store == 7,
+        "{stats:?}"
+    );
+    assert!(plain(&map, 1024).text.contains("KeyValueStore"));
+}
+
+fn only_file(dir: &Path, extension: &str) -> PathBuf {
+    let files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == extension))
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    files[0].clone()
+}
+
+/// `git worktree add` through git itself, as a user would.
+fn add_worktree(repo: &TempRepo, name: &str) -> tempfile::TempDir {
+    let parent = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new("git")
+        .args(["worktree", "add", "-q", "-b", name])
+        .arg(parent.path().join(name))
+        .current_dir(repo.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    parent
+}
+
+fn open_at(root: &Path, cache: &Path) -> RepoMap {
+    RepoMap::open(root, counter(), CacheLocation::Dir(cache.to_path_buf())).unwrap()
+}
+
+#[test]
+fn two_worktrees_parse_each_content_once() {
+    let repo = Repo::from_fixture("project");
+    let cold = repo.open().refresh(&|_| {});
+    assert_eq!(cold.parsed, 7);
+    let text = plain(&repo.map(), 1024).text;
+
+    // A new worktree of the same commit finds every file's tags in the shared store.
+    let first = add_worktree(&repo, "first");
+    let mut map = open_at(&first.path().join("first"), repo.cache.path());
+    let stats = map.refresh(&|_| {});
+    assert_eq!((stats.parsed, stats.from_store), (0, 7), "{stats:?}");
+    assert_eq!(plain(&map, 1024).text, text);
+
+    // Its files were written in the second its index was: their stat data proves
+    // nothing, so they were read to find their blob ids. Once the index is written
+    // later than its files, the blob ids come from it and nothing is read at all.
+    let second = add_worktree(&repo, "second");
+    let root = second.path().join("second");
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let git = git2::Repository::open(&root).unwrap();
+    let mut index = git.index().unwrap();
+    index.read(true).unwrap();
+    index.write().unwrap();
+    let mut map = open_at(&root, repo.cache.path());
+    let stats = map.refresh(&|_| {});
+    assert_eq!(
+        (stats.parsed, stats.hashed, stats.from_store),
+        (0, 0, 7),
+        "{stats:?}"
+    );
+    assert_eq!(plain(&map, 1024).text, text);
+
+    // An edit in one worktree is parsed there, and only its new content.
+    std::fs::write(
+        root.join("src/util.rs"),
+        "pub fn worktree_only_helper() {}\n",
+    )
+    .unwrap();
+    let stats = map.refresh(&|_| {});
+    assert_eq!((stats.parsed, stats.unchanged), (1, 6), "{stats:?}");
+    assert_eq!(stats.changed, ["src/util.rs"]);
+    assert!(plain(&map, 4096).text.contains("worktree_only_helper"));
+}
+
+#[test]
+fn a_file_changed_in_the_index_second_with_the_same_size_is_not_served_stale() {
+    let repo = Repo::empty();
+    repo.write("src/util.rs", "pub fn alpha_one() {}\n");
+    repo.write("src/main.rs", "fn main() { alpha_one(); omega_two(); }\n");
+    repo.commit("fixture");
+    let git = git2::Repository::open(repo.path()).unwrap();
+    let entry = git
+        .index()
+        .unwrap()
+        .get_path(Path::new("src/util.rs"), 0)
+        .unwrap();
+    let staged = std::time::UNIX_EPOCH
+        + std::time::Duration::new(entry.mtime.seconds() as u64, entry.mtime.nanoseconds());
+    // The index is written in the second the file was staged (its content untouched),
+    // and the file then changes in that second, to the same size, keeping its time as
+    // a coarse clock would.
+    let index_file = std::fs::File::options()
+        .append(true)
+        .open(git.path().join("index"))
+        .unwrap();
+    index_file.set_modified(staged).unwrap();
+    std::fs::write(repo.path().join("src/util.rs"), "pub fn omega_two() {}\n").unwrap();
+    let file = std::fs::File::options()
+        .append(true)
+        .open(repo.path().join("src/util.rs"))
+        .unwrap();
+    file.set_modified(staged).unwrap();
+    let meta = std::fs::metadata(repo.path().join("src/util.rs")).unwrap();
+    assert_eq!(
+        (meta.len(), meta.modified().unwrap()),
+        (u64::from(entry.file_size), staged)
+    );
 
     let mut map = repo.open();
     let stats = map.refresh(&|_| {});
-    assert_eq!(stats.parsed, 7);
-    assert!(stats.cache_discarded.is_some());
-    assert!(plain(&map, 1024).text.contains("KeyValueStore"));
-    // And the rewritten cache is good again.
-    let stats = repo.map().refresh(&|_| {});
-    assert_eq!(stats.parsed, 0);
+    assert!(stats.hashed >= 1, "{stats:?}");
+    let text = plain(&map, 4096).text;
+    assert!(
+        text.contains("│pub fn omega_two() {}") && !text.contains("│pub fn alpha_one"),
+        "{text}"
+    );
+}
 
-    std::fs::write(cache_file, b"TERNTAGS").unwrap();
-    let stats = repo.open().refresh(&|_| {});
-    assert_eq!(stats.parsed, 7);
+#[test]
+fn important_files_come_first_root_first_within_their_share_of_the_budget() {
+    let repo = Repo::from_fixture("project");
+    repo.write("Cargo.toml", "[package]\nname = \"demo\"\n");
+    repo.write(".github/workflows/ci.yml", "on: push\n");
+    repo.write("crates/extra/Cargo.toml", "[package]\nname = \"extra\"\n");
+    repo.write("crates/extra/src/lib.rs", "pub fn extra_thing() {}\n");
+    repo.write("docs/README.md", "# not a package\n");
+    repo.commit("manifests");
+    let map = repo.map();
+    let result = map.build(&["src/cli.rs"], &NONE, &NONE, 1024);
+    assert_eq!(
+        result.important,
+        [
+            "README.md",
+            "Cargo.toml",
+            ".github/workflows/ci.yml",
+            "crates/extra/Cargo.toml"
+        ]
+    );
+    assert!(
+        result.text.starts_with(
+            "README.md\nCargo.toml\n.github/workflows/ci.yml\ncrates/extra/Cargo.toml\n"
+        ),
+        "{}",
+        result.text
+    );
+    // Listed once, and ranked definitions still follow.
+    assert_eq!(result.text.matches("Cargo.toml").count(), 2);
+    assert!(result.text.contains("│pub struct KeyValueStore {"));
+    assert_eq!(result.tokens, counter().count(&result.text));
+    // A chat file is never listed.
+    let result = map.build(&["README.md"], &NONE, &NONE, 1024);
+    assert!(result.text.starts_with("Cargo.toml\n"), "{}", result.text);
+    assert!(
+        !result.text.lines().any(|l| l == "README.md"),
+        "{}",
+        result.text
+    );
+}
+
+#[test]
+fn two_thousand_packages_do_not_fill_the_map_with_manifests() {
+    let repo = Repo::from_fixture("project");
+    for i in 0..2000 {
+        repo.write(
+            &format!("packages/pkg-{i:04}/package.json"),
+            "{\"name\": \"p\"}\n",
+        );
+    }
+    repo.commit("packages");
+    let map = repo.map();
+    let budget = 1024;
+    let result = map.build(&NONE, &NONE, &NONE, budget);
+    let listed: String = result.important.iter().map(|p| format!("{p}\n")).collect();
+    assert!(result.text.starts_with(&listed));
+    assert!(result.important.len() > 5, "{:?}", result.important);
+    assert_eq!(result.important[0], "README.md");
+    assert!(counter().count(&listed) * 100 <= budget * 15);
+    assert!(result.tokens <= budget);
+    assert!(
+        result.text.contains("│pub struct KeyValueStore {"),
+        "{}",
+        result.text
+    );
+}
+
+#[test]
+fn when_every_score_is_zero_the_map_ranks_by_mentions_then_references_then_size() {
+    let repo = Repo::empty();
+    // The chat file references nothing the repository defines: every other score is 0.
+    repo.write("chat.py", "print('hello')\n");
+    repo.write("a_small.py", "def tiny_helper():\n    pass\n");
+    repo.write("b_hub.py", "def hub_function():\n    pass\n");
+    repo.write(
+        "c_user.py",
+        "from b_hub import hub_function\nhub_function()\n",
+    );
+    repo.write(
+        "d_user.py",
+        "from b_hub import hub_function\nhub_function()\n",
+    );
+    let large: String = (0..40)
+        .map(|i| format!("def large_function_{i}():\n    return {i}\n\n"))
+        .collect();
+    repo.write("z_large.py", large);
+    repo.commit("fixture");
+    let map = repo.map();
+    let order = |result: &MapResult| -> Vec<String> {
+        result.ranked_files.iter().map(|(p, _)| p.clone()).collect()
+    };
+    let result = map.build(&["chat.py"], &NONE, &NONE, 4096);
+    assert!(result.ranked_files.iter().all(|(_, s)| *s == 0.0));
+    assert_eq!(
+        order(&result),
+        [
+            "b_hub.py",
+            "z_large.py",
+            "c_user.py",
+            "d_user.py",
+            "a_small.py"
+        ]
+    );
+    // The map shows the most referenced file's definitions first.
+    let small = map.build(&["chat.py"], &NONE, &NONE, 30);
+    assert!(
+        small
+            .text
+            .starts_with("b_hub.py:\n│def hub_function():\n⋮\nz_large.py:"),
+        "{}",
+        small.text
+    );
+    // A mentioned identifier puts its file first.
+    let result = map.build(&["chat.py"], &NONE, &["tiny_helper"], 4096);
+    assert_eq!(order(&result)[0], "a_small.py");
 }
 
 #[test]

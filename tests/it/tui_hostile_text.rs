@@ -74,6 +74,7 @@ fn hostile_events() -> Vec<Event> {
             reply: evil("reply"),
             finish: Finish::CutOff(evil("broke")),
             usage: None,
+            usage_estimated: false,
             cost: 0.0,
             session_cost: 0.0,
         },

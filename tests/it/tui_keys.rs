@@ -364,6 +364,7 @@ fn ctrl_c_clears_then_quits_and_esc_interrupts_a_stream() {
             reply: "partial".into(),
             finish: Finish::Cancelled,
             usage: None,
+            usage_estimated: false,
             cost: 0.0,
             session_cost: 0.0,
         }],
@@ -859,5 +860,85 @@ fn shift_n_asks_for_the_reason_of_a_rejection() {
         Some(&Op::Submit {
             text: format!("/reject {} too clever", hunk_ids()[0])
         })
+    );
+}
+
+/// A long paste is sent in full but shown collapsed in the chat; `n` shows it all.
+#[test]
+fn a_long_paste_is_sent_whole_and_shown_collapsed() {
+    let mut app = started();
+    let pasted: String = (1..=200).map(|i| format!("log line {i}\n")).collect();
+    let pasted = pasted.trim_end().to_string();
+    app.handle_terminal(TermEvent::Paste(pasted.clone()));
+    app.handle_terminal(key(KeyCode::Enter));
+    assert_eq!(
+        app.take_ops().last(),
+        Some(&Op::Submit {
+            text: pasted.clone()
+        })
+    );
+    feed(
+        &mut app,
+        [Event::TurnStarted {
+            text: pasted,
+            notes: vec![],
+            mode: tern::engine::ChatMode::Ask,
+        }],
+    );
+    let text = screen(&mut app, 80, 24);
+    assert!(text.contains("log line 3"), "{text}");
+    assert!(
+        text.contains("[pasted 200 lines, sent in full; n shows them all]"),
+        "{text}"
+    );
+    assert!(!text.contains("log line 150"), "{text}");
+    focus(&mut app, PaneId::Chat);
+    press(&mut app, 'n');
+    let mut seen = false;
+    for _ in 0..30 {
+        if screen(&mut app, 80, 24).contains("log line 150") {
+            seen = true;
+            break;
+        }
+        app.handle_terminal(key(KeyCode::PageUp));
+    }
+    assert!(seen, "expanded, every line can be scrolled to");
+}
+
+/// `y` in the chat copies the last reply, `c` its last code block (sent to the
+/// terminal with OSC 52); the status line says what was copied.
+#[test]
+fn the_chat_copies_the_last_reply_and_its_last_code_block() {
+    let mut app = started();
+    let reply = "Use this:\n\n```python\nprint('first')\n```\n\nor better:\n\n```python\nprint('second')\nprint('third')\n```\n";
+    feed(&mut app, turn("how?", reply, 7));
+    focus(&mut app, PaneId::Chat);
+    press(&mut app, 'c');
+    assert_eq!(
+        app.take_clipboard().as_deref(),
+        Some("print('second')\nprint('third')")
+    );
+    assert!(screen(&mut app, 160, 48).contains("copied 2 lines (OSC 52)"));
+    press(&mut app, 'y');
+    assert_eq!(app.take_clipboard().as_deref(), Some(reply));
+}
+
+/// `?` at 80 columns wraps a long help line under its text instead of cutting it at
+/// the popup's edge.
+#[test]
+fn help_lines_wrap_at_80_columns() {
+    let mut app = started();
+    focus(&mut app, PaneId::Chat);
+    press(&mut app, '?');
+    let text = screen(&mut app, 80, 24);
+    let y = text
+        .lines()
+        .position(|l| l.contains("copy the last reply to the clipboard"))
+        .expect("the copy line");
+    let next = text.lines().nth(y + 1).unwrap();
+    assert!(next.contains("ssh and tmux)"), "wrapped, not cut: {text}");
+    assert!(
+        next.contains("                    ssh"),
+        "under its text: {next}"
     );
 }

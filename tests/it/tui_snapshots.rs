@@ -214,7 +214,8 @@ fn an_unknown_model_is_flagged_and_estimates_marked() {
     let mut report = budget("a draft of the next message", &[]);
     report.model = "local/qwen-coder".into();
     report.known_model = false;
-    report.estimate = true;
+    report.window_source = tern::engine::protocol::WindowSource::Assumed;
+    report.counting = tern::engine::protocol::Counting::Uncalibrated;
     report.window = 32_768;
     report.reserved_output = 4_096;
     report.prompt_limit = report.window - report.reserved_output;
@@ -308,4 +309,33 @@ fn the_review_pane_lists_what_a_review_sent_and_left_out() {
         after.strip_prefix(sha.as_str()).unwrap()
     );
     insta::assert_snapshot!("review_plan", pane);
+}
+
+/// The gauge says how counts are made (by the server, or calibrated with their recent
+/// error), where the window comes from, and marks a last request whose usage the
+/// server did not report.
+#[test]
+fn the_gauge_says_how_counts_are_made_and_marks_estimated_usage() {
+    use tern::engine::protocol::{Counting, WindowSource};
+    let mut app = app();
+    feed(&mut app, session_start());
+    let mut report = budget("a draft", &[]);
+    report.counting = Counting::Server;
+    report.window = 2048;
+    report.window_source = WindowSource::Server;
+    report.last_usage_estimated = true;
+    feed(&mut app, [Event::Budget(Box::new(report.clone()))]);
+    let text = pane_alone(&mut app, PaneId::Gauge, 60, 26);
+    assert!(text.contains("counts exact via server"), "{text}");
+    assert!(
+        text.contains("window 2,048 from the server (n_ctx)"),
+        "{text}"
+    );
+    assert!(text.contains("last ↑≈1,931 ↓≈624 (not reported)"), "{text}");
+    report.counting = Counting::Calibrated {
+        error_percent: Some(1.4),
+    };
+    feed(&mut app, [Event::Budget(Box::new(report))]);
+    let text = pane_alone(&mut app, PaneId::Gauge, 60, 26);
+    assert!(text.contains("counts ≈ calibrated ±2%"), "{text}");
 }

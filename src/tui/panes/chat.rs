@@ -36,7 +36,17 @@ pub enum Kind {
     },
 }
 
+/// A message of the user's longer than this (a paste, mostly) is shown collapsed.
+const LONG_MESSAGE_LINES: usize = 20;
+/// Lines a collapsed long message still shows.
+const COLLAPSED_LINES: usize = 3;
+
 impl Kind {
+    /// Notes and long messages of the user's are shown in part until expanded.
+    fn collapses(&self) -> bool {
+        matches!(self, Kind::Note | Kind::User)
+    }
+
     /// Small messages follow each other without a blank line between them.
     fn is_small(&self) -> bool {
         matches!(
@@ -55,7 +65,15 @@ pub struct Footer {
 }
 
 impl Footer {
-    pub fn new(finish: &Finish, usage: Option<&Usage>, cost: f64, session_cost: f64) -> Footer {
+    /// `estimated`: the server reported no usage and `usage` is tern's count.
+    pub fn new(
+        finish: &Finish,
+        usage: Option<&Usage>,
+        estimated: bool,
+        cost: f64,
+        session_cost: f64,
+    ) -> Footer {
+        let approx = if estimated { "≈" } else { "" };
         let tokens = match usage {
             Some(u) if u.cached_tokens > 0 => format!(
                 "↑ {} prompt ({} cached) · ↓ {} completion",
@@ -64,9 +82,10 @@ impl Footer {
                 thousands(u.completion_tokens)
             ),
             Some(u) => format!(
-                "↑ {} prompt · ↓ {} completion",
+                "↑ {approx}{} prompt · ↓ {approx}{} completion{}",
                 thousands(u.prompt_tokens),
-                thousands(u.completion_tokens)
+                thousands(u.completion_tokens),
+                if estimated { " (estimated)" } else { "" }
             ),
             None => "the server reported no usage".to_string(),
         };
@@ -358,6 +377,8 @@ impl Pane for ChatPane {
             Action::Top,
             Action::Bottom,
             Action::ToggleNotes,
+            Action::CopyReply,
+            Action::CopyCode,
             Action::FocusInput,
         ]
     }
@@ -371,10 +392,26 @@ impl Pane for ChatPane {
             Action::ToggleNotes => {
                 self.notes_expanded = !self.notes_expanded;
                 let expanded = self.notes_expanded;
-                for m in self.messages.iter_mut().filter(|m| m.kind == Kind::Note) {
+                for m in self.messages.iter_mut().filter(|m| m.kind.collapses()) {
                     m.expanded = expanded;
                     m.touch();
                 }
+            }
+            Action::CopyReply | Action::CopyCode => {
+                let reply = self
+                    .messages
+                    .iter()
+                    .rev()
+                    .find(|m| matches!(m.kind, Kind::Assistant { .. }) && !m.text.is_empty());
+                let text = match (action, reply) {
+                    (Action::CopyReply, Some(m)) => Some(m.text.clone()),
+                    (_, Some(m)) => last_code_block(&m.text),
+                    (_, None) => None,
+                };
+                cx.effect(match text {
+                    Some(text) => super::Effect::Copy(text),
+                    None => super::Effect::Flash("nothing to copy yet".into()),
+                });
             }
             Action::FocusInput => cx.effect(super::Effect::Focus(super::PaneId::Input)),
             _ => return false,
@@ -467,9 +504,24 @@ fn layout(m: &mut Message, width: usize, theme: &Theme) -> Vec<Line<'static>> {
         Kind::User => {
             let bar = Span::styled("▌ ", Style::new().fg(theme.c.user));
             let style = Style::new().fg(theme.c.user).add_modifier(Modifier::BOLD);
-            for line in m.text.split('\n') {
+            // A long paste is sent whole but shown in part, so it does not bury the chat.
+            let lines = m.text.split('\n').count();
+            let collapsed = !m.expanded && lines > LONG_MESSAGE_LINES;
+            let shown = if collapsed { COLLAPSED_LINES } else { lines };
+            for line in m.text.split('\n').take(shown) {
                 out.extend(wrap(
                     &plain(line, style),
+                    width,
+                    std::slice::from_ref(&bar),
+                    std::slice::from_ref(&bar),
+                ));
+            }
+            if collapsed {
+                out.extend(wrap(
+                    &plain(
+                        &format!("[pasted {lines} lines, sent in full; n shows them all]"),
+                        theme.dim(),
+                    ),
                     width,
                     std::slice::from_ref(&bar),
                     std::slice::from_ref(&bar),
@@ -567,6 +619,32 @@ fn layout(m: &mut Message, width: usize, theme: &Theme) -> Vec<Line<'static>> {
         }
     }
     out
+}
+
+/// The content of the last complete fenced code block of `markdown`.
+fn last_code_block(markdown: &str) -> Option<String> {
+    let mut block: Option<(String, Vec<&str>)> = None;
+    let mut last = None;
+    for line in markdown.lines() {
+        let trimmed = line.trim_start();
+        let fence: String = trimmed
+            .chars()
+            .take_while(|c| *c == '`' || *c == '~')
+            .collect();
+        match &mut block {
+            Some((open, lines)) => {
+                if fence.len() >= open.len() && trimmed.trim_end() == fence {
+                    last = Some(lines.join("\n"));
+                    block = None;
+                } else {
+                    lines.push(line);
+                }
+            }
+            None if fence.len() >= 3 => block = Some((fence, Vec::new())),
+            None => {}
+        }
+    }
+    last
 }
 
 /// How a line of a unified diff is coloured: added and removed lines as in the review,

@@ -9,7 +9,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
 use super::{Cx, Draw, Pane};
-use crate::engine::protocol::{BudgetReport, HistoryStatus, Section};
+use crate::engine::protocol::{BudgetReport, Counting, HistoryStatus, Section, WindowSource};
 use crate::tui::keymap::Action;
 use crate::tui::text::{self, thousands};
 use crate::tui::theme::Theme;
@@ -127,7 +127,7 @@ impl GaugePane {
         let Some(report) = &self.report else {
             return vec![Line::styled("waiting for the engine…", theme.dim())];
         };
-        let approx = if report.estimate { "≈" } else { "" };
+        let approx = if report.estimate() { "≈" } else { "" };
         let fill = report.fill();
         let fill_style = Style::new()
             .fg(theme.fill(fill))
@@ -146,65 +146,93 @@ impl GaugePane {
         if text::width(LEGEND_LINE) <= width {
             out.push(Line::styled(LEGEND_LINE, theme.dim()));
         }
-        if !report.known_model {
+        let window = match report.window_source {
+            WindowSource::Table => None,
+            WindowSource::Assumed => Some(format!(
+                "unknown model {}: window assumed {}; set --context-window",
+                report.model,
+                thousands(report.window)
+            )),
+            WindowSource::Setting => None,
+            WindowSource::Server => Some(format!(
+                "window {} from the server (n_ctx); --context-window {} next time",
+                thousands(report.window),
+                report.window
+            )),
+        };
+        if let Some(window) = window {
             let warn = Style::new().fg(theme.c.warning);
             out.extend(text::wrap(
-                &[Span::styled(
-                    format!(
-                        "unknown model {}: window assumed {}; set --context-window",
-                        report.model,
-                        thousands(report.window)
-                    ),
-                    warn,
-                )],
+                &[Span::styled(window, warn)],
                 width,
                 &[Span::styled("⚠ ", warn)],
                 &[Span::raw("  ")],
             ));
         }
-        if report.estimate {
-            out.push(Line::styled(
-                format!("≈ counts estimated with {}", report.encoding),
+        match report.counting {
+            Counting::Exact => {}
+            Counting::Server => out.push(Line::styled("counts exact via server", theme.dim())),
+            estimate => out.push(Line::styled(
+                format!("counts {} ({})", estimate.label(), report.encoding),
                 theme.dim(),
-            ));
+            )),
         }
         out.push(Line::default());
         let label_width = width.saturating_sub(18).clamp(6, 18);
         // `counted`: the number comes from the tokenizer (so it is "≈" for estimates);
         // the reserve is a setting.
-        let row =
-            |label: &str, tokens: usize, color: Color, glyph: &str, indent: bool, counted: bool| {
-                let approx = if counted { approx } else { "" };
-                let pct = 100.0 * tokens as f64 / report.window.max(1) as f64;
-                let label = if indent {
-                    format!("  {}", text::truncate_left(label, label_width - 2))
-                } else {
-                    text::truncate(label, label_width)
-                };
-                Line::from(vec![
-                    Span::styled(format!("{glyph} "), Style::new().fg(color)),
-                    Span::styled(
-                        format!("{label:<label_width$}"),
-                        Style::new().fg(theme.c.fg),
-                    ),
-                    Span::styled(
-                        format!("{:>9}", format!("{approx}{}", thousands(tokens))),
-                        Style::new().fg(theme.c.fg),
-                    ),
-                    Span::styled(format!(" {pct:>5.1}%"), theme.dim()),
-                ])
+        let row = |label: &str,
+                   tokens: usize,
+                   color: Color,
+                   glyph: &str,
+                   indent: bool,
+                   counted: bool,
+                   label_color: Color| {
+            let approx = if counted { approx } else { "" };
+            let pct = 100.0 * tokens as f64 / report.window.max(1) as f64;
+            let label = if indent {
+                format!("  {}", text::truncate_left(label, label_width - 2))
+            } else {
+                text::truncate(label, label_width)
             };
+            Line::from(vec![
+                Span::styled(format!("{glyph} "), Style::new().fg(color)),
+                Span::styled(
+                    format!("{label:<label_width$}"),
+                    Style::new().fg(label_color),
+                ),
+                Span::styled(
+                    format!("{:>9}", format!("{approx}{}", thousands(tokens))),
+                    Style::new().fg(theme.c.fg),
+                ),
+                Span::styled(format!(" {pct:>5.1}%"), theme.dim()),
+            ])
+        };
         for s in &report.sections {
             if s.tokens == 0 && s.section != Section::Cur {
                 continue;
             }
+            // The map's row says when it is rebuilt, in the caution colour while it
+            // is kept though files changed since it was built.
+            let (label, label_color) = match (&report.map, s.section) {
+                (Some(m), Section::Repo) => (
+                    format!("{} · {}", s.label, m.refresh.label()),
+                    if m.kept_stale {
+                        theme.c.caution
+                    } else {
+                        theme.c.fg
+                    },
+                ),
+                _ => (s.label.to_string(), theme.c.fg),
+            };
             out.push(row(
-                s.label,
+                &label,
                 s.tokens,
                 section_color(s.section, theme),
                 "■",
                 false,
                 true,
+                label_color,
             ));
             if self.show_files {
                 for f in report.files.iter().filter(|f| f.section == s.section) {
@@ -215,6 +243,7 @@ impl GaugePane {
                         " ",
                         true,
                         true,
+                        theme.c.fg,
                     ));
                 }
             }
@@ -226,11 +255,20 @@ impl GaugePane {
             "▒",
             false,
             false,
+            theme.c.fg,
         ));
         let free = report
             .window
             .saturating_sub(report.total + report.reserved_output);
-        out.push(row("free", free, theme.c.free, "░", false, true));
+        out.push(row(
+            "free",
+            free,
+            theme.c.free,
+            "░",
+            false,
+            true,
+            theme.c.fg,
+        ));
         if report.remaining < 0 {
             let style = Style::new().fg(theme.c.danger).add_modifier(Modifier::BOLD);
             out.push(Line::styled(
@@ -251,17 +289,25 @@ impl GaugePane {
         }
         match &report.last_usage {
             Some(u) => {
+                let approx = if report.last_usage_estimated {
+                    "≈"
+                } else {
+                    ""
+                };
                 let mut spans = vec![
                     Span::styled("last ", theme.dim()),
                     Span::styled(
                         format!(
-                            "↑{} ↓{}",
+                            "↑{approx}{} ↓{approx}{}",
                             thousands(u.prompt_tokens),
                             thousands(u.completion_tokens)
                         ),
                         Style::new().fg(theme.c.fg),
                     ),
                 ];
+                if report.last_usage_estimated {
+                    spans.push(Span::styled(" (not reported)", theme.dim()));
+                }
                 if u.cached_tokens > 0 {
                     spans.push(Span::styled(
                         format!(" · {} cached", thousands(u.cached_tokens)),

@@ -53,6 +53,8 @@ pub enum Effect {
     Compose(String),
     /// Open the user's editor on this text.
     Edit(super::editor::EditRequest),
+    /// Put this text on the clipboard.
+    Copy(String),
 }
 
 /// What a pane may touch while it handles a key.

@@ -14,6 +14,7 @@ use axum::routing::post;
 use futures::Stream;
 use tokio_util::sync::CancellationToken;
 
+use super::dialect::{Dialect, Overflow};
 use super::errors;
 use super::log::Log;
 use super::render::{self, Plan, Step};
@@ -25,6 +26,11 @@ use super::script::{Next, Script};
 pub(super) struct Shared {
     pub script: Script,
     pub log: Log,
+    /// The server the mock plays.
+    pub dialect: Dialect,
+    /// The texts sent to a tokenize endpoint, in order (kept apart from `log`, which
+    /// holds the chat requests).
+    pub tokenized: std::sync::Mutex<Vec<String>>,
     /// Cancelled when the `MockServer` is dropped: ends hanging replies and the server.
     pub shutdown: CancellationToken,
 }
@@ -33,6 +39,8 @@ pub(super) fn router(shared: Arc<Shared>) -> Router {
     Router::new()
         .route("/v1/chat/completions", post(chat_completions))
         .route("/chat/completions", post(chat_completions))
+        .route("/tokenize", post(tokenize))
+        .route("/extras/tokenize/count", post(tokenize))
         .fallback(unknown_url)
         .with_state(shared)
 }
@@ -60,12 +68,26 @@ impl<S: Send + Sync> FromRequest<S> for RecordedRequest {
     }
 }
 
-async fn chat_completions(State(shared): State<Arc<Shared>>, request: RecordedRequest) -> Response {
+async fn chat_completions(
+    State(shared): State<Arc<Shared>>,
+    mut request: RecordedRequest,
+) -> Response {
+    let dialect = shared.dialect;
+    request.dialect = dialect;
+    if request.rejected.is_none() {
+        request.prompt_tokens = dialect.prompt_tokens(&request.model, &request.messages);
+    }
     let guard = FinishGuard::new(&shared, request.clone());
     let number = guard.index + 1;
-    let plan = match &request.rejected {
-        Some(reason) => Plan::json(StatusCode::BAD_REQUEST, &errors::invalid_request(reason)),
-        None => match shared.script.next_for(&request) {
+    let overflow = request.rejected.is_none().then(|| {
+        let max_tokens = request.max_tokens.or(request.max_completion_tokens);
+        dialect.overflow(request.prompt_tokens, max_tokens)
+    });
+    let plan = match (&request.rejected, overflow.flatten()) {
+        (Some(reason), _) => Plan::json(StatusCode::BAD_REQUEST, &errors::invalid_request(reason)),
+        (None, Some(Overflow::Error(body))) => Plan::json(StatusCode::BAD_REQUEST, &body),
+        (None, Some(Overflow::SilentStream)) => render::silent(&request, number),
+        (None, None) => match shared.script.next_for(&request) {
             Next::Reply(reply) => render::plan(&reply, &request, number),
             Next::NothingScripted => {
                 let body = errors::nothing_scripted(number, &request.model);
@@ -80,6 +102,38 @@ async fn chat_completions(State(shared): State<Arc<Shared>>, request: RecordedRe
         },
     };
     send(plan, guard, &shared.shutdown).await
+}
+
+/// A tokenize endpoint: answered as the server played has it, else 404 as OpenAI does.
+/// The text is kept in `Shared::tokenized`, not in the chat request log.
+async fn tokenize(State(shared): State<Arc<Shared>>, request: Request) -> Response {
+    let path = request.uri().path().to_owned();
+    let body = axum::body::to_bytes(request.into_body(), usize::MAX)
+        .await
+        .unwrap_or_default();
+    let body: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+    let model = body["model"].as_str().unwrap_or_default().to_owned();
+    let answer = shared.dialect.tokenize(&model, &path, &body);
+    if answer.is_some() {
+        let text = ["content", "prompt", "input"]
+            .iter()
+            .find_map(|f| body[f].as_str())
+            .unwrap_or_default();
+        let mut tokenized = shared.tokenized.lock().unwrap_or_else(|e| e.into_inner());
+        tokenized.push(text.to_owned());
+    }
+    let (status, body) = match answer {
+        Some(answer) => (StatusCode::OK, answer),
+        None => (
+            StatusCode::NOT_FOUND,
+            errors::invalid_request(&format!("Invalid URL (POST {path})")),
+        ),
+    };
+    Response::builder()
+        .status(status)
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(body.to_string()))
+        .expect("static header names and values are valid")
 }
 
 /// Any other path or method: recorded, and answered the way OpenAI answers it.

@@ -20,6 +20,7 @@
 // `benches/tui.rs` includes this module too and uses only part of it.
 #![allow(dead_code, unused_imports)]
 
+mod dialect;
 mod errors;
 mod handler;
 mod log;
@@ -31,6 +32,7 @@ mod script;
 mod server;
 mod tokens;
 
+pub use dialect::Dialect;
 pub use reply::Reply;
 pub use repo::{TempRepo, output_within, texts};
 pub use request::{RecordedMessage, RecordedRequest};
@@ -53,4 +55,58 @@ pub fn load_settings(
         &global.config_sources(sources.clone()),
         env,
     )
+}
+
+/// Collects an engine's events until one matches `stop` (included), failing after 20 s.
+pub async fn until(
+    engine: &mut tern::engine::EngineHandle,
+    stop: impl Fn(&tern::engine::Event) -> bool,
+) -> Vec<tern::engine::Event> {
+    let mut seen = Vec::new();
+    loop {
+        let event = tokio::time::timeout(std::time::Duration::from_secs(20), engine.events.recv())
+            .await
+            .unwrap_or_else(|_| panic!("no matching event; saw {seen:#?}"))
+            .expect("the engine stopped");
+        let done = stop(&event);
+        seen.push(event);
+        if done {
+            return seen;
+        }
+    }
+}
+
+/// An engine on `repo` talking to `server` (gpt-4o, weak model gpt-4o-mini, a short
+/// retry budget, no tag cache) with `editable` in the chat; `tune` adjusts the settings.
+pub fn spawn_engine(
+    repo: &TempRepo,
+    server: &MockServer,
+    editable: &str,
+    resume: bool,
+    tune: impl FnOnce(&mut tern::config::Settings),
+) -> tern::engine::EngineHandle {
+    let mut settings = tern::config::Settings {
+        api_base: server.base_url(),
+        api_key: Some(tern::config::ApiKey::new("sk-test")),
+        model: "gpt-4o".into(),
+        weak_model: "gpt-4o-mini".into(),
+        retry_budget_secs: 2,
+        ..tern::config::Settings::default()
+    };
+    tune(&mut settings);
+    let root = repo.path().canonicalize().unwrap();
+    tern::engine::spawn(tern::engine::EngineConfig {
+        settings,
+        cwd: root.clone(),
+        root,
+        record: None,
+        replay: None,
+        editable: vec![editable.into()],
+        read_only: vec![],
+        map_cache: tern::repomap::CacheLocation::Disabled,
+        resume,
+        purpose: Default::default(),
+        model_chosen: false,
+    })
+    .unwrap()
 }

@@ -12,7 +12,6 @@ use serde_json::{Value, json};
 use super::errors;
 use super::reply::{Completion, Ending, Pace, Reply, ReplyKind, UsageOverride};
 use super::request::RecordedRequest;
-use super::tokens;
 
 /// `system_fingerprint` of every answer, so clients that read it see a realistic value.
 const FINGERPRINT: &str = "fp_mock";
@@ -68,15 +67,28 @@ pub(super) fn plan(reply: &Reply, request: &RecordedRequest, number: usize) -> P
         },
         ReplyKind::Completion(completion) => {
             let answer = Answer::new(request, number);
+            let completion = answer.within_room(completion);
             if request.stream {
-                answer.stream(completion)
+                answer.stream(&completion)
             } else {
-                answer.whole(completion)
+                answer.whole(&completion)
             }
         }
     };
     plan.start_delay = reply.start_delay;
     plan
+}
+
+/// llama-cpp-python's answer to a prompt over its context: 200, the role chunk, and the
+/// end of the body.
+pub(super) fn silent(request: &RecordedRequest, number: usize) -> Plan {
+    let answer = Answer::new(request, number);
+    let role = json!({ "role": "assistant", "content": "", "refusal": null });
+    Plan::new(
+        StatusCode::OK,
+        "text/event-stream",
+        vec![answer.chunk(role, Value::Null)],
+    )
 }
 
 /// The fields shared by every chunk of one answer.
@@ -98,6 +110,46 @@ impl<'a> Answer<'a> {
         }
     }
 
+    /// The completion a local server really sends: cut where `max_tokens` or its
+    /// context runs out, and then finished with `length`.
+    fn within_room(&self, completion: &Completion) -> Completion {
+        let max_tokens = self
+            .request
+            .max_tokens
+            .or(self.request.max_completion_tokens);
+        let Some(room) = self
+            .request
+            .dialect
+            .completion_room(self.request.prompt_tokens, max_tokens)
+        else {
+            return completion.clone();
+        };
+        let mut used = 0;
+        let mut chunks = Vec::new();
+        for chunk in &completion.chunks {
+            let tokens = self.tokens(chunk);
+            if used + tokens > room {
+                return Completion {
+                    chunks,
+                    ending: Ending::Finish("length".into()),
+                    ..completion.clone()
+                };
+            }
+            used += tokens;
+            chunks.push(chunk.clone());
+        }
+        completion.clone()
+    }
+
+    fn tokens(&self, text: &str) -> usize {
+        self.request.dialect.text_tokens(&self.request.model, text)
+    }
+
+    /// Whether this answer carries usage (asked for, and the server sends it).
+    fn with_usage(&self) -> bool {
+        self.request.include_usage && self.request.dialect.streams_usage()
+    }
+
     /// SSE: role chunk, paced content chunks, then the scripted ending.
     fn stream(&self, completion: &Completion) -> Plan {
         let role = json!({ "role": "assistant", "content": "", "refusal": null });
@@ -112,7 +164,7 @@ impl<'a> Answer<'a> {
         match &completion.ending {
             Ending::Finish(reason) => {
                 steps.push(self.chunk(json!({}), json!(reason)));
-                if self.request.include_usage {
+                if self.with_usage() {
                     let mut chunk = self.chunk_base();
                     chunk["choices"] = json!([]);
                     chunk["usage"] = self.usage(&completion.usage, &completion.chunks.concat());
@@ -187,7 +239,7 @@ impl<'a> Answer<'a> {
             "logprobs": null,
             "finish_reason": finish_reason,
         }]);
-        if self.request.include_usage {
+        if self.with_usage() {
             // OpenAI sends `"usage": null` on every chunk but the last when usage is on.
             chunk["usage"] = Value::Null;
         }
@@ -211,7 +263,7 @@ impl<'a> Answer<'a> {
             .unwrap_or(self.request.prompt_tokens);
         let completion = overrides
             .completion_tokens
-            .unwrap_or_else(|| tokens::text_tokens(&self.request.model, text));
+            .unwrap_or_else(|| self.tokens(text));
         json!({
             "prompt_tokens": prompt,
             "completion_tokens": completion,
@@ -233,10 +285,7 @@ impl<'a> Answer<'a> {
         match pace {
             Pace::Immediate => Duration::ZERO,
             Pace::PerChunk(delay) => delay,
-            Pace::TokensPerSecond(rate) => {
-                let tokens = tokens::text_tokens(&self.request.model, text);
-                Duration::from_secs_f64(tokens as f64 / rate)
-            }
+            Pace::TokensPerSecond(rate) => Duration::from_secs_f64(self.tokens(text) as f64 / rate),
         }
     }
 }

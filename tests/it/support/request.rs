@@ -46,6 +46,8 @@ pub struct RecordedRequest {
     /// Why the server refused the request before consulting the script (malformed body,
     /// unknown URL); `None` for a well-formed chat request.
     pub rejected: Option<String>,
+    /// The server the mock plays, whose tokenizer and template made `prompt_tokens`.
+    pub dialect: super::Dialect,
     pub arrived_at: Instant,
     /// When the last byte of the reply was handed to the connection, or the connection
     /// was dropped; `None` while the reply is still in flight.
@@ -87,6 +89,7 @@ impl RecordedRequest {
             has_cache_control: false,
             prompt_tokens: 0,
             rejected: None,
+            dialect: super::Dialect::OpenAi,
             arrived_at,
             finished_at: None,
         };

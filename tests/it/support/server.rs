@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use tokio::runtime::{Handle, Runtime};
 
+use super::dialect::Dialect;
 use super::handler::{self, Shared};
 use super::reply::Reply;
 use super::request::RecordedRequest;
@@ -25,30 +26,43 @@ impl MockServer {
     /// Starts the server on the calling test's tokio runtime (`#[tokio::test]`, either
     /// flavour). It serves while the test awaits its client.
     pub async fn start() -> MockServer {
-        MockServer::launch(Handle::current(), None)
+        MockServer::launch(Handle::current(), None, Dialect::OpenAi)
+    }
+
+    /// `start`, playing a local server (its tokenizer, template, endpoints, limits).
+    pub async fn start_as(dialect: Dialect) -> MockServer {
+        MockServer::launch(Handle::current(), None, dialect)
     }
 
     /// Starts the server on its own runtime and threads, for sync tests that run the
     /// `tern` binary; it serves until the returned handle is dropped. Callable anywhere,
     /// including inside an async test.
     pub fn start_in_thread() -> MockServer {
+        MockServer::start_in_thread_as(Dialect::OpenAi)
+    }
+
+    /// `start_in_thread`, playing a local server.
+    pub fn start_in_thread_as(dialect: Dialect) -> MockServer {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("mock-openai")
             .enable_all()
             .build()
             .expect("mock server: cannot build its tokio runtime");
-        MockServer::launch(runtime.handle().clone(), Some(runtime))
+        MockServer::launch(runtime.handle().clone(), Some(runtime), dialect)
     }
 
-    fn launch(runtime: Handle, own_runtime: Option<Runtime>) -> MockServer {
+    fn launch(runtime: Handle, own_runtime: Option<Runtime>, dialect: Dialect) -> MockServer {
         let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
             .and_then(|l| l.set_nonblocking(true).map(|()| l))
             .expect("mock server: cannot bind 127.0.0.1");
         let addr = listener
             .local_addr()
             .expect("a bound socket has an address");
-        let shared = Arc::new(Shared::default());
+        let shared = Arc::new(Shared {
+            dialect,
+            ..Shared::default()
+        });
         let app = handler::router(Arc::clone(&shared));
         let stop = shared.shutdown.clone().cancelled_owned();
         let _context = runtime.enter();
@@ -118,6 +132,12 @@ impl MockServer {
 
     pub fn request_count(&self) -> usize {
         self.shared.log.len()
+    }
+
+    /// The texts sent to the tokenize endpoint so far, in order.
+    pub fn tokenized(&self) -> Vec<String> {
+        let tokenized = self.shared.tokenized.lock();
+        tokenized.unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// Waits until at least `n` requests have arrived and returns the log. Panics after

@@ -11,7 +11,7 @@ use ratatui::backend::TestBackend;
 use similar::{DiffTag, TextDiff};
 
 use tern::context::{
-    self, BudgetReport, ChunkInputs, FileText, HistoryPhase, HistoryStatus, Window,
+    self, BudgetReport, ChunkInputs, FileText, HistoryPhase, HistoryStatus, MapStatus, Window,
 };
 use tern::engine::protocol::{
     Decision, DiffLine, EditFailureView, FileChange, FileProposalView, HunkView, LineKind, MapEdge,
@@ -63,7 +63,12 @@ pub fn budget(draft: &str, history: &[Message]) -> BudgetReport {
         review_diff: None,
     };
     let assembled = context::assemble(&inputs, &counter);
-    let mut report = BudgetReport::new(&assembled, &model, Window::for_model(&model, None, None));
+    let mut report = BudgetReport::new(
+        &assembled,
+        &model,
+        Window::for_model(&model, None, None),
+        counter.counting(),
+    );
     let history_tokens = report.section(context::Section::Done);
     report.history = HistoryStatus {
         budget: 8192,
@@ -79,6 +84,13 @@ pub fn budget(draft: &str, history: &[Message]) -> BudgetReport {
         completion_tokens: 624,
         cached_tokens: 1_024,
         cache_write_tokens: 0,
+    });
+    report.map = Some(MapStatus {
+        tokens: map().tokens,
+        budget: map().budget,
+        files: 3,
+        refresh: tern::repomap::MapRefresh::Auto,
+        kept_stale: false,
     });
     report.last_cost = 0.0096;
     report.session_cost = 0.0213;
@@ -344,6 +356,7 @@ pub fn turn(question: &str, reply: &str, chunk: usize) -> Vec<Event> {
             cached_tokens: 1_024,
             cache_write_tokens: 0,
         }),
+        usage_estimated: false,
         cost: 0.0096,
         session_cost: 0.0213,
     });

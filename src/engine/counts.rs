@@ -1,0 +1,184 @@
+//! Counts that match the server's, for a model whose tokenizer tern has not: the
+//! server's tokenize endpoint (probed once per server) counts what a request sends
+//! before it is sent, and each reported `usage.prompt_tokens` calibrates the counts;
+//! what is learned is kept per model in the state directory. The gauge says which.
+
+use futures::StreamExt;
+
+use super::{Engine, Internal};
+use crate::context::Assembled;
+use crate::llm::ServerTokenizer;
+use crate::tokens::{Prediction, calibration};
+
+/// Texts counted by the server at once.
+const PARALLEL_COUNTS: usize = 4;
+
+/// How many times a turn waits for counts before it goes with estimates (texts can
+/// change while they are counted: the map refreshes, say).
+pub(crate) const MAX_COUNT_ROUNDS: usize = 2;
+
+/// The engine's side of the server's counting.
+#[derive(Default)]
+pub(crate) struct CountSlot {
+    /// The server's tokenizer, once the probe found one.
+    tokenizer: Option<ServerTokenizer>,
+    /// The probe has answered (for the current model).
+    probed: bool,
+    /// A counting job (the probe, or texts to count) is running.
+    pub(crate) running: bool,
+}
+
+/// A counting job's result, handed back to the loop.
+pub(crate) struct Counted {
+    model: String,
+    tokenizer: Option<ServerTokenizer>,
+    counts: Vec<(u64, usize)>,
+    error: Option<String>,
+}
+
+/// Where what was learned about every model's counts is kept.
+fn calibration_file() -> std::path::PathBuf {
+    crate::config::state_dir().join("calibration.json")
+}
+
+impl Engine {
+    /// Starts from what earlier sessions learned about the model's counts, and asks
+    /// whether the server counts tokens itself.
+    pub(super) fn start_counts(&mut self) {
+        self.counts = CountSlot::default();
+        if let Some(saved) = calibration::load(&calibration_file()).remove(&self.model.name) {
+            self.counter.set_calibration(saved);
+        }
+        self.start_counting();
+    }
+
+    /// Starts a counting job unless one is running: the probe first, then the texts
+    /// counted since the last job that the server has not counted.
+    pub(super) fn start_counting(&mut self) {
+        let no_server = self.counts.probed && self.counts.tokenizer.is_none();
+        // Landing a saved reply or reviewing a branch asks the server nothing more.
+        let conversation = self.purpose == super::Purpose::Conversation;
+        if self.counts.running || self.model.exact_tokens || no_server || !conversation {
+            return;
+        }
+        // OpenAI's API has no tokenize endpoint, and without a key nothing is sent: as
+        // good as probed, with no tokenizer (the counts are calibrated instead).
+        if self.client.api_base() == crate::llm::OPENAI_API_BASE || self.client.unusable().is_some()
+        {
+            self.counts.probed = true;
+            return;
+        }
+        let wanted = self.counter.take_wanted();
+        if self.counts.probed && wanted.is_empty() {
+            return;
+        }
+        self.counts.running = true;
+        let client = self.client.clone();
+        let model = self.model.name.clone();
+        let known = self.counts.tokenizer.clone();
+        let done = self.internal_tx.clone();
+        super::worker::spawn(done.clone(), async move {
+            let tokenizer = match known {
+                Some(tokenizer) => Some(tokenizer),
+                None => client.server_tokenizer(&model).await,
+            };
+            let mut counts = Vec::new();
+            let mut error = None;
+            if let Some(tokenizer) = &tokenizer {
+                let results: Vec<_> = futures::stream::iter(wanted)
+                    .map(
+                        |(key, text)| async move { tokenizer.count(&text).await.map(|n| (key, n)) },
+                    )
+                    .buffer_unordered(PARALLEL_COUNTS)
+                    .collect()
+                    .await;
+                for result in results {
+                    match result {
+                        Ok(count) => counts.push(count),
+                        Err(e) => error = Some(e),
+                    }
+                }
+            }
+            let _ = done.send(Internal::Counted(Counted {
+                model,
+                tokenizer,
+                counts,
+                error,
+            }));
+        });
+    }
+
+    /// A counting job finished: use what it counted, then let a turn waiting for it go.
+    pub(super) fn counted(&mut self, done: Counted) {
+        self.counts.running = false;
+        if done.model != self.model.name {
+            // The model changed meanwhile; its own probe follows.
+            self.start_counting();
+            return;
+        }
+        let first = !self.counts.probed;
+        self.counts.probed = true;
+        self.counts.tokenizer = done.tokenizer;
+        if let Some(e) = done.error {
+            self.warning(format!(
+                "the server's tokenize endpoint failed ({e}); token counts are calibrated estimates from now on"
+            ));
+            self.counts.tokenizer = None;
+        }
+        self.counter.set_server(self.counts.tokenizer.is_some());
+        self.counter.learn_exact(done.counts);
+        if first && let Some(tokenizer) = &self.counts.tokenizer {
+            tracing::debug!("token counts come from {}", tokenizer.describe());
+        }
+        self.publish_budget();
+        self.resume_held_turn();
+    }
+
+    /// True while the server has yet to answer the probe or count texts it was given.
+    pub(super) fn counts_pending(&self) -> bool {
+        !self.model.exact_tokens
+            && self.purpose == super::Purpose::Conversation
+            && (!self.counts.probed
+                || self.counts.running
+                || (self.counts.tokenizer.is_some() && self.counter.has_wanted()))
+    }
+
+    /// True when a request must wait for the server's counts before it is checked
+    /// against the window: the probe has not answered, or the server has not counted
+    /// some of its messages yet.
+    pub(super) fn needs_counts(&self, assembled: &Assembled) -> bool {
+        if self.model.exact_tokens {
+            return false;
+        }
+        !self.counts.probed
+            || assembled
+                .messages
+                .iter()
+                .any(|m| !self.counter.knows(&m.content))
+    }
+
+    /// Learns from the server's count of a request tern predicted, and keeps what was
+    /// learned for the next session.
+    pub(super) fn calibrate(&mut self, prediction: &Prediction, reported: usize) {
+        let Some(error) = self.counter.observe(prediction, reported) else {
+            return;
+        };
+        tracing::debug!(
+            predicted = prediction.total,
+            reported,
+            error = format!("{:.2}%", 100.0 * error),
+            counting = ?self.counter.counting(),
+            "prompt tokens predicted and reported"
+        );
+        let Some(learned) = self.counter.calibration() else {
+            return;
+        };
+        let model = self.model.name.clone();
+        let done = self.internal_tx.clone();
+        super::worker::spawn_blocking(done, move || {
+            if let Err(e) = calibration::save(&calibration_file(), &model, &learned) {
+                tracing::warn!("cannot save the token calibration: {e}");
+            }
+        });
+    }
+}

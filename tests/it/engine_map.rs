@@ -1,0 +1,198 @@
+//! The repo map's refresh modes (`map_refresh`), end to end through Ops and Events:
+//! a real engine, the loopback OpenAI server and a real temporary git repository. Each
+//! test adds a file on disk and looks for its definition in the map the model was sent.
+
+// A failed unwrap here is a failed test, which is what it should be.
+#![allow(clippy::unwrap_used)]
+
+use std::time::Duration;
+
+use crate::support::{MockServer, Reply, TempRepo, spawn_engine, until};
+use tern::engine::{EngineHandle, Event, FileMode, Op};
+use tern::repomap::MapRefresh;
+
+/// What the file added on disk defines.
+const ADDED: &str = "freshly_added_helper";
+
+fn repo() -> TempRepo {
+    TempRepo::with_files(&[
+        (
+            "src/app.py",
+            "from lib import shared_helper\nshared_helper()\n",
+        ),
+        ("src/lib.py", "def shared_helper():\n    pass\n"),
+        ("src/other.py", "def other_function():\n    pass\n"),
+    ])
+}
+
+fn add_file(repo: &TempRepo) {
+    repo.write(
+        "src/added.py",
+        format!("def {ADDED}():\n    pass\n\n{ADDED}()\n"),
+    );
+}
+
+fn engine(repo: &TempRepo, server: &MockServer, mode: MapRefresh) -> EngineHandle {
+    spawn_engine(repo, server, "src/app.py", false, |s| s.map_refresh = mode)
+}
+
+fn add_other_to_chat(engine: &EngineHandle) {
+    engine
+        .ops
+        .send(Op::AddFiles {
+            paths: vec!["src/other.py".into()],
+            mode: FileMode::ReadOnly,
+        })
+        .unwrap();
+}
+
+/// Sends a message and waits for the turn to end.
+async fn turn(engine: &mut EngineHandle, text: &str) {
+    engine.ops.send(Op::Submit { text: text.into() }).unwrap();
+    until(engine, |e| matches!(e, Event::Idle)).await;
+}
+
+/// Waits until the map's file set holds `path`: the background refresh is done.
+async fn map_holds(engine: &mut EngineHandle, path: &str) {
+    for _ in 0..200 {
+        engine.ops.send(Op::ListRepoFiles).unwrap();
+        let events = until(engine, |e| matches!(e, Event::RepoFiles { .. })).await;
+        if let Some(Event::RepoFiles { files }) = events.last()
+            && files.iter().any(|f| f == path)
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the map never picked up {path}");
+}
+
+/// Whether request `n` (from 0) sent a map that shows the added file's definition.
+fn map_sent_added(server: &MockServer, n: usize) -> bool {
+    let requests = server.requests();
+    requests[n].body_text.contains(&format!("def {ADDED}()"))
+}
+
+fn replies(server: &MockServer, n: usize) {
+    for _ in 0..n {
+        server.push_for_model("gpt-4o", Reply::text("noted"));
+    }
+}
+
+#[tokio::test]
+async fn auto_rebuilds_when_files_change_on_disk_and_the_gauge_says_so() {
+    let server = MockServer::start().await;
+    server.push_for_model(
+        "gpt-4o",
+        Reply::text("noted").with_start_delay(Duration::from_millis(400)),
+    );
+    replies(&server, 1);
+    let repo = repo();
+    let mut engine = engine(&repo, &server, MapRefresh::Auto);
+    until(&mut engine, |e| matches!(e, Event::Map(_))).await;
+    engine
+        .ops
+        .send(Op::Submit {
+            text: "first".into(),
+        })
+        .unwrap();
+    // Written while the reply streams: the refresh after the turn finds it.
+    add_file(&repo);
+    until(
+        &mut engine,
+        |e| matches!(e, Event::Map(view) if view.text.contains(ADDED)),
+    )
+    .await;
+    // The gauge names the mode.
+    let events = until(&mut engine, |e| matches!(e, Event::Budget(_))).await;
+    let Some(Event::Budget(report)) = events.last() else {
+        unreachable!()
+    };
+    assert_eq!(report.map.as_ref().unwrap().refresh, MapRefresh::Auto);
+    turn(&mut engine, "second").await;
+    assert!(!map_sent_added(&server, 0));
+    assert!(map_sent_added(&server, 1));
+    // So does the budget table.
+    engine
+        .ops
+        .send(Op::Submit {
+            text: "/tokens".into(),
+        })
+        .unwrap();
+    let events = until(
+        &mut engine,
+        |e| matches!(e, Event::Output { title, .. } if title == "tokens"),
+    )
+    .await;
+    let Some(Event::Output { text, .. }) = events.last() else {
+        unreachable!()
+    };
+    assert!(text.contains("refresh auto"), "{text}");
+}
+
+#[tokio::test]
+async fn files_rebuilds_only_when_the_chat_files_change() {
+    let server = MockServer::start().await;
+    replies(&server, 3);
+    let repo = repo();
+    let mut engine = engine(&repo, &server, MapRefresh::Files);
+    turn(&mut engine, "first").await;
+    add_file(&repo);
+    turn(&mut engine, "second").await;
+    // The tags are refreshed in the background, but the map is kept...
+    map_holds(&mut engine, "src/added.py").await;
+    turn(&mut engine, "third").await;
+    assert!(!map_sent_added(&server, 2));
+    // ...until the chat files change.
+    add_other_to_chat(&engine);
+    replies(&server, 1);
+    turn(&mut engine, "fourth").await;
+    assert!(
+        map_sent_added(&server, 3),
+        "{}",
+        server.requests()[3].body_text
+    );
+}
+
+#[tokio::test]
+async fn manual_keeps_the_map_until_map_refresh() {
+    let server = MockServer::start().await;
+    replies(&server, 3);
+    let repo = repo();
+    let mut engine = engine(&repo, &server, MapRefresh::Manual);
+    turn(&mut engine, "first").await;
+    add_file(&repo);
+    turn(&mut engine, "second").await;
+    // Not even a new chat file rebuilds it.
+    add_other_to_chat(&engine);
+    turn(&mut engine, "third").await;
+    assert!(!map_sent_added(&server, 1) && !map_sent_added(&server, 2));
+    engine
+        .ops
+        .send(Op::Submit {
+            text: "/map-refresh".into(),
+        })
+        .unwrap();
+    until(
+        &mut engine,
+        |e| matches!(e, Event::Map(view) if view.text.contains(ADDED)),
+    )
+    .await;
+    replies(&server, 1);
+    turn(&mut engine, "fourth").await;
+    assert!(map_sent_added(&server, 3));
+}
+
+#[tokio::test]
+async fn always_rescans_before_every_message() {
+    let server = MockServer::start().await;
+    replies(&server, 2);
+    let repo = repo();
+    let mut engine = engine(&repo, &server, MapRefresh::Always);
+    turn(&mut engine, "first").await;
+    // Written after the turn: only a rescan before the next message finds it.
+    add_file(&repo);
+    turn(&mut engine, "second").await;
+    assert!(!map_sent_added(&server, 0));
+    assert!(map_sent_added(&server, 1));
+}

@@ -233,7 +233,7 @@ fn keypress_to_frame(c: &mut Criterion) {
         model_chosen: false,
     };
     let probe = Arc::new(Probe::default());
-    let (keys, mut key_rx) = tokio::sync::mpsc::unbounded_channel::<io::Result<TermEvent>>();
+    let (keys, key_rx) = tokio::sync::mpsc::unbounded_channel::<io::Result<TermEvent>>();
     let loop_probe = Arc::clone(&probe);
     runtime.spawn(async move {
         let mut engine = tern::engine::spawn(config).unwrap();
@@ -246,7 +246,7 @@ fn keypress_to_frame(c: &mut Criterion) {
         tern::tui::run_loop(
             &mut terminal,
             &mut app,
-            &mut key_rx,
+            &mut tern::tui::TerminalInput::from_channel(key_rx),
             &mut engine.events,
             &engine.ops,
             std::future::pending(),

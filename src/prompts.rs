@@ -134,6 +134,15 @@ pub fn reflection_retry(format: EditFormat) -> &'static str {
 /// Precedes the diff of the hunks the user rejected, in the next message.
 pub const REJECTED_HUNKS: &str = text!("rejected-hunks.md");
 
+/// Follows the rejected hunks: `n` more hunks the user rewrote and then did not apply
+/// (their text is the user's, so it is not shown as the model's).
+pub fn rejected_rewritten(n: usize) -> String {
+    fill(text!("rejected-rewritten.md"), &[("n", &n.to_string())])
+}
+
+/// Precedes the diff of hunks the user rewrote before they were applied.
+pub const USER_EDITED_HUNKS: &str = text!("user-edited-hunks.md");
+
 // Branch review (`branch_review`, and the history line the engine keeps of a review).
 
 /// The review's system prompt.

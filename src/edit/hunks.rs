@@ -4,7 +4,7 @@
 //! lines an edit rewrote to the same text). No whole-file diff, no deadline that
 //! coarsens a large file's hunks.
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt;
 use std::ops::Range;
 use std::path::Path;
@@ -97,6 +97,9 @@ pub struct Hunk {
     /// The proposed lines that replace them.
     pub new: Range<usize>,
     pub decision: Decision,
+    /// The user wrote its new lines (`e` in the review): what the model is told about
+    /// it must not say the model wrote them.
+    pub edited: bool,
     /// The diff inside the hunk (it may keep a few unchanged lines between changes).
     pub(crate) ops: Vec<DiffOp>,
 }
@@ -105,43 +108,58 @@ impl Hunk {
     pub(crate) fn ops(&self) -> &[DiffOp] {
         &self.ops
     }
+
+    /// Where the parts of this hunk would start if it were split where unchanged lines
+    /// separate its changes (git's rule for `s` in `git add -p`): the original line
+    /// after each unchanged run inside it. Empty when it cannot be split.
+    pub(crate) fn split_points(&self) -> Vec<usize> {
+        self.ops
+            .iter()
+            .filter_map(|op| match *op {
+                DiffOp::Equal { old_index, len, .. } => Some(old_index + len),
+                _ => None,
+            })
+            .collect()
+    }
 }
+
+/// What the user made of each hunk (decision, edited), kept by id when a file's hunks
+/// are recomputed.
+pub(crate) type Marks = HashMap<HunkId, (Decision, bool)>;
 
 /// The most time the diff of one changed stretch may take before it settles for a
 /// coarser result (only whole-file replies have long stretches).
 const DIFF_DEADLINE: Duration = Duration::from_secs(1);
 
 /// The hunks turning `old` into `new` (both split after each `\n`), where `spans` says
-/// which lines of `new` are which lines of `old`. A new file that stays empty still
-/// gets one (empty) hunk, so that creating it can be accepted.
+/// which lines of `new` are which lines of `old`. Changes closer than twice [`CONTEXT`]
+/// are one hunk, except where `cuts` (original lines) say a hunk starts: the user split
+/// it there. A new file that stays empty still gets one (empty) hunk, so that creating
+/// it can be accepted.
 pub(crate) fn hunks_of(
     path: &Path,
     old: &[&str],
     new: &[&str],
     spans: &[Span<'_>],
     existed: bool,
+    cuts: &BTreeSet<usize>,
     taken: &mut HashSet<HunkId>,
 ) -> Vec<Hunk> {
     let ops = ops_of(old, new, spans);
     let mut hunks: Vec<Hunk> = similar::group_diff_ops(ops, CONTEXT)
         .into_iter()
-        .filter_map(|group| {
-            let first = group
-                .iter()
-                .position(|op| !matches!(op, DiffOp::Equal { .. }))?;
-            let last = group
-                .iter()
-                .rposition(|op| !matches!(op, DiffOp::Equal { .. }))?;
-            let ops = group[first..=last].to_vec();
+        .flat_map(|group| pieces(group, cuts))
+        .map(|ops| {
             let o = ops[0].old_range().start..ops[ops.len() - 1].old_range().end;
             let n = ops[0].new_range().start..ops[ops.len() - 1].new_range().end;
-            Some(Hunk {
+            Hunk {
                 id: HunkId::new(path, &old[o.clone()], &new[n.clone()], taken),
                 old: o,
                 new: n,
                 decision: Decision::Pending,
+                edited: false,
                 ops,
-            })
+            }
         })
         .collect();
     if hunks.is_empty() && !existed {
@@ -150,10 +168,38 @@ pub(crate) fn hunks_of(
             old: 0..0,
             new: 0..0,
             decision: Decision::Pending,
+            edited: false,
             ops: Vec::new(),
         });
     }
     hunks
+}
+
+/// A group of ops as hunks: without the unchanged lines around its changes, and cut at
+/// each unchanged run that ends where `cuts` say a hunk starts.
+fn pieces(group: Vec<DiffOp>, cuts: &BTreeSet<usize>) -> Vec<Vec<DiffOp>> {
+    fn finish(piece: &mut Vec<DiffOp>, out: &mut Vec<Vec<DiffOp>>) {
+        while matches!(piece.last(), Some(DiffOp::Equal { .. })) {
+            piece.pop();
+        }
+        if !piece.is_empty() {
+            out.push(std::mem::take(piece));
+        }
+    }
+    let mut out = Vec::new();
+    let mut piece = Vec::new();
+    for op in group {
+        if let DiffOp::Equal { old_index, len, .. } = op {
+            let cut = cuts.range(old_index + 1..=old_index + len).next().is_some();
+            if cut || piece.is_empty() {
+                finish(&mut piece, &mut out);
+                continue;
+            }
+        }
+        piece.push(op);
+    }
+    finish(&mut piece, &mut out);
+    out
 }
 
 /// The diff of `old` → `new` as ops covering both, from the spans.

@@ -6,7 +6,8 @@
 //! fail come back as [`EditError`]s, which [`reflection_message`] turns into the
 //! message the model gets to fix them, and its answer goes on top with
 //! [`Proposal::add_reply`]. The user decides per hunk, file or all
-//! ([`Proposal::decide`]), and [`Proposal::apply`] writes the original plus the
+//! ([`Proposal::decide`]), may split a hunk or write its new lines themselves
+//! ([`Proposal::split`], [`Proposal::edit`]), and [`Proposal::apply`] writes the original plus the
 //! accepted hunks. Nothing here is async or touches git (see `crate::git`).
 
 mod apply;
@@ -20,6 +21,7 @@ mod matching;
 mod parse;
 pub mod prompts;
 mod proposal;
+mod refine;
 mod render;
 mod safety;
 mod scan;
@@ -38,6 +40,7 @@ pub use hunks::{CONTEXT, Decision, Hunk, HunkId};
 pub use matching::Occurrence;
 pub use parse::{ParsedReply, parse_reply};
 pub use proposal::{Caution, FileProposal, Proposal, ReplyReport, Select, Unknown};
+pub use refine::RefineError;
 pub use render::{DiffLine, HunkText, LineKind, unified_diff, write_unified};
 pub use safety::{Refusal, Target, resolve as resolve_path};
 pub use scan::ShellSuggestion;

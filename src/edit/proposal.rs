@@ -7,7 +7,7 @@
 //! when a file changed on disk during review and is re-diffed, every hunk that did not
 //! change keeps its id and the decision already made on it.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use similar::DiffOp;
@@ -16,7 +16,7 @@ use super::block::{Edit, EditKind};
 use super::doc::Span;
 use super::error::{EditError, Problem};
 use super::filename::FileSet;
-use super::hunks::{CONTEXT, Decision, Hunk, HunkId};
+use super::hunks::{CONTEXT, Decision, Hunk, HunkId, Marks};
 use super::matching::{Doc, Failure, Occurrence, lines_of, whole_placeholder};
 use super::safety::{self, Target};
 use super::scan::ShellSuggestion;
@@ -66,6 +66,10 @@ pub struct FileProposal {
     pub(crate) spans: Vec<Span<'static>>,
     pub(crate) final_newline: bool,
     pub(crate) hunks: Vec<Hunk>,
+    /// Original lines where a hunk starts because the user split one there (see
+    /// `hunks_of`); kept while the original is, and redrawn from the hunks when it
+    /// changes.
+    pub(crate) cuts: BTreeSet<usize>,
     /// An existing file that is not an editable chat file (see [`Caution`]).
     pub(crate) outside_chat: bool,
     /// A file git ignores and does not track (a new one, or `.env`): written only once
@@ -228,18 +232,23 @@ impl FileProposal {
             }
         }
         let (spans, final_newline) = snapshot::spans_of(&lines, &placed);
-        let decided = placed.iter().map(|(_, h)| h.decision).collect::<Vec<_>>();
+        let decided = placed
+            .iter()
+            .map(|(_, h)| (h.decision, h.edited))
+            .collect::<Vec<_>>();
         drop(lines);
         self.original = current;
         self.existed = existed;
         self.spans = spans;
         self.final_newline = final_newline;
+        self.cuts = cuts_between(placed.iter().map(|(start, _)| *start));
         self.rebuild(&HashMap::new(), taken);
         // The hunks come back in order, one per placed hunk, unless a placed one made
         // no change at all (then decisions are left pending).
         if self.hunks.len() == decided.len() {
-            for (h, d) in self.hunks.iter_mut().zip(decided) {
-                h.decision = d;
+            for (h, (decision, edited)) in self.hunks.iter_mut().zip(decided) {
+                h.decision = decision;
+                h.edited = edited;
             }
         }
         errors
@@ -260,23 +269,27 @@ impl FileProposal {
         }
         let lines: Vec<&str> = written.text().split_inclusive('\n').collect();
         let (spans, final_newline) = snapshot::spans_of(&lines, &remaining);
-        let decided: HashMap<HunkId, Decision> =
-            self.hunks.iter().map(|h| (h.id, h.decision)).collect();
+        let marks = self.marks();
+        self.cuts = cuts_between(remaining.iter().map(|(start, _)| *start));
         drop(lines);
         self.original = written;
         self.existed = true;
         self.spans = spans;
         self.final_newline = final_newline;
-        self.rebuild(&decided, taken);
+        self.rebuild(&marks, taken);
     }
 
-    /// Recomputes the proposed text and the hunks from the spans, keeping decisions by
-    /// id. `taken`: the ids of the proposal's other files.
-    pub(crate) fn rebuild(
-        &mut self,
-        decided: &HashMap<HunkId, Decision>,
-        taken: &mut HashSet<HunkId>,
-    ) {
+    /// Each hunk's decision and whether the user edited it, by id.
+    pub(crate) fn marks(&self) -> Marks {
+        self.hunks
+            .iter()
+            .map(|h| (h.id, (h.decision, h.edited)))
+            .collect()
+    }
+
+    /// Recomputes the proposed text and the hunks from the spans, keeping what the user
+    /// made of each hunk by id. `taken`: the ids of the proposal's other files.
+    pub(crate) fn rebuild(&mut self, marks: &Marks, taken: &mut HashSet<HunkId>) {
         let doc = Doc::with_spans(
             self.original.text(),
             &[],
@@ -285,10 +298,17 @@ impl FileProposal {
         self.proposed = doc.text();
         let old: Vec<&str> = self.original.text().split_inclusive('\n').collect();
         let new: Vec<&str> = self.proposed.split_inclusive('\n').collect();
-        self.hunks =
-            super::hunks::hunks_of(&self.path, &old, &new, &self.spans, self.existed, taken);
+        self.hunks = super::hunks::hunks_of(
+            &self.path,
+            &old,
+            &new,
+            &self.spans,
+            self.existed,
+            &self.cuts,
+            taken,
+        );
         for h in &mut self.hunks {
-            h.decision = decided.get(&h.id).copied().unwrap_or_default();
+            (h.decision, h.edited) = marks.get(&h.id).copied().unwrap_or_default();
         }
     }
 
@@ -298,11 +318,12 @@ impl FileProposal {
         let new: Vec<&str> = self.proposed.split_inclusive('\n').collect();
         let owned = |lines: &[&str]| lines.iter().map(|l| l.to_string()).collect::<Vec<_>>();
         let mut out = Vec::with_capacity(self.hunks.len());
-        for (i, h) in self.hunks.iter().enumerate() {
-            let prev_end = i.checked_sub(1).map_or(0, |p| self.hunks[p].old.end);
-            let next_start = self.hunks.get(i + 1).map_or(old.len(), |n| n.old.start);
-            let before = h.old.start - CONTEXT.min(h.old.start - prev_end);
-            let after = h.old.end + CONTEXT.min(next_start - h.old.end);
+        for h in &self.hunks {
+            // The context may reach into a neighbour's lines (parts of a split hunk are
+            // close): they are the original's lines all the same, and a full context
+            // keeps a small part from matching several places.
+            let before = h.old.start.saturating_sub(CONTEXT);
+            let after = (h.old.end + CONTEXT).min(old.len());
             let parts = h
                 .ops
                 .iter()
@@ -331,10 +352,17 @@ impl FileProposal {
                 at_end: after == old.len(),
                 parts,
                 decision: h.decision,
+                edited: h.edited,
             });
         }
         out
     }
+}
+
+/// The cuts that keep hunks starting at `starts` (in order) apart: every start but the
+/// first.
+fn cuts_between(starts: impl Iterator<Item = usize>) -> BTreeSet<usize> {
+    starts.skip(1).collect()
 }
 
 /// A hunk as diff lines, to show why it failed.
@@ -482,6 +510,7 @@ impl Proposal {
                             spans,
                             final_newline,
                             hunks: Vec::new(),
+                            cuts: BTreeSet::new(),
                             confirmed: false,
                         });
                         self.files.len() - 1
@@ -523,8 +552,8 @@ impl Proposal {
             let (spans, final_newline) = doc.into_owned_spans();
             file.spans = spans;
             file.final_newline = final_newline;
-            let decided = file.hunks.iter().map(|h| (h.id, h.decision)).collect();
-            file.rebuild(&decided, &mut taken);
+            let marks = file.marks();
+            file.rebuild(&marks, &mut taken);
         }
         failed.into_iter().map(|(_, e)| e).collect()
     }
@@ -587,6 +616,7 @@ impl Proposal {
                 spans: Vec::new(),
                 final_newline: true,
                 hunks: Vec::new(),
+                cuts: BTreeSet::new(),
                 confirmed: file.confirmed && unchanged,
             };
             let mut taken = proposal.hunk_ids().collect();

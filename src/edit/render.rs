@@ -2,6 +2,7 @@
 //! commit-message prompt and the model's rejected-hunks summary).
 
 use std::fmt::Write;
+use std::path::PathBuf;
 
 use similar::DiffOp;
 
@@ -49,14 +50,42 @@ impl FileProposal {
 impl Proposal {
     /// For the model's next turn: the hunks the user rejected (or left undecided) and
     /// so were not applied. None when every hunk was accepted.
+    /// Hunks the user rewrote (`e`) are not the model's: they are only counted.
     pub fn rejected_summary(&self) -> Option<String> {
         let mut body = String::new();
         for file in self.files() {
-            let diff = unified_diff(file, |h| h.decision != Decision::Accept, false);
+            let diff = unified_diff(file, |h| h.decision != Decision::Accept && !h.edited, false);
             body.push_str(&diff);
         }
-        (!body.is_empty())
-            .then(|| format!("{}\n\n```diff\n{body}```\n", crate::prompts::REJECTED_HUNKS))
+        let rewritten = self
+            .files()
+            .iter()
+            .flat_map(|f| f.hunks())
+            .filter(|h| h.decision != Decision::Accept && h.edited)
+            .count();
+        let mut out = String::new();
+        if !body.is_empty() {
+            out = format!("{}\n\n```diff\n{body}```\n", crate::prompts::REJECTED_HUNKS);
+        }
+        if rewritten > 0 {
+            out.push_str(&crate::prompts::rejected_rewritten(rewritten));
+            out.push('\n');
+        }
+        (!out.is_empty()).then_some(out)
+    }
+
+    /// The accepted hunks the user wrote themselves (`e`), as a diff per file: once
+    /// written, the model is told that the files hold the user's version there, not
+    /// its own.
+    pub fn rewritten_diffs(&self) -> Vec<(PathBuf, String)> {
+        self.files()
+            .iter()
+            .map(|f| {
+                let diff = unified_diff(f, |h| h.decision == Decision::Accept && h.edited, false);
+                (f.path().to_path_buf(), diff)
+            })
+            .filter(|(_, diff)| !diff.is_empty())
+            .collect()
     }
 }
 

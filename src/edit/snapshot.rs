@@ -24,6 +24,9 @@ pub struct HunkSnapshot {
     /// How `old` becomes the new lines.
     pub parts: Vec<Part>,
     pub decision: Decision,
+    /// The user wrote its new lines (`e` in the review).
+    #[serde(default)]
+    pub edited: bool,
 }
 
 /// A step of a hunk, through its `old` lines in order.

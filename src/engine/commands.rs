@@ -11,6 +11,7 @@ pub enum Command {
     Code,
     Apply,
     Reject,
+    Split,
     Discard,
     Diff,
     Show,
@@ -25,6 +26,7 @@ pub enum Command {
     Forget,
     Model,
     Trust,
+    Editor,
     Help,
     Quit,
 }
@@ -40,7 +42,7 @@ pub struct CommandSpec {
 
 impl Command {
     /// Every command, in the order `/help` lists them.
-    pub const ALL: [Command; 23] = [
+    pub const ALL: [Command; 25] = [
         Command::Add,
         Command::ReadOnly,
         Command::Drop,
@@ -48,6 +50,7 @@ impl Command {
         Command::Code,
         Command::Apply,
         Command::Reject,
+        Command::Split,
         Command::Discard,
         Command::Diff,
         Command::Show,
@@ -62,6 +65,7 @@ impl Command {
         Command::Forget,
         Command::Model,
         Command::Trust,
+        Command::Editor,
         Command::Help,
         Command::Quit,
     ];
@@ -77,6 +81,7 @@ impl Command {
             Command::Code => ("code", "[REQUEST]", "ask for edits; alone, switch to code mode"),
             Command::Apply => ("apply", "[all]", "write the accepted hunks and commit them (all: accept every hunk first)"),
             Command::Reject => ("reject", "HUNK [REASON]", "reject a proposed hunk; the reason goes to the model with it"),
+            Command::Split => ("split", "HUNK", "split a proposed hunk where unchanged lines separate its changes"),
             Command::Discard => ("discard", "", "forget the proposed edits; nothing is written"),
             Command::Diff => ("diff", "", "show the proposed edits, or else the uncommitted changes"),
             Command::Show => ("show", "[REV]", "show a commit (the last one: what tern just committed)"),
@@ -91,6 +96,7 @@ impl Command {
             Command::Forget => ("forget", "[TURNS]", "drop the oldest turns without a summary (when summarizing fails); the model is told"),
             Command::Model => ("model", "[NAME]", "show or switch the main model"),
             Command::Trust => ("trust", "[yes]", "show this repository's .tern.toml; with yes, trust exactly that content"),
+            Command::Editor => ("editor", "[TEXT]", "write the message in $VISUAL or $EDITOR (ctrl-g in the message box)"),
             Command::Help => ("help", "", "list the commands"),
             Command::Quit => ("quit", "", "leave tern"),
         };

@@ -72,6 +72,13 @@ impl Engine {
         {
             return;
         }
+        // OpenAI's API has no tokenize endpoint, and without a key nothing is sent: as
+        // good as probed, with no tokenizer (the counts are calibrated instead).
+        if self.client.api_base() == crate::llm::OPENAI_API_BASE || self.client.unusable().is_some()
+        {
+            self.counts.probed = true;
+            return;
+        }
         let wanted = self.counter.take_wanted();
         if self.counts.probed && wanted.is_empty() {
             return;

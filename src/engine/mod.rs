@@ -93,7 +93,7 @@ impl EventSink {
 /// Results of background work, handed back to the loop.
 pub(crate) enum Internal {
     Turn(turn::TurnOutcome),
-    Landed(proposal_review::LandResult),
+    Landed(Box<proposal_review::LandResult>),
     MapRefreshed(map::Refreshed),
     Reviewed(branch_review::ReviewOutcome),
     /// A git command (undo, commit) finished.
@@ -326,6 +326,7 @@ impl Engine {
             Op::NoMoreMessages => self.history.defer_summaries(),
             Op::ListRepoFiles => self.list_repo_files(),
             Op::MapWhy { path } => self.map_why(&path),
+            Op::HunkText { id } => self.hunk_text(&id),
             Op::Shutdown => unreachable!("handled by the loop"),
         }
     }

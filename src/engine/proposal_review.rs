@@ -78,6 +78,9 @@ pub(super) struct SavedPending {
 pub(crate) struct LandResult {
     pending: Pending,
     landed: Landed,
+    /// The accepted hunks the user wrote, per file, taken before the landing (see
+    /// `Proposal::rewritten_diffs`).
+    rewritten: Vec<(PathBuf, String)>,
 }
 
 impl Engine {
@@ -209,6 +212,14 @@ impl Engine {
             return;
         };
         let decided = match &op {
+            ReviewOp::Split { id } => {
+                self.split_hunk(id);
+                return;
+            }
+            ReviewOp::Edit { id, new_lines } => {
+                self.edit_hunk(id, new_lines);
+                return;
+            }
             ReviewOp::Hunk { id, decision } => match id.parse::<HunkId>() {
                 Ok(id) => pending
                     .proposal
@@ -250,6 +261,90 @@ impl Engine {
         };
         match decided {
             Ok(_) => self.publish_proposal(),
+            Err(e) => self.error(e),
+        }
+    }
+
+    /// `ReviewOp::Split`: the hunk's parts replace it. The proposal is published either
+    /// way, so a front end waiting for the result gets it.
+    fn split_hunk(&mut self, id: &str) {
+        let Some(pending) = self.pending.as_mut() else {
+            return;
+        };
+        match id
+            .parse::<HunkId>()
+            .map_err(|e| e.to_string())
+            .and_then(|hunk| pending.proposal.split(hunk).map_err(|e| e.to_string()))
+        {
+            Ok(parts) => {
+                let ids: Vec<String> = parts.iter().map(ToString::to_string).collect();
+                self.notice(format!(
+                    "split hunk {id} into {}: {}",
+                    parts.len(),
+                    ids.join(", ")
+                ));
+            }
+            Err(e) => self.error(e),
+        }
+        self.publish_proposal();
+    }
+
+    /// `ReviewOp::Edit`: the user's lines become the hunk's, accepted; a refusal gives
+    /// the text back.
+    fn edit_hunk(&mut self, id: &str, new_lines: &str) {
+        let Some(pending) = self.pending.as_mut() else {
+            return;
+        };
+        let edited = id
+            .parse::<HunkId>()
+            .map_err(|e| e.to_string())
+            .and_then(|hunk| {
+                pending
+                    .proposal
+                    .edit(hunk, new_lines)
+                    .map_err(|e| e.to_string())
+            });
+        match edited {
+            Ok(ids) => {
+                let ids: Vec<String> = ids.iter().map(ToString::to_string).collect();
+                self.notice(format!(
+                    "hunk {id} now holds your lines, accepted (as {})",
+                    ids.join(", ")
+                ));
+            }
+            Err(reason) => self.events.send(Event::EditRefused {
+                id: id.to_string(),
+                new_lines: new_lines.to_string(),
+                reason,
+            }),
+        }
+        self.publish_proposal();
+    }
+
+    /// `Op::HunkText`: a hunk's proposed lines, exactly, for an editor.
+    pub(super) fn hunk_text(&mut self, id: &str) {
+        let found = self
+            .pending
+            .as_ref()
+            .ok_or_else(|| "there are no proposed edits".to_string())
+            .and_then(|p| {
+                let hunk = id.parse::<HunkId>()?;
+                let text = p.proposal.hunk_text(hunk).map_err(|e| e.to_string())?;
+                let path = p
+                    .proposal
+                    .files()
+                    .iter()
+                    .find(|f| f.hunks().iter().any(|h| h.id == hunk))
+                    .map(|f| f.path().display().to_string())
+                    .unwrap_or_default();
+                Ok((path, text))
+            });
+        match found {
+            Ok((path, text)) => self.events.send(Event::HunkText {
+                id: id.to_string(),
+                path,
+                text,
+            }),
             Err(e) => self.error(e),
         }
     }
@@ -433,6 +528,7 @@ impl Engine {
             let _ = pending.proposal.confirm(&path);
         }
         let mut pending = self.pending.take().expect("checked above");
+        let rewritten = pending.proposal.rewritten_diffs();
         let root = self.session.root().to_path_buf();
         let settings = self.settings.clone();
         let client = (self.purpose == Purpose::Conversation).then(|| self.client.clone());
@@ -467,13 +563,21 @@ impl Engine {
                     panic_text(&*panic)
                 ))))
             });
-            let _ = done.send(Internal::Landed(LandResult { pending, landed }));
+            let _ = done.send(Internal::Landed(Box::new(LandResult {
+                pending,
+                landed,
+                rewritten,
+            })));
         });
     }
 
-    pub(super) fn finish_landing(&mut self, result: LandResult) {
+    pub(super) fn finish_landing(&mut self, result: Box<LandResult>) {
         self.activity.end_git();
-        let LandResult { pending, landed } = result;
+        let LandResult {
+            pending,
+            landed,
+            rewritten,
+        } = *result;
         self.pending = Some(pending);
         let not_applied = match landed {
             Landed::Refused(e @ git::GitError::Interrupted) => {
@@ -545,6 +649,17 @@ impl Engine {
                     ));
                 }
                 let accepted: usize = applied.written.iter().map(|w| w.hunks.len()).sum();
+                let rewritten: String = rewritten
+                    .iter()
+                    .filter(|(path, _)| applied.written.iter().any(|w| &w.path == path))
+                    .map(|(_, diff)| diff.as_str())
+                    .collect();
+                if !rewritten.is_empty() {
+                    self.session.notes_for_next_turn.push(format!(
+                        "{}\n\n```diff\n{rewritten}```\n",
+                        crate::prompts::USER_EDITED_HUNKS
+                    ));
+                }
                 let (commit_id, message, commit_failed) = match commit {
                     Ok(Some(c)) => (Some(c.short_id()), c.summary, false),
                     Ok(None) => (None, "written, not committed".to_string(), false),
@@ -697,6 +812,7 @@ fn view(pending: &Pending) -> ProposalView {
                             })
                             .collect(),
                         decision: hunk.decision,
+                        edited: hunk.edited,
                     })
                     .collect(),
             }

@@ -99,6 +99,11 @@ pub enum Op {
     MapWhy {
         path: String,
     },
+    /// Ask for a pending hunk's proposed lines, exactly (answered with
+    /// `Event::HunkText`), for the user to edit them.
+    HunkText {
+        id: String,
+    },
     /// No message follows the ones sent (a one-shot `-m`, a script's end): no summary
     /// starts after them; the next start makes one if the history needs it.
     NoMoreMessages,
@@ -123,6 +128,18 @@ pub enum ReviewOp {
     /// is backed up first). Applying twice confirms the files the first apply named.
     Confirm {
         path: String,
+    },
+    /// Split a hunk where unchanged lines separate its changes (`git add -p`'s `s`);
+    /// each part gets its own id and keeps the hunk's decision.
+    Split {
+        id: String,
+    },
+    /// The user's own version of a hunk's new lines (`git add -p`'s `e`): it becomes
+    /// the hunk's proposed content, accepted. Refused with `Event::EditRefused`, which
+    /// gives the text back.
+    Edit {
+        id: String,
+        new_lines: String,
     },
     /// Write the accepted hunks (and commit them, unless auto-commits are off).
     Apply,
@@ -152,6 +169,8 @@ pub struct HunkView {
     pub new_len: usize,
     pub lines: Vec<DiffLine>,
     pub decision: Decision,
+    /// The user wrote its new lines (`ReviewOp::Edit`).
+    pub edited: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -434,6 +453,20 @@ pub enum Event {
         failed: Vec<String>,
         /// The edits were written but the commit failed (a hook refused it).
         commit_failed: bool,
+    },
+    /// A hunk's proposed lines exactly as they are (control characters included), for
+    /// an editor; `path` is its file, whose extension the editor may use.
+    HunkText {
+        id: String,
+        path: String,
+        text: String,
+    },
+    /// `ReviewOp::Edit` was refused (`reason`); the proposal is unchanged and the
+    /// user's text comes back in `new_lines`, so nothing typed is lost.
+    EditRefused {
+        id: String,
+        new_lines: String,
+        reason: String,
     },
     /// `ReviewOp::Apply` wrote nothing; the errors or warnings before it say why.
     NotApplied {

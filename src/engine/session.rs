@@ -51,7 +51,8 @@ pub struct Session {
     pub last_usage_estimated: bool,
     pub last_cost: f64,
     pub session_cost: f64,
-    /// What the chat showed, oldest first, at most `TRANSCRIPT_LIMIT` messages: the
+    /// What the chat showed, oldest first, within `TRANSCRIPT_LIMIT` messages and
+    /// `TRANSCRIPT_BYTES`: the
     /// history is what the model sees (summarized, notes merged into user messages);
     /// this is what a resumed workspace shows again.
     pub transcript: Vec<Shown>,
@@ -59,6 +60,12 @@ pub struct Session {
 
 /// The most messages a transcript keeps.
 pub const TRANSCRIPT_LIMIT: usize = 400;
+/// The most bytes of one message a transcript keeps (a long reply or paste is kept in
+/// part: the history has it whole).
+pub const TRANSCRIPT_MESSAGE_BYTES: usize = 64 * 1024;
+/// The most bytes a whole transcript keeps: the session file is written on every
+/// change, so it must stay small.
+pub const TRANSCRIPT_BYTES: usize = 2 * 1024 * 1024;
 
 impl Session {
     pub fn new(root: PathBuf) -> Self {
@@ -77,14 +84,27 @@ impl Session {
         }
     }
 
-    /// Adds a message to the transcript (empty ones are not shown, so not kept).
+    /// Adds a message to the transcript (empty ones are not shown, so not kept),
+    /// within its bounds: the newest messages, each cut to `TRANSCRIPT_MESSAGE_BYTES`.
     pub fn show(&mut self, kind: ShownKind, text: impl Into<String>) {
-        let text = text.into();
+        let mut text = text.into();
         if text.is_empty() {
             return;
         }
+        if text.len() > TRANSCRIPT_MESSAGE_BYTES {
+            let left = text.len() - TRANSCRIPT_MESSAGE_BYTES;
+            crate::chars::truncate(&mut text, TRANSCRIPT_MESSAGE_BYTES);
+            text.push_str(&format!(
+                "\n… ({left} more bytes are not kept for resuming)"
+            ));
+        }
         self.transcript.push(Shown { kind, text });
-        let over = self.transcript.len().saturating_sub(TRANSCRIPT_LIMIT);
+        let mut over = self.transcript.len().saturating_sub(TRANSCRIPT_LIMIT);
+        let mut bytes: usize = self.transcript.iter().map(|s| s.text.len()).sum();
+        while bytes > TRANSCRIPT_BYTES && over < self.transcript.len() - 1 {
+            bytes -= self.transcript[over].text.len();
+            over += 1;
+        }
         self.transcript.drain(..over);
     }
 
@@ -374,5 +394,35 @@ mod tests {
         let (texts, errors) = s.texts(FileMode::Editable);
         assert!(errors.is_empty());
         assert_eq!(texts[0].text, "one\ntwo, longer\n");
+    }
+}
+
+#[cfg(test)]
+mod transcript_tests {
+    use super::*;
+
+    #[test]
+    fn the_transcript_keeps_the_newest_within_its_bounds() {
+        let mut session = Session::new(PathBuf::from("/repo"));
+        let huge = "日本".repeat(TRANSCRIPT_MESSAGE_BYTES);
+        session.show(ShownKind::Assistant, huge.clone());
+        let kept = &session.transcript[0].text;
+        assert!(
+            kept.len() < TRANSCRIPT_MESSAGE_BYTES + 100,
+            "{}",
+            kept.len()
+        );
+        assert!(kept.ends_with("more bytes are not kept for resuming)"));
+        for i in 0..100 {
+            session.show(ShownKind::User, format!("{i}{huge}"));
+        }
+        let bytes: usize = session.transcript.iter().map(|s| s.text.len()).sum();
+        assert!(bytes <= TRANSCRIPT_BYTES, "{bytes}");
+        assert!(session.transcript.last().unwrap().text.starts_with("99"));
+        for i in 0..1000 {
+            session.show(ShownKind::User, i.to_string());
+        }
+        assert_eq!(session.transcript.len(), TRANSCRIPT_LIMIT);
+        assert_eq!(session.transcript.last().unwrap().text, "999");
     }
 }

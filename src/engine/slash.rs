@@ -104,6 +104,14 @@ impl Engine {
             }),
             Command::Trust => self.trust_command(&args),
             Command::Quit => self.quit = true,
+            Command::Split => self.review(ReviewOp::Split {
+                id: args.trim().to_string(),
+            }),
+            // Only a front end with a terminal can hand it to an editor.
+            Command::Editor => self.error(
+                "/editor opens an editor in the workspace (ctrl-g in the message box); there is none here"
+                    .into(),
+            ),
         }
     }
 

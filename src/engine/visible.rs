@@ -148,6 +148,20 @@ impl Visible for Event {
                 failed.make_visible();
             }
             Event::NotApplied { reason: _ } => {}
+            // The text goes to an editor's file, never to the screen: it must stay
+            // exactly the file's lines.
+            Event::HunkText { id, path, text: _ } => {
+                id.make_visible();
+                path.make_visible();
+            }
+            Event::EditRefused {
+                id,
+                new_lines: _,
+                reason,
+            } => {
+                id.make_visible();
+                reason.make_visible();
+            }
             Event::ReviewPlan(plan) => plan.make_visible(),
             Event::BranchReviewed {
                 plan,
@@ -287,6 +301,7 @@ impl Visible for HunkView {
             new_start: _,
             new_len: _,
             decision: _,
+            edited: _,
         } = self;
         id.make_visible();
         for line in lines {

@@ -75,7 +75,7 @@ pub enum LlmError {
     Replay(String),
 
     #[error(
-        "no API key for OpenAI's API, so nothing was sent. Set one (export OPENAI_API_KEY=sk-...), or use a local server with --api-base (Ollama: --api-base http://localhost:11434/v1; llama.cpp: --api-base http://localhost:8080/v1), or try tern --demo"
+        "no API key for OpenAI's API, so tern sends nothing: set one (export OPENAI_API_KEY=sk-...), or use a local server with --api-base (Ollama: --api-base http://localhost:11434/v1; llama.cpp: --api-base http://localhost:8080/v1), or try tern --demo"
     )]
     NoApiKey,
 

@@ -12,6 +12,7 @@ use crossterm::event::{
 use ratatui::layout::{Position, Rect};
 use ratatui::text::Line;
 
+use super::editor::{self, EditRequest, EditTarget};
 use super::keymap::{Action, Keymap};
 use super::panes::chat::{ChatPane, Footer, Kind};
 use super::panes::files::FilesPane;
@@ -23,7 +24,7 @@ use super::panes::review::{self, ReviewPane};
 use super::panes::{Cx, Effect, Pane, PaneId, help};
 use super::theme::Theme;
 use crate::engine::commands;
-use crate::engine::protocol::{ChatMode, ShownKind};
+use crate::engine::protocol::{ChatMode, ReviewOp, ShownKind};
 use crate::engine::{Event, Op};
 
 /// How long after the last keystroke the draft is sent for the live `cur` count.
@@ -115,6 +116,8 @@ pub struct App {
     draft_due: Option<Instant>,
     repo_files: Arc<Vec<String>>,
     pub(crate) hits: Hits,
+    /// Text to open in the user's editor, for the loop to run.
+    editor: Option<EditRequest>,
 }
 
 impl App {
@@ -149,6 +152,7 @@ impl App {
             draft_due: None,
             repo_files: Arc::new(Vec::new()),
             hits: Hits::default(),
+            editor: None,
         }
     }
 
@@ -163,6 +167,42 @@ impl App {
     /// The ops produced since the last call, in order.
     pub fn take_ops(&mut self) -> Vec<Op> {
         std::mem::take(&mut self.ops)
+    }
+
+    /// Text the user asked to edit in their editor (Ctrl-G, `/editor`, `e` in the
+    /// review), taken by the loop, which runs the editor and hands the result to
+    /// [`App::editor_done`].
+    pub fn take_editor_request(&mut self) -> Option<EditRequest> {
+        self.editor.take()
+    }
+
+    /// The editor ran on `request`'s text: `edited` is the new text, or why there is
+    /// none (then what was edited stays as it was).
+    pub fn editor_done(&mut self, request: EditRequest, edited: Result<String, String>) {
+        match (request.target, edited) {
+            (EditTarget::Draft, Ok(text)) => {
+                self.panes.input.set_text(text.trim_end_matches('\n'));
+                self.set_focus(PaneId::Input);
+                if self.panes.input.take_changed() {
+                    self.draft_due = Some(Instant::now() + DRAFT_DEBOUNCE);
+                }
+            }
+            (EditTarget::Draft, Err(why)) => self
+                .panes
+                .chat
+                .push(Kind::Warning, format!("{why}; the message is unchanged")),
+            (EditTarget::Hunk { id }, Ok(text)) if text == request.text => {
+                self.flash(format!("hunk {id} unchanged"));
+            }
+            (EditTarget::Hunk { id }, Ok(new_lines)) => {
+                self.panes.review.reshape();
+                self.ops.push(Op::Review(ReviewOp::Edit { id, new_lines }));
+            }
+            (EditTarget::Hunk { id }, Err(why)) => self
+                .panes
+                .chat
+                .push(Kind::Warning, format!("{why}; hunk {id} is unchanged")),
+        }
     }
 
     /// The user asked to quit (an `Op::Shutdown` was queued).
@@ -379,6 +419,27 @@ impl App {
             }
             // The error or warning before it said why; the proposal stays to decide on.
             Event::NotApplied { .. } => {}
+            Event::HunkText { id, path, text } => {
+                self.editor = Some(EditRequest {
+                    target: EditTarget::Hunk { id },
+                    text,
+                    suffix: editor::suffix_of(&path),
+                });
+            }
+            Event::EditRefused {
+                id,
+                new_lines,
+                reason,
+            } => {
+                chat.push(
+                    Kind::Error,
+                    format!(
+                        "your edit of hunk {id} was not used: {reason}; {} opens your text again",
+                        self.keymap.describe(Action::EditHunk)
+                    ),
+                );
+                self.panes.review.edit_refused(id, new_lines);
+            }
             Event::MapProgress { done, total } => self.panes.map.set_progress(done, total),
             Event::Map(map) => {
                 self.panes.map.set_map(*map);
@@ -530,6 +591,7 @@ impl App {
                     self.panes.input.set_text(&text);
                     self.set_focus(PaneId::Input);
                 }
+                Effect::Edit(request) => self.editor = Some(request),
             }
         }
         result
@@ -566,6 +628,24 @@ impl App {
             .ops
             .iter()
             .any(|op| matches!(op, Op::Submit { text } if starts_turn(text)));
+        // `/editor [TEXT]` is the front end's: the editor opens on TEXT.
+        if let Some(at) = self.ops.iter().position(|op| {
+            matches!(op, Op::Submit { text } if matches!(
+                commands::parse(text),
+                commands::Parsed::Command { spec, .. } if spec.command == commands::Command::Editor
+            ))
+        }) && let Op::Submit { text } = self.ops.remove(at)
+        {
+            let args = match commands::parse(&text) {
+                commands::Parsed::Command { args, .. } => args.to_string(),
+                commands::Parsed::Unknown { .. } => String::new(),
+            };
+            self.editor = Some(EditRequest {
+                target: EditTarget::Draft,
+                text: args,
+                suffix: ".md".into(),
+            });
+        }
         // `/quit` typed with hunks to review asks first, like Ctrl-C twice.
         if let Some(at) = self
             .ops

@@ -53,6 +53,9 @@ pub enum Action {
     ScrollLeft,
     ScrollRight,
     RejectWithReason,
+    ExternalEditor,
+    SplitHunk,
+    EditHunk,
     CopyReply,
     CopyCode,
 }
@@ -141,7 +144,7 @@ pub const ACTIONS: &[ActionSpec] = &[
         Action::Bottom,
         "bottom",
         "G end",
-        "go to the bottom (the chat follows again)",
+        "go to the bottom (the chat: follow it again)",
     ),
     spec(
         Action::FocusInput,
@@ -243,7 +246,25 @@ pub const ACTIONS: &[ActionSpec] = &[
         Action::RejectWithReason,
         "reject_with_reason",
         "N",
-        "reject the hunk and tell the model why (type the reason, Enter)",
+        "reject the hunk, telling the model why",
+    ),
+    spec(
+        Action::SplitHunk,
+        "split_hunk",
+        "s",
+        "split the hunk at unchanged lines between its changes",
+    ),
+    spec(
+        Action::EditHunk,
+        "edit_hunk",
+        "e",
+        "edit the hunk in $VISUAL / $EDITOR; yours is accepted",
+    ),
+    spec(
+        Action::ExternalEditor,
+        "editor",
+        "ctrl-g",
+        "write the message in $VISUAL / $EDITOR (also /editor)",
     ),
     spec(
         Action::ScrollLeft,

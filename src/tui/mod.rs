@@ -5,9 +5,12 @@
 //! events and timers. Every state change comes from one of those; every user action
 //! leaves as an `Op`. Frames are drawn only when something changed: at once after a
 //! key (so typing never waits), and at most ~60 times a second while a reply streams.
+//! For an external editor (Ctrl-G, `e` in the review) the loop steps aside: it stops
+//! reading the terminal, gives it back, waits for the editor and takes it over again.
 
 pub mod app;
 pub mod demo;
+pub mod editor;
 pub mod fuzzy;
 pub mod highlight;
 pub mod keymap;
@@ -28,8 +31,10 @@ use futures::StreamExt;
 use ratatui::Terminal;
 use ratatui::backend::{Backend, CrosstermBackend};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
+use tokio::task::JoinHandle;
 
 pub use app::{App, AppConfig};
+pub use editor::{EditRequest, EditTarget};
 pub use keymap::Keymap;
 pub use panes::PaneId;
 pub use panes::chat::Kind;
@@ -77,7 +82,7 @@ pub async fn run(config: EngineConfig, options: Options) -> anyhow::Result<ExitC
         let _guard = terminal::enter()?;
         let mut terminal = Terminal::new(CrosstermBackend::new(io::stdout()))?;
         terminal.clear()?;
-        let mut input = forward_terminal_events();
+        let mut input = TerminalInput::from_terminal();
         run_loop(
             &mut terminal,
             &mut app,
@@ -103,10 +108,78 @@ pub async fn run(config: EngineConfig, options: Options) -> anyhow::Result<ExitC
     result.map(|()| ExitCode::SUCCESS)
 }
 
-/// Terminal events, read on their own task so the loop can drain what is queued
-/// without polling crossterm's stream with a foreign waker.
-fn forward_terminal_events() -> UnboundedReceiver<io::Result<TermEvent>> {
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+/// Where the loop's terminal events come from: the real terminal, read by crossterm's
+/// `EventStream` on a task of its own (so the loop can drain what is queued without
+/// polling the stream with a foreign waker), or a channel (tests, benchmarks).
+pub struct TerminalInput {
+    events: UnboundedReceiver<io::Result<TermEvent>>,
+    /// The real terminal's reader, and the sender it forwards to (kept to start a new
+    /// reader after an editor ran).
+    reader: Option<(JoinHandle<()>, UnboundedSender<io::Result<TermEvent>>)>,
+}
+
+impl TerminalInput {
+    pub fn from_terminal() -> TerminalInput {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        TerminalInput {
+            events: rx,
+            reader: Some((read_terminal(tx.clone()), tx)),
+        }
+    }
+
+    /// Events sent on a channel; an editor then runs without touching the terminal.
+    pub fn from_channel(events: UnboundedReceiver<io::Result<TermEvent>>) -> TerminalInput {
+        TerminalInput {
+            events,
+            reader: None,
+        }
+    }
+
+    /// Runs the user's editor on `request`'s text (see `editor::edit`). On the real
+    /// terminal the workspace steps aside first: the reader task is ended, which drops
+    /// its `EventStream` (it reads stdin in the background and would take the editor's
+    /// keys), and the terminal is restored; afterwards it is taken over again and a new
+    /// reader started; `redraw` runs in between (it may query the terminal, which a
+    /// running reader would answer in its place). The inner result is the edited text,
+    /// or why there is none; the outer error is a terminal that could not be taken back.
+    pub async fn run_editor(
+        &mut self,
+        request: &EditRequest,
+        redraw: impl FnOnce() -> anyhow::Result<()>,
+    ) -> anyhow::Result<Result<String, String>> {
+        let sender = match self.reader.take() {
+            Some((task, sender)) => {
+                task.abort();
+                // Returns once the task is gone, and its EventStream with it.
+                let _ = task.await;
+                terminal::restore();
+                Some(sender)
+            }
+            None => None,
+        };
+        let (text, suffix) = (request.text.clone(), request.suffix.clone());
+        let edited = tokio::task::spawn_blocking(move || {
+            let command = editor::command_from_env()?;
+            editor::edit(&command, &text, &suffix)
+        })
+        .await;
+        if sender.is_some() {
+            terminal::resume()?;
+        }
+        redraw()?;
+        if let Some(sender) = sender {
+            self.reader = Some((read_terminal(sender.clone()), sender));
+        }
+        Ok(match edited {
+            Ok(Ok(text)) => Ok(text),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(e) => Err(format!("the editor could not be run: {e}")),
+        })
+    }
+}
+
+/// Reads the terminal's events into `tx` until it is aborted or the loop is gone.
+fn read_terminal(tx: UnboundedSender<io::Result<TermEvent>>) -> JoinHandle<()> {
     tokio::spawn(async move {
         let mut stream = EventStream::new();
         while let Some(event) = stream.next().await {
@@ -114,8 +187,7 @@ fn forward_terminal_events() -> UnboundedReceiver<io::Result<TermEvent>> {
                 break;
             }
         }
-    });
-    rx
+    })
 }
 
 /// SIGTERM or SIGHUP: leave cleanly, restoring the terminal.
@@ -139,7 +211,7 @@ async fn stop_signal() {
 pub async fn run_loop<B>(
     terminal: &mut Terminal<B>,
     app: &mut App,
-    input: &mut UnboundedReceiver<io::Result<TermEvent>>,
+    input: &mut TerminalInput,
     events: &mut UnboundedReceiver<Event>,
     ops: &UnboundedSender<Op>,
     stop: impl Future<Output = ()>,
@@ -164,6 +236,14 @@ where
             if ops.send(op).is_err() {
                 return Ok(());
             }
+        }
+        if let Some(request) = app.take_editor_request() {
+            // The editor drew over the screen: the next frame draws all of it.
+            let edited = input.run_editor(&request, || Ok(terminal.clear()?)).await?;
+            app.editor_done(request, edited);
+            dirty = true;
+            urgent = true;
+            continue;
         }
         if app.quitting() && quit_by.is_none() {
             quit_by = Some(now + SHUTDOWN_WAIT);
@@ -190,12 +270,12 @@ where
         };
         tokio::select! {
             biased;
-            event = input.recv() => match event {
+            event = input.events.recv() => match event {
                 Some(Ok(event)) => {
                     app.handle_terminal(event);
                     // Whatever else is already queued (a paste without bracketed paste,
                     // key repeat) is handled before the frame.
-                    while let Ok(event) = input.try_recv() {
+                    while let Ok(event) = input.events.try_recv() {
                         app.handle_terminal(event?);
                     }
                     dirty = true;

@@ -1,8 +1,9 @@
 //! Taking over the terminal and giving it back: raw mode, the alternate screen, mouse
 //! capture, bracketed paste and (where the terminal supports it) the kitty keyboard
 //! protocol so Shift-Enter can be told from Enter. Restoring is idempotent and happens
-//! on quit, on panic (a hook runs before the panic message prints) and when the guard
-//! is dropped on any error path.
+//! on quit, on panic (a hook runs before the panic message prints), when the guard is
+//! dropped on any error path, and while an external editor runs ([`resume`] takes the
+//! terminal back after it).
 
 use std::io::{self, Write};
 use std::sync::Once;
@@ -34,9 +35,21 @@ impl Drop for Guard {
 /// Puts the terminal in the state the TUI needs.
 pub fn enter() -> io::Result<Guard> {
     install_panic_hook();
+    // Made first: a failure halfway restores what was done.
+    let guard = Guard(());
+    take_over()?;
+    Ok(guard)
+}
+
+/// Takes the terminal over again after [`restore`] gave it to an external editor; the
+/// guard from [`enter`] still restores it at the end.
+pub fn resume() -> io::Result<()> {
+    take_over()
+}
+
+fn take_over() -> io::Result<()> {
     enable_raw_mode()?;
     ACTIVE.store(true, Ordering::SeqCst);
-    let guard = Guard(());
     // Asked before the event stream starts reading stdin: the answer arrives there.
     let enhanced = matches!(supports_keyboard_enhancement(), Ok(true));
     let mut out = io::stdout();
@@ -53,7 +66,7 @@ pub fn enter() -> io::Result<Guard> {
         )?;
         KEYBOARD_FLAGS.store(true, Ordering::SeqCst);
     }
-    Ok(guard)
+    Ok(())
 }
 
 /// Gives the terminal back as it was. Safe to call more than once, from any thread.

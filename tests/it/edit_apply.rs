@@ -730,7 +730,7 @@ fn reflection_names_file_block_and_nearest_lines() {
         EditFormat::Editblock,
     );
     assert!(
-        msg.contains("1 of your edit blocks failed. The other 1 applied"),
+        msg.contains("Of your edit blocks, 1 failed and 1 went into the proposed changes, which the user reviews before anything is written"),
         "{msg}"
     );
     assert!(msg.contains("SEARCH/REPLACE block 1 for calc.py"), "{msg}");

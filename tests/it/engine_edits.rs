@@ -112,6 +112,24 @@ fn last_proposal(events: &[Event]) -> ProposalView {
         .expect("a proposal was sent")
 }
 
+/// The model proposes `TWO_EDITS`, the weak model writes the commit message, then the
+/// model answers the next message with `then`.
+fn script_two_edits(server: &MockServer, then: &str) {
+    server.push_for_model("gpt-4o", Reply::text(TWO_EDITS));
+    server.push_for_model("gpt-4o-mini", Reply::text("fix: punctuate the greeting"));
+    server.push_for_model("gpt-4o", Reply::text(then));
+}
+
+/// Sends a message or a slash command.
+fn submit(engine: &EngineHandle, text: &str) {
+    send(
+        engine,
+        Op::Submit {
+            text: text.to_string(),
+        },
+    );
+}
+
 fn send(engine: &EngineHandle, op: Op) {
     engine.ops.send(op).unwrap();
 }
@@ -125,12 +143,7 @@ async fn accept_one_hunk_reject_another_then_commit_and_undo() {
     let repo = repo();
     let mut engine = engine(&repo, &server);
 
-    send(
-        &engine,
-        Op::Submit {
-            text: "punctuate greet and fix wave".into(),
-        },
-    );
+    submit(&engine, "punctuate greet and fix wave");
     let events = idle(&mut engine).await;
     let view = last_proposal(&events);
     assert_eq!(view.files.len(), 1);
@@ -205,12 +218,7 @@ async fn accept_one_hunk_reject_another_then_commit_and_undo() {
     );
 
     // The next turn tells the model which hunk was rejected.
-    send(
-        &engine,
-        Op::Submit {
-            text: "thanks".into(),
-        },
-    );
+    submit(&engine, "thanks");
     idle(&mut engine).await;
     let third = server
         .requests()
@@ -225,12 +233,7 @@ async fn accept_one_hunk_reject_another_then_commit_and_undo() {
     );
     assert!(told.contains("\n\nthanks"), "{told}");
 
-    send(
-        &engine,
-        Op::Submit {
-            text: "/undo".into(),
-        },
-    );
+    submit(&engine, "/undo");
     let events = idle(&mut engine).await;
     assert!(
         events
@@ -249,12 +252,7 @@ async fn failed_blocks_are_reflected_to_the_model_and_the_fix_applies() {
     server.push_for_model("gpt-4o", Reply::text(FIXED_EDIT));
     let repo = repo();
     let mut engine = engine(&repo, &server);
-    send(
-        &engine,
-        Op::Submit {
-            text: "say hey".into(),
-        },
-    );
+    submit(&engine, "say hey");
     let events = idle(&mut engine).await;
     let reflection = events
         .iter()
@@ -295,12 +293,7 @@ async fn reflections_stop_after_three() {
     server.set_responder(|_| Reply::text(BAD_EDIT));
     let repo = repo();
     let mut engine = engine(&repo, &server);
-    send(
-        &engine,
-        Op::Submit {
-            text: "say hey".into(),
-        },
-    );
+    submit(&engine, "say hey");
     let events = idle(&mut engine).await;
     assert_eq!(server.request_count(), 4, "the turn plus three reflections");
     assert!(
@@ -321,31 +314,16 @@ async fn code_turns_wait_for_a_pending_review_and_discard_tells_the_model() {
     server.push_for_model("gpt-4o", Reply::text("ok"));
     let repo = repo();
     let mut engine = engine(&repo, &server);
-    send(
-        &engine,
-        Op::Submit {
-            text: "say hey".into(),
-        },
-    );
+    submit(&engine, "say hey");
     idle(&mut engine).await;
 
-    send(
-        &engine,
-        Op::Submit {
-            text: "and more".into(),
-        },
-    );
+    submit(&engine, "and more");
     let events = idle(&mut engine).await;
     assert!(
         events.iter().any(|e| matches!(e, Event::TurnFailed { message, error } if message == "and more" && error.contains("wait for a decision"))),
         "{events:#?}"
     );
-    send(
-        &engine,
-        Op::Submit {
-            text: "/ask what does greet do?".into(),
-        },
-    );
+    submit(&engine, "/ask what does greet do?");
     let events = idle(&mut engine).await;
     assert!(
         events
@@ -353,19 +331,9 @@ async fn code_turns_wait_for_a_pending_review_and_discard_tells_the_model() {
             .any(|e| matches!(e, Event::TurnFinished { reply, .. } if reply == "It greets."))
     );
 
-    send(
-        &engine,
-        Op::Submit {
-            text: "/discard".into(),
-        },
-    );
+    submit(&engine, "/discard");
     idle(&mut engine).await;
-    send(
-        &engine,
-        Op::Submit {
-            text: "and more".into(),
-        },
-    );
+    submit(&engine, "and more");
     idle(&mut engine).await;
     let last = server
         .requests()
@@ -393,12 +361,7 @@ async fn the_users_own_changes_are_committed_first_and_stale_files_are_re_diffed
     );
     repo.write("src/greet.py", &mine);
     let mut engine = engine(&repo, &server);
-    send(
-        &engine,
-        Op::Submit {
-            text: "punctuate".into(),
-        },
-    );
+    submit(&engine, "punctuate");
     idle(&mut engine).await;
 
     // The file changes again after the proposal: applying must not overwrite it.
@@ -512,12 +475,7 @@ async fn edits_outside_the_chat_are_marked_and_never_accepted_in_bulk() {
     server.push_for_model("gpt-4o", Reply::text(format!("{TWO_EDITS}\n{README_EDIT}")));
     let repo = repo();
     let mut engine = engine(&repo, &server);
-    send(
-        &engine,
-        Op::Submit {
-            text: "change them".into(),
-        },
-    );
+    submit(&engine, "change them");
     let view = last_proposal(&idle(&mut engine).await);
     assert_eq!(cautions(&view, "README.md"), [Caution::OutsideChat]);
     assert!(cautions(&view, "src/greet.py").is_empty());
@@ -569,12 +527,7 @@ async fn edits_to_read_only_files_are_refused_and_the_model_is_told() {
             mode: FileMode::ReadOnly,
         },
     );
-    send(
-        &engine,
-        Op::Submit {
-            text: "retitle the readme".into(),
-        },
-    );
+    submit(&engine, "retitle the readme");
     idle(&mut engine).await;
     let requests = server.requests();
     assert_eq!(requests.len(), 2, "the refusal goes back to the model");
@@ -594,12 +547,7 @@ async fn after_esc_no_reflection_starts_by_itself() {
     server.push_for_model("gpt-4o", Reply::text("a reflection reply"));
     let repo = repo();
     let mut engine = engine(&repo, &server);
-    send(
-        &engine,
-        Op::Submit {
-            text: "change it".into(),
-        },
-    );
+    submit(&engine, "change it");
     // Wait for the whole block to have arrived.
     let mut text = String::new();
     while !text.contains(">>>>>>> REPLACE") {
@@ -643,12 +591,7 @@ async fn after_esc_a_message_waiting_for_the_map_is_not_sent_later() {
     let repo = TempRepo::with_files(&borrowed);
     repo.write("src/greet.py", GREET);
     let mut engine = engine(&repo, &server);
-    send(
-        &engine,
-        Op::Submit {
-            text: "hello".into(),
-        },
-    );
+    submit(&engine, "hello");
     until(
         &mut engine,
         |e| matches!(e, Event::Notice { text } if text.contains("waiting for the repo map")),
@@ -674,12 +617,7 @@ async fn pending_proposals_are_saved_with_the_session_and_restored_rechecked() {
     server.push_for_model("gpt-4o", Reply::text(TWO_EDITS));
     let repo = repo();
     let mut engine = engine(&repo, &server);
-    send(
-        &engine,
-        Op::Submit {
-            text: "punctuate".into(),
-        },
-    );
+    submit(&engine, "punctuate");
     let view = last_proposal(&idle(&mut engine).await);
     let ids: Vec<String> = view.files[0].hunks.iter().map(|h| h.id.clone()).collect();
     send(
@@ -741,12 +679,7 @@ async fn a_resumed_proposal_keeps_its_failed_blocks_and_suggested_commands() {
     let repo = repo();
     let no_reflections = |s: &mut Settings| s.max_reflections = 0;
     let mut engine = engine_tuned(&repo, &server, false, no_reflections);
-    send(
-        &engine,
-        Op::Submit {
-            text: "punctuate".into(),
-        },
-    );
+    submit(&engine, "punctuate");
     let before = last_proposal(&idle(&mut engine).await);
     assert_eq!(before.failures.len(), 1, "{before:?}");
     assert_eq!(before.shell_commands, ["python -m pytest"]);
@@ -771,12 +704,7 @@ async fn a_file_made_read_only_while_pending_is_not_written() {
     server.push_for_model("gpt-4o-mini", Reply::text("fix: punctuate"));
     let repo = repo();
     let mut engine = engine(&repo, &server);
-    send(
-        &engine,
-        Op::Submit {
-            text: "punctuate".into(),
-        },
-    );
+    submit(&engine, "punctuate");
     idle(&mut engine).await;
     let read_only = |mode| Op::SetFileMode {
         path: "src/greet.py".into(),
@@ -844,12 +772,7 @@ async fn apply_waits_while_a_reflection_streams() {
     server.push_for_model("gpt-4o-mini", Reply::text("fix: greet with hey"));
     let repo = repo();
     let mut engine = engine(&repo, &server);
-    send(
-        &engine,
-        Op::Submit {
-            text: "say hey".into(),
-        },
-    );
+    submit(&engine, "say hey");
     until(&mut engine, |e| matches!(e, Event::Reflection { .. })).await;
     send(
         &engine,
@@ -924,39 +847,17 @@ async fn a_given_reply_is_proposed_without_asking_the_model() {
 #[tokio::test]
 async fn an_undone_commit_is_told_to_the_model_as_a_note() {
     let server = MockServer::start().await;
-    server.push_for_model("gpt-4o", Reply::text(TWO_EDITS));
-    server.push_for_model("gpt-4o-mini", Reply::text("fix: punctuate the greeting"));
-    server.push_for_model("gpt-4o", Reply::text("Understood."));
+    script_two_edits(&server, "Understood.");
     let repo = repo();
     let mut engine = engine(&repo, &server);
-    send(
-        &engine,
-        Op::Submit {
-            text: "punctuate".into(),
-        },
-    );
+    submit(&engine, "punctuate");
     idle(&mut engine).await;
-    send(
-        &engine,
-        Op::Submit {
-            text: "/apply all".into(),
-        },
-    );
+    submit(&engine, "/apply all");
     idle(&mut engine).await;
-    send(
-        &engine,
-        Op::Submit {
-            text: "/undo".into(),
-        },
-    );
+    submit(&engine, "/undo");
     idle(&mut engine).await;
     assert_eq!(repo.read("src/greet.py"), GREET);
-    send(
-        &engine,
-        Op::Submit {
-            text: "what now?".into(),
-        },
-    );
+    submit(&engine, "what now?");
     let events = idle(&mut engine).await;
     let (text, notes) = events
         .iter()
@@ -993,23 +894,13 @@ async fn commit_uses_the_message_given() {
     let repo = repo();
     repo.write("README.md", "# Greeter\n\nSays hello.\n");
     let mut engine = engine(&repo, &server);
-    send(
-        &engine,
-        Op::Submit {
-            text: "/commit docs: say what the greeter does".into(),
-        },
-    );
+    submit(&engine, "/commit docs: say what the greeter does");
     idle(&mut engine).await;
     assert_eq!(
         repo.git(&["log", "--format=%s", "-1"]).trim(),
         "docs: say what the greeter does"
     );
-    send(
-        &engine,
-        Op::Submit {
-            text: "/commit".into(),
-        },
-    );
+    submit(&engine, "/commit");
     let events = idle(&mut engine).await;
     assert!(
         events
@@ -1028,15 +919,10 @@ async fn resume_restores_mode_files_model_and_conversation() {
     server.push_for_model("gpt-4o", Reply::text("Hi there."));
     let repo = repo();
     let mut engine = engine(&repo, &server);
-    send(
-        &engine,
-        Op::Submit {
-            text: "hello".into(),
-        },
-    );
+    submit(&engine, "hello");
     idle(&mut engine).await;
     for text in ["/ask", "/model gpt-4o-mini"] {
-        send(&engine, Op::Submit { text: text.into() });
+        submit(&engine, text);
     }
     send(
         &engine,
@@ -1111,19 +997,9 @@ async fn the_gauge_and_tokens_count_the_notes_owed_to_the_model_alike() {
     server.push_for_model("gpt-4o", Reply::text(TWO_EDITS));
     let repo = repo();
     let mut engine = engine(&repo, &server);
-    send(
-        &engine,
-        Op::Submit {
-            text: "punctuate".into(),
-        },
-    );
+    submit(&engine, "punctuate");
     idle(&mut engine).await;
-    send(
-        &engine,
-        Op::Submit {
-            text: "/discard".into(),
-        },
-    );
+    submit(&engine, "/discard");
     let events = idle(&mut engine).await;
     let current = |report: &tern::context::BudgetReport| {
         report
@@ -1147,12 +1023,7 @@ async fn the_gauge_and_tokens_count_the_notes_owed_to_the_model_alike() {
             text: "/tokens".into(),
         },
     );
-    send(
-        &engine,
-        Op::Submit {
-            text: "/tokens".into(),
-        },
-    );
+    submit(&engine, "/tokens");
     let events = until(&mut engine, |e| matches!(e, Event::Output { .. })).await;
     let drafted = events
         .iter()
@@ -1182,12 +1053,7 @@ async fn a_proposal_left_for_a_new_request_ends_visibly_and_is_told() {
     server.push_for_model("gpt-4o", Reply::text("Something else, then."));
     let repo = repo();
     let mut engine = engine(&repo, &server);
-    send(
-        &engine,
-        Op::Submit {
-            text: "punctuate".into(),
-        },
-    );
+    submit(&engine, "punctuate");
     idle(&mut engine).await;
     send(
         &engine,
@@ -1195,12 +1061,7 @@ async fn a_proposal_left_for_a_new_request_ends_visibly_and_is_told() {
             decision: Decision::Reject,
         }),
     );
-    send(
-        &engine,
-        Op::Submit {
-            text: "never mind; rename wave".into(),
-        },
-    );
+    submit(&engine, "never mind; rename wave");
     let events = idle(&mut engine).await;
     let ended = events
         .iter()
@@ -1229,7 +1090,7 @@ async fn show_shows_the_commit_tern_just_made() {
     let repo = repo();
     let mut engine = engine(&repo, &server);
     for text in ["punctuate", "/apply all", "/show"] {
-        send(&engine, Op::Submit { text: text.into() });
+        submit(&engine, text);
         if text != "/show" {
             idle(&mut engine).await;
         }
@@ -1252,25 +1113,16 @@ async fn show_shows_the_commit_tern_just_made() {
 #[tokio::test]
 async fn a_reason_given_for_a_rejected_hunk_reaches_the_model() {
     let server = MockServer::start().await;
-    server.push_for_model("gpt-4o", Reply::text(TWO_EDITS));
-    server.push_for_model("gpt-4o-mini", Reply::text("fix: punctuate the greeting"));
-    server.push_for_model("gpt-4o", Reply::text("Understood."));
+    script_two_edits(&server, "Understood.");
     let repo = repo();
     let mut engine = engine(&repo, &server);
-    send(
-        &engine,
-        Op::Submit {
-            text: "punctuate".into(),
-        },
-    );
+    submit(&engine, "punctuate");
     let view = last_proposal(&idle(&mut engine).await);
     let hunks = &view.files[0].hunks;
     let (keep, drop) = (hunks[0].id.clone(), hunks[1].id.clone());
-    send(
+    submit(
         &engine,
-        Op::Submit {
-            text: format!("/reject {drop} waving is the wrong verb here"),
-        },
+        &format!("/reject {drop} waving is the wrong verb here"),
     );
     send(
         &engine,
@@ -1282,7 +1134,7 @@ async fn a_reason_given_for_a_rejected_hunk_reaches_the_model() {
     send(&engine, Op::Review(ReviewOp::Apply));
     until(&mut engine, |e| matches!(e, Event::Applied { .. })).await;
     idle(&mut engine).await;
-    send(&engine, Op::Submit { text: "ok".into() });
+    submit(&engine, "ok");
     idle(&mut engine).await;
     let told = server
         .requests()
@@ -1294,6 +1146,188 @@ async fn a_reason_given_for_a_rejected_hunk_reaches_the_model() {
     assert!(told.contains("did not accept these hunks"), "{told}");
     assert!(
         told.contains(&format!("- hunk {drop}: waving is the wrong verb here")),
+        "{told}"
+    );
+}
+
+/// One block changing two lines with unchanged lines between them: one hunk, two parts.
+const GREET_AND_SHOUT: &str = "src/greet.py
+```python
+<<<<<<< SEARCH
+def greet(name):
+    return 'hello ' + name
+
+
+def shout(name):
+    return greet(name).upper()
+=======
+def greet(name):
+    return 'hi ' + name
+
+
+def shout(name):
+    return greet(name).upper() + '!'
+>>>>>>> REPLACE
+```
+";
+
+fn hunk_ids(view: &ProposalView) -> Vec<String> {
+    view.files[0].hunks.iter().map(|h| h.id.clone()).collect()
+}
+
+/// Sends a message and waits for the proposal its reply makes.
+async fn ask(engine: &mut EngineHandle, text: &str) -> ProposalView {
+    send(engine, Op::Submit { text: text.into() });
+    last_proposal(&idle(engine).await)
+}
+
+async fn next_proposal(engine: &mut EngineHandle) -> (Vec<Event>, ProposalView) {
+    let events = until(engine, |e| matches!(e, Event::Proposal(_))).await;
+    let view = last_proposal(&events);
+    (events, view)
+}
+
+#[tokio::test]
+async fn a_hunk_split_and_edited_by_the_user_lands_and_the_model_hears_whose_lines_they_are() {
+    let server = MockServer::start().await;
+    server.push_for_model("gpt-4o", Reply::text(GREET_AND_SHOUT));
+    server.push_for_model("gpt-4o-mini", Reply::text("feat: shout louder"));
+    server.push_for_model("gpt-4o", Reply::text("Noted."));
+    let repo = repo();
+    let mut engine = engine(&repo, &server);
+    let view = ask(&mut engine, "greet shorter, shout louder").await;
+    let whole = hunk_ids(&view);
+    assert_eq!(whole.len(), 1, "{view:#?}");
+
+    // `/split` (what `s` sends as `ReviewOp::Split`): two parts, each with its own id.
+    send(
+        &engine,
+        Op::Submit {
+            text: format!("/split {}", whole[0]),
+        },
+    );
+    let (events, view) = next_proposal(&mut engine).await;
+    let parts = hunk_ids(&view);
+    assert_eq!(parts.len(), 2);
+    assert!(!parts.contains(&whole[0]));
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::Notice { text } if text.starts_with(&format!("split hunk {} into 2", whole[0])))),
+        "{events:#?}"
+    );
+    // A part has a single change: the engine says so and the proposal stays.
+    send(
+        &engine,
+        Op::Review(ReviewOp::Split {
+            id: parts[0].clone(),
+        }),
+    );
+    let (events, view) = next_proposal(&mut engine).await;
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::Error { text } if text.contains("cannot be split"))),
+        "{events:#?}"
+    );
+    assert_eq!(hunk_ids(&view), parts);
+
+    // `e`: the part's exact lines, then the user's version of them.
+    send(
+        &engine,
+        Op::HunkText {
+            id: parts[1].clone(),
+        },
+    );
+    let events = until(&mut engine, |e| matches!(e, Event::HunkText { .. })).await;
+    let Some(Event::HunkText { id, path, text }) = events.last() else {
+        panic!("{events:#?}")
+    };
+    assert_eq!((id, path.as_str()), (&parts[1], "src/greet.py"));
+    assert_eq!(text, "    return greet(name).upper() + '!'\n");
+    let mine = "    return greet(name).upper() + '!!!'\n";
+    send(
+        &engine,
+        Op::Review(ReviewOp::Edit {
+            id: parts[1].clone(),
+            new_lines: mine.into(),
+        }),
+    );
+    let (_, view) = next_proposal(&mut engine).await;
+    let edited = &view.files[0].hunks[1];
+    assert!(
+        edited.edited && edited.decision == Decision::Accept,
+        "{edited:#?}"
+    );
+    assert!(edited.lines.iter().any(|l| l.text.ends_with("'!!!'")));
+
+    // An edit the engine refuses comes back whole, and nothing changes.
+    let bad = "    return greet(name)\u{0}\n";
+    send(
+        &engine,
+        Op::Review(ReviewOp::Edit {
+            id: edited.id.clone(),
+            new_lines: bad.into(),
+        }),
+    );
+    let events = until(&mut engine, |e| matches!(e, Event::Proposal(_))).await;
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::EditRefused { id, new_lines, reason }
+            if id == &edited.id && new_lines == bad && reason.contains("NUL"))),
+        "{events:#?}"
+    );
+    assert_eq!(last_proposal(&events), view);
+
+    send(
+        &engine,
+        Op::Review(ReviewOp::Hunk {
+            id: parts[0].clone(),
+            decision: Decision::Reject,
+        }),
+    );
+    send(&engine, Op::Review(ReviewOp::Apply));
+    let events = idle(&mut engine).await;
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::Applied { accepted: 1, .. })),
+        "{events:#?}"
+    );
+    let text = repo.read("src/greet.py");
+    assert!(text.contains("upper() + '!!!'"), "{text}");
+    assert!(
+        text.contains("'hello ' + name"),
+        "the rejected part is not written"
+    );
+
+    // The model hears that the applied lines are the user's, and what it proposed that
+    // was not applied.
+    send(
+        &engine,
+        Op::Submit {
+            text: "thanks".into(),
+        },
+    );
+    idle(&mut engine).await;
+    let request = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.model == "gpt-4o")
+        .nth(1)
+        .unwrap();
+    let told = request.last_user_text().unwrap();
+    assert!(
+        told.contains("The user rewrote some of your edits"),
+        "{told}"
+    );
+    assert!(
+        told.contains("+    return greet(name).upper() + '!!!'"),
+        "{told}"
+    );
+    assert!(
+        told.contains("did not accept these hunks") && told.contains("+    return 'hi ' + name"),
         "{told}"
     );
 }

@@ -706,6 +706,18 @@ fn a_first_run_without_a_key_says_what_to_do_and_sends_nothing() {
     assert!(stderr.contains("export OPENAI_API_KEY"), "{stderr}");
     assert!(stderr.contains("tern --demo"), "{stderr}");
     assert!(!stderr.contains("retry"), "nothing was retried: {stderr}");
+
+    // A model tern does not know would ask the server for its tokenizer: not OpenAI's,
+    // which has none, and not without a key.
+    let mut cmd = repo.tern("unused");
+    cmd.env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .env("HTTPS_PROXY", "http://127.0.0.1:9")
+        .args(["--model", "my-local-model", "-m", "hello"]);
+    let out = output_within(&mut cmd, std::time::Duration::from_secs(30));
+    let (_, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("no API key"), "{stderr}");
 }
 
 /// Outside a git repository tern says so, and how to make one.

@@ -922,3 +922,23 @@ fn the_chat_copies_the_last_reply_and_its_last_code_block() {
     press(&mut app, 'y');
     assert_eq!(app.take_clipboard().as_deref(), Some(reply));
 }
+
+/// `?` at 80 columns wraps a long help line under its text instead of cutting it at
+/// the popup's edge.
+#[test]
+fn help_lines_wrap_at_80_columns() {
+    let mut app = started();
+    focus(&mut app, PaneId::Chat);
+    press(&mut app, '?');
+    let text = screen(&mut app, 80, 24);
+    let y = text
+        .lines()
+        .position(|l| l.contains("copy the last reply to the clipboard"))
+        .expect("the copy line");
+    let next = text.lines().nth(y + 1).unwrap();
+    assert!(next.contains("ssh and tmux)"), "wrapped, not cut: {text}");
+    assert!(
+        next.contains("                    ssh"),
+        "under its text: {next}"
+    );
+}

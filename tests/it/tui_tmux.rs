@@ -129,6 +129,15 @@ impl Workspace {
         }
     }
 
+    /// Ctrl-C twice with hunks still to review: tern asks, `y` quits. Returns the screen
+    /// once tern has exited.
+    fn quit_leaving_hunks(&self) -> String {
+        self.keys(&["C-c", "C-c"]);
+        self.wait_for("still await review", WAIT);
+        self.keys(&["y"]);
+        self.wait_for("[tern exited 0]", WAIT)
+    }
+
     /// Whether the terminal is still on the alternate screen.
     fn alternate_screen(&self) -> bool {
         self.tmux(&["display", "-p", "-t", "main", "#{alternate_on}"])
@@ -158,6 +167,15 @@ const WAIT: Duration = Duration::from_secs(20);
 /// The demo reply: an explanation and four SEARCH/REPLACE blocks, two per file.
 const REPLY: &str = include_str!("../../assets/demo/reply.md");
 const COMMIT: &str = "fix: refuse to remove more than is in stock";
+/// The models, and the demo's two files in the chat.
+const ARGS: [&str; 6] = [
+    "--model",
+    "gpt-4o",
+    "--weak-model",
+    "gpt-4o-mini",
+    "shop/inventory.py",
+    "shop/cli.py",
+];
 
 #[test]
 fn a_streamed_reply_is_reviewed_hunk_by_hunk_and_the_accepted_hunk_committed() {
@@ -165,15 +183,7 @@ fn a_streamed_reply_is_reviewed_hunk_by_hunk_and_the_accepted_hunk_committed() {
     server.push_for_model("gpt-4o", Reply::text(REPLY).at_tokens_per_second(200.0));
     server.push_for_model("gpt-4o-mini", Reply::text(COMMIT));
     let repo = repo();
-    let args = [
-        "--model",
-        "gpt-4o",
-        "--weak-model",
-        "gpt-4o-mini",
-        "shop/inventory.py",
-        "shop/cli.py",
-    ];
-    let Some(tern) = Workspace::start(&repo, &server.base_url(), &args, 160, 48) else {
+    let Some(tern) = Workspace::start(&repo, &server.base_url(), &ARGS, 160, 48) else {
         return;
     };
     let screen = tern.wait_for("[E] shop/inventory.py", WAIT);
@@ -234,10 +244,7 @@ fn a_streamed_reply_is_reviewed_hunk_by_hunk_and_the_accepted_hunk_committed() {
 
     // Quit: two hunks still await review, so tern asks first; then the terminal is
     // given back.
-    tern.keys(&["C-c", "C-c"]);
-    tern.wait_for("still await review", WAIT);
-    tern.keys(&["y"]);
-    let screen = tern.wait_for("[tern exited 0]", WAIT);
+    let screen = tern.quit_leaving_hunks();
     assert!(!tern.alternate_screen(), "the alternate screen was left");
     assert!(
         !screen.contains("Message the model"),
@@ -264,10 +271,7 @@ fn the_demo_streams_its_recorded_reply_into_a_review_with_no_server() {
         screen.contains("the reply proposes 4 hunks in 2 files"),
         "{screen}"
     );
-    tern.keys(&["C-c", "C-c"]);
-    tern.wait_for("still await review", WAIT);
-    tern.keys(&["y"]);
-    tern.wait_for("[tern exited 0]", WAIT);
+    tern.quit_leaving_hunks();
     assert!(
         !Path::new(&repo.path().join("shop")).exists(),
         "the demo works in its own directory"
@@ -339,4 +343,94 @@ fn a_panic_in_a_background_job_restores_the_terminal_and_exits_non_zero() {
     let screen = tern.wait_for("[tern exited 1]", WAIT);
     assert!(!tern.alternate_screen(), "the terminal is restored");
     assert!(screen.contains("internal error"), "{screen}");
+}
+
+/// The user's editor in a real terminal: tern steps aside (the editor reads the keys
+/// typed while it runs, so tern's terminal reader must have stopped), then takes the
+/// terminal back and shows the edited draft; in the review, `s` splits a hunk and `e`
+/// edits one of its parts, and applying writes the user's lines.
+#[test]
+fn the_users_editor_writes_the_draft_and_a_hunk_between_splits() {
+    let server = MockServer::start_in_thread();
+    server.push_for_model("gpt-4o", Reply::text(REPLY));
+    server.push_for_model("gpt-4o-mini", Reply::text(COMMIT));
+    let repo = repo();
+    // The draft (a .md file): the script reads a line from the terminal and puts it in
+    // front; a hunk (.py): it rewrites a phrase.
+    let scripts = tempfile::tempdir().unwrap();
+    let editor = scripts.path().join("editor.sh");
+    std::fs::write(
+        &editor,
+        "#!/bin/sh\ncase \"$1\" in\n  *.md) IFS= read -r typed; printf '%s: %s' \"$typed\" \"$(cat \"$1\")\" > \"$1\" ;;\n  *) sed 's/never more than there is/NEVER MORE THAN THERE IS/' \"$1\" > \"$1.new\" && mv \"$1.new\" \"$1\" ;;\nesac\n",
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&editor, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let visual = editor.display().to_string();
+    let Some(tern) = Workspace::start_with_env(
+        &repo,
+        &server.base_url(),
+        &ARGS,
+        (160, 48),
+        &[("VISUAL", &visual), ("EDITOR", "false")],
+    ) else {
+        return;
+    };
+    tern.wait_for("Budget · gpt-4o", WAIT);
+    tern.tmux(&["send-keys", "-t", "main", "-l", "make remove safe"]);
+    tern.wait_for("› make remove safe", WAIT);
+    tern.keys(&["C-g"]);
+    // The editor has the terminal: the workspace left the alternate screen.
+    let start = Instant::now();
+    while tern.alternate_screen() {
+        assert!(start.elapsed() < WAIT, "the editor never got the terminal");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    tern.type_line("from the editor");
+    let screen = tern.wait_for("› from the editor: make remove safe", WAIT);
+    assert!(tern.alternate_screen(), "the workspace is back");
+    assert!(
+        screen.contains("[E] shop/inventory.py"),
+        "redrawn in full: {screen}"
+    );
+    tern.keys(&["Enter"]);
+    let screen = tern.wait_for("2 files · 4 hunks", WAIT);
+    let sent: String = server.requests()[0]
+        .messages
+        .iter()
+        .map(|m| m.text.as_str())
+        .collect();
+    assert!(sent.contains("from the editor: make remove safe"), "{sent}");
+
+    // The first hunk changes the docstring and adds a check, with an unchanged line
+    // between them: `s` makes two hunks of it, the first selected.
+    assert!(
+        screen.contains("▶ @@ -23,8 +23,12 @@ · pending"),
+        "{screen}"
+    );
+    tern.keys(&["s"]);
+    let screen = tern.wait_for("2 files · 5 hunks", WAIT);
+    assert!(screen.contains("▶ @@ -23,5 +23,5 @@ · pending"), "{screen}");
+    // `e` on it: the editor rewrites its line; the part is accepted as the user's.
+    tern.keys(&["e"]);
+    let screen = tern.wait_for("✎ yours", WAIT);
+    assert!(screen.contains("the shelf; NEVER MORE THA"), "{screen}");
+    assert!(screen.contains("✓1 ✗0 ·4"), "{screen}");
+    tern.keys(&["Enter"]);
+    tern.wait_for("Applied 1 hunk to 1 file", WAIT);
+    let inventory = repo.read("shop/inventory.py");
+    assert!(
+        inventory.contains("off the shelf; NEVER MORE THAN THERE IS."),
+        "the user's line is written: {inventory}"
+    );
+    assert!(
+        !inventory.contains("raise ValueError"),
+        "the other part is still pending, not written"
+    );
+    assert_eq!(repo.git(&["log", "-1", "--format=%s"]).trim(), COMMIT);
+
+    tern.quit_leaving_hunks();
+    assert!(!tern.alternate_screen());
 }

@@ -78,6 +78,26 @@ pub fn render(
     theme: &Theme,
 ) -> usize {
     let width = (lines.iter().map(Line::width).max().unwrap_or(20) as u16 + 4).min(area.width);
+    // Lines wider than the popup wrap under their text, never cut at the edge.
+    let text_width = usize::from(width.saturating_sub(3)).max(1);
+    let wrapped: Vec<Line<'static>> = lines
+        .iter()
+        .flat_map(|line| {
+            let indent = line
+                .spans
+                .first()
+                .filter(|_| line.spans.len() > 1)
+                .map_or(0, |s| crate::tui::text::width(&s.content))
+                .min(text_width / 2);
+            crate::tui::text::wrap(
+                &line.spans,
+                text_width,
+                &[],
+                &[Span::raw(" ".repeat(indent))],
+            )
+        })
+        .collect();
+    let lines = &wrapped;
     let height = (lines.len() as u16 + 2).min(area.height);
     let popup = Rect::new(
         area.x + (area.width - width) / 2,

@@ -10,9 +10,10 @@ use ratatui::layout::{Position, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 
-use super::{Cx, Draw, Pane};
+use super::{Cx, Draw, Effect, Pane};
 use crate::engine::Op;
 use crate::engine::commands::{self, Command};
+use crate::tui::editor::{EditRequest, EditTarget};
 use crate::tui::fuzzy;
 use crate::tui::keymap::Action;
 use crate::tui::text::{self, grapheme_width};
@@ -242,7 +243,9 @@ impl InputPane {
         }
     }
 
-    /// Rows of the soft-wrapped text at `width` columns: byte ranges.
+    /// Rows of the soft-wrapped text at `width` columns: byte ranges. Rows break after
+    /// the last space that fits, as in an editor; a word longer than a row is broken
+    /// where the row ends, and a space at the edge stays at the end of its row.
     fn rows(&self, width: usize) -> Vec<(usize, usize)> {
         let width = width.max(2);
         let mut rows = Vec::new();
@@ -250,14 +253,36 @@ impl InputPane {
         for line in self.text.split('\n') {
             let mut row_start = start;
             let mut used = 0;
+            // Where the row may break: just after its last space.
+            let mut after_space: Option<usize> = None;
             for (i, g) in line.grapheme_indices(true) {
+                let at = start + i;
                 let w = grapheme_width(g);
+                let space = g.chars().all(char::is_whitespace);
                 if used + w > width {
-                    rows.push((row_start, start + i));
-                    row_start = start + i;
-                    used = 0;
+                    if space {
+                        rows.push((row_start, at + g.len()));
+                        row_start = at + g.len();
+                        used = 0;
+                        after_space = None;
+                        continue;
+                    }
+                    let split = after_space.filter(|&b| b > row_start).unwrap_or(at);
+                    rows.push((row_start, split));
+                    used = text::width(self.text.get(split..at).unwrap_or_default());
+                    row_start = split;
+                    after_space = None;
+                    // The word carried over may leave no room for this one either.
+                    if used + w > width && row_start < at {
+                        rows.push((row_start, at));
+                        row_start = at;
+                        used = 0;
+                    }
                 }
                 used += w;
+                if space {
+                    after_space = Some(at + g.len());
+                }
             }
             rows.push((row_start, start + line.len()));
             start += line.len() + 1;
@@ -384,6 +409,8 @@ impl InputPane {
                     | Command::Code
                     | Command::Apply
                     | Command::Reject
+                    | Command::Split
+                    | Command::Editor
                     | Command::Discard
                     | Command::Diff
                     | Command::Show
@@ -484,6 +511,7 @@ impl Pane for InputPane {
             Action::HistoryPrev,
             Action::HistoryNext,
             Action::Complete,
+            Action::ExternalEditor,
         ]
     }
 
@@ -491,6 +519,11 @@ impl Pane for InputPane {
         match action {
             Action::Send => self.submit(cx),
             Action::Newline => self.insert("\n"),
+            Action::ExternalEditor => cx.effect(Effect::Edit(EditRequest {
+                target: EditTarget::Draft,
+                text: self.text.clone(),
+                suffix: ".md".into(),
+            })),
             Action::HistoryPrev => {
                 if !self.move_row(-1) {
                     self.history_prev();
@@ -575,7 +608,7 @@ impl Pane for InputPane {
         let prompt_style = Style::new().fg(theme.c.accent).add_modifier(Modifier::BOLD);
         if self.text.is_empty() {
             buf.set_string(area.x, area.y, "› ", prompt_style);
-            let hint = "Message the model · / commands · @ files · Ctrl-J new line";
+            let hint = "Message the model · / commands · @ files · Ctrl-J new line · Ctrl-G editor";
             buf.set_string(
                 area.x + PROMPT_WIDTH as u16,
                 area.y,
@@ -771,5 +804,44 @@ mod tests {
         assert_eq!(input.rows(3), [(0, 3), (3, 6), (6, 8)]);
         input.set_text("ab\n\ncd");
         assert_eq!(input.rows(10), [(0, 2), (3, 3), (4, 6)]);
+        // Word boundaries: "hello " / "world " / "again".
+        input.set_text("hello world again");
+        assert_eq!(input.rows(8), [(0, 6), (6, 12), (12, 17)]);
+        // A space at the edge stays on its row; a long word still breaks.
+        input.set_text("abcde fghijklmnop");
+        assert_eq!(input.rows(5), [(0, 6), (6, 11), (11, 16), (16, 17)]);
+    }
+
+    proptest::proptest! {
+        // Failures are kept with the integration tests' (the crate root holds only
+        // what the project is made of).
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            failure_persistence: Some(Box::new(
+                proptest::test_runner::FileFailurePersistence::Direct(
+                    "tests/proptest-regressions/input_rows.txt",
+                ),
+            )),
+            ..proptest::prelude::ProptestConfig::default()
+        })]
+
+        /// Any text at any width: the rows cover every byte in order, and a row is no
+        /// wider than the box unless a space hangs at its end.
+        #[test]
+        fn rows_cover_the_text_and_fit(text in "(\\PC| |\n|\t){0,80}", width in 2usize..30) {
+            let mut input = InputPane::default();
+            input.set_text(&text);
+            let text = input.text().to_string();
+            let rows = input.rows(width);
+            let mut at = 0;
+            for (start, end) in &rows {
+                proptest::prop_assert!(*start == at || (text.as_bytes().get(at) == Some(&b'\n') && *start == at + 1));
+                let row = text.get(*start..*end).unwrap_or_default();
+                let w = text::width(row.trim_end_matches(char::is_whitespace));
+                let widest = row.graphemes(true).map(grapheme_width).max().unwrap_or(0);
+                proptest::prop_assert!(w <= width.max(widest), "{row:?} at {width}");
+                at = *end;
+            }
+            proptest::prop_assert_eq!(at, text.len());
+        }
     }
 }

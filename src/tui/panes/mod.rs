@@ -51,6 +51,8 @@ pub enum Effect {
     Flash(String),
     /// Put this text in the message box and focus it, for the user to finish.
     Compose(String),
+    /// Open the user's editor on this text.
+    Edit(super::editor::EditRequest),
     /// Put this text on the clipboard.
     Copy(String),
 }

@@ -19,6 +19,7 @@ use crate::engine::protocol::{
     Decision, FileChange, FileProposalView, HunkView, LineKind, ProposalView, ReviewOp,
 };
 use crate::engine::protocol::{Outcome, PlanMode, ReviewPlan};
+use crate::tui::editor::{self, EditRequest, EditTarget};
 use crate::tui::highlight::{self, Incremental};
 use crate::tui::keymap::Action;
 use crate::tui::text::{self, thousands};
@@ -55,6 +56,12 @@ pub struct ReviewPane {
     /// The last `/review`'s plan, shown while no edits wait: which files the model got
     /// and which were left out, and why.
     plan: Option<ReviewPlan>,
+    /// A split or an edit was sent: the next proposal reshapes this one (its hunks may
+    /// all have new ids) rather than replacing it.
+    reshaping: bool,
+    /// The user's text for a hunk that the engine refused (hunk id, text): `e` on that
+    /// hunk opens it again instead of the proposed lines, so nothing typed is lost.
+    refused: Option<(String, String)>,
 }
 
 /// Counts of a set of hunks by decision.
@@ -100,7 +107,16 @@ impl ReviewPane {
                 .collect()
         };
         let old = self.proposal.as_ref().map(ids).unwrap_or_default();
-        let fresh = !ids(&proposal).iter().any(|id| old.contains(id));
+        let new = ids(&proposal);
+        let reshaped = std::mem::take(&mut self.reshaping) && self.proposal.is_some();
+        let fresh = !reshaped && !new.iter().any(|id| old.contains(id));
+        if self
+            .refused
+            .as_ref()
+            .is_some_and(|(id, _)| !new.contains(id))
+        {
+            self.refused = None;
+        }
         let selected = self.current_hunk().map(|h| h.id.clone());
         self.rows = proposal
             .files
@@ -123,9 +139,25 @@ impl ReviewPane {
             self.highlights.clear();
             self.reflections.clear();
             self.banner = None;
-        } else if let Some((file, hunk)) = selected.and_then(|id| find(&proposal, &id)) {
-            self.file = file;
-            self.hunk = hunk;
+        } else {
+            // A hunk keeps its id when its neighbour is split off or applied, but its
+            // context lines may change: only an unchanged hunk keeps its highlighting.
+            fn hunk_in<'p>(p: &'p ProposalView, id: &str) -> Option<&'p HunkView> {
+                p.files.iter().flat_map(|f| &f.hunks).find(|h| h.id == id)
+            }
+            let keep: Vec<String> = self
+                .highlights
+                .keys()
+                .filter(|id| {
+                    self.proposal.as_ref().and_then(|p| hunk_in(p, id)) == hunk_in(&proposal, id)
+                })
+                .cloned()
+                .collect();
+            self.highlights.retain(|id, _| keep.contains(id));
+            if let Some((file, hunk)) = selected.and_then(|id| find(&proposal, &id)) {
+                self.file = file;
+                self.hunk = hunk;
+            }
         }
         // Whatever was being applied is over: this is what is left to decide.
         self.status = None;
@@ -271,6 +303,49 @@ impl ReviewPane {
         if decision != Decision::Pending {
             self.move_hunk(true);
         }
+    }
+
+    /// `s`: asks the engine to split the selected hunk; the selection stays on its
+    /// first part.
+    fn split_hunk(&mut self, cx: &mut Cx<'_>) {
+        if let Some(id) = self.current_hunk().map(|h| h.id.clone()) {
+            self.reshaping = true;
+            cx.send(Op::Review(ReviewOp::Split { id }));
+        }
+    }
+
+    /// `e`: the selected hunk's lines go to the editor: the text the engine refused for
+    /// it if there is one, else its proposed lines, asked of the engine (the view's text
+    /// has control characters made visible, the file's does not).
+    fn edit_hunk(&mut self, cx: &mut Cx<'_>) {
+        let Some(hunk) = self.current_hunk() else {
+            return;
+        };
+        let id = hunk.id.clone();
+        match &self.refused {
+            Some((refused, text)) if *refused == id => {
+                let suffix = self
+                    .current_file()
+                    .map(|f| editor::suffix_of(&f.path))
+                    .unwrap_or_default();
+                cx.effect(Effect::Edit(EditRequest {
+                    target: EditTarget::Hunk { id },
+                    text: text.clone(),
+                    suffix,
+                }));
+            }
+            _ => cx.send(Op::HunkText { id }),
+        }
+    }
+
+    /// The engine refused the user's `text` for hunk `id`: kept for the next `e`.
+    pub fn edit_refused(&mut self, id: String, text: String) {
+        self.refused = Some((id, text));
+    }
+
+    /// The user's edit of a hunk is on its way: the proposal it makes reshapes this one.
+    pub fn reshape(&mut self) {
+        self.reshaping = true;
     }
 
     fn decide_file(&mut self, decision: Decision, cx: &mut Cx<'_>) {
@@ -659,6 +734,9 @@ fn hunk_header(hunk: &HunkView, selected: bool, theme: &Theme) -> Line<'static> 
         ),
         decision_label(hunk.decision, theme),
     ]);
+    if hunk.edited {
+        line.push_span(Span::styled(" ✎ yours", Style::new().fg(theme.c.accent)));
+    }
     if selected {
         line = line.patch_style(Style::new().bg(theme.c.selection));
     }
@@ -800,6 +878,8 @@ impl Pane for ReviewPane {
             Action::Accept,
             Action::Reject,
             Action::RejectWithReason,
+            Action::SplitHunk,
+            Action::EditHunk,
             Action::AcceptFile,
             Action::AcceptAll,
             Action::Reset,
@@ -858,6 +938,8 @@ impl Pane for ReviewPane {
                     cx.effect(Effect::Compose(format!("/reject {id} ")));
                 }
             }
+            Action::SplitHunk => self.split_hunk(cx),
+            Action::EditHunk => self.edit_hunk(cx),
             Action::Reset => self.decide_hunk(Decision::Pending, cx),
             Action::AcceptFile => self.decide_file(Decision::Accept, cx),
             Action::AcceptAll => self.decide_all(Decision::Accept, cx),

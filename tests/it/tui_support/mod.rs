@@ -243,6 +243,7 @@ pub fn hunks(path: &str, before: &str, after: &str) -> Vec<HunkView> {
                 new_len: new_range.len(),
                 lines,
                 decision: Decision::Pending,
+                edited: false,
             }
         })
         .collect()

@@ -19,6 +19,7 @@ pub mod languages;
 pub mod llm;
 pub mod prompts;
 pub mod repomap;
+pub mod run;
 pub mod terminal_text;
 pub mod tokens;
 pub mod tui;

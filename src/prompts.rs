@@ -193,6 +193,24 @@ pub fn undone(id: &str, summary: &str) -> String {
     fill(text!("undone.md"), &[("id", id), ("summary", summary)])
 }
 
+// Command output (`run`): what stands where a command's output was cut.
+
+/// Stands for the middle of a command's output that was never kept in memory.
+pub fn command_bytes_omitted(lines: u64, bytes: u64) -> String {
+    fill(
+        text!("command-bytes-omitted.md"),
+        &[("lines", &lines.to_string()), ("bytes", &bytes.to_string())],
+    )
+}
+
+/// Stands for the lines of a command's output clipped to fit its token budget.
+pub fn command_lines_omitted(lines: usize) -> String {
+    fill(
+        text!("command-lines-omitted.md"),
+        &[("lines", &lines.to_string())],
+    )
+}
+
 /// `template` with each `{key}` of `values` replaced by its value, in one pass, so a
 /// value is never read as a template; any other braces stay as written.
 fn fill(template: &str, values: &[(&str, &str)]) -> String {

@@ -109,6 +109,22 @@ pub struct GlobalArgs {
     #[arg(long, global = true)]
     pub allow_outside_chat: bool,
 
+    /// Let headless runs execute the commands they are asked to (`/run`, `/test`,
+    /// `/lint`, `!CMD` in a script); without it each is refused. The workspace asks each
+    /// time instead.
+    #[arg(long, global = true)]
+    pub allow_commands: bool,
+
+    /// After accepted edits land, run `test_cmd` and send failures back to the model,
+    /// at most `auto_test_rounds` times (the `auto_test` setting). With --yes, runs the
+    /// loop end to end; the exit code says whether the tests pass at the end.
+    #[arg(long, global = true)]
+    pub auto_test: bool,
+
+    /// The command /test and --auto-test run (the `test_cmd` setting).
+    #[arg(long, value_name = "CMD", global = true)]
+    pub test_cmd: Option<String>,
+
     /// Continue the session saved for this repository (in the user's state directory).
     #[arg(long, global = true)]
     pub resume: bool,
@@ -315,6 +331,8 @@ impl GlobalArgs {
             auto_commits: off(self.no_auto_commits),
             dirty_commits: off(self.no_dirty_commits),
             edit_outside_chat: self.allow_outside_chat.then_some(true),
+            auto_test: self.auto_test.then_some(true),
+            test_cmd: self.test_cmd.clone().map(Some),
             ..SettingsLayer::default()
         }
     }

@@ -90,6 +90,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 tern::headless::chat::Consent {
                     yes: global.yes,
                     outside_chat,
+                    commands: global.allow_commands,
                 },
             ))
         }

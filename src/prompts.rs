@@ -66,6 +66,8 @@ pub const REPO_INTRO: &str = text!("context-repo-intro.md");
 pub const REPO_ACK: &str = text!("context-repo-ack.md");
 pub const CHAT_INTRO: &str = text!("context-chat-intro.md");
 pub const CHAT_ACK: &str = text!("context-chat-ack.md");
+pub const OUTPUT_INTRO: &str = text!("context-output-intro.md");
+pub const OUTPUT_ACK: &str = text!("context-output-ack.md");
 /// Answers a review diff sent as its own message.
 pub const REVIEW_DIFF_ACK: &str = text!("context-review-ack.md");
 
@@ -208,6 +210,15 @@ pub fn command_lines_omitted(lines: usize) -> String {
     fill(
         text!("command-lines-omitted.md"),
         &[("lines", &lines.to_string())],
+    )
+}
+
+/// What the model is asked when a command run to check its work (`/test`, `/lint`, the
+/// auto-test loop) failed; the output is in the command output section, not here.
+pub fn command_failed(command: &str, outcome: &str) -> String {
+    fill(
+        text!("command-failed.md"),
+        &[("command", command), ("outcome", outcome)],
     )
 }
 

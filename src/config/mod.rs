@@ -184,6 +184,23 @@ settings! {
     max_reply_bytes: usize = 4 * 1024 * 1024 ; Repo,
     /// Log file [default: <cache dir>/tern/tern.log].
     log_file: Option<PathBuf> = None ; User,
+    /// The command `/test` and the auto-test loop run [default: none; `/test` proposes
+    /// one from the repository and asks]. A repository's config sets it only once
+    /// trusted: it is a command tern runs.
+    test_cmd: Option<String> = None ; Trusted,
+    /// The command `/lint` runs (like `test_cmd`).
+    lint_cmd: Option<String> = None ; Trusted,
+    /// Run `test_cmd` after accepted edits land and send failures back to the model.
+    /// Turning it on is the consent to run `test_cmd` unasked, so only the user turns it
+    /// on, never a repository's config.
+    auto_test: bool = false ; User,
+    /// How many fix rounds the auto-test loop makes before it gives up.
+    auto_test_rounds: usize = 3 ; Repo,
+    /// Seconds a command (`/run`, `/test`, `/lint`) may run before it is killed.
+    command_timeout_secs: u64 = 600 ; Repo,
+    /// Tokens a command's output may take in the context (head and tail kept)
+    /// [default: window/8 clamped to 1024..8192].
+    command_output_tokens: Option<usize> = None ; Repo,
     /// TUI key bindings: action name -> key (for example `accept = "y"`).
     keys: BTreeMap<String, String> = BTreeMap::new() ; Trusted,
 }

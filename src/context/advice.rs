@@ -27,7 +27,10 @@ pub fn what_is_big(report: &BudgetReport) -> Vec<Big> {
         .map(|f| Big {
             what: f.path.clone(),
             tokens: f.tokens,
-            remedy: format!("/drop {}", f.path),
+            remedy: match f.section {
+                Section::CommandOutput => "/drop-output".to_string(),
+                _ => format!("/drop {}", f.path),
+            },
         })
         .collect();
     let section = |section, what: &str, remedy: &str| Big {

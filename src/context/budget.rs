@@ -328,7 +328,10 @@ impl BudgetReport {
                     file.percent,
                     file.cost,
                     &label,
-                    "/drop to remove",
+                    match file.section {
+                        Section::CommandOutput => "/drop-output to remove",
+                        _ => "/drop to remove",
+                    },
                 ));
             }
         }
@@ -405,6 +408,7 @@ fn tip(section: Section) -> &'static str {
         Section::Repo => "--map-tokens to resize",
         Section::Done => "/clear or /compact",
         Section::ChatFiles => "/drop or /read-only",
+        Section::CommandOutput => "/drop-output to remove",
         Section::ReviewDiff => "--budget to resize",
         Section::Cur => "",
     }

@@ -6,7 +6,8 @@ use serde::Serialize;
 
 use crate::llm::{Message, Role};
 use crate::prompts::{
-    CHAT_ACK, CHAT_INTRO, READONLY_ACK, READONLY_INTRO, REPO_ACK, REPO_INTRO, REVIEW_DIFF_ACK,
+    CHAT_ACK, CHAT_INTRO, OUTPUT_ACK, OUTPUT_INTRO, READONLY_ACK, READONLY_INTRO, REPO_ACK,
+    REPO_INTRO, REVIEW_DIFF_ACK,
 };
 use crate::tokens::TokenCounter;
 
@@ -22,6 +23,9 @@ pub enum Section {
     /// History: earlier turns, including any summary.
     Done,
     ChatFiles,
+    /// What commands the user ran printed (`/run`, `/test`, `/lint`), as the model reads
+    /// it: after the files it is about, not copied into the history.
+    CommandOutput,
     /// A review request's diff (review mode only).
     ReviewDiff,
     /// The current message (and this turn's reflections).
@@ -30,13 +34,14 @@ pub enum Section {
 }
 
 impl Section {
-    pub const ALL: [Section; 9] = [
+    pub const ALL: [Section; 10] = [
         Section::System,
         Section::Examples,
         Section::ReadonlyFiles,
         Section::Repo,
         Section::Done,
         Section::ChatFiles,
+        Section::CommandOutput,
         Section::ReviewDiff,
         Section::Cur,
         Section::Reminder,
@@ -50,6 +55,7 @@ impl Section {
             Section::Repo => "repo map",
             Section::Done => "history",
             Section::ChatFiles => "editable files",
+            Section::CommandOutput => "command output",
             Section::Cur => "current",
             Section::Reminder => "reminder",
             Section::ReviewDiff => "review diff",
@@ -65,6 +71,37 @@ pub struct FileText {
     pub text: String,
 }
 
+/// A command's output as it is shown to the model: already clipped to its budget.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize, Serialize)]
+pub struct CommandText {
+    pub command: String,
+    /// How it ended ("exit 1 after 3.2 s").
+    pub outcome: String,
+    pub text: String,
+}
+
+impl CommandText {
+    /// How the output is named in `/tokens` and the advice: the command as typed.
+    pub fn label(&self) -> String {
+        format!("$ {}", self.command)
+    }
+
+    /// The block the model reads: the command, how it ended, and the output fenced.
+    pub fn block(&self) -> String {
+        let fence = fence_for(&self.text);
+        let mut block = format!(
+            "\n$ {}\n({})\n{fence}\n{}",
+            self.command, self.outcome, self.text
+        );
+        if !self.text.is_empty() && !self.text.ends_with('\n') {
+            block.push('\n');
+        }
+        block.push_str(&fence);
+        block.push('\n');
+        block
+    }
+}
+
 /// Everything a request is made of, before assembly.
 #[derive(Debug, Clone, Default)]
 pub struct ChunkInputs {
@@ -76,6 +113,8 @@ pub struct ChunkInputs {
     /// History, starting with a user message and ending with an assistant message.
     pub done: Vec<Message>,
     pub chat_files: Vec<FileText>,
+    /// Command outputs kept in the context, oldest first.
+    pub command_outputs: Vec<CommandText>,
     /// The current turn: ends with a user message (the first is the user's own).
     pub cur: Vec<Message>,
     /// Appended to the last user message, so it is the last thing the model reads.
@@ -186,6 +225,7 @@ pub fn assemble(inputs: &ChunkInputs, counter: &TokenCounter) -> Assembled {
     builder.push(Section::Done, inputs.done.clone());
     builder.push_files(Section::ChatFiles, CHAT_INTRO, CHAT_ACK, &inputs.chat_files);
     builder.mark_breakpoint();
+    builder.push_outputs(&inputs.command_outputs);
     if let Some(diff) = &inputs.review_diff {
         builder.push(
             Section::ReviewDiff,
@@ -240,19 +280,38 @@ impl Builder<'_> {
     }
 
     fn push_files(&mut self, section: Section, intro: &str, ack: &str, files: &[FileText]) {
-        if files.is_empty() {
-            self.push(section, vec![]);
-            return;
-        }
+        let blocks = files.iter().map(|f| (f.path.clone(), file_block(f)));
+        self.push_blocks(section, intro, ack, blocks);
+    }
+
+    fn push_outputs(&mut self, outputs: &[CommandText]) {
+        let blocks = outputs.iter().map(|o| (o.label(), o.block()));
+        self.push_blocks(Section::CommandOutput, OUTPUT_INTRO, OUTPUT_ACK, blocks);
+    }
+
+    /// One user message of `blocks` opened by `intro`, answered by `ack`; each block is
+    /// counted under its name (a file's path, a command).
+    fn push_blocks(
+        &mut self,
+        section: Section,
+        intro: &str,
+        ack: &str,
+        blocks: impl Iterator<Item = (String, String)>,
+    ) {
         let mut content = format!("{intro}\n");
-        for file in files {
-            let block = file_block(file);
+        let mut any = false;
+        for (name, block) in blocks {
+            any = true;
             self.files.push(FileCount {
-                path: file.path.clone(),
+                path: name,
                 section,
                 tokens: self.counter.count(&block),
             });
             content.push_str(&block);
+        }
+        if !any {
+            self.push(section, vec![]);
+            return;
         }
         self.push(
             section,
@@ -327,6 +386,11 @@ mod tests {
             cur: vec![Message::user("please change main")],
             reminder: Some("Use SEARCH/REPLACE blocks.".into()),
             review_diff: None,
+            command_outputs: vec![CommandText {
+                command: "cargo test".into(),
+                outcome: "exit 101 after 2.0 s".into(),
+                text: "test x ... FAILED\n".into(),
+            }],
         }
     }
 

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use tokio_util::sync::CancellationToken;
 
-use super::protocol::ChatMode;
+use super::protocol::{ChatMode, CommandPurpose};
 
 #[derive(Debug, Default)]
 pub(crate) enum Activity {
@@ -28,6 +28,14 @@ pub(crate) enum Activity {
     /// Accepted hunks are written and committed, or a git command runs, on a blocking
     /// thread. The flag cancels a landing still waiting for another tern's lock.
     Git { cancel: Arc<AtomicBool> },
+    /// A command waits for the user's yes or no; nothing else starts meanwhile, so the
+    /// answer cannot find the engine busy with something the user started after.
+    Confirming {
+        command: String,
+        purpose: CommandPurpose,
+    },
+    /// A command runs (`/run`, `/test`, `/lint`, the auto-test loop); cancel kills it.
+    Running { cancel: CancellationToken },
 }
 
 /// What a streaming reply is for.
@@ -89,6 +97,37 @@ impl Activity {
         }
     }
 
+    /// Starts a command; returns its cancel switch.
+    pub(crate) fn run(&mut self) -> CancellationToken {
+        let cancel = CancellationToken::new();
+        *self = Activity::Running {
+            cancel: cancel.clone(),
+        };
+        cancel
+    }
+
+    /// Ends a command; true when it was cancelled.
+    pub(crate) fn end_run(&mut self) -> bool {
+        match std::mem::take(self) {
+            Activity::Running { cancel } => cancel.is_cancelled(),
+            other => {
+                *self = other;
+                false
+            }
+        }
+    }
+
+    /// Takes the command waiting for confirmation, if one is.
+    pub(crate) fn take_confirming(&mut self) -> Option<(String, CommandPurpose)> {
+        match std::mem::take(self) {
+            Activity::Confirming { command, purpose } => Some((command, purpose)),
+            other => {
+                *self = other;
+                None
+            }
+        }
+    }
+
     /// Ends git work.
     pub(crate) fn end_git(&mut self) {
         if matches!(self, Activity::Git { .. }) {
@@ -111,9 +150,9 @@ impl Activity {
     /// that is writing finishes: edits land whole or not at all).
     pub(crate) fn cancel(&self) {
         match self {
-            Activity::Streaming { cancel, .. } => cancel.cancel(),
+            Activity::Streaming { cancel, .. } | Activity::Running { cancel } => cancel.cancel(),
             Activity::Git { cancel } => cancel.store(true, Ordering::SeqCst),
-            Activity::Idle | Activity::WaitingForMap { .. } => {}
+            Activity::Idle | Activity::WaitingForMap { .. } | Activity::Confirming { .. } => {}
         }
     }
 
@@ -128,6 +167,12 @@ impl Activity {
                 Some("a reply is still streaming: wait for it or interrupt it first")
             }
             Activity::Git { .. } => Some("still applying the previous edits"),
+            Activity::Confirming { .. } => {
+                Some("a command waits for your yes or no: answer it first")
+            }
+            Activity::Running { .. } => {
+                Some("a command is still running: wait for it or press Esc to stop it")
+            }
         }
     }
 }

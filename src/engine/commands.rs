@@ -17,6 +17,11 @@ pub enum Command {
     Show,
     Undo,
     Commit,
+    Run,
+    Test,
+    Lint,
+    AddOutput,
+    DropOutput,
     Review,
     Tokens,
     Map,
@@ -42,7 +47,7 @@ pub struct CommandSpec {
 
 impl Command {
     /// Every command, in the order `/help` lists them.
-    pub const ALL: [Command; 25] = [
+    pub const ALL: [Command; 30] = [
         Command::Add,
         Command::ReadOnly,
         Command::Drop,
@@ -56,6 +61,11 @@ impl Command {
         Command::Show,
         Command::Undo,
         Command::Commit,
+        Command::Run,
+        Command::Test,
+        Command::Lint,
+        Command::AddOutput,
+        Command::DropOutput,
         Command::Review,
         Command::Tokens,
         Command::Map,
@@ -87,6 +97,11 @@ impl Command {
             Command::Show => ("show", "[REV]", "show a commit (the last one: what tern just committed)"),
             Command::Undo => ("undo", "", "revert tern's last commit, if it is safe to"),
             Command::Commit => ("commit", "[MESSAGE]", "commit your own uncommitted changes to tracked files"),
+            Command::Run => ("run", "CMD", "run a shell command in the repository root (after you confirm; also !CMD)"),
+            Command::Test => ("test", "[CMD]", "run the tests (test_cmd, or one proposed from the repository); failures go to the model to fix"),
+            Command::Lint => ("lint", "[CMD]", "run the linter (lint_cmd, or one proposed from the repository); problems go to the model to fix"),
+            Command::AddOutput => ("add-output", "", "add the last command's output to the context (its tokens are shown first)"),
+            Command::DropOutput => ("drop-output", "[CMD]", "remove a command's output from the context (all without arguments)"),
             Command::Review => ("review", "[REF | --worktree]", "review the branch (or uncommitted changes) with the model"),
             Command::Tokens => ("tokens", "", "show the next request's tokens, section by section"),
             Command::Map => ("map", "", "show the repo map as the model sees it"),

@@ -14,6 +14,7 @@ mod proposal_review;
 pub mod protocol;
 mod request;
 pub mod session;
+mod shell;
 mod slash;
 mod turn;
 pub mod visible;
@@ -102,6 +103,8 @@ pub(crate) enum Internal {
     Summary(history::JobDone),
     /// The server counted texts (or said whether it can).
     Counted(counts::Counted),
+    /// A command (`/run`, `/test`, `/lint`, the auto-test loop) ended.
+    Ran(Box<shell::Ran>),
     /// A background job panicked (a bug): the engine stops as if it had panicked itself.
     Panicked(Box<dyn std::any::Any + Send>),
 }
@@ -158,6 +161,7 @@ pub(crate) struct Engine {
     resumed: bool,
     history: history::HistoryState,
     counts: counts::CountSlot,
+    shell: shell::Shell,
 }
 
 impl Engine {
@@ -200,6 +204,7 @@ impl Engine {
             purpose: config.purpose,
             resumed: false,
             counts: counts::CountSlot::default(),
+            shell: shell::Shell::default(),
         };
         if config.resume && config.purpose == Purpose::Conversation {
             engine.restore_session(config.model_chosen)?;
@@ -260,7 +265,10 @@ impl Engine {
                 Some(done) = self.internal_rx.recv() => self.internal(done),
             }
         }
-        if self.activity.is_streaming() {
+        // A reply stops, and a command's whole process group is killed.
+        if self.activity.is_streaming()
+            || matches!(self.activity, activity::Activity::Running { .. })
+        {
             self.activity.cancel();
         }
         // Edits being written and committed are finished, never cut off half-way.
@@ -271,7 +279,8 @@ impl Engine {
                     | Internal::MapRefreshed(_)
                     | Internal::Reviewed(_)
                     | Internal::Summary(_)
-                    | Internal::Counted(_),
+                    | Internal::Counted(_)
+                    | Internal::Ran(_),
                 ) => {}
                 Some(done) => self.internal(done),
                 None => break,
@@ -312,7 +321,14 @@ impl Engine {
                 }
                 self.files_changed();
             }
+            Op::AnswerCommand { run } => self.answer_command(run),
+            Op::AddOutput => self.add_output(),
             Op::Cancel => {
+                if self.decline_command() {
+                    self.idle_if_done();
+                    return;
+                }
+                self.end_auto_test();
                 self.activity.cancel();
                 self.cancel_deferred();
                 self.cancel_history_wait();
@@ -354,6 +370,7 @@ impl Engine {
             }
             Internal::Summary(done) => self.summary_done(done),
             Internal::Counted(done) => self.counted(done),
+            Internal::Ran(ran) => self.finish_command(*ran),
             // Unwinds into `spawn`'s handler: `Crashed`, then `Exited`.
             Internal::Panicked(panic) => std::panic::resume_unwind(panic),
         }
@@ -362,6 +379,12 @@ impl Engine {
     fn submit(&mut self, text: String) {
         let trimmed = text.trim();
         if trimmed.is_empty() {
+            return;
+        }
+        if let Some(command) = trimmed.strip_prefix('!') {
+            let command = command.to_string();
+            self.run_command(&command);
+            self.idle_if_done();
             return;
         }
         if trimmed.starts_with('/') {

@@ -137,7 +137,7 @@ impl Engine {
             .extend(report.shell.into_iter().map(|s| s.commands));
         let applied = report.blocks - report.errors.len();
         let reflections = match kind {
-            TurnKind::User => 0,
+            TurnKind::User | TurnKind::Fix => 0,
             TurnKind::Reflection(n) => n,
         };
         if !report.errors.is_empty()
@@ -689,6 +689,7 @@ impl Engine {
                     commit_failed,
                 });
                 self.publish_files();
+                self.auto_test_after_landing();
                 None
             }
         };

@@ -104,6 +104,13 @@ pub enum Op {
     HunkText {
         id: String,
     },
+    /// The answer to `Event::ConfirmCommand`: run the command the engine asked about
+    /// (exactly as it holds it), or not.
+    AnswerCommand {
+        run: bool,
+    },
+    /// Add the last command's output to the context (`/add-output`).
+    AddOutput,
     /// No message follows the ones sent (a one-shot `-m`, a script's end): no summary
     /// starts after them; the next start makes one if the history needs it.
     NoMoreMessages,
@@ -329,6 +336,18 @@ pub enum NotApplied {
     NeedsConfirmation,
 }
 
+/// What a command is run for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CommandPurpose {
+    /// `/run`, `!CMD`: the user's own command; its output is offered for the context.
+    Run,
+    /// `/test` and the auto-test loop: a failure goes to the model to fix.
+    Test,
+    /// `/lint`: like a test.
+    Lint,
+}
+
 /// A chat file as the front ends list it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FileEntry {
@@ -509,6 +528,42 @@ pub enum Event {
     /// Nothing is under way: no reply streaming, no reflection or landing pending. The
     /// engine waits for the front end.
     Idle,
+    /// A command waits for the user's yes (`Op::AnswerCommand`) before it runs: nothing
+    /// runs unconfirmed. `reason` says where a command tern proposed came from ("from
+    /// Cargo.toml").
+    ConfirmCommand {
+        command: String,
+        purpose: CommandPurpose,
+        reason: Option<String>,
+    },
+    /// A command started, in the repository root.
+    CommandStarted {
+        command: String,
+        purpose: CommandPurpose,
+        /// The auto-test loop's fix rounds so far and its most.
+        auto_round: Option<(usize, usize)>,
+    },
+    /// What a running command printed since the last report (visible text), for the
+    /// chat block and the status bar.
+    CommandProgress {
+        text: String,
+        lines: usize,
+        last_line: String,
+        elapsed_ms: u64,
+    },
+    /// A command ended. `tokens` is what its output costs in the context (clipped to
+    /// its budget); `in_context` says it was added (a failed test or lint run is, for
+    /// the model to fix), else `Op::AddOutput` adds it.
+    CommandFinished {
+        command: String,
+        purpose: CommandPurpose,
+        passed: bool,
+        outcome: String,
+        lines: usize,
+        elapsed_ms: u64,
+        tokens: usize,
+        in_context: bool,
+    },
     /// The engine stopped on an internal error (a bug); `Exited` follows.
     Crashed {
         text: String,

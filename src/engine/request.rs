@@ -60,6 +60,7 @@ impl Engine {
             cur,
             reminder: Some(prompts.reminder.to_string()),
             review_diff: None,
+            command_outputs: self.session.outputs.clone(),
         };
         context::assemble(&inputs, &self.counter)
     }

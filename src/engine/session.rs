@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use super::protocol::{ChatMode, FileEntry, FileMode, Shown, ShownKind};
-use crate::context::FileText;
+use crate::context::{CommandText, FileText};
 use crate::llm::{Message, Usage};
 use crate::tokens::TokenCounter;
 
@@ -56,6 +56,9 @@ pub struct Session {
     /// history is what the model sees (summarized, notes merged into user messages);
     /// this is what a resumed workspace shows again.
     pub transcript: Vec<Shown>,
+    /// Command outputs in the context (`/run`, `/test`, `/lint`), oldest first; one per
+    /// command. Not saved with the session: they describe the tree as it was.
+    pub outputs: Vec<CommandText>,
 }
 
 /// The most messages a transcript keeps.
@@ -81,6 +84,7 @@ impl Session {
             last_cost: 0.0,
             session_cost: 0.0,
             transcript: Vec::new(),
+            outputs: Vec::new(),
         }
     }
 

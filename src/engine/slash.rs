@@ -1,7 +1,7 @@
 //! Running slash commands. Parsing and the command table are in `commands.rs`.
 
 use super::commands::{self, Command, Parsed};
-use super::protocol::{ChatMode, Decision, Event, FileMode, ReviewOp};
+use super::protocol::{ChatMode, CommandPurpose, Decision, Event, FileMode, ReviewOp};
 use super::{Engine, Internal};
 
 impl Engine {
@@ -70,6 +70,11 @@ impl Engine {
                     commit_all(repo, &settings, message.as_deref()).map(GitDone::said)
                 });
             }
+            Command::Run => self.run_command(&args),
+            Command::Test => self.check_command(CommandPurpose::Test, &args),
+            Command::Lint => self.check_command(CommandPurpose::Lint, &args),
+            Command::AddOutput => self.add_output(),
+            Command::DropOutput => self.drop_output(&args),
             Command::Tokens => {
                 let report = self.report(&self.draft.clone());
                 self.events.send(Event::Output {

@@ -21,6 +21,9 @@ pub(crate) enum TurnKind {
     User,
     /// Failed edit blocks sent back to the model (the n-th time this user turn).
     Reflection(usize),
+    /// A failed test or lint run sent to the model to fix (`/test`, the auto-test
+    /// loop): tern's own message, carrying the notes the user's next one would.
+    Fix,
 }
 
 /// Who wrote a reply whose edits are proposed, which decides whether its failed blocks
@@ -93,7 +96,7 @@ impl Engine {
             return;
         }
         let sent_text = match kind {
-            TurnKind::User => self.user_message_text(&text),
+            TurnKind::User | TurnKind::Fix => self.user_message_text(&text),
             TurnKind::Reflection(_) => text.clone(),
         };
         let assembled = self.assemble(vec![Message::user(sent_text.clone())], mode);
@@ -123,7 +126,7 @@ impl Engine {
             });
         }
         let notes = match kind {
-            TurnKind::User => std::mem::take(&mut self.session.notes_for_next_turn),
+            TurnKind::User | TurnKind::Fix => std::mem::take(&mut self.session.notes_for_next_turn),
             TurnKind::Reflection(_) => Vec::new(),
         };
         let prediction = self
@@ -135,6 +138,10 @@ impl Engine {
             let (own, shown_notes) = match kind {
                 TurnKind::User => (text.clone(), notes.clone()),
                 TurnKind::Reflection(_) => (String::new(), vec![text.clone()]),
+                TurnKind::Fix => (
+                    String::new(),
+                    notes.iter().cloned().chain([text.clone()]).collect(),
+                ),
             };
             self.session.show(ShownKind::User, own.clone());
             for note in &shown_notes {

@@ -199,6 +199,41 @@ impl Visible for Event {
             }
             | Event::Idle
             | Event::Exited => {}
+            Event::ConfirmCommand {
+                command,
+                purpose: _,
+                reason,
+            } => {
+                command.make_visible();
+                reason.make_visible();
+            }
+            Event::CommandStarted {
+                command,
+                purpose: _,
+                auto_round: _,
+            } => command.make_visible(),
+            Event::CommandProgress {
+                text,
+                lines: _,
+                last_line,
+                elapsed_ms: _,
+            } => {
+                text.make_visible();
+                last_line.make_visible();
+            }
+            Event::CommandFinished {
+                command,
+                purpose: _,
+                passed: _,
+                outcome,
+                lines: _,
+                elapsed_ms: _,
+                tokens: _,
+                in_context: _,
+            } => {
+                command.make_visible();
+                outcome.make_visible();
+            }
         }
     }
 }

@@ -19,6 +19,8 @@ pub struct Consent {
     /// `--allow-outside-chat` or the user's `edit_outside_chat`: also edits to existing
     /// files outside the chat.
     pub outside_chat: bool,
+    /// `--allow-commands`: the commands the run asks for (`/run`, `/test`, `/lint`).
+    pub commands: bool,
 }
 
 /// Runs the given messages in turn and exits. Returns a failure exit code when a turn
@@ -46,6 +48,9 @@ pub async fn run(
     // resumed session kept for review stay as they are.
     let mut replied = false;
     let mut resumed_hunks = 0;
+    // The last test or lint run: the run fails when it failed (`--auto-test` ends
+    // with the tests still failing, or a `/test` was left failing).
+    let mut last_check: Option<(String, bool)> = None;
 
     let Some(first) = queue.next() else {
         return Ok(ExitCode::SUCCESS);
@@ -112,6 +117,46 @@ pub async fn run(
                         stderr,
                         "Tokens: {tokens}. Cost: ${cost:.4} message, ${session_cost:.4} session."
                     )?;
+                }
+            }
+            // A new reply may propose new edits (the auto-test loop's fix rounds).
+            Event::TurnStarted { .. } => edits_handled = false,
+            Event::ConfirmCommand { command, .. } => {
+                engine.ops.send(Op::AnswerCommand {
+                    run: consent.commands,
+                })?;
+                if !consent.commands {
+                    let why = format!(
+                        "not run: `{command}` (pass --allow-commands to let tern run the commands a headless run asks for)"
+                    );
+                    if !json {
+                        writeln!(stderr, "tern: {why}")?;
+                    }
+                    stop(&mut stopped, why);
+                }
+            }
+            Event::CommandStarted { command, .. } if !json => {
+                writeln!(stderr, "tern: $ {command}")?;
+            }
+            Event::CommandProgress { text, .. } if !json => write!(stderr, "{text}")?,
+            Event::CommandFinished {
+                command,
+                purpose,
+                passed,
+                outcome,
+                tokens,
+                in_context,
+                ..
+            } => {
+                if *purpose != crate::engine::protocol::CommandPurpose::Run {
+                    last_check = Some((command.clone(), *passed));
+                }
+                if !json {
+                    let context = match in_context {
+                        true => format!("; its output is in the context (≈{tokens} tokens)"),
+                        false => String::new(),
+                    };
+                    writeln!(stderr, "tern: `{command}`: {outcome}{context}")?;
                 }
             }
             Event::TurnFailed { error, .. } => {
@@ -272,6 +317,12 @@ pub async fn run(
             stderr,
             "tern: the resumed session's {resumed_hunks} proposed hunks still await review; they were neither applied nor discarded (review them in the workspace: tern --resume)"
         )?;
+    }
+    if let Some((command, false)) = &last_check {
+        stop(&mut stopped, format!("`{command}` still fails"));
+        if !json {
+            writeln!(stderr, "tern: `{command}` still fails")?;
+        }
     }
     if engine.task.await.is_err() {
         stop(

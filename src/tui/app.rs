@@ -24,7 +24,7 @@ use super::panes::review::{self, ReviewPane};
 use super::panes::{Cx, Effect, Pane, PaneId, help};
 use super::theme::Theme;
 use crate::engine::commands;
-use crate::engine::protocol::{ChatMode, ReviewOp, ShownKind};
+use crate::engine::protocol::{ChatMode, CommandPurpose, ReviewOp, ShownKind};
 use crate::engine::{Event, Op};
 
 /// How long after the last keystroke the draft is sent for the live `cur` count.
@@ -109,6 +109,11 @@ pub struct App {
     quitting: bool,
     /// Quitting was asked for with hunks still to review: the next key decides.
     confirming_quit: bool,
+    /// A command waits for the user's yes (what the status line asks): the next key
+    /// decides, `y` runs it.
+    pub(crate) confirming_command: Option<String>,
+    /// The command running now, for the status line.
+    pub(crate) running: Option<RunningCommand>,
     exited: bool,
     crashed: Option<String>,
     /// Text to put on the clipboard at the next chance (`take_clipboard`).
@@ -118,6 +123,14 @@ pub struct App {
     pub(crate) hits: Hits,
     /// Text to open in the user's editor, for the loop to run.
     editor: Option<EditRequest>,
+}
+
+/// A running command as the status line shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct RunningCommand {
+    pub command: String,
+    pub last_line: String,
+    pub elapsed_ms: u64,
 }
 
 impl App {
@@ -146,6 +159,8 @@ impl App {
             last_interrupt: None,
             quitting: false,
             confirming_quit: false,
+            confirming_command: None,
+            running: None,
             exited: false,
             crashed: None,
             clipboard: None,
@@ -474,6 +489,83 @@ impl App {
                 self.reflecting = false;
                 self.panes.review.apply_failed();
             }
+            Event::ConfirmCommand {
+                command,
+                purpose,
+                reason,
+            } => {
+                let from = reason.map_or(String::new(), |r| format!(" ({r})"));
+                chat.push(
+                    Kind::Notice,
+                    format!("{} asks to run `{command}`{from}", purpose_label(purpose)),
+                );
+                // Short enough for the status line; where it came from is in the chat.
+                self.confirming_command =
+                    Some(format!("run `{command}`? [y/N]"));
+            }
+            Event::CommandStarted {
+                command,
+                auto_round,
+                ..
+            } => {
+                self.confirming_command = None;
+                match auto_round {
+                    Some((0, _)) => {
+                        chat.push(Kind::Notice, "auto-test: the edits landed; running the tests")
+                    }
+                    Some((round, max)) => chat.push(
+                        Kind::Notice,
+                        format!("auto-test: running the tests after fix round {round} of {max}"),
+                    ),
+                    None => {}
+                }
+                chat.begin_command(&command);
+                self.running = Some(RunningCommand {
+                    command,
+                    last_line: String::new(),
+                    elapsed_ms: 0,
+                });
+                self.next_spin = Some(Instant::now() + SPIN_EVERY);
+            }
+            Event::CommandProgress {
+                text,
+                last_line,
+                elapsed_ms,
+                ..
+            } => {
+                chat.command_output(&text);
+                if let Some(running) = &mut self.running {
+                    running.last_line = last_line.trim().to_string();
+                    running.elapsed_ms = elapsed_ms;
+                }
+            }
+            Event::CommandFinished {
+                passed,
+                outcome,
+                lines,
+                tokens,
+                in_context,
+                ..
+            } => {
+                let cost = format!("≈{} tok", crate::tokens::thousands(tokens));
+                let context = if in_context {
+                    format!("in the context ({cost})")
+                } else {
+                    format!(
+                        "not in the context: {} or /add-output adds it ({cost})",
+                        self.keymap.describe(Action::AddOutput)
+                    )
+                };
+                let text = format!(
+                    "{outcome} · {} lines · {context}",
+                    crate::tokens::thousands(lines)
+                );
+                chat.finish_command(Footer {
+                    text,
+                    warning: (!passed).then(|| outcome.clone()),
+                });
+                self.running = None;
+            }
             Event::Crashed { text } => self.crashed = Some(text),
             Event::Exited => self.exited = true,
         }
@@ -534,7 +626,15 @@ impl App {
                 self.next_spin = Some(now + SPIN_EVERY);
                 changed = true;
             }
-            Some(_) if self.streaming.is_none() => self.next_spin = None,
+            Some(at) if self.running.is_some() && now >= at => {
+                self.spinner = self.spinner.wrapping_add(1);
+                self.next_spin = Some(now + SPIN_EVERY);
+                if let Some(r) = &mut self.running {
+                    r.elapsed_ms += SPIN_EVERY.as_millis() as u64;
+                }
+                changed = true;
+            }
+            Some(_) if self.streaming.is_none() && self.running.is_none() => self.next_spin = None,
             _ => {}
         }
         changed
@@ -615,6 +715,11 @@ impl App {
     }
 
     fn on_key(&mut self, key: KeyEvent) {
+        if self.confirming_command.take().is_some() {
+            let run = key.code == KeyCode::Char('y') && key.modifiers == KeyModifiers::NONE;
+            self.ops.push(Op::AnswerCommand { run });
+            return;
+        }
         if std::mem::take(&mut self.confirming_quit) {
             if key.code == KeyCode::Char('y') {
                 self.quit();
@@ -715,10 +820,14 @@ impl App {
             Some(Action::Help) => self.open_help(),
             Some(Action::PageUp) => self.page(-1),
             Some(Action::PageDown) => self.page(1),
+            Some(Action::AddOutput) => self.ops.push(Op::AddOutput),
             Some(Action::Cancel) => {
                 if self.interruptible() {
                     self.ops.push(Op::Cancel);
-                    self.flash("interrupting the reply…".into());
+                    self.flash(match self.running {
+                        Some(_) => "stopping the command…".into(),
+                        None => "interrupting the reply…".into(),
+                    });
                 } else {
                     self.set_focus(PaneId::Input);
                 }
@@ -741,7 +850,7 @@ impl App {
     /// Whether Esc / Ctrl-C has a turn to interrupt: one streaming, or one sent that
     /// waits to start.
     fn interruptible(&self) -> bool {
-        self.streaming.is_some() || self.sent
+        self.streaming.is_some() || self.sent || self.running.is_some()
     }
 
     /// Ctrl-C: interrupt the reply, else clear the input; a second one soon after quits.
@@ -891,5 +1000,14 @@ fn starts_turn(text: &str) -> bool {
             ) && !args.is_empty()
         }
         commands::Parsed::Unknown { .. } => false,
+    }
+}
+
+/// Who asks to run a command, for the chat line before the question.
+fn purpose_label(purpose: CommandPurpose) -> &'static str {
+    match purpose {
+        CommandPurpose::Run => "/run",
+        CommandPurpose::Test => "/test",
+        CommandPurpose::Lint => "/lint",
     }
 }

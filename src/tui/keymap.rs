@@ -58,6 +58,7 @@ pub enum Action {
     EditHunk,
     CopyReply,
     CopyCode,
+    AddOutput,
 }
 
 /// An action's config name, default keys and the line `?` shows for it.
@@ -284,11 +285,18 @@ pub const ACTIONS: &[ActionSpec] = &[
         "n",
         "show or hide in full tern's notes to the model and long messages",
     ),
+    spec(
+        Action::AddOutput,
+        "add_output",
+        "ctrl-o",
+        "add the last command's output to the context (/add-output)",
+    ),
 ];
 
 /// Actions every pane answers to, after its own.
 pub const GLOBAL: &[Action] = &[
     Action::Interrupt,
+    Action::AddOutput,
     Action::Cancel,
     Action::FocusNext,
     Action::FocusPrev,

@@ -289,7 +289,14 @@ fn tab_bar(app: &mut App, area: Rect, buf: &mut Buffer) {
 fn status_bar(app: &App, area: Rect, buf: &mut Buffer, wide: bool) {
     let theme = &app.theme;
     let k = &app.keymap;
-    let left: Line<'static> = if let Some((flash, _)) = &app.flash {
+    let left: Line<'static> = if let Some(question) = &app.confirming_command {
+        Line::styled(
+            format!(" {question}"),
+            Style::new()
+                .fg(theme.c.warning)
+                .add_modifier(Modifier::BOLD),
+        )
+    } else if let Some((flash, _)) = &app.flash {
         Line::styled(format!(" {flash}"), Style::new().fg(theme.c.warning))
     } else if let Some(chars) = app.streaming {
         let state = match (&app.waiting, chars) {
@@ -305,6 +312,29 @@ fn status_bar(app: &App, area: Rect, buf: &mut Buffer, wide: bool) {
             Span::styled(state, Style::new().fg(theme.c.fg)),
             Span::styled(
                 format!(" · {} interrupts", k.describe(Action::Cancel)),
+                theme.dim(),
+            ),
+        ])
+    } else if let Some(running) = &app.running {
+        Line::from(vec![
+            Span::styled(
+                format!(" {} ", SPINNER[app.spinner % SPINNER.len()]),
+                Style::new().fg(theme.c.accent),
+            ),
+            Span::styled(
+                format!(
+                    "{} · {:.1} s",
+                    running.command,
+                    running.elapsed_ms as f64 / 1000.0
+                ),
+                Style::new().fg(theme.c.fg),
+            ),
+            Span::styled(
+                format!(
+                    " · {} · {} stops",
+                    running.last_line,
+                    k.describe(Action::Cancel)
+                ),
                 theme.dim(),
             ),
         ])

@@ -116,6 +116,7 @@ async fn predicted_prompt_tokens_equal_the_servers_count() {
             cur: vec![Message::user("Make it print twice.")],
             reminder: Some("Reply with SEARCH/REPLACE blocks.".into()),
             review_diff: None,
+            command_outputs: Vec::new(),
         };
         let assembled = context::assemble(&inputs, &counter);
         let client = LlmClient::new(&settings(&server), None, None).unwrap();

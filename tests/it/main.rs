@@ -10,6 +10,7 @@ mod history_support;
 mod support;
 mod tui_support;
 
+mod coding_loop;
 mod config;
 mod edit_apply;
 mod edit_cli;

@@ -942,3 +942,46 @@ fn help_lines_wrap_at_80_columns() {
         "under its text: {next}"
     );
 }
+
+#[test]
+fn a_command_runs_only_on_y_and_esc_or_ctrl_o_do_what_they_say() {
+    use tern::engine::protocol::CommandPurpose;
+    let ask = || Event::ConfirmCommand {
+        command: "make test".into(),
+        purpose: CommandPurpose::Run,
+        reason: None,
+    };
+    let mut app = started();
+    // Any key but y declines, and is not typed into the message.
+    for declining in [
+        KeyCode::Char('Y'),
+        KeyCode::Enter,
+        KeyCode::Esc,
+        KeyCode::Char('n'),
+    ] {
+        feed(&mut app, [ask()]);
+        app.handle_terminal(key(declining));
+        assert_eq!(
+            app.take_ops(),
+            [Op::AnswerCommand { run: false }],
+            "{declining:?}"
+        );
+    }
+    assert!(app.panes().input.text().is_empty());
+    feed(&mut app, [ask()]);
+    press(&mut app, 'y');
+    assert_eq!(app.take_ops(), [Op::AnswerCommand { run: true }]);
+    // While it runs, Esc stops it; afterwards ctrl-o adds its output.
+    feed(
+        &mut app,
+        [Event::CommandStarted {
+            command: "make test".into(),
+            purpose: CommandPurpose::Run,
+            auto_round: None,
+        }],
+    );
+    app.handle_terminal(key(KeyCode::Esc));
+    assert_eq!(app.take_ops(), [Op::Cancel]);
+    app.handle_terminal(ctrl('o'));
+    assert_eq!(app.take_ops(), [Op::AddOutput]);
+}

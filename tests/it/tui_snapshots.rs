@@ -339,3 +339,63 @@ fn the_gauge_says_how_counts_are_made_and_marks_estimated_usage() {
     let text = pane_alone(&mut app, PaneId::Gauge, 60, 26);
     assert!(text.contains("counts ≈ calibrated ±2%"), "{text}");
 }
+
+fn command_events(passed: bool) -> Vec<Event> {
+    use tern::engine::protocol::CommandPurpose;
+    let outcome = if passed {
+        "exit 0 after 0.4 s"
+    } else {
+        "exit 101 after 3.2 s"
+    };
+    vec![
+        Event::CommandStarted {
+            command: "cargo test".into(),
+            purpose: CommandPurpose::Test,
+            auto_round: Some((1, 3)),
+        },
+        Event::CommandProgress {
+            text: "running 3 tests\ntest a ... ok\ntest b ... FAILED\n".into(),
+            lines: 3,
+            last_line: "test b ... FAILED".into(),
+            elapsed_ms: 1200,
+        },
+        Event::CommandProgress {
+            text: "\nfailures:\n    b: assertion `left == right` failed\n".into(),
+            lines: 6,
+            last_line: "    b: assertion `left == right` failed".into(),
+            elapsed_ms: 3200,
+        },
+        Event::CommandFinished {
+            command: "cargo test".into(),
+            purpose: CommandPurpose::Test,
+            passed,
+            outcome: outcome.into(),
+            lines: 6,
+            elapsed_ms: 3200,
+            tokens: 1240,
+            in_context: !passed,
+        },
+    ]
+}
+
+#[test]
+fn the_command_block_streams_and_ends_with_how_and_what_it_costs() {
+    use tern::engine::protocol::CommandPurpose;
+    let mut app = app();
+    feed(&mut app, session_start());
+    feed(
+        &mut app,
+        [Event::ConfirmCommand {
+            command: "cargo test".into(),
+            purpose: CommandPurpose::Test,
+            reason: Some("proposed from Cargo.toml; set test_cmd to keep it".into()),
+        }],
+    );
+    insta::assert_snapshot!("command_confirm_80x24", screen(&mut app, 80, 24));
+    let mut events = command_events(false);
+    let finished = events.pop().unwrap();
+    feed(&mut app, events);
+    insta::assert_snapshot!("command_running_80x24", screen(&mut app, 80, 24));
+    feed(&mut app, [finished]);
+    insta::assert_snapshot!("command_failed", pane_alone(&mut app, PaneId::Chat, 80, 16));
+}

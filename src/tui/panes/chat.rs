@@ -34,7 +34,18 @@ pub enum Kind {
     Output {
         title: String,
     },
+    /// A shell command (`/run`, `/test`, `/lint`): what it prints as it runs, its last
+    /// `COMMAND_LINES` lines only (`hidden` counts those scrolled out), then how it
+    /// ended in the footer.
+    Command {
+        command: String,
+        hidden: usize,
+    },
 }
+
+/// The most lines of a command's output the chat keeps: the whole of it may be
+/// megabytes; the model gets it clipped by tokens, the user its end here.
+pub const COMMAND_LINES: usize = 200;
 
 /// A message of the user's longer than this (a paste, mostly) is shown collapsed.
 const LONG_MESSAGE_LINES: usize = 20;
@@ -237,6 +248,50 @@ impl ChatPane {
             reply.footer = Some(footer);
             reply.streaming = false;
             reply.touch();
+        }
+    }
+
+    /// A command started: its block, empty until it prints.
+    pub fn begin_command(&mut self, command: &str) {
+        self.push(
+            Kind::Command {
+                command: command.to_string(),
+                hidden: 0,
+            },
+            "",
+        );
+    }
+
+    fn running_command(&mut self) -> Option<&mut Message> {
+        self.messages
+            .iter_mut()
+            .rev()
+            .find(|m| matches!(m.kind, Kind::Command { .. }) && m.footer.is_none())
+    }
+
+    /// More output of the running command; only its last `COMMAND_LINES` lines stay.
+    pub fn command_output(&mut self, text: &str) {
+        let Some(m) = self.running_command() else {
+            return;
+        };
+        m.text.push_str(text);
+        let lines = m.text.split_inclusive('\n').count();
+        if lines > COMMAND_LINES
+            && let Kind::Command { hidden, .. } = &mut m.kind
+        {
+            let cut = lines - COMMAND_LINES;
+            let rest: String = m.text.split_inclusive('\n').skip(cut).collect();
+            m.text = rest;
+            *hidden += cut;
+        }
+        m.touch();
+    }
+
+    /// The running command ended: how, in its footer.
+    pub fn finish_command(&mut self, footer: Footer) {
+        if let Some(m) = self.running_command() {
+            m.footer = Some(footer);
+            m.touch();
         }
     }
 
@@ -596,6 +651,47 @@ fn layout(m: &mut Message, width: usize, theme: &Theme) -> Vec<Line<'static>> {
                 _ => format!("note to the model: {}", m.text.trim_end()),
             };
             out.extend(marked(&text, "↳ ", style, width));
+        }
+        Kind::Command { command, hidden } => {
+            let head = Style::new().fg(theme.c.accent).add_modifier(Modifier::BOLD);
+            out.extend(wrap(
+                &plain(command, head),
+                width,
+                &[Span::styled("$ ", head)],
+                &[Span::raw("  ")],
+            ));
+            if *hidden > 0 {
+                out.push(Line::styled(
+                    format!("  … {} earlier lines not shown", thousands(*hidden)),
+                    theme.dim(),
+                ));
+            }
+            let text = m.text.strip_suffix('\n').unwrap_or(&m.text);
+            if !text.is_empty() {
+                for line in text.split('\n') {
+                    out.extend(wrap(
+                        &plain(line, Style::new().fg(theme.c.fg)),
+                        width,
+                        &[Span::styled("│ ", theme.dim())],
+                        &[Span::styled("│ ", theme.dim())],
+                    ));
+                }
+            }
+            match &m.footer {
+                Some(footer) => {
+                    let style = match &footer.warning {
+                        Some(_) => Style::new().fg(theme.c.warning),
+                        None => theme.dim(),
+                    };
+                    out.extend(wrap(
+                        &plain(&footer.text, style),
+                        width,
+                        &[Span::raw("  ")],
+                        &[Span::raw("  ")],
+                    ));
+                }
+                None => out.push(Line::styled("  running…", theme.dim())),
+            }
         }
         Kind::Output { title } => {
             out.push(Line::styled(

@@ -439,6 +439,7 @@ pub fn section_color(section: Section, theme: &Theme) -> Color {
         Section::Repo => theme.c.repo_map,
         Section::Done => theme.c.history,
         Section::ChatFiles => theme.c.editable_files,
+        Section::CommandOutput => theme.c.command_output,
         Section::ReviewDiff => theme.c.review_diff,
         Section::Cur => theme.c.current,
         Section::Reminder => theme.c.reminder,

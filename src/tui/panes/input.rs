@@ -416,6 +416,11 @@ impl InputPane {
                     | Command::Show
                     | Command::Undo
                     | Command::Commit
+                    | Command::Run
+                    | Command::Test
+                    | Command::Lint
+                    | Command::AddOutput
+                    | Command::DropOutput
                     | Command::Review
                     | Command::Tokens
                     | Command::Map

@@ -61,6 +61,7 @@ pub fn budget(draft: &str, history: &[Message]) -> BudgetReport {
         cur: if draft.is_empty() { vec![] } else { vec![Message::user(draft)] },
         reminder: Some("Write every change as a SEARCH/REPLACE block.".into()),
         review_diff: None,
+        command_outputs: Vec::new(),
     };
     let assembled = context::assemble(&inputs, &counter);
     let mut report = BudgetReport::new(

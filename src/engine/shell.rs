@@ -1,0 +1,363 @@
+//! Commands run from the workspace (`/run`, `!CMD`, `/test`, `/lint`) and the auto-test
+//! loop. Each is confirmed by the user first (`Event::ConfirmCommand`; turning
+//! `auto_test` on is the confirmation for its runs), runs on its own task
+//! (`crate::run`: own process group, timeout, the API key kept out of its
+//! environment, output capped), streams into the chat, and its output may join the
+//! context as its own section, clipped by tokens, never copied into the history.
+
+use std::time::Duration;
+
+use super::protocol::{ChatMode, CommandPurpose, Event};
+use super::turn::TurnKind;
+use super::{Engine, Internal, Purpose};
+use crate::context::CommandText;
+use crate::run::{self, CommandKind, Output, RunOptions};
+use crate::terminal_text::visible;
+
+/// The commands' state beside the activity: the output on offer, and the loop.
+#[derive(Debug, Default)]
+pub(crate) struct Shell {
+    /// The last finished `/run`'s output, until it is added or another command runs.
+    offered: Option<CommandText>,
+    /// The auto-test loop under way: the fix rounds made so far.
+    auto_rounds: Option<usize>,
+}
+
+/// A command that ended, back on the loop.
+#[derive(Debug)]
+pub(crate) struct Ran {
+    command: String,
+    purpose: CommandPurpose,
+    output: Output,
+    auto: bool,
+}
+
+impl Engine {
+    /// `/run CMD` and `!CMD`: asks the user before anything runs.
+    pub(super) fn run_command(&mut self, command: &str) {
+        self.ask_to_run(command.trim(), CommandPurpose::Run, None);
+    }
+
+    /// `/test [CMD]` and `/lint [CMD]`: the given command, else the configured one, else
+    /// one proposed from the repository's files (shown with where it came from).
+    pub(super) fn check_command(&mut self, purpose: CommandPurpose, given: &str) {
+        let (configured, kind, setting) = match purpose {
+            CommandPurpose::Lint => (&self.settings.lint_cmd, CommandKind::Lint, "lint_cmd"),
+            _ => (&self.settings.test_cmd, CommandKind::Test, "test_cmd"),
+        };
+        if !given.trim().is_empty() {
+            self.ask_to_run(given.trim(), purpose, None);
+        } else if let Some(command) = configured.clone() {
+            self.ask_to_run(&command, purpose, Some(format!("{setting} setting")));
+        } else if let Some(s) = run::suggest(self.session.root(), kind) {
+            self.ask_to_run(
+                &s.command,
+                purpose,
+                Some(format!(
+                    "proposed from {}; set {setting} to keep it",
+                    s.reason
+                )),
+            );
+        } else {
+            self.error(format!(
+                "no {setting} is set and none could be proposed from the repository: give the command (/{} CMD) or set {setting} in your config",
+                purpose_name(purpose)
+            ));
+        }
+    }
+
+    fn ask_to_run(&mut self, command: &str, purpose: CommandPurpose, reason: Option<String>) {
+        if let Some(why) = refuse(command) {
+            self.error(why);
+            return;
+        }
+        if self.purpose != Purpose::Conversation {
+            self.error("this tern runs one command; it runs no shell commands".into());
+            return;
+        }
+        if let Some(busy) = self.activity.busy_reason() {
+            self.error(format!("not run: {busy}"));
+            return;
+        }
+        self.activity = super::activity::Activity::Confirming {
+            command: command.to_string(),
+            purpose,
+        };
+        self.events.send(Event::ConfirmCommand {
+            command: command.to_string(),
+            purpose,
+            reason,
+        });
+    }
+
+    /// `Op::AnswerCommand`.
+    pub(super) fn answer_command(&mut self, yes: bool) {
+        let Some((command, purpose)) = self.activity.take_confirming() else {
+            self.error("no command is waiting for an answer".into());
+            self.idle_if_done();
+            return;
+        };
+        if yes {
+            self.start_command(command, purpose, false);
+        } else {
+            self.notice(format!("not run: {command}"));
+            self.idle_if_done();
+        }
+    }
+
+    /// Esc on a question: the command does not run.
+    pub(super) fn decline_command(&mut self) -> bool {
+        match self.activity.take_confirming() {
+            Some((command, _)) => {
+                self.notice(format!("not run: {command}"));
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn start_command(&mut self, command: String, purpose: CommandPurpose, auto: bool) {
+        let cancel = self.activity.run();
+        self.events.send(Event::CommandStarted {
+            command: command.clone(),
+            purpose,
+            auto_round: auto.then(|| {
+                (
+                    self.shell.auto_rounds.unwrap_or(0),
+                    self.settings.auto_test_rounds,
+                )
+            }),
+        });
+        let options = RunOptions {
+            timeout: Duration::from_secs(self.settings.command_timeout_secs),
+            secrets: self
+                .settings
+                .api_key
+                .iter()
+                .map(|k| k.expose().to_string())
+                .filter(|k| !k.is_empty())
+                .collect(),
+            ..RunOptions::default()
+        };
+        let root = self.session.root().to_path_buf();
+        let events = self.events.clone();
+        let done = self.internal_tx.clone();
+        super::worker::spawn(done.clone(), async move {
+            let report = |p: run::Progress| {
+                events.send(Event::CommandProgress {
+                    text: p.new_text,
+                    lines: p.lines,
+                    last_line: p.last_line,
+                    elapsed_ms: p.elapsed.as_millis() as u64,
+                })
+            };
+            let output = run::run(&command, &root, &options, cancel, report).await;
+            let _ = done.send(Internal::Ran(Box::new(Ran {
+                command,
+                purpose,
+                output,
+                auto,
+            })));
+        });
+    }
+
+    /// The tokens a command's output may take in the context.
+    fn output_budget(&self) -> usize {
+        self.settings
+            .command_output_tokens
+            .unwrap_or((self.window.window / 8).clamp(1024, 8192))
+    }
+
+    pub(super) fn finish_command(&mut self, ran: Ran) {
+        let cancelled = self.activity.end_run();
+        let Ran {
+            command,
+            purpose,
+            output,
+            auto,
+        } = ran;
+        let clipped = run::clip(&output.text, &self.counter, self.output_budget());
+        let text = CommandText {
+            command: command.clone(),
+            outcome: output.describe(),
+            text: clipped.text,
+        };
+        // An earlier output of the same command described a tree that is gone.
+        let replaced = self.drop_output_of(&command);
+        // What the block costs as `/tokens` will show it.
+        let tokens = self.counter.count(&text.block());
+        let check = purpose != CommandPurpose::Run;
+        let passed = output.passed();
+        let in_context = check && !passed && !cancelled;
+        if in_context {
+            self.session.outputs.push(text);
+            self.shell.offered = None;
+        } else {
+            self.shell.offered = (purpose == CommandPurpose::Run).then_some(text);
+        }
+        self.events.send(Event::CommandFinished {
+            command: command.clone(),
+            purpose,
+            passed,
+            outcome: output.describe(),
+            lines: output.lines,
+            elapsed_ms: output.elapsed.as_millis() as u64,
+            tokens,
+            in_context,
+        });
+        if replaced && !in_context {
+            self.notice(format!(
+                "the earlier output of `{command}` was removed from the context"
+            ));
+        }
+        self.publish_budget();
+        if check {
+            self.after_check(&command, passed, cancelled, auto, &output);
+        }
+        self.idle_if_done();
+    }
+
+    /// A test or lint run ended: a failure goes to the model (once per run, at most
+    /// `auto_test_rounds` times in the loop); a pass or Esc ends the loop.
+    fn after_check(
+        &mut self,
+        command: &str,
+        passed: bool,
+        cancelled: bool,
+        auto: bool,
+        output: &Output,
+    ) {
+        let rounds = self.shell.auto_rounds.take().unwrap_or(0);
+        if cancelled {
+            if auto {
+                self.notice("the auto-test loop was stopped".into());
+            }
+            return;
+        }
+        if passed {
+            if auto && rounds > 0 {
+                self.notice(format!("`{command}` passes after {rounds} fix rounds"));
+            } else {
+                self.notice(format!("`{command}` passes"));
+            }
+            return;
+        }
+        if auto && rounds >= self.settings.auto_test_rounds {
+            self.warning(format!(
+                "`{command}` still fails after {rounds} fix rounds (auto_test_rounds); its output is in the context for your next message"
+            ));
+            return;
+        }
+        if let Some(waiting) = self.undecided_hunks() {
+            self.notice(format!(
+                "`{command}` failed; its output is in the context, but {waiting} proposed hunks still wait for a decision, so the model is not asked to fix it now"
+            ));
+            return;
+        }
+        if auto {
+            self.shell.auto_rounds = Some(rounds + 1);
+        }
+        let message = crate::prompts::command_failed(command, &output.describe());
+        self.end_proposal();
+        self.start_turn(message, ChatMode::Code, TurnKind::Fix);
+    }
+
+    /// After accepted edits were committed: the auto-test loop's next run, when it is on.
+    pub(super) fn auto_test_after_landing(&mut self) {
+        if !self.settings.auto_test || self.purpose != Purpose::Conversation {
+            return;
+        }
+        let Some(command) = self.settings.test_cmd.clone() else {
+            let hint = run::suggest(self.session.root(), CommandKind::Test)
+                .map(|s| format!(" (`{}` would fit, from {})", s.command, s.reason))
+                .unwrap_or_default();
+            self.warning(format!(
+                "auto_test is on but test_cmd is not set, so no tests ran{hint}: set test_cmd or pass --test-cmd"
+            ));
+            return;
+        };
+        if refuse(&command).is_some() {
+            self.error("test_cmd holds a newline or control characters; it is not run".into());
+            return;
+        }
+        self.shell.auto_rounds.get_or_insert(0);
+        self.start_command(command, CommandPurpose::Test, true);
+    }
+
+    /// A message of the user's own starts a new loop; Esc ends the one under way.
+    pub(super) fn end_auto_test(&mut self) {
+        if self.shell.auto_rounds.take().is_some() && !self.activity.is_idle() {
+            self.notice("the auto-test loop was stopped".into());
+        }
+    }
+
+    /// `/add-output` and `Op::AddOutput`.
+    pub(super) fn add_output(&mut self) {
+        let Some(text) = self.shell.offered.take() else {
+            self.error("no command output to add: /run a command first".into());
+            return;
+        };
+        self.drop_output_of(&text.command);
+        self.notice(format!(
+            "the output of `{}` is in the context",
+            text.command
+        ));
+        self.session.outputs.push(text);
+        self.publish_budget();
+    }
+
+    /// `/drop-output [CMD]`.
+    pub(super) fn drop_output(&mut self, command: &str) {
+        let command = command.trim();
+        if command.is_empty() {
+            let n = self.session.outputs.len();
+            self.session.outputs.clear();
+            self.notice(format!("removed {n} command outputs from the context"));
+        } else if !self.drop_output_of(command) {
+            let kept: Vec<String> = self
+                .session
+                .outputs
+                .iter()
+                .map(|o| format!("`{}`", o.command))
+                .collect();
+            self.error(format!(
+                "no output of `{command}` is in the context (there are: {})",
+                if kept.is_empty() {
+                    "none".to_string()
+                } else {
+                    kept.join(", ")
+                }
+            ));
+        }
+        self.publish_budget();
+    }
+
+    fn drop_output_of(&mut self, command: &str) -> bool {
+        let before = self.session.outputs.len();
+        self.session.outputs.retain(|o| o.command != command);
+        before != self.session.outputs.len()
+    }
+}
+
+/// Why a command is not run as given: what the user confirms must be all there is to
+/// it, so no line breaks or control characters that a terminal would hide.
+fn refuse(command: &str) -> Option<String> {
+    if command.is_empty() {
+        return Some("no command given".into());
+    }
+    if command.chars().any(|c| c.is_control() && c != '\t') {
+        return Some(format!(
+            "not run: the command holds a line break or control characters ({}); run one line at a time",
+            visible(command)
+        ));
+    }
+    None
+}
+
+fn purpose_name(purpose: CommandPurpose) -> &'static str {
+    match purpose {
+        CommandPurpose::Run => "run",
+        CommandPurpose::Test => "test",
+        CommandPurpose::Lint => "lint",
+    }
+}

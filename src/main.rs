@@ -90,6 +90,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 tern::headless::chat::Consent {
                     yes: global.yes,
                     outside_chat,
+                    add_needed: global.add_needed.as_deref().map(|mode| match mode {
+                        "editable" => tern::engine::FileMode::Editable,
+                        _ => tern::engine::FileMode::ReadOnly,
+                    }),
                 },
             ))
         }

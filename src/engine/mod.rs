@@ -9,7 +9,7 @@ pub mod commands;
 mod counts;
 mod history;
 mod map;
-mod needed;
+pub mod needed;
 pub mod persist;
 mod proposal_review;
 pub mod protocol;

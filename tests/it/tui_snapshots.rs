@@ -339,3 +339,16 @@ fn the_gauge_says_how_counts_are_made_and_marks_estimated_usage() {
     let text = pane_alone(&mut app, PaneId::Gauge, 60, 26);
     assert!(text.contains("counts ≈ calibrated ±2%"), "{text}");
 }
+
+/// The row under a reply that names files outside the chat and suggests commands.
+#[test]
+fn the_files_the_model_needs_row() {
+    let mut app = app();
+    feed(&mut app, session_start());
+    feed(
+        &mut app,
+        turn("where are prices set?", "In `shop/pricing.py`.", 40),
+    );
+    feed(&mut app, [needed_event()]);
+    insta::assert_snapshot!("needed_row", pane_alone(&mut app, PaneId::Chat, 72, 16));
+}

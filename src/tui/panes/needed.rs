@@ -53,7 +53,7 @@ impl Needed {
                 editable: keymap.describe(Action::AddNeededEditable),
                 run: keymap.describe(Action::RunCommand),
                 select: format!(
-                    "{}/{}",
+                    "{} {}",
                     keymap.describe(Action::PrevCommand),
                     keymap.describe(Action::NextCommand)
                 ),
@@ -85,7 +85,8 @@ impl Needed {
                 }
                 spans.push(Span::styled(file.path.clone(), plain));
                 spans.push(Span::styled(
-                    format!(" · {} tok", thousands(file.tokens)),
+                    // No break inside a file's cost.
+                    format!("\u{a0}·\u{a0}{}\u{a0}tok", thousands(file.tokens)),
                     theme.dim(),
                 ));
             }
@@ -146,7 +147,7 @@ impl Needed {
                 spans.extend([
                     Span::styled(format!("[{}]", self.keys.run), key),
                     Span::styled(" /run the selected one (asks first)  ", theme.dim()),
-                    Span::styled(format!("[{}]", self.keys.select), key),
+                    Span::styled(self.keys.select.clone(), key),
                     Span::styled(" select", theme.dim()),
                 ]);
             }

@@ -178,6 +178,22 @@ async fn add_needed_adds_the_files_and_asks_the_same_question_again() {
     assert_eq!(pool.tokens, files[0].tokens);
 }
 
+/// Asks to add `src/db.rs` and again; the error that refuses it.
+async fn refused_add(engine: &mut EngineHandle, mode: FileMode) -> String {
+    engine
+        .ops
+        .send(Op::AddNeeded {
+            paths: vec!["src/db.rs".into()],
+            mode,
+        })
+        .unwrap();
+    let events = until(engine, |e| matches!(e, Event::Error { .. })).await;
+    match events.last() {
+        Some(Event::Error { text }) => text.clone(),
+        _ => unreachable!(),
+    }
+}
+
 #[tokio::test]
 async fn add_needed_is_refused_while_edits_wait_for_review() {
     let repo = repo();
@@ -197,17 +213,7 @@ async fn add_needed_is_refused_while_edits_wait_for_review() {
         events = idle(&mut engine).await;
     }
     assert_eq!(needed(&events)[0].0[0].path, "src/db.rs");
-    engine
-        .ops
-        .send(Op::AddNeeded {
-            paths: vec!["src/db.rs".into()],
-            mode: FileMode::Editable,
-        })
-        .unwrap();
-    let events = until(&mut engine, |e| matches!(e, Event::Error { .. })).await;
-    let Some(Event::Error { text }) = events.last() else {
-        unreachable!()
-    };
+    let text = refused_add(&mut engine, FileMode::Editable).await;
     assert!(text.contains("wait for review"), "{text}");
     assert_eq!(server.request_count(), 1, "nothing was sent again");
 }
@@ -230,17 +236,7 @@ async fn add_needed_is_refused_while_a_reply_streams() {
         })
         .unwrap();
     until(&mut engine, |e| matches!(e, Event::Delta { .. })).await;
-    engine
-        .ops
-        .send(Op::AddNeeded {
-            paths: vec!["src/db.rs".into()],
-            mode: FileMode::ReadOnly,
-        })
-        .unwrap();
-    let events = until(&mut engine, |e| matches!(e, Event::Error { .. })).await;
-    let Some(Event::Error { text }) = events.last() else {
-        unreachable!()
-    };
+    let text = refused_add(&mut engine, FileMode::ReadOnly).await;
     assert!(text.contains("still streaming"), "{text}");
     let events = until(&mut engine, |e| matches!(e, Event::Needed { .. })).await;
     assert_eq!(needed(&events)[0].0[0].path, "src/pool.rs");

@@ -124,6 +124,19 @@ pub struct GlobalArgs {
     /// The command /test and --auto-test run (the `test_cmd` setting).
     #[arg(long, value_name = "CMD", global = true)]
     pub test_cmd: Option<String>,
+    /// Headless: when a reply names repository files that are not in the chat, add
+    /// them (read-only unless `=editable`) and ask the same question again, at most
+    /// once per message.
+    #[arg(
+        long,
+        global = true,
+        value_name = "MODE",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "read-only",
+        value_parser = PossibleValuesParser::new(["read-only", "editable"])
+    )]
+    pub add_needed: Option<String>,
 
     /// Continue the session saved for this repository (in the user's state directory).
     #[arg(long, global = true)]

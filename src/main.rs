@@ -91,6 +91,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     yes: global.yes,
                     outside_chat,
                     commands: global.allow_commands,
+                    add_needed: global.add_needed.as_deref().map(|mode| match mode {
+                        "editable" => tern::engine::FileMode::Editable,
+                        _ => tern::engine::FileMode::ReadOnly,
+                    }),
                 },
             ))
         }

@@ -222,6 +222,17 @@ pub fn command_failed(command: &str, outcome: &str) -> String {
     )
 }
 
+// Files a reply asked for (`engine::needed`).
+
+/// Goes with the user's question when it is asked again with the files it needed
+/// (`files` comma-separated, `mode` "read-only" or "editable").
+pub fn needed_added(files: &str, mode: &str) -> String {
+    fill(
+        text!("needed-added.md"),
+        &[("files", files), ("mode", mode)],
+    )
+}
+
 /// `template` with each `{key}` of `values` replaced by its value, in one pass, so a
 /// value is never read as a template; any other braces stay as written.
 fn fill(template: &str, values: &[(&str, &str)]) -> String {
@@ -277,7 +288,7 @@ mod tests {
     fn every_template_gets_exactly_its_keys() {
         // Each template file's keys are the ones its function fills, so a key renamed
         // in a file (or in the code) fails here rather than reaching the model.
-        let templates: [(&str, &[&str]); 8] = [
+        let templates: [(&str, &[&str]); 9] = [
             (text!("summarize.md"), &["words"]),
             (text!("reflection-none-applied.md"), &["failed"]),
             (text!("reflection-some-applied.md"), &["failed", "applied"]),
@@ -286,6 +297,7 @@ mod tests {
             (text!("review-part.md"), &["part", "parts"]),
             (text!("review-history.md"), &["description"]),
             (text!("undone.md"), &["id", "summary"]),
+            (text!("needed-added.md"), &["mode", "files"]),
         ];
         for (template, expected) in templates {
             assert_eq!(keys(template), expected, "{template}");
@@ -299,6 +311,7 @@ mod tests {
             review_part(1, 2),
             review_history("a"),
             undone("abc1234", "fix: x"),
+            needed_added("a.rs, b.rs", "read-only"),
         ] {
             assert!(keys(&text).is_empty(), "{text}");
         }

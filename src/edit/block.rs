@@ -36,7 +36,7 @@ pub enum EditKind {
 
 impl EditKind {
     /// Whether the block can create its file (which changes how its name resolves).
-    pub(super) fn creates(&self) -> bool {
+    pub fn creates(&self) -> bool {
         match self {
             EditKind::SearchReplace { search, .. } => search.is_empty(),
             EditKind::Whole { .. } => true,

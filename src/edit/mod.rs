@@ -25,6 +25,7 @@ mod refine;
 mod render;
 mod safety;
 mod scan;
+mod shell;
 mod snapshot;
 mod text;
 mod udiff;

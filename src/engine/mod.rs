@@ -9,6 +9,7 @@ pub mod commands;
 mod counts;
 mod history;
 mod map;
+pub mod needed;
 pub mod persist;
 mod proposal_review;
 pub mod protocol;
@@ -162,6 +163,8 @@ pub(crate) struct Engine {
     history: history::HistoryState,
     counts: counts::CountSlot,
     shell: shell::Shell,
+    /// The user's last message, asked again when the files it needed are added.
+    last_question: Option<needed::Question>,
 }
 
 impl Engine {
@@ -205,6 +208,7 @@ impl Engine {
             resumed: false,
             counts: counts::CountSlot::default(),
             shell: shell::Shell::default(),
+            last_question: None,
         };
         if config.resume && config.purpose == Purpose::Conversation {
             engine.restore_session(config.model_chosen)?;
@@ -340,6 +344,7 @@ impl Engine {
                 send,
             } => self.start_review(source, options, send),
             Op::NoMoreMessages => self.history.defer_summaries(),
+            Op::AddNeeded { paths, mode } => self.add_needed(paths, mode),
             Op::ListRepoFiles => self.list_repo_files(),
             Op::MapWhy { path } => self.map_why(&path),
             Op::HunkText { id } => self.hunk_text(&id),

@@ -93,6 +93,12 @@ pub enum Op {
         options: ReviewOptions,
         send: bool,
     },
+    /// Add the files a reply asked for (`Event::Needed`) and ask the last question
+    /// again with them; refused while a reply streams or edits wait for review.
+    AddNeeded {
+        paths: Vec<String>,
+        mode: FileMode,
+    },
     /// Ask for the repository's files (for `@` completion and the file picker).
     ListRepoFiles,
     /// Ask why a file is in the repo map (answered with `Event::MapWhy`).
@@ -358,6 +364,14 @@ pub struct FileEntry {
     pub exists: bool,
 }
 
+/// A repository file a reply names that is not in the chat, with what it would cost.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NeededFile {
+    pub path: String,
+    /// Its tokens as the chat would send it (as `FileEntry::tokens`).
+    pub tokens: usize,
+}
+
 /// Something the engine reports.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
@@ -413,6 +427,15 @@ pub enum Event {
         usage_estimated: bool,
         cost: f64,
         session_cost: f64,
+    },
+    /// After `TurnFinished`, when the reply names tracked files that are not in the
+    /// chat (`Op::AddNeeded` adds them) or suggests shell commands (shown, never run
+    /// here). Each list holds at most a screenful; `more_*` count the rest.
+    Needed {
+        files: Vec<NeededFile>,
+        more_files: usize,
+        commands: Vec<String>,
+        more_commands: usize,
     },
     /// The turn failed; the user's message is returned so nothing is lost.
     TurnFailed {

@@ -229,14 +229,11 @@ impl Session {
             .map(|(path, mode)| {
                 let exists = self.root.join(&path).is_file();
                 let tokens = match self.read(&path) {
-                    Ok(text) => crate::context::chunks::file_block(&FileText {
-                        path: path.clone(),
-                        text: text.to_string(),
-                    }),
-                    Err(_) => String::new(),
+                    Ok(text) => file_tokens(counter, &path, &text),
+                    Err(_) => counter.count(""),
                 };
                 FileEntry {
-                    tokens: counter.count(&tokens),
+                    tokens,
                     path,
                     mode,
                     exists,
@@ -283,6 +280,14 @@ impl Session {
         );
         Ok(text)
     }
+}
+
+/// What a file costs in a request: its block as the chat sends it, counted.
+pub fn file_tokens(counter: &TokenCounter, path: &str, text: &str) -> usize {
+    counter.count(&crate::context::chunks::file_block(&FileText {
+        path: path.to_string(),
+        text: text.to_string(),
+    }))
 }
 
 /// Git's heuristic: a NUL byte in the first 8000 bytes means binary.

@@ -252,6 +252,12 @@ impl Engine {
             cost,
             session_cost: self.session.session_cost,
         });
+        if sent.kind == TurnKind::User {
+            self.last_question = Some((sent.user_text.clone(), sent.mode));
+        }
+        if !reply.text.is_empty() {
+            self.report_needed(&reply.text);
+        }
         // Esc is final: what arrived is shown for review, but no request (reflection,
         // new summary) starts by itself.
         let interrupted = cancelled || reply.finish == crate::llm::Finish::Cancelled;

@@ -7,8 +7,8 @@
 use std::borrow::Cow;
 
 use super::protocol::{
-    EditFailureView, Event, FileEntry, FileProposalView, HunkView, MapEdge, MapView, ProposalView,
-    Shown,
+    EditFailureView, Event, FileEntry, FileProposalView, HunkView, MapEdge, MapView, NeededFile,
+    ProposalView, Shown,
 };
 use crate::branch_review::{CallReply, FilePlan, ReviewCall, ReviewPlan};
 use crate::context::{BudgetReport, FileRow};
@@ -115,6 +115,15 @@ impl Visible for Event {
             } => {
                 reply.make_visible();
                 finish.make_visible();
+            }
+            Event::Needed {
+                files,
+                more_files: _,
+                commands,
+                more_commands: _,
+            } => {
+                files.make_visible();
+                commands.make_visible();
             }
             Event::TurnFailed { error, message } => {
                 error.make_visible();
@@ -275,6 +284,13 @@ impl Visible for FileRow {
             percent: _,
             cost: _,
         } = self;
+        path.make_visible();
+    }
+}
+
+impl Visible for NeededFile {
+    fn make_visible(&mut self) {
+        let NeededFile { path, tokens: _ } = self;
         path.make_visible();
     }
 }

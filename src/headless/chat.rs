@@ -7,8 +7,8 @@
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
-use crate::engine::protocol::{Caution, Decision, ProposalView, ReviewOp};
-use crate::engine::{EngineConfig, Event, Op};
+use crate::engine::protocol::{Caution, Decision, NeededFile, ProposalView, ReviewOp, thousands};
+use crate::engine::{EngineConfig, Event, FileMode, Op};
 use crate::llm::Finish;
 
 /// What the user consented to apply without being asked.
@@ -21,6 +21,9 @@ pub struct Consent {
     pub outside_chat: bool,
     /// `--allow-commands`: the commands the run asks for (`/run`, `/test`, `/lint`).
     pub commands: bool,
+    /// `--add-needed`: add the files a reply names that are not in the chat, in this
+    /// mode, and ask again (once per message, so a model cannot loop).
+    pub add_needed: Option<FileMode>,
 }
 
 /// Runs the given messages in turn and exits. Returns a failure exit code when a turn
@@ -51,6 +54,10 @@ pub async fn run(
     // The last test or lint run: the run fails when it failed (`--auto-test` ends
     // with the tests still failing, or a `/test` was left failing).
     let mut last_check: Option<(String, bool)> = None;
+    // Files the last reply needs, to add at the next Idle; whether this message was
+    // already asked again with them.
+    let mut needed: Option<Vec<NeededFile>> = None;
+    let mut asked_again = false;
 
     let Some(first) = queue.next() else {
         return Ok(ExitCode::SUCCESS);
@@ -157,6 +164,30 @@ pub async fn run(
                         false => String::new(),
                     };
                     writeln!(stderr, "tern: `{command}`: {outcome}{context}")?;
+                }
+            }
+            Event::Needed {
+                files, more_files, ..
+            } if !files.is_empty() => {
+                let adding = consent.add_needed.filter(|_| !asked_again);
+                if !json {
+                    let more = match more_files {
+                        0 => String::new(),
+                        n => format!(" and {n} more"),
+                    };
+                    let advice = match (consent.add_needed, adding) {
+                        (None, _) => "; --add-needed adds them and asks again",
+                        (Some(_), None) => "; not added: the question was already asked again",
+                        (Some(_), Some(_)) => "",
+                    };
+                    writeln!(
+                        stderr,
+                        "tern: the reply names files that are not in the chat: {}{more}{advice}",
+                        costed(files)
+                    )?;
+                }
+                if adding.is_some() {
+                    needed = Some(files.clone());
                 }
             }
             Event::TurnFailed { error, .. } => {
@@ -295,8 +326,32 @@ pub async fn run(
                     }
                 }
                 edits_handled = false;
+                if let Some(files) = needed.take()
+                    && let Some(mode) = consent.add_needed
+                    && stopped.is_none()
+                    && !interrupted
+                {
+                    asked_again = true;
+                    if !json {
+                        let mode = match mode {
+                            FileMode::ReadOnly => "read-only",
+                            FileMode::Editable => "editable",
+                        };
+                        writeln!(
+                            stderr,
+                            "tern: added {} {mode}; asking the question again",
+                            costed(&files)
+                        )?;
+                    }
+                    engine.ops.send(Op::AddNeeded {
+                        paths: files.into_iter().map(|f| f.path).collect(),
+                        mode,
+                    })?;
+                    continue;
+                }
                 match queue.next() {
                     Some(next) if stopped.is_none() => {
+                        asked_again = false;
                         submit(&engine.ops, next, queue.len() == 0)?;
                         sent += 1;
                     }
@@ -350,6 +405,15 @@ pub async fn run(
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// `src/a.rs (1,240 tok), src/b.rs (310 tok)`.
+fn costed(files: &[NeededFile]) -> String {
+    files
+        .iter()
+        .map(|f| format!("{} ({} tok)", f.path, thousands(f.tokens)))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Records why the run stops (the first reason only).

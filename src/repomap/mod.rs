@@ -12,7 +12,7 @@ mod files;
 mod important;
 mod interner;
 mod languages;
-mod mentions;
+pub mod mentions;
 mod rank;
 mod render;
 mod store;

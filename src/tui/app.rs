@@ -19,6 +19,7 @@ use super::panes::files::FilesPane;
 use super::panes::gauge::GaugePane;
 use super::panes::input::InputPane;
 use super::panes::map::MapPane;
+use super::panes::needed::Needed;
 use super::panes::picker::{Outcome, Picker};
 use super::panes::review::{self, ReviewPane};
 use super::panes::{Cx, Effect, Pane, PaneId, help};
@@ -300,6 +301,18 @@ impl App {
                 self.streaming = None;
                 self.waiting = None;
             }
+            Event::Needed {
+                files,
+                more_files,
+                commands,
+                more_commands,
+            } => chat.needed(Needed::new(
+                files,
+                more_files,
+                commands,
+                more_commands,
+                &self.keymap,
+            )),
             Event::TurnFailed { error, message } => {
                 self.waiting = None;
                 chat.fail_turn();

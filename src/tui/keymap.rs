@@ -59,6 +59,11 @@ pub enum Action {
     CopyReply,
     CopyCode,
     AddOutput,
+    AddNeededReadOnly,
+    AddNeededEditable,
+    RunCommand,
+    NextCommand,
+    PrevCommand,
 }
 
 /// An action's config name, default keys and the line `?` shows for it.
@@ -242,6 +247,36 @@ pub const ACTIONS: &[ActionSpec] = &[
         "copy_code",
         "c",
         "copy the last code block of the last reply",
+    ),
+    spec(
+        Action::AddNeededReadOnly,
+        "add_needed_read_only",
+        "f",
+        "add the files the last reply needs, read-only, and ask again",
+    ),
+    spec(
+        Action::AddNeededEditable,
+        "add_needed_editable",
+        "F",
+        "add the files the last reply needs, editable, and ask again",
+    ),
+    spec(
+        Action::RunCommand,
+        "run_command",
+        "r",
+        "/run the selected suggested command (it asks before running)",
+    ),
+    spec(
+        Action::NextCommand,
+        "next_command",
+        "]",
+        "select the next suggested command",
+    ),
+    spec(
+        Action::PrevCommand,
+        "prev_command",
+        "[",
+        "select the previous suggested command",
     ),
     spec(
         Action::RejectWithReason,

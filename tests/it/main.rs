@@ -31,6 +31,7 @@ mod layering;
 mod llm_client;
 mod local_models;
 mod mock_server;
+mod needed;
 mod repomap;
 mod review;
 mod review_cli;

@@ -985,3 +985,65 @@ fn a_command_runs_only_on_y_and_esc_or_ctrl_o_do_what_they_say() {
     app.handle_terminal(ctrl('o'));
     assert_eq!(app.take_ops(), [Op::AddOutput]);
 }
+
+/// The keys of the row under a reply: add its files (read-only or editable) and ask
+/// again, or hand the selected command to `/run`; control characters arrive visible.
+#[test]
+fn the_needed_row_adds_files_and_picks_a_command_for_run() {
+    let mut app = started();
+    feed(
+        &mut app,
+        turn("where are prices set?", "In `shop/pricing.py`.", 40),
+    );
+    feed(&mut app, [needed_event()]);
+    focus(&mut app, PaneId::Chat);
+    app.take_ops();
+    let paths = vec![
+        "shop/pricing.py".to_string(),
+        "tests/test_inventory.py".to_string(),
+    ];
+    press(&mut app, 'f');
+    press(&mut app, 'F');
+    assert_eq!(
+        app.take_ops(),
+        [
+            Op::AddNeeded {
+                paths: paths.clone(),
+                mode: FileMode::ReadOnly
+            },
+            Op::AddNeeded {
+                paths,
+                mode: FileMode::Editable
+            },
+        ]
+    );
+    press(&mut app, 'r');
+    press(&mut app, ']');
+    press(&mut app, 'r');
+    press(&mut app, ']');
+    press(&mut app, 'r');
+    let ops = app.take_ops();
+    assert_eq!(
+        ops[0],
+        Op::Submit {
+            text: "/run pytest -x tests".into()
+        }
+    );
+    let Op::Submit { text } = &ops[1] else {
+        panic!("{ops:?}")
+    };
+    assert!(
+        text.starts_with("/run echo ") && text.ends_with("[2Jdone"),
+        "{text}"
+    );
+    assert!(
+        !text.contains('\u{1b}'),
+        "the escape is shown, never sent as is"
+    );
+    assert_eq!(ops[2], ops[0], "the selection wraps around");
+    // A new turn retires the row: its keys no longer act.
+    feed(&mut app, turn("thanks", "You are welcome.", 40));
+    press(&mut app, 'f');
+    press(&mut app, 'r');
+    assert!(app.take_ops().is_empty());
+}

@@ -399,3 +399,16 @@ fn the_command_block_streams_and_ends_with_how_and_what_it_costs() {
     feed(&mut app, [finished]);
     insta::assert_snapshot!("command_failed", pane_alone(&mut app, PaneId::Chat, 80, 16));
 }
+
+/// The row under a reply that names files outside the chat and suggests commands.
+#[test]
+fn the_files_the_model_needs_row() {
+    let mut app = app();
+    feed(&mut app, session_start());
+    feed(
+        &mut app,
+        turn("where are prices set?", "In `shop/pricing.py`.", 40),
+    );
+    feed(&mut app, [needed_event()]);
+    insta::assert_snapshot!("needed_row", pane_alone(&mut app, PaneId::Chat, 72, 16));
+}

@@ -11,8 +11,10 @@ use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 
+use super::needed::Needed;
 use super::{Cx, Draw, Pane};
-use crate::engine::protocol::{Finish, Usage};
+use crate::engine::Op;
+use crate::engine::protocol::{FileMode, Finish, Usage};
 use crate::tui::keymap::Action;
 use crate::tui::markdown::{self, Blocks};
 use crate::tui::text::{self, thousands, wrap};
@@ -41,6 +43,8 @@ pub enum Kind {
         command: String,
         hidden: usize,
     },
+    /// What the reply above it asked for: files not in the chat, commands to run.
+    Needed(Box<Needed>),
 }
 
 /// The most lines of a command's output the chat keeps: the whole of it may be
@@ -189,6 +193,8 @@ impl Default for ChatPane {
 impl ChatPane {
     pub fn push(&mut self, kind: Kind, text: impl Into<String>) {
         let gap = match self.messages.last() {
+            // The row under a reply belongs to it.
+            Some(_) if matches!(kind, Kind::Needed(_)) => false,
             Some(last) => !(kind.is_small() && last.kind.is_small()),
             None => false,
         };
@@ -205,6 +211,7 @@ impl ChatPane {
     /// A turn began: the user's message (none for the engine's own turns) and an empty
     /// reply that streams in.
     pub fn begin_turn(&mut self, user_text: Option<&str>, model: &str) {
+        self.retire_needed();
         if let Some(text) = user_text {
             self.push(Kind::User, text);
         }
@@ -217,6 +224,79 @@ impl ChatPane {
         if let Some(reply) = self.messages.last_mut() {
             reply.streaming = true;
         }
+    }
+
+    /// The files and commands the last reply asked for; earlier rows stay, without
+    /// their keys.
+    pub fn needed(&mut self, needed: Needed) {
+        self.retire_needed();
+        self.push(Kind::Needed(Box::new(needed)), "");
+    }
+
+    fn retire_needed(&mut self) {
+        if let Some(m) = self.active_needed_message() {
+            if let Kind::Needed(n) = &mut m.kind {
+                n.active = false;
+            }
+            m.touch();
+        }
+    }
+
+    fn active_needed_message(&mut self) -> Option<&mut Message> {
+        self.messages
+            .iter_mut()
+            .rev()
+            .find(|m| matches!(&m.kind, Kind::Needed(n) if n.active))
+    }
+
+    /// The row the keys act on, if the last reply asked for anything.
+    pub fn active_needed(&self) -> Option<&Needed> {
+        self.messages.iter().rev().find_map(|m| match &m.kind {
+            Kind::Needed(n) if n.active => Some(&**n),
+            _ => None,
+        })
+    }
+
+    /// An action on the last reply's row: adds its files or picks a command.
+    fn act_on_needed(&mut self, action: Action, cx: &mut Cx<'_>) {
+        let Some(message) = self.active_needed_message() else {
+            cx.effect(super::Effect::Flash(
+                "the last reply named no files outside the chat and no commands".into(),
+            ));
+            return;
+        };
+        let Kind::Needed(needed) = &mut message.kind else {
+            return;
+        };
+        let mode = match action {
+            Action::AddNeededReadOnly => Some(FileMode::ReadOnly),
+            Action::AddNeededEditable => Some(FileMode::Editable),
+            _ => None,
+        };
+        let len = needed.commands.len();
+        match (action, mode) {
+            (_, Some(_)) if needed.files.is_empty() => cx.effect(super::Effect::Flash(
+                "the last reply named no files outside the chat".into(),
+            )),
+            (_, Some(mode)) => cx.send(Op::AddNeeded {
+                paths: needed.paths(),
+                mode,
+            }),
+            (Action::RunCommand, None) => match needed.selected_command() {
+                Some(command) => cx.send(Op::Submit {
+                    text: format!("/run {command}"),
+                }),
+                None => cx.effect(super::Effect::Flash(
+                    "the last reply suggested no commands".into(),
+                )),
+            },
+            (Action::NextCommand, None) if len > 0 => needed.selected = (needed.selected + 1) % len,
+            (Action::PrevCommand, None) if len > 0 => {
+                needed.selected = (needed.selected + len - 1) % len;
+            }
+            _ => {}
+        }
+        message.touch();
     }
 
     fn streaming_reply(&mut self) -> Option<&mut Message> {
@@ -435,6 +515,11 @@ impl Pane for ChatPane {
             Action::CopyReply,
             Action::CopyCode,
             Action::FocusInput,
+            Action::AddNeededReadOnly,
+            Action::AddNeededEditable,
+            Action::RunCommand,
+            Action::NextCommand,
+            Action::PrevCommand,
         ]
     }
 
@@ -469,6 +554,11 @@ impl Pane for ChatPane {
                 });
             }
             Action::FocusInput => cx.effect(super::Effect::Focus(super::PaneId::Input)),
+            Action::AddNeededReadOnly
+            | Action::AddNeededEditable
+            | Action::RunCommand
+            | Action::NextCommand
+            | Action::PrevCommand => self.act_on_needed(action, cx),
             _ => return false,
         }
         true
@@ -693,6 +783,7 @@ fn layout(m: &mut Message, width: usize, theme: &Theme) -> Vec<Line<'static>> {
                 None => out.push(Line::styled("  running…", theme.dim())),
             }
         }
+        Kind::Needed(needed) => out.extend(needed.lines(width, theme)),
         Kind::Output { title } => {
             out.push(Line::styled(
                 format!("▸ {title}"),

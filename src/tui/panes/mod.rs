@@ -7,6 +7,7 @@ pub mod gauge;
 pub mod help;
 pub mod input;
 pub mod map;
+pub mod needed;
 pub mod picker;
 pub mod review;
 

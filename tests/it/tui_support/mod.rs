@@ -383,6 +383,26 @@ pub fn long_history(n: usize) -> Vec<Event> {
     events
 }
 
+/// What a reply asks for: two files outside the chat (and more) and two commands, one
+/// with an escape sequence in it.
+pub fn needed_event() -> Event {
+    Event::Needed {
+        files: vec![
+            tern::engine::protocol::NeededFile {
+                path: "shop/pricing.py".into(),
+                tokens: 1_240,
+            },
+            tern::engine::protocol::NeededFile {
+                path: "tests/test_inventory.py".into(),
+                tokens: 310,
+            },
+        ],
+        more_files: 3,
+        commands: vec!["pytest -x tests".into(), "echo \u{1b}[2Jdone".into()],
+        more_commands: 0,
+    }
+}
+
 pub fn feed(app: &mut App, events: impl IntoIterator<Item = Event>) {
     for event in events {
         app.handle_engine(event);

@@ -1,0 +1,160 @@
+//! The rows under a reply that list what it asked for: the files it names that are not
+//! in the chat, with what each would cost (one key adds them and asks again), and the
+//! shell commands it suggests, numbered (one key hands the selected one to `/run`,
+//! which asks before anything runs).
+
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+
+use crate::engine::protocol::NeededFile;
+use crate::tui::keymap::{Action, Keymap};
+use crate::tui::text::{thousands, wrap};
+use crate::tui::theme::Theme;
+
+/// What one reply asked for, and which command is selected.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Needed {
+    pub files: Vec<NeededFile>,
+    pub more_files: usize,
+    pub commands: Vec<String>,
+    pub more_commands: usize,
+    pub selected: usize,
+    /// The keys act on it: it belongs to the last reply.
+    pub active: bool,
+    /// The keys as bound when it arrived, for its hint lines.
+    keys: Keys,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct Keys {
+    read_only: String,
+    editable: String,
+    run: String,
+    select: String,
+}
+
+impl Needed {
+    pub fn new(
+        files: Vec<NeededFile>,
+        more_files: usize,
+        commands: Vec<String>,
+        more_commands: usize,
+        keymap: &Keymap,
+    ) -> Needed {
+        Needed {
+            files,
+            more_files,
+            commands,
+            more_commands,
+            selected: 0,
+            active: true,
+            keys: Keys {
+                read_only: keymap.describe(Action::AddNeededReadOnly),
+                editable: keymap.describe(Action::AddNeededEditable),
+                run: keymap.describe(Action::RunCommand),
+                select: format!(
+                    "{} {}",
+                    keymap.describe(Action::PrevCommand),
+                    keymap.describe(Action::NextCommand)
+                ),
+            },
+        }
+    }
+
+    /// The selected command, as `/run` gets it.
+    pub fn selected_command(&self) -> Option<&str> {
+        self.commands.get(self.selected).map(String::as_str)
+    }
+
+    pub fn paths(&self) -> Vec<String> {
+        self.files.iter().map(|f| f.path.clone()).collect()
+    }
+
+    /// Its lines in `width` columns; the key hints only while it is active.
+    pub fn lines(&self, width: usize, theme: &Theme) -> Vec<Line<'static>> {
+        let label = Style::new().fg(theme.c.accent).add_modifier(Modifier::BOLD);
+        let key = Style::new().fg(theme.c.inline_code);
+        let plain = Style::new().fg(theme.c.fg);
+        let indent = [Span::raw("       ")];
+        let mut out = Vec::new();
+        if !self.files.is_empty() {
+            let mut spans = Vec::new();
+            for (i, file) in self.files.iter().enumerate() {
+                if i > 0 {
+                    spans.push(Span::raw("   "));
+                }
+                spans.push(Span::styled(file.path.clone(), plain));
+                spans.push(Span::styled(
+                    // No break inside a file's cost.
+                    format!("\u{a0}·\u{a0}{}\u{a0}tok", thousands(file.tokens)),
+                    theme.dim(),
+                ));
+            }
+            if self.more_files > 0 {
+                spans.push(Span::styled(
+                    format!("   and {} more", self.more_files),
+                    theme.dim(),
+                ));
+            }
+            out.extend(wrap(
+                &spans,
+                width,
+                &[Span::styled("needs: ", label)],
+                &indent,
+            ));
+            if self.active {
+                let hint = vec![
+                    Span::styled(format!("[{}]", self.keys.read_only), key),
+                    Span::styled(" add read-only  ", theme.dim()),
+                    Span::styled(format!("[{}]", self.keys.editable), key),
+                    Span::styled(
+                        " add editable, then ask again (in the chat pane)",
+                        theme.dim(),
+                    ),
+                ];
+                out.extend(wrap(&hint, width, &indent, &indent));
+            }
+        }
+        for (i, command) in self.commands.iter().enumerate() {
+            let first = if i == 0 { "run:   " } else { "       " };
+            let chosen = self.active && i == self.selected;
+            let mark = if chosen { "▸" } else { " " };
+            let style = if chosen {
+                plain.add_modifier(Modifier::BOLD)
+            } else {
+                plain
+            };
+            let spans = [
+                Span::styled(format!("{mark}{} ", i + 1), key),
+                Span::styled(command.clone(), style),
+            ];
+            out.extend(wrap(
+                &spans,
+                width,
+                &[Span::styled(first, label)],
+                &[Span::raw("          ")],
+            ));
+        }
+        if !self.commands.is_empty() {
+            let mut spans = Vec::new();
+            if self.more_commands > 0 {
+                spans.push(Span::styled(
+                    format!("and {} more   ", self.more_commands),
+                    theme.dim(),
+                ));
+            }
+            if self.active {
+                spans.extend([
+                    Span::styled(format!("[{}]", self.keys.run), key),
+                    Span::styled(" /run the selected one (asks first)  ", theme.dim()),
+                    Span::styled(self.keys.select.clone(), key),
+                    Span::styled(" select", theme.dim()),
+                ]);
+            }
+            if !spans.is_empty() {
+                out.extend(wrap(&spans, width, &indent, &indent));
+            }
+        }
+        out
+    }
+}

@@ -33,6 +33,7 @@ mod mock_server;
 mod repomap;
 mod review;
 mod review_cli;
+mod run;
 mod tokens;
 mod trust;
 mod tui_demo;

@@ -17,7 +17,7 @@ pub(super) struct Capture {
     dropped_bytes: u64,
     dropped_breaks: u64,
     breaks: usize,
-    ends_with_break: bool,
+    last_byte: Option<u8>,
 }
 
 impl Capture {
@@ -30,14 +30,14 @@ impl Capture {
             dropped_bytes: 0,
             dropped_breaks: 0,
             breaks: 0,
-            ends_with_break: false,
+            last_byte: None,
         }
     }
 
     pub fn push(&mut self, bytes: &[u8]) {
         let Some(&last) = bytes.last() else { return };
         self.breaks += breaks(bytes);
-        self.ends_with_break = last == b'\n';
+        self.last_byte = Some(last);
         let room = self.half.saturating_sub(self.head.len()).min(bytes.len());
         let (head, rest) = bytes.split_at(room);
         self.head.extend_from_slice(head);
@@ -62,7 +62,7 @@ impl Capture {
 
     /// Lines printed in all (a last line without a break counts).
     pub fn lines(&self) -> usize {
-        let unfinished = !self.ends_with_break && !self.head.is_empty();
+        let unfinished = self.last_byte.is_some_and(|b| b != b'\n');
         self.breaks + usize::from(unfinished)
     }
 

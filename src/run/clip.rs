@@ -11,6 +11,7 @@ pub struct Clipped {
     pub text: String,
     /// `text`'s tokens by the counter clip was given.
     pub tokens: usize,
+    /// Lines left out whole (a last line kept only in part is not one of them).
     pub omitted_lines: usize,
 }
 
@@ -118,7 +119,7 @@ impl<'a> Lines<'a> {
         }
         // The tail first, two thirds of the room or at least the last line; then the
         // head; then the tail again with whatever the head left.
-        let (tail, tail_used) = self.fill((0..n).rev(), room - room / 3);
+        let (tail, tail_used) = self.fill((0..n).rev(), (room - room / 3).max(self.cost(last)));
         let (head, head_used) = self.fill(0..n - tail, room - tail_used);
         let (more, _) = self.fill((head..n - tail).rev(), room - head_used - tail_used);
         Some(self.join(head, tail + more, None))
@@ -145,7 +146,11 @@ impl<'a> Lines<'a> {
                 lo = mid + 1;
             }
         }
-        self.join(0, 0, Some(end(lo)))
+        match end(lo) {
+            // Nothing of it fits: the note alone says what there was.
+            "" => self.join(0, 0, None),
+            kept => self.join(0, 0, Some(kept)),
+        }
     }
 
     /// The first `head` lines, the note, the last `tail` lines, and the `cut` end of

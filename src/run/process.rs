@@ -194,15 +194,16 @@ impl Running {
             {
                 return (Ended::Exited(status), at);
             }
+            // In this order, so that a flood of output starves neither the clock nor
+            // the exit (a cancel once exited would only lose the exit status).
             tokio::select! {
                 biased;
-                () = cancel.cancelled() => {
+                () = cancel.cancelled(), if exited.is_none() => {
                     return (Ended::Stopped(Outcome::Cancelled), self.started.elapsed());
                 }
                 () = &mut deadline, if exited.is_none() => {
                     return (Ended::Stopped(Outcome::TimedOut), self.started.elapsed());
                 }
-                read = self.pipe.read(&mut self.buf), if self.pipe_open => self.take(read),
                 status = self.child.child.wait(), if exited.is_none() => {
                     exited = Some((status, self.started.elapsed()));
                     drain.as_mut().reset(tokio::time::Instant::now() + DRAIN);
@@ -213,6 +214,7 @@ impl Running {
                     }
                 }
                 _ = tick.tick() => self.report(progress, false),
+                read = self.pipe.read(&mut self.buf), if self.pipe_open => self.take(read),
             }
         }
     }

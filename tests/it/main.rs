@@ -35,6 +35,7 @@ mod needed;
 mod repomap;
 mod review;
 mod review_cli;
+mod run;
 mod tokens;
 mod trust;
 mod tui_demo;

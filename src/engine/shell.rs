@@ -130,24 +130,19 @@ impl Engine {
         });
         let options = RunOptions {
             timeout: Duration::from_secs(self.settings.command_timeout_secs),
-            secrets: self
-                .settings
-                .api_key
-                .iter()
-                .map(|k| k.expose().to_string())
-                .filter(|k| !k.is_empty())
-                .collect(),
+            secrets: self.secrets(),
             ..RunOptions::default()
         };
+        let secrets = options.secrets.clone();
         let root = self.session.root().to_path_buf();
         let events = self.events.clone();
         let done = self.internal_tx.clone();
         super::worker::spawn(done.clone(), async move {
             let report = |p: run::Progress| {
                 events.send(Event::CommandProgress {
-                    text: p.new_text,
+                    text: redact(p.new_text, &secrets),
                     lines: p.lines,
-                    last_line: p.last_line,
+                    last_line: redact(p.last_line, &secrets),
                     elapsed_ms: p.elapsed.as_millis() as u64,
                 })
             };
@@ -159,6 +154,16 @@ impl Engine {
                 auto,
             })));
         });
+    }
+
+    /// What a command must never see or show: the API key, wherever it came from.
+    fn secrets(&self) -> Vec<String> {
+        self.settings
+            .api_key
+            .iter()
+            .map(|k| k.expose().to_string())
+            .filter(|k| !k.is_empty())
+            .collect()
     }
 
     /// The tokens a command's output may take in the context.
@@ -176,7 +181,9 @@ impl Engine {
             output,
             auto,
         } = ran;
-        let clipped = run::clip(&output.text, &self.counter, self.output_budget());
+        // A command may print the key from a file it read: it is neither shown nor sent.
+        let printed = redact(output.text.clone(), &self.secrets());
+        let clipped = run::clip(&printed, &self.counter, self.output_budget());
         let text = CommandText {
             command: command.clone(),
             outcome: output.describe(),
@@ -337,6 +344,17 @@ impl Engine {
         self.session.outputs.retain(|o| o.command != command);
         before != self.session.outputs.len()
     }
+}
+
+/// `text` with every secret replaced by a marker.
+fn redact(text: String, secrets: &[String]) -> String {
+    secrets.iter().fold(text, |text, secret| {
+        if text.contains(secret.as_str()) {
+            text.replace(secret.as_str(), "[API key redacted]")
+        } else {
+            text
+        }
+    })
 }
 
 /// Why a command is not run as given: what the user confirms must be all there is to

@@ -483,3 +483,17 @@ fn headless_runs_no_command_without_allow_commands() {
     assert!(stderr.contains("--allow-commands"), "{stderr}");
     assert!(!repo.path().join("marker").exists());
 }
+
+#[test]
+fn a_command_that_prints_the_key_shows_and_sends_it_redacted() {
+    let server = MockServer::start_in_thread();
+    let repo = repo();
+    repo.write("leak.txt", "token=sk-test-key-never-shown\n");
+    let mut cmd = repo.tern(&server.base_url());
+    cmd.args(["--allow-commands", "-m", "/run cat leak.txt"]);
+    let out = output_within(&mut cmd, Duration::from_secs(30));
+    let (stdout, stderr) = texts(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("token=[API key redacted]"), "{stderr}");
+    assert!(!stderr.contains("sk-test-key-never-shown") && !stdout.contains("sk-test-key"));
+}

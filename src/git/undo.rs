@@ -33,6 +33,9 @@ pub enum UndoRefusal {
 pub enum UndoError {
     #[error(transparent)]
     Refused(#[from] UndoRefusal),
+    /// A turn's undo did not start.
+    #[error(transparent)]
+    Turn(#[from] super::undo_turn::TurnRefusal),
     #[error(transparent)]
     Git(#[from] GitError),
 }
@@ -91,6 +94,12 @@ pub fn undo(repo: &Repository) -> Result<Undone, UndoError> {
     // Another tern landing edits meanwhile would commit on top of, or stage over, what
     // this undo restores.
     let _lock = RepoLock::acquire(repo.path(), lock_wait())?;
+    undo_head(repo)
+}
+
+/// `undo`'s work, with the repository lock already held (a turn's undo holds it for
+/// all of its commits).
+pub(super) fn undo_head(repo: &Repository) -> Result<Undone, UndoError> {
     super::ensure_idle(repo)?;
     let commit = head_commit(repo)?.ok_or(UndoRefusal::NoCommits)?;
     let summary = String::from_utf8_lossy(commit.summary_bytes().unwrap_or_default()).into_owned();

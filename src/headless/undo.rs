@@ -19,7 +19,7 @@ pub fn run(cwd: &Path) -> ExitCode {
             println!("{undone}");
             ExitCode::SUCCESS
         }
-        Err(UndoError::Refused(why)) => {
+        Err(why @ (UndoError::Refused(_) | UndoError::Turn(_))) => {
             eprintln!("tern undo: refused: {why}");
             ExitCode::from(1)
         }

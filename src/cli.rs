@@ -167,9 +167,10 @@ pub enum Command {
     /// Parse a model reply into edits, show the hunks, and apply the accepted ones.
     #[command(after_help = APPLY_EXIT_CODES)]
     Apply(ApplyArgs),
-    /// Revert the last commit tern made, if it is safe to.
+    /// Revert the last commit tern made (or every commit of the session's last turn),
+    /// if it is safe to.
     #[command(after_help = UNDO_EXIT_CODES)]
-    Undo,
+    Undo(UndoArgs),
     /// Review the branch diff (or the work tree) with the model, within a token budget.
     Review(ReviewArgs),
     /// Trust this repository's `.tern.toml` (after reading it): its model, key bindings
@@ -206,6 +207,14 @@ pub struct MapArgs {
     /// Print counts and timings to stderr.
     #[arg(long)]
     pub stats: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct UndoArgs {
+    /// Undo every commit of the saved session's last turn (its reply, reflections and
+    /// auto-test rounds), newest first; the model hears of it on `--resume`.
+    #[arg(long)]
+    pub turn: bool,
 }
 
 #[derive(Debug, Args)]
@@ -336,7 +345,9 @@ Exit codes:
 /// `tern undo --help`: the exit codes.
 const UNDO_EXIT_CODES: &str = "\
 Exit codes:
-  0  the last tern commit was undone
+  0  the last tern commit (with --turn: every commit of the last turn) was undone
   1  refused: HEAD is not a tern commit, is a merge or the first commit, its files
-     changed since, or a remote branch already contains it
+     changed since, or a remote branch already contains it; with --turn, the turn's
+     commits are no longer the newest, or one of them was refused: the newer ones
+     were undone, the rest left as they were (the output says which)
   2  error: not in a git repository, or git failed";

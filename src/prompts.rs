@@ -193,6 +193,15 @@ pub fn undone(id: &str, summary: &str) -> String {
     fill(text!("undone.md"), &[("id", id), ("summary", summary)])
 }
 
+/// What the model is told after `/undo turn` undid `count` of its commits (`ids`,
+/// newest first); their diffs follow it.
+pub fn undone_turn(count: usize, ids: &str) -> String {
+    fill(
+        text!("undone-turn.md"),
+        &[("count", &count.to_string()), ("ids", ids)],
+    )
+}
+
 /// `template` with each `{key}` of `values` replaced by its value, in one pass, so a
 /// value is never read as a template; any other braces stay as written.
 fn fill(template: &str, values: &[(&str, &str)]) -> String {
@@ -248,7 +257,7 @@ mod tests {
     fn every_template_gets_exactly_its_keys() {
         // Each template file's keys are the ones its function fills, so a key renamed
         // in a file (or in the code) fails here rather than reaching the model.
-        let templates: [(&str, &[&str]); 8] = [
+        let templates: [(&str, &[&str]); 9] = [
             (text!("summarize.md"), &["words"]),
             (text!("reflection-none-applied.md"), &["failed"]),
             (text!("reflection-some-applied.md"), &["failed", "applied"]),
@@ -257,6 +266,7 @@ mod tests {
             (text!("review-part.md"), &["part", "parts"]),
             (text!("review-history.md"), &["description"]),
             (text!("undone.md"), &["id", "summary"]),
+            (text!("undone-turn.md"), &["count", "ids"]),
         ];
         for (template, expected) in templates {
             assert_eq!(keys(template), expected, "{template}");
@@ -270,6 +280,7 @@ mod tests {
             review_part(1, 2),
             review_history("a"),
             undone("abc1234", "fix: x"),
+            undone_turn(2, "abc1234, def5678"),
         ] {
             assert!(keys(&text).is_empty(), "{text}");
         }

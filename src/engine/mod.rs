@@ -16,6 +16,8 @@ mod request;
 pub mod session;
 mod slash;
 mod turn;
+pub mod turn_commits;
+pub mod undo;
 pub mod visible;
 mod worker;
 
@@ -342,10 +344,14 @@ impl Engine {
                 match result {
                     Ok(done) => {
                         self.notice(done.message);
+                        if let Some(warning) = done.warning {
+                            self.warning(warning);
+                        }
+                        self.session.turns.undone(&done.undone);
                         if let Some(note) = done.note {
                             self.session.notes_for_next_turn.push(note);
-                            self.save_session();
                         }
+                        self.save_session();
                     }
                     Err(text) => self.error(text),
                 }

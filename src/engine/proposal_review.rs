@@ -661,7 +661,10 @@ impl Engine {
                     ));
                 }
                 let (commit_id, message, commit_failed) = match commit {
-                    Ok(Some(c)) => (Some(c.short_id()), c.summary, false),
+                    Ok(Some(c)) => {
+                        self.session.turns.landed(c.id);
+                        (Some(c.short_id()), c.summary, false)
+                    }
                     Ok(None) => (None, "written, not committed".to_string(), false),
                     Err(e) => {
                         self.error(format!("the edits were written but not committed: {e}"));

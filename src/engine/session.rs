@@ -56,6 +56,8 @@ pub struct Session {
     /// history is what the model sees (summarized, notes merged into user messages);
     /// this is what a resumed workspace shows again.
     pub transcript: Vec<Shown>,
+    /// The commits each code-mode turn made, for `/undo turn`.
+    pub turns: super::turn_commits::TurnCommits,
 }
 
 /// The most messages a transcript keeps.
@@ -81,6 +83,7 @@ impl Session {
             last_cost: 0.0,
             session_cost: 0.0,
             transcript: Vec::new(),
+            turns: Default::default(),
         }
     }
 

@@ -77,6 +77,7 @@ impl Engine {
         }
         if mode == ChatMode::Code {
             self.end_proposal();
+            self.session.turns.start();
         }
         self.start_turn(text, mode, TurnKind::User);
     }

@@ -54,16 +54,22 @@ impl std::fmt::Display for TurnUndone {
             if !self.undone.is_empty() {
                 writeln!(f)?;
             }
-            let left: Vec<String> = stopped.left.iter().map(|id| super::short_id(*id)).collect();
-            write!(
-                f,
-                "stopped at {}: {}; not undone: {}",
-                super::short_id(stopped.at),
-                stopped.why,
-                left.join(", ")
-            )?;
+            write!(f, "{stopped}")?;
         }
         Ok(())
+    }
+}
+
+impl std::fmt::Display for Stopped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let left: Vec<String> = self.left.iter().map(|id| super::short_id(*id)).collect();
+        write!(
+            f,
+            "stopped at {}: {}; not undone: {}",
+            super::short_id(self.at),
+            self.why,
+            left.join(", ")
+        )
     }
 }
 

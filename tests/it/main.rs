@@ -20,6 +20,7 @@ mod edit_spans;
 mod engine_edits;
 mod engine_map;
 mod engine_review;
+mod engine_undo;
 mod git;
 mod headless;
 mod history_engine;

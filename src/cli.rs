@@ -70,6 +70,16 @@ pub struct GlobalArgs {
     #[arg(long, value_name = "TOKENS", global = true)]
     pub context_window: Option<usize>,
 
+    /// Stop tern's own requests (reflections, summaries, resends, auto-test rounds)
+    /// once the session has spent this many US dollars; your messages still go.
+    #[arg(long, value_name = "USD", global = true)]
+    pub max_cost: Option<f64>,
+
+    /// Stop tern's own requests once what one message of yours led to has spent this
+    /// many US dollars.
+    #[arg(long, value_name = "USD", global = true)]
+    pub max_loop_cost: Option<f64>,
+
     /// How the model writes edits [default: from the model table].
     #[arg(long, value_parser = edit_format(), global = true)]
     pub edit_format: Option<EditFormat>,
@@ -314,6 +324,8 @@ impl GlobalArgs {
                 .map(|k| Some(crate::config::ApiKey::new(k.clone()))),
             context_window: self.context_window.map(Some),
             edit_format: self.edit_format.map(Some),
+            max_cost: self.max_cost.map(Some),
+            max_loop_cost: self.max_loop_cost.map(Some),
             theme: self.theme.clone(),
             cache_prompts: self.cache_prompts,
             map_tokens: self.map_tokens.map(Some),

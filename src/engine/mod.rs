@@ -15,6 +15,7 @@ pub mod protocol;
 mod request;
 pub mod session;
 mod slash;
+pub mod spending;
 mod turn;
 pub mod turn_commits;
 pub mod undo;
@@ -160,6 +161,7 @@ pub(crate) struct Engine {
     resumed: bool,
     history: history::HistoryState,
     counts: counts::CountSlot,
+    spending: spending::Spending,
 }
 
 impl Engine {
@@ -202,6 +204,7 @@ impl Engine {
             purpose: config.purpose,
             resumed: false,
             counts: counts::CountSlot::default(),
+            spending: spending::Spending::default(),
         };
         if config.resume && config.purpose == Purpose::Conversation {
             engine.restore_session(config.model_chosen)?;

@@ -79,6 +79,7 @@ impl Engine {
             self.end_proposal();
             self.session.turns.start();
         }
+        self.user_spends();
         self.start_turn(text, mode, TurnKind::User);
     }
 

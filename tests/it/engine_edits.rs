@@ -51,7 +51,7 @@ def wave(name):
 ```
 ";
 
-const BAD_EDIT: &str = "src/greet.py
+pub(crate) const BAD_EDIT: &str = "src/greet.py
 ```python
 <<<<<<< SEARCH
 def greet(person):

@@ -34,6 +34,7 @@ mod mock_server;
 mod repomap;
 mod review;
 mod review_cli;
+mod spending;
 mod tokens;
 mod trust;
 mod tui_demo;

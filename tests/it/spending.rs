@@ -134,3 +134,35 @@ async fn a_summary_is_not_made_by_itself_past_max_cost_but_compact_is() {
     assert!(out.starts_with("replaced "), "{out}");
     assert_eq!(summaries(&server).len(), 1);
 }
+
+/// Headless, a run the cap stopped while work remained (failed blocks no reflection
+/// could fix) exits non-zero, saying why, whether the cap comes from the user's config
+/// (which a repository's `.tern.toml` cannot raise) or from `--max-cost`.
+#[test]
+fn headless_stopped_by_the_cap_with_work_left_exits_non_zero() {
+    let repo = repo();
+    repo.write(".tern.toml", "max_cost = 100.0\n");
+    let user_config = repo
+        .path()
+        .join(".git/tern-test-home/config/tern/config.toml");
+    std::fs::create_dir_all(user_config.parent().unwrap()).unwrap();
+    std::fs::write(&user_config, "max_cost = 0.000001\n").unwrap();
+    for flag in [None, Some(["--max-cost", "0.000001"])] {
+        let server = MockServer::start_in_thread();
+        server.push_for_model("gpt-4o", Reply::text(BAD_EDIT));
+        if flag.is_some() {
+            std::fs::remove_file(&user_config).unwrap();
+        }
+        let out = repo
+            .tern(&server.base_url())
+            .args(flag.iter().flatten())
+            .args(["--yes", "-m", "greet warmly", "src/greet.py"])
+            .output()
+            .unwrap();
+        let (_, stderr) = crate::support::texts(&out);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains("max_cost $0.00 reached"), "{stderr}");
+        assert!(stderr.contains("edit block 1 failed"), "{stderr}");
+        assert_eq!(main_requests(&server), 1, "{stderr}");
+    }
+}

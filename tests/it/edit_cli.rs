@@ -345,7 +345,7 @@ fn undo_turn_undoes_the_saved_sessions_last_turn() {
     let said = text(&out.stdout);
     assert_eq!(said.matches("undid ").count(), 2, "{said}");
     assert!(
-        said.find(&second.to_string()[..7]) < said.find(&first.to_string()[..7]),
+        said.find(&tern::git::short_id(second)) < said.find(&tern::git::short_id(first)),
         "newest first: {said}"
     );
     assert_eq!(r.read("f.txt").unwrap(), "a\n");

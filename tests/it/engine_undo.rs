@@ -94,8 +94,9 @@ async fn undo_turn_takes_back_every_commit_of_the_turn_and_tells_the_model() {
     let notices = said(&events, notice);
     assert_eq!(repo.read("src/greet.py"), GREET, "{notices}");
     assert_eq!(repo.git(&["rev-parse", "HEAD"]), base);
-    let newest = notices.find(&commits[1][..7]).expect(&notices);
-    let oldest = notices.find(&commits[0][..7]).expect(&notices);
+    let short = |id: &String| tern::git::short_id(git2::Oid::from_str(id).unwrap());
+    let newest = notices.find(&short(&commits[1])).expect(&notices);
+    let oldest = notices.find(&short(&commits[0])).expect(&notices);
     assert!(newest < oldest, "newest first: {notices}");
 
     submit(&engine, "what now?");

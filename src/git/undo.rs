@@ -29,13 +29,30 @@ pub enum UndoRefusal {
     Unrestorable(Vec<PathBuf>),
 }
 
+/// Why a turn's undo did not start (nothing was changed).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TurnRefusal {
+    #[error("no turn of this session made a commit that is left to undo")]
+    NoTurn,
+    #[error(
+        "this turn's commits are no longer the newest on this branch: {found} {summary:?} stands where its commit {expected} was; undo or move your commits first (nothing was changed)"
+    )]
+    NotNewest {
+        found: String,
+        summary: String,
+        expected: String,
+    },
+    #[error("this turn's commit {expected} is no longer on this branch (nothing was changed)")]
+    Gone { expected: String },
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum UndoError {
     #[error(transparent)]
     Refused(#[from] UndoRefusal),
     /// A turn's undo did not start.
     #[error(transparent)]
-    Turn(#[from] super::undo_turn::TurnRefusal),
+    Turn(#[from] TurnRefusal),
     #[error(transparent)]
     Git(#[from] GitError),
 }

@@ -4,25 +4,8 @@
 
 use git2::{Oid, Repository};
 
-use super::undo::undo_head;
+use super::undo::{TurnRefusal, undo_head};
 use super::{RepoLock, UndoError, Undone, lock_wait};
-
-/// Why a turn's undo did not start (nothing was changed).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum TurnRefusal {
-    #[error("no turn of this session made a commit that is left to undo")]
-    NoTurn,
-    #[error(
-        "this turn's commits are no longer the newest on this branch: {found} {summary:?} stands where its commit {expected} was; undo or move your commits first (nothing was changed)"
-    )]
-    NotNewest {
-        found: String,
-        summary: String,
-        expected: String,
-    },
-    #[error("this turn's commit {expected} is no longer on this branch (nothing was changed)")]
-    Gone { expected: String },
-}
 
 /// What a turn's undo did: the commits it undid, newest first, and, when a check
 /// refused one, that commit, why, and the older ones it left alone.

@@ -57,6 +57,7 @@ fn bench(c: &mut Criterion) {
         transcript: vec![],
         server_window: None,
         learned_limit: None,
+        turns: Default::default(),
     };
     c.bench_function("save session.json, 200 messages", |b| {
         b.iter(|| persist::save(&file, &session, false).unwrap())

@@ -70,6 +70,16 @@ pub struct GlobalArgs {
     #[arg(long, value_name = "TOKENS", global = true)]
     pub context_window: Option<usize>,
 
+    /// Stop tern's own requests (reflections, summaries, resends, auto-test rounds)
+    /// once the session has spent this many US dollars; your messages still go.
+    #[arg(long, value_name = "USD", global = true)]
+    pub max_cost: Option<f64>,
+
+    /// Stop tern's own requests once what one message of yours led to has spent this
+    /// many US dollars.
+    #[arg(long, value_name = "USD", global = true)]
+    pub max_loop_cost: Option<f64>,
+
     /// How the model writes edits [default: from the model table].
     #[arg(long, value_parser = edit_format(), global = true)]
     pub edit_format: Option<EditFormat>,
@@ -196,9 +206,10 @@ pub enum Command {
     /// Parse a model reply into edits, show the hunks, and apply the accepted ones.
     #[command(after_help = APPLY_EXIT_CODES)]
     Apply(ApplyArgs),
-    /// Revert the last commit tern made, if it is safe to.
+    /// Revert the last commit tern made (or every commit of the session's last turn),
+    /// if it is safe to.
     #[command(after_help = UNDO_EXIT_CODES)]
-    Undo,
+    Undo(UndoArgs),
     /// Review the branch diff (or the work tree) with the model, within a token budget.
     Review(ReviewArgs),
     /// Trust this repository's `.tern.toml` (after reading it): its model, key bindings
@@ -235,6 +246,14 @@ pub struct MapArgs {
     /// Print counts and timings to stderr.
     #[arg(long)]
     pub stats: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct UndoArgs {
+    /// Undo every commit of the saved session's last turn (its reply, reflections and
+    /// auto-test rounds), newest first; the model hears of it on `--resume`.
+    #[arg(long)]
+    pub turn: bool,
 }
 
 #[derive(Debug, Args)]
@@ -334,6 +353,8 @@ impl GlobalArgs {
                 .map(|k| Some(crate::config::ApiKey::new(k.clone()))),
             context_window: self.context_window.map(Some),
             edit_format: self.edit_format.map(Some),
+            max_cost: self.max_cost.map(Some),
+            max_loop_cost: self.max_loop_cost.map(Some),
             theme: self.theme.clone(),
             cache_prompts: self.cache_prompts,
             map_tokens: self.map_tokens.map(Some),
@@ -367,7 +388,9 @@ Exit codes:
 /// `tern undo --help`: the exit codes.
 const UNDO_EXIT_CODES: &str = "\
 Exit codes:
-  0  the last tern commit was undone
+  0  the last tern commit (with --turn: every commit of the last turn) was undone
   1  refused: HEAD is not a tern commit, is a merge or the first commit, its files
-     changed since, or a remote branch already contains it
+     changed since, or a remote branch already contains it; with --turn, the turn's
+     commits are no longer the newest, or one of them was refused: the newer ones
+     were undone, the rest left as they were (the output says which)
   2  error: not in a git repository, or git failed";

@@ -59,7 +59,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(runtime.block_on(tern::headless::apply::run(args, global, settings, &cwd)))
         }
         Some(Command::Map(args)) => Ok(tern::headless::map::run(args, global, &settings, &cwd)),
-        Some(Command::Undo) => Ok(tern::headless::undo::run(&cwd)),
+        Some(Command::Undo(args)) => Ok(tern::headless::undo::run(&cwd, args.turn)),
         Some(Command::Review(args)) => runtime.block_on(tern::headless::review::run(
             args, global, settings, root, cwd,
         )),

@@ -233,6 +233,15 @@ pub fn needed_added(files: &str, mode: &str) -> String {
     )
 }
 
+/// What the model is told after `/undo turn` undid `count` of its commits (`ids`,
+/// newest first); their diffs follow it.
+pub fn undone_turn(count: usize, ids: &str) -> String {
+    fill(
+        text!("undone-turn.md"),
+        &[("count", &count.to_string()), ("ids", ids)],
+    )
+}
+
 /// `template` with each `{key}` of `values` replaced by its value, in one pass, so a
 /// value is never read as a template; any other braces stay as written.
 fn fill(template: &str, values: &[(&str, &str)]) -> String {
@@ -288,7 +297,7 @@ mod tests {
     fn every_template_gets_exactly_its_keys() {
         // Each template file's keys are the ones its function fills, so a key renamed
         // in a file (or in the code) fails here rather than reaching the model.
-        let templates: [(&str, &[&str]); 9] = [
+        let templates: [(&str, &[&str]); 13] = [
             (text!("summarize.md"), &["words"]),
             (text!("reflection-none-applied.md"), &["failed"]),
             (text!("reflection-some-applied.md"), &["failed", "applied"]),
@@ -298,6 +307,10 @@ mod tests {
             (text!("review-history.md"), &["description"]),
             (text!("undone.md"), &["id", "summary"]),
             (text!("needed-added.md"), &["mode", "files"]),
+            (text!("undone-turn.md"), &["count", "ids"]),
+            (text!("command-failed.md"), &["command", "outcome"]),
+            (text!("command-bytes-omitted.md"), &["lines", "bytes"]),
+            (text!("command-lines-omitted.md"), &["lines"]),
         ];
         for (template, expected) in templates {
             assert_eq!(keys(template), expected, "{template}");
@@ -312,6 +325,10 @@ mod tests {
             review_history("a"),
             undone("abc1234", "fix: x"),
             needed_added("a.rs, b.rs", "read-only"),
+            undone_turn(2, "abc1234, def5678"),
+            command_failed("cargo test", "exit 101 after 2.0 s"),
+            command_bytes_omitted(3, 40),
+            command_lines_omitted(7),
         ] {
             assert!(keys(&text).is_empty(), "{text}");
         }

@@ -182,6 +182,15 @@ settings! {
     retry_budget_secs: u64 = 60 ; Repo,
     /// The most bytes one reply may hold; a server that sends more is cut off there.
     max_reply_bytes: usize = 4 * 1024 * 1024 ; Repo,
+    /// US dollars this session may spend before tern stops sending requests by itself
+    /// (reflections, summaries, resends, auto-test rounds); your own messages still go.
+    /// None: no cap. Never from a repository's config: a cloned repository must not
+    /// raise what the user allowed to be spent on their key.
+    max_cost: Option<f64> = None ; User,
+    /// US dollars one automatic loop (what tern sends by itself after one message of
+    /// yours, counted from that message) may spend; None: no cap. User-only, as
+    /// `max_cost`.
+    max_loop_cost: Option<f64> = None ; User,
     /// Log file [default: <cache dir>/tern/tern.log].
     log_file: Option<PathBuf> = None ; User,
     /// The command `/test` and the auto-test loop run [default: none; `/test` proposes
@@ -506,6 +515,13 @@ fn validate(s: &Settings) -> Result<(), ConfigError> {
             "checkpoint_threshold ({}) must be below swap_threshold ({})",
             s.checkpoint_threshold, s.swap_threshold
         )));
+    }
+    for (name, cap) in [("max_cost", s.max_cost), ("max_loop_cost", s.max_loop_cost)] {
+        if let Some(cap) = cap.filter(|c| !c.is_finite() || *c < 0.0) {
+            return Err(ConfigError::Invalid(format!(
+                "{name} ({cap}) must be a number of US dollars, 0 or more"
+            )));
+        }
     }
     if let Some(key) = &s.api_key
         && !key.expose().chars().all(|c| c.is_ascii_graphic())

@@ -107,6 +107,8 @@ pub struct BudgetReport {
     pub last_usage_estimated: bool,
     pub last_cost: f64,
     pub session_cost: f64,
+    /// The session's spending cap (`max_cost`), if any.
+    pub cost_cap: Option<f64>,
 }
 
 /// Where the window's size comes from.
@@ -244,6 +246,7 @@ impl BudgetReport {
             last_usage_estimated: false,
             last_cost: 0.0,
             session_cost: 0.0,
+            cost_cap: None,
         }
     }
 
@@ -397,7 +400,21 @@ impl BudgetReport {
                 h.summaries
             ));
         }
+        if self.cost_cap.is_some() {
+            out.push_str(&format!(
+                "\nSpent {} this session (max_cost)\n",
+                self.session_spending()
+            ));
+        }
         out
+    }
+
+    /// The session's spending, with its cap when there is one: `$0.1200 of $0.50`.
+    pub fn session_spending(&self) -> String {
+        match self.cost_cap {
+            Some(cap) => format!("${:.4} of ${cap:.2}", self.session_cost),
+            None => format!("${:.4}", self.session_cost),
+        }
     }
 }
 

@@ -95,7 +95,7 @@ impl Command {
             Command::Discard => ("discard", "", "forget the proposed edits; nothing is written"),
             Command::Diff => ("diff", "", "show the proposed edits, or else the uncommitted changes"),
             Command::Show => ("show", "[REV]", "show a commit (the last one: what tern just committed)"),
-            Command::Undo => ("undo", "", "revert tern's last commit, if it is safe to"),
+            Command::Undo => ("undo", "[turn]", "revert tern's last commit (turn: every commit of the last turn), if it is safe to"),
             Command::Commit => ("commit", "[MESSAGE]", "commit your own uncommitted changes to tracked files"),
             Command::Run => ("run", "CMD", "run a shell command in the repository root (after you confirm; also !CMD)"),
             Command::Test => ("test", "[CMD]", "run the tests (test_cmd, or one proposed from the repository); failures go to the model to fix"),

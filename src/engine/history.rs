@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::persist::SessionWriter;
 use super::protocol::{RequestKind, ShownKind};
+use super::spending::Unattended;
 use super::turn::TurnKind;
 use super::{ChatMode, Engine, Event, Internal};
 use crate::context::double_buffer::{Action, DoubleBuffer};
@@ -422,12 +423,22 @@ impl Engine {
                 .step(self.history_tokens(), budget, self.session.history.len());
         match action {
             Action::Nothing => {}
-            Action::Checkpoint { .. } => self.spawn_summary(JobKind::Checkpoint, budget),
+            Action::Checkpoint { .. } => {
+                if self.may_spend(Unattended::Summary) {
+                    self.spawn_summary(JobKind::Checkpoint, budget);
+                } else {
+                    self.history.buffer.checkpoint_failed();
+                }
+            }
             Action::Wait => self.history.swap_due = true,
             Action::Swap { anchor, summary } => {
                 self.apply_summary(anchor, &summary);
             }
-            Action::SummarizeNow => self.spawn_summary(JobKind::Fit, budget),
+            Action::SummarizeNow => {
+                if self.may_spend(Unattended::Summary) {
+                    self.spawn_summary(JobKind::Fit, budget);
+                }
+            }
         }
     }
 
@@ -596,7 +607,10 @@ impl Engine {
         }
         let history_tokens = self.history_tokens();
         let target = history_tokens.saturating_sub(over);
-        if !plan.summarized_for_overflow && target >= MIN_SUMMARY_ROOM {
+        if !plan.summarized_for_overflow
+            && target >= MIN_SUMMARY_ROOM
+            && self.may_spend(Unattended::Summary)
+        {
             plan.summarized_for_overflow = true;
             self.events.send(Event::Notice {
                 text: format!(
@@ -687,6 +701,17 @@ impl Engine {
                 error: format!(
                     "the server still refuses the request as too long after {MAX_OVERFLOW_RETRIES} smaller retries (the last had {sent} tokens): {error}. Set --context-window to the server's real window; {}",
                     advice::advice(&report, report.total, self.prompt_limit())
+                ),
+                message: plan.text,
+            });
+            self.publish_budget();
+            self.idle_if_done();
+            return true;
+        }
+        if !self.may_spend(Unattended::Resend) {
+            self.events.send(Event::TurnFailed {
+                error: format!(
+                    "the server refused the request ({sent} tokens) as too long: {error}"
                 ),
                 message: plan.text,
             });

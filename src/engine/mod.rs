@@ -17,7 +17,10 @@ mod request;
 pub mod session;
 mod shell;
 mod slash;
+pub mod spending;
 mod turn;
+pub mod turn_commits;
+pub mod undo;
 pub mod visible;
 mod worker;
 
@@ -165,6 +168,7 @@ pub(crate) struct Engine {
     shell: shell::Shell,
     /// The user's last message, asked again when the files it needed are added.
     last_question: Option<needed::Question>,
+    spending: spending::Spending,
 }
 
 impl Engine {
@@ -209,6 +213,7 @@ impl Engine {
             counts: counts::CountSlot::default(),
             shell: shell::Shell::default(),
             last_question: None,
+            spending: spending::Spending::default(),
         };
         if config.resume && config.purpose == Purpose::Conversation {
             engine.restore_session(config.model_chosen)?;
@@ -363,10 +368,14 @@ impl Engine {
                 match result {
                     Ok(done) => {
                         self.notice(done.message);
+                        if let Some(warning) = done.warning {
+                            self.warning(warning);
+                        }
+                        self.session.turns.undone(&done.undone);
                         if let Some(note) = done.note {
                             self.session.notes_for_next_turn.push(note);
-                            self.save_session();
                         }
+                        self.save_session();
                     }
                     Err(text) => self.error(text),
                 }

@@ -30,7 +30,8 @@
 //!   "transcript": [{ "kind": "user", "text": "rename remove" },
 //!                  { "kind": "assistant", "text": "Here is …" }],
 //!   "server_window": 2048,
-//!   "learned_limit": 1400
+//!   "learned_limit": 1400,
+//!   "turns": [["3f2a9c1…"], ["8be01d4…", "c41a7e2…"]]
 //! }
 //! ```
 //!
@@ -45,13 +46,16 @@
 //! (the last `session::TRANSCRIPT_LIMIT` messages), shown again on resume;
 //! `server_window` is the context a server said it has (llama.cpp's `n_ctx`) and
 //! `learned_limit` the prompt limit learned from one that refused a request without
-//! saying it, both optional and kept for the resumed session.
+//! saying it, both optional and kept for the resumed session; `turns` (optional) are
+//! the commits each code-mode turn made, oldest first, for `/undo turn`, checked against
+//! the repository when used.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::turn_commits::TurnCommits;
 use super::{ChatMode, Engine, Event, EventSink, FileMode};
 use crate::llm::{Message, Role};
 
@@ -94,6 +98,9 @@ pub struct SessionFile {
     /// A prompt limit learned from a server that refused a request as too long.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub learned_limit: Option<usize>,
+    /// The commits each code-mode turn made (ids, oldest first), for `/undo turn`.
+    #[serde(default, skip_serializing_if = "TurnCommits::is_empty")]
+    pub turns: TurnCommits,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -324,6 +331,7 @@ impl Engine {
             server_window: (self.window.source == crate::context::WindowSource::Server)
                 .then_some(self.window.window),
             learned_limit: self.history.learned_limit(),
+            turns: self.session.turns.clone(),
         }
     }
 
@@ -364,6 +372,7 @@ impl Engine {
         self.session.session_cost = saved.session_cost;
         self.session.notes_for_next_turn = saved.notes;
         self.session.transcript = saved.transcript;
+        self.session.turns = saved.turns;
         if !keep_model && !saved.model.is_empty() && saved.model != self.model.name {
             self.switch_model(&saved.model);
         }
@@ -432,6 +441,7 @@ mod tests {
             transcript: vec![],
             server_window: None,
             learned_limit: None,
+            turns: Default::default(),
         }
     }
 

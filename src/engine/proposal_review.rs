@@ -12,6 +12,7 @@ use super::protocol::{
     ChatMode, Decision, DiffLine, EditFailureView, Event, FileChange, FileMode, FileProposalView,
     HunkView, Ignored, NearLines, NotApplied, ProposalView, ReviewOp,
 };
+use super::spending::Unattended;
 use super::turn::{ReplyOrigin, TurnKind};
 use super::{Engine, Internal, Purpose};
 use crate::config::Settings;
@@ -140,10 +141,10 @@ impl Engine {
             TurnKind::User | TurnKind::Fix => 0,
             TurnKind::Reflection(n) => n,
         };
-        if !report.errors.is_empty()
+        let reflect = !report.errors.is_empty()
             && origin == ReplyOrigin::Model
-            && reflections < self.settings.max_reflections
-        {
+            && reflections < self.settings.max_reflections;
+        if reflect && self.may_spend(Unattended::Reflection) {
             let message = edit::reflection_message(&report.errors, applied, format);
             self.publish_proposal();
             self.events.send(Event::Reflection {
@@ -158,8 +159,9 @@ impl Engine {
             );
             return Some(blocks);
         }
-        if report.errors.is_empty() || origin == ReplyOrigin::Given {
-            // Nothing to say, or no model to say it to: the failures are in the view.
+        if report.errors.is_empty() || origin == ReplyOrigin::Given || reflect {
+            // Nothing to say, no model to say it to, or a spending cap said why not:
+            // the failures are in the view.
         } else if origin == ReplyOrigin::Interrupted {
             self.warning(format!(
                 "the reply was interrupted: {} edit blocks failed and are shown in the review, not sent back to the model",
@@ -661,7 +663,10 @@ impl Engine {
                     ));
                 }
                 let (commit_id, message, commit_failed) = match commit {
-                    Ok(Some(c)) => (Some(c.short_id()), c.summary, false),
+                    Ok(Some(c)) => {
+                        self.session.turns.landed(c.id);
+                        (Some(c.short_id()), c.summary, false)
+                    }
                     Ok(None) => (None, "written, not committed".to_string(), false),
                     Err(e) => {
                         self.error(format!("the edits were written but not committed: {e}"));

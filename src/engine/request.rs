@@ -105,6 +105,7 @@ impl Engine {
         report.counts_pending = self.counts_pending();
         report.last_cost = self.session.last_cost;
         report.session_cost = self.session.session_cost;
+        report.cost_cap = self.settings.max_cost;
         report.map = self.map_status();
         report.history = self.history_status();
         self.limit_report(&mut report);

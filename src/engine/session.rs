@@ -59,6 +59,8 @@ pub struct Session {
     /// Command outputs in the context (`/run`, `/test`, `/lint`), oldest first; one per
     /// command. Not saved with the session: they describe the tree as it was.
     pub outputs: Vec<CommandText>,
+    /// The commits each code-mode turn made, for `/undo turn`.
+    pub turns: super::turn_commits::TurnCommits,
 }
 
 /// The most messages a transcript keeps.
@@ -85,6 +87,7 @@ impl Session {
             session_cost: 0.0,
             transcript: Vec::new(),
             outputs: Vec::new(),
+            turns: Default::default(),
         }
     }
 

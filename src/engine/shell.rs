@@ -262,6 +262,9 @@ impl Engine {
             return;
         }
         if auto {
+            if !self.may_spend(super::spending::Unattended::AutoTest) {
+                return;
+            }
             self.shell.auto_rounds = Some(rounds + 1);
         }
         let message = crate::prompts::command_failed(command, &output.describe());

@@ -56,13 +56,7 @@ impl Engine {
             Command::Discard => self.discard(),
             Command::Diff => self.show_diff(),
             Command::Show => self.show_commit(&args),
-            Command::Undo => self.git_job("undo", |repo| match crate::git::undo(repo) {
-                Ok(undone) => Ok(GitDone {
-                    note: Some(undo_note(repo, &undone)),
-                    message: undone.to_string(),
-                }),
-                Err(e) => Err(e.to_string()),
-            }),
+            Command::Undo => self.undo_command(&args),
             Command::Commit => {
                 let settings = self.settings.clone();
                 let message = (!args.trim().is_empty()).then(|| args.trim().to_string());
@@ -176,7 +170,7 @@ impl Engine {
     }
 
     /// Runs a git command on a blocking thread (hooks may take a while).
-    fn git_job(
+    pub(super) fn git_job(
         &mut self,
         what: &'static str,
         job: impl FnOnce(&git2::Repository) -> Result<GitDone, String> + Send + 'static,
@@ -202,6 +196,10 @@ impl Engine {
 pub(crate) struct GitDone {
     pub message: String,
     pub note: Option<String>,
+    /// Commits undone: no turn holds them any more.
+    pub undone: Vec<git2::Oid>,
+    /// Part of the job could not be done (an undo that stopped midway).
+    pub warning: Option<String>,
 }
 
 impl GitDone {
@@ -209,32 +207,10 @@ impl GitDone {
         GitDone {
             message,
             note: None,
+            undone: Vec::new(),
+            warning: None,
         }
     }
-}
-
-/// What the model is told after `/undo`: the commit it made is gone, with its diff, so
-/// it does not build on edits that are no longer there.
-fn undo_note(repo: &git2::Repository, undone: &crate::git::Undone) -> String {
-    let diff = crate::git::commit_diff(repo, undone.commit).unwrap_or_default();
-    format!(
-        "{}\n\n```diff\n{}```",
-        crate::prompts::undone(&crate::git::short_id(undone.commit), &undone.summary),
-        clip_lines(&diff, UNDO_NOTE_LINES)
-    )
-}
-
-/// The most diff lines an undo note carries.
-const UNDO_NOTE_LINES: usize = 80;
-
-/// The first `max` lines of `text`, and how many were left out.
-fn clip_lines(text: &str, max: usize) -> String {
-    let total = text.lines().count();
-    let mut out: String = text.lines().take(max).map(|l| format!("{l}\n")).collect();
-    if total > max {
-        out.push_str(&format!("…({} more lines)\n", total - max));
-    }
-    out
 }
 
 /// `/commit [MESSAGE]`: the user's own uncommitted changes to tracked files, in one

@@ -80,7 +80,10 @@ impl Engine {
         }
         if mode == ChatMode::Code {
             self.end_proposal();
+            self.session.turns.start();
         }
+        self.user_spends();
+        self.end_auto_test();
         self.start_turn(text, mode, TurnKind::User);
     }
 

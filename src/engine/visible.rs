@@ -269,6 +269,7 @@ impl Visible for BudgetReport {
             last_usage_estimated: _,
             last_cost: _,
             session_cost: _,
+            cost_cap: _,
         } = self;
         model.make_visible();
         files.make_visible();

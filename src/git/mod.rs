@@ -12,12 +12,14 @@ mod lock;
 pub mod message;
 mod status;
 mod undo;
+mod undo_turn;
 
 pub use commit::{Commit, NOTES_REF, commit_dirty, commit_edits, commit_user_changes, dirty_paths};
 pub use land::{LandOptions, Landed, land};
 pub use lock::{LOCK_WAIT, RepoLock, lock_wait};
 pub use status::{modified_tracked_paths, worktree_diff};
-pub use undo::{UndoError, UndoRefusal, Undone, undo};
+pub use undo::{TurnRefusal, UndoError, UndoRefusal, Undone, undo};
+pub use undo_turn::{Stopped, TurnUndone, undo_turn};
 
 #[derive(Debug, thiserror::Error)]
 pub enum GitError {

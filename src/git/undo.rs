@@ -29,10 +29,30 @@ pub enum UndoRefusal {
     Unrestorable(Vec<PathBuf>),
 }
 
+/// Why a turn's undo did not start (nothing was changed).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TurnRefusal {
+    #[error("no turn of this session made a commit that is left to undo")]
+    NoTurn,
+    #[error(
+        "this turn's commits are no longer the newest on this branch: {found} {summary:?} stands where its commit {expected} was; undo or move your commits first (nothing was changed)"
+    )]
+    NotNewest {
+        found: String,
+        summary: String,
+        expected: String,
+    },
+    #[error("this turn's commit {expected} is no longer on this branch (nothing was changed)")]
+    Gone { expected: String },
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum UndoError {
     #[error(transparent)]
     Refused(#[from] UndoRefusal),
+    /// A turn's undo did not start.
+    #[error(transparent)]
+    Turn(#[from] TurnRefusal),
     #[error(transparent)]
     Git(#[from] GitError),
 }
@@ -91,6 +111,12 @@ pub fn undo(repo: &Repository) -> Result<Undone, UndoError> {
     // Another tern landing edits meanwhile would commit on top of, or stage over, what
     // this undo restores.
     let _lock = RepoLock::acquire(repo.path(), lock_wait())?;
+    undo_head(repo)
+}
+
+/// `undo`'s work, with the repository lock already held (a turn's undo holds it for
+/// all of its commits).
+pub(super) fn undo_head(repo: &Repository) -> Result<Undone, UndoError> {
     super::ensure_idle(repo)?;
     let commit = head_commit(repo)?.ok_or(UndoRefusal::NoCommits)?;
     let summary = String::from_utf8_lossy(commit.summary_bytes().unwrap_or_default()).into_owned();

@@ -1,4 +1,5 @@
-//! `tern undo`: revert tern's last commit, or say precisely why not.
+//! `tern undo`: revert tern's last commit (or, with `--turn`, every commit of the saved
+//! session's last turn), or say precisely why not.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -6,7 +7,7 @@ use std::process::ExitCode;
 use crate::git::{self, UndoError};
 
 /// Runs `tern undo` in the repository containing `cwd`.
-pub fn run(cwd: &Path) -> ExitCode {
+pub fn run(cwd: &Path, turn: bool) -> ExitCode {
     let repo = match git2::Repository::discover(cwd) {
         Ok(repo) => repo,
         Err(e) => {
@@ -14,18 +15,48 @@ pub fn run(cwd: &Path) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if turn {
+        return run_turn(&repo);
+    }
     match git::undo(&repo) {
         Ok(undone) => {
             println!("{undone}");
             ExitCode::SUCCESS
         }
-        Err(UndoError::Refused(why)) => {
+        Err(why @ (UndoError::Refused(_) | UndoError::Turn(_))) => {
             eprintln!("tern undo: refused: {why}");
             ExitCode::from(1)
         }
         Err(UndoError::Git(e)) => {
             eprintln!("tern undo: {e}");
             ExitCode::from(2)
+        }
+    }
+}
+
+/// `tern undo --turn`: what was undone on stdout; a stop (before or midway) on stderr,
+/// exit 1.
+fn run_turn(repo: &git2::Repository) -> ExitCode {
+    let Some(root) = repo.workdir() else {
+        eprintln!("tern undo: the repository has no work tree");
+        return ExitCode::from(2);
+    };
+    match crate::engine::undo::undo_saved_turn(repo, root) {
+        Ok(done) => {
+            for undone in &done.undone {
+                println!("{undone}");
+            }
+            match &done.stopped {
+                None => ExitCode::SUCCESS,
+                Some(stopped) => {
+                    eprintln!("tern undo: {stopped}");
+                    ExitCode::from(1)
+                }
+            }
+        }
+        Err(e) => {
+            eprintln!("tern undo: refused: {e}");
+            ExitCode::from(1)
         }
     }
 }

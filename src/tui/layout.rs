@@ -211,7 +211,7 @@ fn title_bar(app: &App, area: Rect, buf: &mut Buffer) {
         .panes
         .gauge
         .report()
-        .map(|r| format!("session ${:.4} ", r.session_cost))
+        .map(|r| format!("session {} ", r.session_spending()))
         .unwrap_or_default();
     let room = (area.width as usize).saturating_sub(right.len() + 30);
     let line = Line::from(vec![

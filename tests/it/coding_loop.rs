@@ -497,3 +497,30 @@ fn a_command_that_prints_the_key_shows_and_sends_it_redacted() {
     assert!(stderr.contains("token=[API key redacted]"), "{stderr}");
     assert!(!stderr.contains("sk-test-key-never-shown") && !stdout.contains("sk-test-key"));
 }
+
+#[test]
+fn the_loop_cost_cap_stops_the_fix_rounds_and_the_run_fails() {
+    let server = MockServer::start_in_thread();
+    commit_messages(&server);
+    for (from, to) in [(0, 1), (1, 2)] {
+        server.push_for_model("gpt-4o", bump(from, to));
+    }
+    let repo = repo();
+    let (ok, _, stderr) = auto_test(&repo, &server, &["--max-loop-cost", "0.000001"]);
+    assert!(!ok, "{stderr}");
+    assert!(
+        stderr.contains("the failing tests were not sent back to the model"),
+        "{stderr}"
+    );
+    let turns = server
+        .requests()
+        .iter()
+        .filter(|r| r.model == "gpt-4o")
+        .count();
+    assert_eq!(turns, 1, "no fix round past the cap");
+    assert_eq!(
+        repo.read("value.txt"),
+        "value = 1\n",
+        "the user's own turn landed"
+    );
+}

@@ -316,6 +316,58 @@ fn undo_after_apply_then_refuses() {
     assert!(text(&out.stderr).contains("is not a commit tern made"));
 }
 
+/// `tern undo --turn` undoes the saved session's last turn (here two landings),
+/// newest first, and leaves the model a note for `--resume`; with nothing left, it
+/// refuses.
+#[test]
+fn undo_turn_undoes_the_saved_sessions_last_turn() {
+    let r = Repo::new(&[("f.txt", "a\n"), ("g.txt", "x\n")]);
+    for (file, old, new) in [("f.txt", "a\n", "b\n"), ("g.txt", "x\n", "y\n")] {
+        let reply = r.reply(&block(file, old, new));
+        assert_eq!(code(&r.tern(&["apply", &reply], None)), 0);
+    }
+    let head = r.repo.head().unwrap().peel_to_commit().unwrap();
+    let (second, first) = (head.id(), head.parent_id(0).unwrap());
+    let session = tern::engine::persist::path_in(&r.home.path().join("state"), r.dir.path());
+    std::fs::create_dir_all(session.parent().unwrap()).unwrap();
+    std::fs::write(
+        &session,
+        format!(
+            r#"{{"version": 1, "model": "gpt-4o", "mode": "code", "files": [], "history": [],
+                "summary_at_front": false, "checkpoint": null, "summaries": 0,
+                "session_cost": 0.0, "turns": [["{first}", "{second}"]]}}"#
+        ),
+    )
+    .unwrap();
+
+    let out = r.tern(&["undo", "--turn"], None);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    let said = text(&out.stdout);
+    assert_eq!(said.matches("undid ").count(), 2, "{said}");
+    assert!(
+        said.find(&tern::git::short_id(second)) < said.find(&tern::git::short_id(first)),
+        "newest first: {said}"
+    );
+    assert_eq!(r.read("f.txt").unwrap(), "a\n");
+    assert_eq!(r.read("g.txt").unwrap(), "x\n");
+    let saved = tern::engine::persist::load(&session).unwrap();
+    assert!(saved.turns.is_empty());
+    assert_eq!(saved.notes.len(), 1);
+    assert!(
+        saved.notes[0].starts_with("I undid 2 of your commits"),
+        "{}",
+        saved.notes[0]
+    );
+
+    let out = r.tern(&["undo", "--turn"], None);
+    assert_eq!(code(&out), 1);
+    assert!(
+        text(&out.stderr).contains("no turn of this session"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
 #[test]
 fn help_documents_exit_codes() {
     let r = Repo::new(&[("f.txt", "a\n")]);

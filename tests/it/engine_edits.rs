@@ -12,7 +12,7 @@ use tern::config::{ApiKey, Settings};
 use tern::engine::protocol::{Caution, Decision, ProposalView, ReviewOp};
 use tern::engine::{EngineConfig, EngineHandle, Event, FileMode, Op};
 
-const GREET: &str = "\
+pub(crate) const GREET: &str = "\
 def greet(name):
     return 'hello ' + name
 
@@ -26,7 +26,7 @@ def wave(name):
 ";
 
 /// Two SEARCH/REPLACE blocks far apart in the file: two hunks.
-const TWO_EDITS: &str = "Here are both changes.
+pub(crate) const TWO_EDITS: &str = "Here are both changes.
 
 src/greet.py
 ```python
@@ -51,7 +51,7 @@ def wave(name):
 ```
 ";
 
-const BAD_EDIT: &str = "src/greet.py
+pub(crate) const BAD_EDIT: &str = "src/greet.py
 ```python
 <<<<<<< SEARCH
 def greet(person):
@@ -75,7 +75,7 @@ def greet(name):
 ```
 ";
 
-fn repo() -> TempRepo {
+pub(crate) fn repo() -> TempRepo {
     TempRepo::with_files(&[("src/greet.py", GREET), ("README.md", "# Greeter\n")])
 }
 
@@ -83,12 +83,12 @@ fn engine(repo: &TempRepo, server: &MockServer) -> EngineHandle {
     engine_with(repo, server, false)
 }
 
-fn engine_with(repo: &TempRepo, server: &MockServer, resume: bool) -> EngineHandle {
+pub(crate) fn engine_with(repo: &TempRepo, server: &MockServer, resume: bool) -> EngineHandle {
     engine_tuned(repo, server, resume, |_| {})
 }
 
 /// An engine whose settings `tune` adjusts.
-fn engine_tuned(
+pub(crate) fn engine_tuned(
     repo: &TempRepo,
     server: &MockServer,
     resume: bool,
@@ -97,11 +97,11 @@ fn engine_tuned(
     spawn_engine(repo, server, "src/greet.py", resume, tune)
 }
 
-async fn idle(engine: &mut EngineHandle) -> Vec<Event> {
+pub(crate) async fn idle(engine: &mut EngineHandle) -> Vec<Event> {
     until(engine, |e| matches!(e, Event::Idle)).await
 }
 
-fn last_proposal(events: &[Event]) -> ProposalView {
+pub(crate) fn last_proposal(events: &[Event]) -> ProposalView {
     events
         .iter()
         .rev()
@@ -121,7 +121,7 @@ fn script_two_edits(server: &MockServer, then: &str) {
 }
 
 /// Sends a message or a slash command.
-fn submit(engine: &EngineHandle, text: &str) {
+pub(crate) fn submit(engine: &EngineHandle, text: &str) {
     send(
         engine,
         Op::Submit {
@@ -130,7 +130,7 @@ fn submit(engine: &EngineHandle, text: &str) {
     );
 }
 
-fn send(engine: &EngineHandle, op: Op) {
+pub(crate) fn send(engine: &EngineHandle, op: Op) {
     engine.ops.send(op).unwrap();
 }
 

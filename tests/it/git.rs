@@ -713,3 +713,97 @@ fn undo_takes_paths_literally_and_keeps_other_files_work() {
     assert_eq!(read(&repo, "pages/i.tsx"), "mine, not committed\n");
     assert_eq!(read(&repo, "src/main.rs"), "mine too\n");
 }
+
+// ---------------------------------------------------------------- undo a turn
+
+/// A repository with a user's first commit and a turn of three tern commits, one file
+/// each; returns the turn's commits, oldest first, and the base.
+fn three_commit_turn() -> (tempfile::TempDir, Repository, Vec<Oid>, Oid) {
+    let (d, repo) = new_repo();
+    for f in ["a.txt", "b.txt", "c.txt"] {
+        write(&repo, f, "old\n");
+    }
+    let base = user_commit(&repo, &["a.txt", "b.txt", "c.txt"], "init");
+    let turn = ["a.txt", "b.txt", "c.txt"]
+        .iter()
+        .map(|f| tern_commit(&repo, f, "new\n"))
+        .collect();
+    (d, repo, turn, base)
+}
+
+#[test]
+fn a_three_commit_turn_is_undone_newest_first() {
+    let (_d, repo, turn, base) = three_commit_turn();
+    let done = git::undo_turn(&repo, &turn).unwrap();
+    assert!(done.stopped.is_none(), "{done}");
+    let order: Vec<Oid> = done.undone.iter().map(|u| u.commit).collect();
+    assert_eq!(order, turn.iter().rev().copied().collect::<Vec<_>>());
+    assert_eq!(repo.head().unwrap().target(), Some(base));
+    for f in ["a.txt", "b.txt", "c.txt"] {
+        assert_eq!(read(&repo, f), "old\n", "{f}");
+        assert_eq!(status(&repo, f), Status::CURRENT, "{f}");
+    }
+    let said = done.to_string();
+    assert_eq!(said.matches("undid ").count(), 3, "{said}");
+}
+
+#[test]
+fn a_commit_of_the_users_on_top_refuses_the_turn_and_changes_nothing() {
+    let (_d, repo, turn, _) = three_commit_turn();
+    write(&repo, "notes.txt", "mine\n");
+    let mine = user_commit(&repo, &["notes.txt"], "my own work");
+    let e = git::undo_turn(&repo, &turn).unwrap_err();
+    assert!(
+        matches!(&e, UndoError::Turn(git::TurnRefusal::NotNewest { summary, .. }) if summary == "my own work"),
+        "{e:?}"
+    );
+    let said = e.to_string();
+    assert!(said.contains(&git::short_id(mine)), "{said}");
+    assert!(said.contains("nothing was changed"), "{said}");
+    assert_eq!(repo.head().unwrap().target(), Some(mine));
+    for f in ["a.txt", "b.txt", "c.txt"] {
+        assert_eq!(read(&repo, f), "new\n", "{f}");
+    }
+    // Commits that are not this turn's (or are no longer there) are refused the same way.
+    assert!(matches!(
+        git::undo_turn(&repo, &[]),
+        Err(UndoError::Turn(git::TurnRefusal::NoTurn))
+    ));
+}
+
+/// The middle commit was pushed after the turn: the newest is undone, the push stops
+/// the rest, and the report says which were undone and which not.
+#[test]
+fn a_turn_stops_at_a_commit_that_cannot_be_undone_and_says_so() {
+    let (_d, repo, turn, _) = three_commit_turn();
+    repo.reference("refs/remotes/origin/main", turn[1], true, "push")
+        .unwrap();
+    let done = git::undo_turn(&repo, &turn).unwrap();
+    assert_eq!(done.undone.len(), 1);
+    assert_eq!(done.undone[0].commit, turn[2]);
+    let stopped = done.stopped.as_ref().expect("stopped at the pushed commit");
+    assert_eq!(stopped.at, turn[1]);
+    assert_eq!(stopped.left, vec![turn[1], turn[0]]);
+    assert!(matches!(
+        stopped.why,
+        UndoError::Refused(UndoRefusal::Published(_))
+    ));
+    assert_eq!(repo.head().unwrap().target(), Some(turn[1]));
+    assert_eq!(read(&repo, "c.txt"), "old\n");
+    assert_eq!(read(&repo, "b.txt"), "new\n");
+    assert_eq!(read(&repo, "a.txt"), "new\n");
+    let said = done.to_string();
+    assert!(
+        said.contains(&format!("stopped at {}", git::short_id(turn[1]))),
+        "{said}"
+    );
+    assert!(said.contains("origin/main"), "{said}");
+    assert!(
+        said.ends_with(&format!(
+            "not undone: {}, {}",
+            git::short_id(turn[1]),
+            git::short_id(turn[0])
+        )),
+        "{said}"
+    );
+}

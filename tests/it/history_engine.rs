@@ -20,10 +20,10 @@ use tern::tokens::TokenCounter;
 
 const WEAK: &str = "gpt-4o-mini";
 const MAIN: &str = "gpt-4o";
-const BUDGET: usize = 1000;
-const RECAP: &str = "I asked you to keep going with the parser work in src/parse.rs.";
+pub(crate) const BUDGET: usize = 1000;
+pub(crate) const RECAP: &str = "I asked you to keep going with the parser work in src/parse.rs.";
 
-fn user_text(turn: usize) -> String {
+pub(crate) fn user_text(turn: usize) -> String {
     format!(
         "turn {turn}: {}",
         "please keep going with the parser work ".repeat(6)
@@ -45,7 +45,7 @@ fn conversations(server: &MockServer) -> Vec<RecordedRequest> {
         .collect()
 }
 
-fn summaries(server: &MockServer) -> Vec<RecordedRequest> {
+pub(crate) fn summaries(server: &MockServer) -> Vec<RecordedRequest> {
     server.requests().into_iter().filter(is_summary).collect()
 }
 
@@ -66,7 +66,7 @@ fn plain_history(turns: std::ops::RangeInclusive<usize>) -> Vec<Message> {
 }
 
 /// The first turn after which the plain history holds at least `mark` tokens.
-fn turn_reaching(mark: usize) -> usize {
+pub(crate) fn turn_reaching(mark: usize) -> usize {
     (1..)
         .find(|&t| history::tokens(&plain_history(1..=t), &counter()) >= mark)
         .unwrap()
@@ -74,7 +74,10 @@ fn turn_reaching(mark: usize) -> usize {
 
 /// Conversation requests get the scripted reply of their turn; summary requests get
 /// `summary(n)` for the n-th summary request (0-based).
-fn script(server: &MockServer, summary: impl Fn(usize) -> Reply + Send + Sync + 'static) {
+pub(crate) fn script(
+    server: &MockServer,
+    summary: impl Fn(usize) -> Reply + Send + Sync + 'static,
+) {
     let count = AtomicUsize::new(0);
     server.set_responder(move |r| {
         if is_summary(r) {
@@ -85,7 +88,7 @@ fn script(server: &MockServer, summary: impl Fn(usize) -> Reply + Send + Sync + 
     });
 }
 
-fn settings(server: &MockServer) -> Settings {
+pub(crate) fn settings(server: &MockServer) -> Settings {
     Settings {
         api_base: server.base_url(),
         api_key: Some(ApiKey::new("sk-test")),
@@ -694,6 +697,7 @@ async fn a_resumed_history_over_budget_is_summarized_before_the_next_request() {
         transcript: vec![],
         server_window: None,
         learned_limit: None,
+        turns: Default::default(),
     };
     save(&path(repo.path()), &session, false).unwrap();
     let mut chat = Chat::start_in(repo, settings(&server), &[], true);

@@ -325,10 +325,7 @@ impl GaugePane {
                 Style::new().fg(theme.c.fg),
             ),
             Span::styled(" · session ", theme.dim()),
-            Span::styled(
-                format!("${:.4}", report.session_cost),
-                Style::new().fg(theme.c.fg),
-            ),
+            Span::styled(report.session_spending(), Style::new().fg(theme.c.fg)),
         ]));
         if let Some(h) = self.history.as_ref().filter(|h| h.budget > 0) {
             out.push(Line::default());

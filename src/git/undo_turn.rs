@@ -1,0 +1,116 @@
+//! Undoing a whole turn: every commit that one user message led to (the first reply's
+//! edits, a reflection's, auto-test rounds'), newest first, each with exactly the checks
+//! of a single undo.
+
+use git2::{Oid, Repository};
+
+use super::undo::{TurnRefusal, undo_head};
+use super::{RepoLock, UndoError, Undone, lock_wait};
+
+/// What a turn's undo did: the commits it undid, newest first, and, when a check
+/// refused one, that commit, why, and the older ones it left alone.
+#[derive(Debug)]
+pub struct TurnUndone {
+    pub undone: Vec<Undone>,
+    pub stopped: Option<Stopped>,
+}
+
+/// Where a turn's undo stopped.
+#[derive(Debug)]
+pub struct Stopped {
+    /// The commit that could not be undone.
+    pub at: Oid,
+    pub why: UndoError,
+    /// The turn's commits still in place, newest first (`at` included).
+    pub left: Vec<Oid>,
+}
+
+impl std::fmt::Display for TurnUndone {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, undone) in self.undone.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{undone}")?;
+        }
+        if let Some(stopped) = &self.stopped {
+            if !self.undone.is_empty() {
+                writeln!(f)?;
+            }
+            write!(f, "{stopped}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Display for Stopped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let left: Vec<String> = self.left.iter().map(|id| super::short_id(*id)).collect();
+        write!(
+            f,
+            "stopped at {}: {}; not undone: {}",
+            super::short_id(self.at),
+            self.why,
+            left.join(", ")
+        )
+    }
+}
+
+/// Undoes `commits` (a turn's, oldest first, as they were made): only while they are
+/// the newest commits on HEAD's first-parent line, in that order (else refused with
+/// nothing changed); then one by one, newest first, under one hold of the lock. A
+/// commit a check refuses stops the undo there: what was undone stays undone, the
+/// rest stays committed, and nothing of the user's is lost either way.
+pub fn undo_turn(repo: &Repository, commits: &[Oid]) -> Result<TurnUndone, UndoError> {
+    if commits.is_empty() {
+        return Err(TurnRefusal::NoTurn.into());
+    }
+    let _lock = RepoLock::acquire(repo.path(), lock_wait())?;
+    check_newest(repo, commits)?;
+    let mut undone = Vec::new();
+    for (i, expected) in commits.iter().rev().enumerate() {
+        match undo_head(repo) {
+            Ok(done) => undone.push(done),
+            Err(why) => {
+                let left = commits.iter().rev().skip(i).copied().collect();
+                return Ok(TurnUndone {
+                    undone,
+                    stopped: Some(Stopped {
+                        at: *expected,
+                        why,
+                        left,
+                    }),
+                });
+            }
+        }
+    }
+    Ok(TurnUndone {
+        undone,
+        stopped: None,
+    })
+}
+
+/// Refuses unless HEAD's first-parent line starts with `commits`, newest first: the
+/// user may have committed since, or undone some by hand.
+fn check_newest(repo: &Repository, commits: &[Oid]) -> Result<(), UndoError> {
+    let mut at = super::commit::head_commit(repo)?;
+    for expected in commits.iter().rev() {
+        let Some(commit) = at else {
+            return Err(TurnRefusal::Gone {
+                expected: super::short_id(*expected),
+            }
+            .into());
+        };
+        if commit.id() != *expected {
+            return Err(TurnRefusal::NotNewest {
+                found: super::short_id(commit.id()),
+                summary: String::from_utf8_lossy(commit.summary_bytes().unwrap_or_default())
+                    .into_owned(),
+                expected: super::short_id(*expected),
+            }
+            .into());
+        }
+        at = commit.parents().next();
+    }
+    Ok(())
+}

@@ -8,6 +8,11 @@ use tern::config::{self, ConfigSources, Settings};
 use tern::engine::EngineConfig;
 
 fn main() -> ExitCode {
+    // The commands tern runs (`/run`, `/test`) are the user's own uid: they could read
+    // the API key from /proc/<tern>/environ or cmdline, or ptrace tern. A process that is
+    // not dumpable has those files owned by root (and leaves no core dump with the key).
+    #[cfg(target_os = "linux")]
+    let _ = nix::sys::prctl::set_dumpable(false);
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => code,

@@ -44,6 +44,22 @@ impl ShellSuggestion {
                 command.push_str(next.trim());
             }
             match shape(&command) {
+                Shape::Whole if opens_compound(&command) => {
+                    // A loop, `if`, `case` or function over several lines: its lines
+                    // are one command, never runnable one by one.
+                    let mut depth = 1;
+                    while depth > 0 && i < lines.len() {
+                        let line = lines[i];
+                        i += 1;
+                        if opens_compound(line) {
+                            depth += 1;
+                        } else if closes_compound(line) {
+                            depth -= 1;
+                        }
+                    }
+                }
+                // A stray `done` or `fi` is part of something not shown whole.
+                Shape::Whole if closes_compound(&command) || continues_compound(&command) => {}
                 Shape::Whole => out.push(command.trim_end().to_string()),
                 Shape::Heredoc(end) => {
                     // Its body is input, not commands.
@@ -68,6 +84,38 @@ impl ShellSuggestion {
         }
         out
     }
+}
+
+/// The words of a command line, split at blanks and `;`.
+fn words(line: &str) -> impl Iterator<Item = &str> {
+    line.split(|c: char| c.is_whitespace() || c == ';')
+        .filter(|w| !w.is_empty())
+}
+
+/// Whether `line` opens a compound command that it does not close: `for …; do` with
+/// no `done`, `if` with no `fi`, `case` with no `esac`, a `{` with no `}`.
+fn opens_compound(line: &str) -> bool {
+    let closer = match words(line).next() {
+        Some("for" | "while" | "until" | "select") => "done",
+        Some("if") => "fi",
+        Some("case") => "esac",
+        _ if line.trim_end().ends_with('{') => "}",
+        _ => return false,
+    };
+    !words(line).any(|w| w == closer)
+}
+
+/// Whether `line` ends a compound command (`done`, `fi`, `esac`, `}` first).
+fn closes_compound(line: &str) -> bool {
+    matches!(words(line).next(), Some("done" | "fi" | "esac" | "}"))
+}
+
+/// Whether `line` is the middle of a compound command (`do`, `then`, `else`, …).
+fn continues_compound(line: &str) -> bool {
+    matches!(
+        words(line).next(),
+        Some("do" | "then" | "else" | "elif" | ";;")
+    )
 }
 
 /// The command after a `$ ` prompt.
@@ -185,6 +233,17 @@ mod tests {
         );
         // A continuation on the last line keeps what there is.
         assert_eq!(commands("sh", "make \\"), ["make"]);
+    }
+
+    #[test]
+    fn loops_and_conditions_over_several_lines_are_left_out_whole() {
+        assert_eq!(
+            commands(
+                "sh",
+                "for f in *.py; do\n  python -m py_compile \"$f\"\ndone\nif [ -f x ]\nthen\n  while true; do\n    rm x\n  done\nfi\nf() {\n  ls\n}\nfor f in a b; do echo $f; done\necho after"
+            ),
+            ["for f in a b; do echo $f; done", "echo after"]
+        );
     }
 
     #[test]

@@ -12,7 +12,9 @@ use super::turn::TurnKind;
 use super::{Engine, Internal, Purpose};
 use crate::context::CommandText;
 use crate::run::{self, CommandKind, Output, RunOptions};
-use crate::terminal_text::visible;
+
+/// The shortest key treated as a secret in commands' environments and output.
+const MIN_SECRET_CHARS: usize = 8;
 
 /// The commands' state beside the activity: the output on offer, and the loop.
 #[derive(Debug, Default)]
@@ -138,15 +140,25 @@ impl Engine {
         let events = self.events.clone();
         let done = self.internal_tx.clone();
         super::worker::spawn(done.clone(), async move {
-            let report = |p: run::Progress| {
+            let mut redactor = Redactor::new(secrets.clone());
+            let mut report = |p: run::Progress| {
                 events.send(Event::CommandProgress {
-                    text: redact(p.new_text, &secrets),
+                    text: redactor.push(&p.new_text),
                     lines: p.lines,
                     last_line: redact(p.last_line, &secrets),
                     elapsed_ms: p.elapsed.as_millis() as u64,
                 })
             };
-            let output = run::run(&command, &root, &options, cancel, report).await;
+            let output = run::run(&command, &root, &options, cancel, &mut report).await;
+            let rest = redactor.finish();
+            if !rest.is_empty() {
+                events.send(Event::CommandProgress {
+                    text: rest,
+                    lines: output.lines,
+                    last_line: String::new(),
+                    elapsed_ms: output.elapsed.as_millis() as u64,
+                });
+            }
             let _ = done.send(Internal::Ran(Box::new(Ran {
                 command,
                 purpose,
@@ -156,13 +168,16 @@ impl Engine {
         });
     }
 
-    /// What a command must never see or show: the API key, wherever it came from.
+    /// What a command must never see or show: the API key, wherever it came from. A
+    /// key shorter than `MIN_SECRET_CHARS` is a local server's placeholder (`ollama`,
+    /// `test`): hunting it in every variable and every line would strip `PATH` and
+    /// mangle the output, and it guards nothing.
     fn secrets(&self) -> Vec<String> {
         self.settings
             .api_key
             .iter()
             .map(|k| k.expose().to_string())
-            .filter(|k| !k.is_empty())
+            .filter(|k| k.chars().count() >= MIN_SECRET_CHARS)
             .collect()
     }
 
@@ -286,8 +301,8 @@ impl Engine {
             ));
             return;
         };
-        if refuse(&command).is_some() {
-            self.error("test_cmd holds a newline or control characters; it is not run".into());
+        if let Some(why) = refuse(&command) {
+            self.error(format!("test_cmd: {why}"));
             return;
         }
         self.shell.auto_rounds.get_or_insert(0);
@@ -296,7 +311,9 @@ impl Engine {
 
     /// A message of the user's own starts a new loop; Esc ends the one under way.
     pub(super) fn end_auto_test(&mut self) {
-        if self.shell.auto_rounds.take().is_some() && !self.activity.is_idle() {
+        // A test run that is stopped says so itself when it ends.
+        let running = matches!(self.activity, super::activity::Activity::Running { .. });
+        if self.shell.auto_rounds.take().is_some() && !self.activity.is_idle() && !running {
             self.notice("the auto-test loop was stopped".into());
         }
     }
@@ -304,7 +321,19 @@ impl Engine {
     /// `/add-output` and `Op::AddOutput`.
     pub(super) fn add_output(&mut self) {
         let Some(text) = self.shell.offered.take() else {
-            self.error("no command output to add: /run a command first".into());
+            let kept: Vec<String> = self
+                .session
+                .outputs
+                .iter()
+                .map(|o| format!("`{}`", o.command))
+                .collect();
+            match kept.is_empty() {
+                true => self.error("no command output to add: /run a command first".into()),
+                false => self.notice(format!(
+                    "no new command output to add; in the context: {}",
+                    kept.join(", ")
+                )),
+            }
             return;
         };
         self.drop_output_of(&text.command);
@@ -349,6 +378,46 @@ impl Engine {
     }
 }
 
+/// Redacts secrets from text that arrives in chunks, which may split one: what could
+/// be the start of a secret at a chunk's end waits for the next chunk.
+struct Redactor {
+    secrets: Vec<String>,
+    held: String,
+}
+
+impl Redactor {
+    fn new(secrets: Vec<String>) -> Redactor {
+        Redactor {
+            secrets,
+            held: String::new(),
+        }
+    }
+
+    fn push(&mut self, text: &str) -> String {
+        let mut all = std::mem::take(&mut self.held);
+        all.push_str(text);
+        let mut all = redact(all, &self.secrets);
+        // The earliest char boundary from which the rest begins some secret.
+        let start = all.char_indices().map(|(i, _)| i).find(|&i| {
+            all.get(i..).is_some_and(|rest| {
+                self.secrets
+                    .iter()
+                    .any(|s| s.len() > rest.len() && s.starts_with(rest))
+            })
+        });
+        if let Some(i) = start {
+            self.held = all.get(i..).unwrap_or_default().to_string();
+            crate::chars::truncate(&mut all, i);
+        }
+        all
+    }
+
+    /// What was held back at the end: no secret after all.
+    fn finish(&mut self) -> String {
+        redact(std::mem::take(&mut self.held), &self.secrets)
+    }
+}
+
 /// `text` with every secret replaced by a marker.
 fn redact(text: String, secrets: &[String]) -> String {
     secrets.iter().fold(text, |text, secret| {
@@ -361,18 +430,28 @@ fn redact(text: String, secrets: &[String]) -> String {
 }
 
 /// Why a command is not run as given: what the user confirms must be all there is to
-/// it, so no line breaks or control characters that a terminal would hide.
+/// it, so no line breaks, control characters, or characters that make it read
+/// differently from what runs (bidirectional overrides and isolates, invisible ones).
 fn refuse(command: &str) -> Option<String> {
     if command.is_empty() {
         return Some("no command given".into());
     }
-    if command.chars().any(|c| c.is_control() && c != '\t') {
+    if command.chars().any(hides) {
         return Some(format!(
-            "not run: the command holds a line break or control characters ({}); run one line at a time",
-            visible(command)
+            "not run: the command holds a line break, a control or an invisible character (\"{}\"); run one line at a time, as it reads",
+            command.escape_debug()
         ));
     }
     None
+}
+
+/// A character that would hide what a command does from the one who confirms it.
+fn hides(c: char) -> bool {
+    (c.is_control() && c != '\t')
+        || matches!(
+            c,
+            '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2069}' | '\u{feff}'
+        )
 }
 
 fn purpose_name(purpose: CommandPurpose) -> &'static str {
@@ -380,5 +459,49 @@ fn purpose_name(purpose: CommandPurpose) -> &'static str {
         CommandPurpose::Run => "run",
         CommandPurpose::Test => "test",
         CommandPurpose::Lint => "lint",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_secret_split_between_chunks_is_still_redacted() {
+        let secret = "sk-ünïcode-secret-42";
+        let text = format!("key={secret}\nagain {secret}; ends with a prefix sk-ü");
+        let whole = redact(text.clone(), &[secret.to_string()]);
+        assert!(!whole.contains(secret));
+        let bounds: Vec<usize> = text.char_indices().map(|(i, _)| i).collect();
+        for &a in &bounds {
+            for &b in bounds.iter().filter(|&&b| b >= a) {
+                let mut r = Redactor::new(vec![secret.to_string()]);
+                let mut shown = String::new();
+                for chunk in [
+                    text.get(..a).unwrap(),
+                    text.get(a..b).unwrap(),
+                    text.get(b..).unwrap(),
+                ] {
+                    shown.push_str(&r.push(chunk));
+                }
+                shown.push_str(&r.finish());
+                assert_eq!(shown, whole, "split at {a} and {b}");
+            }
+        }
+    }
+
+    #[test]
+    fn commands_with_hidden_characters_are_refused() {
+        for hidden in [
+            "a\nb",
+            "a\rb",
+            "ls \u{1b}[2K",
+            "echo \u{202e}txt.exe",
+            "x\u{2066}y",
+        ] {
+            assert!(refuse(hidden).is_some(), "{hidden:?}");
+        }
+        assert!(refuse("cargo test -- --nocapture\tx").is_none());
+        assert!(refuse("echo héllo wörld 日本").is_none());
     }
 }

@@ -34,6 +34,7 @@ pub async fn run(
     json: bool,
     consent: Consent,
 ) -> anyhow::Result<ExitCode> {
+    let auto_test = config.settings.auto_test;
     let mut engine = crate::engine::spawn(config)?;
     let mut stdout = std::io::stdout().lock();
     let mut stderr = std::io::stderr();
@@ -72,6 +73,18 @@ pub async fn run(
             }
         }
     });
+    // SIGTERM or SIGHUP (a closed terminal, a supervisor): a command running is killed
+    // with its whole group and the run ends, rather than leaving the command behind.
+    let terminated = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let term = {
+        let (ops, terminated) = (engine.ops.clone(), terminated.clone());
+        tokio::spawn(async move {
+            crate::tui::stop_signal().await;
+            terminated.store(true, std::sync::atomic::Ordering::SeqCst);
+            let _ = ops.send(Op::Cancel);
+            let _ = ops.send(Op::Shutdown);
+        })
+    };
 
     // On a terminal, a reply's control characters would drive it: they are shown
     // instead. A pipe gets the reply as it is (JSON escapes its own).
@@ -133,13 +146,14 @@ pub async fn run(
                     run: consent.commands,
                 })?;
                 if !consent.commands {
-                    let why = format!(
-                        "not run: `{command}` (pass --allow-commands to let tern run the commands a headless run asks for)"
-                    );
+                    // The engine says "not run"; this says how to let it run.
                     if !json {
-                        writeln!(stderr, "tern: {why}")?;
+                        writeln!(
+                            stderr,
+                            "tern: pass --allow-commands to let tern run the commands a headless run asks for"
+                        )?;
                     }
-                    stop(&mut stopped, why);
+                    stop(&mut stopped, format!("not run: `{command}`"));
                 }
             }
             Event::CommandStarted { command, .. } if !json => {
@@ -155,7 +169,12 @@ pub async fn run(
                 in_context,
                 ..
             } => {
-                if *purpose != crate::engine::protocol::CommandPurpose::Run {
+                if *purpose == crate::engine::protocol::CommandPurpose::Run {
+                    // A command of the run's own that failed fails the run, as in a shell.
+                    if !passed {
+                        stop(&mut stopped, format!("`{command}`: {outcome}"));
+                    }
+                } else {
                     last_check = Some((command.clone(), *passed));
                 }
                 if !json {
@@ -367,17 +386,34 @@ pub async fn run(
         }
     }
     ctrl_c.abort();
+    term.abort();
+    if terminated.load(std::sync::atomic::Ordering::SeqCst) {
+        stop(&mut stopped, "stopped by SIGTERM or SIGHUP".into());
+        if !json {
+            writeln!(stderr, "tern: stopped by SIGTERM or SIGHUP")?;
+        }
+    }
     if resumed_hunks > 0 && !json {
         writeln!(
             stderr,
             "tern: the resumed session's {resumed_hunks} proposed hunks still await review; they were neither applied nor discarded (review them in the workspace: tern --resume)"
         )?;
     }
-    if let Some((command, false)) = &last_check {
-        stop(&mut stopped, format!("`{command}` still fails"));
-        if !json {
-            writeln!(stderr, "tern: `{command}` still fails")?;
+    let unchecked = "--auto-test: the tests never ran (no edits landed, or no test_cmd is set), so nothing says they pass";
+    match &last_check {
+        Some((command, false)) => {
+            stop(&mut stopped, format!("`{command}` still fails"));
+            if !json {
+                writeln!(stderr, "tern: `{command}` still fails")?;
+            }
         }
+        None if auto_test && stopped.is_none() => {
+            stop(&mut stopped, unchecked.into());
+            if !json {
+                writeln!(stderr, "tern: {unchecked}")?;
+            }
+        }
+        _ => {}
     }
     if engine.task.await.is_err() {
         stop(

@@ -72,7 +72,7 @@ impl Capture {
         let mut tail: Vec<u8> = std::mem::take(&mut self.tail).into();
         if self.dropped_bytes == 0 {
             self.head.append(&mut tail);
-            return visible(&String::from_utf8_lossy(&self.head)).into_owned();
+            return shown(&self.head);
         }
         // The head's unfinished last line and the tail's first (partial) line go too,
         // where that leaves something.
@@ -86,7 +86,7 @@ impl Capture {
             let cut: Vec<u8> = tail.drain(..=start).collect();
             self.drop_bytes(cut.into_iter());
         }
-        let mut text = visible(&String::from_utf8_lossy(&self.head)).into_owned();
+        let mut text = shown(&self.head);
         if !text.is_empty() && !text.ends_with('\n') {
             text.push('\n');
         }
@@ -95,7 +95,7 @@ impl Capture {
             self.dropped_bytes,
         ));
         text.push('\n');
-        text.push_str(&visible(&String::from_utf8_lossy(&tail)));
+        text.push_str(&shown(&tail));
         text
     }
 }
@@ -124,11 +124,33 @@ pub(super) struct Recent {
 }
 
 impl Recent {
+    /// Keeps the end of what was printed since the last report: the end is what the
+    /// user waits for (a test run's summary), so a flood loses its start, from a line
+    /// break on.
     pub fn push(&mut self, bytes: &[u8]) {
-        let room = REPORT_MAX_BYTES.saturating_sub(self.pending.len());
-        let (kept, skipped) = bytes.split_at(room.min(bytes.len()));
-        self.pending.extend_from_slice(kept);
-        self.skipped += skipped.len() as u64;
+        let tail = bytes
+            .len()
+            .saturating_sub(REPORT_MAX_BYTES)
+            .min(bytes.len());
+        self.skipped += tail as u64;
+        if tail > 0 {
+            self.carry.clear();
+        }
+        self.pending
+            .extend_from_slice(bytes.get(tail..).unwrap_or_default());
+        if self.pending.len() > REPORT_MAX_BYTES {
+            let over = self.pending.len() - REPORT_MAX_BYTES;
+            // From the next line break on, so the shown text starts with a whole line.
+            let cut = self
+                .pending
+                .iter()
+                .skip(over)
+                .position(|&b| b == b'\n')
+                .map_or(over, |at| over + at + 1);
+            self.pending.drain(..cut);
+            self.skipped += cut as u64;
+            self.carry.clear();
+        }
         self.note_lines(bytes);
     }
 
@@ -174,11 +196,12 @@ impl Recent {
         {
             self.carry = bytes.split_off(e.valid_up_to());
         }
-        let mut text = visible(&String::from_utf8_lossy(&bytes)).into_owned();
+        let mut text = String::new();
         if self.skipped > 0 {
-            text.push_str(&format!("\n[… {} bytes not shown …]\n", self.skipped));
+            text.push_str(&format!("[… {} bytes not shown …]\n", self.skipped));
             self.skipped = 0;
         }
+        text.push_str(&shown(&bytes));
         text
     }
 
@@ -197,4 +220,28 @@ impl Recent {
 fn extend_capped(line: &mut Vec<u8>, bytes: &[u8]) {
     let room = LAST_LINE_MAX_BYTES.saturating_sub(line.len());
     line.extend_from_slice(bytes.get(..room.min(bytes.len())).unwrap_or_default());
+}
+
+/// Output bytes as text to show and send: invalid UTF-8 replaced, a line a progress bar
+/// rewrote with `\r` reduced to what it showed last, control characters made visible.
+fn shown(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    if !text.contains('\r') {
+        return visible(&text).into_owned();
+    }
+    let settled: String = text
+        .split_inclusive('\n')
+        .map(|line| {
+            let body = line.strip_suffix('\n').unwrap_or(line);
+            let ending = line.get(body.len()..).unwrap_or_default();
+            // A CRLF's CR ends the line; others start it over.
+            let (body, cr) = match body.strip_suffix('\r') {
+                Some(b) if !ending.is_empty() => (b, "\r"),
+                _ => (body, ""),
+            };
+            let last = body.rsplit('\r').next().unwrap_or(body);
+            format!("{last}{cr}{ending}")
+        })
+        .collect();
+    visible(&settled).into_owned()
 }

@@ -102,8 +102,19 @@ fn spawn(command: &str, cwd: &Path, secrets: &[String]) -> std::io::Result<(Chil
         .stdin(Stdio::null())
         .stdout(writer.try_clone()?)
         .stderr(writer)
-        .process_group(0)
         .kill_on_drop(true);
+    // Its own session, so its own process group (killed as one) and no controlling
+    // terminal: a command that opens /dev/tty (to draw, or to `stty` it) gets an error
+    // instead of the workspace's screen and keyboard.
+    // SAFETY: the closure runs in the forked child before exec and calls only
+    // setsid(2), which is async-signal-safe; it touches no memory of the parent's.
+    unsafe {
+        cmd.pre_exec(|| {
+            nix::unistd::setsid()
+                .map(drop)
+                .map_err(std::io::Error::from)
+        });
+    }
     for (name, value) in std::env::vars_os() {
         if holds_secret(&value, secrets) {
             cmd.env_remove(name);

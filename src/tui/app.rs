@@ -126,6 +126,10 @@ pub struct App {
     editor: Option<EditRequest>,
 }
 
+/// The most columns of a command the status line shows (the chat has it whole), so
+/// that the question's `[y/N]` and the running command's time stay in view.
+const STATUS_COMMAND_COLUMNS: usize = 40;
+
 /// A running command as the status line shows it.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct RunningCommand {
@@ -258,6 +262,7 @@ impl App {
                     }
                 }
                 chat.begin_turn(None, &self.model);
+                self.last_interrupt = None;
                 self.streaming = Some(0);
                 self.next_spin = Some(Instant::now() + SPIN_EVERY);
             }
@@ -513,8 +518,10 @@ impl App {
                     format!("{} asks to run `{command}`{from}", purpose_label(purpose)),
                 );
                 // Short enough for the status line; where it came from is in the chat.
-                self.confirming_command =
-                    Some(format!("run `{command}`? [y/N]"));
+                self.confirming_command = Some(format!(
+                    "run `{}`? [y/N]",
+                    super::text::truncate(&command, STATUS_COMMAND_COLUMNS)
+                ));
             }
             Event::CommandStarted {
                 command,
@@ -522,6 +529,10 @@ impl App {
                 ..
             } => {
                 self.confirming_command = None;
+                // A Ctrl-C pressed before (clearing the input) must not make the next
+                // one, meant for this command, quit tern.
+                self.last_interrupt = None;
+                self.flash = None;
                 match auto_round {
                     Some((0, _)) => {
                         chat.push(Kind::Notice, "auto-test: the edits landed; running the tests")
@@ -534,7 +545,7 @@ impl App {
                 }
                 chat.begin_command(&command);
                 self.running = Some(RunningCommand {
-                    command,
+                    command: super::text::truncate(&command, STATUS_COMMAND_COLUMNS),
                     last_line: String::new(),
                     elapsed_ms: 0,
                 });
@@ -548,7 +559,9 @@ impl App {
             } => {
                 chat.command_output(&text);
                 if let Some(running) = &mut self.running {
-                    running.last_line = last_line.trim().to_string();
+                    if !last_line.trim().is_empty() {
+                        running.last_line = last_line.trim().to_string();
+                    }
                     running.elapsed_ms = elapsed_ms;
                 }
             }

@@ -330,11 +330,14 @@ fn status_bar(app: &App, area: Rect, buf: &mut Buffer, wide: bool) {
                 Style::new().fg(theme.c.fg),
             ),
             Span::styled(
-                format!(
-                    " · {} · {} stops",
-                    running.last_line,
-                    k.describe(Action::Cancel)
-                ),
+                format!(" · {} stops", k.describe(Action::Cancel)),
+                theme.dim(),
+            ),
+            Span::styled(
+                match running.last_line.is_empty() {
+                    true => String::new(),
+                    false => format!(" · {}", running.last_line),
+                },
                 theme.dim(),
             ),
         ])

@@ -190,8 +190,9 @@ fn read_terminal(tx: UnboundedSender<io::Result<TermEvent>>) -> JoinHandle<()> {
     })
 }
 
-/// SIGTERM or SIGHUP: leave cleanly, restoring the terminal.
-async fn stop_signal() {
+/// SIGTERM or SIGHUP: leave cleanly, restoring the terminal (and, headless, killing a
+/// command that runs).
+pub(crate) async fn stop_signal() {
     use tokio::signal::unix::{SignalKind, signal};
     let (Ok(mut term), Ok(mut hup)) = (
         signal(SignalKind::terminate()),

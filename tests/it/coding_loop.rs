@@ -181,11 +181,9 @@ async fn a_command_with_a_line_break_or_escape_is_refused_before_it_is_asked() {
                 .any(|e| matches!(e, Event::ConfirmCommand { .. })),
             "{events:#?}"
         );
-        assert!(
-            events
-                .iter()
-                .any(|e| matches!(e, Event::Error { text } if text.contains("control characters")))
-        );
+        assert!(events.iter().any(
+            |e| matches!(e, Event::Error { text } if text.contains("not run: the command holds"))
+        ));
     }
     assert!(!repo.path().join("marker").exists());
 }
@@ -523,4 +521,50 @@ fn the_loop_cost_cap_stops_the_fix_rounds_and_the_run_fails() {
         "value = 1\n",
         "the user's own turn landed"
     );
+}
+
+#[test]
+fn a_failed_command_or_tests_that_never_ran_fail_a_headless_run() {
+    let server = MockServer::start_in_thread();
+    let repo = repo();
+    let mut cmd = repo.tern(&server.base_url());
+    cmd.args(["--allow-commands", "-m", "/run exit 3"]);
+    let out = output_within(&mut cmd, Duration::from_secs(30));
+    assert!(!out.status.success(), "{}", texts(&out).1);
+
+    // --auto-test whose reply proposes nothing: nothing says the tests pass.
+    server.push_for_model("gpt-4o", Reply::text("I would rather not change anything."));
+    let (ok, _, stderr) = auto_test(&repo, &server, &[]);
+    assert!(!ok, "{stderr}");
+    assert!(stderr.contains("the tests never ran"), "{stderr}");
+}
+
+#[test]
+fn sigterm_to_a_headless_run_kills_its_command() {
+    let server = MockServer::start_in_thread();
+    let repo = repo();
+    repo.write("slow.sh", "echo $$ > child.pid\nsleep 300\n");
+    let mut child = repo
+        .tern(&server.base_url())
+        .args(["--allow-commands", "-m", "/run sh slow.sh"])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid_file = repo.path().join("child.pid");
+    for _ in 0..200 {
+        if std::fs::read_to_string(&pid_file).is_ok_and(|p| p.ends_with('\n')) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let pid = read_pid(&pid_file);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let status = child.wait().unwrap();
+    assert!(!status.success());
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    assert!(rt.block_on(wait_gone(pid)), "the command outlived tern");
 }

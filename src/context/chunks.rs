@@ -189,6 +189,15 @@ fn fence_for(text: &str) -> String {
     "`".repeat(longest.max(2) + 1)
 }
 
+/// What `outputs` take in a request: the command output section alone, as assembled.
+pub fn outputs_tokens(outputs: &[CommandText], counter: &TokenCounter) -> usize {
+    let inputs = ChunkInputs {
+        command_outputs: outputs.to_vec(),
+        ..ChunkInputs::default()
+    };
+    assemble(&inputs, counter).section(Section::CommandOutput)
+}
+
 /// Builds the messages of a request and counts every section and file.
 pub fn assemble(inputs: &ChunkInputs, counter: &TokenCounter) -> Assembled {
     let mut builder = Builder {

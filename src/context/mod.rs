@@ -10,4 +10,6 @@ pub mod history;
 pub use budget::{
     BudgetReport, FileRow, HistoryPhase, HistoryStatus, MapStatus, Window, WindowSource,
 };
-pub use chunks::{Assembled, ChunkInputs, CommandText, FileText, Section, assemble};
+pub use chunks::{
+    Assembled, ChunkInputs, CommandText, FileText, Section, assemble, outputs_tokens,
+};

@@ -206,8 +206,12 @@ impl Engine {
         };
         // An earlier output of the same command described a tree that is gone.
         let replaced = self.drop_output_of(&command);
-        // What the block costs as `/tokens` will show it.
-        let tokens = self.counter.count(&text.block());
+        // What adding it adds to the request (the section's intro with the first).
+        let mut with = self.session.outputs.clone();
+        with.push(text.clone());
+        let tokens = crate::context::outputs_tokens(&with, &self.counter).saturating_sub(
+            crate::context::outputs_tokens(&self.session.outputs, &self.counter),
+        );
         let check = purpose != CommandPurpose::Run;
         let passed = output.passed();
         let in_context = check && !passed && !cancelled;

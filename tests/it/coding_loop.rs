@@ -130,9 +130,16 @@ async fn run_asks_first_streams_and_its_output_joins_the_context_only_when_added
     let table = tokens_table(&mut engine).await;
     assert!(table.contains("command output"), "{table}");
     assert!(table.contains("$ printf"), "{table}");
-    // The row costs what the finished event said it would.
-    let row = table.lines().find(|l| l.contains("$ printf")).unwrap();
-    assert!(row.contains(&tokens.to_string()), "{row} vs {tokens}");
+    // The section grew by what the finished event said it would.
+    let row = table
+        .lines()
+        .find(|l| l.contains("command output"))
+        .unwrap();
+    assert_eq!(
+        row.split_whitespace().next(),
+        Some(tokens.to_string().as_str()),
+        "{row}"
+    );
 
     submit(&engine, "what did it print?");
     until(&mut engine, |e| matches!(e, Event::TurnFinished { .. })).await;

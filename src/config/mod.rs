@@ -469,7 +469,7 @@ fn repo_notices(path: &Path, removed: &[(&'static str, Scope)]) -> Vec<String> {
     let never = names(Scope::User);
     if !never.is_empty() {
         out.push(format!(
-            "{} sets {never}, which a repository's config may never set (they decide where your API key goes or where tern writes outside the repository): ignored; set them in your own config, the environment or a flag",
+            "{} sets {never}, which a repository's config may never set, trusted or not (they decide where your API key goes, where tern writes outside the repository, what it runs or edits unasked, or what it may spend): ignored; set them in your own config, the environment or a flag",
             path.display()
         ));
     }

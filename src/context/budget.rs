@@ -412,7 +412,7 @@ impl BudgetReport {
     /// The session's spending, with its cap when there is one: `$0.1200 of $0.50`.
     pub fn session_spending(&self) -> String {
         match self.cost_cap {
-            Some(cap) => format!("${:.4} of ${cap:.2}", self.session_cost),
+            Some(cap) => format!("${:.4} of ${cap}", self.session_cost),
             None => format!("${:.4}", self.session_cost),
         }
     }

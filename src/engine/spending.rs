@@ -70,12 +70,12 @@ impl Engine {
             && spent >= cap
         {
             return Some(format!(
-                "max_cost ${cap:.2} reached (${spent:.4} spent this session, --max-cost)"
+                "max_cost ${cap} reached (${spent:.4} spent this session)"
             ));
         }
         match self.settings.max_loop_cost {
             Some(cap) if in_loop > 0.0 && in_loop >= cap => Some(format!(
-                "max_loop_cost ${cap:.2} reached (${in_loop:.4} spent since your last message, --max-loop-cost)"
+                "max_loop_cost ${cap} reached (${in_loop:.4} spent since your last message)"
             )),
             _ => None,
         }
@@ -93,7 +93,7 @@ impl Engine {
             && !std::mem::replace(&mut self.spending.warned_user, true)
         {
             self.warning(format!(
-                "this session has spent ${spent:.4}, past max_cost ${cap:.2}: your messages still go, but tern sends nothing by itself (reflections, summaries, resends, auto-test rounds) until max_cost is raised"
+                "this session has spent ${spent:.4}, past max_cost ${cap}: your messages still go, but tern sends nothing by itself (reflections, summaries, resends, auto-test rounds) until max_cost is raised"
             ));
         }
     }

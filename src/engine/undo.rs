@@ -34,18 +34,34 @@ impl Engine {
 fn undo_one(repo: &Repository, turn: &[Oid]) -> Result<GitDone, String> {
     let undone = crate::git::undo(repo).map_err(|e| e.to_string())?;
     let mut message = undone.to_string();
-    if turn.last() == Some(&undone.commit) && turn.len() > 1 {
-        message.push_str(&format!(
-            "\nthis turn made {} commits: /undo turn undoes the other {}",
-            turn.len(),
-            turn.len() - 1
-        ));
+    if let Some(rest) = rest_of_turn(repo, turn, undone.commit, "/undo turn") {
+        message.push('\n');
+        message.push_str(&rest);
     }
     Ok(GitDone {
         note: Some(undo_note(repo, &undone)),
         message,
         undone: vec![undone.commit],
         warning: None,
+    })
+}
+
+/// After undoing `undone`, the last of `turn`'s commits: what is left of the turn, and
+/// whether `how` (`/undo turn`, `tern undo --turn`) can take it back, which only holds
+/// while the rest are the newest commits (a commit of the user's own changes that tern
+/// made in between, or one of the user's, stands in the way).
+fn rest_of_turn(repo: &Repository, turn: &[Oid], undone: Oid, how: &str) -> Option<String> {
+    let (last, rest) = turn.split_last()?;
+    if *last != undone || rest.is_empty() {
+        return None;
+    }
+    let made = turn.len();
+    let left = rest.len();
+    Some(match crate::git::check_newest(repo, rest) {
+        Ok(()) => format!("this turn made {made} commits: {how} undoes the other {left}"),
+        Err(why) => {
+            format!("this turn made {made} commits; {how} cannot take back the other {left}: {why}")
+        }
     })
 }
 
@@ -119,6 +135,36 @@ fn clip_lines(text: &str, max: usize) -> String {
         out.push_str(&format!("…({} more lines)\n", total - max));
     }
     out
+}
+
+/// `tern undo`: tern's last commit, as `/undo` does; the saved session then forgets it
+/// (so `--turn` finds the rest of its turn) and carries the note to the model. Returns
+/// what to print.
+pub fn undo_saved_commit(repo: &Repository, root: &Path) -> Result<String, crate::git::UndoError> {
+    let undone = crate::git::undo(repo)?;
+    let mut out = undone.to_string();
+    let file = super::persist::path(root);
+    let mut saved = match super::persist::load(&file) {
+        Ok(saved) => saved,
+        // No session saved here: nothing to update.
+        Err(super::persist::PersistError::Missing(_)) => return Ok(out),
+        Err(e) => {
+            out.push_str(&format!("\nthe saved session was not updated: {e}"));
+            return Ok(out);
+        }
+    };
+    if let Some(rest) = rest_of_turn(repo, &saved.turns.last(), undone.commit, "tern undo --turn") {
+        out.push('\n');
+        out.push_str(&rest);
+    }
+    saved.turns.undone(&[undone.commit]);
+    saved.notes.push(undo_note(repo, &undone));
+    if let Err(e) = super::persist::save(&file, &saved, false) {
+        out.push_str(&format!(
+            "\nbut the session could not be updated, so the model will not be told: {e}"
+        ));
+    }
+    Ok(out)
 }
 
 /// `tern undo --turn`: the last turn of the session saved for the repository at

@@ -19,7 +19,7 @@ pub use land::{LandOptions, Landed, land};
 pub use lock::{LOCK_WAIT, RepoLock, lock_wait};
 pub use status::{modified_tracked_paths, worktree_diff};
 pub use undo::{TurnRefusal, UndoError, UndoRefusal, Undone, undo};
-pub use undo_turn::{Stopped, TurnUndone, undo_turn};
+pub use undo_turn::{Stopped, TurnUndone, check_newest, undo_turn};
 
 #[derive(Debug, thiserror::Error)]
 pub enum GitError {

@@ -18,9 +18,13 @@ pub fn run(cwd: &Path, turn: bool) -> ExitCode {
     if turn {
         return run_turn(&repo);
     }
-    match git::undo(&repo) {
-        Ok(undone) => {
-            println!("{undone}");
+    let undone = match repo.workdir() {
+        Some(root) => crate::engine::undo::undo_saved_commit(&repo, root),
+        None => git::undo(&repo).map(|u| u.to_string()),
+    };
+    match undone {
+        Ok(said) => {
+            println!("{said}");
             ExitCode::SUCCESS
         }
         Err(why @ (UndoError::Refused(_) | UndoError::Turn(_))) => {

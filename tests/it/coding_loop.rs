@@ -323,6 +323,26 @@ fn the_auto_test_loop_fixes_in_three_rounds_each_a_reviewed_proposal() {
         4,
         "each round landed as its own commit"
     );
+
+    // The whole loop was one turn: `tern undo` takes back its last commit and says what
+    // is left; `--turn` the rest, newest first.
+    let out = repo.tern(&server.base_url()).arg("undo").output().unwrap();
+    let (stdout, stderr) = texts(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stdout.contains("this turn made 4 commits: tern undo --turn undoes the other 3"),
+        "{stdout}"
+    );
+    assert_eq!(repo.read("value.txt"), "value = 3\n");
+    let out = repo
+        .tern(&server.base_url())
+        .args(["undo", "--turn"])
+        .output()
+        .unwrap();
+    let (_, stderr) = texts(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(repo.read("value.txt"), "value = 0\n");
+    assert_eq!(tern_commits(&repo), 0);
 }
 
 #[test]

@@ -49,7 +49,7 @@ async fn a_reflection_is_not_sent_once_max_cost_is_reached() {
     let capped: Vec<&String> = said.iter().filter(|w| w.contains("max_cost")).collect();
     assert_eq!(capped.len(), 1, "{said:#?}");
     assert!(
-        capped[0].starts_with("max_cost $0.00 reached ($0.0"),
+        capped[0].starts_with(&format!("max_cost ${TINY} reached ($0.0")),
         "{}",
         capped[0]
     );
@@ -63,7 +63,7 @@ async fn a_reflection_is_not_sent_once_max_cost_is_reached() {
         _ => None,
     });
     assert!(
-        cost.unwrap().ends_with(" of $0.00"),
+        cost.unwrap().ends_with(&format!(" of ${TINY}")),
         "the gauge shows the cap"
     );
 }
@@ -80,7 +80,7 @@ async fn max_loop_cost_stops_the_loop_and_unknown_prices_never_reach_it() {
     let events = idle(&mut engine).await;
     assert_eq!(main_requests(&server), 1);
     let said = warnings(&events).join("\n");
-    assert!(said.contains("max_loop_cost $0.00 reached"), "{said}");
+    assert!(said.contains("max_loop_cost $0.000001 reached"), "{said}");
     assert!(said.contains("since your last message"), "{said}");
 
     let server = MockServer::start().await;
@@ -161,7 +161,7 @@ fn headless_stopped_by_the_cap_with_work_left_exits_non_zero() {
             .unwrap();
         let (_, stderr) = crate::support::texts(&out);
         assert_eq!(out.status.code(), Some(1), "{stderr}");
-        assert!(stderr.contains("max_cost $0.00 reached"), "{stderr}");
+        assert!(stderr.contains("max_cost $0.000001 reached"), "{stderr}");
         assert!(stderr.contains("edit block 1 failed"), "{stderr}");
         assert_eq!(main_requests(&server), 1, "{stderr}");
     }

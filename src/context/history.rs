@@ -201,7 +201,7 @@ impl SummaryModel {
 }
 
 /// A summary of the head `[..anchor]` of some messages.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Summary {
     /// The summary text, without `SUMMARY_PREFIX`.
     pub text: String,
@@ -209,6 +209,8 @@ pub struct Summary {
     pub anchor: usize,
     /// Model requests it took (fallbacks and chunks included).
     pub calls: usize,
+    /// What its requests cost at the models' prices (those that answered).
+    pub cost: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -308,6 +310,7 @@ impl Summarizer {
             text,
             anchor,
             calls: run.calls(),
+            cost: run.cost(),
         }))
     }
 
@@ -325,6 +328,7 @@ impl Summarizer {
             text,
             anchor: messages.len(),
             calls: run.calls(),
+            cost: run.cost(),
         })
     }
 }
@@ -335,6 +339,8 @@ struct Run<'a> {
     cap: usize,
     cancel: &'a CancellationToken,
     calls: AtomicUsize,
+    /// What the answered requests cost.
+    cost: std::sync::Mutex<f64>,
     /// The most prompt tokens a request may carry, once a server refused more.
     refused_above: AtomicUsize,
 }
@@ -346,12 +352,17 @@ impl<'a> Run<'a> {
             cap: summary_cap(budget),
             cancel,
             calls: AtomicUsize::new(0),
+            cost: std::sync::Mutex::new(0.0),
             refused_above: AtomicUsize::new(usize::MAX),
         }
     }
 
     fn calls(&self) -> usize {
         self.calls.load(Ordering::Relaxed)
+    }
+
+    fn cost(&self) -> f64 {
+        *self.cost.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn counter(&self) -> &TokenCounter {
@@ -497,6 +508,10 @@ impl<'a> Run<'a> {
                     }
                 })
                 .await;
+            if let Ok(reply) = &reply {
+                *self.cost.lock().unwrap_or_else(|e| e.into_inner()) +=
+                    model.info.cost(&reply.usage);
+            }
             match reply {
                 Ok(reply) => match reply.finish {
                     Finish::Cancelled => return Err(SummaryError::Cancelled),

@@ -444,6 +444,10 @@ impl Engine {
 
     /// A summary task finished: apply or record its result, then let a held turn go.
     pub(super) fn summary_done(&mut self, done: JobDone) {
+        // Spent whether or not the summary is used: it counts toward the caps.
+        if let Ok(Some(summary)) = &done.result {
+            self.session.session_cost += summary.cost;
+        }
         let waited_for = self.history.holds_turns();
         let Some(job) = self.history.job.take_if(|job| job.id == done.id) else {
             return; // replaced or cancelled meanwhile

@@ -82,6 +82,8 @@ pub(crate) struct LandResult {
     /// The accepted hunks the user wrote, per file, taken before the landing (see
     /// `Proposal::rewritten_diffs`).
     rewritten: Vec<(PathBuf, String)>,
+    /// What writing the commit messages cost.
+    cost: f64,
 }
 
 impl Engine {
@@ -547,6 +549,8 @@ impl Engine {
                 backup_root: Some(crate::config::backup_root(&root)),
                 cancel: Some(&cancel),
             };
+            // What the weak model's commit messages cost, for the session's spending.
+            let spent = std::cell::Cell::new(0.0);
             // A panic here must not leave the engine waiting forever for this result.
             let landed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 git::land(
@@ -554,7 +558,12 @@ impl Engine {
                     &mut pending.proposal,
                     options,
                     |diff| match &client {
-                        Some(client) => runtime.block_on(commit_message(client, &settings, diff)),
+                        Some(client) => {
+                            let (message, cost) =
+                                runtime.block_on(commit_message(client, &settings, diff));
+                            spent.set(spent.get() + cost);
+                            message
+                        }
                         None => git::message::fallback(diff),
                     },
                 )
@@ -569,6 +578,7 @@ impl Engine {
                 pending,
                 landed,
                 rewritten,
+                cost: spent.get(),
             })));
         });
     }
@@ -579,7 +589,9 @@ impl Engine {
             pending,
             landed,
             rewritten,
+            cost,
         } = *result;
+        self.session.session_cost += cost;
         self.pending = Some(pending);
         let not_applied = match landed {
             Landed::Refused(e @ git::GitError::Interrupted) => {
@@ -747,9 +759,12 @@ pub(crate) fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
 }
 
 /// A commit message from the weak model, cleaned, or the deterministic fallback.
-async fn commit_message(client: &LlmClient, settings: &Settings, diff: &str) -> String {
+/// A commit message for `diff` from the weak model (the fallback when it gives none),
+/// and what asking cost.
+async fn commit_message(client: &LlmClient, settings: &Settings, diff: &str) -> (String, f64) {
+    let model = ModelInfo::lookup(&settings.weak_model);
     let request = ChatRequest {
-        model: ModelInfo::lookup(&settings.weak_model),
+        model: model.clone(),
         messages: edit::prompts::commit_message_request(diff),
         cache_control: false,
         reply_limit: crate::llm::ReplyLimit::Output { max_tokens: 100 },
@@ -762,18 +777,21 @@ async fn commit_message(client: &LlmClient, settings: &Settings, diff: &str) -> 
         client.chat(&request, &cancel, &mut |_| {}),
     )
     .await;
-    match answer {
-        Ok(Ok(reply)) => git::message::clean(&reply.text),
+    let (message, cost) = match answer {
+        Ok(Ok(reply)) => (git::message::clean(&reply.text), model.cost(&reply.usage)),
         Ok(Err(e)) => {
             tracing::warn!("no commit message from {}: {e}", settings.weak_model);
-            None
+            (None, 0.0)
         }
         Err(_) => {
             tracing::warn!("the commit message request timed out");
-            None
+            (None, 0.0)
         }
-    }
-    .unwrap_or_else(|| git::message::fallback(diff))
+    };
+    (
+        message.unwrap_or_else(|| git::message::fallback(diff)),
+        cost,
+    )
 }
 
 fn view(pending: &Pending) -> ProposalView {

@@ -595,3 +595,39 @@ fn sigterm_to_a_headless_run_kills_its_command() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     assert!(rt.block_on(wait_gone(pid)), "the command outlived tern");
 }
+
+/// The session's spending: the last budget's `session_cost`.
+fn session_cost(events: &[Event]) -> f64 {
+    events
+        .iter()
+        .rev()
+        .find_map(|e| match e {
+            Event::Budget(report) => Some(report.session_cost),
+            _ => None,
+        })
+        .unwrap()
+}
+
+#[tokio::test]
+async fn the_weak_models_commit_messages_count_toward_the_spending() {
+    let server = MockServer::start().await;
+    commit_messages(&server);
+    server.push_for_model("gpt-4o", bump(0, 1));
+    let repo = repo();
+    let mut engine = engine(&repo, &server, |_| {});
+    submit(&engine, "set the value");
+    let after_turn = session_cost(&idle(&mut engine).await);
+    assert!(after_turn > 0.0);
+    submit(&engine, "/apply all");
+    let after_landing = session_cost(&idle(&mut engine).await);
+    let asked = server
+        .requests()
+        .iter()
+        .filter(|r| r.model == "gpt-4o-mini")
+        .count();
+    assert_eq!(asked, 1, "one commit message");
+    assert!(
+        after_landing > after_turn,
+        "{after_landing} after {after_turn}"
+    );
+}

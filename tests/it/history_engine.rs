@@ -823,3 +823,29 @@ async fn a_summary_of_under_128_tokens_makes_room() {
     );
     assert!(has_summary(&conversations(&server).pop().unwrap()));
 }
+
+/// The session's spending as the next budget reports it.
+async fn spent(chat: &mut Chat) -> f64 {
+    chat.send(Op::Draft { text: "x".into() });
+    let events = chat.until(|e| matches!(e, Event::Budget(_))).await;
+    match events.last() {
+        Some(Event::Budget(report)) => report.session_cost,
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_summary_counts_toward_the_sessions_spending() {
+    let server = MockServer::start().await;
+    script(&server, |_| Reply::text(RECAP));
+    let mut chat = Chat::start(settings(&server), &[], &[]);
+    turns(&mut chat, 1..=3).await;
+    let before = spent(&mut chat).await;
+    chat.command("/compact", "compact").await;
+    assert_eq!(summaries(&server).len(), 1);
+    let after = spent(&mut chat).await;
+    assert!(
+        after > before,
+        "{after} after {before}: the summary was free"
+    );
+}

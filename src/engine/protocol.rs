@@ -587,6 +587,12 @@ pub enum Event {
         tokens: usize,
         in_context: bool,
     },
+    /// A command's output joined the context (`Op::AddOutput`); `tokens` is what it
+    /// added to the request.
+    OutputAdded {
+        command: String,
+        tokens: usize,
+    },
     /// The engine stopped on an internal error (a bug); `Exited` follows.
     Crashed {
         text: String,

@@ -206,12 +206,7 @@ impl Engine {
         };
         // An earlier output of the same command described a tree that is gone.
         let replaced = self.drop_output_of(&command);
-        // What adding it adds to the request (the section's intro with the first).
-        let mut with = self.session.outputs.clone();
-        with.push(text.clone());
-        let tokens = crate::context::outputs_tokens(&with, &self.counter).saturating_sub(
-            crate::context::outputs_tokens(&self.session.outputs, &self.counter),
-        );
+        let tokens = self.added_tokens(&text);
         let check = purpose != CommandPurpose::Run;
         let passed = output.passed();
         let in_context = check && !passed && !cancelled;
@@ -341,12 +336,23 @@ impl Engine {
             return;
         };
         self.drop_output_of(&text.command);
-        self.notice(format!(
-            "the output of `{}` is in the context",
-            text.command
-        ));
+        let tokens = self.added_tokens(&text);
+        self.events.send(Event::OutputAdded {
+            command: text.command.clone(),
+            tokens,
+        });
         self.session.outputs.push(text);
         self.publish_budget();
+    }
+
+    /// What adding `text` adds to the request: its block, and the section's intro and
+    /// acknowledgement with the first output.
+    fn added_tokens(&self, text: &CommandText) -> usize {
+        let mut with = self.session.outputs.clone();
+        with.push(text.clone());
+        crate::context::outputs_tokens(&with, &self.counter).saturating_sub(
+            crate::context::outputs_tokens(&self.session.outputs, &self.counter),
+        )
     }
 
     /// `/drop-output [CMD]`.

@@ -220,7 +220,8 @@ impl Visible for Event {
                 command,
                 purpose: _,
                 auto_round: _,
-            } => command.make_visible(),
+            }
+            | Event::OutputAdded { command, tokens: _ } => command.make_visible(),
             Event::CommandProgress {
                 text,
                 lines: _,

@@ -185,6 +185,10 @@ pub async fn run(
                     writeln!(stderr, "tern: `{command}`: {outcome}{context}")?;
                 }
             }
+            Event::OutputAdded { command, tokens } if !json => writeln!(
+                stderr,
+                "tern: the output of `{command}` is in the context (≈{tokens} tokens)"
+            )?,
             Event::Needed {
                 files, more_files, ..
             } if !files.is_empty() => {

@@ -14,7 +14,7 @@ use ratatui::text::Line;
 
 use super::editor::{self, EditRequest, EditTarget};
 use super::keymap::{Action, Keymap};
-use super::panes::chat::{ChatPane, Footer, Kind};
+use super::panes::chat::{ChatPane, Footer, Kind, NOT_IN_CONTEXT};
 use super::panes::files::FilesPane;
 use super::panes::gauge::GaugePane;
 use super::panes::input::InputPane;
@@ -578,7 +578,7 @@ impl App {
                     format!("in the context ({cost})")
                 } else {
                     format!(
-                        "not in the context: {} or /add-output adds it ({cost})",
+                        "{NOT_IN_CONTEXT}{} or /add-output adds it ({cost})",
                         self.keymap.describe(Action::AddOutput)
                     )
                 };
@@ -592,6 +592,10 @@ impl App {
                 });
                 self.running = None;
             }
+            Event::OutputAdded { command, tokens } => chat.command_in_context(
+                &command,
+                &format!("in the context (≈{} tok)", crate::tokens::thousands(tokens)),
+            ),
             Event::Crashed { text } => self.crashed = Some(text),
             Event::Exited => self.exited = true,
         }

@@ -984,6 +984,43 @@ fn a_command_runs_only_on_y_and_esc_or_ctrl_o_do_what_they_say() {
     assert_eq!(app.take_ops(), [Op::Cancel]);
     app.handle_terminal(ctrl('o'));
     assert_eq!(app.take_ops(), [Op::AddOutput]);
+    // The block offers its output, and says so once it is added.
+    let footer = |app: &App| {
+        let last = app.panes().chat.messages().last().unwrap();
+        last.footer
+            .as_ref()
+            .map(|f| f.text.clone())
+            .unwrap_or_default()
+    };
+    feed(
+        &mut app,
+        [Event::CommandFinished {
+            command: "make test".into(),
+            purpose: CommandPurpose::Run,
+            passed: true,
+            outcome: "exit 0 after 0.2 s".into(),
+            lines: 3,
+            elapsed_ms: 200,
+            tokens: 1240,
+            in_context: false,
+        }],
+    );
+    assert!(
+        footer(&app).contains("not in the context: ctrl-o"),
+        "{}",
+        footer(&app)
+    );
+    feed(
+        &mut app,
+        [Event::OutputAdded {
+            command: "make test".into(),
+            tokens: 1240,
+        }],
+    );
+    assert_eq!(
+        footer(&app),
+        "exit 0 after 0.2 s · 3 lines · in the context (≈1,240 tok)"
+    );
 }
 
 /// The keys of the row under a reply: add its files (read-only or editable) and ask

@@ -47,6 +47,9 @@ pub enum Kind {
     Needed(Box<Needed>),
 }
 
+/// How a command block's footer starts its offer to add the output to the context.
+pub const NOT_IN_CONTEXT: &str = "not in the context: ";
+
 /// The most lines of a command's output the chat keeps: the whole of it may be
 /// megabytes; the model gets it clipped by tokens, the user its end here.
 pub const COMMAND_LINES: usize = 200;
@@ -371,6 +374,23 @@ impl ChatPane {
     pub fn finish_command(&mut self, footer: Footer) {
         if let Some(m) = self.running_command() {
             m.footer = Some(footer);
+            m.touch();
+        }
+    }
+
+    /// The last block of `command` says its output joined the context: its footer's
+    /// offer (`NOT_IN_CONTEXT` on) becomes `said`.
+    pub fn command_in_context(&mut self, command: &str, said: &str) {
+        let block = self
+            .messages
+            .iter_mut()
+            .rev()
+            .find(|m| matches!(&m.kind, Kind::Command { command: c, .. } if c == command));
+        if let Some(m) = block
+            && let Some(footer) = &mut m.footer
+            && let Some((how, _)) = footer.text.split_once(NOT_IN_CONTEXT)
+        {
+            footer.text = format!("{how}{said}");
             m.touch();
         }
     }

@@ -320,12 +320,7 @@ impl Engine {
     /// `/add-output` and `Op::AddOutput`.
     pub(super) fn add_output(&mut self) {
         let Some(text) = self.shell.offered.take() else {
-            let kept: Vec<String> = self
-                .session
-                .outputs
-                .iter()
-                .map(|o| format!("`{}`", o.command))
-                .collect();
+            let kept = self.outputs_named();
             match kept.is_empty() {
                 true => self.error("no command output to add: /run a command first".into()),
                 false => self.notice(format!(
@@ -363,12 +358,7 @@ impl Engine {
             self.session.outputs.clear();
             self.notice(format!("removed {n} command outputs from the context"));
         } else if !self.drop_output_of(command) {
-            let kept: Vec<String> = self
-                .session
-                .outputs
-                .iter()
-                .map(|o| format!("`{}`", o.command))
-                .collect();
+            let kept = self.outputs_named();
             self.error(format!(
                 "no output of `{command}` is in the context (there are: {})",
                 if kept.is_empty() {
@@ -379,6 +369,15 @@ impl Engine {
             ));
         }
         self.publish_budget();
+    }
+
+    /// The commands whose output is in the context, quoted, for messages.
+    fn outputs_named(&self) -> Vec<String> {
+        self.session
+            .outputs
+            .iter()
+            .map(|o| format!("`{}`", o.command))
+            .collect()
     }
 
     fn drop_output_of(&mut self, command: &str) -> bool {

@@ -287,6 +287,15 @@ fn auto_test(repo: &TempRepo, server: &MockServer, extra: &[&str]) -> (bool, Str
     (out.status.success(), stdout, stderr)
 }
 
+/// How many requests the main model got (the user's turn and the fix rounds).
+fn main_turns(server: &MockServer) -> usize {
+    server
+        .requests()
+        .iter()
+        .filter(|r| r.model == "gpt-4o")
+        .count()
+}
+
 fn tern_commits(repo: &TempRepo) -> usize {
     repo.git(&["log", "--format=%s"]).lines().count() - 1
 }
@@ -360,11 +369,7 @@ fn the_auto_test_loop_stops_after_its_rounds_and_the_run_fails() {
         stderr.contains("still fails after 3 fix rounds"),
         "{stderr}"
     );
-    let turns = server
-        .requests()
-        .iter()
-        .filter(|r| r.model == "gpt-4o")
-        .count();
+    let turns = main_turns(&server);
     assert_eq!(turns, 4, "no fourth fix round");
 }
 
@@ -434,11 +439,7 @@ async fn esc_during_the_loops_test_run_kills_it_and_ends_the_loop() {
         let pid = read_pid(&repo.path().join(pid));
         assert!(wait_gone(pid).await, "{pid} outlived Esc");
     }
-    let turns = server
-        .requests()
-        .iter()
-        .filter(|r| r.model == "gpt-4o")
-        .count();
+    let turns = main_turns(&server);
     assert_eq!(turns, 1, "no fix round after Esc");
 }
 
@@ -537,11 +538,7 @@ fn the_loop_cost_cap_stops_the_fix_rounds_and_the_run_fails() {
         stderr.contains("the failing tests were not sent back to the model"),
         "{stderr}"
     );
-    let turns = server
-        .requests()
-        .iter()
-        .filter(|r| r.model == "gpt-4o")
-        .count();
+    let turns = main_turns(&server);
     assert_eq!(turns, 1, "no fix round past the cap");
     assert_eq!(
         repo.read("value.txt"),

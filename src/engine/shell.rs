@@ -1,9 +1,9 @@
 //! Commands run from the workspace (`/run`, `!CMD`, `/test`, `/lint`) and the auto-test
 //! loop. Each is confirmed by the user first (`Event::ConfirmCommand`; turning
 //! `auto_test` on is the confirmation for its runs), runs on its own task
-//! (`crate::run`: own process group, timeout, the API key kept out of its
-//! environment, output capped), streams into the chat, and its output may join the
-//! context as its own section, clipped by tokens, never copied into the history.
+//! (`crate::run`: its own session and process group, a timeout, the API key kept out
+//! of its environment, output capped), streams into the chat, and its output may join
+//! the context as its own section, clipped by tokens, never copied into the history.
 
 use std::time::Duration;
 

@@ -1,8 +1,8 @@
 //! Running a shell command for the user (`/run`, `/test`, `/lint`, the auto-test loop):
-//! in its own process group so that a cancel, a timeout or tern quitting stops
-//! everything it started, without the API key in its environment, with its output
-//! captured within a byte cap and made safe to show, then clipped by real token count
-//! for the model. Unix only, as tern is in practice (process groups and signals).
+//! in its own session (so its own process group, and no terminal to take over) so that
+//! a cancel, a timeout or tern quitting stops everything it started, without the API
+//! key in its environment, with its output captured within a byte cap and made safe to
+//! show, then clipped by real token count for the model. Unix only, as tern is in practice (process groups and signals).
 
 mod capture;
 mod clip;

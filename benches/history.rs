@@ -58,6 +58,7 @@ fn bench(c: &mut Criterion) {
         server_window: None,
         learned_limit: None,
         turns: Default::default(),
+        outputs: Vec::new(),
     };
     c.bench_function("save session.json, 200 messages", |b| {
         b.iter(|| persist::save(&file, &session, false).unwrap())

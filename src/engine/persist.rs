@@ -101,6 +101,9 @@ pub struct SessionFile {
     /// The commits each code-mode turn made (ids, oldest first), for `/undo turn`.
     #[serde(default, skip_serializing_if = "TurnCommits::is_empty")]
     pub turns: TurnCommits,
+    /// Command outputs in the context: the history may ask the model about them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outputs: Vec<crate::context::CommandText>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -332,6 +335,7 @@ impl Engine {
                 .then_some(self.window.window),
             learned_limit: self.history.learned_limit(),
             turns: self.session.turns.clone(),
+            outputs: self.session.outputs.clone(),
         }
     }
 
@@ -373,6 +377,7 @@ impl Engine {
         self.session.notes_for_next_turn = saved.notes;
         self.session.transcript = saved.transcript;
         self.session.turns = saved.turns;
+        self.session.outputs = saved.outputs;
         if !keep_model && !saved.model.is_empty() && saved.model != self.model.name {
             self.switch_model(&saved.model);
         }
@@ -442,6 +447,7 @@ mod tests {
             server_window: None,
             learned_limit: None,
             turns: Default::default(),
+            outputs: Vec::new(),
         }
     }
 

@@ -232,6 +232,7 @@ impl Engine {
             ));
         }
         self.publish_budget();
+        self.save_session();
         if check {
             self.after_check(&command, passed, cancelled, auto, &output);
         }
@@ -338,6 +339,7 @@ impl Engine {
         });
         self.session.outputs.push(text);
         self.publish_budget();
+        self.save_session();
     }
 
     /// What adding `text` adds to the request: its block, and the section's intro and
@@ -369,6 +371,7 @@ impl Engine {
             ));
         }
         self.publish_budget();
+        self.save_session();
     }
 
     /// The commands whose output is in the context, quoted, for messages.

@@ -628,3 +628,28 @@ async fn the_weak_models_commit_messages_count_toward_the_spending() {
         "{after_landing} after {after_turn}"
     );
 }
+
+#[tokio::test]
+async fn command_outputs_in_the_context_come_back_with_the_session() {
+    let server = MockServer::start().await;
+    let repo = repo();
+    let mut engine = engine(&repo, &server, |_| {});
+    submit(&engine, "/run echo kept across restarts");
+    confirm(&mut engine, "echo kept across restarts", true).await;
+    idle(&mut engine).await;
+    submit(&engine, "/add-output");
+    let before = tokens_table(&mut engine).await;
+    assert!(before.contains("$ echo kept across restarts"), "{before}");
+    engine.ops.send(Op::Shutdown).unwrap();
+    until(&mut engine, |e| matches!(e, Event::Exited)).await;
+
+    let mut engine = spawn_engine(&repo, &server, "value.txt", true, |_| {});
+    let after = tokens_table(&mut engine).await;
+    let row = |table: &str| {
+        table
+            .lines()
+            .find(|l| l.contains("command output"))
+            .map(str::to_string)
+    };
+    assert_eq!(row(&after), row(&before), "{after}");
+}

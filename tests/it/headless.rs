@@ -660,6 +660,7 @@ fn a_resumed_sessions_pending_hunks_are_left_for_review() {
         server_window: None,
         learned_limit: None,
         turns: Default::default(),
+        outputs: Vec::new(),
     };
     save(&repo.session_file(), &session, false).unwrap();
     for yes in [true, false] {

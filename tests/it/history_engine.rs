@@ -698,6 +698,7 @@ async fn a_resumed_history_over_budget_is_summarized_before_the_next_request() {
         server_window: None,
         learned_limit: None,
         turns: Default::default(),
+        outputs: Vec::new(),
     };
     save(&path(repo.path()), &session, false).unwrap();
     let mut chat = Chat::start_in(repo, settings(&server), &[], true);

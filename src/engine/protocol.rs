@@ -593,6 +593,10 @@ pub enum Event {
         command: String,
         tokens: usize,
     },
+    /// A command's output left the context (`/drop-output`).
+    OutputDropped {
+        command: String,
+    },
     /// The engine stopped on an internal error (a bug); `Exited` follows.
     Crashed {
         text: String,

@@ -11,7 +11,7 @@ use super::protocol::{ChatMode, CommandPurpose, Event};
 use super::turn::TurnKind;
 use super::{Engine, Internal, Purpose};
 use crate::context::CommandText;
-use crate::run::{self, CommandKind, Output, RunOptions};
+use crate::run::{self, CommandKind, Outcome, Output, RunOptions};
 
 /// The shortest key treated as a secret in commands' environments and output.
 const MIN_SECRET_CHARS: usize = 8;
@@ -62,8 +62,12 @@ impl Engine {
             );
         } else {
             self.error(format!(
-                "no {setting} is set and none could be proposed from the repository: give the command (/{} CMD) or set {setting} in your config",
-                purpose_name(purpose)
+                "no {setting} is set and none could be proposed from the repository: give the command (/{} CMD), or set {setting} in your config{}",
+                purpose_name(purpose),
+                match purpose {
+                    CommandPurpose::Lint => "",
+                    _ => " or with --test-cmd",
+                }
             ));
         }
     }
@@ -209,7 +213,7 @@ impl Engine {
         let tokens = self.added_tokens(&text);
         let check = purpose != CommandPurpose::Run;
         let passed = output.passed();
-        let in_context = check && !passed && !cancelled;
+        let in_context = check && !passed && !cancelled && !could_not_run(&output);
         if in_context {
             self.session.outputs.push(text);
             self.shell.offered = None;
@@ -254,6 +258,15 @@ impl Engine {
             if auto {
                 self.notice("the auto-test loop was stopped".into());
             }
+            return;
+        }
+        if could_not_run(output) {
+            // Not failing tests: a runner that is not installed, or not executable.
+            // The model cannot fix that by editing code.
+            self.error(format!(
+                "`{command}` could not run ({}): is it installed? Set test_cmd or lint_cmd to the command that runs your checks; the model was not asked to fix anything",
+                output.describe()
+            ));
             return;
         }
         if passed {
@@ -355,20 +368,29 @@ impl Engine {
     /// `/drop-output [CMD]`.
     pub(super) fn drop_output(&mut self, command: &str) {
         let command = command.trim();
-        if command.is_empty() {
-            let n = self.session.outputs.len();
-            self.session.outputs.clear();
-            self.notice(format!("removed {n} command outputs from the context"));
-        } else if !self.drop_output_of(command) {
-            let kept = self.outputs_named();
-            self.error(format!(
-                "no output of `{command}` is in the context (there are: {})",
-                if kept.is_empty() {
-                    "none".to_string()
-                } else {
-                    kept.join(", ")
-                }
-            ));
+        let dropped: Vec<String> = match command.is_empty() {
+            true => self.session.outputs.drain(..).map(|o| o.command).collect(),
+            false if self.drop_output_of(command) => vec![command.to_string()],
+            false => {
+                let kept = self.outputs_named();
+                self.error(format!(
+                    "no output of `{command}` is in the context (there are: {})",
+                    if kept.is_empty() {
+                        "none".to_string()
+                    } else {
+                        kept.join(", ")
+                    }
+                ));
+                return;
+            }
+        };
+        self.notice(match dropped.as_slice() {
+            [] => "no command output is in the context".to_string(),
+            [one] => format!("removed the output of `{one}` from the context"),
+            many => format!("removed {} command outputs from the context", many.len()),
+        });
+        for command in dropped {
+            self.events.send(Event::OutputDropped { command });
         }
         self.publish_budget();
         self.save_session();
@@ -428,6 +450,15 @@ impl Redactor {
     fn finish(&mut self) -> String {
         redact(std::mem::take(&mut self.held), &self.secrets)
     }
+}
+
+/// Whether a check's command never ran: the shell could not find or execute it (exit
+/// 127 or 126), or it could not be started at all.
+fn could_not_run(output: &Output) -> bool {
+    matches!(
+        output.outcome,
+        Outcome::Exited(126 | 127) | Outcome::FailedToStart(_)
+    )
 }
 
 /// `text` with every secret replaced by a marker.

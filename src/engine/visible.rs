@@ -221,7 +221,8 @@ impl Visible for Event {
                 purpose: _,
                 auto_round: _,
             }
-            | Event::OutputAdded { command, tokens: _ } => command.make_visible(),
+            | Event::OutputAdded { command, tokens: _ }
+            | Event::OutputDropped { command } => command.make_visible(),
             Event::CommandProgress {
                 text,
                 lines: _,

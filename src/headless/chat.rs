@@ -185,6 +185,7 @@ pub async fn run(
                     writeln!(stderr, "tern: `{command}`: {outcome}{context}")?;
                 }
             }
+            Event::OutputDropped { .. } => {}
             Event::OutputAdded { command, tokens } if !json => writeln!(
                 stderr,
                 "tern: the output of `{command}` is in the context (≈{tokens} tokens)"

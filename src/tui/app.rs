@@ -14,7 +14,7 @@ use ratatui::text::Line;
 
 use super::editor::{self, EditRequest, EditTarget};
 use super::keymap::{Action, Keymap};
-use super::panes::chat::{ChatPane, Footer, Kind, NOT_IN_CONTEXT};
+use super::panes::chat::{ChatPane, CommandBlocks, Footer, Kind, NOT_IN_CONTEXT};
 use super::panes::files::FilesPane;
 use super::panes::gauge::GaugePane;
 use super::panes::input::InputPane;
@@ -543,6 +543,10 @@ impl App {
                     ),
                     None => {}
                 }
+                // Only the last command's output can be added, and a command's new
+                // output replaces its old one.
+                chat.set_command_context(CommandBlocks::Offering, "not in the context");
+                chat.set_command_context(CommandBlocks::InContext(&command), "replaced by the run below");
                 chat.begin_command(&command);
                 self.running = Some(RunningCommand {
                     command: super::text::truncate(&command, STATUS_COMMAND_COLUMNS),
@@ -583,8 +587,9 @@ impl App {
                     )
                 };
                 let text = format!(
-                    "{outcome} · {} lines · {context}",
-                    crate::tokens::thousands(lines)
+                    "{outcome} · {} line{} · {context}",
+                    crate::tokens::thousands(lines),
+                    if lines == 1 { "" } else { "s" }
                 );
                 chat.finish_command(Footer {
                     text,
@@ -592,10 +597,13 @@ impl App {
                 });
                 self.running = None;
             }
-            Event::OutputAdded { command, tokens } => chat.command_in_context(
-                &command,
+            Event::OutputAdded { command, tokens } => chat.set_command_context(
+                CommandBlocks::LastOf(&command),
                 &format!("in the context (≈{} tok)", crate::tokens::thousands(tokens)),
             ),
+            Event::OutputDropped { command } => {
+                chat.set_command_context(CommandBlocks::InContext(&command), "dropped from the context")
+            }
             Event::Crashed { text } => self.crashed = Some(text),
             Event::Exited => self.exited = true,
         }

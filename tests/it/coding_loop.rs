@@ -653,3 +653,54 @@ async fn command_outputs_in_the_context_come_back_with_the_session() {
     };
     assert_eq!(row(&after), row(&before), "{after}");
 }
+
+#[tokio::test]
+async fn a_test_runner_that_is_not_installed_is_not_sent_to_the_model_to_fix() {
+    let server = MockServer::start().await;
+    let repo = repo();
+    let mut engine = engine(&repo, &server, |s| {
+        s.test_cmd = Some("no-such-test-runner-here".into())
+    });
+    submit(&engine, "/test");
+    confirm(&mut engine, "no-such-test-runner-here", true).await;
+    let events = idle(&mut engine).await;
+    let done = finished(&events);
+    assert_eq!(done.len(), 1);
+    assert!(
+        !done[0].1 && !done[0].2,
+        "failed, not in the context: {done:?}"
+    );
+    assert!(
+        events.iter().any(
+            |e| matches!(e, Event::Error { text } if text.contains("could not run (exit 127"))
+        )
+    );
+    assert!(server.requests().is_empty(), "no fix request");
+}
+
+#[tokio::test]
+async fn outputs_are_dropped_by_name_with_a_word_and_add_output_takes_no_name() {
+    let server = MockServer::start().await;
+    let repo = repo();
+    let mut engine = engine(&repo, &server, |_| {});
+    submit(&engine, "/run echo one");
+    confirm(&mut engine, "echo one", true).await;
+    idle(&mut engine).await;
+    submit(&engine, "/add-output echo one");
+    let events = idle(&mut engine).await;
+    assert!(events.iter().any(
+        |e| matches!(e, Event::Error { text } if text.starts_with("/add-output takes no argument"))
+    ));
+    submit(&engine, "/add-output");
+    idle(&mut engine).await;
+    submit(&engine, "/drop-output echo one");
+    let events = idle(&mut engine).await;
+    assert!(events.iter().any(|e| matches!(
+        e,
+        Event::OutputDropped { command } if command == "echo one"
+    )));
+    assert!(events.iter().any(|e| matches!(
+        e,
+        Event::Notice { text } if text == "removed the output of `echo one` from the context"
+    )));
+}

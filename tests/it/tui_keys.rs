@@ -1021,6 +1021,61 @@ fn a_command_runs_only_on_y_and_esc_or_ctrl_o_do_what_they_say() {
         footer(&app),
         "exit 0 after 0.2 s · 3 lines · in the context (≈1,240 tok)"
     );
+    feed(
+        &mut app,
+        [Event::OutputDropped {
+            command: "make test".into(),
+        }],
+    );
+    assert_eq!(
+        footer(&app),
+        "exit 0 after 0.2 s · 3 lines · dropped from the context"
+    );
+}
+
+/// Only the last command's output can be added: an earlier block stops offering it
+/// when another command starts, and a command run again replaces its output.
+#[test]
+fn older_command_blocks_stop_offering_what_they_no_longer_can() {
+    use tern::engine::protocol::CommandPurpose;
+    let mut app = started();
+    let run = |command: &str, in_context: bool| {
+        [
+            Event::CommandStarted {
+                command: command.into(),
+                purpose: CommandPurpose::Run,
+                auto_round: None,
+            },
+            Event::CommandFinished {
+                command: command.into(),
+                purpose: CommandPurpose::Run,
+                passed: true,
+                outcome: "exit 0 after 0.1 s".into(),
+                lines: 1,
+                elapsed_ms: 100,
+                tokens: 20,
+                in_context,
+            },
+        ]
+    };
+    feed(&mut app, run("ls", false));
+    feed(&mut app, run("make test", true));
+    feed(&mut app, run("make test", false));
+    let footers: Vec<String> = app
+        .panes()
+        .chat
+        .messages()
+        .iter()
+        .filter_map(|m| m.footer.as_ref().map(|f| f.text.clone()))
+        .collect();
+    assert_eq!(
+        footers,
+        [
+            "exit 0 after 0.1 s · 1 line · not in the context",
+            "exit 0 after 0.1 s · 1 line · replaced by the run below",
+            "exit 0 after 0.1 s · 1 line · not in the context: ctrl-o or /add-output adds it (≈20 tok)",
+        ]
+    );
 }
 
 /// The keys of the row under a reply: add its files (read-only or editable) and ask

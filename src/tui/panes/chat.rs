@@ -49,6 +49,19 @@ pub enum Kind {
 
 /// How a command block's footer starts its offer to add the output to the context.
 pub const NOT_IN_CONTEXT: &str = "not in the context: ";
+/// How a command block's footer says its output is in the context.
+pub const IN_CONTEXT: &str = "in the context";
+
+/// Which command blocks `ChatPane::set_command_context` changes.
+#[derive(Debug, Clone, Copy)]
+pub enum CommandBlocks<'a> {
+    /// The last block of this command.
+    LastOf(&'a str),
+    /// Every block still offering its output (only the last command's can be added).
+    Offering,
+    /// Every block of this command whose output is in the context.
+    InContext(&'a str),
+}
 
 /// The most lines of a command's output the chat keeps: the whole of it may be
 /// megabytes; the model gets it clipped by tokens, the user its end here.
@@ -378,20 +391,38 @@ impl ChatPane {
         }
     }
 
-    /// The last block of `command` says its output joined the context: its footer's
-    /// offer (`NOT_IN_CONTEXT` on) becomes `said`.
-    pub fn command_in_context(&mut self, command: &str, said: &str) {
-        let block = self
-            .messages
-            .iter_mut()
-            .rev()
-            .find(|m| matches!(&m.kind, Kind::Command { command: c, .. } if c == command));
-        if let Some(m) = block
-            && let Some(footer) = &mut m.footer
-            && let Some((how, _)) = footer.text.split_once(NOT_IN_CONTEXT)
-        {
-            footer.text = format!("{how}{said}");
-            m.touch();
+    /// Says where a command block's output stands now: the part of its footer after
+    /// the last ` · ` (how it ended comes before) becomes `said`. `which` picks the
+    /// blocks: the last one of a command, or every earlier one still offering its output.
+    pub fn set_command_context(&mut self, which: CommandBlocks<'_>, said: &str) {
+        let mut matching = self.messages.iter_mut().rev().filter(|m| {
+            let Kind::Command { command, .. } = &m.kind else {
+                return false;
+            };
+            let context = m
+                .footer
+                .as_ref()
+                .and_then(|f| f.text.rsplit_once(" · "))
+                .map_or("", |(_, context)| context);
+            match which {
+                CommandBlocks::LastOf(wanted) => command == wanted,
+                CommandBlocks::Offering => context.starts_with(NOT_IN_CONTEXT),
+                CommandBlocks::InContext(wanted) => {
+                    command == wanted && context.starts_with(IN_CONTEXT)
+                }
+            }
+        });
+        let take = match which {
+            CommandBlocks::LastOf(_) => 1,
+            CommandBlocks::Offering | CommandBlocks::InContext(_) => usize::MAX,
+        };
+        for m in matching.by_ref().take(take) {
+            if let Some(footer) = &mut m.footer
+                && let Some((how, _)) = footer.text.rsplit_once(" · ")
+            {
+                footer.text = format!("{how} · {said}");
+                m.touch();
+            }
         }
     }
 

@@ -431,8 +431,12 @@ impl Redactor {
         let mut all = std::mem::take(&mut self.held);
         all.push_str(text);
         let mut all = redact(all, &self.secrets);
-        // The earliest char boundary from which the rest begins some secret.
-        let start = all.char_indices().map(|(i, _)| i).find(|&i| {
+        // The earliest char boundary from which the rest begins some secret: only the
+        // last secret's length of bytes can (each report is up to 64 KiB).
+        let longest = self.secrets.iter().map(String::len).max().unwrap_or(0);
+        let from = crate::chars::floor_char_boundary(&all, all.len().saturating_sub(longest));
+        let tail = all.get(from..).unwrap_or_default();
+        let start = tail.char_indices().map(|(i, _)| from + i).find(|&i| {
             all.get(i..).is_some_and(|rest| {
                 self.secrets
                     .iter()

@@ -128,7 +128,7 @@ pub struct App {
 
 /// The most columns of a command the status line shows (the chat has it whole), so
 /// that the question's `[y/N]` and the running command's time stay in view.
-const STATUS_COMMAND_COLUMNS: usize = 40;
+const STATUS_COMMAND_COLUMNS: usize = 30;
 
 /// A running command as the status line shows it.
 #[derive(Debug, Clone, PartialEq)]

@@ -392,6 +392,26 @@ fn the_command_block_streams_and_ends_with_how_and_what_it_costs() {
         }],
     );
     insta::assert_snapshot!("command_confirm_80x24", screen(&mut app, 80, 24));
+    // A long command is cut in the status line so that `[y/N]` stays in view; the chat
+    // line above has it whole.
+    let mut long = crate::tui_support::app();
+    feed(&mut long, session_start());
+    feed(
+        &mut long,
+        [Event::ConfirmCommand {
+            command: "cargo test --workspace --all-features -- --nocapture --test-threads=1 日本語"
+                .into(),
+            purpose: CommandPurpose::Run,
+            reason: None,
+        }],
+    );
+    let shown = screen(&mut long, 80, 24);
+    let status = shown.lines().last().unwrap();
+    assert!(status.contains("…`? [y/N]"), "{status}");
+    assert!(
+        shown.contains("日本語"),
+        "the chat line has it whole: {shown}"
+    );
     let mut events = command_events(false);
     let finished = events.pop().unwrap();
     feed(&mut app, events);

@@ -296,3 +296,25 @@ fn control_characters_never_reach_a_commit_subject_or_a_file_name() {
     };
     assert!(!refusal.to_string().contains('\x1b'), "{refusal}");
 }
+
+#[test]
+fn a_file_name_with_a_hidden_character_is_refused_and_shown_with_its_marker() {
+    // `exe.txt` reversed by an override reads as a text file; U+3164 reads as nothing.
+    let (dir, _repo) = repo_with(&[("a.txt", "x\n")]);
+    let ws = Workspace::discover(dir.path()).unwrap();
+    for name in ["evil\u{202e}txt.exe", "src/\u{3164}.js", "a\u{200b}.txt"] {
+        let reply = format!("{name}\n<<<<<<< SEARCH\n=======\nboo\n>>>>>>> REPLACE\n");
+        let out = propose(&ws, &reply, EditFormat::Editblock, &FileSet::default());
+        assert!(out.proposal.is_empty(), "{name:?}");
+        let tern::edit::Problem::Refused(refusal @ tern::edit::Refusal::ControlCharacters(_)) =
+            &out.errors[0].problem
+        else {
+            panic!("{name:?}: {:?}", out.errors)
+        };
+        let said = refusal.to_string();
+        assert!(said.contains("⟨U+"), "{said}");
+        assert!(!tern::terminal_text::has_hidden(&said), "{said:?}");
+    }
+    let subject = git::message::clean("fix: \u{202e}gnp.exe the parser\u{2028}").unwrap();
+    assert!(!tern::terminal_text::has_hidden(&subject), "{subject:?}");
+}

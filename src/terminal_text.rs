@@ -24,26 +24,29 @@ pub fn is_unsafe(c: char) -> bool {
     (c.is_control() && c != '\n' && c != '\t') || ('\u{80}'..='\u{9f}').contains(&c)
 }
 
-/// Whether `c`, which follows `prev` on its line (`None`: it starts the text), is a
-/// hidden character: U+2028 and U+2029 (line breaks to JavaScript that editors and
-/// terminals draw inside one line), and Unicode's Default_Ignorable_Code_Point set,
-/// which renderers draw as nothing. That set holds the Trojan Source paper's bidi
-/// controls (U+202A–U+202E, U+2066–U+2069, with the marks U+200E, U+200F and U+061C),
-/// the zero-width characters (U+200B–U+200D, U+2060–U+2064, U+FEFF), the soft hyphen,
-/// U+180E, the Hangul fillers that make invisible JavaScript identifiers (U+3164,
-/// U+FFA0, U+115F, U+1160), and the tag characters (U+E0000–U+E0FFF) that smuggle
-/// ASCII past a reader. U+FEFF is hidden wherever it is: a file's own byte-order mark is
-/// kept apart from its text (`edit::FileText`), so one in the text was put there.
+/// Whether `c`, between `prev` and `next` on its line (`None`: the text's start or
+/// end), is a hidden character: U+2028 and U+2029 (line breaks to JavaScript that
+/// editors and terminals draw inside one line), and Unicode's
+/// Default_Ignorable_Code_Point set, which renderers draw as nothing. That set holds
+/// the Trojan Source paper's bidi controls (U+202A–U+202E, U+2066–U+2069, with the
+/// marks U+200E, U+200F and U+061C), the zero-width characters (U+200B–U+200D,
+/// U+2060–U+2064, U+FEFF), the soft hyphen, U+180E, the Hangul fillers that make
+/// invisible JavaScript identifiers (U+3164, U+FFA0, U+115F, U+1160), and the tag
+/// characters (U+E0000–U+E0FFF) that smuggle ASCII past a reader. U+FEFF is hidden
+/// wherever it is: a file's own byte-order mark is kept apart from its text
+/// (`edit::FileText`), so one in the text was put there.
 ///
-/// Variation selectors are the one exception, because emoji need them (`⚠️` is U+26A0
-/// U+FE0F): one right after a visible non-ASCII character is part of it. A selector
-/// after ASCII (it would make `isAdmin` and `isAdmin︀` two identifiers that look
-/// alike), after another selector (a run of them hides one byte each), or at the start
-/// of a line is hidden.
-pub fn is_hidden(prev: Option<char>, c: char) -> bool {
+/// Two exceptions keep emoji and scripts that need them whole, where the character
+/// shows in what it joins: a variation selector right after a visible non-ASCII
+/// character (`⚠️` is U+26A0 U+FE0F), and a zero-width joiner or non-joiner between two
+/// (`👩‍💻`, Persian's ZWNJ). Next to ASCII they are hidden: `isAdmin` and `isAdmin︀` would
+/// be two identifiers that look alike. So is a run of selectors (each hides a byte).
+pub fn is_hidden(prev: Option<char>, c: char, next: Option<char>) -> bool {
+    let visible_non_ascii = |c: Option<char>| c.is_some_and(joins);
     match c {
         '\u{2028}' | '\u{2029}' => true,
-        c if is_variation_selector(c) => !prev.is_some_and(takes_a_selector),
+        '\u{200c}' | '\u{200d}' => !(visible_non_ascii(prev) && visible_non_ascii(next)),
+        c if is_variation_selector(c) => !visible_non_ascii(prev),
         c => is_default_ignorable(c),
     }
 }
@@ -52,9 +55,9 @@ fn is_variation_selector(c: char) -> bool {
     matches!(c, '\u{180b}'..='\u{180d}' | '\u{180f}' | '\u{fe00}'..='\u{fe0f}' | '\u{e0100}'..='\u{e01ef}')
 }
 
-/// Whether a variation selector right after `base` belongs to it.
-fn takes_a_selector(base: char) -> bool {
-    !base.is_ascii() && !base.is_whitespace() && !base.is_control() && !is_default_ignorable(base)
+/// Whether a selector or joiner next to `c` belongs to what it shows with.
+fn joins(c: char) -> bool {
+    !c.is_ascii() && !c.is_whitespace() && !c.is_control() && !is_default_ignorable(c)
 }
 
 /// Unicode 15's Default_Ignorable_Code_Point (DerivedCoreProperties.txt).
@@ -81,14 +84,21 @@ fn is_default_ignorable(c: char) -> bool {
     )
 }
 
+/// Each character of `text` with whether it is hidden (see [`is_hidden`]).
+fn classified(text: &str) -> impl Iterator<Item = (char, bool)> + '_ {
+    let mut prev = None;
+    let mut chars = text.chars().peekable();
+    std::iter::from_fn(move || {
+        let c = chars.next()?;
+        let hidden = is_hidden(prev, c, chars.peek().copied());
+        prev = Some(c);
+        Some((c, hidden))
+    })
+}
+
 /// The hidden characters of `text`, in order (see [`is_hidden`]).
 pub fn hidden(text: &str) -> impl Iterator<Item = char> + '_ {
-    let mut prev = None;
-    text.chars().filter(move |&c| {
-        let hidden = is_hidden(prev, c);
-        prev = Some(c);
-        hidden
-    })
+    classified(text).filter_map(|(c, hidden)| hidden.then_some(c))
 }
 
 /// Whether `text` holds a hidden character.
@@ -110,8 +120,8 @@ pub fn markers(text: &str) -> impl Iterator<Item = Range<usize>> + '_ {
         let (hex, _) = rest.split_once('⟩')?;
         let code = u32::from_str_radix(hex, 16).ok().and_then(char::from_u32)?;
         let end = start + open.len() + hex.len() + '⟩'.len_utf8();
-        // Whatever came before it, a selector with a marker of its own was hidden.
-        (is_hidden(None, code) && text.get(start..end) == Some(marker(code).as_str()))
+        // Whatever was around it, a joiner or selector with a marker of its own was hidden.
+        (is_hidden(None, code, None) && text.get(start..end) == Some(marker(code).as_str()))
             .then_some(start..end)
     })
 }
@@ -124,16 +134,14 @@ pub fn visible(text: &str) -> Cow<'_, str> {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 16);
-    let mut chars = text.chars().peekable();
-    let mut prev = None;
-    while let Some(c) = chars.next() {
+    let mut chars = classified(text).peekable();
+    while let Some((c, hidden)) = chars.next() {
         match c {
-            '\r' if chars.peek() == Some(&'\n') => {}
+            '\r' if chars.peek().is_some_and(|&(next, _)| next == '\n') => {}
             c if is_unsafe(c) => out.push_str(&format!("\\u{{{:x}}}", u32::from(c))),
-            c if is_hidden(prev, c) => out.push_str(&marker(c)),
+            c if hidden => out.push_str(&marker(c)),
             c => out.push(c),
         }
-        prev = Some(c);
     }
     Cow::Owned(out)
 }
@@ -141,13 +149,9 @@ pub fn visible(text: &str) -> Cow<'_, str> {
 /// `text` without its unsafe controls and hidden characters, for text that cannot show
 /// an escape (a commit subject).
 pub fn without_unsafe(text: &str) -> String {
-    let mut prev = None;
-    text.chars()
-        .filter(|&c| {
-            let keep = !is_unsafe(c) && !is_hidden(prev, c);
-            prev = Some(c);
-            keep
-        })
+    classified(text)
+        .filter(|&(c, hidden)| !hidden && !is_unsafe(c))
+        .map(|(c, _)| c)
         .collect()
 }
 
@@ -191,6 +195,13 @@ mod tests {
         assert_eq!(visible("isAdmin\u{fe00}"), "isAdmin⟨U+FE00⟩");
         assert_eq!(visible("😀\u{fe0f}\u{fe0f}"), "😀\u{fe0f}⟨U+FE0F⟩");
         assert_eq!(visible("\u{fe0f}x"), "⟨U+FE0F⟩x");
+        // Joiners inside an emoji or between letters of a script that needs them stay.
+        assert!(matches!(
+            visible("👩\u{200d}💻 می\u{200c}خواهم"),
+            Cow::Borrowed(_)
+        ));
+        assert_eq!(visible("is\u{200d}Admin"), "is⟨U+200D⟩Admin");
+        assert_eq!(visible("👩\u{200d}"), "👩⟨U+200D⟩");
     }
 
     #[test]

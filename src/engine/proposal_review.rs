@@ -264,8 +264,46 @@ impl Engine {
             }
         };
         match decided {
-            Ok(_) => self.publish_proposal(),
+            Ok(_) => {
+                if let ReviewOp::File {
+                    decision: Decision::Accept,
+                    ..
+                }
+                | ReviewOp::All {
+                    decision: Decision::Accept,
+                } = &op
+                {
+                    self.say_held_hunks();
+                }
+                self.publish_proposal();
+            }
             Err(e) => self.error(e),
+        }
+    }
+
+    /// After a bulk accept: the pending hunks it left for a caution of their own, named,
+    /// so that the user knows which to look at before accepting each by itself.
+    fn say_held_hunks(&mut self) {
+        let Some(pending) = &self.pending else {
+            return;
+        };
+        let held: Vec<String> = pending
+            .proposal
+            .files()
+            .iter()
+            .flat_map(|f| {
+                f.hunks()
+                    .iter()
+                    .zip(f.hunk_cautions())
+                    .filter(|(h, c)| h.decision == Decision::Pending && !c.is_empty())
+                    .map(move |(h, c)| format!("{} of {} {}", h.id, f.path().display(), c[0]))
+            })
+            .collect();
+        if !held.is_empty() {
+            self.warning(format!(
+                "not accepted with the others, look at it and accept it by itself: hunk {}",
+                held.join("; hunk ")
+            ));
         }
     }
 
@@ -802,6 +840,7 @@ fn view(pending: &Pending) -> ProposalView {
         .filter(|f| !f.hunks().is_empty())
         .map(|file| {
             let lines = file.all_hunk_lines(edit::CONTEXT);
+            let hunk_cautions = file.hunk_cautions();
             FileProposalView {
                 cautions: file.cautions(),
                 ignored: match (file.needs_confirmation(), file.is_ignored_existing()) {
@@ -819,7 +858,8 @@ fn view(pending: &Pending) -> ProposalView {
                     .hunks()
                     .iter()
                     .zip(lines)
-                    .map(|(hunk, lines)| HunkView {
+                    .zip(hunk_cautions)
+                    .map(|((hunk, lines), cautions)| HunkView {
                         id: hunk.id.to_string(),
                         old_start: hunk.old.start + 1,
                         old_len: hunk.old.len(),
@@ -837,6 +877,7 @@ fn view(pending: &Pending) -> ProposalView {
                             .collect(),
                         decision: hunk.decision,
                         edited: hunk.edited,
+                        cautions,
                     })
                     .collect(),
             }

@@ -356,6 +356,7 @@ impl Visible for HunkView {
             new_len: _,
             decision: _,
             edited: _,
+            cautions: _,
         } = self;
         id.make_visible();
         for line in lines {

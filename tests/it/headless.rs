@@ -747,3 +747,50 @@ fn outside_a_repository_tern_says_how_to_make_one() {
     );
     assert!(stderr.contains("git init"), "{stderr}");
 }
+
+/// A reply that adds a bidi override to one line and a plain fix to another: `--yes`
+/// applies the plain one only, names the other, and exits non-zero; `--json` carries
+/// the caution on the hunk.
+#[test]
+fn yes_never_applies_a_hunk_with_invisible_characters() {
+    let reply = "src/greet.py\n```python\n<<<<<<< SEARCH\ndef greet(name):\n=======\ndef greet(name):  # \u{202e} }nruter{ \u{2066}\n>>>>>>> REPLACE\n```\n\nREADME.md\n```\n<<<<<<< SEARCH\n# Demo\n=======\n# Demo app\n>>>>>>> REPLACE\n```\n";
+    for json in [false, true] {
+        let server = MockServer::start_in_thread();
+        server.push_for_model("gpt-4o", Reply::text(reply));
+        server.push_for_model("gpt-4o-mini", Reply::invalid_api_key());
+        let repo = repo();
+        let mut cmd = repo.tern(&server.base_url());
+        if json {
+            cmd.arg("--json");
+        }
+        let out = cmd
+            .args(["--yes", "-m", "tidy", "src/greet.py", "README.md"])
+            .output()
+            .unwrap();
+        let (stdout, stderr) = texts(&out);
+        assert!(!out.status.success(), "{stdout}\n{stderr}");
+        assert_eq!(repo.read("README.md"), "# Demo app\n", "{stderr}");
+        assert_eq!(
+            repo.read("src/greet.py"),
+            "def greet(name):\n    return 'hello ' + name\n"
+        );
+        if json {
+            assert!(
+                stdout.contains(
+                    r#""cautions":[{"kind":"invisible","characters":["U+202E","U+2066"]}]"#
+                ),
+                "{stdout}"
+            );
+            let last = stdout.lines().last().unwrap();
+            assert!(
+                last.contains(r#""ok":false"#) && last.contains("held back"),
+                "{last}"
+            );
+        } else {
+            assert!(
+                stderr.contains("holds invisible characters (U+202E, U+2066)"),
+                "{stderr}"
+            );
+        }
+    }
+}

@@ -245,6 +245,7 @@ pub fn hunks(path: &str, before: &str, after: &str) -> Vec<HunkView> {
                 lines,
                 decision: Decision::Pending,
                 edited: false,
+                cautions: Vec::new(),
             }
         })
         .collect()

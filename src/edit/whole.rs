@@ -1,10 +1,11 @@
-//! Whole files: the path on the line before (or in the info string of) a fence holding
-//! the file's complete new content.
+//! Whole files: the path on the nearest line before (or in the info string of) a fence
+//! holding the file's complete new content.
 
 use super::block::{EditKind, Parsed, RawEdit};
 use super::error::{EditError, Problem};
 use super::filename::FileSet;
-use super::scan::{Fence, join_lines, path_line, shell_fence};
+use super::scan::{Fence, join_lines, only_path_in_prose, path_line, shell_fence};
+use crate::languages::Language;
 
 pub(crate) fn parse(lines: &[&str], files: &FileSet) -> Parsed {
     let mut out = Parsed::default();
@@ -19,7 +20,7 @@ pub(crate) fn parse(lines: &[&str], files: &FileSet) -> Parsed {
         };
         let filename = fence
             .filename(files)
-            .or_else(|| name_line_before(lines, floor, i, files));
+            .or_else(|| name_line_before(lines, floor, i, &fence, files));
         let close = fence.close_in(lines, i + 1);
         let end = close.unwrap_or(lines.len());
         let body = &lines[(i + 1).min(end)..end];
@@ -65,14 +66,27 @@ pub(crate) fn parse(lines: &[&str], files: &FileSet) -> Parsed {
 }
 
 /// The file named by the nearest non-blank line before the fence at `lines[at]` (not
-/// before `floor`, the end of the previous block), when that line is only a path. A
-/// whole-file block replaces the file entirely, so a path mentioned in prose, earlier
-/// or on that very line (``Here is a snippet from `app.py`:``), must not pick it.
-fn name_line_before(lines: &[&str], floor: usize, at: usize, files: &FileSet) -> Option<String> {
+/// before `floor`, the end of the previous block): a line that is only a path, however
+/// decorated, or one that holds exactly one path, in backticks or as its last word
+/// (``Here is the new version of `a.txt`:``). A path mentioned further up never names
+/// the block, nor does a line with two: a whole-file block replaces the file entirely.
+/// A shell fence is a command to run unless the path is a shell script (``Run it with
+/// `python app.py`:`` does not make `python app.py` the new app.py).
+fn name_line_before(
+    lines: &[&str],
+    floor: usize,
+    at: usize,
+    fence: &Fence<'_>,
+    files: &FileSet,
+) -> Option<String> {
     let line = lines
         .get(floor..at)?
         .iter()
         .rev()
         .find(|l| !l.trim().is_empty())?;
-    path_line(line, files)
+    if let Some(name) = path_line(line, files) {
+        return Some(name);
+    }
+    only_path_in_prose(line, files)
+        .filter(|name| !fence.is_shell() || Language::of(name) == Language::Shell)
 }

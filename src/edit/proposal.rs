@@ -438,6 +438,9 @@ pub struct ReplyReport {
     pub shell: Vec<ShellSuggestion>,
     /// Blocks in the reply; `blocks - errors.len()` applied.
     pub blocks: usize,
+    /// The formats its blocks were written in, the one asked for first (see
+    /// `parse_reply`).
+    pub formats: Vec<super::EditFormat>,
 }
 
 /// A hunk id or file that is not part of the proposal.
@@ -483,6 +486,7 @@ impl Proposal {
             errors,
             shell: parsed.shell,
             blocks,
+            formats: parsed.formats,
         }
     }
 

@@ -29,6 +29,17 @@ pub(crate) fn is_replace(line: &str) -> bool {
     marker(line, '>', &["REPLACE", "UPDATED"])
 }
 
+/// `--- a/x` followed by `+++ b/x`: a unified diff's file header.
+pub(crate) fn is_file_header(lines: &[&str], i: usize) -> bool {
+    lines[i].starts_with("--- ") && lines.get(i + 1).is_some_and(|l| l.starts_with("+++ "))
+}
+
+/// `@@ -1,3 +1,4 @@` (or aider's bare `@@ ... @@`): a unified diff's hunk header.
+pub(crate) fn is_hunk_header(line: &str) -> bool {
+    line.strip_prefix("@@ ")
+        .is_some_and(|rest| rest.contains("@@"))
+}
+
 /// An opening markdown fence: ```` ``` ```` or `~~~` (3 or more), with its info string.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Fence<'a> {

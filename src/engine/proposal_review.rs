@@ -31,6 +31,8 @@ pub(crate) struct Pending {
     failures: Vec<EditFailureView>,
     /// Shell commands the model suggested (shown, never run).
     shell: Vec<String>,
+    /// Formats other than the one asked for that the replies wrote edits in.
+    written_as: Vec<edit::EditFormat>,
     /// Gitignored new files the user confirmed by applying a second time.
     confirm_ignored: Vec<PathBuf>,
     /// Why the user rejected hunks (`/reject ID REASON`), by hunk id; told to the model
@@ -125,6 +127,7 @@ impl Engine {
             proposal: Proposal::new(&ws),
             failures: Vec::new(),
             shell: Vec::new(),
+            written_as: Vec::new(),
             confirm_ignored: Vec::new(),
             reasons: Vec::new(),
         });
@@ -135,10 +138,24 @@ impl Engine {
             return Some(0);
         }
         pending.failures = report.errors.iter().map(failure_view).collect();
+        let other: Vec<edit::EditFormat> = report
+            .formats
+            .iter()
+            .copied()
+            .filter(|f| *f != format && !pending.written_as.contains(f))
+            .collect();
+        pending.written_as.extend(other.iter().copied());
         pending
             .shell
             .extend(report.shell.into_iter().map(|s| s.commands));
         let applied = report.blocks - report.errors.len();
+        for written in other {
+            self.notice(format!(
+                "the reply wrote its edits as {}, not the {} asked for ({format}); they were read as such",
+                written.blocks(),
+                format.blocks()
+            ));
+        }
         let reflections = match kind {
             TurnKind::User | TurnKind::Fix => 0,
             TurnKind::Reflection(n) => n,
@@ -464,6 +481,8 @@ impl Engine {
             proposal,
             failures: shown,
             shell,
+            // Not saved: the notice said it when the reply came.
+            written_as: Vec::new(),
             confirm_ignored: Vec::new(),
             reasons: Vec::new(),
         });
@@ -887,6 +906,7 @@ fn view(pending: &Pending) -> ProposalView {
         files,
         failures: pending.failures.clone(),
         shell_commands: pending.shell.clone(),
+        written_as: pending.written_as.clone(),
     }
 }
 

@@ -248,6 +248,9 @@ pub struct ProposalView {
     pub failures: Vec<EditFailureView>,
     /// Shell commands the model suggested; shown, never run.
     pub shell_commands: Vec<String>,
+    /// The formats other than the one asked for that the replies wrote edits in: they
+    /// were read all the same (`edit::parse_reply`).
+    pub written_as: Vec<crate::edit::EditFormat>,
 }
 
 impl ProposalView {

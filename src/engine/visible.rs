@@ -316,6 +316,7 @@ impl Visible for ProposalView {
             files,
             failures,
             shell_commands,
+            written_as: _,
         } = self;
         files.make_visible();
         failures.make_visible();

@@ -983,3 +983,101 @@ fn udiff_paths_git_quotes_with_octal_escapes_are_decoded() {
         "new\n"
     );
 }
+
+// ---------------------------------------------------------------- another format
+
+#[test]
+fn a_diff_in_an_editblock_reply_is_read_as_a_diff() {
+    let reply = "Here is the change:\n\n```diff\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n-    return a + b\n+    return b + a\n```\n";
+    let r = eb(&[("calc.py", CALC), ("main.py", "x\n")], reply);
+    assert!(r.clean().proposed("calc.py").contains("return b + a"));
+    assert_eq!(r.out.formats, [EditFormat::Udiff]);
+}
+
+#[test]
+fn search_replace_blocks_in_a_udiff_or_whole_reply_are_read_as_such() {
+    let reply = "calc.py\n```python\n<<<<<<< SEARCH\n    return a - b\n=======\n    return b - a\n>>>>>>> REPLACE\n```\n";
+    for format in [EditFormat::Udiff, EditFormat::Whole] {
+        let r = run(format, &[("calc.py", CALC), ("main.py", "x\n")], reply);
+        // Never the file's new content: the markers are not the file.
+        let proposed = r.clean().proposed("calc.py");
+        assert!(
+            proposed.contains("return b - a") && proposed.contains("def add"),
+            "{format}"
+        );
+        assert!(!proposed.contains("SEARCH"), "{format}");
+        assert_eq!(r.out.formats, [EditFormat::Editblock], "{format}");
+    }
+}
+
+#[test]
+fn each_block_is_read_once_by_the_first_format_that_takes_it() {
+    // A SEARCH/REPLACE block that edits a patch file holds a diff: one edit, not two.
+    let patch = "--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-old\n+new\n";
+    let reply = format!(
+        "fix.patch\n<<<<<<< SEARCH\n{patch}=======\n{}>>>>>>> REPLACE\n",
+        patch.replace("+new", "+newer")
+    );
+    let r = eb(&[("fix.patch", patch), ("x.py", "old\n")], &reply);
+    assert_eq!(
+        r.clean().proposed("fix.patch"),
+        patch.replace("+new", "+newer")
+    );
+    assert!(r.untouched("x.py"));
+    assert_eq!(r.out.blocks, 1);
+    // A diff whose context holds a SEARCH marker (a prompt file): one edit, the diff.
+    let prompt = "intro\n<<<<<<< SEARCH\nend\n";
+    let reply = "```diff\n--- a/p.md\n+++ b/p.md\n@@ -1,3 +1,3 @@\n-intro\n+Intro\n <<<<<<< SEARCH\n end\n```\n";
+    let r = ud(&[("p.md", prompt), ("q.md", "x\n")], reply);
+    assert_eq!(r.clean().proposed("p.md"), "Intro\n<<<<<<< SEARCH\nend\n");
+    assert_eq!(r.out.blocks, 1);
+}
+
+#[test]
+fn a_code_example_in_an_editblock_reply_is_never_a_whole_file() {
+    let reply = "calc.py\n```python\nprint('example')\n```\n";
+    let r = eb(&[("calc.py", CALC), ("main.py", "x\n")], reply);
+    assert!(r.clean().untouched("calc.py"));
+    assert_eq!(r.out.blocks, 0);
+}
+
+#[test]
+fn diff_like_blocks_that_cannot_be_applied_are_reported() {
+    // No file headers, headers without hunks, a bare hunk: each is a broken block.
+    for (format, reply) in [
+        (
+            EditFormat::Editblock,
+            "```diff\n@@ -1,2 +1,2 @@\n def add(a, b):\n-    return a + b\n+    return b + a\n```\n",
+        ),
+        (
+            EditFormat::Editblock,
+            "```diff\n--- a/calc.py\n+++ b/calc.py\n def add(a, b):\n-    return a + b\n+    return b + a\n```\n",
+        ),
+        (
+            EditFormat::Editblock,
+            "Change it:\n\n@@ -1,2 +1,2 @@\n-    return a + b\n+    return b + a\n",
+        ),
+        (
+            EditFormat::Udiff,
+            "```diff\n@@ -1,2 +1,2 @@\n def add(a, b):\n-    return a + b\n+    return b + a\n```\n",
+        ),
+        (
+            EditFormat::Whole,
+            "calc.py\n```diff\n-    return a + b\n+    return b + a\n```\n",
+        ),
+    ] {
+        let r = run(format, &[("calc.py", CALC), ("main.py", "x\n")], reply);
+        assert!(r.untouched("calc.py"), "{format}: {reply}");
+        assert_eq!(
+            r.out.errors.len(),
+            1,
+            "{format}: {reply}: {:?}",
+            r.out.errors
+        );
+        let message = r.out.errors[0].to_string();
+        assert!(
+            message.contains("is not a diff tern can apply"),
+            "{message}"
+        );
+    }
+}

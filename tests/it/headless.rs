@@ -794,3 +794,61 @@ fn yes_never_applies_a_hunk_with_invisible_characters() {
         }
     }
 }
+
+/// The issue's case: a ```` ```diff ```` reply while the format is editblock was ignored
+/// and `--yes` exited 0 having written nothing. Now it is applied and said so; a
+/// diff that cannot be applied fails the run.
+#[test]
+fn yes_applies_a_diff_written_in_another_format_and_fails_on_one_it_cannot_read() {
+    let diff = "```diff\n--- a/src/greet.py\n+++ b/src/greet.py\n@@ -1,2 +1,2 @@\n def greet(name):\n-    return 'hello ' + name\n+    return 'hello, ' + name\n```\n";
+    let server = MockServer::start_in_thread();
+    server.push_for_model("gpt-4o", Reply::text(diff));
+    server.push_for_model("gpt-4o-mini", Reply::invalid_api_key());
+    let repo = repo();
+    let out = repo
+        .tern(&server.base_url())
+        .args([
+            "--model",
+            "gpt-4o",
+            "--edit-format",
+            "editblock",
+            "--yes",
+            "-m",
+            "comma",
+            "src/greet.py",
+        ])
+        .output()
+        .unwrap();
+    let (_, stderr) = texts(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        repo.read("src/greet.py"),
+        "def greet(name):\n    return 'hello, ' + name\n"
+    );
+    assert!(
+        stderr
+            .contains("wrote its edits as unified diffs, not the SEARCH/REPLACE blocks asked for"),
+        "{stderr}"
+    );
+
+    let broken = "```diff\n@@ -1,2 +1,2 @@\n def greet(name):\n-    return 'hello ' + name\n+    return 'hi ' + name\n```\n";
+    let server = MockServer::start_in_thread();
+    // The reply, then the model's answer to being told the block failed.
+    server.push_for_model("gpt-4o", Reply::text(broken));
+    server.push_for_model("gpt-4o", Reply::text(broken));
+    server.push_for_model("gpt-4o", Reply::text(broken));
+    server.push_for_model("gpt-4o", Reply::text(broken));
+    let repo2 = self::repo();
+    let out = repo2
+        .tern(&server.base_url())
+        .args(["--model", "gpt-4o", "--yes", "-m", "greet", "src/greet.py"])
+        .output()
+        .unwrap();
+    let (_, stderr) = texts(&out);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("is not a diff tern can apply"), "{stderr}");
+    assert_eq!(
+        repo2.read("src/greet.py"),
+        "def greet(name):\n    return 'hello ' + name\n"
+    );
+}

@@ -567,6 +567,18 @@ impl ReviewPane {
         let mut out = Vec::new();
         let err = Style::new().fg(theme.c.error);
         if let Some(p) = &self.proposal {
+            for format in &p.written_as {
+                let text = format!(
+                    "the reply wrote its edits as {}, not the format asked for; read as such",
+                    format.blocks()
+                );
+                out.extend(text::wrap(
+                    &[Span::styled(text, theme.dim())],
+                    width,
+                    &[Span::styled("ℹ ", theme.dim())],
+                    &[Span::raw("  ")],
+                ));
+            }
             for f in &p.failures {
                 let head = match &f.path {
                     Some(path) => format!("block {} ({path}): ", f.block),

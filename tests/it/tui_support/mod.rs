@@ -284,6 +284,7 @@ pub fn proposal() -> ProposalView {
             near: None,
         }],
         shell_commands: vec!["python -m pytest".into()],
+        written_as: vec![],
     }
 }
 
@@ -310,6 +311,7 @@ pub fn big_proposal(functions: usize) -> ProposalView {
         }],
         failures: vec![],
         shell_commands: vec![],
+        written_as: vec![],
     }
 }
 

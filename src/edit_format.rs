@@ -16,6 +16,15 @@ pub enum EditFormat {
 }
 
 impl EditFormat {
+    /// What the format's blocks are, for people: `SEARCH/REPLACE blocks`.
+    pub fn blocks(self) -> &'static str {
+        match self {
+            EditFormat::Editblock => "SEARCH/REPLACE blocks",
+            EditFormat::Udiff => "unified diffs",
+            EditFormat::Whole => "whole files",
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             EditFormat::Editblock => "editblock",

@@ -2,6 +2,7 @@
 //! as `parse_reply` resolves them (`Edit`): the vocabulary of the parsers and of the
 //! proposal that applies their edits.
 
+use std::ops::Range;
 use std::path::PathBuf;
 
 use super::error::EditError;
@@ -47,7 +48,9 @@ impl EditKind {
 /// A block as a parser found it, before its file name is resolved.
 #[derive(Debug)]
 pub(crate) struct RawEdit {
-    pub block: usize,
+    /// The reply line (0-based) where it starts: blocks are numbered by it once every
+    /// format's parser has run.
+    pub line: usize,
     pub filename: Option<String>,
     pub kind: EditKind,
     pub source: String,
@@ -57,6 +60,10 @@ pub(crate) struct RawEdit {
 #[derive(Debug, Default)]
 pub(crate) struct Parsed {
     pub edits: Vec<RawEdit>,
-    pub errors: Vec<EditError>,
+    /// Broken blocks, each with the reply line where it starts (its `block` is set
+    /// when the blocks are numbered).
+    pub errors: Vec<(usize, EditError)>,
     pub shell: Vec<ShellSuggestion>,
+    /// The reply lines its blocks and shell fences took: no other parser reads them.
+    pub taken: Vec<Range<usize>>,
 }

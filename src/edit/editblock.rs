@@ -19,29 +19,31 @@ use super::scan::{self, filename_before, is_divider, is_replace, is_search, join
 
 pub(crate) fn parse(lines: &[&str], files: &FileSet) -> Parsed {
     let mut out = Parsed::default();
-    let mut block = 0;
     // Where the previous block ended: file names are not looked for before it.
     let mut floor = 0;
     let mut i = 0;
     while i < lines.len() {
         if let Some((suggestion, next)) = scan::shell_fence(lines, i) {
             out.shell.push(suggestion);
+            out.taken.push(i..next);
             i = next;
             floor = next;
             continue;
         }
         let line = lines[i];
         if is_replace(line) {
-            block += 1;
-            out.errors.push(malformed(
-                block,
-                &lines[i..=i],
-                format!(
-                    "`{}` on reply line {} has no `<<<<<<< SEARCH` before it",
-                    line.trim(),
-                    i + 1
+            out.errors.push((
+                i,
+                malformed(
+                    &lines[i..=i],
+                    format!(
+                        "`{}` on reply line {} has no `<<<<<<< SEARCH` before it",
+                        line.trim(),
+                        i + 1
+                    ),
                 ),
             ));
+            out.taken.push(i..i + 1);
             i += 1;
             floor = i;
             continue;
@@ -50,14 +52,14 @@ pub(crate) fn parse(lines: &[&str], files: &FileSet) -> Parsed {
             i += 1;
             continue;
         }
-        block += 1;
         let filename = filename_before(lines, floor, i, files);
+        let start = i;
         match block_at(lines, i) {
             Ok((divider, end)) => {
                 let search = join_lines(&lines[i + 1..divider]);
                 let replace = join_lines(&lines[divider + 1..end]);
                 out.edits.push(RawEdit {
-                    block,
+                    line: i,
                     filename,
                     kind: EditKind::SearchReplace {
                         search,
@@ -69,13 +71,14 @@ pub(crate) fn parse(lines: &[&str], files: &FileSet) -> Parsed {
                 i = end + 1;
             }
             Err((stop, why)) => {
-                let mut err = malformed(block, &lines[i..stop], why);
+                let mut err = malformed(&lines[i..stop], why);
                 err.path = filename.map(Into::into);
-                out.errors.push(err);
+                out.errors.push((i, err));
                 // Resume at the line that broke the block: it may start the next one.
                 i = stop.max(i + 1);
             }
         }
+        out.taken.push(start..i);
         floor = i;
     }
     out
@@ -146,6 +149,6 @@ fn block_at(lines: &[&str], start: usize) -> Result<(usize, usize), (usize, Stri
     ))
 }
 
-fn malformed(block: usize, source: &[&str], why: String) -> EditError {
-    EditError::new(block, None, Problem::Malformed(why), &source.join("\n"))
+fn malformed(source: &[&str], why: String) -> EditError {
+    EditError::new(0, None, Problem::Malformed(why), &source.join("\n"))
 }

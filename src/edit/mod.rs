@@ -58,6 +58,8 @@ pub struct Proposed {
     pub shell: Vec<ShellSuggestion>,
     /// Blocks in the reply; `blocks - errors.len()` applied.
     pub blocks: usize,
+    /// The formats its blocks were written in, the one asked for first.
+    pub formats: Vec<EditFormat>,
 }
 
 /// Parses `reply` and builds its proposal against the workspace's files. The replies
@@ -68,11 +70,13 @@ pub fn propose(ws: &Workspace, reply: &str, format: EditFormat, files: &FileSet)
         errors,
         shell,
         blocks,
+        formats,
     } = proposal.add_reply(ws, reply, format, files);
     Proposed {
         proposal,
         errors,
         shell,
         blocks,
+        formats,
     }
 }

@@ -24,15 +24,20 @@ use super::snapshot::{self, FileSnapshot, HunkSnapshot, Part, ProposalSnapshot};
 use super::text::{Binary, FileText};
 use super::workspace::Workspace;
 
-/// Why a file's hunks are never accepted in bulk (`A`, `/apply all`, `--yes`): the
-/// user accepts them file by file or hunk by hunk, having seen the reason.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+/// Why hunks are never accepted in bulk (`A`, `/apply all`, `--yes`): the user accepts
+/// them having seen the reason. A file's cautions hold all its hunks, which are accepted
+/// file by file or hunk by hunk; a hunk's own ([`FileProposal::hunk_cautions`]) hold
+/// that hunk, which is accepted only by itself.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Caution {
     /// An existing file that is not (or no longer) an editable chat file.
     OutsideChat,
     /// The proposal removes most of the file.
     DeletesMost { removed: usize, total: usize },
+    /// The hunk's new lines hold hidden characters (`terminal_text::is_hidden`, as
+    /// `U+202E`): the file will not read as the review shows it without their markers.
+    Invisible { characters: Vec<String> },
 }
 
 impl std::fmt::Display for Caution {
@@ -41,6 +46,9 @@ impl std::fmt::Display for Caution {
             Caution::OutsideChat => f.write_str("not in the chat"),
             Caution::DeletesMost { removed, total } => {
                 write!(f, "deletes {removed} of its {total} lines")
+            }
+            Caution::Invisible { characters } => {
+                write!(f, "holds invisible characters ({})", characters.join(", "))
             }
         }
     }
@@ -133,6 +141,32 @@ impl FileProposal {
             out.push(Caution::DeletesMost { removed, total });
         }
         out
+    }
+
+    /// Each hunk's own cautions, in order: the hidden characters its new lines add.
+    pub fn hunk_cautions(&self) -> Vec<Vec<Caution>> {
+        let new: Vec<&str> = self.proposed.split_inclusive('\n').collect();
+        self.hunks
+            .iter()
+            .map(|hunk| {
+                let mut found = BTreeSet::new();
+                for op in &hunk.ops {
+                    if matches!(op, DiffOp::Insert { .. } | DiffOp::Replace { .. }) {
+                        for line in &new[op.new_range()] {
+                            found.extend(crate::terminal_text::hidden(line));
+                        }
+                    }
+                }
+                let characters: Vec<String> = found
+                    .iter()
+                    .map(|c| format!("U+{:04X}", u32::from(*c)))
+                    .collect();
+                match characters.is_empty() {
+                    true => Vec::new(),
+                    false => vec![Caution::Invisible { characters }],
+                }
+            })
+            .collect()
     }
 
     /// True for a file that git ignores and the user has not yet confirmed.
@@ -404,6 +438,9 @@ pub struct ReplyReport {
     pub shell: Vec<ShellSuggestion>,
     /// Blocks in the reply; `blocks - errors.len()` applied.
     pub blocks: usize,
+    /// The formats its blocks were written in, the one asked for first (see
+    /// `parse_reply`).
+    pub formats: Vec<super::EditFormat>,
 }
 
 /// A hunk id or file that is not part of the proposal.
@@ -449,6 +486,7 @@ impl Proposal {
             errors,
             shell: parsed.shell,
             blocks,
+            formats: parsed.formats,
         }
     }
 
@@ -675,10 +713,12 @@ impl Proposal {
 
     /// Sets the decision of one hunk, one file's hunks, or all; returns how many hunks
     /// it set. Accepting a file or everything leaves the hunks the user rejected
-    /// rejected ([`Decision::applies_in_bulk_to`]).
+    /// rejected ([`Decision::applies_in_bulk_to`]) and the hunks with a caution of
+    /// their own pending; accepting everything also skips the files with a caution.
     pub fn decide(&mut self, select: Select<'_>, decision: Decision) -> Result<usize, Unknown> {
         let mut count = 0;
         let mut matched = 0;
+        let bulk_accept = !matches!(select, Select::Hunk(_)) && decision == Decision::Accept;
         for file in &mut self.files {
             let whole = match select {
                 Select::All => true,
@@ -686,24 +726,26 @@ impl Proposal {
                 Select::Hunk(_) => false,
             };
             // Accepting everything skips the files that need a look of their own.
-            let held = matches!(select, Select::All)
-                && decision == Decision::Accept
-                && !file.cautions().is_empty();
-            for hunk in &mut file.hunks {
+            let held = matches!(select, Select::All) && bulk_accept && !file.cautions().is_empty();
+            let hunk_held: Vec<bool> = match bulk_accept && whole {
+                true => file.hunk_cautions().iter().map(|c| !c.is_empty()).collect(),
+                false => vec![false; file.hunks.len()],
+            };
+            for (hunk, hunk_held) in file.hunks.iter_mut().zip(hunk_held) {
                 let chosen = match select {
                     Select::Hunk(id) => id == hunk.id,
-                    _ => whole && !held,
+                    _ => whole,
                 };
-                if chosen {
-                    matched += 1;
-                    if !matches!(select, Select::Hunk(_))
-                        && !decision.applies_in_bulk_to(hunk.decision)
-                    {
-                        continue;
-                    }
-                    hunk.decision = decision;
-                    count += 1;
+                if !chosen {
+                    continue;
                 }
+                matched += 1;
+                let bulk = !matches!(select, Select::Hunk(_));
+                if bulk && (held || hunk_held || !decision.applies_in_bulk_to(hunk.decision)) {
+                    continue;
+                }
+                hunk.decision = decision;
+                count += 1;
             }
         }
         match (matched, select) {

@@ -98,8 +98,8 @@ impl FileProposal {
         Ok(self.mark_within(range, marks))
     }
 
-    /// Replaces the new lines of hunk `id` by `text` (lines, a final newline optional),
-    /// accepted and marked as the user's. Lines the user left as they were keep what
+    /// Replaces the new lines of hunk `id` by `text` (lines, a final newline optional,
+    /// LF or CRLF: they get the file's ending), accepted and marked as the user's. Lines the user left as they were keep what
     /// they were (an original line stays the file's bytes). Refused, with the proposal
     /// unchanged, when the text has a NUL, changes a line that is not UTF-8, or leaves
     /// the original as it is.
@@ -116,8 +116,18 @@ impl FileProposal {
             hunk.new.clone(),
             (Decision::Accept, hunk.edited),
         );
-        let edited = lines_of(text);
-        if self.proposed_lines(new.clone()).eq(edited.iter().copied()) {
+        // An editor may write the lines back with CRLF (or a CRLF file's with LF): a
+        // line takes the file's ending when written, so a CR the editor added goes. A
+        // line that held one before (a CRLF line in a mostly-LF file) keeps it.
+        let before: Vec<&str> = self.proposed_lines(new.clone()).collect();
+        let edited: Vec<&str> = lines_of(text)
+            .into_iter()
+            .map(|line| match line.strip_suffix('\r') {
+                Some(body) if !before.contains(&line) => body,
+                _ => line,
+            })
+            .collect();
+        if before == edited {
             // Saved as it was: accepted as proposed.
             return Ok(self.mark_within(range, marks));
         }

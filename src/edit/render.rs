@@ -158,6 +158,8 @@ const RED: &str = "\x1b[31m";
 const GREEN: &str = "\x1b[32m";
 const CYAN: &str = "\x1b[36m";
 const BOLD: &str = "\x1b[1m";
+/// Where a hidden character is (its marker): yellow, reversed, so it reads as no text.
+const WARN: &str = "\x1b[33;7m";
 const RESET: &str = "\x1b[0m";
 
 /// The file's hunks that `show` selects as a unified diff, each `@@` header followed by
@@ -243,10 +245,45 @@ pub fn write_unified<'a>(
                 (paint(code), reset)
             };
             let text = crate::terminal_text::for_terminal(l.text, color);
+            let text = match color {
+                true => paint_markers(&text, start),
+                false => text.into_owned(),
+            };
             let _ = writeln!(out, "{start}{mark}{text}{end}");
             if l.no_newline {
                 out.push_str("\\ No newline at end of file\n");
             }
         }
+    }
+}
+
+/// Visible `text` with each hidden character's marker painted [`WARN`], then back to
+/// the line's colour `line`.
+fn paint_markers(text: &str, line: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for range in crate::terminal_text::markers(text) {
+        out.push_str(text.get(at..range.start).unwrap_or_default());
+        out.push_str(WARN);
+        out.push_str(text.get(range.clone()).unwrap_or_default());
+        out.push_str(RESET);
+        out.push_str(line);
+        at = range.end;
+    }
+    out.push_str(text.get(at..).unwrap_or_default());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markers_are_painted_and_the_line_colour_comes_back() {
+        let shown = crate::terminal_text::visible("a\u{202e}b ⟨U+0041⟩").into_owned();
+        assert_eq!(
+            paint_markers(&shown, GREEN),
+            format!("a{WARN}⟨U+202E⟩{RESET}{GREEN}b ⟨U+0041⟩")
+        );
     }
 }

@@ -25,7 +25,7 @@ pub enum Refusal {
     NestedRepo { path: PathBuf, repo: PathBuf },
     #[error("{} is tern's own configuration; the model may not create or change it (edit it yourself)", .0.display())]
     ControlFile(PathBuf),
-    #[error("the file name {} has control characters in it; tern does not create or edit such files", crate::terminal_text::visible(&.0.to_string_lossy()))]
+    #[error("the file name {} has control or invisible characters in it; tern does not create or edit such files", crate::terminal_text::visible(&.0.to_string_lossy()))]
     ControlCharacters(PathBuf),
     #[error("{} is read-only in this chat: the user has not allowed edits to it; ask them to make it editable if it must change", .0.display())]
     ReadOnly(PathBuf),
@@ -56,10 +56,8 @@ impl Target {
 /// would really land. `root` must be canonical.
 pub fn resolve(root: &Path, path: &Path) -> Result<Target, Refusal> {
     let rel = relative(root, path)?;
-    if rel
-        .to_string_lossy()
-        .chars()
-        .any(crate::terminal_text::is_unsafe)
+    let name = rel.to_string_lossy();
+    if name.chars().any(crate::terminal_text::is_unsafe) || crate::terminal_text::has_hidden(&name)
     {
         return Err(Refusal::ControlCharacters(rel));
     }

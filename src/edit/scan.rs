@@ -29,6 +29,17 @@ pub(crate) fn is_replace(line: &str) -> bool {
     marker(line, '>', &["REPLACE", "UPDATED"])
 }
 
+/// `--- a/x` followed by `+++ b/x`: a unified diff's file header.
+pub(crate) fn is_file_header(lines: &[&str], i: usize) -> bool {
+    lines[i].starts_with("--- ") && lines.get(i + 1).is_some_and(|l| l.starts_with("+++ "))
+}
+
+/// `@@ -1,3 +1,4 @@` (or aider's bare `@@ ... @@`): a unified diff's hunk header.
+pub(crate) fn is_hunk_header(line: &str) -> bool {
+    line.strip_prefix("@@ ")
+        .is_some_and(|rest| rest.contains("@@"))
+}
+
 /// An opening markdown fence: ```` ``` ```` or `~~~` (3 or more), with its info string.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Fence<'a> {
@@ -196,6 +207,86 @@ pub(crate) fn filename_in_line(line: &str, files: &FileSet) -> Option<String> {
 pub(crate) fn path_line(line: &str, files: &FileSet) -> Option<String> {
     let stripped = strip_decoration(line);
     looks_like_path(stripped, files).then(|| stripped.to_string())
+}
+
+/// The one path a sentence names, in backticks or as its last word
+/// (``Here is the new version of `a.txt`:``, `Here is the updated src/app.py:`); `None`
+/// when it names none or several. A name from prose must look like a file, not like
+/// code (`np.array`, `self.items`): a file the repository has, or a path with a
+/// directory or a file extension tern knows.
+pub(crate) fn only_path_in_prose(line: &str, files: &FileSet) -> Option<String> {
+    let file_like = |s: &str| {
+        looks_like_path(s, files) && (files.knows(s) || s.contains('/') || has_known_extension(s))
+    };
+    let mut found: Vec<&str> = line
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::trim)
+        .filter(|span| file_like(span))
+        .collect();
+    // The last word, unless it is (in) a backticked span, counted above.
+    let end = line
+        .trim_end()
+        .trim_end_matches([':', '.', ',', ';', '!', '?', '*', '_']);
+    if !end.ends_with('`') {
+        let last = end.split_whitespace().last().unwrap_or_default();
+        let last = last.trim_matches(['*', '_', '"', '\'']);
+        if !last.contains('`') && file_like(last) {
+            found.push(last);
+        }
+    }
+    found.sort_unstable();
+    found.dedup();
+    match found.as_slice() {
+        [one] => Some(one.to_string()),
+        _ => None,
+    }
+}
+
+/// Extensions of files that are not source code but are written whole all the same.
+const TEXT_EXTENSIONS: &[&str] = &[
+    "md",
+    "mdx",
+    "txt",
+    "rst",
+    "adoc",
+    "json",
+    "jsonc",
+    "toml",
+    "yaml",
+    "yml",
+    "xml",
+    "ini",
+    "cfg",
+    "conf",
+    "csv",
+    "tsv",
+    "env",
+    "lock",
+    "properties",
+    "gradle",
+    "tf",
+    "proto",
+    "graphql",
+    "svg",
+    "ipynb",
+    "ps1",
+    "bat",
+    "mk",
+    "cmake",
+    "dockerfile",
+];
+
+/// Whether the last segment of `s` ends in an extension of source code (the languages
+/// tern knows) or of a text file.
+fn has_known_extension(s: &str) -> bool {
+    let base = s.rsplit('/').next().unwrap_or(s);
+    base.rsplit_once('.').is_some_and(|(stem, ext)| {
+        !stem.is_empty()
+            && (crate::languages::Language::of(base) != crate::languages::Language::Other
+                || TEXT_EXTENSIONS.iter().any(|e| ext.eq_ignore_ascii_case(e)))
+    })
 }
 
 fn strip_decoration(line: &str) -> &str {

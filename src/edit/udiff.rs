@@ -7,27 +7,33 @@ use super::block::{EditKind, Parsed, RawEdit};
 use super::error::{EditError, Problem};
 use super::filename::FileSet;
 use super::matching::Occurrence;
-use super::scan::{self, join_lines};
+use super::scan::{self, is_file_header, join_lines};
 
-pub(crate) fn parse(lines: &[&str], files: &FileSet) -> Parsed {
+/// Parses the diffs among `lines`. `strict`: the reply was asked for another format,
+/// so only a diff that cannot be mistaken counts: `---`/`+++` headers followed by an
+/// `@@` hunk.
+pub(crate) fn parse(lines: &[&str], files: &FileSet, strict: bool) -> Parsed {
     let mut out = Parsed::default();
-    let mut block = 0;
     let mut i = 0;
     while i < lines.len() {
         if let Some((suggestion, next)) = scan::shell_fence(lines, i) {
             out.shell.push(suggestion);
+            out.taken.push(i..next);
             i = next;
             continue;
         }
-        if !is_file_header(lines, i) {
+        if !is_file_header(lines, i)
+            || (strict && !lines.get(i + 2).is_some_and(|l| l.starts_with("@@")))
+        {
             i += 1;
             continue;
         }
+        let start = i;
         let old = diff_path(lines[i].get(4..).unwrap_or_default(), files);
         let new = diff_path(lines[i + 1].get(4..).unwrap_or_default(), files);
         let header = &lines[i..i + 2];
         i += 2;
-        let mut hunks: Vec<(&[&str], &[&str])> = Vec::new();
+        let mut hunks: Vec<(usize, &[&str], &[&str])> = Vec::new();
         while i < lines.len() {
             let head_start = i;
             if lines[i].starts_with("@@") {
@@ -43,30 +49,35 @@ pub(crate) fn parse(lines: &[&str], files: &FileSet) -> Parsed {
             {
                 i += 1;
             }
-            hunks.push((&lines[head_start..body_start], &lines[body_start..i]));
+            hunks.push((
+                head_start,
+                &lines[head_start..body_start],
+                &lines[body_start..i],
+            ));
         }
+        out.taken.push(start..i);
         let source = |head: &[&str], body: &[&str]| [header, head, body].concat().join("\n");
         match (old, new) {
             (old, None) => {
-                block += 1;
                 let all: Vec<&str> = hunks
                     .iter()
-                    .flat_map(|(h, b)| h.iter().chain(*b))
+                    .flat_map(|(_, h, b)| h.iter().chain(*b))
                     .copied()
                     .collect();
-                out.errors.push(EditError::new(
-                    block,
-                    old.map(Into::into),
-                    Problem::Delete,
-                    &source(&[], &all),
+                out.errors.push((
+                    start,
+                    EditError::new(0, old.map(Into::into), Problem::Delete, &source(&[], &all)),
                 ));
             }
             (None, Some(path)) => {
-                block += 1;
-                let body: Vec<&str> = hunks.iter().flat_map(|(_, b)| b.iter()).copied().collect();
+                let body: Vec<&str> = hunks
+                    .iter()
+                    .flat_map(|(_, _, b)| b.iter())
+                    .copied()
+                    .collect();
                 let (_, after) = sides(&body);
                 out.edits.push(RawEdit {
-                    block,
+                    line: start,
                     filename: Some(path),
                     kind: EditKind::Whole {
                         content: join_lines(&after),
@@ -76,14 +87,13 @@ pub(crate) fn parse(lines: &[&str], files: &FileSet) -> Parsed {
                 });
             }
             (Some(_), Some(path)) => {
-                for (head, body) in hunks {
+                for (line, head, body) in hunks {
                     let (before, after) = sides(body);
                     if before == after {
                         continue;
                     }
-                    block += 1;
                     out.edits.push(RawEdit {
-                        block,
+                        line,
                         filename: Some(path.clone()),
                         kind: EditKind::SearchReplace {
                             search: join_lines(&before),
@@ -97,11 +107,6 @@ pub(crate) fn parse(lines: &[&str], files: &FileSet) -> Parsed {
         }
     }
     out
-}
-
-/// `--- a/x` followed by `+++ b/x`.
-fn is_file_header(lines: &[&str], i: usize) -> bool {
-    lines[i].starts_with("--- ") && lines.get(i + 1).is_some_and(|l| l.starts_with("+++ "))
 }
 
 fn is_hunk_line(line: &str) -> bool {

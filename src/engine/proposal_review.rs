@@ -31,6 +31,8 @@ pub(crate) struct Pending {
     failures: Vec<EditFailureView>,
     /// Shell commands the model suggested (shown, never run).
     shell: Vec<String>,
+    /// Formats other than the one asked for that the replies wrote edits in.
+    written_as: Vec<edit::EditFormat>,
     /// Gitignored new files the user confirmed by applying a second time.
     confirm_ignored: Vec<PathBuf>,
     /// Why the user rejected hunks (`/reject ID REASON`), by hunk id; told to the model
@@ -125,6 +127,7 @@ impl Engine {
             proposal: Proposal::new(&ws),
             failures: Vec::new(),
             shell: Vec::new(),
+            written_as: Vec::new(),
             confirm_ignored: Vec::new(),
             reasons: Vec::new(),
         });
@@ -135,10 +138,24 @@ impl Engine {
             return Some(0);
         }
         pending.failures = report.errors.iter().map(failure_view).collect();
+        let other: Vec<edit::EditFormat> = report
+            .formats
+            .iter()
+            .copied()
+            .filter(|f| *f != format && !pending.written_as.contains(f))
+            .collect();
+        pending.written_as.extend(other.iter().copied());
         pending
             .shell
             .extend(report.shell.into_iter().map(|s| s.commands));
         let applied = report.blocks - report.errors.len();
+        for written in other {
+            self.notice(format!(
+                "the reply wrote its edits as {}, not the {} asked for ({format}); they were read as such",
+                written.blocks(),
+                format.blocks()
+            ));
+        }
         let reflections = match kind {
             TurnKind::User | TurnKind::Fix => 0,
             TurnKind::Reflection(n) => n,
@@ -264,8 +281,46 @@ impl Engine {
             }
         };
         match decided {
-            Ok(_) => self.publish_proposal(),
+            Ok(_) => {
+                if let ReviewOp::File {
+                    decision: Decision::Accept,
+                    ..
+                }
+                | ReviewOp::All {
+                    decision: Decision::Accept,
+                } = &op
+                {
+                    self.say_held_hunks();
+                }
+                self.publish_proposal();
+            }
             Err(e) => self.error(e),
+        }
+    }
+
+    /// After a bulk accept: the pending hunks it left for a caution of their own, named,
+    /// so that the user knows which to look at before accepting each by itself.
+    fn say_held_hunks(&mut self) {
+        let Some(pending) = &self.pending else {
+            return;
+        };
+        let held: Vec<String> = pending
+            .proposal
+            .files()
+            .iter()
+            .flat_map(|f| {
+                f.hunks()
+                    .iter()
+                    .zip(f.hunk_cautions())
+                    .filter(|(h, c)| h.decision == Decision::Pending && !c.is_empty())
+                    .map(move |(h, c)| format!("{} of {} {}", h.id, f.path().display(), c[0]))
+            })
+            .collect();
+        if !held.is_empty() {
+            self.warning(format!(
+                "not accepted with the others, look at it and accept it by itself: hunk {}",
+                held.join("; hunk ")
+            ));
         }
     }
 
@@ -426,6 +481,8 @@ impl Engine {
             proposal,
             failures: shown,
             shell,
+            // Not saved: the notice said it when the reply came.
+            written_as: Vec::new(),
             confirm_ignored: Vec::new(),
             reasons: Vec::new(),
         });
@@ -802,6 +859,7 @@ fn view(pending: &Pending) -> ProposalView {
         .filter(|f| !f.hunks().is_empty())
         .map(|file| {
             let lines = file.all_hunk_lines(edit::CONTEXT);
+            let hunk_cautions = file.hunk_cautions();
             FileProposalView {
                 cautions: file.cautions(),
                 ignored: match (file.needs_confirmation(), file.is_ignored_existing()) {
@@ -819,7 +877,8 @@ fn view(pending: &Pending) -> ProposalView {
                     .hunks()
                     .iter()
                     .zip(lines)
-                    .map(|(hunk, lines)| HunkView {
+                    .zip(hunk_cautions)
+                    .map(|((hunk, lines), cautions)| HunkView {
                         id: hunk.id.to_string(),
                         old_start: hunk.old.start + 1,
                         old_len: hunk.old.len(),
@@ -837,6 +896,7 @@ fn view(pending: &Pending) -> ProposalView {
                             .collect(),
                         decision: hunk.decision,
                         edited: hunk.edited,
+                        cautions,
                     })
                     .collect(),
             }
@@ -846,6 +906,7 @@ fn view(pending: &Pending) -> ProposalView {
         files,
         failures: pending.failures.clone(),
         shell_commands: pending.shell.clone(),
+        written_as: pending.written_as.clone(),
     }
 }
 

@@ -184,6 +184,9 @@ pub struct HunkView {
     pub decision: Decision,
     /// The user wrote its new lines (`ReviewOp::Edit`).
     pub edited: bool,
+    /// Why this hunk is accepted only by itself (its new lines hold invisible
+    /// characters); empty: it goes with its file.
+    pub cautions: Vec<Caution>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -245,13 +248,16 @@ pub struct ProposalView {
     pub failures: Vec<EditFailureView>,
     /// Shell commands the model suggested; shown, never run.
     pub shell_commands: Vec<String>,
+    /// The formats other than the one asked for that the replies wrote edits in: they
+    /// were read all the same (`edit::parse_reply`).
+    pub written_as: Vec<crate::edit::EditFormat>,
 }
 
 impl ProposalView {
     /// The proposal as a unified diff, each hunk header naming its id (as `tern apply
-    /// --accept` takes it), each file with cautions preceded by a `#` line (where `git
-    /// apply` and `patch` skip text). `color` is for a terminal: ANSI colours, and
-    /// control characters made visible.
+    /// --accept` takes it), each file with cautions (its own or its hunks') preceded by
+    /// `#` lines (where `git apply` and `patch` skip text). `color` is for a terminal:
+    /// ANSI colours, and control and hidden characters made visible.
     pub fn unified_diff(&self, color: bool) -> String {
         let mut out = String::new();
         for file in &self.files {
@@ -260,6 +266,17 @@ impl ProposalView {
                 let line = format!(
                     "# caution: {}: {} (never accepted in bulk)",
                     file.path,
+                    why.join(", ")
+                );
+                out.push_str(&crate::terminal_text::for_terminal(&line, color));
+                out.push('\n');
+            }
+            for hunk in file.hunks.iter().filter(|h| !h.cautions.is_empty()) {
+                let why: Vec<String> = hunk.cautions.iter().map(ToString::to_string).collect();
+                let line = format!(
+                    "# caution: {}: hunk {} {} (accepted only by itself)",
+                    file.path,
+                    hunk.id,
                     why.join(", ")
                 );
                 out.push_str(&crate::terminal_text::for_terminal(&line, color));

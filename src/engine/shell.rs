@@ -483,22 +483,14 @@ fn refuse(command: &str) -> Option<String> {
     if command.is_empty() {
         return Some("no command given".into());
     }
-    if command.chars().any(hides) {
+    let control = |c: char| c.is_control() && c != '\t';
+    if command.chars().any(control) || crate::terminal_text::has_hidden(command) {
         return Some(format!(
             "not run: the command holds a line break, a control or an invisible character (\"{}\"); run one line at a time, as it reads",
             command.escape_debug()
         ));
     }
     None
-}
-
-/// A character that would hide what a command does from the one who confirms it.
-fn hides(c: char) -> bool {
-    (c.is_control() && c != '\t')
-        || matches!(
-            c,
-            '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2069}' | '\u{feff}'
-        )
 }
 
 fn purpose_name(purpose: CommandPurpose) -> &'static str {
@@ -545,10 +537,15 @@ mod tests {
             "ls \u{1b}[2K",
             "echo \u{202e}txt.exe",
             "x\u{2066}y",
+            "echo ok\u{2028}rm -rf x",
+            "\u{3164}=1 sh",
+            "ls\u{200b}",
+            "echo \u{e0041}",
         ] {
             assert!(refuse(hidden).is_some(), "{hidden:?}");
         }
         assert!(refuse("cargo test -- --nocapture\tx").is_none());
         assert!(refuse("echo héllo wörld 日本").is_none());
+        assert!(refuse("echo ⚠️ done").is_none());
     }
 }

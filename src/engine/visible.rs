@@ -316,6 +316,7 @@ impl Visible for ProposalView {
             files,
             failures,
             shell_commands,
+            written_as: _,
         } = self;
         files.make_visible();
         failures.make_visible();
@@ -356,6 +357,7 @@ impl Visible for HunkView {
             new_len: _,
             decision: _,
             edited: _,
+            cautions: _,
         } = self;
         id.make_visible();
         for line in lines {

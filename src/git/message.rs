@@ -26,11 +26,8 @@ pub fn clean(answer: &str) -> Option<String> {
         .trim_matches(|c| matches!(c, '"' | '\'' | '`' | '*'))
         .trim()
         .trim_end_matches('.');
-    // A subject is shown by every `git log`: no control character may reach it.
-    let s: String = s
-        .chars()
-        .filter(|c| !crate::terminal_text::is_unsafe(*c))
-        .collect();
+    // A subject is shown by every `git log`: no control or hidden character may reach it.
+    let s = crate::terminal_text::without_unsafe(s);
     let s = s.trim();
     (!s.is_empty()).then(|| fit(s))
 }
@@ -198,6 +195,10 @@ mod tests {
             Some("fix: y")
         );
         assert_eq!(clean("  \n"), None);
+        assert_eq!(
+            clean("fix: \u{202e}gnp.exe\u{2066} \x1b[2Jnow\u{200b}").as_deref(),
+            Some("fix: gnp.exe [2Jnow")
+        );
         let long = format!("feat: {}", "word ".repeat(30));
         assert!(clean(&long).unwrap().chars().count() <= MAX_SUBJECT);
     }

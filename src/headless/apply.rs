@@ -140,7 +140,9 @@ impl Run<'_> {
         let decisions = decisions(&view, &args.accept, root, cwd)?;
         let view = self.decide(decisions, view).await?;
         if view.files.iter().any(|f| {
-            !f.cautions.is_empty() && f.hunks.iter().any(|h| h.decision == Decision::Pending)
+            f.hunks.iter().any(|h| {
+                h.decision == Decision::Pending && !(f.cautions.is_empty() && h.cautions.is_empty())
+            })
         }) {
             self.code = self.code.max(EXIT_PARTIAL);
         }
@@ -328,6 +330,14 @@ fn show(view: &ProposalView) {
                 file.path
             );
         }
+        for hunk in &file.hunks {
+            for caution in &hunk.cautions {
+                eprintln!(
+                    "caution: {}: hunk {} {caution}; only `--accept {}` accepts it",
+                    file.path, hunk.id, hunk.id
+                );
+            }
+        }
     }
     for failure in &view.failures {
         eprintln!("error: {}", failure.message);
@@ -347,7 +357,8 @@ fn show(view: &ProposalView) {
 }
 
 /// What `--accept` decides: `all`, `none`, or hunk ids and file paths separated by
-/// commas (those accepted, every other hunk rejected).
+/// commas (those accepted, every other hunk rejected). A hunk with a caution of its own
+/// is accepted only by its id: naming its file or `all` leaves it pending.
 fn decisions(
     view: &ProposalView,
     accept: &str,
@@ -385,18 +396,19 @@ fn decisions(
         .files
         .iter()
         .flat_map(|f| f.hunks.iter().map(move |h| (f, h)))
-        .map(|(file, hunk)| {
-            let chosen = named
-                .iter()
-                .any(|(id, path)| *id == hunk.id || *path == file.path);
-            ReviewOp::Hunk {
+        .filter_map(|(file, hunk)| {
+            let by_id = named.iter().any(|(id, _)| *id == hunk.id);
+            let by_file = named.iter().any(|(_, path)| *path == file.path);
+            let decision = match (by_id, by_file) {
+                (true, _) => Decision::Accept,
+                (false, true) if hunk.cautions.is_empty() => Decision::Accept,
+                (false, true) => return None,
+                (false, false) => Decision::Reject,
+            };
+            Some(ReviewOp::Hunk {
                 id: hunk.id.clone(),
-                decision: if chosen {
-                    Decision::Accept
-                } else {
-                    Decision::Reject
-                },
-            }
+                decision,
+            })
         })
         .collect())
 }

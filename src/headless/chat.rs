@@ -328,6 +328,16 @@ pub async fn run(
                                 )?;
                             }
                         }
+                        // The engine names the hunks `/apply all` leaves for a look of
+                        // their own; the run says something was held.
+                        for file in &view.files {
+                            for hunk in file.hunks.iter().filter(|h| !h.cautions.is_empty()) {
+                                stop(
+                                    &mut stopped,
+                                    format!("hunk {} of {} was held back", hunk.id, file.path),
+                                );
+                            }
+                        }
                         // One op, so the next Idle is the landing's.
                         engine.ops.send(Op::Submit {
                             text: "/apply all".into(),

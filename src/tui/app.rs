@@ -113,6 +113,9 @@ pub struct App {
     /// A command waits for the user's yes (what the status line asks): the next key
     /// decides, `y` runs it.
     pub(crate) confirming_command: Option<String>,
+    /// A hunk the user's editor left with no text (its id and that text), waiting for a
+    /// `y` before it becomes a deletion of the hunk's lines.
+    pub(crate) confirming_deletion: Option<(String, String)>,
     /// The command running now, for the status line.
     pub(crate) running: Option<RunningCommand>,
     exited: bool,
@@ -165,6 +168,7 @@ impl App {
             quitting: false,
             confirming_quit: false,
             confirming_command: None,
+            confirming_deletion: None,
             running: None,
             exited: false,
             crashed: None,
@@ -214,6 +218,11 @@ impl App {
             (EditTarget::Hunk { id }, Ok(text)) if text == request.text => {
                 self.flash(format!("hunk {id} unchanged"));
             }
+            // An editor that exits 0 with nothing left (a buffer deleted by mistake, a
+            // crash that saved nothing) must not delete the lines unasked.
+            (EditTarget::Hunk { id }, Ok(new_lines)) if new_lines.trim().is_empty() => {
+                self.confirming_deletion = Some((id, new_lines));
+            }
             (EditTarget::Hunk { id }, Ok(new_lines)) => {
                 self.panes.review.reshape();
                 self.ops.push(Op::Review(ReviewOp::Edit { id, new_lines }));
@@ -222,6 +231,17 @@ impl App {
                 .panes
                 .chat
                 .push(Kind::Warning, format!("{why}; hunk {id} is unchanged")),
+        }
+    }
+
+    /// The y/N question the status line asks, if one waits for a key.
+    pub(crate) fn question(&self) -> Option<String> {
+        match (&self.confirming_command, &self.confirming_deletion) {
+            (Some(question), _) => Some(question.clone()),
+            (None, Some((id, _))) => Some(format!(
+                "your editor left hunk {id} empty: delete its lines? [y/N]"
+            )),
+            (None, None) => None,
         }
     }
 
@@ -756,6 +776,15 @@ impl App {
         if self.confirming_command.take().is_some() {
             let run = key.code == KeyCode::Char('y') && key.modifiers == KeyModifiers::NONE;
             self.ops.push(Op::AnswerCommand { run });
+            return;
+        }
+        if let Some((id, new_lines)) = self.confirming_deletion.take() {
+            if key.code == KeyCode::Char('y') && key.modifiers == KeyModifiers::NONE {
+                self.panes.review.reshape();
+                self.ops.push(Op::Review(ReviewOp::Edit { id, new_lines }));
+            } else {
+                self.flash(format!("hunk {id} kept as it was"));
+            }
             return;
         }
         if std::mem::take(&mut self.confirming_quit) {

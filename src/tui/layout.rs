@@ -289,7 +289,7 @@ fn tab_bar(app: &mut App, area: Rect, buf: &mut Buffer) {
 fn status_bar(app: &App, area: Rect, buf: &mut Buffer, wide: bool) {
     let theme = &app.theme;
     let k = &app.keymap;
-    let left: Line<'static> = if let Some(question) = &app.confirming_command {
+    let left: Line<'static> = if let Some(question) = app.question() {
         Line::styled(
             format!(" {question}"),
             Style::new()

@@ -206,6 +206,55 @@ pub fn truncate_left(s: &str, max: usize) -> String {
 
 pub use crate::engine::protocol::thousands;
 
+/// `spans` with the markers of hidden characters (`terminal_text::markers`, which made
+/// text holds where a character would draw as nothing) drawn in `style`, so that a
+/// marker never reads as the text it stands beside. A marker may cross spans (syntax
+/// highlighting splits it).
+pub fn mark_hidden(spans: &[Span<'static>], style: Style) -> Vec<Span<'static>> {
+    if !spans.iter().any(|s| s.content.contains('⟨')) {
+        return spans.to_vec();
+    }
+    let text: String = spans.iter().map(|s| s.content.as_ref()).collect();
+    let ranges: Vec<std::ops::Range<usize>> = crate::terminal_text::markers(&text).collect();
+    if ranges.is_empty() {
+        return spans.to_vec();
+    }
+    // Every span cut where a marker starts or ends; the pieces inside one restyled.
+    let mut cuts: Vec<usize> = ranges.iter().flat_map(|r| [r.start, r.end]).collect();
+    let mut out = Vec::with_capacity(spans.len() + cuts.len());
+    let mut at = 0;
+    for span in spans {
+        let end = at + span.content.len();
+        cuts.push(end);
+        let mut from = at;
+        for &cut in cuts.iter().filter(|&&c| c > at && c <= end) {
+            if cut <= from {
+                continue;
+            }
+            let piece = text.get(from..cut).unwrap_or_default().to_string();
+            let inside = ranges.iter().any(|r| r.start <= from && cut <= r.end);
+            let piece_style = match inside {
+                true => span.style.patch(style),
+                false => span.style,
+            };
+            out.push(Span::styled(piece, piece_style));
+            from = cut;
+        }
+        cuts.pop();
+        at = end;
+    }
+    out
+}
+
+/// [`mark_hidden`] on every line.
+pub fn mark_hidden_lines(lines: &mut [Line<'static>], style: Style) {
+    for line in lines {
+        if line.spans.iter().any(|s| s.content.contains('⟨')) {
+            line.spans = mark_hidden(&line.spans, style);
+        }
+    }
+}
+
 /// A span of `n` copies of `c`.
 pub fn repeat(c: char, n: usize, style: Style) -> Span<'static> {
     Span::styled(std::iter::repeat_n(c, n).collect::<String>(), style)

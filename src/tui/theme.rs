@@ -140,6 +140,14 @@ impl Theme {
         }
     }
 
+    /// A hidden character's marker (`⟨U+202E⟩`): the warning colour, reversed, so that
+    /// it never reads as the text around it.
+    pub fn hidden_marker(&self) -> Style {
+        Style::new()
+            .fg(self.c.warning)
+            .add_modifier(Modifier::REVERSED | Modifier::BOLD)
+    }
+
     /// The highlight of the selected row in a list.
     pub fn selected(&self) -> Style {
         Style::new()

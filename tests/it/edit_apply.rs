@@ -818,3 +818,75 @@ fn accepting_in_bulk_never_overrides_an_explicit_reject() {
     p.decide(Select::Hunk(ids[1]), Decision::Accept).unwrap();
     assert_eq!(p.files()[0].hunks()[1].decision, Decision::Accept);
 }
+
+#[test]
+fn a_hunk_adding_invisible_characters_is_accepted_only_by_itself() {
+    // A JavaScript comment that U+2028 ends: what follows runs, on what looks like the
+    // comment's line. A bidi override turns a line around.
+    let text: String = (0..40).map(|i| format!("l{i}\n")).collect();
+    let dir = dir_with(&[("a.js", text.as_bytes()), ("b.js", b"b\n")]);
+    let reply = block("a.js", "l3\n", "// fine\u{2028}execSync(cmd)\n")
+        + &block("a.js", "l30\n", "L30\n")
+        + &block("b.js", "b\n", "s = \"\u{202e}\u{2066}x\"\n");
+    let mut p = editblock(dir.path(), &reply).proposal;
+    let cautions: Vec<Vec<tern::edit::Caution>> =
+        p.files().iter().flat_map(|f| f.hunk_cautions()).collect();
+    let hidden = |chars: &[&str]| {
+        vec![tern::edit::Caution::Invisible {
+            characters: chars.iter().map(ToString::to_string).collect(),
+        }]
+    };
+    assert_eq!(
+        cautions,
+        [hidden(&["U+2028"]), vec![], hidden(&["U+202E", "U+2066"])]
+    );
+    assert_eq!(
+        cautions[0][0].to_string(),
+        "holds invisible characters (U+2028)"
+    );
+    // Neither a file's accept nor everything's takes them.
+    assert_eq!(
+        p.decide(Select::File(Path::new("b.js")), Decision::Accept),
+        Ok(0)
+    );
+    assert_eq!(p.decide(Select::All, Decision::Accept), Ok(1));
+    let decisions = |p: &Proposal| -> Vec<Decision> {
+        p.files()
+            .iter()
+            .flat_map(|f| f.hunks())
+            .map(|h| h.decision)
+            .collect()
+    };
+    assert_eq!(
+        decisions(&p),
+        [Decision::Pending, Decision::Accept, Decision::Pending]
+    );
+    // Each by itself, it is accepted, and the file gets the characters as written.
+    let ids: Vec<_> = p.hunk_ids().collect();
+    p.decide(Select::Hunk(ids[0]), Decision::Accept).unwrap();
+    assert_eq!(decisions(&p)[0], Decision::Accept);
+    let written = p.files()[0].content_with(|h| h.decision == Decision::Accept);
+    assert!(
+        String::from_utf8(written)
+            .unwrap()
+            .contains("// fine\u{2028}execSync(cmd)\n")
+    );
+    // Removing a hidden character, or keeping one the file had, is no caution.
+    let dir = dir_with(&[("c.js", "a\u{200b}b\nc\n".as_bytes())]);
+    let p = editblock(dir.path(), &block("c.js", "a\u{200b}b\n", "ab\n")).proposal;
+    assert_eq!(
+        p.files()[0].hunk_cautions(),
+        [Vec::<tern::edit::Caution>::new()]
+    );
+    // An emoji's variation selector is part of it.
+    let dir = dir_with(&[("d.md", b"x\n")]);
+    let p = editblock(
+        dir.path(),
+        &block("d.md", "x\n", "\u{26a0}\u{fe0f} careful\n"),
+    )
+    .proposal;
+    assert_eq!(
+        p.files()[0].hunk_cautions(),
+        [Vec::<tern::edit::Caution>::new()]
+    );
+}

@@ -413,3 +413,42 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+#[test]
+fn a_hunk_with_invisible_characters_is_shown_marked_and_accepted_only_by_its_id() {
+    let r = Repo::new(&[("a.js", &numbered(30))]);
+    let reply = r.reply(
+        &(block("a.js", "line 2\n", "// note\u{2028}run()\n")
+            + &block("a.js", "line 20\n", "LINE 20\n")),
+    );
+    // A pipe gets the bytes as they are, with the caution on a `#` line.
+    let out = r.tern(&["apply", &reply, "--dry-run"], None);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(stdout.contains("+// note\u{2028}run()\n"), "{stdout}");
+    let held = ids(&stdout)[0].clone();
+    assert!(
+        stdout.contains(&format!(
+            "# caution: a.js: hunk {held} holds invisible characters (U+2028) (accepted only by itself)"
+        )),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains(&format!("only `--accept {held}` accepts it")),
+        "{stderr}"
+    );
+    // Neither `all` nor the file's path accepts it.
+    for accept in ["all", "a.js"] {
+        let out = r.tern(&["apply", &reply, "--accept", accept, "--no-commit"], None);
+        assert_eq!(code(&out), 1, "{accept}: {}", text(&out.stderr));
+        let now = r.read("a.js").unwrap();
+        assert!(
+            now.contains("LINE 20\n") && !now.contains('\u{2028}'),
+            "{now}"
+        );
+        assert!(text(&out.stderr).contains(&format!("not applied: hunks {held}")));
+        r.write("a.js", &numbered(30));
+    }
+    let out = r.tern(&["apply", &reply, "--accept", &held], None);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    assert!(r.read("a.js").unwrap().contains("// note\u{2028}run()\n"));
+}

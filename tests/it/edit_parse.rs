@@ -803,21 +803,158 @@ fn a_whole_file_fence_takes_its_name_only_from_the_line_right_before_it() {
 }
 
 #[test]
-fn a_whole_file_fence_ignores_a_path_mentioned_in_the_sentence_right_before_it() {
+fn a_whole_file_fence_is_named_by_the_one_path_on_the_line_before_it() {
     let text: String = (0..21).map(|i| format!("line_{i} = {i}\n")).collect();
     let files = [("app.py", text.as_str()), ("b.py", "x\n")];
-    // A snippet introduced by a sentence naming the file is not the file's content.
-    let reply = "Here is the part of `app.py` that matters:\n```python\nprint('hi')\n```\n";
-    let r = run(EditFormat::Whole, &files, reply);
-    assert!(r.out.proposal.is_empty(), "{:?}", r.out.proposal.files());
-    assert_eq!(r.problem(1), &Problem::MissingFilename);
-    assert!(r.untouched("app.py"));
-    // A line that is only the path, however decorated, names the file.
-    for line in ["app.py", "**app.py**:", "### `app.py`", "File: app.py"] {
-        let reply = format!("Here it is:\n\n{line}\n```python\nprint('hi')\n```\n");
-        let r = run(EditFormat::Whole, &files, &reply);
-        assert_eq!(r.clean().proposed("app.py"), "print('hi')\n", "{line}");
+    // The line before the fence (blank lines between are fine) names the file when it
+    // holds exactly one path: alone, in backticks, or as its last word.
+    for line in [
+        "app.py",
+        "**app.py**:",
+        "### `app.py`",
+        "File: app.py",
+        "Here is the new version of `app.py`:",
+        "Here's the modified `app.py` file that implements the `accumulate` function:",
+        "Here is the updated app.py:",
+        "And the part of `app.py` that matters:",
+    ] {
+        for gap in ["\n", "\n\n", "\n  \n\n"] {
+            let reply = format!("Sure.\n\n{line}{gap}```python\nprint('hi')\n```\n");
+            let r = run(EditFormat::Whole, &files, &reply);
+            assert_eq!(r.clean().proposed("app.py"), "print('hi')\n", "{line:?}");
+        }
     }
+    // Two paths, a path further up, a name that is code, a command: no name.
+    for reply in [
+        "Change `app.py` and `b.py`:\n```python\nprint('hi')\n```\n",
+        "Replace `app.py` with b.py:\n```python\nprint('hi')\n```\n",
+        "I looked at `app.py`.\n\nFor example:\n```python\nprint('hi')\n```\n",
+        "Here is how `np.array` works:\n```python\nprint('hi')\n```\n",
+        "Run it with `python app.py`:\n```python\nprint('hi')\n```\n",
+    ] {
+        let r = run(EditFormat::Whole, &files, reply);
+        assert!(r.untouched("app.py"), "{reply:?}");
+        assert_eq!(r.problem(1), &Problem::MissingFilename, "{reply:?}");
+    }
+    // A shell fence after a sentence naming a source file is a command to run.
+    let reply = "Then check app.py:\n```sh\npython app.py\n```\n";
+    let r = run(EditFormat::Whole, &files, reply);
+    assert!(r.untouched("app.py"));
+    assert_eq!(r.out.shell[0].commands, "python app.py");
+    // ... and the new content of a script the sentence names.
+    let reply = "Save this as `run.sh`:\n```sh\necho hi\n```\n";
+    let r = run(EditFormat::Whole, &files, reply);
+    assert_eq!(r.clean().proposed("run.sh"), "echo hi\n");
+}
+
+// Aider's own whole-format cases (tests/basic/test_wholefile.py), on tern.
+
+#[test]
+fn aider_no_files_and_unnamed_code_changes_nothing() {
+    let reply = "To print \"Hello, World!\" in most programming languages, you can use the following code:\n\n```python\nprint(\"Hello, World!\")\n```\n\nThis code will output \"Hello, World!\" to the console.";
+    let r = wh(&[], reply);
+    assert!(r.out.proposal.is_empty());
+    assert_eq!(r.problem(1), &Problem::MissingFilename);
+}
+
+#[test]
+fn aider_a_new_file_is_proposed_never_written() {
+    let reply = "To print \"Hello, World!\" in most programming languages, you can use the following code:\n\nfoo.js\n```python\nprint(\"Hello, World!\")\n```\n\nThis code will output \"Hello, World!\" to the console.";
+    let r = wh(&[], reply);
+    let file = r.out.proposal.file(Path::new("foo.js")).unwrap();
+    assert!(file.is_new());
+    assert!(!r._dir.path().join("foo.js").exists());
+}
+
+#[test]
+fn aider_update_files_and_a_longer_fence() {
+    let r = wh(
+        &[("sample.txt", "Original content\n")],
+        "sample.txt\n```\nUpdated content\n```",
+    );
+    assert_eq!(r.clean().proposed("sample.txt"), "Updated content\n");
+    let quoted = "\nHere is some quoted text:\n```\nQuote!\n```\n";
+    let r = wh(
+        &[("sample.txt", quoted)],
+        "sample.txt\n````\nUpdated content\n````",
+    );
+    assert_eq!(r.clean().proposed("sample.txt"), "Updated content\n");
+}
+
+#[test]
+fn aider_bogus_path_prefix_proposes_that_new_path() {
+    // Aider takes `path/to/sample.txt` for the chat's sample.txt; tern proposes the path
+    // as written (a new file, shown as such in the review), and leaves sample.txt be.
+    let r = wh(
+        &[("sample.txt", "Original content\n")],
+        "path/to/sample.txt\n```\nUpdated content\n```",
+    );
+    assert!(r.untouched("sample.txt"));
+    assert!(
+        r.out
+            .proposal
+            .file(Path::new("path/to/sample.txt"))
+            .unwrap()
+            .is_new()
+    );
+}
+
+#[test]
+fn aider_a_file_not_in_the_chat_is_proposed_with_a_caution() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("sample.txt"), "Original content\n").unwrap();
+    let ws = Workspace::discover(dir.path()).unwrap();
+    let out = propose(
+        &ws,
+        "sample.txt\n```\nUpdated content\n```",
+        EditFormat::Whole,
+        &FileSet::new(vec![], ws.files()),
+    );
+    let file = out.proposal.file(Path::new("sample.txt")).unwrap();
+    assert_eq!(file.proposed(), "Updated content\n");
+    assert_eq!(file.cautions(), [tern::edit::Caution::OutsideChat]);
+}
+
+#[test]
+fn aider_the_sentence_before_the_fence_names_the_file() {
+    let content =
+        "def accumulate(collection, operation):\n    return [operation(x) for x in collection]\n";
+    let reply = format!(
+        "Here's the modified `accumulate.py` file that implements the `accumulate` function as per the given instructions:\n\n```\n{content}```\n\nThis implementation uses a list comprehension to apply the `operation` function to each element of the `collection` and returns the resulting list."
+    );
+    let r = wh(&[("accumulate.py", "Original content\n")], &reply);
+    assert_eq!(r.clean().proposed("accumulate.py"), content);
+}
+
+#[test]
+fn aider_earlier_filenames_name_each_block() {
+    let reply = "\nHere is a new version of `a.txt` for you to consider:\n\n```\nafter a\n```\n\nAnd here is `b.txt`:\n\n```\nafter b\n```\n";
+    let r = wh(&[("a.txt", "before a\n"), ("b.txt", "before b\n")], reply);
+    assert_eq!(r.clean().proposed("a.txt"), "after a\n");
+    assert_eq!(r.proposed("b.txt"), "after b\n");
+    let reply = "\n\n### a.txt\n```\nafter a\n```\n\n### b.txt\n```\nafter b\n```\n";
+    let r = wh(&[("a.txt", "before a\n"), ("b.txt", "before b\n")], reply);
+    assert_eq!(r.clean().proposed("a.txt"), "after a\n");
+    assert_eq!(r.proposed("b.txt"), "after b\n");
+}
+
+#[test]
+fn aider_an_extra_unnamed_code_block_is_not_the_file() {
+    let new = "new\ncontent\ngoes\nhere\n";
+    let reply = format!(
+        "Here's the modified `hello.py` file that implements the `accumulate` function as per the given instructions:\n\n```\n{new}```\n\nThis implementation uses a list comprehension to apply the `operation` function to each element of the `collection` and returns the resulting list.\nRun it like this:\n\n```\npython hello.py\n```\n\n"
+    );
+    let r = wh(&[("hello.py", "Original content\n")], &reply);
+    assert_eq!(r.clean().proposed("hello.py"), new);
+}
+
+#[test]
+fn aider_full_edit_without_a_final_newline() {
+    let r = wh(
+        &[("file1.txt", "one\ntwo\nthree\n")],
+        "\nDo this:\n\nfile1.txt\n```\nnew\ntwo\nthree\n```\n\n",
+    );
+    assert_eq!(r.clean().proposed("file1.txt"), "new\ntwo\nthree\n");
 }
 
 #[test]
@@ -845,4 +982,102 @@ fn udiff_paths_git_quotes_with_octal_escapes_are_decoded() {
             .proposed(),
         "new\n"
     );
+}
+
+// ---------------------------------------------------------------- another format
+
+#[test]
+fn a_diff_in_an_editblock_reply_is_read_as_a_diff() {
+    let reply = "Here is the change:\n\n```diff\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n-    return a + b\n+    return b + a\n```\n";
+    let r = eb(&[("calc.py", CALC), ("main.py", "x\n")], reply);
+    assert!(r.clean().proposed("calc.py").contains("return b + a"));
+    assert_eq!(r.out.formats, [EditFormat::Udiff]);
+}
+
+#[test]
+fn search_replace_blocks_in_a_udiff_or_whole_reply_are_read_as_such() {
+    let reply = "calc.py\n```python\n<<<<<<< SEARCH\n    return a - b\n=======\n    return b - a\n>>>>>>> REPLACE\n```\n";
+    for format in [EditFormat::Udiff, EditFormat::Whole] {
+        let r = run(format, &[("calc.py", CALC), ("main.py", "x\n")], reply);
+        // Never the file's new content: the markers are not the file.
+        let proposed = r.clean().proposed("calc.py");
+        assert!(
+            proposed.contains("return b - a") && proposed.contains("def add"),
+            "{format}"
+        );
+        assert!(!proposed.contains("SEARCH"), "{format}");
+        assert_eq!(r.out.formats, [EditFormat::Editblock], "{format}");
+    }
+}
+
+#[test]
+fn each_block_is_read_once_by_the_first_format_that_takes_it() {
+    // A SEARCH/REPLACE block that edits a patch file holds a diff: one edit, not two.
+    let patch = "--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-old\n+new\n";
+    let reply = format!(
+        "fix.patch\n<<<<<<< SEARCH\n{patch}=======\n{}>>>>>>> REPLACE\n",
+        patch.replace("+new", "+newer")
+    );
+    let r = eb(&[("fix.patch", patch), ("x.py", "old\n")], &reply);
+    assert_eq!(
+        r.clean().proposed("fix.patch"),
+        patch.replace("+new", "+newer")
+    );
+    assert!(r.untouched("x.py"));
+    assert_eq!(r.out.blocks, 1);
+    // A diff whose context holds a SEARCH marker (a prompt file): one edit, the diff.
+    let prompt = "intro\n<<<<<<< SEARCH\nend\n";
+    let reply = "```diff\n--- a/p.md\n+++ b/p.md\n@@ -1,3 +1,3 @@\n-intro\n+Intro\n <<<<<<< SEARCH\n end\n```\n";
+    let r = ud(&[("p.md", prompt), ("q.md", "x\n")], reply);
+    assert_eq!(r.clean().proposed("p.md"), "Intro\n<<<<<<< SEARCH\nend\n");
+    assert_eq!(r.out.blocks, 1);
+}
+
+#[test]
+fn a_code_example_in_an_editblock_reply_is_never_a_whole_file() {
+    let reply = "calc.py\n```python\nprint('example')\n```\n";
+    let r = eb(&[("calc.py", CALC), ("main.py", "x\n")], reply);
+    assert!(r.clean().untouched("calc.py"));
+    assert_eq!(r.out.blocks, 0);
+}
+
+#[test]
+fn diff_like_blocks_that_cannot_be_applied_are_reported() {
+    // No file headers, headers without hunks, a bare hunk: each is a broken block.
+    for (format, reply) in [
+        (
+            EditFormat::Editblock,
+            "```diff\n@@ -1,2 +1,2 @@\n def add(a, b):\n-    return a + b\n+    return b + a\n```\n",
+        ),
+        (
+            EditFormat::Editblock,
+            "```diff\n--- a/calc.py\n+++ b/calc.py\n def add(a, b):\n-    return a + b\n+    return b + a\n```\n",
+        ),
+        (
+            EditFormat::Editblock,
+            "Change it:\n\n@@ -1,2 +1,2 @@\n-    return a + b\n+    return b + a\n",
+        ),
+        (
+            EditFormat::Udiff,
+            "```diff\n@@ -1,2 +1,2 @@\n def add(a, b):\n-    return a + b\n+    return b + a\n```\n",
+        ),
+        (
+            EditFormat::Whole,
+            "calc.py\n```diff\n-    return a + b\n+    return b + a\n```\n",
+        ),
+    ] {
+        let r = run(format, &[("calc.py", CALC), ("main.py", "x\n")], reply);
+        assert!(r.untouched("calc.py"), "{format}: {reply}");
+        assert_eq!(
+            r.out.errors.len(),
+            1,
+            "{format}: {reply}: {:?}",
+            r.out.errors
+        );
+        let message = r.out.errors[0].to_string();
+        assert!(
+            message.contains("is not a diff tern can apply"),
+            "{message}"
+        );
+    }
 }

@@ -204,6 +204,38 @@ fn an_edited_hunk_is_accepted_as_the_users_lines_and_kept_lines_keep_their_bytes
 }
 
 #[test]
+fn lines_from_the_editor_take_the_files_line_ending() {
+    // The editor writes back CRLF for an LF file, LF or CRLF for a CRLF one.
+    for (ending, back) in [("\n", "\r\n"), ("\r\n", "\n"), ("\r\n", "\r\n")] {
+        let text = numbered(30).replace('\n', ending);
+        let dir = dir_with(&[("f.txt", text.as_bytes())]);
+        let reply = block("f.txt", "line 10\n", "LINE 10\n");
+        let mut p = proposal(dir.path(), &reply, EditFormat::Editblock);
+        let id = ids(&p)[0];
+        let mine = "mine 10\nmine 10b\n".replace('\n', back);
+        p.edit(id, &mine).unwrap();
+        let want = text.replace(
+            &format!("line 10{ending}"),
+            &format!("mine 10{ending}mine 10b{ending}"),
+        );
+        assert_eq!(
+            String::from_utf8(accepted_bytes(&p, "f.txt")).unwrap(),
+            want,
+            "file {ending:?}, editor {back:?}"
+        );
+    }
+    // A mostly-LF file keeps the CR of a CRLF line the user left as it was.
+    let text = "a\nb\r\nc\nd\n";
+    let dir = dir_with(&[("m.txt", text.as_bytes())]);
+    let reply = block("m.txt", "a\n", "A\n") + &block("m.txt", "c\n", "C\n");
+    let mut p = proposal(dir.path(), &reply, EditFormat::Editblock);
+    let id = ids(&p)[0];
+    assert_eq!(p.hunk_text(id).unwrap(), "A\nb\r\nC\n");
+    p.edit(id, "AA\nb\r\nC\n").unwrap();
+    assert_eq!(accepted_bytes(&p, "m.txt"), b"AA\nb\r\nC\nd\n");
+}
+
+#[test]
 fn an_edited_hunk_survives_a_saved_session_as_the_users() {
     let (dir, mut p) = two_changes_one_hunk();
     let now = p.edit(ids(&p)[0], "LINE 10\nline 11\nyours 12\n").unwrap();
@@ -369,4 +401,17 @@ proptest! {
             accepted_bytes(&split, "f.txt")
         );
     }
+}
+
+#[test]
+fn an_emptied_hunk_removes_its_lines_once_confirmed() {
+    let dir = dir_with(&[("f.txt", numbered(30).as_bytes())]);
+    let reply = block("f.txt", "line 10\n", "LINE 10\nline 10b\n");
+    let mut p = proposal(dir.path(), &reply, EditFormat::Editblock);
+    let id = ids(&p)[0];
+    p.edit(id, "").unwrap();
+    assert_eq!(
+        String::from_utf8(accepted_bytes(&p, "f.txt")).unwrap(),
+        numbered(30).replace("line 10\n", "")
+    );
 }

@@ -747,3 +747,108 @@ fn outside_a_repository_tern_says_how_to_make_one() {
     );
     assert!(stderr.contains("git init"), "{stderr}");
 }
+
+/// A reply that adds a bidi override to one line and a plain fix to another: `--yes`
+/// applies the plain one only, names the other, and exits non-zero; `--json` carries
+/// the caution on the hunk.
+#[test]
+fn yes_never_applies_a_hunk_with_invisible_characters() {
+    let reply = "src/greet.py\n```python\n<<<<<<< SEARCH\ndef greet(name):\n=======\ndef greet(name):  # \u{202e} }nruter{ \u{2066}\n>>>>>>> REPLACE\n```\n\nREADME.md\n```\n<<<<<<< SEARCH\n# Demo\n=======\n# Demo app\n>>>>>>> REPLACE\n```\n";
+    for json in [false, true] {
+        let server = MockServer::start_in_thread();
+        server.push_for_model("gpt-4o", Reply::text(reply));
+        server.push_for_model("gpt-4o-mini", Reply::invalid_api_key());
+        let repo = repo();
+        let mut cmd = repo.tern(&server.base_url());
+        if json {
+            cmd.arg("--json");
+        }
+        let out = cmd
+            .args(["--yes", "-m", "tidy", "src/greet.py", "README.md"])
+            .output()
+            .unwrap();
+        let (stdout, stderr) = texts(&out);
+        assert!(!out.status.success(), "{stdout}\n{stderr}");
+        assert_eq!(repo.read("README.md"), "# Demo app\n", "{stderr}");
+        assert_eq!(
+            repo.read("src/greet.py"),
+            "def greet(name):\n    return 'hello ' + name\n"
+        );
+        if json {
+            assert!(
+                stdout.contains(
+                    r#""cautions":[{"kind":"invisible","characters":["U+202E","U+2066"]}]"#
+                ),
+                "{stdout}"
+            );
+            let last = stdout.lines().last().unwrap();
+            assert!(
+                last.contains(r#""ok":false"#) && last.contains("held back"),
+                "{last}"
+            );
+        } else {
+            assert!(
+                stderr.contains("holds invisible characters (U+202E, U+2066)"),
+                "{stderr}"
+            );
+        }
+    }
+}
+
+/// The issue's case: a ```` ```diff ```` reply while the format is editblock was ignored
+/// and `--yes` exited 0 having written nothing. Now it is applied and said so; a
+/// diff that cannot be applied fails the run.
+#[test]
+fn yes_applies_a_diff_written_in_another_format_and_fails_on_one_it_cannot_read() {
+    let diff = "```diff\n--- a/src/greet.py\n+++ b/src/greet.py\n@@ -1,2 +1,2 @@\n def greet(name):\n-    return 'hello ' + name\n+    return 'hello, ' + name\n```\n";
+    let server = MockServer::start_in_thread();
+    server.push_for_model("gpt-4o", Reply::text(diff));
+    server.push_for_model("gpt-4o-mini", Reply::invalid_api_key());
+    let repo = repo();
+    let out = repo
+        .tern(&server.base_url())
+        .args([
+            "--model",
+            "gpt-4o",
+            "--edit-format",
+            "editblock",
+            "--yes",
+            "-m",
+            "comma",
+            "src/greet.py",
+        ])
+        .output()
+        .unwrap();
+    let (_, stderr) = texts(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        repo.read("src/greet.py"),
+        "def greet(name):\n    return 'hello, ' + name\n"
+    );
+    assert!(
+        stderr
+            .contains("wrote its edits as unified diffs, not the SEARCH/REPLACE blocks asked for"),
+        "{stderr}"
+    );
+
+    let broken = "```diff\n@@ -1,2 +1,2 @@\n def greet(name):\n-    return 'hello ' + name\n+    return 'hi ' + name\n```\n";
+    let server = MockServer::start_in_thread();
+    // The reply, then the model's answer to being told the block failed.
+    server.push_for_model("gpt-4o", Reply::text(broken));
+    server.push_for_model("gpt-4o", Reply::text(broken));
+    server.push_for_model("gpt-4o", Reply::text(broken));
+    server.push_for_model("gpt-4o", Reply::text(broken));
+    let repo2 = self::repo();
+    let out = repo2
+        .tern(&server.base_url())
+        .args(["--model", "gpt-4o", "--yes", "-m", "greet", "src/greet.py"])
+        .output()
+        .unwrap();
+    let (_, stderr) = texts(&out);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("is not a diff tern can apply"), "{stderr}");
+    assert_eq!(
+        repo2.read("src/greet.py"),
+        "def greet(name):\n    return 'hello ' + name\n"
+    );
+}

@@ -418,3 +418,46 @@ fn a_hunk_whose_lines_changed_under_the_same_id_is_drawn_anew() {
     let shown = screen(&mut app, 160, 48);
     assert!(shown.contains("a context line drawn anew"), "{shown}");
 }
+
+#[test]
+fn an_editor_that_empties_a_hunk_asks_before_deleting_its_lines() {
+    let mut app = reviewing();
+    let id = first_hunk_id();
+    let request = EditRequest {
+        target: EditTarget::Hunk { id: id.clone() },
+        text: "        \"\"\"Never more than there is.\"\"\"\n".into(),
+        suffix: ".py".into(),
+    };
+    for (emptied, answer) in [("", 'n'), ("\n", 'q'), ("", 'y')] {
+        app.editor_done(request.clone(), Ok(emptied.into()));
+        assert!(
+            app.take_ops().is_empty(),
+            "nothing is sent before the answer"
+        );
+        let status = screen(&mut app, 120, 30);
+        assert!(
+            status.contains(&format!(
+                "your editor left hunk {id} empty: delete its lines? [y/N]"
+            )),
+            "{status}"
+        );
+        press(&mut app, answer);
+        let sent = app.take_ops();
+        if answer == 'y' {
+            assert_eq!(
+                sent,
+                [Op::Review(ReviewOp::Edit {
+                    id: id.clone(),
+                    new_lines: emptied.into()
+                })]
+            );
+        } else {
+            assert!(sent.is_empty(), "{answer}: {sent:?}");
+            let status = screen(&mut app, 120, 30);
+            assert!(
+                status.contains(&format!("hunk {id} kept as it was")),
+                "{status}"
+            );
+        }
+    }
+}

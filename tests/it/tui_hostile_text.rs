@@ -1,6 +1,8 @@
 //! Text from a model, a repository or a server never drives the terminal: control
 //! characters (C0 but newline and tab, DEL, C1) in every field of every event that
-//! reaches the workspace are drawn as visible escapes, in every pane.
+//! reaches the workspace are drawn as visible escapes, in every pane, and hidden
+//! characters (bidi overrides, U+2028, zero-width and tag characters) as markers in a
+//! warning colour.
 
 // A failed unwrap here is a failed test or benchmark, which is what it should be.
 #![allow(clippy::unwrap_used)]
@@ -11,12 +13,14 @@ use ratatui::layout::Rect;
 use tern::engine::Event;
 use tern::engine::protocol::{EditFailureView, FileEntry, FileMode, MapEdge, MapView};
 use tern::llm::{Finish, Message};
-use tern::terminal_text::is_unsafe;
+use tern::terminal_text::{has_hidden, is_unsafe};
 use tern::tui::{App, PaneId};
 
 /// OSC 52 (write the clipboard), a screen clear, a C1 CSI, BEL, DEL, a NUL and a
-/// backspace: each alone would act on a terminal.
-const HOSTILE: &str = "\x1b]52;c;cHduZWQ=\x07\x1b[2J\u{9b}31m\x7f\x00\x08";
+/// backspace: each alone would act on a terminal. Then a right-to-left override, an
+/// isolate, a line separator, a zero-width space, a Hangul filler and a tag character:
+/// each alone draws as nothing or turns the text around it.
+const HOSTILE: &str = "\x1b]52;c;cHduZWQ=\x07\x1b[2J\u{9b}31m\x7f\x00\x08\u{202e}\u{2066}\u{2028}\u{200b}\u{3164}\u{e0041}";
 
 fn evil(label: &str) -> String {
     format!("{label}{HOSTILE}end")
@@ -140,6 +144,10 @@ fn assert_clean(what: &str, text: &str) {
         !text.chars().any(is_unsafe),
         "{what} drew a control character:\n{text:?}"
     );
+    assert!(
+        !has_hidden(text),
+        "{what} drew a hidden character:\n{text:?}"
+    );
 }
 
 fn pane(app: &mut App, id: PaneId) -> String {
@@ -169,6 +177,61 @@ fn control_characters_in_any_event_are_drawn_visibly_in_every_pane() {
         chat.contains("\\u{1b}]52"),
         "the escape is shown, not dropped"
     );
+    assert!(chat.contains("⟨U+202E⟩⟨U+2066⟩⟨U+2028⟩"), "{chat}");
+}
+
+/// The cells of `id` drawn at 120x40 holding `needle`'s first character, with their style.
+fn styled_at(app: &mut App, id: PaneId, needle: &str) -> Vec<ratatui::style::Style> {
+    let area = Rect::new(0, 0, 120, 40);
+    let mut buf = Buffer::empty(area);
+    app.draw_pane(id, area, &mut buf);
+    let mut found = Vec::new();
+    for y in 0..40 {
+        let row: Vec<String> = (0..120).map(|x| buf[(x, y)].symbol().to_string()).collect();
+        let line: String = row.concat();
+        if let Some(at) = line.find(needle) {
+            // Cells are one symbol each here (the needle is ASCII and one-column).
+            let x = line.get(..at).unwrap().chars().count() as u16;
+            found.push(buf[(x, y)].style());
+        }
+    }
+    found
+}
+
+#[test]
+fn hidden_characters_are_markers_in_a_warning_style_in_the_review_and_the_chat() {
+    use ratatui::style::Modifier;
+    let mut app = app();
+    let mut view = proposal();
+    view.files[0].hunks[0].lines[0].text = "// ok\u{2028}execSync(cmd) \u{202e}x".into();
+    feed(
+        &mut app,
+        [
+            Event::TurnStarted {
+                text: "question".into(),
+                notes: vec![],
+                mode: tern::engine::protocol::ChatMode::Code,
+            },
+            Event::Delta {
+                text: "see \u{202e}here and `\u{2066}code`\n".into(),
+            },
+            Event::Proposal(Box::new(view)),
+        ],
+    );
+    for id in [PaneId::Review, PaneId::Chat] {
+        let text = pane(&mut app, id);
+        assert_clean(&format!("{id:?}"), &text);
+        let marks = styled_at(&mut app, id, "⟨U+202E⟩");
+        assert!(!marks.is_empty(), "{id:?}: no marker drawn:\n{text}");
+        for style in marks {
+            assert!(
+                style.add_modifier.contains(Modifier::REVERSED),
+                "{id:?}: the marker is drawn like text: {style:?}"
+            );
+        }
+    }
+    let review = pane(&mut app, PaneId::Review);
+    assert!(review.contains("// ok⟨U+2028⟩execSync(cmd)"), "{review}");
 }
 
 #[test]

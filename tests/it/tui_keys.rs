@@ -249,6 +249,50 @@ fn accept_one_hunk_reject_another_apply_then_undo() {
 }
 
 #[test]
+fn a_hunk_with_invisible_characters_is_left_pending_by_a_and_shows_why() {
+    let mut app = started();
+    let mut view = proposal();
+    let caution = tern::edit::Caution::Invisible {
+        characters: vec!["U+202E".into()],
+    };
+    view.files[0].hunks[0].cautions = vec![caution];
+    feed(&mut app, [Event::Proposal(Box::new(view))]);
+    let review = screen(&mut app, 160, 48);
+    assert!(
+        review.contains("· pending ⚠ holds invisible characters (U+202E)"),
+        "{review}"
+    );
+    press(&mut app, 'a');
+    press(&mut app, 'A');
+    let decisions: Vec<Decision> = app
+        .panes()
+        .review
+        .proposal()
+        .unwrap()
+        .files
+        .iter()
+        .flat_map(|f| &f.hunks)
+        .map(|h| h.decision)
+        .collect();
+    assert_eq!(decisions[0], Decision::Pending, "{decisions:?}");
+    assert!(
+        decisions[1..].iter().all(|d| *d == Decision::Accept),
+        "{decisions:?}"
+    );
+    // By itself, it is accepted.
+    press(&mut app, 'g');
+    app.take_ops();
+    press(&mut app, 'y');
+    assert_eq!(
+        app.take_ops(),
+        [Op::Review(ReviewOp::Hunk {
+            id: hunk_ids()[0].clone(),
+            decision: Decision::Accept
+        })]
+    );
+}
+
+#[test]
 fn review_keys_for_files_all_reset_discard_and_back() {
     let mut app = started();
     feed(&mut app, [Event::Proposal(Box::new(proposal()))]);

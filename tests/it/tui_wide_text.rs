@@ -69,6 +69,7 @@ fn wide_session() -> App {
             .collect(),
         failures: Vec::new(),
         shell_commands: vec!["echo 完了 🎉".into()],
+        written_as: vec![],
     };
     feed(
         &mut app,
@@ -342,6 +343,7 @@ fn session_of(text: &str) -> App {
         }],
         failures: Vec::new(),
         shell_commands: vec![text.into()],
+        written_as: vec![],
     };
     feed(&mut app, [Event::Proposal(Box::new(proposal))]);
     focus(&mut app, PaneId::Input);

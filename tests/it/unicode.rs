@@ -296,3 +296,118 @@ fn control_characters_never_reach_a_commit_subject_or_a_file_name() {
     };
     assert!(!refusal.to_string().contains('\x1b'), "{refusal}");
 }
+
+#[test]
+fn a_file_name_with_a_hidden_character_is_refused_and_shown_with_its_marker() {
+    // `exe.txt` reversed by an override reads as a text file; U+3164 reads as nothing.
+    let (dir, _repo) = repo_with(&[("a.txt", "x\n")]);
+    let ws = Workspace::discover(dir.path()).unwrap();
+    for name in ["evil\u{202e}txt.exe", "src/\u{3164}.js", "a\u{200b}.txt"] {
+        let reply = format!("{name}\n<<<<<<< SEARCH\n=======\nboo\n>>>>>>> REPLACE\n");
+        let out = propose(&ws, &reply, EditFormat::Editblock, &FileSet::default());
+        assert!(out.proposal.is_empty(), "{name:?}");
+        let tern::edit::Problem::Refused(refusal @ tern::edit::Refusal::ControlCharacters(_)) =
+            &out.errors[0].problem
+        else {
+            panic!("{name:?}: {:?}", out.errors)
+        };
+        let said = refusal.to_string();
+        assert!(said.contains("⟨U+"), "{said}");
+        assert!(!tern::terminal_text::has_hidden(&said), "{said:?}");
+    }
+    let subject = git::message::clean("fix: \u{202e}gnp.exe the parser\u{2028}").unwrap();
+    assert!(!tern::terminal_text::has_hidden(&subject), "{subject:?}");
+}
+
+/// Text rich in the characters a terminal draws as nothing or that turn text around,
+/// among everything else `wild_text` holds.
+fn hidden_text() -> impl Strategy<Value = String> {
+    let hidden = prop_oneof![
+        Just('\u{2028}'),
+        Just('\u{2029}'),
+        Just('\u{202e}'),
+        Just('\u{2066}'),
+        Just('\u{2069}'),
+        Just('\u{200b}'),
+        Just('\u{200d}'),
+        Just('\u{200f}'),
+        Just('\u{61c}'),
+        Just('\u{ad}'),
+        Just('\u{180e}'),
+        Just('\u{2060}'),
+        Just('\u{feff}'),
+        Just('\u{3164}'),
+        Just('\u{fe0f}'),
+        Just('\u{e0041}'),
+        Just('\u{e0100}'),
+    ];
+    prop::collection::vec(
+        prop_oneof![
+            wild_text(),
+            hidden.prop_map(String::from),
+            Just("⚠".to_string()),
+            Just("\r\n".to_string()),
+            Just("\n".to_string()),
+            Just("x".to_string()),
+        ],
+        0..16,
+    )
+    .prop_map(|parts| parts.concat().replace('\0', ""))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    /// A reply with hidden characters, in any format, over a file that has some:
+    /// parse → propose → render never panics; every hidden character in a hunk's lines
+    /// is drawn as its marker and never as itself (in the diff for a terminal and in
+    /// the review's view), and a hunk is cautioned exactly when its new lines add one.
+    #[test]
+    fn hidden_characters_are_marked_wherever_a_hunk_is_drawn(
+        original in hidden_text(),
+        search in hidden_text(),
+        replace in hidden_text(),
+        prose in hidden_text(),
+        format in prop_oneof![Just(EditFormat::Editblock), Just(EditFormat::Udiff), Just(EditFormat::Whole)],
+    ) {
+        let original = format!("{original}\nkeep\r\n{search}\n");
+        let (dir, _repo) = repo_with(&[("a.txt", &original)]);
+        let reply = match format {
+            EditFormat::Editblock => format!(
+                "{prose}\na.txt\n<<<<<<< SEARCH\n{search}\n=======\n{replace}\n>>>>>>> REPLACE\n"
+            ),
+            EditFormat::Udiff => {
+                let minus: String = search.split('\n').map(|l| format!("-{l}\n")).collect();
+                let plus: String = replace.split('\n').map(|l| format!("+{l}\n")).collect();
+                format!("{prose}\n```diff\n--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n{minus}{plus}```\n")
+            }
+            EditFormat::Whole => format!("{prose}\n\na.txt\n````\n{replace}\n````\n"),
+        };
+        let ws = Workspace::discover(dir.path()).unwrap();
+        let files = FileSet::new(vec![PathBuf::from("a.txt")], ws.files());
+        let proposed = propose(&ws, &reply, format, &files);
+        for e in &proposed.errors {
+            let _ = e.to_string();
+        }
+        for file in proposed.proposal.files() {
+            let colored = tern::edit::unified_diff(file, |_| true, true);
+            prop_assert!(!tern::terminal_text::has_hidden(&colored), "{colored:?}");
+            let cautions = file.hunk_cautions();
+            for (index, lines) in file.all_hunk_lines(tern::edit::CONTEXT).iter().enumerate() {
+                let mut added_hidden = false;
+                for line in lines {
+                    let hidden: Vec<char> = tern::terminal_text::hidden(line.text).collect();
+                    let shown = tern::terminal_text::visible(line.text);
+                    prop_assert!(!tern::terminal_text::has_hidden(&shown));
+                    prop_assert_eq!(tern::terminal_text::markers(&shown).count(), hidden.len());
+                    for c in &hidden {
+                        let marker = tern::terminal_text::marker(*c);
+                        prop_assert!(colored.contains(&marker), "{marker} not in {colored:?}");
+                    }
+                    added_hidden |= line.kind == tern::edit::LineKind::Added && !hidden.is_empty();
+                }
+                prop_assert_eq!(!cautions[index].is_empty(), added_hidden, "{:?}", lines);
+            }
+        }
+    }
+}

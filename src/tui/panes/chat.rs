@@ -856,6 +856,7 @@ fn layout(m: &mut Message, width: usize, theme: &Theme) -> Vec<Line<'static>> {
             }
         }
     }
+    text::mark_hidden_lines(&mut out, theme.hidden_marker());
     out
 }
 

@@ -276,17 +276,22 @@ impl ReviewPane {
     }
 
     /// Records a decision locally (the engine's next `Proposal` confirms it), as the
-    /// engine does: in bulk, an accept skips the hunks the user rejected.
+    /// engine does: in bulk, an accept skips the hunks the user rejected and those with
+    /// a caution of their own.
     fn set_decision(
         &mut self,
         matches: impl Fn(&str, &HunkView) -> bool,
         decision: Decision,
         bulk: bool,
     ) {
+        let held = |h: &HunkView| {
+            bulk && (!decision.applies_in_bulk_to(h.decision)
+                || (decision == Decision::Accept && !h.cautions.is_empty()))
+        };
         if let Some(p) = &mut self.proposal {
             for f in &mut p.files {
                 for h in &mut f.hunks {
-                    if matches(&f.path, h) && (!bulk || decision.applies_in_bulk_to(h.decision)) {
+                    if matches(&f.path, h) && !held(h) {
                         h.decision = decision;
                     }
                 }
@@ -514,7 +519,8 @@ impl ReviewPane {
                     .highlights
                     .entry(hunk.id.clone())
                     .or_insert_with(|| HunkHighlight::new(hunk, syntax, &theme.syntax));
-                let code = text::skip_columns(hl.spans(hunk, index), self.hscroll);
+                let code = text::mark_hidden(hl.spans(hunk, index), theme.hidden_marker());
+                let code = text::skip_columns(&code, self.hscroll);
                 let mut line = diff_line(
                     &hunk.lines[index],
                     &code,
@@ -561,6 +567,18 @@ impl ReviewPane {
         let mut out = Vec::new();
         let err = Style::new().fg(theme.c.error);
         if let Some(p) = &self.proposal {
+            for format in &p.written_as {
+                let text = format!(
+                    "the reply wrote its edits as {}, not the format asked for; read as such",
+                    format.blocks()
+                );
+                out.extend(text::wrap(
+                    &[Span::styled(text, theme.dim())],
+                    width,
+                    &[Span::styled("ℹ ", theme.dim())],
+                    &[Span::raw("  ")],
+                ));
+            }
             for f in &p.failures {
                 let head = match &f.path {
                     Some(path) => format!("block {} ({path}): ", f.block),
@@ -736,6 +754,13 @@ fn hunk_header(hunk: &HunkView, selected: bool, theme: &Theme) -> Line<'static> 
     ]);
     if hunk.edited {
         line.push_span(Span::styled(" ✎ yours", Style::new().fg(theme.c.accent)));
+    }
+    // Why `a` and `A` skip this hunk (`y` accepts it), said where the user decides.
+    for caution in &hunk.cautions {
+        line.push_span(Span::styled(
+            format!(" ⚠ {caution}"),
+            Style::new().fg(theme.c.warning),
+        ));
     }
     if selected {
         line = line.patch_style(Style::new().bg(theme.c.selection));

@@ -245,6 +245,7 @@ pub fn hunks(path: &str, before: &str, after: &str) -> Vec<HunkView> {
                 lines,
                 decision: Decision::Pending,
                 edited: false,
+                cautions: Vec::new(),
             }
         })
         .collect()
@@ -283,6 +284,7 @@ pub fn proposal() -> ProposalView {
             near: None,
         }],
         shell_commands: vec!["python -m pytest".into()],
+        written_as: vec![],
     }
 }
 
@@ -309,6 +311,7 @@ pub fn big_proposal(functions: usize) -> ProposalView {
         }],
         failures: vec![],
         shell_commands: vec![],
+        written_as: vec![],
     }
 }
 

@@ -24,7 +24,8 @@ pub const EXIT_PARTIAL: u8 = 1;
 /// Nothing was done: bad arguments, unreadable reply, unknown hunk id, or nothing could
 /// be written (not a repository, another tern is writing, a merge in progress).
 pub const EXIT_USAGE: u8 = 2;
-/// The edits were written but the commit failed (a hook refused it, no identity).
+/// A commit failed (a hook refused it, signing failed): nothing was committed, and
+/// files already written were put back.
 pub const EXIT_COMMIT: u8 = 3;
 /// A signal (Ctrl-C, SIGTERM) arrived; the landing under way was finished first.
 pub const EXIT_INTERRUPTED: u8 = 130;
@@ -250,7 +251,6 @@ impl Run<'_> {
                     commit,
                     message,
                     failed,
-                    commit_failed,
                     ..
                 }) => {
                     report_written(&view, &files);
@@ -261,14 +261,11 @@ impl Run<'_> {
                     if let Some(id) = commit {
                         eprintln!("committed {id} {message}");
                     }
-                    if commit_failed {
-                        self.code = EXIT_COMMIT;
-                    }
                 }
                 Some(Event::NotApplied { reason }) => {
                     self.code = match reason {
                         NotApplied::Refused => EXIT_USAGE,
-                        NotApplied::DirtyCommitFailed => EXIT_COMMIT,
+                        NotApplied::DirtyCommitFailed | NotApplied::CommitFailed => EXIT_COMMIT,
                         NotApplied::Cancelled => EXIT_INTERRUPTED,
                         NotApplied::Stale | NotApplied::NeedsConfirmation => EXIT_PARTIAL,
                     };

@@ -24,6 +24,7 @@ const OPTIONS: LandOptions<'static> = LandOptions {
         verify_hooks: true,
         model: None,
         co_author_trailer: false,
+        fail_at: None,
     },
     backup_root: None,
     cancel: None,
@@ -428,7 +429,7 @@ fn an_existing_ignored_file_needs_confirmation_is_backed_up_never_committed_and_
     out.proposal.confirm(Path::new(".env")).unwrap();
     let Landed::Written {
         applied,
-        commit: Ok(Some(commit)),
+        commit: Some(commit),
         ..
     } = git::land(Some(&repo.repo), &mut out.proposal, options(), |_| {
         "feat: x".into()
@@ -492,7 +493,7 @@ fn without_dirty_commits_undo_takes_back_only_terns_hunks() {
         matches!(
             landed,
             Landed::Written {
-                commit: Ok(Some(_)),
+                commit: Some(_),
                 ..
             }
         ),
@@ -526,7 +527,7 @@ fn land_committed(repo: &TempRepo, reply: &str, options: LandOptions<'_>) {
         matches!(
             landed,
             Landed::Written {
-                commit: Ok(Some(_)),
+                commit: Some(_),
                 ..
             }
         ),
@@ -804,7 +805,7 @@ fn a_tracked_symlink_to_an_ignored_file_is_treated_as_that_file() {
         std::fs::read_to_string(&applied.backups[0].saved_at).unwrap(),
         "SECRET=old\n"
     );
-    assert!(matches!(commit, Ok(None)), "{commit:?}: nothing to commit");
+    assert!(matches!(commit, None), "{commit:?}: nothing to commit");
 }
 
 #[test]
@@ -864,7 +865,7 @@ fn a_file_the_user_untracked_and_ignored_is_never_committed_again() {
         matches!(
             &landed,
             Landed::Written {
-                commit: Ok(Some(_)),
+                commit: Some(_),
                 ..
             }
         ),

@@ -119,6 +119,8 @@ pub fn undo(repo: &Repository) -> Result<Undone, UndoError> {
 /// `undo`'s work, with the repository lock already held (a turn's undo holds it for
 /// all of its commits).
 pub(super) fn undo_head(repo: &Repository) -> Result<Undone, UndoError> {
+    // git's lock first: a git command running meanwhile could change what is checked.
+    let mut lock = IndexLock::acquire(repo.path())?;
     super::ensure_idle(repo)?;
     let commit = head_commit(repo)?.ok_or(UndoRefusal::NoCommits)?;
     let summary = String::from_utf8_lossy(commit.summary_bytes().unwrap_or_default()).into_owned();
@@ -171,7 +173,6 @@ pub(super) fn undo_head(repo: &Repository) -> Result<Undone, UndoError> {
         .iter()
         .map(|(path, _)| (path.clone(), std::fs::read(workdir.join(path)).ok()))
         .collect();
-    let mut lock = IndexLock::acquire(repo.path())?;
     let head = Head::read(repo)?;
     let message = format!("tern undo: {summary}");
     let undone = (|| {

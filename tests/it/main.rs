@@ -28,6 +28,7 @@ mod history_engine;
 mod history_session;
 mod history_summarizer;
 mod landing;
+mod landing_atomic;
 mod layering;
 mod llm_client;
 mod local_models;

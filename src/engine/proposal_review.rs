@@ -618,7 +618,7 @@ impl Engine {
                 not_restored,
             } => {
                 self.error(format!(
-                    "nothing was committed, not even your own changes, and the files tern had written were put back as they were: the commit failed: {error}"
+                    "the commit failed: {error}; nothing was committed (not even your own changes) and the files tern had written were put back as they were"
                 ));
                 for f in &not_restored {
                     self.error(format!(

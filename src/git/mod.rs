@@ -38,18 +38,18 @@ pub enum GitError {
         output: String,
     },
     #[error(
-        "{} identity unknown: *** Please tell me who you are. Run `git config --global user.email \"you@example.com\"` and `git config --global user.name \"Your Name\"` to set your account's default identity (or set GIT_{}_NAME and GIT_{}_EMAIL); nothing was written",
+        "{} identity unknown: *** Please tell me who you are. Run `git config --global user.email \"you@example.com\"` and `git config --global user.name \"Your Name\"` to set your account's default identity (or set GIT_{}_NAME and GIT_{}_EMAIL)",
         capitalized(.0), .0.to_ascii_uppercase(), .0.to_ascii_uppercase()
     )]
     NoIdentity(&'static str),
     /// An identity git would refuse too (an empty name, a bad date), in git's words.
-    #[error("{0}; nothing was written")]
+    #[error("{0}")]
     BadIdentity(String),
     /// Commits are to be signed and the key did not sign, in git's words.
     #[error("commit.gpgSign is set and signing failed: {0}")]
     Sign(String),
     #[error(
-        "git's lock {} exists: another git process seems to be running in this repository; nothing was changed: try again when it is done (if no git process is running, one crashed earlier: remove the file)",
+        "git's lock {} exists: another git process seems to be running in this repository: try again when it is done (if no git process is running, one crashed earlier: remove the file)",
         .0.display()
     )]
     IndexLocked(std::path::PathBuf),

@@ -38,6 +38,7 @@ mod repomap;
 mod review;
 mod review_cli;
 mod run;
+mod signing;
 mod spending;
 mod tokens;
 mod trust;

@@ -61,7 +61,12 @@ async fn apply(
     }
     let ws = Workspace::discover(cwd).map_err(|e| format!("cannot open {}: {e}", cwd.display()))?;
     let reply = read_reply(&args.reply)?;
-    let files = repo_paths(&ws, cwd, &args.files, "FILES")?;
+    // A file named read-only is read-only, even when also named as a file to edit.
+    let read_only = repo_paths(&ws, cwd, &global.read, "--read")?;
+    let files: Vec<PathBuf> = repo_paths(&ws, cwd, &args.files, "FILES")?
+        .into_iter()
+        .filter(|f| !read_only.contains(f))
+        .collect();
     let write_ignored = repo_paths(&ws, cwd, &args.write_ignored, "--write-ignored")?;
     if let Some(format) = args.format {
         settings.edit_format = Some(format);
@@ -74,12 +79,15 @@ async fn apply(
         record: None,
         replay: None,
         editable: files.iter().map(|p| p.display().to_string()).collect(),
-        read_only: Vec::new(),
+        read_only: read_only
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect(),
         map_cache: crate::repomap::CacheLocation::Disabled,
         resume: false,
         model_chosen: false,
         purpose: Purpose::LandReply {
-            any_file: files.is_empty(),
+            any_file: files.is_empty() && args.files.is_empty(),
         },
     })
     .map_err(|e| e.to_string())?;

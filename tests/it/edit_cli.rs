@@ -413,3 +413,20 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+#[test]
+fn a_file_named_read_only_is_never_edited_even_when_every_file_is_editable() {
+    let r = Repo::new(&[("a.txt", "a\n"), ("b.txt", "b\n")]);
+    let reply = r.reply(&(block("a.txt", "a\n", "A\n") + &block("b.txt", "b\n", "B\n")));
+    // Without FILES every tracked file is editable, except the one named read-only.
+    let out = r.tern(&["apply", &reply, "--read", "a.txt"], None);
+    assert_eq!(code(&out), 1, "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("read-only"), "{}", text(&out.stderr));
+    assert_eq!(r.read("a.txt").as_deref(), Some("a\n"));
+    assert_eq!(r.read("b.txt").as_deref(), Some("B\n"));
+    // Named both ways, it is read-only.
+    let reply = r.reply(&block("a.txt", "a\n", "A\n"));
+    let out = r.tern(&["apply", &reply, "a.txt", "--read", "a.txt"], None);
+    assert_eq!(code(&out), 1, "{}", text(&out.stderr));
+    assert_eq!(r.read("a.txt").as_deref(), Some("a\n"));
+}

@@ -417,7 +417,11 @@ fn writable(target: &Target) -> Result<(), String> {
 /// next to the target) and renames it over the target, keeping the target's
 /// permissions. A new file must still not exist. Returns the metadata of what was
 /// written, read through the temporary file's own handle before the rename.
-fn write_atomic(target: &Target, bytes: &[u8], tmp: Option<&Path>) -> io::Result<std::fs::Metadata> {
+fn write_atomic(
+    target: &Target,
+    bytes: &[u8],
+    tmp: Option<&Path>,
+) -> io::Result<std::fs::Metadata> {
     let dir = target.abs.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
     if let Some(tmp) = tmp {

@@ -560,12 +560,8 @@ impl Engine {
                     options,
                     |diff| match &client {
                         Some(client) if !cancelled() => {
-                            let (message, cost) = runtime.block_on(commit_message(
-                                client,
-                                &settings,
-                                diff,
-                                &cancelled,
-                            ));
+                            let (message, cost) = runtime
+                                .block_on(commit_message(client, &settings, diff, &cancelled));
                             spent.set(spent.get() + cost);
                             message
                         }

@@ -511,7 +511,12 @@ fn restore_notes(repo: &Repository, before: Option<Oid>) {
 
 /// An index entry for `path`, with the file's stat when known (else zeros: git then
 /// looks at the file's content rather than trust its stat).
-pub(crate) fn entry(path: &Path, id: Oid, mode: u32, meta: Option<&std::fs::Metadata>) -> IndexEntry {
+pub(crate) fn entry(
+    path: &Path,
+    id: Oid,
+    mode: u32,
+    meta: Option<&std::fs::Metadata>,
+) -> IndexEntry {
     let path = path.to_string_lossy().replace('\\', "/").into_bytes();
     let mut entry = IndexEntry {
         ctime: IndexTime::new(0, 0),

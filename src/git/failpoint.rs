@@ -8,9 +8,7 @@ use std::str::FromStr;
 use super::GitError;
 
 /// A step of a landing (or of any commit) that can be made to fail.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, strum::EnumString, strum::Display, strum::EnumIter,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::EnumString, strum::Display, strum::EnumIter)]
 #[strum(serialize_all = "kebab-case")]
 pub enum Step {
     /// Taking git's `index.lock` (fails as if another git process held it).
@@ -73,7 +71,10 @@ impl Failpoints {
 
     /// Fails when `step` is the one asked for (debug builds only).
     pub(crate) fn check(&mut self, step: Step) -> Result<(), GitError> {
-        let Some(at) = self.at.filter(|at| cfg!(debug_assertions) && at.step == step) else {
+        let Some(at) = self
+            .at
+            .filter(|at| cfg!(debug_assertions) && at.step == step)
+        else {
             return Ok(());
         };
         self.reached += 1;

@@ -52,9 +52,8 @@ fn person(
 ) -> Result<Signature<'static>, GitError> {
     let word = role.word();
     let upper = word.to_ascii_uppercase();
-    let var = |what: &str| {
-        env(&format!("GIT_{upper}_{what}")).map(|v| v.to_string_lossy().into_owned())
-    };
+    let var =
+        |what: &str| env(&format!("GIT_{upper}_{what}")).map(|v| v.to_string_lossy().into_owned());
     let setting = |key: &str| config.get_string(key).ok();
     let name = var("NAME")
         .or_else(|| setting(&format!("{word}.name")))
@@ -141,7 +140,9 @@ mod tests {
         let mut config = git2::Config::open(&dir.path().join("config")).unwrap();
         config.set_str("user.name", "Config Name").unwrap();
         config.set_str("user.email", "config@example.com").unwrap();
-        config.set_str("committer.email", "committer@example.com").unwrap();
+        config
+            .set_str("committer.email", "committer@example.com")
+            .unwrap();
         let config = config.snapshot().unwrap();
         let env = |name: &str| match name {
             "GIT_AUTHOR_NAME" => Some(OsString::from("Env Name")),
@@ -165,6 +166,9 @@ mod tests {
         let Err(err) = person(&config, &bad, Role::Committer) else {
             panic!("a bad date is refused")
         };
-        assert!(err.to_string().contains("invalid date format: soon"), "{err}");
+        assert!(
+            err.to_string().contains("invalid date format: soon"),
+            "{err}"
+        );
     }
 }

@@ -121,7 +121,13 @@ fn identity(meta: &std::fs::Metadata) -> String {
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;
-        format!("{} {} {} {}", meta.dev(), meta.ino(), meta.ctime(), meta.ctime_nsec())
+        format!(
+            "{} {} {} {}",
+            meta.dev(),
+            meta.ino(),
+            meta.ctime(),
+            meta.ctime_nsec()
+        )
     }
     #[cfg(not(unix))]
     {

@@ -218,7 +218,11 @@ fn default_ssh_key(command: Option<String>, dir: &Path) -> Result<String, GitErr
         .current_dir(dir)
         .stdin(Stdio::null())
         .output()
-        .map_err(|e| GitError::Sign(format!("gpg.ssh.defaultKeyCommand: cannot run {program}: {e}")))?;
+        .map_err(|e| {
+            GitError::Sign(format!(
+                "gpg.ssh.defaultKeyCommand: cannot run {program}: {e}"
+            ))
+        })?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let first = stdout.lines().next().map(str::trim).unwrap_or_default();
     let said = format!(

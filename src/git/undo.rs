@@ -230,7 +230,11 @@ pub(super) fn undo_head(repo: &Repository) -> Result<Undone, UndoError> {
 /// caller, through git's lock). Paths are literal: as pathspecs, `src/*.rs` or
 /// `pages/[id].tsx` would match and overwrite other files, with the user's
 /// uncommitted work in them.
-fn checkout(repo: &Repository, commit: &git2::Commit<'_>, paths: &[PathBuf]) -> Result<(), GitError> {
+fn checkout(
+    repo: &Repository,
+    commit: &git2::Commit<'_>,
+    paths: &[PathBuf],
+) -> Result<(), GitError> {
     let mut checkout = CheckoutBuilder::new();
     checkout
         .force()

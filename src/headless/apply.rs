@@ -79,10 +79,7 @@ async fn apply(
         record: None,
         replay: None,
         editable: files.iter().map(|p| p.display().to_string()).collect(),
-        read_only: read_only
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect(),
+        read_only: read_only.iter().map(|p| p.display().to_string()).collect(),
         map_cache: crate::repomap::CacheLocation::Disabled,
         resume: false,
         model_chosen: false,

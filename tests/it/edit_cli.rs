@@ -421,7 +421,11 @@ fn a_file_named_read_only_is_never_edited_even_when_every_file_is_editable() {
     // Without FILES every tracked file is editable, except the one named read-only.
     let out = r.tern(&["apply", &reply, "--read", "a.txt"], None);
     assert_eq!(code(&out), 1, "{}", text(&out.stderr));
-    assert!(text(&out.stderr).contains("read-only"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("read-only"),
+        "{}",
+        text(&out.stderr)
+    );
     assert_eq!(r.read("a.txt").as_deref(), Some("a\n"));
     assert_eq!(r.read("b.txt").as_deref(), Some("B\n"));
     // Named both ways, it is read-only.

@@ -805,7 +805,7 @@ fn a_tracked_symlink_to_an_ignored_file_is_treated_as_that_file() {
         std::fs::read_to_string(&applied.backups[0].saved_at).unwrap(),
         "SECRET=old\n"
     );
-    assert!(matches!(commit, None), "{commit:?}: nothing to commit");
+    assert!(commit.is_none(), "{commit:?}: nothing to commit");
 }
 
 #[test]

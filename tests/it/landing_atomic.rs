@@ -93,7 +93,10 @@ fn busy_repo() -> (TempRepo, String) {
     let mut first = accepted(&repo, &block("c.txt", "sea\n", "SEA\n"));
     assert!(matches!(
         land(&repo, &mut first, None),
-        Landed::Written { commit: Some(_), .. }
+        Landed::Written {
+            commit: Some(_),
+            ..
+        }
     ));
     repo.write("a.txt", "one\ntwo\nmine\n");
     repo.write("c.txt", "SEA\nstaged\n");
@@ -168,7 +171,10 @@ fn a_present_index_lock_refuses_naming_it_and_commits_nothing_not_even_the_users
     // /commit and undo respect it too.
     let options = options(None).commit_options;
     let commit = git::commit_user_changes(&repo.repo, &["a.txt".into()], None, &options);
-    assert!(matches!(commit, Err(git::GitError::IndexLocked(_))), "{commit:?}");
+    assert!(
+        matches!(commit, Err(git::GitError::IndexLocked(_))),
+        "{commit:?}"
+    );
     assert!(matches!(
         git::undo(&repo.repo),
         Err(UndoError::Git(git::GitError::IndexLocked(_)))
@@ -202,7 +208,13 @@ test -n "$GIT_INDEX_FILE" || exit 1
     let mut proposal = accepted(&repo, &block("a.txt", "one\n", "ONE\n"));
     let landed = land(&repo, &mut proposal, None);
     assert!(
-        matches!(landed, Landed::Written { commit: Some(_), .. }),
+        matches!(
+            landed,
+            Landed::Written {
+                commit: Some(_),
+                ..
+            }
+        ),
         "{landed:?}"
     );
     assert_eq!(repo.read(".git/hook-saw"), "a.txt\n");
@@ -217,7 +229,11 @@ test -n "$GIT_INDEX_FILE" || exit 1
 fn the_commit_holds_the_bytes_tern_wrote_and_a_save_since_stays_the_users() {
     let repo = TempRepo::with_files(&[("a.txt", "one\ntwo\n")]);
     // The user saves the file while the commit is being made (here: from the hook).
-    hook(&repo, "pre-commit", "printf 'saved by the user\\n' >> a.txt");
+    hook(
+        &repo,
+        "pre-commit",
+        "printf 'saved by the user\\n' >> a.txt",
+    );
     let mut proposal = accepted(&repo, &block("a.txt", "one\n", "ONE\n"));
     let Landed::Written {
         commit: Some(commit),

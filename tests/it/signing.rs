@@ -99,7 +99,10 @@ impl Gpg {
             return None;
         }
         // Short: gpg-agent's socket path has a length limit.
-        let home = tempfile::Builder::new().prefix("g").tempdir_in("/tmp").unwrap();
+        let home = tempfile::Builder::new()
+            .prefix("g")
+            .tempdir_in("/tmp")
+            .unwrap();
         let dir = home.path().to_str().unwrap().to_string();
         run(Command::new("gpg").args([
             "--batch",
@@ -164,7 +167,14 @@ fn with_commit_gpgsign_both_commits_are_signed_with_gpg() {
     repo.write("a.txt", "one\nmine\n");
     let landed = land(&repo);
     assert!(
-        matches!(&landed, Landed::Written { dirty: Some(_), commit: Some(_), .. }),
+        matches!(
+            &landed,
+            Landed::Written {
+                dirty: Some(_),
+                commit: Some(_),
+                ..
+            }
+        ),
         "{landed:?}"
     );
     for rev in ["HEAD", "HEAD~1"] {
@@ -173,10 +183,25 @@ fn with_commit_gpgsign_both_commits_are_signed_with_gpg() {
         assert!(said.contains("Good signature"), "{said}");
     }
     // Without user.signingKey, git signs as the committer: so does tern.
-    repo.repo.config().unwrap().remove("user.signingkey").unwrap();
+    repo.repo
+        .config()
+        .unwrap()
+        .remove("user.signingkey")
+        .unwrap();
     let mut proposal = accepted(&repo, &block("a.txt", "ONE\n", "Once\n"));
-    let landed = git::land(Some(&repo.repo), &mut proposal, OPTIONS, |_| "fix: x".into());
-    assert!(matches!(&landed, Landed::Written { commit: Some(_), .. }), "{landed:?}");
+    let landed = git::land(Some(&repo.repo), &mut proposal, OPTIONS, |_| {
+        "fix: x".into()
+    });
+    assert!(
+        matches!(
+            &landed,
+            Landed::Written {
+                commit: Some(_),
+                ..
+            }
+        ),
+        "{landed:?}"
+    );
     assert!(verify(&repo, "HEAD", &[("GNUPGHOME", gpg.home.path())]).0);
 }
 
@@ -195,14 +220,20 @@ fn a_gpg_key_that_cannot_sign_refuses_before_anything_is_written() {
     assert!(said.contains("gpg failed to sign the data"), "{said}");
     assert!(said.contains("nobody@example.invalid"), "{said}");
     assert_eq!(repo.read("a.txt"), "one\nmine\n");
-    assert_eq!(repo.git(&["rev-parse", "HEAD"]), head, "not even the dirty commit");
+    assert_eq!(
+        repo.git(&["rev-parse", "HEAD"]),
+        head,
+        "not even the dirty commit"
+    );
     assert!(!repo.path().join(".git/index.lock").exists());
 }
 
 /// An ssh key pair made for the test, and an allowed-signers file for git to verify.
 fn ssh_key(dir: &Path) -> PathBuf {
     let key = dir.join("key");
-    run(Command::new("ssh-keygen").args(["-q", "-t", "ed25519", "-N", "", "-C", "test", "-f"]).arg(&key));
+    run(Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-C", "test", "-f"])
+        .arg(&key));
     let public = std::fs::read_to_string(dir.join("key.pub")).unwrap();
     std::fs::write(dir.join("allowed"), format!("test@example.com {public}")).unwrap();
     key
@@ -219,7 +250,9 @@ fn with_gpg_format_ssh_commits_are_signed_with_ssh_keygen() {
     let mut config = repo.repo.config().unwrap();
     config.set_bool("commit.gpgsign", true).unwrap();
     config.set_str("gpg.format", "ssh").unwrap();
-    config.set_str("user.signingkey", key.to_str().unwrap()).unwrap();
+    config
+        .set_str("user.signingkey", key.to_str().unwrap())
+        .unwrap();
     config
         .set_str(
             "gpg.ssh.allowedSignersFile",
@@ -227,17 +260,31 @@ fn with_gpg_format_ssh_commits_are_signed_with_ssh_keygen() {
         )
         .unwrap();
     let landed = land(&repo);
-    assert!(matches!(&landed, Landed::Written { commit: Some(_), .. }), "{landed:?}");
+    assert!(
+        matches!(
+            &landed,
+            Landed::Written {
+                commit: Some(_),
+                ..
+            }
+        ),
+        "{landed:?}"
+    );
     let (ok, said) = verify(&repo, "HEAD", &[]);
     assert!(ok, "{said}");
     assert!(said.contains("Good \"git\" signature"), "{said}");
 
     // A key file that is not there refuses, with ssh-keygen's words, writing nothing.
     config
-        .set_str("user.signingkey", keys.path().join("gone").to_str().unwrap())
+        .set_str(
+            "user.signingkey",
+            keys.path().join("gone").to_str().unwrap(),
+        )
         .unwrap();
     let mut proposal = accepted(&repo, &block("a.txt", "ONE\n", "Once\n"));
-    let landed = git::land(Some(&repo.repo), &mut proposal, OPTIONS, |_| "fix: x".into());
+    let landed = git::land(Some(&repo.repo), &mut proposal, OPTIONS, |_| {
+        "fix: x".into()
+    });
     let Landed::Refused(e) = &landed else {
         panic!("{landed:?}")
     };
@@ -295,7 +342,12 @@ fn the_identity_comes_from_gits_environment_variables_first() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert_eq!(
-        repo.git(&["log", "-1", "--format=%an <%ae> %ad|%cn <%ce>", "--date=raw"]),
+        repo.git(&[
+            "log",
+            "-1",
+            "--format=%an <%ae> %ad|%cn <%ce>",
+            "--date=raw"
+        ]),
         "Ann Author <ann@example.com> 1700000000 +0100|Cy Committer <cy@example.com>\n"
     );
 }

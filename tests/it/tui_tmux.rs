@@ -475,7 +475,10 @@ fn quitting_while_the_landing_commits_waits_for_it_and_the_session_keeps_its_com
     };
     apply_all_then_quit(&tern);
     let screen = tern.wait_for("[tern exited 0]", WAIT);
-    assert!(screen.contains("waiting for the landing under way"), "{screen}");
+    assert!(
+        screen.contains("waiting for the landing under way"),
+        "{screen}"
+    );
     assert_eq!(repo.git(&["log", "-1", "--format=%s"]).trim(), COMMIT);
     assert_eq!(repo.git(&["status", "--porcelain"]).trim(), "");
     // The saved session knows the turn's commit: its undo takes it back.
@@ -484,7 +487,11 @@ fn quitting_while_the_landing_commits_waits_for_it_and_the_session_keeps_its_com
         .args(["undo", "--turn"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(repo.git(&["rev-parse", "HEAD"]), base);
 }
 
@@ -509,8 +516,15 @@ fn quitting_while_the_commit_message_is_awaited_cancels_the_landing_before_it_wr
         "it waited for the commit message"
     );
     assert_eq!(repo.git(&["rev-parse", "HEAD"]), base, "nothing committed");
-    assert_eq!(repo.git(&["status", "--porcelain"]).trim(), "", "nothing written");
+    assert_eq!(
+        repo.git(&["status", "--porcelain"]).trim(),
+        "",
+        "nothing written"
+    );
     // The proposal is saved, decisions and all, for --resume.
     let saved = std::fs::read_to_string(repo.session_file()).unwrap();
-    assert!(saved.contains("never more than there is"), "the proposal is kept");
+    assert!(
+        saved.contains("never more than there is"),
+        "the proposal is kept"
+    );
 }

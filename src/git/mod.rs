@@ -76,7 +76,7 @@ pub enum GitError {
         holder(.0)
     )]
     Locked(String),
-    #[error("interrupted while waiting for another tern; nothing was written")]
+    #[error("cancelled: nothing was written (the accepted hunks are still there to apply)")]
     Interrupted,
     #[error("{0}")]
     Io(#[from] std::io::Error),

@@ -232,7 +232,7 @@ impl Run<'_> {
 
     /// Writes and commits the accepted hunks. Ctrl-C, SIGTERM and SIGHUP wait until
     /// the landing is done: killed halfway, it would leave files written but not
-    /// committed. While it waits for another tern, one cancels it instead.
+    /// committed. Before it writes anything (waiting for the locks), one cancels it.
     async fn land(&mut self, view: ProposalView) -> Result<u8, String> {
         let signals = SignalsDeferred::new();
         self.send(Op::Review(ReviewOp::Apply))?;

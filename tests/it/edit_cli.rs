@@ -270,7 +270,7 @@ fn users_dirty_changes_get_their_own_commit() {
 
 #[cfg(unix)]
 #[test]
-fn hook_failure_exits_3_with_the_files_written() {
+fn hook_failure_exits_3_and_puts_the_files_back() {
     use std::os::unix::fs::PermissionsExt;
     let r = Repo::new(&[("f.txt", "a\n")]);
     let hook = r.dir.path().join(".git/hooks/pre-commit");
@@ -281,9 +281,13 @@ fn hook_failure_exits_3_with_the_files_written() {
     let out = r.tern(&["apply", &reply], None);
     assert_eq!(code(&out), 3);
     assert!(text(&out.stderr).contains("no commits today"));
-    assert_eq!(r.read("f.txt").unwrap(), "b\n");
+    assert!(text(&out.stderr).contains("were put back as they were"));
+    assert_eq!(
+        r.read("f.txt").unwrap(),
+        "a\n",
+        "a commit is all or nothing"
+    );
     assert_eq!(r.commits(), 1);
-    r.write("f.txt", "a\n");
     assert_eq!(code(&r.tern(&["apply", &reply, "--no-verify"], None)), 0);
     assert_eq!(r.commits(), 2);
 }

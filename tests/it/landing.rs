@@ -17,7 +17,7 @@ use tern::edit::{
 };
 use tern::git::{self, CommitOptions, LandOptions, Landed};
 
-const OPTIONS: LandOptions<'static> = LandOptions {
+pub(crate) const OPTIONS: LandOptions<'static> = LandOptions {
     commit: true,
     dirty_commits: true,
     commit_options: CommitOptions {
@@ -30,16 +30,27 @@ const OPTIONS: LandOptions<'static> = LandOptions {
     cancel: None,
 };
 
-fn block(path: &str, search: &str, replace: &str) -> String {
+pub(crate) fn block(path: &str, search: &str, replace: &str) -> String {
     format!("{path}\n<<<<<<< SEARCH\n{search}=======\n{replace}>>>>>>> REPLACE\n\n")
 }
 
-fn proposal(repo: &TempRepo, reply: &str) -> tern::edit::Proposed {
+pub(crate) fn proposal(repo: &TempRepo, reply: &str) -> tern::edit::Proposed {
     let ws = Workspace::discover(repo.path()).unwrap();
     let files = FileSet::new(ws.files(), vec![]);
     let mut out = propose(&ws, reply, EditFormat::Editblock, &files);
     out.proposal.decide(Select::All, Decision::Accept).ok();
     out
+}
+
+/// The commit of tern's edits a landing made; panics when it made none.
+pub(crate) fn committed(landed: &Landed) -> &git::Commit {
+    match landed {
+        Landed::Written {
+            commit: Some(commit),
+            ..
+        } => commit,
+        other => panic!("no commit: {other:?}"),
+    }
 }
 
 fn head(repo: &TempRepo) -> String {
@@ -258,14 +269,7 @@ fn slow_hook_repo(secs: u32, n: usize) -> (TempRepo, PathBuf) {
         .map(|(p, c)| (p.as_str(), c.as_str()))
         .collect();
     let repo = TempRepo::with_files(&borrowed);
-    let hook = repo.path().join(".git/hooks/pre-commit");
-    std::fs::create_dir_all(hook.parent().unwrap()).unwrap();
-    std::fs::write(&hook, format!("#!/bin/sh\nsleep {secs}\n")).unwrap();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
+    repo.hook("pre-commit", &format!("sleep {secs}"));
     let reply: String = (0..n)
         .map(|i| {
             block(

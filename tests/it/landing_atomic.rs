@@ -8,35 +8,24 @@ use std::path::Path;
 
 use strum::IntoEnumIterator;
 
+use crate::landing::{OPTIONS, block, committed, proposal};
 use crate::support::TempRepo;
-use tern::edit::{Decision, EditFormat, FileSet, Proposal, Select, Workspace, propose};
+use tern::edit::Proposal;
 use tern::git::{self, CommitOptions, FailAt, LandOptions, Landed, Step, UndoError, UndoRefusal};
 
 fn options(fail_at: Option<FailAt>) -> LandOptions<'static> {
     LandOptions {
-        commit: true,
-        dirty_commits: true,
         commit_options: CommitOptions {
-            verify_hooks: true,
-            model: Some("gpt-test"),
-            co_author_trailer: true,
             fail_at,
+            ..OPTIONS.commit_options
         },
-        backup_root: None,
-        cancel: None,
+        ..OPTIONS
     }
 }
 
-fn block(path: &str, search: &str, replace: &str) -> String {
-    format!("{path}\n<<<<<<< SEARCH\n{search}=======\n{replace}>>>>>>> REPLACE\n\n")
-}
-
 fn accepted(repo: &TempRepo, reply: &str) -> Proposal {
-    let ws = Workspace::discover(repo.path()).unwrap();
-    let files = FileSet::new(ws.files(), vec![]);
-    let mut out = propose(&ws, reply, EditFormat::Editblock, &files);
+    let out = proposal(repo, reply);
     assert!(out.errors.is_empty(), "{:?}", out.errors);
-    out.proposal.decide(Select::All, Decision::Accept).unwrap();
     out.proposal
 }
 
@@ -183,23 +172,13 @@ fn a_present_index_lock_refuses_naming_it_and_commits_nothing_not_even_the_users
 }
 
 #[cfg(unix)]
-fn hook(repo: &TempRepo, name: &str, script: &str) {
-    use std::os::unix::fs::PermissionsExt;
-    let path = repo.path().join(".git/hooks").join(name);
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(&path, format!("#!/bin/sh\n{script}\n")).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-}
-
-#[cfg(unix)]
 #[test]
 fn git_refuses_to_write_the_index_while_tern_lands_and_hooks_still_get_their_index() {
     let repo = TempRepo::with_files(&[("a.txt", "one\n"), ("other.txt", "x\n")]);
     repo.write("other.txt", "y\n");
     // The hook sees its own index (GIT_INDEX_FILE, holding the commit's tree), and a
     // git command writing the repository's index fails: tern holds git's lock.
-    hook(
-        &repo,
+    repo.hook(
         "pre-commit",
         r#"git diff --cached --name-only > .git/hook-saw
 test -n "$GIT_INDEX_FILE" || exit 1
@@ -207,16 +186,7 @@ test -n "$GIT_INDEX_FILE" || exit 1
     );
     let mut proposal = accepted(&repo, &block("a.txt", "one\n", "ONE\n"));
     let landed = land(&repo, &mut proposal, None);
-    assert!(
-        matches!(
-            landed,
-            Landed::Written {
-                commit: Some(_),
-                ..
-            }
-        ),
-        "{landed:?}"
-    );
+    committed(&landed);
     assert_eq!(repo.read(".git/hook-saw"), "a.txt\n");
     let refused = repo.read(".git/hook-git-add");
     assert!(refused.contains("index.lock"), "{refused}");
@@ -229,11 +199,7 @@ test -n "$GIT_INDEX_FILE" || exit 1
 fn the_commit_holds_the_bytes_tern_wrote_and_a_save_since_stays_the_users() {
     let repo = TempRepo::with_files(&[("a.txt", "one\ntwo\n")]);
     // The user saves the file while the commit is being made (here: from the hook).
-    hook(
-        &repo,
-        "pre-commit",
-        "printf 'saved by the user\\n' >> a.txt",
-    );
+    repo.hook("pre-commit", "printf 'saved by the user\\n' >> a.txt");
     let mut proposal = accepted(&repo, &block("a.txt", "one\n", "ONE\n"));
     let Landed::Written {
         commit: Some(commit),
@@ -265,8 +231,7 @@ fn the_commit_holds_the_bytes_tern_wrote_and_a_save_since_stays_the_users() {
 fn a_branch_moved_by_someone_else_during_the_landing_is_kept_and_tern_rolls_back() {
     let repo = TempRepo::with_files(&[("a.txt", "one\n")]);
     // Someone commits meanwhile without the index (update-ref needs no index.lock).
-    hook(
-        &repo,
+    repo.hook(
         "pre-commit",
         r#"unset GIT_INDEX_FILE
 c=$(git commit-tree 'HEAD^{tree}' -p HEAD -m theirs) && git update-ref HEAD "$c""#,
@@ -291,7 +256,7 @@ c=$(git commit-tree 'HEAD^{tree}' -p HEAD -m theirs) && git update-ref HEAD "$c"
 #[test]
 fn a_refusing_hook_puts_the_files_back_and_commits_nothing() {
     let (repo, reply) = busy_repo();
-    hook(&repo, "commit-msg", "echo 'no thanks' >&2; exit 1");
+    repo.hook("commit-msg", "echo 'no thanks' >&2; exit 1");
     let before = snapshot(&repo);
     let mut proposal = accepted(&repo, &reply);
     let landed = land(&repo, &mut proposal, None);
@@ -301,8 +266,7 @@ fn a_refusing_hook_puts_the_files_back_and_commits_nothing() {
     assert!(e.to_string().contains("no thanks"), "{e}");
     assert_eq!(snapshot(&repo), before);
     // Only tern's commit refused (the second commit-msg): the files are put back.
-    hook(
-        &repo,
+    repo.hook(
         "commit-msg",
         "grep -q '^feat' \"$1\" && { echo 'no thanks' >&2; exit 1; }; exit 0",
     );

@@ -7,33 +7,13 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::support::TempRepo;
-use tern::edit::{Decision, EditFormat, FileSet, Proposal, Select, Workspace, propose};
-use tern::git::{self, CommitOptions, LandOptions, Landed};
-
-const OPTIONS: LandOptions<'static> = LandOptions {
-    commit: true,
-    dirty_commits: true,
-    commit_options: CommitOptions {
-        verify_hooks: false,
-        model: None,
-        co_author_trailer: false,
-        fail_at: None,
-    },
-    backup_root: None,
-    cancel: None,
-};
-
-fn block(path: &str, search: &str, replace: &str) -> String {
-    format!("{path}\n<<<<<<< SEARCH\n{search}=======\n{replace}>>>>>>> REPLACE\n\n")
-}
+use crate::landing::{OPTIONS, block, committed, proposal};
+use crate::support::{TempRepo, executable};
+use tern::edit::Proposal;
+use tern::git::{self, Landed};
 
 fn accepted(repo: &TempRepo, reply: &str) -> Proposal {
-    let ws = Workspace::discover(repo.path()).unwrap();
-    let files = FileSet::new(ws.files(), vec![]);
-    let mut out = propose(&ws, reply, EditFormat::Editblock, &files);
-    out.proposal.decide(Select::All, Decision::Accept).unwrap();
-    out.proposal
+    proposal(repo, reply).proposal
 }
 
 fn land(repo: &TempRepo) -> Landed {
@@ -74,15 +54,6 @@ fn verify(repo: &TempRepo, rev: &str, env: &[(&str, &Path)]) -> (bool, String) {
         out.status.success(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
-}
-
-fn executable(path: &Path, script: &str) {
-    std::fs::write(path, script).unwrap();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
 }
 
 /// A throwaway gpg home with a key for test@example.com, a `gpg.program` that uses it,
@@ -192,16 +163,7 @@ fn with_commit_gpgsign_both_commits_are_signed_with_gpg() {
     let landed = git::land(Some(&repo.repo), &mut proposal, OPTIONS, |_| {
         "fix: x".into()
     });
-    assert!(
-        matches!(
-            &landed,
-            Landed::Written {
-                commit: Some(_),
-                ..
-            }
-        ),
-        "{landed:?}"
-    );
+    committed(&landed);
     assert!(verify(&repo, "HEAD", &[("GNUPGHOME", gpg.home.path())]).0);
 }
 
@@ -260,16 +222,7 @@ fn with_gpg_format_ssh_commits_are_signed_with_ssh_keygen() {
         )
         .unwrap();
     let landed = land(&repo);
-    assert!(
-        matches!(
-            &landed,
-            Landed::Written {
-                commit: Some(_),
-                ..
-            }
-        ),
-        "{landed:?}"
-    );
+    committed(&landed);
     let (ok, said) = verify(&repo, "HEAD", &[]);
     assert!(ok, "{said}");
     assert!(said.contains("Good \"git\" signature"), "{said}");

@@ -438,14 +438,7 @@ fn the_users_editor_writes_the_draft_and_a_hunk_between_splits() {
 /// The demo's repository with a pre-commit hook that takes `secs` seconds.
 fn repo_with_slow_hook(secs: u32) -> TempRepo {
     let repo = repo();
-    let hook = repo.path().join(".git/hooks/pre-commit");
-    std::fs::create_dir_all(hook.parent().unwrap()).unwrap();
-    std::fs::write(&hook, format!("#!/bin/sh\nsleep {secs}\n")).unwrap();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
+    repo.hook("pre-commit", &format!("sleep {secs}"));
     repo
 }
 

@@ -320,3 +320,86 @@ fn without_an_identity_nothing_is_written() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert_eq!(repo.read("a.txt"), "one\n");
 }
+
+/// An ssh-agent of the test's own, killed on drop.
+struct Agent {
+    child: std::process::Child,
+    socket: PathBuf,
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_literal_ssh_key_signs_through_the_agent() {
+    if !have("ssh-keygen") || !have("ssh-agent") {
+        return;
+    }
+    let keys = tempfile::Builder::new()
+        .prefix("s")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let key = ssh_key(keys.path());
+    let socket = keys.path().join("agent");
+    let mut agent = Agent {
+        child: Command::new("ssh-agent")
+            .arg("-D")
+            .arg("-a")
+            .arg(&socket)
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+        socket,
+    };
+    let started = std::time::Instant::now();
+    while !agent.socket.exists() && started.elapsed().as_secs() < 10 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    run(Command::new("ssh-add")
+        .arg("-q")
+        .arg(&key)
+        .env("SSH_AUTH_SOCK", &agent.socket));
+    // The program git is told to use, with the agent's socket.
+    let program = keys.path().join("ssh-keygen.sh");
+    executable(
+        &program,
+        &format!(
+            "#!/bin/sh\nSSH_AUTH_SOCK='{}' exec ssh-keygen \"$@\"\n",
+            agent.socket.display()
+        ),
+    );
+    let public = std::fs::read_to_string(keys.path().join("key.pub")).unwrap();
+    let repo = TempRepo::with_files(&[("a.txt", "one\n")]);
+    let mut config = repo.repo.config().unwrap();
+    config.set_bool("commit.gpgsign", true).unwrap();
+    config.set_str("gpg.format", "ssh").unwrap();
+    config
+        .set_str("gpg.ssh.program", program.to_str().unwrap())
+        .unwrap();
+    config
+        .set_str("user.signingkey", &format!("key::{}", public.trim()))
+        .unwrap();
+    config
+        .set_str(
+            "gpg.ssh.allowedSignersFile",
+            keys.path().join("allowed").to_str().unwrap(),
+        )
+        .unwrap();
+    committed(&land(&repo));
+    let (ok, said) = verify(&repo, "HEAD", &[]);
+    assert!(ok, "{said}");
+    // The agent gone, the key cannot sign: refused before anything is written.
+    let _ = agent.child.kill();
+    let _ = agent.child.wait();
+    let _ = std::fs::remove_file(&agent.socket);
+    let mut proposal = accepted(&repo, &block("a.txt", "ONE\n", "Once\n"));
+    let landed = git::land(Some(&repo.repo), &mut proposal, OPTIONS, |_| {
+        "fix: x".into()
+    });
+    assert!(matches!(landed, Landed::Refused(_)), "{landed:?}");
+    assert_eq!(repo.read("a.txt"), "ONE\n");
+}

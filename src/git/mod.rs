@@ -24,7 +24,7 @@ pub use failpoint::{FailAt, Step};
 pub use land::{LandOptions, Landed, land};
 pub use lock::{LOCK_WAIT, RepoLock, lock_wait};
 pub use status::{modified_tracked_paths, worktree_diff};
-pub use undo::{TurnRefusal, UndoError, UndoRefusal, Undone, undo};
+pub use undo::{TurnRefusal, UndoError, UndoRefusal, Undone, undo, undo_failing};
 pub use undo_turn::{Stopped, TurnUndone, check_newest, undo_turn};
 
 #[derive(Debug, thiserror::Error)]

@@ -6,6 +6,7 @@ use git2::build::CheckoutBuilder;
 use git2::{Oid, Repository};
 
 use super::commit::{NOTES_REF, head_commit};
+use super::failpoint::{FailAt, Failpoints, Step};
 use super::head::Head;
 use super::index_lock::IndexLock;
 use super::{GitError, RepoLock, commit::dirty_paths, lock_wait};
@@ -110,16 +111,22 @@ impl std::fmt::Display for Undone {
 /// tern commit, not a merge or the first commit, its files have not changed since,
 /// and no remote-tracking branch contains it.
 pub fn undo(repo: &Repository) -> Result<Undone, UndoError> {
+    undo_failing(repo, None)
+}
+
+/// [`undo`], failing on purpose at `fail_at` (for tests; debug builds only).
+pub fn undo_failing(repo: &Repository, fail_at: Option<FailAt>) -> Result<Undone, UndoError> {
     // Another tern landing edits meanwhile would commit on top of, or stage over, what
     // this undo restores.
     let _lock = RepoLock::acquire(repo.path(), lock_wait())?;
-    undo_head(repo)
+    undo_head(repo, &mut Failpoints::new(fail_at))
 }
 
 /// `undo`'s work, with the repository lock already held (a turn's undo holds it for
 /// all of its commits).
-pub(super) fn undo_head(repo: &Repository) -> Result<Undone, UndoError> {
+pub(super) fn undo_head(repo: &Repository, fail: &mut Failpoints) -> Result<Undone, UndoError> {
     // git's lock first: a git command running meanwhile could change what is checked.
+    fail.check(Step::IndexLock)?;
     let mut lock = IndexLock::acquire(repo.path())?;
     super::ensure_idle(repo)?;
     let commit = head_commit(repo)?.ok_or(UndoRefusal::NoCommits)?;
@@ -197,11 +204,16 @@ pub(super) fn undo_head(repo: &Repository) -> Result<Undone, UndoError> {
                 }
             }
         }
+        fail.check(Step::Index)?;
         lock.prepare(&mut index)?;
+        fail.check(Step::Ref)?;
         head.swap(repo, parent.id(), &message)?;
-        if let Err(e) = lock.commit() {
+        if let Err(e) = fail
+            .check(Step::IndexCommit)
+            .and_then(|()| lock.commit().map_err(GitError::from))
+        {
             let _ = head.swap_back(repo, parent.id());
-            return Err(GitError::from(e));
+            return Err(e);
         }
         Ok(())
     })();

@@ -295,3 +295,31 @@ fn a_new_file_and_its_new_directories_are_removed_when_the_landing_rolls_back() 
     assert_eq!(snapshot(&repo), before);
     assert!(!repo.path().join("deep").exists());
 }
+
+#[test]
+fn an_undo_failing_at_any_step_leaves_the_repository_exactly_as_it_was() {
+    for step in [Step::IndexLock, Step::Index, Step::Ref, Step::IndexCommit] {
+        let repo = TempRepo::with_files(&[("a.txt", "one\n"), ("b.txt", "bee\n")]);
+        let mut proposal = accepted(
+            &repo,
+            &(block("a.txt", "one\n", "ONE\n") + &block("new/c.txt", "", "sea\n")),
+        );
+        committed(&land(&repo, &mut proposal, None));
+        repo.write("b.txt", "bee\nmine\n");
+        let before = snapshot(&repo);
+        let fail_at = FailAt { step, nth: 1 };
+        let e = git::undo_failing(&repo.repo, Some(fail_at)).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains(&format!("failure injected at step {step}")),
+            "{step}: {e}"
+        );
+        assert_eq!(snapshot(&repo), before, "{step}");
+        assert!(!repo.path().join(".git/index.lock").exists(), "{step}");
+        // And then it undoes.
+        git::undo(&repo.repo).unwrap();
+        assert_eq!(repo.read("a.txt"), "one\n");
+        assert!(!repo.path().join("new/c.txt").exists());
+        assert_eq!(repo.git(&["status", "--porcelain"]), " M b.txt\n");
+    }
+}

@@ -395,4 +395,5 @@ Exit codes:
      changed since, or a remote branch already contains it; with --turn, the turn's
      commits are no longer the newest, or one of them was refused: the newer ones
      were undone, the rest left as they were (the output says which)
-  2  error: not in a git repository, or git failed";
+  2  error: not in a git repository, another tern or git process holds its lock
+     (.git/index.lock), or git failed (nothing was changed)";

@@ -323,3 +323,47 @@ fn an_undo_failing_at_any_step_leaves_the_repository_exactly_as_it_was() {
         assert_eq!(repo.git(&["status", "--porcelain"]), " M b.txt\n");
     }
 }
+
+#[test]
+fn the_bytes_tern_wrote_go_through_gits_end_of_line_conversion_as_a_save_would() {
+    let repo = TempRepo::empty();
+    repo.repo
+        .config()
+        .unwrap()
+        .set_bool("core.autocrlf", true)
+        .unwrap();
+    repo.write("a.txt", "one\r\ntwo\r\n");
+    repo.commit("initial");
+    assert_eq!(repo.git(&["show", "HEAD:a.txt"]), "one\ntwo\n");
+    let mut proposal = accepted(&repo, &block("a.txt", "one\n", "ONE\n"));
+    let commit = committed(&land(&repo, &mut proposal, None)).clone();
+    assert_eq!(
+        repo.read("a.txt"),
+        "ONE\r\ntwo\r\n",
+        "the file keeps its CRLF"
+    );
+    assert_eq!(
+        repo.git(&["show", &format!("{}:a.txt", commit.id)]),
+        "ONE\ntwo\n",
+        "the commit holds what git would store"
+    );
+    assert_eq!(repo.git(&["status", "--porcelain"]), "");
+}
+
+#[cfg(unix)]
+#[test]
+fn an_executable_stays_executable_in_the_commit() {
+    use std::os::unix::fs::PermissionsExt;
+    let repo = TempRepo::empty();
+    repo.write("run.sh", "echo one\n");
+    let path = repo.path().join("run.sh");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    repo.commit("initial");
+    let mut proposal = accepted(&repo, &block("run.sh", "echo one\n", "echo ONE\n"));
+    committed(&land(&repo, &mut proposal, None));
+    assert!(
+        repo.git(&["ls-tree", "HEAD", "run.sh"])
+            .starts_with("100755")
+    );
+    assert_eq!(repo.git(&["status", "--porcelain"]), "");
+}

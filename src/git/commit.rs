@@ -510,7 +510,9 @@ fn restore_notes(repo: &Repository, before: Option<Oid>) {
 }
 
 /// An index entry for `path`, with the file's stat when known (else zeros: git then
-/// looks at the file's content rather than trust its stat).
+/// looks at the file's content rather than trust its stat). A written file's stat is
+/// taken before its rename (which changes its ctime): git may look at its content once,
+/// but never takes a save made after tern wrote it for tern's bytes.
 pub(crate) fn entry(
     path: &Path,
     id: Oid,

@@ -201,6 +201,23 @@ fn ssh_key(dir: &Path) -> PathBuf {
     key
 }
 
+/// A repository whose commits are signed with ssh by `signing_key`, and verified
+/// against the allowed signers in `keys`.
+fn ssh_signing_repo(keys: &Path, signing_key: &str) -> TempRepo {
+    let repo = TempRepo::with_files(&[("a.txt", "one\n")]);
+    let mut config = repo.repo.config().unwrap();
+    config.set_bool("commit.gpgsign", true).unwrap();
+    config.set_str("gpg.format", "ssh").unwrap();
+    config.set_str("user.signingkey", signing_key).unwrap();
+    config
+        .set_str(
+            "gpg.ssh.allowedSignersFile",
+            keys.join("allowed").to_str().unwrap(),
+        )
+        .unwrap();
+    repo
+}
+
 #[test]
 fn with_gpg_format_ssh_commits_are_signed_with_ssh_keygen() {
     if !have("ssh-keygen") {
@@ -208,19 +225,8 @@ fn with_gpg_format_ssh_commits_are_signed_with_ssh_keygen() {
     }
     let keys = tempfile::tempdir().unwrap();
     let key = ssh_key(keys.path());
-    let repo = TempRepo::with_files(&[("a.txt", "one\n")]);
+    let repo = ssh_signing_repo(keys.path(), key.to_str().unwrap());
     let mut config = repo.repo.config().unwrap();
-    config.set_bool("commit.gpgsign", true).unwrap();
-    config.set_str("gpg.format", "ssh").unwrap();
-    config
-        .set_str("user.signingkey", key.to_str().unwrap())
-        .unwrap();
-    config
-        .set_str(
-            "gpg.ssh.allowedSignersFile",
-            keys.path().join("allowed").to_str().unwrap(),
-        )
-        .unwrap();
     let landed = land(&repo);
     committed(&landed);
     let (ok, said) = verify(&repo, "HEAD", &[]);
@@ -373,21 +379,11 @@ fn a_literal_ssh_key_signs_through_the_agent() {
         ),
     );
     let public = std::fs::read_to_string(keys.path().join("key.pub")).unwrap();
-    let repo = TempRepo::with_files(&[("a.txt", "one\n")]);
-    let mut config = repo.repo.config().unwrap();
-    config.set_bool("commit.gpgsign", true).unwrap();
-    config.set_str("gpg.format", "ssh").unwrap();
-    config
+    let repo = ssh_signing_repo(keys.path(), &format!("key::{}", public.trim()));
+    repo.repo
+        .config()
+        .unwrap()
         .set_str("gpg.ssh.program", program.to_str().unwrap())
-        .unwrap();
-    config
-        .set_str("user.signingkey", &format!("key::{}", public.trim()))
-        .unwrap();
-    config
-        .set_str(
-            "gpg.ssh.allowedSignersFile",
-            keys.path().join("allowed").to_str().unwrap(),
-        )
         .unwrap();
     committed(&land(&repo));
     let (ok, said) = verify(&repo, "HEAD", &[]);

@@ -379,11 +379,13 @@ Exit codes:
   1  some blocks failed to parse or match (each is reported), or an accepted hunk could
      not be written; everything else was applied
   2  nothing was done: unreadable reply, bad argument, unknown hunk id, or nothing
-     could be written (not a git repository, another tern is writing, a merge or
-     rebase in progress)
-  3  the accepted hunks were written but the commit failed (e.g. a hook refused it)
-  130  interrupted (Ctrl-C, SIGTERM): a landing under way was finished first; one still
-     waiting for another tern was given up, nothing written";
+     could be written (not a git repository, another tern or git process holds its
+     lock, a merge or rebase in progress, no identity to commit with, a signing key
+     that does not sign)
+  3  a commit failed (e.g. a hook refused it): nothing was committed, and the files
+     written were put back as they were
+  130  interrupted (Ctrl-C, SIGTERM): a landing under way was finished first; one that
+     had not written anything yet was given up, nothing written";
 
 /// `tern undo --help`: the exit codes.
 const UNDO_EXIT_CODES: &str = "\
@@ -393,4 +395,5 @@ Exit codes:
      changed since, or a remote branch already contains it; with --turn, the turn's
      commits are no longer the newest, or one of them was refused: the newer ones
      were undone, the rest left as they were (the output says which)
-  2  error: not in a git repository, or git failed";
+  2  error: not in a git repository, another tern or git process holds its lock
+     (.git/index.lock), or git failed (nothing was changed)";

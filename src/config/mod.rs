@@ -247,8 +247,18 @@ impl<'a> From<&'a Settings> for crate::git::CommitOptions<'a> {
             verify_hooks: s.verify_hooks,
             model: Some(&s.model),
             co_author_trailer: s.co_author_trailer,
+            fail_at: fail_at(),
         }
     }
+}
+
+/// `TERN_FAIL_AT`: a step of committing to fail on purpose, for tests of the binary
+/// (debug builds only; release builds never read it).
+fn fail_at() -> Option<crate::git::FailAt> {
+    if !cfg!(debug_assertions) {
+        return None;
+    }
+    std::env::var("TERN_FAIL_AT").ok()?.parse().ok()
 }
 
 impl From<&Settings> for crate::branch_review::ReviewOptions {

@@ -44,16 +44,25 @@ pub struct Backup {
     pub written_sha256: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Written {
     pub path: PathBuf,
     /// The file really written, relative to the root (differs from `path` when that is
     /// a symlink): the path to commit.
     pub real: PathBuf,
+    /// Where it was written.
+    pub abs: PathBuf,
     pub hunks: Vec<HunkId>,
     pub created: bool,
     /// The file's bytes before tern wrote it (None: it did not exist).
     pub before: Option<Vec<u8>>,
+    /// The bytes tern wrote: what its commit holds, whatever the file holds by then.
+    pub bytes: Vec<u8>,
+    /// The written file's metadata, taken from tern's own handle before it replaced
+    /// the file, so it describes `bytes` and never a later save by the user.
+    pub metadata: std::fs::Metadata,
+    /// Directories created for a new file, deepest first.
+    pub created_dirs: Vec<PathBuf>,
 }
 
 #[derive(Debug)]
@@ -203,31 +212,47 @@ impl Proposal {
                     }
                 },
             };
+            let created_dirs = missing_dirs(&target.abs);
             match write_atomic(&target, &bytes, tmp) {
-                Ok(()) => {
+                Ok(metadata) => {
                     applied.backups.extend(backup);
-                    applied.diff.push_str(&super::render::unified_diff(
-                        file,
-                        |h| h.decision == Decision::Accept,
-                        false,
-                    ));
+                    applied.diff.push_str(&accepted_diff(file));
                     applied.written.push(Written {
                         path: file.path.clone(),
                         real: target.real(&self.root),
+                        abs: target.abs.clone(),
                         hunks: file.accepted().map(|h| h.id).collect(),
                         created: !target.exists,
                         before: expected(file),
+                        bytes: bytes.clone(),
+                        metadata,
+                        created_dirs,
                     });
                     self.settle(i, bytes);
                 }
-                Err(e) => applied.failed.push(WriteFailure {
-                    path: file.path.clone(),
-                    error: e.to_string(),
-                }),
+                Err(e) => {
+                    if let Some(b) = &backup {
+                        let _ = std::fs::remove_file(&b.saved_at);
+                    }
+                    applied.failed.push(WriteFailure {
+                        path: file.path.clone(),
+                        error: e.to_string(),
+                    });
+                }
             }
         }
         self.files.retain(|f| !f.hunks.is_empty());
         applied
+    }
+
+    /// The unified diff of what writing `ready` would write: the accepted hunks of the
+    /// files it cleared (for a commit message asked for before anything is written).
+    pub fn planned_diff(&self, ready: &Ready) -> String {
+        ready
+            .targets
+            .iter()
+            .map(|(i, _)| accepted_diff(&self.files[*i]))
+            .collect()
     }
 
     /// Re-diffs the files that changed on disk against their new content.
@@ -267,6 +292,67 @@ impl Proposal {
             self.files[i].settle(text, &mut taken);
         }
     }
+}
+
+fn accepted_diff(file: &FileProposal) -> String {
+    super::render::unified_diff(file, |h| h.decision == Decision::Accept, false)
+}
+
+impl Applied {
+    /// Puts every written file back as it was before (its previous bytes, or no file
+    /// and none of the directories made for it) and removes the backups taken, when a
+    /// landing fails after writing. A file that no longer holds what tern wrote was
+    /// saved by someone since: it is left alone and listed, with the files that could
+    /// not be put back.
+    pub fn put_back(&self) -> Vec<WriteFailure> {
+        let mut failed = Vec::new();
+        for w in self.written.iter().rev() {
+            let now = std::fs::read(&w.abs).ok();
+            if now.as_deref() != Some(w.bytes.as_slice()) {
+                failed.push(WriteFailure {
+                    path: w.path.clone(),
+                    error: "it changed after tern wrote it, so tern left it as it is now".into(),
+                });
+                continue;
+            }
+            let restored = match &w.before {
+                Some(before) => {
+                    let target = Target {
+                        rel: w.path.clone(),
+                        abs: w.abs.clone(),
+                        exists: true,
+                    };
+                    write_atomic(&target, before, None).map(|_| ())
+                }
+                None => std::fs::remove_file(&w.abs).map(|()| {
+                    for dir in &w.created_dirs {
+                        if std::fs::remove_dir(dir).is_err() {
+                            break;
+                        }
+                    }
+                }),
+            };
+            if let Err(e) = restored {
+                failed.push(WriteFailure {
+                    path: w.path.clone(),
+                    error: e.to_string(),
+                });
+            }
+        }
+        for b in &self.backups {
+            let _ = std::fs::remove_file(&b.saved_at);
+        }
+        failed
+    }
+}
+
+/// The directories `path`'s parent needs created, deepest first.
+fn missing_dirs(path: &Path) -> Vec<PathBuf> {
+    path.ancestors()
+        .skip(1)
+        .take_while(|d| !d.as_os_str().is_empty() && !d.exists())
+        .map(Path::to_path_buf)
+        .collect()
 }
 
 /// The bytes the proposal was made from (None: the file did not exist).
@@ -329,8 +415,13 @@ fn writable(target: &Target) -> Result<(), String> {
 
 /// Writes `bytes` to a temporary file (in `tmp` when given and on the same disk, else
 /// next to the target) and renames it over the target, keeping the target's
-/// permissions. A new file must still not exist.
-fn write_atomic(target: &Target, bytes: &[u8], tmp: Option<&Path>) -> io::Result<()> {
+/// permissions. A new file must still not exist. Returns the metadata of what was
+/// written, read through the temporary file's own handle before the rename.
+fn write_atomic(
+    target: &Target,
+    bytes: &[u8],
+    tmp: Option<&Path>,
+) -> io::Result<std::fs::Metadata> {
     let dir = target.abs.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
     if let Some(tmp) = tmp {
@@ -342,7 +433,7 @@ fn write_atomic(target: &Target, bytes: &[u8], tmp: Option<&Path>) -> io::Result
     write_via(target, bytes, dir)
 }
 
-fn write_via(target: &Target, bytes: &[u8], dir: &Path) -> io::Result<()> {
+fn write_via(target: &Target, bytes: &[u8], dir: &Path) -> io::Result<std::fs::Metadata> {
     let mut builder = tempfile::Builder::new();
     builder.prefix(".tern-").suffix(".tmp");
     #[cfg(unix)]
@@ -357,9 +448,12 @@ fn write_via(target: &Target, bytes: &[u8], dir: &Path) -> io::Result<()> {
     if target.exists {
         let perms = std::fs::metadata(&target.abs)?.permissions();
         tmp.as_file().set_permissions(perms)?;
+    }
+    let metadata = tmp.as_file().metadata()?;
+    if target.exists {
         tmp.persist(&target.abs).map_err(|e| e.error)?;
     } else {
         tmp.persist_noclobber(&target.abs).map_err(|e| e.error)?;
     }
-    Ok(())
+    Ok(metadata)
 }

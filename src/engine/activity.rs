@@ -26,7 +26,7 @@ pub(crate) enum Activity {
         what: Stream,
     },
     /// Accepted hunks are written and committed, or a git command runs, on a blocking
-    /// thread. The flag cancels a landing still waiting for another tern's lock.
+    /// thread. The flag cancels a landing that has not written anything yet.
     Git { cancel: Arc<AtomicBool> },
     /// A command waits for the user's yes or no; nothing else starts meanwhile, so the
     /// answer cannot find the engine busy with something the user started after.
@@ -146,8 +146,9 @@ impl Activity {
         }
     }
 
-    /// `Op::Cancel`: stops a stream, and a landing that still waits for the lock (one
-    /// that is writing finishes: edits land whole or not at all).
+    /// `Op::Cancel` (and quitting): stops a stream, and a landing that has not written
+    /// anything yet (waiting for the lock, or for its commit message); one that is
+    /// writing finishes: edits land whole or not at all.
     pub(crate) fn cancel(&self) {
         match self {
             Activity::Streaming { cancel, .. } | Activity::Running { cancel } => cancel.cancel(),

@@ -274,13 +274,11 @@ impl Engine {
                 Some(done) = self.internal_rx.recv() => self.internal(done),
             }
         }
-        // A reply stops, and a command's whole process group is killed.
-        if self.activity.is_streaming()
-            || matches!(self.activity, activity::Activity::Running { .. })
-        {
-            self.activity.cancel();
-        }
-        // Edits being written and committed are finished, never cut off half-way.
+        // A reply stops, a command's whole process group is killed, and a landing that
+        // has not written anything yet gives up (its proposal is saved as it was).
+        self.activity.cancel();
+        // Edits being written and committed are finished, never cut off half-way, and
+        // the session is saved with their commit.
         while matches!(self.activity, activity::Activity::Git { .. }) {
             match self.internal_rx.recv().await {
                 Some(

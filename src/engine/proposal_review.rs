@@ -606,6 +606,7 @@ impl Engine {
                 backup_root: Some(crate::config::backup_root(&root)),
                 cancel: Some(&cancel),
             };
+            let cancelled = || cancel.load(std::sync::atomic::Ordering::SeqCst);
             // What the weak model's commit messages cost, for the session's spending.
             let spent = std::cell::Cell::new(0.0);
             // A panic here must not leave the engine waiting forever for this result.
@@ -615,13 +616,13 @@ impl Engine {
                     &mut pending.proposal,
                     options,
                     |diff| match &client {
-                        Some(client) => {
-                            let (message, cost) =
-                                runtime.block_on(commit_message(client, &settings, diff));
+                        Some(client) if !cancelled() => {
+                            let (message, cost) = runtime
+                                .block_on(commit_message(client, &settings, diff, &cancelled));
                             spent.set(spent.get() + cost);
                             message
                         }
-                        None => git::message::fallback(diff),
+                        _ => git::message::fallback(diff),
                     },
                 )
             }))
@@ -664,6 +665,23 @@ impl Engine {
                     "nothing was written: your own uncommitted changes to these files could not be committed first: {e}"
                 ));
                 Some(NotApplied::DirtyCommitFailed)
+            }
+            Landed::RolledBack {
+                error,
+                not_restored,
+            } => {
+                self.error(format!(
+                    "the commit failed: {error}; nothing was committed (not even your own changes) and the files tern had written were put back as they were"
+                ));
+                for f in &not_restored {
+                    self.error(format!(
+                        "{} was not put back: {}",
+                        f.path.display(),
+                        f.error
+                    ));
+                }
+                self.publish_proposal();
+                Some(NotApplied::CommitFailed)
             }
             Landed::NotWritten(ApplyOutcome::Stale(stale)) => {
                 let names: Vec<String> =
@@ -731,16 +749,12 @@ impl Engine {
                         crate::prompts::USER_EDITED_HUNKS
                     ));
                 }
-                let (commit_id, message, commit_failed) = match commit {
-                    Ok(Some(c)) => {
+                let (commit_id, message) = match commit {
+                    Some(c) => {
                         self.session.turns.landed(c.id);
-                        (Some(c.short_id()), c.summary, false)
+                        (Some(c.short_id()), c.summary)
                     }
-                    Ok(None) => (None, "written, not committed".to_string(), false),
-                    Err(e) => {
-                        self.error(format!("the edits were written but not committed: {e}"));
-                        (None, "written, the commit failed".to_string(), true)
-                    }
+                    None => (None, "written, not committed".to_string()),
                 };
                 let remaining = self.close_if_decided();
                 let written: Vec<String> = applied
@@ -760,7 +774,6 @@ impl Engine {
                         .iter()
                         .map(|f| f.path.display().to_string())
                         .collect(),
-                    commit_failed,
                 });
                 self.publish_files();
                 self.auto_test_after_landing();
@@ -770,6 +783,9 @@ impl Engine {
         if let Some(reason) = not_applied {
             self.events.send(Event::NotApplied { reason });
         }
+        // The saved session holds what the landing did (its commit, for `undo --turn`),
+        // even when the user quit while it ran.
+        self.save_session();
         self.publish_budget();
         self.idle_if_done();
     }
@@ -815,10 +831,14 @@ pub(crate) fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "a panic".into())
 }
 
-/// A commit message from the weak model, cleaned, or the deterministic fallback.
-/// A commit message for `diff` from the weak model (the fallback when it gives none),
-/// and what asking cost.
-async fn commit_message(client: &LlmClient, settings: &Settings, diff: &str) -> (String, f64) {
+/// A commit message for `diff` from the weak model (the fallback when it gives none, or
+/// when `cancelled` says the landing is being given up), and what asking cost.
+async fn commit_message(
+    client: &LlmClient,
+    settings: &Settings,
+    diff: &str,
+    cancelled: &dyn Fn() -> bool,
+) -> (String, f64) {
     let model = ModelInfo::lookup(&settings.weak_model);
     let request = ChatRequest {
         model: model.clone(),
@@ -829,11 +849,20 @@ async fn commit_message(client: &LlmClient, settings: &Settings, diff: &str) -> 
         one_at_a_time: false,
     };
     let cancel = CancellationToken::new();
-    let answer = tokio::time::timeout(
-        COMMIT_MESSAGE_TIMEOUT,
-        client.chat(&request, &cancel, &mut |_| {}),
-    )
-    .await;
+    let watch = async {
+        while !cancelled() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        cancel.cancel();
+    };
+    let mut ignore = |_| {};
+    let answer = tokio::select! {
+        answer = tokio::time::timeout(
+            COMMIT_MESSAGE_TIMEOUT,
+            client.chat(&request, &cancel, &mut ignore),
+        ) => answer,
+        () = watch => return (git::message::fallback(diff), 0.0),
+    };
     let (message, cost) = match answer {
         Ok(Ok(reply)) => (git::message::clean(&reply.text), model.cost(&reply.usage)),
         Ok(Err(e)) => {

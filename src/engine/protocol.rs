@@ -353,6 +353,9 @@ pub enum NotApplied {
     Cancelled,
     /// The user's own uncommitted changes to those files could not be committed first.
     DirtyCommitFailed,
+    /// The commit failed after the files were written (a hook refused it, signing
+    /// failed, HEAD moved): they were put back, and nothing was committed.
+    CommitFailed,
     /// A file changed on disk since the edits were proposed: review them again.
     Stale,
     /// Gitignored files wait for the user's confirmation.
@@ -510,8 +513,6 @@ pub enum Event {
         message: String,
         /// Files whose accepted hunks could not be written (the others were).
         failed: Vec<String>,
-        /// The edits were written but the commit failed (a hook refused it).
-        commit_failed: bool,
     },
     /// A hunk's proposed lines exactly as they are (control characters included), for
     /// an editor; `path` is its file, whose extension the editor may use.

@@ -149,7 +149,6 @@ impl Visible for Event {
                 commit,
                 message,
                 failed,
-                commit_failed: _,
             } => {
                 files.make_visible();
                 commit.make_visible();

@@ -1,14 +1,25 @@
-//! Committing exactly some paths: the commit's tree is HEAD's tree with those paths'
-//! working-tree content, and only those paths' index entries are updated, so whatever
-//! else the user has staged or changed stays as it was (like `git commit --only`).
+//! Making commits, the one way every commit of tern's is made (a landing's, the user's
+//! own changes committed first, `/commit`): under git's `index.lock`, each commit is
+//! built as objects only, so nothing is visible yet: blobs from given bytes, a tree
+//! that is its parent's with exactly those paths changed (like `git commit --only`:
+//! whatever else the user staged stays staged), the commit object, signed when
+//! configured. Then the new index goes into the lock file, tern's notes are written,
+//! the branch moves by compare and swap from where it was read, and the lock file is
+//! renamed over the index. A failure before that last step leaves the repository as
+//! it was.
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
 use git2::build::TreeUpdateBuilder;
-use git2::{FileMode, Oid, Repository, Status};
+use git2::{FileMode, IndexEntry, IndexTime, Oid, Repository, Status};
 
-use super::{CommitOptions, GitError, hooks, message};
+use super::failpoint::{Failpoints, Step};
+use super::head::Head;
+use super::identity::Identity;
+use super::index_lock::IndexLock;
+use super::sign::Signer;
+use super::{CommitOptions, GitError, RepoLock, hooks, lock_wait, message};
 
 /// The notes ref that marks commits tern made, so `undo` recognizes them whatever
 /// their message says (the trailer can be turned off).
@@ -54,7 +65,7 @@ pub fn commit_dirty(
     paths: &[PathBuf],
     opts: &CommitOptions<'_>,
 ) -> Result<Option<Commit>, GitError> {
-    commit_users(repo, paths, None, opts)
+    alone(repo, opts, |c| c.commit_users(paths, None))
 }
 
 /// `/commit [MESSAGE]`: the user's uncommitted changes to `paths`, with their message
@@ -65,190 +76,494 @@ pub fn commit_user_changes(
     message: Option<&str>,
     opts: &CommitOptions<'_>,
 ) -> Result<Option<Commit>, GitError> {
-    commit_users(repo, paths, Some(message.unwrap_or_default()), opts)
+    alone(repo, opts, |c| {
+        c.commit_users(paths, Some(message.unwrap_or_default()))
+    })
 }
 
-/// The user's changes to `paths`: with `message` None, before tern's edits land (the
-/// body says so); with Some, at the user's request (an empty one names the files).
-fn commit_users(
-    repo: &Repository,
-    paths: &[PathBuf],
-    message: Option<&str>,
-    opts: &CommitOptions<'_>,
-) -> Result<Option<Commit>, GitError> {
-    let dirty = dirty_paths(repo, paths)?;
-    let subject = match dirty.as_slice() {
-        [] => return Ok(None),
-        [one] => format!("chore: save local changes to {}", one.display()),
-        many => format!("chore: save local changes to {} files", many.len()),
-    };
-    let list = dirty
-        .iter()
-        .map(|p| format!("- {}", p.display()))
-        .collect::<Vec<_>>()
-        .join("\n");
-    let text = match message.map(str::trim) {
-        None => format!(
-            "{}\n\nCommitted by tern before applying edits to:\n{list}",
-            message::fit(&subject)
-        ),
-        Some("") => format!("{}\n\n{list}", message::fit(&subject)),
-        Some(given) => given.to_string(),
-    };
-    commit_paths(repo, &dirty, &text, opts, None)
-}
-
-/// Commits the working-tree content of `paths` (the files tern wrote) on top of HEAD
-/// with `message` (plus the co-author trailer), marked as a tern commit. Paths that are
-/// untracked and ignored are written but not committed. None when nothing differs from
-/// HEAD.
+/// Commits the working-tree content of `paths` on top of HEAD with `message` (plus
+/// the co-author trailer), marked as a tern commit. Paths that are untracked and
+/// ignored are not committed. None when nothing differs from HEAD.
 pub fn commit_edits(
     repo: &Repository,
     paths: &[PathBuf],
     message: &str,
     opts: &CommitOptions<'_>,
 ) -> Result<Option<Commit>, GitError> {
-    commit_paths(repo, paths, message, opts, Some(""))
+    alone(repo, opts, |c| {
+        let changes = c.worktree_changes(paths)?;
+        c.commit(&changes, message, Some(""))
+    })
 }
 
-/// [`commit_edits`], with `undo_lines` (what undo needs beyond the commit itself:
-/// backups, the user's own versions) in tern's note. The note is written whole, right
-/// after the commit and before any post-commit hook, so a tern killed at any point
-/// leaves either no note (undo refuses: not tern's) or all of it, never a note that
-/// would let undo drop the user's lines.
-pub(crate) fn commit_landing(
+/// One commit made on its own: tern's lock, git's, the commit, the rest.
+fn alone(
     repo: &Repository,
-    paths: &[PathBuf],
-    message: &str,
     opts: &CommitOptions<'_>,
-    undo_lines: &str,
+    make: impl FnOnce(&mut Committer<'_>) -> Result<Option<Commit>, GitError>,
 ) -> Result<Option<Commit>, GitError> {
-    commit_paths(repo, paths, message, opts, Some(undo_lines))
-}
-
-/// Commits `paths`; `tern_note` (lines to add to the note) marks a tern commit.
-fn commit_paths(
-    repo: &Repository,
-    paths: &[PathBuf],
-    text: &str,
-    opts: &CommitOptions<'_>,
-    tern_note: Option<&str>,
-) -> Result<Option<Commit>, GitError> {
-    let workdir = repo.workdir().ok_or(GitError::Bare)?.to_path_buf();
+    let _lock = RepoLock::acquire(repo.path(), lock_wait())?;
+    let mut fail = Failpoints::new(opts.fail_at);
+    fail.check(Step::IndexLock)?;
+    let lock = IndexLock::acquire(repo.path())?;
     super::ensure_idle(repo)?;
-    let head = head_commit(repo)?;
-    let head_tree = match &head {
-        Some(c) => c.tree()?,
-        None => repo.find_tree(repo.treebuilder(None)?.write()?)?,
-    };
-    let mut index = repo.index()?;
-    // Tracked means in the index: a file still in HEAD that the user untracked
-    // (`git rm --cached .env`, then ignored it) must not be committed again, nor its
-    // staged removal undone.
-    let paths: Vec<&PathBuf> = paths
-        .iter()
-        .filter(|p| index.get_path(p, 0).is_some() || !repo.is_path_ignored(p).unwrap_or(false))
-        .collect();
-    // Stage in memory only; the index is written once the commit exists.
-    let staged = stage(&mut index, &workdir, &paths);
-    let tree = staged.and_then(|()| {
+    let mut committer = Committer::new(repo, lock, opts, fail)?;
+    let made = make(&mut committer)?;
+    committer.finish()?;
+    Ok(made)
+}
+
+/// A path's new content in a commit (an index entry: blob, mode and the file's stat),
+/// or its removal.
+#[derive(Debug)]
+pub(crate) enum Change {
+    Put(IndexEntry),
+    Remove(PathBuf),
+}
+
+impl Change {
+    fn path(&self) -> PathBuf {
+        match self {
+            Change::Put(entry) => entry_path(entry),
+            Change::Remove(path) => path.clone(),
+        }
+    }
+}
+
+fn entry_path(entry: &IndexEntry) -> PathBuf {
+    PathBuf::from(String::from_utf8_lossy(&entry.path).into_owned())
+}
+
+/// Commits in the making, under git's index lock; nothing is visible until
+/// [`finish`](Committer::finish), and dropping it changes nothing.
+pub(crate) struct Committer<'r> {
+    repo: &'r Repository,
+    lock: IndexLock,
+    /// The index as it will be written.
+    index: git2::Index,
+    head: Head,
+    /// The parent of the next commit: HEAD, then the last commit made.
+    tip: Option<Oid>,
+    signer: Option<Signer>,
+    opts: CommitOptions<'r>,
+    fail: Failpoints,
+    made: Vec<Oid>,
+    /// tern's notes, by commit.
+    notes: Vec<(Oid, String)>,
+}
+
+impl<'r> Committer<'r> {
+    /// Starts making commits while `lock` is held: checks who commits and, when
+    /// commits are signed, that the key signs (a probe), before anything is written.
+    pub(crate) fn new(
+        repo: &'r Repository,
+        lock: IndexLock,
+        opts: &CommitOptions<'r>,
+        mut fail: Failpoints,
+    ) -> Result<Committer<'r>, GitError> {
+        fail.check(Step::Identity)?;
+        let identity = Identity::resolve(repo)?;
+        fail.check(Step::Signing)?;
+        let signer = Signer::configured(repo, &identity.committer)?;
+        if let Some(signer) = &signer {
+            signer.probe()?;
+        }
+        let head = Head::read(repo)?;
+        let index = lock.open()?;
+        Ok(Committer {
+            repo,
+            lock,
+            index,
+            tip: head.id,
+            head,
+            signer,
+            opts: *opts,
+            fail,
+            made: Vec::new(),
+            notes: Vec::new(),
+        })
+    }
+
+    /// The user's uncommitted changes to `paths`, in a commit of their own: with
+    /// `message` None, before tern's edits land (the body says so); with Some, at the
+    /// user's request (an empty one names the files). None when the paths are clean.
+    pub(crate) fn commit_users(
+        &mut self,
+        paths: &[PathBuf],
+        message: Option<&str>,
+    ) -> Result<Option<Commit>, GitError> {
+        let dirty = dirty_paths(self.repo, paths)?;
+        let subject = match dirty.as_slice() {
+            [] => return Ok(None),
+            [one] => format!("chore: save local changes to {}", one.display()),
+            many => format!("chore: save local changes to {} files", many.len()),
+        };
+        let list = dirty
+            .iter()
+            .map(|p| format!("- {}", p.display()))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let text = match message.map(str::trim) {
+            None => format!(
+                "{}\n\nCommitted by tern before applying edits to:\n{list}",
+                message::fit(&subject)
+            ),
+            Some("") => format!("{}\n\n{list}", message::fit(&subject)),
+            Some(given) => given.to_string(),
+        };
+        let changes = self.worktree_changes(&dirty)?;
+        self.commit(&changes, &text, None)
+    }
+
+    /// `paths` as the work tree holds them now (the user's content): each file's
+    /// bytes read once, with the stat taken before the read (a save in between makes
+    /// git look at the file again rather than trust it).
+    pub(crate) fn worktree_changes(&mut self, paths: &[PathBuf]) -> Result<Vec<Change>, GitError> {
+        self.fail.check(Step::Blobs)?;
+        let workdir = self.repo.workdir().ok_or(GitError::Bare)?.to_path_buf();
+        let mut changes = Vec::new();
+        for path in self.committable(paths) {
+            let abs = workdir.join(&path);
+            let Ok(meta) = abs.symlink_metadata() else {
+                if self.index.get_path(&path, 0).is_some() {
+                    changes.push(Change::Remove(path));
+                }
+                continue;
+            };
+            let (id, mode) = if meta.file_type().is_symlink() {
+                let target = std::fs::read_link(&abs)?;
+                let bytes = target.as_os_str().as_encoded_bytes();
+                (self.repo.blob(bytes)?, 0o120000)
+            } else if meta.is_file() {
+                let bytes = std::fs::read(&abs)?;
+                (self.blob(&path, &bytes)?, self.mode(&path, &meta))
+            } else {
+                continue;
+            };
+            changes.push(Change::Put(entry(&path, id, mode, Some(&meta))));
+        }
+        Ok(changes)
+    }
+
+    /// The files a landing wrote, from the bytes it wrote (never read back from disk:
+    /// a save by the user since is theirs, not part of tern's commit).
+    pub(crate) fn written_changes(
+        &mut self,
+        written: &[crate::edit::Written],
+    ) -> Result<Vec<Change>, GitError> {
+        self.fail.check(Step::Blobs)?;
+        let paths: Vec<PathBuf> = written.iter().map(|w| w.real.clone()).collect();
+        let keep = self.committable(&paths);
+        let mut changes = Vec::new();
+        for w in written.iter().filter(|w| keep.contains(&w.real)) {
+            let id = self.blob(&w.real, &w.bytes)?;
+            let mode = self.mode(&w.real, &w.metadata);
+            changes.push(Change::Put(entry(&w.real, id, mode, Some(&w.metadata))));
+        }
+        Ok(changes)
+    }
+
+    /// Of `paths`, those to commit. Tracked means in the index: a file still in HEAD
+    /// that the user untracked (`git rm --cached .env`, then ignored it) must not be
+    /// committed again, nor its staged removal undone.
+    fn committable(&self, paths: &[PathBuf]) -> Vec<PathBuf> {
+        paths
+            .iter()
+            .filter(|p| {
+                self.index.get_path(p, 0).is_some()
+                    || !self.repo.is_path_ignored(p).unwrap_or(false)
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// A blob of `bytes` as git would store the file at `path`: through the
+    /// repository's built-in filters (end-of-line conversion, `ident`).
+    fn blob(&self, path: &Path, bytes: &[u8]) -> Result<Oid, GitError> {
+        use std::io::Write;
+        let mut writer = self.repo.blob_writer(Some(path))?;
+        writer.write_all(bytes)?;
+        Ok(writer.commit()?)
+    }
+
+    /// The mode git records for a regular file: executable or not, from its
+    /// permissions, unless `core.fileMode` is off (then the index's mode stays).
+    fn mode(&self, path: &Path, meta: &std::fs::Metadata) -> u32 {
+        let trust = self
+            .repo
+            .config()
+            .and_then(|c| c.get_bool("core.filemode"))
+            .unwrap_or(true);
+        let known = self.index.get_path(path, 0).map(|e| e.mode);
+        match (trust, known) {
+            (false, Some(mode)) if mode == 0o100644 || mode == 0o100755 => mode,
+            _ if executable(meta) => 0o100755,
+            _ => 0o100644,
+        }
+    }
+
+    /// Makes the commit of `changes` on top of the last one (HEAD at first) with
+    /// `text`, as objects only; `tern_note` (lines for the note) marks a tern commit.
+    /// None when the tree would not change.
+    pub(crate) fn commit(
+        &mut self,
+        changes: &[Change],
+        text: &str,
+        tern_note: Option<&str>,
+    ) -> Result<Option<Commit>, GitError> {
+        let repo = self.repo;
+        self.fail.check(Step::Tree)?;
+        let parent = self.tip.map(|id| repo.find_commit(id)).transpose()?;
+        let base = match &parent {
+            Some(c) => c.tree()?,
+            None => repo.find_tree(repo.treebuilder(None)?.write()?)?,
+        };
         let mut update = TreeUpdateBuilder::new();
-        for p in &paths {
-            match index.get_path(p, 0) {
-                Some(entry) => update.upsert(p.as_path(), entry.id, file_mode(entry.mode)),
-                None => update.remove(p.as_path()),
+        for change in changes {
+            match change {
+                Change::Put(e) => update.upsert(entry_path(e), e.id, file_mode(e.mode)),
+                Change::Remove(path) => update.remove(path),
             };
         }
-        Ok(repo.find_tree(update.create_updated(repo, &head_tree)?)?)
-    });
-    let tree = match tree {
-        Ok(tree) if tree.id() != head_tree.id() => tree,
-        Ok(_) => {
-            index.read(true)?;
+        let tree = repo.find_tree(update.create_updated(repo, &base)?)?;
+        if tree.id() == base.id() {
             return Ok(None);
         }
-        Err(e) => {
-            index.read(true)?;
+        let co_author = self
+            .opts
+            .model
+            .filter(|_| tern_note.is_some() && self.opts.co_author_trailer);
+        let mut text = message::with_trailer(text, co_author);
+        if self.opts.verify_hooks {
+            text = run_commit_hooks(repo, &tree, text)?;
+        }
+        self.fail.check(Step::CommitObject)?;
+        let identity = Identity::resolve(repo)?;
+        let parents: Vec<&git2::Commit<'_>> = parent.iter().collect();
+        let buffer = repo.commit_create_buffer(
+            &identity.author,
+            &identity.committer,
+            &text,
+            &tree,
+            &parents,
+        )?;
+        let buffer = std::str::from_utf8(&buffer)
+            .map_err(|_| GitError::BadIdentity("the commit is not UTF-8 text".into()))?;
+        let id = match &self.signer {
+            Some(signer) => repo.commit_signed(buffer, &signer.sign(buffer)?, None)?,
+            None => repo
+                .odb()?
+                .write(git2::ObjectType::Commit, buffer.as_bytes())?,
+        };
+        for change in changes {
+            match change {
+                Change::Put(e) => self.index.add(e)?,
+                Change::Remove(path) => match self.index.remove_path(path) {
+                    Err(e) if e.code() != git2::ErrorCode::NotFound => return Err(e.into()),
+                    _ => {}
+                },
+            }
+        }
+        if let Some(extra) = tern_note {
+            let note = match self.opts.model {
+                Some(model) => format!("tern\nmodel: {model}\n{extra}"),
+                None => format!("tern\n{extra}"),
+            };
+            self.notes.push((id, note));
+        }
+        self.tip = Some(id);
+        self.made.push(id);
+        let commit = repo.find_commit(id)?;
+        Ok(Some(Commit {
+            id,
+            summary: String::from_utf8_lossy(commit.summary_bytes().unwrap_or_default())
+                .into_owned(),
+            paths: changes.iter().map(Change::path).collect(),
+        }))
+    }
+
+    /// Makes the commits visible: the index into git's lock file, tern's notes, the
+    /// branch moved from where it was read (compare and swap), the lock renamed over
+    /// the index; then the post-commit hooks. Any failure puts back what moved, so the
+    /// repository is as it was.
+    pub(crate) fn finish(self) -> Result<(), GitError> {
+        let Committer {
+            repo,
+            mut lock,
+            mut index,
+            head,
+            tip,
+            opts,
+            mut fail,
+            made,
+            notes,
+            ..
+        } = self;
+        let Some(tip) = tip.filter(|_| !made.is_empty()) else {
+            return Ok(());
+        };
+        fail.check(Step::Index)?;
+        lock.prepare(&mut index)?;
+        let notes_before = repo.refname_to_id(super::NOTES_REF).ok();
+        let noted = fail
+            .check(Step::Notes)
+            .and_then(|()| write_notes(repo, &notes));
+        if let Err(e) = noted {
+            restore_notes(repo, notes_before);
             return Err(e);
         }
-    };
-    let result = write_commit(repo, &tree, head.as_ref(), text, opts, tern_note);
-    match result {
-        Ok(id) => {
-            index.write()?;
-            if opts.verify_hooks {
+        let summary = repo
+            .find_commit(tip)
+            .map(|c| String::from_utf8_lossy(c.summary_bytes().unwrap_or_default()).into_owned())
+            .unwrap_or_default();
+        let log = match head.id {
+            Some(_) => format!("commit: {summary}"),
+            None => format!("commit (initial): {summary}"),
+        };
+        if let Err(e) = fail
+            .check(Step::Ref)
+            .and_then(|()| head.swap(repo, tip, &log))
+        {
+            restore_notes(repo, notes_before);
+            return Err(e);
+        }
+        if let Err(e) = fail
+            .check(Step::IndexCommit)
+            .and_then(|()| lock.commit().map_err(GitError::from))
+        {
+            if let Err(back) = head.swap_back(repo, tip) {
+                tracing::warn!("could not move {} back: {back}", head.name);
+            }
+            restore_notes(repo, notes_before);
+            return Err(e);
+        }
+        if opts.verify_hooks {
+            for _ in &made {
                 // Like git, a failing post-commit hook does not undo the commit.
                 if let Err(e) = hooks::run(repo, "post-commit", &[], None) {
                     tracing::warn!("{e}");
                 }
             }
-            let commit = repo.find_commit(id)?;
-            Ok(Some(Commit {
-                id,
-                summary: String::from_utf8_lossy(commit.summary_bytes().unwrap_or_default())
-                    .into_owned(),
-                paths: paths.into_iter().cloned().collect(),
-            }))
         }
-        Err(e) => {
-            index.read(true)?;
-            Err(e)
-        }
+        Ok(())
     }
 }
 
-fn stage(index: &mut git2::Index, workdir: &Path, paths: &[&PathBuf]) -> Result<(), GitError> {
-    for p in paths {
-        if workdir.join(p).symlink_metadata().is_ok() {
-            index.add_path(p)?;
-        } else if index.get_path(p, 0).is_some() {
-            index.remove_path(p)?;
-        }
+/// Runs pre-commit (with `GIT_INDEX_FILE` at an index holding exactly `tree`, as
+/// `git commit --only` does) and commit-msg; returns the message as commit-msg left it.
+fn run_commit_hooks(
+    repo: &Repository,
+    tree: &git2::Tree<'_>,
+    text: String,
+) -> Result<String, GitError> {
+    let index_path = repo
+        .path()
+        .join(format!("tern-index-{}", std::process::id()));
+    let pre = (|| {
+        let mut hook_index = git2::Index::open(&index_path)?;
+        hook_index.read_tree(tree)?;
+        hook_index.write()?;
+        hooks::run(repo, "pre-commit", &[], Some(&index_path))
+    })();
+    let _ = std::fs::remove_file(&index_path);
+    pre?;
+    let msg_path = repo.path().join("COMMIT_EDITMSG");
+    std::fs::write(&msg_path, &text)?;
+    hooks::run(repo, "commit-msg", &[OsStr::new(&msg_path)], None)?;
+    Ok(std::fs::read_to_string(&msg_path)?)
+}
+
+fn write_notes(repo: &Repository, notes: &[(Oid, String)]) -> Result<(), GitError> {
+    let identity = Identity::resolve(repo)?;
+    for (id, note) in notes {
+        repo.note(
+            &identity.committer,
+            &identity.committer,
+            Some(NOTES_REF),
+            *id,
+            note,
+            true,
+        )?;
     }
     Ok(())
 }
 
-/// Runs the hooks and creates the commit, moving HEAD (or the branch it names).
-fn write_commit(
-    repo: &Repository,
-    tree: &git2::Tree<'_>,
-    parent: Option<&git2::Commit<'_>>,
-    text: &str,
-    opts: &CommitOptions<'_>,
-    tern_note: Option<&str>,
-) -> Result<Oid, GitError> {
-    let sig = repo.signature().map_err(|_| GitError::NoIdentity)?;
-    let co_author = opts
-        .model
-        .filter(|_| tern_note.is_some() && opts.co_author_trailer);
-    let mut text = message::with_trailer(text, co_author);
-    if opts.verify_hooks {
-        let index_path = repo
-            .path()
-            .join(format!("tern-index-{}", std::process::id()));
-        let pre = (|| {
-            let mut hook_index = git2::Index::open(&index_path)?;
-            hook_index.read_tree(tree)?;
-            hook_index.write()?;
-            hooks::run(repo, "pre-commit", &[], Some(&index_path))
-        })();
-        let _ = std::fs::remove_file(&index_path);
-        pre?;
-        let msg_path = repo.path().join("COMMIT_EDITMSG");
-        std::fs::write(&msg_path, &text)?;
-        hooks::run(repo, "commit-msg", &[OsStr::new(&msg_path)], None)?;
-        text = std::fs::read_to_string(&msg_path)?;
+/// Puts tern's notes ref back to `before` (None: it did not exist).
+fn restore_notes(repo: &Repository, before: Option<Oid>) {
+    let now = repo.refname_to_id(NOTES_REF).ok();
+    if now == before {
+        return;
     }
-    let parents: Vec<&git2::Commit<'_>> = parent.into_iter().collect();
-    let id = repo.commit(Some("HEAD"), &sig, &sig, &text, tree, &parents)?;
-    if let Some(extra) = tern_note {
-        let note = match opts.model {
-            Some(model) => format!("tern\nmodel: {model}\n{extra}"),
-            None => format!("tern\n{extra}"),
-        };
-        repo.note(&sig, &sig, Some(NOTES_REF), id, &note, true)?;
+    let restored = match (before, now) {
+        (Some(old), Some(new)) => repo
+            .reference_matching(NOTES_REF, old, true, new, "tern: rolled back")
+            .map(|_| ()),
+        (None, Some(_)) => repo.find_reference(NOTES_REF).and_then(|mut r| r.delete()),
+        (Some(old), None) => repo
+            .reference(NOTES_REF, old, false, "tern: rolled back")
+            .map(|_| ()),
+        (None, None) => Ok(()),
+    };
+    if let Err(e) = restored {
+        tracing::warn!("could not put {NOTES_REF} back: {e}");
     }
-    Ok(id)
+}
+
+/// An index entry for `path`, with the file's stat when known (else zeros: git then
+/// looks at the file's content rather than trust its stat). A written file's stat is
+/// taken before its rename (which changes its ctime): git may look at its content once,
+/// but never takes a save made after tern wrote it for tern's bytes.
+pub(crate) fn entry(
+    path: &Path,
+    id: Oid,
+    mode: u32,
+    meta: Option<&std::fs::Metadata>,
+) -> IndexEntry {
+    let path = path.to_string_lossy().replace('\\', "/").into_bytes();
+    let mut entry = IndexEntry {
+        ctime: IndexTime::new(0, 0),
+        mtime: IndexTime::new(0, 0),
+        dev: 0,
+        ino: 0,
+        mode,
+        uid: 0,
+        gid: 0,
+        file_size: 0,
+        id,
+        flags: 0,
+        flags_extended: 0,
+        path,
+    };
+    #[cfg(unix)]
+    if let Some(meta) = meta {
+        use std::os::unix::fs::MetadataExt;
+        // The index keeps 32 bits of each; git truncates them the same way.
+        entry.ctime = IndexTime::new(meta.ctime() as i32, meta.ctime_nsec() as u32);
+        entry.mtime = IndexTime::new(meta.mtime() as i32, meta.mtime_nsec() as u32);
+        entry.dev = meta.dev() as u32;
+        entry.ino = meta.ino() as u32;
+        entry.uid = meta.uid();
+        entry.gid = meta.gid();
+        entry.file_size = meta.size() as u32;
+    }
+    #[cfg(not(unix))]
+    if let Some(meta) = meta {
+        entry.file_size = meta.len() as u32;
+    }
+    entry
+}
+
+fn executable(meta: &std::fs::Metadata) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        meta.permissions().mode() & 0o100 != 0
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        false
+    }
 }
 
 /// Why tern cannot commit `path` correctly, if it cannot: `.gitattributes` sends it

@@ -1,15 +1,24 @@
-//! Landing a reviewed proposal: the user's own uncommitted changes to the files about to
-//! be written are committed first, then the accepted hunks are written, then they are
-//! committed. `tern apply` and the engine both land through here.
+//! Landing a reviewed proposal, all or nothing. In order: tern's repository lock,
+//! git's `index.lock` (refused, naming it, when another process holds it), git's state
+//! (no merge, rebase or conflicts), the proposal's preflight (staleness, refusals,
+//! permissions, confirmations), files git would need an external filter for, who
+//! commits and whether the key signs; then the commit message (asked for before
+//! anything is written, from the diff about to be written). Only then the commit of
+//! the user's own changes to those files and the writes, and the commit of exactly the
+//! bytes written. Both commits become visible together at the end (see
+//! [`Committer`](super::commit::Committer)); a failure after the writes puts every
+//! written file back as it was. `tern apply` and the engine both land through here.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use git2::Repository;
 
-use super::commit::commit_landing;
-use super::{Commit, CommitOptions, GitError, RepoLock, commit_dirty, lock_wait};
-use crate::edit::{Applied, ApplyOutcome, Proposal};
+use super::commit::Committer;
+use super::failpoint::{Failpoints, Step};
+use super::index_lock::IndexLock;
+use super::{Commit, CommitOptions, GitError, RepoLock, lock_wait};
+use crate::edit::{Applied, ApplyOutcome, Proposal, WriteFailure};
 
 /// Which commits to make.
 #[derive(Debug, Clone)]
@@ -22,8 +31,8 @@ pub struct LandOptions<'a> {
     /// Where replaced gitignored files are backed up (one folder per landing under it);
     /// None: such files are not written.
     pub backup_root: Option<PathBuf>,
-    /// Set (by a signal handler) to give up while waiting for another tern's lock;
-    /// once the lock is held, the landing goes to its end.
+    /// Set to give up (a signal, or the user quitting): honoured until the first
+    /// write; from there the landing goes to its end.
     pub cancel: Option<&'a AtomicBool>,
 }
 
@@ -33,18 +42,27 @@ pub enum Landed {
     /// Nothing was written: files changed on disk (their hunks were found again in the
     /// new content; review again) or a gitignored file needs confirmation.
     NotWritten(ApplyOutcome),
-    /// Nothing was written (or committed): no repository, another tern holds the lock,
-    /// or git is in the middle of a merge or rebase.
+    /// Nothing was written (or committed): no repository, another tern or git process
+    /// holds its lock, git is in the middle of a merge or rebase, no identity to commit
+    /// with, the key does not sign, or cancelled.
     Refused(GitError),
     /// Nothing was written because the user's own changes could not be committed first.
     DirtyCommitFailed(GitError),
+    /// The files were written but the commit failed (a hook refused it, HEAD moved):
+    /// nothing was committed, not even the user's own changes, and the files were put
+    /// back as they were, except those listed (changed since tern wrote them, or that
+    /// could not be written back).
+    RolledBack {
+        error: GitError,
+        not_restored: Vec<WriteFailure>,
+    },
     Written {
         /// The commit of the user's own changes, made first.
         dirty: Option<Commit>,
         applied: Applied,
         /// The commit of the written hunks: None when commits are off or nothing
-        /// differed from HEAD; an error (a hook refused, say) leaves the files written.
-        commit: Result<Option<Commit>, GitError>,
+        /// differed from HEAD.
+        commit: Option<Commit>,
     },
 }
 
@@ -57,13 +75,10 @@ fn backup_dir(root: Option<&Path>) -> Option<PathBuf> {
     root.map(|r| r.join(stamp.to_string()))
 }
 
-/// Lands the accepted hunks of `proposal`, in an order that never leaves a half state:
-/// the repository lock, the repository's state (no merge, rebase or conflicts), the
-/// proposal's preflight (staleness, refusals, permissions, confirmations), files git
-/// would need an external filter for; only then the commit of the user's own changes,
-/// the writes, and the commit of what was written (with tern's note, whole, for undo). `message` turns the written
-/// diff into a commit message; it is only called when a commit will be made. Outside a
-/// repository nothing is written: without git, nothing could be undone.
+/// Lands the accepted hunks of `proposal` (see the module's doc for the order).
+/// `message` turns the diff about to be written into a commit message; it is only
+/// called when commits are made, before anything is written. Outside a repository
+/// nothing is written: without git, nothing could be undone.
 pub fn land(
     repo: Option<&Repository>,
     proposal: &mut Proposal,
@@ -77,6 +92,14 @@ pub fn land(
         Ok(lock) => lock,
         Err(e) => return Landed::Refused(e),
     };
+    let mut fail = Failpoints::new(options.commit_options.fail_at);
+    let index_lock = match fail
+        .check(Step::IndexLock)
+        .and_then(|()| IndexLock::acquire(repo.path()))
+    {
+        Ok(lock) => lock,
+        Err(e) => return Landed::Refused(e),
+    };
     if let Err(e) = super::ensure_idle(repo) {
         return Landed::Refused(e);
     }
@@ -85,33 +108,63 @@ pub fn land(
         Err(outcome) => return Landed::NotWritten(outcome),
     };
     ready.exclude(|path| super::commit::external_filter(repo, path));
+    // Without commits, git's lock is still held while the files are written.
+    let (mut committer, _held) = match options.commit {
+        true => match Committer::new(repo, index_lock, &options.commit_options, fail) {
+            Ok(committer) => (Some(committer), None),
+            Err(e) => return Landed::Refused(e),
+        },
+        false => (None, Some(index_lock)),
+    };
+    let planned = proposal.planned_diff(&ready);
+    let text = match committer.is_some() && !planned.is_empty() {
+        true => Some(message(&planned)),
+        false => None,
+    };
+    if options.cancel.is_some_and(|c| c.load(Ordering::SeqCst)) {
+        return Landed::Refused(GitError::Interrupted);
+    }
     let mut dirty = None;
-    if options.commit && options.dirty_commits {
-        match commit_dirty(repo, &ready.paths(), &options.commit_options) {
+    if let Some(committer) = committer.as_mut().filter(|_| options.dirty_commits) {
+        match committer.commit_users(&ready.paths(), None) {
             Ok(made) => dirty = made,
             Err(e) => return Landed::DirtyCommitFailed(e),
         }
     }
+    let before = proposal.clone();
     let backups = backup_dir(options.backup_root.as_deref());
     let applied = proposal.write(ready, Some(lock.tmp_dir()), backups.as_deref());
-    let commit = match options.commit && !applied.written.is_empty() {
-        true => {
-            let paths: Vec<PathBuf> = applied.written.iter().map(|w| w.real.clone()).collect();
-            super::undo::undo_lines(repo, &applied, !options.dirty_commits).and_then(|lines| {
-                commit_landing(
-                    repo,
-                    &paths,
-                    &message(&applied.diff),
-                    &options.commit_options,
-                    &lines,
-                )
-            })
-        }
-        false => Ok(None),
+    let Some(mut committer) = committer.filter(|_| !applied.written.is_empty()) else {
+        // Nothing written: the user's own changes are not committed either.
+        return Landed::Written {
+            dirty: None,
+            applied,
+            commit: None,
+        };
     };
-    Landed::Written {
-        dirty,
-        applied,
-        commit,
+    // A file that could not be written leaves the planned message naming too much.
+    let text = match text {
+        Some(text) if applied.diff == planned => text,
+        _ => super::message::fallback(&applied.diff),
+    };
+    let made = super::undo::undo_lines(repo, &applied, !options.dirty_commits).and_then(|lines| {
+        let changes = committer.written_changes(&applied.written)?;
+        committer.commit(&changes, &text, Some(&lines))
+    });
+    let committed = made.and_then(|commit| committer.finish().map(|()| commit));
+    match committed {
+        Ok(commit) => Landed::Written {
+            dirty,
+            applied,
+            commit,
+        },
+        Err(error) => {
+            let not_restored = applied.put_back();
+            *proposal = before;
+            Landed::RolledBack {
+                error,
+                not_restored,
+            }
+        }
     }
 }

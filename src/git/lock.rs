@@ -3,7 +3,8 @@
 //! commit is undone. The kernel releases it when the process ends, however it ends, so
 //! a tern killed with SIGKILL never blocks the next one (a lock file alone would).
 //! Whoever takes the lock removes what a killed tern left behind: its temporary files
-//! in `.git/tern-tmp/` and its hook index `.git/tern-index-*`.
+//! in `.git/tern-tmp/`, its hook index `.git/tern-index-*`, and git's `index.lock` when
+//! it died holding it (see `index_lock`).
 
 use std::fs::{File, TryLockError};
 use std::io::Write;
@@ -67,7 +68,8 @@ impl RepoLock {
                 }
                 Err(TryLockError::WouldBlock) => {
                     let holder = std::fs::read_to_string(&path).unwrap_or_default();
-                    return Err(GitError::Locked(holder.trim().to_string()));
+                    let pid = holder.lines().next().unwrap_or_default();
+                    return Err(GitError::Locked(pid.trim().to_string()));
                 }
                 Err(TryLockError::Error(e)) => return Err(e.into()),
             }
@@ -75,6 +77,9 @@ impl RepoLock {
         if cancelled() {
             return Err(GitError::Interrupted);
         }
+        let mut previous = String::new();
+        std::io::Read::read_to_string(&mut file, &mut previous)?;
+        super::index_lock::remove_stale(git_dir, &previous);
         file.set_len(0)?;
         write!(file, "{}", std::process::id())?;
         let tmp = git_dir.join("tern-tmp");

@@ -6,19 +6,25 @@
 //! blocking thread.
 
 mod commit;
+mod failpoint;
+mod head;
 mod hooks;
+mod identity;
+mod index_lock;
 mod land;
 mod lock;
 pub mod message;
+mod sign;
 mod status;
 mod undo;
 mod undo_turn;
 
 pub use commit::{Commit, NOTES_REF, commit_dirty, commit_edits, commit_user_changes, dirty_paths};
+pub use failpoint::{FailAt, Step};
 pub use land::{LandOptions, Landed, land};
 pub use lock::{LOCK_WAIT, RepoLock, lock_wait};
 pub use status::{modified_tracked_paths, worktree_diff};
-pub use undo::{TurnRefusal, UndoError, UndoRefusal, Undone, undo};
+pub use undo::{TurnRefusal, UndoError, UndoRefusal, Undone, undo, undo_failing};
 pub use undo_turn::{Stopped, TurnUndone, check_newest, undo_turn};
 
 #[derive(Debug, thiserror::Error)]
@@ -32,9 +38,27 @@ pub enum GitError {
         output: String,
     },
     #[error(
-        "git has no identity to commit with: set user.name and user.email (git config --global user.name \"Your Name\")"
+        "{} identity unknown: *** Please tell me who you are. Run `git config --global user.email \"you@example.com\"` and `git config --global user.name \"Your Name\"` to set your account's default identity (or set GIT_{}_NAME and GIT_{}_EMAIL)",
+        capitalized(.0), .0.to_ascii_uppercase(), .0.to_ascii_uppercase()
     )]
-    NoIdentity,
+    NoIdentity(&'static str),
+    /// An identity git would refuse too (an empty name, a bad date), in git's words.
+    #[error("{0}")]
+    BadIdentity(String),
+    /// Commits are to be signed and the key did not sign, in git's words.
+    #[error("commit.gpgSign is set and signing failed: {0}")]
+    Sign(String),
+    #[error(
+        "git's lock {} exists: another git process seems to be running in this repository: try again when it is done (if no git process is running, one crashed earlier: remove the file)",
+        .0.display()
+    )]
+    IndexLocked(std::path::PathBuf),
+    /// The branch was moved by someone else while tern made its commits.
+    #[error("{0}")]
+    HeadMoved(String),
+    /// A failure injected by a test (debug builds only).
+    #[error("failure injected at step {0} (TERN_FAIL_AT)")]
+    Injected(Step),
     #[error("the repository has no work tree")]
     Bare,
     #[error(
@@ -52,10 +76,18 @@ pub enum GitError {
         holder(.0)
     )]
     Locked(String),
-    #[error("interrupted while waiting for another tern; nothing was written")]
+    #[error("cancelled: nothing was written (the accepted hunks are still there to apply)")]
     Interrupted,
     #[error("{0}")]
     Io(#[from] std::io::Error),
+}
+
+fn capitalized(word: &str) -> String {
+    let mut chars = word.chars();
+    chars
+        .next()
+        .map(|c| c.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
 }
 
 /// Who holds the lock, as its lock file says.
@@ -75,6 +107,8 @@ pub struct CommitOptions<'a> {
     /// `co_author_trailer`, in `Co-authored-by: tern (<model>)`.
     pub model: Option<&'a str>,
     pub co_author_trailer: bool,
+    /// A step to fail on purpose, for tests (debug builds only; see [`FailAt`]).
+    pub fail_at: Option<FailAt>,
 }
 
 /// What commit `id` changed, as a unified diff against its first parent (its whole

@@ -6,6 +6,9 @@ use git2::build::CheckoutBuilder;
 use git2::{Oid, Repository};
 
 use super::commit::{NOTES_REF, head_commit};
+use super::failpoint::{FailAt, Failpoints, Step};
+use super::head::Head;
+use super::index_lock::IndexLock;
 use super::{GitError, RepoLock, commit::dirty_paths, lock_wait};
 
 /// Why `undo` did nothing.
@@ -108,15 +111,23 @@ impl std::fmt::Display for Undone {
 /// tern commit, not a merge or the first commit, its files have not changed since,
 /// and no remote-tracking branch contains it.
 pub fn undo(repo: &Repository) -> Result<Undone, UndoError> {
+    undo_failing(repo, None)
+}
+
+/// [`undo`], failing on purpose at `fail_at` (for tests; debug builds only).
+pub fn undo_failing(repo: &Repository, fail_at: Option<FailAt>) -> Result<Undone, UndoError> {
     // Another tern landing edits meanwhile would commit on top of, or stage over, what
     // this undo restores.
     let _lock = RepoLock::acquire(repo.path(), lock_wait())?;
-    undo_head(repo)
+    undo_head(repo, &mut Failpoints::new(fail_at))
 }
 
 /// `undo`'s work, with the repository lock already held (a turn's undo holds it for
 /// all of its commits).
-pub(super) fn undo_head(repo: &Repository) -> Result<Undone, UndoError> {
+pub(super) fn undo_head(repo: &Repository, fail: &mut Failpoints) -> Result<Undone, UndoError> {
+    // git's lock first: a git command running meanwhile could change what is checked.
+    fail.check(Step::IndexLock)?;
+    let mut lock = IndexLock::acquire(repo.path())?;
     super::ensure_idle(repo)?;
     let commit = head_commit(repo)?.ok_or(UndoRefusal::NoCommits)?;
     let summary = String::from_utf8_lossy(commit.summary_bytes().unwrap_or_default()).into_owned();
@@ -163,29 +174,59 @@ pub(super) fn undo_head(repo: &Repository) -> Result<Undone, UndoError> {
     // checkout, the user's content would be gone with nothing to restore it from.
     let users = noted_users_changes(repo, commit.id());
     let restore = saved_contents(repo, &backups, &users)?;
-    // Check out while HEAD is still the commit, so files it added count as tracked and
-    // are removed.
-    let mut checkout = CheckoutBuilder::new();
-    // Paths are literal: as pathspecs, `src/*.rs` or `pages/[id].tsx` would match and
-    // overwrite other files, with the user's uncommitted work in them.
-    checkout.force().disable_pathspec_match(true);
-    for p in &paths {
-        checkout.path(p);
-    }
-    repo.checkout_tree(parent.as_object(), Some(&mut checkout))?;
-    // The files git ignores come back from their backups, and the user's own
-    // uncommitted changes that tern's commit took along come back as they were.
     let workdir = repo.workdir().ok_or(GitError::Bare)?.to_path_buf();
-    for (path, content) in &restore {
-        std::fs::write(workdir.join(path), content).map_err(GitError::from)?;
-    }
-    let head = repo.head()?;
+    // What those files hold now (tern's content), to put back if the undo fails.
+    let now: Vec<(PathBuf, Option<Vec<u8>>)> = restore
+        .iter()
+        .map(|(path, _)| (path.clone(), std::fs::read(workdir.join(path)).ok()))
+        .collect();
+    let head = Head::read(repo)?;
     let message = format!("tern undo: {summary}");
-    if head.is_branch() {
-        let name = head.name().unwrap_or("HEAD").to_string();
-        repo.reference(&name, parent.id(), true, &message)?;
-    } else {
-        repo.set_head_detached(parent.id())?;
+    let undone = (|| {
+        checkout(repo, &parent, &paths)?;
+        // The files git ignores come back from their backups, and the user's own
+        // uncommitted changes that tern's commit took along come back as they were.
+        for (path, content) in &restore {
+            std::fs::write(workdir.join(path), content)?;
+        }
+        let mut index = lock.open()?;
+        let tree = parent.tree()?;
+        for path in &paths {
+            match tree.get_path(path) {
+                Ok(entry) => index.add(&super::commit::entry(
+                    path,
+                    entry.id(),
+                    u32::try_from(entry.filemode()).unwrap_or(0o100644),
+                    None,
+                ))?,
+                Err(_) => {
+                    let _ = index.remove_path(path);
+                }
+            }
+        }
+        fail.check(Step::Index)?;
+        lock.prepare(&mut index)?;
+        fail.check(Step::Ref)?;
+        head.swap(repo, parent.id(), &message)?;
+        if let Err(e) = fail
+            .check(Step::IndexCommit)
+            .and_then(|()| lock.commit().map_err(GitError::from))
+        {
+            let _ = head.swap_back(repo, parent.id());
+            return Err(e);
+        }
+        Ok(())
+    })();
+    if let Err(e) = undone {
+        // Put the files back as the commit has them, and the others as they were.
+        let _ = checkout(repo, &commit, &paths);
+        for (path, content) in &now {
+            let _ = match content {
+                Some(bytes) => std::fs::write(workdir.join(path), bytes),
+                None => std::fs::remove_file(workdir.join(path)),
+            };
+        }
+        return Err(e.into());
     }
     Ok(Undone {
         commit: commit.id(),
@@ -195,6 +236,28 @@ pub(super) fn undo_head(repo: &Repository) -> Result<Undone, UndoError> {
         from_backups: backups.into_iter().map(|b| b.path).collect(),
         users_versions: users.into_iter().map(|(path, _)| path).collect(),
     })
+}
+
+/// Checks out `paths` of `commit` into the work tree only (the index is written by the
+/// caller, through git's lock). Paths are literal: as pathspecs, `src/*.rs` or
+/// `pages/[id].tsx` would match and overwrite other files, with the user's
+/// uncommitted work in them.
+fn checkout(
+    repo: &Repository,
+    commit: &git2::Commit<'_>,
+    paths: &[PathBuf],
+) -> Result<(), GitError> {
+    let mut checkout = CheckoutBuilder::new();
+    checkout
+        .force()
+        .disable_pathspec_match(true)
+        .update_index(false)
+        .remove_untracked(false);
+    for p in paths {
+        checkout.path(p);
+    }
+    repo.checkout_tree(commit.as_object(), Some(&mut checkout))?;
+    Ok(())
 }
 
 fn remote_branches_containing(repo: &Repository, id: Oid) -> Result<Vec<String>, GitError> {

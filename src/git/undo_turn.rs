@@ -4,6 +4,7 @@
 
 use git2::{Oid, Repository};
 
+use super::failpoint::Failpoints;
 use super::undo::{TurnRefusal, undo_head};
 use super::{RepoLock, UndoError, Undone, lock_wait};
 
@@ -69,7 +70,7 @@ pub fn undo_turn(repo: &Repository, commits: &[Oid]) -> Result<TurnUndone, UndoE
     check_newest(repo, commits)?;
     let mut undone = Vec::new();
     for (i, expected) in commits.iter().rev().enumerate() {
-        match undo_head(repo) {
+        match undo_head(repo, &mut Failpoints::default()) {
             Ok(done) => undone.push(done),
             Err(why) => {
                 let left = commits.iter().rev().skip(i).copied().collect();

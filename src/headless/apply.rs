@@ -24,7 +24,8 @@ pub const EXIT_PARTIAL: u8 = 1;
 /// Nothing was done: bad arguments, unreadable reply, unknown hunk id, or nothing could
 /// be written (not a repository, another tern is writing, a merge in progress).
 pub const EXIT_USAGE: u8 = 2;
-/// The edits were written but the commit failed (a hook refused it, no identity).
+/// A commit failed (a hook refused it, signing failed): nothing was committed, and
+/// files already written were put back.
 pub const EXIT_COMMIT: u8 = 3;
 /// A signal (Ctrl-C, SIGTERM) arrived; the landing under way was finished first.
 pub const EXIT_INTERRUPTED: u8 = 130;
@@ -60,7 +61,12 @@ async fn apply(
     }
     let ws = Workspace::discover(cwd).map_err(|e| format!("cannot open {}: {e}", cwd.display()))?;
     let reply = read_reply(&args.reply)?;
-    let files = repo_paths(&ws, cwd, &args.files, "FILES")?;
+    // A file named read-only is read-only, even when also named as a file to edit.
+    let read_only = repo_paths(&ws, cwd, &global.read, "--read")?;
+    let files: Vec<PathBuf> = repo_paths(&ws, cwd, &args.files, "FILES")?
+        .into_iter()
+        .filter(|f| !read_only.contains(f))
+        .collect();
     let write_ignored = repo_paths(&ws, cwd, &args.write_ignored, "--write-ignored")?;
     if let Some(format) = args.format {
         settings.edit_format = Some(format);
@@ -73,12 +79,12 @@ async fn apply(
         record: None,
         replay: None,
         editable: files.iter().map(|p| p.display().to_string()).collect(),
-        read_only: Vec::new(),
+        read_only: read_only.iter().map(|p| p.display().to_string()).collect(),
         map_cache: crate::repomap::CacheLocation::Disabled,
         resume: false,
         model_chosen: false,
         purpose: Purpose::LandReply {
-            any_file: files.is_empty(),
+            any_file: files.is_empty() && args.files.is_empty(),
         },
     })
     .map_err(|e| e.to_string())?;
@@ -228,7 +234,7 @@ impl Run<'_> {
 
     /// Writes and commits the accepted hunks. Ctrl-C, SIGTERM and SIGHUP wait until
     /// the landing is done: killed halfway, it would leave files written but not
-    /// committed. While it waits for another tern, one cancels it instead.
+    /// committed. Before it writes anything (waiting for the locks), one cancels it.
     async fn land(&mut self, view: ProposalView) -> Result<u8, String> {
         let signals = SignalsDeferred::new();
         self.send(Op::Review(ReviewOp::Apply))?;
@@ -252,7 +258,6 @@ impl Run<'_> {
                     commit,
                     message,
                     failed,
-                    commit_failed,
                     ..
                 }) => {
                     report_written(&view, &files);
@@ -263,14 +268,11 @@ impl Run<'_> {
                     if let Some(id) = commit {
                         eprintln!("committed {id} {message}");
                     }
-                    if commit_failed {
-                        self.code = EXIT_COMMIT;
-                    }
                 }
                 Some(Event::NotApplied { reason }) => {
                     self.code = match reason {
                         NotApplied::Refused => EXIT_USAGE,
-                        NotApplied::DirtyCommitFailed => EXIT_COMMIT,
+                        NotApplied::DirtyCommitFailed | NotApplied::CommitFailed => EXIT_COMMIT,
                         NotApplied::Cancelled => EXIT_INTERRUPTED,
                         NotApplied::Stale | NotApplied::NeedsConfirmation => EXIT_PARTIAL,
                     };

@@ -636,6 +636,12 @@ impl App {
         self.clipboard.take()
     }
 
+    /// Whether accepted hunks are being written and committed (quitting then waits
+    /// for that, or cancels it before anything is written).
+    pub fn applying(&self) -> bool {
+        self.panes.review.status() == Some(&review::Status::Applying)
+    }
+
     pub fn crashed(&self) -> Option<&str> {
         self.crashed.as_deref()
     }
@@ -960,6 +966,13 @@ impl App {
     /// Quits, but asks first when proposed hunks are not written yet (they are saved
     /// with the session either way: `tern --resume` brings them back).
     fn request_quit(&mut self) {
+        if self.applying() {
+            self.confirming_quit = true;
+            self.flash(
+                "the accepted hunks are being applied: quitting cancels that if nothing is written yet, else waits for the commit · y quits, any other key stays".into(),
+            );
+            return;
+        }
         let Some(what) = self.unlanded() else {
             self.quit();
             return;

@@ -94,7 +94,14 @@ pub async fn run(config: EngineConfig, options: Options) -> anyhow::Result<ExitC
         .await
     };
     let _ = engine.ops.send(Op::Shutdown);
-    if tokio::time::timeout(SHUTDOWN_WAIT, &mut engine.task)
+    if app.applying() {
+        // Cut off, the landing would still finish, but the saved session would not
+        // know its commit (`undo --turn` would refuse).
+        eprintln!(
+            "tern: waiting for the landing under way: it is cancelled if nothing is written yet, else committed (and saved with the session) first"
+        );
+        let _ = (&mut engine.task).await;
+    } else if tokio::time::timeout(SHUTDOWN_WAIT, &mut engine.task)
         .await
         .is_err()
     {

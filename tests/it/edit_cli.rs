@@ -270,7 +270,7 @@ fn users_dirty_changes_get_their_own_commit() {
 
 #[cfg(unix)]
 #[test]
-fn hook_failure_exits_3_with_the_files_written() {
+fn hook_failure_exits_3_and_puts_the_files_back() {
     use std::os::unix::fs::PermissionsExt;
     let r = Repo::new(&[("f.txt", "a\n")]);
     let hook = r.dir.path().join(".git/hooks/pre-commit");
@@ -281,9 +281,13 @@ fn hook_failure_exits_3_with_the_files_written() {
     let out = r.tern(&["apply", &reply], None);
     assert_eq!(code(&out), 3);
     assert!(text(&out.stderr).contains("no commits today"));
-    assert_eq!(r.read("f.txt").unwrap(), "b\n");
+    assert!(text(&out.stderr).contains("were put back as they were"));
+    assert_eq!(
+        r.read("f.txt").unwrap(),
+        "a\n",
+        "a commit is all or nothing"
+    );
     assert_eq!(r.commits(), 1);
-    r.write("f.txt", "a\n");
     assert_eq!(code(&r.tern(&["apply", &reply, "--no-verify"], None)), 0);
     assert_eq!(r.commits(), 2);
 }
@@ -451,4 +455,25 @@ fn a_hunk_with_invisible_characters_is_shown_marked_and_accepted_only_by_its_id(
     let out = r.tern(&["apply", &reply, "--accept", &held], None);
     assert_eq!(code(&out), 0, "{}", text(&out.stderr));
     assert!(r.read("a.js").unwrap().contains("// note\u{2028}run()\n"));
+}
+
+#[test]
+fn a_file_named_read_only_is_never_edited_even_when_every_file_is_editable() {
+    let r = Repo::new(&[("a.txt", "a\n"), ("b.txt", "b\n")]);
+    let reply = r.reply(&(block("a.txt", "a\n", "A\n") + &block("b.txt", "b\n", "B\n")));
+    // Without FILES every tracked file is editable, except the one named read-only.
+    let out = r.tern(&["apply", &reply, "--read", "a.txt"], None);
+    assert_eq!(code(&out), 1, "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("read-only"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(r.read("a.txt").as_deref(), Some("a\n"));
+    assert_eq!(r.read("b.txt").as_deref(), Some("B\n"));
+    // Named both ways, it is read-only.
+    let reply = r.reply(&block("a.txt", "a\n", "A\n"));
+    let out = r.tern(&["apply", &reply, "a.txt", "--read", "a.txt"], None);
+    assert_eq!(code(&out), 1, "{}", text(&out.stderr));
+    assert_eq!(r.read("a.txt").as_deref(), Some("a\n"));
 }

@@ -1331,3 +1331,49 @@ async fn a_hunk_split_and_edited_by_the_user_lands_and_the_model_hears_whose_lin
         "{told}"
     );
 }
+
+/// The weak model is asked for the commit message before anything is written, so a
+/// save of the user's while it answers is never taken into tern's commit: that file is
+/// left as the user saved it and named, uncommitted.
+#[tokio::test]
+async fn a_save_while_the_commit_message_is_written_never_lands_in_terns_commit() {
+    let server = MockServer::start().await;
+    server.push_for_model("gpt-4o", Reply::text(TWO_EDITS));
+    server.push_for_model(
+        "gpt-4o-mini",
+        Reply::text("fix: punctuate").with_start_delay(std::time::Duration::from_secs(2)),
+    );
+    let repo = repo();
+    let base = repo.git(&["rev-parse", "HEAD"]).trim().to_string();
+    let mut engine = engine(&repo, &server);
+    submit(&engine, "punctuate");
+    idle(&mut engine).await;
+    send(
+        &engine,
+        Op::Review(ReviewOp::All {
+            decision: Decision::Accept,
+        }),
+    );
+    send(&engine, Op::Review(ReviewOp::Apply));
+    // While the weak model answers, the user saves the file.
+    let asked = std::time::Instant::now();
+    while server.requests().len() < 2 && asked.elapsed().as_secs() < 10 {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(repo.read("src/greet.py"), GREET, "nothing written yet");
+    let saved = format!("{GREET}# the user's line\n");
+    repo.write("src/greet.py", &saved);
+    let events = idle(&mut engine).await;
+    assert_eq!(repo.read("src/greet.py"), saved);
+    let log = repo.git(&["log", "--format=%s", &format!("{base}..HEAD")]);
+    assert_eq!(log, "", "no commit: the save is the user's, uncommitted");
+    assert_eq!(repo.git(&["status", "--porcelain"]), " M src/greet.py\n");
+    let errors: String = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Error { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(errors.contains("changed on disk"), "{errors}");
+}

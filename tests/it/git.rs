@@ -16,6 +16,7 @@ const OPTS: CommitOptions<'static> = CommitOptions {
     verify_hooks: true,
     model: Some("gpt-test"),
     co_author_trailer: true,
+    fail_at: None,
 };
 
 /// Keeps the developer's own global git config (hooksPath, templates) out of the tests.

@@ -17,28 +17,40 @@ use tern::edit::{
 };
 use tern::git::{self, CommitOptions, LandOptions, Landed};
 
-const OPTIONS: LandOptions<'static> = LandOptions {
+pub(crate) const OPTIONS: LandOptions<'static> = LandOptions {
     commit: true,
     dirty_commits: true,
     commit_options: CommitOptions {
         verify_hooks: true,
         model: None,
         co_author_trailer: false,
+        fail_at: None,
     },
     backup_root: None,
     cancel: None,
 };
 
-fn block(path: &str, search: &str, replace: &str) -> String {
+pub(crate) fn block(path: &str, search: &str, replace: &str) -> String {
     format!("{path}\n<<<<<<< SEARCH\n{search}=======\n{replace}>>>>>>> REPLACE\n\n")
 }
 
-fn proposal(repo: &TempRepo, reply: &str) -> tern::edit::Proposed {
+pub(crate) fn proposal(repo: &TempRepo, reply: &str) -> tern::edit::Proposed {
     let ws = Workspace::discover(repo.path()).unwrap();
     let files = FileSet::new(ws.files(), vec![]);
     let mut out = propose(&ws, reply, EditFormat::Editblock, &files);
     out.proposal.decide(Select::All, Decision::Accept).ok();
     out
+}
+
+/// The commit of tern's edits a landing made; panics when it made none.
+pub(crate) fn committed(landed: &Landed) -> &git::Commit {
+    match landed {
+        Landed::Written {
+            commit: Some(commit),
+            ..
+        } => commit,
+        other => panic!("no commit: {other:?}"),
+    }
 }
 
 fn head(repo: &TempRepo) -> String {
@@ -257,14 +269,7 @@ fn slow_hook_repo(secs: u32, n: usize) -> (TempRepo, PathBuf) {
         .map(|(p, c)| (p.as_str(), c.as_str()))
         .collect();
     let repo = TempRepo::with_files(&borrowed);
-    let hook = repo.path().join(".git/hooks/pre-commit");
-    std::fs::create_dir_all(hook.parent().unwrap()).unwrap();
-    std::fs::write(&hook, format!("#!/bin/sh\nsleep {secs}\n")).unwrap();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
+    repo.hook("pre-commit", &format!("sleep {secs}"));
     let reply: String = (0..n)
         .map(|i| {
             block(
@@ -428,7 +433,7 @@ fn an_existing_ignored_file_needs_confirmation_is_backed_up_never_committed_and_
     out.proposal.confirm(Path::new(".env")).unwrap();
     let Landed::Written {
         applied,
-        commit: Ok(Some(commit)),
+        commit: Some(commit),
         ..
     } = git::land(Some(&repo.repo), &mut out.proposal, options(), |_| {
         "feat: x".into()
@@ -492,7 +497,7 @@ fn without_dirty_commits_undo_takes_back_only_terns_hunks() {
         matches!(
             landed,
             Landed::Written {
-                commit: Ok(Some(_)),
+                commit: Some(_),
                 ..
             }
         ),
@@ -526,7 +531,7 @@ fn land_committed(repo: &TempRepo, reply: &str, options: LandOptions<'_>) {
         matches!(
             landed,
             Landed::Written {
-                commit: Ok(Some(_)),
+                commit: Some(_),
                 ..
             }
         ),
@@ -804,7 +809,7 @@ fn a_tracked_symlink_to_an_ignored_file_is_treated_as_that_file() {
         std::fs::read_to_string(&applied.backups[0].saved_at).unwrap(),
         "SECRET=old\n"
     );
-    assert!(matches!(commit, Ok(None)), "{commit:?}: nothing to commit");
+    assert!(commit.is_none(), "{commit:?}: nothing to commit");
 }
 
 #[test]
@@ -864,7 +869,7 @@ fn a_file_the_user_untracked_and_ignored_is_never_committed_again() {
         matches!(
             &landed,
             Landed::Written {
-                commit: Ok(Some(_)),
+                commit: Some(_),
                 ..
             }
         ),

@@ -116,7 +116,6 @@ fn hostile_events() -> Vec<Event> {
             commit: Some(evil("abc1234")),
             message: evil("feat: x"),
             failed: vec![],
-            commit_failed: false,
         },
         Event::Map(Box::new(MapView {
             tokens: 10,

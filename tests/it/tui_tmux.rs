@@ -434,3 +434,90 @@ fn the_users_editor_writes_the_draft_and_a_hunk_between_splits() {
     tern.quit_leaving_hunks();
     assert!(!tern.alternate_screen());
 }
+
+/// The demo's repository with a pre-commit hook that takes `secs` seconds.
+fn repo_with_slow_hook(secs: u32) -> TempRepo {
+    let repo = repo();
+    repo.hook("pre-commit", &format!("sleep {secs}"));
+    repo
+}
+
+/// Types a message, accepts every hunk of the reply, applies, and at once quits.
+fn apply_all_then_quit(tern: &Workspace) {
+    tern.wait_for("Budget · gpt-4o", WAIT);
+    tern.type_line("make remove safe and add a low command");
+    tern.wait_for("2 files · 4 hunks", WAIT);
+    tern.keys(&["A"]);
+    tern.wait_for("✓4 ✗0 ·0", WAIT);
+    tern.keys(&["Enter"]);
+    tern.wait_for("applying", WAIT);
+    tern.keys(&["C-c", "C-c"]);
+    tern.wait_for("being applied", WAIT);
+    tern.keys(&["y"]);
+}
+
+#[test]
+fn quitting_while_the_landing_commits_waits_for_it_and_the_session_keeps_its_commit() {
+    let server = MockServer::start_in_thread();
+    server.push_for_model("gpt-4o", Reply::text(REPLY).at_tokens_per_second(400.0));
+    server.push_for_model("gpt-4o-mini", Reply::text(COMMIT));
+    let repo = repo_with_slow_hook(3);
+    let base = repo.git(&["rev-parse", "HEAD"]);
+    let Some(tern) = Workspace::start(&repo, &server.base_url(), &ARGS, 160, 48) else {
+        return;
+    };
+    apply_all_then_quit(&tern);
+    let screen = tern.wait_for("[tern exited 0]", WAIT);
+    assert!(
+        screen.contains("waiting for the landing under way"),
+        "{screen}"
+    );
+    assert_eq!(repo.git(&["log", "-1", "--format=%s"]).trim(), COMMIT);
+    assert_eq!(repo.git(&["status", "--porcelain"]).trim(), "");
+    // The saved session knows the turn's commit: its undo takes it back.
+    let out = repo
+        .tern(&server.base_url())
+        .args(["undo", "--turn"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(repo.git(&["rev-parse", "HEAD"]), base);
+}
+
+#[test]
+fn quitting_while_the_commit_message_is_awaited_cancels_the_landing_before_it_writes() {
+    let server = MockServer::start_in_thread();
+    server.push_for_model("gpt-4o", Reply::text(REPLY).at_tokens_per_second(400.0));
+    server.push_for_model(
+        "gpt-4o-mini",
+        Reply::text(COMMIT).with_start_delay(Duration::from_secs(20)),
+    );
+    let repo = repo();
+    let base = repo.git(&["rev-parse", "HEAD"]);
+    let Some(tern) = Workspace::start(&repo, &server.base_url(), &ARGS, 160, 48) else {
+        return;
+    };
+    let started = Instant::now();
+    apply_all_then_quit(&tern);
+    tern.wait_for("[tern exited 0]", WAIT);
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "it waited for the commit message"
+    );
+    assert_eq!(repo.git(&["rev-parse", "HEAD"]), base, "nothing committed");
+    assert_eq!(
+        repo.git(&["status", "--porcelain"]).trim(),
+        "",
+        "nothing written"
+    );
+    // The proposal is saved, decisions and all, for --resume.
+    let saved = std::fs::read_to_string(repo.session_file()).unwrap();
+    assert!(
+        saved.contains("never more than there is"),
+        "the proposal is kept"
+    );
+}

@@ -15,6 +15,7 @@ const OPTIONS: CommitOptions<'static> = CommitOptions {
     verify_hooks: false,
     model: None,
     co_author_trailer: false,
+    fail_at: None,
 };
 
 fn repo_with(files: &[(&str, &str)]) -> (tempfile::TempDir, git2::Repository) {

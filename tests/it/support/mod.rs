@@ -34,7 +34,7 @@ mod tokens;
 
 pub use dialect::Dialect;
 pub use reply::Reply;
-pub use repo::{TempRepo, output_within, texts};
+pub use repo::{TempRepo, executable, output_within, texts};
 pub use request::{RecordedMessage, RecordedRequest};
 pub use server::MockServer;
 pub use tokens::{encoding_for_model, prompt_tokens, text_tokens};

@@ -91,6 +91,13 @@ impl TempRepo {
         self.repo.set_head(&format!("refs/heads/{name}")).unwrap();
     }
 
+    /// Installs the executable hook `name` running the shell `script`.
+    pub fn hook(&self, name: &str, script: &str) {
+        let path = self.path().join(".git/hooks").join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        executable(&path, &format!("#!/bin/sh\n{script}\n"));
+    }
+
     /// Runs the git command line in the repository and returns its stdout; panics when
     /// git fails.
     pub fn git(&self, args: &[&str]) -> String {
@@ -140,6 +147,16 @@ impl TempRepo {
 
 /// Runs `cmd` to its end, killing it and failing the test when it takes longer than
 /// `limit`: a hang is a failure to report, not a test run that never ends.
+/// Writes `text` to `path`, executable.
+pub fn executable(path: &Path, text: &str) {
+    std::fs::write(path, text).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+}
+
 pub fn output_within(cmd: &mut Command, limit: std::time::Duration) -> Output {
     let child = cmd
         .stdout(std::process::Stdio::piped())

@@ -1,0 +1,149 @@
+//! git's own lock on the index, `index.lock`, held for a whole landing, commit or undo:
+//! meanwhile git's commands that write the index refuse to run ("Another git process
+//! seems to be running"), and tern refuses to start while another process holds it.
+//! The new index goes into the lock file and is renamed over the index, as git does it;
+//! dropped before that, the lock file is removed and the index is as it was.
+//!
+//! A tern killed while it holds the lock would leave it behind, and git would refuse
+//! to run until someone removed it. So the lock file's identity is written into
+//! `tern.lock` while it is held, and the next tern to take `tern.lock` (the kernel
+//! released it: the holder is gone) removes that very file if it is still there.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use super::GitError;
+
+#[derive(Debug)]
+pub(crate) struct IndexLock {
+    /// The open lock file: the new index is written through it, so its identity in
+    /// `tern.lock` stays true.
+    file: std::fs::File,
+    git_dir: PathBuf,
+    lock: PathBuf,
+    index: PathBuf,
+    /// Where the new index is built before it replaces the lock file's content.
+    next: PathBuf,
+    held: bool,
+}
+
+impl IndexLock {
+    /// Takes `index.lock` in `git_dir`, with tern's repository lock (`tern.lock`)
+    /// held; refused, naming the file, when it exists.
+    pub(crate) fn acquire(git_dir: &Path) -> Result<IndexLock, GitError> {
+        let lock = git_dir.join("index.lock");
+        let file = match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&lock)
+        {
+            Ok(file) => file,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                return Err(GitError::IndexLocked(lock));
+            }
+            Err(e) => {
+                return Err(GitError::Io(io::Error::new(
+                    e.kind(),
+                    format!("cannot create {}: {e}", lock.display()),
+                )));
+            }
+        };
+        let held = IndexLock {
+            index: git_dir.join("index"),
+            next: git_dir.join(format!("tern-index-next-{}", std::process::id())),
+            git_dir: git_dir.to_path_buf(),
+            lock,
+            file,
+            held: true,
+        };
+        record(git_dir, Some(&held.file.metadata()?))?;
+        Ok(held)
+    }
+
+    /// The index as it is now, to change in memory and hand to [`prepare`]: a copy
+    /// (libgit2 would take the lock this holds to write the index in place).
+    ///
+    /// [`prepare`]: IndexLock::prepare
+    pub(crate) fn open(&self) -> Result<git2::Index, GitError> {
+        match std::fs::remove_file(&self.next) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e.into()),
+            _ => {}
+        }
+        if self.index.exists() {
+            std::fs::copy(&self.index, &self.next)?;
+        }
+        Ok(git2::Index::open(&self.next)?)
+    }
+
+    /// Writes `index` (from [`open`](IndexLock::open)) into the lock file; the index
+    /// itself changes only at [`commit`](IndexLock::commit).
+    pub(crate) fn prepare(&mut self, index: &mut git2::Index) -> Result<(), GitError> {
+        use std::io::Write;
+        index.write()?;
+        let bytes = std::fs::read(&self.next)?;
+        self.file.write_all(&bytes)?;
+        self.file.sync_all()?;
+        Ok(())
+    }
+
+    /// Renames the lock file over the index, which releases the lock.
+    pub(crate) fn commit(mut self) -> io::Result<()> {
+        std::fs::rename(&self.lock, &self.index)?;
+        self.held = false;
+        Ok(())
+    }
+}
+
+impl Drop for IndexLock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.next);
+        if self.held {
+            let _ = std::fs::remove_file(&self.lock);
+        }
+        let _ = record(&self.git_dir, None);
+    }
+}
+
+/// The line of `tern.lock` that names the `index.lock` its holder holds.
+const HELD: &str = "index.lock ";
+
+/// Writes `tern.lock`: this process, and the identity of the `index.lock` it holds.
+fn record(git_dir: &Path, held: Option<&std::fs::Metadata>) -> io::Result<()> {
+    let mut text = std::process::id().to_string();
+    if let Some(meta) = held {
+        text.push_str(&format!("\n{HELD}{}\n", identity(meta)));
+    }
+    std::fs::write(git_dir.join("tern.lock"), text)
+}
+
+/// Device, inode and change time: a file made later in its place differs.
+fn identity(meta: &std::fs::Metadata) -> String {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        format!(
+            "{} {} {} {}",
+            meta.dev(),
+            meta.ino(),
+            meta.ctime(),
+            meta.ctime_nsec()
+        )
+    }
+    #[cfg(not(unix))]
+    {
+        format!("{:?}", meta.created().ok())
+    }
+}
+
+/// With `tern.lock` just taken: removes the `index.lock` that `previous` (the lock
+/// file's content before) says a tern held when it died, if that very file is still
+/// there. Any other `index.lock` is another process's, and stays.
+pub(crate) fn remove_stale(git_dir: &Path, previous: &str) {
+    let Some(held) = previous.lines().find_map(|l| l.strip_prefix(HELD)) else {
+        return;
+    };
+    let lock = git_dir.join("index.lock");
+    if std::fs::symlink_metadata(&lock).is_ok_and(|meta| identity(&meta) == held.trim()) {
+        let _ = std::fs::remove_file(&lock);
+    }
+}

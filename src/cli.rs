@@ -355,7 +355,7 @@ impl GlobalArgs {
             edit_format: self.edit_format.map(Some),
             max_cost: self.max_cost.map(Some),
             max_loop_cost: self.max_loop_cost.map(Some),
-            theme: self.theme.clone(),
+            theme: self.theme.clone().map(crate::config::ThemeChoice::from),
             cache_prompts: self.cache_prompts,
             map_tokens: self.map_tokens.map(Some),
             map_refresh: self.map_refresh,

@@ -728,13 +728,15 @@ fn a_one_shot_message_leaves_the_summary_to_the_next_start() {
     serve_with_summaries(&server);
     let repo = TempRepo::with_files(&[
         ("shelf.py", SHELF),
-        (".tern.toml", "max_chat_history_tokens = 60\n"),
+        (".tern.toml", "max_chat_history_tokens = 256\n"),
     ]);
     let models = ["--model", "gpt-4o", "--weak-model", "gpt-4o-mini"];
+    // A first turn longer than the whole history budget.
+    let question = format!("turn 1: what does lend do? I read this: {PROSE}{PROSE}");
     let first = run(
         &repo,
         &server.base_url(),
-        &[&models[..], &["-m", "turn 1: what does lend do?"]].concat(),
+        &[&models[..], &["-m", &question]].concat(),
     );
     assert!(first.ok, "{}", first.stderr);
     let requests = server.requests();

@@ -230,6 +230,13 @@ pub struct TokensArgs {
     /// Files to count as editable chat files.
     #[arg(value_name = "FILES")]
     pub files: Vec<PathBuf>,
+    /// First forget what was learned about the model's token counts from the server's
+    /// reports (the state directory's calibration.json), then count without it.
+    #[arg(long)]
+    pub recalibrate: bool,
+    /// With --recalibrate: forget it for every model.
+    #[arg(long, requires = "recalibrate")]
+    pub all_models: bool,
 }
 
 #[derive(Debug, Args)]

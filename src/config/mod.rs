@@ -400,6 +400,11 @@ impl From<&Settings> for crate::branch_review::ReviewOptions {
     }
 }
 
+/// Where what was learned about every model's token counts is kept.
+pub fn calibration_file() -> PathBuf {
+    state_dir().join("calibration.json")
+}
+
 /// Where this repository's backups of replaced gitignored files go (one folder per
 /// landing under it).
 pub fn backup_root(repo_root: &Path) -> PathBuf {

@@ -96,6 +96,12 @@ impl Key {
     pub fn blob(&self) -> &[u8] {
         &self.0[..20]
     }
+
+    /// Whether this key is the one this tern makes for its content: one written by a
+    /// tern with other grammars, queries or format names tags this one would not make.
+    pub fn is_current(&self, lang: Option<Lang>) -> bool {
+        *self == Key::new(self.blob(), lang)
+    }
 }
 
 /// Each language's tags version, computed once.

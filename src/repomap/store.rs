@@ -30,8 +30,9 @@ use super::tags::FileTags;
 pub const DEFAULT_CAP_BYTES: u64 = 1 << 30;
 
 const MAGIC: &[u8; 8] = b"TERNSEG1";
-/// Bump whenever `Content`, `FileTags` or the extraction change meaning.
-const FORMAT: u32 = 1;
+/// Bump whenever `Content`, `FileTags` or the extraction change meaning (2: the
+/// literals that shown lines elide).
+const FORMAT: u32 = 2;
 const HEADER: usize = 8 + 4 + 4;
 const ROW: usize = 32 + 8 + 4 + 8;
 const EXTENSION: &str = "tseg";

@@ -136,7 +136,7 @@ pub fn fit(
 ) -> Fitted {
     let mut sel = Selection::default();
     let mut total = 0usize;
-    let important_cap = budget * IMPORTANT_SHARE_PERCENT / 100;
+    let important_cap = budget.saturating_mul(IMPORTANT_SHARE_PERCENT) / 100;
     let mut important_total = 0usize;
     let mut important_full = false;
     for item in items {

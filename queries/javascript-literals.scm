@@ -1,5 +1,6 @@
 ; Literals the repo map elides (keeping at most a few characters): what a line shows
-; of a definition is its name and shape, never a string or a number it holds.
+; of a definition is its name and shape, never a string or a number it holds. Also
+; TSX's (TypeScript without JSX: typescript-literals.scm).
 (string) @literal
 (template_string) @literal
 (number) @literal

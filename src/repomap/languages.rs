@@ -77,13 +77,15 @@ impl Lang {
         match self {
             Lang::Rust => include_str!("../../queries/rust-literals.scm"),
             Lang::Python => include_str!("../../queries/python-literals.scm"),
-            Lang::JavaScript => include_str!("../../queries/javascript-literals.scm"),
+            Lang::JavaScript | Lang::Tsx => include_str!("../../queries/javascript-literals.scm"),
             Lang::TypeScript => include_str!("../../queries/typescript-literals.scm"),
-            Lang::Tsx => include_str!("../../queries/tsx-literals.scm"),
             Lang::Go => include_str!("../../queries/go-literals.scm"),
             Lang::Java => include_str!("../../queries/java-literals.scm"),
             Lang::C => include_str!("../../queries/c-literals.scm"),
-            Lang::Cpp => include_str!("../../queries/cpp-literals.scm"),
+            Lang::Cpp => concat!(
+                include_str!("../../queries/c-literals.scm"),
+                include_str!("../../queries/cpp-literals.scm")
+            ),
             Lang::Ruby => include_str!("../../queries/ruby-literals.scm"),
             Lang::CSharp => include_str!("../../queries/csharp-literals.scm"),
         }

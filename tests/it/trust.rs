@@ -108,9 +108,12 @@ fn a_cloned_config_cannot_send_the_key_elsewhere() {
     assert!(stderr.contains("may never set"), "{stderr}");
 }
 
+/// `tern trust` shows the config, says what now takes effect (and what it may now
+/// raise) and what a repository may never set (every such row of the table).
 #[test]
 fn tern_trust_shows_the_config_and_trusts_that_content() {
-    let repo = TempRepo::with_files(&[(".tern.toml", "model = \"m\"\nmap_tokens = 100\n")]);
+    const TEXT: &str = "model = \"m\"\nmap_tokens = 100\nmax_reflections = 9\n";
+    let repo = TempRepo::with_files(&[(".tern.toml", TEXT)]);
     let out = repo
         .tern("http://127.0.0.1:9/v1")
         .arg("trust")
@@ -120,10 +123,17 @@ fn tern_trust_shows_the_config_and_trusts_that_content() {
     assert!(out.status.success(), "{stderr}");
     assert!(stdout.contains("model = \"m\""), "{stdout}");
     assert!(stdout.contains("model now take effect"), "{stdout}");
+    assert!(
+        stdout.contains("map_tokens, max_reflections may now also be raised"),
+        "{stdout}"
+    );
+    for name in tern::config::never_from_repository() {
+        assert!(stdout.contains(name), "{name}: {stdout}");
+    }
     let store = repo
         .path()
         .join(".git/tern-test-home/config/tern/trusted.toml");
-    assert!(TrustStore::open(&store).trusts(repo.path(), "model = \"m\"\nmap_tokens = 100\n"));
+    assert!(TrustStore::open(&store).trusts(repo.path(), TEXT));
 
     let out = repo
         .tern("http://127.0.0.1:9/v1")
@@ -131,7 +141,7 @@ fn tern_trust_shows_the_config_and_trusts_that_content() {
         .output()
         .unwrap();
     assert!(out.status.success());
-    assert!(!TrustStore::open(&store).trusts(repo.path(), "model = \"m\"\nmap_tokens = 100\n"));
+    assert!(!TrustStore::open(&store).trusts(repo.path(), TEXT));
 }
 
 #[test]
@@ -598,21 +608,4 @@ fn a_bad_repository_config_is_quoted_without_driving_the_terminal() {
         "{stderr:?}"
     );
     assert!(stderr.contains("\\u{1b}]52"), "{stderr}");
-}
-
-/// `tern trust` says what a repository may never set: every such row of the table.
-#[test]
-fn tern_trust_names_everything_a_repository_may_never_set() {
-    let repo = TempRepo::with_files(&[(".tern.toml", "max_reflections = 9\n")]);
-    let out = repo
-        .tern("http://127.0.0.1:9/v1")
-        .arg("trust")
-        .output()
-        .unwrap();
-    let (stdout, stderr) = texts(&out);
-    assert!(out.status.success(), "{stderr}");
-    for name in tern::config::never_from_repository() {
-        assert!(stdout.contains(name), "{name}: {stdout}");
-    }
-    assert!(stdout.contains("max_reflections"), "{stdout}");
 }

@@ -714,7 +714,7 @@ fn usage_the_server_does_not_report_is_estimated() {
     assert!(done.ok, "{stderr}");
     assert!(
         stderr.contains("Tokens: ≈")
-            && stderr.contains("(estimated: the server reported no usage)"),
+            && stderr.contains("(estimated: tern's count, not the server's)"),
         "{stderr}"
     );
     assert!(!stderr.contains("0 sent"), "{stderr}");

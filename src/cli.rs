@@ -230,6 +230,13 @@ pub struct TokensArgs {
     /// Files to count as editable chat files.
     #[arg(value_name = "FILES")]
     pub files: Vec<PathBuf>,
+    /// First forget what was learned about the model's token counts from the server's
+    /// reports (the state directory's calibration.json), then count without it.
+    #[arg(long)]
+    pub recalibrate: bool,
+    /// With --recalibrate: forget it for every model.
+    #[arg(long, requires = "recalibrate")]
+    pub all_models: bool,
 }
 
 #[derive(Debug, Args)]
@@ -355,7 +362,7 @@ impl GlobalArgs {
             edit_format: self.edit_format.map(Some),
             max_cost: self.max_cost.map(Some),
             max_loop_cost: self.max_loop_cost.map(Some),
-            theme: self.theme.clone(),
+            theme: self.theme.clone().map(crate::config::ThemeChoice::from),
             cache_prompts: self.cache_prompts,
             map_tokens: self.map_tokens.map(Some),
             map_refresh: self.map_refresh,

@@ -52,6 +52,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             if let Some(missing) = named.find(|f| !cwd.join(f).exists()) {
                 anyhow::bail!("no such file: {}", missing.display());
             }
+            if args.recalibrate {
+                let model = (!args.all_models).then_some(settings.model.as_str());
+                tern::headless::tokens::recalibrate(model)?;
+            }
             let mut config = engine_config(global, settings, root, cwd);
             config.editable.extend(paths(&args.files));
             runtime.block_on(tern::headless::tokens::run(

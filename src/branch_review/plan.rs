@@ -189,7 +189,7 @@ pub fn plan(
     // whose numbers change), the extended diff cannot fit and is not even rendered.
     let floor: usize = compressed.iter().map(Compressed::tokens).sum();
     let limit = opts.budget.saturating_sub(OUTPUT_BUFFER_SOFT);
-    let extended = (floor <= limit + limit / 8)
+    let extended = (floor <= limit.saturating_add(limit / 8))
         .then(|| planner.extended())
         .flatten();
     Ok(extended.unwrap_or_else(|| planner.compressed(compressed)))

@@ -102,8 +102,8 @@ pub struct BudgetReport {
     pub history: HistoryStatus,
     pub map: Option<MapStatus>,
     pub last_usage: Option<Usage>,
-    /// The server reported no usage: `last_usage` is tern's count of what was sent and
-    /// received.
+    /// The server reported no usage (or a prompt count no tokenizer gives):
+    /// `last_usage` is tern's count of what was sent and received.
     pub last_usage_estimated: bool,
     pub last_cost: f64,
     pub session_cost: f64,

@@ -8,6 +8,7 @@
 use futures::StreamExt;
 
 use super::{Engine, Internal};
+use crate::config::calibration_file;
 use crate::context::Assembled;
 use crate::llm::{CountError, ServerTokenizer};
 use crate::tokens::{Prediction, calibration};
@@ -31,6 +32,8 @@ pub(crate) struct CountSlot {
     /// The server could not count just now: counts are estimates (and nothing waits
     /// for the server's) until it answers a request.
     unavailable: bool,
+    /// A report no tokenizer gives was said; the next ones only go to the log.
+    told_implausible: bool,
 }
 
 /// A counting job's result, handed back to the loop.
@@ -42,20 +45,32 @@ pub(crate) struct Counted {
     error: Option<CountError>,
 }
 
-/// Where what was learned about every model's counts is kept.
-fn calibration_file() -> std::path::PathBuf {
-    crate::config::state_dir().join("calibration.json")
-}
-
 impl Engine {
-    /// Starts from what earlier sessions learned about the model's counts, and asks
-    /// whether the server counts tokens itself.
+    /// Starts from what earlier sessions learned about the model's counts (mended if
+    /// an absurd report got into it), and asks whether the server counts tokens itself.
     pub(super) fn start_counts(&mut self) {
         self.counts = CountSlot::default();
-        if let Some(saved) = calibration::load(&calibration_file()).remove(&self.model.name) {
+        let file = calibration_file();
+        if let Some(mut saved) = calibration::load(&file).remove(&self.model.name) {
+            let dropped = saved.sanitize();
+            if dropped > 0 {
+                self.warning(format!(
+                    "{} held {dropped} report(s) of {}'s prompt tokens that no tokenizer gives: forgotten",
+                    file.display(),
+                    self.model.name
+                ));
+            }
             self.counter.set_calibration(saved);
         }
         self.start_counting();
+    }
+
+    /// What a refusal made with counts learned from the server adds: where they are
+    /// kept and how to forget them.
+    pub(super) fn calibration_note(&self, counting: crate::tokens::Counting) -> Option<String> {
+        counting
+            .is_learned()
+            .then(|| calibration::refusal_note(&calibration_file()))
     }
 
     /// Starts a counting job unless one is running: the probe first, then the texts
@@ -194,10 +209,21 @@ impl Engine {
     }
 
     /// Learns from the server's count of a request tern predicted, and keeps what was
-    /// learned for the next session.
-    pub(super) fn calibrate(&mut self, prediction: &Prediction, reported: usize) {
-        let Some(error) = self.counter.observe(prediction, reported) else {
-            return;
+    /// learned for the next session; false (and said, once) when the count is one no
+    /// tokenizer gives, which is not learned.
+    pub(super) fn calibrate(&mut self, prediction: &Prediction, reported: usize) -> bool {
+        let error = match self.counter.observe(prediction, reported) {
+            Ok(Some(error)) => error,
+            Ok(None) => return true,
+            Err(implausible) => {
+                tracing::warn!("{implausible}");
+                if !std::mem::replace(&mut self.counts.told_implausible, true) {
+                    self.warning(format!(
+                        "{implausible} (a proxy that miscounts?); its cost is tern's count instead, and reports like it are not learned"
+                    ));
+                }
+                return false;
+            }
         };
         tracing::debug!(
             predicted = prediction.total,
@@ -206,15 +232,15 @@ impl Engine {
             counting = ?self.counter.counting(),
             "prompt tokens predicted and reported"
         );
-        let Some(learned) = self.counter.calibration() else {
-            return;
-        };
-        let model = self.model.name.clone();
-        let done = self.internal_tx.clone();
-        super::worker::spawn_blocking(done, move || {
-            if let Err(e) = calibration::save(&calibration_file(), &model, &learned) {
-                tracing::warn!("cannot save the token calibration: {e}");
-            }
-        });
+        if let Some(learned) = self.counter.calibration() {
+            let model = self.model.name.clone();
+            let done = self.internal_tx.clone();
+            super::worker::spawn_blocking(done, move || {
+                if let Err(e) = calibration::save(&calibration_file(), &model, &learned) {
+                    tracing::warn!("cannot save the token calibration: {e}");
+                }
+            });
+        }
+        true
     }
 }

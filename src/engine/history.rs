@@ -628,6 +628,9 @@ impl Engine {
         report.prompt_limit = limit;
         report.remaining = limit as i64 - report.total as i64;
         let mut error = advice::advice(&report, report.total, limit);
+        if let Some(note) = self.calibration_note(report.counting) {
+            error = format!("{error}; {note}");
+        }
         if let Some((tokens, why)) = &plan.refused {
             error = format!(
                 "the server refused the request ({tokens} tokens) as too long ({why}); {error}"

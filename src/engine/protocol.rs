@@ -442,8 +442,8 @@ pub enum Event {
         reply: String,
         finish: Finish,
         usage: Option<Usage>,
-        /// The server reported no usage: `usage` is tern's count of the prompt it sent
-        /// and of the reply it received.
+        /// The server reported no usage (or a prompt count no tokenizer gives):
+        /// `usage` is tern's count of the prompt it sent and of the reply it received.
         usage_estimated: bool,
         cost: f64,
         session_cost: f64,

@@ -189,7 +189,7 @@ impl Engine {
     fn output_budget(&self) -> usize {
         self.settings
             .command_output_tokens
-            .unwrap_or((self.window.window / 8).clamp(1024, 8192))
+            .unwrap_or_else(|| crate::run::default_output_budget(self.window.window))
     }
 
     pub(super) fn finish_command(&mut self, ran: Ran) {

@@ -249,6 +249,7 @@ impl Engine {
         };
         let mut store = crate::config::TrustStore::open(&file);
         let needing = repo.needing_trust().join(", ");
+        let note = crate::config::never_from_repository_note();
         if args.trim() != "yes" {
             let state = if store.trusts(&root, &repo.text) {
                 "trusted"
@@ -258,7 +259,7 @@ impl Engine {
             self.events.send(Event::Output {
                 title: repo.path.display().to_string(),
                 text: format!(
-                    "{}\nThis content is {state}. Waiting for trust: {}. Type /trust yes to trust exactly this content; it applies when tern starts next. api_base, api_key, api_key_cmd and log_file are never taken from a repository.\n",
+                    "{}\nThis content is {state}. Waiting for trust: {}. Type /trust yes to trust exactly this content; it applies when tern starts next. {note}\n",
                     repo.text,
                     if needing.is_empty() { "nothing" } else { &needing }
                 ),
@@ -268,7 +269,7 @@ impl Engine {
         match store.trust(&root, &repo.text) {
             Ok(()) => self.notice(format!(
                 "trusted this .tern.toml ({}); restart tern to use it; a change to the file needs /trust again",
-                if needing.is_empty() { "it sets nothing that needed trust".to_string() } else { needing }
+                repo.trust_effect()
             )),
             Err(e) => self.error(format!("cannot write {}: {e}", file.display())),
         }

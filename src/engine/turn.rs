@@ -225,11 +225,13 @@ impl Engine {
             }
         };
         // What the server counted teaches tern's counts (not after a continuation,
-        // whose prompt was the request plus the reply so far).
-        if reply.usage_reported && reply.continuations == 0 {
-            self.calibrate(&sent.prediction, reply.usage.prompt_tokens);
-        }
-        let usage = if reply.usage_reported {
+        // whose prompt was the request plus the reply so far); a count no tokenizer
+        // gives is not a cost either.
+        let believed = !reply.usage_reported
+            || reply.continuations > 0
+            || self.calibrate(&sent.prediction, reply.usage.prompt_tokens);
+        let estimated = !(reply.usage_reported && believed);
+        let usage = if !estimated {
             reply.usage
         } else {
             Usage {
@@ -238,7 +240,7 @@ impl Engine {
                 ..Usage::default()
             }
         };
-        self.record_cost(&usage, !reply.usage_reported);
+        self.record_cost(&usage, estimated);
         let cost = self.session.last_cost;
         if !reply.text.is_empty() {
             self.session.history.push(Message::user(sent.sent_text));
@@ -251,7 +253,7 @@ impl Engine {
             reply: reply.text.clone(),
             finish: reply.finish.clone(),
             usage: Some(usage),
-            usage_estimated: !reply.usage_reported,
+            usage_estimated: estimated,
             cost,
             session_cost: self.session.session_cost,
         });

@@ -56,14 +56,16 @@ impl RepoLock {
             .read(true)
             .write(true)
             .open(&path)?;
-        let deadline = Instant::now() + wait;
+        // A wait past what the clock can count (`TERN_LOCK_WAIT_MS` may say anything)
+        // has no deadline.
+        let deadline = Instant::now().checked_add(wait);
         loop {
             if cancelled() {
                 return Err(GitError::Interrupted);
             }
             match file.try_lock() {
                 Ok(()) => break,
-                Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
+                Err(TryLockError::WouldBlock) if deadline.is_none_or(|d| Instant::now() < d) => {
                     std::thread::sleep(Duration::from_millis(50));
                 }
                 Err(TryLockError::WouldBlock) => {

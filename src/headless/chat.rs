@@ -124,7 +124,7 @@ pub async fn run(
                     let u = usage.unwrap_or_default();
                     let tokens = if *usage_estimated {
                         format!(
-                            "≈{} sent, ≈{} received (estimated: the server reported no usage)",
+                            "≈{} sent, ≈{} received (estimated: tern's count, not the server's)",
                             u.prompt_tokens, u.completion_tokens
                         )
                     } else {

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use crate::context::BudgetReport;
 use crate::engine::{EngineConfig, Event, Op};
+use crate::tokens::calibration;
 
 pub async fn run(
     config: EngineConfig,
@@ -20,11 +21,35 @@ pub async fn run(
     } else {
         write!(stdout, "{}", report.render_table())?;
     }
-    Ok(if report.fits() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    if report.fits() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    if report.counting.is_learned() {
+        eprintln!(
+            "tern: {}",
+            calibration::refusal_note(&crate::config::calibration_file())
+        );
+    }
+    Ok(ExitCode::FAILURE)
+}
+
+/// `--recalibrate`: forgets what was learned about `model`'s counts (every model's
+/// when None), and says what it forgot.
+pub fn recalibrate(model: Option<&str>) -> anyhow::Result<()> {
+    let file = crate::config::calibration_file();
+    let forgotten = calibration::forget(&file, model)
+        .map_err(|e| anyhow::anyhow!("cannot rewrite {}: {e}", file.display()))?;
+    let what = match (model, forgotten.is_empty()) {
+        (Some(model), true) => format!("nothing was learned about {model}'s token counts"),
+        (Some(model), false) => format!("forgot what was learned about {model}'s token counts"),
+        (None, true) => "nothing was learned about any model's token counts".into(),
+        (None, false) => format!(
+            "forgot what was learned about the token counts of {}",
+            forgotten.join(", ")
+        ),
+    };
+    eprintln!("tern: {what} ({})", file.display());
+    Ok(())
 }
 
 /// The engine's report for a draft message (empty when None). Engine errors (a file

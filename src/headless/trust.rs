@@ -49,15 +49,11 @@ fn trust(args: &TrustArgs, sources: &ConfigSources) -> Result<(), String> {
     store
         .trust(root, &repo.text)
         .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
-    let needing = repo.needing_trust();
-    let effect = if needing.is_empty() {
-        "it sets nothing that needed trust".to_string()
-    } else {
-        format!("{} now take effect", needing.join(", "))
-    };
     println!(
-        "trusted this content (sha256 {}): {effect}; when the file changes, tern ignores those settings again until you run `tern trust` again. api_base, api_key and log_file are never taken from a repository.",
-        config_hash(&repo.text)
+        "trusted this content (sha256 {}): {}; when the file changes, tern ignores those settings again until you run `tern trust` again. {}",
+        config_hash(&repo.text),
+        repo.trust_effect(),
+        crate::config::never_from_repository_note()
     );
     Ok(())
 }

@@ -429,7 +429,8 @@ impl LlmClient {
             };
             tracing::debug!(attempt, %reason, "chat request failed; retrying");
             let delay = after.unwrap_or(FIRST_BACKOFF * 2u32.saturating_pow(attempt as u32 - 1));
-            if started.elapsed() + delay > self.retry_budget || limit.is_some_and(|n| attempt >= n)
+            if started.elapsed().saturating_add(delay) > self.retry_budget
+                || limit.is_some_and(|n| attempt >= n)
             {
                 return Err(if_exhausted);
             }

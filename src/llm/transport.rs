@@ -201,11 +201,13 @@ async fn read_failure(response: reqwest::Response) -> HttpFailure {
     }
 }
 
-/// `Retry-After` is either delta-seconds or an HTTP date.
+/// `Retry-After` is either delta-seconds or an HTTP date. A wait too long for a
+/// `Duration` (a server may say anything) is the longest one: it is never waited out.
 fn parse_retry_after(value: &str) -> Option<Duration> {
     let value = value.trim();
     if let Ok(secs) = value.parse::<f64>() {
-        return (secs >= 0.0 && secs.is_finite()).then(|| Duration::from_secs_f64(secs));
+        return (secs >= 0.0 && secs.is_finite())
+            .then(|| Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX));
     }
     let when = httpdate::parse_http_date(value).ok()?;
     Some(
@@ -454,6 +456,11 @@ mod tests {
         assert_eq!(
             parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"),
             Some(Duration::ZERO)
+        );
+        assert_eq!(parse_retry_after("1e300"), Some(Duration::MAX));
+        assert_eq!(
+            parse_retry_after("18446744073709551615"),
+            Some(Duration::MAX)
         );
         assert_eq!(parse_retry_after("soon"), None);
         assert_eq!(parse_retry_after("-1"), None);

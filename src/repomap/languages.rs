@@ -1,7 +1,8 @@
 //! The languages the repo map understands (which files are which is in the table of
-//! `crate::languages`): their tree-sitter grammar, and their tag query (the grammar
+//! `crate::languages`): their tree-sitter grammar, their tag query (the grammar
 //! crate's own where it is good, tern's `queries/<lang>-tags.scm` where it is missing
-//! or weak).
+//! or weak), and their literal query (`queries/<lang>-literals.scm`: the string and
+//! number nodes a shown line elides, so the map never carries a constant's value).
 
 use std::sync::OnceLock;
 
@@ -27,12 +28,14 @@ pub(crate) enum Role {
     Other,
 }
 
-/// A compiled tag query with each capture's role resolved once.
+/// A compiled tag query with each capture's role resolved once, and the literal query.
 pub(crate) struct TagQuery {
     pub query: Query,
     pub roles: Vec<Role>,
     /// The query captures no references: every identifier node is one instead.
     pub identifier_refs: bool,
+    /// Every capture is a literal to elide from shown lines.
+    pub literals: Query,
 }
 
 impl Lang {
@@ -68,14 +71,36 @@ impl Lang {
         }
     }
 
+    /// The literal query source: every language has one (a language added without it
+    /// does not build), so no language's map carries a string's or a number's content.
+    fn literal_source(self) -> &'static str {
+        match self {
+            Lang::Rust => include_str!("../../queries/rust-literals.scm"),
+            Lang::Python => include_str!("../../queries/python-literals.scm"),
+            Lang::JavaScript | Lang::Tsx => include_str!("../../queries/javascript-literals.scm"),
+            Lang::TypeScript => include_str!("../../queries/typescript-literals.scm"),
+            Lang::Go => include_str!("../../queries/go-literals.scm"),
+            Lang::Java => include_str!("../../queries/java-literals.scm"),
+            Lang::C => include_str!("../../queries/c-literals.scm"),
+            Lang::Cpp => concat!(
+                include_str!("../../queries/c-literals.scm"),
+                include_str!("../../queries/cpp-literals.scm")
+            ),
+            Lang::Ruby => include_str!("../../queries/ruby-literals.scm"),
+            Lang::CSharp => include_str!("../../queries/csharp-literals.scm"),
+        }
+    }
+
     /// The version of this language's tags, part of every cached entry's key: it
     /// changes when the grammar (its ABI, metadata version, node kinds or parse
-    /// states) or the tag query changes, so a tern built with other grammars or queries
-    /// never reads tags it did not make.
+    /// states), the tag query or the literal query changes, so a tern built with other
+    /// grammars or queries never reads tags it did not make (nor lines rendered with
+    /// literals an older tern did not elide).
     pub fn tags_version(self) -> u64 {
         let grammar = self.grammar();
         let mut h = xxhash_rust::xxh3::Xxh3::new();
         h.update(self.query_source().as_bytes());
+        h.update(self.literal_source().as_bytes());
         let version = grammar.metadata().map_or([0; 3], |m| {
             [m.major_version, m.minor_version, m.patch_version]
         });
@@ -105,10 +130,13 @@ impl Lang {
             .unwrap_or_else(|e| panic!("{} tag query does not compile: {e}", self.name()));
         let roles: Vec<Role> = query.capture_names().iter().map(|n| role_of(n)).collect();
         let identifier_refs = !roles.iter().any(|r| matches!(r, Role::RefName | Role::Ref));
+        let literals = Query::new(&self.grammar(), self.literal_source())
+            .unwrap_or_else(|e| panic!("{} literal query does not compile: {e}", self.name()));
         TagQuery {
             query,
             roles,
             identifier_refs,
+            literals,
         }
     }
 }
@@ -146,6 +174,16 @@ mod tests {
                 "{} has no definitions",
                 lang.name()
             );
+        }
+        for lang in Lang::VARIANTS {
+            let literals = &lang.tag_query().literals;
+            assert_eq!(
+                literals.capture_names(),
+                ["literal", super::super::tags::UNCLOSED],
+                "{}",
+                lang.name()
+            );
+            assert!(literals.pattern_count() >= 4, "{}", lang.name());
         }
         assert!(Lang::C.tag_query().identifier_refs);
         assert!(Lang::Cpp.tag_query().identifier_refs);

@@ -615,8 +615,11 @@ impl RepoMap {
     /// Whether the stat data of `f` proves that it still is what `known` describes:
     /// the same size, time and inode, and either a time older than `since` (when it
     /// was last stat'ed) by more than a clock tick, or the index's blob id agreeing.
+    /// What a tern with other grammars or queries made (an older literal query, say)
+    /// describes tags this one would not make: never proven.
     fn proven(&self, known: &Known, f: &files::Found, since: i64) -> bool {
-        known.size == f.size
+        known.key.is_current(Lang::from_path(Path::new(&f.rel)))
+            && known.size == f.size
             && known.mtime_ns == f.mtime_ns
             && known.ino == f.ino
             && (f.mtime_ns < since - RACY_NS || f.blob.is_some_and(|b| b == known.key.blob()))
@@ -1209,6 +1212,63 @@ mod tests {
         assert_eq!(default_budget(32_768, false), 28_672);
         assert_eq!(default_budget(8_192, false), 4096);
         assert_eq!(default_budget(4_096, false), 512);
+    }
+
+    /// A snapshot written by a tern whose tags version differs (another literal query,
+    /// say) must not serve its tags for files whose stat data still matches.
+    #[test]
+    fn a_snapshot_of_another_tags_version_is_parsed_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("repo");
+        let cache = dir.path().join("cache");
+        std::fs::create_dir_all(&root).unwrap();
+        git2::Repository::init(&root).unwrap();
+        std::fs::write(
+            root.join("lib.rs"),
+            "pub const KEY: &str = \"sk_live_value\";\n",
+        )
+        .unwrap();
+        // Old enough that its stat data alone proves it unchanged.
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+        std::fs::File::options()
+            .append(true)
+            .open(root.join("lib.rs"))
+            .and_then(|f| f.set_modified(old))
+            .unwrap();
+        let open = || {
+            let counter =
+                crate::tokens::TokenCounter::new(crate::tokens::Encoding::O200kBase, false);
+            RepoMap::open(&root, counter, CacheLocation::Dir(cache.clone())).unwrap()
+        };
+        let mut first = open();
+        assert_eq!(first.refresh(&|_| {}).parsed, 1);
+        first.save();
+        let stem = first.cache_stem.clone().unwrap();
+        drop(first);
+        // An old tern's snapshot: the same files, keyed by another version.
+        let path = stem.with_extension("snap");
+        let (snapshot, why) = cache::load_snapshot(&path);
+        assert!(why.is_none(), "{why:?}");
+        let files: Vec<(String, Known)> = snapshot
+            .files
+            .into_iter()
+            .map(|(p, mut known)| {
+                known.key = Key::new(known.key.blob(), None);
+                (p, known)
+            })
+            .collect();
+        let borrowed: Vec<(&str, &Known)> = files.iter().map(|(p, k)| (p.as_str(), k)).collect();
+        cache::save_snapshot(&path, snapshot.saved_ns, &snapshot.names, &borrowed).unwrap();
+
+        let mut second = open();
+        let stats = second.refresh(&|_| {});
+        assert_eq!((stats.from_cache, stats.parsed + stats.from_store), (0, 1));
+        assert!(
+            second
+                .slots
+                .iter()
+                .all(|s| s.known.key.is_current(Some(Lang::Rust)))
+        );
     }
 
     #[test]

@@ -13,7 +13,7 @@ use std::rc::Rc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::tags::{FileTags, line_text};
+use super::tags::FileTags;
 use crate::tokens::TokenCounter;
 
 /// Remembered block counts beyond this are dropped (and re-counted when needed).
@@ -136,7 +136,7 @@ pub fn fit(
 ) -> Fitted {
     let mut sel = Selection::default();
     let mut total = 0usize;
-    let important_cap = budget * IMPORTANT_SHARE_PERCENT / 100;
+    let important_cap = budget.saturating_mul(IMPORTANT_SHARE_PERCENT) / 100;
     let mut important_total = 0usize;
     let mut important_full = false;
     for item in items {
@@ -257,13 +257,13 @@ pub fn render_block(source: &impl Source, file: u32, defs: &[u32]) -> String {
     out.push_str(":\n");
     let mut next_line = 0u32;
     for i in lines {
-        let (number, start) = tags.line(i);
+        let (number, _) = tags.line(i);
         if number > next_line {
             out.push_str(ELISION);
             out.push('\n');
         }
         out.push_str(BAR);
-        out.push_str(&line_text(&content, start));
+        out.push_str(&tags.shown_line(&content, i));
         out.push('\n');
         next_line = number + 1;
     }

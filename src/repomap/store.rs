@@ -30,8 +30,9 @@ use super::tags::FileTags;
 pub const DEFAULT_CAP_BYTES: u64 = 1 << 30;
 
 const MAGIC: &[u8; 8] = b"TERNSEG1";
-/// Bump whenever `Content`, `FileTags` or the extraction change meaning.
-const FORMAT: u32 = 1;
+/// Bump whenever `Content`, `FileTags` or the extraction change meaning (2: the
+/// literals that shown lines elide).
+const FORMAT: u32 = 2;
 const HEADER: usize = 8 + 4 + 4;
 const ROW: usize = 32 + 8 + 4 + 8;
 const EXTENSION: &str = "tseg";
@@ -95,6 +96,12 @@ impl Key {
 
     pub fn blob(&self) -> &[u8] {
         &self.0[..20]
+    }
+
+    /// Whether this key is the one this tern makes for its content: one written by a
+    /// tern with other grammars, queries or format names tags this one would not make.
+    pub fn is_current(&self, lang: Option<Lang>) -> bool {
+        *self == Key::new(self.blob(), lang)
     }
 }
 

@@ -2,18 +2,28 @@
 //! where the source lines are that show each definition in its scope) and what it
 //! references. Everything the ranking needs is kept here, so a warm start never parses;
 //! the shown lines' text is read from the file when the map is rendered, which keeps
-//! the cache and the memory small (most definitions are never shown).
+//! the cache and the memory small (most definitions are never shown). The string and
+//! number literals on those lines (found by the language's literal query) are kept as
+//! byte ranges, and a shown line elides them: the map shows what a definition is, never
+//! a secret it holds (`STRIPE_SECRET = "…"`).
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
-use tree_sitter::{Node, Parser, QueryCursor, StreamingIterator, Tree};
+use tree_sitter::{Node, Parser, Point, Query, QueryCursor, StreamingIterator, Tree};
 
 use super::languages::{Lang, Role};
 
 /// Shown lines are cut to this many characters.
 pub const MAX_LINE_CHARS: usize = 100;
+
+/// A literal whose content (between its quotes) has at most this many characters on one
+/// line is shown as it is (`0`, `""`, `"utf8"`, `8080`); a longer one is elided.
+pub const SHOWN_LITERAL_CHARS: usize = 4;
+
+/// What replaces an elided literal's content.
+pub const ELIDED: &str = "…";
 
 /// Names longer than this are generated code, not identifiers worth ranking.
 const MAX_NAME_BYTES: usize = 200;
@@ -36,6 +46,76 @@ pub struct FileTags {
     /// Lines in the file, so the renderer knows whether anything follows the last shown
     /// line.
     pub line_count: u32,
+    /// The literals to elide that cross shown lines, sorted, none inside another.
+    literals: Vec<Literal>,
+}
+
+/// A literal a shown line elides: its bytes in the file, and the lengths of its opening
+/// and closing delimiters (`r#"` and `"#`, `f"""` and `"""`), which are kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+struct Literal {
+    start: u32,
+    end: u32,
+    open: u8,
+    close: u8,
+}
+
+impl Literal {
+    /// The literal `node` is, if it is to be elided: it spans lines, or its content
+    /// has more than [`SHOWN_LITERAL_CHARS`] characters.
+    fn of(node: Node, source: &[u8]) -> Option<Literal> {
+        let text = source.get(node.byte_range())?;
+        let (open, close) = delimiters(text);
+        let content = text.get(open..text.len() - close)?;
+        let short = !content.contains(&b'\n')
+            && String::from_utf8_lossy(content).chars().count() <= SHOWN_LITERAL_CHARS;
+        (!short).then(|| Literal {
+            start: node.start_byte() as u32,
+            end: node.end_byte() as u32,
+            open: open as u8,
+            close: close as u8,
+        })
+    }
+
+    /// A string that never closes, opened by the quote `node`: all of its line after
+    /// the quote is the string's, so all of it is elided.
+    fn unclosed(node: Node, source: &[u8]) -> Literal {
+        let start = node.start_byte().min(source.len());
+        let rest = source.get(start..).unwrap_or_default();
+        let end = start + rest.iter().position(|&b| b == b'\n').unwrap_or(rest.len());
+        Literal {
+            start: start as u32,
+            end: end as u32,
+            open: node.byte_range().len().min(end - start) as u8,
+            close: 0,
+        }
+    }
+}
+
+/// The opening and closing delimiters of a literal's text, by length: an optional
+/// prefix (`r#`, `b`, `f`, `@`, `$`, `u8R`) and quotes, and the quotes (and `#`s) that
+/// close them. None (0, 0) for what has no quotes around it (a number, Ruby's `%q()`),
+/// so all of it is content.
+fn delimiters(text: &[u8]) -> (usize, usize) {
+    const MAX_PREFIX: usize = 8;
+    let quote = |b: &u8| matches!(b, b'"' | b'\'' | b'`');
+    let prefix = text
+        .iter()
+        .take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'@' | b'$' | b'#' | b'_'))
+        .count();
+    let quotes = text.iter().skip(prefix).take_while(|b| quote(b)).count();
+    let open = prefix + quotes;
+    let close = text
+        .iter()
+        .skip(open)
+        .rev()
+        .take_while(|b| quote(b) || **b == b'#')
+        .count();
+    // A C++ digit separator (`1'000`) is no quote: a quote opens only what one closes.
+    match prefix <= MAX_PREFIX && quotes > 0 && close > 0 {
+        true => (open, close),
+        false => (0, 0),
+    }
 }
 
 /// One definition.
@@ -63,6 +143,13 @@ impl FileTags {
     /// Line `i` of the line table: (0-based line number, byte offset of its start).
     pub fn line(&self, i: u32) -> (u32, u32) {
         self.line_index[i as usize]
+    }
+
+    /// Line `i` of the line table as the map shows it, from `source` (the content the
+    /// tags were taken from): literals elided, without trailing blanks or `\r`, at
+    /// most [`MAX_LINE_CHARS`] characters.
+    pub fn shown_line(&self, source: &[u8], i: u32) -> String {
+        line_text(source, self.line(i).1, &self.literals)
     }
 }
 
@@ -137,7 +224,7 @@ impl<'s> Extractor<'s> {
         if tag_query.identifier_refs {
             collect_identifiers(tree.root_node(), &mut self.refs);
         }
-        self.finish(tree)
+        self.finish(tree, &tag_query.literals)
     }
 
     fn text(&self, node: Node<'s>) -> Option<&'s str> {
@@ -213,7 +300,7 @@ impl<'s> Extractor<'s> {
         id
     }
 
-    fn finish(mut self, tree: &Tree) -> FileTags {
+    fn finish(mut self, tree: &Tree, literals: &Query) -> FileTags {
         let refs = std::mem::take(&mut self.refs);
         for node in refs {
             let range = (node.start_byte(), node.end_byte());
@@ -241,8 +328,47 @@ impl<'s> Extractor<'s> {
             *id = new_id[*id as usize];
         }
         self.tags.line_count = tree.root_node().end_position().row as u32 + 1;
+        self.tags.literals = shown_literals(literals, tree, self.source, &self.tags.line_index);
         self.tags
     }
+}
+
+/// The capture of a literal query for the opening quote of a string that never closes
+/// (the others, `@literal`, are whole literals).
+pub(crate) const UNCLOSED: &str = "literal.unclosed";
+
+/// The literals `query` finds on the shown `lines` (sorted by row) that are to be
+/// elided, sorted, the outermost of nested ones (a string in a template's substitution)
+/// only. The query runs over each run of consecutive shown rows, not the whole file.
+fn shown_literals(query: &Query, tree: &Tree, source: &[u8], lines: &[(u32, u32)]) -> Vec<Literal> {
+    let mut found = Vec::new();
+    let mut cursor = QueryCursor::new();
+    let mut rows = lines.iter().map(|&(row, _)| row as usize).peekable();
+    while let Some(first) = rows.next() {
+        let mut last = first;
+        while let Some(&next) = rows.peek().filter(|&&next| next == last + 1) {
+            last = next;
+            rows.next();
+        }
+        cursor.set_point_range(Point::new(first, 0)..Point::new(last + 1, 0));
+        let mut matches = cursor.matches(query, tree.root_node(), source);
+        while let Some(m) = matches.next() {
+            for capture in m.captures() {
+                found.extend(match query.capture_names()[capture.index as usize] {
+                    UNCLOSED => Some(Literal::unclosed(capture.node, source)),
+                    _ => Literal::of(capture.node, source),
+                });
+            }
+        }
+    }
+    found.sort_by_key(|l| (l.start, std::cmp::Reverse(l.end)));
+    let mut outermost: Vec<Literal> = Vec::with_capacity(found.len());
+    for literal in found {
+        if outermost.last().is_none_or(|l| literal.start >= l.end) {
+            outermost.push(literal);
+        }
+    }
+    outermost
 }
 
 /// Whether a node kind is a declaration whose first line is worth showing above the
@@ -289,13 +415,37 @@ fn collect_identifiers<'t>(root: Node<'t>, out: &mut Vec<Node<'t>>) {
     }
 }
 
-/// The source line starting at byte `start` as the map shows it: without trailing
-/// blanks or `\r`, at most [`MAX_LINE_CHARS`] characters. Offsets past the end give an
-/// empty line rather than a panic.
-pub fn line_text(source: &[u8], start: u32) -> String {
-    let rest = source.get(start as usize..).unwrap_or_default();
-    let line = &rest[..rest.iter().position(|&b| b == b'\n').unwrap_or(rest.len())];
-    let text = String::from_utf8_lossy(line);
+/// The source line starting at byte `start` as the map shows it: each of `literals`
+/// (sorted, none inside another) that crosses it elided to its delimiters around
+/// [`ELIDED`] (only the delimiter on this line is kept of one that crosses lines),
+/// without trailing blanks or `\r`, at most [`MAX_LINE_CHARS`] characters. Offsets past
+/// the end give an empty line rather than a panic.
+fn line_text(source: &[u8], start: u32, literals: &[Literal]) -> String {
+    let start = (start as usize).min(source.len());
+    let rest = source.get(start..).unwrap_or_default();
+    let end = start + rest.iter().position(|&b| b == b'\n').unwrap_or(rest.len());
+    let bytes = |from: usize, to: usize| source.get(from..to.max(from)).unwrap_or_default();
+    let mut line = Vec::with_capacity(end - start);
+    let mut at = start;
+    let crossing = literals.partition_point(|l| l.end as usize <= start);
+    for literal in literals.get(crossing..).unwrap_or_default() {
+        let (from, to) = (literal.start as usize, literal.end as usize);
+        if from >= end {
+            break;
+        }
+        line.extend_from_slice(bytes(at, from.max(start)));
+        if from >= start {
+            line.extend_from_slice(bytes(from, (from + literal.open as usize).min(end)));
+        }
+        line.extend_from_slice(ELIDED.as_bytes());
+        if to <= end {
+            let close = to.saturating_sub(literal.close as usize);
+            line.extend_from_slice(bytes(close.max(from.max(start)), to));
+        }
+        at = to.min(end).max(at);
+    }
+    line.extend_from_slice(bytes(at, end));
+    let text = String::from_utf8_lossy(&line);
     let text = text.trim_end();
     match text.char_indices().nth(MAX_LINE_CHARS) {
         Some((i, _)) => text.get(..i).unwrap_or(text).to_string(),
@@ -329,10 +479,7 @@ mod tests {
         let shown: Vec<(u32, String)> = tags
             .shown_lines(&norm)
             .iter()
-            .map(|&i| {
-                let (row, start) = tags.line(i);
-                (row, line_text(src.as_bytes(), start))
-            })
+            .map(|&i| (tags.line(i).0, tags.shown_line(src.as_bytes(), i)))
             .collect();
         assert_eq!(
             shown,
@@ -357,8 +504,339 @@ mod tests {
     fn long_lines_are_cut_at_100_characters() {
         let long = format!("fn f() {{ let _ = \"{}\"; }}\n", "é".repeat(300));
         let tags = extract(Lang::Rust, long.as_bytes());
-        let line = line_text(long.as_bytes(), tags.line(0).1);
+        let line = line_text(long.as_bytes(), tags.line(0).1, &[]);
         assert_eq!(line.chars().count(), MAX_LINE_CHARS);
-        assert_eq!(line_text(long.as_bytes(), 1 << 30), "");
+        assert_eq!(line_text(long.as_bytes(), 1 << 30, &tags.literals), "");
+    }
+}
+
+#[cfg(test)]
+mod literal_tests {
+    use strum::VariantArray;
+
+    use super::*;
+
+    /// What must never reach the map from these snippets.
+    const SECRETS: [&str; 6] = [
+        "sk_live",
+        "hunter2",
+        "4111111111111111",
+        "4_111",
+        "BEGIN KEY",
+        "51HvSecret",
+    ];
+
+    /// A real snippet per language: secrets in every kind of string it has (raw and
+    /// multi-line ones too), long numbers, and short literals that stay; with the
+    /// names of what it defines on those lines.
+    fn snippet(lang: Lang) -> (&'static str, &'static [&'static str]) {
+        match lang {
+            Lang::Rust => (
+                "pub const STRIPE_SECRET: &str = \"sk_live_51HvSecretValue\";\n\
+                 pub static DATABASE_URL: &str = r#\"postgres://admin:hunter2@db/prod\"#;\n\
+                 const ACCOUNT: u64 = 4111111111111111;\n\
+                 const PORT: u16 = 8080;\n\
+                 const BYTES: &[u8] = b\"sk_live_bytes\";\n\
+                 fn connect(url: &str) -> Pool { Pool::new(url, \"sk_live_inline\", 'x') }\n",
+                &[
+                    "STRIPE_SECRET",
+                    "DATABASE_URL",
+                    "ACCOUNT",
+                    "8080",
+                    "connect",
+                ],
+            ),
+            Lang::Python => (
+                "STRIPE_SECRET = \"sk_live_51HvSecretValue\"\n\
+                 DATABASE_URL = f\"postgres://admin:hunter2@{HOST}/prod\"\n\
+                 PRIVATE_KEY = \"\"\"-----BEGIN KEY-----\nhunter2\n-----END KEY-----\"\"\"\n\
+                 RAW = r'sk_live_raw' 'sk_live_concatenated'\n\
+                 ACCOUNT = 4111111111111111\n\
+                 PORT = 8080\n\
+                 def connect(url=\"postgres://admin:hunter2@db/prod\", retries=3): pass\n",
+                &[
+                    "STRIPE_SECRET",
+                    "DATABASE_URL",
+                    "PRIVATE_KEY",
+                    "PORT = 8080",
+                    "def connect(",
+                ],
+            ),
+            Lang::JavaScript => (
+                "export const handler = (key = 'sk_live_51HvSecretValue') => key;\n\
+                 function connect(url = `postgres://admin:${user}:hunter2@db`, n = 4111111111111111n) {}\n\
+                 class Banner { render() { return <p>sk_live_in_jsx_text</p>; } }\n\
+                 function port(p = 8080) {}\n",
+                &["handler", "function connect(", "render()", "p = 8080"],
+            ),
+            Lang::TypeScript => (
+                "export const STRIPE_SECRET: string = 'sk_live_51HvSecretValue';\n\
+                 export const DATABASE_URL = `postgres://admin:hunter2@${host}/prod`;\n\
+                 export const ACCOUNT = 4111111111111111;\n\
+                 export enum Keys { Live = \"sk_live_enum\", Port = 8080 }\n\
+                 function connect(url: string = \"postgres://admin:hunter2@db\"): void {}\n",
+                &[
+                    "STRIPE_SECRET",
+                    "DATABASE_URL",
+                    "ACCOUNT",
+                    "Keys",
+                    "connect",
+                ],
+            ),
+            Lang::Tsx => (
+                "export const STRIPE_SECRET = 'sk_live_51HvSecretValue';\n\
+                 export const Banner = () => <p title=\"sk_live_attr\">sk_live_in_jsx_text hunter2</p>;\n\
+                 export const ACCOUNT = 4111111111111111;\n\
+                 export const PORT = 8080;\n",
+                &["STRIPE_SECRET", "Banner", "ACCOUNT", "PORT = 8080"],
+            ),
+            Lang::Go => (
+                "package main\n\
+                 const StripeSecret = \"sk_live_51HvSecretValue\"\n\
+                 var DatabaseURL = `postgres://admin:hunter2@db/prod`\n\
+                 const Account = 4111111111111111\n\
+                 const Port = 8080\n\
+                 func Connect(url string) error { return dial(\"sk_live_inline\", 'x', 1.5e300) }\n",
+                &["Connect"],
+            ),
+            Lang::Java => (
+                "class Config {\n\
+                 static final String STRIPE_SECRET = \"sk_live_51HvSecretValue\";\n\
+                 static final String KEY = \"\"\"\n-----BEGIN KEY-----\nhunter2\n\"\"\";\n\
+                 static final long ACCOUNT = 4111111111111111L;\n\
+                 static final int PORT = 8080;\n\
+                 void connect(String url) { open(\"postgres://admin:hunter2@db\"); }\n\
+                 }\n",
+                &["class Config", "connect"],
+            ),
+            Lang::C => (
+                "#define STRIPE_SECRET \"sk_live_51HvSecretValue\"\n\
+                 #define ACCOUNT 4111111111111111\n\
+                 #define PORT 8080\n\
+                 static const char *DATABASE_URL = \"postgres://admin:hunter2@db\" \"/prod\";\n\
+                 int connect(const char *url) { return dial(url, \"sk_live_inline\"); }\n",
+                &["STRIPE_SECRET", "ACCOUNT", "PORT 8080", "connect"],
+            ),
+            Lang::Cpp => (
+                "#define STRIPE_SECRET \"sk_live_51HvSecretValue\"\n\
+                 const char *DATABASE_URL = R\"sql(postgres://admin:hunter2@db/prod)sql\";\n\
+                 constexpr long long ACCOUNT = 4'111'111'111'111'111;\n\
+                 int connect(const char *url) { return dial(url, u8\"sk_live_inline\", 4111111111111111_id); }\n\
+                 class Pool { int port() { return 8080; } };\n",
+                &["connect", "class Pool", "port()", "8080"],
+            ),
+            Lang::Ruby => (
+                "STRIPE_SECRET = 'sk_live_51HvSecretValue'\n\
+                 DATABASE_URL = \"postgres://admin:#{user}:hunter2@db\"\n\
+                 PRIVATE_KEY = <<~PEM\n  -----BEGIN KEY-----\n  hunter2\nPEM\n\
+                 TOKENS = %w[sk_live_a sk_live_b]\n\
+                 ACCOUNT = 4_111_111_111_111_111\n\
+                 def connect(url = %q(postgres://admin:hunter2@db), port = 8080); end\n",
+                &["def connect(", "port = 8080"],
+            ),
+            Lang::CSharp => (
+                "class Config {\n\
+                 const string StripeSecret = \"sk_live_51HvSecretValue\";\n\
+                 const string DatabaseUrl = @\"postgres://admin:hunter2@db\";\n\
+                 const string Key = \"\"\"\n-----BEGIN KEY-----\nhunter2\n\"\"\";\n\
+                 const long Account = 4111111111111111L;\n\
+                 const int Port = 8080;\n\
+                 void Connect(string url) { Open($\"postgres://{user}:hunter2@db\"); }\n\
+                 }\n",
+                &["class Config", "Connect"],
+            ),
+        }
+    }
+
+    /// Every line the map could show of `src`'s definitions.
+    fn shown(lang: Lang, src: &str) -> String {
+        let tags = extract(lang, src.as_bytes());
+        (0..tags.line_index.len() as u32)
+            .map(|i| tags.shown_line(src.as_bytes(), i) + "\n")
+            .collect()
+    }
+
+    #[test]
+    fn every_language_elides_its_strings_and_numbers() {
+        for &lang in Lang::VARIANTS {
+            let (src, names) = snippet(lang);
+            let lines = shown(lang, src);
+            for secret in SECRETS {
+                assert!(
+                    !lines.contains(secret),
+                    "{}: {secret} in\n{lines}",
+                    lang.name()
+                );
+            }
+            for name in names {
+                assert!(
+                    lines.contains(name),
+                    "{}: no {name} in\n{lines}",
+                    lang.name()
+                );
+            }
+            assert!(lines.contains(ELIDED), "{}:\n{lines}", lang.name());
+        }
+    }
+
+    /// Every line of `src`, as the map would show it if every line were a definition's:
+    /// what the literal query finds wherever the tag query shows a line.
+    fn every_line(lang: Lang, src: &str) -> String {
+        let mut parser = Parser::new();
+        parser.set_language(&lang.grammar()).unwrap();
+        let tree = parser.parse(src, None).unwrap();
+        let mut lines = vec![(0u32, 0u32)];
+        for (i, _) in src.match_indices('\n') {
+            lines.push((lines.len() as u32, i as u32 + 1));
+        }
+        let literals = shown_literals(&lang.tag_query().literals, &tree, src.as_bytes(), &lines);
+        lines
+            .iter()
+            .map(|&(_, start)| line_text(src.as_bytes(), start, &literals) + "\n")
+            .collect()
+    }
+
+    /// Every kind of string the snippets hold (raw, multi-line, heredoc, interpolated,
+    /// verbatim, word arrays) and every long number is elided on every line, whether
+    /// or not the language's tag query shows that line.
+    #[test]
+    fn every_kind_of_literal_is_found_on_every_line() {
+        for &lang in Lang::VARIANTS {
+            let (src, _) = snippet(lang);
+            let lines = every_line(lang, src);
+            for secret in SECRETS {
+                assert!(
+                    !lines.contains(secret),
+                    "{}: {secret} in\n{lines}",
+                    lang.name()
+                );
+            }
+            assert!(
+                lines.contains("8080"),
+                "{}: short numbers stay\n{lines}",
+                lang.name()
+            );
+        }
+    }
+
+    /// A file mid-edit: a string that never closes is no literal node, only a quote in
+    /// the parser's error; what follows it on the line is elided all the same.
+    #[test]
+    fn an_unclosed_string_is_elided_to_the_end_of_its_line() {
+        for (lang, src) in [
+            (Lang::Python, "KEY = \"sk_live_abc\ndef f(): pass\n"),
+            (Lang::Python, "def f(a=\"sk_live_abc):\n  pass\n"),
+            (Lang::Rust, "const K: &str = \"sk_live_abc;\nfn f() {}\n"),
+            (Lang::Rust, "fn f() { g(\"sk_live_abc) }\nfn h() {}\n"),
+            (
+                Lang::JavaScript,
+                "function f(a = 'sk_live_abc) {}\nfunction g() {}\n",
+            ),
+            (
+                Lang::TypeScript,
+                "export const K = 'sk_live_abc\nexport function g() {}\n",
+            ),
+            (
+                Lang::Tsx,
+                "export const K = `sk_live_abc\nexport function g() {}\n",
+            ),
+            (Lang::Go, "func F() { g(\"sk_live_abc) }\nfunc G() {}\n"),
+            (
+                Lang::Java,
+                "class A { String K = \"sk_live_abc; void f() {} }\n",
+            ),
+            (
+                Lang::C,
+                "int f() { return g(\"sk_live_abc); }\nint h() {}\n",
+            ),
+            (
+                Lang::Cpp,
+                "int f() { return g(\"sk_live_abc); }\nint h() {}\n",
+            ),
+            (Lang::Ruby, "def f(a = 'sk_live_abc)\nend\ndef g; end\n"),
+            (
+                Lang::CSharp,
+                "class A { string K = \"sk_live_abc; void F() {} }\n",
+            ),
+        ] {
+            for lines in [shown(lang, src), every_line(lang, src)] {
+                assert!(
+                    !lines.contains("sk_live"),
+                    "{}: {src:?}\n{lines}",
+                    lang.name()
+                );
+            }
+        }
+        assert_eq!(
+            shown(Lang::Rust, "fn f() { g(\"sk_live_abc) }\nfn h() {}\n"),
+            "fn f() { g(\"…\nfn h() {}\n"
+        );
+    }
+
+    #[test]
+    fn a_literal_keeps_its_delimiters_and_a_short_one_stays() {
+        let src = "const A: &str = \"sk_live_51HvSecretValue\";\nconst B: &str = r#\"raw secret\"#;\nconst C: &str = \"utf8\";\nconst D: u32 = 65536;\nconst E: [&str; 2] = [\"\", \"x\"];\n";
+        assert_eq!(
+            shown(Lang::Rust, src),
+            "const A: &str = \"…\";\nconst B: &str = r#\"…\"#;\nconst C: &str = \"utf8\";\nconst D: u32 = …;\nconst E: [&str; 2] = [\"\", \"x\"];\n"
+        );
+        let py = "KEY = f'''sk_live\nmore'''\nN = 1_000_000\n";
+        assert_eq!(shown(Lang::Python, py), "KEY = f'''…\nN = …\n");
+        assert_eq!(
+            shown(
+                Lang::Cpp,
+                "int f(int n = 1'000'000) { return g(u8R\"x(secret)x\"); }\n"
+            ),
+            "int f(int n = …) { return g(u8R\"…\"); }\n"
+        );
+    }
+
+    /// A multi-line literal shows only its opening on the definition's line, and a
+    /// line that starts inside one shows only its end.
+    #[test]
+    fn a_literal_across_lines_is_elided_on_each_line_it_crosses() {
+        let src = "x = \"\"\"one\ntwo\"\"\"; def f(a='sk_live_value'): pass\n";
+        let tags = extract(Lang::Python, src.as_bytes());
+        let literals = &tags.literals;
+        assert_eq!(line_text(src.as_bytes(), 0, literals), "x = \"\"\"…");
+        let second = src.find("two").unwrap() as u32;
+        assert_eq!(
+            line_text(src.as_bytes(), second, literals),
+            "…\"\"\"; def f(a='…'): pass"
+        );
+    }
+
+    proptest::proptest! {
+        // Failures are kept with the integration tests' (the crate root holds only
+        // what the project is made of).
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            failure_persistence: Some(Box::new(
+                proptest::test_runner::FileFailurePersistence::Direct(
+                    "tests/proptest-regressions/map_literals.txt",
+                ),
+            )),
+            ..proptest::prelude::ProptestConfig::default()
+        })]
+
+        /// Any text in a string on a definition's line, in any language's snippet
+        /// shape, never panics and never shows more than a few of its characters.
+        #[test]
+        fn any_string_content_is_elided(secret in "(\\PC|\r|\t){5,40}", lang in 0..Lang::VARIANTS.len()) {
+            let lang = Lang::VARIANTS[lang];
+            let quoted = secret.replace(['"', '\\', '\n', '\r'], "x");
+            let src = match lang {
+                Lang::Python | Lang::Ruby => format!("def f(a=\"{quoted}\"):\n  pass\n"),
+                Lang::Go => format!("func F() {{ g(\"{quoted}\") }}\n"),
+                Lang::C | Lang::Cpp => format!("int f() {{ return g(\"{quoted}\"); }}\n"),
+                Lang::Java | Lang::CSharp => format!("class A {{ void f() {{ g(\"{quoted}\"); }} }}\n"),
+                Lang::Rust => format!("fn f() {{ g(\"{quoted}\") }}\n"),
+                _ => format!("function f() {{ g(\"{quoted}\") }}\n"),
+            };
+            let lines = shown(lang, &src);
+            let visible: String = quoted.chars().filter(|c| !c.is_whitespace()).collect();
+            if visible.chars().count() > 2 * SHOWN_LITERAL_CHARS {
+                proptest::prop_assert!(!lines.contains(&visible), "{}: {src:?} -> {lines:?}", lang.name());
+            }
+        }
     }
 }

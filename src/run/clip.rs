@@ -15,6 +15,12 @@ pub struct Clipped {
     pub omitted_lines: usize,
 }
 
+/// The tokens a command's output may take when `command_output_tokens` is unset:
+/// window/8 within 1024..8192.
+pub fn default_output_budget(window: usize) -> usize {
+    (window / 8).clamp(1024, 8192)
+}
+
 /// What starts a last line kept only in part.
 const CUT: &str = "…";
 

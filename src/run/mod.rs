@@ -11,7 +11,7 @@ mod suggest;
 
 use std::time::Duration;
 
-pub use clip::{Clipped, clip};
+pub use clip::{Clipped, clip, default_output_budget};
 pub use process::run;
 pub use suggest::{CommandKind, Suggestion, suggest};
 

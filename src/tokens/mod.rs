@@ -7,7 +7,7 @@
 pub mod calibration;
 mod chat_format;
 
-pub use calibration::{Calibration, Calibrations, Counting, Local, Prediction};
+pub use calibration::{Calibration, Calibrations, Counting, Implausible, Local, Prediction};
 pub use chat_format::{MESSAGE_OVERHEAD, REPLY_PRIMING};
 
 use std::collections::HashMap;
@@ -334,11 +334,21 @@ impl TokenCounter {
         }
     }
 
-    /// Learns from the server's count of a predicted request (a no-op for exact
-    /// counters); returns the prediction's relative error.
-    pub fn observe(&self, prediction: &Prediction, reported: usize) -> Option<f64> {
-        let fit = self.fit.as_ref()?;
-        Some(lock(fit).calibration.observe(prediction, reported))
+    /// Learns from the server's count of a predicted request (exact counters learn
+    /// nothing); returns the prediction's relative error, or why the report is not
+    /// one a tokenizer gives (then nothing is learned, for exact counters as well).
+    pub fn observe(
+        &self,
+        prediction: &Prediction,
+        reported: usize,
+    ) -> Result<Option<f64>, calibration::Implausible> {
+        match &self.fit {
+            Some(fit) => lock(fit)
+                .calibration
+                .observe(prediction, reported)
+                .map(Some),
+            None => calibration::check(prediction, reported).map(|()| None),
+        }
     }
 
     /// What was learned, to be saved; None for exact counters.

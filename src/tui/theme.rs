@@ -1,15 +1,18 @@
 //! Themes as data: UI colours and the syntect theme for code, read from TOML
 //! (`themes/dark.toml`, `themes/light.toml`, or a file of the user's). A theme that
 //! cannot be used is reported and the default is used instead: a typo in a colour must
-//! never keep tern from starting.
+//! never keep tern from starting. A theme a repository's config named is an untrusted
+//! file: what is said about it never quotes it.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 use ratatui::style::{Color, Modifier, Style};
 use serde::Deserialize;
 use syntect::highlighting::{Theme as SyntaxTheme, ThemeSet};
+
+use crate::config::{ThemeChoice, theme_candidates};
 
 /// The built-in themes, by name. The first is the default and the base every other
 /// theme is applied over.
@@ -31,16 +34,15 @@ macro_rules! colors {
         impl Colors {
             const UNSET: Colors = Colors { $( $field: Color::Reset, )* };
 
-            /// Sets `[table] key`; false when the theme format has no such key.
-            fn set(&mut self, table: &str, key: &str, color: Color) -> bool {
+            /// Sets `[table] key` (one of `keys()`).
+            fn set(&mut self, table: &str, key: &str, color: Color) {
                 match (table, key) {
                     $( (stringify!($table), stringify!($field)) => self.$field = color, )*
-                    _ => return false,
+                    _ => {}
                 }
-                true
             }
 
-            /// Every `table.key` name, for checking that a built-in theme is complete.
+            /// Every `table.key` name: what a theme file may set.
             pub fn keys() -> &'static [&'static str] {
                 &[$( concat!(stringify!($table), ".", stringify!($field)), )*]
             }
@@ -91,35 +93,50 @@ impl Theme {
 
     /// Loads a theme by built-in name or file path. When it cannot be used, returns the
     /// default theme and says why.
-    pub fn load(name_or_path: &str) -> (Theme, Option<String>) {
-        match Theme::try_load(name_or_path) {
+    pub fn load(choice: &ThemeChoice) -> (Theme, Option<String>) {
+        match Theme::try_load(choice) {
             Ok(theme) => (theme, None),
             Err(why) => (
                 Theme::default_theme(),
                 Some(format!(
-                    "theme {name_or_path:?} not used ({why}); using the default theme"
+                    "theme {:?} not used ({why}); using the default theme",
+                    choice.name
                 )),
             ),
         }
     }
 
-    fn try_load(name_or_path: &str) -> Result<Theme, String> {
-        if let Some((name, text)) = BUILTIN.iter().find(|(n, _)| *n == name_or_path) {
+    fn try_load(choice: &ThemeChoice) -> Result<Theme, String> {
+        let wanted = choice.name.as_str();
+        if let Some((name, text)) = BUILTIN.iter().find(|(n, _)| *n == wanted) {
             return apply(base(), name, text, None);
         }
-        let path = theme_path(name_or_path).ok_or_else(|| {
-            let names: Vec<&str> = BUILTIN.iter().map(|(n, _)| *n).collect();
-            format!(
-                "no built-in theme of that name ({}) and no such file",
-                names.join(", ")
-            )
-        })?;
+        // A repository's theme file was resolved inside it when settings loaded; its
+        // plain names are only looked for among the user's own themes.
+        let mut candidates = theme_candidates(wanted, Path::new(""));
+        if choice.from_repository && !Path::new(wanted).is_absolute() {
+            candidates.drain(..2);
+        }
+        let path = candidates
+            .into_iter()
+            .find(|p| p.is_file())
+            .ok_or_else(|| {
+                let names: Vec<&str> = BUILTIN.iter().map(|(n, _)| *n).collect();
+                format!(
+                    "no built-in theme of that name ({}) and no such file",
+                    names.join(", ")
+                )
+            })?;
         let text = std::fs::read_to_string(&path)
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        let name = path.file_stem().map_or(name_or_path.to_string(), |s| {
-            s.to_string_lossy().into_owned()
-        });
-        apply(base(), &name, &text, Some(&path))
+        let name = path
+            .file_stem()
+            .map_or(wanted.to_string(), |s| s.to_string_lossy().into_owned());
+        let file = File {
+            path: &path,
+            quote: !choice.from_repository,
+        };
+        apply(base(), &name, &text, Some(file))
     }
 
     pub fn text(&self) -> Style {
@@ -174,39 +191,45 @@ fn base() -> Colors {
         let (name, text) = BUILTIN[0];
         let file: ThemeFile = toml::from_str(text).expect("the default theme parses");
         let mut colors = Colors::UNSET;
-        set_all(&mut colors, &file, name).expect("the default theme's colours are valid");
+        set_all(&mut colors, &file, name, true).expect("the default theme's colours are valid");
         colors
     })
     .clone()
 }
 
-/// `name` as a file: the path itself, with `.toml` added, or in `~/.config/tern/themes/`.
-fn theme_path(name: &str) -> Option<PathBuf> {
-    let given = PathBuf::from(name);
-    let mut candidates = vec![given.clone(), given.with_extension("toml")];
-    if let Some(dir) = dirs::config_dir() {
-        let themes = dir.join("tern").join("themes");
-        candidates.push(themes.join(name));
-        candidates.push(themes.join(format!("{name}.toml")));
-    }
-    candidates.into_iter().find(|p| p.is_file())
+/// A theme file, and whether what is said about it may quote it (not when a
+/// repository named it).
+#[derive(Clone, Copy)]
+struct File<'a> {
+    path: &'a Path,
+    quote: bool,
 }
 
-fn apply(mut colors: Colors, name: &str, text: &str, path: Option<&Path>) -> Result<Theme, String> {
-    let origin = path.map_or_else(
+fn apply(mut colors: Colors, name: &str, text: &str, file: Option<File>) -> Result<Theme, String> {
+    let origin = file.map_or_else(
         || format!("built-in theme {name}"),
-        |p| p.display().to_string(),
+        |f| f.path.display().to_string(),
     );
-    let file: ThemeFile = toml::from_str(text).map_err(|e| format!("{origin}: {e}"))?;
-    set_all(&mut colors, &file, &origin)?;
-    let syntax_name = file
+    let quote = file.is_none_or(|f| f.quote);
+    let parsed: ThemeFile = toml::from_str(text).map_err(|e| match quote {
+        true => format!("{origin}: {e}"),
+        // toml's message shows the line, and a type error the value.
+        false => format!("{origin}: not a theme file ({})", position(text, &e)),
+    })?;
+    set_all(&mut colors, &parsed, &origin, quote)?;
+    let syntax_name = parsed
         .syntax
         .clone()
         .unwrap_or_else(|| default_syntax_name().to_string());
     let syntax = syntax_theme(&syntax_name).ok_or_else(|| {
         let known: Vec<&str> = syntax_themes().themes.keys().map(String::as_str).collect();
+        let named = if quote {
+            format!(" {syntax_name:?}")
+        } else {
+            String::new()
+        };
         format!(
-            "{origin}: no syntax theme {syntax_name:?}; known: {}",
+            "{origin}: no syntax theme{named} of that name; known: {}",
             known.join(", ")
         )
     })?;
@@ -218,22 +241,42 @@ fn apply(mut colors: Colors, name: &str, text: &str, path: Option<&Path>) -> Res
     })
 }
 
-fn set_all(colors: &mut Colors, file: &ThemeFile, origin: &str) -> Result<(), String> {
+/// Sets every colour `file` names. An error names the value only when the file may
+/// be quoted, and a key only when it is a theme's own or the file may be quoted.
+fn set_all(colors: &mut Colors, file: &ThemeFile, origin: &str, quote: bool) -> Result<(), String> {
     for (table, entries) in [
         ("ui", &file.ui),
         ("sections", &file.sections),
         ("diff", &file.diff),
     ] {
         for (key, value) in entries {
-            let color: Color = value
-                .parse()
-                .map_err(|_| format!("{origin}: [{table}] {key} = {value:?} is not a colour"))?;
-            if !colors.set(table, key, color) {
-                return Err(format!("{origin}: unknown key [{table}] {key}"));
-            }
+            let known = Colors::keys().contains(&format!("{table}.{key}").as_str());
+            let key = match (known, quote) {
+                (false, true) => return Err(format!("{origin}: unknown key [{table}] {key}")),
+                (false, false) => {
+                    return Err(format!("{origin}: a key of [{table}] is not a theme's"));
+                }
+                (true, _) => key,
+            };
+            let color: Color = value.parse().map_err(|_| match quote {
+                true => format!("{origin}: [{table}] {key} = {value:?} is not a colour"),
+                false => format!("{origin}: [{table}] {key} is not a colour"),
+            })?;
+            colors.set(table, key, color);
         }
     }
     Ok(())
+}
+
+/// Where in `text` a TOML error is, as "line L, column C", without quoting anything.
+fn position(text: &str, error: &toml::de::Error) -> String {
+    let Some(at) = error.span().map(|s| s.start) else {
+        return "not valid TOML".into();
+    };
+    let before = text.get(..at).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    format!("line {line}, column {column}")
 }
 
 fn default_syntax_name() -> &'static str {
@@ -272,11 +315,14 @@ mod tests {
             for key in Colors::keys() {
                 assert!(set.iter().any(|s| s == key), "{name} lacks {key}");
             }
-            let (theme, warning) = Theme::load(name);
+            let (theme, warning) = Theme::load(&ThemeChoice::from(*name));
             assert!(warning.is_none(), "{warning:?}");
             assert_eq!(theme.name, *name);
         }
-        assert_ne!(Theme::load("light").0.c, Theme::load("dark").0.c);
+        assert_ne!(
+            Theme::load(&"light".into()).0.c,
+            Theme::load(&"dark".into()).0.c
+        );
     }
 
     #[test]
@@ -284,7 +330,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("mine.toml");
         std::fs::write(&path, "[ui]\nuser = \"#ff0000\"\n").unwrap();
-        let (theme, warning) = Theme::load(path.to_str().unwrap());
+        let (theme, warning) = Theme::load(&path.to_str().unwrap().into());
         assert_eq!(warning, None);
         assert_eq!(theme.c.user, Color::Rgb(255, 0, 0));
         assert_eq!(theme.c.assistant, Theme::default_theme().c.assistant);
@@ -303,13 +349,53 @@ mod tests {
         for (text, expected) in cases {
             let path = dir.path().join("mine.toml");
             std::fs::write(&path, text).unwrap();
-            let (theme, warning) = Theme::load(path.to_str().unwrap());
+            let (theme, warning) = Theme::load(&path.to_str().unwrap().into());
             let warning = warning.expect("reported");
             assert!(warning.contains(expected), "{warning}");
             assert_eq!(theme.name, "dark");
         }
-        let (_, warning) = Theme::load("no-such-theme");
+        let (_, warning) = Theme::load(&"no-such-theme".into());
         assert!(warning.unwrap().contains("dark, light"));
+    }
+
+    /// A repository's theme (already resolved inside it) is reported by position and
+    /// by the theme's own key names, never by what the file holds.
+    #[test]
+    fn a_broken_repository_theme_is_never_quoted() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("theirs.toml");
+        let secret = "sk_live_51HvSecretValue";
+        for text in [
+            format!("STRIPE_SECRET_KEY={secret}\n"),
+            format!("{secret} = 1\n"),
+            format!("[ui]\nuser = \"{secret}\"\n"),
+            format!("[ui]\n{secret} = \"red\"\n"),
+            format!("syntax = \"{secret}\"\n"),
+            format!("syntax = 1\n[ui]\nuser = \"{secret}\"\n"),
+            format!("-----BEGIN OPENSSH PRIVATE KEY-----\n{secret}\n"),
+        ] {
+            std::fs::write(&path, &text).unwrap();
+            let choice = ThemeChoice {
+                name: path.display().to_string(),
+                from_repository: true,
+            };
+            let (theme, warning) = Theme::load(&choice);
+            let warning = warning.expect("reported");
+            assert!(!warning.contains("sk_live"), "{text:?}: {warning}");
+            assert!(!warning.contains("BEGIN"), "{text:?}: {warning}");
+            assert!(warning.contains("theirs.toml"), "{warning}");
+            assert_eq!(theme.name, "dark");
+        }
+        std::fs::write(&path, "[ui]\nuser = \"nope\"\n").unwrap();
+        let choice = ThemeChoice {
+            name: path.display().to_string(),
+            from_repository: true,
+        };
+        let warning = Theme::load(&choice).1.unwrap();
+        assert!(warning.contains("[ui] user is not a colour"), "{warning}");
+        std::fs::write(&path, "ok = 1\n[ui\n").unwrap();
+        let warning = Theme::load(&choice).1.unwrap();
+        assert!(warning.contains("line 2, column"), "{warning}");
     }
 
     #[test]

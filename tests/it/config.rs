@@ -24,7 +24,7 @@ fn each_layer_overrides_the_one_below() {
     let explicit = dir.path().join("explicit.toml");
     write(
         &user,
-        "model = \"from-user\"\nweak_model = \"weak-user\"\ntheme = \"light\"\nmap_tokens = 100\n",
+        "model = \"from-user\"\nweak_model = \"weak-user\"\ntheme = \"light\"\nmap_tokens = 300\n",
     );
     write(
         &repo.join(".tern.toml"),
@@ -43,7 +43,7 @@ fn each_layer_overrides_the_one_below() {
         .settings;
     assert_eq!(s.model, "from-user");
     assert_eq!(s.weak_model, "weak-user");
-    assert_eq!(s.theme, "from-repo");
+    assert_eq!(s.theme.name, "from-repo");
     assert_eq!(s.map_tokens, Some(200));
 
     let config_flag = format!("--config={}", explicit.display());

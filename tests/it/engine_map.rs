@@ -196,3 +196,57 @@ async fn always_rescans_before_every_message() {
     assert!(!map_sent_added(&server, 0));
     assert!(map_sent_added(&server, 1));
 }
+
+/// The issue: module-level constants went to the model with their values, from files
+/// not in the chat, untracked ones included. The map shows their names and shapes; the
+/// map pane (the `Map` event's text) and the request alike never hold the secrets.
+#[tokio::test]
+async fn the_map_never_carries_a_constant_s_value() {
+    let server = MockServer::start().await;
+    replies(&server, 1);
+    let repo = TempRepo::with_files(&[
+        (
+            "src/app.py",
+            "from settings import STRIPE_SECRET, connect\nconnect(STRIPE_SECRET)\n",
+        ),
+        (
+            "src/settings.py",
+            "STRIPE_SECRET = \"sk_live_51HvSecretValue\"\nDATABASE_URL = \"postgres://admin:hunter2@db.internal/prod\"\nACCOUNT = 4111111111111111\n\ndef connect(url=\"postgres://admin:hunter2@db\"):\n    pass\n",
+        ),
+    ]);
+    // Never committed, never added.
+    repo.write(
+        "src/local_keys.rs",
+        "pub const STRIPE_SECRET: &str = r#\"sk_live_untracked\"#;\npub fn connect() -> u64 { 4111111111111111 }\n",
+    );
+    let mut engine = spawn_engine(&repo, &server, "src/app.py", false, |_| {});
+    map_holds(&mut engine, "src/local_keys.rs").await;
+    engine
+        .ops
+        .send(Op::Submit {
+            text: "where is STRIPE_SECRET used? connect".into(),
+        })
+        .unwrap();
+    let events = until(&mut engine, |e| matches!(e, Event::Idle)).await;
+    let shown: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Map(view) => Some(view.text.as_str()),
+            _ => None,
+        })
+        .collect();
+    let sent = server.requests().pop().unwrap().body_text;
+    assert!(!shown.is_empty());
+    for text in shown.iter().copied().chain([sent.as_str()]) {
+        for secret in ["sk_live", "hunter2", "4111111111111111"] {
+            assert!(!text.contains(secret), "{secret} in\n{text}");
+        }
+    }
+    for shape in [
+        "STRIPE_SECRET = \\\"…\\\"",
+        "def connect(url=\\\"…\\\")",
+        "pub const STRIPE_SECRET: &str = r#\\\"…\\\"#;",
+    ] {
+        assert!(sent.contains(shape), "{shape} not in\n{sent}");
+    }
+}

@@ -560,6 +560,21 @@ fn undo_waits_for_the_tern_that_holds_the_lock() {
     assert_eq!(repo.read("a.txt"), "one\n");
 }
 
+/// `TERN_LOCK_WAIT_MS` may name a wait longer than the clock can count: it is a wait
+/// without a deadline, never an overflow.
+#[test]
+fn a_lock_wait_too_long_for_the_clock_waits_without_a_deadline() {
+    let repo = TempRepo::with_files(&[("a.txt", "one\n")]);
+    let git_dir = repo.path().join(".git");
+    let held = git::RepoLock::acquire(&git_dir, Duration::MAX).unwrap();
+    let waiter =
+        std::thread::spawn(move || git::RepoLock::acquire(&git_dir, Duration::MAX).is_ok());
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!waiter.is_finished(), "it stopped waiting");
+    drop(held);
+    assert!(waiter.join().unwrap());
+}
+
 #[cfg(unix)]
 #[test]
 fn a_tern_killed_right_after_its_commit_never_lets_undo_drop_the_users_lines() {

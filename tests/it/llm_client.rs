@@ -418,6 +418,20 @@ async fn cancel_during_a_retry_wait_returns_at_once() {
     assert!(started.elapsed() < Duration::from_secs(5));
 }
 
+/// A server may say to retry after more seconds than a `Duration` holds: that is a
+/// wait past any budget (the client gives up), never a panic.
+#[tokio::test]
+async fn a_retry_after_past_what_the_clock_holds_gives_up_at_once() {
+    let server = MockServer::start().await;
+    server.push(Reply::rate_limited(u64::MAX));
+    let client = LlmClient::new(&settings(&server), None, None).unwrap();
+    let started = Instant::now();
+    let (r, _) = chat(&client, &request("gpt-4o", "hi")).await;
+    assert!(matches!(r, Err(LlmError::RateLimited { .. })), "{r:?}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(server.request_count(), 1);
+}
+
 #[tokio::test]
 async fn cache_breakpoints_are_sent_as_content_parts() {
     let server = MockServer::start().await;

@@ -714,7 +714,7 @@ fn usage_the_server_does_not_report_is_estimated() {
     assert!(done.ok, "{stderr}");
     assert!(
         stderr.contains("Tokens: ≈")
-            && stderr.contains("(estimated: the server reported no usage)"),
+            && stderr.contains("(estimated: tern's count, not the server's)"),
         "{stderr}"
     );
     assert!(!stderr.contains("0 sent"), "{stderr}");
@@ -728,13 +728,15 @@ fn a_one_shot_message_leaves_the_summary_to_the_next_start() {
     serve_with_summaries(&server);
     let repo = TempRepo::with_files(&[
         ("shelf.py", SHELF),
-        (".tern.toml", "max_chat_history_tokens = 60\n"),
+        (".tern.toml", "max_chat_history_tokens = 256\n"),
     ]);
     let models = ["--model", "gpt-4o", "--weak-model", "gpt-4o-mini"];
+    // A first turn longer than the whole history budget.
+    let question = format!("turn 1: what does lend do? I read this: {PROSE}{PROSE}");
     let first = run(
         &repo,
         &server.base_url(),
-        &[&models[..], &["-m", "turn 1: what does lend do?"]].concat(),
+        &[&models[..], &["-m", &question]].concat(),
     );
     assert!(first.ok, "{}", first.stderr);
     let requests = server.requests();
@@ -1027,4 +1029,169 @@ async fn a_server_that_cannot_count_for_a_moment_is_asked_again() {
         "{:?}",
         notices(&chat.events)
     );
+}
+
+/// The issue: a buggy proxy reports `usage.prompt_tokens` of 693 billion once. Before,
+/// it was learned into calibration.json and every later request to that model was
+/// refused ("needs ≈693 billion tokens"), in every later session. Now it is said and
+/// not learned, its cost is tern's count, and every later request goes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lying_proxy_s_count_is_not_learned_and_later_sessions_still_send() {
+    let server = MockServer::start_as(Dialect::Ollama).await;
+    server.set_responder(|r| {
+        let reply = Reply::text(reply(crate::history_support::turn_of(r)));
+        match crate::history_support::turn_of(r) {
+            2 => reply.with_prompt_tokens(693_000_000_000),
+            _ => reply,
+        }
+    });
+    let settings = Settings {
+        context_window: Some(32_768),
+        ..settings(&server, "smollm2-lying-proxy")
+    };
+    let files = [("README.md", PROSE)];
+    let mut chat = Chat::start(settings.clone(), &files, &[]);
+    chat.send(Op::AddFiles {
+        paths: vec!["README.md".into()],
+        mode: FileMode::ReadOnly,
+    });
+    for t in 1..=3 {
+        let events = chat.say(format!("turn {t}: what is bookshelf for?")).await;
+        assert!(
+            matches!(events.last(), Some(Event::TurnFinished { .. })),
+            "turn {t}: {:?}",
+            failure(&events)
+        );
+        if t == 2 {
+            let told = notices(&events).join("\n");
+            assert!(
+                told.contains("693,000,000,000") && told.contains("not learned"),
+                "{told}"
+            );
+            let Some(Event::TurnFinished {
+                usage: Some(usage),
+                usage_estimated,
+                ..
+            }) = events.last()
+            else {
+                panic!("{events:?}")
+            };
+            assert!(usage.prompt_tokens < 10_000, "{usage:?}");
+            assert!(usage_estimated, "a count no tokenizer gives is no cost");
+        }
+    }
+    let requests = conversations(&server);
+    let predicted = predictions(&chat.events);
+    let error = relative_error(predicted[2], requests[2].prompt_tokens);
+    assert!(
+        error <= 0.03,
+        "{} for {}",
+        predicted[2],
+        requests[2].prompt_tokens
+    );
+
+    // The next session starts from what the honest reports taught, and sends.
+    let mut next = Chat::start(settings, &files, &[]);
+    let events = next.say("turn 1: hello again".into()).await;
+    assert!(
+        matches!(events.last(), Some(Event::TurnFinished { .. })),
+        "{:?}",
+        failure(&events)
+    );
+    assert_eq!(conversations(&server).len(), 4);
+}
+
+/// What the old code saved after such a report is mended when a session reads it: the
+/// absurd observation is forgotten (and said, with the file), the request goes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_calibration_poisoned_before_is_mended_when_read() {
+    let server = MockServer::start_as(Dialect::Ollama).await;
+    server.set_responder(|_| Reply::text("ok"));
+    let model = "smollm2-poisoned";
+    let repo = TempRepo::with_files(&[("README.md", PROSE)]);
+    let file = tern::config::calibration_file();
+    let poisoned = tern::tokens::Calibration {
+        per_token: 6.93e8,
+        per_digit: -0.056,
+        samples: 1,
+        contents: vec![(1000, 0, 693_000_000_000)],
+        ..tern::tokens::Calibration::default()
+    };
+    tern::tokens::calibration::save(&file, model, &poisoned).unwrap();
+    let mut chat = Chat::start_in(repo, settings(&server, model), &[], false);
+    let events = chat.say("hello".into()).await;
+    assert!(
+        matches!(events.last(), Some(Event::TurnFinished { .. })),
+        "{:?}",
+        failure(&events)
+    );
+    let told = notices(&chat.events).join("\n");
+    assert!(
+        told.contains(&file.display().to_string()) && told.contains("forgotten"),
+        "{told}"
+    );
+}
+
+/// A request refused with counts learned from the server names where they are kept
+/// and how to forget them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_made_with_learned_counts_names_the_file_and_the_way_out() {
+    let server = MockServer::start_as(Dialect::Ollama).await;
+    server.set_responder(|_| Reply::text("ok"));
+    let settings = Settings {
+        context_window: Some(2048),
+        max_chat_history_tokens: Some(1024),
+        map_tokens: Some(0),
+        ..settings(&server, "smollm2-refused")
+    };
+    let big = PROSE.repeat(8);
+    let mut chat = Chat::start(settings, &[("big.md", &big)], &[]);
+    let events = chat.say("hello".into()).await;
+    assert!(matches!(events.last(), Some(Event::TurnFinished { .. })));
+    chat.send(Op::AddFiles {
+        paths: vec!["big.md".into()],
+        mode: FileMode::ReadOnly,
+    });
+    let events = chat.say("what is in big.md?".into()).await;
+    let (error, _) = failure(&events).expect("refused");
+    assert!(error.contains("needs ≈"), "{error}");
+    assert!(
+        error.contains(&tern::config::calibration_file().display().to_string())
+            && error.contains("tern tokens --recalibrate"),
+        "{error}"
+    );
+}
+
+/// `tern tokens --recalibrate` forgets the model's calibration (`--all-models`:
+/// every model's) and says so.
+#[test]
+fn tokens_recalibrate_forgets_what_was_learned() {
+    let repo = shelf_repo();
+    let state = repo.path().join(".git/tern-test-home/state");
+    let file = state.join("calibration.json");
+    for model in ["smollm2", "qwen"] {
+        tern::tokens::calibration::save(&file, model, &tern::tokens::Calibration::default())
+            .unwrap();
+    }
+    let out = run(
+        &repo,
+        "http://127.0.0.1:9/v1",
+        &["--model", "smollm2", "tokens", "--recalibrate"],
+    );
+    assert!(
+        out.stderr
+            .contains("forgot what was learned about smollm2's token counts")
+            && out.stderr.contains(&file.display().to_string()),
+        "{}",
+        out.stderr
+    );
+    let left = tern::tokens::calibration::load(&file);
+    assert_eq!(left.keys().collect::<Vec<_>>(), ["qwen"]);
+    let out = run(
+        &repo,
+        "http://127.0.0.1:9/v1",
+        &["tokens", "--recalibrate", "--all-models"],
+    );
+    assert!(out.stderr.contains("qwen"), "{}", out.stderr);
+    assert!(tern::tokens::calibration::load(&file).is_empty());
 }

@@ -745,6 +745,15 @@ fn tern_map_prints_the_map_json_and_stats() {
     let out = run(&["map", "--chat", "/definitely/not/here.rs"]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--chat /definitely/not/here.rs"));
+
+    // Any budget a flag can give, the largest too, is a budget: no overflow.
+    let out = run(&["map", "--tokens", &usize::MAX.to_string()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("src/store.rs:\n"));
 }
 
 #[test]

@@ -109,6 +109,11 @@ fn errors_are_clear_and_an_empty_diff_is_not_an_error() {
         let (stdout, stderr) = texts(&out);
         (out.status.code(), stdout, stderr)
     };
+    // The largest budget a flag can give is a budget like any other.
+    let (code, stdout, stderr) = run(&["--print-diff", "--budget", &usize::MAX.to_string()]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("step_1"), "{stdout}");
+
     let (code, _, stderr) = run(&["--print-diff", "--budget", "500"]);
     assert_eq!(code, Some(1));
     assert!(

@@ -96,7 +96,8 @@ pub struct Footer {
 }
 
 impl Footer {
-    /// `estimated`: the server reported no usage and `usage` is tern's count.
+    /// `estimated`: `usage` is tern's count (the server reported none, or one no
+    /// tokenizer gives).
     pub fn new(
         finish: &Finish,
         usage: Option<&Usage>,

@@ -8,6 +8,7 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::config::{CachePrompts, ConfigSources, SettingsLayer};
 use crate::edit::EditFormat;
+use crate::engine::persist::Resume;
 use crate::repomap::MapRefresh;
 
 #[derive(Debug, Parser)]
@@ -148,9 +149,17 @@ pub struct GlobalArgs {
     )]
     pub add_needed: Option<String>,
 
-    /// Continue the session saved for this repository (in the user's state directory).
-    #[arg(long, global = true)]
-    pub resume: bool,
+    /// Continue a saved session of this repository instead of starting a new one: the
+    /// one active last, or `--resume=ID` (an id `tern sessions` lists, or the start of
+    /// one). With `tern undo`: the session whose turn is undone.
+    #[arg(
+        long,
+        global = true,
+        value_name = "ID",
+        num_args = 0..=1,
+        require_equals = true
+    )]
+    pub resume: Option<Option<String>>,
 
     /// Open the workspace on a copy of a demo project with a recorded session; needs no
     /// API key.
@@ -212,10 +221,22 @@ pub enum Command {
     Undo(UndoArgs),
     /// Review the branch diff (or the work tree) with the model, within a token budget.
     Review(ReviewArgs),
+    /// List this repository's saved sessions, the one active last first: id, last
+    /// active, first message, pending hunks, cost, and which are open in a tern.
+    Sessions(SessionsArgs),
     /// Trust this repository's `.tern.toml` (after reading it): its model, key bindings
     /// and git settings take effect until the file changes. Where the API key goes and
     /// where tern writes outside the repository are never taken from it.
     Trust(TrustArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SessionsArgs {
+    /// Remove the old sessions (beyond the newest 50 and inactive for 30 days) now,
+    /// those with pending hunks too once you confirm (a y/N question on a terminal,
+    /// else --yes). Old sessions without pending hunks are removed at every start.
+    #[arg(long)]
+    pub prune: bool,
 }
 
 #[derive(Debug, Args)]
@@ -331,6 +352,14 @@ fn cache_prompts() -> impl TypedValueParser<Value = CachePrompts> {
 }
 
 impl GlobalArgs {
+    /// The session `--resume[=ID]` names, if it was given.
+    pub fn resume(&self) -> Option<Resume> {
+        self.resume.as_ref().map(|id| match id {
+            None => Resume::Newest,
+            Some(id) => Resume::Id(id.clone()),
+        })
+    }
+
     /// `sources` with the `--config FILE` given here.
     pub fn config_sources(&self, sources: ConfigSources) -> ConfigSources {
         ConfigSources {

@@ -376,11 +376,13 @@ pub struct NeededFile {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum Event {
-    /// The engine is up; sent once first.
+    /// The engine is up; sent once first. `session`: the id of the session it saves
+    /// to (None: it saves none).
     Ready {
         root: String,
         model: String,
         mode: ChatMode,
+        session: Option<String>,
     },
     /// A user message was accepted and a request is on its way. `text` is what the
     /// user wrote (empty for tern's own turns, such as a reflection); `notes` are what

@@ -69,6 +69,7 @@ impl Visible for Event {
                 root,
                 model,
                 mode: _,
+                session: _,
             } => {
                 root.make_visible();
                 model.make_visible();

@@ -75,7 +75,7 @@ async fn apply(
         editable: files.iter().map(|p| p.display().to_string()).collect(),
         read_only: Vec::new(),
         map_cache: crate::repomap::CacheLocation::Disabled,
-        resume: false,
+        resume: None,
         model_chosen: false,
         purpose: Purpose::LandReply {
             any_file: files.is_empty(),

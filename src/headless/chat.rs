@@ -52,6 +52,8 @@ pub async fn run(
     // resumed session kept for review stay as they are.
     let mut replied = false;
     let mut resumed_hunks = 0;
+    // The session this run saves to, for the way back to it.
+    let mut session: Option<String> = None;
     // The last test or lint run: the run fails when it failed (`--auto-test` ends
     // with the tests still failing, or a `/test` was left failing).
     let mut last_check: Option<(String, bool)> = None;
@@ -220,6 +222,7 @@ pub async fn run(
                     writeln!(stderr, "tern: {error}")?;
                 }
             }
+            Event::Ready { session: id, .. } => session.clone_from(id),
             Event::Proposal(view) if !replied => {
                 resumed_hunks = view.files.iter().map(|f| f.hunks.len()).sum();
             }
@@ -399,9 +402,10 @@ pub async fn run(
         }
     }
     if resumed_hunks > 0 && !json {
+        let resume = session.map_or("--resume".to_string(), |id| format!("--resume={id}"));
         writeln!(
             stderr,
-            "tern: the resumed session's {resumed_hunks} proposed hunks still await review; they were neither applied nor discarded (review them in the workspace: tern --resume)"
+            "tern: the resumed session's {resumed_hunks} proposed hunks still await review; they were neither applied nor discarded (review them in the workspace: tern {resume})"
         )?;
     }
     let unchecked = "--auto-test: the tests never ran (no edits landed, or no test_cmd is set), so nothing says they pass";

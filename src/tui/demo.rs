@@ -83,7 +83,7 @@ pub async fn run(mut settings: Settings) -> anyhow::Result<ExitCode> {
         editable: strings(EDITABLE),
         read_only: strings(READ_ONLY),
         map_cache: crate::engine::CacheLocation::UserCacheDir,
-        resume: false,
+        resume: None,
         purpose: Default::default(),
         model_chosen: false,
     };

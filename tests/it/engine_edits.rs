@@ -975,7 +975,7 @@ async fn resume_restores_mode_files_model_and_conversation() {
         editable: vec![],
         read_only: vec![],
         map_cache: tern::repomap::CacheLocation::Disabled,
-        resume: true,
+        resume: Some(tern::engine::persist::Resume::Newest),
         purpose: Default::default(),
         model_chosen: true,
     })

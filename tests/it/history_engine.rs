@@ -675,32 +675,20 @@ async fn an_interrupted_turn_starts_no_summary() {
 /// goes out, which then carries the summary instead of the whole history.
 #[tokio::test]
 async fn a_resumed_history_over_budget_is_summarized_before_the_next_request() {
-    use tern::engine::persist::{SessionFile, path, save};
+    use tern::engine::persist::{SessionFile, Store};
     let server = MockServer::start().await;
     script(&server, |_| Reply::text(RECAP));
     let repo = TempRepo::with_files(&[("a.txt", "a\n")]);
     let over = turn_reaching(BUDGET + 300);
-    let session = SessionFile {
-        version: 1,
-        model: MAIN.into(),
-        mode: tern::engine::ChatMode::Ask,
-        files: vec![],
-        history: plain_history(1..=over),
-        summary_at_front: false,
-        checkpoint: None,
-        summaries: 0,
-        session_cost: 0.0,
-        proposal: None,
-        proposal_failures: vec![],
-        proposal_shell: vec![],
-        notes: vec![],
-        transcript: vec![],
-        server_window: None,
-        learned_limit: None,
-        turns: Default::default(),
-        outputs: Vec::new(),
-    };
-    save(&path(repo.path()), &session, false).unwrap();
+    crate::support::plant_session(
+        &Store::for_repo(repo.path()),
+        SessionFile {
+            model: MAIN.into(),
+            mode: tern::engine::ChatMode::Ask,
+            history: plain_history(1..=over),
+            ..SessionFile::default()
+        },
+    );
     let mut chat = Chat::start_in(repo, settings(&server), &[], true);
     let events = chat.say(user_text(over + 1)).await;
     assert!(

@@ -53,6 +53,7 @@ fn hostile_events() -> Vec<Event> {
             root: evil("/repo"),
             model: evil("gpt-4o"),
             mode: tern::engine::protocol::ChatMode::Code,
+            session: None,
         },
         Event::TurnStarted {
             text: evil("question"),

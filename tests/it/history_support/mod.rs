@@ -51,7 +51,7 @@ impl Chat {
             editable: editable.iter().map(|s| s.to_string()).collect(),
             read_only: vec![],
             map_cache: tern::repomap::CacheLocation::Disabled,
-            resume,
+            resume: resume.then_some(tern::engine::persist::Resume::Newest),
             purpose: Default::default(),
             model_chosen: false,
         })

@@ -319,6 +319,7 @@ pub fn session_start() -> Vec<Event> {
             root: ROOT.into(),
             model: MODEL.into(),
             mode: ChatMode::Code,
+            session: None,
         },
         Event::Files { files: files() },
         Event::Budget(Box::new(budget("", &[]))),

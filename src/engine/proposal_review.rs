@@ -865,7 +865,8 @@ fn failure_view(e: &EditError) -> EditFailureView {
     EditFailureView {
         path: e.path.as_ref().map(|p| p.display().to_string()),
         block: e.block,
-        message: e.to_string(),
+        message: e.reason(),
+        hunk: e.is_stale().then(|| e.source.clone()),
         near: match &e.problem {
             edit::Problem::NoMatch {
                 near: Some(near), ..

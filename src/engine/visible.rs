@@ -372,11 +372,15 @@ impl Visible for EditFailureView {
             block: _,
             message,
             near,
+            hunk,
         } = self;
         path.make_visible();
         message.make_visible();
         if let Some(near) = near {
             near.text.make_visible();
+        }
+        if let Some(hunk) = hunk {
+            hunk.make_visible();
         }
     }
 }

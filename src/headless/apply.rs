@@ -330,7 +330,7 @@ fn show(view: &ProposalView) {
         }
     }
     for failure in &view.failures {
-        eprintln!("error: {}", failure.message);
+        eprintln!("error: {failure}");
         if let Some(near) = &failure.near {
             eprintln!("  did you mean (line {}):", near.line);
             for line in near.text.lines() {

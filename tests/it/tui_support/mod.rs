@@ -281,6 +281,7 @@ pub fn proposal() -> ProposalView {
                 "the SEARCH text was not found in shop/pricing.py; the closest lines are 12-14"
                     .into(),
             near: None,
+            hunk: None,
         }],
         shell_commands: vec!["python -m pytest".into()],
     }

@@ -64,11 +64,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(runtime.block_on(tern::headless::apply::run(args, global, settings, &cwd)))
         }
         Some(Command::Map(args)) => Ok(tern::headless::map::run(args, global, &settings, &cwd)),
-        Some(Command::Undo(args)) => Ok(tern::headless::undo::run(
-            &cwd,
-            args.turn,
-            global.resume(),
-        )),
+        Some(Command::Undo(args)) => {
+            Ok(tern::headless::undo::run(&cwd, args.turn, global.resume()))
+        }
         Some(Command::Sessions(args)) => Ok(tern::headless::sessions::run(
             &root,
             args.prune,

@@ -185,7 +185,13 @@ impl fmt::Display for EditError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match (&self.path, self.is_stale()) {
             (Some(p), true) => write!(f, "{}: {}", p.display(), self.reason()),
-            (Some(p), false) => write!(f, "block {} ({}): {}", self.block, p.display(), self.reason()),
+            (Some(p), false) => write!(
+                f,
+                "block {} ({}): {}",
+                self.block,
+                p.display(),
+                self.reason()
+            ),
             (None, _) => write!(f, "block {}: {}", self.block, self.reason()),
         }
     }

@@ -376,7 +376,9 @@ impl Engine {
     fn apply_summary(&mut self, anchor: usize, summary: &str) -> Replaced {
         let replaced =
             history::replace_head(&mut self.session.history, anchor, summary, &self.counter);
-        self.saved.record.replaced_front(replaced.replaced_messages, 2);
+        self.saved
+            .record
+            .replaced_front(replaced.replaced_messages, 2);
         self.session.show(ShownKind::Summary, summary);
         self.history.summary_at_front = true;
         self.history.summaries += 1;

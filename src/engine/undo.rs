@@ -161,8 +161,13 @@ pub fn undo_saved_commit(
         };
         let (mut disk, mut saved) = open_state(session)?;
         let rest = rest_of_turn(repo, &saved.turns.last(), undone.commit, "tern undo --turn");
-        forget_undone(&mut disk, &mut saved, &[undone.commit], undo_note(repo, &undone))
-            .map_err(|e| e.to_string())?;
+        forget_undone(
+            &mut disk,
+            &mut saved,
+            &[undone.commit],
+            undo_note(repo, &undone),
+        )
+        .map_err(|e| e.to_string())?;
         Ok(rest)
     });
     match updated {
@@ -199,13 +204,17 @@ pub fn undo_saved_turn(
     })?;
     if !done.undone.is_empty() {
         let commits: Vec<Oid> = done.undone.iter().map(|u| u.commit).collect();
-        forget_undone(&mut disk, &mut saved, &commits, turn_note(repo, &done.undone)).map_err(
-            |e| {
-                format!(
-                    "{done}\nbut the session could not be updated, so the model will not be told: {e}"
-                )
-            },
-        )?;
+        forget_undone(
+            &mut disk,
+            &mut saved,
+            &commits,
+            turn_note(repo, &done.undone),
+        )
+        .map_err(|e| {
+            format!(
+                "{done}\nbut the session could not be updated, so the model will not be told: {e}"
+            )
+        })?;
     }
     Ok(done)
 }

@@ -9,7 +9,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use unicode_width::UnicodeWidthStr;
 
-use crate::engine::persist::store::{KEEP, MAX_AGE, ago, headline, hunks_text};
+use crate::engine::persist::store::{KEEP, MAX_AGE, ago, counted, headline};
 use crate::engine::persist::{Listed, Store, holder_text};
 use crate::terminal_text::for_terminal;
 
@@ -60,7 +60,7 @@ fn text_line(s: &Listed, now: SystemTime) -> String {
     let pad = TITLE_COLUMNS.saturating_sub(title.width());
     let pending = match s.pending_hunks {
         0 => String::new(),
-        n => format!("{} pending", hunks_text(n)),
+        n => format!("{} pending", counted(n, "hunk")),
     };
     let open = match s.holder() {
         Some(pid) => format!("  open in a tern{}", holder_text(pid)),
@@ -105,13 +105,17 @@ fn prune_old(store: &Store, yes: bool) -> ExitCode {
     let days = MAX_AGE.as_secs() / 86_400;
     if asking.is_empty() {
         println!(
-            "removed {removed} old sessions (the newest {KEEP} and any active in the last {days} days are kept)"
+            "removed {} (the newest {KEEP} and any active in the last {days} days are kept)",
+            counted(removed, "old session")
         );
         return exit(failed);
     }
     println!(
-        "{} old sessions have hunks pending or cannot be read:",
-        asking.len()
+        "{} hunks pending or cannot be read:",
+        match asking.len() {
+            1 => "1 old session has".to_string(),
+            n => format!("{n} old sessions have"),
+        }
     );
     for s in &asking {
         println!("  {}", text_line(s, now));
@@ -122,11 +126,11 @@ fn prune_old(store: &Store, yes: bool) -> ExitCode {
             true => "kept them",
             false => "kept them: pass --yes to remove them too",
         };
-        println!("removed {removed} old sessions; {how}");
+        println!("removed {}; {how}", counted(removed, "old session"));
         return exit(failed || !std::io::stdin().is_terminal());
     }
     let gone = remove_all(store, &asking, true, &mut failed);
-    println!("removed {} old sessions", removed + gone);
+    println!("removed {}", counted(removed + gone, "old session"));
     exit(failed)
 }
 

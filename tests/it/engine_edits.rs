@@ -1359,7 +1359,7 @@ async fn a_resumed_hunk_whose_lines_changed_comes_back_failed_with_its_text() {
     until(&mut engine, |e| matches!(e, Event::Exited)).await;
     repo.write(
         "src/greet.py",
-        &GREET.replace("return 'hello ' + name", "return 'hi ' + name"),
+        GREET.replace("return 'hello ' + name", "return 'hi ' + name"),
     );
     for _ in 0..2 {
         let mut engine = engine_with(&repo, &server, true);
@@ -1377,7 +1377,9 @@ async fn a_resumed_hunk_whose_lines_changed_comes_back_failed_with_its_text() {
         );
         let said = failure.to_string();
         assert!(
-            said.starts_with("src/greet.py: a proposed hunk no longer applies: the lines it changes"),
+            said.starts_with(
+                "src/greet.py: a proposed hunk no longer applies: the lines it changes"
+            ),
             "{said}"
         );
         send(&engine, Op::Shutdown);

@@ -235,7 +235,11 @@ fn sessions_are_saved_outside_git_one_per_run_and_resumed() {
     assert_eq!(repo.sessions().list().len(), 2, "resumed, not a new one");
 
     let older_id = &sessions[1].id;
-    run(&[&format!("--resume={older_id}"), "-m", "turn 4: back to the first"]);
+    run(&[
+        &format!("--resume={older_id}"),
+        "-m",
+        "turn 4: back to the first",
+    ]);
     let last = server.requests().pop().unwrap();
     let sent: Vec<&str> = last.messages.iter().map(|m| m.text.as_str()).collect();
     assert!(sent.contains(&"turn 1: hello"), "{sent:#?}");
@@ -248,6 +252,70 @@ fn sessions_are_saved_outside_git_one_per_run_and_resumed() {
     assert!(report["history"]["tokens"].as_u64().unwrap() > 0);
     assert_eq!(report["history"]["budget"], 8000);
     assert_eq!(repo.sessions().list().len(), 2, "tokens kept nothing new");
+}
+
+/// The turn record gives back, for every turn, the history its request carried, across
+/// the summaries made since (40 turns in a 4,096-token window, about a summary every
+/// three turns) and across a resume: a script, then `--resume` with another.
+#[test]
+fn the_turn_record_gives_back_the_history_each_turn_was_sent_with() {
+    use tern::context::history::SUMMARY_PREFIX;
+    use tern::engine::persist::{Resume, SessionDisk, before_turn};
+    let server = MockServer::start_in_thread();
+    serve(&server, Pace::default());
+    let repo = TempRepo::with_files(&[("src/config.rs", "fn parse_config() {}\n")]);
+    let script = repo.path().join(".git/session-script.txt");
+    for (turns, resume) in [(1..=20, None), (21..=40, Some("--resume"))] {
+        let text: Vec<String> = turns.map(user_message).collect();
+        std::fs::write(&script, text.join("\n---\n")).unwrap();
+        let out = repo
+            .tern(&server.base_url())
+            .args(["--model", "gpt-4o", "--weak-model", "gpt-4o-mini"])
+            .arg("--context-window=4096")
+            .arg(format!("--script={}", script.display()))
+            .args(resume)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", texts(&out).1);
+    }
+    let store = repo.sessions();
+    assert_eq!(store.list().len(), 1);
+    let (disk, _) = SessionDisk::open(store.open(&Resume::Newest).unwrap()).unwrap();
+    let records = disk.records().unwrap();
+    let requests: Vec<RecordedRequest> = server
+        .requests()
+        .into_iter()
+        .filter(|r| !is_summary(r))
+        .collect();
+    let mut after_a_summary = 0;
+    for turn in 1..=40 {
+        let before = before_turn(&records, turn).unwrap();
+        let request = requests.iter().find(|r| turn_of(r) == turn).unwrap();
+        // The history sent: from the summary or the first turn to the current message.
+        let n = request.messages.len();
+        let start = request.messages[..n - 1]
+            .iter()
+            .position(|m| m.text.starts_with(SUMMARY_PREFIX) || m.text.starts_with("turn "))
+            .unwrap_or(n - 1);
+        let sent: Vec<(&str, &str)> = request.messages[start..n - 1]
+            .iter()
+            .map(|m| (m.role.as_str(), m.text.as_str()))
+            .collect();
+        let recorded: Vec<(&str, &str)> = before
+            .history
+            .iter()
+            .map(|m| (m.role.as_str(), m.content.as_str()))
+            .collect();
+        assert_eq!(recorded, sent, "turn {turn}");
+        after_a_summary += usize::from(
+            sent.first()
+                .is_some_and(|m| m.1.starts_with(SUMMARY_PREFIX)),
+        );
+    }
+    assert!(
+        after_a_summary > 20,
+        "{after_a_summary} turns began after a summary"
+    );
 }
 
 #[test]

@@ -37,6 +37,7 @@ mod repomap;
 mod review;
 mod review_cli;
 mod run;
+mod sessions;
 mod spending;
 mod tokens;
 mod trust;

@@ -454,7 +454,11 @@ fn the_review_shows_a_stale_hunk_with_its_lines() {
         pane.contains("✗ shop/cli.py: a proposed hunk no longer applies"),
         "{pane}"
     );
-    assert_eq!(pane.matches("block 5 (shop/pricing.py)").count(), 1, "{pane}");
+    assert_eq!(
+        pane.matches("block 5 (shop/pricing.py)").count(),
+        1,
+        "{pane}"
+    );
     let (removed, added) = (
         pane.find("-    run()").expect(&pane),
         pane.find("+    run(verbose=True)").expect(&pane),

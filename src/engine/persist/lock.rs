@@ -26,12 +26,12 @@ pub struct SessionLock {
 /// Why a session's lock was not taken.
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
-    #[error("it is open in another tern{}", holder_text(*pid))]
+    #[error("is open in another tern{}", holder_text(*pid))]
     Held { pid: Option<u32> },
     /// The session was removed (pruned) while the lock was being taken.
-    #[error("it was removed meanwhile")]
+    #[error("was removed meanwhile")]
     Gone,
-    #[error("its lock cannot be taken: {0}")]
+    #[error("cannot be locked: {0}")]
     Io(#[from] std::io::Error),
 }
 
@@ -135,7 +135,10 @@ mod tests {
     #[test]
     fn one_holder_at_a_time_and_the_refusal_names_it() {
         let dir = tempfile::tempdir().unwrap();
-        assert!(SessionLock::holder(dir.path()).is_none(), "no lock file yet");
+        assert!(
+            SessionLock::holder(dir.path()).is_none(),
+            "no lock file yet"
+        );
         let held = SessionLock::take(dir.path()).unwrap();
         assert_eq!(
             SessionLock::holder(dir.path()),

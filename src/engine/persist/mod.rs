@@ -29,8 +29,8 @@ pub use record::{Before, Record, RecordError, before_turn};
 pub use state::{PersistError, SavedCheckpoint, SavedFile, SessionFile, load};
 pub use store::{Listed, OpenSession, Resume, Store, StoreError};
 
-pub(crate) use resume::Saved;
 pub use resume::OpenError;
+pub(crate) use resume::Saved;
 pub(crate) use resume::open;
 
 use super::{Event, EventSink};
@@ -92,7 +92,11 @@ impl SessionDisk {
     /// Appends `records` to the record, then writes `state` (with how far the record
     /// is complete). Nothing is written for a new session that holds nothing yet. On
     /// failure nothing of `records` counts as written (the caller gives them again).
-    pub fn save(&mut self, state: &mut SessionFile, records: Vec<Record>) -> Result<(), PersistError> {
+    pub fn save(
+        &mut self,
+        state: &mut SessionFile,
+        records: Vec<Record>,
+    ) -> Result<(), PersistError> {
         if !self.saved && records.is_empty() && !state.holds_something() {
             return Ok(());
         }

@@ -814,7 +814,10 @@ mod tests {
         let mut writer = LogWriter::recover(dir.path(), LogPosition::default()).unwrap();
         let mut recorder = Recorder::default();
         recorder.begin(&[], ("one", ChatMode::Code), &[], &[], None);
-        recorder.joined(Request::User, &[Message::user("q"), Message::assistant("a")]);
+        recorder.joined(
+            Request::User,
+            &[Message::user("q"), Message::assistant("a")],
+        );
         let saved = writer.append(recorder.take(), encode).unwrap();
         // A crash after appending more but before the state was written: those
         // records, and a torn line, are cut off when the session is opened again.
@@ -865,7 +868,10 @@ mod tests {
     fn a_resumed_session_records_on_from_where_it_was() {
         let dir = tempfile::tempdir().unwrap();
         let mut disk = LogWriter::recover(dir.path(), LogPosition::default()).unwrap();
-        let (_, first) = play(&[Step::Turn, Step::Summarize(1), Step::Turn], Some(&mut disk));
+        let (_, first) = play(
+            &[Step::Turn, Step::Summarize(1), Step::Turn],
+            Some(&mut disk),
+        );
         let mut history = first[1].history.clone();
         history.extend([Message::user("sent 3"), Message::assistant("reply 3")]);
         // A new process: the cursor from the state, the log from disk.

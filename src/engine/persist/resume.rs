@@ -96,8 +96,8 @@ pub(crate) fn open(
     let pruned = store.prune(SystemTime::now());
     if !pruned.is_empty() {
         notices.push(format!(
-            "removed {} sessions of this repository inactive for over {} days (the newest {KEEP} and any with pending hunks are kept)",
-            pruned.len(),
+            "removed {} of this repository inactive for over {} days (the newest {KEEP} and any with pending hunks are kept)",
+            super::store::counted(pruned.len(), "session"),
             MAX_AGE.as_secs() / 86_400
         ));
     }
@@ -156,7 +156,7 @@ fn pending_elsewhere(store: &Store, own: Option<&str>) -> Option<String> {
     Some(format!(
         "session {} ({about}) has {} pending: `tern --resume={}` brings it back{more}",
         newest.id,
-        super::store::hunks_text(newest.pending_hunks),
+        super::store::counted(newest.pending_hunks, "hunk"),
         newest.id
     ))
 }

@@ -224,8 +224,7 @@ pub fn load(path: &Path) -> Result<Option<SessionFile>, PersistError> {
         path: path.to_path_buf(),
         message,
     };
-    let mut saved: SessionFile =
-        serde_json::from_str(&text).map_err(|e| invalid(e.to_string()))?;
+    let mut saved: SessionFile = serde_json::from_str(&text).map_err(|e| invalid(e.to_string()))?;
     validate(&saved).map_err(invalid)?;
     if saved.version == 1 {
         saved.version = VERSION;

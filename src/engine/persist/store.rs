@@ -105,7 +105,7 @@ pub enum StoreError {
     )]
     BadId(String),
     #[error(
-        "session {id} {why}: a session is open in one tern at a time; quit that one first, or start a new session (tern without --resume)"
+        "session {id} {why}; quit that tern first (a session is open in one tern at a time; tern without --resume starts a new one)"
     )]
     Open { id: String, why: LockError },
     #[error("cannot make a new session in {dir}: {source}")]
@@ -153,15 +153,15 @@ impl Store {
         if !old.is_file() {
             return;
         }
-        let moved = self.make_dir().and_then(|(id, dir)| {
-            match std::fs::rename(old, dir.join(STATE)) {
-                Ok(()) => Ok(id),
-                Err(e) => {
-                    let _ = std::fs::remove_dir(&dir);
-                    Err(e)
-                }
-            }
-        });
+        let moved =
+            self.make_dir()
+                .and_then(|(id, dir)| match std::fs::rename(old, dir.join(STATE)) {
+                    Ok(()) => Ok(id),
+                    Err(e) => {
+                        let _ = std::fs::remove_dir(&dir);
+                        Err(e)
+                    }
+                });
         match moved {
             Ok(id) => self.notices.push(format!(
                 "the session an older tern saved in {} is now session {id} (`tern sessions` lists the sessions, `tern --resume={id}` resumes it)",
@@ -278,10 +278,7 @@ impl Store {
                 _lock: lock,
             }),
             Err(LockError::Gone) => Err(StoreError::NotFound(listed.id)),
-            Err(why) => Err(StoreError::Open {
-                id: listed.id,
-                why,
-            }),
+            Err(why) => Err(StoreError::Open { id: listed.id, why }),
         }
     }
 
@@ -485,11 +482,11 @@ pub fn headline(text: &str, columns: usize) -> String {
     cut
 }
 
-/// `1 hunk`, `3 hunks`.
-pub fn hunks_text(n: usize) -> String {
+/// `1 hunk`, `3 hunks`: `n` of `noun`.
+pub fn counted(n: usize, noun: &str) -> String {
     match n {
-        1 => "1 hunk".into(),
-        n => format!("{n} hunks"),
+        1 => format!("1 {noun}"),
+        n => format!("{n} {noun}s"),
     }
 }
 
@@ -523,8 +520,7 @@ mod tests {
     #[test]
     fn ids_are_random_unique_and_well_formed() {
         let store = Store::in_state_dir(tempfile::tempdir().unwrap().path(), Path::new("/r"));
-        let ids: std::collections::BTreeSet<String> =
-            (0..200).map(|_| new_id().unwrap()).collect();
+        let ids: std::collections::BTreeSet<String> = (0..200).map(|_| new_id().unwrap()).collect();
         assert_eq!(ids.len(), 200);
         assert!(ids.iter().all(|id| is_id(id)), "{ids:?}");
         let a = store.create().unwrap();
@@ -607,7 +603,10 @@ mod tests {
             };
             state(
                 &s.dir,
-                &format!(r#"{{"last_active_ms": {}{pending}}}"#, (1000 - age) * day * 1000),
+                &format!(
+                    r#"{{"last_active_ms": {}{pending}}}"#,
+                    (1000 - age) * day * 1000
+                ),
             );
             ids.push(s.id.clone());
             if i == 2 {

@@ -138,7 +138,10 @@ impl TempRepo {
 
     /// The state of the session active last.
     pub fn newest_session(&self) -> tern::engine::persist::SessionFile {
-        let newest = self.sessions().pick(&tern::engine::persist::Resume::Newest).unwrap();
+        let newest = self
+            .sessions()
+            .pick(&tern::engine::persist::Resume::Newest)
+            .unwrap();
         tern::engine::persist::load(&newest.dir.join("state.json"))
             .unwrap()
             .unwrap()

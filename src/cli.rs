@@ -215,8 +215,8 @@ pub enum Command {
     /// Parse a model reply into edits, show the hunks, and apply the accepted ones.
     #[command(after_help = APPLY_EXIT_CODES)]
     Apply(ApplyArgs),
-    /// Revert the last commit tern made (or every commit of the session's last turn),
-    /// if it is safe to.
+    /// Revert the last commit tern made (or every commit of the last turn of the newest
+    /// session, or of `--resume=ID`'s), if it is safe to.
     #[command(after_help = UNDO_EXIT_CODES)]
     Undo(UndoArgs),
     /// Review the branch diff (or the work tree) with the model, within a token budget.
@@ -271,8 +271,9 @@ pub struct MapArgs {
 
 #[derive(Debug, Args)]
 pub struct UndoArgs {
-    /// Undo every commit of the saved session's last turn (its reply, reflections and
-    /// auto-test rounds), newest first; the model hears of it on `--resume`.
+    /// Undo every commit of the last turn (its reply, reflections and auto-test rounds)
+    /// of the newest session, or of the one `--resume=ID` names, newest first; the model
+    /// hears of it on `--resume`.
     #[arg(long)]
     pub turn: bool,
 }
@@ -421,5 +422,6 @@ Exit codes:
   1  refused: HEAD is not a tern commit, is a merge or the first commit, its files
      changed since, or a remote branch already contains it; with --turn, the turn's
      commits are no longer the newest, or one of them was refused: the newer ones
-     were undone, the rest left as they were (the output says which)
+     were undone, the rest left as they were (the output says which), or the session
+     has no such turn, cannot be found, or is open in another tern
   2  error: not in a git repository, or git failed";

@@ -41,7 +41,7 @@ pub fn run(root: &Path, prune: bool, yes: bool, json: bool) -> ExitCode {
     if sessions.is_empty() && !json {
         eprintln!(
             "tern: no saved sessions for {} (a run that sends a message or adds a file saves one)",
-            root.display()
+            root.components().as_path().display()
         );
     }
     ExitCode::SUCCESS

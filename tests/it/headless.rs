@@ -5,7 +5,7 @@
 
 use crate::support::{MockServer, Reply, TempRepo, output_within, texts};
 
-fn repo() -> TempRepo {
+pub(crate) fn repo() -> TempRepo {
     TempRepo::with_files(&[
         (
             "src/greet.py",
@@ -265,7 +265,7 @@ fn paths_outside_the_repository_are_refused() {
     assert!(stderr.contains("outside the repository"), "{stderr}");
 }
 
-const EDIT_REPLY: &str = "src/greet.py
+pub(crate) const EDIT_REPLY: &str = "src/greet.py
 ```python
 <<<<<<< SEARCH
     return 'hello ' + name

@@ -9,7 +9,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::history_support::{Chat, as_files, failure, is_summary, mapped_repo, notices, turn_of};
+use crate::history_support::{
+    Chat, as_files, as_sent, failure, is_summary, mapped_repo, notices, sent_history, turn_of,
+};
 use crate::support::{MockServer, RecordedRequest, Reply, TempRepo};
 use tern::config::{ApiKey, Settings};
 use tern::context::history::{self, SUMMARY_PREFIX};
@@ -121,33 +123,12 @@ fn phases(chat: &Chat) -> Vec<HistoryPhase> {
         .collect()
 }
 
-/// The history part of a conversation request (these tests add no files): from the
-/// summary or the first scripted turn up to the current message.
-fn sent_history(request: &RecordedRequest) -> Vec<(String, String)> {
-    let n = request.messages.len();
-    let start = request.messages[..n - 1]
-        .iter()
-        .position(|m| m.text.starts_with(SUMMARY_PREFIX) || m.text.starts_with("turn "))
-        .unwrap_or(n - 1);
-    request.messages[start..n - 1]
-        .iter()
-        .map(|m| (m.role.clone(), m.text.clone()))
-        .collect()
-}
-
 /// Whether a conversation request carries a summary of the history.
 fn has_summary(request: &RecordedRequest) -> bool {
     request
         .messages
         .iter()
         .any(|m| m.role == "user" && m.text.starts_with(SUMMARY_PREFIX))
-}
-
-fn as_sent(messages: &[Message]) -> Vec<(String, String)> {
-    messages
-        .iter()
-        .map(|m| (m.role.as_str().to_string(), m.content.clone()))
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use crate::history_support::{is_summary, turn_of};
+use crate::history_support::{as_sent, is_summary, sent_history, turn_of};
 use crate::support::{MockServer, RecordedRequest, Reply, TempRepo, texts};
 
 const TURNS: usize = 300;
@@ -291,22 +291,8 @@ fn the_turn_record_gives_back_the_history_each_turn_was_sent_with() {
     for turn in 1..=40 {
         let before = before_turn(&records, turn).unwrap();
         let request = requests.iter().find(|r| turn_of(r) == turn).unwrap();
-        // The history sent: from the summary or the first turn to the current message.
-        let n = request.messages.len();
-        let start = request.messages[..n - 1]
-            .iter()
-            .position(|m| m.text.starts_with(SUMMARY_PREFIX) || m.text.starts_with("turn "))
-            .unwrap_or(n - 1);
-        let sent: Vec<(&str, &str)> = request.messages[start..n - 1]
-            .iter()
-            .map(|m| (m.role.as_str(), m.text.as_str()))
-            .collect();
-        let recorded: Vec<(&str, &str)> = before
-            .history
-            .iter()
-            .map(|m| (m.role.as_str(), m.content.as_str()))
-            .collect();
-        assert_eq!(recorded, sent, "turn {turn}");
+        let sent = sent_history(request);
+        assert_eq!(as_sent(&before.history), sent, "turn {turn}");
         after_a_summary += usize::from(
             sent.first()
                 .is_some_and(|m| m.1.starts_with(SUMMARY_PREFIX)),

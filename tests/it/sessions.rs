@@ -9,28 +9,15 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use crate::headless::{EDIT_REPLY, repo};
 use crate::support::{MockServer, Reply, TempRepo, output_within, texts};
 use tern::engine::persist::{Resume, SessionFile, load};
 use tern::llm::Message;
 
 const GREET: &str = "def greet(name):\n    return 'hello ' + name\n";
 
-const EDIT_REPLY: &str = "src/greet.py
-```python
-<<<<<<< SEARCH
-    return 'hello ' + name
-=======
-    return 'hello, ' + name
->>>>>>> REPLACE
-```
-";
-
 const WAIT: Duration = Duration::from_secs(30);
 const DAY_MS: u64 = 24 * 60 * 60 * 1000;
-
-fn repo() -> TempRepo {
-    TempRepo::with_files(&[("src/greet.py", GREET), ("README.md", "# Demo\n")])
-}
 
 fn now_ms() -> u64 {
     SystemTime::now()
@@ -553,4 +540,29 @@ fn undo_acts_on_the_newest_session_or_the_one_named() {
     assert_eq!(state(&maker).notes.len(), 1, "the maker hears of it");
     assert!(state(&maker).turns.is_empty());
     assert!(state(&newest).notes.is_empty(), "the newest does not");
+}
+
+/// A state directory where no session can be made costs the run its saving, nothing
+/// else: it says so once and answers.
+#[test]
+fn a_session_that_cannot_be_made_costs_only_the_saving() {
+    let server = MockServer::start_in_thread();
+    server.push(Reply::text("Still here."));
+    let repo = repo();
+    // Under a file: no directory can be made there, whoever runs the test.
+    let blocked = repo.path().join(".git/HEAD/state");
+    let out = output_within(
+        repo.tern(&server.base_url())
+            .env("TERN_STATE_DIR", &blocked)
+            .args(["-m", "hello"]),
+        WAIT,
+    );
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stdout.contains("Still here."), "{stdout}");
+    assert_eq!(
+        stderr.matches("this session will not be saved").count(),
+        1,
+        "{stderr}"
+    );
 }

@@ -84,8 +84,13 @@ pub(crate) fn open(
             let (disk, state) = SessionDisk::open(session)?;
             (Some(disk), Some(state.ok_or(StoreError::NotFound(id))?))
         }
-        None => match store.create() {
-            Ok(session) => (Some(SessionDisk::open(session)?.0), None),
+        // A new session that cannot be made costs the run nothing but saving.
+        None => match store
+            .create()
+            .map_err(OpenError::from)
+            .and_then(|session| SessionDisk::open(session).map_err(OpenError::from))
+        {
+            Ok((disk, _)) => (Some(disk), None),
             Err(e) => {
                 warnings.push(format!("this session will not be saved: {e}"));
                 (None, None)

@@ -81,7 +81,7 @@ fn json_line(s: &Listed) -> String {
     let holder = s.holder();
     serde_json::json!({
         "id": s.id,
-        "last_active": s.last_active.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()),
+        "last_active_ms": s.last_active.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64),
         "title": s.title,
         "pending_hunks": s.pending_hunks,
         "cost": s.cost,

@@ -18,6 +18,12 @@ pub fn run(cwd: &Path, turn: bool, which: Option<Resume>) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // An older tern's sessions are moved in first, and that is said.
+    if let Some(root) = repo.workdir() {
+        for notice in crate::engine::persist::Store::for_repo(root).notices() {
+            eprintln!("tern: {notice}");
+        }
+    }
     if turn {
         return run_turn(&repo, &which.unwrap_or(Resume::Newest));
     }

@@ -81,6 +81,18 @@ fn tern_sessions_lists_each_run_newest_first_with_what_it_holds() {
     let (_, stderr, code) = run(&repo, &server, &["tokens"]);
     assert_eq!(code, Some(0), "{stderr}");
 
+    // A session holds the conversation: for the user's eyes only.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let newest = &repo.sessions().list()[0].dir;
+        let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(newest), 0o700);
+        assert_eq!(mode(newest.parent().unwrap()), 0o700);
+        assert_eq!(mode(&newest.join("state.json")), 0o600);
+        assert_eq!(mode(&newest.join("turns-1.jsonl")), 0o600);
+    }
+
     let (stdout, stderr, code) = run(&repo, &server, &["sessions"]);
     assert_eq!(code, Some(0), "{stderr}");
     let lines: Vec<&str> = stdout.lines().collect();
@@ -318,6 +330,11 @@ fn an_older_terns_session_and_the_one_before_become_two_sessions() {
     let (_, stderr, code) = run(&repo, &server, &["--resume", "-m", "where were we?"]);
     assert_eq!(code, Some(0), "{stderr}");
     assert!(last_sent(&server).iter().any(|m| m == "the latest"));
+    let resumed = &repo.sessions().list()[0];
+    assert_eq!(
+        resumed.title, "the latest",
+        "still named by its first message"
+    );
     let before = repo.sessions().list()[1].id.clone();
     let (_, stderr, code) = run(
         &repo,

@@ -457,10 +457,12 @@ impl LogWriter {
         if bytes.is_empty() {
             return Ok(());
         }
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(segment_path(&self.dir, self.at.segment))?;
+        let mut options = std::fs::OpenOptions::new();
+        options.create(true).append(true);
+        // The user's alone, as `state.json` is (a temporary file's mode).
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let mut file = options.open(segment_path(&self.dir, self.at.segment))?;
         file.write_all(bytes)?;
         file.sync_data()?;
         self.at.bytes += bytes.len() as u64;

@@ -9,7 +9,7 @@ use super::state::{SavedCheckpoint, SavedFile, SessionFile, VERSION};
 use super::store::{KEEP, MAX_AGE};
 use super::{OLD_FILE, PersistError, Resume, SessionDisk, SessionWriter, Store, StoreError};
 use crate::edit::prompts::Mode as ChatMode;
-use crate::engine::protocol::FileMode;
+use crate::engine::protocol::{FileMode, ShownKind};
 use crate::engine::{Engine, Event, EventSink};
 
 /// The most characters of the first message a session keeps as its title.
@@ -125,7 +125,16 @@ pub(crate) fn open(
     };
     if let Some(state) = &restored {
         saved.created_ms = state.created_ms;
-        saved.title.clone_from(&state.title);
+        saved.title = match state.title.is_empty() {
+            // An older tern's session: its first message shown names it.
+            true => state
+                .transcript
+                .iter()
+                .find(|s| s.kind == ShownKind::User)
+                .map(|s| s.text.chars().take(TITLE_CHARS).collect())
+                .unwrap_or_default(),
+            false => state.title.clone(),
+        };
         saved.record = Recorder::resumed(state.record);
     }
     Ok(Opened {

@@ -176,13 +176,14 @@ impl Store {
         }
     }
 
-    /// Makes a new session's directory under a new id.
+    /// Makes a new session's directory under a new id, readable by the user alone (a
+    /// session holds the conversation).
     fn make_dir(&self) -> std::io::Result<(String, PathBuf)> {
-        std::fs::create_dir_all(&self.dir)?;
+        private_dir().recursive(true).create(&self.dir)?;
         loop {
             let id = new_id()?;
             let dir = self.dir.join(&id);
-            match std::fs::create_dir(&dir) {
+            match private_dir().create(&dir) {
                 Ok(()) => return Ok((id, dir)),
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(e),
@@ -488,6 +489,14 @@ pub fn counted(n: usize, noun: &str) -> String {
         1 => format!("1 {noun}"),
         n => format!("{n} {noun}s"),
     }
+}
+
+/// Makes directories only the user may read (a session's files are made so too).
+fn private_dir() -> std::fs::DirBuilder {
+    let mut builder = std::fs::DirBuilder::new();
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder
 }
 
 /// A new id from the system's random source.

@@ -276,6 +276,10 @@ fn the_demo_streams_its_recorded_reply_into_a_review_with_no_server() {
         !Path::new(&repo.path().join("shop")).exists(),
         "the demo works in its own directory"
     );
+    // Its session went with its temporary repository.
+    let sessions = repo.state_dir().join("sessions");
+    let left = std::fs::read_dir(&sessions).map_or(0, |dir| dir.count());
+    assert_eq!(left, 0, "{}", sessions.display());
 }
 
 #[test]

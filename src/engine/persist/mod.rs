@@ -72,6 +72,7 @@ impl SessionDisk {
     /// Opens `session` for writing: its state, if it has one, and its record cut back to
     /// what the state says is complete.
     pub fn open(session: OpenSession) -> Result<(SessionDisk, Option<SessionFile>), PersistError> {
+        state::remove_leftovers(&session.dir);
         let path = session.state_path();
         let state = load(&path)?;
         let at = state.as_ref().map(|s| s.log).unwrap_or_default();

@@ -272,12 +272,15 @@ fn validate(saved: &SessionFile) -> Result<(), String> {
     Ok(())
 }
 
+/// The temporary files a state is written to before it is renamed into place.
+const TEMPORARY: &str = ".state-";
+
 /// Writes `bytes` to `target` atomically: a temporary file beside it, synced, renamed
 /// over it, so a crash leaves the old state or the new one, never half of one.
 pub(super) fn write_atomically(target: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = target.parent().unwrap_or(Path::new("."));
     let mut file = tempfile::Builder::new()
-        .prefix(".state-")
+        .prefix(TEMPORARY)
         .tempfile_in(dir)?;
     file.write_all(bytes)?;
     file.as_file().sync_all()?;
@@ -285,9 +288,38 @@ pub(super) fn write_atomically(target: &Path, bytes: &[u8]) -> std::io::Result<(
     Ok(())
 }
 
+/// Removes the temporary files a tern killed while writing a state in `dir` left (the
+/// state itself is whole: the old one or the new).
+pub(super) fn remove_leftovers(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if entry.file_name().to_string_lossy().starts_with(TEMPORARY) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_a_killed_write_left_is_removed_and_the_state_stays() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("state.json");
+        write_atomically(&file, b"{}").unwrap();
+        // Killed after the temporary file was written, before the rename.
+        std::fs::write(dir.path().join(".state-Xy12ab"), "{ half").unwrap();
+        remove_leftovers(dir.path());
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, ["state.json"]);
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "{}");
+    }
 
     #[test]
     fn bad_files_are_refused_with_the_reason() {

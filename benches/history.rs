@@ -39,29 +39,16 @@ fn bench(c: &mut Criterion) {
     });
 
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("sessions/bench.json");
+    let store = persist::Store::in_state_dir(dir.path(), dir.path());
+    let (mut disk, _) = persist::SessionDisk::open(store.create().unwrap()).unwrap();
     let session = SessionFile {
-        version: 1,
         model: "gpt-4o".into(),
         mode: ChatMode::Code,
-        files: vec![],
         history: messages.clone(),
-        summary_at_front: false,
-        checkpoint: None,
-        summaries: 0,
-        session_cost: 0.0,
-        proposal: None,
-        proposal_failures: vec![],
-        proposal_shell: vec![],
-        notes: vec![],
-        transcript: vec![],
-        server_window: None,
-        learned_limit: None,
-        turns: Default::default(),
-        outputs: Vec::new(),
+        ..SessionFile::default()
     };
-    c.bench_function("save session.json, 200 messages", |b| {
-        b.iter(|| persist::save(&file, &session, false).unwrap())
+    c.bench_function("save state.json, 200 messages", |b| {
+        b.iter(|| disk.save(&mut session.clone(), Vec::new()).unwrap())
     });
 }
 

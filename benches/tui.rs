@@ -228,7 +228,7 @@ fn keypress_to_frame(c: &mut Criterion) {
             .collect(),
         read_only: vec![],
         map_cache: tern::repomap::CacheLocation::Disabled,
-        resume: false,
+        resume: None,
         purpose: Default::default(),
         model_chosen: false,
     };

@@ -8,6 +8,7 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::config::{CachePrompts, ConfigSources, SettingsLayer};
 use crate::edit::EditFormat;
+use crate::engine::persist::Resume;
 use crate::repomap::MapRefresh;
 
 #[derive(Debug, Parser)]
@@ -148,9 +149,17 @@ pub struct GlobalArgs {
     )]
     pub add_needed: Option<String>,
 
-    /// Continue the session saved for this repository (in the user's state directory).
-    #[arg(long, global = true)]
-    pub resume: bool,
+    /// Continue a saved session of this repository instead of starting a new one: the
+    /// one active last, or `--resume=ID` (an id `tern sessions` lists, or the start of
+    /// one). With `tern undo`: the session whose turn is undone.
+    #[arg(
+        long,
+        global = true,
+        value_name = "ID",
+        num_args = 0..=1,
+        require_equals = true
+    )]
+    pub resume: Option<Option<String>>,
 
     /// Open the workspace on a copy of a demo project with a recorded session; needs no
     /// API key.
@@ -206,16 +215,28 @@ pub enum Command {
     /// Parse a model reply into edits, show the hunks, and apply the accepted ones.
     #[command(after_help = APPLY_EXIT_CODES)]
     Apply(ApplyArgs),
-    /// Revert the last commit tern made (or every commit of the session's last turn),
-    /// if it is safe to.
+    /// Revert the last commit tern made (or every commit of the last turn of the newest
+    /// session, or of `--resume=ID`'s), if it is safe to.
     #[command(after_help = UNDO_EXIT_CODES)]
     Undo(UndoArgs),
     /// Review the branch diff (or the work tree) with the model, within a token budget.
     Review(ReviewArgs),
+    /// List this repository's saved sessions, the one active last first: id, last
+    /// active, first message, pending hunks, cost, and which are open in a tern.
+    Sessions(SessionsArgs),
     /// Trust this repository's `.tern.toml` (after reading it): its model, key bindings
     /// and git settings take effect until the file changes. Where the API key goes and
     /// where tern writes outside the repository are never taken from it.
     Trust(TrustArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SessionsArgs {
+    /// Remove the old sessions (beyond the newest 50 and inactive for 30 days) now,
+    /// those with pending hunks too once you confirm (a y/N question on a terminal,
+    /// else --yes). Old sessions without pending hunks are removed at every start.
+    #[arg(long)]
+    pub prune: bool,
 }
 
 #[derive(Debug, Args)]
@@ -257,8 +278,9 @@ pub struct MapArgs {
 
 #[derive(Debug, Args)]
 pub struct UndoArgs {
-    /// Undo every commit of the saved session's last turn (its reply, reflections and
-    /// auto-test rounds), newest first; the model hears of it on `--resume`.
+    /// Undo every commit of the last turn (its reply, reflections and auto-test rounds)
+    /// of the newest session, or of the one `--resume=ID` names, newest first; the model
+    /// hears of it on `--resume`.
     #[arg(long)]
     pub turn: bool,
 }
@@ -338,6 +360,14 @@ fn cache_prompts() -> impl TypedValueParser<Value = CachePrompts> {
 }
 
 impl GlobalArgs {
+    /// The session `--resume[=ID]` names, if it was given.
+    pub fn resume(&self) -> Option<Resume> {
+        self.resume.as_ref().map(|id| match id {
+            None => Resume::Newest,
+            Some(id) => Resume::Id(id.clone()),
+        })
+    }
+
     /// `sources` with the `--config FILE` given here.
     pub fn config_sources(&self, sources: ConfigSources) -> ConfigSources {
         ConfigSources {
@@ -401,6 +431,7 @@ Exit codes:
   1  refused: HEAD is not a tern commit, is a merge or the first commit, its files
      changed since, or a remote branch already contains it; with --turn, the turn's
      commits are no longer the newest, or one of them was refused: the newer ones
-     were undone, the rest left as they were (the output says which)
+     were undone, the rest left as they were (the output says which), or the session
+     has no such turn, cannot be found, or is open in another tern
   2  error: not in a git repository, another tern or git process holds its lock
      (.git/index.lock), or git failed (nothing was changed)";

@@ -68,7 +68,15 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(runtime.block_on(tern::headless::apply::run(args, global, settings, &cwd)))
         }
         Some(Command::Map(args)) => Ok(tern::headless::map::run(args, global, &settings, &cwd)),
-        Some(Command::Undo(args)) => Ok(tern::headless::undo::run(&cwd, args.turn)),
+        Some(Command::Undo(args)) => {
+            Ok(tern::headless::undo::run(&cwd, args.turn, global.resume()))
+        }
+        Some(Command::Sessions(args)) => Ok(tern::headless::sessions::run(
+            &root,
+            args.prune,
+            global.yes,
+            global.json,
+        )),
         Some(Command::Review(args)) => runtime.block_on(tern::headless::review::run(
             args, global, settings, root, cwd,
         )),
@@ -125,7 +133,7 @@ fn engine_config(
         editable: paths(&global.files),
         read_only: paths(&global.read),
         map_cache: tern::repomap::CacheLocation::UserCacheDir,
-        resume: global.resume,
+        resume: global.resume(),
         purpose: Default::default(),
         model_chosen: global.model.is_some(),
     }

@@ -118,7 +118,7 @@ impl EditError {
             Problem::InvalidUtf8 { line } => format!(
                 "line {line} of the file holds bytes that are not UTF-8 (shown as U+FFFD); tern keeps such lines exactly and does not edit them, so leave that line out of the edit"
             ),
-            Problem::Stale(why) => why.clone(),
+            Problem::Stale(why) => format!("a proposed hunk no longer applies: {why}"),
             Problem::Io(e) => format!("cannot read the file: {e}"),
         }
     }
@@ -160,21 +160,40 @@ impl EditError {
     }
 }
 
-impl fmt::Display for EditError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.path {
-            Some(p) => write!(f, "block {} ({}): {}", self.block, p.display(), self.what())?,
-            None => write!(f, "block {}: {}", self.block, self.what())?,
-        }
+impl EditError {
+    /// What went wrong, without saying which block (the `Display` form says that too).
+    pub fn reason(&self) -> String {
+        let mut out = self.what();
         if let Problem::NoMatch { near, hint } = &self.problem {
             if let Some(near) = near {
-                write!(f, "; closest lines start at line {}", near.line)?;
+                out.push_str(&format!("; closest lines start at line {}", near.line));
             }
             if let Some(hint) = hint {
-                write!(f, "; {hint}")?;
+                out.push_str(&format!("; {hint}"));
             }
         }
-        Ok(())
+        out
+    }
+
+    /// A proposed hunk that no longer applies (not a block of a reply).
+    pub fn is_stale(&self) -> bool {
+        matches!(self.problem, Problem::Stale(_))
+    }
+}
+
+impl fmt::Display for EditError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (&self.path, self.is_stale()) {
+            (Some(p), true) => write!(f, "{}: {}", p.display(), self.reason()),
+            (Some(p), false) => write!(
+                f,
+                "block {} ({}): {}",
+                self.block,
+                p.display(),
+                self.reason()
+            ),
+            (None, _) => write!(f, "block {}: {}", self.block, self.reason()),
+        }
     }
 }
 

@@ -255,14 +255,7 @@ impl FileProposal {
         for (hunk, at) in hunks.iter().zip(snapshot::place(&lines, hunks)) {
             match at {
                 Ok(start) => placed.push((start, hunk)),
-                Err(why) => errors.push(EditError::new(
-                    0,
-                    Some(self.path.clone()),
-                    Problem::Stale(format!(
-                        "this hunk no longer applies ({why}) and was dropped"
-                    )),
-                    &hunk_text(hunk),
-                )),
+                Err(why) => errors.push(stale(&self.path, hunk, why)),
             }
         }
         let (spans, final_newline) = snapshot::spans_of(&lines, &placed);
@@ -400,6 +393,16 @@ fn cuts_between(starts: impl Iterator<Item = usize>) -> BTreeSet<usize> {
 }
 
 /// A hunk as diff lines, to show why it failed.
+/// A proposed hunk of `path` that no longer applies, for `why`, with its lines.
+fn stale(path: &Path, hunk: &HunkSnapshot, why: String) -> EditError {
+    EditError::new(
+        0,
+        Some(path.to_path_buf()),
+        Problem::Stale(why),
+        &hunk_text(hunk),
+    )
+}
+
 fn hunk_text(hunk: &HunkSnapshot) -> String {
     let mut out = String::new();
     let mut old = hunk.old.iter();
@@ -620,18 +623,24 @@ impl Proposal {
         let mut proposal = Proposal::new(ws);
         let mut errors = Vec::new();
         for file in &saved.files {
-            let failed = |problem| EditError::new(0, Some(file.path.clone()), problem, "");
+            // A file that cannot take its hunks now fails each of them, with its lines.
+            let failed = |problem| {
+                let why = EditError::new(0, None, problem, "").reason();
+                file.hunks
+                    .iter()
+                    .map(move |h| stale(&file.path, h, why.clone()))
+            };
             let target = match safety::resolve(ws.root(), &file.path) {
                 Ok(target) => target,
                 Err(refusal) => {
-                    errors.push(failed(Problem::Refused(refusal)));
+                    errors.extend(failed(Problem::Refused(refusal)));
                     continue;
                 }
             };
             let current = match read(&target) {
                 Ok(current) => current,
                 Err(problem) => {
-                    errors.push(failed(problem));
+                    errors.extend(failed(problem));
                     continue;
                 }
             };

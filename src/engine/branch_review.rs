@@ -6,6 +6,7 @@
 use tokio_util::sync::CancellationToken;
 
 use super::activity::Stream;
+use super::persist::record::Request;
 use super::protocol::{ChatMode, Event, RequestKind, ShownKind};
 use super::{Engine, EventSink, Internal};
 use crate::branch_review::{
@@ -118,12 +119,14 @@ impl Engine {
                 self.record_cost(&usage, !reported);
                 // The review stays in the conversation, so follow-up questions work;
                 // the diff itself does not (it would crowd the history).
-                self.session
-                    .history
-                    .push(Message::user(crate::prompts::review_history(
-                        &plan.description,
-                    )));
-                self.session.history.push(Message::assistant(text.clone()));
+                let owed = self.session.notes_for_next_turn.clone();
+                self.record_turn(&outcome.label, ChatMode::Ask, &owed);
+                let pair = [
+                    Message::user(crate::prompts::review_history(&plan.description)),
+                    Message::assistant(text.clone()),
+                ];
+                self.saved.record.joined(Request::Review, &pair);
+                self.session.history.extend(pair);
                 self.session.show(ShownKind::User, outcome.label);
                 self.session.show(ShownKind::Assistant, text.clone());
                 self.events.send(Event::BranchReviewed {

@@ -12,7 +12,6 @@ use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 
-use super::persist::SessionWriter;
 use super::protocol::{RequestKind, ShownKind};
 use super::spending::Unattended;
 use super::turn::TurnKind;
@@ -58,8 +57,6 @@ pub(crate) struct HistoryState {
     learned_limit: Option<usize>,
     /// No message follows: no summary starts after a turn (the next start makes it).
     deferred: bool,
-    /// Writes `.tern/session.json` off the engine loop.
-    pub(crate) session_file: SessionWriter,
 }
 
 /// A running summary task.
@@ -135,7 +132,7 @@ impl TurnPlan {
 }
 
 impl HistoryState {
-    pub(crate) fn new(settings: &crate::config::Settings, session_file: SessionWriter) -> Self {
+    pub(crate) fn new(settings: &crate::config::Settings) -> Self {
         HistoryState {
             buffer: DoubleBuffer::new(
                 settings.double_buffer,
@@ -153,7 +150,6 @@ impl HistoryState {
             swap_due: false,
             learned_limit: None,
             deferred: false,
-            session_file,
         }
     }
 
@@ -380,6 +376,9 @@ impl Engine {
     fn apply_summary(&mut self, anchor: usize, summary: &str) -> Replaced {
         let replaced =
             history::replace_head(&mut self.session.history, anchor, summary, &self.counter);
+        self.saved
+            .record
+            .replaced_front(replaced.replaced_messages, 2);
         self.session.show(ShownKind::Summary, summary);
         self.history.summary_at_front = true;
         self.history.summaries += 1;
@@ -773,6 +772,7 @@ impl Engine {
                 self.history_tokens()
             )),
             Some(forgotten) => {
+                self.saved.record.replaced_front(2 * forgotten.turns, 2);
                 self.history.summary_at_front = false;
                 self.history.generation += 1;
                 self.history.buffer.reset();
@@ -825,6 +825,7 @@ impl Engine {
         self.history.summary_at_front = false;
         self.history.swap_due = false;
         self.history.generation += 1;
+        self.saved.record.cleared();
         self.save_session();
         self.publish_history();
         self.resume_held_turn();

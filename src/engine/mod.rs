@@ -52,8 +52,9 @@ pub struct EngineConfig {
     pub read_only: Vec<String>,
     /// Where the repo map keeps its tag cache.
     pub map_cache: crate::repomap::CacheLocation,
-    /// Continue the session saved for this repository (`persist::path`).
-    pub resume: bool,
+    /// Continue this session of the repository's (`--resume[=ID]`) instead of starting
+    /// a new one.
+    pub resume: Option<persist::Resume>,
     /// The model was chosen for this start (`--model`): a resumed session keeps it
     /// instead of the one it was saved with.
     pub model_chosen: bool,
@@ -163,6 +164,11 @@ pub(crate) struct Engine {
     purpose: Purpose,
     /// Started from a saved session (`--resume`).
     resumed: bool,
+    /// The session this engine saves to, and its turn record.
+    saved: persist::Saved,
+    /// What to say once the engine is ready (about the sessions of the repository).
+    start_notices: Vec<String>,
+    start_warnings: Vec<String>,
     history: history::HistoryState,
     counts: counts::CountSlot,
     shell: shell::Shell,
@@ -180,14 +186,16 @@ impl Engine {
             config.replay.as_deref(),
         )?;
         let (internal_tx, internal_rx) = mpsc::unbounded_channel();
-        let session_file = match config.purpose {
-            Purpose::Conversation => {
-                persist::SessionWriter::start(persist::path(&config.root), events.clone())
-            }
-            Purpose::LandReply { .. } | Purpose::ReviewBranch => persist::SessionWriter::none(),
+        let opened = match config.purpose {
+            Purpose::Conversation => Some(persist::open(
+                &config.root,
+                config.resume.as_ref(),
+                &events,
+            )?),
+            Purpose::LandReply { .. } | Purpose::ReviewBranch => None,
         };
         let mut engine = Engine {
-            history: history::HistoryState::new(&config.settings, session_file),
+            history: history::HistoryState::new(&config.settings),
             window: Window::for_model(
                 &model,
                 config.settings.context_window,
@@ -210,14 +218,22 @@ impl Engine {
             quit: false,
             purpose: config.purpose,
             resumed: false,
+            saved: persist::Saved::none(),
+            start_notices: Vec::new(),
+            start_warnings: Vec::new(),
             counts: counts::CountSlot::default(),
             shell: shell::Shell::default(),
             last_question: None,
             spending: spending::Spending::default(),
         };
-        if config.resume && config.purpose == Purpose::Conversation {
-            engine.restore_session(config.model_chosen)?;
-            engine.resumed = true;
+        if let Some(opened) = opened {
+            engine.saved = opened.saved;
+            engine.start_notices = opened.notices;
+            engine.start_warnings = opened.warnings;
+            if let Some(saved) = opened.restored {
+                engine.restore_session(saved, config.model_chosen);
+                engine.resumed = true;
+            }
         }
         engine.add_files(&config.editable, FileMode::Editable);
         engine.add_files(&config.read_only, FileMode::ReadOnly);
@@ -229,7 +245,14 @@ impl Engine {
             root: self.session.root().display().to_string(),
             model: self.model.name.clone(),
             mode: self.session.mode,
+            session: self.saved.id.clone(),
         });
+        for text in std::mem::take(&mut self.start_notices) {
+            self.notice(text);
+        }
+        for text in std::mem::take(&mut self.start_warnings) {
+            self.warning(text);
+        }
         if !self.session.transcript.is_empty() {
             self.events.send(Event::Resumed {
                 transcript: self.session.transcript.clone(),
@@ -253,7 +276,6 @@ impl Engine {
         }
         if self.purpose == Purpose::Conversation {
             self.start_counts();
-            self.mention_old_session();
             self.start_map();
             // A history saved over its marks (a one-shot run leaves its summary to
             // the next start) is summarized before the next request needs it.
@@ -293,7 +315,7 @@ impl Engine {
                 None => break,
             }
         }
-        self.history.session_file.close().await;
+        self.saved.close().await;
         self.events.send(Event::Exited);
     }
 
@@ -370,6 +392,9 @@ impl Engine {
                             self.warning(warning);
                         }
                         self.session.turns.undone(&done.undone);
+                        self.saved
+                            .record
+                            .undone(done.undone.iter().map(ToString::to_string).collect());
                         if let Some(note) = done.note {
                             self.session.notes_for_next_turn.push(note);
                         }

@@ -38,6 +38,8 @@ pub(crate) struct Pending {
     /// Why the user rejected hunks (`/reject ID REASON`), by hunk id; told to the model
     /// for the hunks still rejected when the proposal ends.
     reasons: Vec<(String, String)>,
+    /// The turn whose replies proposed the edits: their commits are that turn's.
+    turn: usize,
 }
 
 impl Pending {
@@ -73,6 +75,7 @@ impl Pending {
 pub(super) struct SavedPending {
     /// The hunks by content, placed again in the files on resume.
     pub proposal: edit::ProposalSnapshot,
+    pub turn: usize,
     pub failures: Vec<EditFailureView>,
     pub shell: Vec<String>,
 }
@@ -123,6 +126,7 @@ impl Engine {
         let format = self.edit_format();
         let files = FileSet::new(self.editable_paths(&ws), ws.files())
             .with_read_only(self.chat_paths(FileMode::ReadOnly));
+        let turn = self.saved.record.turn();
         let pending = self.pending.get_or_insert_with(|| Pending {
             proposal: Proposal::new(&ws),
             failures: Vec::new(),
@@ -130,6 +134,7 @@ impl Engine {
             written_as: Vec::new(),
             confirm_ignored: Vec::new(),
             reasons: Vec::new(),
+            turn,
         });
         let report = pending.proposal.add_reply(&ws, reply, format, &files);
         let blocks = report.blocks;
@@ -445,20 +450,22 @@ impl Engine {
     pub(super) fn pending_saved(&self) -> Option<SavedPending> {
         self.pending.as_ref().map(|p| SavedPending {
             proposal: p.proposal.snapshot(),
+            turn: p.turn,
             failures: p.failures.clone(),
             shell: p.shell.clone(),
         })
     }
 
-    /// `--resume`: the saved proposal, placed in the files as they are now. Hunks that
-    /// no longer apply are listed as failed (after the reply's own failed blocks); a
-    /// changed file's decisions are pending.
-    pub(super) fn restore_pending(&mut self, saved: SavedPending) {
-        let SavedPending {
-            proposal: snapshot,
-            failures: mut shown,
-            shell,
-        } = saved;
+    /// `--resume`: the saved proposal (made in `turn`), placed in the files as they are
+    /// now. Hunks that no longer apply are listed as failed with their lines (after the
+    /// failures `shown` with it); a changed file's decisions are pending.
+    pub(super) fn restore_pending(
+        &mut self,
+        snapshot: edit::ProposalSnapshot,
+        turn: usize,
+        mut shown: Vec<EditFailureView>,
+        shell: Vec<String>,
+    ) {
         let ws = match Workspace::discover(self.session.root()) {
             Ok(ws) => ws,
             Err(e) => {
@@ -485,6 +492,7 @@ impl Engine {
             written_as: Vec::new(),
             confirm_ignored: Vec::new(),
             reasons: Vec::new(),
+            turn,
         });
         self.mark_files_outside_chat();
     }
@@ -720,7 +728,9 @@ impl Engine {
                 applied,
                 commit,
             } => {
+                let turn = self.pending.as_ref().map_or(0, |p| p.turn);
                 if let Some(c) = dirty {
+                    self.saved.record.committed(turn, c.id.to_string(), true);
                     self.notice(format!(
                         "committed your own changes first: {} {}",
                         c.short_id(),
@@ -752,6 +762,7 @@ impl Engine {
                 let (commit_id, message) = match commit {
                     Some(c) => {
                         self.session.turns.landed(c.id);
+                        self.saved.record.committed(turn, c.id.to_string(), false);
                         (Some(c.short_id()), c.summary)
                     }
                     None => (None, "written, not committed".to_string()),
@@ -944,7 +955,8 @@ fn failure_view(e: &EditError) -> EditFailureView {
     EditFailureView {
         path: e.path.as_ref().map(|p| p.display().to_string()),
         block: e.block,
-        message: e.to_string(),
+        message: e.reason(),
+        hunk: e.is_stale().then(|| e.source.clone()),
         near: match &e.problem {
             edit::Problem::NoMatch {
                 near: Some(near), ..

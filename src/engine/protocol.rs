@@ -225,12 +225,28 @@ pub enum Ignored {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct EditFailureView {
     pub path: Option<String>,
-    /// Which block of the reply (1-based).
+    /// Which block of the reply (1-based); 0 for a proposed hunk that went stale.
     pub block: usize,
+    /// Why it failed.
     pub message: String,
     /// The lines of the file most like a SEARCH text that did not match.
     #[serde(default)]
     pub near: Option<NearLines>,
+    /// A stale hunk's lines, as a diff without line numbers (` ` kept, `-` removed,
+    /// `+` added): what the model proposed, for the user to redo by hand.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hunk: Option<String>,
+}
+
+impl std::fmt::Display for EditFailureView {
+    /// `block 2 (src/a.rs): why`, or for a stale hunk `src/a.rs: why`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (&self.path, self.hunk.is_some()) {
+            (Some(path), true) => write!(f, "{path}: {}", self.message),
+            (Some(path), false) => write!(f, "block {} ({path}): {}", self.block, self.message),
+            (None, _) => write!(f, "block {}: {}", self.block, self.message),
+        }
+    }
 }
 
 /// Lines of a file, from a 1-based line number.
@@ -396,11 +412,13 @@ pub struct NeededFile {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum Event {
-    /// The engine is up; sent once first.
+    /// The engine is up; sent once first. `session`: the id of the session it saves
+    /// to (None: it saves none).
     Ready {
         root: String,
         model: String,
         mode: ChatMode,
+        session: Option<String>,
     },
     /// A user message was accepted and a request is on its way. `text` is what the
     /// user wrote (empty for tern's own turns, such as a reflection); `notes` are what

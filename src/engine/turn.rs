@@ -6,6 +6,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::activity::Stream;
+use super::persist::record::Request;
 use super::protocol::{ChatMode, Event, RequestKind, ShownKind};
 use super::{Engine, EventSink, Internal};
 use crate::context::BudgetReport;
@@ -146,6 +147,9 @@ impl Engine {
                     notes.iter().cloned().chain([text.clone()]).collect(),
                 ),
             };
+            if kind == TurnKind::User {
+                self.record_turn(&text, mode, &notes);
+            }
             self.session.show(ShownKind::User, own.clone());
             for note in &shown_notes {
                 self.session.show(ShownKind::Note, note.clone());
@@ -243,10 +247,17 @@ impl Engine {
         self.record_cost(&usage, estimated);
         let cost = self.session.last_cost;
         if !reply.text.is_empty() {
-            self.session.history.push(Message::user(sent.sent_text));
-            self.session
-                .history
-                .push(Message::assistant(reply.text.clone()));
+            let pair = [
+                Message::user(sent.sent_text),
+                Message::assistant(reply.text.clone()),
+            ];
+            let request = match sent.kind {
+                TurnKind::User => Request::User,
+                TurnKind::Reflection(_) => Request::Reflection,
+                TurnKind::Fix => Request::Fix,
+            };
+            self.saved.record.joined(request, &pair);
+            self.session.history.extend(pair);
         }
         self.session.show(ShownKind::Assistant, reply.text.clone());
         self.events.send(Event::TurnFinished {
@@ -361,7 +372,7 @@ mod tests {
             editable: vec!["a.py".into()],
             read_only: vec![],
             map_cache: crate::repomap::CacheLocation::Disabled,
-            resume: false,
+            resume: None,
             purpose: Default::default(),
             model_chosen: false,
         };

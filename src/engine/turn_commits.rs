@@ -63,6 +63,12 @@ impl TurnCommits {
         }
     }
 
+    /// Whether a turn holds `commit`.
+    pub fn holds(&self, commit: Oid) -> bool {
+        let id = commit.to_string();
+        self.0.iter().flatten().any(|c| *c == id)
+    }
+
     pub fn is_empty(&self) -> bool {
         self.0.iter().all(Vec::is_empty)
     }

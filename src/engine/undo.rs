@@ -11,6 +11,7 @@ use std::path::Path;
 use git2::{Oid, Repository};
 
 use super::Engine;
+use super::persist::{self, OpenSession, Resume, SessionDisk, SessionFile, Store, StoreError};
 use super::slash::GitDone;
 use crate::git::{TurnUndone, Undone};
 
@@ -137,53 +138,139 @@ fn clip_lines(text: &str, max: usize) -> String {
     out
 }
 
-/// `tern undo`: tern's last commit, as `/undo` does; the saved session then forgets it
-/// (so `--turn` finds the rest of its turn) and carries the note to the model. Returns
-/// what to print.
-pub fn undo_saved_commit(repo: &Repository, root: &Path) -> Result<String, crate::git::UndoError> {
+/// `tern undo`: tern's last commit, as `/undo` does; then the session that made it
+/// (`which`: the one named, else the one whose turns hold the commit) forgets it, so
+/// `--turn` finds the rest of its turn, and carries the note to the model. Returns what
+/// to print.
+pub fn undo_saved_commit(
+    repo: &Repository,
+    root: &Path,
+    which: Option<&Resume>,
+) -> Result<String, crate::git::UndoError> {
     let undone = crate::git::undo(repo)?;
     let mut out = undone.to_string();
-    let file = super::persist::path(root);
-    let mut saved = match super::persist::load(&file) {
-        Ok(saved) => saved,
-        // No session saved here: nothing to update.
-        Err(super::persist::PersistError::Missing(_)) => return Ok(out),
-        Err(e) => {
-            out.push_str(&format!("\nthe saved session was not updated: {e}"));
-            return Ok(out);
-        }
+    let store = Store::for_repo(root);
+    let opened = match which {
+        Some(which) => store.open(which).map(Some),
+        None => session_that_made(&store, undone.commit),
     };
-    if let Some(rest) = rest_of_turn(repo, &saved.turns.last(), undone.commit, "tern undo --turn") {
-        out.push('\n');
-        out.push_str(&rest);
-    }
-    saved.turns.undone(&[undone.commit]);
-    saved.notes.push(undo_note(repo, &undone));
-    if let Err(e) = super::persist::save(&file, &saved, false) {
-        out.push_str(&format!(
-            "\nbut the session could not be updated, so the model will not be told: {e}"
-        ));
+    let updated = opened.map_err(|e| e.to_string()).and_then(|session| {
+        let Some(session) = session else {
+            // No session made it: nothing to update.
+            return Ok(None);
+        };
+        let (mut disk, mut saved) = open_state(session)?;
+        let rest = rest_of_turn(repo, &saved.turns.last(), undone.commit, "tern undo --turn");
+        forget_undone(
+            &mut disk,
+            &mut saved,
+            &[undone.commit],
+            undo_note(repo, &undone),
+        )
+        .map_err(|e| e.to_string())?;
+        Ok(rest)
+    });
+    match updated {
+        Ok(Some(rest)) => out.push_str(&format!("\n{rest}")),
+        Ok(None) => {}
+        Err(e) => out.push_str(&format!(
+            "\nthe session was not updated, so the model will not be told: {e}"
+        )),
     }
     Ok(out)
 }
 
-/// `tern undo --turn`: the last turn of the session saved for the repository at
-/// `root`, undone as `/undo turn` does; the saved session then forgets the undone
-/// commits and carries the note to the model for `--resume`. Returns what was undone
-/// (its `stopped` says where it stopped).
-pub fn undo_saved_turn(repo: &Repository, root: &Path) -> Result<TurnUndone, String> {
-    let file = super::persist::path(root);
-    let mut saved = super::persist::load(&file).map_err(|e| e.to_string())?;
-    let done = crate::git::undo_turn(repo, &saved.turns.last()).map_err(|e| e.to_string())?;
+/// `tern undo --turn`: the last turn of the session `which` names (the newest by
+/// default) undone as `/undo turn` does; the session then forgets the undone commits
+/// and carries the note to the model for `--resume`. Returns what was undone (its
+/// `stopped` says where it stopped).
+pub fn undo_saved_turn(
+    repo: &Repository,
+    root: &Path,
+    which: &Resume,
+) -> Result<TurnUndone, String> {
+    let store = Store::for_repo(root);
+    let session = store.open(which).map_err(|e| e.to_string())?;
+    let id = session.id.clone();
+    let (mut disk, mut saved) = open_state(session)?;
+    let done = crate::git::undo_turn(repo, &saved.turns.last()).map_err(|e| {
+        let mut why = format!("session {id}: {e}");
+        if let Some(other) = other_turn_at_head(&store, repo, &id) {
+            why.push_str(&format!(
+                "; the last turn of session {other} is: `tern undo --turn --resume={other}`"
+            ));
+        }
+        why
+    })?;
     if !done.undone.is_empty() {
         let commits: Vec<Oid> = done.undone.iter().map(|u| u.commit).collect();
-        saved.turns.undone(&commits);
-        saved.notes.push(turn_note(repo, &done.undone));
-        super::persist::save(&file, &saved, false).map_err(|e| {
+        forget_undone(
+            &mut disk,
+            &mut saved,
+            &commits,
+            turn_note(repo, &done.undone),
+        )
+        .map_err(|e| {
             format!(
                 "{done}\nbut the session could not be updated, so the model will not be told: {e}"
             )
         })?;
     }
     Ok(done)
+}
+
+/// The session whose turns hold `commit`, opened (an error when a tern has it open).
+fn session_that_made(store: &Store, commit: Oid) -> Result<Option<OpenSession>, StoreError> {
+    let made = store
+        .list()
+        .into_iter()
+        .find(|listed| saved_state(listed).is_some_and(|saved| saved.turns.holds(commit)));
+    match made {
+        Some(listed) => store.open(&Resume::Id(listed.id)).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// Another session than `except` whose last turn ends at HEAD: the one `tern undo
+/// --turn` was probably meant for.
+fn other_turn_at_head(store: &Store, repo: &Repository, except: &str) -> Option<String> {
+    let head = repo.head().ok()?.target()?;
+    store
+        .list()
+        .into_iter()
+        .filter(|listed| listed.id != except)
+        .find(|listed| {
+            saved_state(listed).is_some_and(|saved| saved.turns.last().last() == Some(&head))
+        })
+        .map(|listed| listed.id)
+}
+
+fn saved_state(listed: &persist::Listed) -> Option<SessionFile> {
+    persist::load(&listed.dir.join(persist::store::STATE))
+        .ok()
+        .flatten()
+}
+
+/// An open session's files and its state.
+fn open_state(session: OpenSession) -> Result<(SessionDisk, SessionFile), String> {
+    let id = session.id.clone();
+    let (disk, saved) = SessionDisk::open(session).map_err(|e| e.to_string())?;
+    let saved = saved.ok_or_else(|| format!("session {id} has no saved state"))?;
+    Ok((disk, saved))
+}
+
+/// `commits` were undone outside the session's tern: its turns forget them, the model
+/// is told `note` with the next message, and the record notes the undo.
+fn forget_undone(
+    disk: &mut SessionDisk,
+    saved: &mut SessionFile,
+    commits: &[Oid],
+    note: String,
+) -> Result<(), persist::PersistError> {
+    saved.turns.undone(commits);
+    saved.notes.push(note);
+    let record = persist::Record::Undone {
+        commits: commits.iter().map(Oid::to_string).collect(),
+    };
+    disk.save(saved, vec![record])
 }

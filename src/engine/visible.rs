@@ -69,6 +69,7 @@ impl Visible for Event {
                 root,
                 model,
                 mode: _,
+                session: _,
             } => {
                 root.make_visible();
                 model.make_visible();
@@ -372,11 +373,15 @@ impl Visible for EditFailureView {
             block: _,
             message,
             near,
+            hunk,
         } = self;
         path.make_visible();
         message.make_visible();
         if let Some(near) = near {
             near.text.make_visible();
+        }
+        if let Some(hunk) = hunk {
+            hunk.make_visible();
         }
     }
 }

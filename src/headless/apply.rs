@@ -81,7 +81,7 @@ async fn apply(
         editable: files.iter().map(|p| p.display().to_string()).collect(),
         read_only: read_only.iter().map(|p| p.display().to_string()).collect(),
         map_cache: crate::repomap::CacheLocation::Disabled,
-        resume: false,
+        resume: None,
         model_chosen: false,
         purpose: Purpose::LandReply {
             any_file: files.is_empty() && args.files.is_empty(),
@@ -342,7 +342,7 @@ fn show(view: &ProposalView) {
         }
     }
     for failure in &view.failures {
-        eprintln!("error: {}", failure.message);
+        eprintln!("error: {failure}");
         if let Some(near) = &failure.near {
             eprintln!("  did you mean (line {}):", near.line);
             for line in near.text.lines() {

@@ -7,7 +7,9 @@
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
-use crate::engine::protocol::{Caution, Decision, NeededFile, ProposalView, ReviewOp, thousands};
+use crate::engine::protocol::{
+    Caution, Decision, EditFailureView, NeededFile, ProposalView, ReviewOp, thousands,
+};
 use crate::engine::{EngineConfig, Event, FileMode, Op};
 use crate::llm::Finish;
 
@@ -52,6 +54,9 @@ pub async fn run(
     // resumed session kept for review stay as they are.
     let mut replied = false;
     let mut resumed_hunks = 0;
+    // The session this run saves to, for the way back to it.
+    let mut session: Option<String> = None;
+    let mut resumed_failures_shown = false;
     // The last test or lint run: the run fails when it failed (`--auto-test` ends
     // with the tests still failing, or a `/test` was left failing).
     let mut last_check: Option<(String, bool)> = None;
@@ -220,8 +225,15 @@ pub async fn run(
                     writeln!(stderr, "tern: {error}")?;
                 }
             }
+            Event::Ready { session: id, .. } => session.clone_from(id),
             Event::Proposal(view) if !replied => {
                 resumed_hunks = view.files.iter().map(|f| f.hunks.len()).sum();
+                // Hunks of the resumed proposal that went stale since are shown once.
+                if !json && !std::mem::replace(&mut resumed_failures_shown, true) {
+                    for failure in view.failures.iter().filter(|f| f.hunk.is_some()) {
+                        print_failure(&mut stderr, failure)?;
+                    }
+                }
             }
             Event::Proposal(view) => {
                 proposal =
@@ -286,11 +298,7 @@ pub async fn run(
                     }
                     if !json {
                         for failure in &view.failures {
-                            writeln!(
-                                stderr,
-                                "tern: edit block {} failed: {}",
-                                failure.block, failure.message
-                            )?;
+                            print_failure(&mut stderr, failure)?;
                         }
                         for commands in &view.shell_commands {
                             writeln!(stderr, "tern: suggested commands (not run):\n{commands}")?;
@@ -409,9 +417,10 @@ pub async fn run(
         }
     }
     if resumed_hunks > 0 && !json {
+        let resume = session.map_or("--resume".to_string(), |id| format!("--resume={id}"));
         writeln!(
             stderr,
-            "tern: the resumed session's {resumed_hunks} proposed hunks still await review; they were neither applied nor discarded (review them in the workspace: tern --resume)"
+            "tern: the resumed session's {resumed_hunks} proposed hunks still await review; they were neither applied nor discarded (review them in the workspace: tern {resume})"
         )?;
     }
     let unchecked = "--auto-test: the tests never ran (no edits landed, or no test_cmd is set), so nothing says they pass";
@@ -456,6 +465,26 @@ pub async fn run(
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// A failed edit block, or a proposed hunk that went stale with its lines.
+fn print_failure(out: &mut impl Write, failure: &EditFailureView) -> std::io::Result<()> {
+    match (&failure.hunk, &failure.path) {
+        (Some(hunk), _) => {
+            writeln!(out, "tern: {failure}")?;
+            hunk.lines().try_for_each(|line| writeln!(out, "  {line}"))
+        }
+        (None, Some(path)) => writeln!(
+            out,
+            "tern: edit block {} failed ({path}): {}",
+            failure.block, failure.message
+        ),
+        (None, None) => writeln!(
+            out,
+            "tern: edit block {} failed: {}",
+            failure.block, failure.message
+        ),
+    }
 }
 
 /// `src/a.rs (1,240 tok), src/b.rs (310 tok)`.

@@ -6,6 +6,7 @@ pub mod chat;
 pub mod map;
 pub mod review;
 pub mod script;
+pub mod sessions;
 pub mod tokens;
 pub mod trust;
 pub mod undo;

@@ -35,7 +35,7 @@ pub async fn run(
         editable: Vec::new(),
         read_only: Vec::new(),
         map_cache: crate::repomap::CacheLocation::Disabled,
-        resume: false,
+        resume: None,
         model_chosen: false,
         purpose: Purpose::ReviewBranch,
     })?;

@@ -1,13 +1,16 @@
-//! `tern undo`: revert tern's last commit (or, with `--turn`, every commit of the saved
-//! session's last turn), or say precisely why not.
+//! `tern undo`: revert tern's last commit (or, with `--turn`, every commit of the last
+//! turn of the newest session, or of the one `--resume=ID` names), or say precisely why
+//! not.
 
 use std::path::Path;
 use std::process::ExitCode;
 
+use crate::engine::persist::Resume;
 use crate::git::{self, UndoError};
 
-/// Runs `tern undo` in the repository containing `cwd`.
-pub fn run(cwd: &Path, turn: bool) -> ExitCode {
+/// Runs `tern undo` in the repository containing `cwd`; `which`: the session named by
+/// `--resume[=ID]`.
+pub fn run(cwd: &Path, turn: bool, which: Option<Resume>) -> ExitCode {
     let repo = match git2::Repository::discover(cwd) {
         Ok(repo) => repo,
         Err(e) => {
@@ -15,11 +18,17 @@ pub fn run(cwd: &Path, turn: bool) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // An older tern's sessions are moved in first, and that is said.
+    if let Some(root) = repo.workdir() {
+        for notice in crate::engine::persist::Store::for_repo(root).notices() {
+            eprintln!("tern: {notice}");
+        }
+    }
     if turn {
-        return run_turn(&repo);
+        return run_turn(&repo, &which.unwrap_or(Resume::Newest));
     }
     let undone = match repo.workdir() {
-        Some(root) => crate::engine::undo::undo_saved_commit(&repo, root),
+        Some(root) => crate::engine::undo::undo_saved_commit(&repo, root, which.as_ref()),
         None => git::undo(&repo).map(|u| u.to_string()),
     };
     match undone {
@@ -40,12 +49,12 @@ pub fn run(cwd: &Path, turn: bool) -> ExitCode {
 
 /// `tern undo --turn`: what was undone on stdout; a stop (before or midway) on stderr,
 /// exit 1.
-fn run_turn(repo: &git2::Repository) -> ExitCode {
+fn run_turn(repo: &git2::Repository, which: &Resume) -> ExitCode {
     let Some(root) = repo.workdir() else {
         eprintln!("tern undo: the repository has no work tree");
         return ExitCode::from(2);
     };
-    match crate::engine::undo::undo_saved_turn(repo, root) {
+    match crate::engine::undo::undo_saved_turn(repo, root, which) {
         Ok(done) => {
             for undone in &done.undone {
                 println!("{undone}");

@@ -265,7 +265,9 @@ impl App {
         let event = event.visible();
         let chat = &mut self.panes.chat;
         match event {
-            Event::Ready { root, model, mode } => {
+            Event::Ready {
+                root, model, mode, ..
+            } => {
                 self.root = root.trim_end_matches('/').to_string();
                 self.model = model;
                 self.mode = mode;

@@ -72,6 +72,9 @@ pub struct Demo {
 /// Opens the workspace on a fresh copy of the demo project, asking the demo question.
 pub async fn run(mut settings: Settings) -> anyhow::Result<ExitCode> {
     let demo = prepare()?;
+    // What the demo saves (its session) goes with its temporary repository, rather
+    // than piling up in the user's state directory for a repository that is gone.
+    crate::config::use_state_dir(demo.dir.path().join("state"));
     settings.model = MODEL.to_string();
     let strings = |list: &[&str]| list.iter().map(|s| s.to_string()).collect();
     let config = EngineConfig {
@@ -83,7 +86,7 @@ pub async fn run(mut settings: Settings) -> anyhow::Result<ExitCode> {
         editable: strings(EDITABLE),
         read_only: strings(READ_ONLY),
         map_cache: crate::engine::CacheLocation::UserCacheDir,
-        resume: false,
+        resume: None,
         purpose: Default::default(),
         model_chosen: false,
     };

@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used)]
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use git2::Repository;
@@ -332,7 +332,10 @@ fn undo_turn_undoes_the_saved_sessions_last_turn() {
     }
     let head = r.repo.head().unwrap().peel_to_commit().unwrap();
     let (second, first) = (head.id(), head.parent_id(0).unwrap());
-    let session = tern::engine::persist::path_in(&r.home.path().join("state"), r.dir.path());
+    // Saved by an older tern, one file per repository: it is moved into a session of
+    // its own first.
+    let state = r.home.path().join("state");
+    let session = old_session_file(&state, r.dir.path());
     std::fs::create_dir_all(session.parent().unwrap()).unwrap();
     std::fs::write(
         &session,
@@ -354,7 +357,13 @@ fn undo_turn_undoes_the_saved_sessions_last_turn() {
     );
     assert_eq!(r.read("f.txt").unwrap(), "a\n");
     assert_eq!(r.read("g.txt").unwrap(), "x\n");
-    let saved = tern::engine::persist::load(&session).unwrap();
+    assert!(!session.exists(), "moved into the new layout");
+    let store = tern::engine::persist::Store::in_state_dir(&state, r.dir.path());
+    let moved = store.list();
+    assert_eq!(moved.len(), 1);
+    let saved = tern::engine::persist::load(&moved[0].dir.join("state.json"))
+        .unwrap()
+        .unwrap();
     assert!(saved.turns.is_empty());
     assert_eq!(saved.notes.len(), 1);
     assert!(
@@ -387,7 +396,7 @@ fn help_documents_exit_codes() {
 fn apply_and_review_leave_the_saved_session_alone() {
     let r = Repo::new(&[("a.txt", "a\n")]);
     let state = r.home.path().join("state");
-    let saved = tern::engine::persist::path_in(&state, &r.dir.path().canonicalize().unwrap());
+    let saved = old_session_file(&state, r.dir.path());
     std::fs::create_dir_all(saved.parent().unwrap()).unwrap();
     std::fs::write(&saved, "not a session: tern must not read or replace it").unwrap();
     let reply = r.reply(&block("a.txt", "a\n", "A\n"));
@@ -476,4 +485,12 @@ fn a_file_named_read_only_is_never_edited_even_when_every_file_is_editable() {
     let out = r.tern(&["apply", &reply, "a.txt", "--read", "a.txt"], None);
     assert_eq!(code(&out), 1, "{}", text(&out.stderr));
     assert_eq!(r.read("a.txt").as_deref(), Some("a\n"));
+}
+
+/// Where an older tern saved the session of the repository at `root`: one file per
+/// repository.
+fn old_session_file(state: &Path, root: &Path) -> PathBuf {
+    state
+        .join("sessions")
+        .join(format!("{}.json", tern::config::repo_key(root)))
 }

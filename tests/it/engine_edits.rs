@@ -303,6 +303,12 @@ async fn reflections_stop_after_three() {
     );
     let view = last_proposal(&events);
     assert_eq!(view.failures.len(), 1);
+    // Said once where it failed, then why (the view used to carry "block 1
+    // (src/greet.py): " in its message too, and front ends said it twice).
+    assert_eq!(
+        view.failures[0].to_string(),
+        "block 1 (src/greet.py): the SEARCH text does not match any lines of the file exactly; closest lines start at line 1"
+    );
     assert_eq!(repo.read("src/greet.py"), GREET);
 }
 
@@ -975,7 +981,7 @@ async fn resume_restores_mode_files_model_and_conversation() {
         editable: vec![],
         read_only: vec![],
         map_cache: tern::repomap::CacheLocation::Disabled,
-        resume: true,
+        resume: Some(tern::engine::persist::Resume::Newest),
         purpose: Default::default(),
         model_chosen: true,
     })
@@ -1330,6 +1336,55 @@ async fn a_hunk_split_and_edited_by_the_user_lands_and_the_model_hears_whose_lin
         told.contains("did not accept these hunks") && told.contains("+    return 'hi ' + name"),
         "{told}"
     );
+}
+
+/// A pending hunk whose lines changed while tern was not running comes back, on
+/// resume, as a failed hunk with its lines and the reason (it used to be dropped with
+/// only a message, and a second resume lost even that), and the rest stays reviewable.
+#[tokio::test]
+async fn a_resumed_hunk_whose_lines_changed_comes_back_failed_with_its_text() {
+    let server = MockServer::start().await;
+    server.push_for_model("gpt-4o", Reply::text(TWO_EDITS));
+    let repo = repo();
+    let mut engine = engine(&repo, &server);
+    submit(&engine, "punctuate");
+    idle(&mut engine).await;
+    send(
+        &engine,
+        Op::Review(ReviewOp::All {
+            decision: Decision::Accept,
+        }),
+    );
+    send(&engine, Op::Shutdown);
+    until(&mut engine, |e| matches!(e, Event::Exited)).await;
+    repo.write(
+        "src/greet.py",
+        GREET.replace("return 'hello ' + name", "return 'hi ' + name"),
+    );
+    for _ in 0..2 {
+        let mut engine = engine_with(&repo, &server, true);
+        let events = until(&mut engine, |e| matches!(e, Event::Files { .. })).await;
+        let proposal = last_proposal(&events);
+        assert_eq!(proposal.files[0].hunks.len(), 1, "the other hunk stays");
+        let [failure] = proposal.failures.as_slice() else {
+            panic!("{:#?}", proposal.failures)
+        };
+        let hunk = failure.hunk.as_deref().expect("the stale hunk's lines");
+        assert!(
+            hunk.contains("-    return 'hello ' + name")
+                && hunk.contains("+    return 'hello, ' + name + '!'"),
+            "{hunk}"
+        );
+        let said = failure.to_string();
+        assert!(
+            said.starts_with(
+                "src/greet.py: a proposed hunk no longer applies: the lines it changes"
+            ),
+            "{said}"
+        );
+        send(&engine, Op::Shutdown);
+        until(&mut engine, |e| matches!(e, Event::Exited)).await;
+    }
 }
 
 /// The weak model is asked for the commit message before anything is written, so a

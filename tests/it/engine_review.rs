@@ -37,7 +37,7 @@ async fn review_reports_its_plan_and_budget_then_streams() {
         editable: vec![],
         read_only: vec![],
         map_cache: tern::repomap::CacheLocation::Disabled,
-        resume: false,
+        resume: None,
         purpose: Default::default(),
         model_chosen: false,
     })

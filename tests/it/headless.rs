@@ -5,7 +5,7 @@
 
 use crate::support::{MockServer, Reply, TempRepo, output_within, texts};
 
-fn repo() -> TempRepo {
+pub(crate) fn repo() -> TempRepo {
     TempRepo::with_files(&[
         (
             "src/greet.py",
@@ -265,7 +265,7 @@ fn paths_outside_the_repository_are_refused() {
     assert!(stderr.contains("outside the repository"), "{stderr}");
 }
 
-const EDIT_REPLY: &str = "src/greet.py
+pub(crate) const EDIT_REPLY: &str = "src/greet.py
 ```python
 <<<<<<< SEARCH
     return 'hello ' + name
@@ -631,7 +631,7 @@ fn ctrl_c_withdraws_yes() {
 /// neither applies them nor, without --yes, discards them.
 #[test]
 fn a_resumed_sessions_pending_hunks_are_left_for_review() {
-    use tern::engine::persist::{SavedFile, SessionFile, save};
+    use tern::engine::persist::{SavedFile, SessionFile};
     use tern::engine::{ChatMode, FileMode};
     let repo = repo();
     let ws = tern::edit::Workspace::discover(repo.path()).unwrap();
@@ -639,30 +639,16 @@ fn a_resumed_sessions_pending_hunks_are_left_for_review() {
     let mut proposal = tern::edit::Proposal::new(&ws);
     proposal.add_reply(&ws, EDIT_REPLY, tern::edit::EditFormat::Editblock, &files);
     assert_eq!(proposal.hunk_count(), 1);
-    let session = SessionFile {
-        version: 1,
+    let id = repo.plant_session(SessionFile {
         model: "gpt-4o".into(),
         mode: ChatMode::Code,
         files: vec![SavedFile {
             path: "src/greet.py".into(),
             mode: FileMode::Editable,
         }],
-        history: vec![],
-        summary_at_front: false,
-        checkpoint: None,
-        summaries: 0,
-        session_cost: 0.0,
         proposal: Some(proposal.snapshot()),
-        proposal_failures: vec![],
-        proposal_shell: vec![],
-        notes: vec![],
-        transcript: vec![],
-        server_window: None,
-        learned_limit: None,
-        turns: Default::default(),
-        outputs: Vec::new(),
-    };
-    save(&repo.session_file(), &session, false).unwrap();
+        ..SessionFile::default()
+    });
     for yes in [true, false] {
         let server = MockServer::start_in_thread();
         server.push(Reply::text("fix: add a comma"));
@@ -674,7 +660,8 @@ fn a_resumed_sessions_pending_hunks_are_left_for_review() {
         let out = output_within(&mut cmd, std::time::Duration::from_secs(20));
         let (_, stderr) = texts(&out);
         assert!(
-            stderr.contains("1 proposed hunks still await review"),
+            stderr.contains("1 proposed hunks still await review")
+                && stderr.contains(&format!("tern --resume={id}")),
             "{stderr}"
         );
         assert_eq!(
@@ -682,7 +669,7 @@ fn a_resumed_sessions_pending_hunks_are_left_for_review() {
             "def greet(name):\n    return 'hello ' + name\n",
             "{stderr}"
         );
-        let kept = tern::engine::persist::load(&repo.session_file()).unwrap();
+        let kept = repo.newest_session();
         assert!(
             kept.proposal.is_some(),
             "the review is still saved: {stderr}"

@@ -9,7 +9,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::history_support::{Chat, as_files, failure, is_summary, mapped_repo, notices, turn_of};
+use crate::history_support::{
+    Chat, as_files, as_sent, failure, is_summary, mapped_repo, notices, sent_history, turn_of,
+};
 use crate::support::{MockServer, RecordedRequest, Reply, TempRepo};
 use tern::config::{ApiKey, Settings};
 use tern::context::history::{self, SUMMARY_PREFIX};
@@ -121,33 +123,12 @@ fn phases(chat: &Chat) -> Vec<HistoryPhase> {
         .collect()
 }
 
-/// The history part of a conversation request (these tests add no files): from the
-/// summary or the first scripted turn up to the current message.
-fn sent_history(request: &RecordedRequest) -> Vec<(String, String)> {
-    let n = request.messages.len();
-    let start = request.messages[..n - 1]
-        .iter()
-        .position(|m| m.text.starts_with(SUMMARY_PREFIX) || m.text.starts_with("turn "))
-        .unwrap_or(n - 1);
-    request.messages[start..n - 1]
-        .iter()
-        .map(|m| (m.role.clone(), m.text.clone()))
-        .collect()
-}
-
 /// Whether a conversation request carries a summary of the history.
 fn has_summary(request: &RecordedRequest) -> bool {
     request
         .messages
         .iter()
         .any(|m| m.role == "user" && m.text.starts_with(SUMMARY_PREFIX))
-}
-
-fn as_sent(messages: &[Message]) -> Vec<(String, String)> {
-    messages
-        .iter()
-        .map(|m| (m.role.as_str().to_string(), m.content.clone()))
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -675,32 +656,20 @@ async fn an_interrupted_turn_starts_no_summary() {
 /// goes out, which then carries the summary instead of the whole history.
 #[tokio::test]
 async fn a_resumed_history_over_budget_is_summarized_before_the_next_request() {
-    use tern::engine::persist::{SessionFile, path, save};
+    use tern::engine::persist::{SessionFile, Store};
     let server = MockServer::start().await;
     script(&server, |_| Reply::text(RECAP));
     let repo = TempRepo::with_files(&[("a.txt", "a\n")]);
     let over = turn_reaching(BUDGET + 300);
-    let session = SessionFile {
-        version: 1,
-        model: MAIN.into(),
-        mode: tern::engine::ChatMode::Ask,
-        files: vec![],
-        history: plain_history(1..=over),
-        summary_at_front: false,
-        checkpoint: None,
-        summaries: 0,
-        session_cost: 0.0,
-        proposal: None,
-        proposal_failures: vec![],
-        proposal_shell: vec![],
-        notes: vec![],
-        transcript: vec![],
-        server_window: None,
-        learned_limit: None,
-        turns: Default::default(),
-        outputs: Vec::new(),
-    };
-    save(&path(repo.path()), &session, false).unwrap();
+    crate::support::plant_session(
+        &Store::for_repo(repo.path()),
+        SessionFile {
+            model: MAIN.into(),
+            mode: tern::engine::ChatMode::Ask,
+            history: plain_history(1..=over),
+            ..SessionFile::default()
+        },
+    );
     let mut chat = Chat::start_in(repo, settings(&server), &[], true);
     let events = chat.say(user_text(over + 1)).await;
     assert!(

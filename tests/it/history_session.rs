@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use crate::history_support::{is_summary, turn_of};
+use crate::history_support::{as_sent, is_summary, sent_history, turn_of};
 use crate::support::{MockServer, RecordedRequest, Reply, TempRepo, texts};
 
 const TURNS: usize = 300;
@@ -183,8 +183,11 @@ fn a_script_sends_multi_line_messages_and_commands_in_order() {
     );
 }
 
+/// Every run saves a session of its own, outside the work tree: a second `tern -m`
+/// leaves the first session as it was; `--resume` continues the newest and
+/// `--resume=ID` the one named.
 #[test]
-fn sessions_are_saved_outside_git_and_resumed() {
+fn sessions_are_saved_outside_git_one_per_run_and_resumed() {
     let server = MockServer::start_in_thread();
     server.set_responder(|r| Reply::text(format!("answer {}", turn_of(r))));
     let repo = TempRepo::with_files(&[("src/config.rs", "fn parse_config() {}\n")]);
@@ -194,17 +197,25 @@ fn sessions_are_saved_outside_git_and_resumed() {
         texts(&out)
     };
     run(&["--read", "src/config.rs", "-m", "turn 1: hello"]);
+    let first = repo.sessions().list();
+    assert_eq!(first.len(), 1);
     run(&["-m", "/ask turn 2: why?"]);
-    let file = repo.session_file();
-    let saved: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
-    assert_eq!(saved["version"], 1);
-    assert_eq!(saved["history"][0]["content"], "turn 2: why?");
-    assert_eq!(saved["history"][1]["content"], "answer 2");
-    assert_eq!(saved["files"].as_array().unwrap().len(), 0, "a new session");
-    // The first session was kept aside, not lost.
-    let previous = std::fs::read_to_string(file.with_extension("prev.json")).unwrap();
-    assert!(previous.contains("turn 1: hello") && previous.contains("read_only"));
+    let sessions = repo.sessions().list();
+    assert_eq!(sessions.len(), 2, "a session per run");
+    assert_eq!(sessions[1].id, first[0].id, "the first is the older now");
+    assert_eq!(sessions[1].title, "turn 1: hello");
+    assert_eq!(sessions[0].title, "turn 2: why?");
+    let saved = repo.newest_session();
+    assert_eq!(saved.version, 2);
+    assert_eq!(saved.history[0].content, "turn 2: why?");
+    assert_eq!(saved.history[1].content, "answer 2");
+    assert!(saved.files.is_empty(), "a new session");
+    // The first session is as it was, not replaced.
+    let older = tern::engine::persist::load(&sessions[1].dir.join("state.json"))
+        .unwrap()
+        .unwrap();
+    assert_eq!(older.history[0].content, "turn 1: hello");
+    assert_eq!(older.files.len(), 1);
     assert_eq!(
         repo.git(&["status", "--porcelain"]),
         "",
@@ -219,15 +230,78 @@ fn sessions_are_saved_outside_git_and_resumed() {
         sent.contains(&"turn 2: why?") && sent.contains(&"answer 2"),
         "{sent:#?}"
     );
-    let saved: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
-    assert_eq!(saved["history"].as_array().unwrap().len(), 4);
+    assert!(!sent.contains(&"turn 1: hello"), "{sent:#?}");
+    assert_eq!(repo.newest_session().history.len(), 4);
+    assert_eq!(repo.sessions().list().len(), 2, "resumed, not a new one");
+
+    let older_id = &sessions[1].id;
+    run(&[
+        &format!("--resume={older_id}"),
+        "-m",
+        "turn 4: back to the first",
+    ]);
+    let last = server.requests().pop().unwrap();
+    let sent: Vec<&str> = last.messages.iter().map(|m| m.text.as_str()).collect();
+    assert!(sent.contains(&"turn 1: hello"), "{sent:#?}");
+    assert!(!sent.contains(&"turn 2: why?"), "{sent:#?}");
+    assert_eq!(&repo.sessions().list()[0].id, older_id, "now the newest");
 
     let (report, _) = run(&["tokens", "--resume", "--json"]);
     let report: serde_json::Value = serde_json::from_str(&report).unwrap();
     assert_eq!(report["history"]["phase"], "idle");
     assert!(report["history"]["tokens"].as_u64().unwrap() > 0);
     assert_eq!(report["history"]["budget"], 8000);
+    assert_eq!(repo.sessions().list().len(), 2, "tokens kept nothing new");
+}
+
+/// The turn record gives back, for every turn, the history its request carried, across
+/// the summaries made since (40 turns in a 4,096-token window, about a summary every
+/// three turns) and across a resume: a script, then `--resume` with another.
+#[test]
+fn the_turn_record_gives_back_the_history_each_turn_was_sent_with() {
+    use tern::context::history::SUMMARY_PREFIX;
+    use tern::engine::persist::{Resume, SessionDisk, before_turn};
+    let server = MockServer::start_in_thread();
+    serve(&server, Pace::default());
+    let repo = TempRepo::with_files(&[("src/config.rs", "fn parse_config() {}\n")]);
+    let script = repo.path().join(".git/session-script.txt");
+    for (turns, resume) in [(1..=20, None), (21..=40, Some("--resume"))] {
+        let text: Vec<String> = turns.map(user_message).collect();
+        std::fs::write(&script, text.join("\n---\n")).unwrap();
+        let out = repo
+            .tern(&server.base_url())
+            .args(["--model", "gpt-4o", "--weak-model", "gpt-4o-mini"])
+            .arg("--context-window=4096")
+            .arg(format!("--script={}", script.display()))
+            .args(resume)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", texts(&out).1);
+    }
+    let store = repo.sessions();
+    assert_eq!(store.list().len(), 1);
+    let (disk, _) = SessionDisk::open(store.open(&Resume::Newest).unwrap()).unwrap();
+    let records = disk.records().unwrap();
+    let requests: Vec<RecordedRequest> = server
+        .requests()
+        .into_iter()
+        .filter(|r| !is_summary(r))
+        .collect();
+    let mut after_a_summary = 0;
+    for turn in 1..=40 {
+        let before = before_turn(&records, turn).unwrap();
+        let request = requests.iter().find(|r| turn_of(r) == turn).unwrap();
+        let sent = sent_history(request);
+        assert_eq!(as_sent(&before.history), sent, "turn {turn}");
+        after_a_summary += usize::from(
+            sent.first()
+                .is_some_and(|m| m.1.starts_with(SUMMARY_PREFIX)),
+        );
+    }
+    assert!(
+        after_a_summary > 20,
+        "{after_a_summary} turns began after a summary"
+    );
 }
 
 #[test]
@@ -254,9 +328,10 @@ fn resuming_without_a_session_or_from_a_broken_one_says_why() {
     assert!(!out.status.success());
     assert!(stderr.contains("is never loaded"), "{stderr}");
     // A broken one in the state directory is refused with the reason, and kept.
-    let real = repo.session_file();
-    std::fs::create_dir_all(real.parent().unwrap()).unwrap();
+    let session = repo.sessions().create().unwrap();
+    let real = session.state_path();
     std::fs::write(&real, "{\"version\": 1}").unwrap();
+    drop(session);
     let out = resume();
     let stderr = texts(&out).1;
     assert!(

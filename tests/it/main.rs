@@ -39,6 +39,7 @@ mod review;
 mod review_cli;
 mod run;
 mod signing;
+mod sessions;
 mod spending;
 mod tokens;
 mod trust;

@@ -41,6 +41,14 @@ fn hostile_events() -> Vec<Event> {
         block: 2,
         message: evil("no match"),
         near: None,
+        hunk: None,
+    });
+    proposal.failures.push(EditFailureView {
+        path: Some(evil("stale.py")),
+        block: 0,
+        message: evil("a proposed hunk no longer applies"),
+        near: None,
+        hunk: Some(evil("-old\n+new\n")),
     });
     proposal.shell_commands.push(evil("rm"));
     let mut budget = budget("", &[Message::user(evil("q"))]);
@@ -57,6 +65,7 @@ fn hostile_events() -> Vec<Event> {
             root: evil("/repo"),
             model: evil("gpt-4o"),
             mode: tern::engine::protocol::ChatMode::Code,
+            session: None,
         },
         Event::TurnStarted {
             text: evil("question"),

@@ -432,3 +432,42 @@ fn the_files_the_model_needs_row() {
     feed(&mut app, [needed_event()]);
     insta::assert_snapshot!("needed_row", pane_alone(&mut app, PaneId::Chat, 72, 16));
 }
+
+/// A proposed hunk that went stale (its lines changed on disk) is listed as failed with
+/// its lines, coloured as a diff, under the reason; a failed block is named once.
+#[test]
+fn the_review_shows_a_stale_hunk_with_its_lines() {
+    let mut app = app();
+    feed(&mut app, session_start());
+    let mut view = proposal();
+    view.files.clear();
+    view.failures.push(tern::engine::protocol::EditFailureView {
+        path: Some("shop/cli.py".into()),
+        block: 0,
+        message: "a proposed hunk no longer applies: the lines it changes, or the lines around them, are no longer in the file".into(),
+        near: None,
+        hunk: Some("     def main():\n-    run()\n+    run(verbose=True)\n".into()),
+    });
+    feed(&mut app, [Event::Proposal(Box::new(view))]);
+    let pane = pane_alone(&mut app, PaneId::Review, 100, 20);
+    assert!(
+        pane.contains("✗ shop/cli.py: a proposed hunk no longer applies"),
+        "{pane}"
+    );
+    assert_eq!(
+        pane.matches("block 5 (shop/pricing.py)").count(),
+        1,
+        "{pane}"
+    );
+    let (removed, added) = (
+        pane.find("-    run()").expect(&pane),
+        pane.find("+    run(verbose=True)").expect(&pane),
+    );
+    assert!(removed < added);
+    let area = Rect::new(0, 0, 100, 20);
+    let mut buf = Buffer::empty(area);
+    app.draw_pane(PaneId::Review, area, &mut buf);
+    let theme = tern::tui::Theme::default_theme();
+    assert_eq!(color_of(&buf, "+    run(verbose"), Some(theme.c.added));
+    assert_eq!(color_of(&buf, "-    run()"), Some(theme.c.removed));
+}

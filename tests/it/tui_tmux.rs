@@ -276,6 +276,10 @@ fn the_demo_streams_its_recorded_reply_into_a_review_with_no_server() {
         !Path::new(&repo.path().join("shop")).exists(),
         "the demo works in its own directory"
     );
+    // Its session went with its temporary repository.
+    let sessions = repo.state_dir().join("sessions");
+    let left = std::fs::read_dir(&sessions).map_or(0, |dir| dir.count());
+    assert_eq!(left, 0, "{}", sessions.display());
 }
 
 #[test]
@@ -515,9 +519,62 @@ fn quitting_while_the_commit_message_is_awaited_cancels_the_landing_before_it_wr
         "nothing written"
     );
     // The proposal is saved, decisions and all, for --resume.
-    let saved = std::fs::read_to_string(repo.session_file()).unwrap();
+    let saved = serde_json::to_string(&repo.newest_session()).unwrap();
     assert!(
         saved.contains("never more than there is"),
         "the proposal is kept"
     );
+}
+
+/// Hunks left for review keep their session: the next workspace opened without
+/// `--resume` says so first, with the way back (and, quit at once, keeps no session of
+/// its own); `tern --resume=ID` brings the review back.
+#[test]
+fn the_next_workspace_names_a_session_left_with_hunks() {
+    let server = MockServer::start_in_thread();
+    server.push_for_model("gpt-4o", Reply::text(REPLY));
+    let repo = repo();
+    let Some(tern) = Workspace::start(&repo, &server.base_url(), &ARGS, 160, 48) else {
+        return;
+    };
+    tern.wait_for("Budget · gpt-4o", WAIT);
+    tern.type_line("make remove safe and add a low command");
+    tern.wait_for("2 files · 4 hunks", WAIT);
+    tern.quit_leaving_hunks();
+    drop(tern);
+    let sessions = repo.sessions().list();
+    assert_eq!(sessions.len(), 1);
+    let id = sessions[0].id.clone();
+    assert_eq!(sessions[0].pending_hunks, 4);
+
+    let args = ["--model", "gpt-4o"];
+    let tern = Workspace::start(&repo, &server.base_url(), &args, 160, 48).unwrap();
+    let screen = tern.wait_for(&format!("--resume={id}`"), WAIT);
+    let first = screen
+        .lines()
+        .skip_while(|l| !l.contains("╭ Chat"))
+        .nth(1)
+        .unwrap_or_default();
+    assert!(
+        first.contains(&format!("session {id} (just now:")),
+        "the chat's first line: {screen}"
+    );
+    // (wrapped in the chat pane: "… has 4 / hunks pending: …")
+    assert!(
+        first.contains("has 4") && screen.contains("hunks pending: `tern --resume="),
+        "{screen}"
+    );
+    tern.keys(&["C-c", "C-c"]);
+    tern.wait_for("[tern exited 0]", WAIT);
+    drop(tern);
+    assert_eq!(
+        repo.sessions().list().len(),
+        1,
+        "the empty workspace kept none"
+    );
+
+    let resume = format!("--resume={id}");
+    let tern = Workspace::start(&repo, &server.base_url(), &[&resume], 160, 48).unwrap();
+    tern.wait_for("2 files · 4 hunks", WAIT);
+    tern.wait_for("[E] shop/inventory.py", WAIT);
 }

@@ -580,17 +580,17 @@ impl ReviewPane {
                 ));
             }
             for f in &p.failures {
-                let head = match &f.path {
-                    Some(path) => format!("block {} ({path}): ", f.block),
-                    None => format!("block {}: ", f.block),
-                };
-                let text = format!("{head}{}", f.message.lines().next().unwrap_or(""));
+                let said = f.to_string();
+                let text = said.lines().next().unwrap_or("").to_string();
                 out.extend(text::wrap(
                     &[Span::styled(text, err)],
                     width,
                     &[Span::styled("✗ ", err)],
                     &[Span::raw("  ")],
                 ));
+                if let Some(hunk) = &f.hunk {
+                    out.extend(stale_lines(hunk, theme, width));
+                }
             }
             for cmd in &p.shell_commands {
                 out.push(Line::from(vec![
@@ -633,6 +633,37 @@ impl ReviewPane {
         }
         super::draw_lines(area, buf, &lines);
     }
+}
+
+/// The most lines of a stale hunk the review shows (the chat's `/diff` has none of it:
+/// it is no longer part of the proposal).
+const STALE_LINES: usize = 12;
+
+/// A stale hunk's lines under its failure, coloured as a diff and cut to `width`.
+fn stale_lines(hunk: &str, theme: &Theme, width: usize) -> Vec<Line<'static>> {
+    let total = hunk.lines().count();
+    let mut out: Vec<Line<'static>> = hunk
+        .lines()
+        .take(STALE_LINES)
+        .map(|line| {
+            let style = match line.chars().next() {
+                Some('+') => Style::new().fg(theme.c.added),
+                Some('-') => Style::new().fg(theme.c.removed),
+                _ => theme.dim(),
+            };
+            Line::from(vec![
+                Span::raw("    "),
+                Span::styled(text::truncate(line, width.saturating_sub(4)), style),
+            ])
+        })
+        .collect();
+    if total > STALE_LINES {
+        out.push(Line::from(Span::styled(
+            format!("    … {} more lines", total - STALE_LINES),
+            theme.dim(),
+        )));
+    }
+    out
 }
 
 /// The files of a review plan: included ones with the call that carries them, the

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::support::{RecordedRequest, TempRepo};
 use tern::config::Settings;
+use tern::context::history::SUMMARY_PREFIX;
 use tern::engine::{EngineConfig, EngineHandle, Event, Op};
 
 /// True for a request made by the history summarizer (its system prompt is tern's
@@ -51,7 +52,7 @@ impl Chat {
             editable: editable.iter().map(|s| s.to_string()).collect(),
             read_only: vec![],
             map_cache: tern::repomap::CacheLocation::Disabled,
-            resume,
+            resume: resume.then_some(tern::engine::persist::Resume::Newest),
             purpose: Default::default(),
             model_chosen: false,
         })
@@ -161,4 +162,26 @@ pub fn failure(events: &[Event]) -> Option<(&str, &str)> {
         Event::TurnFailed { error, message } => Some((error.as_str(), message.as_str())),
         _ => None,
     })
+}
+
+/// The history part of a conversation request (these tests add no files): from the
+/// summary or the first scripted turn (`turn N: …`) up to the current message.
+pub fn sent_history(request: &RecordedRequest) -> Vec<(String, String)> {
+    let n = request.messages.len();
+    let start = request.messages[..n - 1]
+        .iter()
+        .position(|m| m.text.starts_with(SUMMARY_PREFIX) || m.text.starts_with("turn "))
+        .unwrap_or(n - 1);
+    request.messages[start..n - 1]
+        .iter()
+        .map(|m| (m.role.clone(), m.text.clone()))
+        .collect()
+}
+
+/// Messages as `sent_history` gives them: role and text.
+pub fn as_sent(messages: &[tern::llm::Message]) -> Vec<(String, String)> {
+    messages
+        .iter()
+        .map(|m| (m.role.as_str().to_string(), m.content.clone()))
+        .collect()
 }

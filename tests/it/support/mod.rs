@@ -34,7 +34,7 @@ mod tokens;
 
 pub use dialect::Dialect;
 pub use reply::Reply;
-pub use repo::{TempRepo, executable, output_within, texts};
+pub use repo::{TempRepo, executable, output_within, plant_session, texts};
 pub use request::{RecordedMessage, RecordedRequest};
 pub use server::MockServer;
 pub use tokens::{encoding_for_model, prompt_tokens, text_tokens};
@@ -104,7 +104,7 @@ pub fn spawn_engine(
         editable: vec![editable.into()],
         read_only: vec![],
         map_cache: tern::repomap::CacheLocation::Disabled,
-        resume,
+        resume: resume.then_some(tern::engine::persist::Resume::Newest),
         purpose: Default::default(),
         model_chosen: false,
     })

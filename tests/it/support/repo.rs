@@ -132,10 +132,32 @@ impl TempRepo {
         cmd
     }
 
-    /// The session file `tern` processes of this repository save (in the private
-    /// state directory, as in the user's), if there is one.
-    pub fn session_file(&self) -> PathBuf {
-        tern::engine::persist::path_in(&self.private_dir().join("state"), self.path())
+    /// The private state directory the `tern` processes of this repository use.
+    pub fn state_dir(&self) -> PathBuf {
+        self.private_dir().join("state")
+    }
+
+    /// The sessions `tern` processes of this repository save (in the private state
+    /// directory, as in the user's).
+    pub fn sessions(&self) -> tern::engine::persist::Store {
+        tern::engine::persist::Store::in_state_dir(&self.state_dir(), self.path())
+    }
+
+    /// The state of the session active last.
+    pub fn newest_session(&self) -> tern::engine::persist::SessionFile {
+        let newest = self
+            .sessions()
+            .pick(&tern::engine::persist::Resume::Newest)
+            .unwrap();
+        tern::engine::persist::load(&newest.dir.join("state.json"))
+            .unwrap()
+            .unwrap()
+    }
+
+    /// Saves `state` as a new session of this repository's `tern` processes; returns
+    /// its id.
+    pub fn plant_session(&self, state: tern::engine::persist::SessionFile) -> String {
+        plant_session(&self.sessions(), state)
     }
 
     fn private_dir(&self) -> PathBuf {
@@ -183,4 +205,16 @@ pub fn texts(output: &Output) -> (String, String) {
         String::from_utf8_lossy(&output.stdout).into_owned(),
         String::from_utf8_lossy(&output.stderr).into_owned(),
     )
+}
+
+/// Saves `state` as a new session in `store`; returns its id.
+pub fn plant_session(
+    store: &tern::engine::persist::Store,
+    mut state: tern::engine::persist::SessionFile,
+) -> String {
+    let session = store.create().unwrap();
+    let id = session.id.clone();
+    let (mut disk, _) = tern::engine::persist::SessionDisk::open(session).unwrap();
+    disk.save(&mut state, Vec::new()).unwrap();
+    id
 }

@@ -282,6 +282,7 @@ pub fn proposal() -> ProposalView {
                 "the SEARCH text was not found in shop/pricing.py; the closest lines are 12-14"
                     .into(),
             near: None,
+            hunk: None,
         }],
         shell_commands: vec!["python -m pytest".into()],
         written_as: vec![],
@@ -322,6 +323,7 @@ pub fn session_start() -> Vec<Event> {
             root: ROOT.into(),
             model: MODEL.into(),
             mode: ChatMode::Code,
+            session: None,
         },
         Event::Files { files: files() },
         Event::Budget(Box::new(budget("", &[]))),

@@ -1,0 +1,168 @@
+//! `tern sessions`: this repository's saved sessions, the one active last first, one
+//! line each (`--json`: one object each); `--prune` removes the old ones now, those with
+//! pending hunks only once the user confirms.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use unicode_width::UnicodeWidthStr;
+
+use crate::engine::persist::store::{KEEP, MAX_AGE, ago, counted, headline};
+use crate::engine::persist::{Listed, Store, holder_text};
+use crate::terminal_text::for_terminal;
+
+/// Columns of the first message in a line.
+const TITLE_COLUMNS: usize = 40;
+
+/// Runs `tern sessions` for the repository at `root`.
+pub fn run(root: &Path, prune: bool, yes: bool, json: bool) -> ExitCode {
+    let store = Store::for_repo(root);
+    for notice in store.notices() {
+        eprintln!("tern: {notice}");
+    }
+    if prune {
+        return prune_old(&store, yes);
+    }
+    let sessions = store.list();
+    let mut out = std::io::stdout().lock();
+    let written: std::io::Result<()> = sessions.iter().try_for_each(|s| {
+        let line = match json {
+            true => json_line(s),
+            false => text_line(s, SystemTime::now()),
+        };
+        writeln!(out, "{line}")
+    });
+    if let Err(e) = written {
+        eprintln!("tern sessions: {e}");
+        return ExitCode::FAILURE;
+    }
+    if sessions.is_empty() && !json {
+        eprintln!(
+            "tern: no saved sessions for {} (a run that sends a message or adds a file saves one)",
+            root.components().as_path().display()
+        );
+    }
+    ExitCode::SUCCESS
+}
+
+/// `k3f9a2mx  2 h ago       make parse_args reject -x          1 hunk pending  $0.0123`,
+/// and `open in pid 4242` when a tern has it open.
+fn text_line(s: &Listed, now: SystemTime) -> String {
+    let tty = std::io::stdout().is_terminal();
+    let title = match &s.unreadable {
+        Some(why) => format!("(cannot be read: {why})"),
+        None if s.title.is_empty() => "(no message)".to_string(),
+        None => s.title.clone(),
+    };
+    let title = for_terminal(&headline(&title, TITLE_COLUMNS), tty).into_owned();
+    let pad = TITLE_COLUMNS.saturating_sub(title.width());
+    let pending = match s.pending_hunks {
+        0 => String::new(),
+        n => format!("{} pending", counted(n, "hunk")),
+    };
+    let open = match s.holder() {
+        Some(pid) => format!("  open in a tern{}", holder_text(pid)),
+        None => String::new(),
+    };
+    format!(
+        "{}  {:<12}  {title}{}  {pending:<16}  ${:.4}{open}",
+        s.id,
+        ago(s.last_active, now),
+        " ".repeat(pad),
+        s.cost
+    )
+    .trim_end()
+    .to_string()
+}
+
+fn json_line(s: &Listed) -> String {
+    let holder = s.holder();
+    serde_json::json!({
+        "id": s.id,
+        "last_active_ms": s.last_active.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64),
+        "title": s.title,
+        "pending_hunks": s.pending_hunks,
+        "cost": s.cost,
+        "open": holder.is_some(),
+        "pid": holder.flatten(),
+        "unreadable": s.unreadable,
+    })
+    .to_string()
+}
+
+/// `--prune`: the old sessions without pending hunks go at once; those with them (or
+/// that cannot be read) go once the user says so.
+fn prune_old(store: &Store, yes: bool) -> ExitCode {
+    let now = SystemTime::now();
+    let (asking, plain): (Vec<Listed>, Vec<Listed>) = store
+        .old(now)
+        .into_iter()
+        .partition(|s| s.pending_hunks > 0 || s.unreadable.is_some());
+    let mut failed = false;
+    let removed = remove_all(store, &plain, false, &mut failed);
+    let days = MAX_AGE.as_secs() / 86_400;
+    if asking.is_empty() {
+        println!(
+            "removed {} (the newest {KEEP} and any active in the last {days} days are kept)",
+            counted(removed, "old session")
+        );
+        return exit(failed);
+    }
+    println!(
+        "{} hunks pending or cannot be read:",
+        match asking.len() {
+            1 => "1 old session has".to_string(),
+            n => format!("{n} old sessions have"),
+        }
+    );
+    for s in &asking {
+        println!("  {}", text_line(s, now));
+    }
+    let confirmed = yes || (std::io::stdin().is_terminal() && ask("remove them too? [y/N] "));
+    if !confirmed {
+        let how = match std::io::stdin().is_terminal() {
+            true => "kept them",
+            false => "kept them: pass --yes to remove them too",
+        };
+        println!("removed {}; {how}", counted(removed, "old session"));
+        return exit(failed || !std::io::stdin().is_terminal());
+    }
+    let gone = remove_all(store, &asking, true, &mut failed);
+    println!("removed {}", counted(removed + gone, "old session"));
+    exit(failed)
+}
+
+/// Removes `sessions` (see `Store::remove`); returns how many went, and sets `failed`
+/// when one could not be removed.
+fn remove_all(store: &Store, sessions: &[Listed], pending_too: bool, failed: &mut bool) -> usize {
+    let mut removed = 0;
+    for s in sessions {
+        match store.remove(s, pending_too) {
+            Ok(true) => removed += 1,
+            Ok(false) => {}
+            Err(e) => {
+                eprintln!("tern sessions: {e}");
+                *failed = true;
+            }
+        }
+    }
+    removed
+}
+
+/// Asks a y/N question on the terminal.
+fn ask(question: &str) -> bool {
+    print!("{question}");
+    let _ = std::io::stdout().flush();
+    let mut answer = String::new();
+    std::io::stdin().lock().read_line(&mut answer).is_ok()
+        && matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes")
+}
+
+fn exit(failed: bool) -> ExitCode {
+    match failed {
+        true => ExitCode::FAILURE,
+        false => ExitCode::SUCCESS,
+    }
+}

@@ -12,6 +12,7 @@ pub mod context;
 pub mod digest;
 pub mod edit;
 pub mod edit_format;
+pub mod egress;
 pub mod engine;
 pub mod git;
 pub mod headless;

@@ -21,6 +21,7 @@ pub mod llm;
 pub mod prompts;
 pub mod repomap;
 pub mod run;
+pub mod spawn;
 pub mod terminal_text;
 pub mod tokens;
 pub mod tui;

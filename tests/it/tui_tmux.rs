@@ -11,7 +11,6 @@
 
 use std::ffi::OsStr;
 use std::path::Path;
-use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
@@ -44,7 +43,7 @@ impl Workspace {
         (width, height): (u16, u16),
         env: &[(&str, &str)],
     ) -> Option<Workspace> {
-        if Command::new("tmux").arg("-V").output().is_err() {
+        if crate::support::command("tmux").arg("-V").output().is_err() {
             eprintln!("SKIPPED: tmux is not installed (.ci/run installs it)");
             return None;
         }
@@ -76,7 +75,7 @@ impl Workspace {
             line.push_str(&quote(OsStr::new(arg)));
         }
         line.push_str("; echo \"[tern exited $?]\"; sleep 600");
-        let status = Command::new("tmux")
+        let status = crate::support::command("tmux")
             .args(["-L", &socket, "-f", "/dev/null", "new-session", "-d"])
             .args(["-x", &width.to_string(), "-y", &height.to_string()])
             .args(["-s", "main", &line])
@@ -87,7 +86,7 @@ impl Workspace {
     }
 
     fn tmux(&self, args: &[&str]) -> String {
-        let out = Command::new("tmux")
+        let out = crate::support::command("tmux")
             .args(["-L", &self.socket])
             .args(args)
             .output()
@@ -148,7 +147,7 @@ impl Workspace {
 
 impl Drop for Workspace {
     fn drop(&mut self) {
-        let _ = Command::new("tmux")
+        let _ = crate::support::command("tmux")
             .args(["-L", &self.socket, "kill-server"])
             .output();
     }
@@ -288,13 +287,16 @@ fn sigterm_restores_the_terminal_and_exits_cleanly() {
     tern.wait_for("Message the model", WAIT);
     assert!(tern.alternate_screen());
     let shell = tern.tmux(&["display", "-p", "-t", "main", "#{pane_pid}"]);
-    let children = Command::new("pgrep")
+    let children = crate::support::command("pgrep")
         .args(["-P", shell.trim()])
         .output()
         .unwrap();
     let pid = String::from_utf8_lossy(&children.stdout).trim().to_string();
     assert!(!pid.is_empty(), "tern runs under the pane's shell");
-    let status = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    let status = crate::support::command("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
     assert!(status.success());
     tern.wait_for("[tern exited 0]", WAIT);
     assert!(!tern.alternate_screen());

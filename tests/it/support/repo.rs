@@ -94,7 +94,7 @@ impl TempRepo {
     /// Runs the git command line in the repository and returns its stdout; panics when
     /// git fails.
     pub fn git(&self, args: &[&str]) -> String {
-        let out = Command::new("git")
+        let out = crate::support::command("git")
             .args(args)
             .current_dir(self.path())
             .output()
@@ -110,7 +110,7 @@ impl TempRepo {
     /// The `tern` binary in this repository, talking to `api_base`, with config, cache
     /// and logs in a private directory.
     pub fn tern(&self, api_base: &str) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_tern"));
+        let mut cmd = crate::support::command(env!("CARGO_BIN_EXE_tern"));
         let private = self.private_dir();
         cmd.current_dir(self.path())
             .env_clear()
@@ -154,7 +154,7 @@ pub fn output_within(cmd: &mut Command, limit: std::time::Duration) -> Output {
     match rx.recv_timeout(limit) {
         Ok(out) => out.unwrap(),
         Err(_) => {
-            let _ = Command::new("kill").args(["-9", &pid]).status();
+            let _ = crate::support::command("kill").args(["-9", &pid]).status();
             panic!("the process did not exit within {limit:?}: it hangs");
         }
     }

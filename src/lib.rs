@@ -19,6 +19,7 @@ pub mod headless;
 pub mod languages;
 pub mod llm;
 pub mod prompts;
+pub mod regular_file;
 pub mod repomap;
 pub mod run;
 pub mod spawn;

@@ -141,11 +141,7 @@ fn init_logging(settings: &Settings) -> Option<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).ok()?;
     }
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)
-        .ok()?;
+    let file = tern::regular_file::append(&path).ok()?;
     let filter = tracing_subscriber::EnvFilter::try_from_env("TERN_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("tern=info"));
     tracing_subscriber::fmt()

@@ -490,10 +490,12 @@ fn read_layer(path: &Path) -> Result<SettingsLayer, ConfigError> {
 }
 
 fn read_text(path: &Path) -> Result<String, ConfigError> {
-    std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-        path: path.to_path_buf(),
-        source,
-    })
+    crate::regular_file::read_to_string(path, crate::regular_file::MAX_SETTINGS_BYTES).map_err(
+        |source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        },
+    )
 }
 
 fn parse_layer(path: &Path, text: &str) -> Result<SettingsLayer, ConfigError> {

@@ -32,10 +32,11 @@ pub struct TrustStore {
 impl TrustStore {
     /// Reads the list; a missing or unreadable file trusts nothing.
     pub fn open(file: &Path) -> TrustStore {
-        let entries = std::fs::read_to_string(file)
-            .ok()
-            .and_then(|text| toml::from_str(&text).ok())
-            .unwrap_or_default();
+        let entries =
+            crate::regular_file::read_to_string(file, crate::regular_file::MAX_SETTINGS_BYTES)
+                .ok()
+                .and_then(|text| toml::from_str(&text).ok())
+                .unwrap_or_default();
         TrustStore {
             file: file.to_path_buf(),
             entries,

@@ -157,7 +157,8 @@ pub fn path_in(base: &Path, root: &Path) -> PathBuf {
 /// Reads and checks the saved session in `path`.
 pub fn load(path: &Path) -> Result<SessionFile, PersistError> {
     let path = path.to_path_buf();
-    let text = match std::fs::read_to_string(&path) {
+    let text = match crate::regular_file::read_to_string(&path, crate::regular_file::MAX_TEXT_BYTES)
+    {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(PersistError::Missing(path));

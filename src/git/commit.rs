@@ -237,7 +237,10 @@ fn write_commit(
         let msg_path = repo.path().join("COMMIT_EDITMSG");
         std::fs::write(&msg_path, &text)?;
         hooks::run(repo, "commit-msg", &[OsStr::new(&msg_path)], None)?;
-        text = std::fs::read_to_string(&msg_path)?;
+        text = crate::regular_file::read_to_string(
+            &msg_path,
+            crate::regular_file::MAX_SETTINGS_BYTES,
+        )?;
     }
     let parents: Vec<&git2::Commit<'_>> = parent.into_iter().collect();
     let id = repo.commit(Some("HEAD"), &sig, &sig, &text, tree, &parents)?;

@@ -66,7 +66,8 @@ impl RepoLock {
                     std::thread::sleep(Duration::from_millis(50));
                 }
                 Err(TryLockError::WouldBlock) => {
-                    let holder = std::fs::read_to_string(&path).unwrap_or_default();
+                    let holder =
+                        crate::regular_file::read_to_string(&path, 4096).unwrap_or_default();
                     return Err(GitError::Locked(holder.trim().to_string()));
                 }
                 Err(TryLockError::Error(e)) => return Err(e.into()),

@@ -174,7 +174,7 @@ use Unusable::{Bad, Missing};
 /// Checks the header and the checksum in one streaming pass, then decodes in a second:
 /// the file is never held in memory next to what is decoded from it.
 fn decode<T: DeserializeOwned>(path: &Path, magic: &[u8; 8]) -> Result<T, Unusable> {
-    let mut file = match std::fs::File::open(path) {
+    let mut file = match crate::regular_file::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Missing),
         Err(e) => return Err(Bad(format!("cannot read: {e}"))),

@@ -138,7 +138,8 @@ impl IndexTrust {
             .map_or(i64::MIN, |m| mtime_ns(&m).div_euclid(1_000_000_000));
         let mut converted = Vec::new();
         let converts = |path: &Path| {
-            std::fs::read_to_string(path).is_ok_and(|t| CONVERTING.iter().any(|w| t.contains(w)))
+            crate::regular_file::read_to_string(path, crate::regular_file::MAX_SETTINGS_BYTES)
+                .is_ok_and(|t| CONVERTING.iter().any(|w| t.contains(w)))
         };
         let config = repo.config().ok();
         let autocrlf = config

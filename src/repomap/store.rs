@@ -124,7 +124,7 @@ struct Segment {
 
 impl Segment {
     fn open(path: PathBuf) -> Option<Segment> {
-        let mut file = File::open(&path).ok()?;
+        let mut file = crate::regular_file::open(&path).ok()?;
         let mut header = [0u8; HEADER];
         file.read_exact(&mut header).ok()?;
         if &header[..8] != MAGIC || u32_at(&header, 8) != FORMAT {

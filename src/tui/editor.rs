@@ -99,7 +99,7 @@ pub fn edit(command: &[String], text: &str, suffix: &str) -> Result<String, Edit
             status: status.to_string(),
         });
     }
-    let bytes = std::fs::read(&path)?;
+    let bytes = crate::regular_file::read(&path, crate::regular_file::MAX_TEXT_BYTES)?;
     String::from_utf8(bytes).map_err(|_| match path.keep() {
         Ok(kept) => EditorError::NotUtf8(kept),
         Err(e) => EditorError::Io(e.error),

@@ -22,6 +22,7 @@ pub mod prompts;
 pub mod regular_file;
 pub mod repomap;
 pub mod run;
+pub mod signals;
 pub mod spawn;
 pub mod terminal_text;
 pub mod tokens;

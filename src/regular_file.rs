@@ -33,6 +33,21 @@ pub fn append(path: &Path) -> io::Result<File> {
     regular(std::fs::OpenOptions::new().create(true).append(true), path)
 }
 
+/// Sets the modification time of `path` to now, without opening it (opening a FIFO
+/// would block): the use time of a cache file.
+pub fn touch(path: &Path) -> io::Result<()> {
+    use nix::sys::stat::{UtimensatFlags, utimensat};
+    use nix::sys::time::TimeSpec;
+    utimensat(
+        nix::fcntl::AT_FDCWD,
+        path,
+        &TimeSpec::UTIME_OMIT,
+        &TimeSpec::UTIME_NOW,
+        UtimensatFlags::FollowSymlink,
+    )
+    .map_err(io::Error::from)
+}
+
 /// Opens `path` with `options`, never blocking, and keeps it only if it is a regular
 /// file.
 fn regular(options: &mut std::fs::OpenOptions, path: &Path) -> io::Result<File> {

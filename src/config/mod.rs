@@ -371,17 +371,22 @@ pub fn load(
     if let Some(root) = &sources.repo_root
         && let Some(repo) = RepoConfig::read(root)?
     {
-        let trusted = sources
-            .trust_file
-            .as_ref()
-            .is_some_and(|f| TrustStore::open(f).trusts(root, &repo.text));
+        let store = sources.trust_file.as_deref().map(TrustStore::open);
+        let trusted = store.as_ref().is_some_and(|s| s.trusts(root, &repo.text));
+        notices.extend(store.and_then(|s| s.damage()));
         let mut layer = repo.layer;
         let removed = layer.restrict_to_repo(trusted);
         notices.extend(repo_notices(&repo.path, &removed));
         settings.apply(layer);
     }
     if let Some(explicit) = &sources.explicit_file {
-        settings.apply(read_layer(explicit)?);
+        // Named on the command line, so read as given: `--config <(pass show tern)`
+        // is a pipe the user asked for.
+        let text = std::fs::read_to_string(explicit).map_err(|source| ConfigError::Read {
+            path: explicit.clone(),
+            source,
+        })?;
+        settings.apply(parse_layer(explicit, &text)?);
     }
     // OPENAI_BASE_URL, OPENAI_API_KEY and TERN_MODEL arrive with the flags;
     // OPENAI_API_BASE is the older alias of OPENAI_BASE_URL.

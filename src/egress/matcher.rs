@@ -228,7 +228,7 @@ enum Escape {
     /// In a string (OSC, DCS, APC, PM, SOS), up to BEL or ST.
     String,
     /// After ESC in a string: `\` ends it.
-    StringEscape,
+    StringEsc,
 }
 
 const ESCAPES: usize = 6;
@@ -278,8 +278,8 @@ impl Thread {
                     _ => {}
                 }
             }
-            Escape::Start | Escape::StringEscape => match c {
-                '\\' if self.escape == Escape::StringEscape => to(matched, Escape::None),
+            Escape::Start | Escape::StringEsc => match c {
+                '\\' if self.escape == Escape::StringEsc => to(matched, Escape::None),
                 '[' => to(matched, Escape::Csi),
                 ']' | 'P' | 'X' | '^' | '_' => to(matched, Escape::String),
                 ' '..='/' => to(matched, Escape::Intermediate),
@@ -298,7 +298,7 @@ impl Thread {
             },
             Escape::String => match c {
                 '\u{7}' | '\u{9c}' => to(matched, Escape::None),
-                '\u{1b}' => to(matched, Escape::StringEscape),
+                '\u{1b}' => to(matched, Escape::StringEsc),
                 _ => to(matched, Escape::String),
             },
         }
@@ -456,7 +456,10 @@ mod tests {
         out
     }
 
-    fn text_with_keys(key: &str, pieces: &[(String, bool, Vec<(usize, usize)>)]) -> String {
+    /// Free text, whether the (dressed) key follows it, and where junk goes inside it.
+    type Piece = (String, bool, Vec<(usize, usize)>);
+
+    fn text_with_keys(key: &str, pieces: &[Piece]) -> String {
         let mut text = String::new();
         for (free, with_key, junk) in pieces {
             text.push_str(free);

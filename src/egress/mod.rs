@@ -23,7 +23,7 @@ use std::borrow::Cow;
 use std::sync::RwLock;
 
 pub use matcher::{MARKER, Redactor};
-pub use sink::{LogFile, Sink, stderr, stdout};
+pub use sink::{LogFile, Sink, stderr, stdout, stdout_styled};
 
 use matcher::{Pattern, Patterns};
 
@@ -68,6 +68,12 @@ pub fn redact_in_place(text: &mut String) {
     if let Cow::Owned(clean) = redact(text) {
         *text = clean;
     }
+}
+
+/// `text`, which was cut short, redacted: an end that may be the start of a secret is
+/// dropped too (the rest of the secret was cut off, but its start would still show).
+pub fn redact_cut(text: &str) -> String {
+    redactor().push(text)
 }
 
 /// Whether `text` holds a registered secret, in any of the forms the matcher sees.
@@ -125,6 +131,38 @@ pub fn json<T: serde::Serialize + ?Sized>(value: &T) -> serde_json::Result<serde
     redact_json(&mut value);
     Ok(value)
 }
+
+/// `println!` through [`stdout`]: redacted, control characters made visible on a
+/// terminal. A write that fails (a closed pipe) is dropped, never a panic.
+macro_rules! outln {
+    () => { $crate::egress::outln!("") };
+    ($($arg:tt)*) => {{
+        let _ = ::std::io::Write::write_fmt(
+            &mut $crate::egress::stdout(),
+            format_args!("{}\n", format_args!($($arg)*)),
+        );
+    }};
+}
+
+/// `eprintln!` through [`stderr`], as [`outln!`] is `println!`.
+macro_rules! errln {
+    () => { $crate::egress::errln!("") };
+    ($($arg:tt)*) => {{
+        let _ = ::std::io::Write::write_fmt(
+            &mut $crate::egress::stderr(),
+            format_args!("{}\n", format_args!($($arg)*)),
+        );
+    }};
+}
+
+/// `eprint!` through [`stderr`].
+macro_rules! err {
+    ($($arg:tt)*) => {{
+        let _ = ::std::io::Write::write_fmt(&mut $crate::egress::stderr(), format_args!($($arg)*));
+    }};
+}
+
+pub(crate) use {err, errln, outln};
 
 #[cfg(test)]
 pub(crate) mod tests {

@@ -32,6 +32,12 @@ pub fn stderr() -> Sink<io::Stderr> {
     Sink::new(io::stderr(), terminal)
 }
 
+/// Standard output for text that carries its own styling (a coloured diff) and was
+/// made safe by what made it: redacted only.
+pub fn stdout_styled() -> Sink<io::Stdout> {
+    Sink::new(io::stdout(), false)
+}
+
 impl<W: Write> Sink<W> {
     /// A sink to `inner`; `terminal`: make control characters visible.
     pub fn new(inner: W, terminal: bool) -> Sink<W> {
@@ -116,8 +122,9 @@ impl<W: Write> Drop for Sink<W> {
     }
 }
 
-/// The log file, for `tracing_subscriber`: each event is redacted before it is
-/// written.
+/// The log file, for `tracing_subscriber`: each event is redacted, then has its control
+/// characters made visible (tracing's own escaping of them is turned off: it would
+/// come first, and hide a key with an escape inside from the redaction).
 pub struct LogFile(Mutex<std::fs::File>);
 
 impl LogFile {
@@ -157,7 +164,7 @@ impl Write for LogEvent<'_> {
 impl Drop for LogEvent<'_> {
     fn drop(&mut self) {
         let text = String::from_utf8_lossy(&self.text);
-        let text = super::redact(&text);
+        let text = super::terminal(&text);
         let mut file = self.file.lock().unwrap_or_else(|e| e.into_inner());
         // A log line that cannot be written is lost: logging never stops tern.
         let _ = file.write_all(text.as_bytes());

@@ -213,7 +213,8 @@ fn validate(saved: &SessionFile) -> Result<(), String> {
     Ok(())
 }
 
-/// Writes `saved` to `target` atomically. `first` marks a new session's first save:
+/// Writes `saved` to `target` atomically, every text redacted (a reply, a command's
+/// output or a note may hold the API key). `first` marks a new session's first save:
 /// an existing file is moved to `….prev.json`.
 pub fn save(target: &Path, saved: &SessionFile, first: bool) -> Result<(), PersistError> {
     let target = target.to_path_buf();
@@ -226,8 +227,9 @@ pub fn save(target: &Path, saved: &SessionFile, first: bool) -> Result<(), Persi
     if first && target.exists() {
         std::fs::rename(&target, target.with_extension("prev.json")).map_err(write_error)?;
     }
+    let redacted = crate::egress::json(saved).map_err(|e| write_error(e.into()))?;
     let mut file = tempfile::NamedTempFile::new_in(&dir).map_err(write_error)?;
-    serde_json::to_writer_pretty(&mut file, saved).map_err(|e| write_error(e.into()))?;
+    serde_json::to_writer_pretty(&mut file, &redacted).map_err(|e| write_error(e.into()))?;
     file.write_all(b"\n").map_err(write_error)?;
     file.as_file().sync_all().map_err(write_error)?;
     file.persist(&target).map_err(|e| write_error(e.error))?;

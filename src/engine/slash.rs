@@ -249,7 +249,11 @@ impl Engine {
         };
         let mut store = crate::config::TrustStore::open(&file);
         let needing = repo.needing_trust().join(", ");
+        let damaged = store.damage();
         if args.trim() != "yes" {
+            if let Some(damage) = damaged {
+                self.warning(damage);
+            }
             let state = if store.trusts(&root, &repo.text) {
                 "trusted"
             } else {
@@ -265,7 +269,11 @@ impl Engine {
             });
             return;
         }
-        match store.trust(&root, &repo.text) {
+        let trusted = store.trust(&root, &repo.text);
+        if let Some(damage) = store.damage() {
+            self.warning(damage);
+        }
+        match trusted {
             Ok(()) => self.notice(format!(
                 "trusted this .tern.toml ({}); restart tern to use it; a change to the file needs /trust again",
                 if needing.is_empty() { "it sets nothing that needed trust".to_string() } else { needing }

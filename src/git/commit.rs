@@ -208,7 +208,9 @@ fn stage(index: &mut git2::Index, workdir: &Path, paths: &[&PathBuf]) -> Result<
     Ok(())
 }
 
-/// Runs the hooks and creates the commit, moving HEAD (or the branch it names).
+/// Runs the hooks and creates the commit, moving HEAD (or the branch it names). The
+/// message is redacted (`egress`): the model writing it may have put the key in it,
+/// and so may a commit-msg hook.
 fn write_commit(
     repo: &Repository,
     tree: &git2::Tree<'_>,
@@ -222,6 +224,7 @@ fn write_commit(
         .model
         .filter(|_| tern_note.is_some() && opts.co_author_trailer);
     let mut text = message::with_trailer(text, co_author);
+    crate::egress::redact_in_place(&mut text);
     if opts.verify_hooks {
         let index_path = repo
             .path()
@@ -235,12 +238,15 @@ fn write_commit(
         let _ = std::fs::remove_file(&index_path);
         pre?;
         let msg_path = repo.path().join("COMMIT_EDITMSG");
+        // A new file: whatever was there (a FIFO would block the write) goes.
+        let _ = std::fs::remove_file(&msg_path);
         std::fs::write(&msg_path, &text)?;
         hooks::run(repo, "commit-msg", &[OsStr::new(&msg_path)], None)?;
         text = crate::regular_file::read_to_string(
             &msg_path,
             crate::regular_file::MAX_SETTINGS_BYTES,
         )?;
+        crate::egress::redact_in_place(&mut text);
     }
     let parents: Vec<&git2::Commit<'_>> = parent.into_iter().collect();
     let id = repo.commit(Some("HEAD"), &sig, &sig, &text, tree, &parents)?;

@@ -25,11 +25,13 @@ pub fn lock_wait() -> Duration {
         .map_or(LOCK_WAIT, Duration::from_millis)
 }
 
-/// The lock, held until dropped.
+/// The lock, held until dropped. While it is held a landing (or an undo) is under
+/// way: a signal lets it finish before the process exits (`signals`).
 #[derive(Debug)]
 pub struct RepoLock {
     _file: File,
     tmp: PathBuf,
+    _landing: crate::signals::Landing,
 }
 
 impl RepoLock {
@@ -76,12 +78,17 @@ impl RepoLock {
         if cancelled() {
             return Err(GitError::Interrupted);
         }
+        let landing = crate::signals::landing();
         file.set_len(0)?;
         write!(file, "{}", std::process::id())?;
         let tmp = git_dir.join("tern-tmp");
         clean_leftovers(git_dir, &tmp);
         std::fs::create_dir_all(&tmp)?;
-        Ok(RepoLock { _file: file, tmp })
+        Ok(RepoLock {
+            _file: file,
+            tmp,
+            _landing: landing,
+        })
     }
 
     /// Where temporary files go while the lock is held: on the repository's disk, and

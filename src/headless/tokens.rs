@@ -5,6 +5,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use crate::context::BudgetReport;
+use crate::egress::errln;
 use crate::engine::{EngineConfig, Event, Op};
 
 pub async fn run(
@@ -13,9 +14,9 @@ pub async fn run(
     json: bool,
 ) -> anyhow::Result<ExitCode> {
     let report = report(config, message).await?;
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = crate::egress::stdout();
     if json {
-        serde_json::to_writer_pretty(&mut stdout, &report)?;
+        serde_json::to_writer_pretty(&mut stdout, &crate::egress::json(&report)?)?;
         writeln!(stdout)?;
     } else {
         write!(stdout, "{}", report.render_table())?;
@@ -50,8 +51,8 @@ pub async fn report(config: EngineConfig, message: Option<String>) -> anyhow::Re
                 }
                 last = Some(report);
             }
-            Event::Error { text } => eprintln!("tern: error: {text}"),
-            Event::Warning { text } => eprintln!("tern: warning: {text}"),
+            Event::Error { text } => errln!("tern: error: {text}"),
+            Event::Warning { text } => errln!("tern: warning: {text}"),
             Event::Exited => break,
             _ => {}
         }

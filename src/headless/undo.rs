@@ -4,6 +4,7 @@
 use std::path::Path;
 use std::process::ExitCode;
 
+use crate::egress::{errln, outln};
 use crate::git::{self, UndoError};
 
 /// Runs `tern undo` in the repository containing `cwd`.
@@ -11,7 +12,7 @@ pub fn run(cwd: &Path, turn: bool) -> ExitCode {
     let repo = match git2::Repository::discover(cwd) {
         Ok(repo) => repo,
         Err(e) => {
-            eprintln!("tern undo: not in a git repository: {}", e.message());
+            errln!("tern undo: not in a git repository: {}", e.message());
             return ExitCode::from(2);
         }
     };
@@ -24,15 +25,15 @@ pub fn run(cwd: &Path, turn: bool) -> ExitCode {
     };
     match undone {
         Ok(said) => {
-            println!("{said}");
+            outln!("{said}");
             ExitCode::SUCCESS
         }
         Err(why @ (UndoError::Refused(_) | UndoError::Turn(_))) => {
-            eprintln!("tern undo: refused: {why}");
+            errln!("tern undo: refused: {why}");
             ExitCode::from(1)
         }
         Err(UndoError::Git(e)) => {
-            eprintln!("tern undo: {e}");
+            errln!("tern undo: {e}");
             ExitCode::from(2)
         }
     }
@@ -42,24 +43,24 @@ pub fn run(cwd: &Path, turn: bool) -> ExitCode {
 /// exit 1.
 fn run_turn(repo: &git2::Repository) -> ExitCode {
     let Some(root) = repo.workdir() else {
-        eprintln!("tern undo: the repository has no work tree");
+        errln!("tern undo: the repository has no work tree");
         return ExitCode::from(2);
     };
     match crate::engine::undo::undo_saved_turn(repo, root) {
         Ok(done) => {
             for undone in &done.undone {
-                println!("{undone}");
+                outln!("{undone}");
             }
             match &done.stopped {
                 None => ExitCode::SUCCESS,
                 Some(stopped) => {
-                    eprintln!("tern undo: {stopped}");
+                    errln!("tern undo: {stopped}");
                     ExitCode::from(1)
                 }
             }
         }
         Err(e) => {
-            eprintln!("tern undo: refused: {e}");
+            errln!("tern undo: refused: {e}");
             ExitCode::from(1)
         }
     }

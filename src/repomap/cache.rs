@@ -93,10 +93,7 @@ pub const CHECKOUTS_CAP_BYTES: u64 = 256 << 20;
 pub fn load_snapshot(path: &Path) -> (Snapshot, Option<String>) {
     let loaded = read(path, SNAPSHOT_MAGIC);
     // Losing a use time only makes a snapshot older: never an error.
-    let _ = std::fs::File::options()
-        .append(true)
-        .open(path)
-        .and_then(|f| f.set_modified(std::time::SystemTime::now()));
+    let _ = crate::regular_file::touch(path);
     loaded
 }
 

@@ -251,15 +251,11 @@ impl Store {
                 self.segments.insert(0, segment);
             }
         }
-        let now = SystemTime::now();
         for (i, s) in self.segments.iter().enumerate() {
             // After a rewrite only the new segment is in use.
             if s.used.swap(false, Ordering::Relaxed) && (i == 0 || !rewritten) {
                 // Losing a use time only makes a segment older: never an error.
-                let _ = File::options()
-                    .append(true)
-                    .open(&s.path)
-                    .and_then(|f| f.set_modified(now));
+                let _ = crate::regular_file::touch(&s.path);
             }
         }
         self.evict();

@@ -231,8 +231,12 @@ impl Recent {
             &self.current
         };
         let text = String::from_utf8_lossy(line);
-        let text = egress::terminal(text.trim());
-        text.chars().take(LAST_LINE_MAX_CHARS).collect()
+        let text = match line.len() >= LAST_LINE_MAX_BYTES {
+            // Cut at the cap: the start of a key there would still show.
+            true => egress::redact_cut(text.trim()),
+            false => egress::redact(text.trim()).into_owned(),
+        };
+        visible(&text).chars().take(LAST_LINE_MAX_CHARS).collect()
     }
 }
 

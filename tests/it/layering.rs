@@ -254,12 +254,13 @@ const LEAVES: &[&str] = &[
     "languages",
     "prompts",
     "regular_file",
+    "signals",
     "spawn",
     "terminal_text",
 ];
 
 /// What the TUI may use: the engine's protocol, the config, and the leaves that show
-/// text, start the editor and read its file.
+/// text, start the editor and read its file, and hear signals.
 const TUI_USES: &[&str] = &[
     "engine",
     "config",
@@ -268,6 +269,7 @@ const TUI_USES: &[&str] = &[
     "egress",
     "spawn",
     "regular_file",
+    "signals",
 ];
 
 /// Capabilities that stand on the leaves and on these modules alone, so any layer

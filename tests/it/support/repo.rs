@@ -131,6 +131,29 @@ impl TempRepo {
         tern::engine::persist::path_in(&self.private_dir().join("state"), self.path())
     }
 
+    /// Writes the user's own config file for `tern` processes of this repository.
+    pub fn user_config(&self, text: &str) {
+        let file = self.config_dir().join("config.toml");
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, text).unwrap();
+    }
+
+    /// tern's directory in the user config dir of `tern` processes of this repository
+    /// (`config.toml`, `trusted.toml`).
+    pub fn config_dir(&self) -> PathBuf {
+        self.private_dir().join("config/tern")
+    }
+
+    /// tern's directory in their user cache dir (the log, the tag cache).
+    pub fn cache_dir(&self) -> PathBuf {
+        self.private_dir().join("cache/tern")
+    }
+
+    /// The log file `tern` processes of this repository write.
+    pub fn log_file(&self) -> PathBuf {
+        self.cache_dir().join("tern.log")
+    }
+
     fn private_dir(&self) -> PathBuf {
         let dir = self.path().join(".git").join("tern-test-home");
         std::fs::create_dir_all(&dir).unwrap();

@@ -103,18 +103,32 @@ fn fifos_in_the_tag_cache_and_the_repository_do_not_stop_the_map() {
 }
 
 #[test]
-fn fifos_as_config_files_are_skipped_or_refused_at_once() {
+fn fifos_as_config_state_and_trust_files_are_skipped_or_reported_at_once() {
     let server = MockServer::start_in_thread();
     server.push(Reply::text("ok\n"));
     let repo = repo();
-    let config = repo.config_dir();
-    mkfifo(&config.join("config.toml"));
-    mkfifo(&config.join("trusted.toml"));
-    mkfifo(&repo.path().join(".tern.toml"));
+    // The repository's config needs the trust list read; the list is a FIFO, and so
+    // are the user's config and the saved calibration.
+    repo.write(".tern.toml", "model = \"their-model\"\n");
+    mkfifo(&repo.config_dir().join("config.toml"));
+    mkfifo(&repo.config_dir().join("trusted.toml"));
+    mkfifo(
+        &repo
+            .session_file()
+            .parent()
+            .unwrap()
+            .parent()
+            .unwrap()
+            .join("calibration.json"),
+    );
     let out = output_within(repo.tern(&server.base_url()).args(["-m", "hi"]), BOUND);
     let (stdout, stderr) = texts(&out);
     assert!(out.status.success(), "{stderr}");
     assert_eq!(stdout, "ok\n");
+    assert!(
+        stderr.contains("trusted.toml: a FIFO, not a file; no repository config is trusted"),
+        "{stderr}"
+    );
 }
 
 /// `tern -m` against a server that takes the request and never answers.

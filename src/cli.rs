@@ -382,7 +382,7 @@ Exit codes:
      could be written (not a git repository, another tern is writing, a merge or
      rebase in progress)
   3  the accepted hunks were written but the commit failed (e.g. a hook refused it)
-  130  interrupted (Ctrl-C, SIGTERM): a landing under way was finished first; one still
+  130  interrupted (Ctrl-C, SIGTERM, SIGHUP): a landing under way was finished first; one still
      waiting for another tern was given up, nothing written";
 
 /// `tern undo --help`: the exit codes.

@@ -27,7 +27,7 @@ pub const EXIT_PARTIAL: u8 = 1;
 pub const EXIT_USAGE: u8 = 2;
 /// The edits were written but the commit failed (a hook refused it, no identity).
 pub const EXIT_COMMIT: u8 = 3;
-/// A signal (Ctrl-C, SIGTERM) arrived; the landing under way was finished first.
+/// A signal (Ctrl-C, SIGTERM, SIGHUP) arrived; the landing under way was finished first.
 pub const EXIT_INTERRUPTED: u8 = 130;
 
 /// Runs `tern apply` from `cwd`.

@@ -82,6 +82,53 @@ fn session(repo: &TempRepo) -> String {
     std::fs::read_to_string(repo.session_file()).unwrap_or_default()
 }
 
+/// What one `tern -m MESSAGE` (with `--json` or not, recording) left in every sink.
+struct Sinks {
+    ok: bool,
+    stdout: String,
+    stderr: String,
+    record: String,
+    session: String,
+}
+
+/// Runs `tern -m message` against `server` and checks that no sink holds the key.
+fn run_and_check_every_sink(
+    repo: &TempRepo,
+    server: &MockServer,
+    json: bool,
+    message: &str,
+) -> Sinks {
+    let record = repo.path().join(".git/record.jsonl");
+    let mut cmd = tern(repo, server);
+    cmd.arg(format!("--record={}", record.display()));
+    if json {
+        cmd.arg("--json");
+    }
+    cmd.args(["-m", message]);
+    let out = output_within(&mut cmd, Duration::from_secs(30));
+    let (stdout, stderr) = texts(&out);
+    let sinks = Sinks {
+        ok: out.status.success(),
+        stdout,
+        stderr,
+        record: read(&record),
+        session: session(repo),
+    };
+    for (sink, text) in [
+        ("stdout", &sinks.stdout),
+        ("stderr", &sinks.stderr),
+        ("record", &sinks.record),
+        ("log", &log(repo)),
+        ("session", &sinks.session),
+    ] {
+        assert!(
+            !leaks(text),
+            "json {json}: the key is in the {sink}:\n{text}"
+        );
+    }
+    sinks
+}
+
 #[test]
 fn a_key_a_server_echoes_reaches_no_sink() {
     for json in [false, true] {
@@ -91,36 +138,20 @@ fn a_key_a_server_echoes_reaches_no_sink() {
         server.push(Reply::key_echoed_in_page(502));
         server.push(Reply::key_echoed(401));
         let repo = repo();
-        let record = repo.path().join(".git/record.jsonl");
-        let mut cmd = tern(&repo, &server);
-        cmd.arg(format!("--record={}", record.display()));
-        if json {
-            cmd.arg("--json");
-        }
-        cmd.args(["-m", "hello"]);
-        let out = output_within(&mut cmd, Duration::from_secs(30));
-        let (stdout, stderr) = texts(&out);
-        assert!(!out.status.success(), "{stderr}");
+        let Sinks {
+            ok,
+            stdout,
+            stderr,
+            record,
+            ..
+        } = run_and_check_every_sink(&repo, &server, json, "hello");
+        assert!(!ok, "{stderr}");
         assert_eq!(server.requests().len(), 3, "{stderr}");
         let echoed = server.requests()[0]
             .header("authorization")
             .unwrap()
             .to_string();
         assert!(echoed.contains(KEY), "the server did get the key to echo");
-        let record = read(&record);
-        let session = session(&repo);
-        for (sink, text) in [
-            ("stdout", &stdout),
-            ("stderr", &stderr),
-            ("record", &record),
-            ("log", &log(&repo)),
-            ("session", &session),
-        ] {
-            assert!(
-                !leaks(text),
-                "json {json}: the key is in the {sink}:\n{text}"
-            );
-        }
         let shown = if json { &stdout } else { &stderr };
         // Each retry says why, the page redacted; the failure quotes the 401, redacted.
         assert!(
@@ -158,30 +189,14 @@ fn a_reply_holding_the_key_reaches_no_sink() {
         let server = MockServer::start_in_thread();
         server.push(reply_with_the_key());
         let repo = repo();
-        let record = repo.path().join(".git/record.jsonl");
-        let mut cmd = tern(&repo, &server);
-        cmd.arg(format!("--record={}", record.display()));
-        if json {
-            cmd.arg("--json");
-        }
-        cmd.args(["-m", "what is my key?"]);
-        let out = output_within(&mut cmd, Duration::from_secs(30));
-        let (stdout, stderr) = texts(&out);
-        assert!(out.status.success(), "{stderr}");
-        let record = read(&record);
-        let session = session(&repo);
-        for (sink, text) in [
-            ("stdout", &stdout),
-            ("stderr", &stderr),
-            ("record", &record),
-            ("log", &log(&repo)),
-            ("session", &session),
-        ] {
-            assert!(
-                !leaks(text),
-                "json {json}: the key is in the {sink}:\n{text}"
-            );
-        }
+        let Sinks {
+            ok,
+            stdout,
+            stderr,
+            session,
+            ..
+        } = run_and_check_every_sink(&repo, &server, json, "what is my key?");
+        assert!(ok, "{stderr}");
         let reply = format!("Your key is {MARKER}, and again {MARKER} (do not share it).\n");
         if json {
             let deltas: String = stdout

@@ -131,6 +131,40 @@ fn fifos_as_config_state_and_trust_files_are_skipped_or_reported_at_once() {
     );
 }
 
+/// Libraries tern uses read ignore files themselves (the `ignore` crate's walk,
+/// libgit2): a FIFO as one leaves its directory out of the walk, or the path counts as
+/// ignored, instead of a hang.
+#[test]
+fn fifos_as_ignore_files_do_not_stop_the_map_or_a_turn() {
+    let server = MockServer::start_in_thread();
+    server.push(Reply::text("ok, see sub/c.py\n"));
+    let repo = repo();
+    repo.write("sub/c.py", "def g():\n    return 2\n");
+    for fifo in [
+        ".gitignore",
+        "sub/.gitignore",
+        ".ternignore",
+        ".git/info/exclude",
+    ] {
+        mkfifo(&repo.path().join(fifo));
+    }
+    let out = output_within(
+        repo.tern("http://127.0.0.1:9/v1")
+            .args(["map", "--mention", "f"]),
+        BOUND,
+    );
+    let (stdout, stderr) = texts(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("a.py"), "{stdout}");
+    let out = output_within(
+        repo.tern(&server.base_url()).args(["-m", "hi", "a.py"]),
+        BOUND,
+    );
+    let (stdout, stderr) = texts(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(stdout, "ok, see sub/c.py\n");
+}
+
 /// `tern -m` against a server that takes the request and never answers.
 fn hanging_run(repo: &TempRepo, server: &MockServer) -> Child {
     server.push(Reply::text("").then_hang());

@@ -590,3 +590,44 @@ impl Engine {
         self.events.send(Event::Error { text });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::egress::MARKER;
+    use crate::egress::tests::{KEY, register_test_key};
+
+    #[test]
+    fn a_reply_stream_finds_a_split_key_and_keeps_the_order_of_events() {
+        register_test_key();
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let mut stream = EventSink(tx).reply_stream();
+        let (a, b) = KEY.split_at_checked(9).unwrap();
+        let delta = |text: &str| Event::Delta { text: text.into() };
+        stream.send(delta(&format!("key {a}")));
+        stream.send(delta(&format!("{b}; tests")));
+        // Another event: what the text held back (the `s`, a key's start) goes first.
+        stream.send(Event::Reasoning {
+            text: "thinking".into(),
+        });
+        stream.send(delta(" pass, s"));
+        stream.finish();
+        let mut seen = Vec::new();
+        while let Ok(event) = rx.try_recv() {
+            seen.push(event);
+        }
+        assert_eq!(
+            seen,
+            [
+                delta("key "),
+                delta(&format!("{MARKER}; test")),
+                delta("s"),
+                Event::Reasoning {
+                    text: "thinking".into()
+                },
+                delta(" pass, "),
+                delta("s"),
+            ]
+        );
+    }
+}

@@ -52,6 +52,17 @@ impl Patterns {
         self.0.is_empty()
     }
 
+    pub(crate) fn contains(&self, pattern: &Pattern) -> bool {
+        self.0.contains(pattern)
+    }
+
+    /// These secrets and `pattern`.
+    pub(crate) fn with(&self, pattern: Pattern) -> Patterns {
+        let mut all = self.0.to_vec();
+        all.push(pattern);
+        Patterns::new(all)
+    }
+
     /// `text` with every secret replaced by [`MARKER`]. With `at_end` false more text
     /// may follow: the scan stops where a secret may begin but not yet end, and
     /// returns that position too (the text's length when there is none).

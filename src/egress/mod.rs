@@ -30,8 +30,8 @@ use matcher::{Pattern, Patterns};
 /// The shortest key treated as a secret.
 pub const MIN_SECRET_CHARS: usize = 8;
 
-/// The secrets of this process, as matched, and the set every redactor takes.
-static SECRETS: RwLock<(Vec<Pattern>, Option<Patterns>)> = RwLock::new((Vec::new(), None));
+/// The secrets of this process, as matched.
+static SECRETS: RwLock<Option<Patterns>> = RwLock::new(None);
 
 /// Registers `secret`: from now on every sink redacts it. Keys shorter than
 /// [`MIN_SECRET_CHARS`] (without the characters the matcher skips) are not secret.
@@ -41,16 +41,16 @@ pub fn register(secret: &str) {
         return;
     }
     let mut secrets = SECRETS.write().unwrap_or_else(|e| e.into_inner());
-    if !secrets.0.contains(&pattern) {
-        secrets.0.push(pattern);
-        secrets.1 = Some(Patterns::new(secrets.0.clone()));
+    let known = secrets.clone().unwrap_or_default();
+    if !known.contains(&pattern) {
+        *secrets = Some(known.with(pattern));
     }
 }
 
 /// The registered secrets, now.
 fn patterns() -> Patterns {
     let secrets = SECRETS.read().unwrap_or_else(|e| e.into_inner());
-    secrets.1.clone().unwrap_or_default()
+    secrets.clone().unwrap_or_default()
 }
 
 /// `text` with every registered secret replaced by [`MARKER`]; borrowed when there

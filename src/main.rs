@@ -83,11 +83,7 @@ fn run_command(
             Ok(runtime.block_on(tern::headless::apply::run(args, global, settings, &cwd)))
         }
         Some(Command::Map(args)) => Ok(tern::headless::map::run(args, global, &settings, &cwd)),
-        Some(Command::Undo(args)) => {
-            // An undo under way finishes before a signal ends the process.
-            let _signals = tern::signals::watch(tern::signals::Exit::default());
-            Ok(tern::headless::undo::run(&cwd, args.turn))
-        }
+        Some(Command::Undo(args)) => Ok(tern::headless::undo::run(&cwd, args.turn)),
         Some(Command::Review(args)) => runtime.block_on(tern::headless::review::run(
             args, global, settings, root, cwd,
         )),

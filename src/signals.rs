@@ -49,6 +49,12 @@ pub fn wait_for_landings() {
     }
 }
 
+/// `SIGTERM` for 15.
+pub fn name(signal: i32) -> String {
+    nix::sys::signal::Signal::try_from(signal)
+        .map_or_else(|_| format!("signal {signal}"), |s| s.as_str().to_string())
+}
+
 /// The exit code for a process ended by `signal`.
 pub fn exit_code(signal: i32) -> u8 {
     u8::try_from(128 + signal).unwrap_or(u8::MAX)

@@ -391,7 +391,7 @@ pub async fn run(
         task.abort();
     }
     if let Some(signal) = signalled() {
-        let why = format!("stopped by {}", signal_name(signal));
+        let why = format!("stopped by {}", crate::signals::name(signal));
         if !json {
             writeln!(stderr, "tern: {why}")?;
         }
@@ -445,12 +445,6 @@ pub async fn run(
         (None, None) => ExitCode::SUCCESS,
         (None, Some(_)) => ExitCode::FAILURE,
     })
-}
-
-/// `SIGTERM` for 15.
-fn signal_name(signal: i32) -> String {
-    nix::sys::signal::Signal::try_from(signal)
-        .map_or_else(|_| format!("signal {signal}"), |s| s.as_str().to_string())
 }
 
 /// `src/a.rs (1,240 tok), src/b.rs (310 tok)`.

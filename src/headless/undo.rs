@@ -7,8 +7,25 @@ use std::process::ExitCode;
 use crate::egress::{errln, outln};
 use crate::git::{self, UndoError};
 
-/// Runs `tern undo` in the repository containing `cwd`.
+/// Runs `tern undo` in the repository containing `cwd`. A signal lets the undo under
+/// way finish (the repository lock marks it, `signals`), then ends the run with its
+/// exit code.
 pub fn run(cwd: &Path, turn: bool) -> ExitCode {
+    let signals = crate::signals::watch(crate::signals::Exit::default());
+    let code = undo(cwd, turn);
+    match signals.as_ref().and_then(crate::signals::Stop::signal) {
+        Some(signal) => {
+            errln!(
+                "tern undo: {} arrived while it ran; it ran to its end first",
+                crate::signals::name(signal)
+            );
+            ExitCode::from(crate::signals::exit_code(signal))
+        }
+        None => code,
+    }
+}
+
+fn undo(cwd: &Path, turn: bool) -> ExitCode {
     let repo = match git2::Repository::discover(cwd) {
         Ok(repo) => repo,
         Err(e) => {

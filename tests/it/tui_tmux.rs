@@ -318,6 +318,52 @@ fn signals_restore_the_terminal_and_exit_within_a_second() {
     }
 }
 
+/// A signal while the workspace waits for something that does not end (here the
+/// editor, which it waits for without reading anything else): the process exits
+/// within a second anyway, with the signal's code.
+#[test]
+fn a_signal_ends_the_workspace_even_while_it_waits_for_the_editor() {
+    let server = MockServer::start_in_thread();
+    let repo = repo();
+    let scripts = tempfile::tempdir().unwrap();
+    let editor = scripts.path().join("editor.sh");
+    std::fs::write(&editor, "#!/bin/sh\nexec sleep 60\n").unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&editor, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let visual = editor.display().to_string();
+    let Some(tern) = Workspace::start_with_env(
+        &repo,
+        &server.base_url(),
+        &[],
+        (100, 30),
+        &[("VISUAL", &visual)],
+    ) else {
+        return;
+    };
+    tern.wait_for("Message the model", WAIT);
+    let pid = tern.pid();
+    tern.keys(&["C-g"]);
+    let start = Instant::now();
+    while tern.alternate_screen() {
+        assert!(start.elapsed() < WAIT, "the editor never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let status = crate::support::command("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let sent = Instant::now();
+    tern.wait_for("[tern exited 143]", WAIT);
+    assert!(
+        sent.elapsed() < Duration::from_millis(1500),
+        "took {:?}",
+        sent.elapsed()
+    );
+}
+
 /// The user's editor gets no form of the API key in its environment.
 #[test]
 fn the_editor_never_sees_the_key() {

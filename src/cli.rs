@@ -421,7 +421,7 @@ Exit codes:
      that does not sign)
   3  a commit failed (e.g. a hook refused it): nothing was committed, and the files
      written were put back as they were
-  130  interrupted (Ctrl-C, SIGTERM): a landing under way was finished first; one that
+  130  interrupted (Ctrl-C, SIGTERM, SIGHUP): a landing under way was finished first; one that
      had not written anything yet was given up, nothing written";
 
 /// `tern undo --help`: the exit codes.

@@ -1,3 +1,4 @@
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -17,7 +18,7 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("tern: {e:#}");
+            let _ = writeln!(tern::egress::stderr(), "tern: {e:#}");
             ExitCode::FAILURE
         }
     }
@@ -29,21 +30,39 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     if let Some(Command::Trust(args)) = &cli.command {
         return Ok(tern::headless::trust::run(args, &sources));
     }
-    let config::Loaded { settings, notices } =
-        config::load(&cli.global.settings_layer(), &sources, |k| {
-            std::env::var(k).ok()
-        })?;
-    let _log = init_logging(&settings);
+    let loaded = config::load(&cli.global.settings_layer(), &sources, |k| {
+        std::env::var(k).ok()
+    })?;
+    let _log = init_logging(&loaded.settings);
     // The workspace shows them in its chat; everything else prints them first.
     let workspace = cli.command.is_none()
         && !cli.global.demo
         && cli.global.message.is_none()
         && cli.global.script.is_none();
     if !workspace {
-        notices.iter().for_each(|n| eprintln!("tern: {n}"));
+        let mut stderr = tern::egress::stderr();
+        for notice in &loaded.notices {
+            let _ = writeln!(stderr, "tern: {notice}");
+        }
     }
     let root = sources.repo_root.clone().unwrap_or_else(|| cwd.clone());
     let runtime = tokio::runtime::Runtime::new()?;
+    let code = run_command(&cli, &sources, loaded, (root, cwd), &runtime);
+    // Work left on blocking threads (a map scan stuck on a read) is not waited for,
+    // unless it is a landing: that finishes.
+    tern::signals::wait_for_landings();
+    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    code
+}
+
+/// Runs the command `cli` names, on `runtime`; `notices` come with the settings.
+fn run_command(
+    cli: &Cli,
+    sources: &ConfigSources,
+    config::Loaded { settings, notices }: config::Loaded,
+    (root, cwd): (PathBuf, PathBuf),
+    runtime: &tokio::runtime::Runtime,
+) -> anyhow::Result<ExitCode> {
     let global = &cli.global;
     match &cli.command {
         Some(Command::Tokens(args)) => {
@@ -80,7 +99,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Review(args)) => runtime.block_on(tern::headless::review::run(
             args, global, settings, root, cwd,
         )),
-        Some(Command::Trust(args)) => Ok(tern::headless::trust::run(args, &sources)),
+        Some(Command::Trust(args)) => Ok(tern::headless::trust::run(args, sources)),
         None if global.demo => runtime.block_on(tern::tui::demo::run(settings)),
         None => {
             let mut messages = match &global.script {
@@ -143,8 +162,8 @@ fn paths(files: &[PathBuf]) -> Vec<String> {
     files.iter().map(|p| p.display().to_string()).collect()
 }
 
-/// Logs go to a file, never to the terminal (the TUI owns it). Logging that cannot be
-/// set up is skipped: it must never stop tern from working.
+/// Logs go to a file, never to the terminal (the TUI owns it), redacted. Logging that
+/// cannot be set up is skipped: it must never stop tern from working.
 fn init_logging(settings: &Settings) -> Option<()> {
     let path = settings
         .log_file
@@ -153,16 +172,13 @@ fn init_logging(settings: &Settings) -> Option<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).ok()?;
     }
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)
-        .ok()?;
+    let file = tern::regular_file::append(&path).ok()?;
     let filter = tracing_subscriber::EnvFilter::try_from_env("TERN_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("tern=info"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::sync::Mutex::new(file))
+        .with_writer(tern::egress::LogFile::new(file))
+        .with_ansi_sanitization(false)
         .with_ansi(false)
         .try_init()
         .ok()

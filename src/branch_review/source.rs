@@ -341,7 +341,7 @@ fn read_workdir(root: &Path, rel: &str, mode: FileMode) -> Result<Vec<u8>, Revie
     let read = if mode == FileMode::Link {
         std::fs::read_link(&full).map(|t| t.to_string_lossy().into_owned().into_bytes())
     } else {
-        std::fs::read(&full)
+        crate::regular_file::read(&full, crate::regular_file::MAX_TEXT_BYTES)
     };
     read.map_err(|source| ReviewError::Read { path: full, source })
 }

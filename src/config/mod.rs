@@ -521,7 +521,13 @@ pub fn load(
     };
     let mut above = Vec::new();
     if let Some(explicit) = &sources.explicit_file {
-        above.push(read_layer(explicit)?);
+        // Named on the command line, so read as given: `--config <(pass show tern)`
+        // is a pipe the user asked for.
+        let text = std::fs::read_to_string(explicit).map_err(|source| ConfigError::Read {
+            path: explicit.clone(),
+            source,
+        })?;
+        above.push(parse_layer(explicit, &text)?);
     }
     // OPENAI_BASE_URL, OPENAI_API_KEY and TERN_MODEL arrive with the flags;
     // OPENAI_API_BASE is the older alias of OPENAI_BASE_URL.
@@ -548,10 +554,9 @@ pub fn load(
     let mut notices = Vec::new();
     let mut settings = match repo {
         Some((root, repo)) => {
-            let trusted = sources
-                .trust_file
-                .as_ref()
-                .is_some_and(|f| TrustStore::open(f).trusts(root, &repo.text));
+            let store = sources.trust_file.as_deref().map(TrustStore::open);
+            let trusted = store.as_ref().is_some_and(|s| s.trusts(root, &repo.text));
+            notices.extend(store.and_then(|s| s.damage()));
             let mut layer = repo.layer;
             let removed = layer.restrict_to_repo(trusted, &layered(None));
             notices.extend(repo_notices(&repo.path, &removed));
@@ -580,6 +585,8 @@ pub fn load(
 
 /// Runs `api_key_cmd` and takes the first line of what it prints as the key.
 fn key_from_command(cmd: &str) -> Result<ApiKey, ConfigError> {
+    // Not through `spawn::command`: there is no key yet; this command prints it.
+    #[allow(clippy::disallowed_methods)]
     let out = std::process::Command::new("sh")
         .args(["-c", cmd])
         .stdin(std::process::Stdio::null())
@@ -719,10 +726,12 @@ fn read_layer(path: &Path) -> Result<SettingsLayer, ConfigError> {
 }
 
 fn read_text(path: &Path) -> Result<String, ConfigError> {
-    std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-        path: path.to_path_buf(),
-        source,
-    })
+    crate::regular_file::read_to_string(path, crate::regular_file::MAX_SETTINGS_BYTES).map_err(
+        |source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        },
+    )
 }
 
 fn parse_layer(path: &Path, text: &str) -> Result<SettingsLayer, ConfigError> {

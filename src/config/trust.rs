@@ -1,7 +1,8 @@
 //! The repository configs the user trusts, as direnv and Codex's trusted projects do:
 //! one entry per repository path with the SHA-256 of the `.tern.toml` the user
 //! reviewed, so a config that changes (a pull, a checkout) is untrusted again until the
-//! user looks at it.
+//! user looks at it. A list that cannot be read (not valid TOML, say) trusts nothing
+//! and says why; before it is rewritten it is moved aside, never silently lost.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -27,19 +28,54 @@ struct Entry {
 pub struct TrustStore {
     file: PathBuf,
     entries: Entries,
+    /// Why the file could not be used, when it could not.
+    damage: Option<String>,
+    /// Where the unusable file was moved before a new list replaced it.
+    kept: Option<PathBuf>,
 }
 
 impl TrustStore {
-    /// Reads the list; a missing or unreadable file trusts nothing.
+    /// Reads the list; a missing file trusts nothing, and so does one that cannot be
+    /// used ([`damage`](TrustStore::damage) says why).
     pub fn open(file: &Path) -> TrustStore {
-        let entries = std::fs::read_to_string(file)
-            .ok()
-            .and_then(|text| toml::from_str(&text).ok())
-            .unwrap_or_default();
+        let read =
+            crate::regular_file::read_to_string(file, crate::regular_file::MAX_SETTINGS_BYTES);
+        let (entries, damage) = match read {
+            Ok(text) => match toml::from_str(&text) {
+                Ok(entries) => (entries, None),
+                Err(e) => (
+                    Entries::default(),
+                    Some(format!(
+                        "{} is not valid TOML: {}",
+                        file.display(),
+                        e.to_string().trim_end()
+                    )),
+                ),
+            },
+            Err(e) if e.kind() == io::ErrorKind::NotFound => (Entries::default(), None),
+            Err(e) => (
+                Entries::default(),
+                Some(format!("cannot read {}: {e}", file.display())),
+            ),
+        };
         TrustStore {
             file: file.to_path_buf(),
             entries,
+            damage,
+            kept: None,
         }
+    }
+
+    /// What to tell the user when the list could not be used: why, and where it was
+    /// kept if a new list replaced it.
+    pub fn damage(&self) -> Option<String> {
+        let damage = self.damage.as_ref()?;
+        Some(match &self.kept {
+            Some(kept) => format!("{damage}; a copy was kept at {}", kept.display()),
+            None => format!(
+                "{damage}; no repository config is trusted until it is fixed (`tern trust` moves it aside and writes a new list)"
+            ),
+        })
     }
 
     /// Whether the user trusts the config `text` of the repository at `root`.
@@ -74,15 +110,35 @@ impl TrustStore {
         Ok(removed)
     }
 
-    fn save(&self) -> io::Result<()> {
+    /// Writes the list; an unusable file is first moved aside (renamed: whatever it
+    /// is, nothing of it is lost), once.
+    fn save(&mut self) -> io::Result<()> {
         let dir = self.file.parent().unwrap_or(Path::new("."));
         std::fs::create_dir_all(dir)?;
+        if self.damage.is_some() && self.kept.is_none() {
+            let kept = aside(&self.file);
+            std::fs::rename(&self.file, &kept)?;
+            self.kept = Some(kept);
+        }
         let text = toml::to_string(&self.entries).map_err(io::Error::other)?;
         let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
         io::Write::write_all(&mut tmp, text.as_bytes())?;
         tmp.persist(&self.file).map_err(|e| e.error)?;
         Ok(())
     }
+}
+
+/// A free name beside `file` for its unusable copy: `trusted.toml.damaged`, then
+/// `trusted.toml.damaged-2`, ….
+fn aside(file: &Path) -> PathBuf {
+    let name = file.file_name().unwrap_or_default().to_string_lossy();
+    (1..)
+        .map(|n| match n {
+            1 => file.with_file_name(format!("{name}.damaged")),
+            n => file.with_file_name(format!("{name}.damaged-{n}")),
+        })
+        .find(|p| p.symlink_metadata().is_err())
+        .unwrap_or_else(|| file.with_file_name(format!("{name}.damaged")))
 }
 
 fn canonical(root: &Path) -> PathBuf {

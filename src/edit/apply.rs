@@ -361,7 +361,7 @@ fn expected(file: &FileProposal) -> Option<Vec<u8>> {
 }
 
 fn on_disk(target: &Target) -> io::Result<Option<Vec<u8>>> {
-    match std::fs::read(&target.abs) {
+    match crate::regular_file::read(&target.abs, crate::regular_file::MAX_TEXT_BYTES) {
         Ok(bytes) => Ok(Some(bytes)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e),

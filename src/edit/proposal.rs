@@ -789,7 +789,8 @@ fn read(target: &Target) -> Result<FileText, Problem> {
     if !target.exists {
         return Ok(FileText::new_file());
     }
-    let raw = std::fs::read(&target.abs).map_err(|e| Problem::Io(e.to_string()))?;
+    let raw = crate::regular_file::read(&target.abs, crate::regular_file::MAX_TEXT_BYTES)
+        .map_err(|e| Problem::Io(e.to_string()))?;
     FileText::decode(raw).map_err(|Binary| Problem::Binary)
 }
 
@@ -921,7 +922,11 @@ fn add_other_file_hints(
         };
         for other in files.chat().filter(|f| Path::new(f) != path) {
             let text = cache.entry(other).or_insert_with(|| {
-                let raw = std::fs::read(root.join(other)).ok()?;
+                let raw = crate::regular_file::read(
+                    &root.join(other),
+                    crate::regular_file::MAX_TEXT_BYTES,
+                )
+                .ok()?;
                 FileText::decode(raw).ok().map(|t| t.text().to_string())
             });
             if text

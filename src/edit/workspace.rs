@@ -59,11 +59,16 @@ impl Workspace {
         untracked_ignored(rel) || real.is_some_and(|r| r != rel && untracked_ignored(&r))
     }
 
-    /// Whether git ignores `rel`. False outside a repository.
+    /// Whether git ignores `rel`. False outside a repository. libgit2 reads the
+    /// `.gitignore` of every directory above it and `info/exclude`, and would block on
+    /// a FIFO there: such a path counts as ignored, unasked.
     pub fn is_ignored(&self, rel: &Path) -> bool {
-        self.repo
-            .as_ref()
-            .is_some_and(|r| r.is_path_ignored(rel).unwrap_or(false))
+        self.repo.as_ref().is_some_and(|r| {
+            let blocked = rel.ancestors().skip(1).any(|dir| {
+                crate::regular_file::would_block(&self.root.join(dir).join(".gitignore"))
+            }) || crate::regular_file::would_block(&r.path().join("info/exclude"));
+            blocked || r.is_path_ignored(rel).unwrap_or(false)
+        })
     }
 
     /// Every file the repository tracks (its index), relative to the root; outside a
@@ -79,7 +84,12 @@ impl Workspace {
                         .collect()
                 })
                 .unwrap_or_default(),
+            None if !crate::regular_file::walkable(&self.root, &[]) => Vec::new(),
             None => ignore::WalkBuilder::new(&self.root)
+                .filter_entry(|e| {
+                    !e.file_type().is_some_and(|t| t.is_dir())
+                        || crate::regular_file::walkable(e.path(), &[])
+                })
                 .build()
                 .filter_map(Result::ok)
                 .filter(|e| e.file_type().is_some_and(|t| t.is_file()))

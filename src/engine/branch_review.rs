@@ -219,18 +219,18 @@ impl ReviewJob {
             changes: &changes,
             counter: &self.counter,
         };
-        let events = self.events.clone();
+        let mut stream = self.events.reply_stream();
         let mut on_event = |event: SendEvent| {
             match event {
-            SendEvent::Replanned { budget, reason } => events.send(Event::Warning {
+            SendEvent::Replanned { budget, reason } => stream.send(Event::Warning {
                 text: format!("the server says the review is too long ({reason}); planning again within {budget} tokens"),
             }),
-            SendEvent::Part { index, of, files, tokens } if of > 1 => events.send(Event::Notice {
+            SendEvent::Part { index, of, files, tokens } if of > 1 => stream.send(Event::Notice {
                 text: format!("review part {} of {of}: {files} files, {tokens} tokens", index + 1),
             }),
-            SendEvent::Stream(StreamEvent::Delta(text)) => events.send(Event::Delta { text }),
+            SendEvent::Stream(StreamEvent::Delta(text)) => stream.send(Event::Delta { text }),
             SendEvent::Stream(StreamEvent::Request { model, predicted_prompt_tokens, max_tokens }) => {
-                events.send(Event::Request {
+                stream.send(Event::Request {
                     purpose: RequestKind::Review,
                     model,
                     predicted_prompt_tokens,
@@ -239,7 +239,7 @@ impl ReviewJob {
                 })
             }
             SendEvent::Stream(StreamEvent::Retrying { attempt, delay, reason }) => {
-                events.send(Event::Retrying {
+                stream.send(Event::Retrying {
                     attempt,
                     delay_ms: delay.as_millis() as u64,
                     reason,
@@ -248,7 +248,9 @@ impl ReviewJob {
             _ => {}
         }
         };
-        match review::send(&reviewer, options, plan, cancel, &mut on_event).await {
+        let sent = review::send(&reviewer, options, plan, cancel, &mut on_event).await;
+        stream.finish();
+        match sent {
             Ok((plan, replies)) => Ok(Reviewed::Sent(plan, replies)),
             Err(review::SendError::Plan(e)) => Err(e.into()),
             Err(e) => Err(ReviewFailure::Failed(e.to_string())),

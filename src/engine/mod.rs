@@ -86,13 +86,84 @@ pub struct EngineHandle {
     pub task: tokio::task::JoinHandle<()>,
 }
 
-/// Sends events, ignoring a front end that has gone away.
+/// Sends events, redacted (no event carries the API key, whatever echoed it),
+/// ignoring a front end that has gone away.
 #[derive(Clone)]
 pub(crate) struct EventSink(mpsc::UnboundedSender<Event>);
 
 impl EventSink {
     pub(crate) fn send(&self, event: Event) {
-        let _ = self.0.send(event);
+        let _ = self.0.send(event.redacted());
+    }
+
+    /// A sink for the events of one streamed reply.
+    pub(crate) fn reply_stream(&self) -> ReplyStream {
+        ReplyStream {
+            events: self.clone(),
+            text: crate::egress::redactor(),
+            reasoning: crate::egress::redactor(),
+        }
+    }
+}
+
+/// The events of one streamed reply: its text and its reasoning are each redacted as
+/// one stream (a key the server sends in two pieces is still found). What may begin a
+/// key waits for the next piece of its stream, or for another event (sent after it,
+/// so the order holds), or for `finish`.
+pub(crate) struct ReplyStream {
+    events: EventSink,
+    text: crate::egress::Redactor,
+    reasoning: crate::egress::Redactor,
+}
+
+impl ReplyStream {
+    pub(crate) fn send(&mut self, event: Event) {
+        match event {
+            Event::Delta { text } => {
+                self.flush(true);
+                let text = self.text.push(&text);
+                self.pass(Event::Delta { text });
+            }
+            Event::Reasoning { text } => {
+                self.flush(false);
+                let text = self.reasoning.push(&text);
+                self.pass(Event::Reasoning { text });
+            }
+            other => {
+                self.flush(true);
+                self.flush(false);
+                self.events.send(other);
+            }
+        }
+    }
+
+    /// Sends what the reasoning (or the text) held back: it has ended, for now.
+    fn flush(&mut self, reasoning: bool) {
+        let event = match reasoning {
+            true => Event::Reasoning {
+                text: self.reasoning.finish(),
+            },
+            false => Event::Delta {
+                text: self.text.finish(),
+            },
+        };
+        self.pass(event);
+    }
+
+    /// Sends a delta that has text.
+    fn pass(&self, event: Event) {
+        if let Event::Delta { text } | Event::Reasoning { text } = &event
+            && text.is_empty()
+        {
+            return;
+        }
+        self.events.send(event);
+    }
+
+    /// The reply has ended: what may have begun a key was not one.
+    pub(crate) fn finish(mut self) {
+        self.flush(true);
+        self.flush(false);
     }
 }
 
@@ -540,5 +611,46 @@ impl Engine {
 
     fn error(&self, text: String) {
         self.events.send(Event::Error { text });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::egress::MARKER;
+    use crate::egress::tests::{KEY, register_test_key};
+
+    #[test]
+    fn a_reply_stream_finds_a_split_key_and_keeps_the_order_of_events() {
+        register_test_key();
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let mut stream = EventSink(tx).reply_stream();
+        let (a, b) = KEY.split_at_checked(9).unwrap();
+        let delta = |text: &str| Event::Delta { text: text.into() };
+        stream.send(delta(&format!("key {a}")));
+        stream.send(delta(&format!("{b}; tests")));
+        // Another event: what the text held back (the `s`, a key's start) goes first.
+        stream.send(Event::Reasoning {
+            text: "thinking".into(),
+        });
+        stream.send(delta(" pass, s"));
+        stream.finish();
+        let mut seen = Vec::new();
+        while let Ok(event) = rx.try_recv() {
+            seen.push(event);
+        }
+        assert_eq!(
+            seen,
+            [
+                delta("key "),
+                delta(&format!("{MARKER}; test")),
+                delta("s"),
+                Event::Reasoning {
+                    text: "thinking".into()
+                },
+                delta(" pass, "),
+                delta("s"),
+            ]
+        );
     }
 }

@@ -112,7 +112,7 @@ impl Engine {
         if !meta.is_file() || meta.len() > MAX_FILE_BYTES {
             return None;
         }
-        let bytes = std::fs::read(&full).ok()?;
+        let bytes = crate::regular_file::read(&full, MAX_FILE_BYTES).ok()?;
         if super::session::looks_binary(&bytes) {
             return None;
         }

@@ -265,10 +265,13 @@ impl Session {
         {
             return Ok(hit.text.clone());
         }
-        let bytes = std::fs::read(&full).map_err(|e| PathError::Unreadable {
-            path: rel.to_string(),
-            reason: e.to_string(),
-        })?;
+        let bytes =
+            crate::regular_file::read(&full, crate::regular_file::MAX_TEXT_BYTES).map_err(|e| {
+                PathError::Unreadable {
+                    path: rel.to_string(),
+                    reason: e.to_string(),
+                }
+            })?;
         if looks_binary(&bytes) {
             return Err(PathError::Binary(rel.to_string()));
         }

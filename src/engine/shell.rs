@@ -13,9 +13,6 @@ use super::{Engine, Internal, Purpose};
 use crate::context::CommandText;
 use crate::run::{self, CommandKind, Outcome, Output, RunOptions};
 
-/// The shortest key treated as a secret in commands' environments and output.
-const MIN_SECRET_CHARS: usize = 8;
-
 /// The commands' state beside the activity: the output on offer, and the loop.
 #[derive(Debug, Default)]
 pub(crate) struct Shell {
@@ -136,33 +133,21 @@ impl Engine {
         });
         let options = RunOptions {
             timeout: Duration::from_secs(self.settings.command_timeout_secs),
-            secrets: self.secrets(),
             ..RunOptions::default()
         };
-        let secrets = options.secrets.clone();
         let root = self.session.root().to_path_buf();
         let events = self.events.clone();
         let done = self.internal_tx.clone();
         super::worker::spawn(done.clone(), async move {
-            let mut redactor = Redactor::new(secrets.clone());
             let mut report = |p: run::Progress| {
                 events.send(Event::CommandProgress {
-                    text: redactor.push(&p.new_text),
+                    text: p.new_text,
                     lines: p.lines,
-                    last_line: redact(p.last_line, &secrets),
+                    last_line: p.last_line,
                     elapsed_ms: p.elapsed.as_millis() as u64,
                 })
             };
             let output = run::run(&command, &root, &options, cancel, &mut report).await;
-            let rest = redactor.finish();
-            if !rest.is_empty() {
-                events.send(Event::CommandProgress {
-                    text: rest,
-                    lines: output.lines,
-                    last_line: String::new(),
-                    elapsed_ms: output.elapsed.as_millis() as u64,
-                });
-            }
             let _ = done.send(Internal::Ran(Box::new(Ran {
                 command,
                 purpose,
@@ -170,19 +155,6 @@ impl Engine {
                 auto,
             })));
         });
-    }
-
-    /// What a command must never see or show: the API key, wherever it came from. A
-    /// key shorter than `MIN_SECRET_CHARS` is a local server's placeholder (`ollama`,
-    /// `test`): hunting it in every variable and every line would strip `PATH` and
-    /// mangle the output, and it guards nothing.
-    fn secrets(&self) -> Vec<String> {
-        self.settings
-            .api_key
-            .iter()
-            .map(|k| k.expose().to_string())
-            .filter(|k| k.chars().count() >= MIN_SECRET_CHARS)
-            .collect()
     }
 
     /// The tokens a command's output may take in the context.
@@ -200,9 +172,8 @@ impl Engine {
             output,
             auto,
         } = ran;
-        // A command may print the key from a file it read: it is neither shown nor sent.
-        let printed = redact(output.text.clone(), &self.secrets());
-        let clipped = run::clip(&printed, &self.counter, self.output_budget());
+        // Redacted already: a key a command printed is neither shown nor sent.
+        let clipped = run::clip(&output.text, &self.counter, self.output_budget());
         let text = CommandText {
             command: command.clone(),
             outcome: output.describe(),
@@ -412,50 +383,6 @@ impl Engine {
     }
 }
 
-/// Redacts secrets from text that arrives in chunks, which may split one: what could
-/// be the start of a secret at a chunk's end waits for the next chunk.
-struct Redactor {
-    secrets: Vec<String>,
-    held: String,
-}
-
-impl Redactor {
-    fn new(secrets: Vec<String>) -> Redactor {
-        Redactor {
-            secrets,
-            held: String::new(),
-        }
-    }
-
-    fn push(&mut self, text: &str) -> String {
-        let mut all = std::mem::take(&mut self.held);
-        all.push_str(text);
-        let mut all = redact(all, &self.secrets);
-        // The earliest char boundary from which the rest begins some secret: only the
-        // last secret's length of bytes can (each report is up to 64 KiB).
-        let longest = self.secrets.iter().map(String::len).max().unwrap_or(0);
-        let from = crate::chars::floor_char_boundary(&all, all.len().saturating_sub(longest));
-        let tail = all.get(from..).unwrap_or_default();
-        let start = tail.char_indices().map(|(i, _)| from + i).find(|&i| {
-            all.get(i..).is_some_and(|rest| {
-                self.secrets
-                    .iter()
-                    .any(|s| s.len() > rest.len() && s.starts_with(rest))
-            })
-        });
-        if let Some(i) = start {
-            self.held = all.get(i..).unwrap_or_default().to_string();
-            crate::chars::truncate(&mut all, i);
-        }
-        all
-    }
-
-    /// What was held back at the end: no secret after all.
-    fn finish(&mut self) -> String {
-        redact(std::mem::take(&mut self.held), &self.secrets)
-    }
-}
-
 /// Whether a check's command never ran: the shell could not find or execute it (exit
 /// 127 or 126), or it could not be started at all.
 fn could_not_run(output: &Output) -> bool {
@@ -463,17 +390,6 @@ fn could_not_run(output: &Output) -> bool {
         output.outcome,
         Outcome::Exited(126 | 127) | Outcome::FailedToStart(_)
     )
-}
-
-/// `text` with every secret replaced by a marker.
-fn redact(text: String, secrets: &[String]) -> String {
-    secrets.iter().fold(text, |text, secret| {
-        if text.contains(secret.as_str()) {
-            text.replace(secret.as_str(), "[API key redacted]")
-        } else {
-            text
-        }
-    })
 }
 
 /// Why a command is not run as given: what the user confirms must be all there is to
@@ -504,30 +420,6 @@ fn purpose_name(purpose: CommandPurpose) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_secret_split_between_chunks_is_still_redacted() {
-        let secret = "sk-ünïcode-secret-42";
-        let text = format!("key={secret}\nagain {secret}; ends with a prefix sk-ü");
-        let whole = redact(text.clone(), &[secret.to_string()]);
-        assert!(!whole.contains(secret));
-        let bounds: Vec<usize> = text.char_indices().map(|(i, _)| i).collect();
-        for &a in &bounds {
-            for &b in bounds.iter().filter(|&&b| b >= a) {
-                let mut r = Redactor::new(vec![secret.to_string()]);
-                let mut shown = String::new();
-                for chunk in [
-                    text.get(..a).unwrap(),
-                    text.get(a..b).unwrap(),
-                    text.get(b..).unwrap(),
-                ] {
-                    shown.push_str(&r.push(chunk));
-                }
-                shown.push_str(&r.finish());
-                assert_eq!(shown, whole, "split at {a} and {b}");
-            }
-        }
-    }
 
     #[test]
     fn commands_with_hidden_characters_are_refused() {

@@ -250,7 +250,11 @@ impl Engine {
         let mut store = crate::config::TrustStore::open(&file);
         let needing = repo.needing_trust().join(", ");
         let note = crate::config::never_from_repository_note();
+        let damaged = store.damage();
         if args.trim() != "yes" {
+            if let Some(damage) = damaged {
+                self.warning(damage);
+            }
             let state = if store.trusts(&root, &repo.text) {
                 "trusted"
             } else {
@@ -266,7 +270,11 @@ impl Engine {
             });
             return;
         }
-        match store.trust(&root, &repo.text) {
+        let trusted = store.trust(&root, &repo.text);
+        if let Some(damage) = store.damage() {
+            self.warning(damage);
+        }
+        match trusted {
             Ok(()) => self.notice(format!(
                 "trusted this .tern.toml ({}); restart tern to use it; a change to the file needs /trust again",
                 repo.trust_effect()

@@ -303,8 +303,10 @@ fn spawn(
 ) {
     super::worker::spawn(done.clone(), async move {
         super::worker::test_panic("turn");
-        let mut forward = |event: StreamEvent| events.send(stream_event(event, counting));
+        let mut stream = events.reply_stream();
+        let mut forward = |event: StreamEvent| stream.send(stream_event(event, counting));
         let result = client.chat(&request, &cancel, &mut forward).await;
+        stream.finish();
         let _ = done.send(Internal::Turn(TurnOutcome { sent, result }));
     });
 }

@@ -1,10 +1,9 @@
-//! Events made safe for a terminal before a front end draws or prints them: every
-//! string in an event can carry text from a model, a repository or a server, so each
-//! goes through [`terminal_text::visible`](crate::terminal_text::visible). Events and
-//! views are taken apart field by field, without `..`, so that a new field does not
-//! compile until it is handled here.
-
-use std::borrow::Cow;
+//! Events made safe to leave tern: every string in an event can carry text from a
+//! model, a repository or a server (and the API key, if one of them echoes it), so
+//! every string is redacted (`egress`) on its way out of the engine, and made visible
+//! (`egress::terminal`: control characters shown as escapes) when a front end shows it
+//! on a terminal. Events and views are taken apart field by field, without `..`, so
+//! that a new field does not compile until it is handled here.
 
 use super::protocol::{
     EditFailureView, Event, FileEntry, FileProposalView, HunkView, MapEdge, MapView, NeededFile,
@@ -12,58 +11,68 @@ use super::protocol::{
 };
 use crate::branch_review::{CallReply, FilePlan, ReviewCall, ReviewPlan};
 use crate::context::{BudgetReport, FileRow};
+use crate::egress;
 use crate::llm::{Finish, Message};
-use crate::terminal_text::visible;
 
-/// A value whose text can be made safe to show.
-pub trait Visible {
-    fn make_visible(&mut self);
+/// A value made of texts, each of which can be rewritten for where it goes.
+pub trait Texts {
+    /// Hands `f` every text of this value to rewrite.
+    fn each_text(&mut self, f: &mut dyn FnMut(&mut String));
 }
 
 impl Event {
-    /// This event with every control character made visible.
+    /// This event as a terminal may show it: every text redacted, then its control
+    /// characters made visible.
     pub fn visible(mut self) -> Event {
-        self.make_visible();
+        self.each_text(&mut |text| {
+            if let std::borrow::Cow::Owned(shown) = egress::terminal(text) {
+                *text = shown;
+            }
+        });
+        self
+    }
+
+    /// This event with every text redacted: what the engine sends.
+    pub fn redacted(mut self) -> Event {
+        self.each_text(&mut egress::redact_in_place);
         self
     }
 }
 
-impl Visible for String {
-    fn make_visible(&mut self) {
-        if let Cow::Owned(clean) = visible(self) {
-            *self = clean;
-        }
+impl Texts for String {
+    fn each_text(&mut self, f: &mut dyn FnMut(&mut String)) {
+        f(self);
     }
 }
 
-impl<T: Visible> Visible for Vec<T> {
-    fn make_visible(&mut self) {
-        self.iter_mut().for_each(Visible::make_visible);
+impl<T: Texts> Texts for Vec<T> {
+    fn each_text(&mut self, f: &mut dyn FnMut(&mut String)) {
+        self.iter_mut().for_each(|v| v.each_text(f));
     }
 }
 
-impl<T: Visible> Visible for Option<T> {
-    fn make_visible(&mut self) {
+impl<T: Texts> Texts for Option<T> {
+    fn each_text(&mut self, f: &mut dyn FnMut(&mut String)) {
         if let Some(value) = self {
-            value.make_visible();
+            value.each_text(f);
         }
     }
 }
 
-impl<T: Visible> Visible for Box<T> {
-    fn make_visible(&mut self) {
-        (**self).make_visible();
+impl<T: Texts> Texts for Box<T> {
+    fn each_text(&mut self, f: &mut dyn FnMut(&mut String)) {
+        (**self).each_text(f);
     }
 }
 
-impl Visible for (String, f64) {
-    fn make_visible(&mut self) {
-        self.0.make_visible();
+impl Texts for (String, f64) {
+    fn each_text(&mut self, f: &mut dyn FnMut(&mut String)) {
+        self.0.each_text(f);
     }
 }
 
-impl Visible for Event {
-    fn make_visible(&mut self) {
+impl Texts for Event {
+    fn each_text(&mut self, f: &mut dyn FnMut(&mut String)) {
         match self {
             Event::Ready {
                 root,
@@ -71,21 +80,21 @@ impl Visible for Event {
                 mode: _,
                 session: _,
             } => {
-                root.make_visible();
-                model.make_visible();
+                root.each_text(f);
+                model.each_text(f);
             }
             Event::TurnStarted {
                 text,
                 notes,
                 mode: _,
             } => {
-                text.make_visible();
-                notes.make_visible();
+                text.each_text(f);
+                notes.each_text(f);
             }
             Event::Resumed { transcript } => {
                 for shown in transcript {
                     let Shown { kind: _, text } = shown;
-                    text.make_visible();
+                    text.each_text(f);
                 }
             }
             Event::Delta { text }
@@ -93,19 +102,19 @@ impl Visible for Event {
             | Event::Crashed { text }
             | Event::Notice { text }
             | Event::Warning { text }
-            | Event::Error { text } => text.make_visible(),
+            | Event::Error { text } => text.each_text(f),
             Event::Retrying {
                 attempt: _,
                 delay_ms: _,
                 reason,
-            } => reason.make_visible(),
+            } => reason.each_text(f),
             Event::Request {
                 purpose: _,
                 model,
                 predicted_prompt_tokens: _,
                 max_tokens: _,
                 counting: _,
-            } => model.make_visible(),
+            } => model.each_text(f),
             Event::TurnFinished {
                 reply,
                 finish,
@@ -114,8 +123,8 @@ impl Visible for Event {
                 cost: _,
                 session_cost: _,
             } => {
-                reply.make_visible();
-                finish.make_visible();
+                reply.each_text(f);
+                finish.each_text(f);
             }
             Event::Needed {
                 files,
@@ -123,26 +132,26 @@ impl Visible for Event {
                 commands,
                 more_commands: _,
             } => {
-                files.make_visible();
-                commands.make_visible();
+                files.each_text(f);
+                commands.each_text(f);
             }
             Event::TurnFailed { error, message } => {
-                error.make_visible();
-                message.make_visible();
+                error.each_text(f);
+                message.each_text(f);
             }
-            Event::Budget(report) => report.make_visible(),
-            Event::Files { files } => files.make_visible(),
-            Event::Model { model } => model.make_visible(),
+            Event::Budget(report) => report.each_text(f),
+            Event::Files { files } => files.each_text(f),
+            Event::Model { model } => model.each_text(f),
             Event::Output { title, text } => {
-                title.make_visible();
-                text.make_visible();
+                title.each_text(f);
+                text.each_text(f);
             }
-            Event::Proposal(view) => view.make_visible(),
+            Event::Proposal(view) => view.each_text(f),
             Event::Reflection {
                 attempt: _,
                 max: _,
                 message,
-            } => message.make_visible(),
+            } => message.each_text(f),
             Event::Applied {
                 files,
                 accepted: _,
@@ -151,34 +160,34 @@ impl Visible for Event {
                 message,
                 failed,
             } => {
-                files.make_visible();
-                commit.make_visible();
-                message.make_visible();
-                failed.make_visible();
+                files.each_text(f);
+                commit.each_text(f);
+                message.each_text(f);
+                failed.each_text(f);
             }
             Event::NotApplied { reason: _ } => {}
-            // The text goes to an editor's file, never to the screen: it must stay
-            // exactly the file's lines.
+            // The text goes to an editor's file, never to the screen or elsewhere: it
+            // must stay exactly the file's lines (the key in them is the user's file's).
             Event::HunkText { id, path, text: _ } => {
-                id.make_visible();
-                path.make_visible();
+                id.each_text(f);
+                path.each_text(f);
             }
             Event::EditRefused {
                 id,
                 new_lines: _,
                 reason,
             } => {
-                id.make_visible();
-                reason.make_visible();
+                id.each_text(f);
+                reason.each_text(f);
             }
-            Event::ReviewPlan(plan) => plan.make_visible(),
+            Event::ReviewPlan(plan) => plan.each_text(f),
             Event::BranchReviewed {
                 plan,
                 replies,
                 usage: _,
                 cost: _,
             } => {
-                plan.make_visible();
+                plan.each_text(f);
                 for reply in replies {
                     let CallReply {
                         files,
@@ -186,17 +195,17 @@ impl Visible for Event {
                         finish,
                         usage: _,
                     } = reply;
-                    files.make_visible();
-                    text.make_visible();
-                    finish.make_visible();
+                    files.each_text(f);
+                    text.each_text(f);
+                    finish.each_text(f);
                 }
             }
-            Event::Map(map) => map.make_visible(),
+            Event::Map(map) => map.each_text(f),
             Event::MapWhy { path, edges } => {
-                path.make_visible();
-                edges.make_visible();
+                path.each_text(f);
+                edges.each_text(f);
             }
-            Event::RepoFiles { files } => files.make_visible(),
+            Event::RepoFiles { files } => files.each_text(f),
             Event::Continuing { continuation: _ }
             | Event::Mode { mode: _ }
             | Event::MapProgress { done: _, total: _ }
@@ -213,8 +222,8 @@ impl Visible for Event {
                 purpose: _,
                 reason,
             } => {
-                command.make_visible();
-                reason.make_visible();
+                command.each_text(f);
+                reason.each_text(f);
             }
             Event::CommandStarted {
                 command,
@@ -222,15 +231,15 @@ impl Visible for Event {
                 auto_round: _,
             }
             | Event::OutputAdded { command, tokens: _ }
-            | Event::OutputDropped { command } => command.make_visible(),
+            | Event::OutputDropped { command } => command.each_text(f),
             Event::CommandProgress {
                 text,
                 lines: _,
                 last_line,
                 elapsed_ms: _,
             } => {
-                text.make_visible();
-                last_line.make_visible();
+                text.each_text(f);
+                last_line.each_text(f);
             }
             Event::CommandFinished {
                 command,
@@ -242,15 +251,15 @@ impl Visible for Event {
                 tokens: _,
                 in_context: _,
             } => {
-                command.make_visible();
-                outcome.make_visible();
+                command.each_text(f);
+                outcome.each_text(f);
             }
         }
     }
 }
 
-impl Visible for BudgetReport {
-    fn make_visible(&mut self) {
+impl Texts for BudgetReport {
+    fn each_text(&mut self, f: &mut dyn FnMut(&mut String)) {
         let BudgetReport {
             model,
             files,
@@ -273,13 +282,13 @@ impl Visible for BudgetReport {
             session_cost: _,
             cost_cap: _,
         } = self;
-        model.make_visible();
-        files.make_visible();
+        model.each_text(f);
+        files.each_text(f);
     }
 }
 
-impl Visible for FileRow {
-    fn make_visible(&mut self) {
+impl Texts for FileRow {
+    fn each_text(&mut self, f: &mut dyn FnMut(&mut String)) {
         let FileRow {
             path,
             section: _,
@@ -287,53 +296,53 @@ impl Visible for FileRow {
             percent: _,
             cost: _,
         } = self;
-        path.make_visible();
+        path.each_text(f);
     }
 }
 
-impl Visible for NeededFile {
-    fn make_visible(&mut self) {
+impl Texts for NeededFile {
+    fn each_text(&mut self, f: &mut dyn FnMut(&mut String)) {
         let NeededFile { path, tokens: _ } = self;
-        path.make_visible();
+        path.each_text(f);
     }
 }
 
-impl Visible for FileEntry {
-    fn make_visible(&mut self) {
+impl Texts for FileEntry {
+    fn each_text(&mut self, f: &mut dyn FnMut(&mut String)) {
         let FileEntry {
             path,
             mode: _,
             tokens: _,
             exists: _,
         } = self;
-        path.make_visible();
+        path.each_text(f);
     }
 }
 
-impl Visible for ProposalView {
-    fn make_visible(&mut self) {
+impl Texts for ProposalView {
+    fn each_text(&mut self, f: &mut dyn FnMut(&mut String)) {
         let ProposalView {
             files,
             failures,
             shell_commands,
             written_as: _,
         } = self;
-        files.make_visible();
-        failures.make_visible();
-        shell_commands.make_visible();
+        files.each_text(f);
+        failures.each_text(f);
+        shell_commands.each_text(f);
     }
 }
 
-impl Visible for Finish {
-    fn make_visible(&mut self) {
+impl Texts for Finish {
+    fn each_text(&mut self, f: &mut dyn FnMut(&mut String)) {
         if let Finish::CutOff(why) = self {
-            why.make_visible();
+            why.each_text(f);
         }
     }
 }
 
-impl Visible for FileProposalView {
-    fn make_visible(&mut self) {
+impl Texts for FileProposalView {
+    fn each_text(&mut self, f: &mut dyn FnMut(&mut String)) {
         let FileProposalView {
             path,
             change: _,
@@ -341,13 +350,13 @@ impl Visible for FileProposalView {
             cautions: _,
             ignored: _,
         } = self;
-        path.make_visible();
-        hunks.make_visible();
+        path.each_text(f);
+        hunks.each_text(f);
     }
 }
 
-impl Visible for HunkView {
-    fn make_visible(&mut self) {
+impl Texts for HunkView {
+    fn each_text(&mut self, f: &mut dyn FnMut(&mut String)) {
         let HunkView {
             id,
             lines,
@@ -359,15 +368,15 @@ impl Visible for HunkView {
             edited: _,
             cautions: _,
         } = self;
-        id.make_visible();
+        id.each_text(f);
         for line in lines {
-            line.text.make_visible();
+            line.text.each_text(f);
         }
     }
 }
 
-impl Visible for EditFailureView {
-    fn make_visible(&mut self) {
+impl Texts for EditFailureView {
+    fn each_text(&mut self, f: &mut dyn FnMut(&mut String)) {
         let EditFailureView {
             path,
             block: _,
@@ -375,44 +384,44 @@ impl Visible for EditFailureView {
             near,
             hunk,
         } = self;
-        path.make_visible();
-        message.make_visible();
+        path.each_text(f);
+        message.each_text(f);
         if let Some(near) = near {
-            near.text.make_visible();
+            near.text.each_text(f);
         }
         if let Some(hunk) = hunk {
-            hunk.make_visible();
+            hunk.each_text(f);
         }
     }
 }
 
-impl Visible for MapView {
-    fn make_visible(&mut self) {
+impl Texts for MapView {
+    fn each_text(&mut self, f: &mut dyn FnMut(&mut String)) {
         let MapView {
             tokens: _,
             budget: _,
             ranked,
             text,
         } = self;
-        ranked.make_visible();
-        text.make_visible();
+        ranked.each_text(f);
+        text.each_text(f);
     }
 }
 
-impl Visible for MapEdge {
-    fn make_visible(&mut self) {
+impl Texts for MapEdge {
+    fn each_text(&mut self, f: &mut dyn FnMut(&mut String)) {
         let MapEdge {
             ident,
             from,
             weight: _,
         } = self;
-        ident.make_visible();
-        from.make_visible();
+        ident.each_text(f);
+        from.each_text(f);
     }
 }
 
-impl Visible for ReviewPlan {
-    fn make_visible(&mut self) {
+impl Texts for ReviewPlan {
+    fn each_text(&mut self, f: &mut dyn FnMut(&mut String)) {
         let ReviewPlan {
             description,
             calls,
@@ -421,33 +430,33 @@ impl Visible for ReviewPlan {
             budget: _,
             estimated: _,
         } = self;
-        description.make_visible();
-        calls.make_visible();
-        files.make_visible();
+        description.each_text(f);
+        calls.each_text(f);
+        files.each_text(f);
     }
 }
 
-impl Visible for ReviewCall {
-    fn make_visible(&mut self) {
+impl Texts for ReviewCall {
+    fn each_text(&mut self, f: &mut dyn FnMut(&mut String)) {
         let ReviewCall {
             messages,
             files,
             tokens: _,
             diff_tokens: _,
         } = self;
-        messages.make_visible();
-        files.make_visible();
+        messages.each_text(f);
+        files.each_text(f);
     }
 }
 
-impl Visible for Message {
-    fn make_visible(&mut self) {
-        self.content.make_visible();
+impl Texts for Message {
+    fn each_text(&mut self, f: &mut dyn FnMut(&mut String)) {
+        self.content.each_text(f);
     }
 }
 
-impl Visible for FilePlan {
-    fn make_visible(&mut self) {
+impl Texts for FilePlan {
+    fn each_text(&mut self, f: &mut dyn FnMut(&mut String)) {
         let FilePlan {
             path,
             old_path,
@@ -458,7 +467,7 @@ impl Visible for FilePlan {
             tokens: _,
             outcome: _,
         } = self;
-        path.make_visible();
-        old_path.make_visible();
+        path.each_text(f);
+        old_path.each_text(f);
     }
 }

@@ -333,9 +333,13 @@ impl<'r> Committer<'r> {
             .opts
             .model
             .filter(|_| tern_note.is_some() && self.opts.co_author_trailer);
+        // Redacted (`egress`): the model writing the message may have put the key in
+        // it, and so may a commit-msg hook.
         let mut text = message::with_trailer(text, co_author);
+        crate::egress::redact_in_place(&mut text);
         if self.opts.verify_hooks {
             text = run_commit_hooks(repo, &tree, text)?;
+            crate::egress::redact_in_place(&mut text);
         }
         self.fail.check(Step::CommitObject)?;
         let identity = Identity::resolve(repo)?;
@@ -468,9 +472,14 @@ fn run_commit_hooks(
     let _ = std::fs::remove_file(&index_path);
     pre?;
     let msg_path = repo.path().join("COMMIT_EDITMSG");
+    // A new file: whatever was there (a FIFO would block the write) goes.
+    let _ = std::fs::remove_file(&msg_path);
     std::fs::write(&msg_path, &text)?;
     hooks::run(repo, "commit-msg", &[OsStr::new(&msg_path)], None)?;
-    Ok(std::fs::read_to_string(&msg_path)?)
+    Ok(crate::regular_file::read_to_string(
+        &msg_path,
+        crate::regular_file::MAX_SETTINGS_BYTES,
+    )?)
 }
 
 fn write_notes(repo: &Repository, notes: &[(Oid, String)]) -> Result<(), GitError> {

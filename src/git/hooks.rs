@@ -4,7 +4,7 @@
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use super::GitError;
 
@@ -33,8 +33,9 @@ fn find(repo: &git2::Repository, name: &str) -> Option<PathBuf> {
     meta.is_file().then_some(path)
 }
 
-/// Runs hook `name` from the work tree root. A missing hook succeeds; a failing one is
-/// an error carrying its combined output.
+/// Runs hook `name` from the work tree root, with no form of the API key in its
+/// environment. A missing hook succeeds; a failing one is an error carrying its
+/// combined output (redacted wherever it is shown, as everything is).
 pub(crate) fn run(
     repo: &git2::Repository,
     name: &str,
@@ -44,7 +45,7 @@ pub(crate) fn run(
     let Some(hook) = find(repo, name) else {
         return Ok(());
     };
-    let mut cmd = Command::new(&hook);
+    let mut cmd = crate::spawn::command(&hook);
     cmd.args(args)
         .current_dir(repo.workdir().unwrap_or(repo.path()))
         .stdin(Stdio::null())

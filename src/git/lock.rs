@@ -26,11 +26,13 @@ pub fn lock_wait() -> Duration {
         .map_or(LOCK_WAIT, Duration::from_millis)
 }
 
-/// The lock, held until dropped.
+/// The lock, held until dropped. While it is held a landing (or an undo) is under
+/// way: a signal lets it finish before the process exits (`signals`).
 #[derive(Debug)]
 pub struct RepoLock {
     _file: File,
     tmp: PathBuf,
+    _landing: crate::signals::Landing,
 }
 
 impl RepoLock {
@@ -69,7 +71,8 @@ impl RepoLock {
                     std::thread::sleep(Duration::from_millis(50));
                 }
                 Err(TryLockError::WouldBlock) => {
-                    let holder = std::fs::read_to_string(&path).unwrap_or_default();
+                    let holder =
+                        crate::regular_file::read_to_string(&path, 4096).unwrap_or_default();
                     let pid = holder.lines().next().unwrap_or_default();
                     return Err(GitError::Locked(pid.trim().to_string()));
                 }
@@ -82,12 +85,17 @@ impl RepoLock {
         let mut previous = String::new();
         std::io::Read::read_to_string(&mut file, &mut previous)?;
         super::index_lock::remove_stale(git_dir, &previous);
+        let landing = crate::signals::landing();
         file.set_len(0)?;
         write!(file, "{}", std::process::id())?;
         let tmp = git_dir.join("tern-tmp");
         clean_leftovers(git_dir, &tmp);
         std::fs::create_dir_all(&tmp)?;
-        Ok(RepoLock { _file: file, tmp })
+        Ok(RepoLock {
+            _file: file,
+            tmp,
+            _landing: landing,
+        })
     }
 
     /// Where temporary files go while the lock is held: on the repository's disk, and

@@ -9,7 +9,7 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use super::GitError;
 
@@ -114,7 +114,7 @@ impl Signer {
 
     fn sign_openpgp(&self, key: &str, buffer: &str) -> Result<String, GitError> {
         let failed = |why: String| GitError::Sign(format!("gpg failed to sign the data: {why}"));
-        let mut child = Command::new(&self.program)
+        let mut child = crate::spawn::command(&self.program)
             .args(["--status-fd=2", "-bsau", key])
             .current_dir(&self.dir)
             .stdin(Stdio::piped())
@@ -156,7 +156,7 @@ impl Signer {
         file.write_all(buffer.as_bytes())?;
         file.flush()?;
         let sig_path = PathBuf::from(format!("{}.sig", file.path().display()));
-        let mut cmd = Command::new(&self.program);
+        let mut cmd = crate::spawn::command(&self.program);
         cmd.args(["-Y", "sign", "-n", "git", "-f"]).arg(key);
         if literal {
             cmd.arg("-U");
@@ -213,7 +213,7 @@ fn default_ssh_key(command: Option<String>, dir: &Path) -> Result<String, GitErr
     let Some((program, args)) = words.split_first() else {
         return Err(GitError::Sign("gpg.ssh.defaultKeyCommand is empty".into()));
     };
-    let out = Command::new(program)
+    let out = crate::spawn::command(program)
         .args(args)
         .current_dir(dir)
         .stdin(Stdio::null())

@@ -359,8 +359,11 @@ fn still_as_written(repo: &Repository, backup: &crate::edit::Backup) -> bool {
     let Some(workdir) = repo.workdir() else {
         return false;
     };
-    std::fs::read(workdir.join(&backup.path))
-        .is_ok_and(|now| crate::digest::sha256_hex(&now) == backup.written_sha256)
+    crate::regular_file::read(
+        &workdir.join(&backup.path),
+        crate::regular_file::MAX_TEXT_BYTES,
+    )
+    .is_ok_and(|now| crate::digest::sha256_hex(&now) == backup.written_sha256)
 }
 
 /// The content undo puts back after the checkout, per path: ignored files from their
@@ -374,7 +377,7 @@ fn saved_contents(
     let mut contents = Vec::new();
     let mut missing = Vec::new();
     for b in backups {
-        match std::fs::read(&b.saved_at) {
+        match crate::regular_file::read(&b.saved_at, crate::regular_file::MAX_TEXT_BYTES) {
             Ok(bytes) => contents.push((b.path.clone(), bytes)),
             Err(_) => missing.push(b.path.clone()),
         }

@@ -1,18 +1,19 @@
 //! `tern apply REPLY_FILE [FILES...]`: a saved model reply, proposed, decided and landed
 //! by the engine exactly as the workspace does it (`Op::ProposeReply`, then review ops
 //! and `ReviewOp::Apply`), with the decisions taken from `--accept` instead of keys.
-//! The hunks go to stdout as a unified diff with their ids; everything else to stderr.
+//! The hunks go to stdout as a unified diff with their ids; everything else to stderr,
+//! both through `egress`. A signal lets a landing under way finish (`signals`), then
+//! ends the run with `EXIT_INTERRUPTED`.
 
-use std::io::{IsTerminal, Read};
+use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::cli::{ApplyArgs, GlobalArgs};
 use crate::config::Settings;
 use crate::edit::{self, Workspace};
+use crate::egress::errln;
 use crate::engine::protocol::{Decision, FileChange, Ignored, NotApplied, ProposalView, ReviewOp};
 use crate::engine::{EngineConfig, EngineHandle, Event, Op, Purpose};
 
@@ -27,7 +28,7 @@ pub const EXIT_USAGE: u8 = 2;
 /// A commit failed (a hook refused it, signing failed): nothing was committed, and
 /// files already written were put back.
 pub const EXIT_COMMIT: u8 = 3;
-/// A signal (Ctrl-C, SIGTERM) arrived; the landing under way was finished first.
+/// A signal (Ctrl-C, SIGTERM, SIGHUP) arrived; the landing under way was finished first.
 pub const EXIT_INTERRUPTED: u8 = 130;
 
 /// Runs `tern apply` from `cwd`.
@@ -40,7 +41,7 @@ pub async fn run(
     match apply(args, global, settings, cwd).await {
         Ok(code) => ExitCode::from(code),
         Err(message) => {
-            eprintln!("tern apply: {message}");
+            errln!("tern apply: {message}");
             ExitCode::from(EXIT_USAGE)
         }
     }
@@ -57,7 +58,7 @@ async fn apply(
         .map_err(|e| format!("cannot open {}: {e}", cwd.display()))?;
     if args.git_init && git2::Repository::discover(cwd).is_err() {
         git2::Repository::init(cwd).map_err(|e| format!("git init {}: {e}", cwd.display()))?;
-        eprintln!("tern apply: created a git repository in {}", cwd.display());
+        errln!("tern apply: created a git repository in {}", cwd.display());
     }
     let ws = Workspace::discover(cwd).map_err(|e| format!("cannot open {}: {e}", cwd.display()))?;
     let reply = read_reply(&args.reply)?;
@@ -91,7 +92,10 @@ async fn apply(
     let code = Run {
         engine: &mut engine,
         code: EXIT_OK,
-        tty: std::io::stdout().is_terminal() || std::io::stderr().is_terminal(),
+        signals: crate::signals::watch(crate::signals::Exit {
+            restore: || {},
+            code: |_| EXIT_INTERRUPTED,
+        }),
     }
     .drive(args, global.yes, &write_ignored, ws.root(), cwd, reply)
     .await;
@@ -111,9 +115,8 @@ async fn apply(
 struct Run<'a> {
     engine: &'a mut EngineHandle,
     code: u8,
-    /// On a terminal, the reply's and the files' control characters would drive it:
-    /// they are shown instead. A pipe gets the text as it is.
-    tty: bool,
+    /// Hears Ctrl-C, SIGTERM and SIGHUP.
+    signals: Option<crate::signals::Stop>,
 }
 
 impl Run<'_> {
@@ -216,11 +219,11 @@ impl Run<'_> {
             }
             self.code = self.code.max(EXIT_PARTIAL);
             if ignored == Ignored::Existing {
-                eprintln!(
+                errln!(
                     "tern apply: not writing {path}: it exists and git ignores it (such files hold secrets and local settings git cannot restore, so --yes is not enough); rerun with --write-ignored {path} to replace it (its content is backed up first)"
                 );
             } else {
-                eprintln!(
+                errln!(
                     "tern apply: not creating {path}: git ignores it (rerun with --yes or --write-ignored {path} to create it)"
                 );
             }
@@ -233,10 +236,10 @@ impl Run<'_> {
     }
 
     /// Writes and commits the accepted hunks. Ctrl-C, SIGTERM and SIGHUP wait until
-    /// the landing is done: killed halfway, it would leave files written but not
-    /// committed. Before it writes anything (waiting for the locks), one cancels it.
+    /// the landing is done (`signals`: the repository lock marks it): killed halfway,
+    /// it would leave files written but not committed. Before it writes anything
+    /// (waiting for the locks or the commit message), one cancels it.
     async fn land(&mut self, view: ProposalView) -> Result<u8, String> {
-        let signals = SignalsDeferred::new();
         self.send(Op::Review(ReviewOp::Apply))?;
         let mut cancel_sent = false;
         let mut poll = tokio::time::interval(Duration::from_millis(50));
@@ -244,14 +247,14 @@ impl Run<'_> {
             let event = tokio::select! {
                 event = self.engine.events.recv() => event,
                 _ = poll.tick() => {
-                    if !cancel_sent && signals.arrived.load(Ordering::SeqCst) {
+                    if !cancel_sent && self.signalled() {
                         cancel_sent = true;
                         self.send(Op::Cancel)?;
                     }
                     continue;
                 }
             };
-            match event.map(|e| self.shown(e)) {
+            match event {
                 None | Some(Event::Idle) => break,
                 Some(Event::Applied {
                     files,
@@ -266,7 +269,7 @@ impl Run<'_> {
                         self.code = self.code.max(EXIT_PARTIAL);
                     }
                     if let Some(id) = commit {
-                        eprintln!("committed {id} {message}");
+                        errln!("committed {id} {message}");
                     }
                 }
                 Some(Event::NotApplied { reason }) => {
@@ -280,9 +283,9 @@ impl Run<'_> {
                 Some(other) => self.print(&other),
             }
         }
-        if signals.arrived() {
+        if self.signalled() {
             if self.code != EXIT_INTERRUPTED {
-                eprintln!("tern apply: interrupted; the landing that was under way finished first");
+                errln!("tern apply: interrupted; the landing that was under way finished first");
             }
             return Ok(EXIT_INTERRUPTED);
         }
@@ -292,12 +295,12 @@ impl Run<'_> {
     async fn next(&mut self) -> Option<Event> {
         match self.engine.events.recv().await? {
             Event::Exited => None,
-            event => Some(self.shown(event)),
+            event => Some(event),
         }
     }
 
-    fn shown(&self, event: Event) -> Event {
-        if self.tty { event.visible() } else { event }
+    fn signalled(&self) -> bool {
+        self.signals.as_ref().is_some_and(|s| s.signal().is_some())
     }
 
     fn send(&self, op: Op) -> Result<(), String> {
@@ -310,10 +313,10 @@ impl Run<'_> {
     /// The engine's messages, on stderr; an error makes the run fail.
     fn print(&mut self, event: &Event) {
         match event {
-            Event::Notice { text } | Event::Warning { text } => eprintln!("tern apply: {text}"),
+            Event::Notice { text } | Event::Warning { text } => errln!("tern apply: {text}"),
             Event::Error { text } | Event::Crashed { text } => {
                 self.code = self.code.max(EXIT_PARTIAL);
-                eprintln!("tern apply: {text}");
+                errln!("tern apply: {text}");
             }
             _ => {}
         }
@@ -324,36 +327,43 @@ impl Run<'_> {
 /// blocks and suggested commands on stderr.
 fn show(view: &ProposalView) {
     let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    print!("{}", view.unified_diff(color));
+    // Coloured, the diff made its own text safe to show (it carries escapes of its own).
+    let mut out = match color {
+        true => crate::egress::stdout_styled(),
+        false => crate::egress::stdout(),
+    };
+    let _ = write!(out, "{}", view.unified_diff(color));
     for file in &view.files {
         for caution in &file.cautions {
-            eprintln!(
+            errln!(
                 "caution: {}: {caution}; `--accept all` leaves it out, accept it by its path or hunk ids",
                 file.path
             );
         }
         for hunk in &file.hunks {
             for caution in &hunk.cautions {
-                eprintln!(
+                errln!(
                     "caution: {}: hunk {} {caution}; only `--accept {}` accepts it",
-                    file.path, hunk.id, hunk.id
+                    file.path,
+                    hunk.id,
+                    hunk.id
                 );
             }
         }
     }
     for failure in &view.failures {
-        eprintln!("error: {failure}");
+        errln!("error: {failure}");
         if let Some(near) = &failure.near {
-            eprintln!("  did you mean (line {}):", near.line);
+            errln!("  did you mean (line {}):", near.line);
             for line in near.text.lines() {
-                eprintln!("  | {line}");
+                errln!("  | {line}");
             }
         }
     }
     for commands in &view.shell_commands {
-        eprintln!("suggested command (not run):");
+        errln!("suggested command (not run):");
         for line in commands.lines() {
-            eprintln!("  {line}");
+            errln!("  {line}");
         }
     }
 }
@@ -428,7 +438,7 @@ fn report_written(view: &ProposalView, written: &[String]) {
             .filter(|h| h.decision == Decision::Accept)
             .map(|h| h.id.as_str())
             .collect();
-        eprintln!("{verb} {} (hunks {})", file.path, ids.join(", "));
+        errln!("{verb} {} (hunks {})", file.path, ids.join(", "));
     }
 }
 
@@ -436,7 +446,7 @@ fn report_written(view: &ProposalView, written: &[String]) {
 fn report_not_applied(view: &ProposalView) {
     let left = id_list(view, |d| d != Decision::Accept);
     if !left.is_empty() {
-        eprintln!("not applied: hunks {left}");
+        errln!("not applied: hunks {left}");
     }
 }
 
@@ -478,35 +488,4 @@ fn repo_paths(
                 .map_err(|r| format!("{what}: {r}"))
         })
         .collect()
-}
-
-/// Signals that would end the process, held back while it lands edits.
-struct SignalsDeferred {
-    arrived: Arc<AtomicBool>,
-    landed: Arc<AtomicBool>,
-}
-
-impl SignalsDeferred {
-    fn new() -> SignalsDeferred {
-        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-        let arrived = Arc::new(AtomicBool::new(false));
-        let landed = Arc::new(AtomicBool::new(false));
-        for sig in [SIGINT, SIGTERM, SIGHUP] {
-            let _ = signal_hook::flag::register(sig, arrived.clone());
-            // Unregistering would leave the signal ignored (signal-hook does not bring
-            // the default back), so once landed, a signal ends the process as usual.
-            let _ = signal_hook::flag::register_conditional_shutdown(
-                sig,
-                i32::from(EXIT_INTERRUPTED),
-                landed.clone(),
-            );
-        }
-        SignalsDeferred { arrived, landed }
-    }
-
-    /// Whether one arrived; from here on a signal ends the process at once.
-    fn arrived(self) -> bool {
-        self.landed.store(true, Ordering::SeqCst);
-        self.arrived.load(Ordering::SeqCst)
-    }
 }

@@ -1,10 +1,12 @@
 //! `tern -m TEXT` and `tern --script FILE`: turns without the TUI. The reply streams to
 //! stdout; everything else (notices, retries, the token line) goes to stderr so stdout
-//! stays the reply. Proposed edits are applied only with `--yes`, and never once Ctrl-C
-//! interrupted the reply; otherwise their diff is printed and the tree is left
-//! untouched.
+//! stays the reply. Both go through `egress` (redacted; on a terminal, control
+//! characters made visible). Proposed edits are applied only with `--yes`, and never
+//! once Ctrl-C interrupted the reply; otherwise their diff is printed and the tree is
+//! left untouched. A signal ends the run (`signals`): SIGINT once what the interrupted
+//! reply held is shown, SIGTERM and SIGHUP at once.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::process::ExitCode;
 
 use crate::engine::protocol::{
@@ -37,9 +39,14 @@ pub async fn run(
     consent: Consent,
 ) -> anyhow::Result<ExitCode> {
     let auto_test = config.settings.auto_test;
+    let signals = crate::signals::watch(crate::signals::Exit::default());
     let mut engine = crate::engine::spawn(config)?;
-    let mut stdout = std::io::stdout().lock();
-    let mut stderr = std::io::stderr();
+    // JSON escapes control characters itself (a visible escape would not be JSON).
+    let mut stdout = match json {
+        true => crate::egress::Sink::new(std::io::stdout(), false),
+        false => crate::egress::stdout(),
+    };
+    let mut stderr = crate::egress::stderr();
     let total = messages.len();
     let mut queue = messages.into_iter();
     let mut sent = 0;
@@ -70,32 +77,22 @@ pub async fn run(
     };
     submit(&engine.ops, first, queue.len() == 0)?;
     sent += 1;
-    let ops = engine.ops.clone();
-    let ctrl_c = tokio::spawn(async move {
-        while tokio::signal::ctrl_c().await.is_ok() {
-            if ops.send(Op::Cancel).is_err() {
-                break;
-            }
-        }
-    });
-    // SIGTERM or SIGHUP (a closed terminal, a supervisor): a command running is killed
-    // with its whole group and the run ends, rather than leaving the command behind.
-    let terminated = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let term = {
-        let (ops, terminated) = (engine.ops.clone(), terminated.clone());
+    // A signal stops the reply (a command running is killed with its whole group).
+    // SIGINT then shows what the interrupted reply held; SIGTERM or SIGHUP (a closed
+    // terminal, a supervisor) end the run at once.
+    let on_signal = signals.clone().map(|mut stop| {
+        let ops = engine.ops.clone();
         tokio::spawn(async move {
-            crate::tui::stop_signal().await;
-            terminated.store(true, std::sync::atomic::Ordering::SeqCst);
+            let signal = stop.arrived().await;
             let _ = ops.send(Op::Cancel);
-            let _ = ops.send(Op::Shutdown);
+            if signal != signal_hook::consts::SIGINT {
+                let _ = ops.send(Op::Shutdown);
+            }
         })
-    };
+    });
+    let signalled = || signals.as_ref().and_then(crate::signals::Stop::signal);
 
-    // On a terminal, a reply's control characters would drive it: they are shown
-    // instead. A pipe gets the reply as it is (JSON escapes its own).
-    let tty = !json && (std::io::stdout().is_terminal() || std::io::stderr().is_terminal());
     while let Some(event) = engine.events.recv().await {
-        let event = if tty { event.visible() } else { event };
         if json {
             super::print_json(&mut stdout, &event)?;
         }
@@ -392,7 +389,7 @@ pub async fn run(
                     continue;
                 }
                 match queue.next() {
-                    Some(next) if stopped.is_none() => {
+                    Some(next) if stopped.is_none() && signalled().is_none() => {
                         asked_again = false;
                         submit(&engine.ops, next, queue.len() == 0)?;
                         sent += 1;
@@ -408,13 +405,15 @@ pub async fn run(
             _ => {}
         }
     }
-    ctrl_c.abort();
-    term.abort();
-    if terminated.load(std::sync::atomic::Ordering::SeqCst) {
-        stop(&mut stopped, "stopped by SIGTERM or SIGHUP".into());
+    if let Some(task) = on_signal {
+        task.abort();
+    }
+    if let Some(signal) = signalled() {
+        let why = format!("stopped by {}", crate::signals::name(signal));
         if !json {
-            writeln!(stderr, "tern: stopped by SIGTERM or SIGHUP")?;
+            writeln!(stderr, "tern: {why}")?;
         }
+        stop(&mut stopped, why);
     }
     if resumed_hunks > 0 && !json {
         let resume = session.map_or("--resume".to_string(), |id| format!("--resume={id}"));
@@ -460,10 +459,10 @@ pub async fn run(
         });
         writeln!(stdout, "{end}")?;
     }
-    Ok(if stopped.is_none() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
+    Ok(match (signalled(), &stopped) {
+        (Some(signal), _) => ExitCode::from(crate::signals::exit_code(signal)),
+        (None, None) => ExitCode::SUCCESS,
+        (None, Some(_)) => ExitCode::FAILURE,
     })
 }
 

@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use crate::cli::{GlobalArgs, MapArgs};
 use crate::config::Settings;
+use crate::egress::errln;
 use crate::llm::ModelInfo;
 use crate::repomap::{self, CacheLocation, MapResult, RefreshStats, RepoMap};
 use crate::tokens::TokenCounter;
@@ -37,7 +38,7 @@ pub fn run(args: &MapArgs, global: &GlobalArgs, settings: &Settings, cwd: &Path)
     match map(args, global, settings, cwd) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("tern map: {e:#}");
+            errln!("tern map: {e:#}");
             ExitCode::FAILURE
         }
     }
@@ -99,7 +100,7 @@ fn map(args: &MapArgs, global: &GlobalArgs, settings: &Settings, cwd: &Path) -> 
     if args.stats {
         print_stats(&refresh, &result, &counter, total);
         let (segments, bytes) = map.store_usage();
-        eprintln!(
+        errln!(
             "store: {segments} segments, {:.1} MB (shared by every checkout)",
             bytes as f64 / 1e6
         );
@@ -113,7 +114,7 @@ fn print(
     budget: usize,
     counter: &TokenCounter,
 ) -> std::io::Result<()> {
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::egress::stdout();
     if json {
         let json = JsonMap {
             text: &result.text,
@@ -130,7 +131,7 @@ fn print(
                 })
                 .collect(),
         };
-        serde_json::to_writer(&mut out, &json)?;
+        serde_json::to_writer(&mut out, &crate::egress::json(&json)?)?;
         writeln!(out)?;
     } else {
         out.write_all(result.text.as_bytes())?;
@@ -141,7 +142,7 @@ fn print(
 fn print_stats(r: &RefreshStats, result: &MapResult, counter: &TokenCounter, total: Instant) {
     let budget = result.budget;
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
-    eprintln!(
+    errln!(
         "files: {} seen, {} parsed, {} from cache, {} from the store, {} hashed, {} skipped ({} binary, {} over 1 MB, {} unreadable)",
         r.files_seen,
         r.parsed,
@@ -153,14 +154,17 @@ fn print_stats(r: &RefreshStats, result: &MapResult, counter: &TokenCounter, tot
         r.skipped_large,
         r.unreadable
     );
-    eprintln!(
+    errln!(
         "tags: {} definitions, {} referenced names; graph: {} identifiers, {} edges",
-        r.definitions, r.references, r.graph_identifiers, r.graph_edges
+        r.definitions,
+        r.references,
+        r.graph_identifiers,
+        r.graph_edges
     );
     if let Some(why) = &r.cache_discarded {
-        eprintln!("cache: discarded ({why}), rebuilt");
+        errln!("cache: discarded ({why}), rebuilt");
     }
-    eprintln!(
+    errln!(
         "map: {} of {} tokens{}, {} definitions in {} files, {} important files",
         result.tokens,
         budget,
@@ -173,7 +177,7 @@ fn print_stats(r: &RefreshStats, result: &MapResult, counter: &TokenCounter, tot
         result.shown_files,
         result.important.len()
     );
-    eprintln!(
+    errln!(
         "time: scan+load {:.1} ms, parse {:.1} ms, graph {:.1} ms, save {:.1} ms, rank {:.1} ms, fit+render {:.1} ms, total {:.1} ms",
         ms(r.scan),
         ms(r.parse),

@@ -26,9 +26,11 @@ pub(crate) async fn exit_code(engine: tokio::task::JoinHandle<()>, ok: bool) -> 
     }
 }
 
-/// Writes one event as a JSON line.
+/// Writes one event as a JSON line, every text redacted (before serializing: JSON
+/// escapes a control character inside the key, which would hide it from a redactor
+/// of the line).
 pub(crate) fn print_json(out: &mut impl Write, event: &Event) -> std::io::Result<()> {
-    serde_json::to_writer(&mut *out, event)?;
+    serde_json::to_writer(&mut *out, &crate::egress::json(event)?)?;
     out.write_all(b"\n")?;
     out.flush()
 }

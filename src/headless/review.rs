@@ -4,9 +4,9 @@
 //! (with `--print-diff`) or the review and its usage as one JSON object.
 //!
 //! stdout carries only the requests or the review; the summary, progress and token
-//! usage go to stderr.
+//! usage go to stderr. Both go through `egress`.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -14,6 +14,7 @@ use std::time::Instant;
 use crate::branch_review::{ContextOptions, MAX_CONTEXT};
 use crate::cli::{GlobalArgs, ReviewArgs};
 use crate::config::Settings;
+use crate::egress::{err, errln};
 use crate::engine::protocol::{CallReply, DiffSource, ReviewOptions, ReviewPlan, Usage};
 use crate::engine::{EngineConfig, Event, Op, Purpose};
 
@@ -51,36 +52,35 @@ pub async fn run(
         options,
         send: !args.print_diff,
     })?;
-    let ctrl_c = {
+    // A signal stops the review; the process exits within `signals::GRACE` anyway.
+    let signals = crate::signals::watch(crate::signals::Exit::default());
+    let on_signal = signals.clone().map(|mut stop| {
         let ops = engine.ops.clone();
         tokio::spawn(async move {
-            while tokio::signal::ctrl_c().await.is_ok() {
-                if ops.send(Op::Cancel).is_err() {
-                    break;
-                }
-            }
+            stop.arrived().await;
+            let _ = ops.send(Op::Cancel);
+            let _ = ops.send(Op::Shutdown);
         })
-    };
-    let err_tty = std::io::stderr().is_terminal();
-    let shown = |text: &str| crate::terminal_text::for_terminal(text, err_tty).into_owned();
+    });
     let mut ok = true;
     // A single call streams to stdout; several are merged and printed at the end.
     let mut stream = false;
     let mut at_line_start = true;
+    let mut stdout = crate::egress::stdout();
     while let Some(event) = engine.events.recv().await {
         match event {
             Event::ReviewPlan(plan) => {
-                eprint!("{}", shown(&plan.summary()));
-                eprintln!("built in {} ms", started.elapsed().as_millis());
+                err!("{}", plan.summary());
+                errln!("built in {} ms", started.elapsed().as_millis());
                 if args.print_diff {
                     print_plan(&plan, global.json)?;
                 }
                 stream = plan.calls.len() == 1 && !global.json;
             }
             Event::Delta { text } if stream => {
-                let mut out = std::io::stdout().lock();
-                let text = crate::terminal_text::for_terminal(&text, out.is_terminal());
-                let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+                let _ = stdout
+                    .write_all(text.as_bytes())
+                    .and_then(|()| stdout.flush());
                 at_line_start = text.ends_with('\n');
             }
             Event::BranchReviewed {
@@ -90,36 +90,42 @@ pub async fn run(
                 cost,
             } => {
                 if stream && !at_line_start {
-                    println!();
+                    let _ = writeln!(stdout);
                 }
+                let _ = stdout.end_text();
                 ok &= report(&plan, &replies, usage, cost, global.json)?;
             }
             Event::Retrying {
                 attempt,
                 delay_ms,
                 reason,
-            } => eprintln!(
-                "tern review: {}; retry {attempt} in {:.2} s",
-                shown(&reason),
+            } => errln!(
+                "tern review: {reason}; retry {attempt} in {:.2} s",
                 delay_ms as f64 / 1000.0
             ),
             Event::Notice { text } | Event::Warning { text } => {
-                eprintln!("tern review: {}", shown(&text));
+                errln!("tern review: {text}");
             }
             Event::TurnFailed { error, .. } | Event::Error { text: error } => {
                 ok = false;
-                eprintln!("tern review: {}", shown(&error));
+                errln!("tern review: {error}");
             }
             Event::Crashed { text } => {
                 ok = false;
-                eprintln!("tern: {text}");
+                errln!("tern: {text}");
             }
             Event::Idle => engine.ops.send(Op::Shutdown)?,
             Event::Exited => break,
             _ => {}
         }
     }
-    ctrl_c.abort();
+    if let Some(task) = on_signal {
+        task.abort();
+    }
+    if let Some(signal) = signals.as_ref().and_then(crate::signals::Stop::signal) {
+        let _ = engine.task.await;
+        return Ok(ExitCode::from(crate::signals::exit_code(signal)));
+    }
     Ok(super::exit_code(engine.task, ok).await)
 }
 
@@ -127,7 +133,7 @@ pub async fn run(
 fn options(args: &ReviewArgs, settings: &Settings) -> ReviewOptions {
     let before = u32::try_from(args.context).unwrap_or(u32::MAX);
     if before > MAX_CONTEXT {
-        eprintln!("tern review: --context {before} is capped at {MAX_CONTEXT} lines");
+        errln!("tern review: --context {before} is capped at {MAX_CONTEXT} lines");
     }
     let defaults = ReviewOptions::from(settings);
     ReviewOptions {
@@ -145,9 +151,9 @@ fn options(args: &ReviewArgs, settings: &Settings) -> ReviewOptions {
 /// marker line naming the call and role. A closed pipe (`| head`) is not worth a
 /// message.
 fn print_plan(plan: &ReviewPlan, json: bool) -> std::io::Result<()> {
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::egress::stdout();
     let written = if json {
-        serde_json::to_writer_pretty(&mut out, plan)
+        serde_json::to_writer_pretty(&mut out, &crate::egress::json(plan)?)
             .map_err(std::io::Error::from)
             .and_then(|()| writeln!(out))
     } else {
@@ -177,9 +183,9 @@ fn report(
 ) -> std::io::Result<bool> {
     let texts: Vec<String> = replies.iter().map(|r| r.text.clone()).collect();
     let review = crate::branch_review::merge_replies(&texts);
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::egress::stdout();
     if json {
-        let value = serde_json::json!({
+        let mut value = serde_json::json!({
             "review": review,
             "replies": replies,
             "usage": usage,
@@ -187,6 +193,7 @@ fn report(
             "mode": plan.mode,
             "files": plan.files,
         });
+        crate::egress::redact_json(&mut value);
         serde_json::to_writer_pretty(&mut out, &value)?;
         writeln!(out)?;
     } else if plan.calls.len() > 1 {
@@ -205,12 +212,14 @@ fn report(
         };
         if let Some(why) = r.finish.incomplete() {
             ok = false;
-            eprintln!("tern review: {part}{why}");
+            errln!("tern review: {part}{why}");
         }
     }
-    eprintln!(
+    errln!(
         "Tokens: {} sent ({} cached), {} received. Cost: ${cost:.4}.",
-        usage.prompt_tokens, usage.cached_tokens, usage.completion_tokens
+        usage.prompt_tokens,
+        usage.cached_tokens,
+        usage.completion_tokens
     );
     Ok(ok)
 }

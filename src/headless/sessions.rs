@@ -20,7 +20,7 @@ const TITLE_COLUMNS: usize = 40;
 pub fn run(root: &Path, prune: bool, yes: bool, json: bool) -> ExitCode {
     let store = Store::for_repo(root);
     for notice in store.notices() {
-        eprintln!("tern: {notice}");
+        crate::egress::errln!("tern: {notice}");
     }
     if prune {
         return prune_old(&store, yes);
@@ -35,11 +35,11 @@ pub fn run(root: &Path, prune: bool, yes: bool, json: bool) -> ExitCode {
         writeln!(out, "{line}")
     });
     if let Err(e) = written {
-        eprintln!("tern sessions: {e}");
+        crate::egress::errln!("tern sessions: {e}");
         return ExitCode::FAILURE;
     }
     if sessions.is_empty() && !json {
-        eprintln!(
+        crate::egress::errln!(
             "tern: no saved sessions for {} (a run that sends a message or adds a file saves one)",
             root.components().as_path().display()
         );
@@ -104,13 +104,13 @@ fn prune_old(store: &Store, yes: bool) -> ExitCode {
     let removed = remove_all(store, &plain, false, &mut failed);
     let days = MAX_AGE.as_secs() / 86_400;
     if asking.is_empty() {
-        println!(
+        crate::egress::outln!(
             "removed {} (the newest {KEEP} and any active in the last {days} days are kept)",
             counted(removed, "old session")
         );
         return exit(failed);
     }
-    println!(
+    crate::egress::outln!(
         "{} hunks pending or cannot be read:",
         match asking.len() {
             1 => "1 old session has".to_string(),
@@ -118,7 +118,7 @@ fn prune_old(store: &Store, yes: bool) -> ExitCode {
         }
     );
     for s in &asking {
-        println!("  {}", text_line(s, now));
+        crate::egress::outln!("  {}", text_line(s, now));
     }
     let confirmed = yes || (std::io::stdin().is_terminal() && ask("remove them too? [y/N] "));
     if !confirmed {
@@ -126,11 +126,11 @@ fn prune_old(store: &Store, yes: bool) -> ExitCode {
             true => "kept them",
             false => "kept them: pass --yes to remove them too",
         };
-        println!("removed {}; {how}", counted(removed, "old session"));
+        crate::egress::outln!("removed {}; {how}", counted(removed, "old session"));
         return exit(failed || !std::io::stdin().is_terminal());
     }
     let gone = remove_all(store, &asking, true, &mut failed);
-    println!("removed {}", counted(removed + gone, "old session"));
+    crate::egress::outln!("removed {}", counted(removed + gone, "old session"));
     exit(failed)
 }
 
@@ -143,7 +143,7 @@ fn remove_all(store: &Store, sessions: &[Listed], pending_too: bool, failed: &mu
             Ok(true) => removed += 1,
             Ok(false) => {}
             Err(e) => {
-                eprintln!("tern sessions: {e}");
+                crate::egress::errln!("tern sessions: {e}");
                 *failed = true;
             }
         }
@@ -153,7 +153,7 @@ fn remove_all(store: &Store, sessions: &[Listed], pending_too: bool, failed: &mu
 
 /// Asks a y/N question on the terminal.
 fn ask(question: &str) -> bool {
-    print!("{question}");
+    crate::egress::out!("{question}");
     let _ = std::io::stdout().flush();
     let mut answer = String::new();
     std::io::stdin().lock().read_line(&mut answer).is_ok()

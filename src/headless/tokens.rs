@@ -5,6 +5,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use crate::context::BudgetReport;
+use crate::egress::errln;
 use crate::engine::{EngineConfig, Event, Op};
 use crate::tokens::calibration;
 
@@ -14,9 +15,9 @@ pub async fn run(
     json: bool,
 ) -> anyhow::Result<ExitCode> {
     let report = report(config, message).await?;
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = crate::egress::stdout();
     if json {
-        serde_json::to_writer_pretty(&mut stdout, &report)?;
+        serde_json::to_writer_pretty(&mut stdout, &crate::egress::json(&report)?)?;
         writeln!(stdout)?;
     } else {
         write!(stdout, "{}", report.render_table())?;
@@ -25,7 +26,7 @@ pub async fn run(
         return Ok(ExitCode::SUCCESS);
     }
     if report.counting.is_learned() {
-        eprintln!(
+        crate::egress::errln!(
             "tern: {}",
             calibration::refusal_note(&crate::config::calibration_file())
         );
@@ -48,7 +49,7 @@ pub fn recalibrate(model: Option<&str>) -> anyhow::Result<()> {
             forgotten.join(", ")
         ),
     };
-    eprintln!("tern: {what} ({})", file.display());
+    crate::egress::errln!("tern: {what} ({})", file.display());
     Ok(())
 }
 
@@ -75,8 +76,8 @@ pub async fn report(config: EngineConfig, message: Option<String>) -> anyhow::Re
                 }
                 last = Some(report);
             }
-            Event::Error { text } => eprintln!("tern: error: {text}"),
-            Event::Warning { text } => eprintln!("tern: warning: {text}"),
+            Event::Error { text } => errln!("tern: error: {text}"),
+            Event::Warning { text } => errln!("tern: warning: {text}"),
             Event::Exited => break,
             _ => {}
         }

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use crate::cli::TrustArgs;
 use crate::config::{ConfigSources, RepoConfig, TrustStore, config_hash};
-use crate::terminal_text::visible;
+use crate::egress::{errln, outln};
 
 /// Runs `tern trust`; exit 0 when done, 2 when there is nothing to trust or the list
 /// cannot be written.
@@ -13,7 +13,7 @@ pub fn run(args: &TrustArgs, sources: &ConfigSources) -> ExitCode {
     match trust(args, sources) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
-            eprintln!("tern trust: {message}");
+            errln!("tern trust: {message}");
             ExitCode::from(2)
         }
     }
@@ -34,26 +34,34 @@ fn trust(args: &TrustArgs, sources: &ConfigSources) -> Result<(), String> {
             .revoke(root)
             .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
         match was {
-            true => println!("no longer trusting the config of {}", root.display()),
-            false => println!("the config of {} was not trusted", root.display()),
+            true => outln!("no longer trusting the config of {}", root.display()),
+            false => outln!("the config of {} was not trusted", root.display()),
         }
+        warn_damage(&store);
         return Ok(());
     }
     let repo = RepoConfig::read(root)
         .map_err(|e| e.to_string())?
         .ok_or_else(|| format!("{} has no .tern.toml", root.display()))?;
-    println!("{}:", repo.path.display());
+    outln!("{}:", repo.path.display());
     for line in repo.text.lines() {
-        println!("  {}", visible(line));
+        outln!("  {line}");
     }
-    store
-        .trust(root, &repo.text)
-        .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
-    println!(
+    let trusted = store.trust(root, &repo.text);
+    warn_damage(&store);
+    trusted.map_err(|e| format!("cannot write {}: {e}", file.display()))?;
+    outln!(
         "trusted this content (sha256 {}): {}; when the file changes, tern ignores those settings again until you run `tern trust` again. {}",
         config_hash(&repo.text),
         repo.trust_effect(),
         crate::config::never_from_repository_note()
     );
     Ok(())
+}
+
+/// The trust list could not be used: say so (and where it was kept, if replaced).
+fn warn_damage(store: &TrustStore) {
+    if let Some(damage) = store.damage() {
+        errln!("tern trust: warning: {damage}");
+    }
 }

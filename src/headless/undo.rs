@@ -5,23 +5,40 @@
 use std::path::Path;
 use std::process::ExitCode;
 
+use crate::egress::{errln, outln};
 use crate::engine::persist::Resume;
 use crate::git::{self, UndoError};
 
 /// Runs `tern undo` in the repository containing `cwd`; `which`: the session named by
-/// `--resume[=ID]`.
+/// `--resume[=ID]`. A signal lets the undo under way finish (the repository lock marks
+/// it, `signals`), then ends the run with its exit code.
 pub fn run(cwd: &Path, turn: bool, which: Option<Resume>) -> ExitCode {
+    let signals = crate::signals::watch(crate::signals::Exit::default());
+    let code = undo(cwd, turn, which);
+    match signals.as_ref().and_then(crate::signals::Stop::signal) {
+        Some(signal) => {
+            errln!(
+                "tern undo: {} arrived while it ran; it ran to its end first",
+                crate::signals::name(signal)
+            );
+            ExitCode::from(crate::signals::exit_code(signal))
+        }
+        None => code,
+    }
+}
+
+fn undo(cwd: &Path, turn: bool, which: Option<Resume>) -> ExitCode {
     let repo = match git2::Repository::discover(cwd) {
         Ok(repo) => repo,
         Err(e) => {
-            eprintln!("tern undo: not in a git repository: {}", e.message());
+            errln!("tern undo: not in a git repository: {}", e.message());
             return ExitCode::from(2);
         }
     };
     // An older tern's sessions are moved in first, and that is said.
     if let Some(root) = repo.workdir() {
         for notice in crate::engine::persist::Store::for_repo(root).notices() {
-            eprintln!("tern: {notice}");
+            errln!("tern: {notice}");
         }
     }
     if turn {
@@ -33,15 +50,15 @@ pub fn run(cwd: &Path, turn: bool, which: Option<Resume>) -> ExitCode {
     };
     match undone {
         Ok(said) => {
-            println!("{said}");
+            outln!("{said}");
             ExitCode::SUCCESS
         }
         Err(why @ (UndoError::Refused(_) | UndoError::Turn(_))) => {
-            eprintln!("tern undo: refused: {why}");
+            errln!("tern undo: refused: {why}");
             ExitCode::from(1)
         }
         Err(UndoError::Git(e)) => {
-            eprintln!("tern undo: {e}");
+            errln!("tern undo: {e}");
             ExitCode::from(2)
         }
     }
@@ -51,24 +68,24 @@ pub fn run(cwd: &Path, turn: bool, which: Option<Resume>) -> ExitCode {
 /// exit 1.
 fn run_turn(repo: &git2::Repository, which: &Resume) -> ExitCode {
     let Some(root) = repo.workdir() else {
-        eprintln!("tern undo: the repository has no work tree");
+        errln!("tern undo: the repository has no work tree");
         return ExitCode::from(2);
     };
     match crate::engine::undo::undo_saved_turn(repo, root, which) {
         Ok(done) => {
             for undone in &done.undone {
-                println!("{undone}");
+                outln!("{undone}");
             }
             match &done.stopped {
                 None => ExitCode::SUCCESS,
                 Some(stopped) => {
-                    eprintln!("tern undo: {stopped}");
+                    errln!("tern undo: {stopped}");
                     ExitCode::from(1)
                 }
             }
         }
         Err(e) => {
-            eprintln!("tern undo: refused: {e}");
+            errln!("tern undo: refused: {e}");
             ExitCode::from(1)
         }
     }

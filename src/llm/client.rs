@@ -249,11 +249,8 @@ impl LlmClient {
         });
         let transport = match (replay, record) {
             (Some(path), _) => Transport::replay(path).map_err(anyhow::Error::msg)?,
-            (None, Some(path)) => {
-                Transport::record(http, path, Some(key.clone()), options.max_reply_bytes).map_err(
-                    |e| anyhow::anyhow!("cannot open record file {}: {e}", path.display()),
-                )?
-            }
+            (None, Some(path)) => Transport::record(http, path, options.max_reply_bytes)
+                .map_err(|e| anyhow::anyhow!("cannot open record file {}: {e}", path.display()))?,
             (None, None) => Transport::Network {
                 http,
                 limit: options.max_reply_bytes,

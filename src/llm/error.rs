@@ -187,7 +187,8 @@ pub(crate) fn api_message(body: &str) -> String {
     if text.is_empty() {
         return "(empty body)".to_string();
     }
-    shorten(&text, 300)
+    // Redacted before it is cut: cut first, a key could be cut in two and not be found.
+    shorten(&crate::egress::redact(&text), 300)
 }
 
 fn shorten(text: &str, max_chars: usize) -> String {

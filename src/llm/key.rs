@@ -2,19 +2,29 @@
 
 use serde::Deserialize;
 
-/// An API key. Its `Debug` never shows the key, so it cannot leak into logs.
+/// An API key. Its `Debug` never shows the key, so it cannot leak into logs, and
+/// making one registers it with `egress`, so that no sink writes it out, wherever it
+/// came from (the environment, a flag, a config file, `api_key_cmd`).
 #[derive(Clone, Deserialize, PartialEq, Eq)]
-#[serde(transparent)]
+#[serde(from = "String")]
 pub struct ApiKey(String);
 
 impl ApiKey {
     pub fn new(key: impl Into<String>) -> Self {
-        ApiKey(key.into())
+        let key = key.into();
+        crate::egress::register(&key);
+        ApiKey(key)
     }
 
     /// The key itself, for the Authorization header only.
     pub fn expose(&self) -> &str {
         &self.0
+    }
+}
+
+impl From<String> for ApiKey {
+    fn from(key: String) -> Self {
+        ApiKey::new(key)
     }
 }
 

@@ -6,6 +6,7 @@ mod gate;
 mod key;
 mod message;
 pub mod models;
+mod recorded;
 mod tokenize;
 mod transport;
 

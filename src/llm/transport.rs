@@ -21,7 +21,8 @@ use serde::{Deserialize, Serialize};
 
 use super::error::HttpFailure;
 
-/// One recorded request and the server's answer, a line of a `--record` file.
+/// One recorded request and the server's answer, a line of a `--record` file, with the
+/// API key redacted from all of it (`recorded`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Exchange {
     /// The JSON body tern sent. Headers (and so the API key) are never recorded.
@@ -54,11 +55,10 @@ pub(crate) enum Transport {
         /// The most bytes one reply may hold (`max_reply_bytes`).
         limit: usize,
     },
+    /// What is recorded is redacted (`recorded`).
     Record {
         http: reqwest::Client,
         sink: Arc<Mutex<File>>,
-        /// Redacted from recorded bodies in case a message quotes it.
-        secret: Option<String>,
         limit: usize,
     },
     Replay(Arc<Mutex<VecDeque<Exchange>>>),
@@ -68,7 +68,6 @@ impl Transport {
     pub(crate) fn record(
         http: reqwest::Client,
         path: &Path,
-        secret: Option<String>,
         limit: usize,
     ) -> std::io::Result<Self> {
         let file = std::fs::OpenOptions::new()
@@ -78,7 +77,6 @@ impl Transport {
         Ok(Transport::Record {
             http,
             sink: Arc::new(Mutex::new(file)),
-            secret: secret.filter(|s| !s.is_empty()),
             limit,
         })
     }
@@ -107,13 +105,8 @@ impl Transport {
                     .await
                     .map(|r| capped(r, limit))
             }
-            Transport::Record {
-                http,
-                sink,
-                secret,
-                limit,
-            } => {
-                let body = request_json(&request, secret.as_deref());
+            Transport::Record { http, sink, limit } => {
+                let body = request_json(&request);
                 let started = Instant::now();
                 let response = http.execute(request).await?;
                 if response.status().is_success() {
@@ -126,7 +119,7 @@ impl Transport {
                             request: body,
                             status: failure.status,
                             events: vec![],
-                            error_body: Some(failure.body.clone()),
+                            error_body: Some(super::recorded::error_body(&failure.body)),
                             retry_after_secs: failure.retry_after.map(|d| d.as_secs()),
                         },
                     );
@@ -142,7 +135,7 @@ impl Transport {
                             .into(),
                     )
                 })?;
-                let sent = request_json(&request, None);
+                let sent = request_json(&request);
                 if sent.get("messages") != exchange.request.get("messages") {
                     tracing::warn!("replay: the request differs from the recorded one");
                 }
@@ -216,56 +209,9 @@ fn parse_retry_after(value: &str) -> Option<Duration> {
     )
 }
 
-/// Fields whose values are credentials wherever they appear in a request body.
-const SECRET_FIELDS: &[&str] = &[
-    "api_key",
-    "api-key",
-    "apikey",
-    "x-api-key",
-    "authorization",
-    "access_token",
-    "secret",
-    "password",
-];
-
-/// Keys shorter than this are not searched for in text: a one-letter key would
-/// redact every `e` of the recording.
-const MIN_SECRET_TEXT: usize = 16;
-
-/// The request body for the record, with credentials redacted structurally: known
-/// key fields anywhere in the JSON, and the key's own text inside string values when
-/// it is long enough to be unmistakable. Headers are never recorded.
-fn request_json(request: &reqwest::Request, secret: Option<&str>) -> serde_json::Value {
-    let bytes = request.body().and_then(|b| b.as_bytes()).unwrap_or(&[]);
-    let mut value = serde_json::from_slice(bytes)
-        .unwrap_or_else(|_| serde_json::Value::String(String::from_utf8_lossy(bytes).into_owned()));
-    redact(
-        &mut value,
-        secret.filter(|s| s.chars().count() >= MIN_SECRET_TEXT),
-    );
-    value
-}
-
-fn redact(value: &mut serde_json::Value, secret: Option<&str>) {
-    use serde_json::Value;
-    match value {
-        Value::Object(fields) => {
-            for (name, field) in fields.iter_mut() {
-                if SECRET_FIELDS.contains(&name.to_ascii_lowercase().as_str()) {
-                    *field = Value::String("<redacted>".into());
-                } else {
-                    redact(field, secret);
-                }
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(|item| redact(item, secret)),
-        Value::String(text) => {
-            if let Some(secret) = secret.filter(|s| text.contains(s)) {
-                *text = text.replace(secret, "<redacted>");
-            }
-        }
-        _ => {}
-    }
+/// The request body, for the record (`recorded`: redacted) or to compare with one.
+fn request_json(request: &reqwest::Request) -> serde_json::Value {
+    super::recorded::request(request.body().and_then(|b| b.as_bytes()).unwrap_or(&[]))
 }
 
 fn write_line(sink: &Mutex<File>, exchange: &Exchange) {
@@ -404,6 +350,16 @@ impl Drop for Recording {
         if !self.pending.is_empty() {
             let rest = std::mem::take(&mut self.pending);
             self.push(&rest);
+        }
+        let mut texts: Vec<String> = self
+            .exchange
+            .events
+            .iter_mut()
+            .map(|e| std::mem::take(&mut e.data))
+            .collect();
+        super::recorded::stream(&mut texts);
+        for (event, text) in self.exchange.events.iter_mut().zip(texts) {
+            event.data = text;
         }
         write_line(&self.sink, &self.exchange);
     }

@@ -93,10 +93,7 @@ pub const CHECKOUTS_CAP_BYTES: u64 = 256 << 20;
 pub fn load_snapshot(path: &Path) -> (Snapshot, Option<String>) {
     let loaded = read(path, SNAPSHOT_MAGIC);
     // Losing a use time only makes a snapshot older: never an error.
-    let _ = std::fs::File::options()
-        .append(true)
-        .open(path)
-        .and_then(|f| f.set_modified(std::time::SystemTime::now()));
+    let _ = crate::regular_file::touch(path);
     loaded
 }
 
@@ -174,7 +171,7 @@ use Unusable::{Bad, Missing};
 /// Checks the header and the checksum in one streaming pass, then decodes in a second:
 /// the file is never held in memory next to what is decoded from it.
 fn decode<T: DeserializeOwned>(path: &Path, magic: &[u8; 8]) -> Result<T, Unusable> {
-    let mut file = match std::fs::File::open(path) {
+    let mut file = match crate::regular_file::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Missing),
         Err(e) => return Err(Bad(format!("cannot read: {e}"))),

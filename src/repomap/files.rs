@@ -87,13 +87,30 @@ pub fn scan(root: &Path) -> Vec<Found> {
             })
             .collect();
     }
-    // Untracked files: a walk on every core that skips ignored directories.
+    // Untracked files: a walk on every core that skips ignored directories, and those
+    // whose ignore files it could not read without blocking (a FIFO).
+    if !crate::regular_file::walkable(root, &[TERNIGNORE]) {
+        tracing::warn!(
+            "{}: an ignore file is not a file; untracked files are left out",
+            root.display()
+        );
+        found.sort_unstable_by(|a, b| a.rel.cmp(&b.rel));
+        return found;
+    }
     let tracked: HashSet<&str> = found.iter().map(|f| f.rel.as_str()).collect();
     let untracked = Mutex::new(Vec::new());
     ignore::WalkBuilder::new(root)
         .add_custom_ignore_filename(TERNIGNORE)
         .require_git(false)
-        .filter_entry(move |e| e.file_name() != ".git" && !submodules.contains(e.path()))
+        .git_exclude(!crate::regular_file::would_block(
+            &root.join(".git/info/exclude"),
+        ))
+        .filter_entry(move |e| {
+            e.file_name() != ".git"
+                && !submodules.contains(e.path())
+                && (!e.file_type().is_some_and(|t| t.is_dir())
+                    || crate::regular_file::walkable(e.path(), &[TERNIGNORE]))
+        })
         .build_parallel()
         .run(|| {
             Box::new(|entry| {
@@ -138,7 +155,8 @@ impl IndexTrust {
             .map_or(i64::MIN, |m| mtime_ns(&m).div_euclid(1_000_000_000));
         let mut converted = Vec::new();
         let converts = |path: &Path| {
-            std::fs::read_to_string(path).is_ok_and(|t| CONVERTING.iter().any(|w| t.contains(w)))
+            crate::regular_file::read_to_string(path, crate::regular_file::MAX_SETTINGS_BYTES)
+                .is_ok_and(|t| CONVERTING.iter().any(|w| t.contains(w)))
         };
         let config = repo.config().ok();
         let autocrlf = config
@@ -221,10 +239,11 @@ pub fn stat(root: &Path, rel: &str) -> Option<Found> {
 fn ternignore(root: &Path) -> Gitignore {
     let mut builder = GitignoreBuilder::new(root);
     let file = root.join(TERNIGNORE);
-    if file.is_file()
-        && let Some(err) = builder.add(&file)
-    {
-        tracing::warn!("{}: {err}", file.display());
+    let text = crate::regular_file::read_to_string(&file, crate::regular_file::MAX_SETTINGS_BYTES);
+    for line in text.iter().flat_map(|t| t.lines()) {
+        if let Err(err) = builder.add_line(Some(file.clone()), line) {
+            tracing::warn!("{}: {err}", file.display());
+        }
     }
     builder.build().unwrap_or_else(|_| Gitignore::empty())
 }

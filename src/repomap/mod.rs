@@ -642,7 +642,7 @@ impl RepoMap {
         let (key, mut bytes) = match f.blob {
             Some(blob) => (Key::new(&blob, lang), None),
             None => {
-                let Ok(bytes) = std::fs::read(&path) else {
+                let Ok(bytes) = crate::regular_file::read(&path, MAX_FILE_BYTES) else {
                     return Resolved::Gone;
                 };
                 stats.hashed += 1;
@@ -658,7 +658,7 @@ impl RepoMap {
         }
         let bytes = match bytes.take() {
             Some(b) => b,
-            None => match std::fs::read(&path) {
+            None => match crate::regular_file::read(&path, MAX_FILE_BYTES) {
                 Ok(b) => b,
                 Err(_) => return Resolved::Gone,
             },
@@ -988,7 +988,7 @@ impl RepoMap {
     fn current_content(&self, file: u32) -> Option<Rc<[u8]>> {
         let slot = &self.slots[file as usize];
         let path = self.root.join(&self.paths[file as usize]);
-        let content = std::fs::read(&path).ok()?;
+        let content = crate::regular_file::read(&path, MAX_FILE_BYTES).ok()?;
         // Stat'ed after the read: a change before the read shows in it.
         let found = files::stat(&self.root, &self.paths[file as usize])?;
         let current = self.proven(&slot.known, &found, self.read_ns)

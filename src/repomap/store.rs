@@ -131,7 +131,7 @@ struct Segment {
 
 impl Segment {
     fn open(path: PathBuf) -> Option<Segment> {
-        let mut file = File::open(&path).ok()?;
+        let mut file = crate::regular_file::open(&path).ok()?;
         let mut header = [0u8; HEADER];
         file.read_exact(&mut header).ok()?;
         if &header[..8] != MAGIC || u32_at(&header, 8) != FORMAT {
@@ -258,15 +258,11 @@ impl Store {
                 self.segments.insert(0, segment);
             }
         }
-        let now = SystemTime::now();
         for (i, s) in self.segments.iter().enumerate() {
             // After a rewrite only the new segment is in use.
             if s.used.swap(false, Ordering::Relaxed) && (i == 0 || !rewritten) {
                 // Losing a use time only makes a segment older: never an error.
-                let _ = File::options()
-                    .append(true)
-                    .open(&s.path)
-                    .and_then(|f| f.set_modified(now));
+                let _ = crate::regular_file::touch(&s.path);
             }
         }
         self.evict();

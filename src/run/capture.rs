@@ -1,10 +1,12 @@
 //! A command's output as it streams in, kept within a byte cap: the head and the tail,
 //! with the middle only counted, so a command printing gigabytes never fills memory.
 //! Bytes stay bytes until the end (a character may be split across reads); then they
-//! become text with every control character made visible.
+//! become text, redacted (a key the command printed, from a file it read, is never
+//! shown or sent) and then with every control character made visible.
 
 use std::collections::VecDeque;
 
+use crate::egress::{self, Redactor};
 use crate::terminal_text::visible;
 
 /// The whole output: head, tail, and what fell between them.
@@ -112,8 +114,9 @@ const LAST_LINE_MAX_BYTES: usize = 512;
 const LAST_LINE_MAX_CHARS: usize = 200;
 
 /// What was printed since the last progress report, and the last line.
-#[derive(Default)]
 pub(super) struct Recent {
+    /// Redacts the reports as one stream: a key may be split between two.
+    redactor: Redactor,
     pending: Vec<u8>,
     skipped: u64,
     /// The start of a character split by the last report.
@@ -124,6 +127,17 @@ pub(super) struct Recent {
 }
 
 impl Recent {
+    pub fn new() -> Recent {
+        Recent {
+            redactor: egress::redactor(),
+            pending: Vec::new(),
+            skipped: 0,
+            carry: Vec::new(),
+            current: Vec::new(),
+            last: Vec::new(),
+        }
+    }
+
     /// Keeps the end of what was printed since the last report: the end is what the
     /// user waits for (a test run's summary), so a flood loses its start, from a line
     /// break on.
@@ -198,11 +212,16 @@ impl Recent {
         }
         let mut text = String::new();
         if self.skipped > 0 {
+            // What was skipped may have held the start of a key: the rest is not it.
+            text.push_str(&self.redactor.finish());
             text.push_str(&format!("[… {} bytes not shown …]\n", self.skipped));
             self.skipped = 0;
         }
-        text.push_str(&shown(&bytes));
-        text
+        text.push_str(&self.redactor.push(&settled(&bytes)));
+        if at_end {
+            text.push_str(&self.redactor.finish());
+        }
+        visible(&text).into_owned()
     }
 
     pub fn last_line(&self) -> String {
@@ -212,8 +231,12 @@ impl Recent {
             &self.current
         };
         let text = String::from_utf8_lossy(line);
-        let text = visible(text.trim());
-        text.chars().take(LAST_LINE_MAX_CHARS).collect()
+        let text = match line.len() >= LAST_LINE_MAX_BYTES {
+            // Cut at the cap: the start of a key there would still show.
+            true => egress::redact_cut(text.trim()),
+            false => egress::redact(text.trim()).into_owned(),
+        };
+        visible(&text).chars().take(LAST_LINE_MAX_CHARS).collect()
     }
 }
 
@@ -222,15 +245,19 @@ fn extend_capped(line: &mut Vec<u8>, bytes: &[u8]) {
     line.extend_from_slice(bytes.get(..room.min(bytes.len())).unwrap_or_default());
 }
 
-/// Output bytes as text to show and send: invalid UTF-8 replaced, a line a progress bar
-/// rewrote with `\r` reduced to what it showed last, control characters made visible.
+/// Output bytes as text to show and send: redacted, then made visible.
 fn shown(bytes: &[u8]) -> String {
+    egress::terminal(&settled(bytes)).into_owned()
+}
+
+/// Output bytes as text: invalid UTF-8 replaced, a line a progress bar rewrote with
+/// `\r` reduced to what it showed last.
+fn settled(bytes: &[u8]) -> String {
     let text = String::from_utf8_lossy(bytes);
     if !text.contains('\r') {
-        return visible(&text).into_owned();
+        return text.into_owned();
     }
-    let settled: String = text
-        .split_inclusive('\n')
+    text.split_inclusive('\n')
         .map(|line| {
             let body = line.strip_suffix('\n').unwrap_or(line);
             let ending = line.get(body.len()..).unwrap_or_default();
@@ -242,6 +269,5 @@ fn shown(bytes: &[u8]) -> String {
             let last = body.rsplit('\r').next().unwrap_or(body);
             format!("{last}{cr}{ending}")
         })
-        .collect();
-    visible(&settled).into_owned()
+        .collect()
 }

@@ -19,9 +19,6 @@ pub use suggest::{CommandKind, Suggestion, suggest};
 #[derive(Debug, Clone)]
 pub struct RunOptions {
     pub timeout: Duration,
-    /// Values that must not reach the command: every environment variable whose value
-    /// contains one of these (non-empty) strings is removed from the child's environment.
-    pub secrets: Vec<String>,
     /// The most bytes of output kept in memory; beyond it, head and tail are kept and the
     /// middle is counted, never stored.
     pub max_bytes: usize,
@@ -33,7 +30,6 @@ impl Default for RunOptions {
     fn default() -> Self {
         RunOptions {
             timeout: Duration::from_secs(600),
-            secrets: Vec::new(),
             max_bytes: 1 << 20,
             kill_grace: Duration::from_secs(2),
         }

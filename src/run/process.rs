@@ -1,9 +1,8 @@
-//! Starting the command in its own process group with a scrubbed environment, reading
+//! Starting the command in its own process group with no API key in its environment, reading
 //! its output, and stopping the whole group: on cancel or timeout (SIGTERM, then
 //! SIGKILL after the grace), and always once it is over, so that nothing it started in
 //! the background outlives it, not even when tern drops the future on quitting.
 
-use std::ffi::OsStr;
 use std::os::fd::OwnedFd;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
@@ -56,7 +55,7 @@ pub async fn run(
     if !cwd.is_dir() {
         return failed(format!("{} is not a directory", cwd.display()));
     }
-    let (child, pipe) = match spawn(command, cwd, &options.secrets) {
+    let (child, pipe) = match spawn(command, cwd) {
         Ok(started) => started,
         Err(e) => return failed(format!("sh: {e}")),
     };
@@ -65,7 +64,7 @@ pub async fn run(
         pipe,
         pipe_open: true,
         capture: Capture::new(options.max_bytes),
-        recent: Recent::default(),
+        recent: Recent::new(),
         buf: vec![0; READ_BYTES],
         started,
     };
@@ -91,11 +90,12 @@ pub async fn run(
     }
 }
 
-/// Starts `sh -c command`; its group is killed when the child is dropped.
-fn spawn(command: &str, cwd: &Path, secrets: &[String]) -> std::io::Result<(Child, Receiver)> {
+/// Starts `sh -c command` (through `spawn`: no form of the API key in its
+/// environment); its group is killed when the child is dropped.
+fn spawn(command: &str, cwd: &Path) -> std::io::Result<(Child, Receiver)> {
     let (reader, writer) = std::io::pipe()?;
     let pipe = Receiver::from_owned_fd(OwnedFd::from(reader))?;
-    let mut cmd = tokio::process::Command::new("/bin/sh");
+    let mut cmd = tokio::process::Command::from(crate::spawn::command("/bin/sh"));
     cmd.arg("-c")
         .arg(command)
         .current_dir(cwd)
@@ -115,11 +115,6 @@ fn spawn(command: &str, cwd: &Path, secrets: &[String]) -> std::io::Result<(Chil
                 .map_err(std::io::Error::from)
         });
     }
-    for (name, value) in std::env::vars_os() {
-        if holds_secret(&value, secrets) {
-            cmd.env_remove(name);
-        }
-    }
     cmd.envs(FIXED_ENV);
     // The command keeps the pipe's write ends until it is dropped; the reader sees the
     // end of the output only once every copy is closed.
@@ -127,16 +122,6 @@ fn spawn(command: &str, cwd: &Path, secrets: &[String]) -> std::io::Result<(Chil
     drop(cmd);
     let group = child.id().map(|id| Pid::from_raw(id as i32));
     Ok((Child { child, group }, pipe))
-}
-
-/// Whether `value` contains any of the non-empty `secrets`.
-fn holds_secret(value: &OsStr, secrets: &[String]) -> bool {
-    let value = value.as_encoded_bytes();
-    secrets
-        .iter()
-        .map(String::as_bytes)
-        .filter(|s| !s.is_empty())
-        .any(|s| value.windows(s.len()).any(|w| w == s))
 }
 
 /// The direct child and its process group (the child's pid: it leads the group).

@@ -34,7 +34,8 @@ fn found(command: &str, reason: &str) -> Option<Suggestion> {
 }
 
 fn read(root: &Path, name: &str) -> Option<String> {
-    std::fs::read_to_string(root.join(name)).ok()
+    crate::regular_file::read_to_string(&root.join(name), crate::regular_file::MAX_SETTINGS_BYTES)
+        .ok()
 }
 
 fn cargo(root: &Path, kind: CommandKind) -> Option<Suggestion> {

@@ -465,7 +465,7 @@ pub type Calibrations = BTreeMap<String, Calibration>;
 /// Reads the saved calibrations; a missing or unreadable file is an empty table (a
 /// calibration is relearned from the next request).
 pub fn load(path: &Path) -> Calibrations {
-    std::fs::read_to_string(path)
+    crate::regular_file::read_to_string(path, crate::regular_file::MAX_SETTINGS_BYTES)
         .ok()
         .and_then(|text| serde_json::from_str(&text).ok())
         .unwrap_or_default()

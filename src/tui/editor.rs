@@ -5,7 +5,6 @@
 //! `tui::TerminalInput::run_editor`); this module only runs the editor.
 
 use std::path::PathBuf;
-use std::process::Command;
 
 /// What the text in the editor is for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,7 +67,8 @@ pub fn command_from_env() -> Result<Vec<String>, EditorError> {
 }
 
 /// Runs `command` with a temporary file holding `text` (named `tern-…{suffix}`) as its
-/// last argument, with this process's stdio, and waits for it. Returns the file's
+/// last argument, with this process's stdio and no API key in its environment, and
+/// waits for it. Returns the file's
 /// content once the editor exits successfully; the file is removed unless its content
 /// could not be used.
 pub fn edit(command: &[String], text: &str, suffix: &str) -> Result<String, EditorError> {
@@ -85,7 +85,7 @@ pub fn edit(command: &[String], text: &str, suffix: &str) -> Result<String, Edit
     std::io::Write::write_all(&mut file, text.as_bytes())?;
     // Closed before the editor opens it: some editors replace the file by renaming.
     let path = file.into_temp_path();
-    let status = Command::new(program)
+    let status = crate::spawn::command(program)
         .args(args)
         .arg(&path)
         .status()
@@ -99,7 +99,7 @@ pub fn edit(command: &[String], text: &str, suffix: &str) -> Result<String, Edit
             status: status.to_string(),
         });
     }
-    let bytes = std::fs::read(&path)?;
+    let bytes = crate::regular_file::read(&path, crate::regular_file::MAX_TEXT_BYTES)?;
     String::from_utf8(bytes).map_err(|_| match path.keep() {
         Ok(kept) => EditorError::NotUtf8(kept),
         Err(e) => EditorError::Io(e.error),

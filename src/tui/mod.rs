@@ -69,6 +69,12 @@ pub async fn run(config: EngineConfig, options: Options) -> anyhow::Result<ExitC
     notices.extend(theme_warning.map(|w| (Kind::Warning, w)));
     let (keymap, key_warnings) = Keymap::from_config(&config.settings.keys);
     notices.extend(key_warnings.into_iter().map(|w| (Kind::Warning, w)));
+    // A signal quits as `q` would; if the workspace cannot, the terminal is restored
+    // and the process exits anyway (`signals`).
+    let signals = crate::signals::watch(crate::signals::Exit {
+        restore: terminal::restore,
+        code: crate::signals::exit_code,
+    });
     let mut engine = crate::engine::spawn(config)?;
     if let Some(text) = options.submit {
         engine.ops.send(Op::Submit { text })?;
@@ -89,7 +95,7 @@ pub async fn run(config: EngineConfig, options: Options) -> anyhow::Result<ExitC
             &mut input,
             &mut engine.events,
             &engine.ops,
-            stop_signal(),
+            stopped_by(signals.clone()),
         )
         .await
     };
@@ -97,7 +103,7 @@ pub async fn run(config: EngineConfig, options: Options) -> anyhow::Result<ExitC
     if app.applying() {
         // Cut off, the landing would still finish, but the saved session would not
         // know its commit (`undo --turn` would refuse).
-        eprintln!(
+        crate::egress::errln!(
             "tern: waiting for the landing under way: it is cancelled if nothing is written yet, else committed (and saved with the session) first"
         );
         let _ = (&mut engine.task).await;
@@ -109,10 +115,21 @@ pub async fn run(config: EngineConfig, options: Options) -> anyhow::Result<ExitC
     }
     tracing::info!("workspace closed");
     if let Some(text) = app.crashed() {
-        eprintln!("tern: {text}");
+        crate::egress::errln!("tern: {text}");
         return result.map(|()| ExitCode::FAILURE);
     }
-    result.map(|()| ExitCode::SUCCESS)
+    let signal = signals.as_ref().and_then(crate::signals::Stop::signal);
+    result.map(|()| signal.map_or(ExitCode::SUCCESS, |s| crate::signals::exit_code(s).into()))
+}
+
+/// Resolves when a signal arrives (never, when signals are not watched).
+async fn stopped_by(stop: Option<crate::signals::Stop>) {
+    match stop {
+        Some(mut stop) => {
+            stop.arrived().await;
+        }
+        None => std::future::pending().await,
+    }
 }
 
 /// Where the loop's terminal events come from: the real terminal, read by crossterm's
@@ -195,22 +212,6 @@ fn read_terminal(tx: UnboundedSender<io::Result<TermEvent>>) -> JoinHandle<()> {
             }
         }
     })
-}
-
-/// SIGTERM or SIGHUP: leave cleanly, restoring the terminal (and, headless, killing a
-/// command that runs).
-pub(crate) async fn stop_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut hup)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::hangup()),
-    ) else {
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = term.recv() => tracing::info!("SIGTERM: closing"),
-        _ = hup.recv() => tracing::info!("SIGHUP: closing"),
-    }
 }
 
 /// The event loop, generic over the terminal backend, with terminal events from a

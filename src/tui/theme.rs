@@ -127,8 +127,9 @@ impl Theme {
                     names.join(", ")
                 )
             })?;
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let text =
+            crate::regular_file::read_to_string(&path, crate::regular_file::MAX_SETTINGS_BYTES)
+                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         let name = path
             .file_stem()
             .map_or(wanted.to_string(), |s| s.to_string_lossy().into_owned());

@@ -5,7 +5,7 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
 use git2::Repository;
 
@@ -54,7 +54,7 @@ impl Repo {
 
     /// Runs tern with a clean environment: no user config, no model variables.
     fn tern(&self, args: &[&str], stdin: Option<&str>) -> Output {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_tern"));
+        let mut cmd = crate::support::command(env!("CARGO_BIN_EXE_tern"));
         cmd.args(args)
             .current_dir(self.dir.path())
             .env("HOME", self.home.path())

@@ -593,7 +593,7 @@ fn ctrl_c_withdraws_yes() {
         seen.extend_from_slice(&buf[..n]);
     }
     let pid = child.id().to_string();
-    let interrupt = std::process::Command::new("kill")
+    let interrupt = crate::support::command("kill")
         .args(["-INT", &pid])
         .status()
         .unwrap();
@@ -608,9 +608,7 @@ fn ctrl_c_withdraws_yes() {
     let start = std::time::Instant::now();
     while !waited.is_finished() {
         if start.elapsed() > std::time::Duration::from_secs(20) {
-            let _ = std::process::Command::new("kill")
-                .args(["-9", &pid])
-                .status();
+            let _ = crate::support::command("kill").args(["-9", &pid]).status();
             panic!("tern hangs");
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
@@ -716,7 +714,7 @@ fn outside_a_repository_tern_says_how_to_make_one() {
     let server = MockServer::start_in_thread();
     server.push(Reply::text("hi"));
     let home = tempfile::tempdir().unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tern"))
+    let out = crate::support::command(env!("CARGO_BIN_EXE_tern"))
         .current_dir(dir.path())
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())

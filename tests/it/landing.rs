@@ -206,7 +206,7 @@ fn nested_repositories_submodules_and_terns_own_config_are_refused() {
 }
 
 fn tern_apply(dir: &Path, home: &Path, reply: &Path, extra: &[&str]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_tern"));
+    let mut cmd = crate::support::command(env!("CARGO_BIN_EXE_tern"));
     cmd.current_dir(dir)
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
@@ -357,7 +357,10 @@ fn a_signal_during_the_commit_lets_it_finish_and_leaves_nothing_behind() {
     let child = spawn_apply(&repo, &reply);
     wait_for_commit(&repo);
     let pid = child.id().to_string();
-    Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    crate::support::command("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
     let out = child.wait_with_output().unwrap();
     assert_eq!(
         out.status.code(),
@@ -599,7 +602,7 @@ fn a_tern_killed_right_after_its_commit_never_lets_undo_drop_the_users_lines() {
         .unwrap();
     assert_eq!(out.status.code(), None, "killed by the hook");
     assert_ne!(head(&repo), before, "the commit was made");
-    let undo = Command::new(env!("CARGO_BIN_EXE_tern"))
+    let undo = crate::support::command(env!("CARGO_BIN_EXE_tern"))
         .current_dir(repo.path())
         .env("HOME", home.path())
         .arg("undo")
@@ -626,7 +629,7 @@ fn a_conflicted_index_is_refused_before_anything_is_committed() {
     repo.git(&["stash"]);
     repo.write("a.txt", "one\ntheirs\n");
     repo.commit("theirs");
-    let pop = Command::new("git")
+    let pop = crate::support::command("git")
         .args(["stash", "pop"])
         .current_dir(repo.path())
         .output()
@@ -702,7 +705,7 @@ fn tern_apply_replaces_an_existing_ignored_file_only_when_named() {
         .collect();
     assert_eq!(saved.len(), 1, "backed up outside the repository");
     assert_eq!(std::fs::read_to_string(&saved[0]).unwrap(), "SECRET=old\n");
-    let undo = Command::new(env!("CARGO_BIN_EXE_tern"))
+    let undo = crate::support::command(env!("CARGO_BIN_EXE_tern"))
         .current_dir(repo.path())
         .env("HOME", home.path())
         .arg("undo")
@@ -963,7 +966,10 @@ fn ctrl_c_while_waiting_for_another_tern_cancels_instead_of_landing_later() {
         .unwrap();
     std::thread::sleep(Duration::from_millis(700));
     let pid = second.id().to_string();
-    Command::new("kill").args(["-INT", &pid]).status().unwrap();
+    crate::support::command("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap();
     // The first tern goes away soon after: the lock is free again.
     std::thread::sleep(Duration::from_millis(1000));
     first.kill().unwrap();

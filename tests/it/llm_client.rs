@@ -478,7 +478,7 @@ async fn record_then_replay_gives_the_same_reply_without_a_server() {
     let recorded = std::fs::read_to_string(&file).unwrap();
     assert_eq!(recorded.lines().count(), 2);
     assert!(!recorded.contains(KEY), "the key leaked into the recording");
-    assert!(recorded.contains("<redacted>"));
+    assert!(recorded.contains(tern::egress::MARKER), "{recorded}");
 
     let replaying = LlmClient::new(&Settings::default(), None, Some(&file)).unwrap();
     let replayed_first = chat(&replaying, &secret_request).await.0;

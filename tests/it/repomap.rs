@@ -387,7 +387,7 @@ fn only_file(dir: &Path, extension: &str) -> PathBuf {
 /// `git worktree add` through git itself, as a user would.
 fn add_worktree(repo: &TempRepo, name: &str) -> tempfile::TempDir {
     let parent = tempfile::tempdir().unwrap();
-    let out = std::process::Command::new("git")
+    let out = crate::support::command("git")
         .args(["worktree", "add", "-q", "-b", name])
         .arg(parent.path().join(name))
         .current_dir(repo.path())
@@ -701,7 +701,7 @@ fn default_budget_matches_the_design() {
 fn tern_map_prints_the_map_json_and_stats() {
     let repo = Repo::from_fixture("project");
     let run = |args: &[&str]| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_tern"))
+        crate::support::command(env!("CARGO_BIN_EXE_tern"))
             .args(args)
             .current_dir(repo.path().join("src"))
             .env("XDG_CACHE_HOME", repo.cache.path())

@@ -771,7 +771,7 @@ fn hunks_match_the_git_command_line() {
     let r = big_repo();
     let changes = changes(&r);
     let git = |args: &[&str]| {
-        std::process::Command::new("git")
+        crate::support::command("git")
             .args(args)
             .current_dir(r.path())
             .output()

@@ -25,7 +25,10 @@ fn land(repo: &TempRepo) -> Landed {
 
 /// Whether `program` can be run; a test that needs it says why it is skipped.
 fn have(program: &str) -> bool {
-    let found = Command::new(program).arg("--version").output().is_ok();
+    let found = crate::support::command(program)
+        .arg("--version")
+        .output()
+        .is_ok();
     if !found {
         eprintln!("skipped: {program} is not installed");
     }
@@ -44,7 +47,7 @@ fn run(cmd: &mut Command) -> String {
 
 /// `git verify-commit REV` in `repo`, with `env`: whether it verified, and what it said.
 fn verify(repo: &TempRepo, rev: &str, env: &[(&str, &Path)]) -> (bool, String) {
-    let out = Command::new("git")
+    let out = crate::support::command("git")
         .args(["verify-commit", "--verbose", rev])
         .envs(env.iter().map(|(k, v)| (*k, *v)))
         .current_dir(repo.path())
@@ -75,7 +78,7 @@ impl Gpg {
             .tempdir_in("/tmp")
             .unwrap();
         let dir = home.path().to_str().unwrap().to_string();
-        run(Command::new("gpg").args([
+        run(crate::support::command("gpg").args([
             "--batch",
             "--homedir",
             &dir,
@@ -87,7 +90,7 @@ impl Gpg {
             "sign",
             "never",
         ]));
-        let listed = run(Command::new("gpg").args([
+        let listed = run(crate::support::command("gpg").args([
             "--homedir",
             &dir,
             "--list-secret-keys",
@@ -113,7 +116,7 @@ impl Gpg {
 
 impl Drop for Gpg {
     fn drop(&mut self) {
-        let _ = Command::new("gpgconf")
+        let _ = crate::support::command("gpgconf")
             .arg("--homedir")
             .arg(self.home.path())
             .args(["--kill", "gpg-agent"])
@@ -193,7 +196,7 @@ fn a_gpg_key_that_cannot_sign_refuses_before_anything_is_written() {
 /// An ssh key pair made for the test, and an allowed-signers file for git to verify.
 fn ssh_key(dir: &Path) -> PathBuf {
     let key = dir.join("key");
-    run(Command::new("ssh-keygen")
+    run(crate::support::command("ssh-keygen")
         .args(["-q", "-t", "ed25519", "-N", "", "-C", "test", "-f"])
         .arg(&key));
     let public = std::fs::read_to_string(dir.join("key.pub")).unwrap();
@@ -352,7 +355,7 @@ fn a_literal_ssh_key_signs_through_the_agent() {
     let key = ssh_key(keys.path());
     let socket = keys.path().join("agent");
     let mut agent = Agent {
-        child: Command::new("ssh-agent")
+        child: crate::support::command("ssh-agent")
             .arg("-D")
             .arg("-a")
             .arg(&socket)
@@ -365,7 +368,7 @@ fn a_literal_ssh_key_signs_through_the_agent() {
     while !agent.socket.exists() && started.elapsed().as_secs() < 10 {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    run(Command::new("ssh-add")
+    run(crate::support::command("ssh-add")
         .arg("-q")
         .arg(&key)
         .env("SSH_AUTH_SOCK", &agent.socket));

@@ -88,15 +88,7 @@ fn a_cloned_config_cannot_send_the_key_elsewhere() {
     // The user's own config names their server; the repository's names another.
     let mut cmd = repo.tern(&legit.base_url());
     cmd.env_remove("OPENAI_BASE_URL");
-    let user_config = repo
-        .path()
-        .join(".git/tern-test-home/config/tern/config.toml");
-    std::fs::create_dir_all(user_config.parent().unwrap()).unwrap();
-    std::fs::write(
-        &user_config,
-        format!("api_base = \"{}\"\n", legit.base_url()),
-    )
-    .unwrap();
+    repo.user_config(&format!("api_base = \"{}\"\n", legit.base_url()));
     let out = cmd.args(["-m", "hi"]).output().unwrap();
     let (stdout, stderr) = texts(&out);
     assert!(out.status.success(), "{stderr}");
@@ -203,19 +195,10 @@ fn a_worktree_review_leaves_ignored_files_out() {
     assert!(!stdout.contains("sk_live"), "{stdout}");
 }
 
-/// Writes the user's own config for a `repo.tern(..)` process.
-fn user_config(repo: &TempRepo, text: &str) {
-    let file = repo
-        .path()
-        .join(".git/tern-test-home/config/tern/config.toml");
-    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-    std::fs::write(file, text).unwrap();
-}
-
 #[test]
 fn credentials_in_the_base_url_never_show_in_errors() {
     let repo = TempRepo::with_files(&[("a.py", "x = 1\n")]);
-    user_config(&repo, "retry_budget_secs = 1\nconnect_timeout_secs = 1\n");
+    repo.user_config("retry_budget_secs = 1\nconnect_timeout_secs = 1\n");
     // Nothing listens on port 1: the connection is refused.
     let out = repo
         .tern("http://alice:hunter2pass@127.0.0.1:1/v1?api-key=sk-in-query")
@@ -259,7 +242,7 @@ fn a_recording_redacts_the_key_without_mangling_the_text() {
         if key.len() > 1 {
             assert!(!recording.contains(key), "{recording}");
             assert!(
-                recording.contains("my key <redacted> leaked"),
+                recording.contains("my key [API key redacted] leaked"),
                 "{recording}"
             );
         } else {
@@ -277,10 +260,7 @@ fn the_key_can_come_from_a_command_but_never_from_a_repository() {
         ".tern.toml",
         "api_key_cmd = \"touch pwned; echo sk-from-repo\"\n",
     )]);
-    user_config(
-        &repo,
-        "api_key_cmd = \"printf 'sk-from-password-manager\\\\n'\"\n",
-    );
+    repo.user_config("api_key_cmd = \"printf 'sk-from-password-manager\\\\n'\"\n");
     let out = repo
         .tern(&server.base_url())
         .env_remove("OPENAI_API_KEY")
@@ -295,7 +275,7 @@ fn the_key_can_come_from_a_command_but_never_from_a_repository() {
         "the repository's command ran"
     );
 
-    user_config(&repo, "api_key_cmd = \"echo no >&2; exit 3\"\n");
+    repo.user_config("api_key_cmd = \"echo no >&2; exit 3\"\n");
     let out = repo
         .tern(&server.base_url())
         .env_remove("OPENAI_API_KEY")
@@ -317,7 +297,7 @@ fn a_reply_larger_than_the_cap_is_cut_off_there() {
     server.push(Reply::text(huge));
     let repo = TempRepo::with_files(&[("a.py", "x = 1\n")]);
     // The summary of the long history that follows has no scripted reply: give up soon.
-    user_config(&repo, "max_reply_bytes = 100000\nretry_budget_secs = 1\n");
+    repo.user_config("max_reply_bytes = 100000\nretry_budget_secs = 1\n");
     let out = repo
         .tern(&server.base_url())
         .args(["--model", "gpt-4o", "-m", "hi"])

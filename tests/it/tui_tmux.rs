@@ -11,7 +11,6 @@
 
 use std::ffi::OsStr;
 use std::path::Path;
-use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
@@ -44,7 +43,7 @@ impl Workspace {
         (width, height): (u16, u16),
         env: &[(&str, &str)],
     ) -> Option<Workspace> {
-        if Command::new("tmux").arg("-V").output().is_err() {
+        if crate::support::command("tmux").arg("-V").output().is_err() {
             eprintln!("SKIPPED: tmux is not installed (.ci/run installs it)");
             return None;
         }
@@ -76,7 +75,7 @@ impl Workspace {
             line.push_str(&quote(OsStr::new(arg)));
         }
         line.push_str("; echo \"[tern exited $?]\"; sleep 600");
-        let status = Command::new("tmux")
+        let status = crate::support::command("tmux")
             .args(["-L", &socket, "-f", "/dev/null", "new-session", "-d"])
             .args(["-x", &width.to_string(), "-y", &height.to_string()])
             .args(["-s", "main", &line])
@@ -87,7 +86,7 @@ impl Workspace {
     }
 
     fn tmux(&self, args: &[&str]) -> String {
-        let out = Command::new("tmux")
+        let out = crate::support::command("tmux")
             .args(["-L", &self.socket])
             .args(args)
             .output()
@@ -138,6 +137,18 @@ impl Workspace {
         self.wait_for("[tern exited 0]", WAIT)
     }
 
+    /// The pid of tern, which runs under the pane's shell.
+    fn pid(&self) -> String {
+        let shell = self.tmux(&["display", "-p", "-t", "main", "#{pane_pid}"]);
+        let children = crate::support::command("pgrep")
+            .args(["-P", shell.trim()])
+            .output()
+            .unwrap();
+        let pid = String::from_utf8_lossy(&children.stdout).trim().to_string();
+        assert!(!pid.is_empty(), "tern runs under the pane's shell");
+        pid
+    }
+
     /// Whether the terminal is still on the alternate screen.
     fn alternate_screen(&self) -> bool {
         self.tmux(&["display", "-p", "-t", "main", "#{alternate_on}"])
@@ -148,7 +159,7 @@ impl Workspace {
 
 impl Drop for Workspace {
     fn drop(&mut self) {
-        let _ = Command::new("tmux")
+        let _ = crate::support::command("tmux")
             .args(["-L", &self.socket, "kill-server"])
             .output();
     }
@@ -282,26 +293,133 @@ fn the_demo_streams_its_recorded_reply_into_a_review_with_no_server() {
     assert_eq!(left, 0, "{}", sessions.display());
 }
 
+/// SIGINT (from `kill`: the keyboard's Ctrl-C is a key in raw mode), SIGTERM and
+/// SIGHUP: the terminal is restored and tern exits within a second, 128 + the signal.
 #[test]
-fn sigterm_restores_the_terminal_and_exits_cleanly() {
+fn signals_restore_the_terminal_and_exit_within_a_second() {
+    for (signal, code) in [("INT", 130), ("TERM", 143), ("HUP", 129)] {
+        let server = MockServer::start_in_thread();
+        let repo = repo();
+        let Some(tern) = Workspace::start(&repo, &server.base_url(), &[], 80, 24) else {
+            return;
+        };
+        tern.wait_for("Message the model", WAIT);
+        assert!(tern.alternate_screen());
+        let pid = tern.pid();
+        let status = crate::support::command("kill")
+            .args([&format!("-{signal}"), &pid])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let sent = Instant::now();
+        tern.wait_for(&format!("[tern exited {code}]"), WAIT);
+        assert!(
+            sent.elapsed() < Duration::from_millis(1500),
+            "SIG{signal} took {:?}",
+            sent.elapsed()
+        );
+        assert!(!tern.alternate_screen(), "SIG{signal}");
+    }
+}
+
+/// A signal while the workspace waits for something that does not end (here the
+/// editor, which it waits for without reading anything else): the process exits
+/// within a second anyway, with the signal's code.
+#[test]
+fn a_signal_ends_the_workspace_even_while_it_waits_for_the_editor() {
     let server = MockServer::start_in_thread();
     let repo = repo();
-    let Some(tern) = Workspace::start(&repo, &server.base_url(), &[], 80, 24) else {
+    let scripts = tempfile::tempdir().unwrap();
+    let editor = scripts.path().join("editor.sh");
+    std::fs::write(&editor, "#!/bin/sh\nexec sleep 60\n").unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&editor, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let visual = editor.display().to_string();
+    let Some(tern) = Workspace::start_with_env(
+        &repo,
+        &server.base_url(),
+        &[],
+        (100, 30),
+        &[("VISUAL", &visual)],
+    ) else {
         return;
     };
     tern.wait_for("Message the model", WAIT);
-    assert!(tern.alternate_screen());
-    let shell = tern.tmux(&["display", "-p", "-t", "main", "#{pane_pid}"]);
-    let children = Command::new("pgrep")
-        .args(["-P", shell.trim()])
-        .output()
+    let pid = tern.pid();
+    tern.keys(&["C-g"]);
+    let start = Instant::now();
+    while tern.alternate_screen() {
+        assert!(start.elapsed() < WAIT, "the editor never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let status = crate::support::command("kill")
+        .args(["-TERM", &pid])
+        .status()
         .unwrap();
-    let pid = String::from_utf8_lossy(&children.stdout).trim().to_string();
-    assert!(!pid.is_empty(), "tern runs under the pane's shell");
-    let status = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
     assert!(status.success());
-    tern.wait_for("[tern exited 0]", WAIT);
-    assert!(!tern.alternate_screen());
+    let sent = Instant::now();
+    tern.wait_for("[tern exited 143]", WAIT);
+    assert!(
+        sent.elapsed() < Duration::from_millis(1500),
+        "took {:?}",
+        sent.elapsed()
+    );
+}
+
+/// The user's editor gets no form of the API key in its environment.
+#[test]
+fn the_editor_never_sees_the_key() {
+    const KEY: &str = "sk-proj-editorTest0123456789abcdef";
+    let server = MockServer::start_in_thread();
+    let repo = repo();
+    let scripts = tempfile::tempdir().unwrap();
+    let editor = scripts.path().join("editor.sh");
+    let dump = scripts.path().join("env.txt");
+    std::fs::write(
+        &editor,
+        format!(
+            "#!/bin/sh
+env > '{}'
+printf 'edited' > \"$1\"\n",
+            dump.display()
+        ),
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&editor, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let bearer = format!("Bearer {KEY}");
+    let dressed = "sk-proj-edi\u{200b}torTest0123456789abcdef";
+    let visual = editor.display().to_string();
+    let Some(tern) = Workspace::start_with_env(
+        &repo,
+        &server.base_url(),
+        &[],
+        (100, 30),
+        &[
+            ("VISUAL", &visual),
+            ("OPENAI_API_KEY", KEY),
+            ("MY_COPY", KEY),
+            ("AUTH_HEADER", &bearer),
+            ("DRESSED", dressed),
+            ("KEEP_ME", "1"),
+        ],
+    ) else {
+        return;
+    };
+    tern.wait_for("Message the model", WAIT);
+    tern.keys(&["C-g"]);
+    tern.wait_for("› edited", WAIT);
+    let env = std::fs::read_to_string(&dump).unwrap();
+    assert!(env.contains("KEEP_ME=1"), "{env}");
+    for name in ["OPENAI_API_KEY", "MY_COPY", "AUTH_HEADER", "DRESSED"] {
+        assert!(!env.contains(&format!("{name}=")), "the editor got {name}");
+    }
+    let plain: String = env.chars().filter(|&c| c != '\u{200b}').collect();
+    assert!(!plain.contains(KEY), "the editor got the key");
 }
 
 #[test]

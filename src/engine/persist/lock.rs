@@ -62,7 +62,7 @@ impl SessionLock {
     /// it wrote one) while the lock is held, `None` when it is free.
     pub fn holder(dir: &Path) -> Option<Option<u32>> {
         let path = dir.join(FILE);
-        let file = File::open(&path).ok()?;
+        let file = crate::regular_file::open(&path).ok()?;
         match file.try_lock_shared() {
             Ok(()) => None,
             Err(TryLockError::WouldBlock) => Some(read_pid(&path)),
@@ -109,7 +109,11 @@ fn lock(dir: &Path, patience: Duration) -> Result<(File, PathBuf), LockError> {
 }
 
 fn read_pid(path: &Path) -> Option<u32> {
-    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+    crate::regular_file::read_to_string(path, crate::regular_file::MAX_SETTINGS_BYTES)
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
 }
 
 /// Whether `file` is still the one at `path` (the session was not removed between

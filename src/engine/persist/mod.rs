@@ -46,11 +46,13 @@ pub(crate) fn now_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-/// Every byte tern writes into a session is made here (the one place to redact it).
+/// Every byte tern writes into a session is made here, every text redacted (a reply, a
+/// command's output or a note may hold the API key).
 fn encode<T: Serialize>(value: &T, pretty: bool) -> std::io::Result<Vec<u8>> {
+    let value = crate::egress::json(value).map_err(std::io::Error::other)?;
     let mut bytes = match pretty {
-        true => serde_json::to_vec_pretty(value),
-        false => serde_json::to_vec(value),
+        true => serde_json::to_vec_pretty(&value),
+        false => serde_json::to_vec(&value),
     }
     .map_err(std::io::Error::other)?;
     if pretty {

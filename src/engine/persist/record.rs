@@ -472,7 +472,7 @@ impl LogWriter {
 
 /// The first turn of the segment at `path`, if it has one.
 fn first_turn(path: &Path) -> Option<TurnStart> {
-    let file = std::fs::File::open(path).ok()?;
+    let file = crate::regular_file::open(path).ok()?;
     let mut line = String::new();
     std::io::BufRead::read_line(&mut std::io::BufReader::new(file), &mut line).ok()?;
     match serde_json::from_str(&line).ok()? {
@@ -528,7 +528,7 @@ pub enum RecordError {
 pub fn read(dir: &Path) -> Result<Vec<Record>, RecordError> {
     let mut records = Vec::new();
     for (_, path) in segments(dir)? {
-        let text = std::fs::read_to_string(&path)?;
+        let text = crate::regular_file::read_to_string(&path, crate::regular_file::MAX_TEXT_BYTES)?;
         for (i, line) in text.lines().enumerate() {
             let record = serde_json::from_str(line).map_err(|e| RecordError::Damaged {
                 path: path.clone(),

@@ -210,7 +210,8 @@ pub enum PersistError {
 /// Reads and checks the session state in `path` (None: there is none), a version 1
 /// file made version 2 (its whole history becomes the turn record's front).
 pub fn load(path: &Path) -> Result<Option<SessionFile>, PersistError> {
-    let text = match std::fs::read_to_string(path) {
+    let text = match crate::regular_file::read_to_string(path, crate::regular_file::MAX_TEXT_BYTES)
+    {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(source) => {

@@ -383,7 +383,7 @@ struct Head {
 fn listed(id: String, dir: PathBuf) -> Option<Listed> {
     let path = dir.join(STATE);
     let file_time = std::fs::metadata(&path).and_then(|m| m.modified()).ok()?;
-    let read = std::fs::read(&path)
+    let read = crate::regular_file::read(&path, crate::regular_file::MAX_TEXT_BYTES)
         .map_err(|e| e.to_string())
         .and_then(|bytes| serde_json::from_slice::<Head>(&bytes).map_err(|e| e.to_string()));
     Some(match read {

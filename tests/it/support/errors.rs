@@ -49,7 +49,28 @@ pub(super) fn render(body: &ErrorBody, request: &RecordedRequest) -> Value {
                 "n_ctx": n_ctx,
             }})
         }
+        ErrorBody::EchoAuthorization => {
+            let message = format!(
+                "Incorrect API key provided: {}",
+                request.header("authorization").unwrap_or_default()
+            );
+            openai(
+                "invalid_request_error",
+                &message,
+                None,
+                Some("invalid_api_key"),
+            )
+        }
+        ErrorBody::EchoPage => Value::String(page(request)),
     }
+}
+
+/// A proxy's HTML error page quoting the request's `Authorization` header.
+pub(super) fn page(request: &RecordedRequest) -> String {
+    format!(
+        "<html><head><title>502 Bad Gateway</title></head><body><h1>Bad Gateway</h1>\n<p>upstream refused the request with Authorization: {}</p></body></html>\n",
+        request.header("authorization").unwrap_or_default()
+    )
 }
 
 /// The 400 for a request the server refused before consulting the script.

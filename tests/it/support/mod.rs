@@ -110,3 +110,10 @@ pub fn spawn_engine(
     })
     .unwrap()
 }
+
+/// A process a test starts (tern itself, git, tmux, kill), with the environment the
+/// test chooses; tern's own children start through `tern::spawn::command`.
+#[allow(clippy::disallowed_methods)]
+pub fn command(program: impl AsRef<std::ffi::OsStr>) -> std::process::Command {
+    std::process::Command::new(program)
+}

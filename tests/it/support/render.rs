@@ -10,7 +10,7 @@ use axum::http::StatusCode;
 use serde_json::{Value, json};
 
 use super::errors;
-use super::reply::{Completion, Ending, Pace, Reply, ReplyKind, UsageOverride};
+use super::reply::{Completion, Ending, ErrorBody, Pace, Reply, ReplyKind, UsageOverride};
 use super::request::RecordedRequest;
 
 /// `system_fingerprint` of every answer, so clients that read it see a realistic value.
@@ -61,6 +61,14 @@ impl Plan {
 /// The plan for answering `request` (the `number`th one, from 1) with `reply`.
 pub(super) fn plan(reply: &Reply, request: &RecordedRequest, number: usize) -> Plan {
     let mut plan = match &reply.kind {
+        ReplyKind::Error(error) if matches!(error.body, ErrorBody::EchoPage) => Plan {
+            retry_after: error.retry_after,
+            ..Plan::new(
+                error.status,
+                "text/html",
+                vec![Step::Send(Bytes::from(errors::page(request)))],
+            )
+        },
         ReplyKind::Error(error) => Plan {
             retry_after: error.retry_after,
             ..Plan::json(error.status, &errors::render(&error.body, request))

@@ -82,8 +82,16 @@ pub(super) struct HttpError {
 pub(super) enum ErrorBody {
     Json(Value),
     ModelNotFound,
-    ContextLengthExceeded { max_context: usize },
-    LlamaCppContextExceeded { n_ctx: usize },
+    ContextLengthExceeded {
+        max_context: usize,
+    },
+    LlamaCppContextExceeded {
+        n_ctx: usize,
+    },
+    /// OpenAI's 401 body, quoting the request's whole `Authorization` header.
+    EchoAuthorization,
+    /// A proxy's HTML error page quoting the `Authorization` header.
+    EchoPage,
 }
 
 impl Reply {
@@ -163,6 +171,18 @@ impl Reply {
     /// `n_prompt_tokens` (the request's prompt tokens) and `n_ctx`.
     pub fn llama_cpp_context_exceeded(n_ctx: usize) -> Reply {
         Reply::error(400, ErrorBody::LlamaCppContextExceeded { n_ctx }, None)
+    }
+
+    /// `status` with OpenAI's error body quoting the request's `Authorization` header
+    /// whole, key and all, as a careless proxy or a debugging server does.
+    pub fn key_echoed(status: u16) -> Reply {
+        Reply::error(status, ErrorBody::EchoAuthorization, None)
+    }
+
+    /// `status` with an HTML error page (a proxy's 502) quoting the `Authorization`
+    /// header.
+    pub fn key_echoed_in_page(status: u16) -> Reply {
+        Reply::error(status, ErrorBody::EchoPage, None)
     }
 
     /// Any status with any JSON body, for providers' oddities the builders above miss.

@@ -101,7 +101,7 @@ impl TempRepo {
     /// Runs the git command line in the repository and returns its stdout; panics when
     /// git fails.
     pub fn git(&self, args: &[&str]) -> String {
-        let out = Command::new("git")
+        let out = crate::support::command("git")
             .args(args)
             .current_dir(self.path())
             .output()
@@ -117,7 +117,7 @@ impl TempRepo {
     /// The `tern` binary in this repository, talking to `api_base`, with config, cache
     /// and logs in a private directory.
     pub fn tern(&self, api_base: &str) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_tern"));
+        let mut cmd = crate::support::command(env!("CARGO_BIN_EXE_tern"));
         let private = self.private_dir();
         cmd.current_dir(self.path())
             .env_clear()
@@ -160,6 +160,29 @@ impl TempRepo {
         plant_session(&self.sessions(), state)
     }
 
+    /// Writes the user's own config file for `tern` processes of this repository.
+    pub fn user_config(&self, text: &str) {
+        let file = self.config_dir().join("config.toml");
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, text).unwrap();
+    }
+
+    /// tern's directory in the user config dir of `tern` processes of this repository
+    /// (`config.toml`, `trusted.toml`).
+    pub fn config_dir(&self) -> PathBuf {
+        self.private_dir().join("config/tern")
+    }
+
+    /// tern's directory in their user cache dir (the log, the tag cache).
+    pub fn cache_dir(&self) -> PathBuf {
+        self.private_dir().join("cache/tern")
+    }
+
+    /// The log file `tern` processes of this repository write.
+    pub fn log_file(&self) -> PathBuf {
+        self.cache_dir().join("tern.log")
+    }
+
     fn private_dir(&self) -> PathBuf {
         let dir = self.path().join(".git").join("tern-test-home");
         std::fs::create_dir_all(&dir).unwrap();
@@ -193,7 +216,7 @@ pub fn output_within(cmd: &mut Command, limit: std::time::Duration) -> Output {
     match rx.recv_timeout(limit) {
         Ok(out) => out.unwrap(),
         Err(_) => {
-            let _ = Command::new("kill").args(["-9", &pid]).status();
+            let _ = crate::support::command("kill").args(["-9", &pid]).status();
             panic!("the process did not exit within {limit:?}: it hangs");
         }
     }

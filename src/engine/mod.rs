@@ -191,6 +191,10 @@ pub fn spawn(config: EngineConfig) -> anyhow::Result<EngineHandle> {
     let (events_tx, events_rx) = mpsc::unbounded_channel();
     let events = EventSink(events_tx);
     let mut engine = Engine::new(config, events.clone())?;
+    let saved = match &engine.saved.id {
+        Some(id) => format!("the session is saved (`tern --resume={id}` continues it)"),
+        None => "this command keeps no session".to_string(),
+    };
     let task = tokio::spawn(async move {
         // A bug must end in a message and a failure, never in a hang or exit 0: the
         // front ends wait for `Exited`.
@@ -198,7 +202,7 @@ pub fn spawn(config: EngineConfig) -> anyhow::Result<EngineHandle> {
         if let Err(panic) = futures::FutureExt::catch_unwind(run).await {
             events.send(Event::Crashed {
                 text: format!(
-                    "tern stopped on an internal error ({}); edits land whole or not at all, so nothing is half-written, and the session is saved (`tern --resume` continues it). Please report this bug.",
+                    "tern stopped on an internal error ({}); edits land whole or not at all, so nothing is half-written, and {saved}. Please report this bug.",
                     proposal_review::panic_text(&*panic)
                 ),
             });

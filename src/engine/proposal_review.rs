@@ -108,14 +108,14 @@ impl Engine {
     /// Parses a code-mode reply into edits on top of what is already proposed this
     /// turn, shows them, and sends failed blocks back to the model (at most
     /// `max_reflections` times per user message, and only when `origin` allows).
-    /// Returns how many edit blocks the reply had (None: the repository could not be
-    /// read).
+    /// Returns how many edit blocks the reply had and how many of them failed (None: the
+    /// repository could not be read).
     pub(super) fn propose_edits(
         &mut self,
         reply: &str,
         kind: TurnKind,
         origin: ReplyOrigin,
-    ) -> Option<usize> {
+    ) -> Option<Blocks> {
         let ws = match Workspace::discover(self.session.root()) {
             Ok(ws) => ws,
             Err(e) => {
@@ -138,9 +138,11 @@ impl Engine {
         });
         let report = pending.proposal.add_reply(&ws, reply, format, &files);
         let blocks = report.blocks;
+        let failed = report.errors.len();
+        let counted = Blocks { blocks, failed };
         if blocks == 0 && pending.proposal.is_empty() {
             self.end_proposal();
-            return Some(0);
+            return Some(counted);
         }
         pending.failures = report.errors.iter().map(failure_view).collect();
         let other: Vec<edit::EditFormat> = report
@@ -181,7 +183,7 @@ impl Engine {
                 ChatMode::Code,
                 TurnKind::Reflection(reflections + 1),
             );
-            return Some(blocks);
+            return Some(counted);
         }
         if report.errors.is_empty() || origin == ReplyOrigin::Given || reflect {
             // Nothing to say, no model to say it to, or a spending cap said why not:
@@ -202,7 +204,7 @@ impl Engine {
         if self.pending.as_ref().is_some_and(|p| p.proposal.is_empty()) {
             self.pending = None;
         }
-        Some(blocks)
+        Some(counted)
     }
 
     /// `Op::ProposeReply`: a reply written elsewhere, proposed as if the model had sent
@@ -217,11 +219,15 @@ impl Engine {
         } else {
             self.end_proposal();
             match self.propose_edits(reply, TurnKind::User, ReplyOrigin::Given) {
-                Some(0) => self.error(format!(
+                Some(Blocks { blocks: 0, .. }) => self.error(format!(
                     "no {} edit blocks found in the reply",
                     self.edit_format()
                 )),
-                Some(_) if self.pending.is_none() => self.notice("nothing to change".into()),
+                // Every block failed: the failures say so, not "nothing to change".
+                Some(Blocks { blocks, failed }) if failed == blocks => {}
+                Some(_) if self.pending.is_none() => self.notice(
+                    "nothing to change: the reply's edits leave the files as they are".into(),
+                ),
                 _ => {}
             }
         }
@@ -831,6 +837,13 @@ impl Engine {
         self.events.send(Event::Proposal(Box::new(view)));
         self.save_session();
     }
+}
+
+/// How many edit blocks a reply had, and how many of them failed.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Blocks {
+    pub(super) blocks: usize,
+    pub(super) failed: usize,
 }
 
 /// What a caught panic said.

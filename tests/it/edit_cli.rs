@@ -187,6 +187,21 @@ fn failed_block_exits_1_and_applies_the_rest() {
     assert_eq!(r.commits(), 2);
 }
 
+/// A reply whose every block fails says why each failed, never "nothing to change"
+/// (which says the reply asked for no change), and exits 1 with nothing written.
+#[test]
+fn a_reply_whose_every_block_fails_says_so_not_nothing_to_change() {
+    let r = Repo::new(&[("f.txt", &numbered(10))]);
+    let reply = r.reply(&block("f.txt", "line 99\n", "x\n"));
+    let out = r.tern(&["apply", &reply], None);
+    assert_eq!(code(&out), 1);
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("error: block 1 (f.txt)"), "{stderr}");
+    assert!(!stderr.contains("nothing to change"), "{stderr}");
+    assert_eq!(r.read("f.txt").unwrap(), numbered(10));
+    assert_eq!(r.commits(), 1);
+}
+
 #[test]
 fn unknown_id_exits_2_and_writes_nothing() {
     let r = Repo::new(&[("f.txt", "a\n")]);

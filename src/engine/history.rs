@@ -184,13 +184,15 @@ impl HistoryState {
         }
     }
 
-    /// For the turn about to be sent after the server refused a bigger one: the
-    /// refused request's tokens and the retry's number.
-    pub(crate) fn retrying(&self) -> Option<(usize, usize)> {
+    /// For the turn about to be sent (`sending` tokens) after the server refused a
+    /// bigger one: the warning that says so, with the refused size and the retry's number.
+    pub(crate) fn retry_warning(&self, sending: usize) -> Option<String> {
         let plan = self.current.as_ref()?;
-        plan.refused
-            .as_ref()
-            .map(|(tokens, _)| (*tokens, plan.overflow_retries))
+        let (refused, _) = plan.refused.as_ref()?;
+        let retry = plan.overflow_retries;
+        Some(format!(
+            "the server refused the request ({refused} tokens) as too long; retrying with {sending} tokens ({retry} of {MAX_OVERFLOW_RETRIES})"
+        ))
     }
 
     pub(crate) fn summary_at_front(&self) -> bool {

@@ -119,15 +119,10 @@ impl Engine {
             self.make_room(text, mode, kind, report);
             return;
         }
-        let retrying = self.history.retrying();
-        if let Some((refused, retry)) = retrying {
-            self.events.send(Event::Warning {
-                text: format!(
-                    "the server refused the request ({refused} tokens) as too long; retrying with {} tokens ({retry} of {})",
-                    report.total,
-                    super::history::MAX_OVERFLOW_RETRIES
-                ),
-            });
+        let retry = self.history.retry_warning(report.total);
+        let retrying = retry.is_some();
+        if let Some(text) = retry {
+            self.events.send(Event::Warning { text });
         }
         let notes = match kind {
             TurnKind::User | TurnKind::Fix => std::mem::take(&mut self.session.notes_for_next_turn),
@@ -138,7 +133,7 @@ impl Engine {
             .predict(assembled.messages.iter().map(|m| m.content.as_str()));
         self.events.send(Event::Budget(Box::new(report)));
         // A retry of a refused request is the same turn: shown once, when it started.
-        if retrying.is_none() {
+        if !retrying {
             let (own, shown_notes) = match kind {
                 TurnKind::User => (text.clone(), notes.clone()),
                 TurnKind::Reflection(_) => (String::new(), vec![text.clone()]),

@@ -11,6 +11,10 @@ use tree_sitter::{Language, Query};
 
 pub use crate::languages::Lang;
 
+/// The capture of a literal query for the opening quote of a string that never closes
+/// (the others, `@literal`, are whole literals).
+pub(crate) const UNCLOSED: &str = "literal.unclosed";
+
 /// What a capture in a tag query means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Role {
@@ -179,7 +183,7 @@ mod tests {
             let literals = &lang.tag_query().literals;
             assert_eq!(
                 literals.capture_names(),
-                ["literal", super::super::tags::UNCLOSED],
+                ["literal", UNCLOSED],
                 "{}",
                 lang.name()
             );

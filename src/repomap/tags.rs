@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 use tree_sitter::{Node, Parser, Point, Query, QueryCursor, StreamingIterator, Tree};
 
-use super::languages::{Lang, Role};
+use super::languages::{Lang, Role, UNCLOSED};
 
 /// Shown lines are cut to this many characters.
 pub const MAX_LINE_CHARS: usize = 100;
@@ -332,10 +332,6 @@ impl<'s> Extractor<'s> {
         self.tags
     }
 }
-
-/// The capture of a literal query for the opening quote of a string that never closes
-/// (the others, `@literal`, are whole literals).
-pub(crate) const UNCLOSED: &str = "literal.unclosed";
 
 /// The literals `query` finds on the shown `lines` (sorted by row) that are to be
 /// elided, sorted, the outermost of nested ones (a string in a template's substitution)

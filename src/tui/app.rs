@@ -25,7 +25,7 @@ use super::panes::review::{self, ReviewPane};
 use super::panes::{Cx, Effect, Pane, PaneId, help};
 use super::theme::Theme;
 use crate::engine::commands;
-use crate::engine::protocol::{ChatMode, CommandPurpose, ReviewOp, ShownKind};
+use crate::engine::protocol::{ChatMode, CommandPurpose, ReviewOp, ShownKind, thousands};
 use crate::engine::{Event, Op};
 
 /// How long after the last keystroke the draft is sent for the live `cur` count.
@@ -599,7 +599,7 @@ impl App {
                 in_context,
                 ..
             } => {
-                let cost = format!("≈{} tok", crate::tokens::thousands(tokens));
+                let cost = format!("≈{} tok", thousands(tokens));
                 let context = if in_context {
                     format!("in the context ({cost})")
                 } else {
@@ -610,7 +610,7 @@ impl App {
                 };
                 let text = format!(
                     "{outcome} · {} line{} · {context}",
-                    crate::tokens::thousands(lines),
+                    thousands(lines),
                     if lines == 1 { "" } else { "s" }
                 );
                 chat.finish_command(Footer {
@@ -621,7 +621,7 @@ impl App {
             }
             Event::OutputAdded { command, tokens } => chat.set_command_context(
                 CommandBlocks::LastOf(&command),
-                &format!("in the context (≈{} tok)", crate::tokens::thousands(tokens)),
+                &format!("in the context (≈{} tok)", thousands(tokens)),
             ),
             Event::OutputDropped { command } => {
                 chat.set_command_context(CommandBlocks::InContext(&command), "dropped from the context")

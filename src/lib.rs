@@ -1,8 +1,8 @@
 //! tern: a terminal workspace for AI pair programming.
 //!
-//! The engine (`engine`, `context`, `llm`, `tokens`, `repomap`, `edit`, `git`, `review`)
-//! never depends on a front end; `headless` and `tui` are two consumers of the same
-//! engine events.
+//! The engine and the capabilities under it (`context`, `llm`, `tokens`, `repomap`,
+//! `edit`, `git`, `branch_review`, ...) never depend on a front end; `headless` and `tui`
+//! are two consumers of the same engine events. The map of the code is ARCHITECTURE.md.
 
 pub mod branch_review;
 pub mod chars;

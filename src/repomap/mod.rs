@@ -1,5 +1,5 @@
 //! The repo map: tree-sitter tags of every file, ranked with personalized PageRank and
-//! fitted to a token budget (DESIGN.md §5).
+//! fitted to a token budget (ARCHITECTURE.md, *The repo map*).
 //!
 //! Use: [`RepoMap::open`] once per repository, [`RepoMap::refresh`] (whole tree) or
 //! [`RepoMap::refresh_files`] (files known to have changed) whenever files may have

@@ -4,8 +4,9 @@
 //! The graph is bipartite: file -> identifier (weight from the reference count and the
 //! name) and identifier -> every file that defines it. An identifier node only passes its
 //! inflow on, within the same iteration, so the file-level PageRank is exactly that of
-//! DESIGN.md §5's graph with an edge referencer -> definer per identifier, but common
-//! names (`new`, `len`, defined in thousands of files) cost R + D edges instead of R x D.
+//! the graph with an edge referencer -> definer per identifier (ARCHITECTURE.md, *The
+//! repo map*), but common names (`new`, `len`, defined in thousands of files) cost R + D
+//! edges instead of R x D.
 
 use petgraph::csr::Csr;
 

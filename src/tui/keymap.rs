@@ -89,7 +89,8 @@ const fn spec(
     }
 }
 
-/// Every action with its defaults (DESIGN.md §9).
+/// Every action with its default keys: `[keys]` in the config rebinds them by name, and
+/// `?` lists them.
 pub const ACTIONS: &[ActionSpec] = &[
     spec(
         Action::Interrupt,

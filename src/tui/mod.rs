@@ -1,5 +1,6 @@
 //! The full-screen workspace: chat, live budget gauge, files, repo map and hunk-by-hunk
-//! review, as one more consumer of the engine's `Event` stream (DESIGN.md §9).
+//! review, as one more consumer of the engine's `Event` stream
+//! (ARCHITECTURE.md, *The protocol*).
 //!
 //! One tokio loop selects over terminal events (crossterm's `EventStream`), engine
 //! events and timers. Every state change comes from one of those; every user action

@@ -524,3 +524,26 @@ fn the_checker_catches_submodules_that_use_each_other() {
         ]
     );
 }
+
+/// A source that cites a document (`ARCHITECTURE.md`, `README.md`) cites one the
+/// repository holds.
+#[test]
+fn sources_cite_only_documents_in_the_repository() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut missing = Vec::new();
+    for (module, text) in crate_sources() {
+        let words = text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.'));
+        for word in words.filter(|w| w.ends_with(".md")) {
+            let stem = word.trim_end_matches(".md");
+            let cited =
+                !stem.is_empty() && stem.chars().all(|c| c.is_ascii_uppercase() || c == '_');
+            if cited && !root.join(word).is_file() {
+                missing.push(format!("{module}: {word}"));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "cited but not in the repository: {missing:?}"
+    );
+}

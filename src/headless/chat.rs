@@ -450,14 +450,13 @@ pub async fn run(
             None if sent < total => "interrupted before every message was sent".into(),
             None => "every message was sent".into(),
         };
-        let end = serde_json::json!({
-            "event": "stopped",
-            "ok": stopped.is_none() && sent == total,
-            "messages_sent": sent,
-            "messages": total,
-            "reason": reason,
-        });
-        writeln!(stdout, "{end}")?;
+        let end = super::json::Stopped {
+            ok: stopped.is_none() && sent == total,
+            messages_sent: sent,
+            messages: total,
+            reason: &reason,
+        };
+        super::json::print_line(&mut stdout, super::json::Event::Stopped(end))?;
     }
     Ok(match (signalled(), &stopped) {
         (Some(signal), _) => ExitCode::from(crate::signals::exit_code(signal)),

@@ -408,8 +408,9 @@ pub struct NeededFile {
     pub tokens: usize,
 }
 
-/// Something the engine reports.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// Something the engine reports (`COUNT`: how many kinds, which `--json`'s snapshot
+/// test checks it covers).
+#[derive(Debug, Clone, PartialEq, Serialize, strum::EnumCount)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum Event {
     /// The engine is up; sent once first. `session`: the id of the session it saves

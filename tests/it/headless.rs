@@ -71,6 +71,11 @@ fn json_mode_prints_one_event_per_line() {
         .iter()
         .map(|e| e["event"].as_str().unwrap())
         .collect();
+    // Every line, the `stopped` one too, says first which version of the shapes it has.
+    for (line, event) in stdout.lines().zip(&events) {
+        assert!(line.starts_with(r#"{"version":1,"event":"#), "{line}");
+        assert_eq!(event["version"], 1);
+    }
     assert_eq!(kinds.first(), Some(&"ready"));
     assert!(kinds.contains(&"turn_started"));
     assert!(kinds.contains(&"budget"));

@@ -74,9 +74,7 @@ impl From<llm::ReplyLimit> for Limit {
         match limit {
             llm::ReplyLimit::Server => Limit::Server,
             llm::ReplyLimit::Output { max_tokens } => Limit::Output { max_tokens },
-            llm::ReplyLimit::Window { max_tokens, window } => {
-                Limit::Window { max_tokens, window }
-            }
+            llm::ReplyLimit::Window { max_tokens, window } => Limit::Window { max_tokens, window },
         }
     }
 }

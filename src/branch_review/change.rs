@@ -4,8 +4,6 @@
 //! 50,000-line diff costs a few hundred kilobytes and extending a hunk with more context
 //! is just more line numbers.
 
-use serde::Serialize;
-
 /// The files of one diff, in git's order, with a line saying what was compared.
 #[derive(Debug, Clone)]
 pub struct ChangeSet {
@@ -16,8 +14,7 @@ pub struct ChangeSet {
 
 /// How a file changed. A rename (with or without edits) is `Renamed`; lists of files left
 /// out of a review count it as modified.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FileStatus {
     Added,
     Modified,

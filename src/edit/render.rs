@@ -9,8 +9,7 @@ use similar::DiffOp;
 use super::hunks::{CONTEXT, Decision, Hunk};
 use super::proposal::{FileProposal, Proposal};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LineKind {
     Context,
     Removed,

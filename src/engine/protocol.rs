@@ -42,8 +42,7 @@ pub use crate::edit::prompts::Mode as ChatMode;
 pub use crate::edit::{Caution, Decision, LineKind};
 
 /// What a request to the model is for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RequestKind {
     /// A chat turn (or a reflection on failed edits).
     Turn,
@@ -161,7 +160,7 @@ pub enum ReviewOp {
 }
 
 /// One line of a hunk, with its numbers in the old and new file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DiffLine {
     pub kind: LineKind,
     pub old_line: Option<usize>,
@@ -172,7 +171,7 @@ pub struct DiffLine {
 }
 
 /// A hunk as the review pane shows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HunkView {
     /// Stable id, also used by `tern apply --accept`.
     pub id: String,
@@ -189,15 +188,14 @@ pub struct HunkView {
     pub cautions: Vec<Caution>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FileChange {
     Created,
     Modified,
     Deleted,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileProposalView {
     pub path: String,
     pub change: FileChange,
@@ -210,8 +208,7 @@ pub struct FileProposalView {
 }
 
 /// A gitignored file a proposal writes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ignored {
     /// It would be created.
     New,
@@ -258,7 +255,7 @@ pub struct NearLines {
 
 /// The edits a reply proposes, with the user's decisions so far. An empty view (no
 /// files, no failures) means nothing is left to review.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ProposalView {
     pub files: Vec<FileProposalView>,
     pub failures: Vec<EditFailureView>,
@@ -322,7 +319,7 @@ impl ProposalView {
 }
 
 /// The repo map as the map pane shows it (empty when there is no map).
-#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct MapView {
     pub tokens: usize,
     pub budget: usize,
@@ -332,7 +329,7 @@ pub struct MapView {
 }
 
 /// Why a file is in the map: an identifier it defines, referenced from another file.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct MapEdge {
     pub ident: String,
     pub from: String,
@@ -359,8 +356,7 @@ pub enum ShownKind {
 }
 
 /// Why a landing wrote nothing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NotApplied {
     /// Nothing could be written: not a repository, a merge in progress, a file tern will
     /// not write, another tern holding the lock.
@@ -379,8 +375,7 @@ pub enum NotApplied {
 }
 
 /// What a command is run for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CommandPurpose {
     /// `/run`, `!CMD`: the user's own command; its output is offered for the context.
     Run,
@@ -391,7 +386,7 @@ pub enum CommandPurpose {
 }
 
 /// A chat file as the front ends list it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct FileEntry {
     pub path: String,
     pub mode: FileMode,
@@ -401,7 +396,7 @@ pub struct FileEntry {
 }
 
 /// A repository file a reply names that is not in the chat, with what it would cost.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NeededFile {
     pub path: String,
     /// Its tokens as the chat would send it (as `FileEntry::tokens`).
@@ -410,8 +405,7 @@ pub struct NeededFile {
 
 /// Something the engine reports (`COUNT`: how many kinds, which `--json`'s snapshot
 /// test checks it covers).
-#[derive(Debug, Clone, PartialEq, Serialize, strum::EnumCount)]
-#[serde(tag = "event", rename_all = "snake_case")]
+#[derive(Debug, Clone, PartialEq, strum::EnumCount)]
 pub enum Event {
     /// The engine is up; sent once first. `session`: the id of the session it saves
     /// to (None: it saves none).

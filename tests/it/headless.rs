@@ -154,6 +154,7 @@ fn tokens_json_sums_to_its_total_and_predicts_the_request() {
         .unwrap();
     let (stdout, stderr) = texts(&out);
     assert!(out.status.success(), "{stderr}");
+    assert!(stdout.starts_with("{\n  \"version\": 1,"), "{stdout}");
     let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     for key in [
         "sections",

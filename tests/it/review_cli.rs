@@ -45,7 +45,11 @@ fn plan(repo: &TempRepo, args: &[&str]) -> serde_json::Value {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", texts(&out).1);
-    assert!(out.stdout.starts_with(b"{\n  \"version\": 1,"), "{}", texts(&out).0);
+    assert!(
+        out.stdout.starts_with(b"{\n  \"version\": 1,"),
+        "{}",
+        texts(&out).0
+    );
     serde_json::from_slice(&out.stdout).unwrap()
 }
 

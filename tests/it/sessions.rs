@@ -117,7 +117,9 @@ fn tern_sessions_lists_each_run_newest_first_with_what_it_holds() {
 
     let (stdout, _, _) = run(&repo, &server, &["sessions", "--json"]);
     assert!(
-        stdout.lines().all(|l| l.starts_with(r#"{"version":1,"id":"#)),
+        stdout
+            .lines()
+            .all(|l| l.starts_with(r#"{"version":1,"id":"#)),
         "{stdout}"
     );
     let listed: Vec<serde_json::Value> = stdout

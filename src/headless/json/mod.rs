@@ -26,7 +26,7 @@ pub use review::{Plan, Review};
 pub use sessions::Session;
 
 /// The version of every shape in this module.
-pub const VERSION: u32 = 1;
+const VERSION: u32 = 1;
 
 /// One JSON line or document: the version first, then the body's fields.
 #[derive(Serialize)]
@@ -39,7 +39,7 @@ struct Versioned<T> {
 /// `body` as JSON with the version first, every text redacted (before serializing:
 /// JSON escapes a control character inside the key, which would hide it from a
 /// redactor of the line).
-pub fn value(body: impl Serialize) -> serde_json::Result<serde_json::Value> {
+fn value(body: impl Serialize) -> serde_json::Result<serde_json::Value> {
     crate::egress::json(&Versioned {
         version: VERSION,
         body,

@@ -94,7 +94,7 @@ pub async fn run(
 
     while let Some(event) = engine.events.recv().await {
         if json {
-            super::print_json(&mut stdout, &event)?;
+            super::json::print_event(&mut stdout, &event)?;
         }
         match &event {
             Event::Delta { text } if !json => {

@@ -14,8 +14,6 @@ pub mod undo;
 
 use std::process::ExitCode;
 
-pub(crate) use json::print_event as print_json;
-
 /// The exit code once the engine has stopped: a failure when the run failed or the
 /// engine did not end cleanly.
 pub(crate) async fn exit_code(engine: tokio::task::JoinHandle<()>, ok: bool) -> ExitCode {

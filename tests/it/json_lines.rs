@@ -10,6 +10,8 @@
 
 use std::collections::BTreeSet;
 
+use proptest::prelude::*;
+
 use crate::tui_support::{budget, files, map, needed_event, why_inventory};
 use strum::EnumCount;
 use tern::branch_review::{FilePlan, FileStatus, Language, OmitReason, ReviewCall};
@@ -475,4 +477,44 @@ fn every_kind_of_line_keeps_its_shape() {
     }
     // Every engine event, and the front end's own `stopped`.
     assert_eq!(kinds.len(), Event::COUNT + 1, "{kinds:?}");
+}
+
+/// A key no other test uses: registering it redacts it in this process only.
+const SECRET: &str = "sk-json-lines-9f3a7c1e2b";
+
+/// Any text: arbitrary Unicode, control and invisible characters, CRLF.
+fn wild_text() -> impl Strategy<Value = String> {
+    let piece = prop_oneof![
+        "\\PC{0,12}",
+        Just("\r\n".to_string()),
+        Just("\u{1b}[2J".to_string()),
+        Just("\u{202e}\u{200b}".to_string()),
+        Just("\0\t\u{7f}".to_string()),
+        Just("\"\\".to_string()),
+    ];
+    prop::collection::vec(piece, 0..8).prop_map(|p| p.concat())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// Whatever a text holds, its event is one line that reads back to the same text;
+    /// with the key in it, the key never reaches the line.
+    #[test]
+    fn any_text_is_one_line_that_reads_back_and_never_the_key(
+        text in wild_text(),
+        around in wild_text(),
+    ) {
+        tern::egress::register(SECRET);
+        let written = line(json::Event::from(&Event::Delta { text: text.clone() }));
+        prop_assert!(written.ends_with('\n') && written.matches('\n').count() == 1);
+        let value: serde_json::Value = serde_json::from_str(&written).unwrap();
+        prop_assert_eq!(value["text"].as_str(), Some(text.as_str()));
+
+        let keyed = format!("{around}{SECRET}{text}");
+        let written = line(json::Event::from(&Event::Warning { text: keyed }));
+        prop_assert!(!written.contains(SECRET), "{}", written);
+        let value: serde_json::Value = serde_json::from_str(&written).unwrap();
+        prop_assert!(value["text"].as_str().unwrap().contains("[API key redacted]"));
+    }
 }

@@ -6,6 +6,8 @@
 
 use serde::Serialize;
 
+use crate::diff::FileText;
+
 /// The files of one diff, in git's order, with a line saying what was compared.
 #[derive(Debug, Clone)]
 pub struct ChangeSet {
@@ -51,45 +53,6 @@ pub struct TextDiff {
     pub old: FileText,
     pub new: FileText,
     pub hunks: Vec<Hunk>,
-}
-
-/// One version of a file, split into lines once.
-#[derive(Debug, Clone, Default)]
-pub struct FileText {
-    text: String,
-    /// Byte offset where each line starts, plus `text.len()` at the end.
-    starts: Vec<usize>,
-}
-
-impl FileText {
-    pub fn new(text: String) -> Self {
-        let mut starts = Vec::with_capacity(text.len() / 32 + 2);
-        starts.push(0);
-        starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
-        if *starts.last().unwrap_or(&0) != text.len() {
-            starts.push(text.len());
-        }
-        FileText { text, starts }
-    }
-
-    /// Number of lines (a final line without a newline counts).
-    pub fn line_count(&self) -> u32 {
-        (self.starts.len() - 1) as u32
-    }
-
-    /// Line `n` (1-based) without its line ending; empty past the end.
-    pub fn line(&self, n: u32) -> &str {
-        let i = n as usize;
-        if i == 0 || i >= self.starts.len() {
-            return "";
-        }
-        let line = self
-            .text
-            .get(self.starts[i - 1]..self.starts[i])
-            .unwrap_or_default();
-        let line = line.strip_suffix('\n').unwrap_or(line);
-        line.strip_suffix('\r').unwrap_or(line)
-    }
 }
 
 /// A hunk. `*_first` is the first line of the hunk's span on that side (1-based); when a
@@ -183,20 +146,6 @@ impl TextDiff {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn file_text_numbers_lines_from_one_and_strips_endings() {
-        let t = FileText::new("a\r\nb\n\nlast".to_string());
-        assert_eq!(t.line_count(), 4);
-        assert_eq!(
-            [t.line(1), t.line(2), t.line(3), t.line(4)],
-            ["a", "b", "", "last"]
-        );
-        assert_eq!(t.line(0), "");
-        assert_eq!(t.line(5), "");
-        assert_eq!(FileText::new(String::new()).line_count(), 0);
-        assert_eq!(FileText::new("x\n".into()).line_count(), 1);
-    }
 
     #[test]
     fn header_uses_gits_convention_for_empty_sides() {

@@ -16,9 +16,8 @@ use git2::{
 use rayon::prelude::*;
 
 use super::ReviewError;
-use super::change::{
-    Body, ChangeSet, FileChange, FileStatus, FileText, Hunk, HunkLine, LineKind, TextDiff,
-};
+use super::change::{Body, ChangeSet, FileChange, FileStatus, Hunk, HunkLine, LineKind, TextDiff};
+use crate::diff::FileText;
 
 /// What to review.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,9 +28,6 @@ pub enum DiffSource {
     /// Staged, unstaged and untracked (not ignored) changes against HEAD.
     Worktree,
 }
-
-/// git's own threshold: a NUL byte in the first 8000 bytes makes a file binary.
-const BINARY_PROBE: usize = 8000;
 
 /// Git's default number of context lines: what a compressed review shows.
 pub const GIT_CONTEXT: u32 = 3;
@@ -306,10 +302,12 @@ fn load_file(
             (None, Some(b)) => b.content(),
             (None, None) => &[],
         };
-        if file.binary || looks_binary(old) || looks_binary(new) {
-            Body::Binary
-        } else {
-            let (old_text, new_text) = (FileText::new(text(old)), FileText::new(text(new)));
+        let decode = |bytes: &[u8]| FileText::decode(bytes.to_vec()).ok();
+        let texts = match file.binary {
+            true => None,
+            false => decode(old).and_then(|o| Some((o, decode(new)?))),
+        };
+        if let Some((old_text, new_text)) = texts {
             let hunks = match (&old_blob, &new_blob, &on_disk) {
                 (Some(o), Some(n), _) => hunks(
                     Patch::from_blobs(o, None, n, None, Some(&mut patch_options())),
@@ -326,6 +324,8 @@ fn load_file(
                 new: new_text,
                 hunks,
             })
+        } else {
+            Body::Binary
         }
     };
     Ok(FileChange {
@@ -344,18 +344,6 @@ fn read_workdir(root: &Path, rel: &str, mode: FileMode) -> Result<Vec<u8>, Revie
         crate::regular_file::read(&full, crate::regular_file::MAX_TEXT_BYTES)
     };
     read.map_err(|source| ReviewError::Read { path: full, source })
-}
-
-/// The bytes as text (copied once), lossily when they are not UTF-8.
-fn text(bytes: &[u8]) -> String {
-    match std::str::from_utf8(bytes) {
-        Ok(s) => s.to_string(),
-        Err(_) => String::from_utf8_lossy(bytes).into_owned(),
-    }
-}
-
-fn looks_binary(bytes: &[u8]) -> bool {
-    bytes[..bytes.len().min(BINARY_PROBE)].contains(&0)
 }
 
 /// As `git diff`: 3 lines of context, indent heuristic.

@@ -27,7 +27,6 @@ mod safety;
 mod scan;
 mod shell;
 mod snapshot;
-mod text;
 mod udiff;
 mod whole;
 mod workspace;
@@ -46,7 +45,6 @@ pub use render::{DiffLine, HunkText, LineKind, unified_diff, write_unified};
 pub use safety::{Refusal, Target, resolve as resolve_path};
 pub use scan::ShellSuggestion;
 pub use snapshot::{FileSnapshot, HunkSnapshot, Part, ProposalSnapshot};
-pub use text::{Binary, Encoding, FileText, LineEnding};
 pub use workspace::Workspace;
 
 /// Everything one reply proposes: the proposal to review, the blocks that failed (to

@@ -248,6 +248,7 @@ const FRONT_ENDS: &[&str] = &["tui", "headless", "main", "cli"];
 /// every layer may share.
 const LEAVES: &[&str] = &[
     "chars",
+    "diff",
     "digest",
     "edit_format",
     "egress",

@@ -11,7 +11,7 @@ use ratatui::backend::TestBackend;
 use similar::{DiffTag, TextDiff};
 
 use tern::context::{
-    self, BudgetReport, ChunkInputs, FileText, HistoryPhase, HistoryStatus, MapStatus, Window,
+    self, BudgetReport, ChunkInputs, HistoryPhase, HistoryStatus, MapStatus, PromptFile, Window,
 };
 use tern::engine::protocol::{
     Decision, DiffLine, EditFailureView, FileChange, FileProposalView, HunkView, LineKind, MapEdge,
@@ -47,7 +47,7 @@ fn project_file(path: &str) -> &'static str {
 pub fn budget(draft: &str, history: &[Message]) -> BudgetReport {
     let model = ModelInfo::lookup(MODEL);
     let counter = model.token_counter();
-    let file = |p: &str| FileText {
+    let file = |p: &str| PromptFile {
         path: p.to_string(),
         text: project_file(p).to_string(),
     };

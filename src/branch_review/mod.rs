@@ -21,7 +21,7 @@ mod source;
 
 use std::path::PathBuf;
 
-pub use change::{Body, ChangeSet, FileChange, FileStatus, Hunk, HunkLine, LineKind, TextDiff};
+pub use change::{Body, ChangeSet, FileChange, FileStatus, GitHunk, HunkLine, TextDiff};
 pub use clip::{TRUNCATED, clip_to_tokens};
 pub use extend::{ContextOptions, MAX_CONTEXT, extend};
 pub use lang::{Language, Noise, is_header};

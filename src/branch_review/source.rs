@@ -16,8 +16,8 @@ use git2::{
 use rayon::prelude::*;
 
 use super::ReviewError;
-use super::change::{Body, ChangeSet, FileChange, FileStatus, Hunk, HunkLine, LineKind, TextDiff};
-use crate::diff::FileText;
+use super::change::{Body, ChangeSet, FileChange, FileStatus, GitHunk, HunkLine, TextDiff};
+use crate::diff::{FileText, LineKind};
 
 /// What to review.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -356,7 +356,7 @@ fn patch_options() -> DiffOptions {
 }
 
 /// An added or deleted file: one hunk of every line, as git writes it (no xdiff needed).
-fn whole_file_hunk(old: &FileText, new: &FileText) -> Vec<Hunk> {
+fn whole_file_hunk(old: &FileText, new: &FileText) -> Vec<GitHunk> {
     let (kind, side) = if old.line_count() == 0 {
         (LineKind::Added, new)
     } else {
@@ -383,7 +383,7 @@ fn whole_file_hunk(old: &FileText, new: &FileText) -> Vec<Hunk> {
     } else {
         (n, 0)
     };
-    vec![Hunk {
+    vec![GitHunk {
         old_first: 1,
         old_len,
         new_first: 1,
@@ -394,7 +394,7 @@ fn whole_file_hunk(old: &FileText, new: &FileText) -> Vec<Hunk> {
 }
 
 /// git's hunks from a patch libgit2 computed (3 lines of context).
-fn hunks(patch: Result<Patch<'_>, git2::Error>, path: &str) -> Result<Vec<Hunk>, ReviewError> {
+fn hunks(patch: Result<Patch<'_>, git2::Error>, path: &str) -> Result<Vec<GitHunk>, ReviewError> {
     let err = |source| ReviewError::Diff {
         path: path.to_string(),
         source,
@@ -419,7 +419,7 @@ fn hunks(patch: Result<Patch<'_>, git2::Error>, path: &str) -> Result<Vec<Hunk>,
                 new: line.new_lineno().unwrap_or(0),
             });
         }
-        out.push(Hunk {
+        out.push(GitHunk {
             old_first: first(hunk.old_start(), hunk.old_lines()),
             old_len: hunk.old_lines(),
             new_first: first(hunk.new_start(), hunk.new_lines()),

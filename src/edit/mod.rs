@@ -41,7 +41,7 @@ pub use matching::Occurrence;
 pub use parse::{ParsedReply, parse_reply};
 pub use proposal::{Caution, FileProposal, Proposal, ReplyReport, Select, Unknown};
 pub use refine::RefineError;
-pub use render::{DiffLine, HunkText, LineKind, unified_diff, write_unified};
+pub use render::unified_diff;
 pub use safety::{Refusal, Target, resolve as resolve_path};
 pub use scan::ShellSuggestion;
 pub use snapshot::{FileSnapshot, HunkSnapshot, Part, ProposalSnapshot};

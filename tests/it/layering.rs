@@ -261,10 +261,11 @@ const LEAVES: &[&str] = &[
 ];
 
 /// What the TUI may use: the engine's protocol, the config, and the leaves that show
-/// text, start the editor and read its file, and hear signals.
+/// text and diffs, start the editor and read its file, and hear signals.
 const TUI_USES: &[&str] = &[
     "engine",
     "config",
+    "diff",
     "terminal_text",
     "chars",
     "egress",

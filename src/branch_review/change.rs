@@ -28,7 +28,7 @@ pub struct FileChange {
 /// What can be shown of a file's change.
 #[derive(Debug, Clone)]
 pub enum Body {
-    Text(TextDiff),
+    Text(Box<TextDiff>),
     /// Listed, never diffed.
     Binary,
     /// A gitlink: the submodule moved to another commit.

@@ -319,11 +319,11 @@ fn load_file(
                 )?,
                 _ => whole_file_hunk(&old_text, &new_text),
             };
-            Body::Text(TextDiff {
+            Body::Text(Box::new(TextDiff {
                 old: old_text,
                 new: new_text,
                 hunks,
-            })
+            }))
         } else {
             Body::Binary
         }

@@ -9,6 +9,7 @@ pub mod chars;
 pub mod cli;
 pub mod config;
 pub mod context;
+pub mod diff;
 pub mod digest;
 pub mod edit;
 pub mod edit_format;

@@ -34,7 +34,7 @@ pub fn is_unsafe(c: char) -> bool {
 /// invisible JavaScript identifiers (U+3164, U+FFA0, U+115F, U+1160), and the tag
 /// characters (U+E0000–U+E0FFF) that smuggle ASCII past a reader. U+FEFF is hidden
 /// wherever it is: a file's own byte-order mark is kept apart from its text
-/// (`edit::FileText`), so one in the text was put there.
+/// (`diff::FileText`), so one in the text was put there.
 ///
 /// Two exceptions keep emoji and scripts that need them whole, where the character
 /// shows in what it joins: a variation selector right after a visible non-ASCII

@@ -9,7 +9,7 @@ use super::error::EditError;
 use super::hunks::{Decision, HunkId};
 use super::proposal::{FileProposal, Proposal};
 use super::safety::{self, Target};
-use super::text::FileText;
+use crate::diff::FileText;
 
 /// What applying did.
 #[derive(Debug)]

@@ -21,8 +21,8 @@ use super::matching::{Doc, Failure, Occurrence, lines_of, whole_placeholder};
 use super::safety::{self, Target};
 use super::scan::ShellSuggestion;
 use super::snapshot::{self, FileSnapshot, HunkSnapshot, Part, ProposalSnapshot};
-use super::text::{Binary, FileText};
 use super::workspace::Workspace;
+use crate::diff::{Binary, FileText};
 
 /// Why hunks are never accepted in bulk (`A`, `/apply all`, `--yes`): the user accepts
 /// them having seen the reason. A file's cautions hold all its hunks, which are accepted

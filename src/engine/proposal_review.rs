@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::activity::Activity;
 use super::protocol::{
-    ChatMode, Decision, DiffLine, EditFailureView, Event, FileChange, FileMode, FileProposalView,
+    ChatMode, Decision, DiffLine, EditFailureView, Event, FileMode, FileProposalView, FileStatus,
     HunkView, Ignored, NearLines, NotApplied, ProposalView, ReviewOp,
 };
 use super::spending::Unattended;
@@ -922,9 +922,9 @@ fn view(pending: &Pending) -> ProposalView {
                 },
                 path: file.path().display().to_string(),
                 change: if file.is_new() {
-                    FileChange::Created
+                    FileStatus::Added
                 } else {
-                    FileChange::Modified
+                    FileStatus::Modified
                 },
                 hunks: file
                     .hunks()
@@ -937,16 +937,7 @@ fn view(pending: &Pending) -> ProposalView {
                         old_len: hunk.old.len(),
                         new_start: hunk.new.start + 1,
                         new_len: hunk.new.len(),
-                        lines: lines
-                            .into_iter()
-                            .map(|l| DiffLine {
-                                kind: l.kind,
-                                old_line: l.old,
-                                new_line: l.new,
-                                text: l.text.to_string(),
-                                no_newline: l.no_newline,
-                            })
-                            .collect(),
+                        lines: lines.into_iter().map(DiffLine::into_owned).collect(),
                         decision: hunk.decision,
                         edited: hunk.edited,
                         cautions,

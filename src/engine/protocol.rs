@@ -36,10 +36,11 @@ pub enum FileMode {
     ReadOnly,
 }
 
+/// What the user decided about a hunk.
+pub use crate::diff::{DiffLine, FileStatus, LineKind};
 /// Whether a turn may propose edits.
 pub use crate::edit::prompts::Mode as ChatMode;
-/// What the user decided about a hunk.
-pub use crate::edit::{Caution, Decision, LineKind};
+pub use crate::edit::{Caution, Decision};
 
 /// What a request to the model is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -160,17 +161,6 @@ pub enum ReviewOp {
     Discard,
 }
 
-/// One line of a hunk, with its numbers in the old and new file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct DiffLine {
-    pub kind: LineKind,
-    pub old_line: Option<usize>,
-    pub new_line: Option<usize>,
-    pub text: String,
-    /// The line has no newline (the file's last line).
-    pub no_newline: bool,
-}
-
 /// A hunk as the review pane shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct HunkView {
@@ -189,18 +179,11 @@ pub struct HunkView {
     pub cautions: Vec<Caution>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FileChange {
-    Created,
-    Modified,
-    Deleted,
-}
-
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FileProposalView {
     pub path: String,
-    pub change: FileChange,
+    #[serde(serialize_with = "FileStatus::serialize_as_change")]
+    pub change: FileStatus,
     pub hunks: Vec<HunkView>,
     /// Why its hunks are not accepted in bulk (empty: they are).
     pub cautions: Vec<Caution>,
@@ -298,24 +281,14 @@ impl ProposalView {
                 out.push_str(&crate::terminal_text::for_terminal(&line, color));
                 out.push('\n');
             }
-            let hunks = file.hunks.iter().map(|hunk| crate::edit::HunkText {
+            let hunks = file.hunks.iter().map(|hunk| crate::diff::HunkText {
                 label: format!("hunk {}", hunk.id),
-                old_start: hunk.old_start.saturating_sub(1),
-                new_start: hunk.new_start.saturating_sub(1),
-                lines: hunk
-                    .lines
-                    .iter()
-                    .map(|l| crate::edit::DiffLine {
-                        kind: l.kind,
-                        old: l.old_line,
-                        new: l.new_line,
-                        text: &l.text,
-                        no_newline: l.no_newline,
-                    })
-                    .collect(),
+                old_first: hunk.old_start,
+                new_first: hunk.new_start,
+                lines: hunk.lines.clone(),
             });
-            let created = file.change == FileChange::Created;
-            crate::edit::write_unified(&mut out, &file.path, created, hunks, color);
+            let created = file.change == FileStatus::Added;
+            crate::diff::write_unified(&mut out, &file.path, created, hunks, color);
         }
         out
     }

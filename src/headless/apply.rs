@@ -14,7 +14,7 @@ use crate::cli::{ApplyArgs, GlobalArgs};
 use crate::config::Settings;
 use crate::edit::{self, Workspace};
 use crate::egress::errln;
-use crate::engine::protocol::{Decision, FileChange, Ignored, NotApplied, ProposalView, ReviewOp};
+use crate::engine::protocol::{Decision, FileStatus, Ignored, NotApplied, ProposalView, ReviewOp};
 use crate::engine::{EngineConfig, EngineHandle, Event, Op, Purpose};
 
 /// Every block applied and every accepted hunk was written (and committed).
@@ -429,7 +429,7 @@ fn decisions(
 fn report_written(view: &ProposalView, written: &[String]) {
     for file in view.files.iter().filter(|f| written.contains(&f.path)) {
         let verb = match file.change {
-            FileChange::Created => "created",
+            FileStatus::Added => "created",
             _ => "wrote",
         };
         let ids: Vec<&str> = file

@@ -296,6 +296,7 @@ const FRONT_ENDS: &[&str] = &["tui", "headless", "main", "cli"];
 /// every layer may share.
 const LEAVES: &[&str] = &[
     "chars",
+    "diff",
     "digest",
     "edit_format",
     "egress",
@@ -308,10 +309,11 @@ const LEAVES: &[&str] = &[
 ];
 
 /// What the TUI may use: the engine's protocol, the config, and the leaves that show
-/// text, start the editor and read its file, and hear signals.
+/// text and diffs, start the editor and read its file, and hear signals.
 const TUI_USES: &[&str] = &[
     "engine",
     "config",
+    "diff",
     "terminal_text",
     "chars",
     "egress",

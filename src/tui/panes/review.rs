@@ -16,7 +16,7 @@ use ratatui::text::{Line, Span};
 use super::{Cx, Draw, Effect, Pane, PaneId};
 use crate::engine::Op;
 use crate::engine::protocol::{
-    Decision, FileChange, FileProposalView, HunkView, LineKind, ProposalView, ReviewOp,
+    Decision, FileProposalView, FileStatus, HunkView, LineKind, ProposalView, ReviewOp,
 };
 use crate::engine::protocol::{Outcome, PlanMode, ReviewPlan};
 use crate::tui::editor::{self, EditRequest, EditTarget};
@@ -441,9 +441,10 @@ impl ReviewPane {
         {
             let y = area.y + row as u16;
             let (letter, color) = match f.change {
-                FileChange::Created => ("A", theme.c.added),
-                FileChange::Modified => ("M", theme.c.accent),
-                FileChange::Deleted => ("D", theme.c.removed),
+                FileStatus::Added => ("A", theme.c.added),
+                FileStatus::Modified => ("M", theme.c.accent),
+                FileStatus::Renamed => ("R", theme.c.accent),
+                FileStatus::Deleted => ("D", theme.c.removed),
             };
             let t = Tally::of(&f.hunks);
             let counts = tally_spans(&t, theme);
@@ -754,23 +755,15 @@ fn decision_label(decision: Decision, theme: &Theme) -> Span<'static> {
     }
 }
 
-/// `@@ -a,b +c,d @@` for the lines shown (context included, as git writes it), so the
+/// `@@ -a,b +c,d @@` for the lines shown (context included), as git writes it, so the
 /// header agrees with the line numbers beside it.
 fn range_header(hunk: &HunkView) -> String {
-    let side = |number: fn(&crate::engine::protocol::DiffLine) -> Option<usize>,
-                start: usize,
-                len: usize| {
-        let numbers: Vec<usize> = hunk.lines.iter().filter_map(number).collect();
-        match numbers.first() {
-            Some(first) => (*first, numbers.len()),
-            None if hunk.lines.is_empty() => (start, len),
-            // Nothing on this side (a new or deleted file): git writes the line before.
-            None => (start.saturating_sub(1), 0),
-        }
-    };
-    let (old_start, old_len) = side(|l| l.old_line, hunk.old_start, hunk.old_len);
-    let (new_start, new_len) = side(|l| l.new_line, hunk.new_start, hunk.new_len);
-    format!("@@ -{old_start},{old_len} +{new_start},{new_len} @@")
+    use crate::diff::{Counts, hunk_header, shown_side};
+    hunk_header(
+        shown_side(&hunk.lines, |l| l.old_line, hunk.old_start),
+        shown_side(&hunk.lines, |l| l.new_line, hunk.new_start),
+        Counts::Git,
+    )
 }
 
 fn hunk_header(hunk: &HunkView, selected: bool, theme: &Theme) -> Line<'static> {

@@ -27,6 +27,7 @@ use super::theme::Theme;
 use crate::engine::commands;
 use crate::engine::protocol::{ChatMode, CommandPurpose, ReviewOp, ShownKind};
 use crate::engine::{Event, Op};
+use crate::plural::count;
 
 /// How long after the last keystroke the draft is sent for the live `cur` count.
 pub const DRAFT_DEBOUNCE: Duration = Duration::from_millis(50);
@@ -128,6 +129,9 @@ pub struct App {
     /// Text to open in the user's editor, for the loop to run.
     editor: Option<EditRequest>,
 }
+
+/// How every question of the status line is answered (see [`App::question`]).
+pub(crate) const ANSWER_KEYS: &str = "[y/N]";
 
 /// The most columns of a command the status line shows (the chat has it whole), so
 /// that the question's `[y/N]` and the running command's time stay in view.
@@ -234,15 +238,30 @@ impl App {
         }
     }
 
-    /// The y/N question the status line asks, if one waits for a key.
+    /// The question the status line asks, if one waits for a key: `y` answers yes,
+    /// any other key no. Only the question: the status line adds its answer keys
+    /// ([`ANSWER_KEYS`]) and cuts the question, never them, to fit.
     pub(crate) fn question(&self) -> Option<String> {
-        match (&self.confirming_command, &self.confirming_deletion) {
-            (Some(question), _) => Some(question.clone()),
-            (None, Some((id, _))) => Some(format!(
-                "your editor left hunk {id} empty: delete its lines? [y/N]"
-            )),
-            (None, None) => None,
+        if let Some(question) = &self.confirming_command {
+            return Some(question.clone());
         }
+        if let Some((id, _)) = &self.confirming_deletion {
+            return Some(format!(
+                "your editor left hunk {id} empty: delete its lines?"
+            ));
+        }
+        if !self.confirming_quit {
+            return None;
+        }
+        if self.applying() {
+            return Some(
+                "quit? the landing finishes first (cancelled if nothing is written yet)".into(),
+            );
+        }
+        Some(match self.unlanded() {
+            Some(what) => format!("quit? {what}: kept for tern --resume"),
+            None => "quit?".into(),
+        })
     }
 
     /// The user asked to quit (an `Op::Shutdown` was queued).
@@ -541,7 +560,7 @@ impl App {
                 );
                 // Short enough for the status line; where it came from is in the chat.
                 self.confirming_command = Some(format!(
-                    "run `{}`? [y/N]",
+                    "run `{}`?",
                     super::text::truncate(&command, STATUS_COMMAND_COLUMNS)
                 ));
             }
@@ -957,10 +976,11 @@ impl App {
         let t = self.panes.review.tally();
         match (t.pending, t.accepted) {
             (0, 0) => None,
-            (p, 0) => Some(format!("{p} hunks still await review")),
-            (0, a) => Some(format!("{a} accepted hunks are not applied yet")),
+            (p, 0) => Some(format!("{} to review", count(p, "hunk"))),
+            (0, a) => Some(format!("{} accepted, not applied", count(a, "hunk"))),
             (p, a) => Some(format!(
-                "{p} hunks still await review and {a} accepted ones are not applied"
+                "{} to review, {a} accepted not applied",
+                count(p, "hunk")
             )),
         }
     }
@@ -968,21 +988,13 @@ impl App {
     /// Quits, but asks first when proposed hunks are not written yet (they are saved
     /// with the session either way: `tern --resume` brings them back).
     fn request_quit(&mut self) {
-        if self.applying() {
+        if self.applying() || self.unlanded().is_some() {
+            // The status line asks (`question`).
             self.confirming_quit = true;
-            self.flash(
-                "the accepted hunks are being applied: quitting cancels that if nothing is written yet, else waits for the commit · y quits, any other key stays".into(),
-            );
-            return;
-        }
-        let Some(what) = self.unlanded() else {
+            self.flash = None;
+        } else {
             self.quit();
-            return;
-        };
-        self.confirming_quit = true;
-        self.flash(format!(
-            "{what} (kept for tern --resume) · y quits, any other key stays"
-        ));
+        }
     }
 
     pub fn quit(&mut self) {

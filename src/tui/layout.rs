@@ -11,7 +11,7 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Borders, Clear, Widget};
 
-use super::app::{App, Hits, Overlay};
+use super::app::{ANSWER_KEYS, App, Hits, Overlay};
 use super::keymap::Action;
 use super::panes::{Pane, PaneId, gauge, help};
 use super::text;
@@ -289,14 +289,25 @@ fn tab_bar(app: &mut App, area: Rect, buf: &mut Buffer) {
 fn status_bar(app: &App, area: Rect, buf: &mut Buffer, wide: bool) {
     let theme = &app.theme;
     let k = &app.keymap;
-    let left: Line<'static> = if let Some(question) = app.question() {
-        Line::styled(
-            format!(" {question}"),
-            Style::new()
-                .fg(theme.c.warning)
-                .add_modifier(Modifier::BOLD),
-        )
-    } else if let Some((flash, _)) = &app.flash {
+    if let Some(question) = app.question() {
+        // The whole line: nothing drawn over its answer keys.
+        let text = text::question(
+            &question,
+            ANSWER_KEYS,
+            usize::from(area.width).saturating_sub(1),
+        );
+        let style = Style::new()
+            .fg(theme.c.warning)
+            .add_modifier(Modifier::BOLD);
+        buf.set_line(
+            area.x,
+            area.y,
+            &Line::styled(format!(" {text}"), style),
+            area.width,
+        );
+        return;
+    }
+    let left: Line<'static> = if let Some((flash, _)) = &app.flash {
         Line::styled(format!(" {flash}"), Style::new().fg(theme.c.warning))
     } else if let Some(chars) = app.streaming {
         let state = match (&app.waiting, chars) {

@@ -420,6 +420,59 @@ fn the_command_block_streams_and_ends_with_how_and_what_it_costs() {
     insta::assert_snapshot!("command_failed", pane_alone(&mut app, PaneId::Chat, 80, 16));
 }
 
+/// Every question the status line asks, at both sizes: the question, shortened where it
+/// must be, and always its answer keys (nothing drawn over them).
+#[test]
+fn every_question_shows_its_answer_keys() {
+    use tern::engine::protocol::CommandPurpose;
+    use tern::tui::{EditRequest, EditTarget};
+    type Ask = fn(&mut App);
+    let questions: [(&str, Ask); 4] = [
+        ("run", |app| {
+            feed(
+                app,
+                [Event::ConfirmCommand {
+                    command: "cargo test --workspace --all-features -- --nocapture".into(),
+                    purpose: CommandPurpose::Run,
+                    reason: None,
+                }],
+            )
+        }),
+        ("empty_edit", |app: &mut App| {
+            let id = proposal().files[0].hunks[0].id.clone();
+            let request = EditRequest {
+                target: EditTarget::Hunk { id },
+                text: "old\n".into(),
+                suffix: ".py".into(),
+            };
+            app.editor_done(request, Ok(String::new()));
+        }),
+        ("quit", |app| {
+            // One accepted, the rest to review.
+            app.handle_terminal(key(KeyCode::Char('y')));
+            app.handle_terminal(ctrl('c'));
+            app.handle_terminal(ctrl('c'));
+        }),
+        ("quit_landing", |app| {
+            app.handle_terminal(key(KeyCode::Char('y')));
+            app.handle_terminal(key(KeyCode::Enter));
+            assert!(app.applying());
+            app.handle_terminal(ctrl('c'));
+            app.handle_terminal(ctrl('c'));
+        }),
+    ];
+    for (name, ask) in questions {
+        for (w, h) in SIZES {
+            let mut app = reviewed_session();
+            ask(&mut app);
+            let shown = screen(&mut app, w, h);
+            let status = shown.lines().last().unwrap().trim_matches('"').trim_end();
+            assert!(status.ends_with("[y/N]"), "{name} at {w}x{h}: {status}");
+            insta::assert_snapshot!(format!("question_{name}_{w}x{h}"), shown);
+        }
+    }
+}
+
 /// The row under a reply that names files outside the chat and suggests commands.
 #[test]
 fn the_files_the_model_needs_row() {

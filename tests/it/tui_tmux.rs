@@ -132,7 +132,7 @@ impl Workspace {
     /// once tern has exited.
     fn quit_leaving_hunks(&self) -> String {
         self.keys(&["C-c", "C-c"]);
-        self.wait_for("still await review", WAIT);
+        self.wait_for("to review: kept for tern --resume [y/N]", WAIT);
         self.keys(&["y"]);
         self.wait_for("[tern exited 0]", WAIT)
     }
@@ -574,7 +574,7 @@ fn apply_all_then_quit(tern: &Workspace) {
     tern.keys(&["Enter"]);
     tern.wait_for("applying", WAIT);
     tern.keys(&["C-c", "C-c"]);
-    tern.wait_for("being applied", WAIT);
+    tern.wait_for("landing finishes first", WAIT);
     tern.keys(&["y"]);
 }
 

@@ -411,6 +411,13 @@ fn hint(app: &App) -> String {
             d(Action::RefreshMap)
         ),
         PaneId::Gauge => format!("{} per-file rows", d(Action::ToggleFileRows)),
+        PaneId::Review if app.panes.review.notes_shown() => format!(
+            "{}/{} scroll · {} back to the hunks · {} back",
+            d(Action::Down),
+            d(Action::Up),
+            d(Action::ToggleFailures),
+            d(Action::Back)
+        ),
         PaneId::Review => format!(
             "{} accept · {} reject · {} apply · {} back",
             d(Action::Accept),

@@ -488,6 +488,48 @@ fn the_files_the_model_needs_row() {
 
 /// A proposed hunk that went stale (its lines changed on disk) is listed as failed with
 /// its lines, coloured as a diff, under the reason; a failed block is named once.
+/// Failed edits under hunks still to review: at 80x24 the rows under the diff hold a
+/// few lines of them, the last row says how many more there are, and `f` shows them all
+/// (scrolled with j/k, G to the end), down to the last failure's last line.
+#[test]
+fn every_failed_edit_can_be_reached_at_any_size() {
+    for (w, h) in SIZES {
+        let mut app = app();
+        feed(&mut app, session_start());
+        let mut view = proposal();
+        for n in 1..=3 {
+            view.failures.push(tern::engine::protocol::EditFailureView {
+                path: Some(format!("shop/stale{n}.py")),
+                block: 0,
+                message: "a proposed hunk no longer applies: the lines it changes, or the lines around them, are no longer in the file".into(),
+                near: None,
+                hunk: Some(format!(" def main():\n-    run()\n+    run(verbose=True)\n+    # last line {n}\n")),
+            });
+        }
+        feed(&mut app, [Event::Proposal(Box::new(view))]);
+        assert_eq!(app.focus(), PaneId::Review);
+        let shown = screen(&mut app, w, h);
+        if !shown.contains("# last line 3") {
+            assert!(
+                shown.contains("more lines: f shows every failed edit"),
+                "{w}x{h}: {shown}"
+            );
+        }
+        insta::assert_snapshot!(format!("review_failures_{w}x{h}"), shown);
+        app.handle_terminal(key(KeyCode::Char('f')));
+        insta::assert_snapshot!(
+            format!("review_failures_open_{w}x{h}"),
+            screen(&mut app, w, h)
+        );
+        app.handle_terminal(key(KeyCode::Char('G')));
+        let end = screen(&mut app, w, h);
+        assert!(end.contains("# last line 3"), "{w}x{h}: {end}");
+        // `f` again: back to the hunks, which the keys decide on again.
+        app.handle_terminal(key(KeyCode::Char('f')));
+        assert!(screen(&mut app, w, h).contains("y accept"));
+    }
+}
+
 #[test]
 fn the_review_shows_a_stale_hunk_with_its_lines() {
     let mut app = app();

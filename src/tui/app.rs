@@ -227,15 +227,21 @@ impl App {
             (EditTarget::Hunk { id }, Ok(new_lines)) if new_lines.trim().is_empty() => {
                 self.confirming_deletion = Some((id, new_lines));
             }
-            (EditTarget::Hunk { id }, Ok(new_lines)) => {
-                self.panes.review.reshape();
-                self.ops.push(Op::Review(ReviewOp::Edit { id, new_lines }));
-            }
+            (EditTarget::Hunk { id }, Ok(new_lines)) => self.send_edit(id, new_lines),
             (EditTarget::Hunk { id }, Err(why)) => self
                 .panes
                 .chat
                 .push(Kind::Warning, format!("{why}; hunk {id} is unchanged")),
         }
+    }
+
+    /// The user's lines for hunk `id` go to the engine; the review moves on to the next
+    /// hunk once they are in (as after `y`).
+    fn send_edit(&mut self, id: String, new_lines: String) {
+        self.panes.review.reshape();
+        self.panes.review.advance_after(id.clone());
+        self.set_focus(PaneId::Review);
+        self.ops.push(Op::Review(ReviewOp::Edit { id, new_lines }));
     }
 
     /// The question the status line asks, if one waits for a key: `y` answers yes,
@@ -807,8 +813,7 @@ impl App {
         }
         if let Some((id, new_lines)) = self.confirming_deletion.take() {
             if key.code == KeyCode::Char('y') && key.modifiers == KeyModifiers::NONE {
-                self.panes.review.reshape();
-                self.ops.push(Op::Review(ReviewOp::Edit { id, new_lines }));
+                self.send_edit(id, new_lines);
             } else {
                 self.flash(format!("hunk {id} kept as it was"));
             }
@@ -827,6 +832,13 @@ impl App {
             .ops
             .iter()
             .any(|op| matches!(op, Op::Submit { text } if starts_turn(text)));
+        // The reason typed after `N` is sent: back to the review, on the next hunk.
+        if let Some(id) = self.ops.iter().find_map(rejected_hunk)
+            && self.panes.review.is_active()
+        {
+            self.panes.review.advance_after(id);
+            self.set_focus(PaneId::Review);
+        }
         // `/editor [TEXT]` is the front end's: the editor opens on TEXT.
         if let Some(at) = self.ops.iter().position(|op| {
             matches!(op, Op::Submit { text } if matches!(
@@ -1103,5 +1115,18 @@ fn purpose_label(purpose: CommandPurpose) -> &'static str {
         CommandPurpose::Run => "/run",
         CommandPurpose::Test => "/test",
         CommandPurpose::Lint => "/lint",
+    }
+}
+
+/// The hunk a typed `/reject HUNK [REASON]` rejects.
+fn rejected_hunk(op: &Op) -> Option<String> {
+    let Op::Submit { text } = op else {
+        return None;
+    };
+    match commands::parse(text.strip_prefix('/')?) {
+        commands::Parsed::Command { spec, args } if spec.command == commands::Command::Reject => {
+            args.split_whitespace().next().map(str::to_string)
+        }
+        _ => None,
     }
 }

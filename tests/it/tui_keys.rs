@@ -905,6 +905,19 @@ fn shift_n_asks_for_the_reason_of_a_rejection() {
             text: format!("/reject {} too clever", hunk_ids()[0])
         })
     );
+    // Back to the review; once the rejection is in, on the next hunk.
+    assert_eq!(app.focus(), PaneId::Review);
+    let mut view = proposal();
+    view.files[0].hunks[0].decision = Decision::Reject;
+    feed(&mut app, [Event::Proposal(Box::new(view))]);
+    press(&mut app, 'y');
+    assert_eq!(
+        app.take_ops().last(),
+        Some(&Op::Review(ReviewOp::Hunk {
+            id: hunk_ids()[1].clone(),
+            decision: Decision::Accept
+        }))
+    );
 }
 
 /// A long paste is sent in full but shown collapsed in the chat; `n` shows it all.

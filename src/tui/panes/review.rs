@@ -68,6 +68,9 @@ pub struct ReviewPane {
     notes_open: Option<usize>,
     /// The row the pane is scrolled to when it shows no hunk, only its notes.
     notes_scroll: usize,
+    /// A hunk decided outside the review keys (`/reject` typed after `N`, an edit): when
+    /// the proposal shows it decided, the selection moves on, as after `y`.
+    advance: Option<String>,
 }
 
 /// Counts of a set of hunks by decision.
@@ -167,10 +170,27 @@ impl ReviewPane {
                 self.hunk = hunk;
             }
         }
+        // An edited hunk may come back under a new id, in the place it had.
+        let here = (self.file, self.hunk);
+        let advance = self
+            .advance
+            .take()
+            .map(|id| find(&proposal, &id).unwrap_or(here));
         // Whatever was being applied is over: this is what is left to decide.
         self.status = None;
         self.proposal = Some(proposal);
         self.clamp();
+        if let Some((file, hunk)) = advance {
+            let decided = self
+                .proposal
+                .as_ref()
+                .and_then(|p| p.files.get(file)?.hunks.get(hunk))
+                .is_some_and(|h| h.decision != Decision::Pending);
+            if decided {
+                self.select(file, hunk);
+                self.move_hunk(true);
+            }
+        }
         self.reveal = true;
         fresh
     }
@@ -359,6 +379,11 @@ impl ReviewPane {
     /// The engine refused the user's `text` for hunk `id`: kept for the next `e`.
     pub fn edit_refused(&mut self, id: String, text: String) {
         self.refused = Some((id, text));
+    }
+
+    /// Hunk `id` is being decided from elsewhere (see `advance`).
+    pub fn advance_after(&mut self, id: String) {
+        self.advance = Some(id);
     }
 
     /// The user's edit of a hunk is on its way: the proposal it makes reshapes this one.

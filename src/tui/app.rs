@@ -449,9 +449,9 @@ impl App {
                         self.panes.chat.push(
                             Kind::Notice,
                             format!(
-                                "the reply proposes {hunks} hunk{} in {files} file{}: review them ({} accept, {} reject, {} apply)",
-                                if hunks == 1 { "" } else { "s" },
-                                if files == 1 { "" } else { "s" },
+                                "the reply proposes {} in {}: review them ({} accept, {} reject, {} apply)",
+                                count(hunks, "hunk"),
+                                count(files, "file"),
                                 self.keymap.describe(Action::Accept),
                                 self.keymap.describe(Action::Reject),
                                 self.keymap.describe(Action::Apply),
@@ -463,8 +463,8 @@ impl App {
                         self.panes.chat.push(
                             Kind::Error,
                             format!(
-                                "{failures} edit block{} could not be applied (see Review)",
-                                if failures == 1 { "" } else { "s" }
+                                "{} could not be applied (see Review)",
+                                count(failures, "edit block")
                             ),
                         );
                     }
@@ -634,9 +634,9 @@ impl App {
                     )
                 };
                 let text = format!(
-                    "{outcome} · {} line{} · {context}",
+                    "{outcome} · {} {} · {context}",
                     crate::tokens::thousands(lines),
-                    if lines == 1 { "" } else { "s" }
+                    crate::plural::noun_for(lines, "line")
                 );
                 chat.finish_command(Footer {
                     text,
@@ -773,8 +773,8 @@ impl App {
                 Effect::Copy(text) => {
                     let lines = text.lines().count().max(1);
                     self.flash(format!(
-                        "copied {lines} line{} (OSC 52); if nothing arrived, let your terminal write the clipboard (tmux: set -g set-clipboard on)",
-                        if lines == 1 { "" } else { "s" }
+                        "copied {} (OSC 52); if nothing arrived, let your terminal write the clipboard (tmux: set -g set-clipboard on)",
+                        count(lines, "line")
                     ));
                     self.clipboard = Some(text);
                 }

@@ -450,10 +450,9 @@ impl ReviewPane {
         let files = self.proposal.as_ref().map_or(0, |p| p.files.len());
         let mut spans = vec![Span::styled(
             format!(
-                "{files} file{} · {} hunk{} ",
-                plural(files),
-                t.total(),
-                plural(t.total())
+                "{} · {} ",
+                plural::count(files, "file"),
+                plural::count(t.total(), "hunk")
             ),
             Style::new().fg(theme.c.fg),
         )];
@@ -755,10 +754,6 @@ fn find(proposal: &ProposalView, id: &str) -> Option<(usize, usize)> {
         .find_map(|(f, file)| file.hunks.iter().position(|h| h.id == id).map(|h| (f, h)))
 }
 
-fn plural(n: usize) -> &'static str {
-    if n == 1 { "" } else { "s" }
-}
-
 fn tally_spans(t: &Tally, theme: &Theme) -> Vec<Span<'static>> {
     vec![
         Span::styled(
@@ -1057,7 +1052,8 @@ impl Pane for ReviewPane {
         row(buf, area, y, &self.summary(theme));
         y += 1;
         if let Some(banner) = &self.banner {
-            let line = Line::styled(format!("✓ {banner}"), Style::new().fg(theme.c.ok));
+            let banner = text::truncate(&format!("✓ {banner}"), width);
+            let line = Line::styled(banner, Style::new().fg(theme.c.ok));
             row(buf, area, y, &line);
             y += 1;
         }
@@ -1293,11 +1289,10 @@ pub fn applied_summary(
     message: &str,
 ) -> String {
     let mut s = format!(
-        "Applied {} hunk{} to {} file{}",
+        "Applied {} {} to {}",
         thousands(accepted),
-        plural(accepted),
-        files.len(),
-        plural(files.len())
+        plural::noun_for(accepted, "hunk"),
+        plural::count(files.len(), "file")
     );
     if rejected > 0 {
         s.push_str(&format!(", {rejected} not applied"));

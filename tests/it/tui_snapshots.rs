@@ -473,6 +473,37 @@ fn every_question_shows_its_answer_keys() {
     }
 }
 
+/// A flashed message that names keys is not cut at 80 columns by the gauge; `f` with
+/// nothing to show says so.
+#[test]
+fn a_flash_keeps_its_keys_at_80_columns() {
+    let mut app = reviewed_session();
+    app.handle_terminal(key(KeyCode::Enter));
+    let shown = screen(&mut app, 80, 24);
+    let status = shown.lines().last().unwrap();
+    assert!(
+        status.contains("no hunk accepted: y accepts one, A all; d discards the proposal"),
+        "{status}"
+    );
+    let mut view = proposal();
+    view.failures.clear();
+    view.shell_commands.clear();
+    view.written_as.clear();
+    let mut app = crate::tui_support::app();
+    feed(&mut app, session_start());
+    feed(&mut app, [Event::Proposal(Box::new(view))]);
+    app.handle_terminal(key(KeyCode::Char('f')));
+    let shown = screen(&mut app, 80, 24);
+    assert!(
+        shown.contains("no failed edit and no note to show"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("y accept · n reject"),
+        "still the hunks: {shown}"
+    );
+}
+
 /// The row under a reply that names files outside the chat and suggests commands.
 #[test]
 fn the_files_the_model_needs_row() {

@@ -22,7 +22,7 @@ use crate::engine::protocol::{Outcome, PlanMode, ReviewPlan};
 use crate::plural;
 use crate::tui::editor::{self, EditRequest, EditTarget};
 use crate::tui::highlight::{self, Incremental};
-use crate::tui::keymap::Action;
+use crate::tui::keymap::{Action, Keymap};
 use crate::tui::text::{self, thousands};
 use crate::tui::theme::Theme;
 
@@ -379,6 +379,14 @@ impl ReviewPane {
     /// The engine refused the user's `text` for hunk `id`: kept for the next `e`.
     pub fn edit_refused(&mut self, id: String, text: String) {
         self.refused = Some((id, text));
+    }
+
+    /// Whether [`ReviewPane::notes`] has anything to show.
+    fn has_notes(&self) -> bool {
+        !self.reflections.is_empty()
+            || self.proposal.as_ref().is_some_and(|p| {
+                !p.written_as.is_empty() || !p.failures.is_empty() || !p.shell_commands.is_empty()
+            })
     }
 
     /// Hunk `id` is being decided from elsewhere (see `advance`).
@@ -1079,15 +1087,7 @@ impl Pane for ReviewPane {
             let notes_area = Rect::new(area.x, y, area.width, height);
             self.notes_open = Some(scrolled(notes_area, buf, &notes, at, draw));
             if hint_rows > 0 {
-                let k = draw.keymap;
-                let hint = format!(
-                    "{}/{} scroll · {} back to the hunks · {} back",
-                    k.describe(Action::Down),
-                    k.describe(Action::Up),
-                    k.describe(Action::ToggleFailures),
-                    k.describe(Action::Back),
-                );
-                let hint = text::truncate(&hint, width);
+                let hint = text::truncate(&notes_keys(draw.keymap), width);
                 buf.set_string(area.x, area.bottom() - 1, hint, theme.dim());
             }
             return;
@@ -1185,7 +1185,10 @@ impl ReviewPane {
                 }
             }
             Action::SplitHunk => self.split_hunk(cx),
-            Action::ToggleFailures => self.notes_open = Some(0),
+            Action::ToggleFailures if self.has_notes() => self.notes_open = Some(0),
+            Action::ToggleFailures => {
+                cx.effect(Effect::Flash("no failed edit and no note to show".into()));
+            }
             Action::EditHunk => self.edit_hunk(cx),
             Action::Reset => self.decide_hunk(Decision::Pending, cx),
             Action::AcceptFile => self.decide_file(Decision::Accept, cx),
@@ -1248,6 +1251,17 @@ fn scrolled(
         buf.set_line(area.x, area.bottom() - 1, &line, area.width);
     }
     from
+}
+
+/// The keys of the review while its notes take the pane.
+pub fn notes_keys(k: &Keymap) -> String {
+    format!(
+        "{}/{} scroll · {} back to the hunks · {} back",
+        k.describe(Action::Down),
+        k.describe(Action::Up),
+        k.describe(Action::ToggleFailures),
+        k.describe(Action::Back),
+    )
 }
 
 /// Moves `at`, the first row of notes shown, for a scrolling key; false for another key.

@@ -51,6 +51,13 @@ pub fn is_hidden(prev: Option<char>, c: char, next: Option<char>) -> bool {
     }
 }
 
+/// Whether `c` is hidden in some place ([`is_hidden`] next to what hides it): the
+/// characters a reader may not see, wherever they stand. The secret matcher
+/// (`egress`) sees through these.
+pub fn may_hide(c: char) -> bool {
+    is_hidden(None, c, None)
+}
+
 fn is_variation_selector(c: char) -> bool {
     matches!(c, '\u{180b}'..='\u{180d}' | '\u{180f}' | '\u{fe00}'..='\u{fe0f}' | '\u{e0100}'..='\u{e01ef}')
 }
@@ -121,7 +128,7 @@ pub fn markers(text: &str) -> impl Iterator<Item = Range<usize>> + '_ {
         let code = u32::from_str_radix(hex, 16).ok().and_then(char::from_u32)?;
         let end = start + open.len() + hex.len() + '⟩'.len_utf8();
         // Whatever was around it, a joiner or selector with a marker of its own was hidden.
-        (is_hidden(None, code, None) && text.get(start..end) == Some(marker(code).as_str()))
+        (may_hide(code) && text.get(start..end) == Some(marker(code).as_str()))
             .then_some(start..end)
     })
 }

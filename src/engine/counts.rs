@@ -55,8 +55,9 @@ impl Engine {
             let dropped = saved.sanitize();
             if dropped > 0 {
                 self.warning(format!(
-                    "{} held {dropped} report(s) of {}'s prompt tokens that no tokenizer gives: forgotten",
+                    "{} held {} of {}'s prompt tokens that no tokenizer gives: forgotten",
                     file.display(),
+                    crate::plural::count(dropped, "report"),
                     self.model.name
                 ));
             }

@@ -780,8 +780,9 @@ impl Engine {
                 self.history.buffer.reset();
                 self.history.swap_due = false;
                 self.notice(format!(
-                    "forgot the oldest {} turns ({} tokens) without a summary; the model is told that earlier turns are gone",
-                    forgotten.turns, forgotten.tokens
+                    "forgot the oldest {} ({} tokens) without a summary; the model is told that earlier turns are gone",
+                    crate::plural::count(forgotten.turns, "turn"),
+                    forgotten.tokens
                 ));
                 self.save_session();
                 self.publish_history();

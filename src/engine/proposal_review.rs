@@ -19,6 +19,7 @@ use crate::config::Settings;
 use crate::edit::{self, ApplyOutcome, EditError, FileSet, HunkId, Proposal, Select, Workspace};
 use crate::git::{self, CommitOptions, LandOptions, Landed};
 use crate::llm::{ChatRequest, LlmClient, ModelInfo};
+use crate::plural::count;
 
 /// The most a commit message request may take before the fallback is used.
 const COMMIT_MESSAGE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -190,14 +191,14 @@ impl Engine {
             // the failures are in the view.
         } else if origin == ReplyOrigin::Interrupted {
             self.warning(format!(
-                "the reply was interrupted: {} edit blocks failed and are shown in the review, not sent back to the model",
-                report.errors.len()
+                "the reply was interrupted: {} failed and are shown in the review, not sent back to the model",
+                count(report.errors.len(), "edit block")
             ));
         } else {
             self.warning(format!(
-                "{} edit blocks still failed after {} reflections; they are shown in the review",
-                report.errors.len(),
-                reflections
+                "{} still failed after {}; they are shown in the review",
+                count(report.errors.len(), "edit block"),
+                count(reflections, "reflection")
             ));
         }
         self.publish_proposal();

@@ -252,7 +252,8 @@ pub async fn run(
                     .map_or(String::new(), |c| format!("; committed {c} {message}"));
                 writeln!(
                     stderr,
-                    "tern: applied {accepted} hunks to {}{commit}",
+                    "tern: applied {} to {}{commit}",
+                    crate::plural::count(*accepted, "hunk"),
                     files.join(", ")
                 )?;
             }
@@ -290,7 +291,10 @@ pub async fn run(
                     if !view.failures.is_empty() {
                         stop(
                             &mut stopped,
-                            format!("{} edit blocks could not be applied", view.failures.len()),
+                            format!(
+                                "{} could not be applied",
+                                crate::plural::count(view.failures.len(), "edit block")
+                            ),
                         );
                     }
                     if !json {
@@ -419,7 +423,8 @@ pub async fn run(
         let resume = session.map_or("--resume".to_string(), |id| format!("--resume={id}"));
         writeln!(
             stderr,
-            "tern: the resumed session's {resumed_hunks} proposed hunks still await review; they were neither applied nor discarded (review them in the workspace: tern {resume})"
+            "tern: {} of the resumed session left for review, neither applied nor discarded (review in the workspace: tern {resume})",
+            crate::plural::count(resumed_hunks, "proposed hunk"),
         )?;
     }
     let unchecked = "--auto-test: the tests never ran (no edits landed, or no test_cmd is set), so nothing says they pass";

@@ -9,8 +9,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use unicode_width::UnicodeWidthStr;
 
-use crate::engine::persist::store::{KEEP, MAX_AGE, ago, counted, headline};
+use crate::engine::persist::store::{KEEP, MAX_AGE, ago, headline};
 use crate::engine::persist::{Listed, Store, holder_text};
+use crate::plural::count;
 use crate::terminal_text::for_terminal;
 
 /// Columns of the first message in a line.
@@ -60,7 +61,7 @@ fn text_line(s: &Listed, now: SystemTime) -> String {
     let pad = TITLE_COLUMNS.saturating_sub(title.width());
     let pending = match s.pending_hunks {
         0 => String::new(),
-        n => format!("{} pending", counted(n, "hunk")),
+        n => format!("{} pending", count(n, "hunk")),
     };
     let open = match s.holder() {
         Some(pid) => format!("  open in a tern{}", holder_text(pid)),
@@ -106,7 +107,7 @@ fn prune_old(store: &Store, yes: bool) -> ExitCode {
     if asking.is_empty() {
         crate::egress::outln!(
             "removed {} (the newest {KEEP} and any active in the last {days} days are kept)",
-            counted(removed, "old session")
+            count(removed, "old session")
         );
         return exit(failed);
     }
@@ -126,11 +127,11 @@ fn prune_old(store: &Store, yes: bool) -> ExitCode {
             true => "kept them",
             false => "kept them: pass --yes to remove them too",
         };
-        crate::egress::outln!("removed {}; {how}", counted(removed, "old session"));
+        crate::egress::outln!("removed {}; {how}", count(removed, "old session"));
         return exit(failed || !std::io::stdin().is_terminal());
     }
     let gone = remove_all(store, &asking, true, &mut failed);
-    crate::egress::outln!("removed {}", counted(removed + gone, "old session"));
+    crate::egress::outln!("removed {}", count(removed + gone, "old session"));
     exit(failed)
 }
 

@@ -27,6 +27,7 @@ use super::theme::Theme;
 use crate::engine::commands;
 use crate::engine::protocol::{ChatMode, CommandPurpose, ReviewOp, ShownKind, thousands};
 use crate::engine::{Event, Op};
+use crate::plural::count;
 
 /// How long after the last keystroke the draft is sent for the live `cur` count.
 pub const DRAFT_DEBOUNCE: Duration = Duration::from_millis(50);
@@ -129,6 +130,9 @@ pub struct App {
     editor: Option<EditRequest>,
 }
 
+/// How every question of the status line is answered (see [`App::question`]).
+pub(crate) const ANSWER_KEYS: &str = "[y/N]";
+
 /// The most columns of a command the status line shows (the chat has it whole), so
 /// that the question's `[y/N]` and the running command's time stay in view.
 const STATUS_COMMAND_COLUMNS: usize = 30;
@@ -223,10 +227,7 @@ impl App {
             (EditTarget::Hunk { id }, Ok(new_lines)) if new_lines.trim().is_empty() => {
                 self.confirming_deletion = Some((id, new_lines));
             }
-            (EditTarget::Hunk { id }, Ok(new_lines)) => {
-                self.panes.review.reshape();
-                self.ops.push(Op::Review(ReviewOp::Edit { id, new_lines }));
-            }
+            (EditTarget::Hunk { id }, Ok(new_lines)) => self.send_edit(id, new_lines),
             (EditTarget::Hunk { id }, Err(why)) => self
                 .panes
                 .chat
@@ -234,15 +235,39 @@ impl App {
         }
     }
 
-    /// The y/N question the status line asks, if one waits for a key.
+    /// The user's lines for hunk `id` go to the engine; the review moves on to the next
+    /// hunk once they are in (as after `y`).
+    fn send_edit(&mut self, id: String, new_lines: String) {
+        self.panes.review.reshape();
+        self.panes.review.advance_after(id.clone());
+        self.set_focus(PaneId::Review);
+        self.ops.push(Op::Review(ReviewOp::Edit { id, new_lines }));
+    }
+
+    /// The question the status line asks, if one waits for a key: `y` answers yes,
+    /// any other key no. Only the question: the status line adds its answer keys
+    /// ([`ANSWER_KEYS`]) and cuts the question, never them, to fit.
     pub(crate) fn question(&self) -> Option<String> {
-        match (&self.confirming_command, &self.confirming_deletion) {
-            (Some(question), _) => Some(question.clone()),
-            (None, Some((id, _))) => Some(format!(
-                "your editor left hunk {id} empty: delete its lines? [y/N]"
-            )),
-            (None, None) => None,
+        if let Some(question) = &self.confirming_command {
+            return Some(question.clone());
         }
+        if let Some((id, _)) = &self.confirming_deletion {
+            return Some(format!(
+                "your editor left hunk {id} empty: delete its lines?"
+            ));
+        }
+        if !self.confirming_quit {
+            return None;
+        }
+        if self.applying() {
+            return Some(
+                "quit? the landing finishes first (cancelled if nothing is written yet)".into(),
+            );
+        }
+        Some(match self.unlanded() {
+            Some(what) => format!("quit? {what}: kept for tern --resume"),
+            None => "quit?".into(),
+        })
     }
 
     /// The user asked to quit (an `Op::Shutdown` was queued).
@@ -424,9 +449,9 @@ impl App {
                         self.panes.chat.push(
                             Kind::Notice,
                             format!(
-                                "the reply proposes {hunks} hunk{} in {files} file{}: review them ({} accept, {} reject, {} apply)",
-                                if hunks == 1 { "" } else { "s" },
-                                if files == 1 { "" } else { "s" },
+                                "the reply proposes {} in {}: review them ({} accept, {} reject, {} apply)",
+                                count(hunks, "hunk"),
+                                count(files, "file"),
                                 self.keymap.describe(Action::Accept),
                                 self.keymap.describe(Action::Reject),
                                 self.keymap.describe(Action::Apply),
@@ -438,8 +463,8 @@ impl App {
                         self.panes.chat.push(
                             Kind::Error,
                             format!(
-                                "{failures} edit block{} could not be applied (see Review)",
-                                if failures == 1 { "" } else { "s" }
+                                "{} could not be applied (see Review)",
+                                count(failures, "edit block")
                             ),
                         );
                     }
@@ -541,7 +566,7 @@ impl App {
                 );
                 // Short enough for the status line; where it came from is in the chat.
                 self.confirming_command = Some(format!(
-                    "run `{}`? [y/N]",
+                    "run `{}`?",
                     super::text::truncate(&command, STATUS_COMMAND_COLUMNS)
                 ));
             }
@@ -609,9 +634,9 @@ impl App {
                     )
                 };
                 let text = format!(
-                    "{outcome} · {} line{} · {context}",
+                    "{outcome} · {} {} · {context}",
                     thousands(lines),
-                    if lines == 1 { "" } else { "s" }
+                    crate::plural::noun_for(lines, "line")
                 );
                 chat.finish_command(Footer {
                     text,
@@ -748,8 +773,8 @@ impl App {
                 Effect::Copy(text) => {
                     let lines = text.lines().count().max(1);
                     self.flash(format!(
-                        "copied {lines} line{} (OSC 52); if nothing arrived, let your terminal write the clipboard (tmux: set -g set-clipboard on)",
-                        if lines == 1 { "" } else { "s" }
+                        "copied {} (OSC 52); if nothing arrived, let your terminal write the clipboard (tmux: set -g set-clipboard on)",
+                        count(lines, "line")
                     ));
                     self.clipboard = Some(text);
                 }
@@ -788,8 +813,7 @@ impl App {
         }
         if let Some((id, new_lines)) = self.confirming_deletion.take() {
             if key.code == KeyCode::Char('y') && key.modifiers == KeyModifiers::NONE {
-                self.panes.review.reshape();
-                self.ops.push(Op::Review(ReviewOp::Edit { id, new_lines }));
+                self.send_edit(id, new_lines);
             } else {
                 self.flash(format!("hunk {id} kept as it was"));
             }
@@ -808,6 +832,13 @@ impl App {
             .ops
             .iter()
             .any(|op| matches!(op, Op::Submit { text } if starts_turn(text)));
+        // The reason typed after `N` is sent: back to the review, on the next hunk.
+        if let Some(id) = self.ops.iter().find_map(rejected_hunk)
+            && self.panes.review.is_active()
+        {
+            self.panes.review.advance_after(id);
+            self.set_focus(PaneId::Review);
+        }
         // `/editor [TEXT]` is the front end's: the editor opens on TEXT.
         if let Some(at) = self.ops.iter().position(|op| {
             matches!(op, Op::Submit { text } if matches!(
@@ -957,10 +988,11 @@ impl App {
         let t = self.panes.review.tally();
         match (t.pending, t.accepted) {
             (0, 0) => None,
-            (p, 0) => Some(format!("{p} hunks still await review")),
-            (0, a) => Some(format!("{a} accepted hunks are not applied yet")),
+            (p, 0) => Some(format!("{} to review", count(p, "hunk"))),
+            (0, a) => Some(format!("{} accepted, not applied", count(a, "hunk"))),
             (p, a) => Some(format!(
-                "{p} hunks still await review and {a} accepted ones are not applied"
+                "{} to review, {a} accepted not applied",
+                count(p, "hunk")
             )),
         }
     }
@@ -968,21 +1000,13 @@ impl App {
     /// Quits, but asks first when proposed hunks are not written yet (they are saved
     /// with the session either way: `tern --resume` brings them back).
     fn request_quit(&mut self) {
-        if self.applying() {
+        if self.applying() || self.unlanded().is_some() {
+            // The status line asks (`question`).
             self.confirming_quit = true;
-            self.flash(
-                "the accepted hunks are being applied: quitting cancels that if nothing is written yet, else waits for the commit · y quits, any other key stays".into(),
-            );
-            return;
-        }
-        let Some(what) = self.unlanded() else {
+            self.flash = None;
+        } else {
             self.quit();
-            return;
-        };
-        self.confirming_quit = true;
-        self.flash(format!(
-            "{what} (kept for tern --resume) · y quits, any other key stays"
-        ));
+        }
     }
 
     pub fn quit(&mut self) {
@@ -1091,5 +1115,18 @@ fn purpose_label(purpose: CommandPurpose) -> &'static str {
         CommandPurpose::Run => "/run",
         CommandPurpose::Test => "/test",
         CommandPurpose::Lint => "/lint",
+    }
+}
+
+/// The hunk a typed `/reject HUNK [REASON]` rejects.
+fn rejected_hunk(op: &Op) -> Option<String> {
+    let Op::Submit { text } = op else {
+        return None;
+    };
+    match commands::parse(text.strip_prefix('/')?) {
+        commands::Parsed::Command { spec, args } if spec.command == commands::Command::Reject => {
+            args.split_whitespace().next().map(str::to_string)
+        }
+        _ => None,
     }
 }

@@ -323,7 +323,7 @@ fn yes_applies_and_commits_with_a_fallback_message_when_the_weak_model_fails() {
         "fallback message: {subject}\n{stderr}"
     );
     assert!(
-        stderr.contains("applied 1 hunks to src/greet.py; committed"),
+        stderr.contains("applied 1 hunk to src/greet.py; committed"),
         "{stderr}"
     );
 }
@@ -658,7 +658,7 @@ fn a_resumed_sessions_pending_hunks_are_left_for_review() {
         let out = output_within(&mut cmd, std::time::Duration::from_secs(20));
         let (_, stderr) = texts(&out);
         assert!(
-            stderr.contains("1 proposed hunks still await review")
+            stderr.contains("1 proposed hunk of the resumed session left for review")
                 && stderr.contains(&format!("tern --resume={id}")),
             "{stderr}"
         );

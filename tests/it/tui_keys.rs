@@ -675,7 +675,9 @@ fn quitting_with_accepted_hunks_not_applied_asks_first() {
     app.handle_terminal(ctrl('c'));
     app.handle_terminal(ctrl('c'));
     assert!(!app.quitting(), "not yet: accepted hunks are not applied");
-    assert!(screen(&mut app, 100, 24).contains("not applied yet"));
+    assert!(
+        screen(&mut app, 100, 24).contains("accepted, not applied: kept for tern --resume [y/N]")
+    );
     press(&mut app, 'y');
     assert!(app.quitting());
 }
@@ -688,7 +690,7 @@ fn quitting_with_hunks_to_review_asks_first() {
     app.handle_terminal(ctrl('c'));
     app.handle_terminal(ctrl('c'));
     assert!(!app.quitting(), "not yet: hunks await review");
-    assert!(screen(&mut app, 100, 24).contains("still await review"));
+    assert!(screen(&mut app, 100, 24).contains("to review: kept for tern --resume [y/N]"));
     press(&mut app, 'n');
     assert!(!app.quitting());
     type_text(&mut app, "/quit\n");
@@ -902,6 +904,19 @@ fn shift_n_asks_for_the_reason_of_a_rejection() {
         Some(&Op::Submit {
             text: format!("/reject {} too clever", hunk_ids()[0])
         })
+    );
+    // Back to the review; once the rejection is in, on the next hunk.
+    assert_eq!(app.focus(), PaneId::Review);
+    let mut view = proposal();
+    view.files[0].hunks[0].decision = Decision::Reject;
+    feed(&mut app, [Event::Proposal(Box::new(view))]);
+    press(&mut app, 'y');
+    assert_eq!(
+        app.take_ops().last(),
+        Some(&Op::Review(ReviewOp::Hunk {
+            id: hunk_ids()[1].clone(),
+            decision: Decision::Accept
+        }))
     );
 }
 

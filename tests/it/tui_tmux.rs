@@ -132,7 +132,7 @@ impl Workspace {
     /// once tern has exited.
     fn quit_leaving_hunks(&self) -> String {
         self.keys(&["C-c", "C-c"]);
-        self.wait_for("still await review", WAIT);
+        self.wait_for("to review: kept for tern --resume [y/N]", WAIT);
         self.keys(&["y"]);
         self.wait_for("[tern exited 0]", WAIT)
     }
@@ -226,7 +226,10 @@ fn a_streamed_reply_is_reviewed_hunk_by_hunk_and_the_accepted_hunk_committed() {
     tern.wait_for("✓1 ✗1 ·2", WAIT);
     tern.keys(&["Enter"]);
     let screen = tern.wait_for("Applied 1 hunk to 1 file", WAIT);
-    assert!(screen.contains("fix: refuse to remove"), "{screen}");
+    // The banner is cut (with `…`) to the pane; the commit has the whole subject.
+    assert!(screen.contains("fix: refuse to remov"), "{screen}");
+    let subject = repo.git(&["log", "-1", "--format=%s"]);
+    assert!(subject.starts_with("fix: refuse to remove"), "{subject}");
 
     let inventory = repo.read("shop/inventory.py");
     assert!(
@@ -574,7 +577,7 @@ fn apply_all_then_quit(tern: &Workspace) {
     tern.keys(&["Enter"]);
     tern.wait_for("applying", WAIT);
     tern.keys(&["C-c", "C-c"]);
-    tern.wait_for("being applied", WAIT);
+    tern.wait_for("landing finishes first", WAIT);
     tern.keys(&["y"]);
 }
 

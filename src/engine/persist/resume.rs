@@ -102,7 +102,7 @@ pub(crate) fn open(
     if !pruned.is_empty() {
         notices.push(format!(
             "removed {} of this repository inactive for over {} days (the newest {KEEP} and any with pending hunks are kept)",
-            super::store::counted(pruned.len(), "session"),
+            crate::plural::count(pruned.len(), "session"),
             MAX_AGE.as_secs() / 86_400
         ));
     }
@@ -170,7 +170,7 @@ fn pending_elsewhere(store: &Store, own: Option<&str>) -> Option<String> {
     Some(format!(
         "session {} ({about}) has {} pending: `tern --resume={}` brings it back{more}",
         newest.id,
-        super::store::counted(newest.pending_hunks, "hunk"),
+        crate::plural::count(newest.pending_hunks, "hunk"),
         newest.id
     ))
 }

@@ -483,14 +483,6 @@ pub fn headline(text: &str, columns: usize) -> String {
     cut
 }
 
-/// `1 hunk`, `3 hunks`: `n` of `noun`.
-pub fn counted(n: usize, noun: &str) -> String {
-    match n {
-        1 => format!("1 {noun}"),
-        n => format!("{n} {noun}s"),
-    }
-}
-
 /// Makes directories only the user may read (a session's files are made so too).
 fn private_dir() -> std::fs::DirBuilder {
     let mut builder = std::fs::DirBuilder::new();

@@ -8,6 +8,7 @@ mod branch_review;
 pub mod commands;
 mod counts;
 mod history;
+pub mod input;
 mod map;
 pub mod needed;
 pub mod persist;
@@ -404,6 +405,10 @@ impl Engine {
                 panic!("a panic requested by TERN_TEST_PANIC")
             }
             Op::Submit { text } => self.submit(text),
+            Op::Command { command, args } => {
+                self.command(command, &args);
+                self.idle_if_done();
+            }
             Op::ProposeReply { reply } => self.propose_reply(&reply),
             Op::Draft { text } => {
                 self.draft = text;
@@ -491,18 +496,6 @@ impl Engine {
     fn submit(&mut self, text: String) {
         let trimmed = text.trim();
         if trimmed.is_empty() {
-            return;
-        }
-        if let Some(command) = trimmed.strip_prefix('!') {
-            let command = command.to_string();
-            self.run_command(&command);
-            self.idle_if_done();
-            return;
-        }
-        if trimmed.starts_with('/') {
-            let line = trimmed.to_string();
-            self.command(&line);
-            self.idle_if_done();
             return;
         }
         if self.purpose != Purpose::Conversation {

@@ -3,6 +3,9 @@
 
 use serde::Serialize;
 
+/// The slash commands, one row each.
+pub use super::commands::{ArgCompletion, Command, UnknownCommand};
+
 /// A branch review: what to compare, how to fit it, its plan (as the Review pane lists
 /// it) and its replies.
 pub use crate::branch_review::{
@@ -56,11 +59,19 @@ pub enum RequestKind {
 /// A request from a front end.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Op {
-    /// A chat message, or a slash command when it starts with `/`.
+    /// A chat message, sent to the model as it is (a `/` or `!` at its start is
+    /// text: `input::parse` made commands of what was typed as one).
     Submit {
         text: String,
     },
-    /// The input box's current text, so the gauge can show the `cur` section live.
+    /// A slash command (`/tokens`, `/apply all`; `!CMD` is `/run CMD`), its arguments
+    /// trimmed.
+    Command {
+        command: Command,
+        args: String,
+    },
+    /// What the message being typed would send the model (`input::draft_message`),
+    /// so the gauge can show the `cur` section live.
     Draft {
         text: String,
     },

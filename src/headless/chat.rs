@@ -10,7 +10,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use crate::engine::protocol::{
-    Caution, Decision, EditFailureView, NeededFile, ProposalView, ReviewOp, thousands,
+    Caution, Command, Decision, EditFailureView, NeededFile, ProposalView, ReviewOp, thousands,
 };
 use crate::engine::{EngineConfig, Event, FileMode, Op};
 use crate::llm::Finish;
@@ -75,7 +75,9 @@ pub async fn run(
     let Some(first) = queue.next() else {
         return Ok(ExitCode::SUCCESS);
     };
-    submit(&engine.ops, first, queue.len() == 0)?;
+    // What the edge answers itself (a line that names no command), before the engine's.
+    let mut answered = std::collections::VecDeque::new();
+    submit(&engine.ops, &first, queue.len() == 0, &mut answered)?;
     sent += 1;
     // A signal stops the reply (a command running is killed with its whole group).
     // SIGINT then shows what the interrupted reply held; SIGTERM or SIGHUP (a closed
@@ -92,7 +94,14 @@ pub async fn run(
     });
     let signalled = || signals.as_ref().and_then(crate::signals::Stop::signal);
 
-    while let Some(event) = engine.events.recv().await {
+    loop {
+        let event = match answered.pop_front() {
+            Some(event) => event,
+            None => match engine.events.recv().await {
+                Some(event) => event,
+                None => break,
+            },
+        };
         if json {
             super::print_json(&mut stdout, &event)?;
         }
@@ -344,8 +353,9 @@ pub async fn run(
                             }
                         }
                         // One op, so the next Idle is the landing's.
-                        engine.ops.send(Op::Submit {
-                            text: "/apply all".into(),
+                        engine.ops.send(Op::Command {
+                            command: Command::Apply,
+                            args: "all".into(),
                         })?;
                         continue;
                     } else {
@@ -358,8 +368,10 @@ pub async fn run(
                             };
                             writeln!(stderr, "tern: the edits above were not applied; {why}")?;
                         }
-                        engine.ops.send(Op::Submit {
-                            text: "/discard".into(),
+                        // A command, so an Idle follows.
+                        engine.ops.send(Op::Command {
+                            command: Command::Discard,
+                            args: String::new(),
                         })?;
                         continue;
                     }
@@ -391,7 +403,7 @@ pub async fn run(
                 match queue.next() {
                     Some(next) if stopped.is_none() && signalled().is_none() => {
                         asked_again = false;
-                        submit(&engine.ops, next, queue.len() == 0)?;
+                        submit(&engine.ops, &next, queue.len() == 0, &mut answered)?;
                         sent += 1;
                     }
                     _ => engine.ops.send(Op::Shutdown)?,
@@ -500,17 +512,28 @@ fn stop(stopped: &mut Option<String>, why: String) {
     stopped.get_or_insert(why);
 }
 
-/// Sends a message; before the last one, tells the engine none follows, so it leaves
-/// summaries for the next start instead of making the user wait for one at the end.
+/// Sends a message or a command (parsed here: the engine reads no `/`); before the last
+/// one, tells the engine none follows, so it leaves summaries for the next start instead
+/// of making the user wait for one at the end. A line that names no command is answered
+/// here as the engine answers a command that fails: an error, then idle.
 fn submit(
     ops: &tokio::sync::mpsc::UnboundedSender<Op>,
-    text: String,
+    text: &str,
     last: bool,
+    answered: &mut std::collections::VecDeque<Event>,
 ) -> anyhow::Result<()> {
     if last {
         ops.send(Op::NoMoreMessages)?;
     }
-    ops.send(Op::Submit { text })?;
+    match crate::engine::input::parse(text) {
+        Ok(op) => ops.send(op)?,
+        Err(unknown) => answered.extend([
+            Event::Error {
+                text: unknown.to_string(),
+            },
+            Event::Idle,
+        ]),
+    }
     Ok(())
 }
 

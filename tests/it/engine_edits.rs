@@ -122,12 +122,7 @@ fn script_two_edits(server: &MockServer, then: &str) {
 
 /// Sends a message or a slash command.
 pub(crate) fn submit(engine: &EngineHandle, text: &str) {
-    send(
-        engine,
-        Op::Submit {
-            text: text.to_string(),
-        },
-    );
+    send(engine, crate::support::typed(text));
 }
 
 pub(crate) fn send(engine: &EngineHandle, op: Op) {
@@ -1026,7 +1021,7 @@ async fn the_gauge_and_tokens_count_the_notes_owed_to_the_model_alike() {
     send(
         &engine,
         Op::Draft {
-            text: "/tokens".into(),
+            text: tern::engine::input::draft_message("/tokens").into(),
         },
     );
     submit(&engine, "/tokens");
@@ -1208,9 +1203,7 @@ async fn a_hunk_split_and_edited_by_the_user_lands_and_the_model_hears_whose_lin
     // `/split` (what `s` sends as `ReviewOp::Split`): two parts, each with its own id.
     send(
         &engine,
-        Op::Submit {
-            text: format!("/split {}", whole[0]),
-        },
+        crate::support::typed(&format!("/split {}", whole[0])),
     );
     let (events, view) = next_proposal(&mut engine).await;
     let parts = hunk_ids(&view);

@@ -1425,3 +1425,35 @@ async fn a_save_while_the_commit_message_is_written_never_lands_in_terns_commit(
         .collect();
     assert!(errors.contains("changed on disk"), "{errors}");
 }
+
+/// The engine reads no `/` in a message: slash text is parsed where it is typed, so a
+/// message that starts with `/` (as an editor integration may send one) is a message.
+#[tokio::test]
+async fn a_message_that_starts_with_a_slash_goes_to_the_model() {
+    let repo = repo();
+    let server = MockServer::start().await;
+    server.push_for_model("gpt-4o", Reply::text("It is a path."));
+    let mut engine = engine(&repo, &server);
+    send(
+        &engine,
+        Op::Submit {
+            text: "/tokens is a path here".into(),
+        },
+    );
+    let events = idle(&mut engine).await;
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::TurnFinished { reply, .. } if reply == "It is a path.")),
+        "{events:#?}"
+    );
+    assert!(!events.iter().any(|e| matches!(e, Event::Output { .. })));
+    let last = server
+        .requests()
+        .last()
+        .unwrap()
+        .last_user_text()
+        .unwrap()
+        .to_string();
+    assert!(last.starts_with("/tokens is a path here"), "{last}");
+}

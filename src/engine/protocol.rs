@@ -56,6 +56,27 @@ pub enum RequestKind {
     Review,
 }
 
+/// An op's id, given by the front end's sender (`OpSender::send`); every event the op
+/// causes carries it (`Envelope`), so a front end can match a prompt to its updates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct OpId(pub u64);
+
+/// An op as it reaches the engine (codex-rs's `Submission`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Submission {
+    pub id: OpId,
+    pub op: Op,
+}
+
+/// An event as it leaves the engine: `op` is the op that caused it, directly or through
+/// the work it started (a reply's stream, its reflections, a landing); None for what the
+/// engine reports on its own (start-up, the map it keeps fresh).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Envelope {
+    pub op: Option<OpId>,
+    pub event: Event,
+}
+
 /// A request from a front end.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Op {

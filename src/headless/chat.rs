@@ -406,7 +406,9 @@ pub async fn run(
                         submit(&engine.ops, &next, queue.len() == 0, &mut answered)?;
                         sent += 1;
                     }
-                    _ => engine.ops.send(Op::Shutdown)?,
+                    _ => {
+                        engine.ops.send(Op::Shutdown)?;
+                    }
                 }
             }
             Event::Crashed { text } => {
@@ -517,7 +519,7 @@ fn stop(stopped: &mut Option<String>, why: String) {
 /// of making the user wait for one at the end. A line that names no command is answered
 /// here as the engine answers a command that fails: an error, then idle.
 fn submit(
-    ops: &tokio::sync::mpsc::UnboundedSender<Op>,
+    ops: &crate::engine::OpSender,
     text: &str,
     last: bool,
     answered: &mut std::collections::VecDeque<Event>,
@@ -526,7 +528,9 @@ fn submit(
         ops.send(Op::NoMoreMessages)?;
     }
     match crate::engine::input::parse(text) {
-        Ok(op) => ops.send(op)?,
+        Ok(op) => {
+            ops.send(op)?;
+        }
         Err(unknown) => answered.extend([
             Event::Error {
                 text: unknown.to_string(),

@@ -10,7 +10,7 @@ use std::time::Duration;
 use crate::support::{MockServer, Reply, TempRepo, spawn_engine, until};
 use tern::config::{ApiKey, Settings};
 use tern::engine::protocol::{Caution, Decision, ProposalView, ReviewOp};
-use tern::engine::{EngineConfig, EngineHandle, Event, FileMode, Op};
+use tern::engine::{EngineConfig, EngineHandle, Envelope, Event, FileMode, Op, OpId};
 
 pub(crate) const GREET: &str = "\
 def greet(name):
@@ -1456,4 +1456,65 @@ async fn a_message_that_starts_with_a_slash_goes_to_the_model() {
         .unwrap()
         .to_string();
     assert!(last.starts_with("/tokens is a path here"), "{last}");
+}
+
+/// Every event an op causes carries the op's id, through the work it starts (the
+/// reply's stream, the landing on its blocking thread); what the engine says on its own
+/// carries none.
+#[tokio::test]
+async fn events_carry_the_id_of_the_op_that_caused_them() {
+    let repo = repo();
+    let server = MockServer::start().await;
+    server.push_for_model("gpt-4o", Reply::text(FIXED_EDIT));
+    server.push_for_model("gpt-4o-mini", Reply::text("fix: say hey"));
+    let mut engine = engine(&repo, &server);
+    let ask = engine.ops.send(crate::support::typed("say hey")).unwrap();
+    let asked = answered(&mut engine, ask).await;
+    assert!(matches!(
+        asked[0],
+        Envelope {
+            op: None,
+            event: Event::Ready { .. }
+        }
+    ));
+    for wanted in ["turn_started", "delta", "turn_finished", "proposal"] {
+        let tagged: Vec<_> = asked
+            .iter()
+            .filter(|e| serde_json::to_value(&e.event).unwrap()["event"] == wanted)
+            .map(|e| e.op)
+            .collect();
+        assert!(!tagged.is_empty(), "no {wanted}: {asked:#?}");
+        assert!(
+            tagged.iter().all(|op| *op == Some(ask)),
+            "{wanted}: {tagged:?}"
+        );
+    }
+    let apply = engine
+        .ops
+        .send(crate::support::typed("/apply all"))
+        .unwrap();
+    assert_ne!(apply, ask);
+    let applied = answered(&mut engine, apply).await;
+    assert!(
+        applied.iter().any(
+            |e| matches!(e, Envelope { op, event: Event::Applied { .. } } if *op == Some(apply))
+        ),
+        "{applied:#?}"
+    );
+}
+
+/// The envelopes up to the `Idle` that answers `op`.
+async fn answered(engine: &mut EngineHandle, op: OpId) -> Vec<Envelope> {
+    let mut seen = Vec::new();
+    loop {
+        let envelope = tokio::time::timeout(Duration::from_secs(20), engine.events.next())
+            .await
+            .expect("the op was answered in time")
+            .expect("the engine runs");
+        let done = envelope.op == Some(op) && envelope.event == Event::Idle;
+        seen.push(envelope);
+        if done {
+            return seen;
+        }
+    }
 }

@@ -3,6 +3,7 @@
 //! end. Long work (model calls, git) runs on tasks that report back to the loop through
 //! `Internal` messages; only the loop mutates the session.
 
+mod accept;
 mod activity;
 mod branch_review;
 pub mod commands;
@@ -536,6 +537,10 @@ impl Engine {
             } => self.start_review(source, options, send),
             Op::NoMoreMessages => self.history.defer_summaries(),
             Op::AddNeeded { paths, mode } => self.add_needed(paths, mode),
+            Op::ApplyAllowed { outside_chat } => {
+                self.apply_allowed(outside_chat);
+                self.idle_if_done();
+            }
             Op::ListRepoFiles => self.list_repo_files(),
             Op::MapWhy { path } => self.map_why(&path),
             Op::HunkText { id } => self.hunk_text(&id),

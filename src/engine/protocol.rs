@@ -131,6 +131,13 @@ pub enum Op {
         paths: Vec<String>,
         mode: FileMode,
     },
+    /// `--yes`: accept what may land without a person's look and apply it, as `/apply
+    /// all` does. A file or hunk with a caution is held back (`Event::HeldBack`),
+    /// except, with `outside_chat`, a file whose only caution is that it is not in the
+    /// chat.
+    ApplyAllowed {
+        outside_chat: bool,
+    },
     /// Ask for the repository's files (for `@` completion and the file picker).
     ListRepoFiles,
     /// Ask why a file is in the repo map (answered with `Event::MapWhy`).
@@ -577,6 +584,13 @@ pub enum Event {
         id: String,
         new_lines: String,
         reason: String,
+    },
+    /// `Op::ApplyAllowed` left a file (`hunk` None) or a hunk unaccepted, for these
+    /// cautions: it waits for a person's look.
+    HeldBack {
+        path: String,
+        hunk: Option<String>,
+        cautions: Vec<Caution>,
     },
     /// `ReviewOp::Apply` wrote nothing; the errors or warnings before it say why.
     NotApplied {

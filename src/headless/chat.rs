@@ -10,7 +10,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use crate::engine::protocol::{
-    Caution, Command, Decision, EditFailureView, NeededFile, ProposalView, ReviewOp, thousands,
+    Caution, Command, EditFailureView, NeededFile, ProposalView, thousands,
 };
 use crate::engine::{EngineConfig, Event, FileMode, Op};
 use crate::llm::Finish;
@@ -245,6 +245,29 @@ pub async fn run(
                 proposal =
                     (!view.files.is_empty() || !view.failures.is_empty()).then(|| (**view).clone());
             }
+            Event::HeldBack {
+                path,
+                hunk: None,
+                cautions,
+            } => {
+                stop(&mut stopped, format!("edits to {path} were held back"));
+                if !json {
+                    let why: Vec<String> = cautions.iter().map(ToString::to_string).collect();
+                    writeln!(
+                        stderr,
+                        "tern: not applied to {path} ({}): {}",
+                        why.join(", "),
+                        held_advice(cautions)
+                    )?;
+                }
+            }
+            // The engine names the hunks it left for a look of their own; the run says
+            // something was held.
+            Event::HeldBack {
+                path,
+                hunk: Some(id),
+                ..
+            } => stop(&mut stopped, format!("hunk {id} of {path} was held back")),
             Event::Reflection { attempt, max, .. } if !json => writeln!(
                 stderr,
                 "tern: some edit blocks did not apply; asking the model to fix them ({attempt} of {max})"
@@ -313,49 +336,10 @@ pub async fn run(
                     if view.files.is_empty() {
                         // Only failures: nothing to apply.
                     } else if consent.yes && !interrupted {
-                        for file in &view.files {
-                            let allowed = consent.outside_chat
-                                && file.cautions.iter().all(|c| *c == Caution::OutsideChat);
-                            if file.cautions.is_empty() {
-                                continue;
-                            }
-                            if allowed {
-                                engine.ops.send(Op::Review(ReviewOp::File {
-                                    path: file.path.clone(),
-                                    decision: Decision::Accept,
-                                }))?;
-                                continue;
-                            }
-                            stop(
-                                &mut stopped,
-                                format!("edits to {} were held back", file.path),
-                            );
-                            if !json {
-                                let why: Vec<String> =
-                                    file.cautions.iter().map(ToString::to_string).collect();
-                                writeln!(
-                                    stderr,
-                                    "tern: not applied to {} ({}): {}",
-                                    file.path,
-                                    why.join(", "),
-                                    held_advice(&file.cautions)
-                                )?;
-                            }
-                        }
-                        // The engine names the hunks `/apply all` leaves for a look of
-                        // their own; the run says something was held.
-                        for file in &view.files {
-                            for hunk in file.hunks.iter().filter(|h| !h.cautions.is_empty()) {
-                                stop(
-                                    &mut stopped,
-                                    format!("hunk {} of {} was held back", hunk.id, file.path),
-                                );
-                            }
-                        }
-                        // One op, so the next Idle is the landing's.
-                        engine.ops.send(Op::Command {
-                            command: Command::Apply,
-                            args: "all".into(),
+                        // The engine accepts what may land unlooked-at, says what it
+                        // held back, and applies; the next Idle is the landing's.
+                        engine.ops.send(Op::ApplyAllowed {
+                            outside_chat: consent.outside_chat,
                         })?;
                         continue;
                     } else {

@@ -474,6 +474,8 @@ impl App {
             }
             // The error or warning before it said why; the proposal stays to decide on.
             Event::NotApplied { .. } => {}
+            // Only `--yes` (`Op::ApplyAllowed`) holds edits back; the workspace asks.
+            Event::HeldBack { .. } => {}
             Event::HunkText { id, path, text } => {
                 self.editor = Some(EditRequest {
                     target: EditTarget::Hunk { id },

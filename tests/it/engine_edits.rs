@@ -1518,3 +1518,39 @@ async fn answered(engine: &mut EngineHandle, op: OpId) -> Vec<Envelope> {
         }
     }
 }
+
+/// `--yes`'s policy is the engine's: `Op::ApplyAllowed` names what it holds back and
+/// lands the rest.
+#[tokio::test]
+async fn apply_allowed_holds_back_a_file_outside_the_chat_and_lands_the_rest() {
+    let repo = repo();
+    let server = MockServer::start().await;
+    let readme =
+        "README.md\n```\n<<<<<<< SEARCH\n# Greeter\n=======\n# Greeter app\n>>>>>>> REPLACE\n```\n";
+    server.push_for_model("gpt-4o", Reply::text(format!("{FIXED_EDIT}\n{readme}")));
+    server.push_for_model("gpt-4o-mini", Reply::text("fix: say hey"));
+    let mut engine = engine(&repo, &server);
+    submit(&engine, "say hey and retitle");
+    idle(&mut engine).await;
+    send(
+        &engine,
+        Op::ApplyAllowed {
+            outside_chat: false,
+        },
+    );
+    let events = idle(&mut engine).await;
+    let held = events
+        .iter()
+        .position(|e| {
+            matches!(e, Event::HeldBack { path, hunk: None, cautions }
+                if path == "README.md" && cautions == &[Caution::OutsideChat])
+        })
+        .expect("README.md is held back");
+    let applied = events
+        .iter()
+        .position(|e| matches!(e, Event::Applied { files, .. } if files == &["src/greet.py"]))
+        .expect("the chat file lands");
+    assert!(held < applied, "{events:#?}");
+    assert_eq!(repo.read("README.md"), "# Greeter\n");
+    assert!(repo.read("src/greet.py").contains("'hey '"));
+}

@@ -97,6 +97,17 @@ pub(crate) fn engine_tuned(
     spawn_engine(repo, server, "src/greet.py", resume, tune)
 }
 
+/// The user message of the last request the model got.
+fn last_sent(server: &MockServer) -> String {
+    server
+        .requests()
+        .last()
+        .unwrap()
+        .last_user_text()
+        .unwrap()
+        .to_string()
+}
+
 pub(crate) async fn idle(engine: &mut EngineHandle) -> Vec<Event> {
     until(engine, |e| matches!(e, Event::Idle)).await
 }
@@ -336,13 +347,7 @@ async fn code_turns_wait_for_a_pending_review_and_discard_tells_the_model() {
     idle(&mut engine).await;
     submit(&engine, "and more");
     idle(&mut engine).await;
-    let last = server
-        .requests()
-        .last()
-        .unwrap()
-        .last_user_text()
-        .unwrap()
-        .to_string();
+    let last = last_sent(&server);
     assert!(
         last.contains("did not accept") && last.contains("\n\nand more"),
         "{last}"
@@ -870,13 +875,7 @@ async fn an_undone_commit_is_told_to_the_model_as_a_note() {
     assert_eq!(text, "what now?");
     assert_eq!(notes.len(), 1, "{notes:#?}");
     assert!(notes[0].starts_with("I undid your commit"), "{}", notes[0]);
-    let sent = server
-        .requests()
-        .last()
-        .unwrap()
-        .last_user_text()
-        .unwrap()
-        .to_string();
+    let sent = last_sent(&server);
     assert!(sent.contains("I undid your commit"), "{sent}");
     assert!(
         sent.contains("+    return 'hello, ' + name + '!'"),
@@ -1137,13 +1136,7 @@ async fn a_reason_given_for_a_rejected_hunk_reaches_the_model() {
     idle(&mut engine).await;
     submit(&engine, "ok");
     idle(&mut engine).await;
-    let told = server
-        .requests()
-        .last()
-        .unwrap()
-        .last_user_text()
-        .unwrap()
-        .to_string();
+    let told = last_sent(&server);
     assert!(told.contains("did not accept these hunks"), "{told}");
     assert!(
         told.contains(&format!("- hunk {drop}: waving is the wrong verb here")),
@@ -1448,13 +1441,7 @@ async fn a_message_that_starts_with_a_slash_goes_to_the_model() {
         "{events:#?}"
     );
     assert!(!events.iter().any(|e| matches!(e, Event::Output { .. })));
-    let last = server
-        .requests()
-        .last()
-        .unwrap()
-        .last_user_text()
-        .unwrap()
-        .to_string();
+    let last = last_sent(&server);
     assert!(last.starts_with("/tokens is a path here"), "{last}");
 }
 

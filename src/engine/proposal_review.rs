@@ -905,7 +905,7 @@ async fn commit_message(
     )
 }
 
-fn view(pending: &Pending) -> ProposalView {
+pub(super) fn view(pending: &Pending) -> ProposalView {
     let files = pending
         .proposal
         .files()

@@ -3,6 +3,9 @@
 
 use serde::Serialize;
 
+/// The slash commands, one row each.
+pub use super::commands::{ArgCompletion, Command, UnknownCommand};
+
 /// A branch review: what to compare, how to fit it, its plan (as the Review pane lists
 /// it) and its replies.
 pub use crate::branch_review::{
@@ -54,14 +57,43 @@ pub enum RequestKind {
     Review,
 }
 
+/// An op's id, given by the front end's sender (`OpSender::send`); every event the op
+/// causes carries it (`Envelope`), so a front end can match a prompt to its updates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct OpId(pub u64);
+
+/// An op as it reaches the engine (codex-rs's `Submission`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Submission {
+    pub id: OpId,
+    pub op: Op,
+}
+
+/// An event as it leaves the engine: `op` is the op that caused it, directly or through
+/// the work it started (a reply's stream, its reflections, a landing); None for what the
+/// engine reports on its own (start-up, the map it keeps fresh).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Envelope {
+    pub op: Option<OpId>,
+    pub event: Event,
+}
+
 /// A request from a front end.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Op {
-    /// A chat message, or a slash command when it starts with `/`.
+    /// A chat message, sent to the model as it is (a `/` or `!` at its start is
+    /// text: `input::parse` made commands of what was typed as one).
     Submit {
         text: String,
     },
-    /// The input box's current text, so the gauge can show the `cur` section live.
+    /// A slash command (`/tokens`, `/apply all`; `!CMD` is `/run CMD`), its arguments
+    /// trimmed.
+    Command {
+        command: Command,
+        args: String,
+    },
+    /// What the message being typed would send the model (`input::draft_message`),
+    /// so the gauge can show the `cur` section live.
     Draft {
         text: String,
     },
@@ -99,6 +131,13 @@ pub enum Op {
     AddNeeded {
         paths: Vec<String>,
         mode: FileMode,
+    },
+    /// `--yes`: accept what may land without a person's look and apply it, as `/apply
+    /// all` does. A file or hunk with a caution is held back (`Event::HeldBack`),
+    /// except, with `outside_chat`, a file whose only caution is that it is not in the
+    /// chat.
+    ApplyAllowed {
+        outside_chat: bool,
     },
     /// Ask for the repository's files (for `@` completion and the file picker).
     ListRepoFiles,
@@ -518,6 +557,13 @@ pub enum Event {
         id: String,
         new_lines: String,
         reason: String,
+    },
+    /// `Op::ApplyAllowed` left a file (`hunk` None) or a hunk unaccepted, for these
+    /// cautions: it waits for a person's look.
+    HeldBack {
+        path: String,
+        hunk: Option<String>,
+        cautions: Vec<Caution>,
     },
     /// `ReviewOp::Apply` wrote nothing; the errors or warnings before it say why.
     NotApplied {

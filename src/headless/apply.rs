@@ -307,6 +307,7 @@ impl Run<'_> {
         self.engine
             .ops
             .send(op)
+            .map(drop)
             .map_err(|_| "the engine stopped".to_string())
     }
 

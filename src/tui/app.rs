@@ -24,8 +24,8 @@ use super::panes::picker::{Outcome, Picker};
 use super::panes::review::{self, ReviewPane};
 use super::panes::{Cx, Effect, Pane, PaneId, help};
 use super::theme::Theme;
-use crate::engine::commands;
-use crate::engine::protocol::{ChatMode, CommandPurpose, ReviewOp, ShownKind, thousands};
+use crate::engine::input;
+use crate::engine::protocol::{ChatMode, Command, CommandPurpose, ReviewOp, ShownKind, thousands};
 use crate::engine::{Event, Op};
 use crate::plural::count;
 
@@ -499,6 +499,8 @@ impl App {
             }
             // The error or warning before it said why; the proposal stays to decide on.
             Event::NotApplied { .. } => {}
+            // Only `--yes` (`Op::ApplyAllowed`) holds edits back; the workspace asks.
+            Event::HeldBack { .. } => {}
             Event::HunkText { id, path, text } => {
                 self.editor = Some(EditRequest {
                     target: EditTarget::Hunk { id },
@@ -704,7 +706,7 @@ impl App {
         if self.draft_due.is_some_and(|due| now >= due) {
             self.draft_due = None;
             self.ops.push(Op::Draft {
-                text: self.panes.input.text().to_string(),
+                text: input::draft_message(self.panes.input.text()).to_string(),
             });
         }
         if self.flash.as_ref().is_some_and(|(_, until)| now >= *until) {
@@ -783,6 +785,7 @@ impl App {
                     self.set_focus(PaneId::Input);
                 }
                 Effect::Edit(request) => self.editor = Some(request),
+                Effect::Error(text) => self.panes.chat.push(Kind::Error, text),
             }
         }
         result
@@ -828,10 +831,7 @@ impl App {
             return;
         }
         self.on_key_inner(key);
-        self.sent |= self
-            .ops
-            .iter()
-            .any(|op| matches!(op, Op::Submit { text } if starts_turn(text)));
+        self.sent |= self.ops.iter().any(starts_turn);
         // The reason typed after `N` is sent: back to the review, on the next hunk.
         if let Some(id) = self.ops.iter().find_map(rejected_hunk)
             && self.panes.review.is_active()
@@ -841,16 +841,15 @@ impl App {
         }
         // `/editor [TEXT]` is the front end's: the editor opens on TEXT.
         if let Some(at) = self.ops.iter().position(|op| {
-            matches!(op, Op::Submit { text } if matches!(
-                commands::parse(text),
-                commands::Parsed::Command { spec, .. } if spec.command == commands::Command::Editor
-            ))
-        }) && let Op::Submit { text } = self.ops.remove(at)
+            matches!(
+                op,
+                Op::Command {
+                    command: Command::Editor,
+                    ..
+                }
+            )
+        }) && let Op::Command { args, .. } = self.ops.remove(at)
         {
-            let args = match commands::parse(&text) {
-                commands::Parsed::Command { args, .. } => args.to_string(),
-                commands::Parsed::Unknown { .. } => String::new(),
-            };
             self.editor = Some(EditRequest {
                 target: EditTarget::Draft,
                 text: args,
@@ -858,11 +857,15 @@ impl App {
             });
         }
         // `/quit` typed with hunks to review asks first, like Ctrl-C twice.
-        if let Some(at) = self
-            .ops
-            .iter()
-            .position(|op| matches!(op, Op::Submit { text } if text.trim() == "/quit"))
-            && self.unlanded().is_some()
+        if let Some(at) = self.ops.iter().position(|op| {
+            matches!(
+                op,
+                Op::Command {
+                    command: Command::Quit,
+                    ..
+                }
+            )
+        }) && self.unlanded().is_some()
         {
             self.ops.remove(at);
             self.request_quit();
@@ -898,7 +901,7 @@ impl App {
             && self.keymap.is(&key, Action::Send)
             && self.panes.input.completion().is_none()
             && self.streaming.is_some()
-            && starts_turn(self.panes.input.text())
+            && input::parse(self.panes.input.text()).is_ok_and(|op| starts_turn(&op))
         {
             self.flash(format!(
                 "a reply is streaming: {} interrupts it",
@@ -1092,20 +1095,15 @@ impl App {
     }
 }
 
-/// Whether sending `text` starts a model turn (rather than running a command).
-fn starts_turn(text: &str) -> bool {
-    let text = text.trim_start();
-    if !text.starts_with('/') {
-        return !text.trim().is_empty();
-    }
-    match commands::parse(text) {
-        commands::Parsed::Command { spec, args } => {
-            matches!(
-                spec.command,
-                commands::Command::Ask | commands::Command::Code
-            ) && !args.is_empty()
-        }
-        commands::Parsed::Unknown { .. } => false,
+/// Whether `op` starts a model turn (rather than running a command).
+fn starts_turn(op: &Op) -> bool {
+    match op {
+        Op::Submit { text } => !text.trim().is_empty(),
+        Op::Command {
+            command: Command::Ask | Command::Code,
+            args,
+        } => !args.is_empty(),
+        _ => false,
     }
 }
 
@@ -1120,13 +1118,11 @@ fn purpose_label(purpose: CommandPurpose) -> &'static str {
 
 /// The hunk a typed `/reject HUNK [REASON]` rejects.
 fn rejected_hunk(op: &Op) -> Option<String> {
-    let Op::Submit { text } = op else {
-        return None;
-    };
-    match commands::parse(text.strip_prefix('/')?) {
-        commands::Parsed::Command { spec, args } if spec.command == commands::Command::Reject => {
-            args.split_whitespace().next().map(str::to_string)
-        }
+    match op {
+        Op::Command {
+            command: Command::Reject,
+            args,
+        } => args.split_whitespace().next().map(str::to_string),
         _ => None,
     }
 }

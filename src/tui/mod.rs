@@ -41,7 +41,7 @@ pub use panes::PaneId;
 pub use panes::chat::Kind;
 pub use theme::Theme;
 
-use crate::engine::{EngineConfig, Event, Op};
+use crate::engine::{EngineConfig, EventReceiver, Op, OpSender};
 
 /// The shortest time between two frames while events stream in (~60 per second).
 pub const FRAME: Duration = Duration::from_millis(16);
@@ -222,8 +222,8 @@ pub async fn run_loop<B>(
     terminal: &mut Terminal<B>,
     app: &mut App,
     input: &mut TerminalInput,
-    events: &mut UnboundedReceiver<Event>,
-    ops: &UnboundedSender<Op>,
+    events: &mut EventReceiver,
+    ops: &OpSender,
     stop: impl Future<Output = ()>,
 ) -> anyhow::Result<()>
 where
@@ -297,7 +297,7 @@ where
             event = events.recv() => match event {
                 Some(event) => {
                     app.handle_engine(event);
-                    while let Ok(event) = events.try_recv() {
+                    while let Some(event) = events.try_recv() {
                         app.handle_engine(event);
                     }
                     dirty = true;

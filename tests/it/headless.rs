@@ -525,6 +525,26 @@ fn yes_never_applies_a_reply_that_guts_a_file() {
     assert_eq!(repo.read("src/long.py"), long);
 }
 
+/// `-m` and `--script` parse a command where it comes in: an unknown one is an error
+/// with a hint, the run fails, and nothing reaches the model.
+#[test]
+fn an_unknown_command_fails_the_run_with_a_hint() {
+    let server = MockServer::start_in_thread();
+    let repo = repo();
+    let out = repo
+        .tern(&server.base_url())
+        .args(["-m", "/c"])
+        .output()
+        .unwrap();
+    let (_, stderr) = texts(&out);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("tern: error: unknown command /c: did you mean /code, /"),
+        "{stderr}"
+    );
+    assert!(server.requests().is_empty());
+}
+
 #[test]
 fn an_engine_panic_is_a_failure_with_a_message_never_a_hang_or_exit_0() {
     let server = MockServer::start_in_thread();

@@ -313,9 +313,7 @@ async fn the_reply_reserve_is_sent_as_max_tokens() {
     server.set_responder(|_| Reply::text("ok"));
     let mut chat = Chat::start(settings(&server, "gpt-4o"), &[], &[]);
     chat.say("hello".into()).await;
-    chat.send(Op::Submit {
-        text: "/model o3".into(),
-    });
+    chat.send(crate::support::typed("/model o3"));
     chat.say("hello".into()).await;
     let requests = server.requests();
     assert_eq!(
@@ -541,9 +539,7 @@ async fn when_summaries_fail_forget_drops_the_oldest_turns_with_consent() {
     }
     let (error, text) = refused.expect("the history outgrew the window");
     assert!(error.contains("/forget"), "{error}");
-    chat.send(Op::Submit {
-        text: "/forget".into(),
-    });
+    chat.send(crate::support::typed("/forget"));
     let events = chat
         .until(|e| matches!(e, Event::Notice { text } if text.contains("forgot")))
         .await;

@@ -9,7 +9,7 @@ use crate::tui_support::*;
 use crossterm::event::{
     Event as TermEvent, KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind,
 };
-use tern::engine::protocol::{Decision, ReviewOp};
+use tern::engine::protocol::{Command, Decision, ReviewOp};
 use tern::engine::{Event, FileMode, Op};
 use tern::llm::Finish;
 use tern::tui::{App, PaneId};
@@ -240,8 +240,9 @@ fn accept_one_hunk_reject_another_apply_then_undo() {
     type_text(&mut app, "/undo\n");
     assert_eq!(
         app.take_ops(),
-        [Op::Submit {
-            text: "/undo".into()
+        [Op::Command {
+            command: Command::Undo,
+            args: String::new()
         }]
     );
 }
@@ -489,8 +490,9 @@ fn map_pane_asks_why_for_the_selected_file_and_toggles_the_text() {
     press(&mut app, 'r');
     assert_eq!(
         app.take_ops(),
-        [Op::Submit {
-            text: "/map-refresh".into()
+        [Op::Command {
+            command: Command::MapRefresh,
+            args: String::new()
         }]
     );
     press(&mut app, 't');
@@ -698,7 +700,7 @@ fn quitting_with_hunks_to_review_asks_first() {
     assert!(
         !app.take_ops()
             .iter()
-            .any(|op| matches!(op, Op::Submit { .. })),
+            .any(|op| matches!(op, Op::Submit { .. } | Op::Command { .. })),
         "/quit waits for the answer"
     );
     press(&mut app, 'y');
@@ -901,8 +903,9 @@ fn shift_n_asks_for_the_reason_of_a_rejection() {
     type_text(&mut app, "too clever\n");
     assert_eq!(
         app.take_ops().last(),
-        Some(&Op::Submit {
-            text: format!("/reject {} too clever", hunk_ids()[0])
+        Some(&Op::Command {
+            command: Command::Reject,
+            args: format!("{} too clever", hunk_ids()[0])
         })
     );
     // Back to the review; once the rejection is in, on the next hunk.
@@ -1174,15 +1177,20 @@ fn the_needed_row_adds_files_and_picks_a_command_for_run() {
     let ops = app.take_ops();
     assert_eq!(
         ops[0],
-        Op::Submit {
-            text: "/run pytest -x tests".into()
+        Op::Command {
+            command: Command::Run,
+            args: "pytest -x tests".into()
         }
     );
-    let Op::Submit { text } = &ops[1] else {
+    let Op::Command {
+        command: Command::Run,
+        args: text,
+    } = &ops[1]
+    else {
         panic!("{ops:?}")
     };
     assert!(
-        text.starts_with("/run echo ") && text.ends_with("[2Jdone"),
+        text.starts_with("echo ") && text.ends_with("[2Jdone"),
         "{text}"
     );
     assert!(

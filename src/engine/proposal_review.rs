@@ -590,6 +590,15 @@ impl Engine {
         let Some(pending) = self.pending.as_mut() else {
             return;
         };
+        if pending.proposal.is_empty() {
+            let failed = pending.failures.iter().filter(|f| f.hunk.is_some()).count();
+            self.error(match failed {
+                0 => "nothing to apply: no proposed hunk is left; /discard dismisses the failures listed".into(),
+                1 => "nothing to apply: the 1 proposed hunk left no longer applies (listed as failed, with its lines); /discard dismisses it".into(),
+                n => format!("nothing to apply: the {n} proposed hunks left no longer apply (listed as failed, with their lines); /discard dismisses them"),
+            });
+            return;
+        }
         if !pending
             .proposal
             .files()

@@ -374,13 +374,27 @@ impl Engine {
         // A reply stops, a command's whole process group is killed, and a landing that
         // has not written anything yet gives up (its proposal is saved as it was).
         self.activity.cancel();
-        // Edits being written and committed are finished, never cut off half-way, and
-        // the session is saved with their commit.
-        while matches!(self.activity, activity::Activity::Git { .. }) {
+        // A reply cut off by quitting (a signal, a closed terminal) ends as Esc ends
+        // it: the message and what arrived of the reply are kept and saved. Edits being
+        // written and committed are finished, never cut off half-way, and the session
+        // is saved with their commit.
+        while matches!(
+            self.activity,
+            activity::Activity::Git { .. }
+                | activity::Activity::Streaming {
+                    what: activity::Stream::Turn,
+                    ..
+                }
+        ) {
             match self.internal_rx.recv().await {
+                Some(Internal::Turn(outcome)) => {
+                    self.finish_turn(outcome);
+                    // Nothing starts by itself after a cancelled turn; were it to, it
+                    // is cancelled too.
+                    self.activity.cancel();
+                }
                 Some(
-                    Internal::Turn(_)
-                    | Internal::MapRefreshed(_)
+                    Internal::MapRefreshed(_)
                     | Internal::Reviewed(_)
                     | Internal::Summary(_)
                     | Internal::Counted(_)

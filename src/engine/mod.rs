@@ -322,16 +322,17 @@ impl Engine {
             mode: self.session.mode,
             session: self.saved.id.clone(),
         });
+        // The resumed conversation first: what start has to say comes after it.
+        if !self.session.transcript.is_empty() {
+            self.events.send(Event::Resumed {
+                transcript: self.session.transcript.clone(),
+            });
+        }
         for text in std::mem::take(&mut self.start_notices) {
             self.notice(text);
         }
         for text in std::mem::take(&mut self.start_warnings) {
             self.warning(text);
-        }
-        if !self.session.transcript.is_empty() {
-            self.events.send(Event::Resumed {
-                transcript: self.session.transcript.clone(),
-            });
         }
         if !matches!(self.purpose, Purpose::LandReply { .. }) {
             if !self.model.known {

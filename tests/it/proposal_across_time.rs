@@ -161,3 +161,75 @@ async fn a_file_gone_before_resume_fails_its_hunks_and_lands_nothing() {
         shut(engine).await;
     }
 }
+
+/// The warning that says how many resumed hunks came back failed, if one came, and
+/// whether it came after the resumed conversation (where the user looks).
+fn resumed_failures_said(events: &[Event]) -> Option<(String, bool)> {
+    let resumed = events
+        .iter()
+        .position(|e| matches!(e, Event::Resumed { .. }));
+    events.iter().enumerate().find_map(|(i, e)| match e {
+        Event::Warning { text } if text.contains("no longer apply") => {
+            Some((text.clone(), resumed.is_some_and(|r| r < i)))
+        }
+        _ => None,
+    })
+}
+
+/// What `tern sessions` says of the hunks of the only session.
+fn sessions_line(repo: &TempRepo) -> String {
+    let root = repo.path().canonicalize().unwrap();
+    let listed = tern::engine::persist::Store::for_repo(&root).list();
+    assert_eq!(listed.len(), 1, "{listed:#?}");
+    listed[0].hunks_text()
+}
+
+/// When every resumed hunk no longer applies, they are said on resume (after the
+/// conversation), kept with their text in the session and counted by `tern sessions`,
+/// and come back at every resume until `/discard` dismisses them.
+#[tokio::test]
+async fn resumed_hunks_that_all_fail_are_said_kept_and_counted_until_discarded() {
+    let server = MockServer::start().await;
+    server.push_for_model("gpt-4o", Reply::text(TWO_EDITS));
+    let repo = repo();
+    let mut engine = engine_with(&repo, &server, false);
+    submit(&engine, "punctuate");
+    idle(&mut engine).await;
+    shut(engine).await;
+    // Overnight, the lines both hunks change are changed by the user.
+    let greet = repo.read("src/greet.py");
+    repo.write(
+        "src/greet.py",
+        greet
+            .replace("return 'hello ' + name", "return 'HELLO ' + name")
+            .replace("return 'wave at ' + name", "return 'WAVE ' + name"),
+    );
+    for resume in 1..=2 {
+        let mut engine = engine_with(&repo, &server, true);
+        let events = until(&mut engine, |e| matches!(e, Event::Files { .. })).await;
+        assert_failed_with_text(&last_proposal(&events), Gone::Removed);
+        let (said, after) = resumed_failures_said(&events).expect("the failures are said");
+        assert!(
+            said.starts_with("2 of the saved session's proposed hunks no longer apply"),
+            "resume {resume}: {said}"
+        );
+        assert!(
+            after,
+            "resume {resume}: said after the resumed conversation"
+        );
+        shut(engine).await;
+        let line = sessions_line(&repo);
+        assert_eq!(line, "2 hunks failed", "resume {resume}");
+    }
+    // Dismissed: gone from the session and from its line.
+    let mut engine = engine_with(&repo, &server, true);
+    until(&mut engine, |e| matches!(e, Event::Files { .. })).await;
+    submit(&engine, "/discard");
+    idle(&mut engine).await;
+    shut(engine).await;
+    assert_eq!(sessions_line(&repo), "");
+    let mut engine = engine_with(&repo, &server, true);
+    let events = until(&mut engine, |e| matches!(e, Event::Files { .. })).await;
+    assert!(resumed_failures_said(&events).is_none(), "{events:#?}");
+    shut(engine).await;
+}

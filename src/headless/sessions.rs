@@ -34,9 +34,14 @@ pub fn run(root: &Path, prune: bool, yes: bool, json: bool) -> ExitCode {
         };
         writeln!(out, "{line}")
     });
-    if let Err(e) = written {
-        crate::egress::errln!("tern sessions: {e}");
-        return ExitCode::FAILURE;
+    match written {
+        // The reader has all it wanted (`tern sessions | head -1`): a quiet end.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return ExitCode::SUCCESS,
+        Err(e) => {
+            crate::egress::errln!("tern sessions: {e}");
+            return ExitCode::FAILURE;
+        }
+        Ok(()) => {}
     }
     if sessions.is_empty() && !json {
         crate::egress::errln!(

@@ -651,3 +651,30 @@ fn undo_checks_the_session_named_before_undoing() {
     assert_eq!(notes(&maker).len(), 1, "the maker hears of it");
     assert!(notes(&other).is_empty());
 }
+
+/// A reader that closes the pipe early (`tern sessions | head -1`, `tern -m … | head`)
+/// ends tern quietly, exit 0: no "Broken pipe" message.
+#[test]
+fn a_closed_pipe_ends_quietly() {
+    let server = MockServer::start_in_thread();
+    let repo = repo();
+    for age in 0..3 {
+        repo.plant_session(exchange("a question", "An answer.", age * DAY_MS));
+    }
+    server.push(Reply::text("a reply ".repeat(20_000)));
+    for args in [&["sessions"][..], &["-m", "hi"]] {
+        let mut child = repo
+            .tern(&server.base_url())
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The reader goes before tern writes anything.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+        assert!(!stderr.contains("Broken pipe"), "{args:?}: {stderr}");
+    }
+}

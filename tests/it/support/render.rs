@@ -274,7 +274,8 @@ impl<'a> Answer<'a> {
             .unwrap_or_else(|| self.tokens(text));
         let prompt_json = overrides
             .prompt_tokens_json
-            .clone()
+            .as_deref()
+            .cloned()
             .unwrap_or(json!(prompt));
         json!({
             "prompt_tokens": prompt_json,

@@ -66,7 +66,7 @@ pub(super) enum Ending {
 pub(super) struct UsageOverride {
     pub prompt_tokens: Option<usize>,
     /// `prompt_tokens` as this JSON value, whatever it is (null, a string, -5).
-    pub prompt_tokens_json: Option<Value>,
+    pub prompt_tokens_json: Option<Box<Value>>,
     pub completion_tokens: Option<usize>,
     pub cached_tokens: Option<usize>,
 }
@@ -231,7 +231,7 @@ impl Reply {
     /// Report this JSON value as `usage.prompt_tokens` (a server that sends no count).
     pub fn with_prompt_tokens_json(self, value: Value) -> Reply {
         self.map_completion("with_prompt_tokens_json", |c| {
-            c.usage.prompt_tokens_json = Some(value)
+            c.usage.prompt_tokens_json = Some(Box::new(value))
         })
     }
 

@@ -44,6 +44,8 @@ pub struct AppConfig {
     /// Shown in the chat first (a theme or key binding that could not be used, the demo's
     /// introduction).
     pub notices: Vec<(Kind, String)>,
+    /// Nothing outlives the workspace (the demo): quitting keeps nothing to resume.
+    pub throwaway: bool,
 }
 
 /// The six panes.
@@ -110,6 +112,8 @@ pub struct App {
     quitting: bool,
     /// Quitting was asked for with hunks still to review: the next key decides.
     confirming_quit: bool,
+    /// Nothing outlives the workspace (see `AppConfig`).
+    throwaway: bool,
     /// A command waits for the user's yes (what the status line asks): the next key
     /// decides, `y` runs it.
     pub(crate) confirming_command: Option<String>,
@@ -148,6 +152,7 @@ impl App {
             panes.chat.push(kind, text);
         }
         App {
+            throwaway: config.throwaway,
             theme: config.theme,
             keymap: config.keymap,
             panes,
@@ -980,9 +985,11 @@ impl App {
             return;
         };
         self.confirming_quit = true;
-        self.flash(format!(
-            "{what} (kept for tern --resume) · y quits, any other key stays"
-        ));
+        let kept = match self.throwaway {
+            true => "lost: the demo keeps nothing",
+            false => "kept for tern --resume",
+        };
+        self.flash(format!("{what} ({kept}) · y quits, any other key stays"));
     }
 
     pub fn quit(&mut self) {

@@ -42,7 +42,9 @@ impl Drop for Landing {
 /// What must not outlive tern but has no destructor run when a signal's exit ends the
 /// process (it exits without unwinding): the editor tern waits for, a temporary file
 /// or directory. Run, in order, just before that exit.
-static AT_EXIT: Mutex<Vec<(u64, Box<dyn FnOnce() + Send>)>> = Mutex::new(Vec::new());
+static AT_EXIT: Mutex<Vec<(u64, Cleanup)>> = Mutex::new(Vec::new());
+
+type Cleanup = Box<dyn FnOnce() + Send>;
 
 /// Registered with [`at_exit`]; dropped (the thing ended by itself), it is forgotten.
 #[must_use = "the clean-up is forgotten when this is dropped"]

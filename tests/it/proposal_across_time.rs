@@ -112,19 +112,26 @@ fn assert_untouched(repo: &TempRepo, gone: Gone, head: &str) {
     assert_eq!(repo.git(&["rev-parse", "HEAD"]).trim(), head, "{gone:?}");
 }
 
+/// A repository, HEAD, and an engine whose reply proposed `TWO_EDITS` (the server
+/// kept for what follows).
+async fn proposed() -> (MockServer, TempRepo, String, EngineHandle) {
+    let server = MockServer::start().await;
+    server.push_for_model("gpt-4o", Reply::text(TWO_EDITS));
+    let repo = repo();
+    let head = repo.git(&["rev-parse", "HEAD"]).trim().to_string();
+    let mut engine = engine_with(&repo, &server, false);
+    submit(&engine, "punctuate");
+    idle(&mut engine).await;
+    (server, repo, head, engine)
+}
+
 /// Within a session: the file goes after the hunks were accepted, the landing finds it
 /// changed; its hunks fail with their text, nothing is written or committed, and
 /// applying again (`/apply all`) has nothing to land.
 #[tokio::test]
 async fn a_file_gone_during_review_fails_its_hunks_and_lands_nothing() {
     for gone in [Gone::Removed, Gone::GitRemoved, Gone::Binary] {
-        let server = MockServer::start().await;
-        server.push_for_model("gpt-4o", Reply::text(TWO_EDITS));
-        let repo = repo();
-        let head = repo.git(&["rev-parse", "HEAD"]).trim().to_string();
-        let mut engine = engine_with(&repo, &server, false);
-        submit(&engine, "punctuate");
-        idle(&mut engine).await;
+        let (_server, repo, head, mut engine) = proposed().await;
         gone.apply(&repo);
         let events = apply_all(&mut engine).await;
         assert_failed_with_text(&last_proposal(&events), gone);
@@ -144,13 +151,7 @@ async fn a_file_gone_before_resume_fails_its_hunks_and_lands_nothing() {
         Gone::Binary,
         Gone::Directory,
     ] {
-        let server = MockServer::start().await;
-        server.push_for_model("gpt-4o", Reply::text(TWO_EDITS));
-        let repo = repo();
-        let head = repo.git(&["rev-parse", "HEAD"]).trim().to_string();
-        let mut engine = engine_with(&repo, &server, false);
-        submit(&engine, "punctuate");
-        idle(&mut engine).await;
+        let (server, repo, head, engine) = proposed().await;
         shut(engine).await;
         gone.apply(&repo);
         let mut engine = engine_with(&repo, &server, true);
@@ -189,12 +190,7 @@ fn sessions_line(repo: &TempRepo) -> String {
 /// and come back at every resume until `/discard` dismisses them.
 #[tokio::test]
 async fn resumed_hunks_that_all_fail_are_said_kept_and_counted_until_discarded() {
-    let server = MockServer::start().await;
-    server.push_for_model("gpt-4o", Reply::text(TWO_EDITS));
-    let repo = repo();
-    let mut engine = engine_with(&repo, &server, false);
-    submit(&engine, "punctuate");
-    idle(&mut engine).await;
+    let (server, repo, _, engine) = proposed().await;
     shut(engine).await;
     // Overnight, the lines both hunks change are changed by the user.
     let greet = repo.read("src/greet.py");

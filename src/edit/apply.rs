@@ -5,7 +5,7 @@
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use super::error::EditError;
+use super::error::{EditError, Problem};
 use super::hunks::{Decision, HunkId};
 use super::proposal::{FileProposal, Proposal};
 use super::safety::{self, Target};
@@ -266,10 +266,11 @@ impl Proposal {
                 Some(Ok(text)) => (text, true),
                 Some(Err(_)) => {
                     // Now binary: nothing of the proposal can apply.
-                    file.hunks.clear();
+                    let hunks = file.hunk_snapshots();
+                    let why = EditError::new(0, None, Problem::Binary, "").reason();
                     out.push(StaleFile {
                         path: file.path.clone(),
-                        errors: Vec::new(),
+                        errors: file.fail_all(&hunks, &why),
                     });
                     continue;
                 }

@@ -242,6 +242,9 @@ impl FileProposal {
     }
 
     /// Replaces the original by `current` and the proposal by `hunks` placed in it.
+    /// Only hunks placed are proposed: a file deleted (or created) since, or one where
+    /// no hunk could be placed, is left with none, never with an empty "new file" hunk
+    /// standing in for them (accepting it would commit the deletion and an empty file).
     fn place(
         &mut self,
         current: FileText,
@@ -249,6 +252,15 @@ impl FileProposal {
         hunks: &[HunkSnapshot],
         taken: &mut HashSet<HunkId>,
     ) -> Vec<EditError> {
+        if existed != self.existed {
+            let why = match self.existed {
+                true => "the file was deleted since the edits were proposed",
+                false => "a file was made at this path since the edits were proposed",
+            };
+            self.original = current;
+            self.existed = existed;
+            return self.fail_all(hunks, why);
+        }
         let lines: Vec<&str> = current.text().split_inclusive('\n').collect();
         let mut placed = Vec::new();
         let mut errors = Vec::new();
@@ -257,6 +269,13 @@ impl FileProposal {
                 Ok(start) => placed.push((start, hunk)),
                 Err(why) => errors.push(stale(&self.path, hunk, why)),
             }
+        }
+        if placed.is_empty() {
+            drop(lines);
+            self.original = current;
+            self.existed = existed;
+            self.hunks.clear();
+            return errors;
         }
         let (spans, final_newline) = snapshot::spans_of(&lines, &placed);
         let decided = placed
@@ -279,6 +298,18 @@ impl FileProposal {
             }
         }
         errors
+    }
+
+    /// Takes every hunk out of the proposal as failed, with its lines and `why` (the
+    /// file can take none of them now).
+    pub(crate) fn fail_all(&mut self, hunks: &[HunkSnapshot], why: &str) -> Vec<EditError> {
+        self.hunks.clear();
+        self.spans.clear();
+        self.cuts.clear();
+        hunks
+            .iter()
+            .map(|h| stale(&self.path, h, why.to_string()))
+            .collect()
     }
 
     /// After the accepted hunks were written (`written`): that is the original now,
@@ -658,7 +689,8 @@ impl Proposal {
                 ignored: ws.is_ignored_untracked(&target.rel),
                 path: target.rel,
                 original: FileText::new_file(),
-                existed: false,
+                // As when proposed: `place` fails every hunk of a file made or deleted since.
+                existed: file.existed,
                 proposed: String::new(),
                 spans: Vec::new(),
                 final_newline: true,

@@ -396,16 +396,17 @@ impl Engine {
             mode: self.session.mode,
             session: self.saved.id.clone(),
         });
+        // The resumed conversation first: what start has to say comes after it.
+        if !self.session.transcript.is_empty() {
+            self.events.send(Event::Resumed {
+                transcript: self.session.transcript.clone(),
+            });
+        }
         for text in std::mem::take(&mut self.start_notices) {
             self.notice(text);
         }
         for text in std::mem::take(&mut self.start_warnings) {
             self.warning(text);
-        }
-        if !self.session.transcript.is_empty() {
-            self.events.send(Event::Resumed {
-                transcript: self.session.transcript.clone(),
-            });
         }
         if !matches!(self.purpose, Purpose::LandReply { .. }) {
             if !self.model.known {
@@ -455,13 +456,27 @@ impl Engine {
         // A reply stops, a command's whole process group is killed, and a landing that
         // has not written anything yet gives up (its proposal is saved as it was).
         self.activity.cancel();
-        // Edits being written and committed are finished, never cut off half-way, and
-        // the session is saved with their commit.
-        while matches!(self.activity, activity::Activity::Git { .. }) {
+        // A reply cut off by quitting (a signal, a closed terminal) ends as Esc ends
+        // it: the message and what arrived of the reply are kept and saved. Edits being
+        // written and committed are finished, never cut off half-way, and the session
+        // is saved with their commit.
+        while matches!(
+            self.activity,
+            activity::Activity::Git { .. }
+                | activity::Activity::Streaming {
+                    what: activity::Stream::Turn,
+                    ..
+                }
+        ) {
             match self.internal_rx.recv().await.map(|(_, done)| done) {
+                Some(Internal::Turn(outcome)) => {
+                    self.finish_turn(outcome);
+                    // Nothing starts by itself after a cancelled turn; were it to, it
+                    // is cancelled too.
+                    self.activity.cancel();
+                }
                 Some(
-                    Internal::Turn(_)
-                    | Internal::MapRefreshed(_)
+                    Internal::MapRefreshed(_)
                     | Internal::Reviewed(_)
                     | Internal::Summary(_)
                     | Internal::Counted(_)

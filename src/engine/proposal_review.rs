@@ -481,16 +481,19 @@ impl Engine {
             }
         };
         let (proposal, failures) = Proposal::restore(&ws, &snapshot);
-        if !failures.is_empty() {
-            self.warning(format!(
-                "{} of the saved session's pending hunks no longer apply to the files as they are now; they are listed as failed",
-                failures.len()
-            ));
-        }
-        if proposal.is_empty() && failures.is_empty() {
+        shown.extend(failures.iter().map(failure_view));
+        // Failed hunks stay, with their lines, until the user dismisses them (even
+        // when no hunk is left to review), and each resume says so.
+        if proposal.is_empty() && shown.is_empty() {
             return;
         }
-        shown.extend(failures.iter().map(failure_view));
+        let failed = shown.iter().filter(|f| f.hunk.is_some()).count();
+        if failed > 0 {
+            // Said after the resumed conversation, where the user looks.
+            self.start_warnings.push(format!(
+                "{failed} of the saved session's proposed hunks no longer apply to the files as they are now: they are listed as failed in the review, with their lines (/discard dismisses them)"
+            ));
+        }
         self.pending = Some(Pending {
             proposal,
             failures: shown,
@@ -591,6 +594,15 @@ impl Engine {
         let Some(pending) = self.pending.as_mut() else {
             return;
         };
+        if pending.proposal.is_empty() {
+            let failed = pending.failures.iter().filter(|f| f.hunk.is_some()).count();
+            self.error(match failed {
+                0 => "nothing to apply: no proposed hunk is left; /discard dismisses the failures listed".into(),
+                1 => "nothing to apply: the 1 proposed hunk left no longer applies (listed as failed, with its lines); /discard dismisses it".into(),
+                n => format!("nothing to apply: the {n} proposed hunks left no longer apply (listed as failed, with their lines); /discard dismisses them"),
+            });
+            return;
+        }
         if !pending
             .proposal
             .files()

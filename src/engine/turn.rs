@@ -320,6 +320,7 @@ pub(super) fn stream_event(event: StreamEvent, counting: Counting) -> Event {
             reason,
         },
         StreamEvent::Continuing { continuation } => Event::Continuing { continuation },
+        StreamEvent::UsageIgnored(text) => Event::Warning { text },
         StreamEvent::Request {
             model,
             predicted_prompt_tokens,

@@ -35,9 +35,14 @@ pub fn run(root: &Path, prune: bool, yes: bool, json: bool) -> ExitCode {
         };
         writeln!(out, "{line}")
     });
-    if let Err(e) = written {
-        crate::egress::errln!("tern sessions: {e}");
-        return ExitCode::FAILURE;
+    match written {
+        // The reader has all it wanted (`tern sessions | head -1`): a quiet end.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return ExitCode::SUCCESS,
+        Err(e) => {
+            crate::egress::errln!("tern sessions: {e}");
+            return ExitCode::FAILURE;
+        }
+        Ok(()) => {}
     }
     if sessions.is_empty() && !json {
         crate::egress::errln!(
@@ -59,10 +64,7 @@ fn text_line(s: &Listed, now: SystemTime) -> String {
     };
     let title = for_terminal(&headline(&title, TITLE_COLUMNS), tty).into_owned();
     let pad = TITLE_COLUMNS.saturating_sub(title.width());
-    let pending = match s.pending_hunks {
-        0 => String::new(),
-        n => format!("{} pending", count(n, "hunk")),
-    };
+    let pending = s.hunks_text();
     let open = match s.holder() {
         Some(pid) => format!("  open in a tern{}", holder_text(pid)),
         None => String::new(),
@@ -85,6 +87,7 @@ fn json_line(s: &Listed) -> String {
         "last_active_ms": s.last_active.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64),
         "title": s.title,
         "pending_hunks": s.pending_hunks,
+        "failed_hunks": s.failed_hunks,
         "cost": s.cost,
         "open": holder.is_some(),
         "pid": holder.flatten(),
@@ -100,7 +103,7 @@ fn prune_old(store: &Store, yes: bool) -> ExitCode {
     let (asking, plain): (Vec<Listed>, Vec<Listed>) = store
         .old(now)
         .into_iter()
-        .partition(|s| s.pending_hunks > 0 || s.unreadable.is_some());
+        .partition(|s| s.has_hunks() || s.unreadable.is_some());
     let mut failed = false;
     let removed = remove_all(store, &plain, false, &mut failed);
     let days = MAX_AGE.as_secs() / 86_400;

@@ -45,6 +45,8 @@ pub struct AppConfig {
     /// Shown in the chat first (a theme or key binding that could not be used, the demo's
     /// introduction).
     pub notices: Vec<(Kind, String)>,
+    /// Nothing outlives the workspace (the demo): quitting keeps nothing to resume.
+    pub throwaway: bool,
 }
 
 /// The six panes.
@@ -111,6 +113,8 @@ pub struct App {
     quitting: bool,
     /// Quitting was asked for with hunks still to review: the next key decides.
     confirming_quit: bool,
+    /// Nothing outlives the workspace (see `AppConfig`).
+    throwaway: bool,
     /// A command waits for the user's yes (what the status line asks): the next key
     /// decides, `y` runs it.
     pub(crate) confirming_command: Option<String>,
@@ -152,6 +156,7 @@ impl App {
             panes.chat.push(kind, text);
         }
         App {
+            throwaway: config.throwaway,
             theme: config.theme,
             keymap: config.keymap,
             panes,
@@ -265,6 +270,7 @@ impl App {
             );
         }
         Some(match self.unlanded() {
+            Some(what) if self.throwaway => format!("quit? {what}: lost, the demo keeps nothing"),
             Some(what) => format!("quit? {what}: kept for tern --resume"),
             None => "quit?".into(),
         })

@@ -55,6 +55,8 @@ pub struct Options {
     pub submit: Option<String>,
     /// Shown in the chat before anything else.
     pub notices: Vec<(Kind, String)>,
+    /// Nothing outlives the workspace (the demo, whose repository goes with it).
+    pub throwaway: bool,
 }
 
 /// Opens the workspace on a new engine and runs it until the user quits.
@@ -81,6 +83,7 @@ pub async fn run(config: EngineConfig, options: Options) -> anyhow::Result<ExitC
         engine.ops.send(Op::Submit { text })?;
     }
     let mut app = App::new(AppConfig {
+        throwaway: options.throwaway,
         theme,
         keymap,
         notices,

@@ -128,6 +128,35 @@ fn a_cut_reply_is_kept_and_flagged() {
     assert!(stderr.contains("cut off"), "{stderr}");
 }
 
+/// A usage report whose `prompt_tokens` is not a count, after a complete reply, costs
+/// the reply nothing: it is kept whole, the report ignored with a warning, exit 0.
+#[test]
+fn a_malformed_usage_report_is_ignored_and_the_reply_kept() {
+    for bad in [
+        serde_json::Value::Null,
+        serde_json::json!("12"),
+        serde_json::json!(-5),
+        serde_json::json!(1e20),
+    ] {
+        let server = MockServer::start_in_thread();
+        server.push(Reply::text("the whole answer").with_prompt_tokens_json(bad.clone()));
+        let repo = repo();
+        let out = output_within(
+            repo.tern(&server.base_url()).args(["-m", "hi"]),
+            std::time::Duration::from_secs(20),
+        );
+        let (stdout, stderr) = texts(&out);
+        assert_eq!(out.status.code(), Some(0), "{bad}: {stderr}");
+        assert_eq!(stdout, "the whole answer\n", "{bad}");
+        assert!(!stderr.contains("cut off"), "{bad}: {stderr}");
+        assert!(
+            stderr.contains("the server's usage report could not be read")
+                && stderr.contains("ignored"),
+            "{bad}: {stderr}"
+        );
+    }
+}
+
 #[test]
 fn tokens_json_sums_to_its_total_and_predicts_the_request() {
     let server = MockServer::start_in_thread();

@@ -599,6 +599,7 @@ fn keys_from_the_config_replace_the_defaults() {
         theme: tern::tui::Theme::default_theme(),
         keymap,
         notices: vec![],
+        throwaway: false,
     });
     feed(&mut app, [Event::Proposal(Box::new(proposal()))]);
     press(&mut app, 'y');
@@ -1203,4 +1204,28 @@ fn the_needed_row_adds_files_and_picks_a_command_for_run() {
     press(&mut app, 'f');
     press(&mut app, 'r');
     assert!(app.take_ops().is_empty());
+}
+
+/// The demo keeps no session: its quit question says the hunks are lost, never "kept
+/// for tern --resume"; the workspace's says they are kept.
+#[test]
+fn the_demos_quit_question_says_nothing_is_kept() {
+    for (throwaway, says) in [
+        (true, "the demo keeps nothing"),
+        (false, "kept for tern --resume"),
+    ] {
+        let mut app = App::new(tern::tui::AppConfig {
+            theme: tern::tui::Theme::default_theme(),
+            keymap: tern::tui::Keymap::default(),
+            notices: vec![],
+            throwaway,
+        });
+        feed(&mut app, session_start());
+        feed(&mut app, [Event::Proposal(Box::new(proposal()))]);
+        app.handle_terminal(key(KeyCode::Esc));
+        app.handle_terminal(ctrl('c'));
+        app.handle_terminal(ctrl('c'));
+        let shown = screen(&mut app, 200, 24);
+        assert!(shown.contains(says), "{throwaway}: {shown}");
+    }
 }

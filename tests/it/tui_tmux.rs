@@ -327,14 +327,25 @@ fn signals_restore_the_terminal_and_exit_within_a_second() {
 
 /// A signal while the workspace waits for something that does not end (here the
 /// editor, which it waits for without reading anything else): the process exits
-/// within a second anyway, with the signal's code.
+/// within a second anyway, with the signal's code, and neither the editor nor its
+/// temporary file outlives it.
 #[test]
 fn a_signal_ends_the_workspace_even_while_it_waits_for_the_editor() {
     let server = MockServer::start_in_thread();
     let repo = repo();
     let scripts = tempfile::tempdir().unwrap();
     let editor = scripts.path().join("editor.sh");
-    std::fs::write(&editor, "#!/bin/sh\nexec sleep 60\n").unwrap();
+    let seen = scripts.path().join("seen");
+    std::fs::write(
+        &editor,
+        format!(
+            "#!/bin/sh\necho \"$$ $1\" > {}.tmp && mv {}.tmp {}\nexec sleep 60\n",
+            seen.display(),
+            seen.display(),
+            seen.display()
+        ),
+    )
+    .unwrap();
     {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&editor, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -369,6 +380,17 @@ fn a_signal_ends_the_workspace_even_while_it_waits_for_the_editor() {
         "took {:?}",
         sent.elapsed()
     );
+    let seen = std::fs::read_to_string(&seen).unwrap();
+    let (editor_pid, file) = seen.trim().split_once(' ').unwrap();
+    assert!(!Path::new(file).exists(), "{file} is left behind");
+    let start = Instant::now();
+    while Path::new(&format!("/proc/{editor_pid}")).exists() {
+        assert!(
+            start.elapsed() < WAIT,
+            "the editor {editor_pid} outlives tern"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// The user's editor gets no form of the API key in its environment.

@@ -32,6 +32,7 @@ pub fn app() -> App {
         theme: Theme::default_theme(),
         keymap: Keymap::default(),
         notices: vec![],
+        throwaway: false,
     })
 }
 

@@ -698,22 +698,8 @@ impl Engine {
                 Some(NotApplied::CommitFailed)
             }
             Landed::NotWritten(ApplyOutcome::Stale(stale)) => {
-                let names: Vec<String> =
-                    stale.iter().map(|s| s.path.display().to_string()).collect();
-                let failed: usize = stale.iter().map(|s| s.errors.len()).sum();
-                let lost = match failed {
-                    0 => String::new(),
-                    n => format!("; {n} no longer apply and are listed as failed"),
-                };
-                self.warning(format!(
-                    "nothing was written: {} changed on disk since the edits were proposed; each hunk was looked for in the new content and every decision is back to pending: review them again{lost}",
-                    names.join(", ")
-                ));
-                if let Some(pending) = self.pending.as_mut() {
-                    pending
-                        .failures
-                        .extend(stale.iter().flat_map(|s| &s.errors).map(failure_view));
-                }
+                let said = self.restaled(&stale);
+                self.warning(format!("nothing was written: {said}"));
                 self.publish_proposal();
                 Some(NotApplied::Stale)
             }
@@ -729,6 +715,21 @@ impl Engine {
                 Some(NotApplied::NeedsConfirmation)
             }
             Landed::NotWritten(ApplyOutcome::Applied(_)) => None,
+            // Nothing written, nothing committed (not the user's changes either): no
+            // word may say "applied" or "written".
+            Landed::Written { applied, .. } if applied.written.is_empty() => {
+                for f in &applied.failed {
+                    self.error(format!("could not write {}: {}", f.path.display(), f.error));
+                }
+                if applied.stale.is_empty() {
+                    Some(NotApplied::WriteFailed)
+                } else {
+                    let said = self.restaled(&applied.stale);
+                    self.warning(format!("nothing was written: {said}"));
+                    self.publish_proposal();
+                    Some(NotApplied::Stale)
+                }
+            }
             Landed::Written {
                 dirty,
                 applied,
@@ -745,6 +746,10 @@ impl Engine {
                 }
                 for f in &applied.failed {
                     self.error(format!("could not write {}: {}", f.path.display(), f.error));
+                }
+                if !applied.stale.is_empty() {
+                    let said = self.restaled(&applied.stale);
+                    self.warning(format!("not written: {said}"));
                 }
                 for b in &applied.backups {
                     self.notice(format!(
@@ -773,6 +778,19 @@ impl Engine {
                     }
                     None => (None, "written, not committed".to_string()),
                 };
+                let (held, lost) = self.pending.as_ref().map_or((0, 0), |p| {
+                    let shown = view(p);
+                    let held = shown
+                        .files
+                        .iter()
+                        .flat_map(|f| f.hunks.iter().map(move |h| (f, h)))
+                        .filter(|(f, h)| {
+                            h.decision == Decision::Pending
+                                && !(f.cautions.is_empty() && h.cautions.is_empty())
+                        })
+                        .count();
+                    (held, shown.failures.len())
+                });
                 let remaining = self.close_if_decided();
                 let written: Vec<String> = applied
                     .written
@@ -790,7 +808,10 @@ impl Engine {
                         .failed
                         .iter()
                         .map(|f| f.path.display().to_string())
+                        .chain(applied.stale.iter().map(|s| s.path.display().to_string()))
                         .collect(),
+                    held,
+                    lost,
                 });
                 self.publish_files();
                 self.auto_test_after_landing();
@@ -805,6 +826,37 @@ impl Engine {
         self.save_session();
         self.publish_budget();
         self.idle_if_done();
+    }
+
+    /// Says which files changed on disk under a landing (their hunks were looked for
+    /// again in the new content and only their decisions are back to pending), and
+    /// lists the hunks that no longer apply as failures of the proposal.
+    fn restaled(&mut self, stale: &[edit::StaleFile]) -> String {
+        let names: Vec<String> = stale.iter().map(|s| s.path.display().to_string()).collect();
+        let failed: usize = stale.iter().map(|s| s.errors.len()).sum();
+        let lost = match failed {
+            0 => String::new(),
+            1 => "; 1 no longer applies and is listed as failed".into(),
+            n => format!("; {n} no longer apply and are listed as failed"),
+        };
+        let others = match self.pending.as_ref().is_some_and(|p| {
+            p.proposal
+                .files()
+                .iter()
+                .any(|f| !stale.iter().any(|s| s.path == f.path()))
+        }) {
+            true => " (the other files keep theirs)",
+            false => "",
+        };
+        if let Some(pending) = self.pending.as_mut() {
+            pending
+                .failures
+                .extend(stale.iter().flat_map(|s| &s.errors).map(failure_view));
+        }
+        format!(
+            "{} changed on disk since the edits were proposed; each of its hunks was looked for in the new content and their decisions are back to pending{others}: review them again{lost}",
+            names.join(", ")
+        )
     }
 
     /// After a landing: a proposal with nothing left to decide is closed, and the hunks

@@ -133,7 +133,11 @@ pub fn land(
     }
     let before = proposal.clone();
     let backups = backup_dir(options.backup_root.as_deref());
-    let applied = proposal.write(ready, Some(lock.tmp_dir()), backups.as_deref());
+    let applied = match proposal.write(ready, Some(lock.tmp_dir()), backups.as_deref()) {
+        Ok(applied) => applied,
+        // Saved since the preflight: the user's own commit made above is dropped too.
+        Err(outcome) => return Landed::NotWritten(outcome),
+    };
     let Some(mut committer) = committer.filter(|_| !applied.written.is_empty()) else {
         // Nothing written: the user's own changes are not committed either.
         return Landed::Written {

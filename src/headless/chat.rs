@@ -96,6 +96,9 @@ pub async fn run(
         if json {
             super::print_json(&mut stdout, &event)?;
         }
+        if let Some(why) = event.landing_shortfall() {
+            stop(&mut stopped, why);
+        }
         match &event {
             Event::Delta { text } if !json => {
                 stdout.write_all(text.as_bytes())?;
@@ -334,15 +337,7 @@ pub async fn run(
                             }
                         }
                         // The engine names the hunks `/apply all` leaves for a look of
-                        // their own; the run says something was held.
-                        for file in &view.files {
-                            for hunk in file.hunks.iter().filter(|h| !h.cautions.is_empty()) {
-                                stop(
-                                    &mut stopped,
-                                    format!("hunk {} of {} was held back", hunk.id, file.path),
-                                );
-                            }
-                        }
+                        // their own; the landing's event counts them for the exit code.
                         // One op, so the next Idle is the landing's.
                         engine.ops.send(Op::Submit {
                             text: "/apply all".into(),

@@ -426,15 +426,13 @@ impl<'r> Committer<'r> {
         };
         if let Err(e) = fail
             .check(Step::Ref)
+            .and_then(|()| lock.check_held())
             .and_then(|()| head.swap(repo, tip, &log))
         {
             restore_notes(repo, notes_before);
             return Err(e);
         }
-        if let Err(e) = fail
-            .check(Step::IndexCommit)
-            .and_then(|()| lock.commit().map_err(GitError::from))
-        {
+        if let Err(e) = fail.check(Step::IndexCommit).and_then(|()| lock.commit()) {
             if let Err(back) = head.swap_back(repo, tip) {
                 tracing::warn!("could not move {} back: {back}", head.name);
             }

@@ -423,13 +423,14 @@ impl Engine {
     /// tern never writes a read-only chat file, whoever accepted the edit.
     fn accepted_read_only(&self) -> Option<String> {
         let pending = self.pending.as_ref()?;
+        let root = self.session.root().to_path_buf();
         let chat = FileSet::new(Vec::new(), Vec::new())
             .with_read_only(self.chat_paths(FileMode::ReadOnly));
         pending
             .proposal
             .files()
             .iter()
-            .find(|f| f.accepted().next().is_some() && chat.is_read_only(f.path()))
+            .find(|f| f.accepted().next().is_some() && chat.is_read_only(&root, f.path()))
             .map(|f| f.path().display().to_string())
     }
 

@@ -1024,3 +1024,30 @@ fn a_lock_taken_from_tern_is_never_renamed_over_the_index() {
         }
     }
 }
+
+/// A file named read-only is read-only whatever path the reply spells: an edit of a
+/// tracked symlink to it is refused (`tern apply --read`), the file and HEAD unchanged.
+#[cfg(unix)]
+#[test]
+fn a_read_only_file_is_not_edited_through_a_symlink_to_it() {
+    let repo = TempRepo::with_files(&[("a.txt", "line1\nline2\n"), ("b.txt", "bee\n")]);
+    std::os::unix::fs::symlink("a.txt", repo.path().join("link.txt")).unwrap();
+    repo.commit("link");
+    let before = head(&repo);
+    let home = tempfile::tempdir().unwrap();
+    let reply = home.path().join("reply.md");
+    std::fs::write(&reply, block("link.txt", "line2\n", "LINE2\n")).unwrap();
+    let out = tern_apply(
+        repo.path(),
+        home.path(),
+        &reply,
+        &["--read", "a.txt", "--yes"],
+    )
+    .output()
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("read-only"), "{stderr}");
+    assert_eq!(repo.read("a.txt"), "line1\nline2\n", "{stderr}");
+    assert_eq!(head(&repo), before);
+}

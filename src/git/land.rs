@@ -110,7 +110,13 @@ pub fn land(
     ready.exclude(|path| super::commit::external_filter(repo, path));
     // Without commits, git's lock is still held while the files are written.
     let (mut committer, _held) = match options.commit {
-        true => match Committer::new(repo, index_lock, &options.commit_options, fail) {
+        true => match Committer::new(
+            repo,
+            index_lock,
+            &options.commit_options,
+            fail,
+            options.cancel,
+        ) {
             Ok(committer) => (Some(committer), None),
             Err(e) => return Landed::Refused(e),
         },
@@ -128,8 +134,12 @@ pub fn land(
     if let Some(committer) = committer.as_mut().filter(|_| options.dirty_commits) {
         match committer.commit_users(&ready.paths(), None) {
             Ok(made) => dirty = made,
+            Err(GitError::Interrupted) => return Landed::Refused(GitError::Interrupted),
             Err(e) => return Landed::DirtyCommitFailed(e),
         }
+    }
+    if let Some(committer) = committer.as_mut() {
+        committer.writing();
     }
     let before = proposal.clone();
     let backups = backup_dir(options.backup_root.as_deref());

@@ -5,6 +5,7 @@
 //! Everything is synchronous and takes a `&git2::Repository`; the engine runs it on a
 //! blocking thread.
 
+mod child;
 mod commit;
 mod failpoint;
 mod head;

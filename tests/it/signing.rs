@@ -470,3 +470,32 @@ fn a_signing_program_that_hangs_is_killed_by_a_signal_and_nothing_is_written() {
     assert!(!repo.path().join(".git/index.lock").exists());
     assert!(!running(), "the signing program was killed");
 }
+
+/// A newline inside the name passed the identity check and made a commit object git
+/// cannot parse (after the files were written). git's `fmt_ident` drops it (and `<`,
+/// `>`, crud at the ends): so does tern, and the commit is whole.
+#[test]
+fn a_newline_in_the_identity_is_dropped_as_git_drops_it() {
+    let (repo, out) = apply_without_config_identity(&[
+        ("GIT_AUTHOR_NAME", "Ev\nil"),
+        ("GIT_AUTHOR_EMAIL", "<ev@example.com>\n"),
+        ("GIT_COMMITTER_NAME", "Cy"),
+        ("GIT_COMMITTER_EMAIL", "cy@example.com"),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(repo.read("a.txt"), "ONE\n");
+    assert_eq!(
+        repo.git(&["log", "-1", "--format=%an <%ae>"]),
+        "Evil <ev@example.com>\n"
+    );
+    assert!(
+        crate::support::command("git")
+            .args(["fsck", "--no-dangling"])
+            .current_dir(repo.path())
+            .status()
+            .unwrap()
+            .success(),
+        "no broken object"
+    );
+}

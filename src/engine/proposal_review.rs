@@ -532,12 +532,19 @@ impl Engine {
 
     /// Forgets the proposal; the model is told none of it was applied.
     pub(super) fn discard(&mut self) {
-        if self.pending.is_none() {
+        let Some(left) = self.pending.as_ref().map(|p| p.proposal.hunk_count()) else {
             self.error("there are no proposed edits to discard".into());
             return;
-        }
+        };
         self.end_proposal();
-        self.notice("discarded the proposed edits; nothing was written".into());
+        // Hunks of this proposal applied earlier stay applied: only what is left goes.
+        let hunks = match left {
+            1 => "the 1 hunk".to_string(),
+            n => format!("the {n} hunks"),
+        };
+        self.notice(format!(
+            "discarded {hunks} not applied (not written); hunks applied earlier stay"
+        ));
         self.publish_budget();
     }
 

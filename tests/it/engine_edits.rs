@@ -1464,3 +1464,50 @@ async fn a_save_while_the_commit_message_is_written_sends_the_hunks_back_to_revi
     assert_eq!((hunks.len(), failed), (1, 1), "{view:?}");
     assert!(hunks.iter().all(|h| h.decision == Decision::Pending));
 }
+
+/// `d` after part of a proposal was applied said "nothing was written" although its
+/// accepted hunks had just been written and committed: it says what it discards.
+#[tokio::test]
+async fn discarding_after_a_partial_apply_says_only_the_rest_goes() {
+    let server = MockServer::start().await;
+    server.push_for_model("gpt-4o", Reply::text(TWO_EDITS));
+    server.push_for_model("gpt-4o-mini", Reply::text("fix: punctuate"));
+    let repo = repo();
+    let mut engine = engine(&repo, &server);
+    submit(&engine, "punctuate");
+    let events = idle(&mut engine).await;
+    let first = events
+        .iter()
+        .rev()
+        .find_map(|e| match e {
+            Event::Proposal(view) => view.files.first().and_then(|f| f.hunks.first()),
+            _ => None,
+        })
+        .expect("hunks")
+        .id
+        .clone();
+    send(
+        &engine,
+        Op::Review(ReviewOp::Hunk {
+            id: first,
+            decision: Decision::Accept,
+        }),
+    );
+    send(&engine, Op::Review(ReviewOp::Apply));
+    let events = idle(&mut engine).await;
+    assert!(
+        events.iter().any(|e| matches!(e, Event::Applied { .. })),
+        "{events:?}"
+    );
+    submit(&engine, "/discard");
+    let events = idle(&mut engine).await;
+    let said: String = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Notice { text } => Some(format!("{text}\n")),
+            _ => None,
+        })
+        .collect();
+    assert!(!said.contains("nothing was written"), "{said}");
+    assert!(said.contains("discarded the 1 hunk not applied"), "{said}");
+}

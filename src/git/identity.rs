@@ -119,6 +119,12 @@ fn without_crud(text: &str) -> String {
 /// A date as git takes it in `GIT_AUTHOR_DATE`: its own format (`1700000000 +0100`,
 /// `@1700000000`), RFC 2822 or ISO 8601. None for anything else.
 fn parse_date(date: &str) -> Option<Time> {
+    // A commit's time is written as 32 bits unsigned by libgit2: anything outside
+    // would be committed wrapped (in the year 2106), and git refuses negative times.
+    parse_any_date(date).filter(|t| (0..=i64::from(u32::MAX)).contains(&t.seconds()))
+}
+
+fn parse_any_date(date: &str) -> Option<Time> {
     let date = date.trim();
     let raw = date.strip_prefix('@').unwrap_or(date);
     let (secs, zone) = raw.split_once(' ').unwrap_or((raw, "+0000"));
@@ -163,6 +169,8 @@ mod tests {
         let t = parse_date("2005-04-07T22:13:13+02:00").unwrap();
         assert_eq!(t.seconds(), 1_112_904_793);
         assert!(parse_date("yesterday").is_none());
+        assert!(parse_date("-5 +0000").is_none(), "never wrapped to 2106");
+        assert!(parse_date("9223372036854775807 +0000").is_none());
         assert!(parse_date("1700000000 0100").is_none());
     }
 

@@ -554,7 +554,7 @@ impl Proposal {
                     continue;
                 }
             };
-            if files.is_read_only(&target.rel) {
+            if files.is_read_only(ws.root(), &target.rel) {
                 errors.extend(fail_all(Problem::Refused(safety::Refusal::ReadOnly(
                     target.rel,
                 ))));
@@ -913,7 +913,7 @@ fn problem(doc: &Doc<'_>, search: &str, replace: &str, failure: Failure) -> Prob
 /// failed block aimed at it gets no "did you mean" lines from it, only the advice to
 /// ask for it.
 fn keep_unseen_file_private(path: &Path, files: &FileSet, failed: &mut [(usize, EditError)]) {
-    if files.in_chat(path) || files.is_read_only(path) {
+    if files.in_chat(path) || files.is_read_only_chat_file(path) {
         return;
     }
     let slashed = path.display();

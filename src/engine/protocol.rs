@@ -370,6 +370,35 @@ pub enum ShownKind {
     Summary,
 }
 
+impl Event {
+    /// What a landing left undone, when it left something: nothing written, a file not
+    /// written, hunks held back or no longer applying. The one rule a headless run's
+    /// exit code follows, whatever applied (`--yes`, `/apply all`, a script's line).
+    pub fn landing_shortfall(&self) -> Option<String> {
+        match self {
+            Event::NotApplied { reason } => Some(format!("nothing was applied: {reason}")),
+            Event::Applied {
+                failed, held, lost, ..
+            } => {
+                let mut said = Vec::new();
+                if !failed.is_empty() {
+                    said.push(format!("{} could not be written", failed.join(", ")));
+                }
+                if *held > 0 {
+                    said.push(format!("{held} held back for a look of their own"));
+                }
+                if *lost > 0 {
+                    said.push(format!(
+                        "{lost} of the proposal's hunks and edit blocks could not be applied"
+                    ));
+                }
+                (!said.is_empty()).then(|| said.join("; "))
+            }
+            _ => None,
+        }
+    }
+}
+
 /// Why a landing wrote nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -386,8 +415,26 @@ pub enum NotApplied {
     CommitFailed,
     /// A file changed on disk since the edits were proposed: review them again.
     Stale,
+    /// No accepted hunk could be written (the errors before it say why).
+    WriteFailed,
     /// Gitignored files wait for the user's confirmation.
     NeedsConfirmation,
+}
+
+impl std::fmt::Display for NotApplied {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            NotApplied::Refused => "the landing was refused",
+            NotApplied::Cancelled => "the landing was cancelled",
+            NotApplied::DirtyCommitFailed => {
+                "the user's own changes to those files could not be committed first"
+            }
+            NotApplied::CommitFailed => "the commit failed and the files were put back",
+            NotApplied::Stale => "a file changed on disk since the edits were proposed",
+            NotApplied::NeedsConfirmation => "a file git ignores waits for confirmation",
+            NotApplied::WriteFailed => "no file could be written",
+        })
+    }
 }
 
 /// What a command is run for.
@@ -543,6 +590,11 @@ pub enum Event {
         message: String,
         /// Files whose accepted hunks could not be written (the others were).
         failed: Vec<String>,
+        /// Hunks left pending for a caution of their own (a bulk accept skips them).
+        held: usize,
+        /// Hunks of the proposal listed as failed (no longer apply) and edit blocks of
+        /// its reply that failed: never applied.
+        lost: usize,
     },
     /// A hunk's proposed lines exactly as they are (control characters included), for
     /// an editor; `path` is its file, whose extension the editor may use.

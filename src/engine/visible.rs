@@ -159,6 +159,8 @@ impl Texts for Event {
                 commit,
                 message,
                 failed,
+                held: _,
+                lost: _,
             } => {
                 files.each_text(f);
                 commit.each_text(f);

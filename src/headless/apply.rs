@@ -256,16 +256,17 @@ impl Run<'_> {
             };
             match event {
                 None | Some(Event::Idle) => break,
-                Some(Event::Applied {
-                    files,
-                    commit,
-                    message,
-                    failed,
-                    ..
-                }) => {
-                    report_written(&view, &files);
+                Some(
+                    ref event @ Event::Applied {
+                        ref files,
+                        ref commit,
+                        ref message,
+                        ..
+                    },
+                ) => {
+                    report_written(&view, files);
                     report_not_applied(&view);
-                    if !failed.is_empty() {
+                    if event.landing_shortfall().is_some() {
                         self.code = self.code.max(EXIT_PARTIAL);
                     }
                     if let Some(id) = commit {
@@ -277,7 +278,9 @@ impl Run<'_> {
                         NotApplied::Refused => EXIT_USAGE,
                         NotApplied::DirtyCommitFailed | NotApplied::CommitFailed => EXIT_COMMIT,
                         NotApplied::Cancelled => EXIT_INTERRUPTED,
-                        NotApplied::Stale | NotApplied::NeedsConfirmation => EXIT_PARTIAL,
+                        NotApplied::Stale
+                        | NotApplied::NeedsConfirmation
+                        | NotApplied::WriteFailed => EXIT_PARTIAL,
                     };
                 }
                 Some(other) => self.print(&other),

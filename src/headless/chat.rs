@@ -105,6 +105,9 @@ pub async fn run(
         if json {
             super::print_json(&mut stdout, &event)?;
         }
+        if let Some(why) = event.landing_shortfall() {
+            stop(&mut stopped, why);
+        }
         match &event {
             Event::Delta { text } if !json => {
                 stdout.write_all(text.as_bytes())?;

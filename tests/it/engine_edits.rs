@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::support::{MockServer, Reply, TempRepo, spawn_engine, until};
 use tern::config::{ApiKey, Settings};
-use tern::engine::protocol::{Caution, Decision, ProposalView, ReviewOp};
+use tern::engine::protocol::{Caution, Decision, NotApplied, ProposalView, ReviewOp};
 use tern::engine::{EngineConfig, EngineHandle, Envelope, Event, FileMode, Op, OpId};
 
 pub(crate) const GREET: &str = "\
@@ -1374,10 +1374,12 @@ async fn a_resumed_hunk_whose_lines_changed_comes_back_failed_with_its_text() {
 }
 
 /// The weak model is asked for the commit message before anything is written, so a
-/// save of the user's while it answers is never taken into tern's commit: that file is
-/// left as the user saved it and named, uncommitted.
+/// save of the user's while it answers is never taken into tern's commit. That file is
+/// stale, exactly as at the preflight: nothing is written, its hunks are found again in
+/// the new content and wait for review (kept with the session), and no word says
+/// "applied" or "written".
 #[tokio::test]
-async fn a_save_while_the_commit_message_is_written_never_lands_in_terns_commit() {
+async fn a_save_while_the_commit_message_is_written_sends_the_hunks_back_to_review() {
     let server = MockServer::start().await;
     server.push_for_model("gpt-4o", Reply::text(TWO_EDITS));
     server.push_for_model(
@@ -1409,14 +1411,91 @@ async fn a_save_while_the_commit_message_is_written_never_lands_in_terns_commit(
     let log = repo.git(&["log", "--format=%s", &format!("{base}..HEAD")]);
     assert_eq!(log, "", "no commit: the save is the user's, uncommitted");
     assert_eq!(repo.git(&["status", "--porcelain"]), " M src/greet.py\n");
-    let errors: String = events
+    assert!(
+        events.iter().any(|e| matches!(
+            e,
+            Event::NotApplied {
+                reason: NotApplied::Stale
+            }
+        )),
+        "{events:?}"
+    );
+    assert!(
+        !events.iter().any(|e| matches!(e, Event::Applied { .. })),
+        "nothing was applied: {events:?}"
+    );
+    let said: String = events
         .iter()
         .filter_map(|e| match e {
-            Event::Error { text } => Some(text.as_str()),
+            Event::Warning { text } | Event::Error { text } | Event::Notice { text } => {
+                Some(format!("{text}\n"))
+            }
             _ => None,
         })
         .collect();
-    assert!(errors.contains("changed on disk"), "{errors}");
+    assert!(said.contains("src/greet.py changed on disk"), "{said}");
+    assert!(!said.contains("written,"), "{said}");
+    // Both hunks are back: pending, or (the save touched its context) failed with
+    // its lines (the headless test sees them in the saved session).
+    let view = events
+        .iter()
+        .rev()
+        .find_map(|e| match e {
+            Event::Proposal(view) => Some(view),
+            _ => None,
+        })
+        .expect("the proposal is published");
+    let hunks: Vec<_> = view.files.iter().flat_map(|f| &f.hunks).collect();
+    let failed = view.failures.iter().filter(|f| f.hunk.is_some()).count();
+    assert_eq!((hunks.len(), failed), (1, 1), "{view:?}");
+    assert!(hunks.iter().all(|h| h.decision == Decision::Pending));
+}
+
+/// `d` after part of a proposal was applied said "nothing was written" although its
+/// accepted hunks had just been written and committed: it says what it discards.
+#[tokio::test]
+async fn discarding_after_a_partial_apply_says_only_the_rest_goes() {
+    let server = MockServer::start().await;
+    server.push_for_model("gpt-4o", Reply::text(TWO_EDITS));
+    server.push_for_model("gpt-4o-mini", Reply::text("fix: punctuate"));
+    let repo = repo();
+    let mut engine = engine(&repo, &server);
+    submit(&engine, "punctuate");
+    let events = idle(&mut engine).await;
+    let first = events
+        .iter()
+        .rev()
+        .find_map(|e| match e {
+            Event::Proposal(view) => view.files.first().and_then(|f| f.hunks.first()),
+            _ => None,
+        })
+        .expect("hunks")
+        .id
+        .clone();
+    send(
+        &engine,
+        Op::Review(ReviewOp::Hunk {
+            id: first,
+            decision: Decision::Accept,
+        }),
+    );
+    send(&engine, Op::Review(ReviewOp::Apply));
+    let events = idle(&mut engine).await;
+    assert!(
+        events.iter().any(|e| matches!(e, Event::Applied { .. })),
+        "{events:?}"
+    );
+    submit(&engine, "/discard");
+    let events = idle(&mut engine).await;
+    let said: String = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Notice { text } => Some(format!("{text}\n")),
+            _ => None,
+        })
+        .collect();
+    assert!(!said.contains("nothing was written"), "{said}");
+    assert!(said.contains("discarded the 1 hunk not applied"), "{said}");
 }
 
 /// The engine reads no `/` in a message: slash text is parsed where it is typed, so a

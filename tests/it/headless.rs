@@ -886,3 +886,88 @@ fn yes_applies_a_diff_written_in_another_format_and_fails_on_one_it_cannot_read(
         "def greet(name):\n    return 'hello ' + name\n"
     );
 }
+
+/// A save while the weak model writes the commit message (after the preflight,
+/// before the write): nothing is written, the hunk goes back to review in the session,
+/// no line says it was applied, and `--yes` exits non-zero (it exited 0 having written
+/// nothing, and the proposal was gone).
+#[test]
+fn yes_fails_and_keeps_the_hunk_when_the_file_changes_before_the_write() {
+    let server = MockServer::start_in_thread();
+    server.push_for_model("gpt-4o", Reply::text(EDIT_REPLY));
+    server.push_for_model(
+        "gpt-4o-mini",
+        Reply::text("fix: comma").with_start_delay(std::time::Duration::from_secs(3)),
+    );
+    let repo = repo();
+    let before = repo.git(&["rev-parse", "HEAD"]);
+    let child = repo
+        .tern(&server.base_url())
+        .args(["--yes", "-m", "add a comma", "src/greet.py"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let asked = std::time::Instant::now();
+    while server.requests().len() < 2 && asked.elapsed().as_secs() < 20 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let saved = "# the user's line\ndef greet(name):\n    return 'hello ' + name\n";
+    repo.write("src/greet.py", saved);
+    let out = child.wait_with_output().unwrap();
+    let (_, stderr) = texts(&out);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("src/greet.py changed on disk"), "{stderr}");
+    assert!(!stderr.contains("applied 1"), "{stderr}");
+    assert_eq!(repo.read("src/greet.py"), saved);
+    assert_eq!(repo.git(&["rev-parse", "HEAD"]), before, "no commit");
+    let kept = repo.newest_session();
+    let pending = kept
+        .proposal
+        .map_or(0, |p| p.files.iter().map(|f| f.hunks.len()).sum::<usize>());
+    assert_eq!(pending, 1, "the hunk waits for review: {stderr}");
+}
+
+/// The user's own `/apply all` on a resumed proposal (not the `--yes` policy) that
+/// leaves a hunk held for its invisible characters exits non-zero, as `--yes` does.
+#[test]
+fn a_users_apply_all_that_holds_a_hunk_back_exits_non_zero() {
+    use tern::engine::persist::{SavedFile, SessionFile};
+    use tern::engine::{ChatMode, FileMode};
+    let reply = "src/greet.py\n```python\n<<<<<<< SEARCH\ndef greet(name):\n=======\ndef greet(name):  # \u{202e} }nruter{ \u{2066}\n>>>>>>> REPLACE\n```\n\nREADME.md\n```\n<<<<<<< SEARCH\n# Demo\n=======\n# Demo app\n>>>>>>> REPLACE\n```\n";
+    let repo = repo();
+    let ws = tern::edit::Workspace::discover(repo.path()).unwrap();
+    let files =
+        tern::edit::FileSet::new(vec!["src/greet.py".into(), "README.md".into()], ws.files());
+    let mut proposal = tern::edit::Proposal::new(&ws);
+    proposal.add_reply(&ws, reply, tern::edit::EditFormat::Editblock, &files);
+    assert_eq!(proposal.hunk_count(), 2);
+    let id = repo.plant_session(SessionFile {
+        model: "gpt-4o".into(),
+        mode: ChatMode::Code,
+        files: ["src/greet.py", "README.md"]
+            .into_iter()
+            .map(|path| SavedFile {
+                path: path.into(),
+                mode: FileMode::Editable,
+            })
+            .collect(),
+        proposal: Some(proposal.snapshot()),
+        ..SessionFile::default()
+    });
+    let server = MockServer::start_in_thread();
+    server.push(Reply::text("docs: name the app"));
+    let out = output_within(
+        repo.tern(&server.base_url()).args([
+            &format!("--resume={id}"),
+            "--yes",
+            "-m",
+            "/apply all",
+        ]),
+        std::time::Duration::from_secs(20),
+    );
+    let (_, stderr) = texts(&out);
+    assert_eq!(repo.read("README.md"), "# Demo app\n", "{stderr}");
+    assert!(stderr.contains("not accepted with the others"), "{stderr}");
+    assert!(!out.status.success(), "a hunk was held back: {stderr}");
+}

@@ -194,6 +194,8 @@ fn accept_one_hunk_reject_another_apply_then_undo() {
                 commit: Some("3f2a9c1d0e".into()),
                 message: "fix: refuse to remove more than is in stock".into(),
                 failed: vec![],
+                held: 0,
+                lost: 0,
             },
             Event::Idle,
         ],
@@ -227,6 +229,8 @@ fn accept_one_hunk_reject_another_apply_then_undo() {
                 commit: Some("77aa01b".into()),
                 message: "feat: shop low".into(),
                 failed: vec![],
+                held: 0,
+                lost: 0,
             },
             Event::Idle,
         ],
@@ -816,7 +820,8 @@ fn an_ended_proposal_clears_the_pane_and_the_badge() {
         [
             Event::Proposal(Box::default()),
             Event::Notice {
-                text: "discarded the proposed edits; nothing was written".into(),
+                text: "discarded the 2 hunks not applied (not written); hunks applied earlier stay"
+                    .into(),
             },
             Event::Idle,
         ],

@@ -77,8 +77,12 @@ impl Listed {
 
     /// `1 hunk pending, 2 hunks failed`; empty when it holds none.
     pub fn hunks_text(&self) -> String {
-        let pending = (self.pending_hunks > 0)
-            .then(|| format!("{} pending", crate::plural::count(self.pending_hunks, "hunk")));
+        let pending = (self.pending_hunks > 0).then(|| {
+            format!(
+                "{} pending",
+                crate::plural::count(self.pending_hunks, "hunk")
+            )
+        });
         let failed = (self.failed_hunks > 0)
             .then(|| format!("{} failed", crate::plural::count(self.failed_hunks, "hunk")));
         pending

@@ -17,11 +17,21 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => code,
+        // Whoever read the output closed it (`tern -m … | head -1`): it had all it
+        // wanted, so the run ends quietly, as git's commands do.
+        Err(e) if closed_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             let _ = writeln!(tern::egress::stderr(), "tern: {e:#}");
             ExitCode::FAILURE
         }
     }
+}
+
+fn closed_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {

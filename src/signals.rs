@@ -39,6 +39,44 @@ impl Drop for Landing {
     }
 }
 
+/// What must not outlive tern but has no destructor run when a signal's exit ends the
+/// process (it exits without unwinding): the editor tern waits for, a temporary file
+/// or directory. Run, in order, just before that exit.
+static AT_EXIT: Mutex<Vec<(u64, Cleanup)>> = Mutex::new(Vec::new());
+
+type Cleanup = Box<dyn FnOnce() + Send>;
+
+/// Registered with [`at_exit`]; dropped (the thing ended by itself), it is forgotten.
+#[must_use = "the clean-up is forgotten when this is dropped"]
+pub struct AtExit(u64);
+
+/// Runs `cleanup` if a signal's exit comes while the returned guard is held.
+pub fn at_exit(cleanup: impl FnOnce() + Send + 'static) -> AtExit {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    AT_EXIT
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push((id, Box::new(cleanup)));
+    AtExit(id)
+}
+
+impl Drop for AtExit {
+    fn drop(&mut self) {
+        AT_EXIT
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|(id, _)| *id != self.0);
+    }
+}
+
+fn run_at_exit() {
+    let cleanups = std::mem::take(&mut *AT_EXIT.lock().unwrap_or_else(|e| e.into_inner()));
+    for (_, cleanup) in cleanups {
+        cleanup();
+    }
+}
+
 /// Returns once no landing is under way.
 pub fn wait_for_landings() {
     let mut landings = LANDINGS.lock().unwrap_or_else(|e| e.into_inner());
@@ -126,6 +164,7 @@ fn start(exit: Exit) -> std::io::Result<Stop> {
                 let landings = LANDINGS.lock().unwrap_or_else(|e| e.into_inner());
                 if *landings == 0 {
                     // Exits holding the lock: no landing can begin any more.
+                    run_at_exit();
                     (exit.restore)();
                     std::process::exit(i32::from((exit.code)(signal)));
                 }

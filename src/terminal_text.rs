@@ -34,7 +34,7 @@ pub fn is_unsafe(c: char) -> bool {
 /// invisible JavaScript identifiers (U+3164, U+FFA0, U+115F, U+1160), and the tag
 /// characters (U+E0000–U+E0FFF) that smuggle ASCII past a reader. U+FEFF is hidden
 /// wherever it is: a file's own byte-order mark is kept apart from its text
-/// (`edit::FileText`), so one in the text was put there.
+/// (`diff::FileText`), so one in the text was put there.
 ///
 /// Two exceptions keep emoji and scripts that need them whole, where the character
 /// shows in what it joins: a variation selector right after a visible non-ASCII
@@ -49,6 +49,13 @@ pub fn is_hidden(prev: Option<char>, c: char, next: Option<char>) -> bool {
         c if is_variation_selector(c) => !visible_non_ascii(prev),
         c => is_default_ignorable(c),
     }
+}
+
+/// Whether `c` is hidden in some place ([`is_hidden`] next to what hides it): the
+/// characters a reader may not see, wherever they stand. The secret matcher
+/// (`egress`) sees through these.
+pub fn may_hide(c: char) -> bool {
+    is_hidden(None, c, None)
 }
 
 fn is_variation_selector(c: char) -> bool {
@@ -121,7 +128,7 @@ pub fn markers(text: &str) -> impl Iterator<Item = Range<usize>> + '_ {
         let code = u32::from_str_radix(hex, 16).ok().and_then(char::from_u32)?;
         let end = start + open.len() + hex.len() + '⟩'.len_utf8();
         // Whatever was around it, a joiner or selector with a marker of its own was hidden.
-        (is_hidden(None, code, None) && text.get(start..end) == Some(marker(code).as_str()))
+        (may_hide(code) && text.get(start..end) == Some(marker(code).as_str()))
             .then_some(start..end)
     })
 }

@@ -4,22 +4,15 @@
 //! 50,000-line diff costs a few hundred kilobytes and extending a hunk with more context
 //! is just more line numbers.
 
+pub use crate::diff::FileStatus;
+use crate::diff::{Counts, FileText, LineKind, hunk_header};
+
 /// The files of one diff, in git's order, with a line saying what was compared.
 #[derive(Debug, Clone)]
 pub struct ChangeSet {
     /// For example "`feature` (HEAD 1a2b3c4) against its merge base with `main` (5d6e7f8)".
     pub description: String,
     pub files: Vec<FileChange>,
-}
-
-/// How a file changed. A rename (with or without edits) is `Renamed`; lists of files left
-/// out of a review count it as modified.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FileStatus {
-    Added,
-    Modified,
-    Deleted,
-    Renamed,
 }
 
 #[derive(Debug, Clone)]
@@ -35,7 +28,7 @@ pub struct FileChange {
 /// What can be shown of a file's change.
 #[derive(Debug, Clone)]
 pub enum Body {
-    Text(TextDiff),
+    Text(Box<TextDiff>),
     /// Listed, never diffed.
     Binary,
     /// A gitlink: the submodule moved to another commit.
@@ -47,52 +40,15 @@ pub enum Body {
 pub struct TextDiff {
     pub old: FileText,
     pub new: FileText,
-    pub hunks: Vec<Hunk>,
+    pub hunks: Vec<GitHunk>,
 }
 
-/// One version of a file, split into lines once.
-#[derive(Debug, Clone, Default)]
-pub struct FileText {
-    text: String,
-    /// Byte offset where each line starts, plus `text.len()` at the end.
-    starts: Vec<usize>,
-}
-
-impl FileText {
-    pub fn new(text: String) -> Self {
-        let mut starts = Vec::with_capacity(text.len() / 32 + 2);
-        starts.push(0);
-        starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
-        if *starts.last().unwrap_or(&0) != text.len() {
-            starts.push(text.len());
-        }
-        FileText { text, starts }
-    }
-
-    /// Number of lines (a final line without a newline counts).
-    pub fn line_count(&self) -> u32 {
-        (self.starts.len() - 1) as u32
-    }
-
-    /// Line `n` (1-based) without its line ending; empty past the end.
-    pub fn line(&self, n: u32) -> &str {
-        let i = n as usize;
-        if i == 0 || i >= self.starts.len() {
-            return "";
-        }
-        let line = self
-            .text
-            .get(self.starts[i - 1]..self.starts[i])
-            .unwrap_or_default();
-        let line = line.strip_suffix('\n').unwrap_or(line);
-        line.strip_suffix('\r').unwrap_or(line)
-    }
-}
-
-/// A hunk. `*_first` is the first line of the hunk's span on that side (1-based); when a
-/// side has no lines, it is where they would start (git's header shows `first - 1`).
+/// A hunk as git computes it, with the function context of its header (a proposal's
+/// hunk, with its id and decision, is `edit::Hunk`). `*_first` is the first line of the
+/// hunk's span on that side (1-based); when a side has no lines, it is where they would
+/// start (git's header shows `first - 1`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Hunk {
+pub struct GitHunk {
     pub old_first: u32,
     pub old_len: u32,
     pub new_first: u32,
@@ -100,13 +56,6 @@ pub struct Hunk {
     /// The function context git prints after the second `@@`.
     pub section: String,
     pub lines: Vec<HunkLine>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LineKind {
-    Context,
-    Added,
-    Removed,
 }
 
 /// A line of a hunk: its kind and its number in the old and new file (0 on the side
@@ -118,7 +67,7 @@ pub struct HunkLine {
     pub new: u32,
 }
 
-impl Hunk {
+impl GitHunk {
     /// True when the hunk adds nothing: it only removes lines.
     pub fn only_removes(&self) -> bool {
         !self.lines.iter().any(|l| l.kind == LineKind::Added)
@@ -127,15 +76,11 @@ impl Hunk {
     /// `@@ -a,b +c,d @@ section`, as git writes it (`,1` left out, `a - 1` for a side
     /// with no lines).
     pub fn header(&self) -> String {
-        let range = |first: u32, len: u32| match len {
-            0 => format!("{},0", first - 1),
-            1 => first.to_string(),
-            _ => format!("{first},{len}"),
-        };
-        let mut h = format!(
-            "@@ -{} +{} @@",
-            range(self.old_first, self.old_len),
-            range(self.new_first, self.new_len)
+        let side = |first: u32, len: u32| (first as usize, len as usize);
+        let mut h = hunk_header(
+            side(self.old_first, self.old_len),
+            side(self.new_first, self.new_len),
+            Counts::Git,
         );
         if !self.section.is_empty() {
             h.push(' ');
@@ -155,7 +100,7 @@ impl TextDiff {
     }
 
     /// The hunks a compressed review shows: every hunk that adds something.
-    pub fn adding_hunks(&self) -> Vec<Hunk> {
+    pub fn adding_hunks(&self) -> Vec<GitHunk> {
         self.hunks
             .iter()
             .filter(|h| !h.only_removes())
@@ -182,22 +127,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn file_text_numbers_lines_from_one_and_strips_endings() {
-        let t = FileText::new("a\r\nb\n\nlast".to_string());
-        assert_eq!(t.line_count(), 4);
-        assert_eq!(
-            [t.line(1), t.line(2), t.line(3), t.line(4)],
-            ["a", "b", "", "last"]
-        );
-        assert_eq!(t.line(0), "");
-        assert_eq!(t.line(5), "");
-        assert_eq!(FileText::new(String::new()).line_count(), 0);
-        assert_eq!(FileText::new("x\n".into()).line_count(), 1);
-    }
-
-    #[test]
     fn header_uses_gits_convention_for_empty_sides() {
-        let h = Hunk {
+        let h = GitHunk {
             old_first: 1,
             old_len: 0,
             new_first: 1,
@@ -206,7 +137,7 @@ mod tests {
             lines: vec![],
         };
         assert_eq!(h.header(), "@@ -0,0 +1,2 @@");
-        let one = Hunk {
+        let one = GitHunk {
             old_first: 4,
             old_len: 1,
             new_len: 1,

@@ -8,8 +8,9 @@
 //! cheap: the nearest line above that [`is_header`] accepts and that is indented no
 //! deeper than the hunk's least indented line.
 
-use super::change::{Hunk, HunkLine, LineKind, TextDiff};
+use super::change::{GitHunk, HunkLine, TextDiff};
 use super::lang::{Language, is_header};
+use crate::diff::LineKind;
 
 /// The most extra lines before or after a hunk, and how far up dynamic context looks.
 pub const MAX_CONTEXT: u32 = 10;
@@ -38,11 +39,11 @@ impl Default for ContextOptions {
 /// `diff`'s hunks with extra context lines, clamped to the file and to the gaps between
 /// hunks. Context lines lie in unchanged regions, where the old and new files agree, so
 /// they are read from the old file and numbered on both sides.
-pub fn extend(diff: &TextDiff, lang: Language, opts: ContextOptions) -> Vec<Hunk> {
+pub fn extend(diff: &TextDiff, lang: Language, opts: ContextOptions) -> Vec<GitHunk> {
     let before_max = opts.before.min(MAX_CONTEXT);
     let after_max = opts.after.min(MAX_CONTEXT);
     let old_total = diff.old.line_count();
-    let mut out: Vec<Hunk> = Vec::with_capacity(diff.hunks.len());
+    let mut out: Vec<GitHunk> = Vec::with_capacity(diff.hunks.len());
     // Last old line already shown by an earlier (extended) hunk.
     let mut shown_until = 0u32;
     for (i, hunk) in diff.hunks.iter().enumerate() {
@@ -76,7 +77,7 @@ pub fn extend(diff: &TextDiff, lang: Language, opts: ContextOptions) -> Vec<Hunk
             new: (old as i64 + tail_offset) as u32,
         }));
         shown_until = old_end + after - 1;
-        out.push(Hunk {
+        out.push(GitHunk {
             old_first: hunk.old_first - before,
             old_len: hunk.old_len + before + after,
             new_first: hunk.new_first - before,
@@ -90,7 +91,7 @@ pub fn extend(diff: &TextDiff, lang: Language, opts: ContextOptions) -> Vec<Hunk
 
 /// How many lines above `hunk` its enclosing header is, if it is within reach and the
 /// hunk does not already start with one.
-fn header_distance(diff: &TextDiff, hunk: &Hunk, lang: Language, room: u32) -> Option<u32> {
+fn header_distance(diff: &TextDiff, hunk: &GitHunk, lang: Language, room: u32) -> Option<u32> {
     let indent = |s: &str| s.len() - s.trim_start().len();
     let texts = hunk
         .lines

@@ -9,7 +9,6 @@
 //! 3. after sending each call, [`merge_replies`] when there was more than one.
 
 mod change;
-mod clip;
 mod extend;
 mod lang;
 mod mode;
@@ -21,10 +20,7 @@ mod source;
 
 use std::path::PathBuf;
 
-pub use change::{
-    Body, ChangeSet, FileChange, FileStatus, FileText, Hunk, HunkLine, LineKind, TextDiff,
-};
-pub use clip::{TRUNCATED, clip_to_tokens};
+pub use change::{Body, ChangeSet, FileChange, FileStatus, GitHunk, HunkLine, TextDiff};
 pub use extend::{ContextOptions, MAX_CONTEXT, extend};
 pub use lang::{Language, Noise, is_header};
 pub use mode::PlanMode;
@@ -61,6 +57,9 @@ impl ReviewError {
         }
     }
 }
+
+/// What a list clipped to its budget ends with.
+pub const TRUNCATED: &str = crate::prompts::REVIEW_TRUNCATED;
 
 /// How many requests a review may take unless told otherwise (`--max-calls`).
 pub const DEFAULT_MAX_CALLS: usize = 4;

@@ -20,16 +20,16 @@ use std::collections::HashMap;
 
 use rayon::prelude::*;
 
+use crate::tokens::clip::clip_head;
 use crate::tokens::thousands;
 
-use super::ReviewError;
 use super::change::{Body, ChangeSet, FileChange, FileStatus, TextDiff};
-use super::clip::clip_to_tokens;
 use super::extend::{ContextOptions, extend};
 use super::lang::{Language, Noise};
 use super::mode::PlanMode;
 use super::prompt::{ADDED_TITLE, DELETED_TITLE, MODIFIED_TITLE, preamble, system_prompt};
 use super::render::section;
+use super::{ReviewError, TRUNCATED};
 use crate::llm::Message;
 use crate::tokens::TokenCounter;
 
@@ -535,10 +535,10 @@ impl<'a> Planner<'a> {
             // The piece's blank line may cost a token more than the clipped text.
             let mut max = left;
             let piece = loop {
-                let Some(clipped) = clip_to_tokens(&text, max, self.counter) else {
+                let Some(clipped) = clip_head(&text, self.counter, max, TRUNCATED) else {
                     break None;
                 };
-                let piece = self.piece(clipped);
+                let piece = self.piece(clipped.text);
                 if piece.tokens <= left {
                     break Some(piece);
                 }

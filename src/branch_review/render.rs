@@ -3,7 +3,8 @@
 
 use std::fmt::Write;
 
-use super::change::{FileChange, FileStatus, Hunk, LineKind, TextDiff};
+use super::change::{FileChange, FileStatus, GitHunk, TextDiff};
+use crate::diff::LineKind;
 
 /// `## File: 'path'`, with what happened to the file when it is not a plain edit.
 pub fn file_header(file: &FileChange) -> String {
@@ -25,7 +26,12 @@ pub fn file_header(file: &FileChange) -> String {
 /// version (context and added lines, each prefixed with its new-file line number), and
 /// `__old hunk__`, only when the hunk removes something, the old version (context and
 /// removed lines, unnumbered).
-pub fn section(file: &FileChange, diff: &TextDiff, hunks: &[Hunk], line_numbers: bool) -> String {
+pub fn section(
+    file: &FileChange,
+    diff: &TextDiff,
+    hunks: &[GitHunk],
+    line_numbers: bool,
+) -> String {
     let size: usize = hunks.iter().map(|h| h.lines.len() * 48).sum();
     let mut out = String::with_capacity(size + 64);
     out.push_str(&file_header(file));
@@ -37,7 +43,7 @@ pub fn section(file: &FileChange, diff: &TextDiff, hunks: &[Hunk], line_numbers:
             numbered_hunk(diff, hunk, &mut out);
         } else {
             for line in &hunk.lines {
-                out.push(sign(line.kind));
+                out.push(line.kind.sign());
                 out.push_str(diff.text(line));
                 out.push('\n');
             }
@@ -46,27 +52,19 @@ pub fn section(file: &FileChange, diff: &TextDiff, hunks: &[Hunk], line_numbers:
     out
 }
 
-fn sign(kind: LineKind) -> char {
-    match kind {
-        LineKind::Context => ' ',
-        LineKind::Added => '+',
-        LineKind::Removed => '-',
-    }
-}
-
-fn numbered_hunk(diff: &TextDiff, hunk: &Hunk, out: &mut String) {
+fn numbered_hunk(diff: &TextDiff, hunk: &GitHunk, out: &mut String) {
     let removes = hunk.lines.iter().any(|l| l.kind == LineKind::Removed);
     let new_side = hunk.lines.iter().filter(|l| l.kind != LineKind::Removed);
     if new_side.clone().next().is_some() {
         out.push_str("__new hunk__\n");
         for line in new_side {
-            let _ = writeln!(out, "{} {}{}", line.new, sign(line.kind), diff.text(line));
+            let _ = writeln!(out, "{} {}{}", line.new, line.kind.sign(), diff.text(line));
         }
     }
     if removes {
         out.push_str("__old hunk__\n");
         for line in hunk.lines.iter().filter(|l| l.kind != LineKind::Added) {
-            out.push(sign(line.kind));
+            out.push(line.kind.sign());
             out.push_str(diff.text(line));
             out.push('\n');
         }

@@ -16,9 +16,8 @@ use git2::{
 use rayon::prelude::*;
 
 use super::ReviewError;
-use super::change::{
-    Body, ChangeSet, FileChange, FileStatus, FileText, Hunk, HunkLine, LineKind, TextDiff,
-};
+use super::change::{Body, ChangeSet, FileChange, FileStatus, GitHunk, HunkLine, TextDiff};
+use crate::diff::{FileText, LineKind};
 
 /// What to review.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,9 +28,6 @@ pub enum DiffSource {
     /// Staged, unstaged and untracked (not ignored) changes against HEAD.
     Worktree,
 }
-
-/// git's own threshold: a NUL byte in the first 8000 bytes makes a file binary.
-const BINARY_PROBE: usize = 8000;
 
 /// Git's default number of context lines: what a compressed review shows.
 pub const GIT_CONTEXT: u32 = 3;
@@ -306,10 +302,12 @@ fn load_file(
             (None, Some(b)) => b.content(),
             (None, None) => &[],
         };
-        if file.binary || looks_binary(old) || looks_binary(new) {
-            Body::Binary
-        } else {
-            let (old_text, new_text) = (FileText::new(text(old)), FileText::new(text(new)));
+        let decode = |bytes: &[u8]| FileText::decode(bytes.to_vec()).ok();
+        let texts = match file.binary {
+            true => None,
+            false => decode(old).and_then(|o| Some((o, decode(new)?))),
+        };
+        if let Some((old_text, new_text)) = texts {
             let hunks = match (&old_blob, &new_blob, &on_disk) {
                 (Some(o), Some(n), _) => hunks(
                     Patch::from_blobs(o, None, n, None, Some(&mut patch_options())),
@@ -321,11 +319,13 @@ fn load_file(
                 )?,
                 _ => whole_file_hunk(&old_text, &new_text),
             };
-            Body::Text(TextDiff {
+            Body::Text(Box::new(TextDiff {
                 old: old_text,
                 new: new_text,
                 hunks,
-            })
+            }))
+        } else {
+            Body::Binary
         }
     };
     Ok(FileChange {
@@ -346,18 +346,6 @@ fn read_workdir(root: &Path, rel: &str, mode: FileMode) -> Result<Vec<u8>, Revie
     read.map_err(|source| ReviewError::Read { path: full, source })
 }
 
-/// The bytes as text (copied once), lossily when they are not UTF-8.
-fn text(bytes: &[u8]) -> String {
-    match std::str::from_utf8(bytes) {
-        Ok(s) => s.to_string(),
-        Err(_) => String::from_utf8_lossy(bytes).into_owned(),
-    }
-}
-
-fn looks_binary(bytes: &[u8]) -> bool {
-    bytes[..bytes.len().min(BINARY_PROBE)].contains(&0)
-}
-
 /// As `git diff`: 3 lines of context, indent heuristic.
 fn patch_options() -> DiffOptions {
     let mut opts = DiffOptions::new();
@@ -368,7 +356,7 @@ fn patch_options() -> DiffOptions {
 }
 
 /// An added or deleted file: one hunk of every line, as git writes it (no xdiff needed).
-fn whole_file_hunk(old: &FileText, new: &FileText) -> Vec<Hunk> {
+fn whole_file_hunk(old: &FileText, new: &FileText) -> Vec<GitHunk> {
     let (kind, side) = if old.line_count() == 0 {
         (LineKind::Added, new)
     } else {
@@ -395,7 +383,7 @@ fn whole_file_hunk(old: &FileText, new: &FileText) -> Vec<Hunk> {
     } else {
         (n, 0)
     };
-    vec![Hunk {
+    vec![GitHunk {
         old_first: 1,
         old_len,
         new_first: 1,
@@ -406,7 +394,7 @@ fn whole_file_hunk(old: &FileText, new: &FileText) -> Vec<Hunk> {
 }
 
 /// git's hunks from a patch libgit2 computed (3 lines of context).
-fn hunks(patch: Result<Patch<'_>, git2::Error>, path: &str) -> Result<Vec<Hunk>, ReviewError> {
+fn hunks(patch: Result<Patch<'_>, git2::Error>, path: &str) -> Result<Vec<GitHunk>, ReviewError> {
     let err = |source| ReviewError::Diff {
         path: path.to_string(),
         source,
@@ -431,7 +419,7 @@ fn hunks(patch: Result<Patch<'_>, git2::Error>, path: &str) -> Result<Vec<Hunk>,
                 new: line.new_lineno().unwrap_or(0),
             });
         }
-        out.push(Hunk {
+        out.push(GitHunk {
             old_first: first(hunk.old_start(), hunk.old_lines()),
             old_len: hunk.old_lines(),
             new_first: first(hunk.new_start(), hunk.new_lines()),

@@ -79,7 +79,7 @@ pub fn advice(report: &BudgetReport, needed: usize, limit: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::context::{ChunkInputs, FileText, Window, assemble};
+    use crate::context::{ChunkInputs, PromptFile, Window, assemble};
     use crate::llm::{Message, ModelInfo};
     use crate::tokens::{Counting, Encoding, TokenCounter};
 
@@ -90,11 +90,11 @@ mod tests {
             system: "You are tern.".into(),
             done: vec![Message::user("earlier"), Message::assistant("reply")],
             chat_files: vec![
-                FileText {
+                PromptFile {
                     path: "src/big.rs".into(),
                     text: "fn helper(x: u32) -> u32 { x + 1 }\n".repeat(50),
                 },
-                FileText {
+                PromptFile {
                     path: "src/small.rs".into(),
                     text: "fn a() {}\n".into(),
                 },

@@ -64,7 +64,7 @@ impl Section {
 
 /// A file as it is shown to the model.
 #[derive(Debug, Clone)]
-pub struct FileText {
+pub struct PromptFile {
     /// Path relative to the repository root, with `/` separators.
     pub path: String,
     pub text: String,
@@ -107,11 +107,11 @@ pub struct ChunkInputs {
     pub system: String,
     /// Few-shot examples: alternating user / assistant messages.
     pub examples: Vec<Message>,
-    pub readonly_files: Vec<FileText>,
+    pub readonly_files: Vec<PromptFile>,
     pub repo_map: Option<String>,
     /// History, starting with a user message and ending with an assistant message.
     pub done: Vec<Message>,
-    pub chat_files: Vec<FileText>,
+    pub chat_files: Vec<PromptFile>,
     /// Command outputs kept in the context, oldest first.
     pub command_outputs: Vec<CommandText>,
     /// The current turn: ends with a user message (the first is the user's own).
@@ -162,7 +162,7 @@ impl Assembled {
 
 /// How a file is shown: its path, then its content in a fence long enough that no line
 /// of the content can close it.
-pub fn file_block(file: &FileText) -> String {
+pub fn file_block(file: &PromptFile) -> String {
     let fence = fence_for(&file.text);
     let mut block = String::with_capacity(file.text.len() + file.path.len() + 16);
     block.push('\n');
@@ -287,7 +287,7 @@ impl Builder<'_> {
         self.messages.extend(messages);
     }
 
-    fn push_files(&mut self, section: Section, intro: &str, ack: &str, files: &[FileText]) {
+    fn push_files(&mut self, section: Section, intro: &str, ack: &str, files: &[PromptFile]) {
         let blocks = files.iter().map(|f| (f.path.clone(), file_block(f)));
         self.push_blocks(section, intro, ack, blocks);
     }
@@ -381,13 +381,13 @@ mod tests {
         ChunkInputs {
             system: "You are tern.".into(),
             examples: vec![Message::user("example q"), Message::assistant("example a")],
-            readonly_files: vec![FileText {
+            readonly_files: vec![PromptFile {
                 path: "docs/a.md".into(),
                 text: "# A\n".into(),
             }],
             repo_map: Some("src/lib.rs:\n│fn x()\n".into()),
             done: vec![Message::user("earlier"), Message::assistant("reply")],
-            chat_files: vec![FileText {
+            chat_files: vec![PromptFile {
                 path: "src/main.rs".into(),
                 text: "fn main() {}\n".into(),
             }],
@@ -446,7 +446,7 @@ mod tests {
 
     #[test]
     fn fences_outgrow_backticks_in_the_file() {
-        let block = file_block(&FileText {
+        let block = file_block(&PromptFile {
             path: "README.md".into(),
             text: "```rust\nfn x() {}\n```\n".into(),
         });

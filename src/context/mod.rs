@@ -11,5 +11,5 @@ pub use budget::{
     BudgetReport, FileRow, HistoryPhase, HistoryStatus, MapStatus, Window, WindowSource,
 };
 pub use chunks::{
-    Assembled, ChunkInputs, CommandText, FileText, Section, assemble, outputs_tokens,
+    Assembled, ChunkInputs, CommandText, PromptFile, Section, assemble, outputs_tokens,
 };

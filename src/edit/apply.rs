@@ -5,11 +5,11 @@
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use super::error::EditError;
+use super::error::{EditError, Problem};
 use super::hunks::{Decision, HunkId};
 use super::proposal::{FileProposal, Proposal};
 use super::safety::{self, Target};
-use super::text::FileText;
+use crate::diff::FileText;
 
 /// What applying did.
 #[derive(Debug)]
@@ -34,6 +34,10 @@ pub struct Applied {
     /// Files git ignores that were replaced, with where their previous content was
     /// saved (git cannot bring it back) and the new content's SHA-256.
     pub backups: Vec<Backup>,
+    /// Files that changed on disk in the instant between their last check and their
+    /// write: not written, their hunks found again in the new content (back to
+    /// pending), as a preflight does with a stale file.
+    pub stale: Vec<StaleFile>,
 }
 
 /// The previous content of a replaced file that git ignores.
@@ -173,30 +177,61 @@ impl Proposal {
     /// left: each written file's original is its new content and its remaining hunks
     /// are those not accepted, so applying again later writes only newly accepted ones.
     pub fn apply(&mut self) -> ApplyOutcome {
-        match self.preflight() {
-            Ok(ready) => ApplyOutcome::Applied(self.write(ready, None, None)),
+        match self
+            .preflight()
+            .and_then(|ready| self.write(ready, None, None))
+        {
+            Ok(applied) => ApplyOutcome::Applied(applied),
             Err(outcome) => outcome,
         }
     }
 
     /// Writes the files `ready` cleared, each atomically (a temporary file in `tmp`,
-    /// else next to it, renamed over it). A file that changed since the preflight is
-    /// not written. An existing file git ignores is first copied under `backups` (and
+    /// else next to it, renamed over it). The preflight may be a while ago (a commit
+    /// message is asked for in between): a file saved since makes the whole write
+    /// stale, as at the preflight (nothing written, its hunks found again in the new
+    /// content). An existing file git ignores is first copied under `backups` (and
     /// not written when that fails, or when there is nowhere to back it up).
-    pub fn write(&mut self, ready: Ready, tmp: Option<&Path>, backups: Option<&Path>) -> Applied {
+    pub fn write(
+        &mut self,
+        ready: Ready,
+        tmp: Option<&Path>,
+        backups: Option<&Path>,
+    ) -> Result<Applied, ApplyOutcome> {
+        let stale: Vec<(usize, Option<Vec<u8>>)> = ready
+            .targets
+            .iter()
+            .filter_map(|(i, target)| match on_disk(target) {
+                Ok(now) if now != expected(&self.files[*i]) => Some((*i, now)),
+                _ => None,
+            })
+            .collect();
+        if !stale.is_empty() {
+            return Err(ApplyOutcome::Stale(self.rebase_stale(stale)));
+        }
         let mut applied = Applied {
             failed: ready.failed,
             ..Applied::default()
         };
         for (i, target) in ready.targets {
             let file = &self.files[i];
-            if !on_disk(&target).is_ok_and(|now| now == expected(file)) {
-                applied.failed.push(WriteFailure {
-                    path: file.path.clone(),
-                    error: "it changed on disk while the edits were being applied; not written"
-                        .into(),
-                });
-                continue;
+            match on_disk(&target) {
+                Ok(now) if now == expected(file) => {}
+                Ok(now) => {
+                    // Saved in the instant since the check above.
+                    let stale = self.rebase_file(i, now);
+                    applied.stale.push(stale);
+                    continue;
+                }
+                Err(e) => {
+                    applied.failed.push(WriteFailure {
+                        path: file.path.clone(),
+                        error: format!(
+                            "it could not be read again before writing: {e}; not written"
+                        ),
+                    });
+                    continue;
+                }
             }
             let bytes = file.content_with(|h| h.decision == Decision::Accept);
             let backup = match file.is_ignored_existing() {
@@ -242,7 +277,7 @@ impl Proposal {
             }
         }
         self.files.retain(|f| !f.hunks.is_empty());
-        applied
+        Ok(applied)
     }
 
     /// The unified diff of what writing `ready` would write: the accepted hunks of the
@@ -257,31 +292,37 @@ impl Proposal {
 
     /// Re-diffs the files that changed on disk against their new content.
     fn rebase_stale(&mut self, stale: Vec<(usize, Option<Vec<u8>>)>) -> Vec<StaleFile> {
-        let mut out = Vec::new();
-        for (i, current) in stale {
-            let mut taken = self.ids_except(i);
-            let file = &mut self.files[i];
-            let (text, existed) = match current.map(FileText::decode) {
-                None => (FileText::new_file(), false),
-                Some(Ok(text)) => (text, true),
-                Some(Err(_)) => {
-                    // Now binary: nothing of the proposal can apply.
-                    file.hunks.clear();
-                    out.push(StaleFile {
-                        path: file.path.clone(),
-                        errors: Vec::new(),
-                    });
-                    continue;
-                }
-            };
-            let errors = file.rebase(text, existed, &mut taken);
-            out.push(StaleFile {
-                path: file.path.clone(),
-                errors,
-            });
-        }
+        let out = stale
+            .into_iter()
+            .map(|(i, current)| self.rebase_file(i, current))
+            .collect();
         self.files.retain(|f| !f.hunks.is_empty());
         out
+    }
+
+    /// Re-diffs file `i` against its `current` content (None: it is gone); its hunks
+    /// that no longer apply are dropped and returned (the file stays in the list).
+    fn rebase_file(&mut self, i: usize, current: Option<Vec<u8>>) -> StaleFile {
+        let mut taken = self.ids_except(i);
+        let file = &mut self.files[i];
+        let (text, existed) = match current.map(FileText::decode) {
+            None => (FileText::new_file(), false),
+            Some(Ok(text)) => (text, true),
+            Some(Err(_)) => {
+                // Now binary: nothing of the proposal can apply.
+                let hunks = file.hunk_snapshots();
+                let why = EditError::new(0, None, Problem::Binary, "").reason();
+                return StaleFile {
+                    path: file.path.clone(),
+                    errors: file.fail_all(&hunks, &why),
+                };
+            }
+        };
+        let errors = file.rebase(text, existed, &mut taken);
+        StaleFile {
+            path: file.path.clone(),
+            errors,
+        }
     }
 
     /// After writing file `i`: its written content becomes the original and only the

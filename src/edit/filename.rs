@@ -45,9 +45,25 @@ impl FileSet {
         self.chat.contains(&path)
     }
 
-    /// Whether `path` is a read-only chat file.
-    pub fn is_read_only(&self, path: &Path) -> bool {
+    /// Whether `path`, as spelt, is a read-only chat file.
+    pub fn is_read_only_chat_file(&self, path: &Path) -> bool {
         self.read_only.contains(&slashed(path))
+    }
+
+    /// Whether writing `path` (relative to the canonical `root`) would change a
+    /// read-only chat file: compared by the real file the write lands in, so a symlink
+    /// to a read-only file (or a read-only symlink's target) is read-only too.
+    pub fn is_read_only(&self, root: &Path, path: &Path) -> bool {
+        let real = |p: &Path| {
+            super::safety::resolve(root, p).map_or_else(|_| slashed(p), |t| slashed(&t.real(root)))
+        };
+        if self.is_read_only_chat_file(path) {
+            return true;
+        }
+        let target = real(path);
+        self.read_only
+            .iter()
+            .any(|ro| real(Path::new(ro)) == target)
     }
 
     pub fn chat(&self) -> impl Iterator<Item = &str> {

@@ -27,7 +27,6 @@ mod safety;
 mod scan;
 mod shell;
 mod snapshot;
-mod text;
 mod udiff;
 mod whole;
 mod workspace;
@@ -42,11 +41,10 @@ pub use matching::Occurrence;
 pub use parse::{ParsedReply, parse_reply};
 pub use proposal::{Caution, FileProposal, Proposal, ReplyReport, Select, Unknown};
 pub use refine::RefineError;
-pub use render::{DiffLine, HunkText, LineKind, unified_diff, write_unified};
+pub use render::unified_diff;
 pub use safety::{Refusal, Target, resolve as resolve_path};
 pub use scan::ShellSuggestion;
 pub use snapshot::{FileSnapshot, HunkSnapshot, Part, ProposalSnapshot};
-pub use text::{Binary, Encoding, FileText, LineEnding};
 pub use workspace::Workspace;
 
 /// Everything one reply proposes: the proposal to review, the blocks that failed (to

@@ -21,8 +21,8 @@ use super::matching::{Doc, Failure, Occurrence, lines_of, whole_placeholder};
 use super::safety::{self, Target};
 use super::scan::ShellSuggestion;
 use super::snapshot::{self, FileSnapshot, HunkSnapshot, Part, ProposalSnapshot};
-use super::text::{Binary, FileText};
 use super::workspace::Workspace;
+use crate::diff::{Binary, FileText};
 
 /// Why hunks are never accepted in bulk (`A`, `/apply all`, `--yes`): the user accepts
 /// them having seen the reason. A file's cautions hold all its hunks, which are accepted
@@ -241,6 +241,9 @@ impl FileProposal {
     }
 
     /// Replaces the original by `current` and the proposal by `hunks` placed in it.
+    /// Only hunks placed are proposed: a file deleted (or created) since, or one where
+    /// no hunk could be placed, is left with none, never with an empty "new file" hunk
+    /// standing in for them (accepting it would commit the deletion and an empty file).
     fn place(
         &mut self,
         current: FileText,
@@ -248,6 +251,15 @@ impl FileProposal {
         hunks: &[HunkSnapshot],
         taken: &mut HashSet<HunkId>,
     ) -> Vec<EditError> {
+        if existed != self.existed {
+            let why = match self.existed {
+                true => "the file was deleted since the edits were proposed",
+                false => "a file was made at this path since the edits were proposed",
+            };
+            self.original = current;
+            self.existed = existed;
+            return self.fail_all(hunks, why);
+        }
         let lines: Vec<&str> = current.text().split_inclusive('\n').collect();
         let mut placed = Vec::new();
         let mut errors = Vec::new();
@@ -256,6 +268,13 @@ impl FileProposal {
                 Ok(start) => placed.push((start, hunk)),
                 Err(why) => errors.push(stale(&self.path, hunk, why)),
             }
+        }
+        if placed.is_empty() {
+            drop(lines);
+            self.original = current;
+            self.existed = existed;
+            self.hunks.clear();
+            return errors;
         }
         let (spans, final_newline) = snapshot::spans_of(&lines, &placed);
         let decided = placed
@@ -278,6 +297,18 @@ impl FileProposal {
             }
         }
         errors
+    }
+
+    /// Takes every hunk out of the proposal as failed, with its lines and `why` (the
+    /// file can take none of them now).
+    pub(crate) fn fail_all(&mut self, hunks: &[HunkSnapshot], why: &str) -> Vec<EditError> {
+        self.hunks.clear();
+        self.spans.clear();
+        self.cuts.clear();
+        hunks
+            .iter()
+            .map(|h| stale(&self.path, h, why.to_string()))
+            .collect()
     }
 
     /// After the accepted hunks were written (`written`): that is the original now,
@@ -522,7 +553,7 @@ impl Proposal {
                     continue;
                 }
             };
-            if files.is_read_only(&target.rel) {
+            if files.is_read_only(ws.root(), &target.rel) {
                 errors.extend(fail_all(Problem::Refused(safety::Refusal::ReadOnly(
                     target.rel,
                 ))));
@@ -657,7 +688,8 @@ impl Proposal {
                 ignored: ws.is_ignored_untracked(&target.rel),
                 path: target.rel,
                 original: FileText::new_file(),
-                existed: false,
+                // As when proposed: `place` fails every hunk of a file made or deleted since.
+                existed: file.existed,
                 proposed: String::new(),
                 spans: Vec::new(),
                 final_newline: true,
@@ -880,7 +912,7 @@ fn problem(doc: &Doc<'_>, search: &str, replace: &str, failure: Failure) -> Prob
 /// failed block aimed at it gets no "did you mean" lines from it, only the advice to
 /// ask for it.
 fn keep_unseen_file_private(path: &Path, files: &FileSet, failed: &mut [(usize, EditError)]) {
-    if files.in_chat(path) || files.is_read_only(path) {
+    if files.in_chat(path) || files.is_read_only_chat_file(path) {
         return;
     }
     let slashed = path.display();

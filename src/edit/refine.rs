@@ -11,7 +11,7 @@ use similar::{Algorithm, DiffOp};
 use super::doc::{Doc, Line, TouchesInvalid, lines_of};
 use super::hunks::{Decision, HunkId};
 use super::proposal::{FileProposal, Proposal};
-use super::text::FileText;
+use crate::diff::FileText;
 
 /// Why a hunk could not be split or edited; the proposal is as it was.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -20,6 +20,7 @@ mod matcher;
 mod sink;
 
 use std::borrow::Cow;
+use std::ops::Range;
 use std::sync::RwLock;
 
 pub use matcher::{MARKER, Redactor};
@@ -53,14 +54,74 @@ fn patterns() -> Patterns {
     secrets.clone().unwrap_or_default()
 }
 
+/// Secrets to look for: those registered now ([`secrets`]), for a sink that takes
+/// its text apart itself (the record's streamed texts, see `llm::recorded`).
+#[derive(Clone)]
+pub struct Secrets(Patterns);
+
+/// The secrets registered now.
+pub fn secrets() -> Secrets {
+    Secrets(patterns())
+}
+
+impl Secrets {
+    /// `secret` alone, registered or not: for tests over any key.
+    #[cfg(test)]
+    pub(crate) fn of(secret: &str) -> Secrets {
+        Secrets(Patterns::new(vec![Pattern::new(secret)]))
+    }
+
+    /// Where the secrets are in `text`, as the matcher sees them (byte ranges, in
+    /// order, never overlapping).
+    pub fn find(&self, text: &str) -> Vec<Range<usize>> {
+        self.0.find(text, true).0
+    }
+
+    /// `text` with every secret replaced by [`MARKER`]; borrowed when there is none.
+    pub fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        if self.0.is_empty() {
+            return Cow::Borrowed(text);
+        }
+        self.0.scan(text, true).0
+    }
+
+    /// Redacts every string of `value`, object keys too; returns whether any changed.
+    /// JSON escapes control characters, so a JSON sink redacts before it serializes.
+    pub fn redact_json(&self, value: &mut serde_json::Value) -> bool {
+        use serde_json::Value;
+        match value {
+            Value::String(text) => match self.redact(text) {
+                Cow::Owned(clean) => {
+                    *text = clean;
+                    true
+                }
+                Cow::Borrowed(_) => false,
+            },
+            Value::Array(items) => items
+                .iter_mut()
+                .fold(false, |any, v| self.redact_json(v) | any),
+            Value::Object(fields) => {
+                let mut changed = false;
+                let old = std::mem::take(fields);
+                for (mut name, mut field) in old {
+                    changed |= self.redact_json(&mut field);
+                    if let Cow::Owned(clean) = self.redact(&name) {
+                        name = clean;
+                        changed = true;
+                    }
+                    fields.insert(name, field);
+                }
+                changed
+            }
+            Value::Null | Value::Bool(_) | Value::Number(_) => false,
+        }
+    }
+}
+
 /// `text` with every registered secret replaced by [`MARKER`]; borrowed when there
 /// is none in it.
 pub fn redact(text: &str) -> Cow<'_, str> {
-    let patterns = patterns();
-    if patterns.is_empty() {
-        return Cow::Borrowed(text);
-    }
-    patterns.scan(text, true).0
+    secrets().redact(text)
 }
 
 /// `text` redacted in place.
@@ -74,6 +135,11 @@ pub fn redact_in_place(text: &mut String) {
 /// dropped too (the rest of the secret was cut off, but its start would still show).
 pub fn redact_cut(text: &str) -> String {
     redactor().push(text)
+}
+
+/// `text` with `found` (ranges as [`Secrets::find`] gives them) replaced by [`MARKER`].
+pub fn replace<'t>(text: &'t str, found: &[Range<usize>]) -> Cow<'t, str> {
+    matcher::replace(text, found)
 }
 
 /// Whether `text` holds a registered secret, in any of the forms the matcher sees.
@@ -95,34 +161,9 @@ pub fn redactor() -> Redactor {
     Redactor::with(patterns())
 }
 
-/// Redacts every string of `value`, object keys too; returns whether any changed.
-/// JSON escapes control characters, so a JSON sink redacts before it serializes.
+/// [`Secrets::redact_json`] with the secrets registered now.
 pub fn redact_json(value: &mut serde_json::Value) -> bool {
-    use serde_json::Value;
-    match value {
-        Value::String(text) => match redact(text) {
-            Cow::Owned(clean) => {
-                *text = clean;
-                true
-            }
-            Cow::Borrowed(_) => false,
-        },
-        Value::Array(items) => items.iter_mut().fold(false, |any, v| redact_json(v) | any),
-        Value::Object(fields) => {
-            let mut changed = false;
-            let old = std::mem::take(fields);
-            for (mut name, mut field) in old {
-                changed |= redact_json(&mut field);
-                if let Cow::Owned(clean) = redact(&name) {
-                    name = clean;
-                    changed = true;
-                }
-                fields.insert(name, field);
-            }
-            changed
-        }
-        Value::Null | Value::Bool(_) | Value::Number(_) => false,
-    }
+    secrets().redact_json(value)
 }
 
 /// `value` serialized as JSON with every string redacted.
@@ -180,6 +221,59 @@ pub(crate) mod tests {
 
     pub(crate) fn register_test_key() {
         register(KEY);
+    }
+
+    /// Escape sequences a key may be dressed in.
+    const ESCAPES: &[&str] = &[
+        "\u{1b}[31m",
+        "\u{1b}[0;1m",
+        "\u{9b}2K",
+        "\u{1b}]0;title\u{7}",
+        "\u{1b}]8;;x\u{1b}\\",
+        "\u{1b}(B",
+    ];
+
+    /// Every character the matcher sees through, found with the definitions it uses
+    /// (every control, and what `terminal_text` may hide): without the tag characters,
+    /// and all of them, so that a case picks from the few hundred others as often as
+    /// from the four thousand tags.
+    pub(crate) fn skipped() -> &'static (Vec<char>, Vec<char>) {
+        static SKIPPED: std::sync::OnceLock<(Vec<char>, Vec<char>)> = std::sync::OnceLock::new();
+        SKIPPED.get_or_init(|| {
+            let all: Vec<char> = (0..=u32::from(char::MAX))
+                .filter_map(char::from_u32)
+                .filter(|&c| c.is_control() || crate::terminal_text::may_hide(c))
+                .collect();
+            let untagged = all.iter().copied().filter(|&c| c < '\u{e0000}').collect();
+            (untagged, all)
+        })
+    }
+
+    /// Junk number `which`: an escape sequence, or a character the matcher skips.
+    fn junk(which: usize) -> String {
+        let (untagged, all) = skipped();
+        match which % 3 {
+            0 => ESCAPES[which / 3 % ESCAPES.len()].to_string(),
+            1 => untagged[which / 3 % untagged.len()].to_string(),
+            _ => all[which / 3 % all.len()].to_string(),
+        }
+    }
+
+    /// `key` with junk put between some of its characters: `(at, which)` puts junk
+    /// number `which` before character `at` (modulo the key's length).
+    pub(crate) fn dressed(key: &str, junk: &[(usize, usize)]) -> String {
+        let mut out = String::new();
+        for (i, c) in key.chars().enumerate() {
+            if i > 0 {
+                for &(at, which) in junk {
+                    if at % key.chars().count() == i {
+                        out.push_str(&self::junk(which));
+                    }
+                }
+            }
+            out.push(c);
+        }
+        out
     }
 
     #[test]

@@ -18,7 +18,12 @@ pub(crate) enum Activity {
     /// A user message waits for the repo map (its first build, a refresh under way, or
     /// `always`'s rescan); it is sent as soon as the map is built, or given back on
     /// cancel.
-    WaitingForMap { text: String, mode: ChatMode },
+    WaitingForMap {
+        text: String,
+        mode: ChatMode,
+        /// The op that sent it, which its turn answers.
+        op: Option<super::OpId>,
+    },
     /// A reply streams: a turn (with its reflections and continuations) or a branch
     /// review.
     Streaming {
@@ -136,9 +141,9 @@ impl Activity {
     }
 
     /// Takes the message waiting for the map, if one is.
-    pub(crate) fn take_waiting(&mut self) -> Option<(String, ChatMode)> {
+    pub(crate) fn take_waiting(&mut self) -> Option<(String, ChatMode, Option<super::OpId>)> {
         match std::mem::take(self) {
-            Activity::WaitingForMap { text, mode } => Some((text, mode)),
+            Activity::WaitingForMap { text, mode, op } => Some((text, mode, op)),
             other => {
                 *self = other;
                 None
@@ -207,8 +212,12 @@ mod tests {
         activity = Activity::WaitingForMap {
             text: "hi".into(),
             mode: ChatMode::Ask,
+            op: None,
         };
-        assert_eq!(activity.take_waiting(), Some(("hi".into(), ChatMode::Ask)));
+        assert_eq!(
+            activity.take_waiting(),
+            Some(("hi".into(), ChatMode::Ask, None))
+        );
         assert!(activity.busy_reason().is_none());
     }
 }

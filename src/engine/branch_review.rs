@@ -238,6 +238,7 @@ impl ReviewJob {
                     counting: self.counter.counting(),
                 })
             }
+            SendEvent::Stream(StreamEvent::UsageIgnored(text)) => stream.send(Event::Warning { text }),
             SendEvent::Stream(StreamEvent::Retrying { attempt, delay, reason }) => {
                 stream.send(Event::Retrying {
                     attempt,

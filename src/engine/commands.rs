@@ -1,194 +1,168 @@
-//! Slash commands: the table front ends complete from, and parsing.
+//! Slash commands: the one table front ends parse, complete and list from.
 
-/// A slash command. Each place that acts on commands matches on this exhaustively, so a
-/// new command does not compile until the table, the engine and completion handle it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+use strum::{EnumIter, EnumMessage, EnumProperty, EnumString, IntoEnumIterator, IntoStaticStr};
+
+/// A slash command: one row each, in the order `/help` lists them. The name is the
+/// variant's in kebab case, `args` and the message are what completion and `/help`
+/// show, `complete` what the argument completes from (`ArgCompletion`, none when absent).
+/// Adding a command is its row here and its handler in `slash.rs`.
+#[rustfmt::skip]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, EnumIter, IntoStaticStr, EnumMessage, EnumProperty)]
+#[strum(serialize_all = "kebab-case")]
 pub enum Command {
+    #[strum(props(args = "FILE...", complete = "repo-files"), message = "add files to the chat as editable")]
     Add,
+    #[strum(props(args = "FILE...", complete = "repo-files"), message = "add files read-only, or make chat files read-only")]
     ReadOnly,
+    #[strum(props(args = "[FILE...]", complete = "chat-files"), message = "remove files from the chat (all without arguments)")]
     Drop,
+    #[strum(props(args = "[QUESTION]"), message = "ask without editing; alone, switch to ask mode")]
     Ask,
+    #[strum(props(args = "[REQUEST]"), message = "ask for edits; alone, switch to code mode")]
     Code,
+    #[strum(props(args = "[all]"), message = "write the accepted hunks and commit them (all: accept every hunk first)")]
     Apply,
+    #[strum(props(args = "HUNK [REASON]"), message = "reject a proposed hunk; the reason goes to the model with it")]
     Reject,
+    #[strum(props(args = "HUNK"), message = "split a proposed hunk where unchanged lines separate its changes")]
     Split,
+    #[strum(props(args = ""), message = "forget the proposed edits; nothing is written")]
     Discard,
+    #[strum(props(args = ""), message = "show the proposed edits, or else the uncommitted changes")]
     Diff,
+    #[strum(props(args = "[REV]"), message = "show a commit (the last one: what tern just committed)")]
     Show,
+    #[strum(props(args = "[turn]"), message = "revert tern's last commit (turn: every commit of the last turn), if it is safe to")]
     Undo,
+    #[strum(props(args = "[MESSAGE]"), message = "commit your own uncommitted changes to tracked files")]
     Commit,
+    #[strum(props(args = "CMD"), message = "run a shell command in the repository root (after you confirm; also !CMD)")]
     Run,
+    #[strum(props(args = "[CMD]"), message = "run the tests (test_cmd, or one proposed from the repository); failures go to the model to fix")]
     Test,
+    #[strum(props(args = "[CMD]"), message = "run the linter (lint_cmd, or one proposed from the repository); problems go to the model to fix")]
     Lint,
+    #[strum(props(args = ""), message = "add the last command's output to the context (its tokens are shown first)")]
     AddOutput,
+    #[strum(props(args = "[CMD]"), message = "remove a command's output from the context (all without arguments)")]
     DropOutput,
+    #[strum(props(args = "[REF | --worktree]"), message = "review the branch (or uncommitted changes) with the model")]
     Review,
+    #[strum(props(args = ""), message = "show the next request's tokens, section by section")]
     Tokens,
+    #[strum(props(args = ""), message = "show the repo map as the model sees it")]
     Map,
+    #[strum(props(args = ""), message = "rescan the repository for the repo map")]
     MapRefresh,
+    #[strum(props(args = ""), message = "forget the conversation history")]
     Clear,
+    #[strum(props(args = ""), message = "summarize the conversation history now")]
     Compact,
+    #[strum(props(args = "[TURNS]"), message = "drop the oldest turns without a summary (when summarizing fails); the model is told")]
     Forget,
+    #[strum(props(args = "[NAME]", complete = "models"), message = "show or switch the main model")]
     Model,
+    #[strum(props(args = "[yes]"), message = "show this repository's .tern.toml; with yes, trust exactly that content")]
     Trust,
+    #[strum(props(args = "[TEXT]"), message = "write the message in $VISUAL or $EDITOR (ctrl-g in the message box)")]
     Editor,
+    #[strum(props(args = ""), message = "list the commands")]
     Help,
+    #[strum(props(args = ""), message = "leave tern")]
     Quit,
 }
 
-/// One slash command, with what completion and `/help` show.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CommandSpec {
-    pub command: Command,
-    pub name: &'static str,
-    pub args: &'static str,
-    pub help: &'static str,
-}
-
 impl Command {
-    /// Every command, in the order `/help` lists them.
-    pub const ALL: [Command; 30] = [
-        Command::Add,
-        Command::ReadOnly,
-        Command::Drop,
-        Command::Ask,
-        Command::Code,
-        Command::Apply,
-        Command::Reject,
-        Command::Split,
-        Command::Discard,
-        Command::Diff,
-        Command::Show,
-        Command::Undo,
-        Command::Commit,
-        Command::Run,
-        Command::Test,
-        Command::Lint,
-        Command::AddOutput,
-        Command::DropOutput,
-        Command::Review,
-        Command::Tokens,
-        Command::Map,
-        Command::MapRefresh,
-        Command::Clear,
-        Command::Compact,
-        Command::Forget,
-        Command::Model,
-        Command::Trust,
-        Command::Editor,
-        Command::Help,
-        Command::Quit,
-    ];
+    /// What is typed after the `/`.
+    pub fn name(self) -> &'static str {
+        self.into()
+    }
 
-    /// Its name, arguments and help.
-    #[rustfmt::skip]
-    pub const fn spec(self) -> CommandSpec {
-        let (name, args, help) = match self {
-            Command::Add => ("add", "FILE...", "add files to the chat as editable"),
-            Command::ReadOnly => ("read-only", "FILE...", "add files read-only, or make chat files read-only"),
-            Command::Drop => ("drop", "[FILE...]", "remove files from the chat (all without arguments)"),
-            Command::Ask => ("ask", "[QUESTION]", "ask without editing; alone, switch to ask mode"),
-            Command::Code => ("code", "[REQUEST]", "ask for edits; alone, switch to code mode"),
-            Command::Apply => ("apply", "[all]", "write the accepted hunks and commit them (all: accept every hunk first)"),
-            Command::Reject => ("reject", "HUNK [REASON]", "reject a proposed hunk; the reason goes to the model with it"),
-            Command::Split => ("split", "HUNK", "split a proposed hunk where unchanged lines separate its changes"),
-            Command::Discard => ("discard", "", "forget the proposed edits; nothing is written"),
-            Command::Diff => ("diff", "", "show the proposed edits, or else the uncommitted changes"),
-            Command::Show => ("show", "[REV]", "show a commit (the last one: what tern just committed)"),
-            Command::Undo => ("undo", "[turn]", "revert tern's last commit (turn: every commit of the last turn), if it is safe to"),
-            Command::Commit => ("commit", "[MESSAGE]", "commit your own uncommitted changes to tracked files"),
-            Command::Run => ("run", "CMD", "run a shell command in the repository root (after you confirm; also !CMD)"),
-            Command::Test => ("test", "[CMD]", "run the tests (test_cmd, or one proposed from the repository); failures go to the model to fix"),
-            Command::Lint => ("lint", "[CMD]", "run the linter (lint_cmd, or one proposed from the repository); problems go to the model to fix"),
-            Command::AddOutput => ("add-output", "", "add the last command's output to the context (its tokens are shown first)"),
-            Command::DropOutput => ("drop-output", "[CMD]", "remove a command's output from the context (all without arguments)"),
-            Command::Review => ("review", "[REF | --worktree]", "review the branch (or uncommitted changes) with the model"),
-            Command::Tokens => ("tokens", "", "show the next request's tokens, section by section"),
-            Command::Map => ("map", "", "show the repo map as the model sees it"),
-            Command::MapRefresh => ("map-refresh", "", "rescan the repository for the repo map"),
-            Command::Clear => ("clear", "", "forget the conversation history"),
-            Command::Compact => ("compact", "", "summarize the conversation history now"),
-            Command::Forget => ("forget", "[TURNS]", "drop the oldest turns without a summary (when summarizing fails); the model is told"),
-            Command::Model => ("model", "[NAME]", "show or switch the main model"),
-            Command::Trust => ("trust", "[yes]", "show this repository's .tern.toml; with yes, trust exactly that content"),
-            Command::Editor => ("editor", "[TEXT]", "write the message in $VISUAL or $EDITOR (ctrl-g in the message box)"),
-            Command::Help => ("help", "", "list the commands"),
-            Command::Quit => ("quit", "", "leave tern"),
-        };
-        CommandSpec { command: self, name, args, help }
+    /// Its arguments as `/help` shows them (`FILE...`, `[all]`).
+    pub fn args(self) -> &'static str {
+        self.get_str("args").unwrap_or_default()
+    }
+
+    /// One line on what it does.
+    pub fn help(self) -> &'static str {
+        self.get_message().unwrap_or_default()
+    }
+
+    /// What its argument completes from.
+    pub fn completion(self) -> ArgCompletion {
+        self.get_str("complete")
+            .and_then(|name| name.parse().ok())
+            .unwrap_or(ArgCompletion::Nothing)
+    }
+
+    /// The command named `name`, or the only one it begins (`tok` is `tokens`).
+    pub fn find(name: &str) -> Result<Command, UnknownCommand> {
+        if let Some(command) = Command::iter().find(|c| c.name() == name) {
+            return Ok(command);
+        }
+        let matching: Vec<Command> = Command::iter()
+            .filter(|c| c.name().starts_with(name))
+            .collect();
+        match matching.as_slice() {
+            [only] if !name.is_empty() => Ok(*only),
+            _ => Err(UnknownCommand {
+                name: name.to_string(),
+                candidates: matching.iter().map(|c| c.name()).collect(),
+            }),
+        }
     }
 }
 
-/// Every command's spec, in `/help` order.
-pub const COMMANDS: [CommandSpec; Command::ALL.len()] = {
-    let mut specs = [Command::Add.spec(); Command::ALL.len()];
-    let mut i = 0;
-    while i < Command::ALL.len() {
-        specs[i] = Command::ALL[i].spec();
-        i += 1;
-    }
-    specs
-};
+/// What a command's argument completes from (a row's `complete` property).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, EnumString)]
+#[strum(serialize_all = "kebab-case")]
+pub enum ArgCompletion {
+    /// The repository's files.
+    RepoFiles,
+    /// The chat's files.
+    ChatFiles,
+    /// The models tern knows.
+    Models,
+    /// Free text, a ref, or nothing.
+    Nothing,
+}
 
-/// A line the user typed, understood as a command.
+/// A name that is no command, or begins more than one.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Parsed<'a> {
-    Command {
-        spec: &'static CommandSpec,
-        args: &'a str,
-    },
-    /// The name matched no command, or more than one by prefix.
-    Unknown {
-        name: &'a str,
-        candidates: Vec<&'static str>,
-    },
+pub struct UnknownCommand {
+    pub name: String,
+    /// The commands it begins (none, or several).
+    pub candidates: Vec<&'static str>,
 }
 
-/// Parses `/name args`. A unique prefix is enough (`/tok` is `/tokens`).
-pub fn parse(line: &str) -> Parsed<'_> {
-    let body = line.trim_start().trim_start_matches('/');
-    let (name, args) = match body.split_once(char::is_whitespace) {
-        Some((name, args)) => (name, args.trim()),
-        None => (body, ""),
-    };
-    if let Some(spec) = COMMANDS.iter().find(|c| c.name == name) {
-        return Parsed::Command { spec, args };
-    }
-    let candidates: Vec<&'static str> = COMMANDS
-        .iter()
-        .filter(|c| c.name.starts_with(name))
-        .map(|c| c.name)
-        .collect();
-    match candidates.as_slice() {
-        [only] if !name.is_empty() => Parsed::Command {
-            spec: COMMANDS.iter().find(|c| c.name == *only).expect("listed"),
-            args,
-        },
-        _ => Parsed::Unknown { name, candidates },
+impl std::fmt::Display for UnknownCommand {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let hint = match self.candidates.is_empty() {
+            true => "see /help".to_string(),
+            false => format!("did you mean /{}?", self.candidates.join(", /")),
+        };
+        write!(f, "unknown command /{}: {hint}", self.name)
     }
 }
 
 /// Commands whose name starts with `prefix`, for completion.
-pub fn complete(prefix: &str) -> Vec<&'static CommandSpec> {
+pub fn complete(prefix: &str) -> Vec<Command> {
     let prefix = prefix.trim_start_matches('/');
-    COMMANDS
-        .iter()
-        .filter(|c| c.name.starts_with(prefix))
+    Command::iter()
+        .filter(|c| c.name().starts_with(prefix))
         .collect()
 }
 
 /// The text of `/help`.
 pub fn help() -> String {
-    let width = COMMANDS
-        .iter()
-        .map(|c| c.name.len() + c.args.len() + 2)
+    let width = Command::iter()
+        .map(|c| c.name().len() + c.args().len() + 2)
         .max()
         .unwrap_or(0);
-    COMMANDS
-        .iter()
+    Command::iter()
         .map(|c| {
-            let usage = format!("/{} {}", c.name, c.args);
-            format!("{usage:<width$}  {}\n", c.help, width = width + 1)
+            let usage = format!("/{} {}", c.name(), c.args());
+            format!("{usage:<width$}  {}\n", c.help(), width = width + 1)
         })
         .collect()
 }
@@ -199,45 +173,48 @@ mod tests {
 
     #[test]
     fn exact_names_prefixes_and_unknowns() {
-        assert!(
-            matches!(parse("/tokens"), Parsed::Command { spec, args: "" } if spec.name == "tokens")
-        );
-        assert!(matches!(parse("/tok"), Parsed::Command { spec, .. } if spec.name == "tokens"));
-        assert!(
-            matches!(parse("/add  src/a.rs b.rs "), Parsed::Command { spec, args: "src/a.rs b.rs" } if spec.name == "add")
-        );
-        assert!(matches!(
-            parse("/nope"),
-            Parsed::Unknown { name: "nope", .. }
-        ));
+        assert_eq!(Command::find("tokens"), Ok(Command::Tokens));
+        assert_eq!(Command::find("tok"), Ok(Command::Tokens));
+        assert_eq!(Command::find("read-only"), Ok(Command::ReadOnly));
+        let unknown = Command::find("nope").unwrap_err();
+        assert_eq!(unknown.to_string(), "unknown command /nope: see /help");
         // "c" is ambiguous between clear, code, commit and compact.
+        let ambiguous = Command::find("c").unwrap_err();
+        assert!(ambiguous.candidates.len() >= 2, "{ambiguous:?}");
         assert!(
-            matches!(parse("/c"), Parsed::Unknown { ref candidates, .. } if candidates.len() >= 2)
+            ambiguous
+                .to_string()
+                .starts_with("unknown command /c: did you mean /code, /"),
+            "{ambiguous}"
         );
     }
 
     #[test]
-    fn every_command_is_listed_once_under_its_own_name() {
-        for (i, c) in Command::ALL.iter().enumerate() {
-            assert_eq!(COMMANDS[i].command, *c);
-            assert_eq!(Command::ALL.iter().filter(|x| *x == c).count(), 1, "{c:?}");
-            assert!(
-                matches!(parse(&format!("/{}", c.spec().name)), Parsed::Command { spec, .. } if spec.command == *c)
-            );
+    fn every_row_is_whole_and_found_under_its_own_name() {
+        for c in Command::iter() {
+            assert_eq!(Command::find(c.name()), Ok(c));
+            assert!(!c.help().is_empty(), "{c:?} has no help");
+            assert!(c.get_str("args").is_some(), "{c:?} has no args");
+            if let Some(name) = c.get_str("complete") {
+                assert!(name.parse::<ArgCompletion>().is_ok(), "{c:?}: {name}");
+            }
         }
+        assert_eq!(Command::AddOutput.name(), "add-output");
+        assert_eq!(Command::Drop.completion(), ArgCompletion::ChatFiles);
+        assert_eq!(Command::Diff.completion(), ArgCompletion::Nothing);
     }
 
     #[test]
     fn help_lists_every_command_once() {
         let text = help();
-        for c in COMMANDS {
+        for c in Command::iter() {
             assert_eq!(
-                text.matches(&format!("/{} ", c.name)).count(),
+                text.matches(&format!("/{} ", c.name())).count(),
                 1,
                 "{}",
-                c.name
+                c.name()
             );
         }
-        assert_eq!(complete("/rea").len(), 1);
+        assert_eq!(complete("/rea"), [Command::ReadOnly]);
     }
 }

@@ -54,9 +54,17 @@ impl Engine {
         if let Some(mut saved) = calibration::load(&file).remove(&self.model.name) {
             let dropped = saved.sanitize();
             if dropped > 0 {
+                // Forgotten on disk too, so that it is said once.
+                let removed = match calibration::save(&file, &self.model.name, &saved) {
+                    Ok(()) => "forgotten (removed from the file)".to_string(),
+                    Err(e) => format!(
+                        "forgotten for this session, but the file could not be rewritten ({e})"
+                    ),
+                };
                 self.warning(format!(
-                    "{} held {dropped} report(s) of {}'s prompt tokens that no tokenizer gives: forgotten",
+                    "{} held {} of {}'s prompt tokens that no tokenizer gives: {removed}",
                     file.display(),
+                    crate::plural::count(dropped, "report"),
                     self.model.name
                 ));
             }

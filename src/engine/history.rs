@@ -109,10 +109,12 @@ struct TurnPlan {
     summary_failed: bool,
     /// How many times the turn waited for the server to count its messages.
     count_rounds: usize,
+    /// The op that asked for it: a held turn, started again, still answers it.
+    op: Option<super::OpId>,
 }
 
 impl TurnPlan {
-    fn new(text: &str, mode: ChatMode, kind: TurnKind) -> Self {
+    fn new(text: &str, mode: ChatMode, kind: TurnKind, op: Option<super::OpId>) -> Self {
         TurnPlan {
             text: text.to_string(),
             mode,
@@ -127,6 +129,7 @@ impl TurnPlan {
             summarized_for_overflow: false,
             summary_failed: false,
             count_rounds: 0,
+            op,
         }
     }
 }
@@ -525,7 +528,7 @@ impl Engine {
         let plan = self.history.resume.take().unwrap_or_else(|| {
             // A new turn starts with the map at its full budget again.
             self.map.budget_override = None;
-            TurnPlan::new(text, mode, kind)
+            TurnPlan::new(text, mode, kind, self.events.op)
         });
         if self.history.held.is_some() {
             self.events.send(Event::TurnFailed {
@@ -562,6 +565,7 @@ impl Engine {
 
     fn restart_turn(&mut self, plan: TurnPlan) {
         let (text, mode, kind) = (plan.text.clone(), plan.mode, plan.kind);
+        self.answering(plan.op);
         self.history.resume = Some(plan);
         self.start_turn(text, mode, kind);
     }
@@ -593,7 +597,7 @@ impl Engine {
             .history
             .current
             .take()
-            .unwrap_or_else(|| TurnPlan::new(&text, mode, kind));
+            .unwrap_or_else(|| TurnPlan::new(&text, mode, kind, self.events.op));
         // Each way of making room makes a new request, whose new texts are counted.
         plan.count_rounds = 0;
         let over = report.total.saturating_sub(limit);
@@ -780,8 +784,9 @@ impl Engine {
                 self.history.buffer.reset();
                 self.history.swap_due = false;
                 self.notice(format!(
-                    "forgot the oldest {} turns ({} tokens) without a summary; the model is told that earlier turns are gone",
-                    forgotten.turns, forgotten.tokens
+                    "forgot the oldest {} ({} tokens) without a summary; the model is told that earlier turns are gone",
+                    crate::plural::count(forgotten.turns, "turn"),
+                    forgotten.tokens
                 ));
                 self.save_session();
                 self.publish_history();

@@ -179,7 +179,8 @@ impl Engine {
         let draft = self.draft.clone();
         self.update_map(&draft);
         self.publish_budget();
-        if let Some((text, mode)) = self.activity.take_waiting() {
+        if let Some((text, mode, op)) = self.activity.take_waiting() {
+            self.answering(op);
             self.map.rescanned_for_turn = matches!(refreshed.cause, Cause::ForTurn | Cause::Asked);
             self.start_user_turn(text, mode);
         }
@@ -340,7 +341,7 @@ impl Engine {
     /// `Op::Cancel`: a message waiting for the repo map is not sent later by itself
     /// (Esc is final); it comes back to the user.
     pub(super) fn cancel_deferred(&mut self) {
-        if let Some((text, _)) = self.activity.take_waiting() {
+        if let Some((text, ..)) = self.activity.take_waiting() {
             self.events.send(Event::TurnFailed {
                 error: "cancelled while waiting for the repo map; nothing was sent".into(),
                 message: text,
@@ -379,6 +380,7 @@ impl Engine {
             self.activity = super::activity::Activity::WaitingForMap {
                 text: text.to_string(),
                 mode,
+                op: self.events.op,
             };
         }
         deferred

@@ -3,11 +3,13 @@
 //! end. Long work (model calls, git) runs on tasks that report back to the loop through
 //! `Internal` messages; only the loop mutates the session.
 
+mod accept;
 mod activity;
 mod branch_review;
 pub mod commands;
 mod counts;
 mod history;
+pub mod input;
 mod map;
 pub mod needed;
 pub mod persist;
@@ -30,7 +32,7 @@ use tokio::sync::mpsc;
 
 /// Where the repo map keeps its tag cache (part of `EngineConfig`).
 pub use crate::repomap::CacheLocation;
-pub use protocol::{ChatMode, Event, FileEntry, FileMode, Op};
+pub use protocol::{ChatMode, Envelope, Event, FileEntry, FileMode, Op, OpId, Submission};
 pub use session::{PathError, Session};
 
 use crate::config::Settings;
@@ -81,19 +83,65 @@ pub enum Purpose {
 
 /// The front end's side of a running engine.
 pub struct EngineHandle {
-    pub ops: mpsc::UnboundedSender<Op>,
-    pub events: mpsc::UnboundedReceiver<Event>,
+    pub ops: OpSender,
+    pub events: EventReceiver,
     pub task: tokio::task::JoinHandle<()>,
 }
 
-/// Sends events, redacted (no event carries the API key, whatever echoed it),
-/// ignoring a front end that has gone away.
+/// Sends ops to the engine, each with an id of its own (one counter per engine, shared
+/// by every clone).
 #[derive(Clone)]
-pub(crate) struct EventSink(mpsc::UnboundedSender<Event>);
+pub struct OpSender {
+    tx: mpsc::UnboundedSender<Submission>,
+    next: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl OpSender {
+    /// Sends `op`; returns the id its events will carry.
+    pub fn send(&self, op: Op) -> Result<OpId, mpsc::error::SendError<Op>> {
+        let id = OpId(self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+        self.tx
+            .send(Submission { id, op })
+            .map(|()| id)
+            .map_err(|e| mpsc::error::SendError(e.0.op))
+    }
+}
+
+/// The engine's events, with the ids of the ops that caused them (`next`) or without
+/// (`recv`, for a front end that runs one thing at a time).
+pub struct EventReceiver(mpsc::UnboundedReceiver<Envelope>);
+
+impl EventReceiver {
+    /// The next event and the op it answers; None once the engine is gone.
+    pub async fn next(&mut self) -> Option<Envelope> {
+        self.0.recv().await
+    }
+
+    /// The next event; None once the engine is gone.
+    pub async fn recv(&mut self) -> Option<Event> {
+        self.next().await.map(|envelope| envelope.event)
+    }
+
+    /// The next event if one is waiting.
+    pub fn try_recv(&mut self) -> Option<Event> {
+        self.0.try_recv().ok().map(|envelope| envelope.event)
+    }
+}
+
+/// Sends events, redacted (no event carries the API key, whatever echoed it), with the
+/// id of the op being answered, ignoring a front end that has gone away.
+#[derive(Clone)]
+pub(crate) struct EventSink {
+    tx: mpsc::UnboundedSender<Envelope>,
+    op: Option<OpId>,
+}
 
 impl EventSink {
     pub(crate) fn send(&self, event: Event) {
-        let _ = self.0.send(event.redacted());
+        let _ = self.tx.send(Envelope {
+            op: self.op,
+            event: event.redacted(),
+        });
     }
 
     /// A sink for the events of one streamed reply.
@@ -167,6 +215,23 @@ impl ReplyStream {
     }
 }
 
+/// Hands background work's results back to the loop, with the id of the op the work
+/// answers (taken when the work started).
+#[derive(Clone)]
+pub(crate) struct Done {
+    tx: mpsc::UnboundedSender<(Option<OpId>, Internal)>,
+    op: Option<OpId>,
+}
+
+impl Done {
+    /// Fails once the loop is gone (the result is then dropped: nothing waits for it).
+    pub(crate) fn send(&self, done: Internal) -> Result<(), mpsc::error::SendError<()>> {
+        self.tx
+            .send((self.op, done))
+            .map_err(|_| mpsc::error::SendError(()))
+    }
+}
+
 /// Results of background work, handed back to the loop.
 pub(crate) enum Internal {
     Turn(turn::TurnOutcome),
@@ -189,7 +254,10 @@ pub(crate) enum Internal {
 pub fn spawn(config: EngineConfig) -> anyhow::Result<EngineHandle> {
     let (ops_tx, ops_rx) = mpsc::unbounded_channel();
     let (events_tx, events_rx) = mpsc::unbounded_channel();
-    let events = EventSink(events_tx);
+    let events = EventSink {
+        tx: events_tx,
+        op: None,
+    };
     let mut engine = Engine::new(config, events.clone())?;
     let saved = match &engine.saved.id {
         Some(id) => format!("the session is saved (`tern --resume={id}` continues it)"),
@@ -210,8 +278,11 @@ pub fn spawn(config: EngineConfig) -> anyhow::Result<EngineHandle> {
         }
     });
     Ok(EngineHandle {
-        ops: ops_tx,
-        events: events_rx,
+        ops: OpSender {
+            tx: ops_tx,
+            next: Default::default(),
+        },
+        events: EventReceiver(events_rx),
         task,
     })
 }
@@ -232,8 +303,8 @@ pub(crate) struct Engine {
     pending: Option<proposal_review::Pending>,
     map: map::MapSlot,
     map_cache: crate::repomap::CacheLocation,
-    internal_tx: mpsc::UnboundedSender<Internal>,
-    internal_rx: mpsc::UnboundedReceiver<Internal>,
+    internal_tx: Done,
+    internal_rx: mpsc::UnboundedReceiver<(Option<OpId>, Internal)>,
     /// Set by `/quit`.
     quit: bool,
     purpose: Purpose,
@@ -288,7 +359,10 @@ impl Engine {
             pending: None,
             map: map::MapSlot::new(),
             map_cache: config.map_cache,
-            internal_tx,
+            internal_tx: Done {
+                tx: internal_tx,
+                op: None,
+            },
             internal_rx,
             quit: false,
             purpose: config.purpose,
@@ -315,23 +389,24 @@ impl Engine {
         Ok(engine)
     }
 
-    async fn run(&mut self, mut ops: mpsc::UnboundedReceiver<Op>) {
+    async fn run(&mut self, mut ops: mpsc::UnboundedReceiver<Submission>) {
         self.events.send(Event::Ready {
             root: self.session.root().display().to_string(),
             model: self.model.name.clone(),
             mode: self.session.mode,
             session: self.saved.id.clone(),
         });
+        // The resumed conversation first: what start has to say comes after it.
+        if !self.session.transcript.is_empty() {
+            self.events.send(Event::Resumed {
+                transcript: self.session.transcript.clone(),
+            });
+        }
         for text in std::mem::take(&mut self.start_notices) {
             self.notice(text);
         }
         for text in std::mem::take(&mut self.start_warnings) {
             self.warning(text);
-        }
-        if !self.session.transcript.is_empty() {
-            self.events.send(Event::Resumed {
-                transcript: self.session.transcript.clone(),
-            });
         }
         if !matches!(self.purpose, Purpose::LandReply { .. }) {
             if !self.model.known {
@@ -365,22 +440,43 @@ impl Engine {
         while !self.quit {
             tokio::select! {
                 op = ops.recv() => match op {
-                    None | Some(Op::Shutdown) => break,
-                    Some(op) => self.handle(op),
+                    None | Some(Submission { op: Op::Shutdown, .. }) => break,
+                    Some(Submission { id, op }) => {
+                        self.answering(Some(id));
+                        self.handle(op);
+                    }
                 },
-                Some(done) = self.internal_rx.recv() => self.internal(done),
+                Some((op, done)) = self.internal_rx.recv() => {
+                    self.answering(op);
+                    self.internal(done);
+                }
             }
         }
+        self.answering(None);
         // A reply stops, a command's whole process group is killed, and a landing that
         // has not written anything yet gives up (its proposal is saved as it was).
         self.activity.cancel();
-        // Edits being written and committed are finished, never cut off half-way, and
-        // the session is saved with their commit.
-        while matches!(self.activity, activity::Activity::Git { .. }) {
-            match self.internal_rx.recv().await {
+        // A reply cut off by quitting (a signal, a closed terminal) ends as Esc ends
+        // it: the message and what arrived of the reply are kept and saved. Edits being
+        // written and committed are finished, never cut off half-way, and the session
+        // is saved with their commit.
+        while matches!(
+            self.activity,
+            activity::Activity::Git { .. }
+                | activity::Activity::Streaming {
+                    what: activity::Stream::Turn,
+                    ..
+                }
+        ) {
+            match self.internal_rx.recv().await.map(|(_, done)| done) {
+                Some(Internal::Turn(outcome)) => {
+                    self.finish_turn(outcome);
+                    // Nothing starts by itself after a cancelled turn; were it to, it
+                    // is cancelled too.
+                    self.activity.cancel();
+                }
                 Some(
-                    Internal::Turn(_)
-                    | Internal::MapRefreshed(_)
+                    Internal::MapRefreshed(_)
                     | Internal::Reviewed(_)
                     | Internal::Summary(_)
                     | Internal::Counted(_)
@@ -394,6 +490,13 @@ impl Engine {
         self.events.send(Event::Exited);
     }
 
+    /// The op whose events follow (None: the engine's own); the work started meanwhile
+    /// answers it too.
+    fn answering(&mut self, op: Option<OpId>) {
+        self.events.op = op;
+        self.internal_tx.op = op;
+    }
+
     fn handle(&mut self, op: Op) {
         match op {
             // How the tests make the engine fail as a bug would: debug builds only.
@@ -404,6 +507,10 @@ impl Engine {
                 panic!("a panic requested by TERN_TEST_PANIC")
             }
             Op::Submit { text } => self.submit(text),
+            Op::Command { command, args } => {
+                self.command(command, &args);
+                self.idle_if_done();
+            }
             Op::ProposeReply { reply } => self.propose_reply(&reply),
             Op::Draft { text } => {
                 self.draft = text;
@@ -445,6 +552,10 @@ impl Engine {
             } => self.start_review(source, options, send),
             Op::NoMoreMessages => self.history.defer_summaries(),
             Op::AddNeeded { paths, mode } => self.add_needed(paths, mode),
+            Op::ApplyAllowed { outside_chat } => {
+                self.apply_allowed(outside_chat);
+                self.idle_if_done();
+            }
             Op::ListRepoFiles => self.list_repo_files(),
             Op::MapWhy { path } => self.map_why(&path),
             Op::HunkText { id } => self.hunk_text(&id),
@@ -491,18 +602,6 @@ impl Engine {
     fn submit(&mut self, text: String) {
         let trimmed = text.trim();
         if trimmed.is_empty() {
-            return;
-        }
-        if let Some(command) = trimmed.strip_prefix('!') {
-            let command = command.to_string();
-            self.run_command(&command);
-            self.idle_if_done();
-            return;
-        }
-        if trimmed.starts_with('/') {
-            let line = trimmed.to_string();
-            self.command(&line);
-            self.idle_if_done();
             return;
         }
         if self.purpose != Purpose::Conversation {
@@ -628,7 +727,8 @@ mod tests {
     fn a_reply_stream_finds_a_split_key_and_keeps_the_order_of_events() {
         register_test_key();
         let (tx, mut rx) = mpsc::unbounded_channel();
-        let mut stream = EventSink(tx).reply_stream();
+        let op = Some(OpId(7));
+        let mut stream = EventSink { tx, op }.reply_stream();
         let (a, b) = KEY.split_at_checked(9).unwrap();
         let delta = |text: &str| Event::Delta { text: text.into() };
         stream.send(delta(&format!("key {a}")));
@@ -640,8 +740,9 @@ mod tests {
         stream.send(delta(" pass, s"));
         stream.finish();
         let mut seen = Vec::new();
-        while let Ok(event) = rx.try_recv() {
-            seen.push(event);
+        while let Ok(envelope) = rx.try_recv() {
+            assert_eq!(envelope.op, op, "a stream answers the op that started it");
+            seen.push(envelope.event);
         }
         assert_eq!(
             seen,

@@ -113,7 +113,7 @@ impl Engine {
             return None;
         }
         let bytes = crate::regular_file::read(&full, MAX_FILE_BYTES).ok()?;
-        if super::session::looks_binary(&bytes) {
+        if crate::diff::is_binary(&bytes) {
             return None;
         }
         let text = String::from_utf8_lossy(&bytes);

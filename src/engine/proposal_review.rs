@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::activity::Activity;
 use super::protocol::{
-    ChatMode, Decision, DiffLine, EditFailureView, Event, FileChange, FileMode, FileProposalView,
+    ChatMode, Decision, DiffLine, EditFailureView, Event, FileMode, FileProposalView, FileStatus,
     HunkView, Ignored, NearLines, NotApplied, ProposalView, ReviewOp,
 };
 use super::spending::Unattended;
@@ -19,6 +19,7 @@ use crate::config::Settings;
 use crate::edit::{self, ApplyOutcome, EditError, FileSet, HunkId, Proposal, Select, Workspace};
 use crate::git::{self, CommitOptions, LandOptions, Landed};
 use crate::llm::{ChatRequest, LlmClient, ModelInfo};
+use crate::plural::count;
 
 /// The most a commit message request may take before the fallback is used.
 const COMMIT_MESSAGE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -190,14 +191,14 @@ impl Engine {
             // the failures are in the view.
         } else if origin == ReplyOrigin::Interrupted {
             self.warning(format!(
-                "the reply was interrupted: {} edit blocks failed and are shown in the review, not sent back to the model",
-                report.errors.len()
+                "the reply was interrupted: {} failed and are shown in the review, not sent back to the model",
+                count(report.errors.len(), "edit block")
             ));
         } else {
             self.warning(format!(
-                "{} edit blocks still failed after {} reflections; they are shown in the review",
-                report.errors.len(),
-                reflections
+                "{} still failed after {}; they are shown in the review",
+                count(report.errors.len(), "edit block"),
+                count(reflections, "reflection")
             ));
         }
         self.publish_proposal();
@@ -423,13 +424,14 @@ impl Engine {
     /// tern never writes a read-only chat file, whoever accepted the edit.
     fn accepted_read_only(&self) -> Option<String> {
         let pending = self.pending.as_ref()?;
+        let root = self.session.root().to_path_buf();
         let chat = FileSet::new(Vec::new(), Vec::new())
             .with_read_only(self.chat_paths(FileMode::ReadOnly));
         pending
             .proposal
             .files()
             .iter()
-            .find(|f| f.accepted().next().is_some() && chat.is_read_only(f.path()))
+            .find(|f| f.accepted().next().is_some() && chat.is_read_only(&root, f.path()))
             .map(|f| f.path().display().to_string())
     }
 
@@ -480,16 +482,19 @@ impl Engine {
             }
         };
         let (proposal, failures) = Proposal::restore(&ws, &snapshot);
-        if !failures.is_empty() {
-            self.warning(format!(
-                "{} of the saved session's pending hunks no longer apply to the files as they are now; they are listed as failed",
-                failures.len()
-            ));
-        }
-        if proposal.is_empty() && failures.is_empty() {
+        shown.extend(failures.iter().map(failure_view));
+        // Failed hunks stay, with their lines, until the user dismisses them (even
+        // when no hunk is left to review), and each resume says so.
+        if proposal.is_empty() && shown.is_empty() {
             return;
         }
-        shown.extend(failures.iter().map(failure_view));
+        let failed = shown.iter().filter(|f| f.hunk.is_some()).count();
+        if failed > 0 {
+            // Said after the resumed conversation, where the user looks.
+            self.start_warnings.push(format!(
+                "{failed} of the saved session's proposed hunks no longer apply to the files as they are now: they are listed as failed in the review, with their lines (/discard dismisses them)"
+            ));
+        }
         self.pending = Some(Pending {
             proposal,
             failures: shown,
@@ -531,12 +536,19 @@ impl Engine {
 
     /// Forgets the proposal; the model is told none of it was applied.
     pub(super) fn discard(&mut self) {
-        if self.pending.is_none() {
+        let Some(left) = self.pending.as_ref().map(|p| p.proposal.hunk_count()) else {
             self.error("there are no proposed edits to discard".into());
             return;
-        }
+        };
         self.end_proposal();
-        self.notice("discarded the proposed edits; nothing was written".into());
+        // Hunks of this proposal applied earlier stay applied: only what is left goes.
+        let hunks = match left {
+            1 => "the 1 hunk".to_string(),
+            n => format!("the {n} hunks"),
+        };
+        self.notice(format!(
+            "discarded {hunks} not applied (not written); hunks applied earlier stay"
+        ));
         self.publish_budget();
     }
 
@@ -590,6 +602,15 @@ impl Engine {
         let Some(pending) = self.pending.as_mut() else {
             return;
         };
+        if pending.proposal.is_empty() {
+            let failed = pending.failures.iter().filter(|f| f.hunk.is_some()).count();
+            self.error(match failed {
+                0 => "nothing to apply: no proposed hunk is left; /discard dismisses the failures listed".into(),
+                1 => "nothing to apply: the 1 proposed hunk left no longer applies (listed as failed, with its lines); /discard dismisses it".into(),
+                n => format!("nothing to apply: the {n} proposed hunks left no longer apply (listed as failed, with their lines); /discard dismisses them"),
+            });
+            return;
+        }
         if !pending
             .proposal
             .files()
@@ -698,22 +719,8 @@ impl Engine {
                 Some(NotApplied::CommitFailed)
             }
             Landed::NotWritten(ApplyOutcome::Stale(stale)) => {
-                let names: Vec<String> =
-                    stale.iter().map(|s| s.path.display().to_string()).collect();
-                let failed: usize = stale.iter().map(|s| s.errors.len()).sum();
-                let lost = match failed {
-                    0 => String::new(),
-                    n => format!("; {n} no longer apply and are listed as failed"),
-                };
-                self.warning(format!(
-                    "nothing was written: {} changed on disk since the edits were proposed; each hunk was looked for in the new content and every decision is back to pending: review them again{lost}",
-                    names.join(", ")
-                ));
-                if let Some(pending) = self.pending.as_mut() {
-                    pending
-                        .failures
-                        .extend(stale.iter().flat_map(|s| &s.errors).map(failure_view));
-                }
+                let said = self.restaled(&stale);
+                self.warning(format!("nothing was written: {said}"));
                 self.publish_proposal();
                 Some(NotApplied::Stale)
             }
@@ -729,6 +736,21 @@ impl Engine {
                 Some(NotApplied::NeedsConfirmation)
             }
             Landed::NotWritten(ApplyOutcome::Applied(_)) => None,
+            // Nothing written, nothing committed (not the user's changes either): no
+            // word may say "applied" or "written".
+            Landed::Written { applied, .. } if applied.written.is_empty() => {
+                for f in &applied.failed {
+                    self.error(format!("could not write {}: {}", f.path.display(), f.error));
+                }
+                if applied.stale.is_empty() {
+                    Some(NotApplied::WriteFailed)
+                } else {
+                    let said = self.restaled(&applied.stale);
+                    self.warning(format!("nothing was written: {said}"));
+                    self.publish_proposal();
+                    Some(NotApplied::Stale)
+                }
+            }
             Landed::Written {
                 dirty,
                 applied,
@@ -745,6 +767,10 @@ impl Engine {
                 }
                 for f in &applied.failed {
                     self.error(format!("could not write {}: {}", f.path.display(), f.error));
+                }
+                if !applied.stale.is_empty() {
+                    let said = self.restaled(&applied.stale);
+                    self.warning(format!("not written: {said}"));
                 }
                 for b in &applied.backups {
                     self.notice(format!(
@@ -773,6 +799,19 @@ impl Engine {
                     }
                     None => (None, "written, not committed".to_string()),
                 };
+                let (held, lost) = self.pending.as_ref().map_or((0, 0), |p| {
+                    let shown = view(p);
+                    let held = shown
+                        .files
+                        .iter()
+                        .flat_map(|f| f.hunks.iter().map(move |h| (f, h)))
+                        .filter(|(f, h)| {
+                            h.decision == Decision::Pending
+                                && !(f.cautions.is_empty() && h.cautions.is_empty())
+                        })
+                        .count();
+                    (held, shown.failures.len())
+                });
                 let remaining = self.close_if_decided();
                 let written: Vec<String> = applied
                     .written
@@ -790,7 +829,10 @@ impl Engine {
                         .failed
                         .iter()
                         .map(|f| f.path.display().to_string())
+                        .chain(applied.stale.iter().map(|s| s.path.display().to_string()))
                         .collect(),
+                    held,
+                    lost,
                 });
                 self.publish_files();
                 self.auto_test_after_landing();
@@ -805,6 +847,37 @@ impl Engine {
         self.save_session();
         self.publish_budget();
         self.idle_if_done();
+    }
+
+    /// Says which files changed on disk under a landing (their hunks were looked for
+    /// again in the new content and only their decisions are back to pending), and
+    /// lists the hunks that no longer apply as failures of the proposal.
+    fn restaled(&mut self, stale: &[edit::StaleFile]) -> String {
+        let names: Vec<String> = stale.iter().map(|s| s.path.display().to_string()).collect();
+        let failed: usize = stale.iter().map(|s| s.errors.len()).sum();
+        let lost = match failed {
+            0 => String::new(),
+            1 => "; 1 no longer applies and is listed as failed".into(),
+            n => format!("; {n} no longer apply and are listed as failed"),
+        };
+        let others = match self.pending.as_ref().is_some_and(|p| {
+            p.proposal
+                .files()
+                .iter()
+                .any(|f| !stale.iter().any(|s| s.path == f.path()))
+        }) {
+            true => " (the other files keep theirs)",
+            false => "",
+        };
+        if let Some(pending) = self.pending.as_mut() {
+            pending
+                .failures
+                .extend(stale.iter().flat_map(|s| &s.errors).map(failure_view));
+        }
+        format!(
+            "{} changed on disk since the edits were proposed; each of its hunks was looked for in the new content and their decisions are back to pending{others}: review them again{lost}",
+            names.join(", ")
+        )
     }
 
     /// After a landing: a proposal with nothing left to decide is closed, and the hunks
@@ -904,7 +977,7 @@ async fn commit_message(
     )
 }
 
-fn view(pending: &Pending) -> ProposalView {
+pub(super) fn view(pending: &Pending) -> ProposalView {
     let files = pending
         .proposal
         .files()
@@ -922,9 +995,9 @@ fn view(pending: &Pending) -> ProposalView {
                 },
                 path: file.path().display().to_string(),
                 change: if file.is_new() {
-                    FileChange::Created
+                    FileStatus::Added
                 } else {
-                    FileChange::Modified
+                    FileStatus::Modified
                 },
                 hunks: file
                     .hunks()
@@ -937,16 +1010,7 @@ fn view(pending: &Pending) -> ProposalView {
                         old_len: hunk.old.len(),
                         new_start: hunk.new.start + 1,
                         new_len: hunk.new.len(),
-                        lines: lines
-                            .into_iter()
-                            .map(|l| DiffLine {
-                                kind: l.kind,
-                                old_line: l.old,
-                                new_line: l.new,
-                                text: l.text.to_string(),
-                                no_newline: l.no_newline,
-                            })
-                            .collect(),
+                        lines: lines.into_iter().map(DiffLine::into_owned).collect(),
                         decision: hunk.decision,
                         edited: hunk.edited,
                         cautions,

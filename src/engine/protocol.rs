@@ -3,6 +3,9 @@
 
 use serde::Serialize;
 
+/// The slash commands, one row each.
+pub use super::commands::{ArgCompletion, Command, UnknownCommand};
+
 /// A branch review: what to compare, how to fit it, its plan (as the Review pane lists
 /// it) and its replies.
 pub use crate::branch_review::{
@@ -36,10 +39,11 @@ pub enum FileMode {
     ReadOnly,
 }
 
+/// What the user decided about a hunk.
+pub use crate::diff::{DiffLine, FileStatus, LineKind};
 /// Whether a turn may propose edits.
 pub use crate::edit::prompts::Mode as ChatMode;
-/// What the user decided about a hunk.
-pub use crate::edit::{Caution, Decision, LineKind};
+pub use crate::edit::{Caution, Decision};
 
 /// What a request to the model is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,14 +56,43 @@ pub enum RequestKind {
     Review,
 }
 
+/// An op's id, given by the front end's sender (`OpSender::send`); every event the op
+/// causes carries it (`Envelope`), so a front end can match a prompt to its updates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct OpId(pub u64);
+
+/// An op as it reaches the engine (codex-rs's `Submission`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Submission {
+    pub id: OpId,
+    pub op: Op,
+}
+
+/// An event as it leaves the engine: `op` is the op that caused it, directly or through
+/// the work it started (a reply's stream, its reflections, a landing); None for what the
+/// engine reports on its own (start-up, the map it keeps fresh).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Envelope {
+    pub op: Option<OpId>,
+    pub event: Event,
+}
+
 /// A request from a front end.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Op {
-    /// A chat message, or a slash command when it starts with `/`.
+    /// A chat message, sent to the model as it is (a `/` or `!` at its start is
+    /// text: `input::parse` made commands of what was typed as one).
     Submit {
         text: String,
     },
-    /// The input box's current text, so the gauge can show the `cur` section live.
+    /// A slash command (`/tokens`, `/apply all`; `!CMD` is `/run CMD`), its arguments
+    /// trimmed.
+    Command {
+        command: Command,
+        args: String,
+    },
+    /// What the message being typed would send the model (`input::draft_message`),
+    /// so the gauge can show the `cur` section live.
     Draft {
         text: String,
     },
@@ -97,6 +130,13 @@ pub enum Op {
     AddNeeded {
         paths: Vec<String>,
         mode: FileMode,
+    },
+    /// `--yes`: accept what may land without a person's look and apply it, as `/apply
+    /// all` does. A file or hunk with a caution is held back (`Event::HeldBack`),
+    /// except, with `outside_chat`, a file whose only caution is that it is not in the
+    /// chat.
+    ApplyAllowed {
+        outside_chat: bool,
     },
     /// Ask for the repository's files (for `@` completion and the file picker).
     ListRepoFiles,
@@ -159,17 +199,6 @@ pub enum ReviewOp {
     Discard,
 }
 
-/// One line of a hunk, with its numbers in the old and new file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DiffLine {
-    pub kind: LineKind,
-    pub old_line: Option<usize>,
-    pub new_line: Option<usize>,
-    pub text: String,
-    /// The line has no newline (the file's last line).
-    pub no_newline: bool,
-}
-
 /// A hunk as the review pane shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HunkView {
@@ -188,17 +217,10 @@ pub struct HunkView {
     pub cautions: Vec<Caution>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FileChange {
-    Created,
-    Modified,
-    Deleted,
-}
-
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileProposalView {
     pub path: String,
-    pub change: FileChange,
+    pub change: FileStatus,
     pub hunks: Vec<HunkView>,
     /// Why its hunks are not accepted in bulk (empty: they are).
     pub cautions: Vec<Caution>,
@@ -295,24 +317,14 @@ impl ProposalView {
                 out.push_str(&crate::terminal_text::for_terminal(&line, color));
                 out.push('\n');
             }
-            let hunks = file.hunks.iter().map(|hunk| crate::edit::HunkText {
+            let hunks = file.hunks.iter().map(|hunk| crate::diff::HunkText {
                 label: format!("hunk {}", hunk.id),
-                old_start: hunk.old_start.saturating_sub(1),
-                new_start: hunk.new_start.saturating_sub(1),
-                lines: hunk
-                    .lines
-                    .iter()
-                    .map(|l| crate::edit::DiffLine {
-                        kind: l.kind,
-                        old: l.old_line,
-                        new: l.new_line,
-                        text: &l.text,
-                        no_newline: l.no_newline,
-                    })
-                    .collect(),
+                old_first: hunk.old_start,
+                new_first: hunk.new_start,
+                lines: hunk.lines.clone(),
             });
-            let created = file.change == FileChange::Created;
-            crate::edit::write_unified(&mut out, &file.path, created, hunks, color);
+            let created = file.change == FileStatus::Added;
+            crate::diff::write_unified(&mut out, &file.path, created, hunks, color);
         }
         out
     }
@@ -355,6 +367,35 @@ pub enum ShownKind {
     Summary,
 }
 
+impl Event {
+    /// What a landing left undone, when it left something: nothing written, a file not
+    /// written, hunks held back or no longer applying. The one rule a headless run's
+    /// exit code follows, whatever applied (`--yes`, `/apply all`, a script's line).
+    pub fn landing_shortfall(&self) -> Option<String> {
+        match self {
+            Event::NotApplied { reason } => Some(format!("nothing was applied: {reason}")),
+            Event::Applied {
+                failed, held, lost, ..
+            } => {
+                let mut said = Vec::new();
+                if !failed.is_empty() {
+                    said.push(format!("{} could not be written", failed.join(", ")));
+                }
+                if *held > 0 {
+                    said.push(format!("{held} held back for a look of their own"));
+                }
+                if *lost > 0 {
+                    said.push(format!(
+                        "{lost} of the proposal's hunks and edit blocks could not be applied"
+                    ));
+                }
+                (!said.is_empty()).then(|| said.join("; "))
+            }
+            _ => None,
+        }
+    }
+}
+
 /// Why a landing wrote nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NotApplied {
@@ -370,8 +411,26 @@ pub enum NotApplied {
     CommitFailed,
     /// A file changed on disk since the edits were proposed: review them again.
     Stale,
+    /// No accepted hunk could be written (the errors before it say why).
+    WriteFailed,
     /// Gitignored files wait for the user's confirmation.
     NeedsConfirmation,
+}
+
+impl std::fmt::Display for NotApplied {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            NotApplied::Refused => "the landing was refused",
+            NotApplied::Cancelled => "the landing was cancelled",
+            NotApplied::DirtyCommitFailed => {
+                "the user's own changes to those files could not be committed first"
+            }
+            NotApplied::CommitFailed => "the commit failed and the files were put back",
+            NotApplied::Stale => "a file changed on disk since the edits were proposed",
+            NotApplied::NeedsConfirmation => "a file git ignores waits for confirmation",
+            NotApplied::WriteFailed => "no file could be written",
+        })
+    }
 }
 
 /// What a command is run for.
@@ -526,6 +585,11 @@ pub enum Event {
         message: String,
         /// Files whose accepted hunks could not be written (the others were).
         failed: Vec<String>,
+        /// Hunks left pending for a caution of their own (a bulk accept skips them).
+        held: usize,
+        /// Hunks of the proposal listed as failed (no longer apply) and edit blocks of
+        /// its reply that failed: never applied.
+        lost: usize,
     },
     /// A hunk's proposed lines exactly as they are (control characters included), for
     /// an editor; `path` is its file, whose extension the editor may use.
@@ -540,6 +604,13 @@ pub enum Event {
         id: String,
         new_lines: String,
         reason: String,
+    },
+    /// `Op::ApplyAllowed` left a file (`hunk` None) or a hunk unaccepted, for these
+    /// cautions: it waits for a person's look.
+    HeldBack {
+        path: String,
+        hunk: Option<String>,
+        cautions: Vec<Caution>,
     },
     /// `ReviewOp::Apply` wrote nothing; the errors or warnings before it say why.
     NotApplied {

@@ -65,25 +65,9 @@ impl Engine {
         context::assemble(&inputs, &self.counter)
     }
 
-    /// The budget of the next request if `draft` were sent now.
-    /// The budget of the request `draft` would send: the notes the engine owes the
-    /// model go with any message, so they count even before the user types; a slash
-    /// command sends nothing (but `/ask TEXT` and `/code TEXT` send their text).
-    pub(super) fn report(&mut self, draft: &str) -> BudgetReport {
-        let message = match draft.trim_start().starts_with('/') {
-            false => draft,
-            true => match super::commands::parse(draft) {
-                super::commands::Parsed::Command { spec, args }
-                    if matches!(
-                        spec.command,
-                        super::commands::Command::Ask | super::commands::Command::Code
-                    ) =>
-                {
-                    args
-                }
-                _ => "",
-            },
-        };
+    /// The budget of the request `message` would send: the notes the engine owes the
+    /// model go with any message, so they count even before the user types.
+    pub(super) fn report(&mut self, message: &str) -> BudgetReport {
         let cur = if message.trim().is_empty() && self.session.notes_for_next_turn.is_empty() {
             vec![]
         } else {

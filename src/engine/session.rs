@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use super::protocol::{ChatMode, FileEntry, FileMode, Shown, ShownKind};
-use crate::context::{CommandText, FileText};
+use crate::context::{CommandText, PromptFile};
 use crate::llm::{Message, Usage};
 use crate::tokens::TokenCounter;
 
@@ -208,12 +208,12 @@ impl Session {
 
     /// The current content of the chat files with this mode. Files that vanished are
     /// shown empty (the model may recreate them); unreadable ones are reported.
-    pub fn texts(&mut self, mode: FileMode) -> (Vec<FileText>, Vec<PathError>) {
+    pub fn texts(&mut self, mode: FileMode) -> (Vec<PromptFile>, Vec<PathError>) {
         let mut texts = Vec::new();
         let mut errors = Vec::new();
         for path in self.paths(mode) {
             match self.read(&path) {
-                Ok(text) => texts.push(FileText {
+                Ok(text) => texts.push(PromptFile {
                     path,
                     text: text.to_string(),
                 }),
@@ -272,7 +272,7 @@ impl Session {
                     reason: e.to_string(),
                 }
             })?;
-        if looks_binary(&bytes) {
+        if crate::diff::is_binary(&bytes) {
             return Err(PathError::Binary(rel.to_string()));
         }
         let text: Arc<str> = Arc::from(String::from_utf8_lossy(&bytes).as_ref());
@@ -290,15 +290,10 @@ impl Session {
 
 /// What a file costs in a request: its block as the chat sends it, counted.
 pub fn file_tokens(counter: &TokenCounter, path: &str, text: &str) -> usize {
-    counter.count(&crate::context::chunks::file_block(&FileText {
+    counter.count(&crate::context::chunks::file_block(&PromptFile {
         path: path.to_string(),
         text: text.to_string(),
     }))
-}
-
-/// Git's heuristic: a NUL byte in the first 8000 bytes means binary.
-pub fn looks_binary(bytes: &[u8]) -> bool {
-    bytes.iter().take(8000).any(|&b| b == 0)
 }
 
 /// Removes `.` and resolves `..` lexically (the path may not exist yet).

@@ -242,7 +242,10 @@ impl Engine {
         }
         if passed {
             if auto && rounds > 0 {
-                self.notice(format!("`{command}` passes after {rounds} fix rounds"));
+                self.notice(format!(
+                    "`{command}` passes after {}",
+                    crate::plural::count(rounds, "fix round")
+                ));
             } else {
                 self.notice(format!("`{command}` passes"));
             }
@@ -250,7 +253,8 @@ impl Engine {
         }
         if auto && rounds >= self.settings.auto_test_rounds {
             self.warning(format!(
-                "`{command}` still fails after {rounds} fix rounds (auto_test_rounds); its output is in the context for your next message"
+                "`{command}` still fails after {} (auto_test_rounds); its output is in the context for your next message",
+                crate::plural::count(rounds, "fix round")
             ));
             return;
         }

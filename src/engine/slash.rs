@@ -1,23 +1,13 @@
-//! Running slash commands. Parsing and the command table are in `commands.rs`.
+//! Running slash commands. The command table is in `commands.rs`; `input.rs` parses
+//! what the user typed into them.
 
-use super::commands::{self, Command, Parsed};
+use super::commands::{self, Command};
 use super::protocol::{ChatMode, CommandPurpose, Decision, Event, FileMode, ReviewOp};
 use super::{Engine, Internal};
 
 impl Engine {
-    pub(super) fn command(&mut self, line: &str) {
-        let (command, args) = match commands::parse(line) {
-            Parsed::Command { spec, args } => (spec.command, args.to_string()),
-            Parsed::Unknown { name, candidates } => {
-                let hint = if candidates.is_empty() {
-                    "see /help".to_string()
-                } else {
-                    format!("did you mean /{}?", candidates.join(", /"))
-                };
-                self.error(format!("unknown command /{name}: {hint}"));
-                return;
-            }
-        };
+    pub(super) fn command(&mut self, command: Command, args: &str) {
+        let args = args.trim().to_string();
         let words: Vec<String> = args.split_whitespace().map(str::to_string).collect();
         match command {
             Command::Add => {

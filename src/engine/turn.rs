@@ -2,7 +2,6 @@
 //! streams events while it runs), and its outcome handed back to the loop, which alone
 //! records it in the session and decides what follows (edits, a reflection).
 
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::activity::Stream;
@@ -293,7 +292,7 @@ fn spawn(
     request: ChatRequest,
     cancel: CancellationToken,
     (events, counting): (EventSink, Counting),
-    done: mpsc::UnboundedSender<Internal>,
+    done: super::Done,
     sent: Sent,
 ) {
     super::worker::spawn(done.clone(), async move {
@@ -321,6 +320,7 @@ pub(super) fn stream_event(event: StreamEvent, counting: Counting) -> Event {
             reason,
         },
         StreamEvent::Continuing { continuation } => Event::Continuing { continuation },
+        StreamEvent::UsageIgnored(text) => Event::Warning { text },
         StreamEvent::Request {
             model,
             predicted_prompt_tokens,
@@ -373,8 +373,8 @@ mod tests {
             purpose: Default::default(),
             model_chosen: false,
         };
-        let (tx, mut events) = mpsc::unbounded_channel();
-        let mut engine = Engine::new(config, EventSink(tx)).unwrap();
+        let (tx, mut events) = tokio::sync::mpsc::unbounded_channel();
+        let mut engine = Engine::new(config, EventSink { tx, op: None }).unwrap();
         engine.activity.stream(Stream::Turn);
         engine.activity.cancel();
         let reply =
@@ -397,8 +397,8 @@ mod tests {
             }),
         });
         let mut seen = Vec::new();
-        while let Ok(event) = events.try_recv() {
-            seen.push(event);
+        while let Ok(envelope) = events.try_recv() {
+            seen.push(envelope.event);
         }
         assert!(engine.activity.is_idle(), "no request started: {seen:#?}");
         assert!(

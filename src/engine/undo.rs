@@ -138,43 +138,96 @@ fn clip_lines(text: &str, max: usize) -> String {
     out
 }
 
+/// Why `tern undo` refused before undoing anything, or how the undo failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CommitUndoError {
+    #[error(transparent)]
+    Undo(#[from] crate::git::UndoError),
+    /// The session to tell cannot be (a wrong `--resume=ID`, one open in a tern, one
+    /// that did not make HEAD): nothing was undone.
+    #[error("{0}; nothing was undone")]
+    Session(String),
+}
+
 /// `tern undo`: tern's last commit, as `/undo` does; then the session that made it
-/// (`which`: the one named, else the one whose turns hold the commit) forgets it, so
-/// `--turn` finds the rest of its turn, and carries the note to the model. Returns what
-/// to print.
+/// forgets it, so `--turn` finds the rest of its turn, and carries the note to the
+/// model. That session (`which`: the one named, else the one whose turns hold HEAD) is
+/// found and opened *before* anything is undone: a named session that cannot be opened
+/// or did not make HEAD refuses, changing nothing. Returns what to print.
 pub fn undo_saved_commit(
     repo: &Repository,
     root: &Path,
     which: Option<&Resume>,
-) -> Result<String, crate::git::UndoError> {
+) -> Result<String, CommitUndoError> {
+    let store = Store::for_repo(root);
+    let head = repo.head().ok().and_then(|h| h.target());
+    let session = match which {
+        Some(which) => {
+            let session = store
+                .open(which)
+                .map_err(|e| CommitUndoError::Session(e.to_string()))?;
+            let (disk, saved) = open_state(session).map_err(CommitUndoError::Session)?;
+            if let Some(head) = head.filter(|h| !saved.turns.holds(*h)) {
+                let mut why = format!(
+                    "HEAD ({}) was not made by session {}",
+                    crate::git::short_id(head),
+                    disk.id()
+                );
+                if let Ok(Some(other)) = session_that_made(&store, head) {
+                    why.push_str(&format!(
+                        " but by session {}: `tern undo --resume={}`",
+                        other.id, other.id
+                    ));
+                }
+                return Err(CommitUndoError::Session(why));
+            }
+            Some((disk, saved))
+        }
+        None => match head.map(|h| session_that_made(&store, h)).transpose() {
+            Ok(made) => made
+                .flatten()
+                .map(open_state)
+                .transpose()
+                .map_err(CommitUndoError::Session)?,
+            Err(e) => {
+                return Err(CommitUndoError::Session(format!(
+                    "the session that made HEAD cannot be told: {e}"
+                )));
+            }
+        },
+    };
     let undone = crate::git::undo(repo)?;
     let mut out = undone.to_string();
-    let store = Store::for_repo(root);
-    let opened = match which {
-        Some(which) => store.open(which).map(Some),
-        None => session_that_made(&store, undone.commit),
+    let Some((mut disk, mut saved)) = session else {
+        out.push_str(
+            "
+no saved session of this repository made it, so no model is told",
+        );
+        return Ok(out);
     };
-    let updated = opened.map_err(|e| e.to_string()).and_then(|session| {
-        let Some(session) = session else {
-            // No session made it: nothing to update.
-            return Ok(None);
-        };
-        let (mut disk, mut saved) = open_state(session)?;
-        let rest = rest_of_turn(repo, &saved.turns.last(), undone.commit, "tern undo --turn");
-        forget_undone(
-            &mut disk,
-            &mut saved,
-            &[undone.commit],
-            undo_note(repo, &undone),
-        )
-        .map_err(|e| e.to_string())?;
-        Ok(rest)
-    });
-    match updated {
-        Ok(Some(rest)) => out.push_str(&format!("\n{rest}")),
-        Ok(None) => {}
+    let rest = rest_of_turn(repo, &saved.turns.last(), undone.commit, "tern undo --turn");
+    let id = disk.id().to_string();
+    match forget_undone(
+        &mut disk,
+        &mut saved,
+        &[undone.commit],
+        undo_note(repo, &undone),
+    ) {
+        Ok(()) => {
+            out.push_str(&format!(
+                "
+session {id} made it: its model is told with the next message (`tern --resume={id}`)"
+            ));
+            if let Some(rest) = rest {
+                out.push_str(&format!(
+                    "
+{rest}"
+                ));
+            }
+        }
         Err(e) => out.push_str(&format!(
-            "\nthe session was not updated, so the model will not be told: {e}"
+            "
+session {id} made it but could not be updated, so its model will not be told: {e}"
         )),
     }
     Ok(out)

@@ -159,6 +159,8 @@ impl Texts for Event {
                 commit,
                 message,
                 failed,
+                held: _,
+                lost: _,
             } => {
                 files.each_text(f);
                 commit.each_text(f);
@@ -166,6 +168,14 @@ impl Texts for Event {
                 failed.each_text(f);
             }
             Event::NotApplied { reason: _ } => {}
+            Event::HeldBack {
+                path,
+                hunk,
+                cautions: _,
+            } => {
+                path.each_text(f);
+                hunk.each_text(f);
+            }
             // The text goes to an editor's file, never to the screen or elsewhere: it
             // must stay exactly the file's lines (the key in them is the user's file's).
             Event::HunkText { id, path, text: _ } => {

@@ -8,16 +8,11 @@
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 
+use super::{Done, Internal};
 use futures::FutureExt;
-use tokio::sync::mpsc::UnboundedSender;
-
-use super::Internal;
 
 /// Runs `job` on the runtime; a panic in it reaches the loop as `Internal::Panicked`.
-pub(crate) fn spawn(
-    done: UnboundedSender<Internal>,
-    job: impl Future<Output = ()> + Send + 'static,
-) {
+pub(crate) fn spawn(done: Done, job: impl Future<Output = ()> + Send + 'static) {
     tokio::spawn(async move {
         if let Err(panic) = AssertUnwindSafe(job).catch_unwind().await {
             let _ = done.send(Internal::Panicked(panic));
@@ -27,7 +22,7 @@ pub(crate) fn spawn(
 
 /// Runs `job` on the blocking pool; a panic in it reaches the loop as
 /// `Internal::Panicked`.
-pub(crate) fn spawn_blocking(done: UnboundedSender<Internal>, job: impl FnOnce() + Send + 'static) {
+pub(crate) fn spawn_blocking(done: Done, job: impl FnOnce() + Send + 'static) {
     tokio::task::spawn_blocking(move || {
         if let Err(panic) = std::panic::catch_unwind(AssertUnwindSafe(job)) {
             let _ = done.send(Internal::Panicked(panic));

@@ -10,6 +10,7 @@
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
 
 use git2::build::TreeUpdateBuilder;
 use git2::{FileMode, IndexEntry, IndexTime, Oid, Repository, Status};
@@ -107,7 +108,7 @@ fn alone(
     fail.check(Step::IndexLock)?;
     let lock = IndexLock::acquire(repo.path())?;
     super::ensure_idle(repo)?;
-    let mut committer = Committer::new(repo, lock, opts, fail)?;
+    let mut committer = Committer::new(repo, lock, opts, fail, None)?;
     let made = make(&mut committer)?;
     committer.finish()?;
     Ok(made)
@@ -150,6 +151,9 @@ pub(crate) struct Committer<'r> {
     made: Vec<Oid>,
     /// tern's notes, by commit.
     notes: Vec<(Oid, String)>,
+    /// Set to give up: kills the hooks and the signing program run before the first
+    /// write (see [`writing`](Committer::writing)).
+    cancel: Option<&'r AtomicBool>,
 }
 
 impl<'r> Committer<'r> {
@@ -160,13 +164,14 @@ impl<'r> Committer<'r> {
         lock: IndexLock,
         opts: &CommitOptions<'r>,
         mut fail: Failpoints,
+        cancel: Option<&'r AtomicBool>,
     ) -> Result<Committer<'r>, GitError> {
         fail.check(Step::Identity)?;
         let identity = Identity::resolve(repo)?;
         fail.check(Step::Signing)?;
-        let signer = Signer::configured(repo, &identity.committer)?;
+        let signer = Signer::configured(repo, &identity.committer, cancel)?;
         if let Some(signer) = &signer {
-            signer.probe()?;
+            signer.probe(cancel)?;
         }
         let head = Head::read(repo)?;
         let index = lock.open()?;
@@ -181,7 +186,14 @@ impl<'r> Committer<'r> {
             fail,
             made: Vec::new(),
             notes: Vec::new(),
+            cancel,
         })
+    }
+
+    /// The files are about to be written: from here the commit goes to its end (or
+    /// rolls back), so a cancel no longer stops its hooks or signing.
+    pub(crate) fn writing(&mut self) {
+        self.cancel = None;
     }
 
     /// The user's uncommitted changes to `paths`, in a commit of their own: with
@@ -338,7 +350,7 @@ impl<'r> Committer<'r> {
         let mut text = message::with_trailer(text, co_author);
         crate::egress::redact_in_place(&mut text);
         if self.opts.verify_hooks {
-            text = run_commit_hooks(repo, &tree, text)?;
+            text = run_commit_hooks(repo, &tree, text, self.cancel)?;
             crate::egress::redact_in_place(&mut text);
         }
         self.fail.check(Step::CommitObject)?;
@@ -354,7 +366,7 @@ impl<'r> Committer<'r> {
         let buffer = std::str::from_utf8(&buffer)
             .map_err(|_| GitError::BadIdentity("the commit is not UTF-8 text".into()))?;
         let id = match &self.signer {
-            Some(signer) => repo.commit_signed(buffer, &signer.sign(buffer)?, None)?,
+            Some(signer) => repo.commit_signed(buffer, &signer.sign(buffer, self.cancel)?, None)?,
             None => repo
                 .odb()?
                 .write(git2::ObjectType::Commit, buffer.as_bytes())?,
@@ -426,15 +438,13 @@ impl<'r> Committer<'r> {
         };
         if let Err(e) = fail
             .check(Step::Ref)
+            .and_then(|()| lock.check_held())
             .and_then(|()| head.swap(repo, tip, &log))
         {
             restore_notes(repo, notes_before);
             return Err(e);
         }
-        if let Err(e) = fail
-            .check(Step::IndexCommit)
-            .and_then(|()| lock.commit().map_err(GitError::from))
-        {
+        if let Err(e) = fail.check(Step::IndexCommit).and_then(|()| lock.commit()) {
             if let Err(back) = head.swap_back(repo, tip) {
                 tracing::warn!("could not move {} back: {back}", head.name);
             }
@@ -444,7 +454,7 @@ impl<'r> Committer<'r> {
         if opts.verify_hooks {
             for _ in &made {
                 // Like git, a failing post-commit hook does not undo the commit.
-                if let Err(e) = hooks::run(repo, "post-commit", &[], None) {
+                if let Err(e) = hooks::run(repo, "post-commit", &[], None, None) {
                     tracing::warn!("{e}");
                 }
             }
@@ -459,6 +469,7 @@ fn run_commit_hooks(
     repo: &Repository,
     tree: &git2::Tree<'_>,
     text: String,
+    cancel: Option<&AtomicBool>,
 ) -> Result<String, GitError> {
     let index_path = repo
         .path()
@@ -467,7 +478,7 @@ fn run_commit_hooks(
         let mut hook_index = git2::Index::open(&index_path)?;
         hook_index.read_tree(tree)?;
         hook_index.write()?;
-        hooks::run(repo, "pre-commit", &[], Some(&index_path))
+        hooks::run(repo, "pre-commit", &[], Some(&index_path), cancel)
     })();
     let _ = std::fs::remove_file(&index_path);
     pre?;
@@ -475,7 +486,7 @@ fn run_commit_hooks(
     // A new file: whatever was there (a FIFO would block the write) goes.
     let _ = std::fs::remove_file(&msg_path);
     std::fs::write(&msg_path, &text)?;
-    hooks::run(repo, "commit-msg", &[OsStr::new(&msg_path)], None)?;
+    hooks::run(repo, "commit-msg", &[OsStr::new(&msg_path)], None, cancel)?;
     Ok(crate::regular_file::read_to_string(
         &msg_path,
         crate::regular_file::MAX_SETTINGS_BYTES,

@@ -4,9 +4,10 @@
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::sync::atomic::AtomicBool;
 
 use super::GitError;
+use super::child::Cut;
 
 /// Where hooks live: `core.hooksPath` (relative paths are relative to the work tree,
 /// as git resolves them) or the common git dir's `hooks/`.
@@ -35,12 +36,14 @@ fn find(repo: &git2::Repository, name: &str) -> Option<PathBuf> {
 
 /// Runs hook `name` from the work tree root, with no form of the API key in its
 /// environment. A missing hook succeeds; a failing one is an error carrying its
-/// combined output (redacted wherever it is shown, as everything is).
+/// combined output (redacted wherever it is shown, as everything is). Setting
+/// `cancel` kills it (with what it started) and cancels.
 pub(crate) fn run(
     repo: &git2::Repository,
     name: &str,
     args: &[&OsStr],
     index_file: Option<&Path>,
+    cancel: Option<&AtomicBool>,
 ) -> Result<(), GitError> {
     let Some(hook) = find(repo, name) else {
         return Ok(());
@@ -48,16 +51,21 @@ pub(crate) fn run(
     let mut cmd = crate::spawn::command(&hook);
     cmd.args(args)
         .current_dir(repo.workdir().unwrap_or(repo.path()))
-        .stdin(Stdio::null())
         .env("GIT_EDITOR", ":");
     if let Some(index) = index_file {
         cmd.env("GIT_INDEX_FILE", index);
     }
-    let out = cmd.output().map_err(|e| GitError::Hook {
-        hook: name.to_string(),
-        status: "could not start".into(),
-        output: format!("{}: {e}", hook.display()),
-    })?;
+    let out = match super::child::run(cmd, None, cancel, None) {
+        Ok(out) => out,
+        Err(Cut::Cancelled) => return Err(GitError::Interrupted),
+        Err(cut) => {
+            return Err(GitError::Hook {
+                hook: name.to_string(),
+                status: "could not run".into(),
+                output: format!("{}: {cut}", hook.display()),
+            });
+        }
+    };
     if out.status.success() {
         return Ok(());
     }

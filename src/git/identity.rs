@@ -62,31 +62,69 @@ fn person(
         .or_else(|| setting(&format!("{word}.email")))
         .or_else(|| setting("user.email"))
         .or_else(|| env("EMAIL").map(|v| v.to_string_lossy().into_owned()));
-    let (Some(name), Some(email)) = (name, email) else {
+    let (Some(given), Some(email)) = (name, email) else {
         return Err(GitError::NoIdentity(word));
     };
-    let name = name.trim();
+    // As git's `fmt_ident`: a newline, `<` or `>` inside would break the commit's
+    // author line (an object git cannot parse), so they go, as crud at the ends does.
+    let email = without_crud(&email);
+    let name = without_crud(&given);
+    if given.is_empty() {
+        return Err(GitError::BadIdentity(format!(
+            "empty ident name (for <{email}>) not allowed"
+        )));
+    }
     if name.is_empty() {
         return Err(GitError::BadIdentity(format!(
-            "empty ident name (for <{}>) not allowed",
-            email.trim()
+            "name consists only of disallowed characters: {given}"
         )));
     }
     let signature = match var("DATE") {
-        None => Signature::now(name, email.trim()),
+        None => Signature::now(&name, &email),
         Some(date) => {
             let time = parse_date(&date).ok_or_else(|| {
                 GitError::BadIdentity(format!("invalid date format: {date} (GIT_{upper}_DATE)"))
             })?;
-            Signature::new(name, email.trim(), &time)
+            Signature::new(&name, &email, &time)
         }
     };
     signature.map_err(|e| GitError::BadIdentity(e.message().to_string()))
 }
 
+/// git's `crud`: what `fmt_ident` strips from the ends of a name or an email.
+fn crud(b: u8) -> bool {
+    b <= b' ' || b",:;<>\"\\'".contains(&b)
+}
+
+/// git's `strbuf_addstr_without_crud`: crud trimmed from both ends, and `\n`, `<`
+/// and `>` (an ident line's delimiters) dropped from the rest. Only ASCII bytes go,
+/// so the text stays UTF-8.
+fn without_crud(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let start = bytes.iter().position(|&b| !crud(b)).unwrap_or(bytes.len());
+    let end = bytes
+        .iter()
+        .rposition(|&b| !crud(b))
+        .map_or(start, |i| i + 1);
+    let kept: Vec<u8> = bytes
+        .get(start..end)
+        .unwrap_or_default()
+        .iter()
+        .copied()
+        .filter(|b| !matches!(b, b'\n' | b'<' | b'>'))
+        .collect();
+    String::from_utf8_lossy(&kept).into_owned()
+}
+
 /// A date as git takes it in `GIT_AUTHOR_DATE`: its own format (`1700000000 +0100`,
 /// `@1700000000`), RFC 2822 or ISO 8601. None for anything else.
 fn parse_date(date: &str) -> Option<Time> {
+    // A commit's time is written as 32 bits unsigned by libgit2: anything outside
+    // would be committed wrapped (in the year 2106), and git refuses negative times.
+    parse_any_date(date).filter(|t| (0..=i64::from(u32::MAX)).contains(&t.seconds()))
+}
+
+fn parse_any_date(date: &str) -> Option<Time> {
     let date = date.trim();
     let raw = date.strip_prefix('@').unwrap_or(date);
     let (secs, zone) = raw.split_once(' ').unwrap_or((raw, "+0000"));
@@ -131,7 +169,18 @@ mod tests {
         let t = parse_date("2005-04-07T22:13:13+02:00").unwrap();
         assert_eq!(t.seconds(), 1_112_904_793);
         assert!(parse_date("yesterday").is_none());
+        assert!(parse_date("-5 +0000").is_none(), "never wrapped to 2106");
+        assert!(parse_date("9223372036854775807 +0000").is_none());
         assert!(parse_date("1700000000 0100").is_none());
+    }
+
+    #[test]
+    fn crud_goes_as_git_strips_it() {
+        assert_eq!(without_crud("Ev\nil"), "Evil");
+        assert_eq!(without_crud("  \"Ann <x> O'Brien\";\n"), "Ann x O'Brien");
+        assert_eq!(without_crud("<a@example.com>\n"), "a@example.com");
+        assert_eq!(without_crud("Zoë"), "Zoë");
+        assert_eq!(without_crud(" ;<>"), "");
     }
 
     #[test]

@@ -86,9 +86,42 @@ impl IndexLock {
         Ok(())
     }
 
-    /// Renames the lock file over the index, which releases the lock.
-    pub(crate) fn commit(mut self) -> io::Result<()> {
-        std::fs::rename(&self.lock, &self.index)?;
+    /// Whether `index.lock` is still the file tern created. Someone may have removed
+    /// it (git's own refusal says "remove the file manually") and a git command taken
+    /// a new one: renaming that over the index would install the other process's index
+    /// under tern's commit.
+    pub(crate) fn check_held(&self) -> Result<(), GitError> {
+        let taken = |how: &str| GitError::IndexLockTaken {
+            lock: self.lock.clone(),
+            how: how.to_string(),
+        };
+        match std::fs::symlink_metadata(&self.lock) {
+            Ok(now) if same_file(&self.file.metadata()?, &now) => Ok(()),
+            Ok(_) => Err(taken(
+                "it was removed and another process holds a new one in its place",
+            )),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Err(taken("it was removed")),
+            Err(e) => Err(GitError::Io(io::Error::new(
+                e.kind(),
+                format!("cannot look at {}: {e}", self.lock.display()),
+            ))),
+        }
+    }
+
+    /// Renames the lock file over the index, which releases the lock; refused when
+    /// the lock file is no longer tern's (see [`check_held`](IndexLock::check_held)).
+    pub(crate) fn commit(mut self) -> Result<(), GitError> {
+        self.check_held()?;
+        std::fs::rename(&self.lock, &self.index).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "cannot rename {} over {}: {e}",
+                    self.lock.display(),
+                    self.index.display()
+                ),
+            )
+        })?;
         self.held = false;
         Ok(())
     }
@@ -97,10 +130,24 @@ impl IndexLock {
 impl Drop for IndexLock {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.next);
-        if self.held {
+        // Only tern's own lock file: one in its place is another process's.
+        if self.held && self.check_held().is_ok() {
             let _ = std::fs::remove_file(&self.lock);
         }
         let _ = record(&self.git_dir, None);
+    }
+}
+
+/// Whether two stats are of one file.
+fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        (a.dev(), a.ino()) == (b.dev(), b.ino())
+    }
+    #[cfg(not(unix))]
+    {
+        identity(a) == identity(b)
     }
 }
 

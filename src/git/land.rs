@@ -110,7 +110,13 @@ pub fn land(
     ready.exclude(|path| super::commit::external_filter(repo, path));
     // Without commits, git's lock is still held while the files are written.
     let (mut committer, _held) = match options.commit {
-        true => match Committer::new(repo, index_lock, &options.commit_options, fail) {
+        true => match Committer::new(
+            repo,
+            index_lock,
+            &options.commit_options,
+            fail,
+            options.cancel,
+        ) {
             Ok(committer) => (Some(committer), None),
             Err(e) => return Landed::Refused(e),
         },
@@ -128,12 +134,20 @@ pub fn land(
     if let Some(committer) = committer.as_mut().filter(|_| options.dirty_commits) {
         match committer.commit_users(&ready.paths(), None) {
             Ok(made) => dirty = made,
+            Err(GitError::Interrupted) => return Landed::Refused(GitError::Interrupted),
             Err(e) => return Landed::DirtyCommitFailed(e),
         }
     }
+    if let Some(committer) = committer.as_mut() {
+        committer.writing();
+    }
     let before = proposal.clone();
     let backups = backup_dir(options.backup_root.as_deref());
-    let applied = proposal.write(ready, Some(lock.tmp_dir()), backups.as_deref());
+    let applied = match proposal.write(ready, Some(lock.tmp_dir()), backups.as_deref()) {
+        Ok(applied) => applied,
+        // Saved since the preflight: the user's own commit made above is dropped too.
+        Err(outcome) => return Landed::NotWritten(outcome),
+    };
     let Some(mut committer) = committer.filter(|_| !applied.written.is_empty()) else {
         // Nothing written: the user's own changes are not committed either.
         return Landed::Written {

@@ -5,6 +5,7 @@
 //! Everything is synchronous and takes a `&git2::Repository`; the engine runs it on a
 //! blocking thread.
 
+mod child;
 mod commit;
 mod failpoint;
 mod head;
@@ -53,6 +54,15 @@ pub enum GitError {
         .0.display()
     )]
     IndexLocked(std::path::PathBuf),
+    /// git's lock was taken from tern between its acquisition and the commit.
+    #[error(
+        "git's lock {} was taken from tern while it committed ({how}), so tern did not install its index nor move the branch",
+        lock.display()
+    )]
+    IndexLockTaken {
+        lock: std::path::PathBuf,
+        how: String,
+    },
     /// The branch was moved by someone else while tern made its commits.
     #[error("{0}")]
     HeadMoved(String),
@@ -72,7 +82,7 @@ pub enum GitError {
     )]
     Conflicts(String),
     #[error(
-        "another tern ({}) is writing to this repository; nothing was written: try again when it is done (its lock, .git/tern.lock, is released when that process ends)",
+        "another tern ({}) is writing to this repository: try again when it is done (its lock, .git/tern.lock, is released when that process ends)",
         holder(.0)
     )]
     Locked(String),

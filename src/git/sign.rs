@@ -9,9 +9,33 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
 
 use super::GitError;
+use super::child::Cut;
+
+/// How long a signing program (or `gpg.ssh.defaultKeyCommand`) may take: long enough
+/// to type a passphrase into a pinentry, short enough that one nobody sees (or a hung
+/// agent) does not hold git's lock for ever. git itself waits without limit.
+const SIGN_LIMIT: Duration = Duration::from_secs(120);
+
+/// Runs a program of signing's: killed on `cancel` (the landing is cancelled) or after
+/// [`SIGN_LIMIT`], said in git's words ("gpg failed to sign the data").
+fn run_signing(
+    what: &str,
+    cmd: std::process::Command,
+    input: Option<Vec<u8>>,
+    cancel: Option<&AtomicBool>,
+) -> Result<std::process::Output, GitError> {
+    super::child::run(cmd, input, cancel, Some(SIGN_LIMIT)).map_err(|cut| match cut {
+        Cut::Cancelled => GitError::Interrupted,
+        Cut::TimedOut(_) => GitError::Sign(format!(
+            "{what} failed to sign the data: {cut} (is it waiting for a passphrase or a key agent?)"
+        )),
+        Cut::Io(e) => GitError::Sign(format!("{what}: cannot run it: {e}")),
+    })
+}
 
 /// How commits are signed.
 #[derive(Debug)]
@@ -38,6 +62,7 @@ impl Signer {
     pub(crate) fn configured(
         repo: &git2::Repository,
         committer: &git2::Signature<'_>,
+        cancel: Option<&AtomicBool>,
     ) -> Result<Option<Signer>, GitError> {
         let config = repo.config()?.snapshot()?;
         if !config.get_bool("commit.gpgsign").unwrap_or(false) {
@@ -65,7 +90,7 @@ impl Signer {
                 let program = setting("gpg.ssh.program").unwrap_or_else(|| "ssh-keygen".into());
                 let key = match signing_key {
                     Some(key) => key,
-                    None => default_ssh_key(setting("gpg.ssh.defaultkeycommand"), &dir)?,
+                    None => default_ssh_key(setting("gpg.ssh.defaultkeycommand"), &dir, cancel)?,
                 };
                 let key = match literal_ssh_key(&key) {
                     Some(literal) => Key::SshLiteral(literal.to_string()),
@@ -89,49 +114,45 @@ impl Signer {
 
     /// Signs a throwaway buffer: a key that cannot sign (none, a locked agent) is
     /// found before anything is written.
-    pub(crate) fn probe(&self) -> Result<(), GitError> {
-        self.sign("tern: checking that commits can be signed\n")
+    pub(crate) fn probe(&self, cancel: Option<&AtomicBool>) -> Result<(), GitError> {
+        self.sign("tern: checking that commits can be signed\n", cancel)
             .map(|_| ())
     }
 
-    /// The detached signature of `buffer` (a commit object's text).
-    pub(crate) fn sign(&self, buffer: &str) -> Result<String, GitError> {
+    /// The detached signature of `buffer` (a commit object's text); setting `cancel`
+    /// stops the signing program.
+    pub(crate) fn sign(
+        &self,
+        buffer: &str,
+        cancel: Option<&AtomicBool>,
+    ) -> Result<String, GitError> {
         let signature = match &self.key {
-            Key::OpenPgp(key) => self.sign_openpgp(key, buffer)?,
-            Key::SshFile(file) => self.sign_ssh(file, false, buffer)?,
+            Key::OpenPgp(key) => self.sign_openpgp(key, buffer, cancel)?,
+            Key::SshFile(file) => self.sign_ssh(file, false, buffer, cancel)?,
             Key::SshLiteral(literal) => {
                 let mut file = tempfile::Builder::new()
                     .prefix(".git_signing_key_tmp")
                     .tempfile()?;
                 file.write_all(literal.as_bytes())?;
                 file.flush()?;
-                self.sign_ssh(file.path(), true, buffer)?
+                self.sign_ssh(file.path(), true, buffer, cancel)?
             }
         };
         // As git does: a signature from Windows tools may end its lines with CR LF.
         Ok(signature.replace("\r\n", "\n"))
     }
 
-    fn sign_openpgp(&self, key: &str, buffer: &str) -> Result<String, GitError> {
+    fn sign_openpgp(
+        &self,
+        key: &str,
+        buffer: &str,
+        cancel: Option<&AtomicBool>,
+    ) -> Result<String, GitError> {
         let failed = |why: String| GitError::Sign(format!("gpg failed to sign the data: {why}"));
-        let mut child = crate::spawn::command(&self.program)
-            .args(["--status-fd=2", "-bsau", key])
-            .current_dir(&self.dir)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| failed(format!("cannot run {}: {e}", self.program)))?;
-        // Written from another thread, so a program that talks before it has read
-        // everything cannot leave both sides waiting.
-        let writer = child.stdin.take().map(|mut stdin| {
-            let bytes = buffer.as_bytes().to_vec();
-            std::thread::spawn(move || stdin.write_all(&bytes))
-        });
-        let out = child.wait_with_output()?;
-        if let Some(writer) = writer {
-            let _ = writer.join();
-        }
+        let mut cmd = crate::spawn::command(&self.program);
+        cmd.args(["--status-fd=2", "-bsau", key])
+            .current_dir(&self.dir);
+        let out = run_signing("gpg", cmd, Some(buffer.as_bytes().to_vec()), cancel)?;
         let status = String::from_utf8_lossy(&out.stderr);
         let created = status
             .lines()
@@ -149,7 +170,13 @@ impl Signer {
         }))
     }
 
-    fn sign_ssh(&self, key: &Path, literal: bool, buffer: &str) -> Result<String, GitError> {
+    fn sign_ssh(
+        &self,
+        key: &Path,
+        literal: bool,
+        buffer: &str,
+        cancel: Option<&AtomicBool>,
+    ) -> Result<String, GitError> {
         let mut file = tempfile::Builder::new()
             .prefix(".git_signing_buffer_tmp")
             .tempfile()?;
@@ -161,12 +188,8 @@ impl Signer {
         if literal {
             cmd.arg("-U");
         }
-        let out = cmd
-            .arg(file.path())
-            .current_dir(&self.dir)
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| GitError::Sign(format!("cannot run {}: {e}", self.program)))?;
+        cmd.arg(file.path()).current_dir(&self.dir);
+        let out = run_signing(&self.program, cmd, None, cancel)?;
         let signature = std::fs::read_to_string(&sig_path);
         let _ = std::fs::remove_file(&sig_path);
         if !out.status.success() {
@@ -202,7 +225,11 @@ fn expand_home(path: &str) -> PathBuf {
 }
 
 /// The first key `gpg.ssh.defaultKeyCommand` prints.
-fn default_ssh_key(command: Option<String>, dir: &Path) -> Result<String, GitError> {
+fn default_ssh_key(
+    command: Option<String>,
+    dir: &Path,
+    cancel: Option<&AtomicBool>,
+) -> Result<String, GitError> {
     let Some(command) = command else {
         return Err(GitError::Sign(
             "either user.signingkey or gpg.ssh.defaultKeyCommand needs to be configured".into(),
@@ -213,16 +240,9 @@ fn default_ssh_key(command: Option<String>, dir: &Path) -> Result<String, GitErr
     let Some((program, args)) = words.split_first() else {
         return Err(GitError::Sign("gpg.ssh.defaultKeyCommand is empty".into()));
     };
-    let out = crate::spawn::command(program)
-        .args(args)
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| {
-            GitError::Sign(format!(
-                "gpg.ssh.defaultKeyCommand: cannot run {program}: {e}"
-            ))
-        })?;
+    let mut cmd = crate::spawn::command(program);
+    cmd.args(args).current_dir(dir);
+    let out = run_signing("gpg.ssh.defaultKeyCommand", cmd, None, cancel)?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let first = stdout.lines().next().map(str::trim).unwrap_or_default();
     let said = format!(

@@ -207,11 +207,10 @@ pub(super) fn undo_head(repo: &Repository, fail: &mut Failpoints) -> Result<Undo
         fail.check(Step::Index)?;
         lock.prepare(&mut index)?;
         fail.check(Step::Ref)?;
+        // Not over a git lock that took the place of tern's (see `IndexLock`).
+        lock.check_held()?;
         head.swap(repo, parent.id(), &message)?;
-        if let Err(e) = fail
-            .check(Step::IndexCommit)
-            .and_then(|()| lock.commit().map_err(GitError::from))
-        {
+        if let Err(e) = fail.check(Step::IndexCommit).and_then(|()| lock.commit()) {
             let _ = head.swap_back(repo, parent.id());
             return Err(e);
         }

@@ -14,7 +14,7 @@ use crate::cli::{ApplyArgs, GlobalArgs};
 use crate::config::Settings;
 use crate::edit::{self, Workspace};
 use crate::egress::errln;
-use crate::engine::protocol::{Decision, FileChange, Ignored, NotApplied, ProposalView, ReviewOp};
+use crate::engine::protocol::{Decision, FileStatus, Ignored, NotApplied, ProposalView, ReviewOp};
 use crate::engine::{EngineConfig, EngineHandle, Event, Op, Purpose};
 
 /// Every block applied and every accepted hunk was written (and committed).
@@ -256,16 +256,17 @@ impl Run<'_> {
             };
             match event {
                 None | Some(Event::Idle) => break,
-                Some(Event::Applied {
-                    files,
-                    commit,
-                    message,
-                    failed,
-                    ..
-                }) => {
-                    report_written(&view, &files);
+                Some(
+                    ref event @ Event::Applied {
+                        ref files,
+                        ref commit,
+                        ref message,
+                        ..
+                    },
+                ) => {
+                    report_written(&view, files);
                     report_not_applied(&view);
-                    if !failed.is_empty() {
+                    if event.landing_shortfall().is_some() {
                         self.code = self.code.max(EXIT_PARTIAL);
                     }
                     if let Some(id) = commit {
@@ -277,7 +278,9 @@ impl Run<'_> {
                         NotApplied::Refused => EXIT_USAGE,
                         NotApplied::DirtyCommitFailed | NotApplied::CommitFailed => EXIT_COMMIT,
                         NotApplied::Cancelled => EXIT_INTERRUPTED,
-                        NotApplied::Stale | NotApplied::NeedsConfirmation => EXIT_PARTIAL,
+                        NotApplied::Stale
+                        | NotApplied::NeedsConfirmation
+                        | NotApplied::WriteFailed => EXIT_PARTIAL,
                     };
                 }
                 Some(other) => self.print(&other),
@@ -307,6 +310,7 @@ impl Run<'_> {
         self.engine
             .ops
             .send(op)
+            .map(drop)
             .map_err(|_| "the engine stopped".to_string())
     }
 
@@ -429,7 +433,7 @@ fn decisions(
 fn report_written(view: &ProposalView, written: &[String]) {
     for file in view.files.iter().filter(|f| written.contains(&f.path)) {
         let verb = match file.change {
-            FileChange::Created => "created",
+            FileStatus::Added => "created",
             _ => "wrote",
         };
         let ids: Vec<&str> = file

@@ -10,7 +10,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use crate::engine::protocol::{
-    Caution, Decision, EditFailureView, NeededFile, ProposalView, ReviewOp, thousands,
+    Caution, Command, EditFailureView, NeededFile, ProposalView, thousands,
 };
 use crate::engine::{EngineConfig, Event, FileMode, Op};
 use crate::llm::Finish;
@@ -75,7 +75,9 @@ pub async fn run(
     let Some(first) = queue.next() else {
         return Ok(ExitCode::SUCCESS);
     };
-    submit(&engine.ops, first, queue.len() == 0)?;
+    // What the edge answers itself (a line that names no command), before the engine's.
+    let mut answered = std::collections::VecDeque::new();
+    submit(&engine.ops, &first, queue.len() == 0, &mut answered)?;
     sent += 1;
     // A signal stops the reply (a command running is killed with its whole group).
     // SIGINT then shows what the interrupted reply held; SIGTERM or SIGHUP (a closed
@@ -92,9 +94,19 @@ pub async fn run(
     });
     let signalled = || signals.as_ref().and_then(crate::signals::Stop::signal);
 
-    while let Some(event) = engine.events.recv().await {
+    loop {
+        let event = match answered.pop_front() {
+            Some(event) => event,
+            None => match engine.events.recv().await {
+                Some(event) => event,
+                None => break,
+            },
+        };
         if json {
             super::json::print_event(&mut stdout, &event)?;
+        }
+        if let Some(why) = event.landing_shortfall() {
+            stop(&mut stopped, why);
         }
         match &event {
             Event::Delta { text } if !json => {
@@ -236,6 +248,29 @@ pub async fn run(
                 proposal =
                     (!view.files.is_empty() || !view.failures.is_empty()).then(|| (**view).clone());
             }
+            Event::HeldBack {
+                path,
+                hunk: None,
+                cautions,
+            } => {
+                stop(&mut stopped, format!("edits to {path} were held back"));
+                if !json {
+                    let why: Vec<String> = cautions.iter().map(ToString::to_string).collect();
+                    writeln!(
+                        stderr,
+                        "tern: not applied to {path} ({}): {}",
+                        why.join(", "),
+                        held_advice(cautions)
+                    )?;
+                }
+            }
+            // The engine names the hunks it left for a look of their own; the run says
+            // something was held.
+            Event::HeldBack {
+                path,
+                hunk: Some(id),
+                ..
+            } => stop(&mut stopped, format!("hunk {id} of {path} was held back")),
             Event::Reflection { attempt, max, .. } if !json => writeln!(
                 stderr,
                 "tern: some edit blocks did not apply; asking the model to fix them ({attempt} of {max})"
@@ -252,7 +287,8 @@ pub async fn run(
                     .map_or(String::new(), |c| format!("; committed {c} {message}"));
                 writeln!(
                     stderr,
-                    "tern: applied {accepted} hunks to {}{commit}",
+                    "tern: applied {} to {}{commit}",
+                    crate::plural::count(*accepted, "hunk"),
                     files.join(", ")
                 )?;
             }
@@ -290,7 +326,10 @@ pub async fn run(
                     if !view.failures.is_empty() {
                         stop(
                             &mut stopped,
-                            format!("{} edit blocks could not be applied", view.failures.len()),
+                            format!(
+                                "{} could not be applied",
+                                crate::plural::count(view.failures.len(), "edit block")
+                            ),
                         );
                     }
                     if !json {
@@ -304,48 +343,10 @@ pub async fn run(
                     if view.files.is_empty() {
                         // Only failures: nothing to apply.
                     } else if consent.yes && !interrupted {
-                        for file in &view.files {
-                            let allowed = consent.outside_chat
-                                && file.cautions.iter().all(|c| *c == Caution::OutsideChat);
-                            if file.cautions.is_empty() {
-                                continue;
-                            }
-                            if allowed {
-                                engine.ops.send(Op::Review(ReviewOp::File {
-                                    path: file.path.clone(),
-                                    decision: Decision::Accept,
-                                }))?;
-                                continue;
-                            }
-                            stop(
-                                &mut stopped,
-                                format!("edits to {} were held back", file.path),
-                            );
-                            if !json {
-                                let why: Vec<String> =
-                                    file.cautions.iter().map(ToString::to_string).collect();
-                                writeln!(
-                                    stderr,
-                                    "tern: not applied to {} ({}): {}",
-                                    file.path,
-                                    why.join(", "),
-                                    held_advice(&file.cautions)
-                                )?;
-                            }
-                        }
-                        // The engine names the hunks `/apply all` leaves for a look of
-                        // their own; the run says something was held.
-                        for file in &view.files {
-                            for hunk in file.hunks.iter().filter(|h| !h.cautions.is_empty()) {
-                                stop(
-                                    &mut stopped,
-                                    format!("hunk {} of {} was held back", hunk.id, file.path),
-                                );
-                            }
-                        }
-                        // One op, so the next Idle is the landing's.
-                        engine.ops.send(Op::Submit {
-                            text: "/apply all".into(),
+                        // The engine accepts what may land unlooked-at, says what it
+                        // held back, and applies; the next Idle is the landing's.
+                        engine.ops.send(Op::ApplyAllowed {
+                            outside_chat: consent.outside_chat,
                         })?;
                         continue;
                     } else {
@@ -358,8 +359,10 @@ pub async fn run(
                             };
                             writeln!(stderr, "tern: the edits above were not applied; {why}")?;
                         }
-                        engine.ops.send(Op::Submit {
-                            text: "/discard".into(),
+                        // A command, so an Idle follows.
+                        engine.ops.send(Op::Command {
+                            command: Command::Discard,
+                            args: String::new(),
                         })?;
                         continue;
                     }
@@ -391,10 +394,12 @@ pub async fn run(
                 match queue.next() {
                     Some(next) if stopped.is_none() && signalled().is_none() => {
                         asked_again = false;
-                        submit(&engine.ops, next, queue.len() == 0)?;
+                        submit(&engine.ops, &next, queue.len() == 0, &mut answered)?;
                         sent += 1;
                     }
-                    _ => engine.ops.send(Op::Shutdown)?,
+                    _ => {
+                        engine.ops.send(Op::Shutdown)?;
+                    }
                 }
             }
             Event::Crashed { text } => {
@@ -419,7 +424,8 @@ pub async fn run(
         let resume = session.map_or("--resume".to_string(), |id| format!("--resume={id}"));
         writeln!(
             stderr,
-            "tern: the resumed session's {resumed_hunks} proposed hunks still await review; they were neither applied nor discarded (review them in the workspace: tern {resume})"
+            "tern: {} of the resumed session left for review, neither applied nor discarded (review in the workspace: tern {resume})",
+            crate::plural::count(resumed_hunks, "proposed hunk"),
         )?;
     }
     let unchecked = "--auto-test: the tests never ran (no edits landed, or no test_cmd is set), so nothing says they pass";
@@ -499,17 +505,30 @@ fn stop(stopped: &mut Option<String>, why: String) {
     stopped.get_or_insert(why);
 }
 
-/// Sends a message; before the last one, tells the engine none follows, so it leaves
-/// summaries for the next start instead of making the user wait for one at the end.
+/// Sends a message or a command (parsed here: the engine reads no `/`); before the last
+/// one, tells the engine none follows, so it leaves summaries for the next start instead
+/// of making the user wait for one at the end. A line that names no command is answered
+/// here as the engine answers a command that fails: an error, then idle.
 fn submit(
-    ops: &tokio::sync::mpsc::UnboundedSender<Op>,
-    text: String,
+    ops: &crate::engine::OpSender,
+    text: &str,
     last: bool,
+    answered: &mut std::collections::VecDeque<Event>,
 ) -> anyhow::Result<()> {
     if last {
         ops.send(Op::NoMoreMessages)?;
     }
-    ops.send(Op::Submit { text })?;
+    match crate::engine::input::parse(text) {
+        Ok(op) => {
+            ops.send(op)?;
+        }
+        Err(unknown) => answered.extend([
+            Event::Error {
+                text: unknown.to_string(),
+            },
+            Event::Idle,
+        ]),
+    }
     Ok(())
 }
 

@@ -114,7 +114,9 @@ pub async fn run(
                 ok = false;
                 errln!("tern: {text}");
             }
-            Event::Idle => engine.ops.send(Op::Shutdown)?,
+            Event::Idle => {
+                engine.ops.send(Op::Shutdown)?;
+            }
             Event::Exited => break,
             _ => {}
         }

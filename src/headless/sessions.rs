@@ -9,8 +9,9 @@ use std::time::SystemTime;
 
 use unicode_width::UnicodeWidthStr;
 
-use crate::engine::persist::store::{KEEP, MAX_AGE, ago, counted, headline};
+use crate::engine::persist::store::{KEEP, MAX_AGE, ago, headline};
 use crate::engine::persist::{Listed, Store, holder_text};
+use crate::plural::count;
 use crate::terminal_text::for_terminal;
 
 /// Columns of the first message in a line.
@@ -31,9 +32,14 @@ pub fn run(root: &Path, prune: bool, yes: bool, json: bool) -> ExitCode {
         true => super::json::print_line(&mut out, super::json::Session::from(s)),
         false => writeln!(out, "{}", text_line(s, SystemTime::now())),
     });
-    if let Err(e) = written {
-        crate::egress::errln!("tern sessions: {e}");
-        return ExitCode::FAILURE;
+    match written {
+        // The reader has all it wanted (`tern sessions | head -1`): a quiet end.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return ExitCode::SUCCESS,
+        Err(e) => {
+            crate::egress::errln!("tern sessions: {e}");
+            return ExitCode::FAILURE;
+        }
+        Ok(()) => {}
     }
     if sessions.is_empty() && !json {
         crate::egress::errln!(
@@ -55,10 +61,7 @@ fn text_line(s: &Listed, now: SystemTime) -> String {
     };
     let title = for_terminal(&headline(&title, TITLE_COLUMNS), tty).into_owned();
     let pad = TITLE_COLUMNS.saturating_sub(title.width());
-    let pending = match s.pending_hunks {
-        0 => String::new(),
-        n => format!("{} pending", counted(n, "hunk")),
-    };
+    let pending = s.hunks_text();
     let open = match s.holder() {
         Some(pid) => format!("  open in a tern{}", holder_text(pid)),
         None => String::new(),
@@ -81,14 +84,14 @@ fn prune_old(store: &Store, yes: bool) -> ExitCode {
     let (asking, plain): (Vec<Listed>, Vec<Listed>) = store
         .old(now)
         .into_iter()
-        .partition(|s| s.pending_hunks > 0 || s.unreadable.is_some());
+        .partition(|s| s.has_hunks() || s.unreadable.is_some());
     let mut failed = false;
     let removed = remove_all(store, &plain, false, &mut failed);
     let days = MAX_AGE.as_secs() / 86_400;
     if asking.is_empty() {
         crate::egress::outln!(
             "removed {} (the newest {KEEP} and any active in the last {days} days are kept)",
-            counted(removed, "old session")
+            count(removed, "old session")
         );
         return exit(failed);
     }
@@ -108,11 +111,11 @@ fn prune_old(store: &Store, yes: bool) -> ExitCode {
             true => "kept them",
             false => "kept them: pass --yes to remove them too",
         };
-        crate::egress::outln!("removed {}; {how}", counted(removed, "old session"));
+        crate::egress::outln!("removed {}; {how}", count(removed, "old session"));
         return exit(failed || !std::io::stdin().is_terminal());
     }
     let gone = remove_all(store, &asking, true, &mut failed);
-    crate::egress::outln!("removed {}", counted(removed + gone, "old session"));
+    crate::egress::outln!("removed {}", count(removed + gone, "old session"));
     exit(failed)
 }
 

@@ -64,6 +64,7 @@ pub async fn report(config: EngineConfig, message: Option<String>) -> anyhow::Re
             // The budget counts the map, so ask once the first map is there.
             Event::Map(_) => {
                 if let Some(text) = message.take() {
+                    let text = crate::engine::input::draft_message(&text).to_string();
                     engine.ops.send(Op::Draft { text })?;
                 }
             }

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use crate::egress::{errln, outln};
 use crate::engine::persist::Resume;
+use crate::engine::undo::CommitUndoError;
 use crate::git::{self, UndoError};
 
 /// Runs `tern undo` in the repository containing `cwd`; `which`: the session named by
@@ -46,18 +47,23 @@ fn undo(cwd: &Path, turn: bool, which: Option<Resume>) -> ExitCode {
     }
     let undone = match repo.workdir() {
         Some(root) => crate::engine::undo::undo_saved_commit(&repo, root, which.as_ref()),
-        None => git::undo(&repo).map(|u| u.to_string()),
+        None => git::undo(&repo)
+            .map(|u| u.to_string())
+            .map_err(CommitUndoError::from),
     };
     match undone {
         Ok(said) => {
             outln!("{said}");
             ExitCode::SUCCESS
         }
-        Err(why @ (UndoError::Refused(_) | UndoError::Turn(_))) => {
+        Err(
+            why @ (CommitUndoError::Session(_)
+            | CommitUndoError::Undo(UndoError::Refused(_) | UndoError::Turn(_))),
+        ) => {
             errln!("tern undo: refused: {why}");
             ExitCode::from(1)
         }
-        Err(UndoError::Git(e)) => {
+        Err(CommitUndoError::Undo(UndoError::Git(e))) => {
             errln!("tern undo: {e}");
             ExitCode::from(2)
         }

@@ -177,6 +177,9 @@ pub enum StreamEvent {
     },
     /// The reply hit the output limit; continuing it.
     Continuing { continuation: usize },
+    /// The server's usage report could not be read (a count that is not a count): it
+    /// is ignored, the reply kept, and the counts are tern's.
+    UsageIgnored(String),
     /// A request (the first, or a continuation) is sent.
     Request {
         model: String,
@@ -493,8 +496,15 @@ impl LlmClient {
                     finish: Finish::CutOff(format!("the server reported an error: {failure}")),
                 });
             }
+            // A usage report is an extra: one that cannot be read costs the reply
+            // nothing.
             if let Some(u) = chunk.usage {
-                usage = Some(u.into());
+                match serde_json::from_value::<WireUsage>(u) {
+                    Ok(u) => usage = Some(u.into()),
+                    Err(e) => on_event(StreamEvent::UsageIgnored(format!(
+                        "the server's usage report could not be read ({e}): ignored; the token counts and cost are tern's estimate"
+                    ))),
+                }
             }
             for choice in chunk.choices {
                 if let Some(delta) = choice.delta {
@@ -790,8 +800,9 @@ fn wire_message(m: &Message, cache_control: bool) -> serde_json::Value {
 struct Chunk {
     #[serde(default)]
     choices: Vec<ChunkChoice>,
+    /// Read apart from the chunk: a malformed one is ignored, not a malformed chunk.
     #[serde(default)]
-    usage: Option<WireUsage>,
+    usage: Option<serde_json::Value>,
     #[serde(default)]
     error: Option<serde_json::Value>,
 }

@@ -3,9 +3,13 @@
 //! a server sends in two events is still found), and error bodies (a 401 or a proxy's
 //! 502 page that echoes the key).
 
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::ops::Range;
+
 use serde_json::Value;
 
-use crate::egress::{self, Redactor};
+use crate::egress::{self, Secrets};
 
 /// Fields whose values are credentials wherever they appear in a request body.
 const SECRET_FIELDS: &[&str] = &[
@@ -18,9 +22,6 @@ const SECRET_FIELDS: &[&str] = &[
     "secret",
     "password",
 ];
-
-/// The texts of a reply that stream in pieces, in each choice's `delta`.
-const STREAMED: &[&str] = &["content", "reasoning_content", "reasoning"];
 
 /// A request body as recorded: credential fields replaced, the key redacted from
 /// every other text.
@@ -59,62 +60,56 @@ pub(super) fn error_body(body: &str) -> String {
     egress::redact(body).into_owned()
 }
 
-/// A streamed reply's SSE events as recorded, redacted as a whole: the pieces of each
-/// streamed text (per choice and field) go through one redactor, and each piece is put
-/// back where it came from, so what one piece held back goes out in the next of its
-/// stream (the rest in the last). Every other text of an event is redacted as it is.
-/// Events are rewritten only where something changed.
+/// A streamed reply's SSE events as recorded, redacted as a whole: every string of
+/// the stream is one text per place in it (its JSON path, an array's items told apart
+/// by their `index` as OpenAI's streams number choices and tool calls), so a key sent
+/// in pieces, in the content, a tool call's arguments, a refusal or any field a
+/// server adds, is found as the reader of the whole would see it. Each piece keeps
+/// what is not of a key; of a key, the piece it starts in gets the marker. Events are
+/// rewritten only where something changed.
 pub(super) fn stream(events: &mut [String]) {
+    redact_stream(events, &egress::secrets());
+}
+
+/// [`stream`], for `secrets`.
+fn redact_stream(events: &mut [String], secrets: &Secrets) {
     let mut parsed: Vec<Option<Value>> = events.iter().map(|e| data(e)).collect();
     let mut changed = vec![false; events.len()];
-    let mut streams: Vec<Stream> = Vec::new();
+    let mut texts: BTreeMap<String, Vec<Piece>> = BTreeMap::new();
     for (at, value) in parsed.iter_mut().enumerate() {
-        let Some(value) = value else {
-            if let std::borrow::Cow::Owned(clean) = egress::redact(&events[at]) {
-                events[at] = clean;
+        match value {
+            Some(value) => {
+                changed[at] |= secrets.redact_json(value);
+                strings(value, at, "", "", &mut texts);
             }
-            continue;
-        };
-        for (position, choice) in choices(value).enumerate() {
-            let index = choice.get("index").and_then(Value::as_u64);
-            for &field in STREAMED {
-                let Some(Value::String(piece)) = choice.pointer_mut(&format!("/delta/{field}"))
-                else {
-                    continue;
-                };
-                let key = (index.unwrap_or(position as u64), field);
-                let stream = match streams.iter_mut().position(|s| s.key == key) {
-                    Some(i) => &mut streams[i],
-                    None => {
-                        streams.push(Stream {
-                            key,
-                            redactor: egress::redactor(),
-                            last: (at, position),
-                        });
-                        streams.last_mut().expect("just pushed")
-                    }
-                };
-                let out = stream.redactor.push(piece);
-                stream.last = (at, position);
-                changed[at] |= out != *piece;
-                *piece = out;
+            None => {
+                if let Some(clean) = other_event(&events[at], secrets) {
+                    events[at] = clean;
+                }
             }
         }
-        changed[at] |= egress::redact_json(value);
     }
-    for mut stream in streams {
-        let rest = stream.redactor.finish();
-        let (at, position) = stream.last;
-        if rest.is_empty() {
+    for pieces in texts.values() {
+        let whole: String = pieces.iter().map(|p| p.text.as_str()).collect();
+        let found = secrets.find(&whole);
+        if found.is_empty() {
             continue;
         }
-        if let Some(Value::String(piece)) = parsed[at].as_mut().and_then(|v| {
-            choices(v)
-                .nth(position)?
-                .pointer_mut(&format!("/delta/{}", stream.key.1))
-        }) {
-            piece.push_str(&rest);
-            changed[at] = true;
+        let mut from = 0;
+        for piece in pieces {
+            let to = from + piece.text.len();
+            let clean = redacted_piece(&whole, from..to, &found);
+            from = to;
+            if clean == piece.text {
+                continue;
+            }
+            if let Some(Value::String(text)) = parsed[piece.event]
+                .as_mut()
+                .and_then(|v| v.pointer_mut(&piece.pointer))
+            {
+                *text = clean;
+                changed[piece.event] = true;
+            }
         }
     }
     for ((event, value), changed) in events.iter_mut().zip(parsed).zip(changed) {
@@ -124,12 +119,98 @@ pub(super) fn stream(events: &mut [String]) {
     }
 }
 
-/// One streamed text: which choice and field, its redactor, and where its last piece
-/// is (event, choice position).
-struct Stream {
-    key: (u64, &'static str),
-    redactor: Redactor,
-    last: (usize, usize),
+/// One string of one event: which event, where in it (a JSON pointer), its text.
+struct Piece {
+    event: usize,
+    pointer: String,
+    text: String,
+}
+
+/// Every string of `value` (event `event`), added to the text of its path in the
+/// stream. `pointer` is where `value` is in its event, `path` where in the stream.
+fn strings(
+    value: &Value,
+    event: usize,
+    pointer: &str,
+    path: &str,
+    texts: &mut BTreeMap<String, Vec<Piece>>,
+) {
+    match value {
+        Value::String(text) => texts.entry(path.to_string()).or_default().push(Piece {
+            event,
+            pointer: pointer.to_string(),
+            text: text.clone(),
+        }),
+        Value::Array(items) => {
+            for (position, item) in items.iter().enumerate() {
+                // A streamed item says which one it continues; one that does not is
+                // told apart by its place.
+                let place = match item.get("index").and_then(Value::as_u64) {
+                    Some(index) => format!("{path}/#{index}"),
+                    None => format!("{path}/{position}"),
+                };
+                strings(item, event, &format!("{pointer}/{position}"), &place, texts);
+            }
+        }
+        Value::Object(fields) => {
+            for (name, field) in fields {
+                let name = name.replace('~', "~0").replace('/', "~1");
+                let (pointer, path) = (format!("{pointer}/{name}"), format!("{path}/{name}"));
+                strings(field, event, &pointer, &path, texts);
+            }
+        }
+        Value::Null | Value::Bool(_) | Value::Number(_) => {}
+    }
+}
+
+/// The piece of `whole` at `piece`, with what of it belongs to a secret in `found`
+/// taken out, and the marker where a secret starts.
+fn redacted_piece(whole: &str, piece: Range<usize>, found: &[Range<usize>]) -> String {
+    let mut out = String::new();
+    let mut at = piece.start;
+    for secret in found
+        .iter()
+        .filter(|s| s.start < piece.end && s.end > piece.start)
+    {
+        out.push_str(whole.get(at..secret.start.max(at)).unwrap_or_default());
+        if secret.start >= piece.start {
+            out.push_str(egress::MARKER);
+        }
+        at = secret.end.min(piece.end);
+    }
+    out.push_str(whole.get(at..piece.end).unwrap_or_default());
+    out
+}
+
+/// An event that is not one `data:` line (an `event: error` before its data, a
+/// comment), redacted line by line: a `data:` line that holds JSON as its JSON (its
+/// escapes could hide the key from the text), any other as text. None when nothing
+/// changed.
+fn other_event(event: &str, secrets: &Secrets) -> Option<String> {
+    let mut changed = false;
+    let lines: Vec<String> = event
+        .split('\n')
+        .map(|line| {
+            let json = line
+                .strip_prefix("data:")
+                .and_then(|d| serde_json::from_str::<Value>(d.trim_start()).ok());
+            match json {
+                Some(mut value) => {
+                    if !secrets.redact_json(&mut value) {
+                        return line.to_string();
+                    }
+                    changed = true;
+                    format!("data: {value}")
+                }
+                None => {
+                    let clean = secrets.redact(line);
+                    changed |= matches!(clean, Cow::Owned(_));
+                    clean.into_owned()
+                }
+            }
+        })
+        .collect();
+    changed.then(|| lines.join("\n"))
 }
 
 /// The JSON of an event that is one `data:` line, as OpenAI's streams are.
@@ -141,19 +222,11 @@ fn data(event: &str) -> Option<Value> {
     serde_json::from_str(line.trim_start()).ok()
 }
 
-fn choices(value: &mut Value) -> impl Iterator<Item = &mut Value> {
-    value
-        .get_mut("choices")
-        .and_then(Value::as_array_mut)
-        .into_iter()
-        .flatten()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::egress::MARKER;
-    use crate::egress::tests::{KEY, register_test_key};
+    use crate::egress::tests::{KEY, dressed, register_test_key};
 
     fn chunk(content: &str) -> String {
         format!(
@@ -190,6 +263,105 @@ mod tests {
         );
         assert_eq!(events[4], "data: [DONE]\n\n");
         assert!(!events.concat().contains(KEY));
+    }
+
+    /// An event whose delta holds `piece` in the field `field` of [`FIELDS`].
+    fn delta(field: usize, piece: &str) -> String {
+        let delta = match FIELDS[field % FIELDS.len()] {
+            "arguments" => serde_json::json!({ "tool_calls": [
+                { "index": 0, "function": { "arguments": piece } }
+            ] }),
+            "transcript" => serde_json::json!({ "audio": { "transcript": piece } }),
+            name => serde_json::json!({ name: piece }),
+        };
+        format!(
+            "data: {}\n\n",
+            serde_json::json!({ "id": "c1", "choices": [{ "index": 0, "delta": delta }] })
+        )
+    }
+
+    /// Streamed fields: OpenAI's, and one a server adds.
+    const FIELDS: &[&str] = &[
+        "content",
+        "reasoning_content",
+        "refusal",
+        "transcript",
+        "arguments",
+        "x_server_note",
+    ];
+
+    /// The stream's text in `field`, as its reader puts it together.
+    fn streamed(events: &[String], field: usize) -> String {
+        let pointer = match FIELDS[field % FIELDS.len()] {
+            "arguments" => "/choices/0/delta/tool_calls/0/function/arguments".to_string(),
+            "transcript" => "/choices/0/delta/audio/transcript".to_string(),
+            name => format!("/choices/0/delta/{name}"),
+        };
+        events
+            .iter()
+            .filter_map(|e| Some(data(e)?.pointer(&pointer)?.as_str()?.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn a_key_split_in_any_streamed_field_is_redacted() {
+        register_test_key();
+        let (a, b) = KEY.split_at_checked(12).unwrap();
+        for (field, name) in FIELDS.iter().enumerate() {
+            let mut events = vec![delta(field, &format!("{{\"k\": \"{a}")), delta(field, b)];
+            stream(&mut events);
+            let text = streamed(&events, field);
+            assert_eq!(text, format!("{{\"k\": \"{MARKER}"), "{name}");
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: 256,
+            failure_persistence: Some(Box::new(
+                proptest::test_runner::FileFailurePersistence::Direct(
+                    "tests/proptest-regressions/llm_recorded.txt",
+                ),
+            )),
+            ..proptest::prelude::ProptestConfig::default()
+        })]
+
+        /// Any key, with any hidden or control characters (or escape sequences) put
+        /// inside it, streamed in any field cut anywhere: the record never holds it.
+        #[test]
+        fn no_key_survives_the_record_in_any_field_or_split(
+            key in "[A-Za-z0-9_-]{8,24}",
+            junk in proptest::collection::vec((0usize..30, 0usize..100_000), 0..4),
+            before in "\\PC{0,8}",
+            after in "\\PC{0,8}",
+            field in 0usize..FIELDS.len(),
+            cuts in proptest::collection::vec(0usize..200, 0..6),
+        ) {
+            let secrets = Secrets::of(&key);
+            let text = format!("{before}{}{after}", dressed(&key, &junk));
+            let mut bounds: Vec<usize> = cuts
+                .iter()
+                .map(|&c| crate::chars::floor_char_boundary(&text, c))
+                .collect();
+            bounds.push(text.len());
+            bounds.sort_unstable();
+            let mut events = Vec::new();
+            let mut from = 0;
+            for to in bounds {
+                events.push(delta(field, text.get(from..to).unwrap_or_default()));
+                from = to;
+            }
+            redact_stream(&mut events, &secrets);
+            let whole = streamed(&events, field);
+            proptest::prop_assert!(secrets.find(&whole).is_empty(), "{:?}", whole);
+            proptest::prop_assert!(whole.contains(MARKER), "{:?}", whole);
+            let shown: String = whole
+                .chars()
+                .filter(|&c| !c.is_control() && !crate::terminal_text::may_hide(c))
+                .collect();
+            proptest::prop_assert!(!shown.contains(&key), "{:?}", whole);
+            proptest::prop_assert!(!events.concat().contains(&key));
+        }
     }
 
     #[test]

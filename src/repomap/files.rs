@@ -286,11 +286,6 @@ pub fn ino(_meta: &std::fs::Metadata) -> u64 {
     0
 }
 
-/// Whether content looks binary: a NUL byte in its first 8 KiB, as git decides.
-pub fn is_binary(content: &[u8]) -> bool {
-    content[..content.len().min(8192)].contains(&0)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1147,7 +1147,7 @@ impl Iterator for RankedDefs<'_> {
 
 /// What `bytes` hold for the map, for a file of `lang`.
 fn content_of(lang: Option<Lang>, bytes: &[u8]) -> Content {
-    if files::is_binary(bytes) {
+    if crate::diff::is_binary(bytes) {
         return Content::Binary;
     }
     match lang {

@@ -4,16 +4,7 @@
 
 use crate::prompts::command_lines_omitted;
 use crate::tokens::TokenCounter;
-
-/// Output fitted to a token budget.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Clipped {
-    pub text: String,
-    /// `text`'s tokens by the counter clip was given.
-    pub tokens: usize,
-    /// Lines left out whole (a last line kept only in part is not one of them).
-    pub omitted_lines: usize,
-}
+use crate::tokens::clip::{Clipped, clip_ends};
 
 /// The tokens a command's output may take when `command_output_tokens` is unset:
 /// window/8 within 1024..8192.
@@ -21,161 +12,10 @@ pub fn default_output_budget(window: usize) -> usize {
     (window / 8).clamp(1024, 8192)
 }
 
-/// What starts a last line kept only in part.
-const CUT: &str = "…";
-
-/// Output as the model gets it: clipped by real token count (the given counter) to
-/// `budget` tokens, keeping the head and the tail (the tail first: it has the failures
-/// and the summary), with "[… N lines left out …]" between them. Lines are kept whole,
-/// unless the last line alone does not fit: then its end is kept, cut at a character.
-/// Only a budget smaller than the note itself gets more than it asked for.
+/// Output as the model gets it: clipped by real token count to `budget` tokens, the
+/// tail kept first, with "[… N lines left out …]" between head and tail.
 pub fn clip(text: &str, counter: &TokenCounter, budget: usize) -> Clipped {
-    // Drafts and whole outputs are not worth a server's count.
-    let counter = &counter.quiet();
-    let tokens = counter.count(text);
-    if tokens <= budget {
-        return Clipped {
-            text: text.to_string(),
-            tokens,
-            omitted_lines: 0,
-        };
-    }
-    let lines = Lines::new(text, counter);
-    // Lines are weighed one by one, and a text's count is not quite the sum of its
-    // lines'; a pick that turns out too big is made again for a smaller target.
-    let mut target = budget;
-    for attempt in 0.. {
-        let Some(clipped) = lines.pick(target, budget) else {
-            break;
-        };
-        let over = clipped.tokens.saturating_sub(budget);
-        if over == 0 {
-            return clipped;
-        }
-        let step = if attempt == 0 {
-            over
-        } else {
-            over.max(target / 16)
-        };
-        target = target.saturating_sub(step);
-    }
-    let text = format!("{}\n", command_lines_omitted(lines.all.len()));
-    Clipped {
-        tokens: counter.count(&text),
-        text,
-        omitted_lines: lines.all.len(),
-    }
-}
-
-/// A text's lines (with their breaks), each weighed when first needed.
-struct Lines<'a> {
-    all: Vec<&'a str>,
-    costs: Vec<std::cell::Cell<Option<usize>>>,
-    counter: &'a TokenCounter,
-}
-
-impl<'a> Lines<'a> {
-    fn new(text: &'a str, counter: &'a TokenCounter) -> Self {
-        let all: Vec<&str> = text.split_inclusive('\n').collect();
-        let costs = vec![std::cell::Cell::new(None); all.len()];
-        Lines {
-            all,
-            costs,
-            counter,
-        }
-    }
-
-    /// Line `i`'s tokens, uncached in the counter: a long output's lines would crowd
-    /// out what the counter keeps for the gauge.
-    fn cost(&self, i: usize) -> usize {
-        let cell = &self.costs[i];
-        cell.get().unwrap_or_else(|| {
-            let n = self.counter.encoding().count(self.all[i]);
-            cell.set(Some(n));
-            n
-        })
-    }
-
-    /// How many lines fit in `room`, taking them in `order`, and their tokens.
-    fn fill(&self, order: impl Iterator<Item = usize>, room: usize) -> (usize, usize) {
-        let (mut taken, mut used) = (0, 0);
-        for i in order {
-            let cost = self.cost(i);
-            if used + cost > room {
-                break;
-            }
-            taken += 1;
-            used += cost;
-        }
-        (taken, used)
-    }
-
-    /// The head and tail that fit `target` by the lines' weights, or `None` when not
-    /// even the note does.
-    fn pick(&self, target: usize, budget: usize) -> Option<Clipped> {
-        let n = self.all.len();
-        let note = self
-            .counter
-            .encoding()
-            .count(&format!("{}\n", command_lines_omitted(n)));
-        let room = target.checked_sub(note)?;
-        let last = n.checked_sub(1)?;
-        if self.cost(last) > room {
-            return Some(self.cut_last_line(room, budget));
-        }
-        // The tail first, two thirds of the room or at least the last line; then the
-        // head; then the tail again with whatever the head left.
-        let (tail, tail_used) = self.fill((0..n).rev(), (room - room / 3).max(self.cost(last)));
-        let (head, head_used) = self.fill(0..n - tail, room - tail_used);
-        let (more, _) = self.fill((head..n - tail).rev(), room - head_used - tail_used);
-        Some(self.join(head, tail + more, None))
-    }
-
-    /// The note and the last line, or as much of its end as fits `room` when its real
-    /// count does not fit the budget.
-    fn cut_last_line(&self, room: usize, budget: usize) -> Clipped {
-        let whole = self.join(0, 1, None);
-        if whole.tokens <= budget {
-            return whole;
-        }
-        let line = self.all[self.all.len() - 1];
-        let room = room.saturating_sub(self.counter.encoding().count(CUT));
-        let starts: Vec<usize> = line.char_indices().map(|(i, _)| i).collect();
-        let end = |k: usize| starts.get(k).and_then(|&at| line.get(at..)).unwrap_or("");
-        // The shorter the end, the fewer its tokens: bisect for the longest that fits.
-        let (mut lo, mut hi) = (0, starts.len());
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            if self.counter.encoding().count(end(mid)) <= room {
-                hi = mid;
-            } else {
-                lo = mid + 1;
-            }
-        }
-        match end(lo) {
-            // Nothing of it fits: the note alone says what there was.
-            "" => self.join(0, 0, None),
-            kept => self.join(0, 0, Some(kept)),
-        }
-    }
-
-    /// The first `head` lines, the note, the last `tail` lines, and the `cut` end of
-    /// the last line when it is kept only in part.
-    fn join(&self, head: usize, tail: usize, cut: Option<&str>) -> Clipped {
-        let n = self.all.len();
-        let omitted = n - head - tail - usize::from(cut.is_some());
-        let mut text: String = self.all[..head].concat();
-        text.push_str(&command_lines_omitted(omitted));
-        text.push('\n');
-        text.push_str(&self.all[n - tail..].concat());
-        if let Some(end) = cut {
-            text.push_str(CUT);
-            text.push_str(end);
-        }
-        Clipped {
-            tokens: self.counter.count(&text),
-            text,
-            omitted_lines: omitted,
-        }
-    }
+    clip_ends(text, counter, budget, |n| {
+        format!("{}\n", command_lines_omitted(n))
+    })
 }

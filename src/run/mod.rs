@@ -11,7 +11,8 @@ mod suggest;
 
 use std::time::Duration;
 
-pub use clip::{Clipped, clip, default_output_budget};
+pub use crate::tokens::clip::Clipped;
+pub use clip::{clip, default_output_budget};
 pub use process::run;
 pub use suggest::{CommandKind, Suggestion, suggest};
 

@@ -245,7 +245,7 @@ impl std::fmt::Display for Implausible {
 /// the lowest and highest rates tokenizers have (within half of the server's own count
 /// when it counted them), plus from no template tokens to the most a template adds.
 pub fn plausible(prediction: &Prediction) -> RangeInclusive<usize> {
-    let template = MAX_PER_MESSAGE * prediction.messages + MAX_PER_REQUEST;
+    let template = template_max(prediction.messages);
     let (low, high) = match prediction.exact {
         Some(exact) => (exact / 2, exact),
         None => content_bounds(prediction.local.rest(), prediction.local.digits),
@@ -264,6 +264,26 @@ pub fn check(prediction: &Prediction, reported: usize) -> Result<(), Implausible
             expected,
         }),
     }
+}
+
+/// The most tokens a chat template adds to a request of `messages` messages.
+fn template_max(messages: usize) -> usize {
+    MAX_PER_MESSAGE
+        .saturating_mul(messages)
+        .saturating_add(MAX_PER_REQUEST)
+}
+
+/// The one rule for what is learned, when a report arrives and when a saved
+/// calibration is read back: a content of `rest` tern tokens outside numbers and
+/// `digits` digits counted as `server` tokens, within the rates tokenizers have.
+fn content_plausible(rest: usize, digits: usize, server: usize) -> bool {
+    let (low, high) = content_bounds(rest, digits);
+    (low..=high).contains(&server)
+}
+
+/// The same rule for a chat template's tokens over `messages` messages.
+fn template_plausible(messages: usize, tokens: usize) -> bool {
+    tokens <= template_max(messages)
 }
 
 /// The server tokens a content of `rest` tern tokens outside numbers and `digits`
@@ -300,6 +320,30 @@ impl Calibration {
         estimate.round().max(0.0) as usize
     }
 
+    /// The reports this calibration learns from for `prediction`: those whose
+    /// observations hold to the rule a saved calibration is read back by (`sanitize`),
+    /// so that what is learned is never forgotten at the next start.
+    fn learnable(&self, prediction: &Prediction) -> RangeInclusive<usize> {
+        let messages = prediction.messages;
+        match prediction.exact {
+            // The template's tokens are the report beyond the server's own count.
+            Some(exact) => exact / 2..=exact.saturating_add(template_max(messages)),
+            // The content's are the report less the template's learned tokens.
+            None => {
+                let overhead = self.overhead(messages);
+                let (low, high) = content_bounds(prediction.local.rest(), prediction.local.digits);
+                low.saturating_add(overhead)..=high.saturating_add(overhead)
+            }
+        }
+    }
+
+    /// The template's learned tokens in a request of `messages` messages.
+    fn overhead(&self, messages: usize) -> usize {
+        self.per_message
+            .saturating_mul(messages)
+            .saturating_add(self.per_request)
+    }
+
     /// Learns from the server's count of a predicted request; returns the prediction's
     /// relative error. A report no tokenizer gives is not learned.
     pub fn observe(
@@ -307,10 +351,17 @@ impl Calibration {
         prediction: &Prediction,
         reported: usize,
     ) -> Result<f64, Implausible> {
-        check(prediction, reported)?;
+        let expected = self.learnable(prediction);
+        if !expected.contains(&reported) {
+            return Err(Implausible {
+                reported,
+                predicted: prediction.total,
+                expected,
+            });
+        }
         let error = prediction.total.abs_diff(reported) as f64 / reported.max(1) as f64;
         if prediction.learned {
-            self.errors.push(error);
+            self.errors.push(error.min(MAX_ERROR));
             trim_front(&mut self.errors, KEPT);
         }
         let content = match prediction.exact {
@@ -321,12 +372,13 @@ impl Calibration {
                 (self.per_message, self.per_request) = fit_template(&self.template);
                 exact
             }
-            None => {
-                reported.saturating_sub(self.per_message * prediction.messages + self.per_request)
-            }
+            None => reported.saturating_sub(self.overhead(prediction.messages)),
         };
-        if prediction.local.tokens > 0 && content > 0 {
-            let local = prediction.local;
+        let local = prediction.local;
+        // The server's own count of the contents (its tokenize endpoint) is learned
+        // by the same rule as a report.
+        if local.tokens > 0 && content > 0 && content_plausible(local.rest(), local.digits, content)
+        {
             self.contents.push((local.rest(), local.digits, content));
             trim_front(&mut self.contents, KEPT);
             (self.per_token, self.per_digit) = fit_rates(&self.contents);
@@ -341,12 +393,10 @@ impl Calibration {
     /// observations were dropped.
     pub fn sanitize(&mut self) -> usize {
         let (contents, template) = (self.contents.len(), self.template.len());
-        self.contents.retain(|&(rest, digits, server)| {
-            let (low, high) = content_bounds(rest, digits);
-            (low..=high).contains(&server)
-        });
+        self.contents
+            .retain(|&(rest, digits, server)| content_plausible(rest, digits, server));
         self.template
-            .retain(|&(messages, tokens)| tokens <= MAX_PER_MESSAGE * messages + MAX_PER_REQUEST);
+            .retain(|&(messages, tokens)| template_plausible(messages, tokens));
         self.errors.retain(|e| (0.0..=MAX_ERROR).contains(e));
         (self.per_message, self.per_request) = match self.template.is_empty() {
             true => bounded_template(self.per_message, self.per_request),
@@ -608,6 +658,30 @@ mod tests {
         assert!((RATE.0..=RATE.1).contains(&c.per_token), "{c:?}");
         let mixed = local(700, 150);
         assert!(c.estimate(mixed) > 0);
+    }
+
+    proptest::proptest! {
+        /// One rule: a report learned when it arrives is never forgotten when the
+        /// calibration is read back (the attacker's 4,000 for a request counted at 934
+        /// was learned, then "forgotten" at every start).
+        #[test]
+        fn what_is_learned_is_never_forgotten_at_the_next_start(
+            history in proptest::collection::vec(
+                (1usize..20_000, 0usize..2_000, 1usize..12, 0.1f64..5.0, proptest::option::of(0.3f64..3.0)),
+                1..12,
+            ),
+        ) {
+            let mut c = Calibration::default();
+            for (rest, digits, messages, ratio, exact) in history {
+                let l = local(rest, digits);
+                let reported = (rest as f64 * ratio) as usize + 20 * messages;
+                let exact = exact.map(|r| (rest as f64 * r) as usize);
+                let _ = c.observe(&prediction(rest + digits, messages, l, exact), reported);
+            }
+            let mut read_back = c.clone();
+            proptest::prop_assert_eq!(read_back.sanitize(), 0);
+            proptest::prop_assert_eq!(read_back, c);
+        }
     }
 
     /// What the old fit saved after one absurd report (a per-token rate of millions) is

@@ -6,6 +6,7 @@
 
 pub mod calibration;
 mod chat_format;
+pub mod clip;
 
 pub use calibration::{Calibration, Calibrations, Counting, Implausible, Local, Prediction};
 pub use chat_format::{MESSAGE_OVERHEAD, REPLY_PRIMING};

@@ -24,9 +24,10 @@ use super::panes::picker::{Outcome, Picker};
 use super::panes::review::{self, ReviewPane};
 use super::panes::{Cx, Effect, Pane, PaneId, help};
 use super::theme::Theme;
-use crate::engine::commands;
-use crate::engine::protocol::{ChatMode, CommandPurpose, ReviewOp, ShownKind, thousands};
+use crate::engine::input;
+use crate::engine::protocol::{ChatMode, Command, CommandPurpose, ReviewOp, ShownKind, thousands};
 use crate::engine::{Event, Op};
+use crate::plural::count;
 
 /// How long after the last keystroke the draft is sent for the live `cur` count.
 pub const DRAFT_DEBOUNCE: Duration = Duration::from_millis(50);
@@ -44,6 +45,8 @@ pub struct AppConfig {
     /// Shown in the chat first (a theme or key binding that could not be used, the demo's
     /// introduction).
     pub notices: Vec<(Kind, String)>,
+    /// Nothing outlives the workspace (the demo): quitting keeps nothing to resume.
+    pub throwaway: bool,
 }
 
 /// The six panes.
@@ -110,6 +113,8 @@ pub struct App {
     quitting: bool,
     /// Quitting was asked for with hunks still to review: the next key decides.
     confirming_quit: bool,
+    /// Nothing outlives the workspace (see `AppConfig`).
+    throwaway: bool,
     /// A command waits for the user's yes (what the status line asks): the next key
     /// decides, `y` runs it.
     pub(crate) confirming_command: Option<String>,
@@ -128,6 +133,9 @@ pub struct App {
     /// Text to open in the user's editor, for the loop to run.
     editor: Option<EditRequest>,
 }
+
+/// How every question of the status line is answered (see [`App::question`]).
+pub(crate) const ANSWER_KEYS: &str = "[y/N]";
 
 /// The most columns of a command the status line shows (the chat has it whole), so
 /// that the question's `[y/N]` and the running command's time stay in view.
@@ -148,6 +156,7 @@ impl App {
             panes.chat.push(kind, text);
         }
         App {
+            throwaway: config.throwaway,
             theme: config.theme,
             keymap: config.keymap,
             panes,
@@ -223,10 +232,7 @@ impl App {
             (EditTarget::Hunk { id }, Ok(new_lines)) if new_lines.trim().is_empty() => {
                 self.confirming_deletion = Some((id, new_lines));
             }
-            (EditTarget::Hunk { id }, Ok(new_lines)) => {
-                self.panes.review.reshape();
-                self.ops.push(Op::Review(ReviewOp::Edit { id, new_lines }));
-            }
+            (EditTarget::Hunk { id }, Ok(new_lines)) => self.send_edit(id, new_lines),
             (EditTarget::Hunk { id }, Err(why)) => self
                 .panes
                 .chat
@@ -234,15 +240,40 @@ impl App {
         }
     }
 
-    /// The y/N question the status line asks, if one waits for a key.
+    /// The user's lines for hunk `id` go to the engine; the review moves on to the next
+    /// hunk once they are in (as after `y`).
+    fn send_edit(&mut self, id: String, new_lines: String) {
+        self.panes.review.reshape();
+        self.panes.review.advance_after(id.clone());
+        self.set_focus(PaneId::Review);
+        self.ops.push(Op::Review(ReviewOp::Edit { id, new_lines }));
+    }
+
+    /// The question the status line asks, if one waits for a key: `y` answers yes,
+    /// any other key no. Only the question: the status line adds its answer keys
+    /// ([`ANSWER_KEYS`]) and cuts the question, never them, to fit.
     pub(crate) fn question(&self) -> Option<String> {
-        match (&self.confirming_command, &self.confirming_deletion) {
-            (Some(question), _) => Some(question.clone()),
-            (None, Some((id, _))) => Some(format!(
-                "your editor left hunk {id} empty: delete its lines? [y/N]"
-            )),
-            (None, None) => None,
+        if let Some(question) = &self.confirming_command {
+            return Some(question.clone());
         }
+        if let Some((id, _)) = &self.confirming_deletion {
+            return Some(format!(
+                "your editor left hunk {id} empty: delete its lines?"
+            ));
+        }
+        if !self.confirming_quit {
+            return None;
+        }
+        if self.applying() {
+            return Some(
+                "quit? the landing finishes first (cancelled if nothing is written yet)".into(),
+            );
+        }
+        Some(match self.unlanded() {
+            Some(what) if self.throwaway => format!("quit? {what}: lost, the demo keeps nothing"),
+            Some(what) => format!("quit? {what}: kept for tern --resume"),
+            None => "quit?".into(),
+        })
     }
 
     /// The user asked to quit (an `Op::Shutdown` was queued).
@@ -424,9 +455,9 @@ impl App {
                         self.panes.chat.push(
                             Kind::Notice,
                             format!(
-                                "the reply proposes {hunks} hunk{} in {files} file{}: review them ({} accept, {} reject, {} apply)",
-                                if hunks == 1 { "" } else { "s" },
-                                if files == 1 { "" } else { "s" },
+                                "the reply proposes {} in {}: review them ({} accept, {} reject, {} apply)",
+                                count(hunks, "hunk"),
+                                count(files, "file"),
                                 self.keymap.describe(Action::Accept),
                                 self.keymap.describe(Action::Reject),
                                 self.keymap.describe(Action::Apply),
@@ -438,8 +469,8 @@ impl App {
                         self.panes.chat.push(
                             Kind::Error,
                             format!(
-                                "{failures} edit block{} could not be applied (see Review)",
-                                if failures == 1 { "" } else { "s" }
+                                "{} could not be applied (see Review)",
+                                count(failures, "edit block")
                             ),
                         );
                     }
@@ -474,6 +505,8 @@ impl App {
             }
             // The error or warning before it said why; the proposal stays to decide on.
             Event::NotApplied { .. } => {}
+            // Only `--yes` (`Op::ApplyAllowed`) holds edits back; the workspace asks.
+            Event::HeldBack { .. } => {}
             Event::HunkText { id, path, text } => {
                 self.editor = Some(EditRequest {
                     target: EditTarget::Hunk { id },
@@ -541,7 +574,7 @@ impl App {
                 );
                 // Short enough for the status line; where it came from is in the chat.
                 self.confirming_command = Some(format!(
-                    "run `{}`? [y/N]",
+                    "run `{}`?",
                     super::text::truncate(&command, STATUS_COMMAND_COLUMNS)
                 ));
             }
@@ -609,9 +642,9 @@ impl App {
                     )
                 };
                 let text = format!(
-                    "{outcome} · {} line{} · {context}",
+                    "{outcome} · {} {} · {context}",
                     thousands(lines),
-                    if lines == 1 { "" } else { "s" }
+                    crate::plural::noun_for(lines, "line")
                 );
                 chat.finish_command(Footer {
                     text,
@@ -679,7 +712,7 @@ impl App {
         if self.draft_due.is_some_and(|due| now >= due) {
             self.draft_due = None;
             self.ops.push(Op::Draft {
-                text: self.panes.input.text().to_string(),
+                text: input::draft_message(self.panes.input.text()).to_string(),
             });
         }
         if self.flash.as_ref().is_some_and(|(_, until)| now >= *until) {
@@ -748,8 +781,8 @@ impl App {
                 Effect::Copy(text) => {
                     let lines = text.lines().count().max(1);
                     self.flash(format!(
-                        "copied {lines} line{} (OSC 52); if nothing arrived, let your terminal write the clipboard (tmux: set -g set-clipboard on)",
-                        if lines == 1 { "" } else { "s" }
+                        "copied {} (OSC 52); if nothing arrived, let your terminal write the clipboard (tmux: set -g set-clipboard on)",
+                        count(lines, "line")
                     ));
                     self.clipboard = Some(text);
                 }
@@ -758,6 +791,7 @@ impl App {
                     self.set_focus(PaneId::Input);
                 }
                 Effect::Edit(request) => self.editor = Some(request),
+                Effect::Error(text) => self.panes.chat.push(Kind::Error, text),
             }
         }
         result
@@ -788,8 +822,7 @@ impl App {
         }
         if let Some((id, new_lines)) = self.confirming_deletion.take() {
             if key.code == KeyCode::Char('y') && key.modifiers == KeyModifiers::NONE {
-                self.panes.review.reshape();
-                self.ops.push(Op::Review(ReviewOp::Edit { id, new_lines }));
+                self.send_edit(id, new_lines);
             } else {
                 self.flash(format!("hunk {id} kept as it was"));
             }
@@ -804,22 +837,25 @@ impl App {
             return;
         }
         self.on_key_inner(key);
-        self.sent |= self
-            .ops
-            .iter()
-            .any(|op| matches!(op, Op::Submit { text } if starts_turn(text)));
+        self.sent |= self.ops.iter().any(starts_turn);
+        // The reason typed after `N` is sent: back to the review, on the next hunk.
+        if let Some(id) = self.ops.iter().find_map(rejected_hunk)
+            && self.panes.review.is_active()
+        {
+            self.panes.review.advance_after(id);
+            self.set_focus(PaneId::Review);
+        }
         // `/editor [TEXT]` is the front end's: the editor opens on TEXT.
         if let Some(at) = self.ops.iter().position(|op| {
-            matches!(op, Op::Submit { text } if matches!(
-                commands::parse(text),
-                commands::Parsed::Command { spec, .. } if spec.command == commands::Command::Editor
-            ))
-        }) && let Op::Submit { text } = self.ops.remove(at)
+            matches!(
+                op,
+                Op::Command {
+                    command: Command::Editor,
+                    ..
+                }
+            )
+        }) && let Op::Command { args, .. } = self.ops.remove(at)
         {
-            let args = match commands::parse(&text) {
-                commands::Parsed::Command { args, .. } => args.to_string(),
-                commands::Parsed::Unknown { .. } => String::new(),
-            };
             self.editor = Some(EditRequest {
                 target: EditTarget::Draft,
                 text: args,
@@ -827,11 +863,15 @@ impl App {
             });
         }
         // `/quit` typed with hunks to review asks first, like Ctrl-C twice.
-        if let Some(at) = self
-            .ops
-            .iter()
-            .position(|op| matches!(op, Op::Submit { text } if text.trim() == "/quit"))
-            && self.unlanded().is_some()
+        if let Some(at) = self.ops.iter().position(|op| {
+            matches!(
+                op,
+                Op::Command {
+                    command: Command::Quit,
+                    ..
+                }
+            )
+        }) && self.unlanded().is_some()
         {
             self.ops.remove(at);
             self.request_quit();
@@ -867,7 +907,7 @@ impl App {
             && self.keymap.is(&key, Action::Send)
             && self.panes.input.completion().is_none()
             && self.streaming.is_some()
-            && starts_turn(self.panes.input.text())
+            && input::parse(self.panes.input.text()).is_ok_and(|op| starts_turn(&op))
         {
             self.flash(format!(
                 "a reply is streaming: {} interrupts it",
@@ -957,10 +997,11 @@ impl App {
         let t = self.panes.review.tally();
         match (t.pending, t.accepted) {
             (0, 0) => None,
-            (p, 0) => Some(format!("{p} hunks still await review")),
-            (0, a) => Some(format!("{a} accepted hunks are not applied yet")),
+            (p, 0) => Some(format!("{} to review", count(p, "hunk"))),
+            (0, a) => Some(format!("{} accepted, not applied", count(a, "hunk"))),
             (p, a) => Some(format!(
-                "{p} hunks still await review and {a} accepted ones are not applied"
+                "{} to review, {a} accepted not applied",
+                count(p, "hunk")
             )),
         }
     }
@@ -968,21 +1009,13 @@ impl App {
     /// Quits, but asks first when proposed hunks are not written yet (they are saved
     /// with the session either way: `tern --resume` brings them back).
     fn request_quit(&mut self) {
-        if self.applying() {
+        if self.applying() || self.unlanded().is_some() {
+            // The status line asks (`question`).
             self.confirming_quit = true;
-            self.flash(
-                "the accepted hunks are being applied: quitting cancels that if nothing is written yet, else waits for the commit · y quits, any other key stays".into(),
-            );
-            return;
-        }
-        let Some(what) = self.unlanded() else {
+            self.flash = None;
+        } else {
             self.quit();
-            return;
-        };
-        self.confirming_quit = true;
-        self.flash(format!(
-            "{what} (kept for tern --resume) · y quits, any other key stays"
-        ));
+        }
     }
 
     pub fn quit(&mut self) {
@@ -1068,20 +1101,15 @@ impl App {
     }
 }
 
-/// Whether sending `text` starts a model turn (rather than running a command).
-fn starts_turn(text: &str) -> bool {
-    let text = text.trim_start();
-    if !text.starts_with('/') {
-        return !text.trim().is_empty();
-    }
-    match commands::parse(text) {
-        commands::Parsed::Command { spec, args } => {
-            matches!(
-                spec.command,
-                commands::Command::Ask | commands::Command::Code
-            ) && !args.is_empty()
-        }
-        commands::Parsed::Unknown { .. } => false,
+/// Whether `op` starts a model turn (rather than running a command).
+fn starts_turn(op: &Op) -> bool {
+    match op {
+        Op::Submit { text } => !text.trim().is_empty(),
+        Op::Command {
+            command: Command::Ask | Command::Code,
+            args,
+        } => !args.is_empty(),
+        _ => false,
     }
 }
 
@@ -1091,5 +1119,16 @@ fn purpose_label(purpose: CommandPurpose) -> &'static str {
         CommandPurpose::Run => "/run",
         CommandPurpose::Test => "/test",
         CommandPurpose::Lint => "/lint",
+    }
+}
+
+/// The hunk a typed `/reject HUNK [REASON]` rejects.
+fn rejected_hunk(op: &Op) -> Option<String> {
+    match op {
+        Op::Command {
+            command: Command::Reject,
+            args,
+        } => args.split_whitespace().next().map(str::to_string),
+        _ => None,
     }
 }

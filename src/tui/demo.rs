@@ -72,6 +72,11 @@ pub struct Demo {
 /// Opens the workspace on a fresh copy of the demo project, asking the demo question.
 pub async fn run(mut settings: Settings) -> anyhow::Result<ExitCode> {
     let demo = prepare()?;
+    // A signal's exit (while the editor runs, say) removes the demo's repository too.
+    let dir = demo.dir.path().to_path_buf();
+    let _on_exit = crate::signals::at_exit(move || {
+        let _ = std::fs::remove_dir_all(&dir);
+    });
     // What the demo saves (its session) goes with its temporary repository, rather
     // than piling up in the user's state directory for a repository that is gone.
     crate::config::use_state_dir(demo.dir.path().join("state"));
@@ -99,6 +104,7 @@ pub async fn run(mut settings: Settings) -> anyhow::Result<ExitCode> {
                 demo.root.display()
             ),
         )],
+        throwaway: true,
     };
     super::run(config, options).await
 }

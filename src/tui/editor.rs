@@ -85,14 +85,27 @@ pub fn edit(command: &[String], text: &str, suffix: &str) -> Result<String, Edit
     std::io::Write::write_all(&mut file, text.as_bytes())?;
     // Closed before the editor opens it: some editors replace the file by renaming.
     let path = file.into_temp_path();
-    let status = crate::spawn::command(program)
+    let mut child = crate::spawn::command(program)
         .args(args)
         .arg(&path)
-        .status()
+        .spawn()
         .map_err(|e| EditorError::Start {
             program: program.clone(),
             error: e.to_string(),
         })?;
+    // A signal's exit does not wait for the editor: it is stopped (it shares tern's
+    // process group, which the terminal's foreground needs, so by its pid) and the
+    // file with the hunk's lines removed, rather than left behind with the shell.
+    let pid = child.id();
+    let file = path.to_path_buf();
+    let _on_exit = crate::signals::at_exit(move || {
+        if let Ok(pid) = i32::try_from(pid) {
+            let pid = nix::unistd::Pid::from_raw(pid);
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        }
+        let _ = std::fs::remove_file(&file);
+    });
+    let status = child.wait()?;
     if !status.success() {
         return Err(EditorError::Failed {
             program: program.clone(),

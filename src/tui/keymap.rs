@@ -50,6 +50,7 @@ pub enum Action {
     RefreshMap,
     ToggleFileRows,
     ToggleNotes,
+    ToggleFailures,
     ScrollLeft,
     ScrollRight,
     RejectWithReason,
@@ -320,6 +321,12 @@ pub const ACTIONS: &[ActionSpec] = &[
         "toggle_notes",
         "n",
         "show or hide in full tern's notes to the model and long messages",
+    ),
+    spec(
+        Action::ToggleFailures,
+        "toggle_failures",
+        "f",
+        "show the failed edits and notes in full (j/k scroll); again: back to the hunks",
     ),
     spec(
         Action::AddOutput,

@@ -11,9 +11,9 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Borders, Clear, Widget};
 
-use super::app::{App, Hits, Overlay};
+use super::app::{ANSWER_KEYS, App, Hits, Overlay};
 use super::keymap::Action;
-use super::panes::{Pane, PaneId, gauge, help};
+use super::panes::{Pane, PaneId, gauge, help, review};
 use super::text;
 
 /// The smallest terminal that gets the side-by-side layout.
@@ -289,16 +289,26 @@ fn tab_bar(app: &mut App, area: Rect, buf: &mut Buffer) {
 fn status_bar(app: &App, area: Rect, buf: &mut Buffer, wide: bool) {
     let theme = &app.theme;
     let k = &app.keymap;
-    let left: Line<'static> = if let Some(question) = app.question() {
-        Line::styled(
-            format!(" {question}"),
-            Style::new()
-                .fg(theme.c.warning)
-                .add_modifier(Modifier::BOLD),
-        )
-    } else if let Some((flash, _)) = &app.flash {
-        Line::styled(format!(" {flash}"), Style::new().fg(theme.c.warning))
-    } else if let Some(chars) = app.streaming {
+    let columns = usize::from(area.width).saturating_sub(1);
+    // A question, or a flash (which often names keys too), takes the whole line, cut
+    // with `…` if it must be: nothing is drawn over its end.
+    let whole = if let Some(question) = app.question() {
+        let style = Style::new()
+            .fg(theme.c.warning)
+            .add_modifier(Modifier::BOLD);
+        Some((text::question(&question, ANSWER_KEYS, columns), style))
+    } else {
+        app.flash.as_ref().map(|(flash, _)| {
+            let style = Style::new().fg(theme.c.warning);
+            (text::truncate(flash, columns), style)
+        })
+    };
+    if let Some((text, style)) = whole {
+        let line = Line::styled(format!(" {text}"), style);
+        buf.set_line(area.x, area.y, &line, area.width);
+        return;
+    }
+    let left: Line<'static> = if let Some(chars) = app.streaming {
         let state = match (&app.waiting, chars) {
             (Some(why), _) => why.clone(),
             (None, 0) => "waiting for the model".to_string(),
@@ -400,6 +410,7 @@ fn hint(app: &App) -> String {
             d(Action::RefreshMap)
         ),
         PaneId::Gauge => format!("{} per-file rows", d(Action::ToggleFileRows)),
+        PaneId::Review if app.panes.review.notes_shown() => review::notes_keys(k),
         PaneId::Review => format!(
             "{} accept · {} reject · {} apply · {} back",
             d(Action::Accept),

@@ -41,7 +41,7 @@ pub use panes::PaneId;
 pub use panes::chat::Kind;
 pub use theme::Theme;
 
-use crate::engine::{EngineConfig, Event, Op};
+use crate::engine::{EngineConfig, EventReceiver, Op, OpSender};
 
 /// The shortest time between two frames while events stream in (~60 per second).
 pub const FRAME: Duration = Duration::from_millis(16);
@@ -55,6 +55,8 @@ pub struct Options {
     pub submit: Option<String>,
     /// Shown in the chat before anything else.
     pub notices: Vec<(Kind, String)>,
+    /// Nothing outlives the workspace (the demo, whose repository goes with it).
+    pub throwaway: bool,
 }
 
 /// Opens the workspace on a new engine and runs it until the user quits.
@@ -81,6 +83,7 @@ pub async fn run(config: EngineConfig, options: Options) -> anyhow::Result<ExitC
         engine.ops.send(Op::Submit { text })?;
     }
     let mut app = App::new(AppConfig {
+        throwaway: options.throwaway,
         theme,
         keymap,
         notices,
@@ -222,8 +225,8 @@ pub async fn run_loop<B>(
     terminal: &mut Terminal<B>,
     app: &mut App,
     input: &mut TerminalInput,
-    events: &mut UnboundedReceiver<Event>,
-    ops: &UnboundedSender<Op>,
+    events: &mut EventReceiver,
+    ops: &OpSender,
     stop: impl Future<Output = ()>,
 ) -> anyhow::Result<()>
 where
@@ -297,7 +300,7 @@ where
             event = events.recv() => match event {
                 Some(event) => {
                     app.handle_engine(event);
-                    while let Ok(event) = events.try_recv() {
+                    while let Some(event) = events.try_recv() {
                         app.handle_engine(event);
                     }
                     dirty = true;

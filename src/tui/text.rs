@@ -183,6 +183,13 @@ pub fn truncate(s: &str, max: usize) -> String {
     out
 }
 
+/// A question and its answer `keys` in `max` columns: the question is cut (with `…`)
+/// so that the keys always show.
+pub fn question(ask: &str, keys: &str, max: usize) -> String {
+    let room = max.saturating_sub(width(keys) + 1);
+    format!("{} {keys}", truncate(ask, room))
+}
+
 /// `s` cut from the left to `max` columns (`…/src/app.py`): the end of a path matters
 /// more than its start.
 pub fn truncate_left(s: &str, max: usize) -> String {

@@ -44,12 +44,7 @@ fn engine(
 }
 
 fn submit(engine: &EngineHandle, text: &str) {
-    engine
-        .ops
-        .send(Op::Submit {
-            text: text.to_string(),
-        })
-        .unwrap();
+    engine.ops.send(crate::support::typed(text)).unwrap();
 }
 
 async fn idle(engine: &mut EngineHandle) -> Vec<Event> {

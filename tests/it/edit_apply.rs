@@ -202,8 +202,10 @@ fn hunk_ids_parse_back_and_lines_carry_numbers() {
     let id = file.hunks()[0].id;
     assert_eq!(id.to_string().parse::<tern::edit::HunkId>(), Ok(id));
     let lines = file.hunk_lines(0, 3);
-    let shown: Vec<(Option<usize>, Option<usize>, &str)> =
-        lines.iter().map(|l| (l.old, l.new, l.text)).collect();
+    let shown: Vec<(Option<usize>, Option<usize>, &str)> = lines
+        .iter()
+        .map(|l| (l.old_line, l.new_line, l.text))
+        .collect();
     assert_eq!(
         shown,
         vec![

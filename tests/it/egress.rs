@@ -29,7 +29,8 @@ fn leaks(text: &str) -> bool {
         .chars()
         .filter(|c| {
             !c.is_control()
-                && !matches!(c, '\u{200b}'..='\u{200f}' | '\u{2060}'..='\u{2064}' | '\u{feff}')
+                && !matches!(c, '\u{200b}'..='\u{200f}' | '\u{2060}'..='\u{2064}' | '\u{feff}'
+                    | '\u{2028}' | '\u{2029}')
         })
         .collect();
     text.contains(KEY) || plain.contains(KEY) || plain.replace("\\u{1b}[1m", "").contains(KEY)
@@ -244,6 +245,33 @@ fn a_reply_holding_the_key_reaches_no_sink() {
         let (replayed_out, replayed_err) = texts(&replayed);
         assert!(replayed.status.success(), "{replayed_err}");
         assert_eq!(replayed_out, reply);
+    }
+}
+
+#[test]
+fn a_key_cut_by_a_line_break_reaches_no_sink() {
+    let (a, b) = KEY.split_at_checked(16).unwrap();
+    for json in [false, true] {
+        let server = MockServer::start_in_thread();
+        server.push(Reply::chunks([
+            format!("one {a}\u{2028}{b} two {a}\u{2029}{b}"),
+            format!(" three {a}\n{b} end\n"),
+        ]));
+        let repo = repo();
+        let Sinks {
+            ok,
+            stdout,
+            stderr,
+            record,
+            session,
+        } = run_and_check_every_sink(&repo, &server, json, "what is my key?");
+        assert!(ok, "{stderr}");
+        // Each of the three keys once (as deltas, and again in the reply as a whole).
+        let times = if json { 6 } else { 3 };
+        assert_eq!(stdout.matches(MARKER).count(), times, "{stdout}");
+        for (sink, text) in [("record", &record), ("session", &session)] {
+            assert!(text.contains(MARKER), "{sink}: {text}");
+        }
     }
 }
 

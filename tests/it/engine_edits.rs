@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use crate::support::{MockServer, Reply, TempRepo, spawn_engine, until};
 use tern::config::{ApiKey, Settings};
-use tern::engine::protocol::{Caution, Decision, ProposalView, ReviewOp};
-use tern::engine::{EngineConfig, EngineHandle, Event, FileMode, Op};
+use tern::engine::protocol::{Caution, Decision, NotApplied, ProposalView, ReviewOp};
+use tern::engine::{EngineConfig, EngineHandle, Envelope, Event, FileMode, Op, OpId};
 
 pub(crate) const GREET: &str = "\
 def greet(name):
@@ -97,6 +97,17 @@ pub(crate) fn engine_tuned(
     spawn_engine(repo, server, "src/greet.py", resume, tune)
 }
 
+/// The user message of the last request the model got.
+fn last_sent(server: &MockServer) -> String {
+    server
+        .requests()
+        .last()
+        .unwrap()
+        .last_user_text()
+        .unwrap()
+        .to_string()
+}
+
 pub(crate) async fn idle(engine: &mut EngineHandle) -> Vec<Event> {
     until(engine, |e| matches!(e, Event::Idle)).await
 }
@@ -122,12 +133,7 @@ fn script_two_edits(server: &MockServer, then: &str) {
 
 /// Sends a message or a slash command.
 pub(crate) fn submit(engine: &EngineHandle, text: &str) {
-    send(
-        engine,
-        Op::Submit {
-            text: text.to_string(),
-        },
-    );
+    send(engine, crate::support::typed(text));
 }
 
 pub(crate) fn send(engine: &EngineHandle, op: Op) {
@@ -341,13 +347,7 @@ async fn code_turns_wait_for_a_pending_review_and_discard_tells_the_model() {
     idle(&mut engine).await;
     submit(&engine, "and more");
     idle(&mut engine).await;
-    let last = server
-        .requests()
-        .last()
-        .unwrap()
-        .last_user_text()
-        .unwrap()
-        .to_string();
+    let last = last_sent(&server);
     assert!(
         last.contains("did not accept") && last.contains("\n\nand more"),
         "{last}"
@@ -875,13 +875,7 @@ async fn an_undone_commit_is_told_to_the_model_as_a_note() {
     assert_eq!(text, "what now?");
     assert_eq!(notes.len(), 1, "{notes:#?}");
     assert!(notes[0].starts_with("I undid your commit"), "{}", notes[0]);
-    let sent = server
-        .requests()
-        .last()
-        .unwrap()
-        .last_user_text()
-        .unwrap()
-        .to_string();
+    let sent = last_sent(&server);
     assert!(sent.contains("I undid your commit"), "{sent}");
     assert!(
         sent.contains("+    return 'hello, ' + name + '!'"),
@@ -1026,7 +1020,7 @@ async fn the_gauge_and_tokens_count_the_notes_owed_to_the_model_alike() {
     send(
         &engine,
         Op::Draft {
-            text: "/tokens".into(),
+            text: tern::engine::input::draft_message("/tokens").into(),
         },
     );
     submit(&engine, "/tokens");
@@ -1142,13 +1136,7 @@ async fn a_reason_given_for_a_rejected_hunk_reaches_the_model() {
     idle(&mut engine).await;
     submit(&engine, "ok");
     idle(&mut engine).await;
-    let told = server
-        .requests()
-        .last()
-        .unwrap()
-        .last_user_text()
-        .unwrap()
-        .to_string();
+    let told = last_sent(&server);
     assert!(told.contains("did not accept these hunks"), "{told}");
     assert!(
         told.contains(&format!("- hunk {drop}: waving is the wrong verb here")),
@@ -1208,9 +1196,7 @@ async fn a_hunk_split_and_edited_by_the_user_lands_and_the_model_hears_whose_lin
     // `/split` (what `s` sends as `ReviewOp::Split`): two parts, each with its own id.
     send(
         &engine,
-        Op::Submit {
-            text: format!("/split {}", whole[0]),
-        },
+        crate::support::typed(&format!("/split {}", whole[0])),
     );
     let (events, view) = next_proposal(&mut engine).await;
     let parts = hunk_ids(&view);
@@ -1388,10 +1374,12 @@ async fn a_resumed_hunk_whose_lines_changed_comes_back_failed_with_its_text() {
 }
 
 /// The weak model is asked for the commit message before anything is written, so a
-/// save of the user's while it answers is never taken into tern's commit: that file is
-/// left as the user saved it and named, uncommitted.
+/// save of the user's while it answers is never taken into tern's commit. That file is
+/// stale, exactly as at the preflight: nothing is written, its hunks are found again in
+/// the new content and wait for review (kept with the session), and no word says
+/// "applied" or "written".
 #[tokio::test]
-async fn a_save_while_the_commit_message_is_written_never_lands_in_terns_commit() {
+async fn a_save_while_the_commit_message_is_written_sends_the_hunks_back_to_review() {
     let server = MockServer::start().await;
     server.push_for_model("gpt-4o", Reply::text(TWO_EDITS));
     server.push_for_model(
@@ -1423,12 +1411,215 @@ async fn a_save_while_the_commit_message_is_written_never_lands_in_terns_commit(
     let log = repo.git(&["log", "--format=%s", &format!("{base}..HEAD")]);
     assert_eq!(log, "", "no commit: the save is the user's, uncommitted");
     assert_eq!(repo.git(&["status", "--porcelain"]), " M src/greet.py\n");
-    let errors: String = events
+    assert!(
+        events.iter().any(|e| matches!(
+            e,
+            Event::NotApplied {
+                reason: NotApplied::Stale
+            }
+        )),
+        "{events:?}"
+    );
+    assert!(
+        !events.iter().any(|e| matches!(e, Event::Applied { .. })),
+        "nothing was applied: {events:?}"
+    );
+    let said: String = events
         .iter()
         .filter_map(|e| match e {
-            Event::Error { text } => Some(text.as_str()),
+            Event::Warning { text } | Event::Error { text } | Event::Notice { text } => {
+                Some(format!("{text}\n"))
+            }
             _ => None,
         })
         .collect();
-    assert!(errors.contains("changed on disk"), "{errors}");
+    assert!(said.contains("src/greet.py changed on disk"), "{said}");
+    assert!(!said.contains("written,"), "{said}");
+    // Both hunks are back: pending, or (the save touched its context) failed with
+    // its lines (the headless test sees them in the saved session).
+    let view = events
+        .iter()
+        .rev()
+        .find_map(|e| match e {
+            Event::Proposal(view) => Some(view),
+            _ => None,
+        })
+        .expect("the proposal is published");
+    let hunks: Vec<_> = view.files.iter().flat_map(|f| &f.hunks).collect();
+    let failed = view.failures.iter().filter(|f| f.hunk.is_some()).count();
+    assert_eq!((hunks.len(), failed), (1, 1), "{view:?}");
+    assert!(hunks.iter().all(|h| h.decision == Decision::Pending));
+}
+
+/// `d` after part of a proposal was applied said "nothing was written" although its
+/// accepted hunks had just been written and committed: it says what it discards.
+#[tokio::test]
+async fn discarding_after_a_partial_apply_says_only_the_rest_goes() {
+    let server = MockServer::start().await;
+    server.push_for_model("gpt-4o", Reply::text(TWO_EDITS));
+    server.push_for_model("gpt-4o-mini", Reply::text("fix: punctuate"));
+    let repo = repo();
+    let mut engine = engine(&repo, &server);
+    submit(&engine, "punctuate");
+    let events = idle(&mut engine).await;
+    let first = events
+        .iter()
+        .rev()
+        .find_map(|e| match e {
+            Event::Proposal(view) => view.files.first().and_then(|f| f.hunks.first()),
+            _ => None,
+        })
+        .expect("hunks")
+        .id
+        .clone();
+    send(
+        &engine,
+        Op::Review(ReviewOp::Hunk {
+            id: first,
+            decision: Decision::Accept,
+        }),
+    );
+    send(&engine, Op::Review(ReviewOp::Apply));
+    let events = idle(&mut engine).await;
+    assert!(
+        events.iter().any(|e| matches!(e, Event::Applied { .. })),
+        "{events:?}"
+    );
+    submit(&engine, "/discard");
+    let events = idle(&mut engine).await;
+    let said: String = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Notice { text } => Some(format!("{text}\n")),
+            _ => None,
+        })
+        .collect();
+    assert!(!said.contains("nothing was written"), "{said}");
+    assert!(said.contains("discarded the 1 hunk not applied"), "{said}");
+}
+
+/// The engine reads no `/` in a message: slash text is parsed where it is typed, so a
+/// message that starts with `/` (as an editor integration may send one) is a message.
+#[tokio::test]
+async fn a_message_that_starts_with_a_slash_goes_to_the_model() {
+    let repo = repo();
+    let server = MockServer::start().await;
+    server.push_for_model("gpt-4o", Reply::text("It is a path."));
+    let mut engine = engine(&repo, &server);
+    send(
+        &engine,
+        Op::Submit {
+            text: "/tokens is a path here".into(),
+        },
+    );
+    let events = idle(&mut engine).await;
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::TurnFinished { reply, .. } if reply == "It is a path.")),
+        "{events:#?}"
+    );
+    assert!(!events.iter().any(|e| matches!(e, Event::Output { .. })));
+    let last = last_sent(&server);
+    assert!(last.starts_with("/tokens is a path here"), "{last}");
+}
+
+/// Every event an op causes carries the op's id, through the work it starts (the
+/// reply's stream, the landing on its blocking thread); what the engine says on its own
+/// carries none.
+#[tokio::test]
+async fn events_carry_the_id_of_the_op_that_caused_them() {
+    let repo = repo();
+    let server = MockServer::start().await;
+    server.push_for_model("gpt-4o", Reply::text(FIXED_EDIT));
+    server.push_for_model("gpt-4o-mini", Reply::text("fix: say hey"));
+    let mut engine = engine(&repo, &server);
+    let ask = engine.ops.send(crate::support::typed("say hey")).unwrap();
+    let asked = answered(&mut engine, ask).await;
+    assert!(matches!(
+        asked[0],
+        Envelope {
+            op: None,
+            event: Event::Ready { .. }
+        }
+    ));
+    for wanted in ["turn_started", "delta", "turn_finished", "proposal"] {
+        let tagged: Vec<_> = asked
+            .iter()
+            .filter(|e| {
+                serde_json::to_value(tern::headless::json::Event::from(&e.event)).unwrap()["event"]
+                    == wanted
+            })
+            .map(|e| e.op)
+            .collect();
+        assert!(!tagged.is_empty(), "no {wanted}: {asked:#?}");
+        assert!(
+            tagged.iter().all(|op| *op == Some(ask)),
+            "{wanted}: {tagged:?}"
+        );
+    }
+    let apply = engine
+        .ops
+        .send(crate::support::typed("/apply all"))
+        .unwrap();
+    assert_ne!(apply, ask);
+    let applied = answered(&mut engine, apply).await;
+    assert!(
+        applied.iter().any(
+            |e| matches!(e, Envelope { op, event: Event::Applied { .. } } if *op == Some(apply))
+        ),
+        "{applied:#?}"
+    );
+}
+
+/// The envelopes up to the `Idle` that answers `op`.
+async fn answered(engine: &mut EngineHandle, op: OpId) -> Vec<Envelope> {
+    let mut seen = Vec::new();
+    loop {
+        let envelope = tokio::time::timeout(Duration::from_secs(20), engine.events.next())
+            .await
+            .expect("the op was answered in time")
+            .expect("the engine runs");
+        let done = envelope.op == Some(op) && envelope.event == Event::Idle;
+        seen.push(envelope);
+        if done {
+            return seen;
+        }
+    }
+}
+
+/// `--yes`'s policy is the engine's: `Op::ApplyAllowed` names what it holds back and
+/// lands the rest.
+#[tokio::test]
+async fn apply_allowed_holds_back_a_file_outside_the_chat_and_lands_the_rest() {
+    let repo = repo();
+    let server = MockServer::start().await;
+    let readme =
+        "README.md\n```\n<<<<<<< SEARCH\n# Greeter\n=======\n# Greeter app\n>>>>>>> REPLACE\n```\n";
+    server.push_for_model("gpt-4o", Reply::text(format!("{FIXED_EDIT}\n{readme}")));
+    server.push_for_model("gpt-4o-mini", Reply::text("fix: say hey"));
+    let mut engine = engine(&repo, &server);
+    submit(&engine, "say hey and retitle");
+    idle(&mut engine).await;
+    send(
+        &engine,
+        Op::ApplyAllowed {
+            outside_chat: false,
+        },
+    );
+    let events = idle(&mut engine).await;
+    let held = events
+        .iter()
+        .position(|e| {
+            matches!(e, Event::HeldBack { path, hunk: None, cautions }
+                if path == "README.md" && cautions == &[Caution::OutsideChat])
+        })
+        .expect("README.md is held back");
+    let applied = events
+        .iter()
+        .position(|e| matches!(e, Event::Applied { files, .. } if files == &["src/greet.py"]))
+        .expect("the chat file lands");
+    assert!(held < applied, "{events:#?}");
+    assert_eq!(repo.read("README.md"), "# Greeter\n");
+    assert!(repo.read("src/greet.py").contains("'hey '"));
 }

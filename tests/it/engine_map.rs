@@ -113,12 +113,7 @@ async fn auto_rebuilds_when_files_change_on_disk_and_the_gauge_says_so() {
     assert!(!map_sent_added(&server, 0));
     assert!(map_sent_added(&server, 1));
     // So does the budget table.
-    engine
-        .ops
-        .send(Op::Submit {
-            text: "/tokens".into(),
-        })
-        .unwrap();
+    engine.ops.send(crate::support::typed("/tokens")).unwrap();
     let events = until(
         &mut engine,
         |e| matches!(e, Event::Output { title, .. } if title == "tokens"),
@@ -169,9 +164,7 @@ async fn manual_keeps_the_map_until_map_refresh() {
     assert!(!map_sent_added(&server, 1) && !map_sent_added(&server, 2));
     engine
         .ops
-        .send(Op::Submit {
-            text: "/map-refresh".into(),
-        })
+        .send(crate::support::typed("/map-refresh"))
         .unwrap();
     until(
         &mut engine,

@@ -44,9 +44,7 @@ async fn review_reports_its_plan_and_budget_then_streams() {
     .unwrap();
     engine
         .ops
-        .send(Op::Submit {
-            text: "/review main".into(),
-        })
+        .send(crate::support::typed("/review main"))
         .unwrap();
     // The input box's draft update that follows a send must not replace the review's
     // budget in the gauge.
@@ -132,9 +130,7 @@ async fn review_reports_its_plan_and_budget_then_streams() {
 
     engine
         .ops
-        .send(Op::Submit {
-            text: "/ask why is that a problem?".into(),
-        })
+        .send(crate::support::typed("/ask why is that a problem?"))
         .unwrap();
     loop {
         let event = tokio::time::timeout(Duration::from_secs(20), engine.events.recv())

@@ -133,6 +133,35 @@ fn a_cut_reply_is_kept_and_flagged() {
     assert!(stderr.contains("cut off"), "{stderr}");
 }
 
+/// A usage report whose `prompt_tokens` is not a count, after a complete reply, costs
+/// the reply nothing: it is kept whole, the report ignored with a warning, exit 0.
+#[test]
+fn a_malformed_usage_report_is_ignored_and_the_reply_kept() {
+    for bad in [
+        serde_json::Value::Null,
+        serde_json::json!("12"),
+        serde_json::json!(-5),
+        serde_json::json!(1e20),
+    ] {
+        let server = MockServer::start_in_thread();
+        server.push(Reply::text("the whole answer").with_prompt_tokens_json(bad.clone()));
+        let repo = repo();
+        let out = output_within(
+            repo.tern(&server.base_url()).args(["-m", "hi"]),
+            std::time::Duration::from_secs(20),
+        );
+        let (stdout, stderr) = texts(&out);
+        assert_eq!(out.status.code(), Some(0), "{bad}: {stderr}");
+        assert_eq!(stdout, "the whole answer\n", "{bad}");
+        assert!(!stderr.contains("cut off"), "{bad}: {stderr}");
+        assert!(
+            stderr.contains("the server's usage report could not be read")
+                && stderr.contains("ignored"),
+            "{bad}: {stderr}"
+        );
+    }
+}
+
 #[test]
 fn tokens_json_sums_to_its_total_and_predicts_the_request() {
     let server = MockServer::start_in_thread();
@@ -329,7 +358,7 @@ fn yes_applies_and_commits_with_a_fallback_message_when_the_weak_model_fails() {
         "fallback message: {subject}\n{stderr}"
     );
     assert!(
-        stderr.contains("applied 1 hunks to src/greet.py; committed"),
+        stderr.contains("applied 1 hunk to src/greet.py; committed"),
         "{stderr}"
     );
 }
@@ -531,6 +560,26 @@ fn yes_never_applies_a_reply_that_guts_a_file() {
     assert_eq!(repo.read("src/long.py"), long);
 }
 
+/// `-m` and `--script` parse a command where it comes in: an unknown one is an error
+/// with a hint, the run fails, and nothing reaches the model.
+#[test]
+fn an_unknown_command_fails_the_run_with_a_hint() {
+    let server = MockServer::start_in_thread();
+    let repo = repo();
+    let out = repo
+        .tern(&server.base_url())
+        .args(["-m", "/c"])
+        .output()
+        .unwrap();
+    let (_, stderr) = texts(&out);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("tern: error: unknown command /c: did you mean /code, /"),
+        "{stderr}"
+    );
+    assert!(server.requests().is_empty());
+}
+
 #[test]
 fn an_engine_panic_is_a_failure_with_a_message_never_a_hang_or_exit_0() {
     let server = MockServer::start_in_thread();
@@ -664,7 +713,7 @@ fn a_resumed_sessions_pending_hunks_are_left_for_review() {
         let out = output_within(&mut cmd, std::time::Duration::from_secs(20));
         let (_, stderr) = texts(&out);
         assert!(
-            stderr.contains("1 proposed hunks still await review")
+            stderr.contains("1 proposed hunk of the resumed session left for review")
                 && stderr.contains(&format!("tern --resume={id}")),
             "{stderr}"
         );
@@ -842,4 +891,89 @@ fn yes_applies_a_diff_written_in_another_format_and_fails_on_one_it_cannot_read(
         repo2.read("src/greet.py"),
         "def greet(name):\n    return 'hello ' + name\n"
     );
+}
+
+/// A save while the weak model writes the commit message (after the preflight,
+/// before the write): nothing is written, the hunk goes back to review in the session,
+/// no line says it was applied, and `--yes` exits non-zero (it exited 0 having written
+/// nothing, and the proposal was gone).
+#[test]
+fn yes_fails_and_keeps_the_hunk_when_the_file_changes_before_the_write() {
+    let server = MockServer::start_in_thread();
+    server.push_for_model("gpt-4o", Reply::text(EDIT_REPLY));
+    server.push_for_model(
+        "gpt-4o-mini",
+        Reply::text("fix: comma").with_start_delay(std::time::Duration::from_secs(3)),
+    );
+    let repo = repo();
+    let before = repo.git(&["rev-parse", "HEAD"]);
+    let child = repo
+        .tern(&server.base_url())
+        .args(["--yes", "-m", "add a comma", "src/greet.py"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let asked = std::time::Instant::now();
+    while server.requests().len() < 2 && asked.elapsed().as_secs() < 20 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let saved = "# the user's line\ndef greet(name):\n    return 'hello ' + name\n";
+    repo.write("src/greet.py", saved);
+    let out = child.wait_with_output().unwrap();
+    let (_, stderr) = texts(&out);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("src/greet.py changed on disk"), "{stderr}");
+    assert!(!stderr.contains("applied 1"), "{stderr}");
+    assert_eq!(repo.read("src/greet.py"), saved);
+    assert_eq!(repo.git(&["rev-parse", "HEAD"]), before, "no commit");
+    let kept = repo.newest_session();
+    let pending = kept
+        .proposal
+        .map_or(0, |p| p.files.iter().map(|f| f.hunks.len()).sum::<usize>());
+    assert_eq!(pending, 1, "the hunk waits for review: {stderr}");
+}
+
+/// The user's own `/apply all` on a resumed proposal (not the `--yes` policy) that
+/// leaves a hunk held for its invisible characters exits non-zero, as `--yes` does.
+#[test]
+fn a_users_apply_all_that_holds_a_hunk_back_exits_non_zero() {
+    use tern::engine::persist::{SavedFile, SessionFile};
+    use tern::engine::{ChatMode, FileMode};
+    let reply = "src/greet.py\n```python\n<<<<<<< SEARCH\ndef greet(name):\n=======\ndef greet(name):  # \u{202e} }nruter{ \u{2066}\n>>>>>>> REPLACE\n```\n\nREADME.md\n```\n<<<<<<< SEARCH\n# Demo\n=======\n# Demo app\n>>>>>>> REPLACE\n```\n";
+    let repo = repo();
+    let ws = tern::edit::Workspace::discover(repo.path()).unwrap();
+    let files =
+        tern::edit::FileSet::new(vec!["src/greet.py".into(), "README.md".into()], ws.files());
+    let mut proposal = tern::edit::Proposal::new(&ws);
+    proposal.add_reply(&ws, reply, tern::edit::EditFormat::Editblock, &files);
+    assert_eq!(proposal.hunk_count(), 2);
+    let id = repo.plant_session(SessionFile {
+        model: "gpt-4o".into(),
+        mode: ChatMode::Code,
+        files: ["src/greet.py", "README.md"]
+            .into_iter()
+            .map(|path| SavedFile {
+                path: path.into(),
+                mode: FileMode::Editable,
+            })
+            .collect(),
+        proposal: Some(proposal.snapshot()),
+        ..SessionFile::default()
+    });
+    let server = MockServer::start_in_thread();
+    server.push(Reply::text("docs: name the app"));
+    let out = output_within(
+        repo.tern(&server.base_url()).args([
+            &format!("--resume={id}"),
+            "--yes",
+            "-m",
+            "/apply all",
+        ]),
+        std::time::Duration::from_secs(20),
+    );
+    let (_, stderr) = texts(&out);
+    assert_eq!(repo.read("README.md"), "# Demo app\n", "{stderr}");
+    assert!(stderr.contains("not accepted with the others"), "{stderr}");
+    assert!(!out.status.success(), "a hunk was held back: {stderr}");
 }

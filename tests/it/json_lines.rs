@@ -84,7 +84,7 @@ fn proposal() -> ProposalView {
         files: vec![
             FileProposalView {
                 path: "src/lib.rs".into(),
-                change: FileChange::Modified,
+                change: FileStatus::Modified,
                 hunks: vec![HunkView {
                     id: "3f2a9c1".into(),
                     old_start: 4,
@@ -107,7 +107,7 @@ fn proposal() -> ProposalView {
             },
             FileProposalView {
                 path: ".env".into(),
-                change: FileChange::Created,
+                change: FileStatus::Added,
                 hunks: vec![HunkView {
                     id: "b71e004".into(),
                     old_start: 0,
@@ -301,6 +301,18 @@ fn events() -> Vec<(&'static str, Event)> {
                 commit: Some(text("9c0ffee")),
                 message: text("tern: make parse_args reject -x"),
                 failed: vec![text("src/db.rs")],
+                held: 1,
+                lost: 2,
+            },
+        ),
+        (
+            "held_back",
+            Event::HeldBack {
+                path: text("src/lib.rs"),
+                hunk: Some(text("3f2a9c1")),
+                cautions: vec![Caution::Invisible {
+                    characters: vec![text("U+202E")],
+                }],
             },
         ),
         (

@@ -983,3 +983,71 @@ fn ctrl_c_while_waiting_for_another_tern_cancels_instead_of_landing_later() {
         "it landed after being told to stop"
     );
 }
+
+/// git's refusal tells the user to remove `index.lock` by hand; if they do while tern
+/// holds it (here: during the commit message) and a git command takes a new one, tern
+/// must not rename that other process's index over the index under its own commit.
+/// It rolls back, leaves the other lock alone and says which file was taken.
+#[test]
+fn a_lock_taken_from_tern_is_never_renamed_over_the_index() {
+    for replaced in [true, false] {
+        let repo = TempRepo::with_files(&[("a.txt", "one\ntwo\n"), ("b.txt", "bee\n")]);
+        let before = head(&repo);
+        let mut out = proposal(&repo, &block("a.txt", "two\n", "TWO\n"));
+        let lock = repo.path().join(".git/index.lock");
+        let others = b"another process's index".to_vec();
+        let landed = git::land(Some(&repo.repo), &mut out.proposal, OPTIONS, |_| {
+            std::fs::remove_file(&lock).unwrap();
+            if replaced {
+                std::fs::write(&lock, &others).unwrap();
+            }
+            "feat: x".into()
+        });
+        let Landed::RolledBack { error, .. } = &landed else {
+            panic!("rolled back: {landed:?}");
+        };
+        let said = error.to_string();
+        assert!(
+            said.contains(&lock.display().to_string()) && said.contains("taken from tern"),
+            "{said}"
+        );
+        assert_eq!(head(&repo), before, "the branch did not move");
+        assert_eq!(repo.read("a.txt"), "one\ntwo\n", "put back");
+        assert_eq!(
+            repo.git(&["status", "--porcelain"]),
+            "",
+            "the index is HEAD's"
+        );
+        match replaced {
+            true => assert_eq!(std::fs::read(&lock).unwrap(), others, "left alone"),
+            false => assert!(!lock.exists()),
+        }
+    }
+}
+
+/// A file named read-only is read-only whatever path the reply spells: an edit of a
+/// tracked symlink to it is refused (`tern apply --read`), the file and HEAD unchanged.
+#[cfg(unix)]
+#[test]
+fn a_read_only_file_is_not_edited_through_a_symlink_to_it() {
+    let repo = TempRepo::with_files(&[("a.txt", "line1\nline2\n"), ("b.txt", "bee\n")]);
+    std::os::unix::fs::symlink("a.txt", repo.path().join("link.txt")).unwrap();
+    repo.commit("link");
+    let before = head(&repo);
+    let home = tempfile::tempdir().unwrap();
+    let reply = home.path().join("reply.md");
+    std::fs::write(&reply, block("link.txt", "line2\n", "LINE2\n")).unwrap();
+    let out = tern_apply(
+        repo.path(),
+        home.path(),
+        &reply,
+        &["--read", "a.txt", "--yes"],
+    )
+    .output()
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("read-only"), "{stderr}");
+    assert_eq!(repo.read("a.txt"), "line1\nline2\n", "{stderr}");
+    assert_eq!(head(&repo), before);
+}

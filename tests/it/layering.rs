@@ -296,10 +296,12 @@ const FRONT_ENDS: &[&str] = &["tui", "headless", "main", "cli"];
 /// every layer may share.
 const LEAVES: &[&str] = &[
     "chars",
+    "diff",
     "digest",
     "edit_format",
     "egress",
     "languages",
+    "plural",
     "prompts",
     "regular_file",
     "signals",
@@ -308,12 +310,14 @@ const LEAVES: &[&str] = &[
 ];
 
 /// What the TUI may use: the engine's protocol, the config, and the leaves that show
-/// text, start the editor and read its file, and hear signals.
+/// text and diffs, start the editor and read its file, and hear signals.
 const TUI_USES: &[&str] = &[
     "engine",
     "config",
+    "diff",
     "terminal_text",
     "chars",
+    "plural",
     "egress",
     "spawn",
     "regular_file",

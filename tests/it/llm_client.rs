@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::support::{MockServer, Reply};
 use tern::config::{ApiKey, Settings};
-use tern::context::{self, ChunkInputs, FileText};
+use tern::context::{self, ChunkInputs, PromptFile};
 use tern::llm::{
     ChatRequest, Finish, LlmClient, LlmError, Message, ModelInfo, ReplyLimit, StreamEvent,
 };
@@ -100,7 +100,7 @@ async fn predicted_prompt_tokens_equal_the_servers_count() {
                 Message::user("Rename x"),
                 Message::assistant("Done: x is y."),
             ],
-            readonly_files: vec![FileText {
+            readonly_files: vec![PromptFile {
                 path: "README.md".into(),
                 text: "# Demo\n\nSpecial text <|endoftext|> stays text.\n".into(),
             }],
@@ -109,7 +109,7 @@ async fn predicted_prompt_tokens_equal_the_servers_count() {
                 Message::user("earlier"),
                 Message::assistant("earlier reply"),
             ],
-            chat_files: vec![FileText {
+            chat_files: vec![PromptFile {
                 path: "src/main.rs".into(),
                 text: "fn main() {\n    println!(\"héllo 🦀\");\n}\n".into(),
             }],

@@ -313,9 +313,7 @@ async fn the_reply_reserve_is_sent_as_max_tokens() {
     server.set_responder(|_| Reply::text("ok"));
     let mut chat = Chat::start(settings(&server, "gpt-4o"), &[], &[]);
     chat.say("hello".into()).await;
-    chat.send(Op::Submit {
-        text: "/model o3".into(),
-    });
+    chat.send(crate::support::typed("/model o3"));
     chat.say("hello".into()).await;
     let requests = server.requests();
     assert_eq!(
@@ -541,9 +539,7 @@ async fn when_summaries_fail_forget_drops_the_oldest_turns_with_consent() {
     }
     let (error, text) = refused.expect("the history outgrew the window");
     assert!(error.contains("/forget"), "{error}");
-    chat.send(Op::Submit {
-        text: "/forget".into(),
-    });
+    chat.send(crate::support::typed("/forget"));
     let events = chat
         .until(|e| matches!(e, Event::Notice { text } if text.contains("forgot")))
         .await;
@@ -1119,6 +1115,14 @@ async fn a_calibration_poisoned_before_is_mended_when_read() {
     };
     tern::tokens::calibration::save(&file, model, &poisoned).unwrap();
     let mut chat = Chat::start_in(repo, settings(&server, model), &[], false);
+    chat.until(|e| matches!(e, Event::Warning { text } if text.contains("forgotten")))
+        .await;
+    // Removed from the file as it is said (before any report could rewrite it), so
+    // the next session has nothing to say about it.
+    let kept = tern::tokens::calibration::load(&file)
+        .remove(model)
+        .unwrap();
+    assert!(kept.contents.is_empty() && kept.samples == 0, "{kept:?}");
     let events = chat.say("hello".into()).await;
     assert!(
         matches!(events.last(), Some(Event::TurnFinished { .. })),
@@ -1130,6 +1134,12 @@ async fn a_calibration_poisoned_before_is_mended_when_read() {
         told.contains(&file.display().to_string()) && told.contains("forgotten"),
         "{told}"
     );
+    let repo = chat.repo;
+    drop(chat.engine);
+    let mut again = Chat::start_in(repo, settings(&server, model), &[], false);
+    again.say("hello".into()).await;
+    let told = notices(&again.events).join("\n");
+    assert!(!told.contains("forgotten"), "{told}");
 }
 
 /// A request refused with counts learned from the server names where they are kept

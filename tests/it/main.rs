@@ -39,6 +39,7 @@ mod local_models;
 mod mock_server;
 mod needed;
 mod nothing_hangs;
+mod proposal_across_time;
 mod repomap;
 mod review;
 mod review_cli;

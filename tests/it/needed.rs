@@ -60,9 +60,7 @@ async fn ask(engine: &mut EngineHandle, question: &str) -> Vec<Event> {
     // Startup: the map is built before the first message is sent.
     engine
         .ops
-        .send(Op::Submit {
-            text: format!("/ask {question}"),
-        })
+        .send(crate::support::typed(&format!("/ask {question}")))
         .unwrap();
     let mut events = idle(engine).await;
     while !events
@@ -231,9 +229,7 @@ async fn add_needed_is_refused_while_a_reply_streams() {
     ask(&mut engine, "first").await;
     engine
         .ops
-        .send(Op::Submit {
-            text: "/ask second".into(),
-        })
+        .send(crate::support::typed("/ask second"))
         .unwrap();
     until(&mut engine, |e| matches!(e, Event::Delta { .. })).await;
     let text = refused_add(&mut engine, FileMode::ReadOnly).await;

@@ -321,3 +321,77 @@ fn a_corrupted_trust_list_is_reported_and_kept_when_trust_rewrites_it() {
         "the config is trusted now, its model taken: {stderr}"
     );
 }
+
+/// The newest session's transcript, as (kind, text).
+fn transcript(repo: &TempRepo) -> Vec<(tern::engine::protocol::ShownKind, String)> {
+    repo.newest_session()
+        .transcript
+        .into_iter()
+        .map(|s| (s.kind, s.text))
+        .collect()
+}
+
+/// SIGTERM or SIGHUP while a reply streams ends it as Esc does: the message and the
+/// partial reply are saved with the session before tern exits (a fresh run's session
+/// too), and the exit is still within a second.
+#[test]
+fn a_signal_while_a_reply_streams_keeps_the_message_and_the_partial_reply() {
+    use tern::engine::protocol::ShownKind;
+    // Before any of the reply arrived (the tester's case), and with part of it.
+    for (signal, code, resume, partial) in [
+        ("TERM", 143, false, ""),
+        ("HUP", 129, true, "the partial ans"),
+    ] {
+        let server = MockServer::start_in_thread();
+        let repo = repo();
+        let mut args = vec!["-m", "a question I do not want to lose"];
+        if resume {
+            server.push(Reply::text("the first answer"));
+            let out = output_within(repo.tern(&server.base_url()).args(["-m", "first"]), BOUND);
+            assert!(out.status.success(), "{}", texts(&out).1);
+            args.insert(0, "--resume");
+        }
+        server.push(Reply::text(partial).then_hang());
+        let asked = server.requests().len();
+        let child = repo
+            .tern(&server.base_url())
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let started = Instant::now();
+        while server.requests().len() == asked {
+            assert!(started.elapsed() < BOUND, "the request never came");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // The partial reply reaches tern.
+        std::thread::sleep(Duration::from_millis(300));
+        kill(&child, signal);
+        let (took, exit, stderr) = ended(child);
+        assert!(took < Duration::from_secs(1), "{signal}: took {took:?}");
+        assert_eq!(exit, Some(code), "{signal}: {stderr}");
+        assert!(
+            stderr.contains("interrupted; the partial reply is kept"),
+            "{signal}: {stderr}"
+        );
+        let shown = transcript(&repo);
+        assert!(
+            shown.contains(&(ShownKind::User, "a question I do not want to lose".into())),
+            "{signal}: {shown:#?}"
+        );
+        assert!(
+            partial.is_empty()
+                || shown
+                    .iter()
+                    .any(|(k, t)| *k == ShownKind::Assistant && t.contains(partial)),
+            "{signal}: {shown:#?}"
+        );
+        if resume {
+            assert!(
+                shown.contains(&(ShownKind::Assistant, "the first answer".into())),
+                "{signal}: the earlier turn is kept: {shown:#?}"
+            );
+        }
+    }
+}

@@ -5,10 +5,11 @@
 
 use crate::support::TempRepo;
 use tern::branch_review::{
-    Body, ChangeSet, ContextOptions, DiffSource, FileStatus, Language, LineKind,
-    OUTPUT_BUFFER_HARD, OUTPUT_BUFFER_SOFT, OmitReason, Outcome, PlanMode, ReviewError,
-    ReviewOptions, ReviewPlan, TRUNCATED, collect, extend, plan, section,
+    Body, ChangeSet, ContextOptions, DiffSource, FileStatus, Language, OUTPUT_BUFFER_HARD,
+    OUTPUT_BUFFER_SOFT, OmitReason, Outcome, PlanMode, ReviewError, ReviewOptions, ReviewPlan,
+    TRUNCATED, collect, extend, plan, section,
 };
+use tern::diff::LineKind;
 use tern::tokens::{Encoding, TokenCounter};
 
 /// The branch's changes against its default base.

@@ -589,3 +589,98 @@ fn a_session_that_cannot_be_made_costs_only_the_saving() {
         "{stderr}"
     );
 }
+
+/// `tern undo --resume=ID` checks the session before undoing: an id that is not one,
+/// no such session, or a session that did not make HEAD refuses (naming the one that
+/// did), changing nothing; the session that made it is told, and says so.
+#[test]
+fn undo_checks_the_session_named_before_undoing() {
+    let server = MockServer::start_in_thread();
+    let repo = repo();
+    let reply = repo.path().join(".git/reply.md");
+    std::fs::write(
+        &reply,
+        "src/greet.py\n```python\n<<<<<<< SEARCH\n    return 'hello ' + name\n=======\n    return 'hi ' + name\n>>>>>>> REPLACE\n```\n",
+    )
+    .unwrap();
+    let (_, stderr, code) = run(&repo, &server, &["apply", &reply.display().to_string()]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let head = repo.git(&["rev-parse", "HEAD"]).trim().to_string();
+    let turns = serde_json::from_value(serde_json::json!([[&head]])).unwrap();
+    let maker = repo.plant_session(SessionFile {
+        turns,
+        ..exchange("say hi", "Done.", DAY_MS)
+    });
+    let other = repo.plant_session(exchange("just a question", "An answer.", 0));
+    let store = repo.sessions();
+    let notes = |id: &str| {
+        let listed = store.pick(&Resume::Id(id.into())).unwrap();
+        load(&listed.dir.join("state.json")).unwrap().unwrap().notes
+    };
+
+    for (resume, says) in [
+        (
+            "--resume=!!!".to_string(),
+            "\"!!!\" is not a session id".to_string(),
+        ),
+        (
+            "--resume=zzzzzzzz".to_string(),
+            "no session zzzzzzzz".to_string(),
+        ),
+        (
+            format!("--resume={other}"),
+            format!(
+                "was not made by session {other} but by session {maker}: `tern undo --resume={maker}`"
+            ),
+        ),
+    ] {
+        let (_, stderr, code) = run(&repo, &server, &["undo", &resume]);
+        assert_eq!(code, Some(1), "{resume}: {stderr}");
+        assert!(
+            stderr.contains(&says) && stderr.contains("nothing was undone"),
+            "{resume}: {stderr}"
+        );
+        assert_eq!(repo.git(&["rev-parse", "HEAD"]).trim(), head, "{resume}");
+        assert!(
+            notes(&other).is_empty(),
+            "{resume}: the other is told nothing"
+        );
+    }
+
+    let (stdout, stderr, code) = run(&repo, &server, &["undo", &format!("--resume={maker}")]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stdout.contains(&format!("session {maker} made it")),
+        "{stdout}"
+    );
+    assert_ne!(repo.git(&["rev-parse", "HEAD"]).trim(), head);
+    assert_eq!(notes(&maker).len(), 1, "the maker hears of it");
+    assert!(notes(&other).is_empty());
+}
+
+/// A reader that closes the pipe early (`tern sessions | head -1`, `tern -m … | head`)
+/// ends tern quietly, exit 0: no "Broken pipe" message.
+#[test]
+fn a_closed_pipe_ends_quietly() {
+    let server = MockServer::start_in_thread();
+    let repo = repo();
+    for age in 0..3 {
+        repo.plant_session(exchange("a question", "An answer.", age * DAY_MS));
+    }
+    server.push(Reply::text("a reply ".repeat(20_000)));
+    for args in [&["sessions"][..], &["-m", "hi"]] {
+        let mut child = repo
+            .tern(&server.base_url())
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The reader goes before tern writes anything.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+        assert!(!stderr.contains("Broken pipe"), "{args:?}: {stderr}");
+    }
+}

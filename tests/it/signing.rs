@@ -402,3 +402,100 @@ fn a_literal_ssh_key_signs_through_the_agent() {
     assert!(matches!(landed, Landed::Refused(_)), "{landed:?}");
     assert_eq!(repo.read("a.txt"), "ONE\n");
 }
+
+/// A signing program that waits (a pinentry nobody sees, a hung agent) held git's lock
+/// for ever, deaf to signals. Nothing is written before the probe, so a SIGTERM cancels
+/// the landing: the program (and what it started) is killed, nothing is written, git's
+/// lock is gone, and `tern apply` exits 130 (its code for any signal) within a second
+/// or so.
+#[cfg(unix)]
+#[test]
+fn a_signing_program_that_hangs_is_killed_by_a_signal_and_nothing_is_written() {
+    let repo = TempRepo::with_files(&[("a.txt", "one\n")]);
+    let program = repo.path().join(".git/gpg-hang");
+    // Not `exec`: the sleep is a child of the script, and must die with it.
+    executable(&program, "#!/bin/sh\nsleep 1000\n");
+    let mut config = repo.repo.config().unwrap();
+    config.set_bool("commit.gpgsign", true).unwrap();
+    config.set_str("user.signingkey", "ABC").unwrap();
+    config
+        .set_str("gpg.program", program.to_str().unwrap())
+        .unwrap();
+    let reply = repo.path().join(".git/reply.md");
+    std::fs::write(&reply, block("a.txt", "one\n", "ONE\n")).unwrap();
+    let mut child = repo
+        .tern("http://127.0.0.1:9/v1")
+        .args(["apply", reply.to_str().unwrap(), "a.txt", "--yes"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the probe runs (the program is started), then signal.
+    let started = std::time::Instant::now();
+    let running = || {
+        crate::support::command("pgrep")
+            .args(["-f", program.to_str().unwrap()])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    while !running() && started.elapsed().as_secs() < 20 {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(running(), "the signing program never started");
+    let signalled = std::time::Instant::now();
+    crate::support::command("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if signalled.elapsed().as_secs() >= 10 {
+            let _ = child.kill();
+            panic!("tern still runs 10 s after SIGTERM");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let waited = signalled.elapsed();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(waited.as_millis() < 2500, "took {waited:?}: {stderr}");
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(
+        stderr.contains("cancelled: nothing was written"),
+        "{stderr}"
+    );
+    assert_eq!(repo.read("a.txt"), "one\n");
+    assert!(!repo.path().join(".git/index.lock").exists());
+    assert!(!running(), "the signing program was killed");
+}
+
+/// A newline inside the name passed the identity check and made a commit object git
+/// cannot parse (after the files were written). git's `fmt_ident` drops it (and `<`,
+/// `>`, crud at the ends): so does tern, and the commit is whole.
+#[test]
+fn a_newline_in_the_identity_is_dropped_as_git_drops_it() {
+    let (repo, out) = apply_without_config_identity(&[
+        ("GIT_AUTHOR_NAME", "Ev\nil"),
+        ("GIT_AUTHOR_EMAIL", "<ev@example.com>\n"),
+        ("GIT_COMMITTER_NAME", "Cy"),
+        ("GIT_COMMITTER_EMAIL", "cy@example.com"),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(repo.read("a.txt"), "ONE\n");
+    assert_eq!(
+        repo.git(&["log", "-1", "--format=%an <%ae>"]),
+        "Evil <ev@example.com>\n"
+    );
+    assert!(
+        crate::support::command("git")
+            .args(["fsck", "--no-dangling"])
+            .current_dir(repo.path())
+            .status()
+            .unwrap()
+            .success(),
+        "no broken object"
+    );
+}

@@ -461,3 +461,36 @@ fn an_editor_that_empties_a_hunk_asks_before_deleting_its_lines() {
         }
     }
 }
+
+/// Once the user's lines for a hunk are in (the edited hunk, accepted, may come back
+/// under a new id), the review has the focus on the next hunk, as after `y`.
+#[test]
+fn after_an_edit_the_review_moves_on_to_the_next_hunk() {
+    use tern::engine::protocol::Decision;
+    let mut app = reviewing();
+    let id = first_hunk_id();
+    let request = EditRequest {
+        target: EditTarget::Hunk { id: id.clone() },
+        text: "old\n".into(),
+        suffix: ".py".into(),
+    };
+    app.editor_done(request, Ok("new\n".into()));
+    assert_eq!(app.focus(), PaneId::Review);
+    assert!(matches!(
+        app.take_ops().as_slice(),
+        [Op::Review(ReviewOp::Edit { .. })]
+    ));
+    let mut view = demo_proposal();
+    view.files[0].hunks[0].id = "e00000".into();
+    view.files[0].hunks[0].decision = Decision::Accept;
+    feed(&mut app, [Event::Proposal(Box::new(view))]);
+    press(&mut app, 'y');
+    let next = demo_proposal().files[0].hunks[1].id.clone();
+    assert_eq!(
+        app.take_ops().last(),
+        Some(&Op::Review(ReviewOp::Hunk {
+            id: next,
+            decision: Decision::Accept
+        }))
+    );
+}

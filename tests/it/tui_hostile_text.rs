@@ -125,6 +125,8 @@ fn hostile_events() -> Vec<Event> {
             commit: Some(evil("abc1234")),
             message: evil("feat: x"),
             failed: vec![],
+            held: 0,
+            lost: 0,
         },
         Event::Map(Box::new(MapView {
             tokens: 10,

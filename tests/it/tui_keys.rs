@@ -9,7 +9,7 @@ use crate::tui_support::*;
 use crossterm::event::{
     Event as TermEvent, KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind,
 };
-use tern::engine::protocol::{Decision, ReviewOp};
+use tern::engine::protocol::{Command, Decision, ReviewOp};
 use tern::engine::{Event, FileMode, Op};
 use tern::llm::Finish;
 use tern::tui::{App, PaneId};
@@ -194,6 +194,8 @@ fn accept_one_hunk_reject_another_apply_then_undo() {
                 commit: Some("3f2a9c1d0e".into()),
                 message: "fix: refuse to remove more than is in stock".into(),
                 failed: vec![],
+                held: 0,
+                lost: 0,
             },
             Event::Idle,
         ],
@@ -227,6 +229,8 @@ fn accept_one_hunk_reject_another_apply_then_undo() {
                 commit: Some("77aa01b".into()),
                 message: "feat: shop low".into(),
                 failed: vec![],
+                held: 0,
+                lost: 0,
             },
             Event::Idle,
         ],
@@ -240,8 +244,9 @@ fn accept_one_hunk_reject_another_apply_then_undo() {
     type_text(&mut app, "/undo\n");
     assert_eq!(
         app.take_ops(),
-        [Op::Submit {
-            text: "/undo".into()
+        [Op::Command {
+            command: Command::Undo,
+            args: String::new()
         }]
     );
 }
@@ -489,8 +494,9 @@ fn map_pane_asks_why_for_the_selected_file_and_toggles_the_text() {
     press(&mut app, 'r');
     assert_eq!(
         app.take_ops(),
-        [Op::Submit {
-            text: "/map-refresh".into()
+        [Op::Command {
+            command: Command::MapRefresh,
+            args: String::new()
         }]
     );
     press(&mut app, 't');
@@ -597,6 +603,7 @@ fn keys_from_the_config_replace_the_defaults() {
         theme: tern::tui::Theme::default_theme(),
         keymap,
         notices: vec![],
+        throwaway: false,
     });
     feed(&mut app, [Event::Proposal(Box::new(proposal()))]);
     press(&mut app, 'y');
@@ -675,7 +682,9 @@ fn quitting_with_accepted_hunks_not_applied_asks_first() {
     app.handle_terminal(ctrl('c'));
     app.handle_terminal(ctrl('c'));
     assert!(!app.quitting(), "not yet: accepted hunks are not applied");
-    assert!(screen(&mut app, 100, 24).contains("not applied yet"));
+    assert!(
+        screen(&mut app, 100, 24).contains("accepted, not applied: kept for tern --resume [y/N]")
+    );
     press(&mut app, 'y');
     assert!(app.quitting());
 }
@@ -688,7 +697,7 @@ fn quitting_with_hunks_to_review_asks_first() {
     app.handle_terminal(ctrl('c'));
     app.handle_terminal(ctrl('c'));
     assert!(!app.quitting(), "not yet: hunks await review");
-    assert!(screen(&mut app, 100, 24).contains("still await review"));
+    assert!(screen(&mut app, 100, 24).contains("to review: kept for tern --resume [y/N]"));
     press(&mut app, 'n');
     assert!(!app.quitting());
     type_text(&mut app, "/quit\n");
@@ -696,7 +705,7 @@ fn quitting_with_hunks_to_review_asks_first() {
     assert!(
         !app.take_ops()
             .iter()
-            .any(|op| matches!(op, Op::Submit { .. })),
+            .any(|op| matches!(op, Op::Submit { .. } | Op::Command { .. })),
         "/quit waits for the answer"
     );
     press(&mut app, 'y');
@@ -811,7 +820,8 @@ fn an_ended_proposal_clears_the_pane_and_the_badge() {
         [
             Event::Proposal(Box::default()),
             Event::Notice {
-                text: "discarded the proposed edits; nothing was written".into(),
+                text: "discarded the 2 hunks not applied (not written); hunks applied earlier stay"
+                    .into(),
             },
             Event::Idle,
         ],
@@ -899,9 +909,23 @@ fn shift_n_asks_for_the_reason_of_a_rejection() {
     type_text(&mut app, "too clever\n");
     assert_eq!(
         app.take_ops().last(),
-        Some(&Op::Submit {
-            text: format!("/reject {} too clever", hunk_ids()[0])
+        Some(&Op::Command {
+            command: Command::Reject,
+            args: format!("{} too clever", hunk_ids()[0])
         })
+    );
+    // Back to the review; once the rejection is in, on the next hunk.
+    assert_eq!(app.focus(), PaneId::Review);
+    let mut view = proposal();
+    view.files[0].hunks[0].decision = Decision::Reject;
+    feed(&mut app, [Event::Proposal(Box::new(view))]);
+    press(&mut app, 'y');
+    assert_eq!(
+        app.take_ops().last(),
+        Some(&Op::Review(ReviewOp::Hunk {
+            id: hunk_ids()[1].clone(),
+            decision: Decision::Accept
+        }))
     );
 }
 
@@ -1159,15 +1183,20 @@ fn the_needed_row_adds_files_and_picks_a_command_for_run() {
     let ops = app.take_ops();
     assert_eq!(
         ops[0],
-        Op::Submit {
-            text: "/run pytest -x tests".into()
+        Op::Command {
+            command: Command::Run,
+            args: "pytest -x tests".into()
         }
     );
-    let Op::Submit { text } = &ops[1] else {
+    let Op::Command {
+        command: Command::Run,
+        args: text,
+    } = &ops[1]
+    else {
         panic!("{ops:?}")
     };
     assert!(
-        text.starts_with("/run echo ") && text.ends_with("[2Jdone"),
+        text.starts_with("echo ") && text.ends_with("[2Jdone"),
         "{text}"
     );
     assert!(
@@ -1180,4 +1209,28 @@ fn the_needed_row_adds_files_and_picks_a_command_for_run() {
     press(&mut app, 'f');
     press(&mut app, 'r');
     assert!(app.take_ops().is_empty());
+}
+
+/// The demo keeps no session: its quit question says the hunks are lost, never "kept
+/// for tern --resume"; the workspace's says they are kept.
+#[test]
+fn the_demos_quit_question_says_nothing_is_kept() {
+    for (throwaway, says) in [
+        (true, "the demo keeps nothing"),
+        (false, "kept for tern --resume"),
+    ] {
+        let mut app = App::new(tern::tui::AppConfig {
+            theme: tern::tui::Theme::default_theme(),
+            keymap: tern::tui::Keymap::default(),
+            notices: vec![],
+            throwaway,
+        });
+        feed(&mut app, session_start());
+        feed(&mut app, [Event::Proposal(Box::new(proposal()))]);
+        app.handle_terminal(key(KeyCode::Esc));
+        app.handle_terminal(ctrl('c'));
+        app.handle_terminal(ctrl('c'));
+        let shown = screen(&mut app, 200, 24);
+        assert!(shown.contains(says), "{throwaway}: {shown}");
+    }
 }

@@ -420,6 +420,90 @@ fn the_command_block_streams_and_ends_with_how_and_what_it_costs() {
     insta::assert_snapshot!("command_failed", pane_alone(&mut app, PaneId::Chat, 80, 16));
 }
 
+/// Every question the status line asks, at both sizes: the question, shortened where it
+/// must be, and always its answer keys (nothing drawn over them).
+#[test]
+fn every_question_shows_its_answer_keys() {
+    use tern::engine::protocol::CommandPurpose;
+    use tern::tui::{EditRequest, EditTarget};
+    type Ask = fn(&mut App);
+    let questions: [(&str, Ask); 4] = [
+        ("run", |app| {
+            feed(
+                app,
+                [Event::ConfirmCommand {
+                    command: "cargo test --workspace --all-features -- --nocapture".into(),
+                    purpose: CommandPurpose::Run,
+                    reason: None,
+                }],
+            )
+        }),
+        ("empty_edit", |app: &mut App| {
+            let id = proposal().files[0].hunks[0].id.clone();
+            let request = EditRequest {
+                target: EditTarget::Hunk { id },
+                text: "old\n".into(),
+                suffix: ".py".into(),
+            };
+            app.editor_done(request, Ok(String::new()));
+        }),
+        ("quit", |app| {
+            // One accepted, the rest to review.
+            app.handle_terminal(key(KeyCode::Char('y')));
+            app.handle_terminal(ctrl('c'));
+            app.handle_terminal(ctrl('c'));
+        }),
+        ("quit_landing", |app| {
+            app.handle_terminal(key(KeyCode::Char('y')));
+            app.handle_terminal(key(KeyCode::Enter));
+            assert!(app.applying());
+            app.handle_terminal(ctrl('c'));
+            app.handle_terminal(ctrl('c'));
+        }),
+    ];
+    for (name, ask) in questions {
+        for (w, h) in SIZES {
+            let mut app = reviewed_session();
+            ask(&mut app);
+            let shown = screen(&mut app, w, h);
+            let status = shown.lines().last().unwrap().trim_matches('"').trim_end();
+            assert!(status.ends_with("[y/N]"), "{name} at {w}x{h}: {status}");
+            insta::assert_snapshot!(format!("question_{name}_{w}x{h}"), shown);
+        }
+    }
+}
+
+/// A flashed message that names keys is not cut at 80 columns by the gauge; `f` with
+/// nothing to show says so.
+#[test]
+fn a_flash_keeps_its_keys_at_80_columns() {
+    let mut app = reviewed_session();
+    app.handle_terminal(key(KeyCode::Enter));
+    let shown = screen(&mut app, 80, 24);
+    let status = shown.lines().last().unwrap();
+    assert!(
+        status.contains("no hunk accepted: y accepts one, A all; d discards the proposal"),
+        "{status}"
+    );
+    let mut view = proposal();
+    view.failures.clear();
+    view.shell_commands.clear();
+    view.written_as.clear();
+    let mut app = crate::tui_support::app();
+    feed(&mut app, session_start());
+    feed(&mut app, [Event::Proposal(Box::new(view))]);
+    app.handle_terminal(key(KeyCode::Char('f')));
+    let shown = screen(&mut app, 80, 24);
+    assert!(
+        shown.contains("no failed edit and no note to show"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("y accept · n reject"),
+        "still the hunks: {shown}"
+    );
+}
+
 /// The row under a reply that names files outside the chat and suggests commands.
 #[test]
 fn the_files_the_model_needs_row() {
@@ -435,6 +519,48 @@ fn the_files_the_model_needs_row() {
 
 /// A proposed hunk that went stale (its lines changed on disk) is listed as failed with
 /// its lines, coloured as a diff, under the reason; a failed block is named once.
+/// Failed edits under hunks still to review: at 80x24 the rows under the diff hold a
+/// few lines of them, the last row says how many more there are, and `f` shows them all
+/// (scrolled with j/k, G to the end), down to the last failure's last line.
+#[test]
+fn every_failed_edit_can_be_reached_at_any_size() {
+    for (w, h) in SIZES {
+        let mut app = app();
+        feed(&mut app, session_start());
+        let mut view = proposal();
+        for n in 1..=3 {
+            view.failures.push(tern::engine::protocol::EditFailureView {
+                path: Some(format!("shop/stale{n}.py")),
+                block: 0,
+                message: "a proposed hunk no longer applies: the lines it changes, or the lines around them, are no longer in the file".into(),
+                near: None,
+                hunk: Some(format!(" def main():\n-    run()\n+    run(verbose=True)\n+    # last line {n}\n")),
+            });
+        }
+        feed(&mut app, [Event::Proposal(Box::new(view))]);
+        assert_eq!(app.focus(), PaneId::Review);
+        let shown = screen(&mut app, w, h);
+        if !shown.contains("# last line 3") {
+            assert!(
+                shown.contains("more lines: f shows every failed edit"),
+                "{w}x{h}: {shown}"
+            );
+        }
+        insta::assert_snapshot!(format!("review_failures_{w}x{h}"), shown);
+        app.handle_terminal(key(KeyCode::Char('f')));
+        insta::assert_snapshot!(
+            format!("review_failures_open_{w}x{h}"),
+            screen(&mut app, w, h)
+        );
+        app.handle_terminal(key(KeyCode::Char('G')));
+        let end = screen(&mut app, w, h);
+        assert!(end.contains("# last line 3"), "{w}x{h}: {end}");
+        // `f` again: back to the hunks, which the keys decide on again.
+        app.handle_terminal(key(KeyCode::Char('f')));
+        assert!(screen(&mut app, w, h).contains("y accept"));
+    }
+}
+
 #[test]
 fn the_review_shows_a_stale_hunk_with_its_lines() {
     let mut app = app();

@@ -132,7 +132,7 @@ impl Workspace {
     /// once tern has exited.
     fn quit_leaving_hunks(&self) -> String {
         self.keys(&["C-c", "C-c"]);
-        self.wait_for("still await review", WAIT);
+        self.wait_for("to review: kept for tern --resume [y/N]", WAIT);
         self.keys(&["y"]);
         self.wait_for("[tern exited 0]", WAIT)
     }
@@ -226,7 +226,10 @@ fn a_streamed_reply_is_reviewed_hunk_by_hunk_and_the_accepted_hunk_committed() {
     tern.wait_for("✓1 ✗1 ·2", WAIT);
     tern.keys(&["Enter"]);
     let screen = tern.wait_for("Applied 1 hunk to 1 file", WAIT);
-    assert!(screen.contains("fix: refuse to remove"), "{screen}");
+    // The banner is cut (with `…`) to the pane; the commit has the whole subject.
+    assert!(screen.contains("fix: refuse to remov"), "{screen}");
+    let subject = repo.git(&["log", "-1", "--format=%s"]);
+    assert!(subject.starts_with("fix: refuse to remove"), "{subject}");
 
     let inventory = repo.read("shop/inventory.py");
     assert!(
@@ -324,14 +327,25 @@ fn signals_restore_the_terminal_and_exit_within_a_second() {
 
 /// A signal while the workspace waits for something that does not end (here the
 /// editor, which it waits for without reading anything else): the process exits
-/// within a second anyway, with the signal's code.
+/// within a second anyway, with the signal's code, and neither the editor nor its
+/// temporary file outlives it.
 #[test]
 fn a_signal_ends_the_workspace_even_while_it_waits_for_the_editor() {
     let server = MockServer::start_in_thread();
     let repo = repo();
     let scripts = tempfile::tempdir().unwrap();
     let editor = scripts.path().join("editor.sh");
-    std::fs::write(&editor, "#!/bin/sh\nexec sleep 60\n").unwrap();
+    let seen = scripts.path().join("seen");
+    std::fs::write(
+        &editor,
+        format!(
+            "#!/bin/sh\necho \"$$ $1\" > {}.tmp && mv {}.tmp {}\nexec sleep 60\n",
+            seen.display(),
+            seen.display(),
+            seen.display()
+        ),
+    )
+    .unwrap();
     {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&editor, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -366,6 +380,17 @@ fn a_signal_ends_the_workspace_even_while_it_waits_for_the_editor() {
         "took {:?}",
         sent.elapsed()
     );
+    let seen = std::fs::read_to_string(&seen).unwrap();
+    let (editor_pid, file) = seen.trim().split_once(' ').unwrap();
+    assert!(!Path::new(file).exists(), "{file} is left behind");
+    let start = Instant::now();
+    while Path::new(&format!("/proc/{editor_pid}")).exists() {
+        assert!(
+            start.elapsed() < WAIT,
+            "the editor {editor_pid} outlives tern"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// The user's editor gets no form of the API key in its environment.
@@ -574,7 +599,7 @@ fn apply_all_then_quit(tern: &Workspace) {
     tern.keys(&["Enter"]);
     tern.wait_for("applying", WAIT);
     tern.keys(&["C-c", "C-c"]);
-    tern.wait_for("being applied", WAIT);
+    tern.wait_for("landing finishes first", WAIT);
     tern.keys(&["y"]);
 }
 

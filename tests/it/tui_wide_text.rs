@@ -14,7 +14,7 @@ use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
-use tern::engine::protocol::{FileChange, FileProposalView, ProposalView};
+use tern::engine::protocol::{FileProposalView, FileStatus, ProposalView};
 use tern::engine::{ChatMode, Event, FileEntry, FileMode};
 use tern::llm::Message;
 use tern::tui::{App, PaneId};
@@ -62,7 +62,7 @@ fn wide_session() -> App {
             .iter()
             .map(|path| FileProposalView {
                 path: path.to_string(),
-                change: FileChange::Modified,
+                change: FileStatus::Modified,
                 hunks: hunks(path, before, after),
                 cautions: Vec::new(),
                 ignored: None,
@@ -338,7 +338,7 @@ fn session_of(text: &str) -> App {
     let proposal = ProposalView {
         files: vec![FileProposalView {
             path: text.into(),
-            change: FileChange::Modified,
+            change: FileStatus::Modified,
             hunks: hunks(text, "a\n", &format!("{text}\n")),
             cautions: Vec::new(),
             ignored: None,

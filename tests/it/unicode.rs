@@ -405,7 +405,7 @@ proptest! {
                         let marker = tern::terminal_text::marker(*c);
                         prop_assert!(colored.contains(&marker), "{marker} not in {colored:?}");
                     }
-                    added_hidden |= line.kind == tern::edit::LineKind::Added && !hidden.is_empty();
+                    added_hidden |= line.kind == tern::diff::LineKind::Added && !hidden.is_empty();
                 }
                 prop_assert_eq!(!cautions[index].is_empty(), added_hidden, "{:?}", lines);
             }

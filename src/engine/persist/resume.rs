@@ -102,7 +102,7 @@ pub(crate) fn open(
     if !pruned.is_empty() {
         notices.push(format!(
             "removed {} of this repository inactive for over {} days (the newest {KEEP} and any with pending hunks are kept)",
-            super::store::counted(pruned.len(), "session"),
+            crate::plural::count(pruned.len(), "session"),
             MAX_AGE.as_secs() / 86_400
         ));
     }
@@ -151,7 +151,7 @@ fn pending_elsewhere(store: &Store, own: Option<&str>) -> Option<String> {
     let pending: Vec<_> = store
         .list()
         .into_iter()
-        .filter(|s| s.pending_hunks > 0 && Some(s.id.as_str()) != own && s.holder().is_none())
+        .filter(|s| s.has_hunks() && Some(s.id.as_str()) != own && s.holder().is_none())
         .collect();
     let newest = pending.first()?;
     let about = match newest.title.is_empty() {
@@ -168,9 +168,9 @@ fn pending_elsewhere(store: &Store, own: Option<&str>) -> Option<String> {
         n => format!("; {n} more sessions have hunks pending (`tern sessions` lists them)"),
     };
     Some(format!(
-        "session {} ({about}) has {} pending: `tern --resume={}` brings it back{more}",
+        "session {} ({about}) has {}: `tern --resume={}` brings it back{more}",
         newest.id,
-        super::store::counted(newest.pending_hunks, "hunk"),
+        newest.hunks_text(),
         newest.id
     ))
 }

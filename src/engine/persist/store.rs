@@ -61,12 +61,37 @@ pub struct Listed {
     /// The first message (empty when none was sent).
     pub title: String,
     pub pending_hunks: usize,
+    /// Proposed hunks that no longer apply, kept with their lines until dismissed.
+    pub failed_hunks: usize,
     pub cost: f64,
     /// Why its state cannot be read, if it cannot.
     pub unreadable: Option<String>,
 }
 
 impl Listed {
+    /// Whether it holds hunks the user has not dealt with (pending, or failed and
+    /// not dismissed): such a session is never removed without asking.
+    pub fn has_hunks(&self) -> bool {
+        self.pending_hunks > 0 || self.failed_hunks > 0
+    }
+
+    /// `1 hunk pending, 2 hunks failed`; empty when it holds none.
+    pub fn hunks_text(&self) -> String {
+        let pending = (self.pending_hunks > 0).then(|| {
+            format!(
+                "{} pending",
+                crate::plural::count(self.pending_hunks, "hunk")
+            )
+        });
+        let failed = (self.failed_hunks > 0)
+            .then(|| format!("{} failed", crate::plural::count(self.failed_hunks, "hunk")));
+        pending
+            .into_iter()
+            .chain(failed)
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
     /// Whether a tern has it open, and that tern's pid.
     pub fn holder(&self) -> Option<Option<u32>> {
         SessionLock::holder(&self.dir)
@@ -322,7 +347,7 @@ impl Store {
             return removed;
         }
         for old in self.old(now) {
-            if old.pending_hunks == 0
+            if !old.has_hunks()
                 && old.unreadable.is_none()
                 && self.remove(&old, false).is_ok_and(|done| done)
             {
@@ -349,7 +374,7 @@ impl Store {
         let now = listed(session.id.clone(), session.dir.clone());
         let unchanged = now.as_ref().is_some_and(|now| {
             now.last_active == session.last_active
-                && (pending_too || (now.pending_hunks == 0 && now.unreadable.is_none()))
+                && (pending_too || (!now.has_hunks() && now.unreadable.is_none()))
         });
         if !unchanged {
             return Ok(false);
@@ -374,9 +399,18 @@ struct Head {
     session_cost: f64,
     #[serde(default)]
     proposal: Option<ProposalSnapshot>,
+    #[serde(default)]
+    proposal_failures: Vec<FailureHead>,
     /// An older tern's state has no title: its first message shown stands in.
     #[serde(default, deserialize_with = "first_user_message")]
     transcript: Option<String>,
+}
+
+/// What listing needs of a failure: whether it is a hunk (with its lines).
+#[derive(Deserialize)]
+struct FailureHead {
+    #[serde(default)]
+    hunk: Option<IgnoredAny>,
 }
 
 /// The session in `dir` as listed; None when it has no state.
@@ -401,6 +435,11 @@ fn listed(id: String, dir: PathBuf) -> Option<Listed> {
             pending_hunks: head
                 .proposal
                 .map_or(0, |p| p.files.iter().map(|f| f.hunks.len()).sum()),
+            failed_hunks: head
+                .proposal_failures
+                .iter()
+                .filter(|f| f.hunk.is_some())
+                .count(),
             cost: head.session_cost,
             unreadable: None,
         },
@@ -410,6 +449,7 @@ fn listed(id: String, dir: PathBuf) -> Option<Listed> {
             last_active: file_time,
             title: String::new(),
             pending_hunks: 0,
+            failed_hunks: 0,
             cost: 0.0,
             unreadable: Some(why),
         },
@@ -481,14 +521,6 @@ pub fn headline(text: &str, columns: usize) -> String {
     }
     cut.push('…');
     cut
-}
-
-/// `1 hunk`, `3 hunks`: `n` of `noun`.
-pub fn counted(n: usize, noun: &str) -> String {
-    match n {
-        1 => format!("1 {noun}"),
-        n => format!("{n} {noun}s"),
-    }
 }
 
 /// Makes directories only the user may read (a session's files are made so too).

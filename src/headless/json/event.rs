@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use super::budget::{Budget, Counting, History};
 use super::map::{Edge, Map};
-use super::proposal::Proposal;
+use super::proposal::{Caution, Proposal};
 use super::reply::{Finish, Usage};
 use super::review::{Plan, Reply};
 use crate::engine::protocol as p;
@@ -105,6 +105,8 @@ pub enum Event<'a> {
         commit: Option<&'a str>,
         message: &'a str,
         failed: &'a [String],
+        held: usize,
+        lost: usize,
     },
     HunkText {
         id: &'a str,
@@ -115,6 +117,11 @@ pub enum Event<'a> {
         id: &'a str,
         new_lines: &'a str,
         reason: &'a str,
+    },
+    HeldBack {
+        path: &'a str,
+        hunk: Option<&'a str>,
+        cautions: Vec<Caution<'a>>,
     },
     NotApplied {
         reason: &'static str,
@@ -370,6 +377,8 @@ impl<'a> From<&'a p::Event> for Event<'a> {
                 commit,
                 message,
                 failed,
+                held,
+                lost,
             } => Event::Applied {
                 files,
                 accepted: *accepted,
@@ -377,6 +386,8 @@ impl<'a> From<&'a p::Event> for Event<'a> {
                 commit: commit.as_deref(),
                 message,
                 failed,
+                held: *held,
+                lost: *lost,
             },
             E::HunkText { id, path, text } => Event::HunkText { id, path, text },
             E::EditRefused {
@@ -388,6 +399,15 @@ impl<'a> From<&'a p::Event> for Event<'a> {
                 new_lines,
                 reason,
             },
+            E::HeldBack {
+                path,
+                hunk,
+                cautions,
+            } => Event::HeldBack {
+                path,
+                hunk: hunk.as_deref(),
+                cautions: cautions.iter().map(Caution::from).collect(),
+            },
             E::NotApplied { reason } => Event::NotApplied {
                 reason: match reason {
                     p::NotApplied::Refused => "refused",
@@ -396,6 +416,7 @@ impl<'a> From<&'a p::Event> for Event<'a> {
                     p::NotApplied::CommitFailed => "commit_failed",
                     p::NotApplied::Stale => "stale",
                     p::NotApplied::NeedsConfirmation => "needs_confirmation",
+                    p::NotApplied::WriteFailed => "write_failed",
                 },
             },
             E::ReviewPlan(plan) => Event::ReviewPlan(Plan::from(&**plan)),

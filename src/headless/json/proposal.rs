@@ -46,10 +46,12 @@ impl<'a> From<&'a p::FileProposalView> for File<'a> {
     fn from(f: &'a p::FileProposalView) -> Self {
         File {
             path: &f.path,
+            // A proposal's new file has always been `created` here.
             change: match f.change {
-                p::FileChange::Created => "created",
-                p::FileChange::Modified => "modified",
-                p::FileChange::Deleted => "deleted",
+                p::FileStatus::Added => "created",
+                p::FileStatus::Modified => "modified",
+                p::FileStatus::Deleted => "deleted",
+                p::FileStatus::Renamed => "renamed",
             },
             hunks: f.hunks.iter().map(Hunk::from).collect(),
             cautions: f.cautions.iter().map(Caution::from).collect(),
@@ -122,7 +124,7 @@ impl<'a> From<&'a p::DiffLine> for Line<'a> {
 /// Why hunks are not accepted in bulk: `{"kind": ...}` with the kind's details.
 #[derive(Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
-enum Caution<'a> {
+pub enum Caution<'a> {
     OutsideChat,
     DeletesMost { removed: usize, total: usize },
     Invisible { characters: &'a [String] },

@@ -12,6 +12,8 @@ pub struct Session<'a> {
     last_active_ms: u64,
     title: &'a str,
     pending_hunks: usize,
+    /// Proposed hunks that no longer apply, kept until dismissed.
+    failed_hunks: usize,
     cost: f64,
     /// A tern has it open (`pid`, when the lock says which).
     open: bool,
@@ -31,6 +33,7 @@ impl<'a> From<&'a Listed> for Session<'a> {
                 .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
             title: &s.title,
             pending_hunks: s.pending_hunks,
+            failed_hunks: s.failed_hunks,
             cost: s.cost,
             open: holder.is_some(),
             pid: holder.flatten(),

@@ -300,8 +300,9 @@ impl ChatPane {
                 mode,
             }),
             (Action::RunCommand, None) => match needed.selected_command() {
-                Some(command) => cx.send(Op::Submit {
-                    text: format!("/run {command}"),
+                Some(command) => cx.send(Op::Command {
+                    command: crate::engine::protocol::Command::Run,
+                    args: command.to_string(),
                 }),
                 None => cx.effect(super::Effect::Flash(
                     "the last reply suggested no commands".into(),

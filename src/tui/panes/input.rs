@@ -11,8 +11,9 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 
 use super::{Cx, Draw, Effect, Pane};
-use crate::engine::Op;
-use crate::engine::commands::{self, Command};
+use crate::engine::commands;
+use crate::engine::input;
+use crate::engine::protocol::{ArgCompletion, Command};
 use crate::tui::editor::{EditRequest, EditTarget};
 use crate::tui::fuzzy;
 use crate::tui::keymap::Action;
@@ -147,7 +148,10 @@ impl InputPane {
         self.cursor = 0;
         self.scroll = 0;
         self.edited();
-        cx.send(Op::Submit { text });
+        match input::parse(&text) {
+            Ok(op) => cx.send(op),
+            Err(unknown) => cx.effect(Effect::Error(unknown.to_string())),
+        }
     }
 
     /// Earlier messages for Up to walk (a resumed session's), oldest first.
@@ -380,9 +384,9 @@ impl InputPane {
             commands::complete(word)
                 .into_iter()
                 .map(|c| Item {
-                    insert: format!("/{}", c.name),
-                    label: format!("/{} {}", c.name, c.args),
-                    detail: c.help.to_string(),
+                    insert: format!("/{}", c.name()),
+                    label: format!("/{} {}", c.name(), c.args()),
+                    detail: c.help().to_string(),
                 })
                 .collect()
         } else if let Some(pattern) = word.strip_prefix('@') {
@@ -391,48 +395,21 @@ impl InputPane {
             // An argument is completed once typing starts: right after a completion
             // (or a space) the list stays closed, so Enter sends.
             let command = self.text.split_whitespace().next().unwrap_or("");
-            match commands::parse(command) {
-                commands::Parsed::Command { spec, .. } => match spec.command {
-                    Command::Add | Command::ReadOnly => files(word, &self.repo_files, ""),
-                    Command::Drop => files(word, &self.chat_files, "in the chat"),
-                    Command::Model => crate::engine::protocol::known_models()
-                        .filter(|(name, _)| name.contains(word))
-                        .take(MAX_COMPLETIONS)
-                        .map(|(name, window)| Item {
-                            insert: name.to_string(),
-                            label: name.to_string(),
-                            detail: format!("{}k window", window / 1000),
-                        })
-                        .collect(),
-                    // Their arguments are free text, a ref or nothing.
-                    Command::Ask
-                    | Command::Code
-                    | Command::Apply
-                    | Command::Reject
-                    | Command::Split
-                    | Command::Editor
-                    | Command::Discard
-                    | Command::Diff
-                    | Command::Show
-                    | Command::Undo
-                    | Command::Commit
-                    | Command::Run
-                    | Command::Test
-                    | Command::Lint
-                    | Command::AddOutput
-                    | Command::DropOutput
-                    | Command::Review
-                    | Command::Tokens
-                    | Command::Map
-                    | Command::MapRefresh
-                    | Command::Clear
-                    | Command::Compact
-                    | Command::Forget
-                    | Command::Trust
-                    | Command::Help
-                    | Command::Quit => Vec::new(),
-                },
-                commands::Parsed::Unknown { .. } => Vec::new(),
+            let completion = Command::find(command.trim_start_matches('/'))
+                .map_or(ArgCompletion::Nothing, Command::completion);
+            match completion {
+                ArgCompletion::RepoFiles => files(word, &self.repo_files, ""),
+                ArgCompletion::ChatFiles => files(word, &self.chat_files, "in the chat"),
+                ArgCompletion::Models => crate::engine::protocol::known_models()
+                    .filter(|(name, _)| name.contains(word))
+                    .take(MAX_COMPLETIONS)
+                    .map(|(name, window)| Item {
+                        insert: name.to_string(),
+                        label: name.to_string(),
+                        detail: format!("{}k window", window / 1000),
+                    })
+                    .collect(),
+                ArgCompletion::Nothing => Vec::new(),
             }
         } else {
             Vec::new()
@@ -688,6 +665,7 @@ impl Pane for InputPane {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::Op;
     use crate::tui::keymap::Keymap;
 
     fn key(code: KeyCode) -> KeyEvent {
@@ -760,8 +738,9 @@ mod tests {
         typed(&mut input, "\n", &mut ops);
         assert_eq!(
             ops,
-            [Op::Submit {
-                text: "/add src/cli.py".into()
+            [Op::Command {
+                command: Command::Add,
+                args: "src/cli.py".into()
             }],
             "Enter runs the completed command"
         );
@@ -794,8 +773,9 @@ mod tests {
         typed(&mut input, "/tokens\n", &mut ops);
         assert_eq!(
             ops,
-            [Op::Submit {
-                text: "/tokens".into()
+            [Op::Command {
+                command: Command::Tokens,
+                args: String::new()
             }]
         );
     }

@@ -251,8 +251,9 @@ impl Pane for MapPane {
             }
             Action::Bottom => self.selected = self.ranked_len().saturating_sub(1),
             Action::ToggleMapText => self.show_text = !self.show_text,
-            Action::RefreshMap => cx.send(Op::Submit {
-                text: "/map-refresh".into(),
+            Action::RefreshMap => cx.send(Op::Command {
+                command: crate::engine::protocol::Command::MapRefresh,
+                args: String::new(),
             }),
             _ => return false,
         }

@@ -56,6 +56,8 @@ pub enum Effect {
     Edit(super::editor::EditRequest),
     /// Put this text on the clipboard.
     Copy(String),
+    /// Show an error in the chat (a line that is no command).
+    Error(String),
 }
 
 /// What a pane may touch while it handles a key.

@@ -16,12 +16,13 @@ use ratatui::text::{Line, Span};
 use super::{Cx, Draw, Effect, Pane, PaneId};
 use crate::engine::Op;
 use crate::engine::protocol::{
-    Decision, FileChange, FileProposalView, HunkView, LineKind, ProposalView, ReviewOp,
+    Decision, FileProposalView, FileStatus, HunkView, LineKind, ProposalView, ReviewOp,
 };
 use crate::engine::protocol::{Outcome, PlanMode, ReviewPlan};
+use crate::plural;
 use crate::tui::editor::{self, EditRequest, EditTarget};
 use crate::tui::highlight::{self, Incremental};
-use crate::tui::keymap::Action;
+use crate::tui::keymap::{Action, Keymap};
 use crate::tui::text::{self, thousands};
 use crate::tui::theme::Theme;
 
@@ -62,6 +63,14 @@ pub struct ReviewPane {
     /// The user's text for a hunk that the engine refused (hunk id, text): `e` on that
     /// hunk opens it again instead of the proposed lines, so nothing typed is lost.
     refused: Option<(String, String)>,
+    /// The notes (failed edits with their lines, reflections) take the pane, scrolled
+    /// to this row: at 80x24 the rows under the diff hold only a few of them.
+    notes_open: Option<usize>,
+    /// The row the pane is scrolled to when it shows no hunk, only its notes.
+    notes_scroll: usize,
+    /// A hunk decided outside the review keys (`/reject` typed after `N`, an edit): when
+    /// the proposal shows it decided, the selection moves on, as after `y`.
+    advance: Option<String>,
 }
 
 /// Counts of a set of hunks by decision.
@@ -139,6 +148,8 @@ impl ReviewPane {
             self.highlights.clear();
             self.reflections.clear();
             self.banner = None;
+            self.notes_open = None;
+            self.notes_scroll = 0;
         } else {
             // A hunk keeps its id when its neighbour is split off or applied, but its
             // context lines may change: only an unchanged hunk keeps its highlighting.
@@ -159,10 +170,27 @@ impl ReviewPane {
                 self.hunk = hunk;
             }
         }
+        // An edited hunk may come back under a new id, in the place it had.
+        let here = (self.file, self.hunk);
+        let advance = self
+            .advance
+            .take()
+            .map(|id| find(&proposal, &id).unwrap_or(here));
         // Whatever was being applied is over: this is what is left to decide.
         self.status = None;
         self.proposal = Some(proposal);
         self.clamp();
+        if let Some((file, hunk)) = advance {
+            let decided = self
+                .proposal
+                .as_ref()
+                .and_then(|p| p.files.get(file)?.hunks.get(hunk))
+                .is_some_and(|h| h.decision != Decision::Pending);
+            if decided {
+                self.select(file, hunk);
+                self.move_hunk(true);
+            }
+        }
         self.reveal = true;
         fresh
     }
@@ -180,6 +208,11 @@ impl ReviewPane {
                 .proposal
                 .as_ref()
                 .is_some_and(|p| p.files.iter().any(|f| !f.hunks.is_empty()))
+    }
+
+    /// Whether the failed edits and notes take the pane (`f`) instead of the hunks.
+    pub fn notes_shown(&self) -> bool {
+        self.notes_open.is_some() && self.is_active()
     }
 
     pub fn proposal(&self) -> Option<&ProposalView> {
@@ -348,6 +381,19 @@ impl ReviewPane {
         self.refused = Some((id, text));
     }
 
+    /// Whether [`ReviewPane::notes`] has anything to show.
+    fn has_notes(&self) -> bool {
+        !self.reflections.is_empty()
+            || self.proposal.as_ref().is_some_and(|p| {
+                !p.written_as.is_empty() || !p.failures.is_empty() || !p.shell_commands.is_empty()
+            })
+    }
+
+    /// Hunk `id` is being decided from elsewhere (see `advance`).
+    pub fn advance_after(&mut self, id: String) {
+        self.advance = Some(id);
+    }
+
     /// The user's edit of a hunk is on its way: the proposal it makes reshapes this one.
     pub fn reshape(&mut self) {
         self.reshaping = true;
@@ -412,10 +458,9 @@ impl ReviewPane {
         let files = self.proposal.as_ref().map_or(0, |p| p.files.len());
         let mut spans = vec![Span::styled(
             format!(
-                "{files} file{} · {} hunk{} ",
-                plural(files),
-                t.total(),
-                plural(t.total())
+                "{} · {} ",
+                plural::count(files, "file"),
+                plural::count(t.total(), "hunk")
             ),
             Style::new().fg(theme.c.fg),
         )];
@@ -441,9 +486,10 @@ impl ReviewPane {
         {
             let y = area.y + row as u16;
             let (letter, color) = match f.change {
-                FileChange::Created => ("A", theme.c.added),
-                FileChange::Modified => ("M", theme.c.accent),
-                FileChange::Deleted => ("D", theme.c.removed),
+                FileStatus::Added => ("A", theme.c.added),
+                FileStatus::Modified => ("M", theme.c.accent),
+                FileStatus::Renamed => ("R", theme.c.accent),
+                FileStatus::Deleted => ("D", theme.c.removed),
             };
             let t = Tally::of(&f.hunks);
             let counts = tally_spans(&t, theme);
@@ -612,7 +658,8 @@ impl ReviewPane {
         out
     }
 
-    fn render_status(&self, area: Rect, buf: &mut Buffer, theme: &Theme) {
+    fn render_status(&mut self, area: Rect, buf: &mut Buffer, draw: &Draw<'_>) {
+        let theme = draw.theme;
         let (text, style) = match &self.status {
             Some(Status::Applied(summary)) => (summary.clone(), Style::new().fg(theme.c.ok)),
             Some(Status::Discarded) => (
@@ -631,7 +678,7 @@ impl ReviewPane {
             lines.push(Line::raw(""));
             lines.extend(plan_lines(plan, theme, width));
         }
-        super::draw_lines(area, buf, &lines);
+        self.notes_scroll = scrolled(area, buf, &lines, self.notes_scroll, draw);
     }
 }
 
@@ -716,10 +763,6 @@ fn find(proposal: &ProposalView, id: &str) -> Option<(usize, usize)> {
         .find_map(|(f, file)| file.hunks.iter().position(|h| h.id == id).map(|h| (f, h)))
 }
 
-fn plural(n: usize) -> &'static str {
-    if n == 1 { "" } else { "s" }
-}
-
 fn tally_spans(t: &Tally, theme: &Theme) -> Vec<Span<'static>> {
     vec![
         Span::styled(
@@ -754,23 +797,15 @@ fn decision_label(decision: Decision, theme: &Theme) -> Span<'static> {
     }
 }
 
-/// `@@ -a,b +c,d @@` for the lines shown (context included, as git writes it), so the
+/// `@@ -a,b +c,d @@` for the lines shown (context included), as git writes it, so the
 /// header agrees with the line numbers beside it.
 fn range_header(hunk: &HunkView) -> String {
-    let side = |number: fn(&crate::engine::protocol::DiffLine) -> Option<usize>,
-                start: usize,
-                len: usize| {
-        let numbers: Vec<usize> = hunk.lines.iter().filter_map(number).collect();
-        match numbers.first() {
-            Some(first) => (*first, numbers.len()),
-            None if hunk.lines.is_empty() => (start, len),
-            // Nothing on this side (a new or deleted file): git writes the line before.
-            None => (start.saturating_sub(1), 0),
-        }
-    };
-    let (old_start, old_len) = side(|l| l.old_line, hunk.old_start, hunk.old_len);
-    let (new_start, new_len) = side(|l| l.new_line, hunk.new_start, hunk.new_len);
-    format!("@@ -{old_start},{old_len} +{new_start},{new_len} @@")
+    use crate::diff::{Counts, hunk_header, shown_side};
+    hunk_header(
+        shown_side(&hunk.lines, |l| l.old_line, hunk.old_start),
+        shown_side(&hunk.lines, |l| l.new_line, hunk.new_start),
+        Counts::Git,
+    )
 }
 
 fn hunk_header(hunk: &HunkView, selected: bool, theme: &Theme) -> Line<'static> {
@@ -948,6 +983,7 @@ impl Pane for ReviewPane {
             Action::ScrollRight,
             Action::Top,
             Action::Bottom,
+            Action::ToggleFailures,
             Action::Back,
         ]
     }
@@ -958,8 +994,155 @@ impl Pane for ReviewPane {
             return true;
         }
         if !self.is_active() {
-            return false;
+            // With no hunk to decide on, the notes are the pane: the keys scroll them.
+            return self.proposal.is_some() && scroll_notes(&mut self.notes_scroll, action);
         }
+        if let Some(at) = &mut self.notes_open {
+            // The hunks are out of sight: only the notes' keys act.
+            if action == Action::ToggleFailures {
+                self.notes_open = None;
+                return true;
+            }
+            return scroll_notes(at, action);
+        }
+        self.on_hunk_action(action, cx)
+    }
+
+    fn scroll(&mut self, lines: i32) {
+        let total = self.diff_row_count();
+        self.scroll =
+            (self.scroll as i64 + lines as i64).clamp(0, total.saturating_sub(1) as i64) as usize;
+    }
+
+    fn click(&mut self, row: u16, _cx: &mut Cx<'_>) {
+        // The file list starts on the second row.
+        let files = self.proposal.as_ref().map_or(0, |p| p.files.len());
+        let row = row as usize;
+        if (1..=files.min(FILE_ROWS)).contains(&row) {
+            let offset = super::keep_visible(0, self.file, files.min(FILE_ROWS));
+            let file = offset + row - 1;
+            if file < files {
+                self.select(file, 0);
+            }
+        }
+    }
+
+    fn render(&mut self, area: Rect, buf: &mut Buffer, draw: &Draw<'_>) {
+        let theme = draw.theme;
+        if area.height == 0 || area.width < 10 {
+            return;
+        }
+        if self.proposal.is_none() || !self.is_active() && self.status.is_some() {
+            self.render_status(area, buf, draw);
+            return;
+        }
+        let width = area.width as usize;
+        let notes = self.notes(theme, width);
+        let files = self.proposal.as_ref().map_or(0, |p| p.files.len());
+        if files == 0 {
+            // Every block failed: the failures are the review.
+            let mut lines = vec![Line::styled(
+                "No edit could be applied.",
+                Style::new().fg(theme.c.error),
+            )];
+            lines.extend(notes);
+            self.notes_scroll = scrolled(area, buf, &lines, self.notes_scroll, draw);
+            return;
+        }
+        let mut y = area.y;
+        row(buf, area, y, &self.summary(theme));
+        y += 1;
+        if let Some(banner) = &self.banner {
+            let banner = text::truncate(&format!("✓ {banner}"), width);
+            let line = Line::styled(banner, Style::new().fg(theme.c.ok));
+            row(buf, area, y, &line);
+            y += 1;
+        }
+        let file_rows = files
+            .min(FILE_ROWS)
+            .min((area.height as usize).saturating_sub(4) / 3)
+            .max(1) as u16;
+        let file_rows = file_rows.min(area.bottom().saturating_sub(y));
+        self.render_files(Rect::new(area.x, y, area.width, file_rows), buf, draw);
+        y += file_rows;
+        let hint_rows = u16::from(area.height >= 12);
+        if let Some(at) = self.notes_open {
+            let label = "─ failed edits and notes ";
+            let rule = "─".repeat(width.saturating_sub(text::width(label)));
+            row(
+                buf,
+                area,
+                y,
+                &Line::styled(format!("{label}{rule}"), theme.dim()),
+            );
+            y += 1;
+            let height = area.bottom().saturating_sub(y + hint_rows);
+            let notes_area = Rect::new(area.x, y, area.width, height);
+            self.notes_open = Some(scrolled(notes_area, buf, &notes, at, draw));
+            if hint_rows > 0 {
+                let hint = text::truncate(&notes_keys(draw.keymap), width);
+                buf.set_string(area.x, area.bottom() - 1, hint, theme.dim());
+            }
+            return;
+        }
+        let note_rows = (notes.len() as u16).min(area.height / 4);
+        let diff_height = area.bottom().saturating_sub(y + 1 + note_rows + hint_rows);
+        let path = self
+            .current_file()
+            .map(|f| f.path.clone())
+            .unwrap_or_default();
+        let sep_label = format!("─ {} ", text::truncate_left(&path, width.saturating_sub(4)));
+        let sep = format!(
+            "{sep_label}{}",
+            "─".repeat(width.saturating_sub(text::width(&sep_label)))
+        );
+        row(buf, area, y, &Line::styled(sep, theme.dim()));
+        y += 1;
+        self.render_diff(Rect::new(area.x, y, area.width, diff_height), buf, theme);
+        y += diff_height;
+        let shown = if note_rows > 0 && notes.len() > note_rows as usize {
+            // The last row says what is not drawn, and how to see it.
+            let more = notes.len() + 1 - note_rows as usize;
+            let mark = format!(
+                "… {more} more {}: {} shows every failed edit and note",
+                plural::noun_for(more, "line"),
+                draw.keymap.describe(Action::ToggleFailures)
+            );
+            let mark = Line::styled(text::truncate(&mark, width), warning(theme));
+            row(buf, area, y + note_rows.saturating_sub(1), &mark);
+            note_rows.saturating_sub(1)
+        } else {
+            note_rows
+        };
+        for line in notes.iter().take(shown as usize) {
+            row(buf, area, y, line);
+            y += 1;
+        }
+        if hint_rows > 0 {
+            let k = draw.keymap;
+            let hint = format!(
+                "{} accept · {} reject · {} file · {} all · {} reset · {} apply · {} back",
+                k.describe(Action::Accept),
+                k.describe(Action::Reject),
+                k.describe(Action::AcceptFile),
+                k.describe(Action::AcceptAll),
+                k.describe(Action::Reset),
+                k.describe(Action::Apply),
+                k.describe(Action::Back),
+            );
+            buf.set_string(
+                area.x,
+                area.bottom() - 1,
+                text::truncate(&hint, width),
+                theme.dim(),
+            );
+        }
+    }
+}
+
+impl ReviewPane {
+    /// A key of the review while its hunks are shown.
+    fn on_hunk_action(&mut self, action: Action, cx: &mut Cx<'_>) -> bool {
         match action {
             Action::Up => self.move_hunk(false),
             Action::Down => self.move_hunk(true),
@@ -995,6 +1178,10 @@ impl Pane for ReviewPane {
                 }
             }
             Action::SplitHunk => self.split_hunk(cx),
+            Action::ToggleFailures if self.has_notes() => self.notes_open = Some(0),
+            Action::ToggleFailures => {
+                cx.effect(Effect::Flash("no failed edit and no note to show".into()));
+            }
             Action::EditHunk => self.edit_hunk(cx),
             Action::Reset => self.decide_hunk(Decision::Pending, cx),
             Action::AcceptFile => self.decide_file(Decision::Accept, cx),
@@ -1021,103 +1208,69 @@ impl Pane for ReviewPane {
         }
         true
     }
+}
 
-    fn scroll(&mut self, lines: i32) {
-        let total = self.diff_row_count();
-        self.scroll =
-            (self.scroll as i64 + lines as i64).clamp(0, total.saturating_sub(1) as i64) as usize;
-    }
-
-    fn click(&mut self, row: u16, _cx: &mut Cx<'_>) {
-        // The file list starts on the second row.
-        let files = self.proposal.as_ref().map_or(0, |p| p.files.len());
-        let row = row as usize;
-        if (1..=files.min(FILE_ROWS)).contains(&row) {
-            let offset = super::keep_visible(0, self.file, files.min(FILE_ROWS));
-            let file = offset + row - 1;
-            if file < files {
-                self.select(file, 0);
-            }
-        }
-    }
-
-    fn render(&mut self, area: Rect, buf: &mut Buffer, draw: &Draw<'_>) {
-        let theme = draw.theme;
-        if area.height == 0 || area.width < 10 {
-            return;
-        }
-        if self.proposal.is_none() || !self.is_active() && self.status.is_some() {
-            self.render_status(area, buf, theme);
-            return;
-        }
-        let width = area.width as usize;
-        let notes = self.notes(theme, width);
-        let files = self.proposal.as_ref().map_or(0, |p| p.files.len());
-        if files == 0 {
-            // Every block failed: the failures are the review.
-            let mut lines = vec![Line::styled(
-                "No edit could be applied.",
-                Style::new().fg(theme.c.error),
-            )];
-            lines.extend(notes);
-            super::draw_lines(area, buf, &lines);
-            return;
-        }
-        let mut y = area.y;
-        row(buf, area, y, &self.summary(theme));
-        y += 1;
-        if let Some(banner) = &self.banner {
-            let line = Line::styled(format!("✓ {banner}"), Style::new().fg(theme.c.ok));
-            row(buf, area, y, &line);
-            y += 1;
-        }
-        let file_rows = files
-            .min(FILE_ROWS)
-            .min((area.height as usize).saturating_sub(4) / 3)
-            .max(1) as u16;
-        let file_rows = file_rows.min(area.bottom().saturating_sub(y));
-        self.render_files(Rect::new(area.x, y, area.width, file_rows), buf, draw);
-        y += file_rows;
-        let note_rows = (notes.len() as u16).min(area.height / 4);
-        let hint_rows = u16::from(area.height >= 12);
-        let diff_height = area.bottom().saturating_sub(y + 1 + note_rows + hint_rows);
-        let path = self
-            .current_file()
-            .map(|f| f.path.clone())
-            .unwrap_or_default();
-        let sep_label = format!("─ {} ", text::truncate_left(&path, width.saturating_sub(4)));
-        let sep = format!(
-            "{sep_label}{}",
-            "─".repeat(width.saturating_sub(text::width(&sep_label)))
+/// Draws `lines` in `area` from row `from` (kept so that the last line is on the last
+/// row at most); when some do not fit, the last row says how many are below. Returns the
+/// row drawn from.
+fn scrolled(
+    area: Rect,
+    buf: &mut Buffer,
+    lines: &[Line<'_>],
+    from: usize,
+    draw: &Draw<'_>,
+) -> usize {
+    let height = area.height as usize;
+    let from = from.min(lines.len().saturating_sub(height));
+    let below = lines.len().saturating_sub(from + height);
+    let (shown, mark) = match below {
+        0 => (height, None),
+        n => (height.saturating_sub(1), Some(n + 1)),
+    };
+    let end = (from + shown).min(lines.len());
+    super::draw_lines(area, buf, lines.get(from..end).unwrap_or_default());
+    if let (Some(n), true) = (mark, height > 0) {
+        let k = draw.keymap;
+        let text = format!(
+            "… {n} more {} below ({}/{} scroll)",
+            plural::noun_for(n, "line"),
+            k.describe(Action::Down),
+            k.describe(Action::Up)
         );
-        row(buf, area, y, &Line::styled(sep, theme.dim()));
-        y += 1;
-        self.render_diff(Rect::new(area.x, y, area.width, diff_height), buf, theme);
-        y += diff_height;
-        for line in notes.iter().take(note_rows as usize) {
-            row(buf, area, y, line);
-            y += 1;
-        }
-        if hint_rows > 0 {
-            let k = draw.keymap;
-            let hint = format!(
-                "{} accept · {} reject · {} file · {} all · {} reset · {} apply · {} back",
-                k.describe(Action::Accept),
-                k.describe(Action::Reject),
-                k.describe(Action::AcceptFile),
-                k.describe(Action::AcceptAll),
-                k.describe(Action::Reset),
-                k.describe(Action::Apply),
-                k.describe(Action::Back),
-            );
-            buf.set_string(
-                area.x,
-                area.bottom() - 1,
-                text::truncate(&hint, width),
-                theme.dim(),
-            );
-        }
+        let line = Line::styled(
+            text::truncate(&text, area.width as usize),
+            warning(draw.theme),
+        );
+        buf.set_line(area.x, area.bottom() - 1, &line, area.width);
     }
+    from
+}
+
+/// The keys of the review while its notes take the pane.
+pub fn notes_keys(k: &Keymap) -> String {
+    format!(
+        "{}/{} scroll · {} back to the hunks · {} back",
+        k.describe(Action::Down),
+        k.describe(Action::Up),
+        k.describe(Action::ToggleFailures),
+        k.describe(Action::Back),
+    )
+}
+
+/// Moves `at`, the first row of notes shown, for a scrolling key; false for another key.
+fn scroll_notes(at: &mut usize, action: Action) -> bool {
+    match action {
+        Action::Up => *at = at.saturating_sub(1),
+        Action::Down => *at = at.saturating_add(1),
+        Action::Top => *at = 0,
+        Action::Bottom => *at = usize::MAX,
+        _ => return false,
+    }
+    true
+}
+
+fn warning(theme: &Theme) -> Style {
+    Style::new().fg(theme.c.warning)
 }
 
 /// Columns one sideways scroll moves.
@@ -1143,11 +1296,10 @@ pub fn applied_summary(
     message: &str,
 ) -> String {
     let mut s = format!(
-        "Applied {} hunk{} to {} file{}",
+        "Applied {} {} to {}",
         thousands(accepted),
-        plural(accepted),
-        files.len(),
-        plural(files.len())
+        plural::noun_for(accepted, "hunk"),
+        plural::count(files.len(), "file")
     );
     if rejected > 0 {
         s.push_str(&format!(", {rejected} not applied"));

@@ -102,7 +102,7 @@ impl Chat {
 
     /// Runs a slash command; returns its events up to its `Output` titled `title`.
     pub async fn command(&mut self, text: &str, title: &str) -> (String, Vec<Event>) {
-        self.send(Op::Submit { text: text.into() });
+        self.send(crate::support::typed(text));
         let events = self
             .until(|e| matches!(e, Event::Output { title: t, .. } if t == title))
             .await;
@@ -114,9 +114,7 @@ impl Chat {
 
     /// Switches to ask mode, whose fixed prompt is small (no edit-format examples).
     pub async fn ask_mode(&mut self) {
-        self.send(Op::Submit {
-            text: "/ask".into(),
-        });
+        self.send(crate::support::typed("/ask"));
         self.until(|e| matches!(e, Event::Mode { .. })).await;
     }
 }

@@ -76,6 +76,12 @@ pub async fn until(
     }
 }
 
+/// What a user typed, as a front end sends it: a message, or a command parsed at the
+/// edge (`engine::input::parse`).
+pub fn typed(text: &str) -> tern::engine::Op {
+    tern::engine::input::parse(text).expect("a known command")
+}
+
 /// An engine on `repo` talking to `server` (gpt-4o, weak model gpt-4o-mini, a short
 /// retry budget, no tag cache) with `editable` in the chat; `tune` adjusts the settings.
 pub fn spawn_engine(

@@ -272,8 +272,13 @@ impl<'a> Answer<'a> {
         let completion = overrides
             .completion_tokens
             .unwrap_or_else(|| self.tokens(text));
+        let prompt_json = overrides
+            .prompt_tokens_json
+            .as_deref()
+            .cloned()
+            .unwrap_or(json!(prompt));
         json!({
-            "prompt_tokens": prompt,
+            "prompt_tokens": prompt_json,
             "completion_tokens": completion,
             "total_tokens": prompt + completion,
             "prompt_tokens_details": {

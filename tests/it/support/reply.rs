@@ -65,6 +65,8 @@ pub(super) enum Ending {
 #[derive(Debug, Clone, Default)]
 pub(super) struct UsageOverride {
     pub prompt_tokens: Option<usize>,
+    /// `prompt_tokens` as this JSON value, whatever it is (null, a string, -5).
+    pub prompt_tokens_json: Option<Box<Value>>,
     pub completion_tokens: Option<usize>,
     pub cached_tokens: Option<usize>,
 }
@@ -223,6 +225,13 @@ impl Reply {
     pub fn with_prompt_tokens(self, tokens: usize) -> Reply {
         self.map_completion("with_prompt_tokens", |c| {
             c.usage.prompt_tokens = Some(tokens)
+        })
+    }
+
+    /// Report this JSON value as `usage.prompt_tokens` (a server that sends no count).
+    pub fn with_prompt_tokens_json(self, value: Value) -> Reply {
+        self.map_completion("with_prompt_tokens_json", |c| {
+            c.usage.prompt_tokens_json = Some(Box::new(value))
         })
     }
 

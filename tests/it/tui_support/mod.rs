@@ -11,10 +11,10 @@ use ratatui::backend::TestBackend;
 use similar::{DiffTag, TextDiff};
 
 use tern::context::{
-    self, BudgetReport, ChunkInputs, FileText, HistoryPhase, HistoryStatus, MapStatus, Window,
+    self, BudgetReport, ChunkInputs, HistoryPhase, HistoryStatus, MapStatus, PromptFile, Window,
 };
 use tern::engine::protocol::{
-    Decision, DiffLine, EditFailureView, FileChange, FileProposalView, HunkView, LineKind, MapEdge,
+    Decision, DiffLine, EditFailureView, FileProposalView, FileStatus, HunkView, LineKind, MapEdge,
     MapView, ProposalView,
 };
 use tern::engine::{ChatMode, Event, FileEntry, FileMode};
@@ -32,6 +32,7 @@ pub fn app() -> App {
         theme: Theme::default_theme(),
         keymap: Keymap::default(),
         notices: vec![],
+        throwaway: false,
     })
 }
 
@@ -47,7 +48,7 @@ fn project_file(path: &str) -> &'static str {
 pub fn budget(draft: &str, history: &[Message]) -> BudgetReport {
     let model = ModelInfo::lookup(MODEL);
     let counter = model.token_counter();
-    let file = |p: &str| FileText {
+    let file = |p: &str| PromptFile {
         path: p.to_string(),
         text: project_file(p).to_string(),
     };
@@ -269,7 +270,7 @@ pub fn proposal() -> ProposalView {
             .iter()
             .map(|(path, after)| FileProposalView {
                 path: path.clone(),
-                change: FileChange::Modified,
+                change: FileStatus::Modified,
                 hunks: hunks(path, project_file(path), after),
                 cautions: Vec::new(),
                 ignored: None,
@@ -305,7 +306,7 @@ pub fn big_proposal(functions: usize) -> ProposalView {
     ProposalView {
         files: vec![FileProposalView {
             path: "gen/big.py".into(),
-            change: FileChange::Modified,
+            change: FileStatus::Modified,
             hunks: hunks("gen/big.py", &before, &after),
             cautions: Vec::new(),
             ignored: None,

@@ -1,7 +1,7 @@
-//! File content as tern edits it: decoded to a `String` with `\n` line endings, while
-//! remembering the exact bytes so that every line the user keeps is written back
-//! byte for byte (BOM, CRLF, a missing final newline and bytes that are not UTF-8
-//! included).
+//! File content as tern edits and reviews it: decoded to a `String` with `\n` line
+//! endings, while remembering the exact bytes so that every line the user keeps is
+//! written back byte for byte (BOM, CRLF, a missing final newline and bytes that are
+//! not UTF-8 included), and split into numbered lines once.
 //!
 //! Text is always UTF-8. A line holding bytes that are not UTF-8 is shown with U+FFFD
 //! in their place and recorded, so that it is kept as it is or not edited at all: one
@@ -43,6 +43,13 @@ pub struct HasNul;
 
 /// Git's heuristic: a NUL byte in the first 8000 bytes makes a file binary.
 const BINARY_PROBE: usize = 8000;
+
+/// Whether content is binary by git's rule (a NUL byte in its first 8000 bytes): the
+/// one test of it, for edits, reviews, the map and the files a model asks for.
+pub fn is_binary(content: &[u8]) -> bool {
+    content.iter().take(BINARY_PROBE).any(|&b| b == 0)
+}
+
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,13 +60,15 @@ pub struct FileText {
     line_ending: LineEnding,
     /// 0-based lines holding bytes that are not UTF-8, in order.
     invalid: Vec<usize>,
+    /// Byte offset in `text` where each line starts, plus `text.len()` at the end.
+    starts: Vec<usize>,
 }
 
 impl FileText {
     /// Decodes a file's bytes. CRLF line endings are folded to `\n` when they are the
     /// majority; a stray `\r` in an LF file stays part of its line.
     pub fn decode(raw: Vec<u8>) -> Result<FileText, Binary> {
-        if raw[..raw.len().min(BINARY_PROBE)].contains(&0) {
+        if is_binary(&raw) {
             return Err(Binary);
         }
         let (encoding, bytes) = match raw.strip_prefix(BOM) {
@@ -88,6 +97,7 @@ impl FileText {
         };
         Ok(FileText {
             raw,
+            starts: line_starts(&text),
             text,
             encoding,
             line_ending,
@@ -103,6 +113,7 @@ impl FileText {
             encoding: Encoding::Utf8,
             line_ending: LineEnding::Lf,
             invalid: Vec::new(),
+            starts: vec![0],
         }
     }
 
@@ -120,6 +131,25 @@ impl FileText {
 
     pub fn line_ending(&self) -> LineEnding {
         self.line_ending
+    }
+
+    /// Number of lines (a final line without a newline counts).
+    pub fn line_count(&self) -> u32 {
+        (self.starts.len() - 1) as u32
+    }
+
+    /// Line `n` (1-based) without its line ending; empty past the end.
+    pub fn line(&self, n: u32) -> &str {
+        let i = n as usize;
+        if i == 0 || i >= self.starts.len() {
+            return "";
+        }
+        let line = self
+            .text
+            .get(self.starts[i - 1]..self.starts[i])
+            .unwrap_or_default();
+        let line = line.strip_suffix('\n').unwrap_or(line);
+        line.strip_suffix('\r').unwrap_or(line)
     }
 
     /// 0-based lines holding bytes that are not UTF-8 (U+FFFD in `text()`).
@@ -167,9 +197,39 @@ impl FileText {
     }
 }
 
+/// Where each line of `text` starts, plus `text.len()` at the end.
+fn line_starts(text: &str) -> Vec<usize> {
+    let mut starts = Vec::with_capacity(text.len() / 32 + 2);
+    starts.push(0);
+    starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+    if *starts.last().unwrap_or(&0) != text.len() {
+        starts.push(text.len());
+    }
+    starts
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Whatever the text (CRLF, lone `\r`, control and invisible characters), the
+        /// numbered lines are its `\n`-separated lines, endings stripped, none lost.
+        #[test]
+        fn numbered_lines_are_the_texts_lines(text in "[a\r\n\u{7f}\u{202e}é\t ]{0,40}") {
+            let t = FileText::decode(text.clone().into_bytes()).unwrap();
+            let expected: Vec<&str> = t
+                .text()
+                .split_inclusive('\n')
+                .map(|l| l.strip_suffix('\n').unwrap_or(l))
+                .map(|l| l.strip_suffix('\r').unwrap_or(l))
+                .collect();
+            let lines: Vec<&str> = (1..=t.line_count()).map(|n| t.line(n)).collect();
+            prop_assert_eq!(lines, expected);
+            prop_assert_eq!(t.line(t.line_count() + 1), "");
+        }
+    }
 
     #[test]
     fn crlf_is_folded_and_raw_lines_line_up() {
@@ -202,5 +262,29 @@ mod tests {
     #[test]
     fn nul_means_binary() {
         assert_eq!(FileText::decode(b"PNG\0\0".to_vec()), Err(Binary));
+    }
+
+    #[test]
+    fn only_a_nul_within_gits_8000_bytes_means_binary() {
+        let mut late = vec![b'a'; BINARY_PROBE];
+        assert!(!is_binary(&late));
+        late.push(0);
+        assert!(!is_binary(&late));
+        late[BINARY_PROBE - 1] = 0;
+        assert!(is_binary(&late));
+    }
+
+    #[test]
+    fn lines_are_numbered_from_one_without_their_endings() {
+        let t = FileText::decode(b"a\r\nb\n\nlast".to_vec()).unwrap();
+        assert_eq!(t.line_count(), 4);
+        assert_eq!(
+            [t.line(1), t.line(2), t.line(3), t.line(4)],
+            ["a", "b", "", "last"]
+        );
+        assert_eq!(t.line(0), "");
+        assert_eq!(t.line(5), "");
+        assert_eq!(FileText::new_file().line_count(), 0);
+        assert_eq!(FileText::decode(b"x\n".to_vec()).unwrap().line_count(), 1);
     }
 }

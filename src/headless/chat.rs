@@ -95,15 +95,15 @@ pub async fn run(
     let signalled = || signals.as_ref().and_then(crate::signals::Stop::signal);
 
     loop {
-        let event = match answered.pop_front() {
-            Some(event) => event,
-            None => match engine.events.recv().await {
-                Some(event) => event,
+        let (op, event) = match answered.pop_front() {
+            Some(event) => (None, event),
+            None => match engine.events.next().await {
+                Some(envelope) => (envelope.op, envelope.event),
                 None => break,
             },
         };
         if json {
-            super::json::print_event(&mut stdout, &event)?;
+            super::json::print_event(&mut stdout, op, &event)?;
         }
         if let Some(why) = event.landing_shortfall() {
             stop(&mut stopped, why);

@@ -530,3 +530,14 @@ proptest! {
         prop_assert!(value["text"].as_str().unwrap().contains("[API key redacted]"));
     }
 }
+
+/// An event that answers an op says which, right after the version.
+#[test]
+fn a_line_that_answers_an_op_carries_its_id() {
+    let mut out = Vec::new();
+    json::print_event(&mut out, Some(tern::engine::OpId(7)), &Event::Idle).unwrap();
+    assert_eq!(
+        String::from_utf8(out).unwrap(),
+        "{\"version\":1,\"id\":7,\"event\":\"idle\"}\n"
+    );
+}

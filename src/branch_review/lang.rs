@@ -2,13 +2,10 @@
 //! `crate::languages`; it orders a compressed review), the function headers of each
 //! language, and whether a file is noise a compressed review skips.
 
-use serde::Serialize;
-
 pub use crate::languages::Language;
 
 /// Why a compressed review leaves a file out without looking at its diff.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Noise {
     Lockfile,
     Minified,

@@ -1,10 +1,7 @@
 //! Whether a review's diff goes out complete or compressed: the plan decides, the prompt
 //! tells the model.
 
-use serde::Serialize;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PlanMode {
     /// Everything, with extra context.
     Extended,

@@ -19,7 +19,6 @@ use std::cmp::Reverse;
 use std::collections::HashMap;
 
 use rayon::prelude::*;
-use serde::Serialize;
 
 use crate::tokens::clip::clip_head;
 use crate::tokens::thousands;
@@ -54,7 +53,7 @@ pub struct ReviewOptions {
 }
 
 /// What will be sent, and what happened to every changed file.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ReviewPlan {
     pub description: String,
     pub mode: PlanMode,
@@ -68,7 +67,7 @@ pub struct ReviewPlan {
 }
 
 /// One request of a review.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ReviewCall {
     /// System prompt, then the user message holding the diff.
     pub messages: Vec<Message>,
@@ -80,10 +79,9 @@ pub struct ReviewCall {
     pub files: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct FilePlan {
     pub path: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub old_path: Option<String>,
     pub status: FileStatus,
     pub language: Language,
@@ -94,8 +92,7 @@ pub struct FilePlan {
     pub outcome: Outcome,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case", tag = "kind")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
     /// Its diff is in `calls[call]`.
     Included { call: usize },
@@ -103,8 +100,7 @@ pub enum Outcome {
     Omitted { reason: OmitReason },
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OmitReason {
     /// No room left in any call.
     Budget,

@@ -3,7 +3,6 @@
 //! review planned again with a quarter less budget, at most `CONTEXT_RETRIES` times.
 //! `tern review` and the engine's `/review` both send through here.
 
-use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
 use super::{ChangeSet, ReviewError, ReviewOptions, ReviewPlan};
@@ -32,7 +31,7 @@ pub enum SendEvent {
 }
 
 /// One model reply of a review.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct CallReply {
     pub files: Vec<String>,
     pub text: String,

@@ -7,8 +7,7 @@ use crate::llm::{ModelInfo, Usage};
 use crate::tokens::Counting;
 
 /// Where the double-buffered history summarizer is in its cycle.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum HistoryPhase {
     #[default]
     Idle,
@@ -32,7 +31,7 @@ impl HistoryPhase {
 }
 
 /// The history sub-budget.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct HistoryStatus {
     pub budget: usize,
     pub tokens: usize,
@@ -47,7 +46,7 @@ pub struct HistoryStatus {
 }
 
 /// The repo map's share, and when it is rebuilt.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct MapStatus {
     pub tokens: usize,
     pub budget: usize,
@@ -58,7 +57,7 @@ pub struct MapStatus {
     pub kept_stale: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SectionRow {
     pub section: Section,
     pub label: &'static str,
@@ -67,7 +66,7 @@ pub struct SectionRow {
     pub cost: f64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct FileRow {
     pub path: String,
     pub section: Section,
@@ -77,7 +76,7 @@ pub struct FileRow {
 }
 
 /// Everything the gauge draws.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct BudgetReport {
     pub model: String,
     /// False when the model is not in the table.

@@ -13,8 +13,7 @@ use crate::tokens::TokenCounter;
 
 /// A section of the request. The order of the variants is the order sent: stable
 /// content first, so provider prefix caches hit as often as possible.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Section {
     System,
     Examples,
@@ -124,7 +123,7 @@ pub struct ChunkInputs {
 }
 
 /// Tokens of one section.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SectionCount {
     pub section: Section,
     pub tokens: usize,
@@ -132,7 +131,7 @@ pub struct SectionCount {
 }
 
 /// Tokens of one file's block as shown to the model (its share of its section).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileCount {
     pub path: String,
     pub section: Section,

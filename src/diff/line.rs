@@ -1,9 +1,6 @@
 //! A line of a diff: what it is, its numbers on each side, its text.
 
-use serde::Serialize;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LineKind {
     Context,
     Removed,
@@ -23,7 +20,7 @@ impl LineKind {
 
 /// One line of a hunk as a diff shows it. Its text `T` is borrowed from the file
 /// (`&str`) while tern writes a diff, and owned (`String`) in the views the engine sends.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DiffLine<T = String> {
     pub kind: LineKind,
     /// 1-based line number in the original, for context and removed lines.

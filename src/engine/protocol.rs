@@ -46,8 +46,7 @@ pub use crate::edit::prompts::Mode as ChatMode;
 pub use crate::edit::{Caution, Decision};
 
 /// What a request to the model is for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RequestKind {
     /// A chat turn (or a reflection on failed edits).
     Turn,
@@ -201,7 +200,7 @@ pub enum ReviewOp {
 }
 
 /// A hunk as the review pane shows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HunkView {
     /// Stable id, also used by `tern apply --accept`.
     pub id: String,
@@ -218,10 +217,9 @@ pub struct HunkView {
     pub cautions: Vec<Caution>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileProposalView {
     pub path: String,
-    #[serde(serialize_with = "FileStatus::serialize_as_change")]
     pub change: FileStatus,
     pub hunks: Vec<HunkView>,
     /// Why its hunks are not accepted in bulk (empty: they are).
@@ -232,8 +230,7 @@ pub struct FileProposalView {
 }
 
 /// A gitignored file a proposal writes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ignored {
     /// It would be created.
     New,
@@ -280,7 +277,7 @@ pub struct NearLines {
 
 /// The edits a reply proposes, with the user's decisions so far. An empty view (no
 /// files, no failures) means nothing is left to review.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ProposalView {
     pub files: Vec<FileProposalView>,
     pub failures: Vec<EditFailureView>,
@@ -334,7 +331,7 @@ impl ProposalView {
 }
 
 /// The repo map as the map pane shows it (empty when there is no map).
-#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct MapView {
     pub tokens: usize,
     pub budget: usize,
@@ -344,7 +341,7 @@ pub struct MapView {
 }
 
 /// Why a file is in the map: an identifier it defines, referenced from another file.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct MapEdge {
     pub ident: String,
     pub from: String,
@@ -400,8 +397,7 @@ impl Event {
 }
 
 /// Why a landing wrote nothing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NotApplied {
     /// Nothing could be written: not a repository, a merge in progress, a file tern will
     /// not write, another tern holding the lock.
@@ -438,8 +434,7 @@ impl std::fmt::Display for NotApplied {
 }
 
 /// What a command is run for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CommandPurpose {
     /// `/run`, `!CMD`: the user's own command; its output is offered for the context.
     Run,
@@ -450,7 +445,7 @@ pub enum CommandPurpose {
 }
 
 /// A chat file as the front ends list it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct FileEntry {
     pub path: String,
     pub mode: FileMode,
@@ -460,16 +455,16 @@ pub struct FileEntry {
 }
 
 /// A repository file a reply names that is not in the chat, with what it would cost.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NeededFile {
     pub path: String,
     /// Its tokens as the chat would send it (as `FileEntry::tokens`).
     pub tokens: usize,
 }
 
-/// Something the engine reports.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "event", rename_all = "snake_case")]
+/// Something the engine reports (`COUNT`: how many kinds, which `--json`'s snapshot
+/// test checks it covers).
+#[derive(Debug, Clone, PartialEq, strum::EnumCount)]
 pub enum Event {
     /// The engine is up; sent once first. `session`: the id of the session it saves
     /// to (None: it saves none).

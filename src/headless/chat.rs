@@ -95,15 +95,15 @@ pub async fn run(
     let signalled = || signals.as_ref().and_then(crate::signals::Stop::signal);
 
     loop {
-        let event = match answered.pop_front() {
-            Some(event) => event,
-            None => match engine.events.recv().await {
-                Some(event) => event,
+        let (op, event) = match answered.pop_front() {
+            Some(event) => (None, event),
+            None => match engine.events.next().await {
+                Some(envelope) => (envelope.op, envelope.event),
                 None => break,
             },
         };
         if json {
-            super::print_json(&mut stdout, &event)?;
+            super::json::print_event(&mut stdout, op, &event)?;
         }
         if let Some(why) = event.landing_shortfall() {
             stop(&mut stopped, why);
@@ -456,14 +456,13 @@ pub async fn run(
             None if sent < total => "interrupted before every message was sent".into(),
             None => "every message was sent".into(),
         };
-        let end = serde_json::json!({
-            "event": "stopped",
-            "ok": stopped.is_none() && sent == total,
-            "messages_sent": sent,
-            "messages": total,
-            "reason": reason,
-        });
-        writeln!(stdout, "{end}")?;
+        let end = super::json::Stopped {
+            ok: stopped.is_none() && sent == total,
+            messages_sent: sent,
+            messages: total,
+            reason: &reason,
+        };
+        super::json::print_line(&mut stdout, super::json::Event::Stopped(end))?;
     }
     Ok(match (signalled(), &stopped) {
         (Some(signal), _) => ExitCode::from(crate::signals::exit_code(signal)),

@@ -7,7 +7,6 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{Context, bail};
-use serde::Serialize;
 
 use crate::cli::{GlobalArgs, MapArgs};
 use crate::config::Settings;
@@ -15,22 +14,6 @@ use crate::egress::errln;
 use crate::llm::ModelInfo;
 use crate::repomap::{self, CacheLocation, MapResult, RefreshStats, RepoMap};
 use crate::tokens::TokenCounter;
-
-#[derive(Serialize)]
-struct JsonMap<'a> {
-    text: &'a str,
-    tokens: usize,
-    budget: usize,
-    encoding: &'static str,
-    estimate: bool,
-    files: Vec<JsonFile<'a>>,
-}
-
-#[derive(Serialize)]
-struct JsonFile<'a> {
-    path: &'a str,
-    score: f64,
-}
 
 /// Runs `tern map` in the repository containing `cwd` (or `cwd` itself outside git);
 /// errors go to stderr and give exit code 1.
@@ -116,7 +99,7 @@ fn print(
 ) -> std::io::Result<()> {
     let mut out = crate::egress::stdout();
     if json {
-        let json = JsonMap {
+        let json = super::json::MapFile {
             text: &result.text,
             tokens: result.tokens,
             budget,
@@ -125,14 +108,13 @@ fn print(
             files: result
                 .ranked_files
                 .iter()
-                .map(|(path, score)| JsonFile {
+                .map(|(path, score)| super::json::Ranked {
                     path,
                     score: *score,
                 })
                 .collect(),
         };
-        serde_json::to_writer(&mut out, &crate::egress::json(&json)?)?;
-        writeln!(out)?;
+        super::json::print_line(&mut out, json)?;
     } else {
         out.write_all(result.text.as_bytes())?;
     }

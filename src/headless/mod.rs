@@ -3,6 +3,7 @@
 
 pub mod apply;
 pub mod chat;
+pub mod json;
 pub mod map;
 pub mod review;
 pub mod script;
@@ -11,10 +12,7 @@ pub mod tokens;
 pub mod trust;
 pub mod undo;
 
-use std::io::Write;
 use std::process::ExitCode;
-
-use crate::engine::Event;
 
 /// The exit code once the engine has stopped: a failure when the run failed or the
 /// engine did not end cleanly.
@@ -24,13 +22,4 @@ pub(crate) async fn exit_code(engine: tokio::task::JoinHandle<()>, ok: bool) -> 
     } else {
         ExitCode::FAILURE
     }
-}
-
-/// Writes one event as a JSON line, every text redacted (before serializing: JSON
-/// escapes a control character inside the key, which would hide it from a redactor
-/// of the line).
-pub(crate) fn print_json(out: &mut impl Write, event: &Event) -> std::io::Result<()> {
-    serde_json::to_writer(&mut *out, &crate::egress::json(event)?)?;
-    out.write_all(b"\n")?;
-    out.flush()
 }

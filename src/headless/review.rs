@@ -155,9 +155,7 @@ fn options(args: &ReviewArgs, settings: &Settings) -> ReviewOptions {
 fn print_plan(plan: &ReviewPlan, json: bool) -> std::io::Result<()> {
     let mut out = crate::egress::stdout();
     let written = if json {
-        serde_json::to_writer_pretty(&mut out, &crate::egress::json(plan)?)
-            .map_err(std::io::Error::from)
-            .and_then(|()| writeln!(out))
+        super::json::print_pretty(&mut out, super::json::Plan::from(plan))
     } else {
         let n = plan.calls.len();
         plan.calls.iter().enumerate().try_for_each(|(i, call)| {
@@ -187,17 +185,8 @@ fn report(
     let review = crate::branch_review::merge_replies(&texts);
     let mut out = crate::egress::stdout();
     if json {
-        let mut value = serde_json::json!({
-            "review": review,
-            "replies": replies,
-            "usage": usage,
-            "cost": cost,
-            "mode": plan.mode,
-            "files": plan.files,
-        });
-        crate::egress::redact_json(&mut value);
-        serde_json::to_writer_pretty(&mut out, &value)?;
-        writeln!(out)?;
+        let json = super::json::Review::new(&review, plan, replies, &usage, cost);
+        super::json::print_pretty(&mut out, json)?;
     } else if plan.calls.len() > 1 {
         out.write_all(review.as_bytes())?;
         if !review.ends_with('\n') {

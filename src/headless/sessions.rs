@@ -5,7 +5,7 @@
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use unicode_width::UnicodeWidthStr;
 
@@ -28,12 +28,9 @@ pub fn run(root: &Path, prune: bool, yes: bool, json: bool) -> ExitCode {
     }
     let sessions = store.list();
     let mut out = std::io::stdout().lock();
-    let written: std::io::Result<()> = sessions.iter().try_for_each(|s| {
-        let line = match json {
-            true => json_line(s),
-            false => text_line(s, SystemTime::now()),
-        };
-        writeln!(out, "{line}")
+    let written: std::io::Result<()> = sessions.iter().try_for_each(|s| match json {
+        true => super::json::print_line(&mut out, super::json::Session::from(s)),
+        false => writeln!(out, "{}", text_line(s, SystemTime::now())),
     });
     match written {
         // The reader has all it wanted (`tern sessions | head -1`): a quiet end.
@@ -77,22 +74,6 @@ fn text_line(s: &Listed, now: SystemTime) -> String {
         s.cost
     )
     .trim_end()
-    .to_string()
-}
-
-fn json_line(s: &Listed) -> String {
-    let holder = s.holder();
-    serde_json::json!({
-        "id": s.id,
-        "last_active_ms": s.last_active.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64),
-        "title": s.title,
-        "pending_hunks": s.pending_hunks,
-        "failed_hunks": s.failed_hunks,
-        "cost": s.cost,
-        "open": holder.is_some(),
-        "pid": holder.flatten(),
-        "unreadable": s.unreadable,
-    })
     .to_string()
 }
 

@@ -17,8 +17,7 @@ pub async fn run(
     let report = report(config, message).await?;
     let mut stdout = crate::egress::stdout();
     if json {
-        serde_json::to_writer_pretty(&mut stdout, &crate::egress::json(&report)?)?;
-        writeln!(stdout)?;
+        super::json::print_pretty(&mut stdout, super::json::Budget::from(&report))?;
     } else {
         write!(stdout, "{}", report.render_table())?;
     }

@@ -57,8 +57,7 @@ pub struct ChatRequest {
 }
 
 /// What caps a reply's tokens.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(tag = "limit", rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReplyLimit {
     /// Nothing was sent: the server decides.
     Server,
@@ -109,8 +108,7 @@ impl ReplyLimit {
 }
 
 /// Why a reply ended.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-#[serde(tag = "kind", content = "detail", rename_all = "snake_case")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Finish {
     /// The model finished.
     Stop,

@@ -1546,7 +1546,10 @@ async fn events_carry_the_id_of_the_op_that_caused_them() {
     for wanted in ["turn_started", "delta", "turn_finished", "proposal"] {
         let tagged: Vec<_> = asked
             .iter()
-            .filter(|e| serde_json::to_value(&e.event).unwrap()["event"] == wanted)
+            .filter(|e| {
+                serde_json::to_value(tern::headless::json::Event::from(&e.event)).unwrap()["event"]
+                    == wanted
+            })
             .map(|e| e.op)
             .collect();
         assert!(!tagged.is_empty(), "no {wanted}: {asked:#?}");

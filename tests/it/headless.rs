@@ -71,6 +71,25 @@ fn json_mode_prints_one_event_per_line() {
         .iter()
         .map(|e| e["event"].as_str().unwrap())
         .collect();
+    // Every line, the `stopped` one too, says first which version of the shapes it has.
+    // Then the id of the op it answers, when it answers one: the message's events
+    // carry its id, the engine's own start-up none.
+    for (line, event) in stdout.lines().zip(&events) {
+        let keys: Vec<&String> = event.as_object().unwrap().keys().collect();
+        let second = if event.get("id").is_some() {
+            "id"
+        } else {
+            "event"
+        };
+        assert_eq!(keys[..2], ["version", second], "{line}");
+        assert_eq!(event["version"], 1);
+    }
+    let id_of = |kind: &str| &events.iter().find(|e| e["event"] == kind).unwrap()["id"];
+    assert!(id_of("ready").is_null());
+    assert!(id_of("turn_started").is_u64(), "{stdout}");
+    for kind in ["delta", "turn_finished"] {
+        assert_eq!(id_of(kind), id_of("turn_started"), "{stdout}");
+    }
     assert_eq!(kinds.first(), Some(&"ready"));
     assert!(kinds.contains(&"turn_started"));
     assert!(kinds.contains(&"budget"));
@@ -178,6 +197,7 @@ fn tokens_json_sums_to_its_total_and_predicts_the_request() {
         .unwrap();
     let (stdout, stderr) = texts(&out);
     assert!(out.status.success(), "{stderr}");
+    assert!(stdout.starts_with("{\n  \"version\": 1,"), "{stdout}");
     let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     for key in [
         "sections",

@@ -30,6 +30,7 @@ mod headless;
 mod history_engine;
 mod history_session;
 mod history_summarizer;
+mod json_lines;
 mod landing;
 mod landing_atomic;
 mod layering;

@@ -729,6 +729,7 @@ fn tern_map_prints_the_map_json_and_stats() {
     let out = run(&["map", "--json", "--mention", "format_bytes", "--stats"]);
     assert!(out.status.success());
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["version"], 1);
     let tokens = json["tokens"].as_u64().unwrap();
     // No --tokens and no chat files: the default budget of gpt-4o's window.
     assert_eq!(

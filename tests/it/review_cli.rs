@@ -45,6 +45,11 @@ fn plan(repo: &TempRepo, args: &[&str]) -> serde_json::Value {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", texts(&out).1);
+    assert!(
+        out.stdout.starts_with(b"{\n  \"version\": 1,"),
+        "{}",
+        texts(&out).0
+    );
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
@@ -276,6 +281,7 @@ fn json_review_reports_the_text_and_usage() {
         .unwrap();
     assert!(out.status.success(), "{}", texts(&out).1);
     let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(value["version"], 1);
     assert_eq!(value["review"], REVIEW);
     assert_eq!(value["replies"][0]["finish"]["kind"], "stop");
     assert_eq!(

@@ -116,6 +116,12 @@ fn tern_sessions_lists_each_run_newest_first_with_what_it_holds() {
     assert!(lines[1].ends_with("$0.5000"), "{stdout}");
 
     let (stdout, _, _) = run(&repo, &server, &["sessions", "--json"]);
+    assert!(
+        stdout
+            .lines()
+            .all(|l| l.starts_with(r#"{"version":1,"id":"#)),
+        "{stdout}"
+    );
     let listed: Vec<serde_json::Value> = stdout
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())

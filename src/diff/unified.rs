@@ -46,13 +46,15 @@ pub struct HunkText<T> {
 
 /// Appends one file's hunks to `out` as a unified diff (nothing when there are none).
 /// The one writer of tern's diffs, for the model and for the terminal alike; `color`
-/// adds ANSI colours and makes control characters visible.
+/// adds ANSI colours and makes control characters visible; `counts` is git's rule for
+/// a person, `Always` for the model (whose texts stay as they were).
 pub fn write_unified<T: AsRef<str>>(
     out: &mut String,
     path: &str,
     created: bool,
     hunks: impl IntoIterator<Item = HunkText<T>>,
     color: bool,
+    counts: Counts,
 ) {
     let paint = |code: &'static str| if color { code } else { "" };
     let reset = paint(RESET);
@@ -71,7 +73,7 @@ pub fn write_unified<T: AsRef<str>>(
         let header = hunk_header(
             shown_side(lines, |l| l.old_line, hunk.old_first),
             shown_side(lines, |l| l.new_line, hunk.new_first),
-            Counts::Always,
+            counts,
         );
         let _ = writeln!(out, "{}{header}{reset} {}", paint(CYAN), hunk.label);
         for l in lines {

@@ -7,7 +7,7 @@ use similar::DiffOp;
 
 use super::hunks::{CONTEXT, Decision, Hunk};
 use super::proposal::{FileProposal, Proposal};
-use crate::diff::{DiffLine, HunkText, LineKind, write_unified};
+use crate::diff::{Counts, DiffLine, HunkText, LineKind, write_unified};
 
 impl FileProposal {
     /// The lines of hunk `index`, with up to `context` unchanged lines on each side (never
@@ -150,6 +150,6 @@ pub fn unified_diff(file: &FileProposal, show: impl Fn(&Hunk) -> bool, color: bo
         });
     let path = file.path().display().to_string();
     let mut out = String::new();
-    write_unified(&mut out, &path, file.is_new(), hunks, color);
+    write_unified(&mut out, &path, file.is_new(), hunks, color, Counts::Always);
     out
 }

@@ -324,7 +324,14 @@ impl ProposalView {
                 lines: hunk.lines.clone(),
             });
             let created = file.change == FileStatus::Added;
-            crate::diff::write_unified(&mut out, &file.path, created, hunks, color);
+            crate::diff::write_unified(
+                &mut out,
+                &file.path,
+                created,
+                hunks,
+                color,
+                crate::diff::Counts::Git,
+            );
         }
         out
     }

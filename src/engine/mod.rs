@@ -271,7 +271,7 @@ pub fn spawn(config: EngineConfig) -> anyhow::Result<EngineHandle> {
             events.send(Event::Crashed {
                 text: format!(
                     "tern stopped on an internal error ({}); edits land whole or not at all, so nothing is half-written, and {saved}. Please report this bug.",
-                    proposal_review::panic_text(&*panic)
+                    worker::panic_text(&*panic)
                 ),
             });
             events.send(Event::Exited);

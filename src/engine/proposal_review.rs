@@ -664,7 +664,7 @@ impl Engine {
             .unwrap_or_else(|panic| {
                 Landed::Refused(git::GitError::Io(std::io::Error::other(format!(
                     "applying the edits failed unexpectedly ({}); check the files with git status",
-                    panic_text(&*panic)
+                    super::worker::panic_text(&*panic)
                 ))))
             });
             let _ = done.send(Internal::Landed(Box::new(LandResult {
@@ -917,15 +917,6 @@ impl Engine {
 pub(super) struct Blocks {
     pub(super) blocks: usize,
     pub(super) failed: usize,
-}
-
-/// What a caught panic said.
-pub(crate) fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
-    panic
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a panic".into())
 }
 
 /// A commit message for `diff` from the weak model (the fallback when it gives none, or

@@ -231,7 +231,9 @@ impl Engine {
     pub(in crate::engine) fn save_session(&mut self) {
         let records = self.saved.record.take();
         let state = self.session_file();
-        self.saved.writer.write(state, records);
+        if let Some(warning) = self.saved.writer.write(state, records) {
+            self.warning(warning);
+        }
     }
 
     /// A turn begins: the record notes it with the conversation as it is before it,

@@ -277,12 +277,19 @@ fn validate(saved: &SessionFile) -> Result<(), String> {
 const TEMPORARY: &str = ".state-";
 
 /// Writes `bytes` to `target` atomically: a temporary file beside it, synced, renamed
-/// over it, so a crash leaves the old state or the new one, never half of one.
+/// over it, so a crash leaves the old state or the new one, never half of one. On any
+/// failure (a full disk, say) the old state stays as it was and the temporary file is
+/// removed (dropped).
 pub(super) fn write_atomically(target: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = target.parent().unwrap_or(Path::new("."));
     let mut file = tempfile::Builder::new()
         .prefix(TEMPORARY)
         .tempfile_in(dir)?;
+    #[cfg(test)]
+    if super::failpoint::met(dir, super::failpoint::Step::State) {
+        file.write_all(bytes.get(..bytes.len() / 2).unwrap_or_default())?;
+        return Err(super::failpoint::disk_full());
+    }
     file.write_all(bytes)?;
     file.as_file().sync_all()?;
     file.persist(target).map_err(|e| e.error)?;

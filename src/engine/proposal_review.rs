@@ -488,11 +488,18 @@ impl Engine {
         if proposal.is_empty() && shown.is_empty() {
             return;
         }
-        let failed = shown.iter().filter(|f| f.hunk.is_some()).count();
-        if failed > 0 {
-            // Said after the resumed conversation, where the user looks.
+        let failed: Vec<String> = shown
+            .iter()
+            .filter(|f| f.hunk.is_some())
+            .map(|f| format!("\n  ✗ {f}"))
+            .collect();
+        if !failed.is_empty() {
+            // Said after the resumed conversation, where the user looks, each one named
+            // (the review may have no room to show them all).
             self.start_warnings.push(format!(
-                "{failed} of the saved session's proposed hunks no longer apply to the files as they are now: they are listed as failed in the review, with their lines (/discard dismisses them)"
+                "{} of the saved session's proposed hunks no longer apply to the files as they are now: they are listed as failed in the review, with their lines (/discard dismisses them):{}",
+                failed.len(),
+                failed.concat()
             ));
         }
         self.pending = Some(Pending {

@@ -9,7 +9,7 @@ use crate::tui_support::*;
 use crossterm::event::{
     Event as TermEvent, KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind,
 };
-use tern::engine::protocol::{Command, Decision, ReviewOp};
+use tern::engine::protocol::{Command, Decision, EditFailureView, ProposalView, ReviewOp};
 use tern::engine::{Event, FileMode, Op};
 use tern::llm::Finish;
 use tern::tui::{App, PaneId};
@@ -834,6 +834,41 @@ fn an_ended_proposal_clears_the_pane_and_the_badge() {
         "{}",
         screen(&mut app, 80, 24)
     );
+}
+
+/// The Review tab's badge counts the failed edits too: beside the pending hunks, and
+/// alone when every hunk failed (before, no count at all).
+#[test]
+fn the_review_badge_counts_failed_edits_even_when_every_hunk_failed() {
+    let mut app = started();
+    let mixed = proposal();
+    assert_eq!(mixed.failures.len(), 1);
+    feed(
+        &mut app,
+        [Event::Proposal(Box::new(mixed.clone())), Event::Idle],
+    );
+    let text = screen(&mut app, 80, 24);
+    assert!(text.contains(" Review 4 1✗ "), "{text}");
+    let stale = |path: &str| {
+        EditFailureView {
+        path: Some(path.into()),
+        block: 0,
+        message: "a proposed hunk no longer applies: the lines it changes, or the lines around them, are no longer in the file".into(),
+        near: None,
+        hunk: Some("+    # plain comment\n".into()),
+    }
+    };
+    let all_failed = ProposalView {
+        files: Vec::new(),
+        failures: vec![stale("shop/pricing.py"), stale("shop/cli.py")],
+        ..mixed
+    };
+    feed(
+        &mut app,
+        [Event::Proposal(Box::new(all_failed)), Event::Idle],
+    );
+    let text = screen(&mut app, 80, 24);
+    assert!(text.contains(" Review 2✗ "), "{text}");
 }
 
 /// A line longer than the Review pane is cut with a visible `›`; `l` scrolls it

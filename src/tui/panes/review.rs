@@ -210,6 +210,16 @@ impl ReviewPane {
                 .is_some_and(|p| p.files.iter().any(|f| !f.hunks.is_empty()))
     }
 
+    /// The Review tab's badge: the hunks pending and the failed edits kept with the
+    /// proposal (`4`, `4 2✗`, `2✗` when every hunk failed); None when there are none.
+    pub fn badge(&self) -> Option<String> {
+        let p = self.proposal.as_ref().filter(|_| self.status.is_none())?;
+        let pending = self.is_active().then(|| self.tally().pending.to_string());
+        let failed = (!p.failures.is_empty()).then(|| format!("{}✗", p.failures.len()));
+        let badge: Vec<String> = pending.into_iter().chain(failed).collect();
+        (!badge.is_empty()).then(|| badge.join(" "))
+    }
+
     /// Whether the failed edits and notes take the pane (`f`) instead of the hunks.
     pub fn notes_shown(&self) -> bool {
         self.notes_open.is_some() && self.is_active()

@@ -741,6 +741,28 @@ fn notes_to_the_model_are_set_apart_and_expand() {
     assert!(!screen(&mut app, 80, 24).contains("fresh code"));
 }
 
+/// A message that was never sent (it waited for the repo map when tern quit) comes
+/// back in the input box on resume, said so; one the user is typing is never replaced.
+#[test]
+fn a_message_never_sent_is_back_in_the_input_box_on_resume() {
+    let resumed = || Event::Resumed {
+        transcript: Vec::new(),
+        unsent: Some("the message I typed".into()),
+    };
+    let mut app = started();
+    feed(&mut app, [resumed()]);
+    assert_eq!(app.panes().input.text(), "the message I typed");
+    let text = screen(&mut app, 160, 48);
+    assert!(
+        text.contains("never sent is back in the input box"),
+        "{text}"
+    );
+    let mut app = started();
+    type_text(&mut app, "typing");
+    feed(&mut app, [resumed()]);
+    assert_eq!(app.panes().input.text(), "typing");
+}
+
 /// A resumed session shows its conversation (a summary marked as such) and Up walks
 /// the user's earlier messages.
 #[test]
@@ -761,6 +783,7 @@ fn a_resumed_conversation_is_shown_and_up_recalls_its_messages() {
                 shown(ShownKind::User, "cache the tax table"),
                 shown(ShownKind::Assistant, "Done in pricing.py."),
             ],
+            unsent: None,
         }],
     );
     let text = screen(&mut app, 160, 48);

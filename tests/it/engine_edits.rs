@@ -575,15 +575,10 @@ async fn after_esc_no_reflection_starts_by_itself() {
     assert_eq!(server.requests().len(), 1, "no follow-up request after Esc");
 }
 
-/// A message waiting for the repo map, then Esc: it comes back to the user and is
-/// never sent by itself once the map is ready. (`always` rescans before every message,
-/// so the message surely waits: the first map of a few hundred files is built before
-/// the message arrives on a fast machine.)
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn after_esc_a_message_waiting_for_the_map_is_not_sent_later() {
-    let server = MockServer::start().await;
-    server.push_for_model("gpt-4o", Reply::text("a reply nobody asked for"));
-    let files: Vec<(String, String)> = (0..400)
+/// A repository of `n` small Python files (and `src/greet.py`): its map takes a
+/// while to build.
+fn many_files_repo(n: usize) -> TempRepo {
+    let files: Vec<(String, String)> = (0..n)
         .map(|i| {
             (
                 format!("src/m{i}.py"),
@@ -597,6 +592,18 @@ async fn after_esc_a_message_waiting_for_the_map_is_not_sent_later() {
         .collect();
     let repo = TempRepo::with_files(&borrowed);
     repo.write("src/greet.py", GREET);
+    repo
+}
+
+/// A message waiting for the repo map, then Esc: it comes back to the user and is
+/// never sent by itself once the map is ready. (`always` rescans before every message,
+/// so the message surely waits: the first map of a few hundred files is built before
+/// the message arrives on a fast machine.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_esc_a_message_waiting_for_the_map_is_not_sent_later() {
+    let server = MockServer::start().await;
+    server.push_for_model("gpt-4o", Reply::text("a reply nobody asked for"));
+    let repo = many_files_repo(400);
     let always = |s: &mut Settings| s.map_refresh = tern::repomap::MapRefresh::Always;
     let mut engine = engine_tuned(&repo, &server, false, always);
     until(&mut engine, |e| matches!(e, Event::Map(_))).await;
@@ -635,20 +642,7 @@ fn newest_state(repo: &TempRepo) -> tern::engine::persist::SessionFile {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_message_waiting_for_the_map_at_quit_is_kept_and_given_back_on_resume() {
     let server = MockServer::start().await;
-    let files: Vec<(String, String)> = (0..300)
-        .map(|i| {
-            (
-                format!("src/m{i}.py"),
-                format!("def f{i}(x):\n    return g{i}(x) + {i}\n\n\ndef g{i}(y):\n    return y\n"),
-            )
-        })
-        .collect();
-    let borrowed: Vec<(&str, &str)> = files
-        .iter()
-        .map(|(p, t)| (p.as_str(), t.as_str()))
-        .collect();
-    let repo = TempRepo::with_files(&borrowed);
-    repo.write("src/greet.py", GREET);
+    let repo = many_files_repo(300);
     let always = |s: &mut Settings| s.map_refresh = tern::repomap::MapRefresh::Always;
     for (cancel_first, text) in [(false, "a message typed with care"), (true, "and another")] {
         let mut engine = engine_tuned(&repo, &server, cancel_first, always);

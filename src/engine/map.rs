@@ -338,12 +338,17 @@ impl Engine {
         });
     }
 
-    /// `Op::Cancel`: a message waiting for the repo map is not sent later by itself
-    /// (Esc is final); it comes back to the user.
+    /// `Op::Cancel` (Esc, or a signal): a message waiting for the repo map is not sent
+    /// later by itself (Esc is final); it comes back to the user, and stays with the
+    /// session until a message is sent (a signal's exit follows at once).
     pub(super) fn cancel_deferred(&mut self) {
         if let Some((text, ..)) = self.activity.take_waiting() {
+            let kept = match self.keep_unsent(&text) {
+                true => " (the message is kept with the session until you send one)",
+                false => "",
+            };
             self.events.send(Event::TurnFailed {
-                error: "cancelled while waiting for the repo map; nothing was sent".into(),
+                error: format!("cancelled while waiting for the repo map; nothing was sent{kept}"),
                 message: text,
             });
             self.idle_if_done();

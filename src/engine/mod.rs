@@ -271,7 +271,7 @@ pub fn spawn(config: EngineConfig) -> anyhow::Result<EngineHandle> {
             events.send(Event::Crashed {
                 text: format!(
                     "tern stopped on an internal error ({}); edits land whole or not at all, so nothing is half-written, and {saved}. Please report this bug.",
-                    proposal_review::panic_text(&*panic)
+                    worker::panic_text(&*panic)
                 ),
             });
             events.send(Event::Exited);
@@ -397,9 +397,10 @@ impl Engine {
             session: self.saved.id.clone(),
         });
         // The resumed conversation first: what start has to say comes after it.
-        if !self.session.transcript.is_empty() {
+        if !self.session.transcript.is_empty() || self.saved.unsent.is_some() {
             self.events.send(Event::Resumed {
                 transcript: self.session.transcript.clone(),
+                unsent: self.saved.unsent.clone(),
             });
         }
         for text in std::mem::take(&mut self.start_notices) {
@@ -456,6 +457,11 @@ impl Engine {
         // A reply stops, a command's whole process group is killed, and a landing that
         // has not written anything yet gives up (its proposal is saved as it was).
         self.activity.cancel();
+        // A message still waiting for the repo map was never sent (it is no turn yet):
+        // it is kept with the session, and given back on resume.
+        if let Some((text, ..)) = self.activity.take_waiting() {
+            self.keep_unsent(&text);
+        }
         // A reply cut off by quitting (a signal, a closed terminal) ends as Esc ends
         // it: the message and what arrived of the reply are kept and saved. Edits being
         // written and committed are finished, never cut off half-way, and the session

@@ -488,11 +488,18 @@ impl Engine {
         if proposal.is_empty() && shown.is_empty() {
             return;
         }
-        let failed = shown.iter().filter(|f| f.hunk.is_some()).count();
-        if failed > 0 {
-            // Said after the resumed conversation, where the user looks.
+        let failed: Vec<String> = shown
+            .iter()
+            .filter(|f| f.hunk.is_some())
+            .map(|f| format!("\n  ✗ {f}"))
+            .collect();
+        if !failed.is_empty() {
+            // Said after the resumed conversation, where the user looks, each one named
+            // (the review may have no room to show them all).
             self.start_warnings.push(format!(
-                "{failed} of the saved session's proposed hunks no longer apply to the files as they are now: they are listed as failed in the review, with their lines (/discard dismisses them)"
+                "{} of the saved session's proposed hunks no longer apply to the files as they are now: they are listed as failed in the review, with their lines (/discard dismisses them):{}",
+                failed.len(),
+                failed.concat()
             ));
         }
         self.pending = Some(Pending {
@@ -664,7 +671,7 @@ impl Engine {
             .unwrap_or_else(|panic| {
                 Landed::Refused(git::GitError::Io(std::io::Error::other(format!(
                     "applying the edits failed unexpectedly ({}); check the files with git status",
-                    panic_text(&*panic)
+                    super::worker::panic_text(&*panic)
                 ))))
             });
             let _ = done.send(Internal::Landed(Box::new(LandResult {
@@ -917,15 +924,6 @@ impl Engine {
 pub(super) struct Blocks {
     pub(super) blocks: usize,
     pub(super) failed: usize,
-}
-
-/// What a caught panic said.
-pub(crate) fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
-    panic
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a panic".into())
 }
 
 /// A commit message for `diff` from the weak model (the fallback when it gives none, or

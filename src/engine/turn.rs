@@ -78,6 +78,8 @@ impl Engine {
         if self.defer_until_map(&text, mode) {
             return;
         }
+        // A message given back on resume is the user's to send again, or not.
+        self.saved.unsent = None;
         if mode == ChatMode::Code {
             self.end_proposal();
             self.session.turns.start();

@@ -91,11 +91,12 @@ impl Texts for Event {
                 text.each_text(f);
                 notes.each_text(f);
             }
-            Event::Resumed { transcript } => {
+            Event::Resumed { transcript, unsent } => {
                 for shown in transcript {
                     let Shown { kind: _, text } = shown;
                     text.each_text(f);
                 }
+                unsent.each_text(f);
             }
             Event::Delta { text }
             | Event::Reasoning { text }

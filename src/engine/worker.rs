@@ -40,3 +40,12 @@ pub(crate) fn test_panic(place: &str) {
     }
     let _ = place;
 }
+
+/// What a caught panic said.
+pub(crate) fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".into())
+}

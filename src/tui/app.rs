@@ -384,7 +384,7 @@ impl App {
                         .push(Kind::Notice, "your message is back in the input box");
                 }
             }
-            Event::Resumed { transcript } => {
+            Event::Resumed { transcript, unsent } => {
                 let mut inputs = Vec::new();
                 for shown in transcript {
                     let kind = match shown.kind {
@@ -405,6 +405,14 @@ impl App {
                 }
                 chat.push(Kind::Notice, "resumed the saved session");
                 self.panes.input.set_history(inputs);
+                if let Some(text) = unsent.filter(|_| self.panes.input.is_empty()) {
+                    self.panes.input.set_text(&text);
+                    self.panes.input.take_changed();
+                    chat.push(
+                        Kind::Notice,
+                        "your message that was never sent is back in the input box",
+                    );
+                }
             }
             Event::Budget(report) => self.panes.gauge.set_report(*report),
             Event::Files { files } => {

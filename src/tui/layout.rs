@@ -247,10 +247,8 @@ fn tab_bar(app: &mut App, area: Rect, buf: &mut Buffer) {
     let active = active_tab(app.focus);
     let mut x = area.x;
     for (i, (id, name)) in TABS.iter().enumerate() {
-        let label = match id {
-            PaneId::Review if app.panes.review.is_active() => {
-                format!(" {name} {} ", app.panes.review.tally().pending)
-            }
+        let label = match (id, app.panes.review.badge()) {
+            (PaneId::Review, Some(badge)) => format!(" {name} {badge} "),
             _ => format!(" {name} "),
         };
         let w = text::width(&label) as u16;

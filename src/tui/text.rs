@@ -167,6 +167,34 @@ pub fn truncate(s: &str, max: usize) -> String {
     if width(s) <= max {
         return s.to_string();
     }
+    cut(s, max)
+}
+
+/// A line of `spans` cut to `max` columns, with `…` (in the style of the span it
+/// cuts) when something was cut: a line set into a buffer is otherwise cut with no
+/// mark.
+pub fn truncate_spans(spans: &[Span<'static>], max: usize) -> Vec<Span<'static>> {
+    if spans_width(spans) <= max {
+        return spans.to_vec();
+    }
+    let mut out = Vec::new();
+    let mut used = 0;
+    for span in spans {
+        let w = width(&span.content);
+        // Whole while room for the `…` is left after it.
+        if used + w < max {
+            out.push(span.clone());
+            used += w;
+            continue;
+        }
+        out.push(Span::styled(cut(&span.content, max - used), span.style));
+        break;
+    }
+    out
+}
+
+/// The start of `s` in `max` columns, less one for the `…` that ends it.
+fn cut(s: &str, max: usize) -> String {
     let mut out = String::new();
     let mut used = 0;
     for g in s.graphemes(true) {
@@ -274,6 +302,44 @@ mod tests {
 
     fn texts(lines: &[Line<'_>]) -> Vec<String> {
         lines.iter().map(|l| l.to_string()).collect()
+    }
+
+    #[test]
+    fn a_line_of_spans_is_cut_with_a_mark_in_the_style_it_cuts() {
+        let red = Style::new().fg(Color::Red);
+        let spans = vec![
+            Span::raw("· pending"),
+            Span::styled(" ⚠ holds invisible characters (U+202E, U+2066)", red),
+        ];
+        let cut = truncate_spans(&spans, 30);
+        assert_eq!(
+            Line::from(cut.clone()).to_string(),
+            "· pending ⚠ holds invisible c…"
+        );
+        assert_eq!(cut[1].style, red);
+        assert_eq!(truncate_spans(&spans, 80), spans, "what fits is whole");
+        // A span that ends at the edge with more after it is cut too.
+        let cut = truncate_spans(&[Span::raw("abc"), Span::raw("de")], 3);
+        assert_eq!(Line::from(cut).to_string(), "ab…");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn cut_spans_fit_keep_their_start_and_end_with_a_mark(
+            parts in proptest::collection::vec("\\PC{0,12}", 0..5),
+            max in 0usize..40,
+        ) {
+            let spans: Vec<Span<'static>> = parts.iter().map(|p| Span::raw(p.clone())).collect();
+            let whole: String = parts.concat();
+            let cut: String = truncate_spans(&spans, max).iter().map(|s| s.content.as_ref()).collect();
+            proptest::prop_assert!(width(&cut) <= max, "{cut:?} in {max}");
+            if width(&whole) <= max {
+                proptest::prop_assert_eq!(cut, whole);
+            } else if max > 0 {
+                let start = cut.strip_suffix('…').unwrap_or_else(|| panic!("no mark: {cut:?}"));
+                proptest::prop_assert!(whole.starts_with(start));
+            }
+        }
     }
 
     #[test]

@@ -575,14 +575,10 @@ async fn after_esc_no_reflection_starts_by_itself() {
     assert_eq!(server.requests().len(), 1, "no follow-up request after Esc");
 }
 
-/// A message waiting for the first repo map, then Esc: it comes back to the user and
-/// is never sent by itself once the map is ready.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn after_esc_a_message_waiting_for_the_map_is_not_sent_later() {
-    let server = MockServer::start().await;
-    server.push_for_model("gpt-4o", Reply::text("a reply nobody asked for"));
-    // Enough files that the first map takes a while to build.
-    let files: Vec<(String, String)> = (0..400)
+/// A repository of `n` small Python files (and `src/greet.py`): its map takes a
+/// while to build.
+fn many_files_repo(n: usize) -> TempRepo {
+    let files: Vec<(String, String)> = (0..n)
         .map(|i| {
             (
                 format!("src/m{i}.py"),
@@ -596,13 +592,22 @@ async fn after_esc_a_message_waiting_for_the_map_is_not_sent_later() {
         .collect();
     let repo = TempRepo::with_files(&borrowed);
     repo.write("src/greet.py", GREET);
-    let mut engine = engine(&repo, &server);
+    repo
+}
+
+/// A message waiting for the repo map, then Esc: it comes back to the user and is
+/// never sent by itself once the map is ready. (`always` rescans before every message,
+/// so the message surely waits: the first map of a few hundred files is built before
+/// the message arrives on a fast machine.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_esc_a_message_waiting_for_the_map_is_not_sent_later() {
+    let server = MockServer::start().await;
+    server.push_for_model("gpt-4o", Reply::text("a reply nobody asked for"));
+    let repo = many_files_repo(400);
+    let always = |s: &mut Settings| s.map_refresh = tern::repomap::MapRefresh::Always;
+    let mut engine = engine_tuned(&repo, &server, false, always);
+    until(&mut engine, |e| matches!(e, Event::Map(_))).await;
     submit(&engine, "hello");
-    until(
-        &mut engine,
-        |e| matches!(e, Event::Notice { text } if text.contains("waiting for the repo map")),
-    )
-    .await;
     send(&engine, Op::Cancel);
     let events = until(&mut engine, |e| matches!(e, Event::TurnFailed { .. })).await;
     assert!(
@@ -615,6 +620,81 @@ async fn after_esc_a_message_waiting_for_the_map_is_not_sent_later() {
     until(&mut engine, |e| matches!(e, Event::Map(_))).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(server.requests().is_empty(), "nothing was sent after Esc");
+}
+
+/// The state of the repository's newest session (engines in this process save in the
+/// test state directory).
+fn newest_state(repo: &TempRepo) -> tern::engine::persist::SessionFile {
+    let root = repo.path().canonicalize().unwrap();
+    let newest = tern::engine::persist::Store::for_repo(&root)
+        .pick(&tern::engine::persist::Resume::Newest)
+        .unwrap();
+    tern::engine::persist::load(&newest.dir.join("state.json"))
+        .unwrap()
+        .unwrap()
+}
+
+/// A message waiting for the repo map when tern quits (the workspace's signal, or its
+/// quit) or when a signal cancels it (headless sends Cancel first) is no turn yet, but
+/// is not lost: it is kept with the session, given back and said on resume, and kept
+/// until a message is sent. (`always` rescans before every message, so the message
+/// surely waits: the Shutdown queued right behind it finds it waiting.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_waiting_for_the_map_at_quit_is_kept_and_given_back_on_resume() {
+    let server = MockServer::start().await;
+    let repo = many_files_repo(300);
+    let always = |s: &mut Settings| s.map_refresh = tern::repomap::MapRefresh::Always;
+    for (cancel_first, text) in [(false, "a message typed with care"), (true, "and another")] {
+        let mut engine = engine_tuned(&repo, &server, cancel_first, always);
+        until(&mut engine, |e| matches!(e, Event::Map(_))).await;
+        submit(&engine, text);
+        if cancel_first {
+            send(&engine, Op::Cancel);
+        }
+        send(&engine, Op::Shutdown);
+        let events = until(&mut engine, |e| matches!(e, Event::Exited)).await;
+        assert!(
+            !cancel_first
+                || events
+                    .iter()
+                    .any(|e| matches!(e, Event::TurnFailed { error, .. }
+                    if error.contains("kept with the session"))),
+            "{events:#?}"
+        );
+        assert_eq!(newest_state(&repo).unsent.as_deref(), Some(text));
+        assert!(server.requests().is_empty(), "nothing was sent");
+
+        let mut engine = engine_tuned(&repo, &server, true, always);
+        let events = until(&mut engine, |e| matches!(e, Event::Files { .. })).await;
+        assert!(
+            events
+                .iter()
+                .any(|e| matches!(e, Event::Resumed { unsent: Some(u), .. } if u == text)),
+            "{events:#?}"
+        );
+        assert!(
+            events.iter().any(|e| matches!(e, Event::Warning { text: w }
+                if w.contains(&format!("\"{text}\" was never sent")))),
+            "{events:#?}"
+        );
+        send(&engine, Op::Shutdown);
+        until(&mut engine, |e| matches!(e, Event::Exited)).await;
+        assert_eq!(
+            newest_state(&repo).unsent.as_deref(),
+            Some(text),
+            "kept until a message is sent"
+        );
+    }
+    // Sent: no longer kept.
+    server.push_for_model("gpt-4o", Reply::text("Sent at last."));
+    let mut engine = engine_tuned(&repo, &server, true, always);
+    until(&mut engine, |e| matches!(e, Event::Map(_))).await;
+    submit(&engine, "and another");
+    idle(&mut engine).await;
+    send(&engine, Op::Shutdown);
+    until(&mut engine, |e| matches!(e, Event::Exited)).await;
+    assert_eq!(newest_state(&repo).unsent, None);
+    assert_eq!(server.requests().len(), 1);
 }
 
 #[tokio::test]
@@ -946,7 +1026,7 @@ async fn resume_restores_mode_files_model_and_conversation() {
     let transcript = events
         .iter()
         .find_map(|e| match e {
-            Event::Resumed { transcript } => Some(transcript.clone()),
+            Event::Resumed { transcript, .. } => Some(transcript.clone()),
             _ => None,
         })
         .expect("the conversation is sent");

@@ -209,6 +209,15 @@ async fn resumed_hunks_that_all_fail_are_said_kept_and_counted_until_discarded()
             said.starts_with("2 of the saved session's proposed hunks no longer apply"),
             "resume {resume}: {said}"
         );
+        // Each is named, with why.
+        let named: Vec<&str> = said.lines().skip(1).collect();
+        assert_eq!(named.len(), 2, "resume {resume}: {said}");
+        for line in named {
+            assert!(
+                line.starts_with("  ✗ src/greet.py: ") && line.contains("no longer"),
+                "resume {resume}: {said}"
+            );
+        }
         assert!(
             after,
             "resume {resume}: said after the resumed conversation"

@@ -9,7 +9,7 @@ use crate::tui_support::*;
 use crossterm::event::{
     Event as TermEvent, KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind,
 };
-use tern::engine::protocol::{Command, Decision, ReviewOp};
+use tern::engine::protocol::{Command, Decision, EditFailureView, ProposalView, ReviewOp};
 use tern::engine::{Event, FileMode, Op};
 use tern::llm::Finish;
 use tern::tui::{App, PaneId};
@@ -741,6 +741,28 @@ fn notes_to_the_model_are_set_apart_and_expand() {
     assert!(!screen(&mut app, 80, 24).contains("fresh code"));
 }
 
+/// A message that was never sent (it waited for the repo map when tern quit) comes
+/// back in the input box on resume, said so; one the user is typing is never replaced.
+#[test]
+fn a_message_never_sent_is_back_in_the_input_box_on_resume() {
+    let resumed = || Event::Resumed {
+        transcript: Vec::new(),
+        unsent: Some("the message I typed".into()),
+    };
+    let mut app = started();
+    feed(&mut app, [resumed()]);
+    assert_eq!(app.panes().input.text(), "the message I typed");
+    let text = screen(&mut app, 160, 48);
+    assert!(
+        text.contains("never sent is back in the input box"),
+        "{text}"
+    );
+    let mut app = started();
+    type_text(&mut app, "typing");
+    feed(&mut app, [resumed()]);
+    assert_eq!(app.panes().input.text(), "typing");
+}
+
 /// A resumed session shows its conversation (a summary marked as such) and Up walks
 /// the user's earlier messages.
 #[test]
@@ -761,6 +783,7 @@ fn a_resumed_conversation_is_shown_and_up_recalls_its_messages() {
                 shown(ShownKind::User, "cache the tax table"),
                 shown(ShownKind::Assistant, "Done in pricing.py."),
             ],
+            unsent: None,
         }],
     );
     let text = screen(&mut app, 160, 48);
@@ -834,6 +857,41 @@ fn an_ended_proposal_clears_the_pane_and_the_badge() {
         "{}",
         screen(&mut app, 80, 24)
     );
+}
+
+/// The Review tab's badge counts the failed edits too: beside the pending hunks, and
+/// alone when every hunk failed (before, no count at all).
+#[test]
+fn the_review_badge_counts_failed_edits_even_when_every_hunk_failed() {
+    let mut app = started();
+    let mixed = proposal();
+    assert_eq!(mixed.failures.len(), 1);
+    feed(
+        &mut app,
+        [Event::Proposal(Box::new(mixed.clone())), Event::Idle],
+    );
+    let text = screen(&mut app, 80, 24);
+    assert!(text.contains(" Review 4 1✗ "), "{text}");
+    let stale = |path: &str| {
+        EditFailureView {
+        path: Some(path.into()),
+        block: 0,
+        message: "a proposed hunk no longer applies: the lines it changes, or the lines around them, are no longer in the file".into(),
+        near: None,
+        hunk: Some("+    # plain comment\n".into()),
+    }
+    };
+    let all_failed = ProposalView {
+        files: Vec::new(),
+        failures: vec![stale("shop/pricing.py"), stale("shop/cli.py")],
+        ..mixed
+    };
+    feed(
+        &mut app,
+        [Event::Proposal(Box::new(all_failed)), Event::Idle],
+    );
+    let text = screen(&mut app, 80, 24);
+    assert!(text.contains(" Review 2✗ "), "{text}");
 }
 
 /// A line longer than the Review pane is cut with a visible `›`; `l` scrolls it

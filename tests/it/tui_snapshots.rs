@@ -597,3 +597,47 @@ fn the_review_shows_a_stale_hunk_with_its_lines() {
     assert_eq!(color_of(&buf, "+    run(verbose"), Some(theme.c.added));
     assert_eq!(color_of(&buf, "-    run()"), Some(theme.c.removed));
 }
+
+/// A hunk's long caution list and a map "why" line too long for the pane are cut with
+/// `…` (they were cut mid-list and mid-number with no mark), at both sizes.
+#[test]
+fn long_cautions_and_why_lines_are_cut_with_a_mark() {
+    for (w, h) in SIZES {
+        let mut app = reviewed_session();
+        let mut view = proposal();
+        let characters = ["U+202E", "U+2066", "U+2069", "U+2028", "U+200B", "U+2067"];
+        let caution = tern::edit::Caution::Invisible {
+            characters: characters.iter().map(|c| c.to_string()).collect(),
+        };
+        view.files[0].hunks[0].cautions = vec![caution.clone()];
+        view.files[1].cautions = vec![caution];
+        feed(&mut app, [Event::Proposal(Box::new(view))]);
+        let review = screen(&mut app, w, h);
+        insta::assert_snapshot!(format!("long_caution_{w}x{h}"), review);
+        app.handle_terminal(key(KeyCode::Esc));
+        while app.focus() != PaneId::Map {
+            app.handle_terminal(key(KeyCode::Tab));
+        }
+        let mut edges = why_inventory();
+        edges.push(tern::engine::protocol::MapEdge {
+            ident: "format_cents".into(),
+            from: "shop/commands/reporting/monthly/statements/with/a/very/long/module/path/cli.py"
+                .into(),
+            weight: 0.25,
+        });
+        feed(
+            &mut app,
+            [Event::MapWhy {
+                path: "shop/inventory.py".into(),
+                edges,
+            }],
+        );
+        let map = screen(&mut app, w, h);
+        let why = map
+            .lines()
+            .find(|l| l.contains("format_cents ←"))
+            .unwrap_or_else(|| panic!("{map}"));
+        assert!(why.contains('…'), "{why}");
+        insta::assert_snapshot!(format!("long_why_{w}x{h}"), map);
+    }
+}

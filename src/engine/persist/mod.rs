@@ -14,6 +14,8 @@
 //! (`SessionWriter`). `resume.rs` is the engine's side: what a save holds, and restoring
 //! one.
 
+#[cfg(test)]
+mod failpoint;
 mod lock;
 pub mod record;
 mod resume;
@@ -66,6 +68,8 @@ fn encode<T: Serialize>(value: &T, pretty: bool) -> std::io::Result<Vec<u8>> {
 pub struct SessionDisk {
     session: OpenSession,
     log: LogWriter,
+    /// How far the record is complete by the state on disk.
+    state_log: record::LogPosition,
     /// A state was saved (this run's or an earlier one's): the session is kept.
     saved: bool,
 }
@@ -84,6 +88,7 @@ impl SessionDisk {
             saved: state.is_some(),
             session,
             log,
+            state_log: at,
         };
         Ok((disk, state))
     }
@@ -103,19 +108,63 @@ impl SessionDisk {
         if !self.saved && records.is_empty() && !state.holds_something() {
             return Ok(());
         }
+        #[cfg(test)]
+        if failpoint::met(&self.session.dir, failpoint::Step::Panic) {
+            panic!("a panic injected into saving the session");
+        }
         let error = |path, source| PersistError::Write { path, source };
+        let mark = self.log.mark();
         if !records.is_empty() {
-            state.log = self
-                .log
+            self.log
                 .append(records, |r| encode(r, false))
-                .map_err(|e| error(self.session.dir.clone(), e))?;
+                .map_err(|e| {
+                    let segment = self.log.position().segment;
+                    error(record::segment_path(&self.session.dir, segment), e)
+                })?;
         }
         state.log = self.log.position();
         let path = self.session.state_path();
-        encode(state, true)
-            .and_then(|bytes| state::write_atomically(&path, &bytes))
-            .map_err(|e| error(path, e))?;
+        if let Err(e) = encode(state, true).and_then(|bytes| state::write_atomically(&path, &bytes))
+        {
+            // The records are given again with the next save: never twice on disk.
+            self.log.back_to(mark);
+            return Err(error(path, e));
+        }
+        self.state_log = state.log;
         self.saved = true;
+        Ok(())
+    }
+
+    /// Makes the session's directory again if it was removed while tern ran; its turn
+    /// record starts afresh in a new segment, the next turn written whole. Returns
+    /// whether it was made again.
+    fn make_again(&mut self) -> Result<bool, PersistError> {
+        let dir = self.session.dir.clone();
+        let error = |source| PersistError::Write {
+            path: dir.clone(),
+            source,
+        };
+        if !self.session.make_again().map_err(error)? {
+            return Ok(false);
+        }
+        let fresh = record::LogPosition {
+            segment: self.log.position().segment + 1,
+            bytes: 0,
+        };
+        self.log = LogWriter::recover(&dir, fresh).map_err(error)?;
+        self.state_log = fresh;
+        Ok(true)
+    }
+
+    /// After a save panicked half-way: the record goes back to what the state on disk
+    /// says is complete, as when a session is opened after a crash.
+    fn recover(&mut self) -> Result<(), PersistError> {
+        self.log = LogWriter::recover(&self.session.dir, self.state_log).map_err(|source| {
+            PersistError::Write {
+                path: self.session.dir.clone(),
+                source,
+            }
+        })?;
         Ok(())
     }
 
@@ -143,9 +192,49 @@ struct Save {
 /// Saves the session on a blocking thread, in order, so the engine loop never waits for
 /// the disk (a save with fsync takes milliseconds). When several saves wait, their
 /// records are appended together and only the newest state is written.
+///
+/// Nothing stops saving silently. A save that fails (a full disk) is said once, with
+/// the file and the error; the next change tries again (with the records the failed
+/// one did not write), and the first save that works again says so. A session
+/// directory removed while tern runs is made again, and said so. A save that panics is
+/// caught: said, the record cut back to what the state says is complete, and the
+/// writer goes on.
 pub(crate) struct SessionWriter {
     tx: Option<mpsc::Sender<Save>>,
     task: Option<tokio::task::JoinHandle<()>>,
+    /// The writer's thread was found gone (and said so).
+    gone: bool,
+}
+
+/// What the writer has said of failing saves, so that each is said once.
+#[derive(Default)]
+struct Failing {
+    /// A save failed and none worked since.
+    said: bool,
+}
+
+impl Failing {
+    /// One save's outcome, as the user hears it.
+    fn saved(&mut self, disk: &SessionDisk, outcome: Result<(), String>, events: &EventSink) {
+        match outcome {
+            Ok(()) if std::mem::take(&mut self.said) => events.send(Event::Notice {
+                text: format!(
+                    "the session is saved again ({})",
+                    disk.session.state_path().display()
+                ),
+            }),
+            Ok(()) => {}
+            Err(_) if self.said => {}
+            Err(why) => {
+                self.said = true;
+                events.send(Event::Warning {
+                    text: format!(
+                        "{why}; tern goes on, keeps the session in memory and saves it again at the next change"
+                    ),
+                });
+            }
+        }
+    }
 }
 
 impl SessionWriter {
@@ -156,6 +245,7 @@ impl SessionWriter {
         let task = tokio::task::spawn_blocking(move || {
             // Records a failed save did not write go with the next.
             let mut owed = Vec::new();
+            let mut failing = Failing::default();
             while let Ok(Save { mut state, records }) = rx.recv() {
                 owed.extend(records);
                 while let Ok(newer) = rx.try_recv() {
@@ -163,12 +253,25 @@ impl SessionWriter {
                     owed.extend(newer.records);
                 }
                 let records = std::mem::take(&mut owed);
-                if let Err(e) = disk.save(&mut state, records.clone()) {
+                let saved = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    save_or_make_again(&mut disk, &mut state, records.clone(), &events)
+                }));
+                let outcome = match saved {
+                    Ok(outcome) => outcome.map_err(|e| e.to_string()),
+                    Err(panic) => {
+                        let recovered = disk.recover().map_err(|e| format!("; {e}"));
+                        Err(format!(
+                            "saving session {} failed unexpectedly ({}){}",
+                            disk.id(),
+                            super::worker::panic_text(&*panic),
+                            recovered.err().unwrap_or_default()
+                        ))
+                    }
+                };
+                if outcome.is_err() {
                     owed = records;
-                    events.send(Event::Warning {
-                        text: e.to_string(),
-                    });
                 }
+                failing.saved(&disk, outcome, &events);
             }
             let id = disk.id().to_string();
             if let Err(e) = disk.close() {
@@ -180,6 +283,7 @@ impl SessionWriter {
         SessionWriter {
             tx: Some(tx),
             task: Some(task),
+            gone: false,
         }
     }
 
@@ -189,13 +293,20 @@ impl SessionWriter {
         SessionWriter {
             tx: None,
             task: None,
+            gone: false,
         }
     }
 
-    fn write(&self, state: SessionFile, records: Vec<Record>) {
-        if let Some(tx) = &self.tx {
-            let _ = tx.send(Save { state, records });
+    /// Hands a save to the writer. Returns a warning when the writer is found gone
+    /// (said once): saving has stopped, and the user must hear it.
+    fn write(&mut self, state: SessionFile, records: Vec<Record>) -> Option<String> {
+        let tx = self.tx.as_ref()?;
+        if tx.send(Save { state, records }).is_ok() || std::mem::replace(&mut self.gone, true) {
+            return None;
         }
+        Some(
+            "the session's writer stopped: this session is no longer saved (what it held until now is kept on disk)".into(),
+        )
     }
 
     /// Writes what is queued, then stops.
@@ -204,5 +315,237 @@ impl SessionWriter {
         if let Some(task) = self.task.take() {
             let _ = task.await;
         }
+    }
+}
+
+/// Saves, first making the session's directory again if it was removed (said so).
+fn save_or_make_again(
+    disk: &mut SessionDisk,
+    state: &mut SessionFile,
+    records: Vec<Record>,
+    events: &EventSink,
+) -> Result<(), PersistError> {
+    if disk.make_again()? {
+        events.send(Event::Warning {
+            text: format!(
+                "session {}'s directory {} was removed while tern ran: it is made again and the session saved in it whole (the record of the turns before this one is gone)",
+                disk.id(),
+                disk.session.dir.display()
+            ),
+        });
+    }
+    disk.save(state, records)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+    use std::time::{Duration, Instant};
+
+    use super::*;
+    use crate::engine::Envelope;
+
+    /// A session of a store in a temporary state directory, its writer, and the events
+    /// the writer sends.
+    struct Writing {
+        _base: tempfile::TempDir,
+        dir: PathBuf,
+        writer: SessionWriter,
+        events: tokio::sync::mpsc::UnboundedReceiver<Envelope>,
+    }
+
+    fn writing() -> Writing {
+        let base = tempfile::tempdir().unwrap();
+        let session = Store::in_state_dir(base.path(), Path::new("/repo"))
+            .create()
+            .unwrap();
+        let dir = session.dir.clone();
+        let (disk, _) = SessionDisk::open(session).unwrap();
+        let (tx, events) = tokio::sync::mpsc::unbounded_channel();
+        let writer = SessionWriter::start(disk, EventSink { tx, op: None });
+        Writing {
+            _base: base,
+            dir,
+            writer,
+            events,
+        }
+    }
+
+    fn state(title: &str) -> SessionFile {
+        SessionFile {
+            title: title.into(),
+            ..SessionFile::default()
+        }
+    }
+
+    fn commit(name: &str) -> Vec<Record> {
+        vec![Record::Commit {
+            turn: 1,
+            commit: name.into(),
+            yours: false,
+        }]
+    }
+
+    fn saved_title(dir: &Path) -> Option<String> {
+        load(&dir.join(store::STATE)).unwrap().map(|s| s.title)
+    }
+
+    fn commits(dir: &Path) -> Vec<String> {
+        record::read(dir)
+            .unwrap()
+            .into_iter()
+            .filter_map(|r| match r {
+                Record::Commit { commit, .. } => Some(commit),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Waits until `done` holds (the writer works on its own thread).
+    fn wait_for(mut done: impl FnMut() -> bool) {
+        let start = Instant::now();
+        while !done() {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "the writer never got there"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Saves `title` with `records` and waits until a failure armed for the save was
+    /// met, or the state holds the title.
+    fn save_and_wait(w: &mut Writing, title: &str, records: Vec<Record>, failing: bool) {
+        assert!(w.writer.write(state(title), records).is_none());
+        let dir = w.dir.clone();
+        wait_for(|| match failing {
+            true => !failpoint::armed(&dir),
+            false => saved_title(&dir).as_deref() == Some(title),
+        });
+    }
+
+    /// What the writer said: warnings and notices, in order.
+    fn said(events: &mut tokio::sync::mpsc::UnboundedReceiver<Envelope>) -> Vec<String> {
+        std::iter::from_fn(|| events.try_recv().ok())
+            .filter_map(|e| match e.event {
+                Event::Warning { text } => Some(format!("warning: {text}")),
+                Event::Notice { text } => Some(format!("notice: {text}")),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn file_names(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_full_disk_is_said_once_keeps_the_old_state_and_is_retried() {
+        let mut w = writing();
+        let dir = w.dir.clone();
+        save_and_wait(&mut w, "one", commit("c1"), false);
+        // The disk fills up writing the state (after the record was appended), then
+        // writing the record.
+        for (step, title, c) in [
+            (failpoint::Step::State, "two", "c2"),
+            (failpoint::Step::Record, "three", "c3"),
+        ] {
+            failpoint::arm(&dir, step);
+            save_and_wait(&mut w, title, commit(c), true);
+            assert_eq!(saved_title(&dir).as_deref(), Some("one"), "{step:?}");
+            assert_eq!(commits(&dir), ["c1"], "{step:?}: cut back, whole");
+            assert_eq!(
+                file_names(&dir),
+                ["lock", "state.json", "turns-1.jsonl"],
+                "{step:?}: no temporary file is left"
+            );
+        }
+        save_and_wait(&mut w, "four", commit("c4"), false);
+        assert_eq!(commits(&dir), ["c1", "c2", "c3", "c4"], "each once");
+        w.writer.close().await;
+        let said = said(&mut w.events);
+        let state = dir.join("state.json").display().to_string();
+        assert_eq!(said.len(), 2, "{said:#?}");
+        assert!(
+            said[0].starts_with(&format!(
+                "warning: cannot save the session to {state}: no storage space; tern goes on"
+            )) && said[0].ends_with("saves it again at the next change"),
+            "{said:#?}"
+        );
+        assert_eq!(
+            said[1],
+            format!("notice: the session is saved again ({state})")
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_session_directory_removed_while_tern_runs_is_made_again() {
+        let mut w = writing();
+        let dir = w.dir.clone();
+        save_and_wait(&mut w, "one", commit("c1"), false);
+        // `rm -rf` of the whole state directory.
+        let base = dir.parent().unwrap().parent().unwrap().parent().unwrap();
+        std::fs::remove_dir_all(base).unwrap();
+        save_and_wait(&mut w, "two", commit("c2"), false);
+        assert_eq!(commits(&dir), ["c2"], "the record starts afresh");
+        assert_eq!(
+            lock::SessionLock::holder(&dir),
+            Some(Some(std::process::id())),
+            "locked again"
+        );
+        save_and_wait(&mut w, "three", commit("c3"), false);
+        w.writer.close().await;
+        assert_eq!(saved_title(&dir).as_deref(), Some("three"), "kept at close");
+        assert_eq!(commits(&dir), ["c2", "c3"]);
+        let said = said(&mut w.events);
+        assert_eq!(said.len(), 1, "{said:#?}");
+        assert!(
+            said[0].contains(&format!(
+                "directory {} was removed while tern ran: it is made again",
+                dir.display()
+            )),
+            "{said:#?}"
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_save_that_panics_is_said_and_the_writer_goes_on() {
+        let mut w = writing();
+        let dir = w.dir.clone();
+        save_and_wait(&mut w, "one", commit("c1"), false);
+        failpoint::arm(&dir, failpoint::Step::Panic);
+        save_and_wait(&mut w, "two", commit("c2"), true);
+        save_and_wait(&mut w, "three", commit("c3"), false);
+        w.writer.close().await;
+        assert_eq!(commits(&dir), ["c1", "c2", "c3"]);
+        let said = said(&mut w.events);
+        assert_eq!(said.len(), 2, "{said:#?}");
+        assert!(
+            said[0].starts_with("warning: saving session")
+                && said[0].contains(
+                    "failed unexpectedly (a panic injected into saving the session); tern goes on"
+                ),
+            "{said:#?}"
+        );
+        assert!(
+            said[1].starts_with("notice: the session is saved again"),
+            "{said:#?}"
+        );
+    }
+
+    #[test]
+    fn a_state_that_cannot_be_renamed_into_place_leaves_no_temporary_file() {
+        let dir = tempfile::tempdir().unwrap();
+        // A directory with something in it where the state goes: the rename fails.
+        let target = dir.path().join("state.json");
+        std::fs::create_dir(&target).unwrap();
+        std::fs::write(target.join("x"), "").unwrap();
+        assert!(state::write_atomically(&target, b"{}").is_err());
+        assert_eq!(file_names(dir.path()), ["state.json"]);
     }
 }

@@ -273,6 +273,13 @@ impl Recorder {
     }
 }
 
+/// Where a record stood (`LogWriter::mark`).
+#[derive(Debug, Clone, Copy)]
+pub struct Mark {
+    at: LogPosition,
+    base: Option<usize>,
+}
+
 /// Appends records to a session's record on disk, segment by segment.
 #[derive(Debug)]
 pub struct LogWriter {
@@ -341,17 +348,29 @@ impl LogWriter {
         records: Vec<Record>,
         encode: impl Fn(&Record) -> std::io::Result<Vec<u8>>,
     ) -> std::io::Result<LogPosition> {
-        let (at, base) = (self.at, self.base);
+        let mark = self.mark();
         let appended = self.append_all(records, encode);
         if appended.is_err() {
-            // Nothing of this call counts: the disk goes back to where it was, and
-            // what this process knew of earlier turns is forgotten (the next turn
-            // written whole cannot lean on it).
-            self.cut_back(at);
-            self.base = base;
-            (self.front, self.outputs, self.tail) = (None, None, None);
+            self.back_to(mark);
         }
         appended
+    }
+
+    /// Where the record stands now, to go back to if what follows fails.
+    pub fn mark(&self) -> Mark {
+        Mark {
+            at: self.at,
+            base: self.base,
+        }
+    }
+
+    /// Nothing written since `mark` counts: the disk goes back to where it was, and
+    /// what this process knew of earlier turns is forgotten (the next turn, written
+    /// whole, cannot lean on it).
+    pub fn back_to(&mut self, mark: Mark) {
+        self.cut_back(mark.at);
+        self.base = mark.base;
+        (self.front, self.outputs, self.tail) = (None, None, None);
     }
 
     /// Removes what was written after `at`.
@@ -463,6 +482,11 @@ impl LogWriter {
         #[cfg(unix)]
         std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
         let mut file = options.open(segment_path(&self.dir, self.at.segment))?;
+        #[cfg(test)]
+        if super::failpoint::met(&self.dir, super::failpoint::Step::Record) {
+            file.write_all(bytes.get(..bytes.len() / 2).unwrap_or_default())?;
+            return Err(super::failpoint::disk_full());
+        }
         file.write_all(bytes)?;
         file.sync_data()?;
         self.at.bytes += bytes.len() as u64;
@@ -481,7 +505,7 @@ fn first_turn(path: &Path) -> Option<TurnStart> {
     }
 }
 
-fn segment_path(dir: &Path, n: u32) -> PathBuf {
+pub(super) fn segment_path(dir: &Path, n: u32) -> PathBuf {
     dir.join(format!("turns-{n}.jsonl"))
 }
 

@@ -24,6 +24,8 @@ pub(crate) struct Saved {
     title: String,
     /// The turn record under way.
     pub(crate) record: Recorder,
+    /// A message that waited for the repo map and was never sent (`SessionFile::unsent`).
+    pub(crate) unsent: Option<String>,
 }
 
 impl Saved {
@@ -35,6 +37,7 @@ impl Saved {
             created_ms: super::now_ms(),
             title: String::new(),
             record: Recorder::default(),
+            unsent: None,
         }
     }
 
@@ -221,9 +224,18 @@ impl Engine {
             learned_limit: self.history.learned_limit(),
             turns: self.session.turns.clone(),
             outputs: self.session.outputs.clone(),
+            unsent: self.saved.unsent.clone(),
             record: self.saved.record.cursor(),
             log: Default::default(),
         }
+    }
+
+    /// Keeps a message that was never sent (it waited for the repo map) with the
+    /// session, to give back on resume. Returns whether this engine saves a session.
+    pub(in crate::engine) fn keep_unsent(&mut self, text: &str) -> bool {
+        self.saved.unsent = Some(text.to_string());
+        self.save_session();
+        self.saved.id.is_some()
     }
 
     /// Saves the session in the background; a failure is a warning, never the end of
@@ -231,7 +243,9 @@ impl Engine {
     pub(in crate::engine) fn save_session(&mut self) {
         let records = self.saved.record.take();
         let state = self.session_file();
-        self.saved.writer.write(state, records);
+        if let Some(warning) = self.saved.writer.write(state, records) {
+            self.warning(warning);
+        }
     }
 
     /// A turn begins: the record notes it with the conversation as it is before it,
@@ -264,6 +278,13 @@ impl Engine {
         self.session.transcript = saved.transcript;
         self.session.turns = saved.turns;
         self.session.outputs = saved.outputs;
+        if let Some(text) = saved.unsent {
+            self.start_warnings.push(format!(
+                "your message \"{}\" was never sent (it was waiting for the repo map when it was cancelled or tern quit); it is kept with the session until you send a message",
+                super::store::headline(&text, 60)
+            ));
+            self.saved.unsent = Some(text);
+        }
         if !keep_model && !saved.model.is_empty() && saved.model != self.model.name {
             self.switch_model(&saved.model);
         }

@@ -29,6 +29,7 @@
 //!   "learned_limit": 1400,
 //!   "turns": [["3f2a9c1…"], ["8be01d4…", "c41a7e2…"]],
 //!   "outputs": [{ "command": "cargo test", "outcome": "exit 101 after 2.1 s", "text": "…" }],
+//!   "unsent": "and the docs too",
 //!   "record": { "turns": 9, "messages": 24, "front": 2, "from": 14 },
 //!   "log": { "segment": 1, "bytes": 48213 }
 //! }
@@ -51,7 +52,8 @@
 //! saying it, both optional and kept for the resumed session; `turns` (optional) are
 //! the commits each of the last 20 code-mode turns made, oldest first, for `/undo
 //! turn`, checked against the repository when used; `outputs` are the command outputs
-//! in the context; `record` is where the turn record stands and `log` how much of it on
+//! in the context; `unsent` (optional) a message that waited for the repo map and was
+//! never sent, given back on resume; `record` is where the turn record stands and `log` how much of it on
 //! disk is complete (see `record`). Version 1 (an older tern's single file per
 //! repository) is read too: it has no `created_ms`, `last_active_ms`, `title`, `record`
 //! or `log`.
@@ -119,6 +121,11 @@ pub struct SessionFile {
     /// Command outputs in the context: the history may ask the model about them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub outputs: Vec<crate::context::CommandText>,
+    /// A message that waited for the repo map when it was cancelled or tern quit: never
+    /// sent, so not in the conversation; given back on resume, kept until a message is
+    /// sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unsent: Option<String>,
     /// Where the turn record stands.
     #[serde(default)]
     pub record: Cursor,
@@ -152,6 +159,7 @@ impl Default for SessionFile {
             learned_limit: None,
             turns: TurnCommits::default(),
             outputs: Vec::new(),
+            unsent: None,
             record: Cursor::default(),
             log: LogPosition::default(),
         }
@@ -170,6 +178,7 @@ impl SessionFile {
             || !self.proposal_failures.is_empty()
             || !self.outputs.is_empty()
             || !self.notes.is_empty()
+            || self.unsent.is_some()
     }
 }
 
@@ -277,12 +286,19 @@ fn validate(saved: &SessionFile) -> Result<(), String> {
 const TEMPORARY: &str = ".state-";
 
 /// Writes `bytes` to `target` atomically: a temporary file beside it, synced, renamed
-/// over it, so a crash leaves the old state or the new one, never half of one.
+/// over it, so a crash leaves the old state or the new one, never half of one. On any
+/// failure (a full disk, say) the old state stays as it was and the temporary file is
+/// removed (dropped).
 pub(super) fn write_atomically(target: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = target.parent().unwrap_or(Path::new("."));
     let mut file = tempfile::Builder::new()
         .prefix(TEMPORARY)
         .tempfile_in(dir)?;
+    #[cfg(test)]
+    if super::failpoint::met(dir, super::failpoint::Step::State) {
+        file.write_all(bytes.get(..bytes.len() / 2).unwrap_or_default())?;
+        return Err(super::failpoint::disk_full());
+    }
     file.write_all(bytes)?;
     file.as_file().sync_all()?;
     file.persist(target).map_err(|e| e.error)?;

@@ -115,6 +115,18 @@ impl OpenSession {
     pub fn remove(self) -> std::io::Result<()> {
         std::fs::remove_dir_all(&self.dir)
     }
+
+    /// Makes the session's directory again if it was removed while this tern had it
+    /// open (an `rm -rf` of the state directory), with a new lock file, locked again
+    /// (the old one went with the directory). Returns whether it was made again.
+    pub fn make_again(&mut self) -> std::io::Result<bool> {
+        if self.dir.is_dir() {
+            return Ok(false);
+        }
+        private_dir().recursive(true).create(&self.dir)?;
+        self._lock = SessionLock::take(&self.dir).map_err(std::io::Error::other)?;
+        Ok(true)
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

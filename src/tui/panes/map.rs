@@ -189,7 +189,7 @@ impl MapPane {
             )),
             Some(edges) => {
                 for e in edges {
-                    lines.push(Line::from(vec![
+                    let spans = [
                         Span::styled(
                             format!("  {}", e.ident),
                             Style::new().fg(theme.c.inline_code),
@@ -197,7 +197,9 @@ impl MapPane {
                         Span::styled(" ← ", theme.dim()),
                         Span::styled(e.from.clone(), Style::new().fg(theme.c.fg)),
                         Span::styled(format!(" {:.2}", e.weight), theme.dim()),
-                    ]));
+                    ];
+                    // Cut with `…`, never mid-number unmarked.
+                    lines.push(Line::from(text::truncate_spans(&spans, width)));
                 }
             }
         }

@@ -210,6 +210,16 @@ impl ReviewPane {
                 .is_some_and(|p| p.files.iter().any(|f| !f.hunks.is_empty()))
     }
 
+    /// The Review tab's badge: the hunks pending and the failed edits kept with the
+    /// proposal (`4`, `4 2✗`, `2✗` when every hunk failed); None when there are none.
+    pub fn badge(&self) -> Option<String> {
+        let p = self.proposal.as_ref().filter(|_| self.status.is_none())?;
+        let pending = self.is_active().then(|| self.tally().pending.to_string());
+        let failed = (!p.failures.is_empty()).then(|| format!("{}✗", p.failures.len()));
+        let badge: Vec<String> = pending.into_iter().chain(failed).collect();
+        (!badge.is_empty()).then(|| badge.join(" "))
+    }
+
     /// Whether the failed edits and notes take the pane (`f`) instead of the hunks.
     pub fn notes_shown(&self) -> bool {
         self.notes_open.is_some() && self.is_active()
@@ -495,8 +505,14 @@ impl ReviewPane {
             let counts = tally_spans(&t, theme);
             let counts_width: usize = counts.iter().map(|s| text::width(&s.content)).sum();
             let marker = if i == self.file { "▸ " } else { "  " };
-            // Why `A` skips this file, said where the user decides on it.
+            // Why `A` skips this file, said where the user decides on it; cut with `…`
+            // so that some of the path and the counts still show.
             let caution: String = f.cautions.iter().map(|c| format!(" ⚠ {c}")).collect();
+            let caution = text::truncate(
+                &caution,
+                (area.width as usize)
+                    .saturating_sub(counts_width + 5 + text::width(&f.path).min(PATH_KEPT)),
+            );
             let path_width =
                 (area.width as usize).saturating_sub(counts_width + 5 + text::width(&caution));
             let path = text::truncate_left(&f.path, path_width);
@@ -554,7 +570,7 @@ impl ReviewPane {
             let selected = h == self.hunk;
             let in_hunk = row - starts[h];
             if in_hunk == 0 {
-                let line = hunk_header(hunk, selected, theme);
+                let line = hunk_header(hunk, selected, theme, area.width as usize);
                 if selected {
                     buf.set_style(Rect::new(area.x, y, area.width, 1), theme.selected());
                 }
@@ -682,6 +698,9 @@ impl ReviewPane {
     }
 }
 
+/// The columns of a file's path its row keeps beside a long caution.
+const PATH_KEPT: usize = 20;
+
 /// The most lines of a stale hunk the review shows (the chat's `/diff` has none of it:
 /// it is no longer part of the proposal).
 const STALE_LINES: usize = 12;
@@ -808,7 +827,9 @@ fn range_header(hunk: &HunkView) -> String {
     )
 }
 
-fn hunk_header(hunk: &HunkView, selected: bool, theme: &Theme) -> Line<'static> {
+/// A hunk's header in `width` columns: its range, its decision and its cautions (cut
+/// with `…`, so a long list of characters does not end mid-list unmarked).
+fn hunk_header(hunk: &HunkView, selected: bool, theme: &Theme, width: usize) -> Line<'static> {
     let marker = if selected { "▶ " } else { "  " };
     let mut line = Line::from(vec![
         Span::styled(marker, Style::new().fg(theme.c.accent)),
@@ -828,6 +849,7 @@ fn hunk_header(hunk: &HunkView, selected: bool, theme: &Theme) -> Line<'static> 
             Style::new().fg(theme.c.warning),
         ));
     }
+    line = Line::from(text::truncate_spans(&line.spans, width));
     if selected {
         line = line.patch_style(Style::new().bg(theme.c.selection));
     }

@@ -549,7 +549,6 @@ pub enum Event {
         transcript: Vec<Shown>,
         /// A message that waited for the repo map when it was cancelled or tern quit:
         /// never sent, given back (the workspace puts it in the input box).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
         unsent: Option<String>,
     },
     /// The chat files changed.

@@ -243,6 +243,7 @@ fn events() -> Vec<(&'static str, Event)> {
                         text: text("Because."),
                     },
                 ],
+                unsent: Some(text("and then?")),
             },
         ),
         ("files", Event::Files { files: files() }),

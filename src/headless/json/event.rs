@@ -69,6 +69,9 @@ pub enum Event<'a> {
     Budget(Budget<'a>),
     Resumed {
         transcript: Vec<Shown<'a>>,
+        /// A message that waited for the repo map when tern stopped: never sent.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        unsent: Option<&'a str>,
     },
     Files {
         files: Vec<FileEntry<'a>>,
@@ -324,7 +327,8 @@ impl<'a> From<&'a p::Event> for Event<'a> {
             },
             E::TurnFailed { error, message } => Event::TurnFailed { error, message },
             E::Budget(report) => Event::Budget(Budget::from(&**report)),
-            E::Resumed { transcript } => Event::Resumed {
+            E::Resumed { transcript, unsent } => Event::Resumed {
+                unsent: unsent.as_deref(),
                 transcript: transcript
                     .iter()
                     .map(|s| Shown {

@@ -718,7 +718,8 @@ impl App {
             QuitLanding::NotApplied(NotApplied::Cancelled) => {
                 "the landing was cancelled before anything was written".to_string()
             }
-            QuitLanding::NotApplied(reason) => format!("nothing was written: {reason}"),
+            // (A failed commit wrote files and put them back: "applied", not "written".)
+            QuitLanding::NotApplied(reason) => format!("nothing was applied: {reason}"),
         };
         let t = self.panes.review.tally();
         let left = t.pending + t.accepted;

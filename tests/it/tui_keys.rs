@@ -1239,16 +1239,26 @@ fn the_demos_quit_question_says_nothing_is_kept() {
 /// restored) say how it ended and where the hunks left are: the demo's are not kept.
 #[test]
 fn quitting_while_a_landing_runs_ends_with_what_it_did() {
-    for (throwaway, session, says) in [
+    use tern::engine::protocol::NotApplied;
+    for (throwaway, session, reason, says) in [
         (
             true,
             None,
+            NotApplied::Cancelled,
             "the landing was cancelled before anything was written; 4 hunks not kept: the demo keeps nothing",
         ),
         (
             false,
             Some("abcd1234"),
+            NotApplied::Cancelled,
             "the landing was cancelled before anything was written; 4 hunks kept for `tern --resume=abcd1234`",
+        ),
+        // Its files were written and put back: nothing applied, not "nothing written".
+        (
+            false,
+            Some("abcd1234"),
+            NotApplied::CommitFailed,
+            "nothing was applied: the commit failed and the files were put back; 4 hunks kept for `tern --resume=abcd1234`",
         ),
     ] {
         let mut app = App::new(tern::tui::AppConfig {
@@ -1272,12 +1282,7 @@ fn quitting_while_a_landing_runs_ends_with_what_it_did() {
         press(&mut app, 'y');
         assert!(app.quitting());
         assert_eq!(app.last_words(), None, "nothing ended yet");
-        feed(
-            &mut app,
-            [Event::NotApplied {
-                reason: tern::engine::protocol::NotApplied::Cancelled,
-            }],
-        );
+        feed(&mut app, [Event::NotApplied { reason }]);
         assert_eq!(app.last_words().as_deref(), Some(says));
     }
 }

@@ -191,12 +191,12 @@ impl Engine {
             // the failures are in the view.
         } else if origin == ReplyOrigin::Interrupted {
             self.warning(format!(
-                "the reply was interrupted: {} failed and are shown in the review, not sent back to the model",
+                "the reply was interrupted: {} failed, not applied and not sent back to the model (each is shown with why)",
                 count(report.errors.len(), "edit block")
             ));
         } else {
             self.warning(format!(
-                "{} still failed after {}; they are shown in the review",
+                "{} still failed after {}; not applied (each is shown with why)",
                 count(report.errors.len(), "edit block"),
                 count(reflections, "reflection")
             ));

@@ -4,11 +4,10 @@
 //! email. Unlike git, tern never guesses a name or an email from the system: without
 //! one it refuses, with git's words, before anything is written.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
 
 use git2::{Signature, Time};
-use time::OffsetDateTime;
-use time::format_description::well_known::{Iso8601, Rfc2822};
 
 use super::GitError;
 
@@ -52,13 +51,26 @@ fn person(
 ) -> Result<Signature<'static>, GitError> {
     let word = role.word();
     let upper = word.to_ascii_uppercase();
-    let var =
-        |what: &str| env(&format!("GIT_{upper}_{what}")).map(|v| v.to_string_lossy().into_owned());
+    let raw = |what: &str| env(&format!("GIT_{upper}_{what}"));
+    let var = |what: &str| {
+        raw(what)
+            .map(|v| {
+                // git keeps the bytes it is given; git2 writes only UTF-8, so a name
+                // or an email that is not is refused, never committed changed.
+                v.into_string().map_err(|v| {
+                    GitError::BadIdentity(format!(
+                        "GIT_{upper}_{what} is not UTF-8 ({}): tern writes only UTF-8 names and emails",
+                        v.to_string_lossy()
+                    ))
+                })
+            })
+            .transpose()
+    };
     let setting = |key: &str| config.get_string(key).ok();
-    let name = var("NAME")
+    let name = var("NAME")?
         .or_else(|| setting(&format!("{word}.name")))
         .or_else(|| setting("user.name"));
-    let email = var("EMAIL")
+    let email = var("EMAIL")?
         .or_else(|| setting(&format!("{word}.email")))
         .or_else(|| setting("user.email"))
         .or_else(|| env("EMAIL").map(|v| v.to_string_lossy().into_owned()));
@@ -79,14 +91,10 @@ fn person(
             "name consists only of disallowed characters: {given}"
         )));
     }
-    let signature = match var("DATE") {
+    // As git: an empty date is no date (now).
+    let signature = match raw("DATE").filter(|d| !d.is_empty()) {
         None => Signature::now(&name, &email),
-        Some(date) => {
-            let time = parse_date(&date).ok_or_else(|| {
-                GitError::BadIdentity(format!("invalid date format: {date} (GIT_{upper}_DATE)"))
-            })?;
-            Signature::new(&name, &email, &time)
-        }
+        Some(date) => Signature::new(&name, &email, &commit_time(&date, &upper)?),
     };
     signature.map_err(|e| GitError::BadIdentity(e.message().to_string()))
 }
@@ -116,42 +124,20 @@ fn without_crud(text: &str) -> String {
     String::from_utf8_lossy(&kept).into_owned()
 }
 
-/// A date as git takes it in `GIT_AUTHOR_DATE`: its own format (`1700000000 +0100`,
-/// `@1700000000`), RFC 2822 or ISO 8601. None for anything else.
-fn parse_date(date: &str) -> Option<Time> {
-    // A commit's time is written as 32 bits unsigned by libgit2: anything outside
-    // would be committed wrapped (in the year 2106), and git refuses negative times.
-    parse_any_date(date).filter(|t| (0..=i64::from(u32::MAX)).contains(&t.seconds()))
-}
-
-fn parse_any_date(date: &str) -> Option<Time> {
-    let date = date.trim();
-    let raw = date.strip_prefix('@').unwrap_or(date);
-    let (secs, zone) = raw.split_once(' ').unwrap_or((raw, "+0000"));
-    if let (Ok(secs), Some(offset)) = (secs.parse::<i64>(), zone_minutes(zone.trim())) {
-        return Some(Time::new(secs, offset));
+/// `GIT_{who}_DATE` read by git's rules (`date::parse`), as a time tern can write.
+fn commit_time(date: &OsStr, who: &str) -> Result<Time, GitError> {
+    let shown = date.to_string_lossy();
+    let (seconds, offset) = super::date::parse(date.as_bytes()).ok_or_else(|| {
+        GitError::BadIdentity(format!("invalid date format: {shown} (GIT_{who}_DATE)"))
+    })?;
+    // libgit2 writes a commit's time as 32 bits unsigned: a later one (git takes
+    // them) would be committed wrapped, so it is refused.
+    match i64::try_from(seconds) {
+        Ok(seconds) if seconds <= i64::from(u32::MAX) => Ok(Time::new(seconds, offset)),
+        _ => Err(GitError::BadIdentity(format!(
+            "{shown} (GIT_{who}_DATE) is after 2106-02-07, the last date tern can write in a commit"
+        ))),
     }
-    let parsed = OffsetDateTime::parse(date, &Rfc2822)
-        .or_else(|_| OffsetDateTime::parse(date, &Iso8601::DEFAULT))
-        .ok()?;
-    Some(Time::new(
-        parsed.unix_timestamp(),
-        i32::from(parsed.offset().whole_minutes()),
-    ))
-}
-
-/// `+0130` → 90.
-fn zone_minutes(zone: &str) -> Option<i32> {
-    let (sign, digits) = match zone.split_at_checked(1)? {
-        ("+", d) => (1, d),
-        ("-", d) => (-1, d),
-        _ => return None,
-    };
-    if digits.len() != 4 || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let n: i32 = digits.parse().ok()?;
-    Some(sign * (n / 100 * 60 + n % 100))
 }
 
 #[cfg(test)]
@@ -159,19 +145,32 @@ mod tests {
     use super::*;
 
     #[test]
-    fn dates_in_gits_own_format_rfc2822_and_iso8601() {
-        let t = parse_date("1700000000 +0130").unwrap();
-        assert_eq!((t.seconds(), t.offset_minutes()), (1_700_000_000, 90));
-        let t = parse_date("@1700000000").unwrap();
-        assert_eq!((t.seconds(), t.offset_minutes()), (1_700_000_000, 0));
-        let t = parse_date("Thu, 07 Apr 2005 22:13:13 +0200").unwrap();
-        assert_eq!((t.seconds(), t.offset_minutes()), (1_112_904_793, 120));
-        let t = parse_date("2005-04-07T22:13:13+02:00").unwrap();
-        assert_eq!(t.seconds(), 1_112_904_793);
-        assert!(parse_date("yesterday").is_none());
-        assert!(parse_date("-5 +0000").is_none(), "never wrapped to 2106");
-        assert!(parse_date("9223372036854775807 +0000").is_none());
-        assert!(parse_date("1700000000 0100").is_none());
+    fn a_date_past_what_libgit2_writes_is_refused_not_wrapped() {
+        let t = commit_time(OsStr::new("@4294967295 +0000"), "AUTHOR").unwrap();
+        assert_eq!(t.seconds(), 4_294_967_295);
+        let Err(e) = commit_time(OsStr::new("@4294967296 +0000"), "AUTHOR") else {
+            panic!("2106 is past what tern writes")
+        };
+        assert!(e.to_string().contains("after 2106-02-07"), "{e}");
+    }
+
+    #[test]
+    fn a_name_that_is_not_utf8_is_refused_not_changed() {
+        use std::os::unix::ffi::OsStringExt;
+        let config = git2::Config::new().unwrap();
+        let env = |name: &str| match name {
+            "GIT_AUTHOR_NAME" => Some(OsString::from_vec(vec![0xff, 0xfe])),
+            "GIT_AUTHOR_EMAIL" => Some(OsString::from("a@example.com")),
+            _ => None,
+        };
+        let Err(e) = person(&config, &env, Role::Author) else {
+            panic!("committed as U+FFFD")
+        };
+        assert!(
+            e.to_string()
+                .contains("GIT_AUTHOR_NAME is not UTF-8 (\u{fffd}\u{fffd})"),
+            "{e}"
+        );
     }
 
     #[test]

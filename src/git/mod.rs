@@ -7,6 +7,7 @@
 
 mod child;
 mod commit;
+mod date;
 mod failpoint;
 mod head;
 mod hooks;

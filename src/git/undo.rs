@@ -38,12 +38,15 @@ pub enum TurnRefusal {
     #[error("no turn of this session made a commit that is left to undo")]
     NoTurn,
     #[error(
-        "this turn's commits are no longer the newest on this branch: {found} {summary:?} stands where its commit {expected} was; undo or move your commits first (nothing was changed)"
+        "this turn's commits are no longer the newest on this branch: {found} {summary:?} {} its commit {expected}; undo or move your commits first (nothing was changed)",
+        if *.on_top { "was committed on top of" } else { "stands in the place of" }
     )]
     NotNewest {
         found: String,
         summary: String,
         expected: String,
+        /// `found` was committed after the expected commit (else it replaced it).
+        on_top: bool,
     },
     #[error("this turn's commit {expected} is no longer on this branch (nothing was changed)")]
     Gone { expected: String },

@@ -108,6 +108,9 @@ pub fn check_newest(repo: &Repository, commits: &[Oid]) -> Result<(), UndoError>
                 summary: String::from_utf8_lossy(commit.summary_bytes().unwrap_or_default())
                     .into_owned(),
                 expected: super::short_id(*expected),
+                on_top: repo
+                    .graph_descendant_of(commit.id(), *expected)
+                    .unwrap_or(false),
             }
             .into());
         }

@@ -25,7 +25,9 @@ use super::panes::review::{self, ReviewPane};
 use super::panes::{Cx, Effect, Pane, PaneId, help};
 use super::theme::Theme;
 use crate::engine::input;
-use crate::engine::protocol::{ChatMode, Command, CommandPurpose, ReviewOp, ShownKind, thousands};
+use crate::engine::protocol::{
+    ChatMode, Command, CommandPurpose, NotApplied, ReviewOp, ShownKind, thousands,
+};
 use crate::engine::{Event, Op};
 use crate::plural::count;
 
@@ -125,6 +127,11 @@ pub struct App {
     pub(crate) running: Option<RunningCommand>,
     exited: bool,
     crashed: Option<String>,
+    /// The session the engine saves to (None: it saves none), for the way back.
+    session: Option<String>,
+    /// What a landing under way when the user quit came to, and the errors said
+    /// meanwhile: the chat is gone by then, so `last_words` says it on stderr.
+    landed_after_quit: Option<QuitLanding>,
     /// Text to put on the clipboard at the next chance (`take_clipboard`).
     clipboard: Option<String>,
     draft_due: Option<Instant>,
@@ -132,6 +139,14 @@ pub struct App {
     pub(crate) hits: Hits,
     /// Text to open in the user's editor, for the loop to run.
     editor: Option<EditRequest>,
+}
+
+/// How a landing under way when the user quit ended.
+#[derive(Debug, Clone, PartialEq)]
+enum QuitLanding {
+    /// The account the review gives of it (commit and all).
+    Applied(String),
+    NotApplied(NotApplied),
 }
 
 /// How every question of the status line is answered (see [`App::question`]).
@@ -181,6 +196,8 @@ impl App {
             running: None,
             exited: false,
             crashed: None,
+            session: None,
+            landed_after_quit: None,
             clipboard: None,
             draft_due: None,
             repo_files: Arc::new(Vec::new()),
@@ -297,8 +314,12 @@ impl App {
         let chat = &mut self.panes.chat;
         match event {
             Event::Ready {
-                root, model, mode, ..
+                root,
+                model,
+                mode,
+                session,
             } => {
+                self.session = session;
                 self.root = root.trim_end_matches('/').to_string();
                 self.model = model;
                 self.mode = mode;
@@ -505,6 +526,9 @@ impl App {
             } => {
                 let summary =
                     review::applied_summary(&files, accepted, rejected, commit.as_deref(), &message);
+                if self.quitting {
+                    self.landed_after_quit = Some(QuitLanding::Applied(summary.clone()));
+                }
                 self.panes.chat.push(Kind::Notice, summary.clone());
                 self.panes.review.applied(summary);
                 if self.focus == PaneId::Review && !self.panes.review.is_active() {
@@ -512,7 +536,11 @@ impl App {
                 }
             }
             // The error or warning before it said why; the proposal stays to decide on.
-            Event::NotApplied { .. } => {}
+            Event::NotApplied { reason } => {
+                if self.quitting {
+                    self.landed_after_quit = Some(QuitLanding::NotApplied(reason));
+                }
+            }
             // Only `--yes` (`Op::ApplyAllowed`) holds edits back; the workspace asks.
             Event::HeldBack { .. } => {}
             Event::HunkText { id, path, text } => {
@@ -687,6 +715,34 @@ impl App {
 
     pub fn crashed(&self) -> Option<&str> {
         self.crashed.as_deref()
+    }
+
+    /// What the workspace says once the terminal is restored after it was quit while a
+    /// landing ran: whether it committed or wrote nothing, and where the hunks left
+    /// are kept. None when no landing ended after the quit.
+    pub fn last_words(&self) -> Option<String> {
+        let outcome = match self.landed_after_quit.as_ref()? {
+            QuitLanding::Applied(summary) => summary.clone(),
+            QuitLanding::NotApplied(NotApplied::Cancelled) => {
+                "the landing was cancelled before anything was written".to_string()
+            }
+            // (A failed commit wrote files and put them back: "applied", not "written".)
+            QuitLanding::NotApplied(reason) => format!("nothing was applied: {reason}"),
+        };
+        let t = self.panes.review.tally();
+        let left = t.pending + t.accepted;
+        let kept = match &self.session {
+            _ if left == 0 => return Some(outcome),
+            _ if self.throwaway => {
+                format!("{} not kept: the demo keeps nothing", count(left, "hunk"))
+            }
+            Some(id) => format!("{} kept for `tern --resume={id}`", count(left, "hunk")),
+            None => format!(
+                "{} not kept: this workspace saves no session",
+                count(left, "hunk")
+            ),
+        };
+        Some(format!("{outcome}; {kept}"))
     }
 
     pub fn handle_terminal(&mut self, event: TermEvent) {

@@ -117,6 +117,14 @@ pub async fn run(config: EngineConfig, options: Options) -> anyhow::Result<ExitC
     {
         engine.task.abort();
     }
+    // What the engine said after the loop stopped (a landing's end) reaches the app,
+    // whose last words say it where the user can read it.
+    while let Some(event) = engine.events.try_recv() {
+        app.handle_engine(event);
+    }
+    if let Some(words) = app.last_words() {
+        crate::egress::errln!("tern: {words}");
+    }
     tracing::info!("workspace closed");
     if let Some(text) = app.crashed() {
         crate::egress::errln!("tern: {text}");

@@ -307,6 +307,12 @@ async fn reflections_stop_after_three() {
             .iter()
             .any(|e| matches!(e, Event::Warning { text } if text.contains("still failed after 3")))
     );
+    // Said to every front end: a headless run has no review to point at.
+    assert!(
+        events.iter().any(|e| matches!(e, Event::Warning { text }
+            if text == "1 edit block still failed after 3 reflections; not applied (each is shown with why)")),
+        "{events:?}"
+    );
     let view = last_proposal(&events);
     assert_eq!(view.failures.len(), 1);
     // Said once where it failed, then why (the view used to carry "block 1

@@ -761,6 +761,14 @@ fn a_commit_of_the_users_on_top_refuses_the_turn_and_changes_nothing() {
     let said = e.to_string();
     assert!(said.contains(&git::short_id(mine)), "{said}");
     assert!(said.contains("nothing was changed"), "{said}");
+    // It is on top of the turn's commit, not in its place.
+    assert!(
+        said.contains(&format!(
+            "\"my own work\" was committed on top of its commit {}",
+            git::short_id(*turn.last().unwrap())
+        )),
+        "{said}"
+    );
     assert_eq!(repo.head().unwrap().target(), Some(mine));
     for f in ["a.txt", "b.txt", "c.txt"] {
         assert_eq!(read(&repo, f), "new\n", "{f}");

@@ -304,6 +304,25 @@ fn the_turn_record_gives_back_the_history_each_turn_was_sent_with() {
     );
 }
 
+/// `tern undo --turn` with no session to act on says so, without telling a user who
+/// gave no `--resume` to leave it out.
+#[test]
+fn undo_of_a_turn_without_any_session_says_there_is_none() {
+    let repo = TempRepo::with_files(&[("a.txt", "a\n")]);
+    let out = repo
+        .tern("http://127.0.0.1:9/v1")
+        .args(["undo", "--turn"])
+        .output()
+        .unwrap();
+    let stderr = texts(&out).1;
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("no saved session for this repository"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("--resume"), "{stderr}");
+}
+
 #[test]
 fn resuming_without_a_session_or_from_a_broken_one_says_why() {
     let repo = TempRepo::with_files(&[("a.txt", "a\n")]);

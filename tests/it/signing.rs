@@ -499,3 +499,124 @@ fn a_newline_in_the_identity_is_dropped_as_git_drops_it() {
         "no broken object"
     );
 }
+
+/// The author line of HEAD's commit object, as written.
+fn author_line(repo: &TempRepo) -> String {
+    let commit = repo.git(&["cat-file", "commit", "HEAD"]);
+    commit
+        .lines()
+        .find(|l| l.starts_with("author "))
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// `GIT_AUTHOR_DATE` is taken and refused as `git commit` takes and refuses it, and
+/// what is taken is written as git writes it: each date is given to git itself and
+/// to `tern apply`, in the same zone (one with summer time, from a POSIX `TZ`, so
+/// no zone files are needed), and both commit objects are compared. The one
+/// exception is said: a time after 2106 (git takes it) is refused, never wrapped.
+#[test]
+fn dates_are_taken_and_refused_as_git_commit_does() {
+    const TZ: &str = "XST-5:30XDT,M3.5.0,M10.5.0";
+    let dates = [
+        "1700000000 +0100",
+        "@1700000000 +0130",
+        "@1700000000",
+        "1700000000",
+        "1700000000 +9959",
+        "@0 +0000",
+        "@0 +9959",
+        "@0 -0000",
+        "@0",
+        "@-5 +0000",
+        "-5 +0000",
+        "9223372036854775807 +9959",
+        "@4294967295 +0000",
+        "@4294967296 +0000",
+        "1 +0000",
+        "2005-04-07T22:13:13",
+        "2005-07-07T22:13:13",
+        "2005-04-07T22:13:13Z",
+        "2005-04-07T22:13:13+02:00",
+        "2005-04-07T22:13:13.123+0530",
+        "2005-04-07 22:13",
+        "2005-04-07",
+        "20050407T221313",
+        "Thu, 07 Apr 2005 22:13:13 +0200",
+        "Thu Apr 7 22:13:13 2005 -0700",
+        "07.04.2005 22:13:13",
+        "04/07/2005 10:13:13 PM",
+        "22:13:13 2005-04-07 EST",
+        "2005-04-07 22:13:13 CEST",
+        "2005-04-07 22:13:13 +05:45",
+        "2005-04-07 22:13:13 +2400",
+        "2099-12-31 23:59:59 +0000",
+        "2100-01-01 00:00:00 +0000",
+        "1969-12-31 23:59:59 +0000",
+        "1970-01-01 00:00:00 +0100",
+        "2090-01-01 00:00:00 +0000",
+        "01/02/2090 00:00:00 +0000",
+        "yesterday",
+        "now",
+        " ",
+        "",
+    ];
+    let repo = TempRepo::with_files(&[("a.txt", "0\n")]);
+    let reply = repo.path().join(".git/reply.md");
+    let mut differ = Vec::new();
+    for (i, date) in dates.iter().enumerate() {
+        let git = crate::support::command("git")
+            .args(["commit", "-q", "--allow-empty", "-m", "git's"])
+            .current_dir(repo.path())
+            .env("TZ", TZ)
+            .env("GIT_AUTHOR_DATE", date)
+            .output()
+            .unwrap();
+        let gits = git.status.success().then(|| author_line(&repo));
+        std::fs::write(
+            &reply,
+            block("a.txt", &format!("{i}\n"), &format!("{}\n", i + 1)),
+        )
+        .unwrap();
+        let out = repo
+            .tern("http://127.0.0.1:9/v1")
+            .args(["apply", "--yes"])
+            .arg(&reply)
+            .arg("a.txt")
+            .env("TZ", TZ)
+            .env("GIT_AUTHOR_DATE", date)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let terns = out.status.success().then(|| author_line(&repo));
+        if !out.status.success() {
+            // Nothing written: the next case starts from the same text.
+            assert_eq!(repo.read("a.txt"), format!("{i}\n"), "{date}: {stderr}");
+            std::fs::write(repo.path().join("a.txt"), format!("{}\n", i + 1)).unwrap();
+            repo.git(&["commit", "-qam", "step"]);
+        }
+        // An empty date is now for both: the second each commit is made in may differ.
+        let (gits, terns) = if date.is_empty() {
+            let zone = |line: Option<String>| line.map(|l| l.rsplit(' ').next().map(String::from));
+            (zone(gits), zone(terns))
+        } else {
+            (gits.map(Some), terns.map(Some))
+        };
+        let past_2106 = gits
+            .as_ref()
+            .and_then(|l| l.as_deref())
+            .is_some_and(|line| {
+                let stamp = line.rsplit(' ').nth(1).unwrap_or_default();
+                stamp.parse::<u64>().is_ok_and(|s| s > u64::from(u32::MAX))
+            });
+        if past_2106 {
+            assert!(terns.is_none(), "{date}: past 2106 is refused, not wrapped");
+            assert!(stderr.contains("after 2106-02-07"), "{date}: {stderr}");
+        } else if gits != terns {
+            differ.push(format!("{date:?}: git {gits:?}, tern {terns:?} ({stderr})"));
+        } else if terns.is_none() {
+            assert!(stderr.contains("invalid date format"), "{date}: {stderr}");
+        }
+    }
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+}

@@ -1292,3 +1292,55 @@ fn the_demos_quit_question_says_nothing_is_kept() {
         assert!(shown.contains(says), "{throwaway}: {shown}");
     }
 }
+
+/// Quit while a landing runs, the workspace's last words (printed once the terminal is
+/// restored) say how it ended and where the hunks left are: the demo's are not kept.
+#[test]
+fn quitting_while_a_landing_runs_ends_with_what_it_did() {
+    use tern::engine::protocol::NotApplied;
+    for (throwaway, session, reason, says) in [
+        (
+            true,
+            None,
+            NotApplied::Cancelled,
+            "the landing was cancelled before anything was written; 4 hunks not kept: the demo keeps nothing",
+        ),
+        (
+            false,
+            Some("abcd1234"),
+            NotApplied::Cancelled,
+            "the landing was cancelled before anything was written; 4 hunks kept for `tern --resume=abcd1234`",
+        ),
+        // Its files were written and put back: nothing applied, not "nothing written".
+        (
+            false,
+            Some("abcd1234"),
+            NotApplied::CommitFailed,
+            "nothing was applied: the commit failed and the files were put back; 4 hunks kept for `tern --resume=abcd1234`",
+        ),
+    ] {
+        let mut app = App::new(tern::tui::AppConfig {
+            theme: tern::tui::Theme::default_theme(),
+            keymap: tern::tui::Keymap::default(),
+            notices: vec![],
+            throwaway,
+        });
+        let mut start = session_start();
+        if let Event::Ready { session: s, .. } = &mut start[0] {
+            *s = session.map(String::from);
+        }
+        feed(&mut app, start);
+        feed(&mut app, [Event::Proposal(Box::new(proposal()))]);
+        press(&mut app, 'y');
+        app.handle_terminal(key(KeyCode::Enter));
+        assert!(app.applying());
+        app.handle_terminal(key(KeyCode::Esc));
+        app.handle_terminal(ctrl('c'));
+        app.handle_terminal(ctrl('c'));
+        press(&mut app, 'y');
+        assert!(app.quitting());
+        assert_eq!(app.last_words(), None, "nothing ended yet");
+        feed(&mut app, [Event::NotApplied { reason }]);
+        assert_eq!(app.last_words().as_deref(), Some(says));
+    }
+}

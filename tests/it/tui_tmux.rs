@@ -614,7 +614,7 @@ fn quitting_while_the_landing_commits_waits_for_it_and_the_session_keeps_its_com
     let server = MockServer::start_in_thread();
     server.push_for_model("gpt-4o", Reply::text(REPLY).at_tokens_per_second(400.0));
     server.push_for_model("gpt-4o-mini", Reply::text(COMMIT));
-    let repo = repo_with_slow_hook(3);
+    let repo = repo_with_slow_hook(6);
     let base = repo.git(&["rev-parse", "HEAD"]);
     let Some(tern) = Workspace::start(&repo, &server.base_url(), &ARGS, 160, 48) else {
         return;
@@ -626,6 +626,15 @@ fn quitting_while_the_landing_commits_waits_for_it_and_the_session_keeps_its_com
         "{screen}"
     );
     assert_eq!(repo.git(&["log", "-1", "--format=%s"]).trim(), COMMIT);
+    // Its last words, once the terminal is back, say what the landing did.
+    let head = repo.git(&["rev-parse", "--short=7", "HEAD"]);
+    assert!(
+        screen.contains(&format!(
+            "tern: Applied 4 hunks to 2 files · commit {} {COMMIT}",
+            head.trim()
+        )),
+        "{screen}"
+    );
     assert_eq!(repo.git(&["status", "--porcelain"]).trim(), "");
     // The saved session knows the turn's commit: its undo takes it back.
     let out = repo
@@ -656,7 +665,14 @@ fn quitting_while_the_commit_message_is_awaited_cancels_the_landing_before_it_wr
     };
     let started = Instant::now();
     apply_all_then_quit(&tern);
-    tern.wait_for("[tern exited 0]", WAIT);
+    let screen = tern.wait_for("[tern exited 0]", WAIT);
+    let id = repo.sessions().list()[0].id.clone();
+    assert!(
+        screen.contains(&format!(
+            "tern: the landing was cancelled before anything was written; 4 hunks kept for `tern --resume={id}`"
+        )),
+        "its last words say so: {screen}"
+    );
     assert!(
         started.elapsed() < Duration::from_secs(15),
         "it waited for the commit message"

@@ -131,7 +131,9 @@ impl OpenSession {
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("no saved session for this repository: run tern without --resume first")]
+    #[error(
+        "no saved session for this repository (`tern sessions` lists none): a run of tern that leaves something to resume saves one"
+    )]
     NoSessions,
     #[error("no session {0} in this repository (`tern sessions` lists them)")]
     NotFound(String),

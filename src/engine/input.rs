@@ -5,54 +5,62 @@
 use super::commands::{Command, UnknownCommand};
 use super::protocol::Op;
 
+/// Why typed text is no op: nothing is done, and the text is the user's to mend.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InputError {
+    #[error("{0}")]
+    Unknown(UnknownCommand),
+    /// A command is one line: what follows a line break would become its arguments.
+    #[error(
+        "/{} is one line: the lines after it would be its arguments; send them as a message of their own (/ask and /code take text of many lines)",
+        .0.name()
+    )]
+    LineBreak(Command),
+}
+
 /// `/name args` is a command (a unique prefix names it: `/tok` is `/tokens`), `!CMD` is
-/// `/run CMD`, anything else a message sent as it is.
-pub fn parse(text: &str) -> Result<Op, UnknownCommand> {
+/// `/run CMD`, anything else a message sent as it is. A command is one line, except
+/// `/ask TEXT` and `/code TEXT`, whose text is a message.
+pub fn parse(text: &str) -> Result<Op, InputError> {
     let trimmed = text.trim();
     if debug_panic(trimmed) {
         return Ok(Op::Submit { text: text.into() });
     }
-    if let Some(command) = trimmed.strip_prefix('!') {
-        return Ok(Op::Command {
-            command: Command::Run,
-            args: command.trim().to_string(),
-        });
+    let (command, rest) = match split(trimmed) {
+        None => return Ok(Op::Submit { text: text.into() }),
+        Some(("!", rest)) => (Command::Run, rest),
+        Some((name, rest)) => (Command::find(name).map_err(InputError::Unknown)?, rest),
+    };
+    if !matches!(command, Command::Ask | Command::Code) && rest.contains(['\n', '\r']) {
+        return Err(InputError::LineBreak(command));
     }
-    match split(trimmed) {
-        Some((name, args)) => Ok(Op::Command {
-            command: Command::find(name)?,
-            args: args.to_string(),
-        }),
-        None => Ok(Op::Submit { text: text.into() }),
-    }
+    Ok(Op::Command {
+        command,
+        args: rest.trim().to_string(),
+    })
 }
 
 /// What sending `text` would tell the model: a message itself, `/ask TEXT` and `/code
 /// TEXT` their text, any other command nothing (for `Op::Draft`).
 pub fn draft_message(text: &str) -> &str {
-    let trimmed = text.trim_start();
-    if trimmed.starts_with('!') {
-        return "";
-    }
-    match split(trimmed) {
+    match split(text.trim()) {
         None => text,
-        Some((name, args)) => match Command::find(name) {
-            Ok(Command::Ask | Command::Code) => args,
+        Some((name, rest)) => match Command::find(name) {
+            Ok(Command::Ask | Command::Code) => rest.trim(),
             _ => "",
         },
     }
 }
 
-/// A command line's name and its arguments (trimmed); None for a message.
+/// A command line's name (`!` for `!CMD`) and the rest after it (untrimmed: the line
+/// break that may end the name is in it); None for a message.
 fn split(trimmed: &str) -> Option<(&str, &str)> {
-    if !trimmed.starts_with('/') {
-        return None;
+    if let Some(rest) = trimmed.strip_prefix('!') {
+        return Some(("!", rest));
     }
-    let body = trimmed.trim_start_matches('/');
-    Some(match body.split_once(char::is_whitespace) {
-        Some((name, args)) => (name, args.trim()),
-        None => (body, ""),
-    })
+    let body = trimmed.strip_prefix('/')?.trim_start_matches('/');
+    let at = body.find(char::is_whitespace).unwrap_or(body.len());
+    Some(body.split_at_checked(at).unwrap_or((body, "")))
 }
 
 /// How the tests make the engine fail as a bug would (debug builds only): with
@@ -67,6 +75,7 @@ fn debug_panic(trimmed: &str) -> bool {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use strum::IntoEnumIterator;
 
     fn command(command: Command, args: &str) -> Op {
         Op::Command {
@@ -107,7 +116,52 @@ mod tests {
         assert_eq!(draft_message("!ls"), "");
     }
 
+    #[test]
+    fn a_command_is_one_line_but_ask_and_code_take_many() {
+        let refused = parse("/add a.txt\nplease fix the bug").unwrap_err();
+        assert_eq!(refused, InputError::LineBreak(Command::Add));
+        assert_eq!(
+            refused.to_string(),
+            "/add is one line: the lines after it would be its arguments; send them as a message of their own (/ask and /code take text of many lines)"
+        );
+        assert_eq!(
+            parse("/tokens\r\nwhy?"),
+            Err(InputError::LineBreak(Command::Tokens))
+        );
+        assert_eq!(
+            parse("!ls\nrm -rf x"),
+            Err(InputError::LineBreak(Command::Run))
+        );
+        assert_eq!(
+            parse("/code\nfix it:\n- a\n- b\n"),
+            Ok(command(Command::Code, "fix it:\n- a\n- b"))
+        );
+        assert_eq!(draft_message("/ask why\nnot?"), "why\nnot?");
+        assert_eq!(draft_message("/add a.txt\nplease"), "");
+    }
+
     proptest! {
+        /// Whatever follows a line break after a command is never made its arguments:
+        /// `/ask` and `/code` send it all, any other command is refused.
+        #[test]
+        fn lines_after_a_command_are_never_its_arguments(
+            name in prop::sample::select(Command::iter().map(Command::name).collect::<Vec<_>>()),
+            first in "[^\\n\\r]*",
+            brk in prop::sample::select(vec!["\n", "\r\n", "\r"]),
+            rest in "\\PC*[^\\s]\\PC*",
+        ) {
+            let text = format!("/{name} {first}{brk}{rest}");
+            match parse(&text) {
+                Ok(Op::Command { command: c @ (Command::Ask | Command::Code), args }) => {
+                    prop_assert_eq!(c.name(), name);
+                    prop_assert!(args.contains(rest.trim()));
+                }
+                Err(InputError::LineBreak(c)) => prop_assert_eq!(c.name(), name),
+                other => prop_assert!(false, "{:?}", other),
+            }
+        }
+
+
         /// Text that does not start with `/` or `!` is a message, byte for byte.
         #[test]
         fn other_text_is_a_message_as_typed(text in "\\PC*") {

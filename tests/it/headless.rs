@@ -594,6 +594,26 @@ fn an_unknown_command_fails_the_run_with_a_hint() {
     assert!(server.requests().is_empty());
 }
 
+/// A command is one line: the lines after `/add FILE` never become files, the message is
+/// refused whole (nothing added, nothing sent) and `--json` says why.
+#[test]
+fn a_command_followed_by_lines_is_refused_not_split_into_arguments() {
+    let server = MockServer::start_in_thread();
+    let repo = repo();
+    let out = repo
+        .tern(&server.base_url())
+        .args(["--json", "-m", "/add README.md\nplease fix the bug"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = texts(&out);
+    assert!(!out.status.success(), "{stdout}{stderr}");
+    assert!(stdout.contains("/add is one line"), "{stdout}");
+    assert!(!stdout.contains("please"), "no file named please: {stdout}");
+    let last = stdout.lines().last().unwrap();
+    assert!(last.contains(r#""ok":false"#), "{last}");
+    assert!(server.requests().is_empty());
+}
+
 #[test]
 fn an_engine_panic_is_a_failure_with_a_message_never_a_hang_or_exit_0() {
     let server = MockServer::start_in_thread();

@@ -102,6 +102,24 @@ fn shift_enter_and_ctrl_j_break_lines_and_a_paste_arrives_whole() {
     assert!(!text.contains('\r'));
 }
 
+/// A command is one line: lines typed after `/add FILE` are not made files, and the
+/// refused text stays in the box to be mended.
+#[test]
+fn a_command_followed_by_lines_is_refused_and_the_text_kept() {
+    let mut app = started();
+    type_text(&mut app, "/add a.txt");
+    app.handle_terminal(ctrl('j'));
+    type_text(&mut app, "please fix the bug\n");
+    assert!(
+        !app.take_ops()
+            .iter()
+            .any(|op| matches!(op, Op::Submit { .. } | Op::Command { .. })),
+        "nothing is done"
+    );
+    assert_eq!(app.panes().input.text(), "/add a.txt\nplease fix the bug");
+    assert!(screen(&mut app, 100, 24).contains("/add is one line"));
+}
+
 #[test]
 fn files_pane_toggles_drops_and_adds_with_the_picker() {
     let mut app = started();

@@ -707,6 +707,38 @@ fn quitting_with_accepted_hunks_not_applied_asks_first() {
     assert!(app.quitting());
 }
 
+/// Ctrl-C twice quits only when nothing came between: a draft typed after the first
+/// one is cleared by the second, never lost to a quit (also after an interrupted reply).
+#[test]
+fn ctrl_c_after_typing_clears_the_draft_and_never_quits() {
+    let mut app = started();
+    type_text(&mut app, "first");
+    app.handle_terminal(ctrl('c'));
+    assert!(app.panes().input.is_empty());
+    type_text(&mut app, "typed after clear, not sent");
+    app.handle_terminal(ctrl('c'));
+    assert!(
+        !app.quitting(),
+        "the draft typed since is cleared, not quit over"
+    );
+    assert!(app.panes().input.is_empty());
+    assert!(screen(&mut app, 80, 24).contains("input cleared"));
+    app.handle_terminal(ctrl('c'));
+    assert!(app.quitting(), "twice on an empty box quits");
+
+    let mut app = started();
+    feed(&mut app, turn("q", "partial", 3).into_iter().take(2));
+    app.handle_terminal(ctrl('c'));
+    assert_eq!(app.take_ops(), [Op::Cancel]);
+    app.handle_terminal(TermEvent::Paste("a pasted draft".into()));
+    app.handle_terminal(ctrl('c'));
+    assert!(
+        !app.quitting(),
+        "a paste since the interrupt resets the twice"
+    );
+    assert!(!app.take_ops().contains(&Op::Shutdown));
+}
+
 #[test]
 fn quitting_with_hunks_to_review_asks_first() {
     let mut app = started();

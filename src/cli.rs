@@ -102,7 +102,8 @@ pub struct GlobalArgs {
     pub message: Option<String>,
 
     /// Send the messages of FILE in turn, headlessly: messages are separated by a line
-    /// `---` (write `\---` for a literal one); a message starting with `/` is a command.
+    /// `---` (write `\---` for a literal one); a message starting with `/` is a command
+    /// (`//` sends one that starts with `/`).
     #[arg(long, value_name = "FILE", global = true)]
     pub script: Option<PathBuf>,
 

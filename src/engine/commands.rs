@@ -105,6 +105,11 @@ impl Command {
             .collect();
         match matching.as_slice() {
             [only] if !name.is_empty() => Ok(*only),
+            // A bare `/` begins every command: /help lists them, not a "did you mean".
+            _ if name.is_empty() => Err(UnknownCommand {
+                name: String::new(),
+                candidates: Vec::new(),
+            }),
             _ => Err(UnknownCommand {
                 name: name.to_string(),
                 candidates: matching.iter().map(|c| c.name()).collect(),
@@ -138,16 +143,17 @@ pub struct UnknownCommand {
 impl std::fmt::Display for UnknownCommand {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let hint = match self.candidates.is_empty() {
-            true => "see /help".to_string(),
+            true => "see /help; //… sends a message that starts with /".to_string(),
             false => format!("did you mean /{}?", self.candidates.join(", /")),
         };
         write!(f, "unknown command /{}: {hint}", self.name)
     }
 }
 
-/// Commands whose name starts with `prefix`, for completion.
+/// Commands whose name starts with `prefix`, for completion (none after `//`, which
+/// begins a message).
 pub fn complete(prefix: &str) -> Vec<Command> {
-    let prefix = prefix.trim_start_matches('/');
+    let prefix = prefix.strip_prefix('/').unwrap_or(prefix);
     Command::iter()
         .filter(|c| c.name().starts_with(prefix))
         .collect()
@@ -177,7 +183,11 @@ mod tests {
         assert_eq!(Command::find("tok"), Ok(Command::Tokens));
         assert_eq!(Command::find("read-only"), Ok(Command::ReadOnly));
         let unknown = Command::find("nope").unwrap_err();
-        assert_eq!(unknown.to_string(), "unknown command /nope: see /help");
+        assert_eq!(
+            unknown.to_string(),
+            "unknown command /nope: see /help; //… sends a message that starts with /"
+        );
+        assert!(Command::find("").unwrap_err().candidates.is_empty());
         // "c" is ambiguous between clear, code, commit and compact.
         let ambiguous = Command::find("c").unwrap_err();
         assert!(ambiguous.candidates.len() >= 2, "{ambiguous:?}");
@@ -216,5 +226,6 @@ mod tests {
             );
         }
         assert_eq!(complete("/rea"), [Command::ReadOnly]);
+        assert!(complete("//").is_empty());
     }
 }

@@ -19,17 +19,21 @@ pub enum InputError {
 }
 
 /// `/name args` is a command (a unique prefix names it: `/tok` is `/tokens`), `!CMD` is
-/// `/run CMD`, anything else a message sent as it is. A command is one line, except
-/// `/ask TEXT` and `/code TEXT`, whose text is a message.
+/// `/run CMD`, anything else a message sent as it is; `//text` and `!!text` send the
+/// message `/text` and `!text`. A command is one line, except `/ask TEXT` and `/code
+/// TEXT`, whose text is a message.
 pub fn parse(text: &str) -> Result<Op, InputError> {
-    let trimmed = text.trim();
-    if debug_panic(trimmed) {
+    if debug_panic(text.trim()) {
         return Ok(Op::Submit { text: text.into() });
     }
-    let (command, rest) = match split(trimmed) {
-        None => return Ok(Op::Submit { text: text.into() }),
-        Some(("!", rest)) => (Command::Run, rest),
-        Some((name, rest)) => (Command::find(name).map_err(InputError::Unknown)?, rest),
+    let (command, rest) = match classify(text) {
+        Typed::Message(message) => {
+            return Ok(Op::Submit {
+                text: message.into(),
+            });
+        }
+        Typed::Command { name: "!", rest } => (Command::Run, rest),
+        Typed::Command { name, rest } => (Command::find(name).map_err(InputError::Unknown)?, rest),
     };
     if !matches!(command, Command::Ask | Command::Code) && rest.contains(['\n', '\r']) {
         return Err(InputError::LineBreak(command));
@@ -43,24 +47,40 @@ pub fn parse(text: &str) -> Result<Op, InputError> {
 /// What sending `text` would tell the model: a message itself, `/ask TEXT` and `/code
 /// TEXT` their text, any other command nothing (for `Op::Draft`).
 pub fn draft_message(text: &str) -> &str {
-    match split(text.trim()) {
-        None => text,
-        Some((name, rest)) => match Command::find(name) {
+    match classify(text) {
+        Typed::Message(message) => message,
+        Typed::Command { name, rest } => match Command::find(name) {
             Ok(Command::Ask | Command::Code) => rest.trim(),
             _ => "",
         },
     }
 }
 
-/// A command line's name (`!` for `!CMD`) and the rest after it (untrimmed: the line
-/// break that may end the name is in it); None for a message.
-fn split(trimmed: &str) -> Option<(&str, &str)> {
-    if let Some(rest) = trimmed.strip_prefix('!') {
-        return Some(("!", rest));
+/// What typed text is, before the command's name is looked up.
+enum Typed<'a> {
+    /// Sent to the model as it is.
+    Message(&'a str),
+    /// A command's name (`!` for `!CMD`) and the rest of the text after it, untrimmed:
+    /// the line break that may end the name is in it.
+    Command { name: &'a str, rest: &'a str },
+}
+
+fn classify(text: &str) -> Typed<'_> {
+    let start = text.trim_start();
+    // A doubled `/` or `!` stands for one at the start of a message.
+    if start.starts_with("//") || start.starts_with("!!") {
+        return Typed::Message(start.get(1..).unwrap_or(start));
     }
-    let body = trimmed.strip_prefix('/')?.trim_start_matches('/');
+    let line = start.trim_end();
+    if let Some(rest) = line.strip_prefix('!') {
+        return Typed::Command { name: "!", rest };
+    }
+    let Some(body) = line.strip_prefix('/') else {
+        return Typed::Message(text);
+    };
     let at = body.find(char::is_whitespace).unwrap_or(body.len());
-    Some(body.split_at_checked(at).unwrap_or((body, "")))
+    let (name, rest) = body.split_at_checked(at).unwrap_or((body, ""));
+    Typed::Command { name, rest }
 }
 
 /// How the tests make the engine fail as a bug would (debug builds only): with
@@ -102,7 +122,21 @@ mod tests {
         );
         assert_eq!(
             parse("/nope").unwrap_err().to_string(),
-            "unknown command /nope: see /help"
+            "unknown command /nope: see /help; //… sends a message that starts with /"
+        );
+    }
+
+    #[test]
+    fn a_doubled_slash_or_bang_sends_a_message_that_starts_with_one() {
+        let message = |text: &str| Ok(Op::Submit { text: text.into() });
+        assert_eq!(parse("//usr/bin is where"), message("/usr/bin is where"));
+        assert_eq!(parse("  //help\nplease"), message("/help\nplease"));
+        assert_eq!(parse("!!important: read"), message("!important: read"));
+        assert_eq!(draft_message("//usr/bin"), "/usr/bin");
+        assert_eq!(draft_message("!!x"), "!x");
+        assert_eq!(
+            parse("/usr/bin is where").unwrap_err().to_string(),
+            "unknown command /usr/bin: see /help; //… sends a message that starts with /"
         );
     }
 
@@ -169,6 +203,16 @@ mod tests {
             prop_assume!(!trimmed.starts_with('/') && !trimmed.starts_with('!'));
             prop_assert_eq!(parse(&text), Ok(Op::Submit { text: text.clone() }));
             prop_assert_eq!(draft_message(&text), text.as_str());
+        }
+
+        /// `//` and `!!` escape the text after them, whatever it holds.
+        #[test]
+        fn a_doubled_prefix_is_a_message_byte_for_byte(text in "\\PC*", bang in any::<bool>()) {
+            let prefix = if bang { '!' } else { '/' };
+            let typed = format!("{prefix}{prefix}{text}");
+            let sent = format!("{prefix}{text}");
+            prop_assert_eq!(parse(&typed), Ok(Op::Submit { text: sent.clone() }));
+            prop_assert_eq!(draft_message(&typed), sent.as_str());
         }
 
         /// Any text parses to an op or an unknown command, never a panic.

@@ -594,6 +594,42 @@ fn an_unknown_command_fails_the_run_with_a_hint() {
     assert!(server.requests().is_empty());
 }
 
+/// `//` sends a message that starts with `/` (a path, say), and an unknown command's
+/// error says so.
+#[test]
+fn a_doubled_slash_sends_a_message_that_starts_with_one() {
+    let server = MockServer::start_in_thread();
+    server.push(Reply::text("ok"));
+    let repo = repo();
+    let out = repo
+        .tern(&server.base_url())
+        .args(["-m", "//usr/bin is where my tools live"])
+        .output()
+        .unwrap();
+    let (_, stderr) = texts(&out);
+    assert!(out.status.success(), "{stderr}");
+    let requests = server.requests();
+    let sent = requests[0].last_user_text().unwrap();
+    assert!(
+        sent.starts_with("/usr/bin is where my tools live\n"),
+        "{sent}"
+    );
+    let out = repo
+        .tern(&server.base_url())
+        .args(["-m", "/usr/bin is where my tools live"])
+        .output()
+        .unwrap();
+    let (_, stderr) = texts(&out);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains(
+            "unknown command /usr/bin: see /help; //… sends a message that starts with /"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(server.requests().len(), 1);
+}
+
 /// A command is one line: the lines after `/add FILE` never become files, the message is
 /// refused whole (nothing added, nothing sent) and `--json` says why.
 #[test]

@@ -102,6 +102,30 @@ fn shift_enter_and_ctrl_j_break_lines_and_a_paste_arrives_whole() {
     assert!(!text.contains('\r'));
 }
 
+/// An unknown command keeps its text in the box, and the error names the way to send a
+/// message that starts with `/`: `//`. `!!` does the same for `!`.
+#[test]
+fn an_unknown_command_keeps_the_text_and_a_doubled_slash_sends_it() {
+    let mut app = started();
+    type_text(&mut app, "/usr/bin is where my tools live\n");
+    assert!(
+        !app.take_ops()
+            .iter()
+            .any(|op| matches!(op, Op::Submit { .. } | Op::Command { .. })),
+    );
+    assert_eq!(app.panes().input.text(), "/usr/bin is where my tools live");
+    assert!(screen(&mut app, 120, 24).contains("//… sends a message that starts with /"));
+    let mut app = started();
+    type_text(&mut app, "//usr/bin is where my tools live\n");
+    assert!(app.take_ops().contains(&Op::Submit {
+        text: "/usr/bin is where my tools live".into()
+    }));
+    type_text(&mut app, "!!important: read this\n");
+    assert!(app.take_ops().contains(&Op::Submit {
+        text: "!important: read this".into()
+    }));
+}
+
 /// A command is one line: lines typed after `/add FILE` are not made files, and the
 /// refused text stays in the box to be mended.
 #[test]

@@ -398,7 +398,7 @@ impl InputPane {
             // An argument is completed once typing starts: right after a completion
             // (or a space) the list stays closed, so Enter sends.
             let command = self.text.split_whitespace().next().unwrap_or("");
-            let completion = Command::find(command.trim_start_matches('/'))
+            let completion = Command::find(command.strip_prefix('/').unwrap_or(command))
                 .map_or(ArgCompletion::Nothing, Command::completion);
             match completion {
                 ArgCompletion::RepoFiles => files(word, &self.repo_files, ""),

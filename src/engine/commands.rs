@@ -88,6 +88,38 @@ impl Command {
         self.get_message().unwrap_or_default()
     }
 
+    /// What its row lets it take, read from `args`: `""` nothing, `[all]` that word or
+    /// nothing, `[REV]` anything or nothing, `FILE...` or `HUNK [REASON]` something.
+    pub fn takes(self) -> Takes {
+        let args = self.args();
+        if args.is_empty() {
+            return Takes::Nothing;
+        }
+        match args.strip_prefix('[').and_then(|a| a.strip_suffix(']')) {
+            Some(word) if !word.is_empty() && word.chars().all(|c| c.is_ascii_lowercase()) => {
+                Takes::WordOrNothing(word)
+            }
+            Some(_) => Takes::Anything,
+            None => Takes::Something,
+        }
+    }
+
+    /// Why its row does not allow `args` (trimmed), if it does not.
+    pub fn refuse_args(self, args: &str) -> Option<String> {
+        let name = self.name();
+        match self.takes() {
+            Takes::Nothing if !args.is_empty() => Some(format!("/{name} takes no argument")),
+            Takes::WordOrNothing(word) if !args.is_empty() && args != word => {
+                Some(format!("/{name} takes `{word}` or nothing"))
+            }
+            Takes::Something if args.is_empty() => Some(format!(
+                "/{name} needs an argument: /{name} {}",
+                self.args()
+            )),
+            _ => None,
+        }
+    }
+
     /// What its argument completes from.
     pub fn completion(self) -> ArgCompletion {
         self.get_str("complete")
@@ -116,6 +148,18 @@ impl Command {
             }),
         }
     }
+}
+
+/// What a command takes after its name (from its row's `args`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Takes {
+    Nothing,
+    /// That one word, or nothing (`[all]`).
+    WordOrNothing(&'static str),
+    /// Anything, or nothing (`[REV]`, `[FILE...]`).
+    Anything,
+    /// At least something (`FILE...`, `HUNK [REASON]`).
+    Something,
 }
 
 /// What a command's argument completes from (a row's `complete` property).
@@ -212,6 +256,34 @@ mod tests {
         assert_eq!(Command::AddOutput.name(), "add-output");
         assert_eq!(Command::Drop.completion(), ArgCompletion::ChatFiles);
         assert_eq!(Command::Diff.completion(), ArgCompletion::Nothing);
+    }
+
+    #[test]
+    fn a_row_says_what_arguments_its_command_takes() {
+        assert_eq!(Command::Tokens.takes(), Takes::Nothing);
+        assert_eq!(Command::Apply.takes(), Takes::WordOrNothing("all"));
+        assert_eq!(Command::Undo.takes(), Takes::WordOrNothing("turn"));
+        assert_eq!(Command::Review.takes(), Takes::Anything);
+        assert_eq!(Command::Drop.takes(), Takes::Anything);
+        assert_eq!(Command::Add.takes(), Takes::Something);
+        assert_eq!(Command::Reject.takes(), Takes::Something);
+        let refused = |c: Command, args| c.refuse_args(args);
+        assert_eq!(
+            refused(Command::Apply, "al").as_deref(),
+            Some("/apply takes `all` or nothing")
+        );
+        assert_eq!(refused(Command::Apply, "all"), None);
+        assert_eq!(refused(Command::Apply, ""), None);
+        assert_eq!(
+            refused(Command::Tokens, "x").as_deref(),
+            Some("/tokens takes no argument")
+        );
+        assert_eq!(
+            refused(Command::Add, "").as_deref(),
+            Some("/add needs an argument: /add FILE...")
+        );
+        assert_eq!(refused(Command::Add, "a.txt"), None);
+        assert_eq!(refused(Command::Show, "HEAD~2"), None);
     }
 
     #[test]

@@ -16,6 +16,9 @@ pub enum InputError {
         .0.name()
     )]
     LineBreak(Command),
+    /// What its row in the command table does not allow (`/apply al`, `/add` alone).
+    #[error("{0}")]
+    Arguments(String),
 }
 
 /// `/name args` is a command (a unique prefix names it: `/tok` is `/tokens`), `!CMD` is
@@ -38,9 +41,13 @@ pub fn parse(text: &str) -> Result<Op, InputError> {
     if !matches!(command, Command::Ask | Command::Code) && rest.contains(['\n', '\r']) {
         return Err(InputError::LineBreak(command));
     }
+    let args = rest.trim();
+    if let Some(why) = command.refuse_args(args) {
+        return Err(InputError::Arguments(why));
+    }
     Ok(Op::Command {
         command,
-        args: rest.trim().to_string(),
+        args: args.to_string(),
     })
 }
 
@@ -174,7 +181,42 @@ mod tests {
         assert_eq!(draft_message("/add a.txt\nplease"), "");
     }
 
+    #[test]
+    fn arguments_a_row_does_not_allow_are_refused() {
+        let refused = |text: &str| parse(text).unwrap_err().to_string();
+        assert_eq!(refused("/apply al"), "/apply takes `all` or nothing");
+        assert_eq!(refused("/tok x"), "/tokens takes no argument");
+        assert_eq!(refused("/add "), "/add needs an argument: /add FILE...");
+        assert_eq!(
+            refused("/read-only"),
+            "/read-only needs an argument: /read-only FILE..."
+        );
+        assert_eq!(refused("!"), "/run needs an argument: /run CMD");
+        assert_eq!(parse("/apply all"), Ok(command(Command::Apply, "all")));
+        assert_eq!(parse("/drop"), Ok(command(Command::Drop, "")));
+    }
+
     proptest! {
+        /// Every command is parsed, or refused, by what its row allows.
+        #[test]
+        fn a_command_parses_only_with_what_its_row_allows(
+            name in prop::sample::select(Command::iter().map(Command::name).collect::<Vec<_>>()),
+            args in "[^\\s/!][^\\n\\r]*|",
+        ) {
+            let c = Command::find(name).unwrap();
+            let allowed = c.refuse_args(args.trim()).is_none();
+            match parse(&format!("/{name} {args}")) {
+                Ok(op) => {
+                    prop_assert!(allowed);
+                    prop_assert_eq!(op, command(c, args.trim()));
+                }
+                Err(e) => {
+                    prop_assert!(!allowed);
+                    prop_assert_eq!(e, InputError::Arguments(c.refuse_args(args.trim()).unwrap()));
+                }
+            }
+        }
+
         /// Whatever follows a line break after a command is never made its arguments:
         /// `/ask` and `/code` send it all, any other command is refused.
         #[test]

@@ -681,11 +681,12 @@ async fn outputs_are_dropped_by_name_with_a_word_and_add_output_takes_no_name() 
     submit(&engine, "/run echo one");
     confirm(&mut engine, "echo one", true).await;
     idle(&mut engine).await;
-    submit(&engine, "/add-output echo one");
-    let events = idle(&mut engine).await;
-    assert!(events.iter().any(
-        |e| matches!(e, Event::Error { text } if text.starts_with("/add-output takes no argument"))
-    ));
+    assert_eq!(
+        tern::engine::input::parse("/add-output echo one")
+            .unwrap_err()
+            .to_string(),
+        "/add-output takes no argument"
+    );
     submit(&engine, "/add-output");
     idle(&mut engine).await;
     submit(&engine, "/drop-output echo one");

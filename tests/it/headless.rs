@@ -594,6 +594,29 @@ fn an_unknown_command_fails_the_run_with_a_hint() {
     assert!(server.requests().is_empty());
 }
 
+/// A command's row in the table says what arguments it takes; anything else is refused
+/// before anything is done (`/apply al` is no `/apply`, `/add` alone adds nothing).
+#[test]
+fn arguments_a_command_does_not_take_are_refused() {
+    let server = MockServer::start_in_thread();
+    let repo = repo();
+    for (typed, said) in [
+        ("/apply al", "tern: error: /apply takes `all` or nothing"),
+        ("/tokens x", "tern: error: /tokens takes no argument"),
+        ("/add", "tern: error: /add needs an argument: /add FILE..."),
+    ] {
+        let out = repo
+            .tern(&server.base_url())
+            .args(["-m", typed])
+            .output()
+            .unwrap();
+        let (_, stderr) = texts(&out);
+        assert!(!out.status.success(), "{typed}: {stderr}");
+        assert!(stderr.contains(said), "{typed}: {stderr}");
+    }
+    assert!(server.requests().is_empty());
+}
+
 /// `//` sends a message that starts with `/` (a path, say), and an unknown command's
 /// error says so.
 #[test]

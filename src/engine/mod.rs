@@ -509,7 +509,10 @@ impl Engine {
             Op::Submit { text } => self.submit(text),
             Op::Command { command, args } => {
                 self.command(command, &args);
-                self.idle_if_done();
+                // After `/quit` nothing waits for the next op: `Exited` follows instead.
+                if !self.quit {
+                    self.idle_if_done();
+                }
             }
             Op::ProposeReply { reply } => self.propose_reply(&reply),
             Op::Draft { text } => {

@@ -594,6 +594,62 @@ fn an_unknown_command_fails_the_run_with_a_hint() {
     assert!(server.requests().is_empty());
 }
 
+/// A script that ends before its last entry says where and what was not sent: after a
+/// `/quit` (the run fails: messages were left out) and after a failure, in plain mode and
+/// in `--json`.
+#[test]
+fn a_script_stopped_early_says_what_was_not_sent() {
+    let server = MockServer::start_in_thread();
+    server.push(Reply::text("one done"));
+    let repo = repo();
+    let script = repo.path().join(".git/script.txt");
+    std::fs::write(&script, "one\n---\n/quit\n---\ntwo\n").unwrap();
+    let out = repo
+        .tern(&server.base_url())
+        .arg("--script")
+        .arg(&script)
+        .output()
+        .unwrap();
+    let (_, stderr) = texts(&out);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("tern: stopped at message 2 of 3 (`/quit`): 1 message not sent"),
+        "{stderr}"
+    );
+    assert_eq!(server.requests().len(), 1);
+
+    server.push(Reply::text("one done"));
+    let out = repo
+        .tern(&server.base_url())
+        .args(["--json", "--script"])
+        .arg(&script)
+        .output()
+        .unwrap();
+    let (stdout, _) = texts(&out);
+    let last: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(last["ok"], false);
+    assert_eq!(last["messages_sent"], 2);
+    assert_eq!(
+        last["reason"],
+        "stopped at message 2 of 3 (`/quit`): 1 message not sent"
+    );
+
+    std::fs::write(&script, "/nope\n---\ntwo\n---\nthree\n").unwrap();
+    let out = repo
+        .tern(&server.base_url())
+        .arg("--script")
+        .arg(&script)
+        .output()
+        .unwrap();
+    let (_, stderr) = texts(&out);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("tern: stopped at message 1 of 3: 2 messages not sent"),
+        "{stderr}"
+    );
+    assert_eq!(server.requests().len(), 2);
+}
+
 /// A command's row in the table says what arguments it takes; anything else is refused
 /// before anything is done (`/apply al` is no `/apply`, `/add` alone adds nothing).
 #[test]

@@ -49,9 +49,8 @@ pub async fn run(
     let mut stderr = crate::egress::stderr();
     let total = messages.len();
     let mut queue = messages.into_iter();
-    // Entries (messages and commands) whose turn came, and the last of them.
+    // Entries (messages and commands) whose turn came.
     let mut sent = 0;
-    let mut last_entry = String::new();
     // Why the run stops early (the first failure), for the exit code and `--json`.
     let mut stopped: Option<String> = None;
     let mut at_line_start = true;
@@ -81,7 +80,8 @@ pub async fn run(
     let mut answered = std::collections::VecDeque::new();
     submit(&engine.ops, &first, queue.len() == 0, &mut answered)?;
     sent += 1;
-    last_entry = first;
+    // The last entry whose turn came, for the reason a script stopped early.
+    let mut last_entry = first;
     // A signal stops the reply (a command running is killed with its whole group).
     // SIGINT then shows what the interrupted reply held; SIGTERM or SIGHUP (a closed
     // terminal, a supervisor) end the run at once.

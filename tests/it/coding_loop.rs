@@ -174,8 +174,22 @@ async fn a_command_with_a_line_break_or_escape_is_refused_before_it_is_asked() {
     let server = MockServer::start().await;
     let repo = repo();
     let mut engine = engine(&repo, &server, |_| {});
+    // Typed, a line break is refused before the engine sees it (a command is one line);
+    // the engine refuses one that comes another way (a suggested command handed to /run).
+    assert_eq!(
+        tern::engine::input::parse("/run true\rtouch marker"),
+        Err(tern::engine::input::InputError::LineBreak(
+            tern::engine::protocol::Command::Run
+        ))
+    );
     for hidden in ["true\u{1b}[2K; touch marker", "true\rtouch marker"] {
-        submit(&engine, &format!("/run {hidden}"));
+        engine
+            .ops
+            .send(Op::Command {
+                command: tern::engine::protocol::Command::Run,
+                args: hidden.into(),
+            })
+            .unwrap();
         let events = idle(&mut engine).await;
         assert!(
             !events

@@ -600,18 +600,23 @@ fn an_unknown_command_fails_the_run_with_a_hint() {
 #[test]
 fn a_script_stopped_early_says_what_was_not_sent() {
     let server = MockServer::start_in_thread();
-    server.push(Reply::text("one done"));
     let repo = repo();
     let script = repo.path().join(".git/script.txt");
-    std::fs::write(&script, "one\n---\n/quit\n---\ntwo\n").unwrap();
-    let out = repo
-        .tern(&server.base_url())
-        .arg("--script")
-        .arg(&script)
-        .output()
-        .unwrap();
-    let (_, stderr) = texts(&out);
-    assert!(!out.status.success(), "{stderr}");
+    // Runs `text` as a script: whether it succeeded, stdout and stderr.
+    let run = |text: &str, json: bool| {
+        std::fs::write(&script, text).unwrap();
+        let mut tern = repo.tern(&server.base_url());
+        if json {
+            tern.arg("--json");
+        }
+        let out = tern.arg("--script").arg(&script).output().unwrap();
+        let (stdout, stderr) = texts(&out);
+        (out.status.success(), stdout, stderr)
+    };
+    let quits = "one\n---\n/quit\n---\ntwo\n";
+    server.push(Reply::text("one done"));
+    let (ok, _, stderr) = run(quits, false);
+    assert!(!ok, "{stderr}");
     assert!(
         stderr.contains("tern: stopped at message 2 of 3 (`/quit`): 1 message not sent"),
         "{stderr}"
@@ -619,13 +624,7 @@ fn a_script_stopped_early_says_what_was_not_sent() {
     assert_eq!(server.requests().len(), 1);
 
     server.push(Reply::text("one done"));
-    let out = repo
-        .tern(&server.base_url())
-        .args(["--json", "--script"])
-        .arg(&script)
-        .output()
-        .unwrap();
-    let (stdout, _) = texts(&out);
+    let (_, stdout, _) = run(quits, true);
     let last: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
     assert_eq!(last["ok"], false);
     assert_eq!(last["messages_sent"], 2);
@@ -634,15 +633,8 @@ fn a_script_stopped_early_says_what_was_not_sent() {
         "stopped at message 2 of 3 (`/quit`): 1 message not sent"
     );
 
-    std::fs::write(&script, "/nope\n---\ntwo\n---\nthree\n").unwrap();
-    let out = repo
-        .tern(&server.base_url())
-        .arg("--script")
-        .arg(&script)
-        .output()
-        .unwrap();
-    let (_, stderr) = texts(&out);
-    assert!(!out.status.success(), "{stderr}");
+    let (ok, _, stderr) = run("/nope\n---\ntwo\n---\nthree\n", false);
+    assert!(!ok, "{stderr}");
     assert!(
         stderr.contains("tern: stopped at message 1 of 3: 2 messages not sent"),
         "{stderr}"

@@ -98,11 +98,12 @@ pub struct GlobalArgs {
     pub replay: Option<PathBuf>,
 
     /// Send one message headlessly, stream the reply to stdout, and exit.
-    #[arg(short = 'm', long = "message", value_name = "TEXT", global = true)]
+    #[arg(short = 'm', long = "message", value_name = "TEXT", global = true, value_parser = message_text)]
     pub message: Option<String>,
 
     /// Send the messages of FILE in turn, headlessly: messages are separated by a line
-    /// `---` (write `\---` for a literal one); a message starting with `/` is a command.
+    /// `---` (write `\---` for a literal one); a message starting with `/` is a command
+    /// (`//` sends one that starts with `/`).
     #[arg(long, value_name = "FILE", global = true)]
     pub script: Option<PathBuf>,
 
@@ -346,6 +347,14 @@ pub struct ReviewArgs {
 /// `--edit-format` / `--format`: the names `EditFormat` parses, listed in `--help`.
 fn edit_format() -> impl TypedValueParser<Value = EditFormat> {
     PossibleValuesParser::new(["editblock", "udiff", "whole"]).try_map(|s| s.parse::<EditFormat>())
+}
+
+/// `-m TEXT`: a message with nothing to send is refused before anything starts.
+fn message_text(text: &str) -> Result<String, String> {
+    match text.trim().is_empty() {
+        true => Err("a message needs text (it is empty or only spaces)".into()),
+        false => Ok(text.to_string()),
+    }
 }
 
 /// `--map-refresh`.

@@ -88,6 +88,38 @@ impl Command {
         self.get_message().unwrap_or_default()
     }
 
+    /// What its row lets it take, read from `args`: `""` nothing, `[all]` that word or
+    /// nothing, `[REV]` anything or nothing, `FILE...` or `HUNK [REASON]` something.
+    pub fn takes(self) -> Takes {
+        let args = self.args();
+        if args.is_empty() {
+            return Takes::Nothing;
+        }
+        match args.strip_prefix('[').and_then(|a| a.strip_suffix(']')) {
+            Some(word) if !word.is_empty() && word.chars().all(|c| c.is_ascii_lowercase()) => {
+                Takes::WordOrNothing(word)
+            }
+            Some(_) => Takes::Anything,
+            None => Takes::Something,
+        }
+    }
+
+    /// Why its row does not allow `args` (trimmed), if it does not.
+    pub fn refuse_args(self, args: &str) -> Option<String> {
+        let name = self.name();
+        match self.takes() {
+            Takes::Nothing if !args.is_empty() => Some(format!("/{name} takes no argument")),
+            Takes::WordOrNothing(word) if !args.is_empty() && args != word => {
+                Some(format!("/{name} takes `{word}` or nothing"))
+            }
+            Takes::Something if args.is_empty() => Some(format!(
+                "/{name} needs an argument: /{name} {}",
+                self.args()
+            )),
+            _ => None,
+        }
+    }
+
     /// What its argument completes from.
     pub fn completion(self) -> ArgCompletion {
         self.get_str("complete")
@@ -105,12 +137,29 @@ impl Command {
             .collect();
         match matching.as_slice() {
             [only] if !name.is_empty() => Ok(*only),
+            // A bare `/` begins every command: /help lists them, not a "did you mean".
+            _ if name.is_empty() => Err(UnknownCommand {
+                name: String::new(),
+                candidates: Vec::new(),
+            }),
             _ => Err(UnknownCommand {
                 name: name.to_string(),
                 candidates: matching.iter().map(|c| c.name()).collect(),
             }),
         }
     }
+}
+
+/// What a command takes after its name (from its row's `args`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Takes {
+    Nothing,
+    /// That one word, or nothing (`[all]`).
+    WordOrNothing(&'static str),
+    /// Anything, or nothing (`[REV]`, `[FILE...]`).
+    Anything,
+    /// At least something (`FILE...`, `HUNK [REASON]`).
+    Something,
 }
 
 /// What a command's argument completes from (a row's `complete` property).
@@ -138,16 +187,17 @@ pub struct UnknownCommand {
 impl std::fmt::Display for UnknownCommand {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let hint = match self.candidates.is_empty() {
-            true => "see /help".to_string(),
+            true => "see /help; //… sends a message that starts with /".to_string(),
             false => format!("did you mean /{}?", self.candidates.join(", /")),
         };
         write!(f, "unknown command /{}: {hint}", self.name)
     }
 }
 
-/// Commands whose name starts with `prefix`, for completion.
+/// Commands whose name starts with `prefix`, for completion (none after `//`, which
+/// begins a message).
 pub fn complete(prefix: &str) -> Vec<Command> {
-    let prefix = prefix.trim_start_matches('/');
+    let prefix = prefix.strip_prefix('/').unwrap_or(prefix);
     Command::iter()
         .filter(|c| c.name().starts_with(prefix))
         .collect()
@@ -177,7 +227,11 @@ mod tests {
         assert_eq!(Command::find("tok"), Ok(Command::Tokens));
         assert_eq!(Command::find("read-only"), Ok(Command::ReadOnly));
         let unknown = Command::find("nope").unwrap_err();
-        assert_eq!(unknown.to_string(), "unknown command /nope: see /help");
+        assert_eq!(
+            unknown.to_string(),
+            "unknown command /nope: see /help; //… sends a message that starts with /"
+        );
+        assert!(Command::find("").unwrap_err().candidates.is_empty());
         // "c" is ambiguous between clear, code, commit and compact.
         let ambiguous = Command::find("c").unwrap_err();
         assert!(ambiguous.candidates.len() >= 2, "{ambiguous:?}");
@@ -205,6 +259,34 @@ mod tests {
     }
 
     #[test]
+    fn a_row_says_what_arguments_its_command_takes() {
+        assert_eq!(Command::Tokens.takes(), Takes::Nothing);
+        assert_eq!(Command::Apply.takes(), Takes::WordOrNothing("all"));
+        assert_eq!(Command::Undo.takes(), Takes::WordOrNothing("turn"));
+        assert_eq!(Command::Review.takes(), Takes::Anything);
+        assert_eq!(Command::Drop.takes(), Takes::Anything);
+        assert_eq!(Command::Add.takes(), Takes::Something);
+        assert_eq!(Command::Reject.takes(), Takes::Something);
+        let refused = |c: Command, args| c.refuse_args(args);
+        assert_eq!(
+            refused(Command::Apply, "al").as_deref(),
+            Some("/apply takes `all` or nothing")
+        );
+        assert_eq!(refused(Command::Apply, "all"), None);
+        assert_eq!(refused(Command::Apply, ""), None);
+        assert_eq!(
+            refused(Command::Tokens, "x").as_deref(),
+            Some("/tokens takes no argument")
+        );
+        assert_eq!(
+            refused(Command::Add, "").as_deref(),
+            Some("/add needs an argument: /add FILE...")
+        );
+        assert_eq!(refused(Command::Add, "a.txt"), None);
+        assert_eq!(refused(Command::Show, "HEAD~2"), None);
+    }
+
+    #[test]
     fn help_lists_every_command_once() {
         let text = help();
         for c in Command::iter() {
@@ -216,5 +298,6 @@ mod tests {
             );
         }
         assert_eq!(complete("/rea"), [Command::ReadOnly]);
+        assert!(complete("//").is_empty());
     }
 }

@@ -515,7 +515,10 @@ impl Engine {
             Op::Submit { text } => self.submit(text),
             Op::Command { command, args } => {
                 self.command(command, &args);
-                self.idle_if_done();
+                // After `/quit` nothing waits for the next op: `Exited` follows instead.
+                if !self.quit {
+                    self.idle_if_done();
+                }
             }
             Op::ProposeReply { reply } => self.propose_reply(&reply),
             Op::Draft { text } => {
@@ -605,13 +608,19 @@ impl Engine {
         }
     }
 
+    /// Every op is answered: a message that cannot be sent with an error, then `Idle`
+    /// (a front end waiting for it would wait for ever).
     fn submit(&mut self, text: String) {
-        let trimmed = text.trim();
-        if trimmed.is_empty() {
-            return;
-        }
-        if self.purpose != Purpose::Conversation {
-            self.error("this tern runs one command; it takes no chat messages".into());
+        let refused = if text.trim().is_empty() {
+            Some("an empty message is not sent")
+        } else if self.purpose != Purpose::Conversation {
+            Some("this tern runs one command; it takes no chat messages")
+        } else {
+            None
+        };
+        if let Some(why) = refused {
+            self.error(why.into());
+            self.idle_if_done();
             return;
         }
         let mode = self.session.mode;

@@ -57,10 +57,6 @@ impl Engine {
             Command::Run => self.run_command(&args),
             Command::Test => self.check_command(CommandPurpose::Test, &args),
             Command::Lint => self.check_command(CommandPurpose::Lint, &args),
-            Command::AddOutput if !args.trim().is_empty() => self.error(format!(
-                "/add-output takes no argument: it adds the last command's output (run `{}` again to add its output)",
-                args.trim()
-            )),
             Command::AddOutput => self.add_output(),
             Command::DropOutput => self.drop_output(&args),
             Command::Tokens => {

@@ -49,6 +49,7 @@ pub async fn run(
     let mut stderr = crate::egress::stderr();
     let total = messages.len();
     let mut queue = messages.into_iter();
+    // Entries (messages and commands) whose turn came.
     let mut sent = 0;
     // Why the run stops early (the first failure), for the exit code and `--json`.
     let mut stopped: Option<String> = None;
@@ -79,6 +80,8 @@ pub async fn run(
     let mut answered = std::collections::VecDeque::new();
     submit(&engine.ops, &first, queue.len() == 0, &mut answered)?;
     sent += 1;
+    // The last entry whose turn came, for the reason a script stopped early.
+    let mut last_entry = first;
     // A signal stops the reply (a command running is killed with its whole group).
     // SIGINT then shows what the interrupted reply held; SIGTERM or SIGHUP (a closed
     // terminal, a supervisor) end the run at once.
@@ -396,6 +399,7 @@ pub async fn run(
                         asked_again = false;
                         submit(&engine.ops, &next, queue.len() == 0, &mut answered)?;
                         sent += 1;
+                        last_entry = next;
                     }
                     _ => {
                         engine.ops.send(Op::Shutdown)?;
@@ -419,6 +423,23 @@ pub async fn run(
             writeln!(stderr, "tern: {why}")?;
         }
         stop(&mut stopped, why);
+    }
+    if sent < total {
+        let not_sent = crate::plural::count(total - sent, "message");
+        let at = format!("stopped at message {sent} of {total}");
+        match &stopped {
+            Some(_) if !json => writeln!(stderr, "tern: {at}: {not_sent} not sent")?,
+            Some(_) => {}
+            // Nothing failed: the engine ended the run itself (`/quit`).
+            None => {
+                let first_line = last_entry.lines().next().unwrap_or_default();
+                let why = format!("{at} (`{first_line}`): {not_sent} not sent");
+                if !json {
+                    writeln!(stderr, "tern: {why}")?;
+                }
+                stop(&mut stopped, why);
+            }
+        }
     }
     if resumed_hunks > 0 && !json {
         let resume = session.map_or("--resume".to_string(), |id| format!("--resume={id}"));
@@ -453,7 +474,6 @@ pub async fn run(
     if json {
         let reason = match &stopped {
             Some(why) => why.clone(),
-            None if sent < total => "interrupted before every message was sent".into(),
             None => "every message was sent".into(),
         };
         let end = super::json::Stopped {

@@ -7,7 +7,8 @@
 //! - A line `\---` stands for a literal `---` line inside a message.
 //! - Blank lines around a message are dropped; a message may span any number of lines.
 //! - A message that starts with `/` is a slash command, as typed in the chat
-//!   (`/add src/lib.rs`, `/ask why?`, `/compact`, `/tokens`).
+//!   (`/add src/lib.rs`, `/ask why?`, `/compact`, `/tokens`); `//` sends a message that
+//!   starts with `/`.
 //!
 //! ```text
 //! Add a --verbose flag to src/cli.rs.

@@ -757,6 +757,7 @@ impl App {
                 }
                 _ => {
                     self.overlay = None;
+                    self.last_interrupt = None;
                     self.set_focus(PaneId::Input);
                     self.panes.input.paste(&text);
                 }
@@ -879,6 +880,10 @@ impl App {
     }
 
     fn on_key(&mut self, key: KeyEvent) {
+        // Ctrl-C twice quits only when nothing came between them.
+        if !self.keymap.is(&key, Action::Interrupt) {
+            self.last_interrupt = None;
+        }
         if self.confirming_command.take().is_some() {
             let run = key.code == KeyCode::Char('y') && key.modifiers == KeyModifiers::NONE;
             self.ops.push(Op::AnswerCommand { run });
@@ -1032,12 +1037,15 @@ impl App {
         self.streaming.is_some() || self.sent || self.running.is_some()
     }
 
-    /// Ctrl-C: interrupt the reply, else clear the input; a second one soon after quits.
+    /// Ctrl-C: interrupt the reply, else clear the input; a second one soon after quits,
+    /// but never over text in the message box (it is cleared instead) and never after
+    /// another key (`on_key` forgets the first Ctrl-C).
     fn interrupt(&mut self) {
         let now = Instant::now();
-        if self
-            .last_interrupt
-            .is_some_and(|t| now.duration_since(t) < QUIT_WINDOW)
+        if self.panes.input.is_empty()
+            && self
+                .last_interrupt
+                .is_some_and(|t| now.duration_since(t) < QUIT_WINDOW)
         {
             self.request_quit();
             return;

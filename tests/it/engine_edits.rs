@@ -140,6 +140,28 @@ pub(crate) fn send(engine: &EngineHandle, op: Op) {
     engine.ops.send(op).unwrap();
 }
 
+/// Every op is answered: an empty message is refused with an error, then `Idle`, so a
+/// front end waiting for it never waits for ever; nothing is sent.
+#[tokio::test]
+async fn an_empty_message_is_refused_and_answered_with_idle() {
+    let server = MockServer::start().await;
+    let repo = repo();
+    let mut engine = engine(&repo, &server);
+    send(
+        &engine,
+        Op::Submit {
+            text: " \n ".into(),
+        },
+    );
+    until(
+        &mut engine,
+        |e| matches!(e, Event::Error { text } if text == "an empty message is not sent"),
+    )
+    .await;
+    idle(&mut engine).await;
+    assert!(server.requests().is_empty());
+}
+
 #[tokio::test]
 async fn accept_one_hunk_reject_another_then_commit_and_undo() {
     let server = MockServer::start().await;

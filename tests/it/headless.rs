@@ -594,6 +594,133 @@ fn an_unknown_command_fails_the_run_with_a_hint() {
     assert!(server.requests().is_empty());
 }
 
+/// A script that ends before its last entry says where and what was not sent: after a
+/// `/quit` (the run fails: messages were left out) and after a failure, in plain mode and
+/// in `--json`.
+#[test]
+fn a_script_stopped_early_says_what_was_not_sent() {
+    let server = MockServer::start_in_thread();
+    let repo = repo();
+    let script = repo.path().join(".git/script.txt");
+    // Runs `text` as a script: whether it succeeded, stdout and stderr.
+    let run = |text: &str, json: bool| {
+        std::fs::write(&script, text).unwrap();
+        let mut tern = repo.tern(&server.base_url());
+        if json {
+            tern.arg("--json");
+        }
+        let out = tern.arg("--script").arg(&script).output().unwrap();
+        let (stdout, stderr) = texts(&out);
+        (out.status.success(), stdout, stderr)
+    };
+    let quits = "one\n---\n/quit\n---\ntwo\n";
+    server.push(Reply::text("one done"));
+    let (ok, _, stderr) = run(quits, false);
+    assert!(!ok, "{stderr}");
+    assert!(
+        stderr.contains("tern: stopped at message 2 of 3 (`/quit`): 1 message not sent"),
+        "{stderr}"
+    );
+    assert_eq!(server.requests().len(), 1);
+
+    server.push(Reply::text("one done"));
+    let (_, stdout, _) = run(quits, true);
+    let last: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(last["ok"], false);
+    assert_eq!(last["messages_sent"], 2);
+    assert_eq!(
+        last["reason"],
+        "stopped at message 2 of 3 (`/quit`): 1 message not sent"
+    );
+
+    let (ok, _, stderr) = run("/nope\n---\ntwo\n---\nthree\n", false);
+    assert!(!ok, "{stderr}");
+    assert!(
+        stderr.contains("tern: stopped at message 1 of 3: 2 messages not sent"),
+        "{stderr}"
+    );
+    assert_eq!(server.requests().len(), 2);
+}
+
+/// A command's row in the table says what arguments it takes; anything else is refused
+/// before anything is done (`/apply al` is no `/apply`, `/add` alone adds nothing).
+#[test]
+fn arguments_a_command_does_not_take_are_refused() {
+    let server = MockServer::start_in_thread();
+    let repo = repo();
+    for (typed, said) in [
+        ("/apply al", "tern: error: /apply takes `all` or nothing"),
+        ("/tokens x", "tern: error: /tokens takes no argument"),
+        ("/add", "tern: error: /add needs an argument: /add FILE..."),
+    ] {
+        let out = repo
+            .tern(&server.base_url())
+            .args(["-m", typed])
+            .output()
+            .unwrap();
+        let (_, stderr) = texts(&out);
+        assert!(!out.status.success(), "{typed}: {stderr}");
+        assert!(stderr.contains(said), "{typed}: {stderr}");
+    }
+    assert!(server.requests().is_empty());
+}
+
+/// `//` sends a message that starts with `/` (a path, say), and an unknown command's
+/// error says so.
+#[test]
+fn a_doubled_slash_sends_a_message_that_starts_with_one() {
+    let server = MockServer::start_in_thread();
+    server.push(Reply::text("ok"));
+    let repo = repo();
+    let out = repo
+        .tern(&server.base_url())
+        .args(["-m", "//usr/bin is where my tools live"])
+        .output()
+        .unwrap();
+    let (_, stderr) = texts(&out);
+    assert!(out.status.success(), "{stderr}");
+    let requests = server.requests();
+    let sent = requests[0].last_user_text().unwrap();
+    assert!(
+        sent.starts_with("/usr/bin is where my tools live\n"),
+        "{sent}"
+    );
+    let out = repo
+        .tern(&server.base_url())
+        .args(["-m", "/usr/bin is where my tools live"])
+        .output()
+        .unwrap();
+    let (_, stderr) = texts(&out);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains(
+            "unknown command /usr/bin: see /help; //… sends a message that starts with /"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(server.requests().len(), 1);
+}
+
+/// A command is one line: the lines after `/add FILE` never become files, the message is
+/// refused whole (nothing added, nothing sent) and `--json` says why.
+#[test]
+fn a_command_followed_by_lines_is_refused_not_split_into_arguments() {
+    let server = MockServer::start_in_thread();
+    let repo = repo();
+    let out = repo
+        .tern(&server.base_url())
+        .args(["--json", "-m", "/add README.md\nplease fix the bug"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = texts(&out);
+    assert!(!out.status.success(), "{stdout}{stderr}");
+    assert!(stdout.contains("/add is one line"), "{stdout}");
+    assert!(!stdout.contains("please"), "no file named please: {stdout}");
+    let last = stdout.lines().last().unwrap();
+    assert!(last.contains(r#""ok":false"#), "{last}");
+    assert!(server.requests().is_empty());
+}
+
 #[test]
 fn an_engine_panic_is_a_failure_with_a_message_never_a_hang_or_exit_0() {
     let server = MockServer::start_in_thread();

@@ -50,6 +50,27 @@ fn a_fifo_in_the_chat_is_refused_at_once() {
     assert!(started.elapsed() < BOUND / 2);
 }
 
+/// `-m` with nothing to send is refused at once (a usage error), never a run that waits
+/// for ever for a reply that is never asked for.
+#[test]
+fn an_empty_message_is_refused_at_once() {
+    let server = MockServer::start_in_thread();
+    let repo = repo();
+    for text in ["", "   ", "\n"] {
+        for json in [false, true] {
+            let mut tern = repo.tern(&server.base_url());
+            if json {
+                tern.arg("--json");
+            }
+            let out = output_within(tern.args(["--yes", "-m", text]), BOUND);
+            let (_, stderr) = texts(&out);
+            assert_eq!(out.status.code(), Some(2), "{text:?}: {stderr}");
+            assert!(stderr.contains("a message needs text"), "{stderr}");
+        }
+    }
+    assert!(server.requests().is_empty());
+}
+
 #[test]
 fn a_fifo_as_the_saved_session_is_a_clear_error() {
     let server = MockServer::start_in_thread();

@@ -102,6 +102,48 @@ fn shift_enter_and_ctrl_j_break_lines_and_a_paste_arrives_whole() {
     assert!(!text.contains('\r'));
 }
 
+/// An unknown command keeps its text in the box, and the error names the way to send a
+/// message that starts with `/`: `//`. `!!` does the same for `!`.
+#[test]
+fn an_unknown_command_keeps_the_text_and_a_doubled_slash_sends_it() {
+    let mut app = started();
+    type_text(&mut app, "/usr/bin is where my tools live\n");
+    assert!(
+        !app.take_ops()
+            .iter()
+            .any(|op| matches!(op, Op::Submit { .. } | Op::Command { .. })),
+    );
+    assert_eq!(app.panes().input.text(), "/usr/bin is where my tools live");
+    assert!(screen(&mut app, 120, 24).contains("//… sends a message that starts with /"));
+    let mut app = started();
+    type_text(&mut app, "//usr/bin is where my tools live\n");
+    assert!(app.take_ops().contains(&Op::Submit {
+        text: "/usr/bin is where my tools live".into()
+    }));
+    type_text(&mut app, "!!important: read this\n");
+    assert!(app.take_ops().contains(&Op::Submit {
+        text: "!important: read this".into()
+    }));
+}
+
+/// A command is one line: lines typed after `/add FILE` are not made files, and the
+/// refused text stays in the box to be mended.
+#[test]
+fn a_command_followed_by_lines_is_refused_and_the_text_kept() {
+    let mut app = started();
+    type_text(&mut app, "/add a.txt");
+    app.handle_terminal(ctrl('j'));
+    type_text(&mut app, "please fix the bug\n");
+    assert!(
+        !app.take_ops()
+            .iter()
+            .any(|op| matches!(op, Op::Submit { .. } | Op::Command { .. })),
+        "nothing is done"
+    );
+    assert_eq!(app.panes().input.text(), "/add a.txt\nplease fix the bug");
+    assert!(screen(&mut app, 100, 24).contains("/add is one line"));
+}
+
 #[test]
 fn files_pane_toggles_drops_and_adds_with_the_picker() {
     let mut app = started();
@@ -687,6 +729,38 @@ fn quitting_with_accepted_hunks_not_applied_asks_first() {
     );
     press(&mut app, 'y');
     assert!(app.quitting());
+}
+
+/// Ctrl-C twice quits only when nothing came between: a draft typed after the first
+/// one is cleared by the second, never lost to a quit (also after an interrupted reply).
+#[test]
+fn ctrl_c_after_typing_clears_the_draft_and_never_quits() {
+    let mut app = started();
+    type_text(&mut app, "first");
+    app.handle_terminal(ctrl('c'));
+    assert!(app.panes().input.is_empty());
+    type_text(&mut app, "typed after clear, not sent");
+    app.handle_terminal(ctrl('c'));
+    assert!(
+        !app.quitting(),
+        "the draft typed since is cleared, not quit over"
+    );
+    assert!(app.panes().input.is_empty());
+    assert!(screen(&mut app, 80, 24).contains("input cleared"));
+    app.handle_terminal(ctrl('c'));
+    assert!(app.quitting(), "twice on an empty box quits");
+
+    let mut app = started();
+    feed(&mut app, turn("q", "partial", 3).into_iter().take(2));
+    app.handle_terminal(ctrl('c'));
+    assert_eq!(app.take_ops(), [Op::Cancel]);
+    app.handle_terminal(TermEvent::Paste("a pasted draft".into()));
+    app.handle_terminal(ctrl('c'));
+    assert!(
+        !app.quitting(),
+        "a paste since the interrupt resets the twice"
+    );
+    assert!(!app.take_ops().contains(&Op::Shutdown));
 }
 
 #[test]

@@ -198,7 +198,8 @@ pub enum Event<'a> {
 }
 
 /// Why a headless run (`-m`, `--script`) ended; `ok` when every message was sent and
-/// nothing failed.
+/// nothing failed. `messages_sent` counts the entries (messages and commands) whose turn
+/// came, of `messages`.
 #[derive(Serialize)]
 pub struct Stopped<'a> {
     pub ok: bool,

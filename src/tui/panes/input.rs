@@ -140,18 +140,21 @@ impl InputPane {
         if self.text.trim().is_empty() {
             return;
         }
-        let text = std::mem::take(&mut self.text).trim_end().to_string();
+        let text = self.text.trim_end().to_string();
+        let op = match input::parse(&text) {
+            Ok(op) => op,
+            // Nothing was done: the text stays in the box to be mended.
+            Err(refused) => return cx.effect(Effect::Error(refused.to_string())),
+        };
         if self.history.last() != Some(&text) {
-            self.history.push(text.clone());
+            self.history.push(text);
         }
+        self.text.clear();
         self.browsing = None;
         self.cursor = 0;
         self.scroll = 0;
         self.edited();
-        match input::parse(&text) {
-            Ok(op) => cx.send(op),
-            Err(unknown) => cx.effect(Effect::Error(unknown.to_string())),
-        }
+        cx.send(op);
     }
 
     /// Earlier messages for Up to walk (a resumed session's), oldest first.
@@ -395,7 +398,7 @@ impl InputPane {
             // An argument is completed once typing starts: right after a completion
             // (or a space) the list stays closed, so Enter sends.
             let command = self.text.split_whitespace().next().unwrap_or("");
-            let completion = Command::find(command.trim_start_matches('/'))
+            let completion = Command::find(command.strip_prefix('/').unwrap_or(command))
                 .map_or(ArgCompletion::Nothing, Command::completion);
             match completion {
                 ArgCompletion::RepoFiles => files(word, &self.repo_files, ""),

@@ -287,7 +287,7 @@ impl App {
             );
         }
         Some(match self.unlanded() {
-            Some(what) if self.throwaway => format!("quit? {what}: lost, the demo keeps nothing"),
+            Some(what) if self.throwaway => format!("quit? {what}: the demo keeps nothing"),
             Some(what) => format!("quit? {what}: kept for tern --resume"),
             None => "quit?".into(),
         })

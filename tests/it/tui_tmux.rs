@@ -136,7 +136,7 @@ impl Workspace {
         let asked = self.wait_for("[y/N]", WAIT);
         assert!(
             asked.contains("to review: kept for tern --resume [y/N]")
-                || asked.contains("to review: lost, the demo keeps nothing [y/N]"),
+                || asked.contains("to review: the demo keeps nothing [y/N]"),
             "{asked}"
         );
         self.keys(&["y"]);

@@ -369,10 +369,10 @@ impl BudgetReport {
             + "\n";
         if let Some(m) = &self.map {
             out.push_str(&format!(
-                "\nRepo map {} of {} tokens, {} files, refresh {}{}\n",
+                "\nRepo map {} of {} tokens, {}, refresh {}{}\n",
                 m.tokens,
                 m.budget,
-                m.files,
+                crate::plural::count(m.files, "file"),
                 m.refresh.label(),
                 if m.kept_stale {
                     " (files changed since it was built; /map-refresh rebuilds it)"

@@ -232,8 +232,9 @@ impl std::fmt::Display for Implausible {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "the server reported {} prompt tokens for a request tern counted at {}, which no tokenizer gives (a tokenizer gives {} to {}): not learned",
+            "the server reported {} prompt {} for a request tern counted at {}, which no tokenizer gives (a tokenizer gives {} to {}): not learned",
             super::thousands(self.reported),
+            crate::plural::noun_for(self.reported, "token"),
             super::thousands(self.predicted),
             super::thousands(*self.expected.start()),
             super::thousands(*self.expected.end())

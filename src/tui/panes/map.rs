@@ -100,9 +100,9 @@ impl MapPane {
                 ),
                 Span::styled(
                     format!(
-                        " / {} tokens · {} files",
+                        " / {} tokens · {}",
                         thousands(map.budget),
-                        map.ranked.len()
+                        crate::plural::count(map.ranked.len(), "file")
                     ),
                     theme.dim(),
                 ),

@@ -8,7 +8,7 @@ impl Engine {
     /// `Op::ApplyAllowed`: every hunk without a caution, and with `outside_chat` the
     /// files whose only caution is that they are not in the chat, are accepted and
     /// applied as `/apply all` applies them. The files and hunks held back are named
-    /// first.
+    /// first; when nothing is left to accept, nothing is applied.
     pub(super) fn apply_allowed(&mut self, outside_chat: bool) {
         let view = self
             .pending
@@ -48,6 +48,17 @@ impl Engine {
         self.review(ReviewOp::All {
             decision: Decision::Accept,
         });
-        self.review(ReviewOp::Apply);
+        // Everything held back: the events above say why; there is nothing to apply
+        // (and no review key to advise, as `/apply` would).
+        let any_accepted = self.pending.as_ref().is_some_and(|p| {
+            super::proposal_review::view(p)
+                .files
+                .iter()
+                .flat_map(|f| &f.hunks)
+                .any(|h| h.decision == Decision::Accept)
+        });
+        if any_accepted {
+            self.review(ReviewOp::Apply);
+        }
     }
 }

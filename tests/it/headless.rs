@@ -477,6 +477,8 @@ fn yes_leaves_files_outside_the_chat_alone_unless_allowed() {
                 "{stderr}"
             );
             assert!(stderr.contains("--allow-outside-chat"), "{stderr}");
+            // Everything held back: nothing to apply, and no review keys to press.
+            assert!(!stderr.contains("no hunk is accepted"), "{stderr}");
             assert_eq!(repo.read("README.md"), "# Demo\n");
         }
     }

@@ -78,8 +78,9 @@ pub async fn run(
     };
     // What the edge answers itself (a line that names no command), before the engine's.
     let mut answered = std::collections::VecDeque::new();
-    submit(&engine.ops, &first, queue.len() == 0, &mut answered)?;
-    sent += 1;
+    if submit(&engine.ops, &first, queue.len() == 0, &mut answered) {
+        sent += 1;
+    }
     // The last entry whose turn came, for the reason a script stopped early.
     let mut last_entry = first;
     // A signal stops the reply (a command running is killed with its whole group).
@@ -97,6 +98,9 @@ pub async fn run(
     });
     let signalled = || signals.as_ref().and_then(crate::signals::Stop::signal);
 
+    // An op the engine no longer takes is not an error of its own: a signal's Shutdown
+    // can overtake this loop (a landing finishing under SIGTERM), and the events still
+    // queued say how the run ended. So sends below ignore a stopped engine.
     loop {
         let (op, event) = match answered.pop_front() {
             Some(event) => (None, event),
@@ -159,9 +163,9 @@ pub async fn run(
             // A new reply may propose new edits (the auto-test loop's fix rounds).
             Event::TurnStarted { .. } => edits_handled = false,
             Event::ConfirmCommand { command, .. } => {
-                engine.ops.send(Op::AnswerCommand {
+                let _ = engine.ops.send(Op::AnswerCommand {
                     run: consent.commands,
-                })?;
+                });
                 if !consent.commands {
                     // The engine says "not run"; this says how to let it run.
                     if !json {
@@ -348,9 +352,9 @@ pub async fn run(
                     } else if consent.yes && !interrupted {
                         // The engine accepts what may land unlooked-at, says what it
                         // held back, and applies; the next Idle is the landing's.
-                        engine.ops.send(Op::ApplyAllowed {
+                        let _ = engine.ops.send(Op::ApplyAllowed {
                             outside_chat: consent.outside_chat,
-                        })?;
+                        });
                         continue;
                     } else {
                         if !json {
@@ -363,10 +367,10 @@ pub async fn run(
                             writeln!(stderr, "tern: the edits above were not applied; {why}")?;
                         }
                         // A command, so an Idle follows.
-                        engine.ops.send(Op::Command {
+                        let _ = engine.ops.send(Op::Command {
                             command: Command::Discard,
                             args: String::new(),
-                        })?;
+                        });
                         continue;
                     }
                 }
@@ -388,21 +392,22 @@ pub async fn run(
                             costed(&files)
                         )?;
                     }
-                    engine.ops.send(Op::AddNeeded {
+                    let _ = engine.ops.send(Op::AddNeeded {
                         paths: files.into_iter().map(|f| f.path).collect(),
                         mode,
-                    })?;
+                    });
                     continue;
                 }
                 match queue.next() {
                     Some(next) if stopped.is_none() && signalled().is_none() => {
                         asked_again = false;
-                        submit(&engine.ops, &next, queue.len() == 0, &mut answered)?;
-                        sent += 1;
+                        if submit(&engine.ops, &next, queue.len() == 0, &mut answered) {
+                            sent += 1;
+                        }
                         last_entry = next;
                     }
                     _ => {
-                        engine.ops.send(Op::Shutdown)?;
+                        let _ = engine.ops.send(Op::Shutdown);
                     }
                 }
             }
@@ -528,28 +533,29 @@ fn stop(stopped: &mut Option<String>, why: String) {
 /// Sends a message or a command (parsed here: the engine reads no `/`); before the last
 /// one, tells the engine none follows, so it leaves summaries for the next start instead
 /// of making the user wait for one at the end. A line that names no command is answered
-/// here as the engine answers a command that fails: an error, then idle.
+/// here as the engine answers a command that fails: an error, then idle. False when
+/// the engine had already stopped and the entry was not sent.
 fn submit(
     ops: &crate::engine::OpSender,
     text: &str,
     last: bool,
     answered: &mut std::collections::VecDeque<Event>,
-) -> anyhow::Result<()> {
-    if last {
-        ops.send(Op::NoMoreMessages)?;
+) -> bool {
+    if last && ops.send(Op::NoMoreMessages).is_err() {
+        return false;
     }
     match crate::engine::input::parse(text) {
-        Ok(op) => {
-            ops.send(op)?;
+        Ok(op) => ops.send(op).is_ok(),
+        Err(unknown) => {
+            answered.extend([
+                Event::Error {
+                    text: unknown.to_string(),
+                },
+                Event::Idle,
+            ]);
+            true
         }
-        Err(unknown) => answered.extend([
-            Event::Error {
-                text: unknown.to_string(),
-            },
-            Event::Idle,
-        ]),
     }
-    Ok(())
 }
 
 /// How to get held edits applied.

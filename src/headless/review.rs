@@ -114,8 +114,9 @@ pub async fn run(
                 ok = false;
                 errln!("tern: {text}");
             }
+            // A signal's Shutdown may have stopped the engine already.
             Event::Idle => {
-                engine.ops.send(Op::Shutdown)?;
+                let _ = engine.ops.send(Op::Shutdown);
             }
             Event::Exited => break,
             _ => {}

@@ -65,14 +65,14 @@ pub async fn report(config: EngineConfig, message: Option<String>) -> anyhow::Re
             Event::Map(_) => {
                 if let Some(text) = message.take() {
                     let text = crate::engine::input::draft_message(&text).to_string();
-                    engine.ops.send(Op::Draft { text })?;
+                    let _ = engine.ops.send(Op::Draft { text });
                 }
             }
             // ... and once the server (where it counts) has counted it all.
             Event::Budget(report) => {
                 if message.is_none() && !report.counts_pending && !stopping {
                     stopping = true;
-                    engine.ops.send(Op::Shutdown)?;
+                    let _ = engine.ops.send(Op::Shutdown);
                 }
                 last = Some(report);
             }

@@ -56,7 +56,7 @@ impl Engine {
                 base: Some(base.to_string()),
             },
         };
-        self.start_review(source, ReviewOptions::from(&self.settings), true);
+        self.start_review(source, ReviewOptions::from(self.model.settings()), true);
     }
 
     /// Plans a review of `source` and, when `send` is set, sends it.
@@ -76,10 +76,10 @@ impl Engine {
         let cancel = self.activity.stream(Stream::BranchReview);
         let job = ReviewJob {
             root: self.session.root().to_path_buf(),
-            client: self.client.clone(),
-            model: self.model.clone(),
-            counter: self.counter.clone(),
-            window: self.window,
+            client: self.model.client().clone(),
+            model: self.model.info().clone(),
+            counter: self.model.counter().clone(),
+            window: self.model.window(),
             events: self.events.clone(),
         };
         let done = self.internal_tx.clone();
@@ -107,7 +107,7 @@ impl Engine {
                 } else {
                     Usage {
                         prompt_tokens: plan.calls.iter().map(|c| c.tokens).sum(),
-                        completion_tokens: self.counter.count(&text),
+                        completion_tokens: self.model.counter().count(&text),
                         ..Usage::default()
                     }
                 };
@@ -152,7 +152,7 @@ impl Engine {
     /// Adds a request's cost to the session; `estimated` when the server reported no
     /// usage and `usage` is tern's count.
     pub(super) fn record_cost(&mut self, usage: &Usage, estimated: bool) {
-        let cost = self.model.cost(usage);
+        let cost = self.model.info().cost(usage);
         self.session.session_cost += cost;
         self.session.last_cost = cost;
         self.session.last_usage = Some(*usage);

@@ -49,13 +49,13 @@ impl Engine {
     /// Starts from what earlier sessions learned about the model's counts (mended if
     /// an absurd report got into it), and asks whether the server counts tokens itself.
     pub(super) fn start_counts(&mut self) {
-        self.counts = CountSlot::default();
+        *self.model.counts_mut() = CountSlot::default();
         let file = calibration_file();
-        if let Some(mut saved) = calibration::load(&file).remove(&self.model.name) {
+        if let Some(mut saved) = calibration::load(&file).remove(&self.model.info().name) {
             let dropped = saved.sanitize();
             if dropped > 0 {
                 // Forgotten on disk too, so that it is said once.
-                let removed = match calibration::save(&file, &self.model.name, &saved) {
+                let removed = match calibration::save(&file, &self.model.info().name, &saved) {
                     Ok(()) => "forgotten (removed from the file)".to_string(),
                     Err(e) => format!(
                         "forgotten for this session, but the file could not be rewritten ({e})"
@@ -65,10 +65,10 @@ impl Engine {
                     "{} held {} of {}'s prompt tokens that no tokenizer gives: {removed}",
                     file.display(),
                     crate::plural::count(dropped, "report"),
-                    self.model.name
+                    self.model.info().name
                 ));
             }
-            self.counter.set_calibration(saved);
+            self.model.counter().set_calibration(saved);
         }
         self.start_counting();
     }
@@ -84,12 +84,12 @@ impl Engine {
     /// Starts a counting job unless one is running: the probe first, then the texts
     /// counted since the last job that the server has not counted.
     pub(super) fn start_counting(&mut self) {
-        let no_server = self.counts.probed && self.counts.tokenizer.is_none();
+        let no_server = self.model.counts().probed && self.model.counts().tokenizer.is_none();
         // Landing a saved reply or reviewing a branch asks the server nothing more.
         let conversation = self.purpose == super::Purpose::Conversation;
-        if self.counts.running
-            || self.counts.unavailable
-            || self.model.exact_tokens
+        if self.model.counts().running
+            || self.model.counts().unavailable
+            || self.model.info().exact_tokens
             || no_server
             || !conversation
         {
@@ -97,19 +97,20 @@ impl Engine {
         }
         // OpenAI's API has no tokenize endpoint, and without a key nothing is sent: as
         // good as probed, with no tokenizer (the counts are calibrated instead).
-        if self.client.api_base() == crate::llm::OPENAI_API_BASE || self.client.unusable().is_some()
+        if self.model.client().api_base() == crate::llm::OPENAI_API_BASE
+            || self.model.client().unusable().is_some()
         {
-            self.counts.probed = true;
+            self.model.counts_mut().probed = true;
             return;
         }
-        let wanted = self.counter.take_wanted();
-        if self.counts.probed && wanted.is_empty() {
+        let wanted = self.model.counter().take_wanted();
+        if self.model.counts().probed && wanted.is_empty() {
             return;
         }
-        self.counts.running = true;
-        let client = self.client.clone();
-        let model = self.model.name.clone();
-        let known = self.counts.tokenizer.clone();
+        self.model.counts_mut().running = true;
+        let client = self.model.client().clone();
+        let model = self.model.info().name.clone();
+        let known = self.model.counts().tokenizer.clone();
         let done = self.internal_tx.clone();
         super::worker::spawn(done.clone(), async move {
             let tokenizer = match known {
@@ -144,17 +145,17 @@ impl Engine {
 
     /// A counting job finished: use what it counted, then let a turn waiting for it go.
     pub(super) fn counted(&mut self, done: Counted) {
-        self.counts.running = false;
-        if done.model != self.model.name {
+        self.model.counts_mut().running = false;
+        if done.model != self.model.info().name {
             // The model changed meanwhile; its own probe follows.
             self.start_counting();
             return;
         }
-        let first = !self.counts.probed;
+        let first = !self.model.counts().probed;
         match done.tokenizer {
             Ok(tokenizer) => {
-                self.counts.probed = true;
-                self.counts.tokenizer = tokenizer;
+                self.model.counts_mut().probed = true;
+                self.model.counts_mut().tokenizer = tokenizer;
             }
             Err(e) => self.server_unavailable(&e),
         }
@@ -164,13 +165,15 @@ impl Engine {
                 self.warning(format!(
                     "the server's tokenize endpoint failed ({e}); token counts are calibrated estimates from now on"
                 ));
-                self.counts.tokenizer = None;
+                self.model.counts_mut().tokenizer = None;
             }
             None => {}
         }
-        self.counter.set_server(self.counts.tokenizer.is_some());
-        self.counter.learn_exact(done.counts);
-        if first && let Some(tokenizer) = &self.counts.tokenizer {
+        self.model
+            .counter()
+            .set_server(self.model.counts().tokenizer.is_some());
+        self.model.counter().learn_exact(done.counts);
+        if first && let Some(tokenizer) = &self.model.counts().tokenizer {
             tracing::debug!("token counts come from {}", tokenizer.describe());
         }
         self.publish_budget();
@@ -181,51 +184,51 @@ impl Engine {
     /// answers a request (`server_answered`).
     fn server_unavailable(&mut self, e: &CountError) {
         tracing::debug!("the server cannot count tokens now ({e}); estimates until it answers");
-        self.counts.unavailable = true;
+        self.model.counts_mut().unavailable = true;
     }
 
     /// The server answered a request: if it could not count before, it is asked again
     /// (the probe too, if that was what it could not answer).
     pub(super) fn server_answered(&mut self) {
-        if std::mem::take(&mut self.counts.unavailable) {
+        if std::mem::take(&mut self.model.counts_mut().unavailable) {
             self.start_counting();
         }
     }
 
     /// True while the server has yet to answer the probe or count texts it was given.
     pub(super) fn counts_pending(&self) -> bool {
-        !self.model.exact_tokens
+        !self.model.info().exact_tokens
             && self.purpose == super::Purpose::Conversation
-            && !self.counts.unavailable
-            && (!self.counts.probed
-                || self.counts.running
-                || (self.counts.tokenizer.is_some() && self.counter.has_wanted()))
+            && !self.model.counts().unavailable
+            && (!self.model.counts().probed
+                || self.model.counts().running
+                || (self.model.counts().tokenizer.is_some() && self.model.counter().has_wanted()))
     }
 
     /// True when a request must wait for the server's counts before it is checked
     /// against the window: the probe has not answered, or the server has not counted
     /// some of its messages yet.
     pub(super) fn needs_counts(&self, assembled: &Assembled) -> bool {
-        if self.model.exact_tokens || self.counts.unavailable {
+        if self.model.info().exact_tokens || self.model.counts().unavailable {
             return false;
         }
-        !self.counts.probed
+        !self.model.counts().probed
             || assembled
                 .messages
                 .iter()
-                .any(|m| !self.counter.knows(&m.content))
+                .any(|m| !self.model.counter().knows(&m.content))
     }
 
     /// Learns from the server's count of a request tern predicted, and keeps what was
     /// learned for the next session; false (and said, once) when the count is one no
     /// tokenizer gives, which is not learned.
     pub(super) fn calibrate(&mut self, prediction: &Prediction, reported: usize) -> bool {
-        let error = match self.counter.observe(prediction, reported) {
+        let error = match self.model.counter().observe(prediction, reported) {
             Ok(Some(error)) => error,
             Ok(None) => return true,
             Err(implausible) => {
                 tracing::warn!("{implausible}");
-                if !std::mem::replace(&mut self.counts.told_implausible, true) {
+                if !std::mem::replace(&mut self.model.counts_mut().told_implausible, true) {
                     self.warning(format!(
                         "{implausible} (a proxy that miscounts?); its cost is tern's count instead, and reports like it are not learned"
                     ));
@@ -237,11 +240,11 @@ impl Engine {
             predicted = prediction.total,
             reported,
             error = format!("{:.2}%", 100.0 * error),
-            counting = ?self.counter.counting(),
+            counting = ?self.model.counter().counting(),
             "prompt tokens predicted and reported"
         );
-        if let Some(learned) = self.counter.calibration() {
-            let model = self.model.name.clone();
+        if let Some(learned) = self.model.counter().calibration() {
+            let model = self.model.info().name.clone();
             let done = self.internal_tx.clone();
             super::worker::spawn_blocking(done, move || {
                 if let Err(e) = calibration::save(&calibration_file(), &model, &learned) {

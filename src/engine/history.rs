@@ -18,7 +18,7 @@ use super::turn::TurnKind;
 use super::{ChatMode, Engine, Event, Internal};
 use crate::context::double_buffer::{Action, DoubleBuffer};
 use crate::context::history::{self, Replaced, Summarizer, Summary, SummaryError, SummaryModel};
-use crate::context::{BudgetReport, HistoryStatus, Section, Window, advice};
+use crate::context::{BudgetReport, HistoryStatus, Section, advice};
 use crate::llm::{LlmError, ModelInfo, StreamEvent};
 use crate::tokens::Prediction;
 
@@ -245,13 +245,14 @@ impl HistoryState {
 impl Engine {
     /// The history budget: configured, or a sixteenth of the window within 1024..8192.
     pub(super) fn history_budget(&self) -> usize {
-        self.settings
+        self.model
+            .settings()
             .max_chat_history_tokens
-            .unwrap_or_else(|| history::default_budget(self.window.window))
+            .unwrap_or_else(|| history::default_budget(self.model.window().window))
     }
 
     fn history_tokens(&self) -> usize {
-        history::tokens(&self.session.history, &self.counter)
+        history::tokens(&self.session.history, self.model.counter())
     }
 
     /// The history part of the budget report.
@@ -259,7 +260,7 @@ impl Engine {
         let budget = self.history_budget();
         let (checkpoint_mark, swap_mark) = self.history.buffer.marks(budget);
         let summary_tokens = if self.history.summary_at_front {
-            history::tokens(&self.session.history[..2], &self.counter)
+            history::tokens(&self.session.history[..2], self.model.counter())
         } else {
             0
         };
@@ -281,7 +282,7 @@ impl Engine {
         [self.history.learned_limit, plan_limit]
             .into_iter()
             .flatten()
-            .fold(self.window.prompt_limit, usize::min)
+            .fold(self.model.window().prompt_limit, usize::min)
     }
 
     /// Applies a limit learned from the server to a report, so the gauge and the table
@@ -303,20 +304,24 @@ impl Engine {
     /// main model's window (they share the server, whose context that is; a summary
     /// the server still refuses is made again in smaller chunks).
     fn summarizer(&self) -> Summarizer {
-        let cap = self.window.window;
+        let cap = self.model.window().window;
         let weak = SummaryModel::new(
-            ModelInfo::lookup(&self.settings.weak_model),
+            ModelInfo::lookup(&self.model.settings().weak_model),
             None,
             Some(cap),
         );
-        let main = SummaryModel::new(self.model.clone(), Some(self.window.window), Some(cap));
+        let main = SummaryModel::new(
+            self.model.info().clone(),
+            Some(self.model.window().window),
+            Some(cap),
+        );
         let models = if weak.info.name == main.info.name {
             vec![main]
         } else {
             vec![weak, main]
         };
         let events = self.events.clone();
-        let counting = self.counter.counting();
+        let counting = self.model.counter().counting();
         let observer = Arc::new(move |event: StreamEvent| {
             if let StreamEvent::Request {
                 model,
@@ -333,7 +338,12 @@ impl Engine {
                 });
             }
         });
-        Summarizer::new(self.client.clone(), models, self.counter.clone()).observed(observer)
+        Summarizer::new(
+            self.model.client().clone(),
+            models,
+            self.model.counter().clone(),
+        )
+        .observed(observer)
     }
 
     /// Starts a summary task of `kind` over the whole current history (a checkpoint's
@@ -379,8 +389,12 @@ impl Engine {
 
     /// Replaces `history[..anchor]` with `summary` and says so.
     fn apply_summary(&mut self, anchor: usize, summary: &str) -> Replaced {
-        let replaced =
-            history::replace_head(&mut self.session.history, anchor, summary, &self.counter);
+        let replaced = history::replace_head(
+            &mut self.session.history,
+            anchor,
+            summary,
+            self.model.counter(),
+        );
         self.saved
             .record
             .replaced_front(replaced.replaced_messages, 2);
@@ -555,7 +569,7 @@ impl Engine {
     }
 
     pub(super) fn resume_held_turn(&mut self) {
-        if self.history.blocks_turns() || self.counts.running {
+        if self.history.blocks_turns() || self.model.counts().running {
             return;
         }
         if let Some(plan) = self.history.held.take() {
@@ -694,7 +708,7 @@ impl Engine {
             self.calibrate(prediction, reported);
         }
         let sent = prompt_tokens.unwrap_or(plan.sent_tokens);
-        match window.filter(|&n_ctx| n_ctx < self.window.window) {
+        match window.filter(|&n_ctx| n_ctx < self.model.window().window) {
             Some(n_ctx) => {
                 self.adopt_server_window(n_ctx);
                 plan.limit = None;
@@ -744,8 +758,8 @@ impl Engine {
     /// The server's context (`n_ctx`) is smaller than the window tern assumed: it is
     /// the window for the rest of the session (and a resumed one).
     pub(super) fn adopt_server_window(&mut self, n_ctx: usize) {
-        let before = self.window.window;
-        self.window = Window::from_server(&self.model, n_ctx, self.settings.reserve_output);
+        let before = self.model.window().window;
+        self.model.adopt_server_window(n_ctx);
         self.history.learned_limit = None;
         self.warning(format!(
             "the server's context is {n_ctx} tokens, not the {before} tern assumed: using {n_ctx} for this session (start tern with --context-window {n_ctx} to use it from the first request)"
@@ -772,7 +786,7 @@ impl Engine {
         let others = report.total - report.section(Section::Done);
         let room = self.prompt_limit().saturating_sub(others);
         let target = self.history_budget().min(room) / 2;
-        match history::forget_head(&mut self.session.history, turns, target, &self.counter) {
+        match history::forget_head(&mut self.session.history, turns, target, self.model.counter()) {
             None => self.notice(format!(
                 "nothing to forget: the history is {} tokens, within {target} (the latest turn always stays)",
                 self.history_tokens()

@@ -96,14 +96,14 @@ impl MapSlot {
 impl Engine {
     /// Opens the map and extracts tags on a blocking thread, reporting progress.
     pub(super) fn start_map(&mut self) {
-        if self.settings.map_tokens == Some(0) {
+        if self.model.settings().map_tokens == Some(0) {
             self.map.state = MapState::Off;
             self.events.send(Event::Map(Box::default()));
             return;
         }
         let map = match RepoMap::open(
             self.session.root(),
-            self.counter.clone(),
+            self.model.counter().clone(),
             self.map_cache.clone(),
         ) {
             Ok(map) => Arc::new(RwLock::new(map)),
@@ -165,7 +165,7 @@ impl Engine {
                     .is_some_and(|(k, _)| k.mentions.files.iter().any(|f| f == path))
         };
         let keep = keeps_last_map(
-            self.settings.map_refresh,
+            self.model.settings().map_refresh,
             refreshed.cause,
             &refreshed.changed,
             referenced,
@@ -191,7 +191,7 @@ impl Engine {
     /// rescans anyway).
     pub(super) fn refresh_map(&mut self, changed: Vec<String>) {
         if matches!(
-            self.settings.map_refresh,
+            self.model.settings().map_refresh,
             MapRefresh::Manual | MapRefresh::Always
         ) {
             return;
@@ -246,7 +246,7 @@ impl Engine {
             mentions: guard.mentions(text),
             chat,
         };
-        let manual = self.settings.map_refresh == MapRefresh::Manual;
+        let manual = self.model.settings().map_refresh == MapRefresh::Manual;
         if let Some((k, r)) = &self.map.last {
             // `manual` keeps its map for any chat, as long as it fits the budget.
             if *k == key || (manual && r.tokens <= key.budget) {
@@ -269,9 +269,9 @@ impl Engine {
 
     pub(super) fn map_budget(&self, has_chat_files: bool) -> usize {
         self.map.budget_override.unwrap_or_else(|| {
-            self.settings
-                .map_tokens
-                .unwrap_or_else(|| repomap::default_budget(self.window.window, has_chat_files))
+            self.model.settings().map_tokens.unwrap_or_else(|| {
+                repomap::default_budget(self.model.window().window, has_chat_files)
+            })
         })
     }
 
@@ -281,7 +281,7 @@ impl Engine {
             tokens: r.tokens,
             budget: r.budget,
             files: r.shown_files,
-            refresh: self.settings.map_refresh,
+            refresh: self.model.settings().map_refresh,
             kept_stale: self.map.kept_stale,
         })
     }
@@ -371,7 +371,7 @@ impl Engine {
             // The refresh under way sends the message when it is done.
             MapState::Refreshing(_) => true,
             MapState::Ready(map) => {
-                let rescan = self.settings.map_refresh == MapRefresh::Always
+                let rescan = self.model.settings().map_refresh == MapRefresh::Always
                     && !std::mem::take(&mut self.map.rescanned_for_turn);
                 if rescan {
                     let map = map.clone();

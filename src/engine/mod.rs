@@ -11,6 +11,7 @@ mod counts;
 mod history;
 pub mod input;
 mod map;
+mod model;
 pub mod needed;
 pub mod persist;
 mod proposal_review;
@@ -36,9 +37,7 @@ pub use protocol::{ChatMode, Envelope, Event, FileEntry, FileMode, Op, OpId, Sub
 pub use session::{PathError, Session};
 
 use crate::config::Settings;
-use crate::context::Window;
-use crate::llm::{LlmClient, ModelInfo};
-use crate::tokens::TokenCounter;
+use crate::llm::LlmClient;
 
 /// What the engine needs to start.
 #[derive(Debug, Clone)]
@@ -288,11 +287,8 @@ pub fn spawn(config: EngineConfig) -> anyhow::Result<EngineHandle> {
 }
 
 pub(crate) struct Engine {
-    settings: Settings,
-    model: ModelInfo,
-    window: Window,
-    counter: TokenCounter,
-    client: LlmClient,
+    /// The settings, the model, its window, tokenizer and client.
+    model: model::Model,
     session: Session,
     cwd: PathBuf,
     events: EventSink,
@@ -316,7 +312,6 @@ pub(crate) struct Engine {
     start_notices: Vec<String>,
     start_warnings: Vec<String>,
     history: history::HistoryState,
-    counts: counts::CountSlot,
     shell: shell::Shell,
     /// The user's last message, asked again when the files it needed are added.
     last_question: Option<needed::Question>,
@@ -325,7 +320,6 @@ pub(crate) struct Engine {
 
 impl Engine {
     fn new(config: EngineConfig, events: EventSink) -> anyhow::Result<Self> {
-        let model = ModelInfo::lookup(&config.settings.model);
         let client = LlmClient::new(
             &config.settings,
             config.record.as_deref(),
@@ -342,17 +336,9 @@ impl Engine {
         };
         let mut engine = Engine {
             history: history::HistoryState::new(&config.settings),
-            window: Window::for_model(
-                &model,
-                config.settings.context_window,
-                config.settings.reserve_output,
-            ),
-            counter: model.token_counter(),
-            model,
-            client,
             session: Session::new(config.root.clone()),
             cwd: config.cwd,
-            settings: config.settings,
+            model: model::Model::new(config.settings, client),
             events,
             draft: String::new(),
             activity: activity::Activity::Idle,
@@ -370,7 +356,6 @@ impl Engine {
             saved: persist::Saved::none(),
             start_notices: Vec::new(),
             start_warnings: Vec::new(),
-            counts: counts::CountSlot::default(),
             shell: shell::Shell::default(),
             last_question: None,
             spending: spending::Spending::default(),
@@ -392,7 +377,7 @@ impl Engine {
     async fn run(&mut self, mut ops: mpsc::UnboundedReceiver<Submission>) {
         self.events.send(Event::Ready {
             root: self.session.root().display().to_string(),
-            model: self.model.name.clone(),
+            model: self.model.info().name.clone(),
             mode: self.session.mode,
             session: self.saved.id.clone(),
         });
@@ -410,10 +395,10 @@ impl Engine {
             self.warning(text);
         }
         if !matches!(self.purpose, Purpose::LandReply { .. }) {
-            if !self.model.known {
+            if !self.model.info().known {
                 self.warn_unknown_model();
             }
-            if let Some(e) = self.client.unusable() {
+            if let Some(e) = self.model.client().unusable() {
                 self.warning(e.to_string());
             }
         }
@@ -636,18 +621,11 @@ impl Engine {
     }
 
     fn switch_model(&mut self, name: &str) {
-        self.settings.model = name.to_string();
-        self.model = ModelInfo::lookup(name);
-        self.window = Window::for_model(
-            &self.model,
-            self.settings.context_window,
-            self.settings.reserve_output,
-        );
-        self.counter = self.model.token_counter();
+        self.model.switch(name);
         self.events.send(Event::Model {
-            model: self.model.name.clone(),
+            model: self.model.info().name.clone(),
         });
-        if !self.model.known {
+        if !self.model.info().known {
             self.warn_unknown_model();
         }
         self.start_counts();
@@ -656,17 +634,17 @@ impl Engine {
     }
 
     fn warn_unknown_model(&self) {
-        let window = match self.settings.context_window {
+        let window = match self.model.settings().context_window {
             Some(window) => format!("using the {window}-token window of --context-window"),
             None => format!(
                 "assuming a {}-token window (set --context-window to the server's)",
-                self.window.window
+                self.model.window().window
             ),
         };
         self.events.send(Event::Warning {
             text: format!(
                 "model {} is not in tern's model table: {window}, no prices",
-                self.model.name
+                self.model.info().name
             ),
         });
     }
@@ -715,7 +693,7 @@ impl Engine {
     }
 
     fn publish_files(&mut self) {
-        let files = self.session.entries(&self.counter);
+        let files = self.session.entries(self.model.counter());
         self.events.send(Event::Files { files });
     }
 

@@ -119,7 +119,7 @@ impl Engine {
         let text = String::from_utf8_lossy(&bytes);
         Some(NeededFile {
             path: path.to_string(),
-            tokens: super::session::file_tokens(&self.counter, path, &text),
+            tokens: super::session::file_tokens(self.model.counter(), path, &text),
         })
     }
 

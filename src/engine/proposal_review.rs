@@ -170,13 +170,13 @@ impl Engine {
         };
         let reflect = !report.errors.is_empty()
             && origin == ReplyOrigin::Model
-            && reflections < self.settings.max_reflections;
+            && reflections < self.model.settings().max_reflections;
         if reflect && self.may_spend(Unattended::Reflection) {
             let message = edit::reflection_message(&report.errors, applied, format);
             self.publish_proposal();
             self.events.send(Event::Reflection {
                 attempt: reflections + 1,
-                max: self.settings.max_reflections,
+                max: self.model.settings().max_reflections,
                 message: message.clone(),
             });
             self.start_turn(
@@ -633,8 +633,8 @@ impl Engine {
         let mut pending = self.pending.take().expect("checked above");
         let rewritten = pending.proposal.rewritten_diffs();
         let root = self.session.root().to_path_buf();
-        let settings = self.settings.clone();
-        let client = (self.purpose == Purpose::Conversation).then(|| self.client.clone());
+        let settings = self.model.settings().clone();
+        let client = (self.purpose == Purpose::Conversation).then(|| self.model.client().clone());
         let done = self.internal_tx.clone();
         let runtime = tokio::runtime::Handle::current();
         let cancel = self.activity.git();

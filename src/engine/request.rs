@@ -14,16 +14,19 @@ pub const EXAMPLES_MIN_WINDOW: usize = 8192;
 
 impl Engine {
     pub(super) fn edit_format(&self) -> EditFormat {
-        self.settings.edit_format.unwrap_or(self.model.edit_format)
+        self.model
+            .settings()
+            .edit_format
+            .unwrap_or(self.model.info().edit_format)
     }
 
     pub(super) fn cache_control(&self) -> bool {
-        match self.settings.cache_prompts {
+        match self.model.settings().cache_prompts {
             CachePrompts::On => true,
             CachePrompts::Off => false,
             CachePrompts::Auto => {
-                self.settings.api_base.contains("openrouter.ai")
-                    || self.model.name.starts_with("anthropic/")
+                self.model.settings().api_base.contains("openrouter.ai")
+                    || self.model.info().name.starts_with("anthropic/")
             }
         }
     }
@@ -44,12 +47,13 @@ impl Engine {
             .join("\n");
         let repo_map = self.map_text(&current);
         // A small window has no room for them; an oversized request leaves them out.
-        let examples =
-            if self.window.window < EXAMPLES_MIN_WINDOW || self.history.examples_dropped() {
-                Vec::new()
-            } else {
-                prompts.examples
-            };
+        let examples = if self.model.window().window < EXAMPLES_MIN_WINDOW
+            || self.history.examples_dropped()
+        {
+            Vec::new()
+        } else {
+            prompts.examples
+        };
         let inputs = ChunkInputs {
             system: prompts.system.to_string(),
             examples,
@@ -62,7 +66,7 @@ impl Engine {
             review_diff: None,
             command_outputs: self.session.outputs.clone(),
         };
-        context::assemble(&inputs, &self.counter)
+        context::assemble(&inputs, self.model.counter())
     }
 
     /// The budget of the request `message` would send: the notes the engine owes the
@@ -77,9 +81,9 @@ impl Engine {
         let assembled = self.assemble(cur, mode);
         self.decorate(BudgetReport::new(
             &assembled,
-            &self.model,
-            self.window,
-            self.counter.counting(),
+            self.model.info(),
+            self.model.window(),
+            self.model.counter().counting(),
         ))
     }
 
@@ -89,7 +93,7 @@ impl Engine {
         report.counts_pending = self.counts_pending();
         report.last_cost = self.session.last_cost;
         report.session_cost = self.session.session_cost;
-        report.cost_cap = self.settings.max_cost;
+        report.cost_cap = self.model.settings().max_cost;
         report.map = self.map_status();
         report.history = self.history_status();
         self.limit_report(&mut report);

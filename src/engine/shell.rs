@@ -41,8 +41,16 @@ impl Engine {
     /// one proposed from the repository's files (shown with where it came from).
     pub(super) fn check_command(&mut self, purpose: CommandPurpose, given: &str) {
         let (configured, kind, setting) = match purpose {
-            CommandPurpose::Lint => (&self.settings.lint_cmd, CommandKind::Lint, "lint_cmd"),
-            _ => (&self.settings.test_cmd, CommandKind::Test, "test_cmd"),
+            CommandPurpose::Lint => (
+                &self.model.settings().lint_cmd,
+                CommandKind::Lint,
+                "lint_cmd",
+            ),
+            _ => (
+                &self.model.settings().test_cmd,
+                CommandKind::Test,
+                "test_cmd",
+            ),
         };
         if !given.trim().is_empty() {
             self.ask_to_run(given.trim(), purpose, None);
@@ -127,12 +135,12 @@ impl Engine {
             auto_round: auto.then(|| {
                 (
                     self.shell.auto_rounds.unwrap_or(0),
-                    self.settings.auto_test_rounds,
+                    self.model.settings().auto_test_rounds,
                 )
             }),
         });
         let options = RunOptions {
-            timeout: Duration::from_secs(self.settings.command_timeout_secs),
+            timeout: Duration::from_secs(self.model.settings().command_timeout_secs),
             ..RunOptions::default()
         };
         let root = self.session.root().to_path_buf();
@@ -159,9 +167,10 @@ impl Engine {
 
     /// The tokens a command's output may take in the context.
     fn output_budget(&self) -> usize {
-        self.settings
+        self.model
+            .settings()
             .command_output_tokens
-            .unwrap_or_else(|| crate::run::default_output_budget(self.window.window))
+            .unwrap_or_else(|| crate::run::default_output_budget(self.model.window().window))
     }
 
     pub(super) fn finish_command(&mut self, ran: Ran) {
@@ -173,7 +182,7 @@ impl Engine {
             auto,
         } = ran;
         // Redacted already: a key a command printed is neither shown nor sent.
-        let clipped = run::clip(&output.text, &self.counter, self.output_budget());
+        let clipped = run::clip(&output.text, self.model.counter(), self.output_budget());
         let text = CommandText {
             command: command.clone(),
             outcome: output.describe(),
@@ -251,7 +260,7 @@ impl Engine {
             }
             return;
         }
-        if auto && rounds >= self.settings.auto_test_rounds {
+        if auto && rounds >= self.model.settings().auto_test_rounds {
             self.warning(format!(
                 "`{command}` still fails after {} (auto_test_rounds); its output is in the context for your next message",
                 crate::plural::count(rounds, "fix round")
@@ -277,10 +286,10 @@ impl Engine {
 
     /// After accepted edits were committed: the auto-test loop's next run, when it is on.
     pub(super) fn auto_test_after_landing(&mut self) {
-        if !self.settings.auto_test || self.purpose != Purpose::Conversation {
+        if !self.model.settings().auto_test || self.purpose != Purpose::Conversation {
             return;
         }
-        let Some(command) = self.settings.test_cmd.clone() else {
+        let Some(command) = self.model.settings().test_cmd.clone() else {
             let hint = run::suggest(self.session.root(), CommandKind::Test)
                 .map(|s| format!(" (`{}` would fit, from {})", s.command, s.reason))
                 .unwrap_or_default();
@@ -335,8 +344,8 @@ impl Engine {
     fn added_tokens(&self, text: &CommandText) -> usize {
         let mut with = self.session.outputs.clone();
         with.push(text.clone());
-        crate::context::outputs_tokens(&with, &self.counter).saturating_sub(
-            crate::context::outputs_tokens(&self.session.outputs, &self.counter),
+        crate::context::outputs_tokens(&with, self.model.counter()).saturating_sub(
+            crate::context::outputs_tokens(&self.session.outputs, self.model.counter()),
         )
     }
 

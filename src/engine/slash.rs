@@ -48,7 +48,7 @@ impl Engine {
             Command::Show => self.show_commit(&args),
             Command::Undo => self.undo_command(&args),
             Command::Commit => {
-                let settings = self.settings.clone();
+                let settings = self.model.settings().clone();
                 let message = (!args.trim().is_empty()).then(|| args.trim().to_string());
                 self.git_job("commit", move |repo| {
                     commit_all(repo, &settings, message.as_deref()).map(GitDone::said)
@@ -81,7 +81,7 @@ impl Engine {
                 if args.is_empty() {
                     self.notice(format!(
                         "model {} (window {}, weak model {})",
-                        self.model.name, self.window.window, self.settings.weak_model
+                        self.model.info().name, self.model.window().window, self.model.settings().weak_model
                     ));
                 } else {
                     self.switch_model(&args);

@@ -65,7 +65,7 @@ impl Engine {
     fn cap_reached(&self) -> Option<String> {
         let spent = self.session.session_cost;
         let in_loop = spent - self.spending.loop_start;
-        if let Some(cap) = self.settings.max_cost
+        if let Some(cap) = self.model.settings().max_cost
             && spent > 0.0
             && spent >= cap
         {
@@ -73,7 +73,7 @@ impl Engine {
                 "max_cost ${cap} reached (${spent:.4} spent this session)"
             ));
         }
-        match self.settings.max_loop_cost {
+        match self.model.settings().max_loop_cost {
             Some(cap) if in_loop > 0.0 && in_loop >= cap => Some(format!(
                 "max_loop_cost ${cap} reached (${in_loop:.4} spent since your last message)"
             )),
@@ -87,7 +87,7 @@ impl Engine {
         self.spending.loop_start = self.session.session_cost;
         self.spending.refused.clear();
         let spent = self.session.session_cost;
-        if let Some(cap) = self.settings.max_cost
+        if let Some(cap) = self.model.settings().max_cost
             && spent > 0.0
             && spent >= cap
             && !std::mem::replace(&mut self.spending.warned_user, true)

@@ -112,9 +112,9 @@ impl Engine {
         }
         let report = self.decorate(BudgetReport::new(
             &assembled,
-            &self.model,
-            self.window,
-            self.counter.counting(),
+            self.model.info(),
+            self.model.window(),
+            self.model.counter().counting(),
         ));
         if !self.admit(&report) {
             self.make_room(text, mode, kind, report);
@@ -130,7 +130,8 @@ impl Engine {
             TurnKind::Reflection(_) => Vec::new(),
         };
         let prediction = self
-            .counter
+            .model
+            .counter()
             .predict(assembled.messages.iter().map(|m| m.content.as_str()));
         self.events.send(Event::Budget(Box::new(report)));
         // A retry of a refused request is the same turn: shown once, when it started.
@@ -158,23 +159,23 @@ impl Engine {
         }
         let cancel = self.activity.stream(Stream::Turn);
         let request = ChatRequest {
-            model: self.model.clone(),
+            model: self.model.info().clone(),
             messages: assembled.messages,
             cache_control: self.cache_control(),
             // Room for the reply after the prompt as the server may count it.
             reply_limit: ReplyLimit::for_prompt(
-                &self.model,
-                self.window.window,
-                prediction.total + self.counter.counting().margin(prediction.total),
+                self.model.info(),
+                self.model.window().window,
+                prediction.total + self.model.counter().counting().margin(prediction.total),
             ),
             predicted_prompt: Some(prediction.total),
             one_at_a_time: false,
         };
         spawn(
-            self.client.clone(),
+            self.model.client().clone(),
             request,
             cancel,
-            (self.events.clone(), self.counter.counting()),
+            (self.events.clone(), self.model.counter().counting()),
             self.internal_tx.clone(),
             Sent {
                 kind,
@@ -236,7 +237,7 @@ impl Engine {
         } else {
             Usage {
                 prompt_tokens: sent.prediction.total,
-                completion_tokens: self.counter.count(&reply.text),
+                completion_tokens: self.model.counter().count(&reply.text),
                 ..Usage::default()
             }
         };

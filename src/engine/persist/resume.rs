@@ -199,7 +199,7 @@ impl Engine {
             created_ms: self.saved.created_ms,
             last_active_ms: super::now_ms(),
             title: self.saved.title.clone(),
-            model: self.model.name.clone(),
+            model: self.model.info().name.clone(),
             mode: self.session.mode,
             files,
             history: self.session.history.clone(),
@@ -219,8 +219,8 @@ impl Engine {
             proposal_shell,
             notes: self.session.notes_for_next_turn.clone(),
             transcript: self.session.transcript.clone(),
-            server_window: (self.window.source == crate::context::WindowSource::Server)
-                .then_some(self.window.window),
+            server_window: (self.model.window().source == crate::context::WindowSource::Server)
+                .then_some(self.model.window().window),
             learned_limit: self.history.learned_limit(),
             turns: self.session.turns.clone(),
             outputs: self.session.outputs.clone(),
@@ -285,7 +285,7 @@ impl Engine {
             ));
             self.saved.unsent = Some(text);
         }
-        if !keep_model && !saved.model.is_empty() && saved.model != self.model.name {
+        if !keep_model && !saved.model.is_empty() && saved.model != self.model.info().name {
             self.switch_model(&saved.model);
         }
         for file in saved.files {
@@ -307,13 +307,9 @@ impl Engine {
         );
         // What the server taught holds, unless the user says the window now.
         if let Some(n_ctx) = saved.server_window
-            && self.settings.context_window.is_none()
+            && self.model.settings().context_window.is_none()
         {
-            self.window = crate::context::Window::from_server(
-                &self.model,
-                n_ctx,
-                self.settings.reserve_output,
-            );
+            self.model.adopt_server_window(n_ctx);
         }
         if let Some(proposal) = saved.proposal {
             self.restore_pending(

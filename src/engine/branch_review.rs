@@ -82,7 +82,7 @@ impl Engine {
             window: self.model.window(),
             events: self.events.clone(),
         };
-        let done = self.internal_tx.clone();
+        let done = self.run_loop.done();
         super::worker::spawn(done.clone(), async move {
             let result = job.run(source, options, send, &label, &cancel).await;
             let _ = done.send(Internal::Reviewed(ReviewOutcome { label, result }));

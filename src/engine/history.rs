@@ -258,8 +258,8 @@ impl Engine {
     /// The history part of the budget report.
     pub(super) fn history_status(&self) -> HistoryStatus {
         let budget = self.history_budget();
-        let (checkpoint_mark, swap_mark) = self.history.buffer.marks(budget);
-        let summary_tokens = if self.history.summary_at_front {
+        let (checkpoint_mark, swap_mark) = self.conversation.history.buffer.marks(budget);
+        let summary_tokens = if self.conversation.history.summary_at_front {
             history::tokens(&self.session.history[..2], self.model.counter())
         } else {
             0
@@ -269,17 +269,22 @@ impl Engine {
             tokens: self.history_tokens(),
             checkpoint_mark,
             swap_mark,
-            phase: self.history.buffer.phase(),
+            phase: self.conversation.history.buffer.phase(),
             summary_tokens,
-            summaries: self.history.summaries,
+            summaries: self.conversation.history.summaries,
         }
     }
 
     /// The most prompt tokens the next request may carry: the window's limit, or less
     /// after a server refused a request as too long.
     fn prompt_limit(&self) -> usize {
-        let plan_limit = self.history.current.as_ref().and_then(|p| p.limit);
-        [self.history.learned_limit, plan_limit]
+        let plan_limit = self
+            .conversation
+            .history
+            .current
+            .as_ref()
+            .and_then(|p| p.limit);
+        [self.conversation.history.learned_limit, plan_limit]
             .into_iter()
             .flatten()
             .fold(self.model.window().prompt_limit, usize::min)
@@ -288,7 +293,7 @@ impl Engine {
     /// Applies a limit learned from the server to a report, so the gauge and the table
     /// show the limit requests are really held to.
     pub(super) fn limit_report(&self, report: &mut BudgetReport) {
-        if let Some(limit) = self.history.learned_limit
+        if let Some(limit) = self.conversation.history.learned_limit
             && limit < report.prompt_limit
         {
             report.prompt_limit = limit;
@@ -349,21 +354,21 @@ impl Engine {
     /// Starts a summary task of `kind` over the whole current history (a checkpoint's
     /// anchor is the history's length), replacing any other task.
     fn spawn_summary(&mut self, kind: JobKind, budget: usize) {
-        if let Some(old) = self.history.job.take() {
+        if let Some(old) = self.conversation.history.job.take() {
             old.cancel.cancel();
             if old.kind == JobKind::Checkpoint && kind != JobKind::Checkpoint {
                 // This summary supersedes the checkpoint's; whether it lands or not,
                 // the cycle starts again after it.
-                self.history.buffer.reset();
-                self.history.swap_due = false;
+                self.conversation.history.buffer.reset();
+                self.conversation.history.swap_due = false;
             }
         }
-        self.history.next_job += 1;
-        let id = self.history.next_job;
+        self.conversation.history.next_job += 1;
+        let id = self.conversation.history.next_job;
         let cancel = CancellationToken::new();
         let summarizer = self.summarizer();
         let messages = self.session.history.clone();
-        let done = self.internal_tx.clone();
+        let done = self.run_loop.done();
         let token = cancel.clone();
         super::worker::spawn(done.clone(), async move {
             let result = match kind {
@@ -377,11 +382,11 @@ impl Engine {
             };
             let _ = done.send(Internal::Summary(JobDone { id, result }));
         });
-        self.history.job = Some(Job {
+        self.conversation.history.job = Some(Job {
             id,
             kind,
             cancel,
-            generation: self.history.generation,
+            generation: self.conversation.history.generation,
             started: Instant::now(),
         });
         self.publish_history();
@@ -399,10 +404,10 @@ impl Engine {
             .record
             .replaced_front(replaced.replaced_messages, 2);
         self.session.show(ShownKind::Summary, summary);
-        self.history.summary_at_front = true;
-        self.history.summaries += 1;
-        self.history.generation += 1;
-        self.history.swap_due = false;
+        self.conversation.history.summary_at_front = true;
+        self.conversation.history.summaries += 1;
+        self.conversation.history.generation += 1;
+        self.conversation.history.swap_due = false;
         self.events.send(Event::Summarized {
             replaced_messages: replaced.replaced_messages,
             replaced_tokens: replaced.replaced_tokens,
@@ -414,11 +419,11 @@ impl Engine {
     /// Called once a turn's reply is in the history: checkpoint, swap or summarize as
     /// the thresholds say, then save the session.
     pub(super) fn history_after_turn(&mut self, may_summarize: bool) {
-        self.history.current = None;
+        self.conversation.history.current = None;
         self.map.budget_override = None;
         // After Esc no summary starts by itself; the next turn's step catches up. With
         // no message to follow, the next start makes it.
-        if may_summarize && !self.history.deferred {
+        if may_summarize && !self.conversation.history.deferred {
             self.step_history();
         }
         self.save_session();
@@ -435,20 +440,21 @@ impl Engine {
 
     fn step_history(&mut self) {
         let budget = self.history_budget();
-        let action =
-            self.history
-                .buffer
-                .step(self.history_tokens(), budget, self.session.history.len());
+        let action = self.conversation.history.buffer.step(
+            self.history_tokens(),
+            budget,
+            self.session.history.len(),
+        );
         match action {
             Action::Nothing => {}
             Action::Checkpoint { .. } => {
                 if self.may_spend(Unattended::Summary) {
                     self.spawn_summary(JobKind::Checkpoint, budget);
                 } else {
-                    self.history.buffer.checkpoint_failed();
+                    self.conversation.history.buffer.checkpoint_failed();
                 }
             }
-            Action::Wait => self.history.swap_due = true,
+            Action::Wait => self.conversation.history.swap_due = true,
             Action::Swap { anchor, summary } => {
                 self.apply_summary(anchor, &summary);
             }
@@ -466,41 +472,47 @@ impl Engine {
         if let Ok(Some(summary)) = &done.result {
             self.session.session_cost += summary.cost;
         }
-        let waited_for = self.history.holds_turns();
-        let Some(job) = self.history.job.take_if(|job| job.id == done.id) else {
+        let waited_for = self.conversation.history.holds_turns();
+        let Some(job) = self
+            .conversation
+            .history
+            .job
+            .take_if(|job| job.id == done.id)
+        else {
             return; // replaced or cancelled meanwhile
         };
-        let fresh = job.generation == self.history.generation;
+        let fresh = job.generation == self.conversation.history.generation;
         let compact_report = match (job.kind, done.result) {
             (_, Err(SummaryError::Cancelled)) => Some("cancelled".to_string()),
             (kind, Ok(_)) if !fresh => {
                 if kind == JobKind::Checkpoint {
-                    self.history.buffer.reset();
+                    self.conversation.history.buffer.reset();
                 }
                 Some("the history changed meanwhile; nothing was replaced".into())
             }
             (JobKind::Checkpoint, Ok(Some(summary))) => {
-                self.history
+                self.conversation
+                    .history
                     .buffer
                     .checkpoint_done(summary.anchor, summary.text);
-                if self.history.swap_due {
+                if self.conversation.history.swap_due {
                     self.step_history();
                 }
                 None
             }
             (JobKind::Checkpoint, Err(e)) => {
-                self.history.buffer.checkpoint_failed();
+                self.conversation.history.buffer.checkpoint_failed();
                 self.warning(format!(
                     "the background history summary failed ({e}); the history will be summarized when it reaches the swap mark"
                 ));
-                if std::mem::take(&mut self.history.swap_due) {
+                if std::mem::take(&mut self.conversation.history.swap_due) {
                     self.step_history();
                 }
                 None
             }
             (_, Ok(Some(summary))) => {
                 let replaced = self.apply_summary(summary.anchor, &summary.text);
-                self.history.buffer.summarized();
+                self.conversation.history.buffer.summarized();
                 Some(format!(
                     "replaced {} messages ({} tokens) with a summary of {} tokens",
                     replaced.replaced_messages, replaced.replaced_tokens, replaced.summary_tokens
@@ -508,7 +520,7 @@ impl Engine {
             }
             (_, Ok(None)) => Some("nothing to summarize".into()),
             (kind, Err(e)) => {
-                if let Some(plan) = &mut self.history.held {
+                if let Some(plan) = &mut self.conversation.history.held {
                     plan.summary_failed = true;
                 }
                 let fallback = if kind == JobKind::Compact {
@@ -539,20 +551,20 @@ impl Engine {
     /// Start-of-turn check: true when the turn must wait for a summary (it is kept and
     /// started again when the summary lands) or was refused.
     pub(super) fn hold_for_history(&mut self, text: &str, mode: ChatMode, kind: TurnKind) -> bool {
-        let plan = self.history.resume.take().unwrap_or_else(|| {
+        let plan = self.conversation.history.resume.take().unwrap_or_else(|| {
             // A new turn starts with the map at its full budget again.
             self.map.budget_override = None;
             TurnPlan::new(text, mode, kind, self.events.op)
         });
-        if self.history.held.is_some() {
+        if self.conversation.history.held.is_some() {
             self.events.send(Event::TurnFailed {
                 error: "another message is already waiting for the history summary".into(),
                 message: text.to_string(),
             });
             return true;
         }
-        if let Some(job) = &self.history.job
-            && self.history.blocks_turns()
+        if let Some(job) = &self.conversation.history.job
+            && self.conversation.history.blocks_turns()
         {
             self.events.send(Event::Notice {
                 text: format!(
@@ -560,19 +572,19 @@ impl Engine {
                     job.started.elapsed().as_secs_f64()
                 ),
             });
-            self.history.held = Some(plan);
+            self.conversation.history.held = Some(plan);
             self.publish_history();
             return true;
         }
-        self.history.current = Some(plan);
+        self.conversation.history.current = Some(plan);
         false
     }
 
     pub(super) fn resume_held_turn(&mut self) {
-        if self.history.blocks_turns() || self.model.counts().running {
+        if self.conversation.history.blocks_turns() || self.model.counts().running {
             return;
         }
-        if let Some(plan) = self.history.held.take() {
+        if let Some(plan) = self.conversation.history.held.take() {
             self.restart_turn(plan);
         }
     }
@@ -580,7 +592,7 @@ impl Engine {
     fn restart_turn(&mut self, plan: TurnPlan) {
         let (text, mode, kind) = (plan.text.clone(), plan.mode, plan.kind);
         self.answering(plan.op);
-        self.history.resume = Some(plan);
+        self.conversation.history.resume = Some(plan);
         self.start_turn(text, mode, kind);
     }
 
@@ -588,7 +600,7 @@ impl Engine {
     /// remembered in case the server refuses it as too long.
     pub(super) fn admit(&mut self, report: &BudgetReport) -> bool {
         let fits = report.total <= self.prompt_limit();
-        if fits && let Some(plan) = &mut self.history.current {
+        if fits && let Some(plan) = &mut self.conversation.history.current {
             plan.sent_tokens = report.total;
             plan.notes = self.session.notes_for_next_turn.clone();
         }
@@ -608,6 +620,7 @@ impl Engine {
     ) {
         let limit = self.prompt_limit();
         let mut plan = self
+            .conversation
             .history
             .current
             .take()
@@ -640,7 +653,7 @@ impl Engine {
                     "the request is {over} tokens over the limit of {limit}: summarizing the history ({history_tokens} tokens) into at most {target} first"
                 ),
             });
-            self.history.held = Some(plan);
+            self.conversation.history.held = Some(plan);
             self.spawn_summary(JobKind::Overflow, target);
             return;
         }
@@ -698,7 +711,7 @@ impl Engine {
         else {
             return false;
         };
-        let Some(mut plan) = self.history.current.take() else {
+        let Some(mut plan) = self.conversation.history.current.take() else {
             return false;
         };
         plan.overflow_retries += 1;
@@ -715,8 +728,13 @@ impl Engine {
             }
             None => {
                 let limit = plan.sent_tokens * OVERFLOW_SHRINK.0 / OVERFLOW_SHRINK.1;
-                if self.history.learned_limit.is_none_or(|l| l > limit) {
-                    self.history.learned_limit = Some(limit);
+                if self
+                    .conversation
+                    .history
+                    .learned_limit
+                    .is_none_or(|l| l > limit)
+                {
+                    self.conversation.history.learned_limit = Some(limit);
                 }
                 plan.limit = Some(limit);
             }
@@ -760,7 +778,7 @@ impl Engine {
     pub(super) fn adopt_server_window(&mut self, n_ctx: usize) {
         let before = self.model.window().window;
         self.model.adopt_server_window(n_ctx);
-        self.history.learned_limit = None;
+        self.conversation.history.learned_limit = None;
         self.warning(format!(
             "the server's context is {n_ctx} tokens, not the {before} tern assumed: using {n_ctx} for this session (start tern with --context-window {n_ctx} to use it from the first request)"
         ));
@@ -779,7 +797,7 @@ impl Engine {
                 _ => return self.error(format!("/forget takes a number of turns, not {n:?}")),
             },
         };
-        if self.activity.is_streaming() || self.history.job.is_some() {
+        if self.activity.is_streaming() || self.conversation.history.job.is_some() {
             return self.error("/forget: not while a reply or a summary is under way".into());
         }
         let report = self.report("");
@@ -793,10 +811,10 @@ impl Engine {
             )),
             Some(forgotten) => {
                 self.saved.record.replaced_front(2 * forgotten.turns, 2);
-                self.history.summary_at_front = false;
-                self.history.generation += 1;
-                self.history.buffer.reset();
-                self.history.swap_due = false;
+                self.conversation.history.summary_at_front = false;
+                self.conversation.history.generation += 1;
+                self.conversation.history.buffer.reset();
+                self.conversation.history.swap_due = false;
                 self.notice(format!(
                     "forgot the oldest {} ({} tokens) without a summary; the model is told that earlier turns are gone",
                     crate::plural::count(forgotten.turns, "turn"),
@@ -813,15 +831,16 @@ impl Engine {
     /// running `/compact`. A background checkpoint goes on.
     pub(super) fn cancel_history_wait(&mut self) {
         let foreground = self
+            .conversation
             .history
             .job
             .as_ref()
             .is_some_and(|job| job.kind != JobKind::Checkpoint);
-        let held = self.history.held.take();
+        let held = self.conversation.history.held.take();
         if !foreground && held.is_none() {
             return;
         }
-        if foreground && let Some(job) = self.history.job.take() {
+        if foreground && let Some(job) = self.conversation.history.job.take() {
             job.cancel.cancel();
             if job.kind == JobKind::Compact {
                 self.compact_output("cancelled".into());
@@ -839,13 +858,13 @@ impl Engine {
 
     /// `/clear`: forget any summary in progress along with the history.
     pub(super) fn history_cleared(&mut self) {
-        if let Some(job) = self.history.job.take() {
+        if let Some(job) = self.conversation.history.job.take() {
             job.cancel.cancel();
         }
-        self.history.buffer.reset();
-        self.history.summary_at_front = false;
-        self.history.swap_due = false;
-        self.history.generation += 1;
+        self.conversation.history.buffer.reset();
+        self.conversation.history.summary_at_front = false;
+        self.conversation.history.swap_due = false;
+        self.conversation.history.generation += 1;
         self.saved.record.cleared();
         self.save_session();
         self.publish_history();
@@ -855,19 +874,20 @@ impl Engine {
     /// `/compact`: swap in a ready checkpoint, or summarize the whole history now. Always
     /// ends with an `Output` titled "compact".
     pub(super) fn compact(&mut self) {
-        if !self.activity.is_idle() || self.history.held.is_some() {
+        if !self.activity.is_idle() || self.conversation.history.held.is_some() {
             return self.compact_output("not now: wait for the current turn to finish".into());
         }
         if self.session.history.is_empty() {
             return self.compact_output("nothing to compact: the history is empty".into());
         }
         if let Some((anchor, summary)) = self
+            .conversation
             .history
             .ready_checkpoint()
             .map(|(a, s)| (a, s.to_string()))
         {
             let replaced = self.apply_summary(anchor, &summary);
-            self.history.buffer.summarized();
+            self.conversation.history.buffer.summarized();
             self.save_session();
             self.publish_history();
             self.publish_budget();

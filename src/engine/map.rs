@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use super::protocol::{ChatMode, Event, FileMode, MapEdge, MapView};
 use super::{Engine, EventSink, Internal};
 use crate::context::MapStatus;
-use crate::repomap::{self, MapRefresh, MapResult, Mentions, RepoMap};
+use crate::repomap::{self, CacheLocation, MapRefresh, MapResult, Mentions, RepoMap};
 
 /// In `auto`, a rebuild slower than this keeps the last map when nothing the chat
 /// references changed.
@@ -54,6 +54,8 @@ pub(crate) struct MapSlot {
     kept_stale: bool,
     /// In `always`: the rescan for the message waiting on it is done.
     rescanned_for_turn: bool,
+    /// Where the map keeps its tag cache.
+    cache: CacheLocation,
 }
 
 /// Why a refresh ran.
@@ -80,8 +82,9 @@ pub(crate) struct Refreshed {
 }
 
 impl MapSlot {
-    pub(crate) fn new() -> Self {
+    pub(crate) fn new(cache: CacheLocation) -> Self {
         MapSlot {
+            cache,
             state: MapState::Loading,
             last: None,
             budget_override: None,
@@ -104,7 +107,7 @@ impl Engine {
         let map = match RepoMap::open(
             self.session.root(),
             self.model.counter().clone(),
-            self.map_cache.clone(),
+            self.map.cache.clone(),
         ) {
             Ok(map) => Arc::new(RwLock::new(map)),
             Err(e) => {
@@ -129,7 +132,7 @@ impl Engine {
             self.map.state = MapState::Refreshing(map.clone());
         }
         let events = self.events.clone();
-        let done = self.internal_tx.clone();
+        let done = self.run_loop.done();
         super::worker::spawn_blocking(done.clone(), move || {
             super::worker::test_panic("map");
             let start = Instant::now();
@@ -176,7 +179,7 @@ impl Engine {
         } else if !refreshed.changed.is_empty() && self.map.last.is_some() {
             self.map.kept_stale = true;
         }
-        let draft = self.draft.clone();
+        let draft = self.conversation.draft.clone();
         self.update_map(&draft);
         self.publish_budget();
         if let Some((text, mode, op)) = self.activity.take_waiting() {
@@ -323,7 +326,7 @@ impl Engine {
 
     /// `/map`: the map as the model sees it now.
     pub(super) fn show_map(&mut self) {
-        let draft = self.draft.clone();
+        let draft = self.conversation.draft.clone();
         let text = match &self.map.state {
             MapState::Loading => "the repo map is still being built\n".to_string(),
             MapState::Unavailable => "there is no repo map for this directory\n".to_string(),

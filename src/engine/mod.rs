@@ -7,6 +7,7 @@ mod accept;
 mod activity;
 mod branch_review;
 pub mod commands;
+mod conversation;
 mod counts;
 mod history;
 pub mod input;
@@ -290,32 +291,19 @@ pub(crate) struct Engine {
     /// The settings, the model, its window, tokenizer and client.
     model: model::Model,
     session: Session,
-    cwd: PathBuf,
     events: EventSink,
-    draft: String,
     /// What the front end waits for: a reply, a landing, a message held for the map.
     activity: activity::Activity,
     /// The edits of the last code-mode reply, while they are reviewed.
     pending: Option<proposal_review::Pending>,
     map: map::MapSlot,
-    map_cache: crate::repomap::CacheLocation,
-    internal_tx: Done,
-    internal_rx: mpsc::UnboundedReceiver<(Option<OpId>, Internal)>,
-    /// Set by `/quit`.
-    quit: bool,
-    purpose: Purpose,
-    /// Started from a saved session (`--resume`).
-    resumed: bool,
+    /// What the engine is for, whether it ends, where background jobs report.
+    run_loop: worker::Loop,
     /// The session this engine saves to, and its turn record.
     saved: persist::Saved,
-    /// What to say once the engine is ready (about the sessions of the repository).
-    start_notices: Vec<String>,
-    start_warnings: Vec<String>,
-    history: history::HistoryState,
     shell: shell::Shell,
-    /// The user's last message, asked again when the files it needed are added.
-    last_question: Option<needed::Question>,
-    spending: spending::Spending,
+    /// The history's budget, the draft, the last question, the spending limits.
+    conversation: conversation::Conversation,
 }
 
 impl Engine {
@@ -325,7 +313,6 @@ impl Engine {
             config.record.as_deref(),
             config.replay.as_deref(),
         )?;
-        let (internal_tx, internal_rx) = mpsc::unbounded_channel();
         let opened = match config.purpose {
             Purpose::Conversation => Some(persist::open(
                 &config.root,
@@ -335,38 +322,22 @@ impl Engine {
             Purpose::LandReply { .. } | Purpose::ReviewBranch => None,
         };
         let mut engine = Engine {
-            history: history::HistoryState::new(&config.settings),
+            conversation: conversation::Conversation::new(&config.settings, config.cwd),
             session: Session::new(config.root.clone()),
-            cwd: config.cwd,
             model: model::Model::new(config.settings, client),
             events,
-            draft: String::new(),
             activity: activity::Activity::Idle,
             pending: None,
-            map: map::MapSlot::new(),
-            map_cache: config.map_cache,
-            internal_tx: Done {
-                tx: internal_tx,
-                op: None,
-            },
-            internal_rx,
-            quit: false,
-            purpose: config.purpose,
-            resumed: false,
+            map: map::MapSlot::new(config.map_cache),
+            run_loop: worker::Loop::new(config.purpose),
             saved: persist::Saved::none(),
-            start_notices: Vec::new(),
-            start_warnings: Vec::new(),
             shell: shell::Shell::default(),
-            last_question: None,
-            spending: spending::Spending::default(),
         };
         if let Some(opened) = opened {
             engine.saved = opened.saved;
-            engine.start_notices = opened.notices;
-            engine.start_warnings = opened.warnings;
             if let Some(saved) = opened.restored {
                 engine.restore_session(saved, config.model_chosen);
-                engine.resumed = true;
+                engine.saved.resumed = true;
             }
         }
         engine.add_files(&config.editable, FileMode::Editable);
@@ -388,13 +359,14 @@ impl Engine {
                 unsent: self.saved.unsent.clone(),
             });
         }
-        for text in std::mem::take(&mut self.start_notices) {
+        let (notices, warnings) = self.saved.take_start_notes();
+        for text in notices {
             self.notice(text);
         }
-        for text in std::mem::take(&mut self.start_warnings) {
+        for text in warnings {
             self.warning(text);
         }
-        if !matches!(self.purpose, Purpose::LandReply { .. }) {
+        if !matches!(self.run_loop.purpose(), Purpose::LandReply { .. }) {
             if !self.model.info().known {
                 self.warn_unknown_model();
             }
@@ -402,7 +374,7 @@ impl Engine {
                 self.warning(e.to_string());
             }
         }
-        if self.purpose == Purpose::Conversation
+        if self.run_loop.purpose() == Purpose::Conversation
             && git2::Repository::discover(self.session.root()).is_err()
         {
             self.warning(format!(
@@ -410,12 +382,12 @@ impl Engine {
                 self.session.root().display()
             ));
         }
-        if self.purpose == Purpose::Conversation {
+        if self.run_loop.purpose() == Purpose::Conversation {
             self.start_counts();
             self.start_map();
             // A history saved over its marks (a one-shot run leaves its summary to
             // the next start) is summarized before the next request needs it.
-            if self.resumed {
+            if self.saved.resumed {
                 self.resumed_history();
             }
         } else {
@@ -423,7 +395,7 @@ impl Engine {
         }
         self.publish_files();
         self.publish_budget();
-        while !self.quit {
+        while !self.run_loop.quitting() {
             tokio::select! {
                 op = ops.recv() => match op {
                     None | Some(Submission { op: Op::Shutdown, .. }) => break,
@@ -432,7 +404,7 @@ impl Engine {
                         self.handle(op);
                     }
                 },
-                Some((op, done)) = self.internal_rx.recv() => {
+                Some((op, done)) = self.run_loop.next() => {
                     self.answering(op);
                     self.internal(done);
                 }
@@ -459,7 +431,7 @@ impl Engine {
                     ..
                 }
         ) {
-            match self.internal_rx.recv().await.map(|(_, done)| done) {
+            match self.run_loop.next().await.map(|(_, done)| done) {
                 Some(Internal::Turn(outcome)) => {
                     self.finish_turn(outcome);
                     // Nothing starts by itself after a cancelled turn; were it to, it
@@ -485,7 +457,7 @@ impl Engine {
     /// answers it too.
     fn answering(&mut self, op: Option<OpId>) {
         self.events.op = op;
-        self.internal_tx.op = op;
+        self.run_loop.answering(op);
     }
 
     fn handle(&mut self, op: Op) {
@@ -501,13 +473,13 @@ impl Engine {
             Op::Command { command, args } => {
                 self.command(command, &args);
                 // After `/quit` nothing waits for the next op: `Exited` follows instead.
-                if !self.quit {
+                if !self.run_loop.quitting() {
                     self.idle_if_done();
                 }
             }
             Op::ProposeReply { reply } => self.propose_reply(&reply),
             Op::Draft { text } => {
-                self.draft = text;
+                self.conversation.draft = text;
                 self.publish_budget();
             }
             Op::AddFiles { paths, mode } => {
@@ -544,7 +516,7 @@ impl Engine {
                 options,
                 send,
             } => self.start_review(source, options, send),
-            Op::NoMoreMessages => self.history.defer_summaries(),
+            Op::NoMoreMessages => self.conversation.history.defer_summaries(),
             Op::AddNeeded { paths, mode } => self.add_needed(paths, mode),
             Op::ApplyAllowed { outside_chat } => {
                 self.apply_allowed(outside_chat);
@@ -598,7 +570,7 @@ impl Engine {
     fn submit(&mut self, text: String) {
         let refused = if text.trim().is_empty() {
             Some("an empty message is not sent")
-        } else if self.purpose != Purpose::Conversation {
+        } else if self.run_loop.purpose() != Purpose::Conversation {
             Some("this tern runs one command; it takes no chat messages")
         } else {
             None
@@ -615,7 +587,7 @@ impl Engine {
     /// Tells front ends that nothing more will happen until they send something: no
     /// reply is streaming, no reflection follows, no landing is under way.
     fn idle_if_done(&self) {
-        if self.activity.is_idle() && !self.history.holds_turns() {
+        if self.activity.is_idle() && !self.conversation.history.holds_turns() {
             self.events.send(Event::Idle);
         }
     }
@@ -653,7 +625,7 @@ impl Engine {
         for path in paths {
             let added = self
                 .session
-                .resolve(path, &self.cwd)
+                .resolve(path, &self.conversation.cwd)
                 .and_then(|rel| self.session.add(&rel, mode).map(|changed| (rel, changed)));
             match added {
                 Ok((rel, _)) if !self.session.root().join(&rel).exists() => {
@@ -685,7 +657,7 @@ impl Engine {
         if self.activity.is_branch_review() {
             return;
         }
-        let draft = self.draft.clone();
+        let draft = self.conversation.draft.clone();
         let report = self.report(&draft);
         self.events.send(Event::Budget(Box::new(report)));
         // What the gauge counted that the server has not, it counts now.

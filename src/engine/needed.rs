@@ -130,7 +130,7 @@ impl Engine {
             Some(busy.to_string())
         } else if self.pending.is_some() {
             Some("proposed edits wait for review: apply or discard them first".to_string())
-        } else if self.last_question.is_none() {
+        } else if self.conversation.last_question.is_none() {
             Some("there is no question to ask again".to_string())
         } else {
             None
@@ -141,7 +141,7 @@ impl Engine {
         }
         let before: Vec<(String, Option<FileMode>)> = paths
             .iter()
-            .filter_map(|p| self.session.resolve(p, &self.cwd).ok())
+            .filter_map(|p| self.session.resolve(p, &self.conversation.cwd).ok())
             .map(|rel| (rel.clone(), self.session.mode_of(&rel)))
             .collect();
         self.add_files(&paths, mode);
@@ -151,7 +151,7 @@ impl Engine {
             .filter(|(rel, was)| *was != Some(mode) && self.session.mode_of(rel) == Some(mode))
             .map(|(rel, _)| rel)
             .collect();
-        let Some((question, asked_in)) = self.last_question.clone() else {
+        let Some((question, asked_in)) = self.conversation.last_question.clone() else {
             return;
         };
         if added.is_empty() {

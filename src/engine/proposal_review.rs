@@ -438,7 +438,7 @@ impl Engine {
     /// The files the model may edit: the editable chat files, or every file of the
     /// repository for an engine that lands a reply for any file.
     fn editable_paths(&self, ws: &Workspace) -> Vec<PathBuf> {
-        match self.purpose {
+        match self.run_loop.purpose() {
             Purpose::LandReply { any_file: true } => ws.files(),
             _ => self.chat_paths(FileMode::Editable),
         }
@@ -496,7 +496,7 @@ impl Engine {
         if !failed.is_empty() {
             // Said after the resumed conversation, where the user looks, each one named
             // (the review may have no room to show them all).
-            self.start_warnings.push(format!(
+            self.saved.warn_at_start(format!(
                 "{} of the saved session's proposed hunks no longer apply to the files as they are now: they are listed as failed in the review, with their lines (/discard dismisses them):{}",
                 failed.len(),
                 failed.concat()
@@ -634,8 +634,9 @@ impl Engine {
         let rewritten = pending.proposal.rewritten_diffs();
         let root = self.session.root().to_path_buf();
         let settings = self.model.settings().clone();
-        let client = (self.purpose == Purpose::Conversation).then(|| self.model.client().clone());
-        let done = self.internal_tx.clone();
+        let client =
+            (self.run_loop.purpose() == Purpose::Conversation).then(|| self.model.client().clone());
+        let done = self.run_loop.done();
         let runtime = tokio::runtime::Handle::current();
         let cancel = self.activity.git();
         self.notice("applying the accepted hunks…".into());

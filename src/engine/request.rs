@@ -48,7 +48,7 @@ impl Engine {
         let repo_map = self.map_text(&current);
         // A small window has no room for them; an oversized request leaves them out.
         let examples = if self.model.window().window < EXAMPLES_MIN_WINDOW
-            || self.history.examples_dropped()
+            || self.conversation.history.examples_dropped()
         {
             Vec::new()
         } else {

@@ -82,7 +82,7 @@ impl Engine {
             self.error(why);
             return;
         }
-        if self.purpose != Purpose::Conversation {
+        if self.run_loop.purpose() != Purpose::Conversation {
             self.error("this tern runs one command; it runs no shell commands".into());
             return;
         }
@@ -145,7 +145,7 @@ impl Engine {
         };
         let root = self.session.root().to_path_buf();
         let events = self.events.clone();
-        let done = self.internal_tx.clone();
+        let done = self.run_loop.done();
         super::worker::spawn(done.clone(), async move {
             let mut report = |p: run::Progress| {
                 events.send(Event::CommandProgress {
@@ -286,7 +286,7 @@ impl Engine {
 
     /// After accepted edits were committed: the auto-test loop's next run, when it is on.
     pub(super) fn auto_test_after_landing(&mut self) {
-        if !self.model.settings().auto_test || self.purpose != Purpose::Conversation {
+        if !self.model.settings().auto_test || self.run_loop.purpose() != Purpose::Conversation {
             return;
         }
         let Some(command) = self.model.settings().test_cmd.clone() else {

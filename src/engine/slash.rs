@@ -60,7 +60,7 @@ impl Engine {
             Command::AddOutput => self.add_output(),
             Command::DropOutput => self.drop_output(&args),
             Command::Tokens => {
-                let report = self.report(&self.draft.clone());
+                let report = self.report(&self.conversation.draft.clone());
                 self.events.send(Event::Output {
                     title: "tokens".into(),
                     text: report.render_table(),
@@ -92,7 +92,7 @@ impl Engine {
                 text: commands::help(),
             }),
             Command::Trust => self.trust_command(&args),
-            Command::Quit => self.quit = true,
+            Command::Quit => self.run_loop.quit(),
             Command::Split => self.review(ReviewOp::Split {
                 id: args.trim().to_string(),
             }),
@@ -112,7 +112,7 @@ impl Engine {
         for word in words {
             let dropped = self
                 .session
-                .resolve(word, &self.cwd)
+                .resolve(word, &self.conversation.cwd)
                 .map_err(|e| e.to_string())
                 .and_then(|rel| self.session.drop_file(&rel).map_err(|e| e.to_string()));
             if let Err(e) = dropped {
@@ -170,7 +170,7 @@ impl Engine {
             return;
         }
         let root = self.session.root().to_path_buf();
-        let done = self.internal_tx.clone();
+        let done = self.run_loop.done();
         self.activity.git();
         super::worker::spawn_blocking(done.clone(), move || {
             let result = git2::Repository::open(&root)

@@ -51,8 +51,8 @@ impl Engine {
         let Some(reason) = self.cap_reached() else {
             return true;
         };
-        if !self.spending.refused.contains(&what) {
-            self.spending.refused.push(what);
+        if !self.conversation.spending.refused.contains(&what) {
+            self.conversation.spending.refused.push(what);
             self.warning(format!(
                 "{reason}: {}; raise it (in the config file or with the flag) to let tern go on by itself",
                 what.what()
@@ -64,7 +64,7 @@ impl Engine {
     /// Which cap is reached, said with what was spent.
     fn cap_reached(&self) -> Option<String> {
         let spent = self.session.session_cost;
-        let in_loop = spent - self.spending.loop_start;
+        let in_loop = spent - self.conversation.spending.loop_start;
         if let Some(cap) = self.model.settings().max_cost
             && spent > 0.0
             && spent >= cap
@@ -84,13 +84,13 @@ impl Engine {
     /// A user message is on its way: a new loop starts. It is never refused; past the
     /// session cap the user hears once that tern now waits for them.
     pub(super) fn user_spends(&mut self) {
-        self.spending.loop_start = self.session.session_cost;
-        self.spending.refused.clear();
+        self.conversation.spending.loop_start = self.session.session_cost;
+        self.conversation.spending.refused.clear();
         let spent = self.session.session_cost;
         if let Some(cap) = self.model.settings().max_cost
             && spent > 0.0
             && spent >= cap
-            && !std::mem::replace(&mut self.spending.warned_user, true)
+            && !std::mem::replace(&mut self.conversation.spending.warned_user, true)
         {
             self.warning(format!(
                 "this session has spent ${spent:.4}, past max_cost ${cap}: your messages still go, but tern sends nothing by itself (reflections, summaries, resends, auto-test rounds) until max_cost is raised"

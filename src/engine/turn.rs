@@ -106,7 +106,7 @@ impl Engine {
         };
         let assembled = self.assemble(vec![Message::user(sent_text.clone())], mode);
         // Checked against the window with the server's counts, where it counts.
-        if self.needs_counts(&assembled) && self.history.wait_for_counts() {
+        if self.needs_counts(&assembled) && self.conversation.history.wait_for_counts() {
             self.start_counting();
             return;
         }
@@ -120,7 +120,7 @@ impl Engine {
             self.make_room(text, mode, kind, report);
             return;
         }
-        let retry = self.history.retry_warning(report.total);
+        let retry = self.conversation.history.retry_warning(report.total);
         let retrying = retry.is_some();
         if let Some(text) = retry {
             self.events.send(Event::Warning { text });
@@ -176,7 +176,7 @@ impl Engine {
             request,
             cancel,
             (self.events.clone(), self.model.counter().counting()),
-            self.internal_tx.clone(),
+            self.run_loop.done(),
             Sent {
                 kind,
                 mode,
@@ -266,7 +266,7 @@ impl Engine {
             session_cost: self.session.session_cost,
         });
         if sent.kind == TurnKind::User {
-            self.last_question = Some((sent.user_text.clone(), sent.mode));
+            self.conversation.last_question = Some((sent.user_text.clone(), sent.mode));
         }
         if !reply.text.is_empty() {
             self.report_needed(&reply.text);

@@ -1,4 +1,4 @@
-//! Background jobs of the engine loop (a turn's stream, a summary, a map refresh, a
+//! The engine loop's state, and its background jobs (a turn's stream, a summary, a map refresh, a
 //! git command, a branch review). Each job reports to the loop with an `Internal`
 //! message; a job that panicked would never report, and the loop (and the front end
 //! waiting for `Idle`) would wait forever. So a job's panic is caught and handed to the
@@ -8,8 +8,58 @@
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 
-use super::{Done, Internal};
+use super::{Done, Internal, OpId, Purpose};
 use futures::FutureExt;
+use tokio::sync::mpsc;
+
+/// The engine loop's own state: what the engine is started for, whether the loop ends
+/// (`/quit`), and the channel background jobs report on.
+pub(crate) struct Loop {
+    purpose: Purpose,
+    quit: bool,
+    done: Done,
+    results: mpsc::UnboundedReceiver<(Option<OpId>, Internal)>,
+}
+
+impl Loop {
+    pub(crate) fn new(purpose: Purpose) -> Self {
+        let (tx, results) = mpsc::unbounded_channel();
+        Loop {
+            purpose,
+            quit: false,
+            done: Done { tx, op: None },
+            results,
+        }
+    }
+
+    pub(crate) fn purpose(&self) -> Purpose {
+        self.purpose
+    }
+
+    /// The loop ends after the op it handles now.
+    pub(crate) fn quit(&mut self) {
+        self.quit = true;
+    }
+
+    pub(crate) fn quitting(&self) -> bool {
+        self.quit
+    }
+
+    /// Where a job started now reports (answering the op being handled).
+    pub(crate) fn done(&self) -> Done {
+        self.done.clone()
+    }
+
+    /// The op that jobs started from now on answer.
+    pub(crate) fn answering(&mut self, op: Option<OpId>) {
+        self.done.op = op;
+    }
+
+    /// The next result of a background job, with the op it answers.
+    pub(crate) async fn next(&mut self) -> Option<(Option<OpId>, Internal)> {
+        self.results.recv().await
+    }
+}
 
 /// Runs `job` on the runtime; a panic in it reaches the loop as `Internal::Panicked`.
 pub(crate) fn spawn(done: Done, job: impl Future<Output = ()> + Send + 'static) {

@@ -26,6 +26,12 @@ pub(crate) struct Saved {
     pub(crate) record: Recorder,
     /// A message that waited for the repo map and was never sent (`SessionFile::unsent`).
     pub(crate) unsent: Option<String>,
+    /// Started from a saved session (`--resume`).
+    pub(crate) resumed: bool,
+    /// What to say once the engine is ready (about the sessions of the repository, and
+    /// what a resume could not restore as it was).
+    start_notices: Vec<String>,
+    start_warnings: Vec<String>,
 }
 
 impl Saved {
@@ -38,7 +44,23 @@ impl Saved {
             title: String::new(),
             record: Recorder::default(),
             unsent: None,
+            resumed: false,
+            start_notices: Vec::new(),
+            start_warnings: Vec::new(),
         }
+    }
+
+    /// A warning said once the engine is ready, after the resumed conversation.
+    pub(crate) fn warn_at_start(&mut self, text: String) {
+        self.start_warnings.push(text);
+    }
+
+    /// What to say at start, notices then warnings (taken: said once).
+    pub(crate) fn take_start_notes(&mut self) -> (Vec<String>, Vec<String>) {
+        (
+            std::mem::take(&mut self.start_notices),
+            std::mem::take(&mut self.start_warnings),
+        )
     }
 
     /// Writes what is queued, then stops (the session's lock goes with it).
@@ -56,12 +78,10 @@ pub enum OpenError {
     Persist(#[from] PersistError),
 }
 
-/// The session a conversation saves to, what it restores and what to say at start.
+/// The session a conversation saves to (with what to say at start) and what it restores.
 pub(crate) struct Opened {
     pub(crate) saved: Saved,
     pub(crate) restored: Option<SessionFile>,
-    pub(crate) notices: Vec<String>,
-    pub(crate) warnings: Vec<String>,
 }
 
 /// Opens the session `resume` names, or (None) a new one, for the repository at `root`;
@@ -124,6 +144,8 @@ pub(crate) fn open(
             None => SessionWriter::none(),
         },
         id,
+        start_notices: notices,
+        start_warnings: warnings,
         ..Saved::none()
     };
     if let Some(state) = &restored {
@@ -140,12 +162,7 @@ pub(crate) fn open(
         };
         saved.record = Recorder::resumed(state.record);
     }
-    Ok(Opened {
-        saved,
-        restored,
-        notices,
-        warnings,
-    })
+    Ok(Opened { saved, restored })
 }
 
 /// The notice a new session opens with when another session of the repository has
@@ -203,15 +220,16 @@ impl Engine {
             mode: self.session.mode,
             files,
             history: self.session.history.clone(),
-            summary_at_front: self.history.summary_at_front(),
+            summary_at_front: self.conversation.history.summary_at_front(),
             checkpoint: self
+                .conversation
                 .history
                 .ready_checkpoint()
                 .map(|(anchor, summary)| SavedCheckpoint {
                     anchor,
                     summary: summary.to_string(),
                 }),
-            summaries: self.history.summaries(),
+            summaries: self.conversation.history.summaries(),
             session_cost: self.session.session_cost,
             proposal,
             proposal_turn,
@@ -221,7 +239,7 @@ impl Engine {
             transcript: self.session.transcript.clone(),
             server_window: (self.model.window().source == crate::context::WindowSource::Server)
                 .then_some(self.model.window().window),
-            learned_limit: self.history.learned_limit(),
+            learned_limit: self.conversation.history.learned_limit(),
             turns: self.session.turns.clone(),
             outputs: self.session.outputs.clone(),
             unsent: self.saved.unsent.clone(),
@@ -279,7 +297,7 @@ impl Engine {
         self.session.turns = saved.turns;
         self.session.outputs = saved.outputs;
         if let Some(text) = saved.unsent {
-            self.start_warnings.push(format!(
+            self.saved.warn_at_start(format!(
                 "your message \"{}\" was never sent (it was waiting for the repo map when it was cancelled or tern quit); it is kept with the session until you send a message",
                 super::store::headline(&text, 60)
             ));
@@ -299,7 +317,7 @@ impl Engine {
                 });
             }
         }
-        self.history.restore(
+        self.conversation.history.restore(
             saved.summary_at_front,
             saved.summaries,
             saved.checkpoint.map(|c| (c.anchor, c.summary)),

@@ -163,7 +163,7 @@ fn engine_config(
         read_only: paths(&global.read),
         map_cache: tern::repomap::CacheLocation::UserCacheDir,
         resume: global.resume(),
-        purpose: Default::default(),
+        role: Default::default(),
         model_chosen: global.model.is_some(),
     }
 }

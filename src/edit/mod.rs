@@ -12,6 +12,7 @@
 
 mod apply;
 mod block;
+mod command_lines;
 mod doc;
 mod editblock;
 mod error;
@@ -25,7 +26,6 @@ mod refine;
 mod render;
 mod safety;
 mod scan;
-mod shell;
 mod snapshot;
 mod udiff;
 mod whole;

@@ -83,7 +83,7 @@ impl Engine {
             events: self.events.clone(),
         };
         let done = self.run_loop.done();
-        super::worker::spawn(done.clone(), async move {
+        super::run_loop::spawn(done.clone(), async move {
             let result = job.run(source, options, send, &label, &cancel).await;
             let _ = done.send(Internal::Reviewed(ReviewOutcome { label, result }));
         });

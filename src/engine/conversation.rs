@@ -5,11 +5,11 @@
 
 use std::path::PathBuf;
 
-use super::{history::HistoryState, needed::Question, spending::Spending};
+use super::{history_budget::HistoryBudget, needed::Question, spending::Spending};
 use crate::config::Settings;
 
 pub(super) struct Conversation {
-    pub(super) history: HistoryState,
+    pub(super) history: HistoryBudget,
     /// The message being typed, counted in the budget before it is sent.
     pub(super) draft: String,
     /// Where relative paths typed by the user start from.
@@ -22,7 +22,7 @@ pub(super) struct Conversation {
 impl Conversation {
     pub(super) fn new(settings: &Settings, cwd: PathBuf) -> Self {
         Conversation {
-            history: HistoryState::new(settings),
+            history: HistoryBudget::new(settings),
             draft: String::new(),
             cwd,
             last_question: None,

@@ -86,7 +86,7 @@ impl Engine {
     pub(super) fn start_counting(&mut self) {
         let no_server = self.model.counts().probed && self.model.counts().tokenizer.is_none();
         // Landing a saved reply or reviewing a branch asks the server nothing more.
-        let conversation = self.run_loop.purpose() == super::Purpose::Conversation;
+        let conversation = self.run_loop.role() == super::EngineRole::Conversation;
         if self.model.counts().running
             || self.model.counts().unavailable
             || self.model.info().exact_tokens
@@ -112,7 +112,7 @@ impl Engine {
         let model = self.model.info().name.clone();
         let known = self.model.counts().tokenizer.clone();
         let done = self.run_loop.done();
-        super::worker::spawn(done.clone(), async move {
+        super::run_loop::spawn(done.clone(), async move {
             let tokenizer = match known {
                 Some(tokenizer) => Ok(Some(tokenizer)),
                 None => client.server_tokenizer(&model).await,
@@ -198,7 +198,7 @@ impl Engine {
     /// True while the server has yet to answer the probe or count texts it was given.
     pub(super) fn counts_pending(&self) -> bool {
         !self.model.info().exact_tokens
-            && self.run_loop.purpose() == super::Purpose::Conversation
+            && self.run_loop.role() == super::EngineRole::Conversation
             && !self.model.counts().unavailable
             && (!self.model.counts().probed
                 || self.model.counts().running
@@ -246,7 +246,7 @@ impl Engine {
         if let Some(learned) = self.model.counter().calibration() {
             let model = self.model.info().name.clone();
             let done = self.run_loop.done();
-            super::worker::spawn_blocking(done, move || {
+            super::run_loop::spawn_blocking(done, move || {
                 if let Err(e) = calibration::save(&calibration_file(), &model, &learned) {
                     tracing::warn!("cannot save the token calibration: {e}");
                 }

@@ -6,27 +6,27 @@
 mod accept;
 mod activity;
 mod branch_review;
+mod command_runner;
 pub mod commands;
 mod conversation;
 mod counts;
-mod history;
+mod history_budget;
 pub mod input;
-mod map;
+mod map_slot;
 mod model;
 pub mod needed;
 pub mod persist;
 mod proposal_review;
 pub mod protocol;
 mod request;
+mod run_loop;
 pub mod session;
-mod shell;
 mod slash;
 pub mod spending;
 mod turn;
 pub mod turn_commits;
-pub mod undo;
+pub mod undo_command;
 pub mod visible;
-mod worker;
 
 use std::path::PathBuf;
 
@@ -60,14 +60,14 @@ pub struct EngineConfig {
     /// The model was chosen for this start (`--model`): a resumed session keeps it
     /// instead of the one it was saved with.
     pub model_chosen: bool,
-    pub purpose: Purpose,
+    pub role: EngineRole,
 }
 
 /// What an engine is started for. Only a conversation builds a repo map and reads and
 /// writes the session saved for the repository; the one-job engines of the headless
 /// commands leave the user's session alone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Purpose {
+pub enum EngineRole {
     /// A conversation with the model: the workspace, `tern -m`, `tern tokens`.
     #[default]
     Conversation,
@@ -236,16 +236,16 @@ impl Done {
 pub(crate) enum Internal {
     Turn(turn::TurnOutcome),
     Landed(Box<proposal_review::LandResult>),
-    MapRefreshed(map::Refreshed),
+    MapRefreshed(map_slot::Refreshed),
     Reviewed(branch_review::ReviewOutcome),
     /// A git command (undo, commit) finished.
     Git(Result<slash::GitDone, String>),
     /// A history summary finished.
-    Summary(history::JobDone),
+    Summary(history_budget::JobDone),
     /// The server counted texts (or said whether it can).
     Counted(counts::Counted),
     /// A command (`/run`, `/test`, `/lint`, the auto-test loop) ended.
-    Ran(Box<shell::Ran>),
+    Ran(Box<command_runner::Ran>),
     /// A background job panicked (a bug): the engine stops as if it had panicked itself.
     Panicked(Box<dyn std::any::Any + Send>),
 }
@@ -271,7 +271,7 @@ pub fn spawn(config: EngineConfig) -> anyhow::Result<EngineHandle> {
             events.send(Event::Crashed {
                 text: format!(
                     "tern stopped on an internal error ({}); edits land whole or not at all, so nothing is half-written, and {saved}. Please report this bug.",
-                    worker::panic_text(&*panic)
+                    run_loop::panic_text(&*panic)
                 ),
             });
             events.send(Event::Exited);
@@ -296,12 +296,12 @@ pub(crate) struct Engine {
     activity: activity::Activity,
     /// The edits of the last code-mode reply, while they are reviewed.
     pending: Option<proposal_review::Pending>,
-    map: map::MapSlot,
+    map: map_slot::MapSlot,
     /// What the engine is for, whether it ends, where background jobs report.
-    run_loop: worker::Loop,
+    run_loop: run_loop::Loop,
     /// The session this engine saves to, and its turn record.
     saved: persist::Saved,
-    shell: shell::Shell,
+    runner: command_runner::CommandRunner,
     /// The history's budget, the draft, the last question, the spending limits.
     conversation: conversation::Conversation,
 }
@@ -313,13 +313,13 @@ impl Engine {
             config.record.as_deref(),
             config.replay.as_deref(),
         )?;
-        let opened = match config.purpose {
-            Purpose::Conversation => Some(persist::open(
+        let opened = match config.role {
+            EngineRole::Conversation => Some(persist::open(
                 &config.root,
                 config.resume.as_ref(),
                 &events,
             )?),
-            Purpose::LandReply { .. } | Purpose::ReviewBranch => None,
+            EngineRole::LandReply { .. } | EngineRole::ReviewBranch => None,
         };
         let mut engine = Engine {
             conversation: conversation::Conversation::new(&config.settings, config.cwd),
@@ -328,10 +328,10 @@ impl Engine {
             events,
             activity: activity::Activity::Idle,
             pending: None,
-            map: map::MapSlot::new(config.map_cache),
-            run_loop: worker::Loop::new(config.purpose),
+            map: map_slot::MapSlot::new(config.map_cache),
+            run_loop: run_loop::Loop::new(config.role),
             saved: persist::Saved::none(),
-            shell: shell::Shell::default(),
+            runner: command_runner::CommandRunner::default(),
         };
         if let Some(opened) = opened {
             engine.saved = opened.saved;
@@ -366,7 +366,7 @@ impl Engine {
         for text in warnings {
             self.warning(text);
         }
-        if !matches!(self.run_loop.purpose(), Purpose::LandReply { .. }) {
+        if !matches!(self.run_loop.role(), EngineRole::LandReply { .. }) {
             if !self.model.info().known {
                 self.warn_unknown_model();
             }
@@ -374,7 +374,7 @@ impl Engine {
                 self.warning(e.to_string());
             }
         }
-        if self.run_loop.purpose() == Purpose::Conversation
+        if self.run_loop.role() == EngineRole::Conversation
             && git2::Repository::discover(self.session.root()).is_err()
         {
             self.warning(format!(
@@ -382,7 +382,7 @@ impl Engine {
                 self.session.root().display()
             ));
         }
-        if self.run_loop.purpose() == Purpose::Conversation {
+        if self.run_loop.role() == EngineRole::Conversation {
             self.start_counts();
             self.start_map();
             // A history saved over its marks (a one-shot run leaves its summary to
@@ -391,7 +391,7 @@ impl Engine {
                 self.resumed_history();
             }
         } else {
-            self.map.state = map::MapState::Unavailable;
+            self.map.state = map_slot::MapState::Unavailable;
         }
         self.publish_files();
         self.publish_budget();
@@ -570,7 +570,7 @@ impl Engine {
     fn submit(&mut self, text: String) {
         let refused = if text.trim().is_empty() {
             Some("an empty message is not sent")
-        } else if self.run_loop.purpose() != Purpose::Conversation {
+        } else if self.run_loop.role() != EngineRole::Conversation {
             Some("this tern runs one command; it takes no chat messages")
         } else {
             None

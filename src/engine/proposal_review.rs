@@ -10,11 +10,11 @@ use tokio_util::sync::CancellationToken;
 use super::activity::Activity;
 use super::protocol::{
     ChatMode, Decision, DiffLine, EditFailureView, Event, FileMode, FileProposalView, FileStatus,
-    HunkView, Ignored, NearLines, NotApplied, ProposalView, ReviewOp,
+    HunkView, Ignored, NearLines, NotAppliedReason, ProposalView, ReviewOp,
 };
 use super::spending::Unattended;
 use super::turn::{ReplyOrigin, TurnKind};
-use super::{Engine, Internal, Purpose};
+use super::{Engine, EngineRole, Internal};
 use crate::config::Settings;
 use crate::edit::{self, ApplyOutcome, EditError, FileSet, HunkId, Proposal, Select, Workspace};
 use crate::git::{self, CommitOptions, LandOptions, Landed};
@@ -438,8 +438,8 @@ impl Engine {
     /// The files the model may edit: the editable chat files, or every file of the
     /// repository for an engine that lands a reply for any file.
     fn editable_paths(&self, ws: &Workspace) -> Vec<PathBuf> {
-        match self.run_loop.purpose() {
-            Purpose::LandReply { any_file: true } => ws.files(),
+        match self.run_loop.role() {
+            EngineRole::LandReply { any_file: true } => ws.files(),
             _ => self.chat_paths(FileMode::Editable),
         }
     }
@@ -635,7 +635,7 @@ impl Engine {
         let root = self.session.root().to_path_buf();
         let settings = self.model.settings().clone();
         let client =
-            (self.run_loop.purpose() == Purpose::Conversation).then(|| self.model.client().clone());
+            (self.run_loop.role() == EngineRole::Conversation).then(|| self.model.client().clone());
         let done = self.run_loop.done();
         let runtime = tokio::runtime::Handle::current();
         let cancel = self.activity.git();
@@ -672,7 +672,7 @@ impl Engine {
             .unwrap_or_else(|panic| {
                 Landed::Refused(git::GitError::Io(std::io::Error::other(format!(
                     "applying the edits failed unexpectedly ({}); check the files with git status",
-                    super::worker::panic_text(&*panic)
+                    super::run_loop::panic_text(&*panic)
                 ))))
             });
             let _ = done.send(Internal::Landed(Box::new(LandResult {
@@ -697,17 +697,17 @@ impl Engine {
         let not_applied = match landed {
             Landed::Refused(e @ git::GitError::Interrupted) => {
                 self.warning(e.to_string());
-                Some(NotApplied::Cancelled)
+                Some(NotAppliedReason::Cancelled)
             }
             Landed::Refused(e) => {
                 self.error(format!("nothing was written: {e}"));
-                Some(NotApplied::Refused)
+                Some(NotAppliedReason::Refused)
             }
             Landed::DirtyCommitFailed(e) => {
                 self.error(format!(
                     "nothing was written: your own uncommitted changes to these files could not be committed first: {e}"
                 ));
-                Some(NotApplied::DirtyCommitFailed)
+                Some(NotAppliedReason::DirtyCommitFailed)
             }
             Landed::RolledBack {
                 error,
@@ -724,13 +724,13 @@ impl Engine {
                     ));
                 }
                 self.publish_proposal();
-                Some(NotApplied::CommitFailed)
+                Some(NotAppliedReason::CommitFailed)
             }
             Landed::NotWritten(ApplyOutcome::Stale(stale)) => {
                 let said = self.restaled(&stale);
                 self.warning(format!("nothing was written: {said}"));
                 self.publish_proposal();
-                Some(NotApplied::Stale)
+                Some(NotAppliedReason::Stale)
             }
             Landed::NotWritten(ApplyOutcome::NeedsConfirmation(paths)) => {
                 let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
@@ -741,7 +741,7 @@ impl Engine {
                 if let Some(pending) = self.pending.as_mut() {
                     pending.confirm_ignored = paths;
                 }
-                Some(NotApplied::NeedsConfirmation)
+                Some(NotAppliedReason::NeedsConfirmation)
             }
             Landed::NotWritten(ApplyOutcome::Applied(_)) => None,
             // Nothing written, nothing committed (not the user's changes either): no
@@ -751,12 +751,12 @@ impl Engine {
                     self.error(format!("could not write {}: {}", f.path.display(), f.error));
                 }
                 if applied.stale.is_empty() {
-                    Some(NotApplied::WriteFailed)
+                    Some(NotAppliedReason::WriteFailed)
                 } else {
                     let said = self.restaled(&applied.stale);
                     self.warning(format!("nothing was written: {said}"));
                     self.publish_proposal();
-                    Some(NotApplied::Stale)
+                    Some(NotAppliedReason::Stale)
                 }
             }
             Landed::Written {

@@ -405,7 +405,7 @@ impl Event {
 
 /// Why a landing wrote nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NotApplied {
+pub enum NotAppliedReason {
     /// Nothing could be written: not a repository, a merge in progress, a file tern will
     /// not write, another tern holding the lock.
     Refused,
@@ -424,18 +424,18 @@ pub enum NotApplied {
     NeedsConfirmation,
 }
 
-impl std::fmt::Display for NotApplied {
+impl std::fmt::Display for NotAppliedReason {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
-            NotApplied::Refused => "the landing was refused",
-            NotApplied::Cancelled => "the landing was cancelled",
-            NotApplied::DirtyCommitFailed => {
+            NotAppliedReason::Refused => "the landing was refused",
+            NotAppliedReason::Cancelled => "the landing was cancelled",
+            NotAppliedReason::DirtyCommitFailed => {
                 "the user's own changes to those files could not be committed first"
             }
-            NotApplied::CommitFailed => "the commit failed and the files were put back",
-            NotApplied::Stale => "a file changed on disk since the edits were proposed",
-            NotApplied::NeedsConfirmation => "a file git ignores waits for confirmation",
-            NotApplied::WriteFailed => "no file could be written",
+            NotAppliedReason::CommitFailed => "the commit failed and the files were put back",
+            NotAppliedReason::Stale => "a file changed on disk since the edits were proposed",
+            NotAppliedReason::NeedsConfirmation => "a file git ignores waits for confirmation",
+            NotAppliedReason::WriteFailed => "no file could be written",
         })
     }
 }
@@ -624,7 +624,7 @@ pub enum Event {
     },
     /// `ReviewOp::Apply` wrote nothing; the errors or warnings before it say why.
     NotApplied {
-        reason: NotApplied,
+        reason: NotAppliedReason,
     },
     /// A review's plan: what is compared, and which files were included, compressed or
     /// left out (sent before the review streams).

@@ -172,7 +172,7 @@ impl Engine {
         let root = self.session.root().to_path_buf();
         let done = self.run_loop.done();
         self.activity.git();
-        super::worker::spawn_blocking(done.clone(), move || {
+        super::run_loop::spawn_blocking(done.clone(), move || {
             let result = git2::Repository::open(&root)
                 .map_err(|e| format!("/{what}: not a git repository: {e}"))
                 .and_then(|repo| job(&repo));

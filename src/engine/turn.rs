@@ -298,8 +298,8 @@ fn spawn(
     done: super::Done,
     sent: Sent,
 ) {
-    super::worker::spawn(done.clone(), async move {
-        super::worker::test_panic("turn");
+    super::run_loop::spawn(done.clone(), async move {
+        super::run_loop::test_panic("turn");
         let mut stream = events.reply_stream();
         let mut forward = |event: StreamEvent| stream.send(stream_event(event, counting));
         let result = client.chat(&request, &cancel, &mut forward).await;
@@ -373,7 +373,7 @@ mod tests {
             read_only: vec![],
             map_cache: crate::repomap::CacheLocation::Disabled,
             resume: None,
-            purpose: Default::default(),
+            role: Default::default(),
             model_chosen: false,
         };
         let (tx, mut events) = tokio::sync::mpsc::unbounded_channel();

@@ -14,8 +14,10 @@ use crate::cli::{ApplyArgs, GlobalArgs};
 use crate::config::Settings;
 use crate::edit::{self, Workspace};
 use crate::egress::errln;
-use crate::engine::protocol::{Decision, FileStatus, Ignored, NotApplied, ProposalView, ReviewOp};
-use crate::engine::{EngineConfig, EngineHandle, Event, Op, Purpose};
+use crate::engine::protocol::{
+    Decision, FileStatus, Ignored, NotAppliedReason, ProposalView, ReviewOp,
+};
+use crate::engine::{EngineConfig, EngineHandle, EngineRole, Event, Op};
 
 /// Every block applied and every accepted hunk was written (and committed).
 pub const EXIT_OK: u8 = 0;
@@ -84,7 +86,7 @@ async fn apply(
         map_cache: crate::repomap::CacheLocation::Disabled,
         resume: None,
         model_chosen: false,
-        purpose: Purpose::LandReply {
+        role: EngineRole::LandReply {
             any_file: files.is_empty() && args.files.is_empty(),
         },
     })
@@ -275,12 +277,14 @@ impl Run<'_> {
                 }
                 Some(Event::NotApplied { reason }) => {
                     self.code = match reason {
-                        NotApplied::Refused => EXIT_USAGE,
-                        NotApplied::DirtyCommitFailed | NotApplied::CommitFailed => EXIT_COMMIT,
-                        NotApplied::Cancelled => EXIT_INTERRUPTED,
-                        NotApplied::Stale
-                        | NotApplied::NeedsConfirmation
-                        | NotApplied::WriteFailed => EXIT_PARTIAL,
+                        NotAppliedReason::Refused => EXIT_USAGE,
+                        NotAppliedReason::DirtyCommitFailed | NotAppliedReason::CommitFailed => {
+                            EXIT_COMMIT
+                        }
+                        NotAppliedReason::Cancelled => EXIT_INTERRUPTED,
+                        NotAppliedReason::Stale
+                        | NotAppliedReason::NeedsConfirmation
+                        | NotAppliedReason::WriteFailed => EXIT_PARTIAL,
                     };
                 }
                 Some(other) => self.print(&other),

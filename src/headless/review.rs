@@ -16,7 +16,7 @@ use crate::cli::{GlobalArgs, ReviewArgs};
 use crate::config::Settings;
 use crate::egress::{err, errln};
 use crate::engine::protocol::{CallReply, DiffSource, ReviewOptions, ReviewPlan, Usage};
-use crate::engine::{EngineConfig, Event, Op, Purpose};
+use crate::engine::{EngineConfig, EngineRole, Event, Op};
 
 pub async fn run(
     args: &ReviewArgs,
@@ -38,7 +38,7 @@ pub async fn run(
         map_cache: crate::repomap::CacheLocation::Disabled,
         resume: None,
         model_chosen: false,
-        purpose: Purpose::ReviewBranch,
+        role: EngineRole::ReviewBranch,
     })?;
     let source = if args.worktree {
         DiffSource::Worktree

@@ -26,7 +26,7 @@ use super::panes::{Cx, Effect, Pane, PaneId, help};
 use super::theme::Theme;
 use crate::engine::input;
 use crate::engine::protocol::{
-    ChatMode, Command, CommandPurpose, NotApplied, ReviewOp, ShownKind, thousands,
+    ChatMode, Command, CommandPurpose, NotAppliedReason, ReviewOp, ShownKind, thousands,
 };
 use crate::engine::{Event, Op};
 use crate::plural::count;
@@ -146,7 +146,7 @@ pub struct App {
 enum QuitLanding {
     /// The account the review gives of it (commit and all).
     Applied(String),
-    NotApplied(NotApplied),
+    NotApplied(NotAppliedReason),
 }
 
 /// How every question of the status line is answered (see [`App::question`]).
@@ -723,7 +723,7 @@ impl App {
     pub fn last_words(&self) -> Option<String> {
         let outcome = match self.landed_after_quit.as_ref()? {
             QuitLanding::Applied(summary) => summary.clone(),
-            QuitLanding::NotApplied(NotApplied::Cancelled) => {
+            QuitLanding::NotApplied(NotAppliedReason::Cancelled) => {
                 "the landing was cancelled before anything was written".to_string()
             }
             // (A failed commit wrote files and put them back: "applied", not "written".)

@@ -92,7 +92,7 @@ pub async fn run(mut settings: Settings) -> anyhow::Result<ExitCode> {
         read_only: strings(READ_ONLY),
         map_cache: crate::engine::CacheLocation::UserCacheDir,
         resume: None,
-        purpose: Default::default(),
+        role: Default::default(),
         model_chosen: false,
     };
     let options = Options {

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::support::{MockServer, Reply, TempRepo, spawn_engine, until};
 use tern::config::{ApiKey, Settings};
-use tern::engine::protocol::{Caution, Decision, NotApplied, ProposalView, ReviewOp};
+use tern::engine::protocol::{Caution, Decision, NotAppliedReason, ProposalView, ReviewOp};
 use tern::engine::{EngineConfig, EngineHandle, Envelope, Event, FileMode, Op, OpId};
 
 pub(crate) const GREET: &str = "\
@@ -1084,7 +1084,7 @@ async fn resume_restores_mode_files_model_and_conversation() {
         read_only: vec![],
         map_cache: tern::repomap::CacheLocation::Disabled,
         resume: Some(tern::engine::persist::Resume::Newest),
-        purpose: Default::default(),
+        role: Default::default(),
         model_chosen: true,
     })
     .unwrap();
@@ -1523,7 +1523,7 @@ async fn a_save_while_the_commit_message_is_written_sends_the_hunks_back_to_revi
         events.iter().any(|e| matches!(
             e,
             Event::NotApplied {
-                reason: NotApplied::Stale
+                reason: NotAppliedReason::Stale
             }
         )),
         "{events:?}"

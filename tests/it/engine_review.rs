@@ -38,7 +38,7 @@ async fn review_reports_its_plan_and_budget_then_streams() {
         read_only: vec![],
         map_cache: tern::repomap::CacheLocation::Disabled,
         resume: None,
-        purpose: Default::default(),
+        role: Default::default(),
         model_chosen: false,
     })
     .unwrap();

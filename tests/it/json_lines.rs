@@ -335,7 +335,7 @@ fn events() -> Vec<(&'static str, Event)> {
         (
             "not_applied",
             Event::NotApplied {
-                reason: NotApplied::NeedsConfirmation,
+                reason: NotAppliedReason::NeedsConfirmation,
             },
         ),
         ("review_plan", Event::ReviewPlan(Box::new(plan()))),

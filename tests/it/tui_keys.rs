@@ -1371,25 +1371,25 @@ fn the_demos_quit_question_says_nothing_is_kept() {
 /// restored) say how it ended and where the hunks left are: the demo's are not kept.
 #[test]
 fn quitting_while_a_landing_runs_ends_with_what_it_did() {
-    use tern::engine::protocol::NotApplied;
+    use tern::engine::protocol::NotAppliedReason;
     for (throwaway, session, reason, says) in [
         (
             true,
             None,
-            NotApplied::Cancelled,
+            NotAppliedReason::Cancelled,
             "the landing was cancelled before anything was written; 4 hunks not kept: the demo keeps nothing",
         ),
         (
             false,
             Some("abcd1234"),
-            NotApplied::Cancelled,
+            NotAppliedReason::Cancelled,
             "the landing was cancelled before anything was written; 4 hunks kept for `tern --resume=abcd1234`",
         ),
         // Its files were written and put back: nothing applied, not "nothing written".
         (
             false,
             Some("abcd1234"),
-            NotApplied::CommitFailed,
+            NotAppliedReason::CommitFailed,
             "nothing was applied: the commit failed and the files were put back; 4 hunks kept for `tern --resume=abcd1234`",
         ),
     ] {

@@ -263,7 +263,7 @@ impl SessionWriter {
                         Err(format!(
                             "saving session {} failed unexpectedly ({}){}",
                             disk.id(),
-                            super::worker::panic_text(&*panic),
+                            super::run_loop::panic_text(&*panic),
                             recovered.err().unwrap_or_default()
                         ))
                     }

@@ -53,7 +53,7 @@ impl Chat {
             read_only: vec![],
             map_cache: tern::repomap::CacheLocation::Disabled,
             resume: resume.then_some(tern::engine::persist::Resume::Newest),
-            purpose: Default::default(),
+            role: Default::default(),
             model_chosen: false,
         })
         .unwrap();

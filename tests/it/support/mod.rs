@@ -111,7 +111,7 @@ pub fn spawn_engine(
         read_only: vec![],
         map_cache: tern::repomap::CacheLocation::Disabled,
         resume: resume.then_some(tern::engine::persist::Resume::Newest),
-        purpose: Default::default(),
+        role: Default::default(),
         model_chosen: false,
     })
     .unwrap()

@@ -8,32 +8,32 @@
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 
-use super::{Done, Internal, OpId, Purpose};
+use super::{Done, EngineRole, Internal, OpId};
 use futures::FutureExt;
 use tokio::sync::mpsc;
 
-/// The engine loop's own state: what the engine is started for, whether the loop ends
+/// The engine loop's own state: what the engine is started for (its role), whether the loop ends
 /// (`/quit`), and the channel background jobs report on.
 pub(crate) struct Loop {
-    purpose: Purpose,
+    role: EngineRole,
     quit: bool,
     done: Done,
     results: mpsc::UnboundedReceiver<(Option<OpId>, Internal)>,
 }
 
 impl Loop {
-    pub(crate) fn new(purpose: Purpose) -> Self {
+    pub(crate) fn new(role: EngineRole) -> Self {
         let (tx, results) = mpsc::unbounded_channel();
         Loop {
-            purpose,
+            role,
             quit: false,
             done: Done { tx, op: None },
             results,
         }
     }
 
-    pub(crate) fn purpose(&self) -> Purpose {
-        self.purpose
+    pub(crate) fn role(&self) -> EngineRole {
+        self.role
     }
 
     /// The loop ends after the op it handles now.

@@ -33,7 +33,7 @@ const OVERFLOW_SHRINK: (usize, usize) = (3, 4);
 const MIN_SUMMARY_ROOM: usize = 64;
 
 /// The history's share of the engine state.
-pub(crate) struct HistoryState {
+pub(crate) struct HistoryBudget {
     buffer: DoubleBuffer,
     /// True when `history[..2]` is a summary and its acknowledgement.
     summary_at_front: bool,
@@ -134,9 +134,9 @@ impl TurnPlan {
     }
 }
 
-impl HistoryState {
+impl HistoryBudget {
     pub(crate) fn new(settings: &crate::config::Settings) -> Self {
-        HistoryState {
+        HistoryBudget {
             buffer: DoubleBuffer::new(
                 settings.double_buffer,
                 settings.checkpoint_threshold,
@@ -370,7 +370,7 @@ impl Engine {
         let messages = self.session.history.clone();
         let done = self.run_loop.done();
         let token = cancel.clone();
-        super::worker::spawn(done.clone(), async move {
+        super::run_loop::spawn(done.clone(), async move {
             let result = match kind {
                 JobKind::Checkpoint | JobKind::Compact => summarizer
                     .summarize(&messages, budget, &token)

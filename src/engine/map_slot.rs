@@ -133,8 +133,8 @@ impl Engine {
         }
         let events = self.events.clone();
         let done = self.run_loop.done();
-        super::worker::spawn_blocking(done.clone(), move || {
-            super::worker::test_panic("map");
+        super::run_loop::spawn_blocking(done.clone(), move || {
+            super::run_loop::test_panic("map");
             let start = Instant::now();
             let stats = {
                 let mut guard = map.write().unwrap_or_else(|e| e.into_inner());

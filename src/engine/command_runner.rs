@@ -9,13 +9,13 @@ use std::time::Duration;
 
 use super::protocol::{ChatMode, CommandPurpose, Event};
 use super::turn::TurnKind;
-use super::{Engine, Internal, Purpose};
+use super::{Engine, EngineRole, Internal};
 use crate::context::CommandText;
 use crate::run::{self, CommandKind, Outcome, Output, RunOptions};
 
 /// The commands' state beside the activity: the output on offer, and the loop.
 #[derive(Debug, Default)]
-pub(crate) struct Shell {
+pub(crate) struct CommandRunner {
     /// The last finished `/run`'s output, until it is added or another command runs.
     offered: Option<CommandText>,
     /// The auto-test loop under way: the fix rounds made so far.
@@ -82,7 +82,7 @@ impl Engine {
             self.error(why);
             return;
         }
-        if self.run_loop.purpose() != Purpose::Conversation {
+        if self.run_loop.role() != EngineRole::Conversation {
             self.error("this tern runs one command; it runs no shell commands".into());
             return;
         }
@@ -134,7 +134,7 @@ impl Engine {
             purpose,
             auto_round: auto.then(|| {
                 (
-                    self.shell.auto_rounds.unwrap_or(0),
+                    self.runner.auto_rounds.unwrap_or(0),
                     self.model.settings().auto_test_rounds,
                 )
             }),
@@ -146,7 +146,7 @@ impl Engine {
         let root = self.session.root().to_path_buf();
         let events = self.events.clone();
         let done = self.run_loop.done();
-        super::worker::spawn(done.clone(), async move {
+        super::run_loop::spawn(done.clone(), async move {
             let mut report = |p: run::Progress| {
                 events.send(Event::CommandProgress {
                     text: p.new_text,
@@ -196,9 +196,9 @@ impl Engine {
         let in_context = check && !passed && !cancelled && !could_not_run(&output);
         if in_context {
             self.session.outputs.push(text);
-            self.shell.offered = None;
+            self.runner.offered = None;
         } else {
-            self.shell.offered = (purpose == CommandPurpose::Run).then_some(text);
+            self.runner.offered = (purpose == CommandPurpose::Run).then_some(text);
         }
         self.events.send(Event::CommandFinished {
             command: command.clone(),
@@ -233,7 +233,7 @@ impl Engine {
         auto: bool,
         output: &Output,
     ) {
-        let rounds = self.shell.auto_rounds.take().unwrap_or(0);
+        let rounds = self.runner.auto_rounds.take().unwrap_or(0);
         if cancelled {
             if auto {
                 self.notice("the auto-test loop was stopped".into());
@@ -277,7 +277,7 @@ impl Engine {
             if !self.may_spend(super::spending::Unattended::AutoTest) {
                 return;
             }
-            self.shell.auto_rounds = Some(rounds + 1);
+            self.runner.auto_rounds = Some(rounds + 1);
         }
         let message = crate::prompts::command_failed(command, &output.describe());
         self.end_proposal();
@@ -286,7 +286,7 @@ impl Engine {
 
     /// After accepted edits were committed: the auto-test loop's next run, when it is on.
     pub(super) fn auto_test_after_landing(&mut self) {
-        if !self.model.settings().auto_test || self.run_loop.purpose() != Purpose::Conversation {
+        if !self.model.settings().auto_test || self.run_loop.role() != EngineRole::Conversation {
             return;
         }
         let Some(command) = self.model.settings().test_cmd.clone() else {
@@ -302,7 +302,7 @@ impl Engine {
             self.error(format!("test_cmd: {why}"));
             return;
         }
-        self.shell.auto_rounds.get_or_insert(0);
+        self.runner.auto_rounds.get_or_insert(0);
         self.start_command(command, CommandPurpose::Test, true);
     }
 
@@ -310,14 +310,14 @@ impl Engine {
     pub(super) fn end_auto_test(&mut self) {
         // A test run that is stopped says so itself when it ends.
         let running = matches!(self.activity, super::activity::Activity::Running { .. });
-        if self.shell.auto_rounds.take().is_some() && !self.activity.is_idle() && !running {
+        if self.runner.auto_rounds.take().is_some() && !self.activity.is_idle() && !running {
             self.notice("the auto-test loop was stopped".into());
         }
     }
 
     /// `/add-output` and `Op::AddOutput`.
     pub(super) fn add_output(&mut self) {
-        let Some(text) = self.shell.offered.take() else {
+        let Some(text) = self.runner.offered.take() else {
             let kept = self.outputs_named();
             match kept.is_empty() {
                 true => self.error("no command output to add: /run a command first".into()),

@@ -25,7 +25,7 @@ mod slash;
 pub mod spending;
 mod turn;
 pub mod turn_commits;
-pub mod undo_command;
+pub mod undo_commits;
 pub mod visible;
 
 use std::path::PathBuf;
@@ -667,6 +667,25 @@ impl Engine {
     fn publish_files(&mut self) {
         let files = self.session.entries(self.model.counter());
         self.events.send(Event::Files { files });
+    }
+
+    /// Whether unattended work may send a request now (`Spending::may_spend`); a cap
+    /// reached is said once per kind and user message.
+    fn may_spend(&mut self, what: spending::Unattended) -> bool {
+        let spent = self.session.session_cost;
+        match self
+            .conversation
+            .spending
+            .may_spend(what, spent, self.model.settings())
+        {
+            Ok(()) => true,
+            Err(warning) => {
+                if let Some(text) = warning {
+                    self.warning(text);
+                }
+                false
+            }
+        }
     }
 
     fn notice(&self, text: String) {

@@ -3,8 +3,9 @@
 //! to it, and what the server said about counting. Switching the model changes all of
 //! them together.
 
-use crate::config::Settings;
+use crate::config::{CachePrompts, Settings};
 use crate::context::Window;
+use crate::edit::EditFormat;
 use crate::llm::{LlmClient, ModelInfo};
 use crate::tokens::TokenCounter;
 
@@ -47,6 +48,23 @@ impl Model {
     /// The server's context (`n_ctx`) is the window from now on.
     pub(super) fn adopt_server_window(&mut self, n_ctx: usize) {
         self.window = Window::from_server(&self.info, n_ctx, self.settings.reserve_output);
+    }
+
+    /// The edit format: the settings' choice, or the model's own.
+    pub(super) fn edit_format(&self) -> EditFormat {
+        self.settings.edit_format.unwrap_or(self.info.edit_format)
+    }
+
+    /// Whether requests mark their stable head for the server's prompt cache.
+    pub(super) fn cache_control(&self) -> bool {
+        match self.settings.cache_prompts {
+            CachePrompts::On => true,
+            CachePrompts::Off => false,
+            CachePrompts::Auto => {
+                self.settings.api_base.contains("openrouter.ai")
+                    || self.info.name.starts_with("anthropic/")
+            }
+        }
     }
 
     pub(super) fn settings(&self) -> &Settings {

@@ -77,7 +77,7 @@ impl Engine {
         let Named {
             files: paths,
             mut commands,
-        } = named(reply, self.edit_format(), &tracked, &chat);
+        } = named(reply, self.model.edit_format(), &tracked, &chat);
         let mut files = Vec::new();
         let mut more_files = 0;
         for path in paths {

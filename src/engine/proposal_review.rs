@@ -124,7 +124,7 @@ impl Engine {
                 return None;
             }
         };
-        let format = self.edit_format();
+        let format = self.model.edit_format();
         let files = FileSet::new(self.editable_paths(&ws), ws.files())
             .with_read_only(self.chat_paths(FileMode::ReadOnly));
         let turn = self.saved.record.turn();
@@ -222,7 +222,7 @@ impl Engine {
             match self.propose_edits(reply, TurnKind::User, ReplyOrigin::Given) {
                 Some(Blocks { blocks: 0, .. }) => self.error(format!(
                     "no {} edit blocks found in the reply",
-                    self.edit_format()
+                    self.model.edit_format()
                 )),
                 // Every block failed: the failures say so, not "nothing to change".
                 Some(Blocks { blocks, failed }) if failed == blocks => {}

@@ -3,9 +3,8 @@
 
 use super::Engine;
 use super::protocol::{ChatMode, FileMode};
-use crate::config::CachePrompts;
 use crate::context::{self, Assembled, BudgetReport, ChunkInputs};
-use crate::edit::{EditFormat, prompts};
+use crate::edit::prompts;
 use crate::llm::Message;
 
 /// Below this window the few-shot examples (300 tokens or so) are not sent: they would
@@ -13,27 +12,9 @@ use crate::llm::Message;
 pub const EXAMPLES_MIN_WINDOW: usize = 8192;
 
 impl Engine {
-    pub(super) fn edit_format(&self) -> EditFormat {
-        self.model
-            .settings()
-            .edit_format
-            .unwrap_or(self.model.info().edit_format)
-    }
-
-    pub(super) fn cache_control(&self) -> bool {
-        match self.model.settings().cache_prompts {
-            CachePrompts::On => true,
-            CachePrompts::Off => false,
-            CachePrompts::Auto => {
-                self.model.settings().api_base.contains("openrouter.ai")
-                    || self.model.info().name.starts_with("anthropic/")
-            }
-        }
-    }
-
     /// Builds the request for a turn whose current messages are `cur`.
     pub(super) fn assemble(&mut self, cur: Vec<Message>, mode: ChatMode) -> Assembled {
-        let prompts = prompts::prompts(self.edit_format(), mode);
+        let prompts = prompts::prompts(self.model.edit_format(), mode);
         let (readonly_files, mut errors) = self.session.texts(FileMode::ReadOnly);
         let (chat_files, more) = self.session.texts(FileMode::Editable);
         errors.extend(more);
@@ -75,7 +56,7 @@ impl Engine {
         let cur = if message.trim().is_empty() && self.session.notes_for_next_turn.is_empty() {
             vec![]
         } else {
-            vec![Message::user(self.user_message_text(message))]
+            vec![Message::user(self.session.user_message_text(message))]
         };
         let mode = self.session.mode;
         let assembled = self.assemble(cur, mode);
@@ -98,17 +79,5 @@ impl Engine {
         report.history = self.history_status();
         self.limit_report(&mut report);
         report
-    }
-
-    /// The user's message as sent: any notes the engine owes the model (rejected
-    /// hunks, say), then their text.
-    pub(super) fn user_message_text(&self, text: &str) -> String {
-        if self.session.notes_for_next_turn.is_empty() {
-            return text.to_string();
-        }
-        format!(
-            "{}\n\n{text}",
-            self.session.notes_for_next_turn.join("\n\n")
-        )
     }
 }

@@ -73,6 +73,15 @@ pub const TRANSCRIPT_MESSAGE_BYTES: usize = 64 * 1024;
 pub const TRANSCRIPT_BYTES: usize = 2 * 1024 * 1024;
 
 impl Session {
+    /// The user's message as sent: any notes the engine owes the model (rejected
+    /// hunks, say), then their text.
+    pub(crate) fn user_message_text(&self, text: &str) -> String {
+        if self.notes_for_next_turn.is_empty() {
+            return text.to_string();
+        }
+        format!("{}\n\n{text}", self.notes_for_next_turn.join("\n\n"))
+    }
+
     pub fn new(root: PathBuf) -> Self {
         Session {
             root,

@@ -179,47 +179,22 @@ impl Engine {
             let _ = done.send(Internal::Git(result));
         });
     }
-}
 
-/// A git command's result: what to tell the user, and what to tell the model with the
-/// next message.
-pub(crate) struct GitDone {
-    pub message: String,
-    pub note: Option<String>,
-    /// Commits undone: no turn holds them any more.
-    pub undone: Vec<git2::Oid>,
-    /// Part of the job could not be done (an undo that stopped midway).
-    pub warning: Option<String>,
-}
-
-impl GitDone {
-    fn said(message: String) -> GitDone {
-        GitDone {
-            message,
-            note: None,
-            undone: Vec::new(),
-            warning: None,
+    /// `/undo [turn]`.
+    fn undo_command(&mut self, args: &str) {
+        let turn = self.session.turns.last();
+        match args.trim() {
+            "" => self.git_job("undo", move |repo| super::undo_commits::undo_one(repo, &turn)),
+            "turn" => self.git_job("undo", move |repo| {
+                let done = crate::git::undo_turn(repo, &turn).map_err(|e| e.to_string())?;
+                super::undo_commits::turn_done(repo, done)
+            }),
+            other => self.error(format!(
+                "/undo takes nothing (tern's last commit) or `turn` (all of the last turn's commits), not {other:?}"
+            )),
         }
     }
-}
 
-/// `/commit [MESSAGE]`: the user's own uncommitted changes to tracked files, in one
-/// commit.
-fn commit_all(
-    repo: &git2::Repository,
-    settings: &crate::config::Settings,
-    message: Option<&str>,
-) -> Result<String, String> {
-    let paths = crate::git::modified_tracked_paths(repo).map_err(|e| e.to_string())?;
-    let options = crate::git::CommitOptions::from(settings);
-    match crate::git::commit_user_changes(repo, &paths, message, &options) {
-        Ok(Some(c)) => Ok(format!("committed {} {}", c.short_id(), c.summary)),
-        Ok(None) => Ok("nothing to commit".into()),
-        Err(e) => Err(e.to_string()),
-    }
-}
-
-impl Engine {
     /// `/trust`: shows the repository's `.tern.toml` and what in it waits for trust;
     /// `/trust yes` trusts exactly that content (as `tern trust` does), for the next
     /// start.
@@ -267,5 +242,43 @@ impl Engine {
             )),
             Err(e) => self.error(format!("cannot write {}: {e}", file.display())),
         }
+    }
+}
+
+/// A git command's result: what to tell the user, and what to tell the model with the
+/// next message.
+pub(crate) struct GitDone {
+    pub message: String,
+    pub note: Option<String>,
+    /// Commits undone: no turn holds them any more.
+    pub undone: Vec<git2::Oid>,
+    /// Part of the job could not be done (an undo that stopped midway).
+    pub warning: Option<String>,
+}
+
+impl GitDone {
+    fn said(message: String) -> GitDone {
+        GitDone {
+            message,
+            note: None,
+            undone: Vec::new(),
+            warning: None,
+        }
+    }
+}
+
+/// `/commit [MESSAGE]`: the user's own uncommitted changes to tracked files, in one
+/// commit.
+fn commit_all(
+    repo: &git2::Repository,
+    settings: &crate::config::Settings,
+    message: Option<&str>,
+) -> Result<String, String> {
+    let paths = crate::git::modified_tracked_paths(repo).map_err(|e| e.to_string())?;
+    let options = crate::git::CommitOptions::from(settings);
+    match crate::git::commit_user_changes(repo, &paths, message, &options) {
+        Ok(Some(c)) => Ok(format!("committed {} {}", c.short_id(), c.summary)),
+        Ok(None) => Ok("nothing to commit".into()),
+        Err(e) => Err(e.to_string()),
     }
 }

@@ -1,12 +1,12 @@
 //! The spending caps: `max_cost` (per session) and `max_loop_cost` (per automatic loop:
 //! what one user message led to) stop the requests tern sends by itself — never the
-//! user's own messages. Every kind of unattended work asks [`Engine::may_spend`] first.
+//! user's own messages. Every kind of unattended work asks [`Spending::may_spend`] first.
 //!
 //! A cap is checked before each request, against what was spent so far: the request
 //! that crosses it still finishes, so the spending can pass a cap by one request. Costs
 //! tern cannot price (local models, unknown prices: cost 0) never reach a cap.
 
-use super::Engine;
+use crate::config::Settings;
 
 /// Work tern sends to the model by itself, unattended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,28 +44,33 @@ pub(crate) struct Spending {
     warned_user: bool,
 }
 
-impl Engine {
-    /// Whether unattended work of this kind may send a request now. When a cap is
-    /// reached it says so once per kind and user message, and returns false.
-    pub(crate) fn may_spend(&mut self, what: Unattended) -> bool {
-        let Some(reason) = self.cap_reached() else {
-            return true;
+impl Spending {
+    /// Whether unattended work of this kind may send a request now, the session having
+    /// spent `spent`. When a cap is reached it is refused, with (once per kind and user
+    /// message) the warning that says so.
+    pub(crate) fn may_spend(
+        &mut self,
+        what: Unattended,
+        spent: f64,
+        settings: &Settings,
+    ) -> Result<(), Option<String>> {
+        let Some(reason) = self.cap_reached(spent, settings) else {
+            return Ok(());
         };
-        if !self.conversation.spending.refused.contains(&what) {
-            self.conversation.spending.refused.push(what);
-            self.warning(format!(
-                "{reason}: {}; raise it (in the config file or with the flag) to let tern go on by itself",
-                what.what()
-            ));
+        if self.refused.contains(&what) {
+            return Err(None);
         }
-        false
+        self.refused.push(what);
+        Err(Some(format!(
+            "{reason}: {}; raise it (in the config file or with the flag) to let tern go on by itself",
+            what.what()
+        )))
     }
 
     /// Which cap is reached, said with what was spent.
-    fn cap_reached(&self) -> Option<String> {
-        let spent = self.session.session_cost;
-        let in_loop = spent - self.conversation.spending.loop_start;
-        if let Some(cap) = self.model.settings().max_cost
+    fn cap_reached(&self, spent: f64, settings: &Settings) -> Option<String> {
+        let in_loop = spent - self.loop_start;
+        if let Some(cap) = settings.max_cost
             && spent > 0.0
             && spent >= cap
         {
@@ -73,7 +78,7 @@ impl Engine {
                 "max_cost ${cap} reached (${spent:.4} spent this session)"
             ));
         }
-        match self.model.settings().max_loop_cost {
+        match settings.max_loop_cost {
             Some(cap) if in_loop > 0.0 && in_loop >= cap => Some(format!(
                 "max_loop_cost ${cap} reached (${in_loop:.4} spent since your last message)"
             )),
@@ -81,20 +86,23 @@ impl Engine {
         }
     }
 
-    /// A user message is on its way: a new loop starts. It is never refused; past the
-    /// session cap the user hears once that tern now waits for them.
-    pub(super) fn user_spends(&mut self) {
-        self.conversation.spending.loop_start = self.session.session_cost;
-        self.conversation.spending.refused.clear();
-        let spent = self.session.session_cost;
-        if let Some(cap) = self.model.settings().max_cost
-            && spent > 0.0
-            && spent >= cap
-            && !std::mem::replace(&mut self.conversation.spending.warned_user, true)
-        {
-            self.warning(format!(
-                "this session has spent ${spent:.4}, past max_cost ${cap}: your messages still go, but tern sends nothing by itself (reflections, summaries, resends, auto-test rounds) until max_cost is raised"
-            ));
+    /// A user message is on its way, the session having spent `spent`: a new loop
+    /// starts. It is never refused; past the session cap the user hears once (the
+    /// warning returned) that tern now waits for them.
+    pub(crate) fn user_spends(&mut self, spent: f64, settings: &Settings) -> Option<String> {
+        self.loop_start = spent;
+        self.refused.clear();
+        match settings.max_cost {
+            Some(cap)
+                if spent > 0.0
+                    && spent >= cap
+                    && !std::mem::replace(&mut self.warned_user, true) =>
+            {
+                Some(format!(
+                    "this session has spent ${spent:.4}, past max_cost ${cap}: your messages still go, but tern sends nothing by itself (reflections, summaries, resends, auto-test rounds) until max_cost is raised"
+                ))
+            }
+            _ => None,
         }
     }
 }

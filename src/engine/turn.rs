@@ -84,7 +84,13 @@ impl Engine {
             self.end_proposal();
             self.session.turns.start();
         }
-        self.user_spends();
+        if let Some(warning) = self
+            .conversation
+            .spending
+            .user_spends(self.session.session_cost, self.model.settings())
+        {
+            self.warning(warning);
+        }
         self.end_auto_test();
         self.start_turn(text, mode, TurnKind::User);
     }
@@ -101,7 +107,7 @@ impl Engine {
             return;
         }
         let sent_text = match kind {
-            TurnKind::User | TurnKind::Fix => self.user_message_text(&text),
+            TurnKind::User | TurnKind::Fix => self.session.user_message_text(&text),
             TurnKind::Reflection(_) => text.clone(),
         };
         let assembled = self.assemble(vec![Message::user(sent_text.clone())], mode);
@@ -161,7 +167,7 @@ impl Engine {
         let request = ChatRequest {
             model: self.model.info().clone(),
             messages: assembled.messages,
-            cache_control: self.cache_control(),
+            cache_control: self.model.cache_control(),
             // Room for the reply after the prompt as the server may count it.
             reply_limit: ReplyLimit::for_prompt(
                 self.model.info(),

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use crate::egress::{errln, outln};
 use crate::engine::persist::Resume;
-use crate::engine::undo_command::CommitUndoError;
+use crate::engine::undo_commits::CommitUndoError;
 use crate::git::{self, UndoError};
 
 /// Runs `tern undo` in the repository containing `cwd`; `which`: the session named by
@@ -46,7 +46,7 @@ fn undo(cwd: &Path, turn: bool, which: Option<Resume>) -> ExitCode {
         return run_turn(&repo, &which.unwrap_or(Resume::Newest));
     }
     let undone = match repo.workdir() {
-        Some(root) => crate::engine::undo_command::undo_saved_commit(&repo, root, which.as_ref()),
+        Some(root) => crate::engine::undo_commits::undo_saved_commit(&repo, root, which.as_ref()),
         None => git::undo(&repo)
             .map(|u| u.to_string())
             .map_err(CommitUndoError::from),
@@ -77,7 +77,7 @@ fn run_turn(repo: &git2::Repository, which: &Resume) -> ExitCode {
         errln!("tern undo: the repository has no work tree");
         return ExitCode::from(2);
     };
-    match crate::engine::undo_command::undo_saved_turn(repo, root, which) {
+    match crate::engine::undo_commits::undo_saved_turn(repo, root, which) {
         Ok(done) => {
             for undone in &done.undone {
                 outln!("{undone}");

@@ -1,4 +1,4 @@
-//! `/undo` and `/undo turn`: tern's commits taken back (by `git::undo` and
+//! The work of `/undo`, `/undo turn` and `tern undo`: tern's commits taken back (by `git::undo` and
 //! `git::undo_turn`, which do every safety check), the record of each turn's commits
 //! kept right, and the model told with the next message what is gone.
 //!
@@ -10,29 +10,12 @@ use std::path::Path;
 
 use git2::{Oid, Repository};
 
-use super::Engine;
 use super::persist::{self, OpenSession, Resume, SessionDisk, SessionFile, Store, StoreError};
 use super::slash::GitDone;
 use crate::git::{TurnUndone, Undone};
 
-impl Engine {
-    pub(super) fn undo_command(&mut self, args: &str) {
-        let turn = self.session.turns.last();
-        match args.trim() {
-            "" => self.git_job("undo", move |repo| undo_one(repo, &turn)),
-            "turn" => self.git_job("undo", move |repo| {
-                let done = crate::git::undo_turn(repo, &turn).map_err(|e| e.to_string())?;
-                turn_done(repo, done)
-            }),
-            other => self.error(format!(
-                "/undo takes nothing (tern's last commit) or `turn` (all of the last turn's commits), not {other:?}"
-            )),
-        }
-    }
-}
-
 /// `/undo`: the last commit, and a word about the rest of its turn.
-fn undo_one(repo: &Repository, turn: &[Oid]) -> Result<GitDone, String> {
+pub(super) fn undo_one(repo: &Repository, turn: &[Oid]) -> Result<GitDone, String> {
     let undone = crate::git::undo(repo).map_err(|e| e.to_string())?;
     let mut message = undone.to_string();
     if let Some(rest) = rest_of_turn(repo, turn, undone.commit, "/undo turn") {
@@ -68,7 +51,7 @@ fn rest_of_turn(repo: &Repository, turn: &[Oid], undone: Oid, how: &str) -> Opti
 
 /// `/undo turn`'s result: undone commits are reported and told to the model; a stop
 /// midway is a warning naming what was left; a stop before any is an error.
-fn turn_done(repo: &Repository, done: TurnUndone) -> Result<GitDone, String> {
+pub(super) fn turn_done(repo: &Repository, done: TurnUndone) -> Result<GitDone, String> {
     if done.undone.is_empty() {
         return Err(format!("/undo turn: nothing was undone: {done}"));
     }

@@ -6,10 +6,12 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use super::Engine;
+use super::Session;
+use super::model::Model;
 use super::protocol::{ChatMode, Event, FileMode, NeededFile};
 use crate::edit::{EditFormat, FileSet, Workspace, parse_reply};
 use crate::repomap::MAX_FILE_BYTES;
+use crate::tokens::TokenCounter;
 
 /// How many files, and how many commands, an event lists (a reply may name thousands).
 pub const SHOWN: usize = 20;
@@ -56,120 +58,75 @@ pub fn named(reply: &str, format: EditFormat, tracked: &[String], chat: &[String
     }
 }
 
-impl Engine {
-    /// After a turn: `Event::Needed` when the reply names files the chat lacks or
-    /// suggests commands.
-    pub(super) fn report_needed(&mut self, reply: &str) {
-        let Ok(ws) = Workspace::discover(self.session.root()) else {
-            return;
-        };
-        let mut tracked: Vec<String> = ws
-            .files()
-            .iter()
-            .map(|p| p.to_string_lossy().replace('\\', "/"))
-            .collect();
-        tracked.sort_unstable();
-        tracked.dedup();
-        let chat = [FileMode::Editable, FileMode::ReadOnly]
-            .iter()
-            .flat_map(|m| self.session.paths(*m))
-            .collect::<Vec<_>>();
-        let Named {
-            files: paths,
-            mut commands,
-        } = named(reply, self.model.edit_format(), &tracked, &chat);
-        let mut files = Vec::new();
-        let mut more_files = 0;
-        for path in paths {
-            if files.len() == SHOWN {
-                more_files += 1;
-            } else if let Some(file) = self.offer(&ws, &path) {
-                files.push(file);
-            }
+/// After a turn: `Event::Needed` when the reply names files the chat lacks or
+/// suggests commands.
+pub(super) fn report(session: &Session, model: &Model, reply: &str) -> Option<Event> {
+    let Ok(ws) = Workspace::discover(session.root()) else {
+        return None;
+    };
+    let mut tracked: Vec<String> = ws
+        .files()
+        .iter()
+        .map(|p| p.to_string_lossy().replace('\\', "/"))
+        .collect();
+    tracked.sort_unstable();
+    tracked.dedup();
+    let chat = [FileMode::Editable, FileMode::ReadOnly]
+        .iter()
+        .flat_map(|m| session.paths(*m))
+        .collect::<Vec<_>>();
+    let Named {
+        files: paths,
+        mut commands,
+    } = named(reply, model.edit_format(), &tracked, &chat);
+    let mut files = Vec::new();
+    let mut more_files = 0;
+    for path in paths {
+        if files.len() == SHOWN {
+            more_files += 1;
+        } else if let Some(file) = offer(session, model.counter(), &ws, &path) {
+            files.push(file);
         }
-        let more_commands = commands.len().saturating_sub(SHOWN);
-        commands.truncate(SHOWN);
-        if files.is_empty() && commands.is_empty() {
-            return;
-        }
-        self.events.send(Event::Needed {
-            files,
-            more_files,
-            commands,
-            more_commands,
-        });
     }
+    let more_commands = commands.len().saturating_sub(SHOWN);
+    commands.truncate(SHOWN);
+    if files.is_empty() && commands.is_empty() {
+        return None;
+    }
+    Some(Event::Needed {
+        files,
+        more_files,
+        commands,
+        more_commands,
+    })
+}
 
-    /// A tracked file as offered, with its cost; none when git ignores it, it leads
-    /// outside the repository (a symlink), or it is not text tern would send.
-    fn offer(&self, ws: &Workspace, path: &str) -> Option<NeededFile> {
-        let root = self.session.root();
-        if ws.is_ignored(Path::new(path)) || self.session.resolve(path, root).ok()? != path {
-            return None;
-        }
-        let full = root.join(path);
-        let meta = std::fs::metadata(&full).ok()?;
-        if !meta.is_file() || meta.len() > MAX_FILE_BYTES {
-            return None;
-        }
-        let bytes = crate::regular_file::read(&full, MAX_FILE_BYTES).ok()?;
-        if crate::diff::is_binary(&bytes) {
-            return None;
-        }
-        let text = String::from_utf8_lossy(&bytes);
-        Some(NeededFile {
-            path: path.to_string(),
-            tokens: super::session::file_tokens(self.model.counter(), path, &text),
-        })
+/// A tracked file as offered, with its cost; none when git ignores it, it leads
+/// outside the repository (a symlink), or it is not text tern would send.
+fn offer(
+    session: &Session,
+    counter: &TokenCounter,
+    ws: &Workspace,
+    path: &str,
+) -> Option<NeededFile> {
+    let root = session.root();
+    if ws.is_ignored(Path::new(path)) || session.resolve(path, root).ok()? != path {
+        return None;
     }
-
-    /// `Op::AddNeeded`: adds the files and asks the last question again, telling the
-    /// model which files it now has.
-    pub(super) fn add_needed(&mut self, paths: Vec<String>, mode: FileMode) {
-        let refused = if let Some(busy) = self.activity.busy_reason() {
-            Some(busy.to_string())
-        } else if self.pending.is_some() {
-            Some("proposed edits wait for review: apply or discard them first".to_string())
-        } else if self.conversation.last_question.is_none() {
-            Some("there is no question to ask again".to_string())
-        } else {
-            None
-        };
-        if let Some(why) = refused {
-            self.error(format!("cannot add the files and ask again: {why}"));
-            return;
-        }
-        let before: Vec<(String, Option<FileMode>)> = paths
-            .iter()
-            .filter_map(|p| self.session.resolve(p, &self.conversation.cwd).ok())
-            .map(|rel| (rel.clone(), self.session.mode_of(&rel)))
-            .collect();
-        self.add_files(&paths, mode);
-        self.files_changed();
-        let added: Vec<String> = before
-            .into_iter()
-            .filter(|(rel, was)| *was != Some(mode) && self.session.mode_of(rel) == Some(mode))
-            .map(|(rel, _)| rel)
-            .collect();
-        let Some((question, asked_in)) = self.conversation.last_question.clone() else {
-            return;
-        };
-        if added.is_empty() {
-            self.error(
-                "none of those files could be added; the question was not sent again".into(),
-            );
-            self.idle_if_done();
-            return;
-        }
-        let mode_word = match mode {
-            FileMode::Editable => "editable",
-            FileMode::ReadOnly => "read-only",
-        };
-        self.session
-            .notes_for_next_turn
-            .push(crate::prompts::needed_added(&added.join(", "), mode_word));
-        self.start_user_turn(question, asked_in);
+    let full = root.join(path);
+    let meta = std::fs::metadata(&full).ok()?;
+    if !meta.is_file() || meta.len() > MAX_FILE_BYTES {
+        return None;
     }
+    let bytes = crate::regular_file::read(&full, MAX_FILE_BYTES).ok()?;
+    if crate::diff::is_binary(&bytes) {
+        return None;
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    Some(NeededFile {
+        path: path.to_string(),
+        tokens: super::session::file_tokens(counter, path, &text),
+    })
 }
 
 /// The question a `Needed` offer asks again: the user's last message and its mode.

@@ -6,7 +6,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::activity::Stream;
 use super::persist::record::Request;
-use super::protocol::{ChatMode, Event, RequestKind, ShownKind};
+use super::protocol::{ChatMode, Event, FileMode, RequestKind, ShownKind};
 use super::{Engine, EventSink, Internal};
 use crate::context::BudgetReport;
 use crate::llm::{
@@ -60,6 +60,54 @@ pub(crate) struct TurnOutcome {
 }
 
 impl Engine {
+    /// `Op::AddNeeded`: adds the files and asks the last question again, telling the
+    /// model which files it now has.
+    pub(super) fn add_needed(&mut self, paths: Vec<String>, mode: FileMode) {
+        let refused = if let Some(busy) = self.activity.busy_reason() {
+            Some(busy.to_string())
+        } else if self.pending.is_some() {
+            Some("proposed edits wait for review: apply or discard them first".to_string())
+        } else if self.conversation.last_question.is_none() {
+            Some("there is no question to ask again".to_string())
+        } else {
+            None
+        };
+        if let Some(why) = refused {
+            self.error(format!("cannot add the files and ask again: {why}"));
+            return;
+        }
+        let before: Vec<(String, Option<FileMode>)> = paths
+            .iter()
+            .filter_map(|p| self.session.resolve(p, &self.conversation.cwd).ok())
+            .map(|rel| (rel.clone(), self.session.mode_of(&rel)))
+            .collect();
+        self.add_files(&paths, mode);
+        self.files_changed();
+        let added: Vec<String> = before
+            .into_iter()
+            .filter(|(rel, was)| *was != Some(mode) && self.session.mode_of(rel) == Some(mode))
+            .map(|(rel, _)| rel)
+            .collect();
+        let Some((question, asked_in)) = self.conversation.last_question.clone() else {
+            return;
+        };
+        if added.is_empty() {
+            self.error(
+                "none of those files could be added; the question was not sent again".into(),
+            );
+            self.idle_if_done();
+            return;
+        }
+        let mode_word = match mode {
+            FileMode::Editable => "editable",
+            FileMode::ReadOnly => "read-only",
+        };
+        self.session
+            .notes_for_next_turn
+            .push(crate::prompts::needed_added(&added.join(", "), mode_word));
+        self.start_user_turn(question, asked_in);
+    }
+
     /// A message the user typed. In code mode it is refused while edits still wait for
     /// a decision, so a review is never silently abandoned.
     pub(super) fn start_user_turn(&mut self, text: String, mode: ChatMode) {
@@ -275,7 +323,9 @@ impl Engine {
             self.conversation.last_question = Some((sent.user_text.clone(), sent.mode));
         }
         if !reply.text.is_empty() {
-            self.report_needed(&reply.text);
+            if let Some(needed) = super::needed::report(&self.session, &self.model, &reply.text) {
+                self.events.send(needed);
+            }
         }
         // Esc is final: what arrived is shown for review, but no request (reflection,
         // new summary) starts by itself.

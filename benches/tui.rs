@@ -231,7 +231,7 @@ fn keypress_to_frame(c: &mut Criterion) {
         read_only: vec![],
         map_cache: tern::repomap::CacheLocation::Disabled,
         resume: None,
-        purpose: Default::default(),
+        role: Default::default(),
         model_chosen: false,
     };
     let probe = Arc::new(Probe::default());

@@ -322,10 +322,10 @@ impl Engine {
         if sent.kind == TurnKind::User {
             self.conversation.last_question = Some((sent.user_text.clone(), sent.mode));
         }
-        if !reply.text.is_empty() {
-            if let Some(needed) = super::needed::report(&self.session, &self.model, &reply.text) {
-                self.events.send(needed);
-            }
+        if !reply.text.is_empty()
+            && let Some(needed) = super::needed::report(&self.session, &self.model, &reply.text)
+        {
+            self.events.send(needed);
         }
         // Esc is final: what arrived is shown for review, but no request (reflection,
         // new summary) starts by itself.

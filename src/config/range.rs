@@ -81,6 +81,7 @@ impl Bounds {
     }
 
     /// Whether `n` lies within.
+    #[cfg(test)]
     pub fn holds(&self, n: f64) -> bool {
         n >= self.min && n <= self.max
     }

@@ -66,10 +66,6 @@ impl DoubleBuffer {
         }
     }
 
-    pub fn enabled(&self) -> bool {
-        self.enabled
-    }
-
     pub fn phase(&self) -> HistoryPhase {
         match self.state {
             State::Idle => HistoryPhase::Idle,

@@ -125,14 +125,6 @@ impl FileText {
         &self.raw
     }
 
-    pub fn encoding(&self) -> Encoding {
-        self.encoding
-    }
-
-    pub fn line_ending(&self) -> LineEnding {
-        self.line_ending
-    }
-
     /// Number of lines (a final line without a newline counts).
     pub fn line_count(&self) -> u32 {
         (self.starts.len() - 1) as u32
@@ -235,7 +227,7 @@ mod tests {
     fn crlf_is_folded_and_raw_lines_line_up() {
         let f = FileText::decode(b"a\r\nb\r\nc".to_vec()).unwrap();
         assert_eq!(f.text(), "a\nb\nc");
-        assert_eq!(f.line_ending(), LineEnding::Crlf);
+        assert_eq!(f.line_ending, LineEnding::Crlf);
         let raw: Vec<_> = f.raw_lines().collect();
         assert_eq!(raw, vec![&b"a\r\n"[..], b"b\r\n", b"c"]);
     }
@@ -243,7 +235,7 @@ mod tests {
     #[test]
     fn invalid_bytes_stay_utf8_and_are_recorded_per_line() {
         let f = FileText::decode(b"ok\ncaf\xE9\n\xC3\xA9t\xE9\n".to_vec()).unwrap();
-        assert_eq!(f.encoding(), Encoding::Utf8);
+        assert_eq!(f.encoding, Encoding::Utf8);
         assert_eq!(f.text(), "ok\ncaf\u{FFFD}\n\u{e9}t\u{FFFD}\n");
         assert_eq!(f.invalid_lines(), &[1, 2]);
         let mut out = Vec::new();

@@ -137,11 +137,6 @@ pub fn redact_cut(text: &str) -> String {
     redactor().push(text)
 }
 
-/// `text` with `found` (ranges as [`Secrets::find`] gives them) replaced by [`MARKER`].
-pub fn replace<'t>(text: &'t str, found: &[Range<usize>]) -> Cow<'t, str> {
-    matcher::replace(text, found)
-}
-
 /// Whether `text` holds a registered secret, in any of the forms the matcher sees.
 pub fn holds_secret(text: &str) -> bool {
     patterns().found_in(text)

@@ -50,11 +50,6 @@ impl<W: Write> Sink<W> {
         }
     }
 
-    /// Whether this sink makes control characters visible.
-    pub fn is_terminal(&self) -> bool {
-        self.terminal
-    }
-
     /// Writes what was held back, as no more text follows (for now: what comes next
     /// is redacted as a new text), and flushes.
     pub fn end_text(&mut self) -> io::Result<()> {

@@ -112,7 +112,7 @@ pub enum CacheLocation {
     /// the tag store shared by every checkout under `store/`, each checkout's snapshot
     /// under `checkouts/`.
     UserCacheDir,
-    /// This directory instead (tests, or a user's override).
+    /// This directory instead (tests and benchmarks).
     Dir(PathBuf),
     /// Keep tags in memory only.
     Disabled,

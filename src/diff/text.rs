@@ -46,7 +46,7 @@ const BINARY_PROBE: usize = 8000;
 
 /// Whether content is binary by git's rule (a NUL byte in its first 8000 bytes): the
 /// one test of it, for edits, reviews, the map and the files a model asks for.
-pub fn is_binary(content: &[u8]) -> bool {
+pub(crate) fn is_binary(content: &[u8]) -> bool {
     content.iter().take(BINARY_PROBE).any(|&b| b == 0)
 }
 
@@ -67,7 +67,7 @@ pub struct FileText {
 impl FileText {
     /// Decodes a file's bytes. CRLF line endings are folded to `\n` when they are the
     /// majority; a stray `\r` in an LF file stays part of its line.
-    pub fn decode(raw: Vec<u8>) -> Result<FileText, Binary> {
+    pub(crate) fn decode(raw: Vec<u8>) -> Result<FileText, Binary> {
         if is_binary(&raw) {
             return Err(Binary);
         }
@@ -126,7 +126,7 @@ impl FileText {
     }
 
     /// Number of lines (a final line without a newline counts).
-    pub fn line_count(&self) -> u32 {
+    pub(crate) fn line_count(&self) -> u32 {
         (self.starts.len() - 1) as u32
     }
 
@@ -145,7 +145,7 @@ impl FileText {
     }
 
     /// 0-based lines holding bytes that are not UTF-8 (U+FFFD in `text()`).
-    pub fn invalid_lines(&self) -> &[usize] {
+    pub(crate) fn invalid_lines(&self) -> &[usize] {
         &self.invalid
     }
 

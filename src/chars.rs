@@ -3,7 +3,7 @@
 //! panics (`clippy::string_slice` is denied for that reason).
 
 /// `s` without `prefix` at its start, compared ignoring ASCII case.
-pub fn strip_prefix_ignore_ascii_case<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
+pub(crate) fn strip_prefix_ignore_ascii_case<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
     let head = s.get(..prefix.len())?;
     let rest = s.get(prefix.len()..)?;
     head.eq_ignore_ascii_case(prefix).then_some(rest)
@@ -19,7 +19,7 @@ pub fn truncate(s: &mut String, at: usize) {
 }
 
 /// The largest character boundary of `s` at or below `at`.
-pub fn floor_char_boundary(s: &str, at: usize) -> usize {
+pub(crate) fn floor_char_boundary(s: &str, at: usize) -> usize {
     (0..=at.min(s.len()))
         .rev()
         .find(|&i| s.is_char_boundary(i))

@@ -8,7 +8,7 @@ pub fn count(n: usize, noun: &str) -> String {
 }
 
 /// `noun` as it goes with `n` things: `hunk` for one, `hunks` for any other number.
-pub fn noun_for(n: usize, noun: &str) -> String {
+pub(crate) fn noun_for(n: usize, noun: &str) -> String {
     match n {
         1 => noun.to_string(),
         _ => format!("{noun}s"),

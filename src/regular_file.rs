@@ -35,7 +35,7 @@ pub fn append(path: &Path) -> io::Result<File> {
 
 /// Whether opening `path` to read could block: it is a FIFO, a socket or a device.
 /// For files that libraries open themselves (the `ignore` crate, libgit2).
-pub fn would_block(path: &Path) -> bool {
+pub(crate) fn would_block(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| {
         let kind = m.file_type();
         kind.is_fifo() || kind.is_socket() || kind.is_char_device() || kind.is_block_device()
@@ -47,7 +47,7 @@ const WALKER_IGNORE_FILES: [&str; 2] = [".gitignore", ".ignore"];
 
 /// Whether the walker can read the ignore files of `dir` (and the `extra` names it was
 /// given) without blocking: a directory where it cannot is left out of a walk.
-pub fn walkable(dir: &Path, extra: &[&str]) -> bool {
+pub(crate) fn walkable(dir: &Path, extra: &[&str]) -> bool {
     !WALKER_IGNORE_FILES
         .iter()
         .chain(extra)

@@ -51,7 +51,7 @@ type Cleanup = Box<dyn FnOnce() + Send>;
 pub struct AtExit(u64);
 
 /// Runs `cleanup` if a signal's exit comes while the returned guard is held.
-pub fn at_exit(cleanup: impl FnOnce() + Send + 'static) -> AtExit {
+pub(crate) fn at_exit(cleanup: impl FnOnce() + Send + 'static) -> AtExit {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     AT_EXIT
@@ -94,7 +94,7 @@ pub fn name(signal: i32) -> String {
 }
 
 /// The exit code for a process ended by `signal`.
-pub fn exit_code(signal: i32) -> u8 {
+pub(crate) fn exit_code(signal: i32) -> u8 {
     u8::try_from(128 + signal).unwrap_or(u8::MAX)
 }
 

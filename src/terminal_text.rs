@@ -41,7 +41,7 @@ pub fn is_unsafe(c: char) -> bool {
 /// character (`⚠️` is U+26A0 U+FE0F), and a zero-width joiner or non-joiner between two
 /// (`👩‍💻`, Persian's ZWNJ). Next to ASCII they are hidden: `isAdmin` and `isAdmin︀` would
 /// be two identifiers that look alike. So is a run of selectors (each hides a byte).
-pub fn is_hidden(prev: Option<char>, c: char, next: Option<char>) -> bool {
+pub(crate) fn is_hidden(prev: Option<char>, c: char, next: Option<char>) -> bool {
     let visible_non_ascii = |c: Option<char>| c.is_some_and(joins);
     match c {
         '\u{2028}' | '\u{2029}' => true,
@@ -54,7 +54,7 @@ pub fn is_hidden(prev: Option<char>, c: char, next: Option<char>) -> bool {
 /// Whether `c` is hidden in some place ([`is_hidden`] next to what hides it): the
 /// characters a reader may not see, wherever they stand. The secret matcher
 /// (`egress`) sees through these.
-pub fn may_hide(c: char) -> bool {
+pub(crate) fn may_hide(c: char) -> bool {
     is_hidden(None, c, None)
 }
 
@@ -155,7 +155,7 @@ pub fn visible(text: &str) -> Cow<'_, str> {
 
 /// `text` without its unsafe controls and hidden characters, for text that cannot show
 /// an escape (a commit subject).
-pub fn without_unsafe(text: &str) -> String {
+pub(crate) fn without_unsafe(text: &str) -> String {
     classified(text)
         .filter(|&(c, hidden)| !hidden && !is_unsafe(c))
         .map(|(c, _)| c)
@@ -163,7 +163,7 @@ pub fn without_unsafe(text: &str) -> String {
 }
 
 /// `text` made visible when it goes to a terminal (`tty`), as it is otherwise.
-pub fn for_terminal(text: &str, tty: bool) -> Cow<'_, str> {
+pub(crate) fn for_terminal(text: &str, tty: bool) -> Cow<'_, str> {
     if tty {
         visible(text)
     } else {

@@ -69,7 +69,7 @@ pub struct HunkLine {
 
 impl GitHunk {
     /// True when the hunk adds nothing: it only removes lines.
-    pub fn only_removes(&self) -> bool {
+    pub(crate) fn only_removes(&self) -> bool {
         !self.lines.iter().any(|l| l.kind == LineKind::Added)
     }
 
@@ -109,7 +109,7 @@ impl TextDiff {
     }
 
     /// Lines added and lines removed.
-    pub fn line_counts(&self) -> (usize, usize) {
+    pub(crate) fn line_counts(&self) -> (usize, usize) {
         let mut counts = (0, 0);
         for line in self.hunks.iter().flat_map(|h| &h.lines) {
             match line.kind {

@@ -66,7 +66,7 @@ impl Noise {
 /// plus, for C-family languages, "a call-shaped line ending in `{`". Languages without
 /// rules (markup, data, `Other`) have no headers: git's fallback of "any line starting
 /// at column 0" would make nearly every line of a text file one.
-pub fn is_header(lang: Language, line: &str) -> bool {
+pub(crate) fn is_header(lang: Language, line: &str) -> bool {
     let trimmed = line.trim();
     let Some(rules) = rules(lang).filter(|_| !trimmed.is_empty()) else {
         return false;

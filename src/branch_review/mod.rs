@@ -22,15 +22,17 @@ use std::path::PathBuf;
 
 pub use change::{Body, ChangeSet, FileChange, FileStatus, GitHunk, HunkLine, TextDiff};
 pub use extend::{ContextOptions, MAX_CONTEXT, extend};
-pub use lang::{Language, Noise, is_header};
+pub use lang::{Language, Noise};
 pub use mode::PlanMode;
 pub use plan::{
     FilePlan, OUTPUT_BUFFER_HARD, OUTPUT_BUFFER_SOFT, OmitReason, Outcome, ReviewCall,
     ReviewOptions, ReviewPlan, plan,
 };
-pub use prompt::{ADDED_TITLE, DELETED_TITLE, MODIFIED_TITLE, merge_replies, system_prompt};
-pub use render::{file_header, section};
-pub use send::{CONTEXT_RETRIES, CallReply, Reviewer, SendError, SendEvent, send, total_usage};
+pub(crate) use prompt::merge_replies;
+pub use prompt::{ADDED_TITLE, DELETED_TITLE, MODIFIED_TITLE};
+pub use render::section;
+pub(crate) use send::total_usage;
+pub use send::{CONTEXT_RETRIES, CallReply, Reviewer, SendError, SendEvent, send};
 pub use source::{DiffSource, GIT_CONTEXT, collect};
 
 impl ReviewError {
@@ -50,7 +52,7 @@ impl ReviewError {
     }
 
     /// The message with its hint on a line of its own.
-    pub fn with_hint(&self) -> String {
+    pub(crate) fn with_hint(&self) -> String {
         match self.hint() {
             Some(hint) => format!("{self}\nhint: {hint}"),
             None => self.to_string(),
@@ -68,7 +70,7 @@ impl ReviewOptions {
     /// A review within `budget` tokens: 5 extra lines before and 1 after each hunk with
     /// dynamic context, plain hunks, up to [`DEFAULT_MAX_CALLS`] calls (what `/review`
     /// uses, with the model's input window; see `config`).
-    pub fn with_budget(budget: usize) -> Self {
+    pub(crate) fn with_budget(budget: usize) -> Self {
         ReviewOptions {
             budget,
             context: ContextOptions::default(),

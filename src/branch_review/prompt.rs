@@ -12,7 +12,7 @@ pub const DELETED_TITLE: &str = prompts::REVIEW_DELETED_TITLE;
 
 /// The system message. It does not depend on the diff, so every call of a multi-call
 /// review shares it and a provider's prefix cache can serve it.
-pub fn system_prompt(line_numbers: bool) -> String {
+pub(crate) fn system_prompt(line_numbers: bool) -> String {
     let mut s = prompts::REVIEW_SYSTEM.to_string();
     if line_numbers {
         s.push('\n');
@@ -23,7 +23,7 @@ pub fn system_prompt(line_numbers: bool) -> String {
 
 /// The head of the user message: what is compared, whether the diff is complete or
 /// compressed, and which part of a split review this is.
-pub fn preamble(description: &str, mode: PlanMode, part: Option<(usize, usize)>) -> String {
+pub(crate) fn preamble(description: &str, mode: PlanMode, part: Option<(usize, usize)>) -> String {
     let mut s = prompts::review_preamble(description);
     s.push('\n');
     s.push_str(match mode {
@@ -49,7 +49,7 @@ const SEVERITIES: [&str; 4] = ["critical", "high", "medium", "low"];
 /// Merges the replies of a multi-call review: every finding, most severe first (ties
 /// keep part order), renumbered, under one `## Findings`; then each part's summary
 /// under one `## Summary`. A reply not in the asked-for shape is kept whole at the end.
-pub fn merge_replies(replies: &[String]) -> String {
+pub(crate) fn merge_replies(replies: &[String]) -> String {
     if let [only] = replies {
         return only.clone();
     }

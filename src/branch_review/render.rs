@@ -7,7 +7,7 @@ use super::change::{FileChange, FileStatus, GitHunk, TextDiff};
 use crate::diff::LineKind;
 
 /// `## File: 'path'`, with what happened to the file when it is not a plain edit.
-pub fn file_header(file: &FileChange) -> String {
+pub(crate) fn file_header(file: &FileChange) -> String {
     let mut h = format!("## File: '{}'", file.path);
     match (file.status, &file.old_path) {
         (FileStatus::Added, _) => h.push_str(" (new file)"),

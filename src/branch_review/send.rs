@@ -132,7 +132,7 @@ async fn send_calls(
 }
 
 /// The replies' usage, summed.
-pub fn total_usage(replies: &[CallReply]) -> Usage {
+pub(crate) fn total_usage(replies: &[CallReply]) -> Usage {
     replies
         .iter()
         .filter_map(|r| r.usage)

@@ -223,7 +223,7 @@ impl Scope {
 
 /// The window an unset `context_window` stands for: the model table's (within its
 /// input limit, when it has one).
-pub fn model_window(s: &Settings) -> usize {
+pub(crate) fn model_window(s: &Settings) -> usize {
     let model = crate::llm::ModelInfo::lookup(&s.model);
     model
         .max_input
@@ -635,13 +635,13 @@ impl RepoConfig {
     }
 
     /// The settings it has that take effect only once the user trusts it.
-    pub fn needing_trust(&self) -> Vec<&'static str> {
+    pub(crate) fn needing_trust(&self) -> Vec<&'static str> {
         self.layer.set_with_scope(Scope::Trusted)
     }
 
     /// What trusting it changes: the settings that take effect, and those it may then
     /// raise above the user's own (lower, they apply at once).
-    pub fn trust_effect(&self) -> String {
+    pub(crate) fn trust_effect(&self) -> String {
         let needing = self.needing_trust();
         let raising = self.layer.set_with_scope(Scope::RepoLower);
         let mut effect = Vec::new();
@@ -671,7 +671,7 @@ pub fn never_from_repository() -> Vec<&'static str> {
 }
 
 /// The sentence that says which settings a repository's config may never set.
-pub fn never_from_repository_note() -> String {
+pub(crate) fn never_from_repository_note() -> String {
     format!(
         "{} are never taken from a repository.",
         never_from_repository().join(", ")

@@ -81,6 +81,7 @@ impl Bounds {
     }
 
     /// Whether `n` lies within.
+    #[cfg(test)]
     pub fn holds(&self, n: f64) -> bool {
         n >= self.min && n <= self.max
     }
@@ -117,7 +118,7 @@ pub fn check<V: Level>(
 
 /// Whether `value` raises the setting above `beneath` (the value it has without the
 /// repository's config); `value` and `beneath` as shown in a notice when it does.
-pub fn raises<V: Level>(value: &V, beneath: Option<V::N>) -> Option<(String, String)> {
+pub(crate) fn raises<V: Level>(value: &V, beneath: Option<V::N>) -> Option<(String, String)> {
     let new = value.level()?;
     match beneath {
         Some(old) if new <= old => None,

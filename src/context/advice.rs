@@ -20,7 +20,7 @@ pub struct Big {
 /// The parts of the request in `report`, largest first: each file, the history, the
 /// repo map, the message itself, a review diff, and tern's own instructions (which
 /// only a bigger window makes room for).
-pub fn what_is_big(report: &BudgetReport) -> Vec<Big> {
+pub(crate) fn what_is_big(report: &BudgetReport) -> Vec<Big> {
     let mut parts: Vec<Big> = report
         .files
         .iter()

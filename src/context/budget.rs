@@ -174,7 +174,7 @@ impl Window {
     }
 
     /// The window the server says it has (`n_ctx`), with the reserve scaled to it.
-    pub fn from_server(model: &ModelInfo, n_ctx: usize, reserve: Option<usize>) -> Self {
+    pub(crate) fn from_server(model: &ModelInfo, n_ctx: usize, reserve: Option<usize>) -> Self {
         Window {
             source: WindowSource::Server,
             ..Window::for_model(model, Some(n_ctx), reserve)
@@ -182,7 +182,7 @@ impl Window {
     }
 
     /// Where the window comes from, as the user reads it ("" for the model table).
-    pub fn describe_source(&self, model: &str) -> String {
+    pub(crate) fn describe_source(&self, model: &str) -> String {
         match self.source {
             WindowSource::Table => String::new(),
             WindowSource::Assumed => {
@@ -271,7 +271,7 @@ impl BudgetReport {
     }
 
     /// The plain-text table of `/tokens` and `tern tokens`.
-    pub fn render_table(&self) -> String {
+    pub(crate) fn render_table(&self) -> String {
         let approx = if self.estimate() { "≈" } else { "" };
         let mut out = String::new();
         let window = Window {

@@ -162,7 +162,7 @@ impl Assembled {
 
 /// How a file is shown: its path, then its content in a fence long enough that no line
 /// of the content can close it.
-pub fn file_block(file: &PromptFile) -> String {
+pub(crate) fn file_block(file: &PromptFile) -> String {
     let fence = fence_for(&file.text);
     let mut block = String::with_capacity(file.text.len() + file.path.len() + 16);
     block.push('\n');
@@ -189,7 +189,7 @@ fn fence_for(text: &str) -> String {
 }
 
 /// What `outputs` take in a request: the command output section alone, as assembled.
-pub fn outputs_tokens(outputs: &[CommandText], counter: &TokenCounter) -> usize {
+pub(crate) fn outputs_tokens(outputs: &[CommandText], counter: &TokenCounter) -> usize {
     let inputs = ChunkInputs {
         command_outputs: outputs.to_vec(),
         ..ChunkInputs::default()

@@ -66,10 +66,6 @@ impl DoubleBuffer {
         }
     }
 
-    pub fn enabled(&self) -> bool {
-        self.enabled
-    }
-
     pub fn phase(&self) -> HistoryPhase {
         match self.state {
             State::Idle => HistoryPhase::Idle,
@@ -126,12 +122,12 @@ impl DoubleBuffer {
     }
 
     /// The background summary of `history[..anchor]` is ready.
-    pub fn checkpoint_done(&mut self, anchor: usize, summary: String) {
+    pub(crate) fn checkpoint_done(&mut self, anchor: usize, summary: String) {
         self.state = State::Ready { anchor, summary };
     }
 
     /// The background summary failed: the classic summarizer takes over at the swap mark.
-    pub fn checkpoint_failed(&mut self) {
+    pub(crate) fn checkpoint_failed(&mut self) {
         self.state = State::Idle;
         self.failed = true;
     }

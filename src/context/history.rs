@@ -145,7 +145,7 @@ pub struct Forgotten {
 /// at most `target` tokens; the latest turn always stays. A note at the front tells the
 /// model. None when there is nothing to drop. The fallback when summarizing fails,
 /// made only with the user's consent (`/forget`).
-pub fn forget_head(
+pub(crate) fn forget_head(
     history: &mut Vec<Message>,
     turns: Option<usize>,
     target: usize,
@@ -259,7 +259,7 @@ impl Summarizer {
     }
 
     /// Tells `observer` of each request as it is sent.
-    pub fn observed(self, observer: RequestObserver) -> Self {
+    pub(crate) fn observed(self, observer: RequestObserver) -> Self {
         Summarizer {
             observer: Some(observer),
             ..self

@@ -10,6 +10,5 @@ pub mod history;
 pub use budget::{
     BudgetReport, FileRow, HistoryPhase, HistoryStatus, MapStatus, Window, WindowSource,
 };
-pub use chunks::{
-    Assembled, ChunkInputs, CommandText, PromptFile, Section, assemble, outputs_tokens,
-};
+pub(crate) use chunks::outputs_tokens;
+pub use chunks::{Assembled, ChunkInputs, CommandText, PromptFile, Section, assemble};

@@ -9,5 +9,7 @@ mod unified;
 
 pub use line::{DiffLine, LineKind};
 pub use status::FileStatus;
-pub use text::{Binary, Encoding, FileText, HasNul, LineEnding, is_binary};
-pub use unified::{Counts, HunkText, hunk_header, shown_side, write_unified};
+pub(crate) use text::is_binary;
+pub use text::{Binary, Encoding, FileText, HasNul, LineEnding};
+pub use unified::{Counts, HunkText};
+pub(crate) use unified::{hunk_header, shown_side, write_unified};

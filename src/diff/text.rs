@@ -46,7 +46,7 @@ const BINARY_PROBE: usize = 8000;
 
 /// Whether content is binary by git's rule (a NUL byte in its first 8000 bytes): the
 /// one test of it, for edits, reviews, the map and the files a model asks for.
-pub fn is_binary(content: &[u8]) -> bool {
+pub(crate) fn is_binary(content: &[u8]) -> bool {
     content.iter().take(BINARY_PROBE).any(|&b| b == 0)
 }
 
@@ -67,7 +67,7 @@ pub struct FileText {
 impl FileText {
     /// Decodes a file's bytes. CRLF line endings are folded to `\n` when they are the
     /// majority; a stray `\r` in an LF file stays part of its line.
-    pub fn decode(raw: Vec<u8>) -> Result<FileText, Binary> {
+    pub(crate) fn decode(raw: Vec<u8>) -> Result<FileText, Binary> {
         if is_binary(&raw) {
             return Err(Binary);
         }
@@ -125,16 +125,8 @@ impl FileText {
         &self.raw
     }
 
-    pub fn encoding(&self) -> Encoding {
-        self.encoding
-    }
-
-    pub fn line_ending(&self) -> LineEnding {
-        self.line_ending
-    }
-
     /// Number of lines (a final line without a newline counts).
-    pub fn line_count(&self) -> u32 {
+    pub(crate) fn line_count(&self) -> u32 {
         (self.starts.len() - 1) as u32
     }
 
@@ -153,7 +145,7 @@ impl FileText {
     }
 
     /// 0-based lines holding bytes that are not UTF-8 (U+FFFD in `text()`).
-    pub fn invalid_lines(&self) -> &[usize] {
+    pub(crate) fn invalid_lines(&self) -> &[usize] {
         &self.invalid
     }
 
@@ -235,7 +227,7 @@ mod tests {
     fn crlf_is_folded_and_raw_lines_line_up() {
         let f = FileText::decode(b"a\r\nb\r\nc".to_vec()).unwrap();
         assert_eq!(f.text(), "a\nb\nc");
-        assert_eq!(f.line_ending(), LineEnding::Crlf);
+        assert_eq!(f.line_ending, LineEnding::Crlf);
         let raw: Vec<_> = f.raw_lines().collect();
         assert_eq!(raw, vec![&b"a\r\n"[..], b"b\r\n", b"c"]);
     }
@@ -243,7 +235,7 @@ mod tests {
     #[test]
     fn invalid_bytes_stay_utf8_and_are_recorded_per_line() {
         let f = FileText::decode(b"ok\ncaf\xE9\n\xC3\xA9t\xE9\n".to_vec()).unwrap();
-        assert_eq!(f.encoding(), Encoding::Utf8);
+        assert_eq!(f.encoding, Encoding::Utf8);
         assert_eq!(f.text(), "ok\ncaf\u{FFFD}\n\u{e9}t\u{FFFD}\n");
         assert_eq!(f.invalid_lines(), &[1, 2]);
         let mut out = Vec::new();

@@ -17,7 +17,7 @@ pub enum Counts {
 /// `@@ -a,b +c,d @@` for the old and new side, each given as its first line (1-based)
 /// and its length. A side with no lines shows the line before where they would be (0 in
 /// an empty file), as git does.
-pub fn hunk_header(old: (usize, usize), new: (usize, usize), counts: Counts) -> String {
+pub(crate) fn hunk_header(old: (usize, usize), new: (usize, usize), counts: Counts) -> String {
     let side = |(first, len): (usize, usize)| match len {
         0 => format!("{},0", first.saturating_sub(1)),
         1 if counts == Counts::Git => first.to_string(),
@@ -48,7 +48,7 @@ pub struct HunkText<T> {
 /// The one writer of tern's diffs, for the model and for the terminal alike; `color`
 /// adds ANSI colours and makes control characters visible; `counts` is git's rule for
 /// a person, `Always` for the model (whose texts stay as they were).
-pub fn write_unified<T: AsRef<str>>(
+pub(crate) fn write_unified<T: AsRef<str>>(
     out: &mut String,
     path: &str,
     created: bool,
@@ -102,7 +102,7 @@ pub fn write_unified<T: AsRef<str>>(
 
 /// A side of the lines shown, for their header: the first line number `pick` finds and
 /// how many it finds; `first` (1-based) when the side has none.
-pub fn shown_side<T>(
+pub(crate) fn shown_side<T>(
     lines: &[DiffLine<T>],
     pick: fn(&DiffLine<T>) -> Option<usize>,
     first: usize,

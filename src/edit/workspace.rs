@@ -32,10 +32,6 @@ impl Workspace {
         &self.root
     }
 
-    pub fn repo(&self) -> Option<&git2::Repository> {
-        self.repo.as_ref()
-    }
-
     /// The submodule (a gitlink in the index) that `rel` lies in, checked out or not.
     pub fn submodule_of(&self, rel: &Path) -> Option<PathBuf> {
         let index = self.repo.as_ref()?.index().ok()?;

@@ -24,7 +24,8 @@ use std::ops::Range;
 use std::sync::RwLock;
 
 pub use matcher::{MARKER, Redactor};
-pub use sink::{LogFile, Sink, stderr, stdout, stdout_styled};
+pub(crate) use sink::stdout_styled;
+pub use sink::{LogFile, Sink, stderr, stdout};
 
 use matcher::{Pattern, Patterns};
 
@@ -87,7 +88,7 @@ impl Secrets {
 
     /// Redacts every string of `value`, object keys too; returns whether any changed.
     /// JSON escapes control characters, so a JSON sink redacts before it serializes.
-    pub fn redact_json(&self, value: &mut serde_json::Value) -> bool {
+    pub(crate) fn redact_json(&self, value: &mut serde_json::Value) -> bool {
         use serde_json::Value;
         match value {
             Value::String(text) => match self.redact(text) {
@@ -125,7 +126,7 @@ pub fn redact(text: &str) -> Cow<'_, str> {
 }
 
 /// `text` redacted in place.
-pub fn redact_in_place(text: &mut String) {
+pub(crate) fn redact_in_place(text: &mut String) {
     if let Cow::Owned(clean) = redact(text) {
         *text = clean;
     }
@@ -133,17 +134,12 @@ pub fn redact_in_place(text: &mut String) {
 
 /// `text`, which was cut short, redacted: an end that may be the start of a secret is
 /// dropped too (the rest of the secret was cut off, but its start would still show).
-pub fn redact_cut(text: &str) -> String {
+pub(crate) fn redact_cut(text: &str) -> String {
     redactor().push(text)
 }
 
-/// `text` with `found` (ranges as [`Secrets::find`] gives them) replaced by [`MARKER`].
-pub fn replace<'t>(text: &'t str, found: &[Range<usize>]) -> Cow<'t, str> {
-    matcher::replace(text, found)
-}
-
 /// Whether `text` holds a registered secret, in any of the forms the matcher sees.
-pub fn holds_secret(text: &str) -> bool {
+pub(crate) fn holds_secret(text: &str) -> bool {
     patterns().found_in(text)
 }
 
@@ -157,12 +153,12 @@ pub fn terminal(text: &str) -> Cow<'_, str> {
 }
 
 /// A redactor for text that arrives in pieces, over the secrets registered now.
-pub fn redactor() -> Redactor {
+pub(crate) fn redactor() -> Redactor {
     Redactor::with(patterns())
 }
 
 /// [`Secrets::redact_json`] with the secrets registered now.
-pub fn redact_json(value: &mut serde_json::Value) -> bool {
+pub(crate) fn redact_json(value: &mut serde_json::Value) -> bool {
     secrets().redact_json(value)
 }
 

@@ -34,7 +34,7 @@ pub fn stderr() -> Sink<io::Stderr> {
 
 /// Standard output for text that carries its own styling (a coloured diff) and was
 /// made safe by what made it: redacted only.
-pub fn stdout_styled() -> Sink<io::Stdout> {
+pub(crate) fn stdout_styled() -> Sink<io::Stdout> {
     Sink::new(io::stdout(), false)
 }
 
@@ -50,14 +50,9 @@ impl<W: Write> Sink<W> {
         }
     }
 
-    /// Whether this sink makes control characters visible.
-    pub fn is_terminal(&self) -> bool {
-        self.terminal
-    }
-
     /// Writes what was held back, as no more text follows (for now: what comes next
     /// is redacted as a new text), and flushes.
-    pub fn end_text(&mut self) -> io::Result<()> {
+    pub(crate) fn end_text(&mut self) -> io::Result<()> {
         let mut rest = String::from_utf8_lossy(&std::mem::take(&mut self.partial)).into_owned();
         rest = self.redactor.push(&rest);
         rest.push_str(&self.redactor.finish());

@@ -4,10 +4,6 @@
 /// The longest subject line tern writes.
 pub const MAX_SUBJECT: usize = 72;
 
-const TYPES: &[&str] = &[
-    "feat", "fix", "refactor", "perf", "docs", "test", "build", "ci", "style", "chore",
-];
-
 /// The subject line in a model's answer: the first line that is not a fence or a
 /// label, without quotes or backticks, cut to 72 characters at a word boundary. None
 /// when nothing usable is left.
@@ -30,15 +26,6 @@ pub fn clean(answer: &str) -> Option<String> {
     let s = crate::terminal_text::without_unsafe(s);
     let s = s.trim();
     (!s.is_empty()).then(|| fit(s))
-}
-
-/// Whether `subject` already reads `type: ...` or `type(scope): ...`.
-pub fn is_conventional(subject: &str) -> bool {
-    let Some((head, rest)) = subject.split_once(':') else {
-        return false;
-    };
-    let kind = head.split('(').next().unwrap_or(head).trim_end_matches('!');
-    TYPES.contains(&kind) && rest.starts_with(' ')
 }
 
 /// `s` cut to [`MAX_SUBJECT`] characters, at the last space that fits when there is one.
@@ -216,5 +203,18 @@ mod tests {
             .collect();
         assert_eq!(fallback(&many), "chore: update 20 files in src/edit");
         assert!(is_conventional(&fallback(&many)));
+    }
+
+    const TYPES: &[&str] = &[
+        "feat", "fix", "refactor", "perf", "docs", "test", "build", "ci", "style", "chore",
+    ];
+
+    /// Whether `subject` already reads `type: ...` or `type(scope): ...`.
+    pub fn is_conventional(subject: &str) -> bool {
+        let Some((head, rest)) = subject.split_once(':') else {
+            return false;
+        };
+        let kind = head.split('(').next().unwrap_or(head).trim_end_matches('!');
+        TYPES.contains(&kind) && rest.starts_with(' ')
     }
 }

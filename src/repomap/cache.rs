@@ -79,7 +79,7 @@ struct SnapshotOut<'a> {
 /// Where the caches of the checkout at `root` live under `dir` (normally
 /// `dirs::cache_dir()/tern/tags/checkouts`): `<stem>.snap` for the snapshot,
 /// `<stem>.<encoding>.counts` for block token counts.
-pub fn stem_for(dir: &Path, root: &Path) -> PathBuf {
+pub(crate) fn stem_for(dir: &Path, root: &Path) -> PathBuf {
     let key = xxhash_rust::xxh3::xxh3_64(root.as_os_str().as_encoded_bytes());
     dir.join(format!("{key:016x}"))
 }
@@ -90,7 +90,7 @@ pub const CHECKOUTS_CAP_BYTES: u64 = 256 << 20;
 
 /// Reads a snapshot; any problem gives an empty one and a reason for the log. Its
 /// modification time becomes its last use.
-pub fn load_snapshot(path: &Path) -> (Snapshot, Option<String>) {
+pub(crate) fn load_snapshot(path: &Path) -> (Snapshot, Option<String>) {
     let loaded = read(path, SNAPSHOT_MAGIC);
     // Losing a use time only makes a snapshot older: never an error.
     let _ = crate::regular_file::touch(path);
@@ -99,7 +99,7 @@ pub fn load_snapshot(path: &Path) -> (Snapshot, Option<String>) {
 
 /// Deletes the least recently used checkout files in `dir` while they take more than
 /// `cap` bytes, never those of `keep` (a stem).
-pub fn evict_checkouts(dir: &Path, keep: &Path, cap: u64) {
+pub(crate) fn evict_checkouts(dir: &Path, keep: &Path, cap: u64) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
@@ -128,7 +128,7 @@ pub fn evict_checkouts(dir: &Path, keep: &Path, cap: u64) {
 }
 
 /// Writes a snapshot.
-pub fn save_snapshot(
+pub(crate) fn save_snapshot(
     path: &Path,
     saved_ns: i64,
     names: &Names,
@@ -146,11 +146,11 @@ pub fn save_snapshot(
 }
 
 /// Reads the block token counts (xxh3 of a rendered block -> tokens).
-pub fn load_counts(path: &Path) -> HashMap<u64, u32> {
+pub(crate) fn load_counts(path: &Path) -> HashMap<u64, u32> {
     read(path, COUNTS_MAGIC).0
 }
 
-pub fn save_counts(path: &Path, counts: &HashMap<u64, u32>) -> std::io::Result<()> {
+pub(crate) fn save_counts(path: &Path, counts: &HashMap<u64, u32>) -> std::io::Result<()> {
     write(path, COUNTS_MAGIC, counts)
 }
 

@@ -259,7 +259,7 @@ fn relative(root: &Path, path: &Path) -> Option<String> {
 }
 
 /// Turns a user-given path (absolute or relative to `cwd`) into a root-relative one.
-pub fn to_rel(root: &Path, cwd: &Path, path: &Path) -> Option<String> {
+pub(crate) fn to_rel(root: &Path, cwd: &Path, path: &Path) -> Option<String> {
     let abs: PathBuf = if path.is_absolute() {
         path.to_path_buf()
     } else {
@@ -269,7 +269,7 @@ pub fn to_rel(root: &Path, cwd: &Path, path: &Path) -> Option<String> {
     relative(root, &abs)
 }
 
-pub fn mtime_ns(meta: &std::fs::Metadata) -> i64 {
+pub(crate) fn mtime_ns(meta: &std::fs::Metadata) -> i64 {
     meta.modified()
         .ok()
         .and_then(|t| t.duration_since(UNIX_EPOCH).ok())

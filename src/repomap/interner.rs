@@ -40,7 +40,7 @@ pub struct Interner {
 
 impl Interner {
     /// An interner holding `names` under their ids (a saved interner, loaded).
-    pub fn from_names(names: Names) -> Interner {
+    pub(crate) fn from_names(names: Names) -> Interner {
         let hasher = foldhash::fast::FixedState::default();
         let mut table = HashTable::with_capacity(names.len());
         for id in 0..names.len() as u32 {
@@ -55,7 +55,7 @@ impl Interner {
         }
     }
 
-    pub fn intern(&mut self, name: &str) -> u32 {
+    pub(crate) fn intern(&mut self, name: &str) -> u32 {
         let hash = self.hasher.hash_one(name);
         if let Some(&id) = self.table.find(hash, |&id| self.names.get(id) == name) {
             return id;

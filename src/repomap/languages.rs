@@ -43,7 +43,7 @@ pub(crate) struct TagQuery {
 }
 
 impl Lang {
-    pub fn grammar(self) -> Language {
+    pub(crate) fn grammar(self) -> Language {
         match self {
             Lang::Rust => tree_sitter_rust::LANGUAGE.into(),
             Lang::Python => tree_sitter_python::LANGUAGE.into(),
@@ -100,7 +100,7 @@ impl Lang {
     /// states), the tag query or the literal query changes, so a tern built with other
     /// grammars or queries never reads tags it did not make (nor lines rendered with
     /// literals an older tern did not elide).
-    pub fn tags_version(self) -> u64 {
+    pub(crate) fn tags_version(self) -> u64 {
         let grammar = self.grammar();
         let mut h = xxhash_rust::xxh3::Xxh3::new();
         h.update(self.query_source().as_bytes());

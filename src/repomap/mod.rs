@@ -101,7 +101,7 @@ pub fn default_budget(window: usize, has_chat_files: bool) -> usize {
 
 /// `path` (absolute, or relative to `cwd`) relative to the canonical `root`, with `/`
 /// separators; None when it is not under the root.
-pub fn relative_path(root: &Path, cwd: &Path, path: &Path) -> Option<String> {
+pub(crate) fn relative_path(root: &Path, cwd: &Path, path: &Path) -> Option<String> {
     files::to_rel(root, cwd, path)
 }
 
@@ -112,7 +112,7 @@ pub enum CacheLocation {
     /// the tag store shared by every checkout under `store/`, each checkout's snapshot
     /// under `checkouts/`.
     UserCacheDir,
-    /// This directory instead (tests, or a user's override).
+    /// This directory instead (tests and benchmarks).
     Dir(PathBuf),
     /// Keep tags in memory only.
     Disabled,
@@ -380,7 +380,7 @@ impl RepoMap {
     }
 
     /// The shared store's segments and bytes on disk (0 without a disk cache).
-    pub fn store_usage(&self) -> (usize, u64) {
+    pub(crate) fn store_usage(&self) -> (usize, u64) {
         self.store.as_ref().map_or((0, 0), Store::usage)
     }
 

@@ -154,12 +154,12 @@ impl Graph {
     }
 
     /// Whether some file defines the identifier.
-    pub fn is_defined(&self, ident: u32) -> bool {
+    pub(crate) fn is_defined(&self, ident: u32) -> bool {
         self.def_count.get(ident as usize).is_some_and(|&n| n > 0)
     }
 
     /// How many (referencing file, identifier) edges point at `file`.
-    pub fn in_degree(&self, file: u32) -> u32 {
+    pub(crate) fn in_degree(&self, file: u32) -> u32 {
         self.in_degree.get(file as usize).copied().unwrap_or(0)
     }
 
@@ -188,7 +188,7 @@ impl Graph {
     /// Runs personalized PageRank. `chat[f]` marks chat files; `personal[f]` is the
     /// personalization weight of each file (all zero for uniform); `mentioned` lists
     /// global identifier ids mentioned in the chat.
-    pub fn rank(&self, chat: &[bool], personal: &[f64], mentioned: &[u32]) -> Ranking {
+    pub(crate) fn rank(&self, chat: &[bool], personal: &[f64], mentioned: &[u32]) -> Ranking {
         let n = self.n_files;
         let mut ident_mult = vec![1.0f32; self.idents.len()];
         for &i in mentioned {
@@ -257,7 +257,7 @@ impl Graph {
     /// The ranked (definer, identifier) pairs: every pair with referencers gets the
     /// rank its referencers send it; pairs nobody else references split a small share
     /// of their file's rank. `defines[f]` lists file `f`'s distinct definitions.
-    pub fn credits(&self, ranking: &Ranking, defines: &[&[u32]]) -> Vec<Credit> {
+    pub(crate) fn credits(&self, ranking: &Ranking, defines: &[&[u32]]) -> Vec<Credit> {
         let mut credits = Vec::new();
         for (f, idents) in defines.iter().enumerate() {
             if ranking.chat[f] || idents.is_empty() {

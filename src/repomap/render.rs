@@ -52,7 +52,7 @@ impl BlockCounts {
     }
 
     /// The counts, if any were added since the last call.
-    pub fn take_added(&self) -> Option<HashMap<u64, u32>> {
+    pub(crate) fn take_added(&self) -> Option<HashMap<u64, u32>> {
         self.added
             .swap(false, Ordering::Relaxed)
             .then(|| self.lock().clone())
@@ -237,7 +237,7 @@ pub fn fit(
 
 /// One file's block: `path:` and its chosen definitions in their scopes, or the bare
 /// path when no definitions are chosen.
-pub fn render_block(source: &impl Source, file: u32, defs: &[u32]) -> String {
+pub(crate) fn render_block(source: &impl Source, file: u32, defs: &[u32]) -> String {
     let path = source.path(file);
     let (tags, content) = match source.tagged(file) {
         Some(tagged) if !defs.is_empty() => tagged,

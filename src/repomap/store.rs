@@ -85,7 +85,7 @@ impl Key {
     }
 
     /// The git blob id of some content.
-    pub fn blob_id(content: &[u8]) -> [u8; 20] {
+    pub(crate) fn blob_id(content: &[u8]) -> [u8; 20] {
         let mut id = [0u8; 20];
         if let Ok(oid) = git2::Oid::hash_object(git2::ObjectType::Blob, content) {
             let n = oid.as_bytes().len().min(20);
@@ -100,7 +100,7 @@ impl Key {
 
     /// Whether this key is the one this tern makes for its content: one written by a
     /// tern with other grammars, queries or format names tags this one would not make.
-    pub fn is_current(&self, lang: Option<Lang>) -> bool {
+    pub(crate) fn is_current(&self, lang: Option<Lang>) -> bool {
         *self == Key::new(self.blob(), lang)
     }
 }

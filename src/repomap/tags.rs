@@ -136,7 +136,7 @@ impl FileTags {
     }
 
     /// The lines (as indices into the line table) that show `def` in its scopes.
-    pub fn shown_lines(&self, def: &Def) -> &[u32] {
+    pub(crate) fn shown_lines(&self, def: &Def) -> &[u32] {
         &self.shown[def.first as usize..(def.first + def.len) as usize]
     }
 
@@ -148,7 +148,7 @@ impl FileTags {
     /// Line `i` of the line table as the map shows it, from `source` (the content the
     /// tags were taken from): literals elided, without trailing blanks or `\r`, at
     /// most [`MAX_LINE_CHARS`] characters.
-    pub fn shown_line(&self, source: &[u8], i: u32) -> String {
+    pub(crate) fn shown_line(&self, source: &[u8], i: u32) -> String {
         line_text(source, self.line(i).1, &self.literals)
     }
 }

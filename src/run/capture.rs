@@ -194,13 +194,13 @@ impl Recent {
     }
 
     /// Whether anything was printed since the last report.
-    pub fn has_news(&self) -> bool {
+    pub(crate) fn has_news(&self) -> bool {
         !self.pending.is_empty() || self.skipped > 0
     }
 
     /// The text since the last report, made visible. A character split at the end
     /// waits for the next report, unless this is the last or it was cut short anyway.
-    pub fn take_text(&mut self, at_end: bool) -> String {
+    pub(crate) fn take_text(&mut self, at_end: bool) -> String {
         let mut bytes = std::mem::take(&mut self.carry);
         bytes.append(&mut self.pending);
         if !at_end

@@ -8,7 +8,7 @@ use crate::tokens::clip::{Clipped, clip_ends};
 
 /// The tokens a command's output may take when `command_output_tokens` is unset:
 /// window/8 within 1024..8192.
-pub fn default_output_budget(window: usize) -> usize {
+pub(crate) fn default_output_budget(window: usize) -> usize {
     (window / 8).clamp(1024, 8192)
 }
 

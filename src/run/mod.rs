@@ -12,7 +12,8 @@ mod suggest;
 use std::time::Duration;
 
 pub use crate::tokens::clip::Clipped;
-pub use clip::{clip, default_output_budget};
+pub use clip::clip;
+pub(crate) use clip::default_output_budget;
 pub use process::run;
 pub use suggest::{CommandKind, Suggestion, suggest};
 

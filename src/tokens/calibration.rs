@@ -62,7 +62,7 @@ impl Counting {
 
     /// Whether counts use what was learned from the server's reports (and kept in
     /// `calibration.json`).
-    pub fn is_learned(self) -> bool {
+    pub(crate) fn is_learned(self) -> bool {
         matches!(self, Counting::Calibrated { .. } | Counting::Server)
     }
 
@@ -245,7 +245,7 @@ impl std::fmt::Display for Implausible {
 /// The prompt tokens a server could report for a predicted request: its contents at
 /// the lowest and highest rates tokenizers have (within half of the server's own count
 /// when it counted them), plus from no template tokens to the most a template adds.
-pub fn plausible(prediction: &Prediction) -> RangeInclusive<usize> {
+pub(crate) fn plausible(prediction: &Prediction) -> RangeInclusive<usize> {
     let template = template_max(prediction.messages);
     let (low, high) = match prediction.exact {
         Some(exact) => (exact / 2, exact),
@@ -347,7 +347,7 @@ impl Calibration {
 
     /// Learns from the server's count of a predicted request; returns the prediction's
     /// relative error. A report no tokenizer gives is not learned.
-    pub fn observe(
+    pub(crate) fn observe(
         &mut self,
         prediction: &Prediction,
         reported: usize,
@@ -392,7 +392,7 @@ impl Calibration {
     /// may have learned an absurd report before there were any): implausible
     /// observations and errors are dropped and the rest refitted. Returns how many
     /// observations were dropped.
-    pub fn sanitize(&mut self) -> usize {
+    pub(crate) fn sanitize(&mut self) -> usize {
         let (contents, template) = (self.contents.len(), self.template.len());
         self.contents
             .retain(|&(rest, digits, server)| content_plausible(rest, digits, server));
@@ -555,7 +555,7 @@ fn write(path: &Path, all: &Calibrations) -> std::io::Result<()> {
 
 /// What a refusal made with learned counts says: where they are kept and how to forget
 /// them.
-pub fn refusal_note(path: &Path) -> String {
+pub(crate) fn refusal_note(path: &Path) -> String {
     format!(
         "the counts are scaled to what the server reported before, kept in {}; if they look wrong, `tern tokens --recalibrate` forgets them",
         path.display()

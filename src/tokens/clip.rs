@@ -22,7 +22,7 @@ const CUT: &str = "…";
 /// `note(lines left out)` between them. Lines are kept whole, unless the last line alone
 /// does not fit: then its end is kept, cut at a character. Only a budget smaller than
 /// the note itself gets more than it asked for.
-pub fn clip_ends(
+pub(crate) fn clip_ends(
     text: &str,
     counter: &TokenCounter,
     budget: usize,
@@ -57,7 +57,7 @@ pub fn clip_ends(
 
 /// `text` if it fits in `budget`; otherwise its longest head of whole lines that still
 /// fits with `marker` after it; `None` when not even one line does.
-pub fn clip_head(
+pub(crate) fn clip_head(
     text: &str,
     counter: &TokenCounter,
     budget: usize,

@@ -287,14 +287,14 @@ impl TokenCounter {
     }
 
     /// Tokens a request adds once (the primed reply).
-    pub fn per_request(&self) -> usize {
+    pub(crate) fn per_request(&self) -> usize {
         self.fit
             .as_ref()
             .map_or(REPLY_PRIMING, |f| lock(f).calibration.per_request)
     }
 
     /// Tokens of one chat message as the API bills it: content plus the format overhead.
-    pub fn count_message(&self, content: &str) -> usize {
+    pub(crate) fn count_message(&self, content: &str) -> usize {
         self.per_message() + self.count(content)
     }
 
@@ -309,7 +309,7 @@ impl TokenCounter {
 
     /// The prediction for a request of these message contents, with what it is made
     /// of, to compare with the server's report (`observe`).
-    pub fn predict<'a>(&self, contents: impl IntoIterator<Item = &'a str>) -> Prediction {
+    pub(crate) fn predict<'a>(&self, contents: impl IntoIterator<Item = &'a str>) -> Prediction {
         let contents: Vec<&str> = contents.into_iter().collect();
         let local = contents
             .iter()
@@ -338,7 +338,7 @@ impl TokenCounter {
     /// Learns from the server's count of a predicted request (exact counters learn
     /// nothing); returns the prediction's relative error, or why the report is not
     /// one a tokenizer gives (then nothing is learned, for exact counters as well).
-    pub fn observe(
+    pub(crate) fn observe(
         &self,
         prediction: &Prediction,
         reported: usize,
@@ -358,14 +358,14 @@ impl TokenCounter {
     }
 
     /// Starts from what an earlier session learned.
-    pub fn set_calibration(&self, calibration: Calibration) {
+    pub(crate) fn set_calibration(&self, calibration: Calibration) {
         if let Some(fit) = &self.fit {
             lock(fit).calibration = calibration;
         }
     }
 
     /// Whether the server counts for this counter (from now on, misses are noted).
-    pub fn set_server(&self, server: bool) {
+    pub(crate) fn set_server(&self, server: bool) {
         if let Some(fit) = &self.fit {
             let mut fit = lock(fit);
             fit.server = server;
@@ -389,14 +389,14 @@ impl TokenCounter {
     }
 
     /// True when texts wait for the server to count them.
-    pub fn has_wanted(&self) -> bool {
+    pub(crate) fn has_wanted(&self) -> bool {
         self.fit
             .as_ref()
             .is_some_and(|f| !lock(f).wanted.is_empty())
     }
 
     /// The texts counted since the last call that the server has not counted.
-    pub fn take_wanted(&self) -> Vec<(u64, String)> {
+    pub(crate) fn take_wanted(&self) -> Vec<(u64, String)> {
         self.fit
             .as_ref()
             .map(|f| std::mem::take(&mut lock(f).wanted))
@@ -404,7 +404,7 @@ impl TokenCounter {
     }
 
     /// Records the server's counts of texts by their hashes (from `take_wanted`).
-    pub fn learn_exact(&self, counts: impl IntoIterator<Item = (u64, usize)>) {
+    pub(crate) fn learn_exact(&self, counts: impl IntoIterator<Item = (u64, usize)>) {
         if let Some(fit) = &self.fit {
             let mut fit = lock(fit);
             if fit.exact.len() >= CACHE_LIMIT_ENTRIES {

@@ -456,15 +456,52 @@ fn a_tern_killed_mid_save_leaves_a_session_that_resumes() {
                 _ => 0,
             })
             .sum();
-        assert_eq!(messages, saved.record.messages, "round {round}");
+        // What the record ends with, should it disagree with the state.
+        let tail: Vec<String> = records
+            .iter()
+            .rev()
+            .take(6)
+            .map(|r| match r {
+                tern::engine::persist::Record::Turn(t) => format!("turn {}", t.turn),
+                tern::engine::persist::Record::Messages(j) => {
+                    format!("{} messages of turn {}", j.messages.len(), j.turn)
+                }
+                other => format!("{other:?}"),
+            })
+            .collect();
+        let said = format!(
+            "round {round}: state says {} turns, {} messages; the record ends {tail:?}",
+            saved.record.turns, saved.record.messages
+        );
+        assert_eq!(messages, saved.record.messages, "{said}");
         let last_turn = records.iter().rev().find_map(|r| match r {
             tern::engine::persist::Record::Turn(t) => Some(t.turn),
             _ => None,
         });
-        assert_eq!(last_turn.unwrap_or(0), saved.record.turns, "round {round}");
+        assert_eq!(last_turn.unwrap_or(0), saved.record.turns, "{said}");
         if saved.record.turns > 0 {
+            // The record rebuilds the turn's start (the history only grew since, unless
+            // a summary shortened its front), and what the last turn added ends the
+            // saved history.
             let before = tern::engine::persist::before_turn(&records, saved.record.turns).unwrap();
-            assert!(before.history.len() <= saved.history.len());
+            assert!(
+                saved.summaries > 0 || before.history.len() <= saved.history.len(),
+                "{said}: {} messages before the turn, {} saved",
+                before.history.len(),
+                saved.history.len()
+            );
+            let added: Vec<_> = records
+                .iter()
+                .filter_map(|r| match r {
+                    tern::engine::persist::Record::Messages(j) if j.turn == saved.record.turns => {
+                        Some(j.messages.iter())
+                    }
+                    _ => None,
+                })
+                .flatten()
+                .collect();
+            let ends: Vec<_> = saved.history.iter().rev().take(added.len()).rev().collect();
+            assert_eq!(ends, added, "{said}");
         }
         drop(disk);
     }

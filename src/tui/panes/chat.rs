@@ -266,14 +266,6 @@ impl ChatPane {
             .find(|m| matches!(&m.kind, Kind::Needed(n) if n.active))
     }
 
-    /// The row the keys act on, if the last reply asked for anything.
-    pub fn active_needed(&self) -> Option<&Needed> {
-        self.messages.iter().rev().find_map(|m| match &m.kind {
-            Kind::Needed(n) if n.active => Some(&**n),
-            _ => None,
-        })
-    }
-
     /// An action on the last reply's row: adds its files or picks a command.
     fn act_on_needed(&mut self, action: Action, cx: &mut Cx<'_>) {
         let Some(message) = self.active_needed_message() else {

@@ -602,8 +602,8 @@ mod tests {
         );
         assert_eq!(KeyBinding::parse("ctrl-"), Err(UnknownKey("ctrl-".into())));
         assert_eq!(
-            KeyBinding::parse("hyper-x").map_err(|e| e.to_string()),
-            Err("unknown key \"hyper-x\"".into())
+            KeyBinding::parse("hyper-x").unwrap_err().to_string(),
+            "unknown key \"hyper-x\""
         );
         for spec in ACTIONS {
             for key in spec.keys.split_whitespace() {

@@ -205,7 +205,7 @@ pub(crate) enum GitJobError {
     Undo(#[from] crate::git::UndoError),
     /// `/undo turn` stopped before its first commit.
     #[error("/undo turn: nothing was undone: {0}")]
-    NothingUndone(crate::git::TurnUndone),
+    NothingUndone(Box<crate::git::TurnUndone>),
     #[error(transparent)]
     Git(#[from] crate::git::GitError),
 }

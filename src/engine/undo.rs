@@ -70,7 +70,7 @@ fn rest_of_turn(repo: &Repository, turn: &[Oid], undone: Oid, how: &str) -> Opti
 /// midway is a warning naming what was left; a stop before any is an error.
 fn turn_done(repo: &Repository, done: TurnUndone) -> Result<GitDone, GitJobError> {
     if done.undone.is_empty() {
-        return Err(GitJobError::NothingUndone(done));
+        return Err(GitJobError::NothingUndone(Box::new(done)));
     }
     let warning = done
         .stopped

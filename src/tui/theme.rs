@@ -414,20 +414,26 @@ mod tests {
     #[test]
     fn a_broken_theme_is_reported_and_the_default_used() {
         let dir = tempfile::tempdir().unwrap();
-        let is_colour = |e: &ThemeError| matches!(e, ThemeError::NotAColour { value: Some(v), .. } if v == "not-a-colour");
-        let is_key =
-            |e: &ThemeError| matches!(e, ThemeError::UnknownKey { key: Some(k), .. } if k == "usr");
-        let is_syntax = |e: &ThemeError| matches!(e, ThemeError::NoSyntaxTheme { .. });
-        let is_toml = |e: &ThemeError| matches!(e, ThemeError::Toml { .. });
-        let cases: [(&str, &str, &dyn Fn(&ThemeError) -> bool); 4] = [
+        type Check = fn(&ThemeError) -> bool;
+        let cases: [(&str, &str, Check); 4] = [
             (
                 "[ui]\nuser = \"not-a-colour\"\n",
                 "is not a colour",
-                &is_colour,
+                |e| matches!(e, ThemeError::NotAColour { value: Some(v), .. } if v == "not-a-colour"),
             ),
-            ("[ui]\nusr = \"red\"\n", "unknown key [ui] usr", &is_key),
-            ("syntax = \"Nope\"\n", "no syntax theme", &is_syntax),
-            ("[ui\n", "mine.toml", &is_toml),
+            (
+                "[ui]\nusr = \"red\"\n",
+                "unknown key [ui] usr",
+                |e| matches!(e, ThemeError::UnknownKey { key: Some(k), .. } if k == "usr"),
+            ),
+            (
+                "syntax = \"Nope\"\n",
+                "no syntax theme",
+                |e| matches!(e, ThemeError::NoSyntaxTheme { name: Some(n), .. } if n == "Nope"),
+            ),
+            ("[ui\n", "mine.toml", |e| {
+                matches!(e, ThemeError::Toml { .. })
+            }),
         ];
         for (text, expected, variant) in cases {
             let path = dir.path().join("mine.toml");
@@ -437,8 +443,10 @@ mod tests {
             let warning = warning.expect("reported");
             assert!(warning.contains(expected), "{warning}");
             assert_eq!(theme.name, "dark");
-            let error = Theme::try_load(&choice).err().expect("refused");
-            assert!(variant(&error), "{error:?}");
+            match Theme::try_load(&choice) {
+                Ok(_) => panic!("{text:?} loaded"),
+                Err(error) => assert!(variant(&error), "{error:?}"),
+            }
         }
         let (_, warning) = Theme::load(&"no-such-theme".into());
         assert!(warning.unwrap().contains("dark, light"));

@@ -539,3 +539,54 @@ fn repo_paths(
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_tern_apply_refuses_is_told_by_variant_in_the_same_words() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        git2::Repository::init(&root).unwrap();
+        let ws = Workspace::discover(&root).unwrap();
+
+        let outside = repo_paths(&ws, &root, &["../x".into()], "--read").unwrap_err();
+        assert!(
+            matches!(
+                outside,
+                ApplyError::Path {
+                    what: "--read",
+                    refusal: edit::Refusal::Escapes(_) | edit::Refusal::Outside(_)
+                }
+            ),
+            "{outside:?}"
+        );
+        assert!(outside.to_string().starts_with("--read: "), "{outside}");
+
+        let reply = root.join("reply.txt");
+        std::fs::write(&reply, b"\xff\xfe").unwrap();
+        let not_text = read_reply(&reply).unwrap_err();
+        assert!(matches!(not_text, ApplyError::ReplyNotText { .. }));
+        assert_eq!(
+            not_text.to_string(),
+            format!("the reply {} is not UTF-8 text", reply.display())
+        );
+        let missing = read_reply(&root.join("none.txt")).unwrap_err();
+        assert!(matches!(missing, ApplyError::ReadReply { .. }));
+        assert!(
+            missing.to_string().starts_with("cannot read the reply "),
+            "{missing}"
+        );
+
+        let unknown = decisions(&ProposalView::default(), "abc1234", &root, &root).unwrap_err();
+        assert!(
+            matches!(&unknown, ApplyError::UnknownHunk { item, .. } if item == "abc1234"),
+            "{unknown:?}"
+        );
+        assert_eq!(
+            unknown.to_string(),
+            "--accept: abc1234 is not a hunk id or file of this reply (hunks: )"
+        );
+    }
+}

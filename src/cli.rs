@@ -360,7 +360,7 @@ fn message_text(text: &str) -> Result<String, EmptyMessage> {
 /// `-m` with nothing to send.
 #[derive(Debug, thiserror::Error)]
 #[error("a message needs text (it is empty or only spaces)")]
-pub struct EmptyMessage;
+struct EmptyMessage;
 
 /// `--map-refresh`.
 fn map_refresh() -> impl TypedValueParser<Value = MapRefresh> {

@@ -49,7 +49,7 @@ pub async fn run(
 
 /// Why `tern apply` did nothing (it exits with `EXIT_USAGE`).
 #[derive(Debug, thiserror::Error)]
-pub enum ApplyError {
+enum ApplyError {
     /// The directory could not be resolved, or is in no repository with a work tree.
     #[error("cannot open {}: {source}", dir.display())]
     Open {

@@ -22,7 +22,7 @@ pub fn run(args: &TrustArgs, sources: &ConfigSources) -> ExitCode {
 
 /// Why `tern trust` did nothing.
 #[derive(Debug, thiserror::Error)]
-pub enum TrustError {
+enum TrustError {
     #[error("not inside a git repository: there is no repository config to trust")]
     NoRepository,
     #[error("no user config directory to keep the list of trusted repositories in")]

@@ -67,7 +67,7 @@ pub(crate) enum Transport {
 /// Why a `--replay` recording cannot be played. The cause is part of the message
 /// and not a `source`: `main` prints the chain (`{:#}`), which would say it twice.
 #[derive(Debug, thiserror::Error)]
-pub enum ReplayError {
+pub(crate) enum ReplayError {
     #[error("cannot open {}: {error}", path.display())]
     Open {
         path: PathBuf,

@@ -32,7 +32,9 @@ mod whole;
 mod workspace;
 
 pub use crate::edit_format::EditFormat;
-pub use apply::{Applied, ApplyOutcome, Backup, Ready, StaleFile, WriteFailure, Written};
+pub use apply::{
+    Applied, ApplyOutcome, Backup, Ready, StaleFile, WriteError, WriteFailure, Written,
+};
 pub use block::{Edit, EditKind};
 pub use error::{EditError, NearMatch, Problem, reflection_message};
 pub use filename::FileSet;

@@ -266,7 +266,7 @@ impl FileProposal {
         for (hunk, at) in hunks.iter().zip(snapshot::place(&lines, hunks)) {
             match at {
                 Ok(start) => placed.push((start, hunk)),
-                Err(why) => errors.push(stale(&self.path, hunk, why)),
+                Err(why) => errors.push(stale(&self.path, hunk, why.to_string())),
             }
         }
         if placed.is_empty() {

@@ -239,7 +239,7 @@ pub(crate) enum Internal {
     MapRefreshed(map::Refreshed),
     Reviewed(branch_review::ReviewOutcome),
     /// A git command (undo, commit) finished.
-    Git(Result<slash::GitDone, String>),
+    Git(Result<slash::GitDone, slash::GitJobError>),
     /// A history summary finished.
     Summary(history::JobDone),
     /// The server counted texts (or said whether it can).
@@ -595,7 +595,7 @@ impl Engine {
                         }
                         self.save_session();
                     }
-                    Err(text) => self.error(text),
+                    Err(e) => self.error(e.to_string()),
                 }
                 self.files_changed();
                 self.idle_if_done();

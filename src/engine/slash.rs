@@ -163,7 +163,7 @@ impl Engine {
     pub(super) fn git_job(
         &mut self,
         what: &'static str,
-        job: impl FnOnce(&git2::Repository) -> Result<GitDone, String> + Send + 'static,
+        job: impl FnOnce(&git2::Repository) -> Result<GitDone, GitJobError> + Send + 'static,
     ) {
         if let Some(busy) = self.activity.busy_reason() {
             self.error(format!("/{what} waits: {busy}"));
@@ -174,7 +174,7 @@ impl Engine {
         self.activity.git();
         super::worker::spawn_blocking(done.clone(), move || {
             let result = git2::Repository::open(&root)
-                .map_err(|e| format!("/{what}: not a git repository: {e}"))
+                .map_err(|source| GitJobError::NotARepository { what, source })
                 .and_then(|repo| job(&repo));
             let _ = done.send(Internal::Git(result));
         });
@@ -190,6 +190,24 @@ pub(crate) struct GitDone {
     pub undone: Vec<git2::Oid>,
     /// Part of the job could not be done (an undo that stopped midway).
     pub warning: Option<String>,
+}
+
+/// Why a git command did nothing, or stopped before it did anything: each variant says
+/// it in the words the user has always seen.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum GitJobError {
+    #[error("/{what}: not a git repository: {source}")]
+    NotARepository {
+        what: &'static str,
+        source: git2::Error,
+    },
+    #[error(transparent)]
+    Undo(#[from] crate::git::UndoError),
+    /// `/undo turn` stopped before its first commit.
+    #[error("/undo turn: nothing was undone: {0}")]
+    NothingUndone(Box<crate::git::TurnUndone>),
+    #[error(transparent)]
+    Git(#[from] crate::git::GitError),
 }
 
 impl GitDone {
@@ -209,14 +227,15 @@ fn commit_all(
     repo: &git2::Repository,
     settings: &crate::config::Settings,
     message: Option<&str>,
-) -> Result<String, String> {
-    let paths = crate::git::modified_tracked_paths(repo).map_err(|e| e.to_string())?;
+) -> Result<String, GitJobError> {
+    let paths = crate::git::modified_tracked_paths(repo)?;
     let options = crate::git::CommitOptions::from(settings);
-    match crate::git::commit_user_changes(repo, &paths, message, &options) {
-        Ok(Some(c)) => Ok(format!("committed {} {}", c.short_id(), c.summary)),
-        Ok(None) => Ok("nothing to commit".into()),
-        Err(e) => Err(e.to_string()),
-    }
+    Ok(
+        match crate::git::commit_user_changes(repo, &paths, message, &options)? {
+            Some(c) => format!("committed {} {}", c.short_id(), c.summary),
+            None => "nothing to commit".into(),
+        },
+    )
 }
 
 impl Engine {

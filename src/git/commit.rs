@@ -21,6 +21,7 @@ use super::identity::Identity;
 use super::index_lock::IndexLock;
 use super::sign::Signer;
 use super::{CommitOptions, GitError, RepoLock, hooks, lock_wait, message};
+use crate::edit::WriteError;
 
 /// The notes ref that marks commits tern made, so `undo` recognizes them whatever
 /// their message says (the trailer can be turned off).
@@ -590,7 +591,7 @@ fn executable(meta: &std::fs::Metadata) -> bool {
 /// through a filter driver the repository configures (`filter=lfs`, say). git2 does
 /// not run external filters, so the commit would hold the file's checked-out content
 /// instead of what the filter makes of it (an LFS pointer).
-pub(crate) fn external_filter(repo: &Repository, path: &Path) -> Option<String> {
+pub(crate) fn external_filter(repo: &Repository, path: &Path) -> Option<WriteError> {
     let value = repo
         .get_attr(path, "filter", git2::AttrCheckFlags::FILE_THEN_INDEX)
         .ok()?;
@@ -601,11 +602,7 @@ pub(crate) fn external_filter(repo: &Repository, path: &Path) -> Option<String> 
     let configured = ["clean", "process"]
         .iter()
         .any(|key| config.get_string(&format!("filter.{name}.{key}")).is_ok());
-    configured.then(|| {
-        format!(
-            "git stores it through the `{name}` filter (.gitattributes), which tern cannot run, so tern's commit would hold the wrong content; edit it yourself"
-        )
-    })
+    configured.then(|| WriteError::ExternalFilter(name.to_string()))
 }
 
 /// HEAD's commit; None on an unborn branch.

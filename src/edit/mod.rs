@@ -69,6 +69,7 @@ pub fn propose(ws: &Workspace, reply: &str, format: EditFormat, files: &FileSet)
         shell,
         blocks,
         formats,
+        ..
     } = proposal.add_reply(ws, reply, format, files);
     Proposed {
         proposal,

@@ -141,11 +141,18 @@ impl Engine {
         let blocks = report.blocks;
         let failed = report.errors.len();
         let counted = Blocks { blocks, failed };
-        if blocks == 0 && pending.proposal.is_empty() {
+        // An earlier reply's failure stays until a reply answers it: a reflection
+        // answered in prose leaves it open, shown and saved (and a headless run fails).
+        let unanswered = unanswered(std::mem::take(&mut pending.failures), &report);
+        pending.failures = unanswered;
+        pending
+            .failures
+            .extend(report.errors.iter().map(failure_view));
+        let open = pending.failures.len();
+        if blocks == 0 && pending.proposal.is_empty() && open == 0 {
             self.end_proposal();
             return Some(counted);
         }
-        pending.failures = report.errors.iter().map(failure_view).collect();
         let other: Vec<edit::EditFormat> = report
             .formats
             .iter()
@@ -186,18 +193,18 @@ impl Engine {
             );
             return Some(counted);
         }
-        if report.errors.is_empty() || origin == ReplyOrigin::Given || reflect {
+        if open == 0 || origin == ReplyOrigin::Given || reflect {
             // Nothing to say, no model to say it to, or a spending cap said why not:
             // the failures are in the view.
         } else if origin == ReplyOrigin::Interrupted {
             self.warning(format!(
                 "the reply was interrupted: {} failed, not applied and not sent back to the model (each is shown with why)",
-                count(report.errors.len(), "edit block")
+                count(open, "edit block")
             ));
         } else {
             self.warning(format!(
                 "{} still failed after {}; not applied (each is shown with why)",
-                count(report.errors.len(), "edit block"),
+                count(open, "edit block"),
                 count(reflections, "reflection")
             ));
         }
@@ -1023,6 +1030,18 @@ pub(super) fn view(pending: &Pending) -> ProposalView {
         shell_commands: pending.shell.clone(),
         written_as: pending.written_as.clone(),
     }
+}
+
+/// The failures of earlier replies that `report`'s reply left unanswered: those for a
+/// file it has no block for (a block without a file is answered by any block).
+fn unanswered(earlier: Vec<EditFailureView>, report: &edit::ReplyReport) -> Vec<EditFailureView> {
+    earlier
+        .into_iter()
+        .filter(|f| match &f.path {
+            Some(path) => !report.paths.iter().any(|p| p == Path::new(path)),
+            None => report.blocks == 0,
+        })
+        .collect()
 }
 
 /// A failed edit block as the review shows it and the session saves it.

@@ -331,11 +331,14 @@ pub async fn run(
                 if let Some(view) = proposal.take().filter(|_| !edits_handled) {
                     edits_handled = true;
                     if !view.failures.is_empty() {
+                        let named: Vec<String> =
+                            view.failures.iter().map(ToString::to_string).collect();
                         stop(
                             &mut stopped,
                             format!(
-                                "{} could not be applied",
-                                crate::plural::count(view.failures.len(), "edit block")
+                                "{} could not be applied: {}",
+                                crate::plural::count(view.failures.len(), "edit block"),
+                                named.join("; ")
                             ),
                         );
                     }

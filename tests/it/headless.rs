@@ -1120,3 +1120,46 @@ fn a_users_apply_all_that_holds_a_hunk_back_exits_non_zero() {
     assert!(stderr.contains("not accepted with the others"), "{stderr}");
     assert!(!out.status.success(), "a hunk was held back: {stderr}");
 }
+
+/// A failed block the reflection reply does not answer (prose, no blocks) fails the
+/// run, named with its reason, in plain output and `--json` (it exited 0 with "every
+/// message was sent"; regression finding 12).
+#[test]
+fn a_failure_the_reflection_leaves_open_fails_the_run_and_is_named() {
+    let bad =
+        "src/greet.py\n```python\n<<<<<<< SEARCH\nnothere\n=======\nthere\n>>>>>>> REPLACE\n```\n";
+    for json in [false, true] {
+        let server = MockServer::start_in_thread();
+        server.push_for_model("gpt-4o", Reply::text(bad));
+        server.push_for_model("gpt-4o", Reply::text("OK, done."));
+        let repo = repo();
+        let mut args = vec!["--model", "gpt-4o", "--yes", "-m", "go", "src/greet.py"];
+        if json {
+            args.push("--json");
+        }
+        let out = output_within(
+            repo.tern(&server.base_url()).args(&args),
+            std::time::Duration::from_secs(30),
+        );
+        let (stdout, stderr) = texts(&out);
+        assert_eq!(server.requests().len(), 2, "the turn and a reflection");
+        assert!(!out.status.success(), "{stdout}{stderr}");
+        let named = "block 1 (src/greet.py): the SEARCH text does not match";
+        if json {
+            let last: serde_json::Value =
+                serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+            assert_eq!(last["ok"], false, "{last}");
+            let reason = last["reason"].as_str().unwrap();
+            assert!(
+                reason.starts_with("1 edit block could not be applied: "),
+                "{reason}"
+            );
+            assert!(reason.contains(named), "{reason}");
+        } else {
+            assert!(
+                stderr.contains("tern: edit block 1 failed (src/greet.py): the SEARCH text"),
+                "{stderr}"
+            );
+        }
+    }
+}

@@ -44,6 +44,47 @@ pub(crate) struct Pending {
 }
 
 impl Pending {
+    /// Accepts `select` without a word: the hunks with a caution stay pending.
+    pub(super) fn accept(&mut self, select: Select) {
+        let _ = self.proposal.decide(select, Decision::Accept);
+    }
+
+    /// Whether the user (or `--yes`'s policy) accepted any hunk.
+    pub(super) fn any_accepted(&self) -> bool {
+        self.proposal
+            .files()
+            .iter()
+            .any(|f| f.accepted().next().is_some())
+    }
+
+    /// What a bulk accept left pending for a look of its own: a file with a caution
+    /// (`b.txt: not in the chat`), else each hunk with one of its own.
+    fn held_back(&self) -> Vec<Held> {
+        let mut held = Vec::new();
+        for file in self.proposal.files() {
+            let pending = |h: &&edit::Hunk| h.decision == Decision::Pending;
+            let cautions = file.cautions();
+            if !cautions.is_empty() {
+                if file.hunks().iter().any(|h| pending(&h)) {
+                    held.push(Held {
+                        what: file.path().display().to_string(),
+                        cautions,
+                    });
+                }
+                continue;
+            }
+            for (hunk, cautions) in file.hunks().iter().zip(file.hunk_cautions()) {
+                if pending(&hunk) && !cautions.is_empty() {
+                    held.push(Held {
+                        what: format!("hunk {} of {}", hunk.id, file.path().display()),
+                        cautions,
+                    });
+                }
+            }
+        }
+        held
+    }
+
     /// What the model is told about the hunks not applied, with the user's reasons.
     fn rejected_note(&self) -> Option<String> {
         let summary = self.proposal.rejected_summary()?;
@@ -69,6 +110,20 @@ impl Pending {
                 reasons.join("\n")
             ),
         })
+    }
+}
+
+/// A file or hunk a bulk accept left for a look of its own, and why.
+struct Held {
+    what: String,
+    cautions: Vec<edit::Caution>,
+}
+
+impl std::fmt::Display for Held {
+    /// `b.txt: not in the chat`, `hunk 1a2b3c4 of a.txt: holds invisible characters (U+202E)`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let why: Vec<String> = self.cautions.iter().map(ToString::to_string).collect();
+        write!(f, "{}: {}", self.what, why.join(", "))
     }
 }
 
@@ -317,30 +372,48 @@ impl Engine {
         }
     }
 
-    /// After a bulk accept: the pending hunks it left for a caution of their own, named,
-    /// so that the user knows which to look at before accepting each by itself.
+    /// After a bulk accept: the files and hunks it left for a caution of their own,
+    /// named, so that the user knows which to look at before accepting each by itself.
     fn say_held_hunks(&mut self) {
-        let Some(pending) = &self.pending else {
-            return;
-        };
-        let held: Vec<String> = pending
-            .proposal
-            .files()
-            .iter()
-            .flat_map(|f| {
-                f.hunks()
-                    .iter()
-                    .zip(f.hunk_cautions())
-                    .filter(|(h, c)| h.decision == Decision::Pending && !c.is_empty())
-                    .map(move |(h, c)| format!("{} of {} {}", h.id, f.path().display(), c[0]))
-            })
-            .collect();
-        if !held.is_empty() {
+        let held = self.pending.as_ref().map(Pending::held_back);
+        if let Some(held) = held.filter(|h| !h.is_empty()) {
+            let held: Vec<String> = held.iter().map(ToString::to_string).collect();
             self.warning(format!(
-                "not accepted with the others, look at it and accept it by itself: hunk {}",
-                held.join("; hunk ")
+                "not accepted with the others, look at each and accept it by itself: {}",
+                held.join("; ")
             ));
         }
+    }
+
+    /// `/apply all`: accepts what may be accepted in bulk and applies it. When that
+    /// accepts nothing, it says what is held back, why, and the way to apply each with
+    /// commands, not review keys the user may not have (a headless run).
+    pub(super) fn apply_all(&mut self) {
+        let Some(pending) = self.pending.as_mut() else {
+            self.review(ReviewOp::Apply);
+            return;
+        };
+        pending.accept(Select::All);
+        let held = pending.held_back();
+        if pending.any_accepted() || held.is_empty() {
+            self.say_held_hunks();
+            self.publish_proposal();
+            self.review(ReviewOp::Apply);
+            return;
+        }
+        let advice: Vec<String> = held
+            .iter()
+            .map(|h| match h.cautions.as_slice() {
+                [edit::Caution::OutsideChat] => {
+                    format!("{h} (/add {} first, then /apply all)", h.what)
+                }
+                _ => format!("{h} (accept it by itself in the workspace's review)"),
+            })
+            .collect();
+        self.error(format!(
+            "nothing was applied: /apply all accepts no file or hunk held back for a look of its own, and every one left is: {}",
+            advice.join("; ")
+        ));
     }
 
     /// `ReviewOp::Split`: the hunk's parts replace it. The proposal is published either
@@ -625,12 +698,7 @@ impl Engine {
             });
             return;
         }
-        if !pending
-            .proposal
-            .files()
-            .iter()
-            .any(|f| f.accepted().next().is_some())
-        {
+        if !pending.any_accepted() {
             self.error("no hunk is accepted yet: y accepts a hunk, a a file, A all".into());
             return;
         }
@@ -916,7 +984,7 @@ impl Engine {
 
     /// Shows the proposal as it is now, and saves it with the session (so that quitting
     /// or a crash loses no decision).
-    fn publish_proposal(&mut self) {
+    pub(super) fn publish_proposal(&mut self) {
         let view = match &self.pending {
             Some(p) => view(p),
             None => ProposalView::default(),

@@ -2,7 +2,7 @@
 //! what the user typed into them.
 
 use super::commands::{self, Command};
-use super::protocol::{ChatMode, CommandPurpose, Decision, Event, FileMode, ReviewOp};
+use super::protocol::{ChatMode, CommandPurpose, Event, FileMode, ReviewOp};
 use super::{Engine, Internal};
 
 impl Engine {
@@ -34,14 +34,8 @@ impl Engine {
                     self.start_user_turn(args, mode);
                 }
             }
-            Command::Apply => {
-                if args == "all" {
-                    self.review(ReviewOp::All {
-                        decision: Decision::Accept,
-                    });
-                }
-                self.review(ReviewOp::Apply);
-            }
+            Command::Apply if args == "all" => self.apply_all(),
+            Command::Apply => self.review(ReviewOp::Apply),
             Command::Reject => self.reject_with_reason(&args),
             Command::Discard => self.discard(),
             Command::Diff => self.show_diff(),

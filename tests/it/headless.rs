@@ -1163,3 +1163,52 @@ fn a_failure_the_reflection_leaves_open_fails_the_run_and_is_named() {
         }
     }
 }
+
+/// The user's own `/apply all` on a resumed proposal whose only hunk is held back (its
+/// file is not in the chat) says what is held, why, and the commands that apply it,
+/// never the review's keys (regression finding 6); `/add` then `/apply all` applies it.
+#[test]
+fn a_users_apply_all_that_accepts_nothing_says_what_is_held_and_how() {
+    use tern::engine::persist::{SavedFile, SessionFile};
+    use tern::engine::{ChatMode, FileMode};
+    let repo = repo();
+    let ws = tern::edit::Workspace::discover(repo.path()).unwrap();
+    let files = tern::edit::FileSet::new(vec!["README.md".into()], ws.files());
+    let mut proposal = tern::edit::Proposal::new(&ws);
+    proposal.add_reply(&ws, README_EDIT, tern::edit::EditFormat::Editblock, &files);
+    let id = repo.plant_session(SessionFile {
+        model: "gpt-4o".into(),
+        mode: ChatMode::Code,
+        files: vec![SavedFile {
+            path: "src/greet.py".into(),
+            mode: FileMode::Editable,
+        }],
+        proposal: Some(proposal.snapshot()),
+        ..SessionFile::default()
+    });
+    let server = MockServer::start_in_thread();
+    server.push(Reply::text("docs: retitle"));
+    let resume = format!("--resume={id}");
+    let run = |args: &[&str]| {
+        output_within(
+            repo.tern(&server.base_url()).arg(&resume).args(args),
+            std::time::Duration::from_secs(20),
+        )
+    };
+    let out = run(&["--json", "-m", "/apply all"]);
+    let (stdout, stderr) = texts(&out);
+    assert!(!out.status.success(), "{stdout}{stderr}");
+    let said = "README.md: not in the chat (/add README.md first, then /apply all)";
+    let last: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    let reason = last["reason"].as_str().unwrap();
+    assert!(reason.contains(said), "{reason}");
+    assert!(!stdout.contains("y accepts"), "{stdout}");
+    assert_eq!(repo.read("README.md"), "# Demo\n");
+
+    let script = repo.path().join("script");
+    std::fs::write(&script, "/add README.md\n---\n/apply all\n").unwrap();
+    let out = run(&["--script", script.to_str().unwrap()]);
+    let (_, stderr) = texts(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(repo.read("README.md"), "# Demo, rewritten\n");
+}

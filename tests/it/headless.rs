@@ -1212,3 +1212,50 @@ fn a_users_apply_all_that_accepts_nothing_says_what_is_held_and_how() {
     assert!(out.status.success(), "{stderr}");
     assert_eq!(repo.read("README.md"), "# Demo, rewritten\n");
 }
+
+/// `--yes` holding back a file outside the chat and a hunk with invisible characters:
+/// the run's reason names both (it named the first only), and each is said once
+/// (the hunk was warned about twice; regression findings 3 and 14).
+#[test]
+fn everything_yes_held_back_is_named_once_and_in_the_reason() {
+    let reply = format!(
+        "src/greet.py\n```python\n<<<<<<< SEARCH\ndef greet(name):\n=======\ndef greet(name):  # \u{202e}x\n>>>>>>> REPLACE\n```\n\n{README_EDIT}"
+    );
+    for json in [false, true] {
+        let server = MockServer::start_in_thread();
+        server.push_for_model("gpt-4o", Reply::text(&reply));
+        let repo = repo();
+        let mut cmd = repo.tern(&server.base_url());
+        if json {
+            cmd.arg("--json");
+        }
+        let out = output_within(
+            cmd.args(["--model", "gpt-4o", "--yes", "-m", "go", "src/greet.py"]),
+            std::time::Duration::from_secs(20),
+        );
+        let (stdout, stderr) = texts(&out);
+        assert!(!out.status.success(), "{stdout}{stderr}");
+        if json {
+            let last: serde_json::Value =
+                serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+            let reason = last["reason"].as_str().unwrap();
+            assert!(
+                reason.starts_with("held back, not applied: edits to README.md; hunk ")
+                    && reason.ends_with(" of src/greet.py"),
+                "{reason}"
+            );
+            assert_eq!(
+                stdout.matches(r#""event":"held_back""#).count(),
+                2,
+                "{stdout}"
+            );
+            assert!(!stdout.contains(r#""event":"warning""#), "{stdout}");
+        } else {
+            assert_eq!(stderr.matches("U+202E").count(), 1, "{stderr}");
+            assert!(
+                stderr.contains("not applied to README.md (not in the chat)"),
+                "{stderr}"
+            );
+        }
+    }
+}

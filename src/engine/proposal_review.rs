@@ -592,7 +592,7 @@ impl Engine {
             reasons: Vec::new(),
             turn,
         });
-        self.mark_files_outside_chat();
+        // Marked (files outside the chat) and shown by `run`, after `Ready`.
     }
 
     /// A file dropped from the chat (or made read-only) while its edits are pending:

@@ -377,6 +377,7 @@ mod tests {
         };
         let (tx, mut events) = tokio::sync::mpsc::unbounded_channel();
         let mut engine = Engine::new(config, EventSink { tx, op: None }).unwrap();
+        engine.add_files(&["a.py".into()], crate::engine::FileMode::Editable);
         engine.activity.stream(Stream::Turn);
         engine.activity.cancel();
         let reply =

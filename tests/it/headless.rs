@@ -1259,3 +1259,57 @@ fn everything_yes_held_back_is_named_once_and_in_the_reason() {
         }
     }
 }
+
+/// `--json --resume`: `ready` is the first line, before the resumed proposal and what
+/// the files named at start say (a `proposal` came first; regression finding 7). A
+/// file named at start is in the chat for the resumed proposal too: its edits are no
+/// longer held back as outside the chat.
+#[test]
+fn a_resumed_run_says_ready_first_and_counts_the_files_named_at_start() {
+    use tern::engine::persist::{SavedFile, SessionFile};
+    use tern::engine::{ChatMode, FileMode};
+    let repo = repo();
+    let ws = tern::edit::Workspace::discover(repo.path()).unwrap();
+    let files = tern::edit::FileSet::new(vec!["README.md".into()], ws.files());
+    let mut proposal = tern::edit::Proposal::new(&ws);
+    proposal.add_reply(&ws, README_EDIT, tern::edit::EditFormat::Editblock, &files);
+    let id = repo.plant_session(SessionFile {
+        model: "gpt-4o".into(),
+        mode: ChatMode::Code,
+        files: vec![SavedFile {
+            path: "src/greet.py".into(),
+            mode: FileMode::Editable,
+        }],
+        proposal: Some(proposal.snapshot()),
+        ..SessionFile::default()
+    });
+    let server = MockServer::start_in_thread();
+    server.push(Reply::text("docs: retitle"));
+    let resume = format!("--resume={id}");
+    let out = output_within(
+        repo.tern(&server.base_url())
+            .args([&resume, "--json", "-m", "/tokens", "new.txt"]),
+        std::time::Duration::from_secs(20),
+    );
+    let (stdout, stderr) = texts(&out);
+    let kinds: Vec<String> = stdout
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["event"].to_string())
+        .collect();
+    assert_eq!(
+        kinds.first().map(String::as_str),
+        Some("\"ready\""),
+        "{stdout}{stderr}"
+    );
+    assert!(kinds.iter().any(|k| k == "\"proposal\""), "{stdout}");
+    assert!(stdout.contains("new.txt does not exist yet"), "{stdout}");
+
+    let out = output_within(
+        repo.tern(&server.base_url())
+            .args([&resume, "-m", "/apply all", "README.md"]),
+        std::time::Duration::from_secs(20),
+    );
+    let (_, stderr) = texts(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(repo.read("README.md"), "# Demo, rewritten\n");
+}

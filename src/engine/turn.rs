@@ -232,7 +232,9 @@ impl Engine {
             || self.calibrate(&sent.prediction, reply.usage.prompt_tokens);
         let estimated = !(reply.usage_reported && believed);
         let usage = if !estimated {
-            reply.usage
+            let mut usage = reply.usage;
+            self.believed_cache(&mut usage);
+            usage
         } else {
             Usage {
                 prompt_tokens: sent.prediction.total,

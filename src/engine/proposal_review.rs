@@ -41,6 +41,8 @@ pub(crate) struct Pending {
     reasons: Vec<(String, String)>,
     /// The turn whose replies proposed the edits: their commits are that turn's.
     turn: usize,
+    /// Some of its hunks were written (in this run): a discard leaves them.
+    landed: bool,
 }
 
 impl Pending {
@@ -191,6 +193,7 @@ impl Engine {
             confirm_ignored: Vec::new(),
             reasons: Vec::new(),
             turn,
+            landed: false,
         });
         let report = pending.proposal.add_reply(&ws, reply, format, &files);
         let blocks = report.blocks;
@@ -591,6 +594,7 @@ impl Engine {
             confirm_ignored: Vec::new(),
             reasons: Vec::new(),
             turn,
+            landed: false,
         });
         // Marked (files outside the chat) and shown by `run`, after `Ready`.
     }
@@ -623,19 +627,26 @@ impl Engine {
 
     /// Forgets the proposal; the model is told none of it was applied.
     pub(super) fn discard(&mut self) {
-        let Some(left) = self.pending.as_ref().map(|p| p.proposal.hunk_count()) else {
+        let Some((left, landed)) = self
+            .pending
+            .as_ref()
+            .map(|p| (p.proposal.hunk_count(), p.landed))
+        else {
             self.error("there are no proposed edits to discard".into());
             return;
         };
         self.end_proposal();
-        // Hunks of this proposal applied earlier stay applied: only what is left goes.
         let hunks = match left {
             1 => "the 1 hunk".to_string(),
             n => format!("the {n} hunks"),
         };
-        self.notice(format!(
-            "discarded {hunks} not applied (not written); hunks applied earlier stay"
-        ));
+        // Hunks of this proposal applied earlier stay applied: only what is left goes.
+        self.notice(match landed {
+            true => {
+                format!("discarded {hunks} not applied (not written); hunks applied earlier stay")
+            }
+            false => format!("discarded {hunks} (nothing was written)"),
+        });
         self.publish_budget();
     }
 
@@ -838,6 +849,9 @@ impl Engine {
                 applied,
                 commit,
             } => {
+                if let Some(pending) = self.pending.as_mut() {
+                    pending.landed = true;
+                }
                 let turn = self.pending.as_ref().map_or(0, |p| p.turn);
                 if let Some(c) = dirty {
                     self.saved.record.committed(turn, c.id.to_string(), true);

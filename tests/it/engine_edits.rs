@@ -1661,6 +1661,29 @@ async fn discarding_after_a_partial_apply_says_only_the_rest_goes() {
     assert!(said.contains("discarded the 1 hunk not applied"), "{said}");
 }
 
+/// A discard before anything was applied speaks of no hunk "applied earlier"
+/// (regression finding 5).
+#[tokio::test]
+async fn discarding_before_any_apply_says_nothing_was_written() {
+    let server = MockServer::start().await;
+    server.push_for_model("gpt-4o", Reply::text(TWO_EDITS));
+    let repo = repo();
+    let mut engine = engine(&repo, &server);
+    submit(&engine, "punctuate");
+    idle(&mut engine).await;
+    submit(&engine, "/discard");
+    let said: Vec<String> = idle(&mut engine)
+        .await
+        .into_iter()
+        .filter_map(|e| match e {
+            Event::Notice { text } => Some(text),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(said, ["discarded the 2 hunks (nothing was written)"]);
+    assert_eq!(repo.read("src/greet.py"), GREET);
+}
+
 /// The engine reads no `/` in a message: slash text is parsed where it is typed, so a
 /// message that starts with `/` (as an editor integration may send one) is a message.
 #[tokio::test]

@@ -690,7 +690,14 @@ impl Engine {
                 .and_then(|rel| self.session.add(&rel, mode).map(|changed| (rel, changed)));
             match added {
                 Ok((rel, _)) if !self.session.root().join(&rel).exists() => {
-                    self.notice(format!("{rel} does not exist yet; the model may create it"));
+                    self.notice(match mode {
+                        FileMode::Editable => {
+                            format!("{rel} does not exist yet; the model may create it")
+                        }
+                        FileMode::ReadOnly => format!(
+                            "{rel} does not exist yet; it is read-only, so the model may not create it"
+                        ),
+                    });
                 }
                 Ok((rel, _))
                     if crate::edit::Workspace::discover(self.session.root())

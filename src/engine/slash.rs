@@ -146,7 +146,8 @@ impl Engine {
         };
         let shown = git2::Repository::discover(self.session.root())
             .map_err(|e| e.to_string())
-            .and_then(|repo| crate::git::show(&repo, rev).map_err(|e| e.to_string()));
+            // libgit2's words without its class and code (`class=Reference (4)`).
+            .and_then(|repo| crate::git::show(&repo, rev).map_err(|e| e.message().to_string()));
         match shown {
             Ok((title, text)) => self.events.send(Event::Output { title, text }),
             Err(e) => self.error(format!("/show {rev}: {e}")),

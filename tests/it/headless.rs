@@ -1313,3 +1313,36 @@ fn a_resumed_run_says_ready_first_and_counts_the_files_named_at_start() {
     assert!(out.status.success(), "{stderr}");
     assert_eq!(repo.read("README.md"), "# Demo, rewritten\n");
 }
+
+/// Small messages that said something else than what is true (regression finding 14):
+/// a missing read-only file is not one "the model may create", and a revision `/show`
+/// cannot find is said without libgit2's class and code.
+#[test]
+fn a_missing_read_only_file_and_an_unknown_revision_are_said_truly() {
+    let server = MockServer::start_in_thread();
+    let repo = repo();
+    let run = |message: &str| {
+        let out = output_within(
+            repo.tern(&server.base_url()).args(["-m", message]),
+            std::time::Duration::from_secs(20),
+        );
+        let (_, stderr) = texts(&out);
+        (out.status.success(), stderr)
+    };
+    let (ok, stderr) = run("/read-only nosuch.txt");
+    assert!(ok, "{stderr}");
+    assert!(
+        stderr.contains(
+            "nosuch.txt does not exist yet; it is read-only, so the model may not create it"
+        ),
+        "{stderr}"
+    );
+    let (ok, stderr) = run("/show nosuchrev");
+    assert!(!ok, "{stderr}");
+    assert!(
+        stderr.contains("/show nosuchrev: revspec 'nosuchrev' not found"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("class="), "{stderr}");
+    assert!(server.requests().is_empty());
+}

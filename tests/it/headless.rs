@@ -1346,3 +1346,33 @@ fn a_missing_read_only_file_and_an_unknown_revision_are_said_truly() {
     assert!(!stderr.contains("class="), "{stderr}");
     assert!(server.requests().is_empty());
 }
+
+/// `--script -` reads the script from standard input, as `tern apply -` reads the
+/// reply (it looked for a file named `-`; regression finding 14).
+#[test]
+fn a_script_is_read_from_standard_input_with_a_dash() {
+    use std::io::Write;
+    let server = MockServer::start_in_thread();
+    server.push(Reply::text("one done"));
+    server.push(Reply::text("two done"));
+    let repo = repo();
+    let mut child = repo
+        .tern(&server.base_url())
+        .args(["--script", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"one\n---\ntwo\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let (stdout, stderr) = texts(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(stdout, "one done\ntwo done\n");
+    assert_eq!(server.requests().len(), 2);
+}

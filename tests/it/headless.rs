@@ -1169,23 +1169,8 @@ fn a_failure_the_reflection_leaves_open_fails_the_run_and_is_named() {
 /// never the review's keys (regression finding 6); `/add` then `/apply all` applies it.
 #[test]
 fn a_users_apply_all_that_accepts_nothing_says_what_is_held_and_how() {
-    use tern::engine::persist::{SavedFile, SessionFile};
-    use tern::engine::{ChatMode, FileMode};
     let repo = repo();
-    let ws = tern::edit::Workspace::discover(repo.path()).unwrap();
-    let files = tern::edit::FileSet::new(vec!["README.md".into()], ws.files());
-    let mut proposal = tern::edit::Proposal::new(&ws);
-    proposal.add_reply(&ws, README_EDIT, tern::edit::EditFormat::Editblock, &files);
-    let id = repo.plant_session(SessionFile {
-        model: "gpt-4o".into(),
-        mode: ChatMode::Code,
-        files: vec![SavedFile {
-            path: "src/greet.py".into(),
-            mode: FileMode::Editable,
-        }],
-        proposal: Some(proposal.snapshot()),
-        ..SessionFile::default()
-    });
+    let id = plant_readme_edit_outside_the_chat(&repo);
     let server = MockServer::start_in_thread();
     server.push(Reply::text("docs: retitle"));
     let resume = format!("--resume={id}");
@@ -1266,23 +1251,8 @@ fn everything_yes_held_back_is_named_once_and_in_the_reason() {
 /// longer held back as outside the chat.
 #[test]
 fn a_resumed_run_says_ready_first_and_counts_the_files_named_at_start() {
-    use tern::engine::persist::{SavedFile, SessionFile};
-    use tern::engine::{ChatMode, FileMode};
     let repo = repo();
-    let ws = tern::edit::Workspace::discover(repo.path()).unwrap();
-    let files = tern::edit::FileSet::new(vec!["README.md".into()], ws.files());
-    let mut proposal = tern::edit::Proposal::new(&ws);
-    proposal.add_reply(&ws, README_EDIT, tern::edit::EditFormat::Editblock, &files);
-    let id = repo.plant_session(SessionFile {
-        model: "gpt-4o".into(),
-        mode: ChatMode::Code,
-        files: vec![SavedFile {
-            path: "src/greet.py".into(),
-            mode: FileMode::Editable,
-        }],
-        proposal: Some(proposal.snapshot()),
-        ..SessionFile::default()
-    });
+    let id = plant_readme_edit_outside_the_chat(&repo);
     let server = MockServer::start_in_thread();
     server.push(Reply::text("docs: retitle"));
     let resume = format!("--resume={id}");
@@ -1375,4 +1345,25 @@ fn a_script_is_read_from_standard_input_with_a_dash() {
     assert!(out.status.success(), "{stderr}");
     assert_eq!(stdout, "one done\ntwo done\n");
     assert_eq!(server.requests().len(), 2);
+}
+
+/// A saved session whose chat holds src/greet.py and whose pending proposal edits
+/// README.md (so, once resumed, a file outside the chat); its id.
+fn plant_readme_edit_outside_the_chat(repo: &TempRepo) -> String {
+    use tern::engine::persist::{SavedFile, SessionFile};
+    use tern::engine::{ChatMode, FileMode};
+    let ws = tern::edit::Workspace::discover(repo.path()).unwrap();
+    let files = tern::edit::FileSet::new(vec!["README.md".into()], ws.files());
+    let mut proposal = tern::edit::Proposal::new(&ws);
+    proposal.add_reply(&ws, README_EDIT, tern::edit::EditFormat::Editblock, &files);
+    repo.plant_session(SessionFile {
+        model: "gpt-4o".into(),
+        mode: ChatMode::Code,
+        files: vec![SavedFile {
+            path: "src/greet.py".into(),
+            mode: FileMode::Editable,
+        }],
+        proposal: Some(proposal.snapshot()),
+        ..SessionFile::default()
+    })
 }

@@ -489,15 +489,7 @@ fn a_newline_in_the_identity_is_dropped_as_git_drops_it() {
         repo.git(&["log", "-1", "--format=%an <%ae>"]),
         "Evil <ev@example.com>\n"
     );
-    assert!(
-        crate::support::command("git")
-            .args(["fsck", "--no-dangling"])
-            .current_dir(repo.path())
-            .status()
-            .unwrap()
-            .success(),
-        "no broken object"
-    );
+    assert_no_broken_object(&repo);
 }
 
 /// The author line of HEAD's commit object, as written.
@@ -653,14 +645,19 @@ fn an_empty_email_is_committed_as_git_commits_it() {
             "Cy <>\n",
             "{email:?}"
         );
-        assert!(
-            crate::support::command("git")
-                .args(["fsck", "--no-dangling"])
-                .current_dir(repo.path())
-                .status()
-                .unwrap()
-                .success(),
-            "no broken object"
-        );
+        assert_no_broken_object(&repo);
     }
+}
+
+/// `git fsck` finds every object of `repo` whole.
+fn assert_no_broken_object(repo: &TempRepo) {
+    assert!(
+        crate::support::command("git")
+            .args(["fsck", "--no-dangling"])
+            .current_dir(repo.path())
+            .status()
+            .unwrap()
+            .success(),
+        "no broken object"
+    );
 }

@@ -71,6 +71,7 @@ pub fn propose(ws: &Workspace, reply: &str, format: EditFormat, files: &FileSet)
         shell,
         blocks,
         formats,
+        ..
     } = proposal.add_reply(ws, reply, format, files);
     Proposed {
         proposal,

@@ -315,6 +315,8 @@ pub(crate) struct Engine {
     /// What to say once the engine is ready (about the sessions of the repository).
     start_notices: Vec<String>,
     start_warnings: Vec<String>,
+    /// The files named at start (editable, then read-only), added once `Ready` is said.
+    start_files: Vec<(Vec<String>, FileMode)>,
     history: history::HistoryState,
     counts: counts::CountSlot,
     shell: shell::Shell,
@@ -370,6 +372,7 @@ impl Engine {
             saved: persist::Saved::none(),
             start_notices: Vec::new(),
             start_warnings: Vec::new(),
+            start_files: Vec::new(),
             counts: counts::CountSlot::default(),
             shell: shell::Shell::default(),
             last_question: None,
@@ -384,8 +387,10 @@ impl Engine {
                 engine.resumed = true;
             }
         }
-        engine.add_files(&config.editable, FileMode::Editable);
-        engine.add_files(&config.read_only, FileMode::ReadOnly);
+        engine.start_files = vec![
+            (config.editable, FileMode::Editable),
+            (config.read_only, FileMode::ReadOnly),
+        ];
         Ok(engine)
     }
 
@@ -403,6 +408,12 @@ impl Engine {
                 unsent: self.saved.unsent.clone(),
             });
         }
+        // The files named at start, and the resumed proposal (marked by them): after
+        // `Ready`, so that nothing they say comes before it.
+        for (paths, mode) in std::mem::take(&mut self.start_files) {
+            self.add_files(&paths, mode);
+        }
+        self.mark_files_outside_chat();
         for text in std::mem::take(&mut self.start_notices) {
             self.notice(text);
         }
@@ -679,7 +690,14 @@ impl Engine {
                 .and_then(|rel| self.session.add(&rel, mode).map(|changed| (rel, changed)));
             match added {
                 Ok((rel, _)) if !self.session.root().join(&rel).exists() => {
-                    self.notice(format!("{rel} does not exist yet; the model may create it"));
+                    self.notice(match mode {
+                        FileMode::Editable => {
+                            format!("{rel} does not exist yet; the model may create it")
+                        }
+                        FileMode::ReadOnly => format!(
+                            "{rel} does not exist yet; it is read-only, so the model may not create it"
+                        ),
+                    });
                 }
                 Ok((rel, _))
                     if crate::edit::Workspace::discover(self.session.root())

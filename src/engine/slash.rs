@@ -2,7 +2,7 @@
 //! what the user typed into them.
 
 use super::commands::{self, Command};
-use super::protocol::{ChatMode, CommandPurpose, Decision, Event, FileMode, ReviewOp};
+use super::protocol::{ChatMode, CommandPurpose, Event, FileMode, ReviewOp};
 use super::{Engine, Internal};
 
 impl Engine {
@@ -34,14 +34,8 @@ impl Engine {
                     self.start_user_turn(args, mode);
                 }
             }
-            Command::Apply => {
-                if args == "all" {
-                    self.review(ReviewOp::All {
-                        decision: Decision::Accept,
-                    });
-                }
-                self.review(ReviewOp::Apply);
-            }
+            Command::Apply if args == "all" => self.apply_all(),
+            Command::Apply => self.review(ReviewOp::Apply),
             Command::Reject => self.reject_with_reason(&args),
             Command::Discard => self.discard(),
             Command::Diff => self.show_diff(),
@@ -152,7 +146,8 @@ impl Engine {
         };
         let shown = git2::Repository::discover(self.session.root())
             .map_err(|e| e.to_string())
-            .and_then(|repo| crate::git::show(&repo, rev).map_err(|e| e.to_string()));
+            // libgit2's words without its class and code (`class=Reference (4)`).
+            .and_then(|repo| crate::git::show(&repo, rev).map_err(|e| e.message().to_string()));
         match shown {
             Ok((title, text)) => self.events.send(Event::Output { title, text }),
             Err(e) => self.error(format!("/show {rev}: {e}")),

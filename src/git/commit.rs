@@ -366,6 +366,7 @@ impl<'r> Committer<'r> {
         )?;
         let buffer = std::str::from_utf8(&buffer)
             .map_err(|_| GitError::BadIdentity("the commit is not UTF-8 text".into()))?;
+        let buffer = &Identity::as_git_writes(buffer);
         let id = match &self.signer {
             Some(signer) => repo.commit_signed(buffer, &signer.sign(buffer, self.cancel)?, None)?,
             None => repo
@@ -505,6 +506,24 @@ fn write_notes(repo: &Repository, notes: &[(Oid, String)]) -> Result<(), GitErro
             note,
             true,
         )?;
+        as_git_writes_notes(repo)?;
+    }
+    Ok(())
+}
+
+/// The notes commit libgit2 just made, written again as git writes it (an empty
+/// email as `<>`) when it differs; the next note's commit then has it as parent.
+fn as_git_writes_notes(repo: &Repository) -> Result<(), GitError> {
+    let tip = repo.refname_to_id(NOTES_REF)?;
+    let odb = repo.odb()?;
+    let object = odb.read(tip)?;
+    let Ok(text) = std::str::from_utf8(object.data()) else {
+        return Ok(());
+    };
+    let written = Identity::as_git_writes(text);
+    if written != text {
+        let id = odb.write(git2::ObjectType::Commit, written.as_bytes())?;
+        repo.reference_matching(NOTES_REF, id, true, tip, "notes: as git writes them")?;
     }
     Ok(())
 }

@@ -350,12 +350,17 @@ fn edit_format() -> impl TypedValueParser<Value = EditFormat> {
 }
 
 /// `-m TEXT`: a message with nothing to send is refused before anything starts.
-fn message_text(text: &str) -> Result<String, String> {
+fn message_text(text: &str) -> Result<String, EmptyMessage> {
     match text.trim().is_empty() {
-        true => Err("a message needs text (it is empty or only spaces)".into()),
+        true => Err(EmptyMessage),
         false => Ok(text.to_string()),
     }
 }
+
+/// `-m` with nothing to send.
+#[derive(Debug, thiserror::Error)]
+#[error("a message needs text (it is empty or only spaces)")]
+struct EmptyMessage;
 
 /// `--map-refresh`.
 fn map_refresh() -> impl TypedValueParser<Value = MapRefresh> {

@@ -42,9 +42,9 @@ impl ReviewError {
             ReviewError::NoBase | ReviewError::NoMergeBase { .. } | ReviewError::NoCommits => Some(
                 "pass --base REF to choose the base, or --worktree to review uncommitted changes (in the workspace: /review REF, /review --worktree)",
             ),
-            ReviewError::BadBase { .. } => {
-                Some("--base takes a branch, tag or commit, as `git rev-parse` does")
-            }
+            ReviewError::BadBase { .. } => Some(
+                "a base is a branch, tag or commit, as `git rev-parse` takes it (--base REF; in the workspace, /review REF)",
+            ),
             ReviewError::BudgetTooSmall { .. } => Some("raise --budget (or --context-window)"),
             ReviewError::NoCalls => Some("--max-calls must be at least 1"),
             _ => None,

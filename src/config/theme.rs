@@ -57,28 +57,39 @@ fn is_plain_name(name: &str) -> bool {
 /// A repository's `theme` as it may be used: a file inside the repository at `root`
 /// becomes its canonical path; a plain name is kept (a built-in theme, or one of the
 /// user's own themes). Anything else is refused, with why.
-pub fn from_repository(name: &str, root: &Path) -> Result<ThemeChoice, String> {
-    let root = root
-        .canonicalize()
-        .map_err(|e| format!("cannot resolve the repository's path: {e}"))?;
+pub fn from_repository(name: &str, root: &Path) -> Result<ThemeChoice, RepoThemeError> {
+    let root = root.canonicalize().map_err(RepoThemeError::Root)?;
     let inside = candidates(name, &root)
         .into_iter()
         .take(2)
         .find(|p| p.is_file())
-        .map(|p| p.canonicalize().map_err(|e| e.to_string()))
+        .map(|p| p.canonicalize().map_err(RepoThemeError::Resolve))
         .transpose()?;
     match inside {
         Some(path) if path.starts_with(&root) => Ok(ThemeChoice {
             name: path.display().to_string(),
             from_repository: true,
         }),
-        Some(_) => Err("it resolves to a file outside the repository".into()),
+        Some(_) => Err(RepoThemeError::Outside),
         None if is_plain_name(name) => Ok(ThemeChoice {
             name: name.to_string(),
             from_repository: true,
         }),
-        None => Err("no such file in the repository".into()),
+        None => Err(RepoThemeError::Missing),
     }
+}
+
+/// Why a repository's theme is not used.
+#[derive(Debug, thiserror::Error)]
+pub enum RepoThemeError {
+    #[error("cannot resolve the repository's path: {0}")]
+    Root(std::io::Error),
+    #[error("{0}")]
+    Resolve(std::io::Error),
+    #[error("it resolves to a file outside the repository")]
+    Outside,
+    #[error("no such file in the repository")]
+    Missing,
 }
 
 #[cfg(test)]
@@ -106,12 +117,20 @@ mod tests {
         ] {
             let why = from_repository(outside, &root).unwrap_err();
             assert!(
+                matches!(why, RepoThemeError::Outside | RepoThemeError::Missing),
+                "{outside}: {why}"
+            );
+            let why = why.to_string();
+            assert!(
                 why.contains("outside") || why.contains("no such"),
                 "{outside}: {why}"
             );
         }
         let light = from_repository("light", &root).unwrap();
         assert_eq!(light.name, "light");
-        assert!(from_repository("no/such", &root).is_err());
+        assert!(matches!(
+            from_repository("no/such", &root),
+            Err(RepoThemeError::Missing)
+        ));
     }
 }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use super::error::{EditError, Problem};
 use super::hunks::{Decision, HunkId};
 use super::proposal::{FileProposal, Proposal};
-use super::safety::{self, Target};
+use super::safety::{self, Refusal, Target};
 use crate::diff::FileText;
 
 /// What applying did.
@@ -72,7 +72,41 @@ pub struct Written {
 #[derive(Debug)]
 pub struct WriteFailure {
     pub path: PathBuf,
-    pub error: String,
+    pub error: WriteError,
+}
+
+/// Why an accepted file was not written, or not put back after a failed commit.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    #[error(transparent)]
+    Refused(#[from] Refusal),
+    #[error("{0}")]
+    Io(#[from] io::Error),
+    #[error("the file is read-only (its permissions forbid writing); tern does not replace it")]
+    ReadOnlyFile,
+    #[error(
+        "the directory {} is read-only (its permissions forbid writing); tern does not write into it",
+        .0.display()
+    )]
+    ReadOnlyDir(PathBuf),
+    /// The file could not be read just before writing, to see it had not changed.
+    #[error("it could not be read again before writing: {0}; not written")]
+    Reread(io::Error),
+    #[error(
+        "git ignores this file, so git cannot restore it, and there is nowhere to back it up; not written"
+    )]
+    NowhereToBackUp,
+    #[error("git ignores this file and it could not be backed up to {}: {source}; not written", to.display())]
+    BackUp { to: PathBuf, source: io::Error },
+    /// Not put back: someone saved it after tern wrote it.
+    #[error("it changed after tern wrote it, so tern left it as it is now")]
+    ChangedSince,
+    /// `.gitattributes` sends the file through a filter driver (`lfs`) that git2
+    /// cannot run, so a commit would hold the wrong content.
+    #[error(
+        "git stores it through the `{0}` filter (.gitattributes), which tern cannot run, so tern's commit would hold the wrong content; edit it yourself"
+    )]
+    ExternalFilter(String),
 }
 
 #[derive(Debug)]
@@ -104,7 +138,7 @@ impl Ready {
     /// Takes the files `why` objects to (given their real path, relative to the root)
     /// out of the landing, as failures: for checks only the caller can make, such as
     /// git's view of a path, before anything is committed or written.
-    pub fn exclude(&mut self, why: impl Fn(&Path) -> Option<String>) {
+    pub fn exclude(&mut self, why: impl Fn(&Path) -> Option<WriteError>) {
         let root = &self.root;
         let failed = &mut self.failed;
         self.targets.retain(|(_, t)| match why(&t.real(root)) {
@@ -143,14 +177,14 @@ impl Proposal {
         let mut stale = Vec::new();
         for &i in &wanted {
             let file = &self.files[i];
-            let fail = |error: String| WriteFailure {
+            let fail = |error: WriteError| WriteFailure {
                 path: file.path.clone(),
                 error,
             };
             let target = match safety::resolve(&self.root, &file.path) {
                 Ok(t) => t,
                 Err(refusal) => {
-                    failed.push(fail(refusal.to_string()));
+                    failed.push(fail(refusal.into()));
                     continue;
                 }
             };
@@ -160,7 +194,7 @@ impl Proposal {
                     Ok(()) => targets.push((i, target)),
                     Err(why) => failed.push(fail(why)),
                 },
-                Err(e) => failed.push(fail(e.to_string())),
+                Err(e) => failed.push(fail(e.into())),
             }
         }
         if !stale.is_empty() {
@@ -226,9 +260,7 @@ impl Proposal {
                 Err(e) => {
                     applied.failed.push(WriteFailure {
                         path: file.path.clone(),
-                        error: format!(
-                            "it could not be read again before writing: {e}; not written"
-                        ),
+                        error: WriteError::Reread(e),
                     });
                     continue;
                 }
@@ -271,7 +303,7 @@ impl Proposal {
                     }
                     applied.failed.push(WriteFailure {
                         path: file.path.clone(),
-                        error: e.to_string(),
+                        error: e.into(),
                     });
                 }
             }
@@ -352,7 +384,7 @@ impl Applied {
             if now.as_deref() != Some(w.bytes.as_slice()) {
                 failed.push(WriteFailure {
                     path: w.path.clone(),
-                    error: "it changed after tern wrote it, so tern left it as it is now".into(),
+                    error: WriteError::ChangedSince,
                 });
                 continue;
             }
@@ -376,7 +408,7 @@ impl Applied {
             if let Err(e) = restored {
                 failed.push(WriteFailure {
                     path: w.path.clone(),
-                    error: e.to_string(),
+                    error: e.into(),
                 });
             }
         }
@@ -410,20 +442,16 @@ fn on_disk(target: &Target) -> io::Result<Option<Vec<u8>>> {
 }
 
 /// Copies the current content of an ignored `file` under `dir` (same relative path).
-fn back_up(file: &FileProposal, dir: Option<&Path>, new: &[u8]) -> Result<Backup, String> {
-    let dir = dir.ok_or(
-        "git ignores this file, so git cannot restore it, and there is nowhere to back it up; not written",
-    )?;
+fn back_up(file: &FileProposal, dir: Option<&Path>, new: &[u8]) -> Result<Backup, WriteError> {
+    let dir = dir.ok_or(WriteError::NowhereToBackUp)?;
     let saved_at = dir.join(&file.path);
     let saved = saved_at
         .parent()
         .map_or(Ok(()), std::fs::create_dir_all)
         .and_then(|()| std::fs::write(&saved_at, file.original.raw()));
-    saved.map_err(|e| {
-        format!(
-            "git ignores this file and it could not be backed up to {}: {e}; not written",
-            saved_at.display()
-        )
+    saved.map_err(|source| WriteError::BackUp {
+        to: saved_at.clone(),
+        source,
     })?;
     Ok(Backup {
         path: file.path.clone(),
@@ -436,20 +464,14 @@ fn back_up(file: &FileProposal, dir: Option<&Path>, new: &[u8]) -> Result<Backup
 /// file, or the directory its new content is renamed into (or created in), are the
 /// user's statement that it must not change (root ignores the bits, tern does not).
 /// Checked before anything is written or committed, not discovered halfway.
-fn writable(target: &Target) -> Result<(), String> {
+fn writable(target: &Target) -> Result<(), WriteError> {
     let read_only = |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.permissions().readonly());
     if target.exists && read_only(&target.abs) {
-        return Err(
-            "the file is read-only (its permissions forbid writing); tern does not replace it"
-                .into(),
-        );
+        return Err(WriteError::ReadOnlyFile);
     }
     let dir = target.abs.ancestors().skip(1).find(|d| d.exists());
     if let Some(dir) = dir.filter(|d| read_only(d)) {
-        return Err(format!(
-            "the directory {} is read-only (its permissions forbid writing); tern does not write into it",
-            dir.display()
-        ));
+        return Err(WriteError::ReadOnlyDir(dir.to_path_buf()));
     }
     Ok(())
 }

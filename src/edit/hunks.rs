@@ -34,14 +34,12 @@ impl FromStr for HunkId {
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let s = s.trim();
-        if s.len() == 7 && s.chars().all(|c| c.is_ascii_hexdigit()) {
-            u32::from_str_radix(s, 16)
-                .map(HunkId)
-                .map_err(|e| e.to_string())
-        } else {
-            Err(format!(
+        match u32::from_str_radix(s, 16) {
+            // Seven hex digits always fit.
+            Ok(n) if s.len() == 7 && s.chars().all(|c| c.is_ascii_hexdigit()) => Ok(HunkId(n)),
+            _ => Err(format!(
                 "{s:?} is not a hunk id (7 hex digits, as shown in the diff)"
-            ))
+            )),
         }
     }
 }

@@ -32,7 +32,9 @@ mod whole;
 mod workspace;
 
 pub use crate::edit_format::EditFormat;
-pub use apply::{Applied, ApplyOutcome, Backup, Ready, StaleFile, WriteFailure, Written};
+pub use apply::{
+    Applied, ApplyOutcome, Backup, Ready, StaleFile, WriteError, WriteFailure, Written,
+};
 pub use block::{Edit, EditKind};
 pub use error::{EditError, NearMatch, Problem, reflection_message};
 pub use filename::FileSet;
@@ -69,6 +71,7 @@ pub fn propose(ws: &Workspace, reply: &str, format: EditFormat, files: &FileSet)
         shell,
         blocks,
         formats,
+        ..
     } = proposal.add_reply(ws, reply, format, files);
     Proposed {
         proposal,

@@ -266,7 +266,7 @@ impl FileProposal {
         for (hunk, at) in hunks.iter().zip(snapshot::place(&lines, hunks)) {
             match at {
                 Ok(start) => placed.push((start, hunk)),
-                Err(why) => errors.push(stale(&self.path, hunk, why)),
+                Err(why) => errors.push(stale(&self.path, hunk, why.to_string())),
             }
         }
         if placed.is_empty() {
@@ -474,6 +474,9 @@ pub struct ReplyReport {
     /// The formats its blocks were written in, the one asked for first (see
     /// `parse_reply`).
     pub formats: Vec<super::EditFormat>,
+    /// The files its blocks name (applied or not): a failure of an earlier reply for
+    /// one of them is answered by this one.
+    pub paths: Vec<PathBuf>,
 }
 
 /// A hunk id or file that is not part of the proposal.
@@ -515,11 +518,15 @@ impl Proposal {
         let mut errors = self.add_edits(ws, &parsed.edits, files);
         errors.extend(parsed.errors);
         errors.sort_by_key(|e| e.block);
+        let mut paths: Vec<PathBuf> = parsed.edits.iter().map(|e| e.path.clone()).collect();
+        paths.extend(errors.iter().filter_map(|e| e.path.clone()));
+        paths.dedup();
         ReplyReport {
             errors,
             shell: parsed.shell,
             blocks,
             formats: parsed.formats,
+            paths,
         }
     }
 

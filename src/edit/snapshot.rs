@@ -72,10 +72,21 @@ impl HunkSnapshot {
     }
 }
 
+/// Why a hunk cannot be placed in a file's new content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum Misplaced {
+    #[error("the lines it changes, or the lines around them, are no longer in the file")]
+    Gone,
+    #[error("it now overlaps another hunk")]
+    Overlaps,
+    #[error("the lines it changes now occur at several places in the file")]
+    Ambiguous,
+}
+
 /// Finds each hunk in `lines` (a file split after each `\n`): where its `old` lines
 /// start, or why it cannot be placed. A hunk must match exactly one place, with its
 /// surrounding lines, and must not overlap a hunk placed before it.
-pub(crate) fn place(lines: &[&str], hunks: &[HunkSnapshot]) -> Vec<Result<usize, String>> {
+pub(crate) fn place(lines: &[&str], hunks: &[HunkSnapshot]) -> Vec<Result<usize, Misplaced>> {
     let firsts: HashSet<&str> = hunks.iter().filter_map(|h| h.pattern().next()).collect();
     let mut at: HashMap<&str, Vec<usize>> = HashMap::new();
     for (i, line) in lines.iter().enumerate() {
@@ -110,19 +121,14 @@ pub(crate) fn place(lines: &[&str], hunks: &[HunkSnapshot]) -> Vec<Result<usize,
                 .unwrap_or_default(),
         };
         let result = match found.as_slice() {
-            [] => Err(
-                "the lines it changes, or the lines around them, are no longer in the file"
-                    .to_string(),
-            ),
-            [start] if start + hunk.before.len() < placed_end => {
-                Err("it now overlaps another hunk".to_string())
-            }
+            [] => Err(Misplaced::Gone),
+            [start] if start + hunk.before.len() < placed_end => Err(Misplaced::Overlaps),
             [start] => {
                 let start = start + hunk.before.len();
                 placed_end = start + hunk.old.len();
                 Ok(start)
             }
-            _ => Err("the lines it changes now occur at several places in the file".to_string()),
+            _ => Err(Misplaced::Ambiguous),
         };
         out.push(result);
     }
@@ -178,4 +184,52 @@ fn keep<'l>(
         *last = Some(lines[end]);
     }
     spans.push(Span::Orig(r));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hunk(before: &[&str], old: &[&str], after: &[&str]) -> HunkSnapshot {
+        let lines = |l: &[&str]| l.iter().map(|s| s.to_string()).collect();
+        HunkSnapshot {
+            before: lines(before),
+            at_start: false,
+            old: lines(old),
+            after: lines(after),
+            at_end: false,
+            parts: vec![Part::Remove(old.len())],
+            decision: Decision::Pending,
+            edited: false,
+        }
+    }
+
+    #[test]
+    fn a_hunk_is_placed_once_or_says_why_not() {
+        let lines = ["a\n", "b\n", "c\n", "a\n", "b\n", "c\n", "x\n", "y\n"];
+        let placed = place(
+            &lines,
+            &[
+                hunk(&["x\n"], &["y\n"], &[]),
+                hunk(&["a\n"], &["b\n"], &["c\n"]),
+                hunk(&["q\n"], &["b\n"], &[]),
+            ],
+        );
+        assert_eq!(
+            placed,
+            [Ok(7), Err(Misplaced::Ambiguous), Err(Misplaced::Gone)]
+        );
+        let overlapping = place(
+            &lines,
+            &[
+                hunk(&["x\n"], &["y\n"], &[]),
+                hunk(&[], &["c\n", "x\n"], &[]),
+            ],
+        );
+        assert_eq!(overlapping, [Ok(7), Err(Misplaced::Overlaps)]);
+        assert_eq!(
+            Misplaced::Overlaps.to_string(),
+            "it now overlaps another hunk"
+        );
+    }
 }

@@ -1,8 +1,11 @@
 //! `--yes`'s policy: what the gate lets land without a person's look is accepted and
 //! applied; the rest is held back and said so. A front end only reports it.
 
+use std::path::Path;
+
 use super::Engine;
-use super::protocol::{Caution, Decision, Event, ReviewOp};
+use super::protocol::{Caution, Event, ReviewOp};
+use crate::edit::Select;
 
 impl Engine {
     /// `Op::ApplyAllowed`: every hunk without a caution, and with `outside_chat` the
@@ -39,25 +42,17 @@ impl Engine {
                 });
             }
         }
-        for path in accepted {
-            self.review(ReviewOp::File {
-                path,
-                decision: Decision::Accept,
-            });
+        // Quietly: the events above name what is held back, once.
+        if let Some(pending) = self.pending.as_mut() {
+            for path in &accepted {
+                pending.accept(Select::File(Path::new(path)));
+            }
+            pending.accept(Select::All);
         }
-        self.review(ReviewOp::All {
-            decision: Decision::Accept,
-        });
+        self.publish_proposal();
         // Everything held back: the events above say why; there is nothing to apply
         // (and no review key to advise, as `/apply` would).
-        let any_accepted = self.pending.as_ref().is_some_and(|p| {
-            super::proposal_review::view(p)
-                .files
-                .iter()
-                .flat_map(|f| &f.hunks)
-                .any(|h| h.decision == Decision::Accept)
-        });
-        if any_accepted {
+        if self.pending.as_ref().is_some_and(|p| p.any_accepted()) {
             self.review(ReviewOp::Apply);
         }
     }

@@ -11,6 +11,7 @@ use super::{Engine, Internal};
 use crate::config::calibration_file;
 use crate::context::Assembled;
 use crate::llm::{CountError, ServerTokenizer};
+use crate::plural::count;
 use crate::tokens::{Prediction, calibration};
 
 /// Texts counted by the server at once.
@@ -34,6 +35,8 @@ pub(crate) struct CountSlot {
     unavailable: bool,
     /// A report no tokenizer gives was said; the next ones only go to the log.
     told_implausible: bool,
+    /// A report of more cached tokens than prompt tokens was said (likewise).
+    told_cached: bool,
 }
 
 /// A counting job's result, handed back to the loop.
@@ -217,6 +220,27 @@ impl Engine {
                 .messages
                 .iter()
                 .any(|m| !self.model.counter().knows(&m.content))
+    }
+    /// A reported usage's cached tokens, unless it reports more than its prompt
+    /// tokens, which no server sends: then none are counted as cached (said once), so
+    /// the cost is never less than the prompt's at the full price (the cached rate
+    /// made it half).
+    pub(super) fn believed_cache(&mut self, usage: &mut crate::llm::Usage) {
+        if usage.cached_tokens <= usage.prompt_tokens {
+            return;
+        }
+        let impossible = format!(
+            "the server reported {} of {}, more than it was sent",
+            count(usage.cached_tokens, "cached token"),
+            count(usage.prompt_tokens, "prompt token")
+        );
+        tracing::warn!("{impossible}");
+        if !std::mem::replace(&mut self.model.counts_mut().told_cached, true) {
+            self.warning(format!(
+                "{impossible} (a proxy that miscounts?): none is counted as cached, so the cost is at the full input price, and reports like it are not believed"
+            ));
+        }
+        usage.cached_tokens = 0;
     }
 
     /// Learns from the server's count of a request tern predicted, and keeps what was

@@ -239,7 +239,7 @@ pub(crate) enum Internal {
     MapRefreshed(map_slot::Refreshed),
     Reviewed(branch_review::ReviewOutcome),
     /// A git command (undo, commit) finished.
-    Git(Result<slash::GitDone, String>),
+    Git(Result<slash::GitDone, slash::GitJobError>),
     /// A history summary finished.
     Summary(history_budget::JobDone),
     /// The server counted texts (or said whether it can).
@@ -258,6 +258,11 @@ pub fn spawn(config: EngineConfig) -> anyhow::Result<EngineHandle> {
         tx: events_tx,
         op: None,
     };
+    // The files named at start are added once `Ready` is said.
+    let start_files = vec![
+        (config.editable.clone(), FileMode::Editable),
+        (config.read_only.clone(), FileMode::ReadOnly),
+    ];
     let mut engine = Engine::new(config, events.clone())?;
     let saved = match &engine.saved.id {
         Some(id) => format!("the session is saved (`tern --resume={id}` continues it)"),
@@ -266,7 +271,7 @@ pub fn spawn(config: EngineConfig) -> anyhow::Result<EngineHandle> {
     let task = tokio::spawn(async move {
         // A bug must end in a message and a failure, never in a hang or exit 0: the
         // front ends wait for `Exited`.
-        let run = std::panic::AssertUnwindSafe(engine.run(ops_rx));
+        let run = std::panic::AssertUnwindSafe(engine.run(ops_rx, start_files));
         if let Err(panic) = futures::FutureExt::catch_unwind(run).await {
             events.send(Event::Crashed {
                 text: format!(
@@ -340,12 +345,16 @@ impl Engine {
                 engine.saved.resumed = true;
             }
         }
-        engine.add_files(&config.editable, FileMode::Editable);
-        engine.add_files(&config.read_only, FileMode::ReadOnly);
         Ok(engine)
     }
 
-    async fn run(&mut self, mut ops: mpsc::UnboundedReceiver<Submission>) {
+    /// Runs the loop; `start_files` (editable, then read-only) are added once `Ready` is
+    /// said.
+    async fn run(
+        &mut self,
+        mut ops: mpsc::UnboundedReceiver<Submission>,
+        start_files: Vec<(Vec<String>, FileMode)>,
+    ) {
         self.events.send(Event::Ready {
             root: self.session.root().display().to_string(),
             model: self.model.info().name.clone(),
@@ -359,6 +368,12 @@ impl Engine {
                 unsent: self.saved.unsent.clone(),
             });
         }
+        // The files named at start, and the resumed proposal (marked by them): after
+        // `Ready`, so that nothing they say comes before it.
+        for (paths, mode) in start_files {
+            self.add_files(&paths, mode);
+        }
+        self.mark_files_outside_chat();
         let (notices, warnings) = self.saved.take_start_notes();
         for text in notices {
             self.notice(text);
@@ -552,7 +567,7 @@ impl Engine {
                         }
                         self.save_session();
                     }
-                    Err(text) => self.error(text),
+                    Err(e) => self.error(e.to_string()),
                 }
                 self.files_changed();
                 self.idle_if_done();
@@ -629,7 +644,14 @@ impl Engine {
                 .and_then(|rel| self.session.add(&rel, mode).map(|changed| (rel, changed)));
             match added {
                 Ok((rel, _)) if !self.session.root().join(&rel).exists() => {
-                    self.notice(format!("{rel} does not exist yet; the model may create it"));
+                    self.notice(match mode {
+                        FileMode::Editable => {
+                            format!("{rel} does not exist yet; the model may create it")
+                        }
+                        FileMode::ReadOnly => format!(
+                            "{rel} does not exist yet; it is read-only, so the model may not create it"
+                        ),
+                    });
                 }
                 Ok((rel, _))
                     if crate::edit::Workspace::discover(self.session.root())

@@ -41,9 +41,52 @@ pub(crate) struct Pending {
     reasons: Vec<(String, String)>,
     /// The turn whose replies proposed the edits: their commits are that turn's.
     turn: usize,
+    /// Some of its hunks were written (in this run): a discard leaves them.
+    landed: bool,
 }
 
 impl Pending {
+    /// Accepts `select` without a word: the hunks with a caution stay pending.
+    pub(super) fn accept(&mut self, select: Select) {
+        let _ = self.proposal.decide(select, Decision::Accept);
+    }
+
+    /// Whether the user (or `--yes`'s policy) accepted any hunk.
+    pub(super) fn any_accepted(&self) -> bool {
+        self.proposal
+            .files()
+            .iter()
+            .any(|f| f.accepted().next().is_some())
+    }
+
+    /// What a bulk accept left pending for a look of its own: a file with a caution
+    /// (`b.txt: not in the chat`), else each hunk with one of its own.
+    fn held_back(&self) -> Vec<Held> {
+        let mut held = Vec::new();
+        for file in self.proposal.files() {
+            let pending = |h: &&edit::Hunk| h.decision == Decision::Pending;
+            let cautions = file.cautions();
+            if !cautions.is_empty() {
+                if file.hunks().iter().any(|h| pending(&h)) {
+                    held.push(Held {
+                        what: file.path().display().to_string(),
+                        cautions,
+                    });
+                }
+                continue;
+            }
+            for (hunk, cautions) in file.hunks().iter().zip(file.hunk_cautions()) {
+                if pending(&hunk) && !cautions.is_empty() {
+                    held.push(Held {
+                        what: format!("hunk {} of {}", hunk.id, file.path().display()),
+                        cautions,
+                    });
+                }
+            }
+        }
+        held
+    }
+
     /// What the model is told about the hunks not applied, with the user's reasons.
     fn rejected_note(&self) -> Option<String> {
         let summary = self.proposal.rejected_summary()?;
@@ -69,6 +112,20 @@ impl Pending {
                 reasons.join("\n")
             ),
         })
+    }
+}
+
+/// A file or hunk a bulk accept left for a look of its own, and why.
+struct Held {
+    what: String,
+    cautions: Vec<edit::Caution>,
+}
+
+impl std::fmt::Display for Held {
+    /// `b.txt: not in the chat`, `hunk 1a2b3c4 of a.txt: holds invisible characters (U+202E)`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let why: Vec<String> = self.cautions.iter().map(ToString::to_string).collect();
+        write!(f, "{}: {}", self.what, why.join(", "))
     }
 }
 
@@ -136,16 +193,24 @@ impl Engine {
             confirm_ignored: Vec::new(),
             reasons: Vec::new(),
             turn,
+            landed: false,
         });
         let report = pending.proposal.add_reply(&ws, reply, format, &files);
         let blocks = report.blocks;
         let failed = report.errors.len();
         let counted = Blocks { blocks, failed };
-        if blocks == 0 && pending.proposal.is_empty() {
+        // An earlier reply's failure stays until a reply answers it: a reflection
+        // answered in prose leaves it open, shown and saved (and a headless run fails).
+        let unanswered = unanswered(std::mem::take(&mut pending.failures), &report);
+        pending.failures = unanswered;
+        pending
+            .failures
+            .extend(report.errors.iter().map(failure_view));
+        let open = pending.failures.len();
+        if blocks == 0 && pending.proposal.is_empty() && open == 0 {
             self.end_proposal();
             return Some(counted);
         }
-        pending.failures = report.errors.iter().map(failure_view).collect();
         let other: Vec<edit::EditFormat> = report
             .formats
             .iter()
@@ -186,18 +251,18 @@ impl Engine {
             );
             return Some(counted);
         }
-        if report.errors.is_empty() || origin == ReplyOrigin::Given || reflect {
+        if open == 0 || origin == ReplyOrigin::Given || reflect {
             // Nothing to say, no model to say it to, or a spending cap said why not:
             // the failures are in the view.
         } else if origin == ReplyOrigin::Interrupted {
             self.warning(format!(
                 "the reply was interrupted: {} failed, not applied and not sent back to the model (each is shown with why)",
-                count(report.errors.len(), "edit block")
+                count(open, "edit block")
             ));
         } else {
             self.warning(format!(
                 "{} still failed after {}; not applied (each is shown with why)",
-                count(report.errors.len(), "edit block"),
+                count(open, "edit block"),
                 count(reflections, "reflection")
             ));
         }
@@ -310,30 +375,48 @@ impl Engine {
         }
     }
 
-    /// After a bulk accept: the pending hunks it left for a caution of their own, named,
-    /// so that the user knows which to look at before accepting each by itself.
+    /// After a bulk accept: the files and hunks it left for a caution of their own,
+    /// named, so that the user knows which to look at before accepting each by itself.
     fn say_held_hunks(&mut self) {
-        let Some(pending) = &self.pending else {
-            return;
-        };
-        let held: Vec<String> = pending
-            .proposal
-            .files()
-            .iter()
-            .flat_map(|f| {
-                f.hunks()
-                    .iter()
-                    .zip(f.hunk_cautions())
-                    .filter(|(h, c)| h.decision == Decision::Pending && !c.is_empty())
-                    .map(move |(h, c)| format!("{} of {} {}", h.id, f.path().display(), c[0]))
-            })
-            .collect();
-        if !held.is_empty() {
+        let held = self.pending.as_ref().map(Pending::held_back);
+        if let Some(held) = held.filter(|h| !h.is_empty()) {
+            let held: Vec<String> = held.iter().map(ToString::to_string).collect();
             self.warning(format!(
-                "not accepted with the others, look at it and accept it by itself: hunk {}",
-                held.join("; hunk ")
+                "not accepted with the others, look at each and accept it by itself: {}",
+                held.join("; ")
             ));
         }
+    }
+
+    /// `/apply all`: accepts what may be accepted in bulk and applies it. When that
+    /// accepts nothing, it says what is held back, why, and the way to apply each with
+    /// commands, not review keys the user may not have (a headless run).
+    pub(super) fn apply_all(&mut self) {
+        let Some(pending) = self.pending.as_mut() else {
+            self.review(ReviewOp::Apply);
+            return;
+        };
+        pending.accept(Select::All);
+        let held = pending.held_back();
+        if pending.any_accepted() || held.is_empty() {
+            self.say_held_hunks();
+            self.publish_proposal();
+            self.review(ReviewOp::Apply);
+            return;
+        }
+        let advice: Vec<String> = held
+            .iter()
+            .map(|h| match h.cautions.as_slice() {
+                [edit::Caution::OutsideChat] => {
+                    format!("{h} (/add {} first, then /apply all)", h.what)
+                }
+                _ => format!("{h} (accept it by itself in the workspace's review)"),
+            })
+            .collect();
+        self.error(format!(
+            "nothing was applied: /apply all accepts no file or hunk held back for a look of its own, and every one left is: {}",
+            advice.join("; ")
+        ));
     }
 
     /// `ReviewOp::Split`: the hunk's parts replace it. The proposal is published either
@@ -511,8 +594,9 @@ impl Engine {
             confirm_ignored: Vec::new(),
             reasons: Vec::new(),
             turn,
+            landed: false,
         });
-        self.mark_files_outside_chat();
+        // Marked (files outside the chat) and shown by `run`, after `Ready`.
     }
 
     /// A file dropped from the chat (or made read-only) while its edits are pending:
@@ -543,19 +627,26 @@ impl Engine {
 
     /// Forgets the proposal; the model is told none of it was applied.
     pub(super) fn discard(&mut self) {
-        let Some(left) = self.pending.as_ref().map(|p| p.proposal.hunk_count()) else {
+        let Some((left, landed)) = self
+            .pending
+            .as_ref()
+            .map(|p| (p.proposal.hunk_count(), p.landed))
+        else {
             self.error("there are no proposed edits to discard".into());
             return;
         };
         self.end_proposal();
-        // Hunks of this proposal applied earlier stay applied: only what is left goes.
         let hunks = match left {
             1 => "the 1 hunk".to_string(),
             n => format!("the {n} hunks"),
         };
-        self.notice(format!(
-            "discarded {hunks} not applied (not written); hunks applied earlier stay"
-        ));
+        // Hunks of this proposal applied earlier stay applied: only what is left goes.
+        self.notice(match landed {
+            true => {
+                format!("discarded {hunks} not applied (not written); hunks applied earlier stay")
+            }
+            false => format!("discarded {hunks} (nothing was written)"),
+        });
         self.publish_budget();
     }
 
@@ -618,12 +709,7 @@ impl Engine {
             });
             return;
         }
-        if !pending
-            .proposal
-            .files()
-            .iter()
-            .any(|f| f.accepted().next().is_some())
-        {
+        if !pending.any_accepted() {
             self.error("no hunk is accepted yet: y accepts a hunk, a a file, A all".into());
             return;
         }
@@ -764,6 +850,9 @@ impl Engine {
                 applied,
                 commit,
             } => {
+                if let Some(pending) = self.pending.as_mut() {
+                    pending.landed = true;
+                }
                 let turn = self.pending.as_ref().map_or(0, |p| p.turn);
                 if let Some(c) = dirty {
                     self.saved.record.committed(turn, c.id.to_string(), true);
@@ -910,7 +999,7 @@ impl Engine {
 
     /// Shows the proposal as it is now, and saves it with the session (so that quitting
     /// or a crash loses no decision).
-    fn publish_proposal(&mut self) {
+    pub(super) fn publish_proposal(&mut self) {
         let view = match &self.pending {
             Some(p) => view(p),
             None => ProposalView::default(),
@@ -1024,6 +1113,18 @@ pub(super) fn view(pending: &Pending) -> ProposalView {
         shell_commands: pending.shell.clone(),
         written_as: pending.written_as.clone(),
     }
+}
+
+/// The failures of earlier replies that `report`'s reply left unanswered: those for a
+/// file it has no block for (a block without a file is answered by any block).
+fn unanswered(earlier: Vec<EditFailureView>, report: &edit::ReplyReport) -> Vec<EditFailureView> {
+    earlier
+        .into_iter()
+        .filter(|f| match &f.path {
+            Some(path) => !report.paths.iter().any(|p| p == Path::new(path)),
+            None => report.blocks == 0,
+        })
+        .collect()
 }
 
 /// A failed edit block as the review shows it and the session saves it.

@@ -2,7 +2,7 @@
 //! what the user typed into them.
 
 use super::commands::{self, Command};
-use super::protocol::{ChatMode, CommandPurpose, Decision, Event, FileMode, ReviewOp};
+use super::protocol::{ChatMode, CommandPurpose, Event, FileMode, ReviewOp};
 use super::{Engine, Internal};
 
 impl Engine {
@@ -34,14 +34,8 @@ impl Engine {
                     self.start_user_turn(args, mode);
                 }
             }
-            Command::Apply => {
-                if args == "all" {
-                    self.review(ReviewOp::All {
-                        decision: Decision::Accept,
-                    });
-                }
-                self.review(ReviewOp::Apply);
-            }
+            Command::Apply if args == "all" => self.apply_all(),
+            Command::Apply => self.review(ReviewOp::Apply),
             Command::Reject => self.reject_with_reason(&args),
             Command::Discard => self.discard(),
             Command::Diff => self.show_diff(),
@@ -152,7 +146,8 @@ impl Engine {
         };
         let shown = git2::Repository::discover(self.session.root())
             .map_err(|e| e.to_string())
-            .and_then(|repo| crate::git::show(&repo, rev).map_err(|e| e.to_string()));
+            // libgit2's words without its class and code (`class=Reference (4)`).
+            .and_then(|repo| crate::git::show(&repo, rev).map_err(|e| e.message().to_string()));
         match shown {
             Ok((title, text)) => self.events.send(Event::Output { title, text }),
             Err(e) => self.error(format!("/show {rev}: {e}")),
@@ -163,7 +158,7 @@ impl Engine {
     pub(super) fn git_job(
         &mut self,
         what: &'static str,
-        job: impl FnOnce(&git2::Repository) -> Result<GitDone, String> + Send + 'static,
+        job: impl FnOnce(&git2::Repository) -> Result<GitDone, GitJobError> + Send + 'static,
     ) {
         if let Some(busy) = self.activity.busy_reason() {
             self.error(format!("/{what} waits: {busy}"));
@@ -174,7 +169,7 @@ impl Engine {
         self.activity.git();
         super::run_loop::spawn_blocking(done.clone(), move || {
             let result = git2::Repository::open(&root)
-                .map_err(|e| format!("/{what}: not a git repository: {e}"))
+                .map_err(|source| GitJobError::NotARepository { what, source })
                 .and_then(|repo| job(&repo));
             let _ = done.send(Internal::Git(result));
         });
@@ -186,7 +181,7 @@ impl Engine {
         match args.trim() {
             "" => self.git_job("undo", move |repo| super::undo_commits::undo_one(repo, &turn)),
             "turn" => self.git_job("undo", move |repo| {
-                let done = crate::git::undo_turn(repo, &turn).map_err(|e| e.to_string())?;
+                let done = crate::git::undo_turn(repo, &turn)?;
                 super::undo_commits::turn_done(repo, done)
             }),
             other => self.error(format!(
@@ -256,6 +251,24 @@ pub(crate) struct GitDone {
     pub warning: Option<String>,
 }
 
+/// Why a git command did nothing, or stopped before it did anything: each variant says
+/// it in the words the user has always seen.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum GitJobError {
+    #[error("/{what}: not a git repository: {source}")]
+    NotARepository {
+        what: &'static str,
+        source: git2::Error,
+    },
+    #[error(transparent)]
+    Undo(#[from] crate::git::UndoError),
+    /// `/undo turn` stopped before its first commit.
+    #[error("/undo turn: nothing was undone: {0}")]
+    NothingUndone(Box<crate::git::TurnUndone>),
+    #[error(transparent)]
+    Git(#[from] crate::git::GitError),
+}
+
 impl GitDone {
     fn said(message: String) -> GitDone {
         GitDone {
@@ -273,12 +286,13 @@ fn commit_all(
     repo: &git2::Repository,
     settings: &crate::config::Settings,
     message: Option<&str>,
-) -> Result<String, String> {
-    let paths = crate::git::modified_tracked_paths(repo).map_err(|e| e.to_string())?;
+) -> Result<String, GitJobError> {
+    let paths = crate::git::modified_tracked_paths(repo)?;
     let options = crate::git::CommitOptions::from(settings);
-    match crate::git::commit_user_changes(repo, &paths, message, &options) {
-        Ok(Some(c)) => Ok(format!("committed {} {}", c.short_id(), c.summary)),
-        Ok(None) => Ok("nothing to commit".into()),
-        Err(e) => Err(e.to_string()),
-    }
+    Ok(
+        match crate::git::commit_user_changes(repo, &paths, message, &options)? {
+            Some(c) => format!("committed {} {}", c.short_id(), c.summary),
+            None => "nothing to commit".into(),
+        },
+    )
 }

@@ -287,7 +287,9 @@ impl Engine {
             || self.calibrate(&sent.prediction, reply.usage.prompt_tokens);
         let estimated = !(reply.usage_reported && believed);
         let usage = if !estimated {
-            reply.usage
+            let mut usage = reply.usage;
+            self.believed_cache(&mut usage);
+            usage
         } else {
             Usage {
                 prompt_tokens: sent.prediction.total,
@@ -434,6 +436,7 @@ mod tests {
         };
         let (tx, mut events) = tokio::sync::mpsc::unbounded_channel();
         let mut engine = Engine::new(config, EventSink { tx, op: None }).unwrap();
+        engine.add_files(&["a.py".into()], crate::engine::FileMode::Editable);
         engine.activity.stream(Stream::Turn);
         engine.activity.cancel();
         let reply =

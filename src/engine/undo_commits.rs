@@ -11,12 +11,12 @@ use std::path::Path;
 use git2::{Oid, Repository};
 
 use super::persist::{self, OpenSession, Resume, SessionDisk, SessionFile, Store, StoreError};
-use super::slash::GitDone;
+use super::slash::{GitDone, GitJobError};
 use crate::git::{TurnUndone, Undone};
 
 /// `/undo`: the last commit, and a word about the rest of its turn.
-pub(super) fn undo_one(repo: &Repository, turn: &[Oid]) -> Result<GitDone, String> {
-    let undone = crate::git::undo(repo).map_err(|e| e.to_string())?;
+pub(super) fn undo_one(repo: &Repository, turn: &[Oid]) -> Result<GitDone, GitJobError> {
+    let undone = crate::git::undo(repo)?;
     let mut message = undone.to_string();
     if let Some(rest) = rest_of_turn(repo, turn, undone.commit, "/undo turn") {
         message.push('\n');
@@ -51,9 +51,9 @@ fn rest_of_turn(repo: &Repository, turn: &[Oid], undone: Oid, how: &str) -> Opti
 
 /// `/undo turn`'s result: undone commits are reported and told to the model; a stop
 /// midway is a warning naming what was left; a stop before any is an error.
-pub(super) fn turn_done(repo: &Repository, done: TurnUndone) -> Result<GitDone, String> {
+pub(super) fn turn_done(repo: &Repository, done: TurnUndone) -> Result<GitDone, GitJobError> {
     if done.undone.is_empty() {
-        return Err(format!("/undo turn: nothing was undone: {done}"));
+        return Err(GitJobError::NothingUndone(Box::new(done)));
     }
     let warning = done
         .stopped

@@ -21,6 +21,7 @@ use super::identity::Identity;
 use super::index_lock::IndexLock;
 use super::sign::Signer;
 use super::{CommitOptions, GitError, RepoLock, hooks, lock_wait, message};
+use crate::edit::WriteError;
 
 /// The notes ref that marks commits tern made, so `undo` recognizes them whatever
 /// their message says (the trailer can be turned off).
@@ -365,6 +366,7 @@ impl<'r> Committer<'r> {
         )?;
         let buffer = std::str::from_utf8(&buffer)
             .map_err(|_| GitError::BadIdentity("the commit is not UTF-8 text".into()))?;
+        let buffer = &Identity::as_git_writes(buffer);
         let id = match &self.signer {
             Some(signer) => repo.commit_signed(buffer, &signer.sign(buffer, self.cancel)?, None)?,
             None => repo
@@ -504,6 +506,24 @@ fn write_notes(repo: &Repository, notes: &[(Oid, String)]) -> Result<(), GitErro
             note,
             true,
         )?;
+        as_git_writes_notes(repo)?;
+    }
+    Ok(())
+}
+
+/// The notes commit libgit2 just made, written again as git writes it (an empty
+/// email as `<>`) when it differs; the next note's commit then has it as parent.
+fn as_git_writes_notes(repo: &Repository) -> Result<(), GitError> {
+    let tip = repo.refname_to_id(NOTES_REF)?;
+    let odb = repo.odb()?;
+    let object = odb.read(tip)?;
+    let Ok(text) = std::str::from_utf8(object.data()) else {
+        return Ok(());
+    };
+    let written = Identity::as_git_writes(text);
+    if written != text {
+        let id = odb.write(git2::ObjectType::Commit, written.as_bytes())?;
+        repo.reference_matching(NOTES_REF, id, true, tip, "notes: as git writes them")?;
     }
     Ok(())
 }
@@ -590,7 +610,7 @@ fn executable(meta: &std::fs::Metadata) -> bool {
 /// through a filter driver the repository configures (`filter=lfs`, say). git2 does
 /// not run external filters, so the commit would hold the file's checked-out content
 /// instead of what the filter makes of it (an LFS pointer).
-pub(crate) fn external_filter(repo: &Repository, path: &Path) -> Option<String> {
+pub(crate) fn external_filter(repo: &Repository, path: &Path) -> Option<WriteError> {
     let value = repo
         .get_attr(path, "filter", git2::AttrCheckFlags::FILE_THEN_INDEX)
         .ok()?;
@@ -601,11 +621,7 @@ pub(crate) fn external_filter(repo: &Repository, path: &Path) -> Option<String> 
     let configured = ["clean", "process"]
         .iter()
         .any(|key| config.get_string(&format!("filter.{name}.{key}")).is_ok());
-    configured.then(|| {
-        format!(
-            "git stores it through the `{name}` filter (.gitattributes), which tern cannot run, so tern's commit would hold the wrong content; edit it yourself"
-        )
-    })
+    configured.then(|| WriteError::ExternalFilter(name.to_string()))
 }
 
 /// HEAD's commit; None on an unborn branch.

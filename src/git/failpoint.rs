@@ -40,19 +40,28 @@ pub struct FailAt {
     pub nth: u32,
 }
 
-impl FromStr for FailAt {
-    type Err = String;
+/// Why a `TERN_FAIL_AT` value names no failure.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BadFailAt {
+    #[error("no such step: {0}")]
+    NoSuchStep(String),
+    #[error("not a count: {0}")]
+    NotACount(String),
+}
 
-    fn from_str(s: &str) -> Result<FailAt, String> {
+impl FromStr for FailAt {
+    type Err = BadFailAt;
+
+    fn from_str(s: &str) -> Result<FailAt, BadFailAt> {
         let (step, nth) = s.split_once(':').unwrap_or((s, "1"));
         let step = step
             .trim()
             .parse()
-            .map_err(|_| format!("no such step: {step}"))?;
+            .map_err(|_| BadFailAt::NoSuchStep(step.to_string()))?;
         let nth = nth
             .trim()
             .parse()
-            .map_err(|_| format!("not a count: {nth}"))?;
+            .map_err(|_| BadFailAt::NotACount(nth.to_string()))?;
         Ok(FailAt { step, nth })
     }
 }
@@ -82,5 +91,29 @@ impl Failpoints {
             true => Err(GitError::Injected(step)),
             false => Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fail_at_names_a_step_and_a_count() {
+        assert_eq!(
+            "ref:2".parse(),
+            Ok(FailAt {
+                step: Step::Ref,
+                nth: 2
+            })
+        );
+        assert_eq!(" index-lock ".parse::<FailAt>().map(|f| f.nth), Ok(1));
+        let bad = "reff".parse::<FailAt>();
+        assert_eq!(bad, Err(BadFailAt::NoSuchStep("reff".into())));
+        assert_eq!(bad.unwrap_err().to_string(), "no such step: reff");
+        assert_eq!(
+            "ref:x".parse::<FailAt>(),
+            Err(BadFailAt::NotACount("x".into()))
+        );
     }
 }

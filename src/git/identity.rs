@@ -11,6 +11,11 @@ use git2::{Signature, Time};
 
 use super::GitError;
 
+/// What stands for an empty email in a signature while libgit2 builds an object: it
+/// refuses an empty one, git commits it (`Name <>`). `Identity::as_git_writes` puts
+/// the `<>` back.
+const NO_EMAIL: &str = "no-email.tern.invalid";
+
 /// The author and the committer of the commits about to be made.
 pub(crate) struct Identity {
     pub author: Signature<'static>,
@@ -18,6 +23,12 @@ pub(crate) struct Identity {
 }
 
 impl Identity {
+    /// A commit object's text as git writes it for this identity: an empty email as
+    /// `<>`.
+    pub(crate) fn as_git_writes(object: &str) -> String {
+        object.replace(&format!(" <{NO_EMAIL}> "), " <> ")
+    }
+
     /// Reads the identity from the process environment and `repo`'s config.
     pub(crate) fn resolve(repo: &git2::Repository) -> Result<Identity, GitError> {
         let config = repo.config()?.snapshot()?;
@@ -91,6 +102,12 @@ fn person(
             "name consists only of disallowed characters: {given}"
         )));
     }
+    // As git: an empty email (`GIT_AUTHOR_EMAIL=''`, or `<>` once the crud goes) is
+    // committed as `<>`.
+    let email = match email.is_empty() {
+        true => NO_EMAIL.to_string(),
+        false => email,
+    };
     // As git: an empty date is no date (now).
     let signature = match raw("DATE").filter(|d| !d.is_empty()) {
         None => Signature::now(&name, &email),

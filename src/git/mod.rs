@@ -22,7 +22,7 @@ mod undo;
 mod undo_turn;
 
 pub use commit::{Commit, NOTES_REF, commit_dirty, commit_edits, commit_user_changes, dirty_paths};
-pub use failpoint::{FailAt, Step};
+pub use failpoint::{BadFailAt, FailAt, Step};
 pub use land::{LandOptions, Landed, land};
 pub use lock::{LOCK_WAIT, RepoLock, lock_wait};
 pub use status::{modified_tracked_paths, worktree_diff};

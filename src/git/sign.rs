@@ -78,11 +78,13 @@ impl Signer {
                     .or_else(|| setting("gpg.program"))
                     .unwrap_or_else(|| "gpg".into());
                 let key = signing_key.unwrap_or_else(|| {
-                    format!(
-                        "{} <{}>",
+                    super::identity::Identity::as_git_writes(&format!(
+                        " {} <{}> ",
                         String::from_utf8_lossy(committer.name_bytes()),
                         String::from_utf8_lossy(committer.email_bytes())
-                    )
+                    ))
+                    .trim()
+                    .to_string()
                 });
                 (program, Key::OpenPgp(key))
             }

@@ -49,20 +49,61 @@ pub async fn run(
     }
 }
 
+/// Why `tern apply` did nothing (it exits with `EXIT_USAGE`).
+#[derive(Debug, thiserror::Error)]
+enum ApplyError {
+    /// The directory could not be resolved, or is in no repository with a work tree.
+    #[error("cannot open {}: {source}", dir.display())]
+    Open {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("git init {}: {source}", dir.display())]
+    GitInit { dir: PathBuf, source: git2::Error },
+    #[error("cannot read the reply {}: {source}", path.display())]
+    ReadReply {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("the reply {} is not UTF-8 text", path.display())]
+    ReplyNotText { path: PathBuf },
+    /// A path on the command line that tern may not touch; `what` names the argument.
+    #[error("{what}: {refusal}")]
+    Path {
+        what: &'static str,
+        refusal: edit::Refusal,
+    },
+    #[error("--accept: {item} is not a hunk id or file of this reply (hunks: {hunks})")]
+    UnknownHunk { item: String, hunks: String },
+    /// The engine could not start.
+    #[error("{0}")]
+    Start(anyhow::Error),
+    /// The engine refused a decision, in its words.
+    #[error("{0}")]
+    Refused(String),
+    #[error("the engine stopped")]
+    EngineStopped,
+}
+
 async fn apply(
     args: &ApplyArgs,
     global: &GlobalArgs,
     mut settings: Settings,
     cwd: &Path,
-) -> Result<u8, String> {
-    let cwd = &cwd
-        .canonicalize()
-        .map_err(|e| format!("cannot open {}: {e}", cwd.display()))?;
+) -> Result<u8, ApplyError> {
+    let open = |dir: &Path| {
+        let dir = dir.to_path_buf();
+        |source| ApplyError::Open { dir, source }
+    };
+    let cwd = &cwd.canonicalize().map_err(open(cwd))?;
     if args.git_init && git2::Repository::discover(cwd).is_err() {
-        git2::Repository::init(cwd).map_err(|e| format!("git init {}: {e}", cwd.display()))?;
+        git2::Repository::init(cwd).map_err(|source| ApplyError::GitInit {
+            dir: cwd.clone(),
+            source,
+        })?;
         errln!("tern apply: created a git repository in {}", cwd.display());
     }
-    let ws = Workspace::discover(cwd).map_err(|e| format!("cannot open {}: {e}", cwd.display()))?;
+    let ws = Workspace::discover(cwd).map_err(open(cwd))?;
     let reply = read_reply(&args.reply)?;
     // A file named read-only is read-only, even when also named as a file to edit.
     let read_only = repo_paths(&ws, cwd, &global.read, "--read")?;
@@ -90,7 +131,7 @@ async fn apply(
             any_file: files.is_empty() && args.files.is_empty(),
         },
     })
-    .map_err(|e| e.to_string())?;
+    .map_err(ApplyError::Start)?;
     let code = Run {
         engine: &mut engine,
         code: EXIT_OK,
@@ -130,7 +171,7 @@ impl Run<'_> {
         root: &Path,
         cwd: &Path,
         reply: String,
-    ) -> Result<u8, String> {
+    ) -> Result<u8, ApplyError> {
         self.send(Op::ProposeReply { reply })?;
         let mut view = ProposalView::default();
         while let Some(event) = self.next().await {
@@ -177,7 +218,7 @@ impl Run<'_> {
         &mut self,
         ops: Vec<ReviewOp>,
         mut view: ProposalView,
-    ) -> Result<ProposalView, String> {
+    ) -> Result<ProposalView, ApplyError> {
         let mut waiting = ops.len();
         for op in ops {
             self.send(Op::Review(op))?;
@@ -188,9 +229,9 @@ impl Run<'_> {
                     view = *v;
                     waiting -= 1;
                 }
-                Some(Event::Error { text }) => return Err(text),
+                Some(Event::Error { text }) => return Err(ApplyError::Refused(text)),
                 Some(other) => self.print(&other),
-                None => return Err("the engine stopped".into()),
+                None => return Err(ApplyError::EngineStopped),
             }
         }
         Ok(view)
@@ -241,7 +282,7 @@ impl Run<'_> {
     /// the landing is done (`signals`: the repository lock marks it): killed halfway,
     /// it would leave files written but not committed. Before it writes anything
     /// (waiting for the locks or the commit message), one cancels it.
-    async fn land(&mut self, view: ProposalView) -> Result<u8, String> {
+    async fn land(&mut self, view: ProposalView) -> Result<u8, ApplyError> {
         self.send(Op::Review(ReviewOp::Apply))?;
         let mut cancel_sent = false;
         let mut poll = tokio::time::interval(Duration::from_millis(50));
@@ -310,12 +351,12 @@ impl Run<'_> {
         self.signals.as_ref().is_some_and(|s| s.signal().is_some())
     }
 
-    fn send(&self, op: Op) -> Result<(), String> {
+    fn send(&self, op: Op) -> Result<(), ApplyError> {
         self.engine
             .ops
             .send(op)
             .map(drop)
-            .map_err(|_| "the engine stopped".to_string())
+            .map_err(|_| ApplyError::EngineStopped)
     }
 
     /// The engine's messages, on stderr; an error makes the run fail.
@@ -384,7 +425,7 @@ fn decisions(
     accept: &str,
     root: &Path,
     cwd: &Path,
-) -> Result<Vec<ReviewOp>, String> {
+) -> Result<Vec<ReviewOp>, ApplyError> {
     let all = |decision| Ok(vec![ReviewOp::All { decision }]);
     let list = match accept.trim() {
         "all" => return all(Decision::Accept),
@@ -405,10 +446,10 @@ fn decisions(
                 .flat_map(|f| &f.hunks)
                 .any(|h| h.id == item);
         if !found {
-            return Err(format!(
-                "--accept: {item} is not a hunk id or file of this reply (hunks: {})",
-                id_list(view, |_| true)
-            ));
+            return Err(ApplyError::UnknownHunk {
+                item: item.to_string(),
+                hunks: id_list(view, |_| true),
+            });
         }
         named.push((item.to_string(), path));
     }
@@ -469,15 +510,20 @@ fn id_list(view: &ProposalView, pick: impl Fn(Decision) -> bool) -> String {
     ids.join(", ")
 }
 
-fn read_reply(path: &Path) -> Result<String, String> {
+fn read_reply(path: &Path) -> Result<String, ApplyError> {
     let mut bytes = Vec::new();
     let read = if path == Path::new("-") {
         std::io::stdin().read_to_end(&mut bytes).map(|_| ())
     } else {
         std::fs::read(path).map(|b| bytes = b)
     };
-    read.map_err(|e| format!("cannot read the reply {}: {e}", path.display()))?;
-    String::from_utf8(bytes).map_err(|_| format!("the reply {} is not UTF-8 text", path.display()))
+    read.map_err(|source| ApplyError::ReadReply {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    String::from_utf8(bytes).map_err(|_| ApplyError::ReplyNotText {
+        path: path.to_path_buf(),
+    })
 }
 
 /// Paths given on the command line (relative to `cwd`) → relative to the repository
@@ -486,14 +532,65 @@ fn repo_paths(
     ws: &Workspace,
     cwd: &Path,
     given: &[PathBuf],
-    what: &str,
-) -> Result<Vec<PathBuf>, String> {
+    what: &'static str,
+) -> Result<Vec<PathBuf>, ApplyError> {
     given
         .iter()
         .map(|f| {
             edit::resolve_path(ws.root(), &cwd.join(f))
                 .map(|t| t.rel)
-                .map_err(|r| format!("{what}: {r}"))
+                .map_err(|refusal| ApplyError::Path { what, refusal })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_tern_apply_refuses_is_told_by_variant_in_the_same_words() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        git2::Repository::init(&root).unwrap();
+        let ws = Workspace::discover(&root).unwrap();
+
+        let outside = repo_paths(&ws, &root, &["../x".into()], "--read").unwrap_err();
+        assert!(
+            matches!(
+                outside,
+                ApplyError::Path {
+                    what: "--read",
+                    refusal: edit::Refusal::Escapes(_) | edit::Refusal::Outside(_)
+                }
+            ),
+            "{outside:?}"
+        );
+        assert!(outside.to_string().starts_with("--read: "), "{outside}");
+
+        let reply = root.join("reply.txt");
+        std::fs::write(&reply, b"\xff\xfe").unwrap();
+        let not_text = read_reply(&reply).unwrap_err();
+        assert!(matches!(not_text, ApplyError::ReplyNotText { .. }));
+        assert_eq!(
+            not_text.to_string(),
+            format!("the reply {} is not UTF-8 text", reply.display())
+        );
+        let missing = read_reply(&root.join("none.txt")).unwrap_err();
+        assert!(matches!(missing, ApplyError::ReadReply { .. }));
+        assert!(
+            missing.to_string().starts_with("cannot read the reply "),
+            "{missing}"
+        );
+
+        let unknown = decisions(&ProposalView::default(), "abc1234", &root, &root).unwrap_err();
+        assert!(
+            matches!(&unknown, ApplyError::UnknownHunk { item, .. } if item == "abc1234"),
+            "{unknown:?}"
+        );
+        assert_eq!(
+            unknown.to_string(),
+            "--accept: abc1234 is not a hunk id or file of this reply (hunks: )"
+        );
+    }
 }

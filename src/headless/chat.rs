@@ -72,6 +72,8 @@ pub async fn run(
     // already asked again with them.
     let mut needed: Option<Vec<NeededFile>> = None;
     let mut asked_again = false;
+    // What `--yes` held back, as the run's reason names it.
+    let mut held: Vec<String> = Vec::new();
 
     let Some(first) = queue.next() else {
         return Ok(ExitCode::SUCCESS);
@@ -255,29 +257,35 @@ pub async fn run(
                 proposal =
                     (!view.files.is_empty() || !view.failures.is_empty()).then(|| (**view).clone());
             }
+            // Each file and hunk `--yes` held back is named, in the run's reason too.
             Event::HeldBack {
                 path,
-                hunk: None,
+                hunk,
                 cautions,
             } => {
-                stop(&mut stopped, format!("edits to {path} were held back"));
+                let what = match hunk {
+                    Some(id) => format!("hunk {id} of {path}"),
+                    None => format!("edits to {path}"),
+                };
+                let said = held_reason(&held);
+                held.push(what);
+                if stopped.is_none() || stopped.as_deref() == Some(said.as_str()) {
+                    stopped = Some(held_reason(&held));
+                }
                 if !json {
                     let why: Vec<String> = cautions.iter().map(ToString::to_string).collect();
+                    let target = match hunk {
+                        Some(id) => format!("hunk {id} of {path}"),
+                        None => path.clone(),
+                    };
                     writeln!(
                         stderr,
-                        "tern: not applied to {path} ({}): {}",
+                        "tern: not applied to {target} ({}): {}",
                         why.join(", "),
-                        held_advice(cautions)
+                        held_advice(cautions, session.as_deref())
                     )?;
                 }
             }
-            // The engine names the hunks it left for a look of their own; the run says
-            // something was held.
-            Event::HeldBack {
-                path,
-                hunk: Some(id),
-                ..
-            } => stop(&mut stopped, format!("hunk {id} of {path} was held back")),
             Event::Reflection { attempt, max, .. } if !json => writeln!(
                 stderr,
                 "tern: some edit blocks did not apply; asking the model to fix them ({attempt} of {max})"
@@ -331,11 +339,14 @@ pub async fn run(
                 if let Some(view) = proposal.take().filter(|_| !edits_handled) {
                     edits_handled = true;
                     if !view.failures.is_empty() {
+                        let named: Vec<String> =
+                            view.failures.iter().map(ToString::to_string).collect();
                         stop(
                             &mut stopped,
                             format!(
-                                "{} could not be applied",
-                                crate::plural::count(view.failures.len(), "edit block")
+                                "{} could not be applied: {}",
+                                crate::plural::count(view.failures.len(), "edit block"),
+                                named.join("; ")
                             ),
                         );
                     }
@@ -559,13 +570,19 @@ fn submit(
 }
 
 /// How to get held edits applied.
-fn held_advice(cautions: &[Caution]) -> &'static str {
-    if cautions
-        .iter()
-        .any(|c| matches!(c, Caution::DeletesMost { .. }))
-    {
-        "review it in the workspace (or save the reply and use `tern apply --accept ID`)"
+fn held_advice(cautions: &[Caution], session: Option<&str>) -> String {
+    if cautions.iter().all(|c| *c == Caution::OutsideChat) {
+        "pass --allow-outside-chat to apply edits to files outside the chat, or add the file".into()
     } else {
-        "pass --allow-outside-chat to apply edits to files outside the chat, or add the file"
+        let resume = session.map_or("--resume".to_string(), |id| format!("--resume={id}"));
+        format!(
+            "look at it and accept it by itself in the workspace's review (tern {resume}), or save the reply and use `tern apply --accept ID`"
+        )
     }
+}
+
+/// The run's reason for what `--yes` held back: `held back, not applied: edits to
+/// b.txt; hunk 1a2b3c4 of a.txt`.
+fn held_reason(held: &[String]) -> String {
+    format!("held back, not applied: {}", held.join("; "))
 }

@@ -30,10 +30,14 @@ use std::path::Path;
 const SEPARATOR: &str = "---";
 const ESCAPED_SEPARATOR: &str = "\\---";
 
-/// The messages of a script file, in order.
+/// The messages of a script file (`-`: standard input, as `tern apply -` reads it),
+/// in order.
 pub fn load(path: &Path) -> anyhow::Result<Vec<String>> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| anyhow::anyhow!("cannot read the script {}: {e}", path.display()))?;
+    let text = match path == Path::new("-") {
+        true => std::io::read_to_string(std::io::stdin()),
+        false => std::fs::read_to_string(path),
+    }
+    .map_err(|e| anyhow::anyhow!("cannot read the script {}: {e}", path.display()))?;
     let messages = parse(&text);
     if messages.is_empty() {
         anyhow::bail!(

@@ -249,7 +249,7 @@ impl LlmClient {
             )
         });
         let transport = match (replay, record) {
-            (Some(path), _) => Transport::replay(path).map_err(anyhow::Error::msg)?,
+            (Some(path), _) => Transport::replay(path)?,
             (None, Some(path)) => Transport::record(http, path, options.max_reply_bytes)
                 .map_err(|e| anyhow::anyhow!("cannot open record file {}: {e}", path.display()))?,
             (None, None) => Transport::Network {

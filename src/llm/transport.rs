@@ -7,7 +7,7 @@
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
@@ -64,6 +64,29 @@ pub(crate) enum Transport {
     Replay(Arc<Mutex<VecDeque<Exchange>>>),
 }
 
+/// Why a `--replay` recording cannot be played. The cause is part of the message
+/// and not a `source`: `main` prints the chain (`{:#}`), which would say it twice.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ReplayError {
+    #[error("cannot open {}: {error}", path.display())]
+    Open {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    #[error("cannot read {}: {error}", path.display())]
+    Read {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    /// A line that is not a recorded exchange (1-based).
+    #[error("{} line {line}: {error}", path.display())]
+    Exchange {
+        path: PathBuf,
+        line: usize,
+        error: serde_json::Error,
+    },
+}
+
 impl Transport {
     pub(crate) fn record(
         http: reqwest::Client,
@@ -81,16 +104,26 @@ impl Transport {
         })
     }
 
-    pub(crate) fn replay(path: &Path) -> Result<Self, String> {
-        let file = File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    pub(crate) fn replay(path: &Path) -> Result<Self, ReplayError> {
+        let file = File::open(path).map_err(|error| ReplayError::Open {
+            path: path.to_path_buf(),
+            error,
+        })?;
         let mut exchanges = VecDeque::new();
         for (n, line) in BufReader::new(file).lines().enumerate() {
-            let line = line.map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            let line = line.map_err(|error| ReplayError::Read {
+                path: path.to_path_buf(),
+                error,
+            })?;
             if line.trim().is_empty() {
                 continue;
             }
-            let exchange: Exchange = serde_json::from_str(&line)
-                .map_err(|e| format!("{} line {}: {e}", path.display(), n + 1))?;
+            let exchange: Exchange =
+                serde_json::from_str(&line).map_err(|error| ReplayError::Exchange {
+                    path: path.to_path_buf(),
+                    line: n + 1,
+                    error,
+                })?;
             exchanges.push_back(exchange);
         }
         Ok(Transport::Replay(Arc::new(Mutex::new(exchanges))))

@@ -228,7 +228,11 @@ impl App {
 
     /// The editor ran on `request`'s text: `edited` is the new text, or why there is
     /// none (then what was edited stays as it was).
-    pub fn editor_done(&mut self, request: EditRequest, edited: Result<String, String>) {
+    pub fn editor_done(
+        &mut self,
+        request: EditRequest,
+        edited: Result<String, editor::EditorError>,
+    ) {
         match (request.target, edited) {
             (EditTarget::Draft, Ok(text)) => {
                 self.panes.input.set_text(text.trim_end_matches('\n'));

@@ -37,6 +37,9 @@ pub enum EditorError {
     NotUtf8(PathBuf),
     #[error("the editor's temporary file: {0}")]
     Io(#[from] std::io::Error),
+    /// The blocking task that runs the editor did not finish (it panicked).
+    #[error("the editor could not be run: {0}")]
+    NotRun(tokio::task::JoinError),
 }
 
 /// The editor command: `visual`, else `editor` (unset or blank ones are skipped), else

@@ -376,7 +376,7 @@ impl KeyBinding {
     }
 
     /// Parses `ctrl-j`, `shift-enter`, `pgup`, `f1`, `A`, `?`, `space`.
-    pub fn parse(text: &str) -> Result<KeyBinding, String> {
+    pub fn parse(text: &str) -> Result<KeyBinding, UnknownKey> {
         let mut mods = KeyModifiers::NONE;
         let mut rest = text;
         loop {
@@ -433,13 +433,18 @@ impl KeyBinding {
                 let mut chars = rest.chars();
                 match (chars.next(), chars.next()) {
                     (Some(c), None) => KeyCode::Char(c),
-                    _ => return Err(format!("unknown key {text:?}")),
+                    _ => return Err(UnknownKey(text.to_string())),
                 }
             }
         };
         Ok(KeyBinding::of(&KeyEvent::new(code, mods)))
     }
 }
+
+/// A key name that names no key, as written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown key {0:?}")]
+pub struct UnknownKey(pub String);
 
 impl fmt::Display for KeyBinding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -562,7 +567,7 @@ pub fn spec_of(action: Action) -> &'static ActionSpec {
         .expect("every action has a spec")
 }
 
-fn parse_list(text: &str) -> Result<Vec<KeyBinding>, String> {
+fn parse_list(text: &str) -> Result<Vec<KeyBinding>, UnknownKey> {
     text.split_whitespace().map(KeyBinding::parse).collect()
 }
 
@@ -595,8 +600,11 @@ mod tests {
             (ctrl_minus.code, ctrl_minus.mods),
             (KeyCode::Char('-'), KeyModifiers::CONTROL)
         );
-        assert!(KeyBinding::parse("ctrl-").is_err());
-        assert!(KeyBinding::parse("hyper-x").is_err());
+        assert_eq!(KeyBinding::parse("ctrl-"), Err(UnknownKey("ctrl-".into())));
+        assert_eq!(
+            KeyBinding::parse("hyper-x").unwrap_err().to_string(),
+            "unknown key \"hyper-x\""
+        );
         for spec in ACTIONS {
             for key in spec.keys.split_whitespace() {
                 let parsed = KeyBinding::parse(key).unwrap();

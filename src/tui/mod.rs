@@ -182,7 +182,7 @@ impl TerminalInput {
         &mut self,
         request: &EditRequest,
         redraw: impl FnOnce() -> anyhow::Result<()>,
-    ) -> anyhow::Result<Result<String, String>> {
+    ) -> anyhow::Result<Result<String, editor::EditorError>> {
         let sender = match self.reader.take() {
             Some((task, sender)) => {
                 task.abort();
@@ -206,11 +206,7 @@ impl TerminalInput {
         if let Some(sender) = sender {
             self.reader = Some((read_terminal(sender.clone()), sender));
         }
-        Ok(match edited {
-            Ok(Ok(text)) => Ok(text),
-            Ok(Err(e)) => Err(e.to_string()),
-            Err(e) => Err(format!("the editor could not be run: {e}")),
-        })
+        Ok(edited.unwrap_or_else(|e| Err(editor::EditorError::NotRun(e))))
     }
 }
 

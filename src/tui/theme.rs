@@ -106,7 +106,7 @@ impl Theme {
         }
     }
 
-    fn try_load(choice: &ThemeChoice) -> Result<Theme, String> {
+    fn try_load(choice: &ThemeChoice) -> Result<Theme, ThemeError> {
         let wanted = choice.name.as_str();
         if let Some((name, text)) = BUILTIN.iter().find(|(n, _)| *n == wanted) {
             return apply(base(), name, text, None);
@@ -122,14 +122,16 @@ impl Theme {
             .find(|p| p.is_file())
             .ok_or_else(|| {
                 let names: Vec<&str> = BUILTIN.iter().map(|(n, _)| *n).collect();
-                format!(
-                    "no built-in theme of that name ({}) and no such file",
-                    names.join(", ")
-                )
+                ThemeError::NotFound {
+                    builtins: names.join(", "),
+                }
             })?;
         let text =
             crate::regular_file::read_to_string(&path, crate::regular_file::MAX_SETTINGS_BYTES)
-                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+                .map_err(|source| ThemeError::Read {
+                    path: path.clone(),
+                    source,
+                })?;
         let name = path
             .file_stem()
             .map_or(wanted.to_string(), |s| s.to_string_lossy().into_owned());
@@ -206,16 +208,84 @@ struct File<'a> {
     quote: bool,
 }
 
-fn apply(mut colors: Colors, name: &str, text: &str, file: Option<File>) -> Result<Theme, String> {
+/// Why a theme cannot be used. What a repository's theme holds is never quoted: its
+/// values and unknown keys are left out (`None`), its TOML errors given by position.
+#[derive(Debug, thiserror::Error)]
+enum ThemeError {
+    #[error("no built-in theme of that name ({builtins}) and no such file")]
+    NotFound { builtins: String },
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{origin}: {source}")]
+    Toml {
+        origin: String,
+        source: toml::de::Error,
+    },
+    /// Not TOML, or not a theme's shape: where, as "line L, column C".
+    #[error("{origin}: not a theme file ({position})")]
+    NotTheme { origin: String, position: String },
+    #[error("{origin}: {}", unknown_key(table, key.as_deref()))]
+    UnknownKey {
+        origin: String,
+        table: &'static str,
+        key: Option<String>,
+    },
+    #[error("{origin}: [{table}] {key}{} is not a colour", quoted(" = ", value))]
+    NotAColour {
+        origin: String,
+        table: &'static str,
+        key: String,
+        value: Option<String>,
+    },
+    #[error(
+        "{origin}: no syntax theme{} of that name; known: {known}",
+        quoted(" ", name)
+    )]
+    NoSyntaxTheme {
+        origin: String,
+        name: Option<String>,
+        known: String,
+    },
+}
+
+/// `value` quoted after `before`, or nothing when it may not be quoted.
+fn quoted(before: &str, value: &Option<String>) -> String {
+    value
+        .as_ref()
+        .map_or_else(String::new, |v| format!("{before}{v:?}"))
+}
+
+fn unknown_key(table: &str, key: Option<&str>) -> String {
+    match key {
+        Some(key) => format!("unknown key [{table}] {key}"),
+        None => format!("a key of [{table}] is not a theme's"),
+    }
+}
+
+fn apply(
+    mut colors: Colors,
+    name: &str,
+    text: &str,
+    file: Option<File>,
+) -> Result<Theme, ThemeError> {
     let origin = file.map_or_else(
         || format!("built-in theme {name}"),
         |f| f.path.display().to_string(),
     );
     let quote = file.is_none_or(|f| f.quote);
-    let parsed: ThemeFile = toml::from_str(text).map_err(|e| match quote {
-        true => format!("{origin}: {e}"),
+    let parsed: ThemeFile = toml::from_str(text).map_err(|source| match quote {
+        true => ThemeError::Toml {
+            origin: origin.clone(),
+            source,
+        },
         // toml's message shows the line, and a type error the value.
-        false => format!("{origin}: not a theme file ({})", position(text, &e)),
+        false => ThemeError::NotTheme {
+            origin: origin.clone(),
+            position: position(text, &source),
+        },
     })?;
     set_all(&mut colors, &parsed, &origin, quote)?;
     let syntax_name = parsed
@@ -224,15 +294,11 @@ fn apply(mut colors: Colors, name: &str, text: &str, file: Option<File>) -> Resu
         .unwrap_or_else(|| default_syntax_name().to_string());
     let syntax = syntax_theme(&syntax_name).ok_or_else(|| {
         let known: Vec<&str> = syntax_themes().themes.keys().map(String::as_str).collect();
-        let named = if quote {
-            format!(" {syntax_name:?}")
-        } else {
-            String::new()
-        };
-        format!(
-            "{origin}: no syntax theme{named} of that name; known: {}",
-            known.join(", ")
-        )
+        ThemeError::NoSyntaxTheme {
+            origin,
+            name: quote.then(|| syntax_name.clone()),
+            known: known.join(", "),
+        }
     })?;
     Ok(Theme {
         name: name.to_string(),
@@ -244,7 +310,12 @@ fn apply(mut colors: Colors, name: &str, text: &str, file: Option<File>) -> Resu
 
 /// Sets every colour `file` names. An error names the value only when the file may
 /// be quoted, and a key only when it is a theme's own or the file may be quoted.
-fn set_all(colors: &mut Colors, file: &ThemeFile, origin: &str, quote: bool) -> Result<(), String> {
+fn set_all(
+    colors: &mut Colors,
+    file: &ThemeFile,
+    origin: &str,
+    quote: bool,
+) -> Result<(), ThemeError> {
     for (table, entries) in [
         ("ui", &file.ui),
         ("sections", &file.sections),
@@ -252,16 +323,18 @@ fn set_all(colors: &mut Colors, file: &ThemeFile, origin: &str, quote: bool) -> 
     ] {
         for (key, value) in entries {
             let known = Colors::keys().contains(&format!("{table}.{key}").as_str());
-            let key = match (known, quote) {
-                (false, true) => return Err(format!("{origin}: unknown key [{table}] {key}")),
-                (false, false) => {
-                    return Err(format!("{origin}: a key of [{table}] is not a theme's"));
-                }
-                (true, _) => key,
-            };
-            let color: Color = value.parse().map_err(|_| match quote {
-                true => format!("{origin}: [{table}] {key} = {value:?} is not a colour"),
-                false => format!("{origin}: [{table}] {key} is not a colour"),
+            if !known {
+                return Err(ThemeError::UnknownKey {
+                    origin: origin.to_string(),
+                    table,
+                    key: quote.then(|| key.clone()),
+                });
+            }
+            let color: Color = value.parse().map_err(|_| ThemeError::NotAColour {
+                origin: origin.to_string(),
+                table,
+                key: key.clone(),
+                value: quote.then(|| value.clone()),
             })?;
             colors.set(table, key, color);
         }
@@ -341,22 +414,46 @@ mod tests {
     #[test]
     fn a_broken_theme_is_reported_and_the_default_used() {
         let dir = tempfile::tempdir().unwrap();
-        let cases = [
-            ("[ui]\nuser = \"not-a-colour\"\n", "is not a colour"),
-            ("[ui]\nusr = \"red\"\n", "unknown key [ui] usr"),
-            ("syntax = \"Nope\"\n", "no syntax theme"),
-            ("[ui\n", "mine.toml"),
+        type Check = fn(&ThemeError) -> bool;
+        let cases: [(&str, &str, Check); 4] = [
+            (
+                "[ui]\nuser = \"not-a-colour\"\n",
+                "is not a colour",
+                |e| matches!(e, ThemeError::NotAColour { value: Some(v), .. } if v == "not-a-colour"),
+            ),
+            (
+                "[ui]\nusr = \"red\"\n",
+                "unknown key [ui] usr",
+                |e| matches!(e, ThemeError::UnknownKey { key: Some(k), .. } if k == "usr"),
+            ),
+            (
+                "syntax = \"Nope\"\n",
+                "no syntax theme",
+                |e| matches!(e, ThemeError::NoSyntaxTheme { name: Some(n), .. } if n == "Nope"),
+            ),
+            ("[ui\n", "mine.toml", |e| {
+                matches!(e, ThemeError::Toml { .. })
+            }),
         ];
-        for (text, expected) in cases {
+        for (text, expected, variant) in cases {
             let path = dir.path().join("mine.toml");
             std::fs::write(&path, text).unwrap();
-            let (theme, warning) = Theme::load(&path.to_str().unwrap().into());
+            let choice = path.to_str().unwrap().into();
+            let (theme, warning) = Theme::load(&choice);
             let warning = warning.expect("reported");
             assert!(warning.contains(expected), "{warning}");
             assert_eq!(theme.name, "dark");
+            match Theme::try_load(&choice) {
+                Ok(_) => panic!("{text:?} loaded"),
+                Err(error) => assert!(variant(&error), "{error:?}"),
+            }
         }
         let (_, warning) = Theme::load(&"no-such-theme".into());
         assert!(warning.unwrap().contains("dark, light"));
+        assert!(matches!(
+            Theme::try_load(&"no-such-theme".into()),
+            Err(ThemeError::NotFound { .. })
+        ));
     }
 
     /// A repository's theme (already resolved inside it) is reported by position and
@@ -394,9 +491,17 @@ mod tests {
         };
         let warning = Theme::load(&choice).1.unwrap();
         assert!(warning.contains("[ui] user is not a colour"), "{warning}");
+        assert!(matches!(
+            Theme::try_load(&choice),
+            Err(ThemeError::NotAColour { value: None, .. })
+        ));
         std::fs::write(&path, "ok = 1\n[ui\n").unwrap();
         let warning = Theme::load(&choice).1.unwrap();
         assert!(warning.contains("line 2, column"), "{warning}");
+        assert!(matches!(
+            Theme::try_load(&choice),
+            Err(ThemeError::NotTheme { .. })
+        ));
     }
 
     #[test]

@@ -346,6 +346,61 @@ async fn reflections_stop_after_three() {
     assert_eq!(repo.read("src/greet.py"), GREET);
 }
 
+/// A reflection answered in prose (no blocks) fixes nothing: the failed block stays
+/// with the proposal, is said, and is saved with the session (it was dropped, and the
+/// review and a headless run forgot it; regression findings 4 and 12).
+#[tokio::test]
+async fn a_failure_the_reflection_reply_does_not_answer_stays() {
+    let server = MockServer::start().await;
+    server.push_for_model("gpt-4o", Reply::text(BAD_EDIT));
+    server.push_for_model("gpt-4o", Reply::text("OK, that looks right to me."));
+    let repo = repo();
+    let mut engine = engine(&repo, &server);
+    submit(&engine, "say hey");
+    let events = idle(&mut engine).await;
+    assert_eq!(server.request_count(), 2, "the turn and one reflection");
+    let view = last_proposal(&events);
+    assert_eq!(view.failures.len(), 1, "{view:#?}");
+    assert!(
+        view.failures[0]
+            .to_string()
+            .starts_with("block 1 (src/greet.py): the SEARCH text does not match"),
+        "{view:#?}"
+    );
+    assert!(
+        events.iter().any(|e| matches!(e, Event::Warning { text }
+            if text == "1 edit block still failed after 1 reflection; not applied (each is shown with why)")),
+        "{events:?}"
+    );
+    send(&engine, Op::Shutdown);
+    until(&mut engine, |e| matches!(e, Event::Exited)).await;
+    let mut engine = engine_with(&repo, &server, true);
+    let events = until(&mut engine, |e| matches!(e, Event::Proposal(_))).await;
+    assert_eq!(last_proposal(&events).failures, view.failures);
+    send(&engine, Op::Shutdown);
+}
+
+/// Beside good hunks too: a reflection reply with no block for the failed one's file
+/// leaves that failure open (one with a block for it answers it: the test above).
+#[tokio::test]
+async fn a_failure_stays_beside_good_hunks_until_a_reply_answers_its_file() {
+    let server = MockServer::start().await;
+    let other =
+        "README.md\n```\n<<<<<<< SEARCH\n# Greeter\n=======\n# Greeter app\n>>>>>>> REPLACE\n```\n";
+    server.push_for_model("gpt-4o", Reply::text(format!("{TWO_EDITS}\n{BAD_EDIT}")));
+    server.push_for_model("gpt-4o", Reply::text(other));
+    let repo = repo();
+    let mut engine = engine(&repo, &server);
+    submit(&engine, "/add README.md");
+    idle(&mut engine).await;
+    submit(&engine, "punctuate");
+    let view = last_proposal(&idle(&mut engine).await);
+    assert_eq!(view.failures.len(), 1, "{view:#?}");
+    assert_eq!(view.failures[0].path.as_deref(), Some("src/greet.py"));
+    assert_eq!(view.files.len(), 2, "{view:#?}");
+    send(&engine, Op::Shutdown);
+}
+
 #[tokio::test]
 async fn code_turns_wait_for_a_pending_review_and_discard_tells_the_model() {
     let server = MockServer::start().await;
@@ -1604,6 +1659,29 @@ async fn discarding_after_a_partial_apply_says_only_the_rest_goes() {
         .collect();
     assert!(!said.contains("nothing was written"), "{said}");
     assert!(said.contains("discarded the 1 hunk not applied"), "{said}");
+}
+
+/// A discard before anything was applied speaks of no hunk "applied earlier"
+/// (regression finding 5).
+#[tokio::test]
+async fn discarding_before_any_apply_says_nothing_was_written() {
+    let server = MockServer::start().await;
+    server.push_for_model("gpt-4o", Reply::text(TWO_EDITS));
+    let repo = repo();
+    let mut engine = engine(&repo, &server);
+    submit(&engine, "punctuate");
+    idle(&mut engine).await;
+    submit(&engine, "/discard");
+    let said: Vec<String> = idle(&mut engine)
+        .await
+        .into_iter()
+        .filter_map(|e| match e {
+            Event::Notice { text } => Some(text),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(said, ["discarded the 2 hunks (nothing was written)"]);
+    assert_eq!(repo.read("src/greet.py"), GREET);
 }
 
 /// The engine reads no `/` in a message: slash text is parsed where it is typed, so a

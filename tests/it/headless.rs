@@ -1120,3 +1120,250 @@ fn a_users_apply_all_that_holds_a_hunk_back_exits_non_zero() {
     assert!(stderr.contains("not accepted with the others"), "{stderr}");
     assert!(!out.status.success(), "a hunk was held back: {stderr}");
 }
+
+/// A failed block the reflection reply does not answer (prose, no blocks) fails the
+/// run, named with its reason, in plain output and `--json` (it exited 0 with "every
+/// message was sent"; regression finding 12).
+#[test]
+fn a_failure_the_reflection_leaves_open_fails_the_run_and_is_named() {
+    let bad =
+        "src/greet.py\n```python\n<<<<<<< SEARCH\nnothere\n=======\nthere\n>>>>>>> REPLACE\n```\n";
+    for json in [false, true] {
+        let server = MockServer::start_in_thread();
+        server.push_for_model("gpt-4o", Reply::text(bad));
+        server.push_for_model("gpt-4o", Reply::text("OK, done."));
+        let repo = repo();
+        let mut args = vec!["--model", "gpt-4o", "--yes", "-m", "go", "src/greet.py"];
+        if json {
+            args.push("--json");
+        }
+        let out = output_within(
+            repo.tern(&server.base_url()).args(&args),
+            std::time::Duration::from_secs(30),
+        );
+        let (stdout, stderr) = texts(&out);
+        assert_eq!(server.requests().len(), 2, "the turn and a reflection");
+        assert!(!out.status.success(), "{stdout}{stderr}");
+        let named = "block 1 (src/greet.py): the SEARCH text does not match";
+        if json {
+            let last: serde_json::Value =
+                serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+            assert_eq!(last["ok"], false, "{last}");
+            let reason = last["reason"].as_str().unwrap();
+            assert!(
+                reason.starts_with("1 edit block could not be applied: "),
+                "{reason}"
+            );
+            assert!(reason.contains(named), "{reason}");
+        } else {
+            assert!(
+                stderr.contains("tern: edit block 1 failed (src/greet.py): the SEARCH text"),
+                "{stderr}"
+            );
+        }
+    }
+}
+
+/// The user's own `/apply all` on a resumed proposal whose only hunk is held back (its
+/// file is not in the chat) says what is held, why, and the commands that apply it,
+/// never the review's keys (regression finding 6); `/add` then `/apply all` applies it.
+#[test]
+fn a_users_apply_all_that_accepts_nothing_says_what_is_held_and_how() {
+    let repo = repo();
+    let id = plant_readme_edit_outside_the_chat(&repo);
+    let server = MockServer::start_in_thread();
+    server.push(Reply::text("docs: retitle"));
+    let resume = format!("--resume={id}");
+    let run = |args: &[&str]| {
+        output_within(
+            repo.tern(&server.base_url()).arg(&resume).args(args),
+            std::time::Duration::from_secs(20),
+        )
+    };
+    let out = run(&["--json", "-m", "/apply all"]);
+    let (stdout, stderr) = texts(&out);
+    assert!(!out.status.success(), "{stdout}{stderr}");
+    let said = "README.md: not in the chat (/add README.md first, then /apply all)";
+    let last: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    let reason = last["reason"].as_str().unwrap();
+    assert!(reason.contains(said), "{reason}");
+    assert!(!stdout.contains("y accepts"), "{stdout}");
+    assert_eq!(repo.read("README.md"), "# Demo\n");
+
+    let script = repo.path().join("script");
+    std::fs::write(&script, "/add README.md\n---\n/apply all\n").unwrap();
+    let out = run(&["--script", script.to_str().unwrap()]);
+    let (_, stderr) = texts(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(repo.read("README.md"), "# Demo, rewritten\n");
+}
+
+/// `--yes` holding back a file outside the chat and a hunk with invisible characters:
+/// the run's reason names both (it named the first only), and each is said once
+/// (the hunk was warned about twice; regression findings 3 and 14).
+#[test]
+fn everything_yes_held_back_is_named_once_and_in_the_reason() {
+    let reply = format!(
+        "src/greet.py\n```python\n<<<<<<< SEARCH\ndef greet(name):\n=======\ndef greet(name):  # \u{202e}x\n>>>>>>> REPLACE\n```\n\n{README_EDIT}"
+    );
+    for json in [false, true] {
+        let server = MockServer::start_in_thread();
+        server.push_for_model("gpt-4o", Reply::text(&reply));
+        let repo = repo();
+        let mut cmd = repo.tern(&server.base_url());
+        if json {
+            cmd.arg("--json");
+        }
+        let out = output_within(
+            cmd.args(["--model", "gpt-4o", "--yes", "-m", "go", "src/greet.py"]),
+            std::time::Duration::from_secs(20),
+        );
+        let (stdout, stderr) = texts(&out);
+        assert!(!out.status.success(), "{stdout}{stderr}");
+        if json {
+            let last: serde_json::Value =
+                serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+            let reason = last["reason"].as_str().unwrap();
+            assert!(
+                reason.starts_with("held back, not applied: edits to README.md; hunk ")
+                    && reason.ends_with(" of src/greet.py"),
+                "{reason}"
+            );
+            assert_eq!(
+                stdout.matches(r#""event":"held_back""#).count(),
+                2,
+                "{stdout}"
+            );
+            assert!(!stdout.contains(r#""event":"warning""#), "{stdout}");
+        } else {
+            assert_eq!(stderr.matches("U+202E").count(), 1, "{stderr}");
+            assert!(
+                stderr.contains("not applied to README.md (not in the chat)"),
+                "{stderr}"
+            );
+        }
+    }
+}
+
+/// `--json --resume`: `ready` is the first line, before the resumed proposal and what
+/// the files named at start say (a `proposal` came first; regression finding 7). A
+/// file named at start is in the chat for the resumed proposal too: its edits are no
+/// longer held back as outside the chat.
+#[test]
+fn a_resumed_run_says_ready_first_and_counts_the_files_named_at_start() {
+    let repo = repo();
+    let id = plant_readme_edit_outside_the_chat(&repo);
+    let server = MockServer::start_in_thread();
+    server.push(Reply::text("docs: retitle"));
+    let resume = format!("--resume={id}");
+    let out = output_within(
+        repo.tern(&server.base_url())
+            .args([&resume, "--json", "-m", "/tokens", "new.txt"]),
+        std::time::Duration::from_secs(20),
+    );
+    let (stdout, stderr) = texts(&out);
+    let kinds: Vec<String> = stdout
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["event"].to_string())
+        .collect();
+    assert_eq!(
+        kinds.first().map(String::as_str),
+        Some("\"ready\""),
+        "{stdout}{stderr}"
+    );
+    assert!(kinds.iter().any(|k| k == "\"proposal\""), "{stdout}");
+    assert!(stdout.contains("new.txt does not exist yet"), "{stdout}");
+
+    let out = output_within(
+        repo.tern(&server.base_url())
+            .args([&resume, "-m", "/apply all", "README.md"]),
+        std::time::Duration::from_secs(20),
+    );
+    let (_, stderr) = texts(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(repo.read("README.md"), "# Demo, rewritten\n");
+}
+
+/// Small messages that said something else than what is true (regression finding 14):
+/// a missing read-only file is not one "the model may create", and a revision `/show`
+/// cannot find is said without libgit2's class and code.
+#[test]
+fn a_missing_read_only_file_and_an_unknown_revision_are_said_truly() {
+    let server = MockServer::start_in_thread();
+    let repo = repo();
+    let run = |message: &str| {
+        let out = output_within(
+            repo.tern(&server.base_url()).args(["-m", message]),
+            std::time::Duration::from_secs(20),
+        );
+        let (_, stderr) = texts(&out);
+        (out.status.success(), stderr)
+    };
+    let (ok, stderr) = run("/read-only nosuch.txt");
+    assert!(ok, "{stderr}");
+    assert!(
+        stderr.contains(
+            "nosuch.txt does not exist yet; it is read-only, so the model may not create it"
+        ),
+        "{stderr}"
+    );
+    let (ok, stderr) = run("/show nosuchrev");
+    assert!(!ok, "{stderr}");
+    assert!(
+        stderr.contains("/show nosuchrev: revspec 'nosuchrev' not found"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("class="), "{stderr}");
+    assert!(server.requests().is_empty());
+}
+
+/// `--script -` reads the script from standard input, as `tern apply -` reads the
+/// reply (it looked for a file named `-`; regression finding 14).
+#[test]
+fn a_script_is_read_from_standard_input_with_a_dash() {
+    use std::io::Write;
+    let server = MockServer::start_in_thread();
+    server.push(Reply::text("one done"));
+    server.push(Reply::text("two done"));
+    let repo = repo();
+    let mut child = repo
+        .tern(&server.base_url())
+        .args(["--script", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"one\n---\ntwo\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let (stdout, stderr) = texts(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(stdout, "one done\ntwo done\n");
+    assert_eq!(server.requests().len(), 2);
+}
+
+/// A saved session whose chat holds src/greet.py and whose pending proposal edits
+/// README.md (so, once resumed, a file outside the chat); its id.
+fn plant_readme_edit_outside_the_chat(repo: &TempRepo) -> String {
+    use tern::engine::persist::{SavedFile, SessionFile};
+    use tern::engine::{ChatMode, FileMode};
+    let ws = tern::edit::Workspace::discover(repo.path()).unwrap();
+    let files = tern::edit::FileSet::new(vec!["README.md".into()], ws.files());
+    let mut proposal = tern::edit::Proposal::new(&ws);
+    proposal.add_reply(&ws, README_EDIT, tern::edit::EditFormat::Editblock, &files);
+    repo.plant_session(SessionFile {
+        model: "gpt-4o".into(),
+        mode: ChatMode::Code,
+        files: vec![SavedFile {
+            path: "src/greet.py".into(),
+            mode: FileMode::Editable,
+        }],
+        proposal: Some(proposal.snapshot()),
+        ..SessionFile::default()
+    })
+}

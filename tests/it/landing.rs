@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use crate::support::TempRepo;
 use tern::edit::{
-    ApplyOutcome, Decision, EditFormat, FileSet, Problem, Select, Workspace, propose,
+    ApplyOutcome, Decision, EditFormat, FileSet, Problem, Select, Workspace, WriteError, propose,
 };
 use tern::git::{self, CommitOptions, LandOptions, Landed};
 
@@ -139,8 +139,9 @@ fn a_read_only_file_is_refused_not_replaced() {
         panic!("expected a landing")
     };
     assert_eq!(applied.failed.len(), 1);
+    assert!(matches!(applied.failed[0].error, WriteError::ReadOnlyFile));
     assert!(
-        applied.failed[0].error.contains("read-only"),
+        applied.failed[0].error.to_string().contains("read-only"),
         "{:?}",
         applied.failed
     );
@@ -666,7 +667,12 @@ fn a_new_file_in_a_read_only_directory_is_refused_before_the_write() {
     };
     assert_eq!(applied.failed.len(), 1, "{:?}", applied.failed);
     assert!(
-        applied.failed[0].error.contains("read-only"),
+        matches!(&applied.failed[0].error, WriteError::ReadOnlyDir(d) if d.ends_with("ro")),
+        "{:?}",
+        applied.failed
+    );
+    assert!(
+        applied.failed[0].error.to_string().contains("read-only"),
         "{:?}",
         applied.failed
     );
@@ -938,7 +944,12 @@ fn a_file_git_stores_through_an_external_filter_is_refused_before_anything_is_co
     );
     assert_eq!(applied.failed.len(), 1, "{:?}", applied.failed);
     assert!(
-        applied.failed[0].error.contains("`lfs` filter"),
+        matches!(&applied.failed[0].error, WriteError::ExternalFilter(f) if f == "lfs"),
+        "{:?}",
+        applied.failed
+    );
+    assert!(
+        applied.failed[0].error.to_string().contains("`lfs` filter"),
         "{:?}",
         applied.failed
     );

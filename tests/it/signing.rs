@@ -489,15 +489,7 @@ fn a_newline_in_the_identity_is_dropped_as_git_drops_it() {
         repo.git(&["log", "-1", "--format=%an <%ae>"]),
         "Evil <ev@example.com>\n"
     );
-    assert!(
-        crate::support::command("git")
-            .args(["fsck", "--no-dangling"])
-            .current_dir(repo.path())
-            .status()
-            .unwrap()
-            .success(),
-        "no broken object"
-    );
+    assert_no_broken_object(&repo);
 }
 
 /// The author line of HEAD's commit object, as written.
@@ -619,4 +611,53 @@ fn dates_are_taken_and_refused_as_git_commit_does() {
         }
     }
     assert!(differ.is_empty(), "{}", differ.join("\n"));
+}
+
+/// An empty email (`GIT_AUTHOR_EMAIL=''`, or `<>`, crud git strips to nothing) is
+/// committed as git commits it, `Name <>`, in the commit and in tern's notes; tern
+/// refused it in libgit2's words (regression finding 17). Compared with real git.
+#[test]
+fn an_empty_email_is_committed_as_git_commits_it() {
+    for email in ["", "<>"] {
+        let env = [
+            ("GIT_AUTHOR_NAME", "Ann"),
+            ("GIT_AUTHOR_EMAIL", email),
+            ("GIT_COMMITTER_NAME", "Cy"),
+            ("GIT_COMMITTER_EMAIL", email),
+        ];
+        let (repo, out) = apply_without_config_identity(&env);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{email:?}: {stderr}");
+        assert_eq!(repo.read("a.txt"), "ONE\n");
+        let format = "--format=%an <%ae>|%cn <%ce>";
+        let tern = repo.git(&["log", "-1", format]);
+        let git = crate::support::command("git")
+            .args(["commit", "-q", "--allow-empty", "-m", "git's"])
+            .envs(env)
+            .current_dir(repo.path())
+            .status()
+            .unwrap();
+        assert!(git.success());
+        assert_eq!(tern, repo.git(&["log", "-1", format]), "{email:?}");
+        assert_eq!(tern, "Ann <>|Cy <>\n");
+        assert_eq!(
+            repo.git(&["log", "-1", "--format=%cn <%ce>", "refs/notes/tern"]),
+            "Cy <>\n",
+            "{email:?}"
+        );
+        assert_no_broken_object(&repo);
+    }
+}
+
+/// `git fsck` finds every object of `repo` whole.
+fn assert_no_broken_object(repo: &TempRepo) {
+    assert!(
+        crate::support::command("git")
+            .args(["fsck", "--no-dangling"])
+            .current_dir(repo.path())
+            .status()
+            .unwrap()
+            .success(),
+        "no broken object"
+    );
 }

@@ -172,3 +172,54 @@ fn headless_stopped_by_the_cap_with_work_left_exits_non_zero() {
         assert_eq!(main_requests(&server), 1, "{stderr}");
     }
 }
+
+/// A usage report of more cached tokens than prompt tokens, which no server sends, is
+/// not believed: none is counted as cached, so the cost is the prompt's at the full
+/// price (the cached rate made it half), and it is said once (regression finding 16).
+#[tokio::test]
+async fn more_cached_tokens_than_prompt_tokens_are_not_believed() {
+    let server = MockServer::start().await;
+    for _ in 0..2 {
+        server.push_for_model("gpt-4o", Reply::text("fine").with_cached_tokens(1_000_000));
+    }
+    let repo = repo();
+    let mut engine = engine_tuned(&repo, &server, false, |_| {});
+    let mut events = Vec::new();
+    for text in ["first", "second"] {
+        submit(&engine, text);
+        events.extend(idle(&mut engine).await);
+    }
+    let finished: Vec<(tern::llm::Usage, f64)> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::TurnFinished {
+                usage: Some(u),
+                cost,
+                usage_estimated: false,
+                ..
+            } => Some((*u, *cost)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(finished.len(), 2, "{events:#?}");
+    let model = tern::llm::ModelInfo::lookup("gpt-4o");
+    for (usage, cost) in finished {
+        assert_eq!(usage.cached_tokens, 0, "{usage:?}");
+        assert!(usage.prompt_tokens > 0);
+        let full = tern::llm::Usage {
+            cached_tokens: 0,
+            ..usage
+        };
+        assert_eq!(cost, model.cost(&full));
+    }
+    let said: Vec<String> = warnings(&events)
+        .into_iter()
+        .filter(|w| w.contains("cached"))
+        .collect();
+    assert_eq!(said.len(), 1, "{said:#?}");
+    assert!(
+        said[0].starts_with("the server reported 1000000 cached tokens of "),
+        "{}",
+        said[0]
+    );
+}

@@ -107,7 +107,10 @@ fn an_editor_that_fails_leaves_the_draft_as_it_was_and_says_why() {
     let request = app.take_editor_request().unwrap();
     app.editor_done(
         request,
-        Err("the editor \"vi\" exited with exit status: 1".into()),
+        Err(EditorError::Failed {
+            program: "vi".into(),
+            status: "exit status: 1".into(),
+        }),
     );
     assert_eq!(app.panes().input.text(), "keep me");
     let warnings = chat_texts(&app, Kind::Warning);
@@ -289,7 +292,13 @@ fn e_edits_the_hunks_exact_lines_and_a_refused_edit_comes_back_to_the_editor() {
     assert_eq!(again.target, EditTarget::Hunk { id: id.clone() });
 
     // An editor that fails leaves the hunk as it was.
-    app.editor_done(again, Err("the editor \"vi\" exited with signal 9".into()));
+    app.editor_done(
+        again,
+        Err(EditorError::Failed {
+            program: "vi".into(),
+            status: "signal 9".into(),
+        }),
+    );
     assert!(app.take_ops().is_empty());
     assert!(
         chat_texts(&app, Kind::Warning)

@@ -917,8 +917,7 @@ fn an_ended_proposal_clears_the_pane_and_the_badge() {
         [
             Event::Proposal(Box::default()),
             Event::Notice {
-                text: "discarded the 2 hunks not applied (not written); hunks applied earlier stay"
-                    .into(),
+                text: "discarded the 2 hunks (nothing was written)".into(),
             },
             Event::Idle,
         ],

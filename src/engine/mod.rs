@@ -10,6 +10,7 @@ mod command_runner;
 pub mod commands;
 mod conversation;
 mod counts;
+mod git_job;
 mod history_budget;
 pub mod input;
 mod map_slot;
@@ -239,7 +240,7 @@ pub(crate) enum Internal {
     MapRefreshed(map_slot::Refreshed),
     Reviewed(branch_review::ReviewOutcome),
     /// A git command (undo, commit) finished.
-    Git(Result<slash::GitDone, slash::GitJobError>),
+    Git(Result<git_job::GitDone, git_job::GitJobError>),
     /// A history summary finished.
     Summary(history_budget::JobDone),
     /// The server counted texts (or said whether it can).

@@ -2,6 +2,7 @@
 //! what the user typed into them.
 
 use super::commands::{self, Command};
+use super::git_job::{GitDone, GitJobError};
 use super::protocol::{ChatMode, CommandPurpose, Event, FileMode, ReviewOp};
 use super::{Engine, Internal};
 
@@ -236,46 +237,6 @@ impl Engine {
                 repo.trust_effect()
             )),
             Err(e) => self.error(format!("cannot write {}: {e}", file.display())),
-        }
-    }
-}
-
-/// A git command's result: what to tell the user, and what to tell the model with the
-/// next message.
-pub(crate) struct GitDone {
-    pub message: String,
-    pub note: Option<String>,
-    /// Commits undone: no turn holds them any more.
-    pub undone: Vec<git2::Oid>,
-    /// Part of the job could not be done (an undo that stopped midway).
-    pub warning: Option<String>,
-}
-
-/// Why a git command did nothing, or stopped before it did anything: each variant says
-/// it in the words the user has always seen.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum GitJobError {
-    #[error("/{what}: not a git repository: {source}")]
-    NotARepository {
-        what: &'static str,
-        source: git2::Error,
-    },
-    #[error(transparent)]
-    Undo(#[from] crate::git::UndoError),
-    /// `/undo turn` stopped before its first commit.
-    #[error("/undo turn: nothing was undone: {0}")]
-    NothingUndone(Box<crate::git::TurnUndone>),
-    #[error(transparent)]
-    Git(#[from] crate::git::GitError),
-}
-
-impl GitDone {
-    fn said(message: String) -> GitDone {
-        GitDone {
-            message,
-            note: None,
-            undone: Vec::new(),
-            warning: None,
         }
     }
 }

@@ -10,8 +10,8 @@ use std::path::Path;
 
 use git2::{Oid, Repository};
 
+use super::git_job::{GitDone, GitJobError};
 use super::persist::{self, OpenSession, Resume, SessionDisk, SessionFile, Store, StoreError};
-use super::slash::{GitDone, GitJobError};
 use crate::git::{TurnUndone, Undone};
 
 /// `/undo`: the last commit, and a word about the rest of its turn.

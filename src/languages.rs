@@ -4,8 +4,9 @@
 //! row names a grammar (`Grammar`).
 //!
 //! To add a language: a `Language` variant and its row; for the map also a `Grammar`
-//! variant, with its tree-sitter grammar and tag query in `repomap::languages`. To add
-//! an extension: its row.
+//! variant and its three arms below (grammar crate, tag query, literal query), the
+//! grammar crate in Cargo.toml and its queries in `queries/`: three files, four when
+//! the crate's own tag query is missing or weak. To add an extension: its row.
 
 use std::path::Path;
 
@@ -56,6 +57,65 @@ pub enum Grammar {
     Cpp,
     Ruby,
     CSharp,
+}
+
+/// What the repo map parses and queries each grammar with (a new grammar is its
+/// variant, its row in `KINDS` and these three arms; its queries live in `queries/`).
+impl Grammar {
+    /// Its tree-sitter grammar.
+    pub(crate) fn tree_sitter(self) -> tree_sitter::Language {
+        match self {
+            Grammar::Rust => tree_sitter_rust::LANGUAGE.into(),
+            Grammar::Python => tree_sitter_python::LANGUAGE.into(),
+            Grammar::JavaScript => tree_sitter_javascript::LANGUAGE.into(),
+            Grammar::TypeScript => tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
+            Grammar::Tsx => tree_sitter_typescript::LANGUAGE_TSX.into(),
+            Grammar::Go => tree_sitter_go::LANGUAGE.into(),
+            Grammar::Java => tree_sitter_java::LANGUAGE.into(),
+            Grammar::C => tree_sitter_c::LANGUAGE.into(),
+            Grammar::Cpp => tree_sitter_cpp::LANGUAGE.into(),
+            Grammar::Ruby => tree_sitter_ruby::LANGUAGE.into(),
+            Grammar::CSharp => tree_sitter_c_sharp::LANGUAGE.into(),
+        }
+    }
+
+    /// The tag query source for this language.
+    pub(crate) fn query_source(self) -> &'static str {
+        match self {
+            Grammar::Rust => include_str!("../queries/rust-tags.scm"),
+            Grammar::Python => tree_sitter_python::TAGS_QUERY,
+            Grammar::JavaScript => tree_sitter_javascript::TAGS_QUERY,
+            Grammar::TypeScript | Grammar::Tsx => include_str!("../queries/typescript-tags.scm"),
+            Grammar::Go => tree_sitter_go::TAGS_QUERY,
+            Grammar::Java => include_str!("../queries/java-tags.scm"),
+            Grammar::C => include_str!("../queries/c-tags.scm"),
+            Grammar::Cpp => tree_sitter_cpp::TAGS_QUERY,
+            Grammar::Ruby => tree_sitter_ruby::TAGS_QUERY,
+            Grammar::CSharp => include_str!("../queries/csharp-tags.scm"),
+        }
+    }
+
+    /// The literal query source: every language has one (a language added without it
+    /// does not build), so no language's map carries a string's or a number's content.
+    pub(crate) fn literal_source(self) -> &'static str {
+        match self {
+            Grammar::Rust => include_str!("../queries/rust-literals.scm"),
+            Grammar::Python => include_str!("../queries/python-literals.scm"),
+            Grammar::JavaScript | Grammar::Tsx => {
+                include_str!("../queries/javascript-literals.scm")
+            }
+            Grammar::TypeScript => include_str!("../queries/typescript-literals.scm"),
+            Grammar::Go => include_str!("../queries/go-literals.scm"),
+            Grammar::Java => include_str!("../queries/java-literals.scm"),
+            Grammar::C => include_str!("../queries/c-literals.scm"),
+            Grammar::Cpp => concat!(
+                include_str!("../queries/c-literals.scm"),
+                include_str!("../queries/cpp-literals.scm")
+            ),
+            Grammar::Ruby => include_str!("../queries/ruby-literals.scm"),
+            Grammar::CSharp => include_str!("../queries/csharp-literals.scm"),
+        }
+    }
 }
 
 /// One kind of source file.

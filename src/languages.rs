@@ -1,11 +1,12 @@
 //! The languages tern knows, by file extension: one table (`KINDS`) for the repo map and
 //! branch review alike. A review groups files by their `Language` (and finds function
 //! headers with the rules in `branch_review::lang`); the repo map parses the files whose
-//! row names a grammar (`Lang`).
+//! row names a grammar (`Grammar`).
 //!
-//! To add a language: a `Language` variant and its row; for the map also a `Lang`
-//! variant, with its tree-sitter grammar and tag query in `repomap::languages`. To add
-//! an extension: its row.
+//! To add a language: a `Language` variant and its row; for the map also a `Grammar`
+//! variant and its three arms below (grammar crate, tag query, literal query), the
+//! grammar crate in Cargo.toml and its queries in `queries/`: three files, four when
+//! the crate's own tag query is missing or weak. To add an extension: its row.
 
 use std::path::Path;
 
@@ -44,7 +45,7 @@ pub enum Language {
 
 /// A grammar the repo map parses with (TypeScript and TSX are two).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, VariantArray)]
-pub enum Lang {
+pub enum Grammar {
     Rust,
     Python,
     JavaScript,
@@ -58,6 +59,65 @@ pub enum Lang {
     CSharp,
 }
 
+/// What the repo map parses and queries each grammar with (a new grammar is its
+/// variant, its row in `KINDS` and these three arms; its queries live in `queries/`).
+impl Grammar {
+    /// Its tree-sitter grammar.
+    pub(crate) fn tree_sitter(self) -> tree_sitter::Language {
+        match self {
+            Grammar::Rust => tree_sitter_rust::LANGUAGE.into(),
+            Grammar::Python => tree_sitter_python::LANGUAGE.into(),
+            Grammar::JavaScript => tree_sitter_javascript::LANGUAGE.into(),
+            Grammar::TypeScript => tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
+            Grammar::Tsx => tree_sitter_typescript::LANGUAGE_TSX.into(),
+            Grammar::Go => tree_sitter_go::LANGUAGE.into(),
+            Grammar::Java => tree_sitter_java::LANGUAGE.into(),
+            Grammar::C => tree_sitter_c::LANGUAGE.into(),
+            Grammar::Cpp => tree_sitter_cpp::LANGUAGE.into(),
+            Grammar::Ruby => tree_sitter_ruby::LANGUAGE.into(),
+            Grammar::CSharp => tree_sitter_c_sharp::LANGUAGE.into(),
+        }
+    }
+
+    /// The tag query source for this language.
+    pub(crate) fn query_source(self) -> &'static str {
+        match self {
+            Grammar::Rust => include_str!("../queries/rust-tags.scm"),
+            Grammar::Python => tree_sitter_python::TAGS_QUERY,
+            Grammar::JavaScript => tree_sitter_javascript::TAGS_QUERY,
+            Grammar::TypeScript | Grammar::Tsx => include_str!("../queries/typescript-tags.scm"),
+            Grammar::Go => tree_sitter_go::TAGS_QUERY,
+            Grammar::Java => include_str!("../queries/java-tags.scm"),
+            Grammar::C => include_str!("../queries/c-tags.scm"),
+            Grammar::Cpp => tree_sitter_cpp::TAGS_QUERY,
+            Grammar::Ruby => tree_sitter_ruby::TAGS_QUERY,
+            Grammar::CSharp => include_str!("../queries/csharp-tags.scm"),
+        }
+    }
+
+    /// The literal query source: every language has one (a language added without it
+    /// does not build), so no language's map carries a string's or a number's content.
+    pub(crate) fn literal_source(self) -> &'static str {
+        match self {
+            Grammar::Rust => include_str!("../queries/rust-literals.scm"),
+            Grammar::Python => include_str!("../queries/python-literals.scm"),
+            Grammar::JavaScript | Grammar::Tsx => {
+                include_str!("../queries/javascript-literals.scm")
+            }
+            Grammar::TypeScript => include_str!("../queries/typescript-literals.scm"),
+            Grammar::Go => include_str!("../queries/go-literals.scm"),
+            Grammar::Java => include_str!("../queries/java-literals.scm"),
+            Grammar::C => include_str!("../queries/c-literals.scm"),
+            Grammar::Cpp => concat!(
+                include_str!("../queries/c-literals.scm"),
+                include_str!("../queries/cpp-literals.scm")
+            ),
+            Grammar::Ruby => include_str!("../queries/ruby-literals.scm"),
+            Grammar::CSharp => include_str!("../queries/csharp-literals.scm"),
+        }
+    }
+}
+
 /// One kind of source file.
 struct Kind {
     /// Shown and serialized; a language's name is that of its first kind.
@@ -66,14 +126,14 @@ struct Kind {
     extensions: &'static [&'static str],
     language: Language,
     /// The grammar the repo map parses these files with; none: the map skips them.
-    map: Option<Lang>,
+    map: Option<Grammar>,
 }
 
 const fn kind(
     name: &'static str,
     extensions: &'static [&'static str],
     language: Language,
-    map: Option<Lang>,
+    map: Option<Grammar>,
 ) -> Kind {
     Kind {
         name,
@@ -85,21 +145,21 @@ const fn kind(
 
 #[rustfmt::skip]
 const KINDS: &[Kind] = &[
-    kind("rust", &["rs"], Language::Rust, Some(Lang::Rust)),
-    kind("python", &["py", "pyi"], Language::Python, Some(Lang::Python)),
-    kind("javascript", &["js", "mjs", "cjs", "jsx"], Language::JavaScript, Some(Lang::JavaScript)),
+    kind("rust", &["rs"], Language::Rust, Some(Grammar::Rust)),
+    kind("python", &["py", "pyi"], Language::Python, Some(Grammar::Python)),
+    kind("javascript", &["js", "mjs", "cjs", "jsx"], Language::JavaScript, Some(Grammar::JavaScript)),
     kind("vue", &["vue"], Language::JavaScript, None),
     kind("svelte", &["svelte"], Language::JavaScript, None),
-    kind("typescript", &["ts", "mts", "cts"], Language::TypeScript, Some(Lang::TypeScript)),
-    kind("tsx", &["tsx"], Language::TypeScript, Some(Lang::Tsx)),
-    kind("go", &["go"], Language::Go, Some(Lang::Go)),
-    kind("java", &["java"], Language::Java, Some(Lang::Java)),
+    kind("typescript", &["ts", "mts", "cts"], Language::TypeScript, Some(Grammar::TypeScript)),
+    kind("tsx", &["tsx"], Language::TypeScript, Some(Grammar::Tsx)),
+    kind("go", &["go"], Language::Go, Some(Grammar::Go)),
+    kind("java", &["java"], Language::Java, Some(Grammar::Java)),
     kind("kotlin", &["kt", "kts"], Language::Kotlin, None),
     kind("scala", &["scala", "sc"], Language::Scala, None),
-    kind("c", &["c", "h"], Language::C, Some(Lang::C)),
-    kind("cpp", &["cc", "cpp", "cxx", "c++", "hh", "hpp", "hxx", "h++", "ipp", "inl"], Language::Cpp, Some(Lang::Cpp)),
-    kind("csharp", &["cs"], Language::CSharp, Some(Lang::CSharp)),
-    kind("ruby", &["rb", "rake", "gemspec"], Language::Ruby, Some(Lang::Ruby)),
+    kind("c", &["c", "h"], Language::C, Some(Grammar::C)),
+    kind("cpp", &["cc", "cpp", "cxx", "c++", "hh", "hpp", "hxx", "h++", "ipp", "inl"], Language::Cpp, Some(Grammar::Cpp)),
+    kind("csharp", &["cs"], Language::CSharp, Some(Grammar::CSharp)),
+    kind("ruby", &["rb", "rake", "gemspec"], Language::Ruby, Some(Grammar::Ruby)),
     kind("php", &["php"], Language::Php, None),
     kind("swift", &["swift"], Language::Swift, None),
     kind("dart", &["dart"], Language::Dart, None),
@@ -140,9 +200,9 @@ impl Language {
     }
 }
 
-impl Lang {
+impl Grammar {
     /// The grammar for the file at `path`, if the repo map parses such files.
-    pub fn from_path(path: &Path) -> Option<Lang> {
+    pub fn from_path(path: &Path) -> Option<Grammar> {
         kind_of(path.extension()?.to_str()?)?.map
     }
 
@@ -168,7 +228,7 @@ mod tests {
         extensions.sort_unstable();
         extensions.dedup();
         assert_eq!(extensions.len(), count, "an extension in two rows");
-        for lang in Lang::VARIANTS {
+        for lang in Grammar::VARIANTS {
             let rows = KINDS.iter().filter(|k| k.map == Some(*lang)).count();
             assert_eq!(rows, 1, "{lang:?}");
         }
@@ -185,15 +245,21 @@ mod tests {
     #[test]
     fn languages_and_grammars_come_from_one_table() {
         assert_eq!(Language::of("web/App.TSX"), Language::TypeScript);
-        assert_eq!(Lang::from_path(Path::new("web/App.TSX")), Some(Lang::Tsx));
+        assert_eq!(
+            Grammar::from_path(Path::new("web/App.TSX")),
+            Some(Grammar::Tsx)
+        );
         assert_eq!(Language::of("ui/App.vue"), Language::JavaScript);
-        assert_eq!(Lang::from_path(Path::new("ui/App.vue")), None);
+        assert_eq!(Grammar::from_path(Path::new("ui/App.vue")), None);
         assert_eq!(Language::of("x.gemspec"), Language::Ruby);
-        assert_eq!(Lang::from_path(Path::new("x.gemspec")), Some(Lang::Ruby));
+        assert_eq!(
+            Grammar::from_path(Path::new("x.gemspec")),
+            Some(Grammar::Ruby)
+        );
         assert_eq!(Language::of("lib/x.kt"), Language::Kotlin);
-        assert_eq!(Lang::from_path(Path::new("lib/x.kt")), None);
+        assert_eq!(Grammar::from_path(Path::new("lib/x.kt")), None);
         assert_eq!(Language::TypeScript.name(), "typescript");
-        assert_eq!(Lang::Tsx.name(), "tsx");
+        assert_eq!(Grammar::Tsx.name(), "tsx");
         assert_eq!(Language::Other.name(), "other");
         assert_eq!(Language::CSharp.name(), "csharp");
     }

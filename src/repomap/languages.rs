@@ -7,9 +7,9 @@
 use std::sync::OnceLock;
 
 use strum::VariantArray;
-use tree_sitter::{Language, Query};
+use tree_sitter::Query;
 
-pub use crate::languages::Lang;
+pub use crate::languages::Grammar;
 
 /// The capture of a literal query for the opening quote of a string that never closes
 /// (the others, `@literal`, are whole literals).
@@ -42,66 +42,14 @@ pub(crate) struct TagQuery {
     pub literals: Query,
 }
 
-impl Lang {
-    pub(crate) fn grammar(self) -> Language {
-        match self {
-            Lang::Rust => tree_sitter_rust::LANGUAGE.into(),
-            Lang::Python => tree_sitter_python::LANGUAGE.into(),
-            Lang::JavaScript => tree_sitter_javascript::LANGUAGE.into(),
-            Lang::TypeScript => tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
-            Lang::Tsx => tree_sitter_typescript::LANGUAGE_TSX.into(),
-            Lang::Go => tree_sitter_go::LANGUAGE.into(),
-            Lang::Java => tree_sitter_java::LANGUAGE.into(),
-            Lang::C => tree_sitter_c::LANGUAGE.into(),
-            Lang::Cpp => tree_sitter_cpp::LANGUAGE.into(),
-            Lang::Ruby => tree_sitter_ruby::LANGUAGE.into(),
-            Lang::CSharp => tree_sitter_c_sharp::LANGUAGE.into(),
-        }
-    }
-
-    /// The tag query source for this language.
-    fn query_source(self) -> &'static str {
-        match self {
-            Lang::Rust => include_str!("../../queries/rust-tags.scm"),
-            Lang::Python => tree_sitter_python::TAGS_QUERY,
-            Lang::JavaScript => tree_sitter_javascript::TAGS_QUERY,
-            Lang::TypeScript | Lang::Tsx => include_str!("../../queries/typescript-tags.scm"),
-            Lang::Go => tree_sitter_go::TAGS_QUERY,
-            Lang::Java => include_str!("../../queries/java-tags.scm"),
-            Lang::C => include_str!("../../queries/c-tags.scm"),
-            Lang::Cpp => tree_sitter_cpp::TAGS_QUERY,
-            Lang::Ruby => tree_sitter_ruby::TAGS_QUERY,
-            Lang::CSharp => include_str!("../../queries/csharp-tags.scm"),
-        }
-    }
-
-    /// The literal query source: every language has one (a language added without it
-    /// does not build), so no language's map carries a string's or a number's content.
-    fn literal_source(self) -> &'static str {
-        match self {
-            Lang::Rust => include_str!("../../queries/rust-literals.scm"),
-            Lang::Python => include_str!("../../queries/python-literals.scm"),
-            Lang::JavaScript | Lang::Tsx => include_str!("../../queries/javascript-literals.scm"),
-            Lang::TypeScript => include_str!("../../queries/typescript-literals.scm"),
-            Lang::Go => include_str!("../../queries/go-literals.scm"),
-            Lang::Java => include_str!("../../queries/java-literals.scm"),
-            Lang::C => include_str!("../../queries/c-literals.scm"),
-            Lang::Cpp => concat!(
-                include_str!("../../queries/c-literals.scm"),
-                include_str!("../../queries/cpp-literals.scm")
-            ),
-            Lang::Ruby => include_str!("../../queries/ruby-literals.scm"),
-            Lang::CSharp => include_str!("../../queries/csharp-literals.scm"),
-        }
-    }
-
+impl Grammar {
     /// The version of this language's tags, part of every cached entry's key: it
     /// changes when the grammar (its ABI, metadata version, node kinds or parse
     /// states), the tag query or the literal query changes, so a tern built with other
     /// grammars or queries never reads tags it did not make (nor lines rendered with
     /// literals an older tern did not elide).
     pub(crate) fn tags_version(self) -> u64 {
-        let grammar = self.grammar();
+        let grammar = self.tree_sitter();
         let mut h = xxhash_rust::xxh3::Xxh3::new();
         h.update(self.query_source().as_bytes());
         h.update(self.literal_source().as_bytes());
@@ -123,18 +71,18 @@ impl Lang {
     /// The compiled tag query, built on first use (compiling one costs milliseconds, so
     /// languages the repository does not use are never compiled).
     pub(crate) fn tag_query(self) -> &'static TagQuery {
-        static QUERIES: [OnceLock<TagQuery>; Lang::VARIANTS.len()] =
-            [const { OnceLock::new() }; 11];
+        static QUERIES: [OnceLock<TagQuery>; Grammar::VARIANTS.len()] =
+            [const { OnceLock::new() }; Grammar::VARIANTS.len()];
         QUERIES[self as usize].get_or_init(|| self.compile())
     }
 
     fn compile(self) -> TagQuery {
         // The queries are embedded and covered by tests: a failure here is a build bug.
-        let query = Query::new(&self.grammar(), self.query_source())
+        let query = Query::new(&self.tree_sitter(), self.query_source())
             .unwrap_or_else(|e| panic!("{} tag query does not compile: {e}", self.name()));
         let roles: Vec<Role> = query.capture_names().iter().map(|n| role_of(n)).collect();
         let identifier_refs = !roles.iter().any(|r| matches!(r, Role::RefName | Role::Ref));
-        let literals = Query::new(&self.grammar(), self.literal_source())
+        let literals = Query::new(&self.tree_sitter(), self.literal_source())
             .unwrap_or_else(|e| panic!("{} literal query does not compile: {e}", self.name()));
         TagQuery {
             query,
@@ -169,7 +117,7 @@ mod tests {
 
     #[test]
     fn every_query_compiles_and_has_definitions() {
-        for lang in Lang::VARIANTS {
+        for lang in Grammar::VARIANTS {
             let q = lang.tag_query();
             assert!(
                 q.roles
@@ -179,7 +127,7 @@ mod tests {
                 lang.name()
             );
         }
-        for lang in Lang::VARIANTS {
+        for lang in Grammar::VARIANTS {
             let literals = &lang.tag_query().literals;
             assert_eq!(
                 literals.capture_names(),
@@ -189,17 +137,17 @@ mod tests {
             );
             assert!(literals.pattern_count() >= 4, "{}", lang.name());
         }
-        assert!(Lang::C.tag_query().identifier_refs);
-        assert!(Lang::Cpp.tag_query().identifier_refs);
-        assert!(!Lang::Rust.tag_query().identifier_refs);
+        assert!(Grammar::C.tag_query().identifier_refs);
+        assert!(Grammar::Cpp.tag_query().identifier_refs);
+        assert!(!Grammar::Rust.tag_query().identifier_refs);
     }
 
     #[test]
     fn extensions_map_to_languages() {
-        assert_eq!(Lang::from_path(Path::new("a/b.RS")), Some(Lang::Rust));
-        assert_eq!(Lang::from_path(Path::new("x.tsx")), Some(Lang::Tsx));
-        assert_eq!(Lang::from_path(Path::new("x.hpp")), Some(Lang::Cpp));
-        assert_eq!(Lang::from_path(Path::new("README.md")), None);
-        assert_eq!(Lang::from_path(Path::new("Makefile")), None);
+        assert_eq!(Grammar::from_path(Path::new("a/b.RS")), Some(Grammar::Rust));
+        assert_eq!(Grammar::from_path(Path::new("x.tsx")), Some(Grammar::Tsx));
+        assert_eq!(Grammar::from_path(Path::new("x.hpp")), Some(Grammar::Cpp));
+        assert_eq!(Grammar::from_path(Path::new("README.md")), None);
+        assert_eq!(Grammar::from_path(Path::new("Makefile")), None);
     }
 }

@@ -30,7 +30,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 pub use files::MAX_FILE_BYTES;
-pub use languages::Lang;
+pub use languages::Grammar;
 pub use mentions::Mentions;
 pub use render::{BAR, ELISION};
 pub use tags::MAX_LINE_CHARS;
@@ -618,7 +618,7 @@ impl RepoMap {
     /// What a tern with other grammars or queries made (an older literal query, say)
     /// describes tags this one would not make: never proven.
     fn proven(&self, known: &Known, f: &files::Found, since: i64) -> bool {
-        known.key.is_current(Lang::from_path(Path::new(&f.rel)))
+        known.key.is_current(Grammar::from_path(Path::new(&f.rel)))
             && known.size == f.size
             && known.mtime_ns == f.mtime_ns
             && known.ino == f.ino
@@ -637,7 +637,7 @@ impl RepoMap {
         if prior.is_some_and(|k| self.proven(k, f, since)) {
             return Resolved::Same;
         }
-        let lang = Lang::from_path(Path::new(&f.rel));
+        let lang = Grammar::from_path(Path::new(&f.rel));
         let path = self.root.join(&f.rel);
         let (key, mut bytes) = match f.blob {
             Some(blob) => (Key::new(&blob, lang), None),
@@ -728,7 +728,7 @@ impl RepoMap {
     fn load_tags(&self, slot: &Slot, path: &str, content: &[u8]) -> Option<Arc<Loaded>> {
         let tags = match self.store.as_ref().and_then(|s| s.get(&slot.known.key)) {
             Some(Content::Tags(tags)) => tags,
-            _ => match content_of(Lang::from_path(Path::new(path)), content) {
+            _ => match content_of(Grammar::from_path(Path::new(path)), content) {
                 Content::Tags(tags) => tags,
                 _ => return None,
             },
@@ -1146,7 +1146,7 @@ impl Iterator for RankedDefs<'_> {
 }
 
 /// What `bytes` hold for the map, for a file of `lang`.
-fn content_of(lang: Option<Lang>, bytes: &[u8]) -> Content {
+fn content_of(lang: Option<Grammar>, bytes: &[u8]) -> Content {
     if crate::diff::is_binary(bytes) {
         return Content::Binary;
     }
@@ -1267,7 +1267,7 @@ mod tests {
             second
                 .slots
                 .iter()
-                .all(|s| s.known.key.is_current(Some(Lang::Rust)))
+                .all(|s| s.known.key.is_current(Some(Grammar::Rust)))
         );
     }
 

@@ -277,7 +277,7 @@ pub(crate) fn render_block(source: &impl Source, file: u32, defs: &[u32]) -> Str
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::repomap::languages::Lang;
+    use crate::repomap::languages::Grammar;
     use crate::repomap::tags::extract;
     use crate::tokens::Encoding;
 
@@ -301,7 +301,10 @@ mod tests {
             ("README.md".into(), None),
             (
                 "src/shape.rs".into(),
-                Some((extract(Lang::Rust, src.as_bytes()), src.as_bytes().into())),
+                Some((
+                    extract(Grammar::Rust, src.as_bytes()),
+                    src.as_bytes().into(),
+                )),
             ),
         ])
     }

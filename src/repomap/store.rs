@@ -23,7 +23,7 @@ use bincode::Options;
 use serde::{Deserialize, Serialize};
 use strum::VariantArray;
 
-use super::languages::Lang;
+use super::languages::Grammar;
 use super::tags::FileTags;
 
 /// The default cap on the store's size on disk.
@@ -74,7 +74,7 @@ impl Content {
 pub struct Key([u8; 32]);
 
 impl Key {
-    pub fn new(blob: &[u8], lang: Option<Lang>) -> Key {
+    pub fn new(blob: &[u8], lang: Option<Grammar>) -> Key {
         let mut key = [0u8; 32];
         let n = blob.len().min(20);
         key[..n].copy_from_slice(&blob[..n]);
@@ -100,15 +100,15 @@ impl Key {
 
     /// Whether this key is the one this tern makes for its content: one written by a
     /// tern with other grammars, queries or format names tags this one would not make.
-    pub(crate) fn is_current(&self, lang: Option<Lang>) -> bool {
+    pub(crate) fn is_current(&self, lang: Option<Grammar>) -> bool {
         *self == Key::new(self.blob(), lang)
     }
 }
 
 /// Each language's tags version, computed once.
-fn version_of(lang: Lang) -> u64 {
-    static VERSIONS: [std::sync::OnceLock<u64>; Lang::VARIANTS.len()] =
-        [const { std::sync::OnceLock::new() }; Lang::VARIANTS.len()];
+fn version_of(lang: Grammar) -> u64 {
+    static VERSIONS: [std::sync::OnceLock<u64>; Grammar::VARIANTS.len()] =
+        [const { std::sync::OnceLock::new() }; Grammar::VARIANTS.len()];
     *VERSIONS[lang as usize].get_or_init(|| lang.tags_version())
 }
 
@@ -372,14 +372,14 @@ mod tests {
     use crate::repomap::tags::extract;
 
     fn tags(src: &str) -> Content {
-        Content::Tags(extract(Lang::Rust, src.as_bytes()))
+        Content::Tags(extract(Grammar::Rust, src.as_bytes()))
     }
 
     #[test]
     fn entries_are_shared_found_by_key_and_damage_is_a_miss() {
         let dir = tempfile::tempdir().unwrap();
         let a = tags("fn alpha() {}");
-        let key_a = Key::new(&Key::blob_id(b"fn alpha() {}"), Some(Lang::Rust));
+        let key_a = Key::new(&Key::blob_id(b"fn alpha() {}"), Some(Grammar::Rust));
         let key_b = Key::new(&Key::blob_id(b"\0\x01"), None);
         let mut one = Store::open(dir.path(), DEFAULT_CAP_BYTES);
         one.save(
@@ -393,7 +393,7 @@ mod tests {
         assert_eq!(two.get(&key_a), Some(a));
         assert_eq!(two.get(&key_b), Some(Content::Binary));
         assert_eq!(
-            two.get(&Key::new(&Key::blob_id(b"fn alpha() {}"), Some(Lang::C))),
+            two.get(&Key::new(&Key::blob_id(b"fn alpha() {}"), Some(Grammar::C))),
             None
         );
         assert_eq!(two.usage().0, 1);
@@ -420,7 +420,7 @@ mod tests {
             .map(|i| {
                 Key::new(
                     &Key::blob_id(format!("fn f{i}() {{}}").as_bytes()),
-                    Some(Lang::Rust),
+                    Some(Grammar::Rust),
                 )
             })
             .collect();
@@ -448,7 +448,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let content = tags("fn f() {}");
         let keys: Vec<Key> = (0..=MAX_SPREAD)
-            .map(|i| Key::new(&Key::blob_id(format!("{i}").as_bytes()), Some(Lang::Rust)))
+            .map(|i| {
+                Key::new(
+                    &Key::blob_id(format!("{i}").as_bytes()),
+                    Some(Grammar::Rust),
+                )
+            })
             .collect();
         for key in &keys {
             Store::open(dir.path(), DEFAULT_CAP_BYTES)

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 use tree_sitter::{Node, Parser, Point, Query, QueryCursor, StreamingIterator, Tree};
 
-use super::languages::{Lang, Role, UNCLOSED};
+use super::languages::{Grammar, Role, UNCLOSED};
 
 /// Shown lines are cut to this many characters.
 pub const MAX_LINE_CHARS: usize = 100;
@@ -155,12 +155,12 @@ impl FileTags {
 
 /// Extracts the tags of one source file. Unparseable input gives what tree-sitter could
 /// recover (it never fails on bad syntax); a parser failure gives no tags.
-pub fn extract(lang: Lang, source: &[u8]) -> FileTags {
+pub fn extract(lang: Grammar, source: &[u8]) -> FileTags {
     thread_local! {
         static PARSER: RefCell<Parser> = RefCell::new(Parser::new());
     }
     let tree = PARSER.with_borrow_mut(|parser| {
-        parser.set_language(&lang.grammar()).ok()?;
+        parser.set_language(&lang.tree_sitter()).ok()?;
         parser.parse(source, None)
     });
     match tree {
@@ -198,7 +198,7 @@ impl<'s> Extractor<'s> {
         }
     }
 
-    fn run(mut self, lang: Lang, tree: &'s Tree) -> FileTags {
+    fn run(mut self, lang: Grammar, tree: &'s Tree) -> FileTags {
         let tag_query = lang.tag_query();
         let mut cursor = QueryCursor::new();
         let mut matches = cursor.matches(&tag_query.query, tree.root_node(), self.source);
@@ -466,7 +466,7 @@ mod tests {
     #[test]
     fn rust_definitions_references_and_scopes() {
         let src = "struct Point { x: i32 }\n\nimpl Point {\n    fn norm(&self) -> Length {\n        helper(self.x)\n    }\n}\n";
-        let tags = extract(Lang::Rust, src.as_bytes());
+        let tags = extract(Grammar::Rust, src.as_bytes());
         assert_eq!(defs(&tags), ["Point", "norm"]);
         let r = refs(&tags);
         assert!(r.contains(&"Length") && r.contains(&"helper"), "{r:?}");
@@ -490,7 +490,7 @@ mod tests {
     #[test]
     fn c_without_reference_patterns_counts_every_identifier() {
         let src = "#define LIMIT 4\nint area(struct shape *s) { return s->w * LIMIT; }\n";
-        let tags = extract(Lang::C, src.as_bytes());
+        let tags = extract(Grammar::C, src.as_bytes());
         assert_eq!(defs(&tags), ["LIMIT", "area"]);
         let r = refs(&tags);
         assert!(r.contains(&"LIMIT") && r.contains(&"shape") && r.contains(&"w"));
@@ -499,7 +499,7 @@ mod tests {
     #[test]
     fn long_lines_are_cut_at_100_characters() {
         let long = format!("fn f() {{ let _ = \"{}\"; }}\n", "é".repeat(300));
-        let tags = extract(Lang::Rust, long.as_bytes());
+        let tags = extract(Grammar::Rust, long.as_bytes());
         let line = line_text(long.as_bytes(), tags.line(0).1, &[]);
         assert_eq!(line.chars().count(), MAX_LINE_CHARS);
         assert_eq!(line_text(long.as_bytes(), 1 << 30, &tags.literals), "");
@@ -525,9 +525,9 @@ mod literal_tests {
     /// A real snippet per language: secrets in every kind of string it has (raw and
     /// multi-line ones too), long numbers, and short literals that stay; with the
     /// names of what it defines on those lines.
-    fn snippet(lang: Lang) -> (&'static str, &'static [&'static str]) {
+    fn snippet(lang: Grammar) -> (&'static str, &'static [&'static str]) {
         match lang {
-            Lang::Rust => (
+            Grammar::Rust => (
                 "pub const STRIPE_SECRET: &str = \"sk_live_51HvSecretValue\";\n\
                  pub static DATABASE_URL: &str = r#\"postgres://admin:hunter2@db/prod\"#;\n\
                  const ACCOUNT: u64 = 4111111111111111;\n\
@@ -542,7 +542,7 @@ mod literal_tests {
                     "connect",
                 ],
             ),
-            Lang::Python => (
+            Grammar::Python => (
                 "STRIPE_SECRET = \"sk_live_51HvSecretValue\"\n\
                  DATABASE_URL = f\"postgres://admin:hunter2@{HOST}/prod\"\n\
                  PRIVATE_KEY = \"\"\"-----BEGIN KEY-----\nhunter2\n-----END KEY-----\"\"\"\n\
@@ -558,14 +558,14 @@ mod literal_tests {
                     "def connect(",
                 ],
             ),
-            Lang::JavaScript => (
+            Grammar::JavaScript => (
                 "export const handler = (key = 'sk_live_51HvSecretValue') => key;\n\
                  function connect(url = `postgres://admin:${user}:hunter2@db`, n = 4111111111111111n) {}\n\
                  class Banner { render() { return <p>sk_live_in_jsx_text</p>; } }\n\
                  function port(p = 8080) {}\n",
                 &["handler", "function connect(", "render()", "p = 8080"],
             ),
-            Lang::TypeScript => (
+            Grammar::TypeScript => (
                 "export const STRIPE_SECRET: string = 'sk_live_51HvSecretValue';\n\
                  export const DATABASE_URL = `postgres://admin:hunter2@${host}/prod`;\n\
                  export const ACCOUNT = 4111111111111111;\n\
@@ -579,14 +579,14 @@ mod literal_tests {
                     "connect",
                 ],
             ),
-            Lang::Tsx => (
+            Grammar::Tsx => (
                 "export const STRIPE_SECRET = 'sk_live_51HvSecretValue';\n\
                  export const Banner = () => <p title=\"sk_live_attr\">sk_live_in_jsx_text hunter2</p>;\n\
                  export const ACCOUNT = 4111111111111111;\n\
                  export const PORT = 8080;\n",
                 &["STRIPE_SECRET", "Banner", "ACCOUNT", "PORT = 8080"],
             ),
-            Lang::Go => (
+            Grammar::Go => (
                 "package main\n\
                  const StripeSecret = \"sk_live_51HvSecretValue\"\n\
                  var DatabaseURL = `postgres://admin:hunter2@db/prod`\n\
@@ -595,7 +595,7 @@ mod literal_tests {
                  func Connect(url string) error { return dial(\"sk_live_inline\", 'x', 1.5e300) }\n",
                 &["Connect"],
             ),
-            Lang::Java => (
+            Grammar::Java => (
                 "class Config {\n\
                  static final String STRIPE_SECRET = \"sk_live_51HvSecretValue\";\n\
                  static final String KEY = \"\"\"\n-----BEGIN KEY-----\nhunter2\n\"\"\";\n\
@@ -605,7 +605,7 @@ mod literal_tests {
                  }\n",
                 &["class Config", "connect"],
             ),
-            Lang::C => (
+            Grammar::C => (
                 "#define STRIPE_SECRET \"sk_live_51HvSecretValue\"\n\
                  #define ACCOUNT 4111111111111111\n\
                  #define PORT 8080\n\
@@ -613,7 +613,7 @@ mod literal_tests {
                  int connect(const char *url) { return dial(url, \"sk_live_inline\"); }\n",
                 &["STRIPE_SECRET", "ACCOUNT", "PORT 8080", "connect"],
             ),
-            Lang::Cpp => (
+            Grammar::Cpp => (
                 "#define STRIPE_SECRET \"sk_live_51HvSecretValue\"\n\
                  const char *DATABASE_URL = R\"sql(postgres://admin:hunter2@db/prod)sql\";\n\
                  constexpr long long ACCOUNT = 4'111'111'111'111'111;\n\
@@ -621,7 +621,7 @@ mod literal_tests {
                  class Pool { int port() { return 8080; } };\n",
                 &["connect", "class Pool", "port()", "8080"],
             ),
-            Lang::Ruby => (
+            Grammar::Ruby => (
                 "STRIPE_SECRET = 'sk_live_51HvSecretValue'\n\
                  DATABASE_URL = \"postgres://admin:#{user}:hunter2@db\"\n\
                  PRIVATE_KEY = <<~PEM\n  -----BEGIN KEY-----\n  hunter2\nPEM\n\
@@ -630,7 +630,7 @@ mod literal_tests {
                  def connect(url = %q(postgres://admin:hunter2@db), port = 8080); end\n",
                 &["def connect(", "port = 8080"],
             ),
-            Lang::CSharp => (
+            Grammar::CSharp => (
                 "class Config {\n\
                  const string StripeSecret = \"sk_live_51HvSecretValue\";\n\
                  const string DatabaseUrl = @\"postgres://admin:hunter2@db\";\n\
@@ -645,7 +645,7 @@ mod literal_tests {
     }
 
     /// Every line the map could show of `src`'s definitions.
-    fn shown(lang: Lang, src: &str) -> String {
+    fn shown(lang: Grammar, src: &str) -> String {
         let tags = extract(lang, src.as_bytes());
         (0..tags.line_index.len() as u32)
             .map(|i| tags.shown_line(src.as_bytes(), i) + "\n")
@@ -654,7 +654,7 @@ mod literal_tests {
 
     #[test]
     fn every_language_elides_its_strings_and_numbers() {
-        for &lang in Lang::VARIANTS {
+        for &lang in Grammar::VARIANTS {
             let (src, names) = snippet(lang);
             let lines = shown(lang, src);
             for secret in SECRETS {
@@ -677,9 +677,9 @@ mod literal_tests {
 
     /// Every line of `src`, as the map would show it if every line were a definition's:
     /// what the literal query finds wherever the tag query shows a line.
-    fn every_line(lang: Lang, src: &str) -> String {
+    fn every_line(lang: Grammar, src: &str) -> String {
         let mut parser = Parser::new();
-        parser.set_language(&lang.grammar()).unwrap();
+        parser.set_language(&lang.tree_sitter()).unwrap();
         let tree = parser.parse(src, None).unwrap();
         let mut lines = vec![(0u32, 0u32)];
         for (i, _) in src.match_indices('\n') {
@@ -697,7 +697,7 @@ mod literal_tests {
     /// or not the language's tag query shows that line.
     #[test]
     fn every_kind_of_literal_is_found_on_every_line() {
-        for &lang in Lang::VARIANTS {
+        for &lang in Grammar::VARIANTS {
             let (src, _) = snippet(lang);
             let lines = every_line(lang, src);
             for secret in SECRETS {
@@ -720,38 +720,38 @@ mod literal_tests {
     #[test]
     fn an_unclosed_string_is_elided_to_the_end_of_its_line() {
         for (lang, src) in [
-            (Lang::Python, "KEY = \"sk_live_abc\ndef f(): pass\n"),
-            (Lang::Python, "def f(a=\"sk_live_abc):\n  pass\n"),
-            (Lang::Rust, "const K: &str = \"sk_live_abc;\nfn f() {}\n"),
-            (Lang::Rust, "fn f() { g(\"sk_live_abc) }\nfn h() {}\n"),
+            (Grammar::Python, "KEY = \"sk_live_abc\ndef f(): pass\n"),
+            (Grammar::Python, "def f(a=\"sk_live_abc):\n  pass\n"),
+            (Grammar::Rust, "const K: &str = \"sk_live_abc;\nfn f() {}\n"),
+            (Grammar::Rust, "fn f() { g(\"sk_live_abc) }\nfn h() {}\n"),
             (
-                Lang::JavaScript,
+                Grammar::JavaScript,
                 "function f(a = 'sk_live_abc) {}\nfunction g() {}\n",
             ),
             (
-                Lang::TypeScript,
+                Grammar::TypeScript,
                 "export const K = 'sk_live_abc\nexport function g() {}\n",
             ),
             (
-                Lang::Tsx,
+                Grammar::Tsx,
                 "export const K = `sk_live_abc\nexport function g() {}\n",
             ),
-            (Lang::Go, "func F() { g(\"sk_live_abc) }\nfunc G() {}\n"),
+            (Grammar::Go, "func F() { g(\"sk_live_abc) }\nfunc G() {}\n"),
             (
-                Lang::Java,
+                Grammar::Java,
                 "class A { String K = \"sk_live_abc; void f() {} }\n",
             ),
             (
-                Lang::C,
+                Grammar::C,
                 "int f() { return g(\"sk_live_abc); }\nint h() {}\n",
             ),
             (
-                Lang::Cpp,
+                Grammar::Cpp,
                 "int f() { return g(\"sk_live_abc); }\nint h() {}\n",
             ),
-            (Lang::Ruby, "def f(a = 'sk_live_abc)\nend\ndef g; end\n"),
+            (Grammar::Ruby, "def f(a = 'sk_live_abc)\nend\ndef g; end\n"),
             (
-                Lang::CSharp,
+                Grammar::CSharp,
                 "class A { string K = \"sk_live_abc; void F() {} }\n",
             ),
         ] {
@@ -764,7 +764,7 @@ mod literal_tests {
             }
         }
         assert_eq!(
-            shown(Lang::Rust, "fn f() { g(\"sk_live_abc) }\nfn h() {}\n"),
+            shown(Grammar::Rust, "fn f() { g(\"sk_live_abc) }\nfn h() {}\n"),
             "fn f() { g(\"…\nfn h() {}\n"
         );
     }
@@ -773,14 +773,14 @@ mod literal_tests {
     fn a_literal_keeps_its_delimiters_and_a_short_one_stays() {
         let src = "const A: &str = \"sk_live_51HvSecretValue\";\nconst B: &str = r#\"raw secret\"#;\nconst C: &str = \"utf8\";\nconst D: u32 = 65536;\nconst E: [&str; 2] = [\"\", \"x\"];\n";
         assert_eq!(
-            shown(Lang::Rust, src),
+            shown(Grammar::Rust, src),
             "const A: &str = \"…\";\nconst B: &str = r#\"…\"#;\nconst C: &str = \"utf8\";\nconst D: u32 = …;\nconst E: [&str; 2] = [\"\", \"x\"];\n"
         );
         let py = "KEY = f'''sk_live\nmore'''\nN = 1_000_000\n";
-        assert_eq!(shown(Lang::Python, py), "KEY = f'''…\nN = …\n");
+        assert_eq!(shown(Grammar::Python, py), "KEY = f'''…\nN = …\n");
         assert_eq!(
             shown(
-                Lang::Cpp,
+                Grammar::Cpp,
                 "int f(int n = 1'000'000) { return g(u8R\"x(secret)x\"); }\n"
             ),
             "int f(int n = …) { return g(u8R\"…\"); }\n"
@@ -792,7 +792,7 @@ mod literal_tests {
     #[test]
     fn a_literal_across_lines_is_elided_on_each_line_it_crosses() {
         let src = "x = \"\"\"one\ntwo\"\"\"; def f(a='sk_live_value'): pass\n";
-        let tags = extract(Lang::Python, src.as_bytes());
+        let tags = extract(Grammar::Python, src.as_bytes());
         let literals = &tags.literals;
         assert_eq!(line_text(src.as_bytes(), 0, literals), "x = \"\"\"…");
         let second = src.find("two").unwrap() as u32;
@@ -817,15 +817,15 @@ mod literal_tests {
         /// Any text in a string on a definition's line, in any language's snippet
         /// shape, never panics and never shows more than a few of its characters.
         #[test]
-        fn any_string_content_is_elided(secret in "(\\PC|\r|\t){5,40}", lang in 0..Lang::VARIANTS.len()) {
-            let lang = Lang::VARIANTS[lang];
+        fn any_string_content_is_elided(secret in "(\\PC|\r|\t){5,40}", lang in 0..Grammar::VARIANTS.len()) {
+            let lang = Grammar::VARIANTS[lang];
             let quoted = secret.replace(['"', '\\', '\n', '\r'], "x");
             let src = match lang {
-                Lang::Python | Lang::Ruby => format!("def f(a=\"{quoted}\"):\n  pass\n"),
-                Lang::Go => format!("func F() {{ g(\"{quoted}\") }}\n"),
-                Lang::C | Lang::Cpp => format!("int f() {{ return g(\"{quoted}\"); }}\n"),
-                Lang::Java | Lang::CSharp => format!("class A {{ void f() {{ g(\"{quoted}\"); }} }}\n"),
-                Lang::Rust => format!("fn f() {{ g(\"{quoted}\") }}\n"),
+                Grammar::Python | Grammar::Ruby => format!("def f(a=\"{quoted}\"):\n  pass\n"),
+                Grammar::Go => format!("func F() {{ g(\"{quoted}\") }}\n"),
+                Grammar::C | Grammar::Cpp => format!("int f() {{ return g(\"{quoted}\"); }}\n"),
+                Grammar::Java | Grammar::CSharp => format!("class A {{ void f() {{ g(\"{quoted}\"); }} }}\n"),
+                Grammar::Rust => format!("fn f() {{ g(\"{quoted}\") }}\n"),
                 _ => format!("function f() {{ g(\"{quoted}\") }}\n"),
             };
             let lines = shown(lang, &src);

@@ -66,7 +66,15 @@ fn snapshot(repo: &TempRepo) -> Snapshot {
         refs: repo.git(&["show-ref", "--head"]),
         index: std::fs::read(repo.path().join(".git/index")).unwrap_or_default(),
         files,
-        status: repo.git(&["status", "--porcelain=v1", "--untracked-files=all"]),
+        // `git status` may rewrite the index to refresh its stat data (more often on a
+        // loaded machine, where a file's mtime shares the index's second): without the
+        // optional lock it only reads, so two snapshots differ only where tern wrote.
+        status: repo.git(&[
+            "--no-optional-locks",
+            "status",
+            "--porcelain=v1",
+            "--untracked-files=all",
+        ]),
     }
 }
 

@@ -206,6 +206,21 @@ pub(crate) struct SessionWriter {
     gone: bool,
 }
 
+/// Why a save did not happen.
+#[derive(Debug, thiserror::Error)]
+enum SaveFailed {
+    #[error(transparent)]
+    Disk(PersistError),
+    /// The save panicked; the record was cut back to the state on disk (or could not
+    /// be: `recovery`).
+    #[error("saving session {id} failed unexpectedly ({panic}){}", .recovery.as_ref().map(|e| format!("; {e}")).unwrap_or_default())]
+    Panicked {
+        id: String,
+        panic: String,
+        recovery: Option<PersistError>,
+    },
+}
+
 /// What the writer has said of failing saves, so that each is said once.
 #[derive(Default)]
 struct Failing {
@@ -215,7 +230,7 @@ struct Failing {
 
 impl Failing {
     /// One save's outcome, as the user hears it.
-    fn saved(&mut self, disk: &SessionDisk, outcome: Result<(), String>, events: &EventSink) {
+    fn saved(&mut self, disk: &SessionDisk, outcome: Result<(), SaveFailed>, events: &EventSink) {
         match outcome {
             Ok(()) if std::mem::take(&mut self.said) => events.send(Event::Notice {
                 text: format!(
@@ -257,16 +272,12 @@ impl SessionWriter {
                     save_or_make_again(&mut disk, &mut state, records.clone(), &events)
                 }));
                 let outcome = match saved {
-                    Ok(outcome) => outcome.map_err(|e| e.to_string()),
-                    Err(panic) => {
-                        let recovered = disk.recover().map_err(|e| format!("; {e}"));
-                        Err(format!(
-                            "saving session {} failed unexpectedly ({}){}",
-                            disk.id(),
-                            super::run_loop::panic_text(&*panic),
-                            recovered.err().unwrap_or_default()
-                        ))
-                    }
+                    Ok(outcome) => outcome.map_err(SaveFailed::Disk),
+                    Err(panic) => Err(SaveFailed::Panicked {
+                        id: disk.id().to_string(),
+                        panic: super::run_loop::panic_text(&*panic),
+                        recovery: disk.recover().err(),
+                    }),
                 };
                 if outcome.is_err() {
                     owed = records;

@@ -207,13 +207,38 @@ pub enum PersistError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("{path} is not a session tern can resume: {message}")]
-    Invalid { path: PathBuf, message: String },
+    #[error("{path} is not a session tern can resume: {why}")]
+    Invalid { path: PathBuf, why: Invalid },
     #[error("cannot save the session to {path}: {source}")]
     Write {
         path: PathBuf,
         source: std::io::Error,
     },
+}
+
+/// Why a saved state cannot be resumed.
+#[derive(Debug, thiserror::Error)]
+pub enum Invalid {
+    #[error("{0}")]
+    Json(#[from] serde_json::Error),
+    #[error("it has version {0}, this tern reads versions 1 and {VERSION}")]
+    Version(u32),
+    #[error(
+        "history message {} is from the {} where the {} was expected (the history must alternate, starting with the user)",
+        .index + 1, .found.as_str(), .expected.as_str()
+    )]
+    NotAlternating {
+        /// 0-based.
+        index: usize,
+        found: Role,
+        expected: Role,
+    },
+    #[error("the history ends with a user message that has no reply")]
+    Unanswered,
+    #[error("summary_at_front is set but the history has no summary")]
+    SummaryWithoutHistory,
+    #[error("the checkpoint's anchor {0} does not fall after a reply in the history")]
+    Anchor(usize),
 }
 
 /// Reads and checks the session state in `path` (None: there is none), a version 1
@@ -230,11 +255,12 @@ pub fn load(path: &Path) -> Result<Option<SessionFile>, PersistError> {
             });
         }
     };
-    let invalid = |message: String| PersistError::Invalid {
+    let invalid = |why: Invalid| PersistError::Invalid {
         path: path.to_path_buf(),
-        message,
+        why,
     };
-    let mut saved: SessionFile = serde_json::from_str(&text).map_err(|e| invalid(e.to_string()))?;
+    let mut saved: SessionFile =
+        serde_json::from_str(&text).map_err(|e| invalid(Invalid::Json(e)))?;
     validate(&saved).map_err(invalid)?;
     if saved.version == 1 {
         saved.version = VERSION;
@@ -243,12 +269,9 @@ pub fn load(path: &Path) -> Result<Option<SessionFile>, PersistError> {
     Ok(Some(saved))
 }
 
-fn validate(saved: &SessionFile) -> Result<(), String> {
+fn validate(saved: &SessionFile) -> Result<(), Invalid> {
     if saved.version != VERSION && saved.version != 1 {
-        return Err(format!(
-            "it has version {}, this tern reads versions 1 and {VERSION}",
-            saved.version
-        ));
+        return Err(Invalid::Version(saved.version));
     }
     for (i, m) in saved.history.iter().enumerate() {
         let expected = if i % 2 == 0 {
@@ -257,27 +280,23 @@ fn validate(saved: &SessionFile) -> Result<(), String> {
             Role::Assistant
         };
         if m.role != expected {
-            return Err(format!(
-                "history message {} is from the {} where the {} was expected (the history must alternate, starting with the user)",
-                i + 1,
-                m.role.as_str(),
-                expected.as_str()
-            ));
+            return Err(Invalid::NotAlternating {
+                index: i,
+                found: m.role,
+                expected,
+            });
         }
     }
     if !saved.history.len().is_multiple_of(2) {
-        return Err("the history ends with a user message that has no reply".into());
+        return Err(Invalid::Unanswered);
     }
     if saved.summary_at_front && saved.history.len() < 2 {
-        return Err("summary_at_front is set but the history has no summary".into());
+        return Err(Invalid::SummaryWithoutHistory);
     }
     if let Some(c) = &saved.checkpoint
         && (c.anchor > saved.history.len() || !c.anchor.is_multiple_of(2))
     {
-        return Err(format!(
-            "the checkpoint's anchor {} does not fall after a reply in the history",
-            c.anchor
-        ));
+        return Err(Invalid::Anchor(c.anchor));
     }
     Ok(())
 }
@@ -351,6 +370,13 @@ mod tests {
             ..SessionFile::default()
         };
         write(&bad);
+        assert!(matches!(
+            load(&file),
+            Err(PersistError::Invalid {
+                why: Invalid::NotAlternating { index: 0, .. },
+                ..
+            })
+        ));
         let e = load(&file).unwrap_err().to_string();
         assert!(e.contains("history message 1 is from the assistant"), "{e}");
         bad.history = vec![Message::user("a"), Message::assistant("b")];
@@ -367,7 +393,13 @@ mod tests {
         let e = load(&file).unwrap_err().to_string();
         assert!(e.contains("version 3"), "{e}");
         std::fs::write(&file, "{ not json").unwrap();
-        assert!(matches!(load(&file), Err(PersistError::Invalid { .. })));
+        assert!(matches!(
+            load(&file),
+            Err(PersistError::Invalid {
+                why: Invalid::Json(_),
+                ..
+            })
+        ));
         let leftovers = std::fs::read_dir(dir.path()).unwrap().count();
         assert_eq!(leftovers, 1, "no temporary files are left behind");
     }

@@ -4,7 +4,9 @@
 use serde::{Deserialize, Serialize};
 
 /// How the model is asked to write its edits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, derive_visitor::DriveMut,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum EditFormat {
     /// SEARCH/REPLACE blocks (the default).

@@ -14,7 +14,9 @@ use strum::VariantArray;
 /// A file's language. Configuration, documentation and data formats are `Other`: in a
 /// compressed review they come after all code, and languages with as many changed files
 /// come in the order declared here.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, VariantArray)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, VariantArray, derive_visitor::DriveMut,
+)]
 pub enum Language {
     Rust,
     Python,

@@ -1,7 +1,7 @@
 //! Whether a review's diff goes out complete or compressed: the plan decides, the prompt
 //! tells the model.
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, derive_visitor::DriveMut)]
 pub enum PlanMode {
     /// Everything, with extra context.
     Extended,

@@ -53,7 +53,7 @@ pub struct ReviewOptions {
 }
 
 /// What will be sent, and what happened to every changed file.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, derive_visitor::DriveMut)]
 pub struct ReviewPlan {
     pub description: String,
     pub mode: PlanMode,
@@ -67,7 +67,7 @@ pub struct ReviewPlan {
 }
 
 /// One request of a review.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, derive_visitor::DriveMut)]
 pub struct ReviewCall {
     /// System prompt, then the user message holding the diff.
     pub messages: Vec<Message>,
@@ -79,7 +79,7 @@ pub struct ReviewCall {
     pub files: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, derive_visitor::DriveMut)]
 pub struct FilePlan {
     pub path: String,
     pub old_path: Option<String>,
@@ -92,7 +92,7 @@ pub struct FilePlan {
     pub outcome: Outcome,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, derive_visitor::DriveMut)]
 pub enum Outcome {
     /// Its diff is in `calls[call]`.
     Included { call: usize },
@@ -100,7 +100,7 @@ pub enum Outcome {
     Omitted { reason: OmitReason },
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, derive_visitor::DriveMut)]
 pub enum OmitReason {
     /// No room left in any call.
     Budget,

@@ -31,7 +31,7 @@ pub enum SendEvent {
 }
 
 /// One model reply of a review.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, derive_visitor::DriveMut)]
 pub struct CallReply {
     pub files: Vec<String>,
     pub text: String,

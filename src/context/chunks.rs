@@ -13,7 +13,7 @@ use crate::tokens::TokenCounter;
 
 /// A section of the request. The order of the variants is the order sent: stable
 /// content first, so provider prefix caches hit as often as possible.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, derive_visitor::DriveMut)]
 pub enum Section {
     System,
     Examples,

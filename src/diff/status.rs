@@ -2,7 +2,7 @@
 
 /// How a file changed. A rename (with or without edits) is `Renamed`; lists of files left
 /// out of a review count it as modified.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, derive_visitor::DriveMut)]
 pub enum FileStatus {
     Added,
     Modified,

@@ -68,7 +68,17 @@ impl HunkId {
 }
 
 /// What the user said about a hunk.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    serde::Serialize,
+    serde::Deserialize,
+    derive_visitor::DriveMut,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Decision {
     #[default]

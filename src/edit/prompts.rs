@@ -9,7 +9,16 @@ use super::EditFormat;
 
 /// Whether the model may edit files.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Default,
+    serde::Serialize,
+    serde::Deserialize,
+    derive_visitor::DriveMut,
 )]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {

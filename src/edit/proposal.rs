@@ -28,7 +28,7 @@ use crate::diff::{Binary, FileText};
 /// them having seen the reason. A file's cautions hold all its hunks, which are accepted
 /// file by file or hunk by hunk; a hunk's own ([`FileProposal::hunk_cautions`]) hold
 /// that hunk, which is accepted only by itself.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, derive_visitor::DriveMut)]
 pub enum Caution {
     /// An existing file that is not (or no longer) an editable chat file.
     OutsideChat,

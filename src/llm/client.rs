@@ -57,7 +57,7 @@ pub struct ChatRequest {
 }
 
 /// What caps a reply's tokens.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, derive_visitor::DriveMut)]
 pub enum ReplyLimit {
     /// Nothing was sent: the server decides.
     Server,
@@ -108,7 +108,7 @@ impl ReplyLimit {
 }
 
 /// Why a reply ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, derive_visitor::DriveMut)]
 pub enum Finish {
     /// The model finished.
     Stop,

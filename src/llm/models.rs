@@ -67,7 +67,17 @@ pub fn all() -> &'static [ModelInfo] {
 }
 
 /// Token usage of one request as the server reported it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    Deserialize,
+    derive_visitor::DriveMut,
+)]
 pub struct Usage {
     pub prompt_tokens: usize,
     pub completion_tokens: usize,

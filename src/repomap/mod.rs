@@ -44,7 +44,17 @@ use store::{Content, Key, Store};
 use tags::FileTags;
 
 /// When the engine rebuilds the map for a request (the `map_refresh` setting).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    Serialize,
+    serde::Deserialize,
+    derive_visitor::DriveMut,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum MapRefresh {
     /// Like `files`, and also when files changed on disk; but when a rebuild takes

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use super::chat_format::{MESSAGE_OVERHEAD, REPLY_PRIMING};
 
 /// How the counts of a model's requests are made, as the gauge says it.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, derive_visitor::DriveMut)]
 pub enum Counting {
     /// With the model's own tokenizer (OpenAI's models).
     Exact,

@@ -7,6 +7,7 @@
 //! variant, with its tree-sitter grammar and tag query in `repomap::languages`. To add
 //! an extension: its row.
 
+use derive_visitor::DriveMut;
 use std::path::Path;
 
 use strum::VariantArray;
@@ -14,9 +15,7 @@ use strum::VariantArray;
 /// A file's language. Configuration, documentation and data formats are `Other`: in a
 /// compressed review they come after all code, and languages with as many changed files
 /// come in the order declared here.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, VariantArray, derive_visitor::DriveMut,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, VariantArray, DriveMut)]
 pub enum Language {
     Rust,
     Python,

@@ -1,6 +1,7 @@
 //! The only way in and out of the engine: front ends send `Op`s and read `Event`s.
 //! The TUI and the headless front end are two consumers of the same stream.
 
+use derive_visitor::DriveMut;
 use serde::Serialize;
 
 /// The slash commands, one row each.
@@ -41,7 +42,7 @@ pub fn known_models() -> impl Iterator<Item = (&'static str, usize)> {
     Ord,
     Serialize,
     serde::Deserialize,
-    derive_visitor::DriveMut,
+    DriveMut,
 )]
 #[serde(rename_all = "snake_case")]
 pub enum FileMode {
@@ -56,7 +57,7 @@ pub use crate::edit::prompts::Mode as ChatMode;
 pub use crate::edit::{Caution, Decision};
 
 /// What a request to the model is for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, derive_visitor::DriveMut)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, DriveMut)]
 pub enum RequestKind {
     /// A chat turn (or a reflection on failed edits).
     Turn,
@@ -210,7 +211,7 @@ pub enum ReviewOp {
 }
 
 /// A hunk as the review pane shows it.
-#[derive(Debug, Clone, PartialEq, Eq, derive_visitor::DriveMut)]
+#[derive(Debug, Clone, PartialEq, Eq, DriveMut)]
 pub struct HunkView {
     /// Stable id, also used by `tern apply --accept`.
     pub id: String,
@@ -227,7 +228,7 @@ pub struct HunkView {
     pub cautions: Vec<Caution>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, derive_visitor::DriveMut)]
+#[derive(Debug, Clone, PartialEq, Eq, DriveMut)]
 pub struct FileProposalView {
     pub path: String,
     pub change: FileStatus,
@@ -240,7 +241,7 @@ pub struct FileProposalView {
 }
 
 /// A gitignored file a proposal writes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, derive_visitor::DriveMut)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, DriveMut)]
 pub enum Ignored {
     /// It would be created.
     New,
@@ -251,7 +252,7 @@ pub enum Ignored {
 
 /// An edit block that could not be applied, as shown to the user (and sent back to the
 /// model as a reflection).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, derive_visitor::DriveMut)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, DriveMut)]
 pub struct EditFailureView {
     pub path: Option<String>,
     /// Which block of the reply (1-based); 0 for a proposed hunk that went stale.
@@ -279,7 +280,7 @@ impl std::fmt::Display for EditFailureView {
 }
 
 /// Lines of a file, from a 1-based line number.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, derive_visitor::DriveMut)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, DriveMut)]
 pub struct NearLines {
     pub line: usize,
     pub text: String,
@@ -287,7 +288,7 @@ pub struct NearLines {
 
 /// The edits a reply proposes, with the user's decisions so far. An empty view (no
 /// files, no failures) means nothing is left to review.
-#[derive(Debug, Clone, PartialEq, Eq, Default, derive_visitor::DriveMut)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, DriveMut)]
 pub struct ProposalView {
     pub files: Vec<FileProposalView>,
     pub failures: Vec<EditFailureView>,
@@ -361,7 +362,7 @@ impl ProposalView {
 }
 
 /// The repo map as the map pane shows it (empty when there is no map).
-#[derive(Debug, Clone, PartialEq, Default, derive_visitor::DriveMut)]
+#[derive(Debug, Clone, PartialEq, Default, DriveMut)]
 pub struct MapView {
     pub tokens: usize,
     pub budget: usize,
@@ -371,7 +372,7 @@ pub struct MapView {
 }
 
 /// Why a file is in the map: an identifier it defines, referenced from another file.
-#[derive(Debug, Clone, PartialEq, derive_visitor::DriveMut)]
+#[derive(Debug, Clone, PartialEq, DriveMut)]
 pub struct MapEdge {
     pub ident: String,
     pub from: String,
@@ -379,15 +380,13 @@ pub struct MapEdge {
 }
 
 /// A message of the conversation as the chat showed it, kept with the session.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, derive_visitor::DriveMut)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, DriveMut)]
 pub struct Shown {
     pub kind: ShownKind,
     pub text: String,
 }
 
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, derive_visitor::DriveMut,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, DriveMut)]
 #[serde(rename_all = "snake_case")]
 pub enum ShownKind {
     /// What the user wrote.
@@ -429,7 +428,7 @@ impl Event {
 }
 
 /// Why a landing wrote nothing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, derive_visitor::DriveMut)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, DriveMut)]
 pub enum NotApplied {
     /// Nothing could be written: not a repository, a merge in progress, a file tern will
     /// not write, another tern holding the lock.
@@ -466,7 +465,7 @@ impl std::fmt::Display for NotApplied {
 }
 
 /// What a command is run for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, derive_visitor::DriveMut)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, DriveMut)]
 pub enum CommandPurpose {
     /// `/run`, `!CMD`: the user's own command; its output is offered for the context.
     Run,
@@ -477,7 +476,7 @@ pub enum CommandPurpose {
 }
 
 /// A chat file as the front ends list it.
-#[derive(Debug, Clone, PartialEq, derive_visitor::DriveMut)]
+#[derive(Debug, Clone, PartialEq, DriveMut)]
 pub struct FileEntry {
     pub path: String,
     pub mode: FileMode,
@@ -487,7 +486,7 @@ pub struct FileEntry {
 }
 
 /// A repository file a reply names that is not in the chat, with what it would cost.
-#[derive(Debug, Clone, PartialEq, Eq, derive_visitor::DriveMut)]
+#[derive(Debug, Clone, PartialEq, Eq, DriveMut)]
 pub struct NeededFile {
     pub path: String,
     /// Its tokens as the chat would send it (as `FileEntry::tokens`).
@@ -496,7 +495,7 @@ pub struct NeededFile {
 
 /// Something the engine reports (`COUNT`: how many kinds, which `--json`'s snapshot
 /// test checks it covers).
-#[derive(Debug, Clone, PartialEq, strum::EnumCount, derive_visitor::DriveMut)]
+#[derive(Debug, Clone, PartialEq, strum::EnumCount, DriveMut)]
 pub enum Event {
     /// The engine is up; sent once first. `session`: the id of the session it saves
     /// to (None: it saves none).

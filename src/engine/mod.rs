@@ -23,7 +23,6 @@ pub mod spending;
 mod turn;
 pub mod turn_commits;
 pub mod undo;
-pub mod visible;
 mod worker;
 
 use std::path::PathBuf;

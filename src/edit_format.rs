@@ -1,10 +1,11 @@
 //! How the model is asked to write its edits: vocabulary shared by the model table
 //! (each model's default) and the edit parser, so it sits below both.
 
+use derive_visitor::DriveMut;
 use serde::{Deserialize, Serialize};
 
 /// How the model is asked to write its edits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, DriveMut)]
 #[serde(rename_all = "lowercase")]
 pub enum EditFormat {
     /// SEARCH/REPLACE blocks (the default).

@@ -8,6 +8,7 @@
 //! grammar crate in Cargo.toml and its queries in `queries/`: three files, four when
 //! the crate's own tag query is missing or weak. To add an extension: its row.
 
+use derive_visitor::DriveMut;
 use std::path::Path;
 
 use strum::VariantArray;
@@ -15,7 +16,7 @@ use strum::VariantArray;
 /// A file's language. Configuration, documentation and data formats are `Other`: in a
 /// compressed review they come after all code, and languages with as many changed files
 /// come in the order declared here.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, VariantArray)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, VariantArray, DriveMut)]
 pub enum Language {
     Rust,
     Python,

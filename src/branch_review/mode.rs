@@ -1,7 +1,9 @@
 //! Whether a review's diff goes out complete or compressed: the plan decides, the prompt
 //! tells the model.
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+use derive_visitor::DriveMut;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, DriveMut)]
 pub enum PlanMode {
     /// Everything, with extra context.
     Extended,

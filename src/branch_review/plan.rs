@@ -15,6 +15,7 @@
 //! packing decisions use exact totals and `ReviewCall::tokens`, the count of the whole
 //! request, never exceeds `budget - OUTPUT_BUFFER_HARD` in a compressed plan.
 
+use derive_visitor::DriveMut;
 use std::cmp::Reverse;
 use std::collections::HashMap;
 
@@ -53,7 +54,7 @@ pub struct ReviewOptions {
 }
 
 /// What will be sent, and what happened to every changed file.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, DriveMut)]
 pub struct ReviewPlan {
     pub description: String,
     pub mode: PlanMode,
@@ -67,7 +68,7 @@ pub struct ReviewPlan {
 }
 
 /// One request of a review.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, DriveMut)]
 pub struct ReviewCall {
     /// System prompt, then the user message holding the diff.
     pub messages: Vec<Message>,
@@ -79,7 +80,7 @@ pub struct ReviewCall {
     pub files: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, DriveMut)]
 pub struct FilePlan {
     pub path: String,
     pub old_path: Option<String>,
@@ -92,7 +93,7 @@ pub struct FilePlan {
     pub outcome: Outcome,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, DriveMut)]
 pub enum Outcome {
     /// Its diff is in `calls[call]`.
     Included { call: usize },
@@ -100,7 +101,7 @@ pub enum Outcome {
     Omitted { reason: OmitReason },
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, DriveMut)]
 pub enum OmitReason {
     /// No room left in any call.
     Budget,

@@ -3,6 +3,7 @@
 //! review planned again with a quarter less budget, at most `CONTEXT_RETRIES` times.
 //! `tern review` and the engine's `/review` both send through here.
 
+use derive_visitor::DriveMut;
 use tokio_util::sync::CancellationToken;
 
 use super::{ChangeSet, ReviewError, ReviewOptions, ReviewPlan};
@@ -31,7 +32,7 @@ pub enum SendEvent {
 }
 
 /// One model reply of a review.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, DriveMut)]
 pub struct CallReply {
     pub files: Vec<String>,
     pub text: String,

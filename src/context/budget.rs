@@ -1,5 +1,6 @@
 //! The budget report: one struct behind the live gauge, `/tokens` and `tern tokens`.
 
+use derive_visitor::DriveMut;
 use serde::Serialize;
 
 use super::chunks::{Assembled, Section};
@@ -7,7 +8,7 @@ use crate::llm::{ModelInfo, Usage};
 use crate::tokens::Counting;
 
 /// Where the double-buffered history summarizer is in its cycle.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, DriveMut)]
 pub enum HistoryPhase {
     #[default]
     Idle,
@@ -31,7 +32,7 @@ impl HistoryPhase {
 }
 
 /// The history sub-budget.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, DriveMut)]
 pub struct HistoryStatus {
     pub budget: usize,
     pub tokens: usize,
@@ -46,7 +47,7 @@ pub struct HistoryStatus {
 }
 
 /// The repo map's share, and when it is rebuilt.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, DriveMut)]
 pub struct MapStatus {
     pub tokens: usize,
     pub budget: usize,
@@ -57,16 +58,18 @@ pub struct MapStatus {
     pub kept_stale: bool,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, DriveMut)]
 pub struct SectionRow {
     pub section: Section,
+    /// tern's own name for it: no text from outside.
+    #[drive(skip)]
     pub label: &'static str,
     pub tokens: usize,
     pub percent: f64,
     pub cost: f64,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, DriveMut)]
 pub struct FileRow {
     pub path: String,
     pub section: Section,
@@ -76,7 +79,7 @@ pub struct FileRow {
 }
 
 /// Everything the gauge draws.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, DriveMut)]
 pub struct BudgetReport {
     pub model: String,
     /// False when the model is not in the table.
@@ -86,6 +89,8 @@ pub struct BudgetReport {
     /// The server has yet to count some of this report's texts (they are estimates
     /// until it has; a new report follows).
     pub counts_pending: bool,
+    /// tern's own name for it: no text from outside.
+    #[drive(skip)]
     pub encoding: &'static str,
     pub window: usize,
     pub window_source: WindowSource,
@@ -111,7 +116,7 @@ pub struct BudgetReport {
 }
 
 /// Where the window's size comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, DriveMut)]
 #[serde(rename_all = "snake_case")]
 pub enum WindowSource {
     /// The model table.

@@ -2,6 +2,7 @@
 //! function that returns both the messages and their token counts, so what the budget
 //! shows is exactly what is sent.
 
+use derive_visitor::DriveMut;
 use serde::Serialize;
 
 use crate::llm::{Message, Role};
@@ -13,7 +14,7 @@ use crate::tokens::TokenCounter;
 
 /// A section of the request. The order of the variants is the order sent: stable
 /// content first, so provider prefix caches hit as often as possible.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, DriveMut)]
 pub enum Section {
     System,
     Examples,

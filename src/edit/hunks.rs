@@ -4,6 +4,7 @@
 //! lines an edit rewrote to the same text). No whole-file diff, no deadline that
 //! coarsens a large file's hunks.
 
+use derive_visitor::DriveMut;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt;
 use std::ops::Range;
@@ -68,7 +69,9 @@ impl HunkId {
 }
 
 /// What the user said about a hunk.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize, DriveMut,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Decision {
     #[default]

@@ -4,12 +4,13 @@
 
 use crate::llm::Message;
 use crate::prompts;
+use derive_visitor::DriveMut;
 
 use super::EditFormat;
 
 /// Whether the model may edit files.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize, DriveMut,
 )]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {

@@ -7,6 +7,7 @@
 //! when a file changed on disk during review and is re-diffed, every hunk that did not
 //! change keeps its id and the decision already made on it.
 
+use derive_visitor::DriveMut;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
@@ -28,7 +29,7 @@ use crate::diff::{Binary, FileText};
 /// them having seen the reason. A file's cautions hold all its hunks, which are accepted
 /// file by file or hunk by hunk; a hunk's own ([`FileProposal::hunk_cautions`]) hold
 /// that hunk, which is accepted only by itself.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, DriveMut)]
 pub enum Caution {
     /// An existing file that is not (or no longer) an editable chat file.
     OutsideChat,

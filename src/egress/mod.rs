@@ -11,13 +11,16 @@
 //! - `--json` and the session file: every string of the JSON ([`redact_json`]);
 //! - `--record`: the request, the streamed reply as a whole and error bodies;
 //! - the log file ([`LogFile`]);
-//! - commit messages, and the engine's events and streamed replies ([`Redactor`]).
+//! - commit messages, and the engine's streamed replies ([`Redactor`]);
+//! - the engine's events: every text of each ([`redacted`]), and made visible as well
+//!   when a terminal shows it ([`visible`]), through `texts.rs`'s visitors.
 //!
 //! Keys shorter than [`MIN_SECRET_CHARS`] are a local server's placeholder (`ollama`,
 //! `test`) and not secret: hunting them would mangle every text and guard nothing.
 
 mod matcher;
 mod sink;
+mod texts;
 
 use std::borrow::Cow;
 use std::ops::Range;
@@ -26,6 +29,7 @@ use std::sync::RwLock;
 pub use matcher::{MARKER, Redactor};
 pub(crate) use sink::stdout_styled;
 pub use sink::{LogFile, Sink, stderr, stdout};
+pub use texts::{redacted, visible};
 
 use matcher::{Pattern, Patterns};
 

@@ -27,7 +27,6 @@ pub mod spending;
 mod turn;
 pub mod turn_commits;
 pub mod undo_commits;
-pub mod visible;
 
 use std::path::PathBuf;
 

@@ -1,6 +1,7 @@
 //! The only way in and out of the engine: front ends send `Op`s and read `Event`s.
 //! The TUI and the headless front end are two consumers of the same stream.
 
+use derive_visitor::DriveMut;
 use serde::Serialize;
 
 /// The slash commands, one row each.
@@ -31,7 +32,17 @@ pub fn known_models() -> impl Iterator<Item = (&'static str, usize)> {
 
 /// Whether a chat file may be edited by the model.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, serde::Deserialize,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    serde::Deserialize,
+    DriveMut,
 )]
 #[serde(rename_all = "snake_case")]
 pub enum FileMode {
@@ -46,7 +57,7 @@ pub use crate::edit::prompts::Mode as ChatMode;
 pub use crate::edit::{Caution, Decision};
 
 /// What a request to the model is for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, DriveMut)]
 pub enum RequestKind {
     /// A chat turn (or a reflection on failed edits).
     Turn,
@@ -200,7 +211,7 @@ pub enum ReviewOp {
 }
 
 /// A hunk as the review pane shows it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, DriveMut)]
 pub struct HunkView {
     /// Stable id, also used by `tern apply --accept`.
     pub id: String,
@@ -217,7 +228,7 @@ pub struct HunkView {
     pub cautions: Vec<Caution>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, DriveMut)]
 pub struct FileProposalView {
     pub path: String,
     pub change: FileStatus,
@@ -230,7 +241,7 @@ pub struct FileProposalView {
 }
 
 /// A gitignored file a proposal writes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, DriveMut)]
 pub enum Ignored {
     /// It would be created.
     New,
@@ -241,7 +252,7 @@ pub enum Ignored {
 
 /// An edit block that could not be applied, as shown to the user (and sent back to the
 /// model as a reflection).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, DriveMut)]
 pub struct EditFailureView {
     pub path: Option<String>,
     /// Which block of the reply (1-based); 0 for a proposed hunk that went stale.
@@ -269,7 +280,7 @@ impl std::fmt::Display for EditFailureView {
 }
 
 /// Lines of a file, from a 1-based line number.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, DriveMut)]
 pub struct NearLines {
     pub line: usize,
     pub text: String,
@@ -277,7 +288,7 @@ pub struct NearLines {
 
 /// The edits a reply proposes, with the user's decisions so far. An empty view (no
 /// files, no failures) means nothing is left to review.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, DriveMut)]
 pub struct ProposalView {
     pub files: Vec<FileProposalView>,
     pub failures: Vec<EditFailureView>,
@@ -286,6 +297,19 @@ pub struct ProposalView {
     /// The formats other than the one asked for that the replies wrote edits in: they
     /// were read all the same (`edit::parse_reply`).
     pub written_as: Vec<crate::edit::EditFormat>,
+}
+
+impl Event {
+    /// This event with every text redacted: what the engine sends.
+    pub fn redacted(self) -> Event {
+        crate::egress::redacted(self)
+    }
+
+    /// This event as a terminal may show it: every text redacted, then its control
+    /// characters made visible.
+    pub fn visible(self) -> Event {
+        crate::egress::visible(self)
+    }
 }
 
 impl ProposalView {
@@ -338,7 +362,7 @@ impl ProposalView {
 }
 
 /// The repo map as the map pane shows it (empty when there is no map).
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, DriveMut)]
 pub struct MapView {
     pub tokens: usize,
     pub budget: usize,
@@ -348,7 +372,7 @@ pub struct MapView {
 }
 
 /// Why a file is in the map: an identifier it defines, referenced from another file.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, DriveMut)]
 pub struct MapEdge {
     pub ident: String,
     pub from: String,
@@ -356,13 +380,13 @@ pub struct MapEdge {
 }
 
 /// A message of the conversation as the chat showed it, kept with the session.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, DriveMut)]
 pub struct Shown {
     pub kind: ShownKind,
     pub text: String,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, DriveMut)]
 #[serde(rename_all = "snake_case")]
 pub enum ShownKind {
     /// What the user wrote.
@@ -404,7 +428,7 @@ impl Event {
 }
 
 /// Why a landing wrote nothing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, DriveMut)]
 pub enum NotAppliedReason {
     /// Nothing could be written: not a repository, a merge in progress, a file tern will
     /// not write, another tern holding the lock.
@@ -441,7 +465,7 @@ impl std::fmt::Display for NotAppliedReason {
 }
 
 /// What a command is run for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, DriveMut)]
 pub enum CommandPurpose {
     /// `/run`, `!CMD`: the user's own command; its output is offered for the context.
     Run,
@@ -452,7 +476,7 @@ pub enum CommandPurpose {
 }
 
 /// A chat file as the front ends list it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, DriveMut)]
 pub struct FileEntry {
     pub path: String,
     pub mode: FileMode,
@@ -462,7 +486,7 @@ pub struct FileEntry {
 }
 
 /// A repository file a reply names that is not in the chat, with what it would cost.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, DriveMut)]
 pub struct NeededFile {
     pub path: String,
     /// Its tokens as the chat would send it (as `FileEntry::tokens`).
@@ -471,7 +495,7 @@ pub struct NeededFile {
 
 /// Something the engine reports (`COUNT`: how many kinds, which `--json`'s snapshot
 /// test checks it covers).
-#[derive(Debug, Clone, PartialEq, strum::EnumCount)]
+#[derive(Debug, Clone, PartialEq, strum::EnumCount, DriveMut)]
 pub enum Event {
     /// The engine is up; sent once first. `session`: the id of the session it saves
     /// to (None: it saves none).
@@ -606,12 +630,17 @@ pub enum Event {
     HunkText {
         id: String,
         path: String,
+        /// Goes to an editor's file, never to a screen or a log: it stays exactly the
+        /// file's lines (a key in them is the user's file's).
+        #[drive(skip)]
         text: String,
     },
     /// `ReviewOp::Edit` was refused (`reason`); the proposal is unchanged and the
     /// user's text comes back in `new_lines`, so nothing typed is lost.
     EditRefused {
         id: String,
+        /// Goes back to the user's editor as typed, like `HunkText`'s text.
+        #[drive(skip)]
         new_lines: String,
         reason: String,
     },

@@ -2,6 +2,7 @@
 //! (Retry-After honoured, 0.25 s doubling backoff inside a total budget, cancellable),
 //! partial replies kept, and length-cut replies continued by assistant prefill.
 
+use derive_visitor::DriveMut;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -57,7 +58,7 @@ pub struct ChatRequest {
 }
 
 /// What caps a reply's tokens.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, DriveMut)]
 pub enum ReplyLimit {
     /// Nothing was sent: the server decides.
     Server,
@@ -108,7 +109,7 @@ impl ReplyLimit {
 }
 
 /// Why a reply ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, DriveMut)]
 pub enum Finish {
     /// The model finished.
     Stop,

@@ -1,6 +1,7 @@
+use derive_visitor::DriveMut;
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, DriveMut)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     System,
@@ -19,7 +20,7 @@ impl Role {
 }
 
 /// One chat message as tern keeps and sends it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, DriveMut)]
 pub struct Message {
     pub role: Role,
     pub content: String,

@@ -1,5 +1,6 @@
 //! The model table (`assets/models.toml`, embedded at build time) and lookups in it.
 
+use derive_visitor::DriveMut;
 use std::sync::LazyLock;
 
 use serde::Deserialize;
@@ -67,7 +68,7 @@ pub fn all() -> &'static [ModelInfo] {
 }
 
 /// Token usage of one request as the server reported it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, Deserialize, DriveMut)]
 pub struct Usage {
     pub prompt_tokens: usize,
     pub completion_tokens: usize,

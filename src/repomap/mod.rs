@@ -7,6 +7,8 @@
 //! once tags are loaded; `RepoMap` is `Send + Sync`, so the engine can keep it behind an
 //! `Arc<RwLock<_>>` and call it from `spawn_blocking`.
 
+use derive_visitor::DriveMut;
+
 mod cache;
 mod files;
 mod important;
@@ -44,7 +46,7 @@ use store::{Content, Key, Store};
 use tags::FileTags;
 
 /// When the engine rebuilds the map for a request (the `map_refresh` setting).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize, DriveMut)]
 #[serde(rename_all = "lowercase")]
 pub enum MapRefresh {
     /// Like `files`, and also when files changed on disk; but when a rebuild takes

@@ -11,6 +11,7 @@
 //! and what is read back from an earlier session is held to the same bounds, so one
 //! absurd report cannot make every later request look too big.
 
+use derive_visitor::DriveMut;
 use std::collections::BTreeMap;
 use std::ops::RangeInclusive;
 use std::path::Path;
@@ -20,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use super::chat_format::{MESSAGE_OVERHEAD, REPLY_PRIMING};
 
 /// How the counts of a model's requests are made, as the gauge says it.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, DriveMut)]
 pub enum Counting {
     /// With the model's own tokenizer (OpenAI's models).
     Exact,

@@ -50,10 +50,10 @@ pub enum FileMode {
     ReadOnly,
 }
 
-/// What the user decided about a hunk.
 pub use crate::diff::{DiffLine, FileStatus, LineKind};
 /// Whether a turn may propose edits.
 pub use crate::edit::prompts::Mode as ChatMode;
+/// Why a hunk waits for a look, and what the user decided about it.
 pub use crate::edit::{Caution, Decision};
 
 /// What a request to the model is for.

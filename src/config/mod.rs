@@ -20,8 +20,10 @@ mod theme;
 mod trust;
 
 pub use range::Bounds;
-pub use theme::{ThemeChoice, candidates as theme_candidates};
-pub use trust::{TrustStore, config_hash};
+pub use theme::ThemeChoice;
+pub(crate) use theme::candidates as theme_candidates;
+pub use trust::TrustStore;
+pub(crate) use trust::config_hash;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

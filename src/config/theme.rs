@@ -35,7 +35,7 @@ impl From<&str> for ThemeChoice {
 /// (relative to `base`), with `.toml` added, then in `~/.config/tern/themes/`. A name
 /// from a repository is never a path outside the themes directory this way: it has no
 /// separator, and `base` is the repository.
-pub fn candidates(name: &str, base: &Path) -> Vec<PathBuf> {
+pub(crate) fn candidates(name: &str, base: &Path) -> Vec<PathBuf> {
     let given = base.join(name);
     let mut candidates = vec![given.clone(), given.with_extension("toml")];
     if is_plain_name(name)

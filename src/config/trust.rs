@@ -8,7 +8,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 /// The content hash trust is given to.
-pub fn config_hash(text: &str) -> String {
+pub(crate) fn config_hash(text: &str) -> String {
     crate::digest::sha256_hex(text.as_bytes())
 }
 
@@ -68,7 +68,7 @@ impl TrustStore {
 
     /// What to tell the user when the list could not be used: why, and where it was
     /// kept if a new list replaced it.
-    pub fn damage(&self) -> Option<String> {
+    pub(crate) fn damage(&self) -> Option<String> {
         let damage = self.damage.as_ref()?;
         Some(match &self.kept {
             Some(kept) => format!("{damage}; a copy was kept at {}", kept.display()),

@@ -314,7 +314,7 @@ impl Proposal {
 
     /// The unified diff of what writing `ready` would write: the accepted hunks of the
     /// files it cleared (for a commit message asked for before anything is written).
-    pub fn planned_diff(&self, ready: &Ready) -> String {
+    pub(crate) fn planned_diff(&self, ready: &Ready) -> String {
         ready
             .targets
             .iter()
@@ -377,7 +377,7 @@ impl Applied {
     /// landing fails after writing. A file that no longer holds what tern wrote was
     /// saved by someone since: it is left alone and listed, with the files that could
     /// not be put back.
-    pub fn put_back(&self) -> Vec<WriteFailure> {
+    pub(crate) fn put_back(&self) -> Vec<WriteFailure> {
         let mut failed = Vec::new();
         for w in self.written.iter().rev() {
             let now = std::fs::read(&w.abs).ok();

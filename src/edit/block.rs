@@ -37,7 +37,7 @@ pub enum EditKind {
 
 impl EditKind {
     /// Whether the block can create its file (which changes how its name resolves).
-    pub fn creates(&self) -> bool {
+    pub(crate) fn creates(&self) -> bool {
         match self {
             EditKind::SearchReplace { search, .. } => search.is_empty(),
             EditKind::Whole { .. } => true,

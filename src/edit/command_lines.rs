@@ -8,7 +8,7 @@ impl ShellSuggestion {
     /// The commands, one per line: `$ ` prompts stripped (in a block that has them,
     /// the lines without one are output), blank and `#` comment lines skipped, lines
     /// continued with `\` joined with a space.
-    pub fn command_lines(&self) -> Vec<String> {
+    pub(crate) fn command_lines(&self) -> Vec<String> {
         let lines: Vec<&str> = self.commands.lines().collect();
         let prompted = lines.iter().any(|l| prompt(l).is_some());
         let mut out = Vec::new();

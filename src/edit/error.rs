@@ -176,7 +176,7 @@ impl EditError {
     }
 
     /// A proposed hunk that no longer applies (not a block of a reply).
-    pub fn is_stale(&self) -> bool {
+    pub(crate) fn is_stale(&self) -> bool {
         matches!(self.problem, Problem::Stale(_))
     }
 }

@@ -34,26 +34,26 @@ impl FileSet {
     }
 
     /// The same, with the chat's read-only files, whose edits are refused.
-    pub fn with_read_only(mut self, read_only: Vec<PathBuf>) -> FileSet {
+    pub(crate) fn with_read_only(mut self, read_only: Vec<PathBuf>) -> FileSet {
         self.read_only = read_only.iter().map(|p| slashed(p)).collect();
         self
     }
 
     /// Whether `path` is an editable chat file.
-    pub fn in_chat(&self, path: &Path) -> bool {
+    pub(crate) fn in_chat(&self, path: &Path) -> bool {
         let path = slashed(path);
         self.chat.contains(&path)
     }
 
     /// Whether `path`, as spelt, is a read-only chat file.
-    pub fn is_read_only_chat_file(&self, path: &Path) -> bool {
+    pub(crate) fn is_read_only_chat_file(&self, path: &Path) -> bool {
         self.read_only.contains(&slashed(path))
     }
 
     /// Whether writing `path` (relative to the canonical `root`) would change a
     /// read-only chat file: compared by the real file the write lands in, so a symlink
     /// to a read-only file (or a read-only symlink's target) is read-only too.
-    pub fn is_read_only(&self, root: &Path, path: &Path) -> bool {
+    pub(crate) fn is_read_only(&self, root: &Path, path: &Path) -> bool {
         let real = |p: &Path| {
             super::safety::resolve(root, p).map_or_else(|_| slashed(p), |t| slashed(&t.real(root)))
         };

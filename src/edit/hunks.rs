@@ -84,7 +84,7 @@ impl Decision {
     /// Whether deciding `self` for a whole file or for everything changes a hunk whose
     /// decision is `current`: accepting in bulk (`A`, `/apply all`, `--yes`) never
     /// overrides a hunk the user rejected; only accepting that hunk itself does.
-    pub fn applies_in_bulk_to(self, current: Decision) -> bool {
+    pub(crate) fn applies_in_bulk_to(self, current: Decision) -> bool {
         !(self == Decision::Accept && current == Decision::Reject)
     }
 }

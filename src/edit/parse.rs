@@ -45,7 +45,7 @@ enum Found {
 /// Parses a reply asked for in `format` (see the module's doc for the others). File
 /// names are resolved against `files`: a block without one takes the previous block's
 /// file (or the only chat file).
-pub fn parse_reply(reply: &str, format: EditFormat, files: &FileSet) -> ParsedReply {
+pub(crate) fn parse_reply(reply: &str, format: EditFormat, files: &FileSet) -> ParsedReply {
     let reply = reply.replace("\r\n", "\n");
     let lines: Vec<&str> = reply.split('\n').collect();
     // The lines no parser took yet; taken ones read as blank.

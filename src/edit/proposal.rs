@@ -176,7 +176,7 @@ impl FileProposal {
 
     /// An existing file git ignores (`.env`): its current content is backed up before
     /// it is replaced, since git cannot bring it back.
-    pub fn is_ignored_existing(&self) -> bool {
+    pub(crate) fn is_ignored_existing(&self) -> bool {
         self.ignored && self.existed
     }
 
@@ -532,7 +532,12 @@ impl Proposal {
     }
 
     /// Adds `edits` on top of what is proposed already (see [`Proposal::add_reply`]).
-    pub fn add_edits(&mut self, ws: &Workspace, edits: &[Edit], files: &FileSet) -> Vec<EditError> {
+    pub(crate) fn add_edits(
+        &mut self,
+        ws: &Workspace,
+        edits: &[Edit],
+        files: &FileSet,
+    ) -> Vec<EditError> {
         let mut order: Vec<&Path> = Vec::new();
         for e in edits {
             if !order.contains(&e.path.as_path()) {
@@ -805,7 +810,7 @@ impl Proposal {
 
     /// The editable chat files changed (a file was dropped or made read-only while the
     /// proposal was pending): existing files outside them are marked.
-    pub fn set_chat_files(&mut self, files: &FileSet) {
+    pub(crate) fn set_chat_files(&mut self, files: &FileSet) {
         for file in &mut self.files {
             file.outside_chat = file.existed && !files.in_chat(&file.path);
         }

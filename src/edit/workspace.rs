@@ -45,7 +45,7 @@ impl Workspace {
     /// Whether git ignores `rel`, or the file a symlink at `rel` leads to, and does not
     /// track it (a tracked file is git's to restore, whatever the ignore rules say).
     /// A tracked `config -> .env` symlink writes `.env`, which git cannot restore.
-    pub fn is_ignored_untracked(&self, rel: &Path) -> bool {
+    pub(crate) fn is_ignored_untracked(&self, rel: &Path) -> bool {
         let index = self.repo.as_ref().and_then(|r| r.index().ok());
         let untracked = |p: &Path| index.as_ref().is_none_or(|i| i.get_path(p, 0).is_none());
         let untracked_ignored = |p: &Path| untracked(p) && self.is_ignored(p);
@@ -58,7 +58,7 @@ impl Workspace {
     /// Whether git ignores `rel`. False outside a repository. libgit2 reads the
     /// `.gitignore` of every directory above it and `info/exclude`, and would block on
     /// a FIFO there: such a path counts as ignored, unasked.
-    pub fn is_ignored(&self, rel: &Path) -> bool {
+    pub(crate) fn is_ignored(&self, rel: &Path) -> bool {
         self.repo.as_ref().is_some_and(|r| {
             let blocked = rel.ancestors().skip(1).any(|dir| {
                 crate::regular_file::would_block(&self.root.join(dir).join(".gitignore"))

@@ -105,7 +105,7 @@ impl Command {
     }
 
     /// Why its row does not allow `args` (trimmed), if it does not.
-    pub fn refuse_args(self, args: &str) -> Option<String> {
+    pub(crate) fn refuse_args(self, args: &str) -> Option<String> {
         let name = self.name();
         match self.takes() {
             Takes::Nothing if !args.is_empty() => Some(format!("/{name} takes no argument")),

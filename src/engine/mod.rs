@@ -123,7 +123,7 @@ impl EventReceiver {
     }
 
     /// The next event if one is waiting.
-    pub fn try_recv(&mut self) -> Option<Event> {
+    pub(crate) fn try_recv(&mut self) -> Option<Event> {
         self.0.try_recv().ok().map(|envelope| envelope.event)
     }
 }

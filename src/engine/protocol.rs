@@ -24,7 +24,7 @@ pub use crate::tokens::Counting;
 pub use crate::tokens::thousands;
 
 /// The models tern knows (its model table): name and context window, for completion.
-pub fn known_models() -> impl Iterator<Item = (&'static str, usize)> {
+pub(crate) fn known_models() -> impl Iterator<Item = (&'static str, usize)> {
     crate::llm::models::all()
         .iter()
         .map(|m| (m.name.as_str(), m.context_window))
@@ -402,7 +402,7 @@ impl Event {
     /// What a landing left undone, when it left something: nothing written, a file not
     /// written, hunks held back or no longer applying. The one rule a headless run's
     /// exit code follows, whatever applied (`--yes`, `/apply all`, a script's line).
-    pub fn landing_shortfall(&self) -> Option<String> {
+    pub(crate) fn landing_shortfall(&self) -> Option<String> {
         match self {
             Event::NotApplied { reason } => Some(format!("nothing was applied: {reason}")),
             Event::Applied {

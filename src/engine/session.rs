@@ -179,7 +179,7 @@ impl Session {
         Ok(self.files.insert(rel.to_string(), mode) != Some(mode))
     }
 
-    pub fn set_mode(&mut self, rel: &str, mode: FileMode) -> Result<(), PathError> {
+    pub(crate) fn set_mode(&mut self, rel: &str, mode: FileMode) -> Result<(), PathError> {
         match self.files.get_mut(rel) {
             Some(m) => {
                 *m = mode;
@@ -189,7 +189,7 @@ impl Session {
         }
     }
 
-    pub fn drop_file(&mut self, rel: &str) -> Result<(), PathError> {
+    pub(crate) fn drop_file(&mut self, rel: &str) -> Result<(), PathError> {
         self.cache.remove(rel);
         self.files
             .remove(rel)
@@ -197,12 +197,12 @@ impl Session {
             .ok_or_else(|| PathError::NotInChat(rel.to_string()))
     }
 
-    pub fn drop_all(&mut self) {
+    pub(crate) fn drop_all(&mut self) {
         self.files.clear();
         self.cache.clear();
     }
 
-    pub fn mode_of(&self, rel: &str) -> Option<FileMode> {
+    pub(crate) fn mode_of(&self, rel: &str) -> Option<FileMode> {
         self.files.get(rel).copied()
     }
 
@@ -298,7 +298,7 @@ impl Session {
 }
 
 /// What a file costs in a request: its block as the chat sends it, counted.
-pub fn file_tokens(counter: &TokenCounter, path: &str, text: &str) -> usize {
+pub(crate) fn file_tokens(counter: &TokenCounter, path: &str, text: &str) -> usize {
     counter.count(&crate::context::chunks::file_block(&PromptFile {
         path: path.to_string(),
         text: text.to_string(),

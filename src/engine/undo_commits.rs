@@ -85,7 +85,7 @@ fn undo_note(repo: &Repository, undone: &Undone) -> String {
 
 /// What the model is told after `/undo turn`: each undone commit (newest first) with
 /// its diff, the diffs sharing `TURN_NOTE_LINES`.
-pub fn turn_note(repo: &Repository, undone: &[Undone]) -> String {
+pub(crate) fn turn_note(repo: &Repository, undone: &[Undone]) -> String {
     let ids: Vec<String> = undone
         .iter()
         .map(|u| crate::git::short_id(u.commit))
@@ -137,7 +137,7 @@ pub enum CommitUndoError {
 /// model. That session (`which`: the one named, else the one whose turns hold HEAD) is
 /// found and opened *before* anything is undone: a named session that cannot be opened
 /// or did not make HEAD refuses, changing nothing. Returns what to print.
-pub fn undo_saved_commit(
+pub(crate) fn undo_saved_commit(
     repo: &Repository,
     root: &Path,
     which: Option<&Resume>,
@@ -220,7 +220,7 @@ session {id} made it but could not be updated, so its model will not be told: {e
 /// default) undone as `/undo turn` does; the session then forgets the undone commits
 /// and carries the note to the model for `--resume`. Returns what was undone (its
 /// `stopped` says where it stopped).
-pub fn undo_saved_turn(
+pub(crate) fn undo_saved_turn(
     repo: &Repository,
     root: &Path,
     which: &Resume,

@@ -19,7 +19,7 @@ pub const LOCK_WAIT: Duration = Duration::from_secs(10);
 
 /// [`LOCK_WAIT`], or `$TERN_LOCK_WAIT_MS` milliseconds (for tests, and for scripts that
 /// would rather fail at once than wait).
-pub fn lock_wait() -> Duration {
+pub(crate) fn lock_wait() -> Duration {
     std::env::var("TERN_LOCK_WAIT_MS")
         .ok()
         .and_then(|ms| ms.trim().parse().ok())
@@ -45,7 +45,7 @@ impl RepoLock {
     /// [`acquire`](RepoLock::acquire), giving up with [`GitError::Interrupted`] once
     /// `cancel` is set: a Ctrl-C while waiting for another tern means "never mind", not
     /// "do it when you can".
-    pub fn acquire_unless(
+    pub(crate) fn acquire_unless(
         git_dir: &Path,
         wait: Duration,
         cancel: Option<&AtomicBool>,
@@ -100,7 +100,7 @@ impl RepoLock {
 
     /// Where temporary files go while the lock is held: on the repository's disk, and
     /// cleaned by the next tern if this one is killed.
-    pub fn tmp_dir(&self) -> &Path {
+    pub(crate) fn tmp_dir(&self) -> &Path {
         &self.tmp
     }
 }

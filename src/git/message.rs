@@ -41,7 +41,7 @@ pub(crate) fn fit(s: &str) -> String {
 }
 
 /// The message with the `Co-authored-by: tern (<model>)` trailer when a model is given.
-pub fn with_trailer(message: &str, co_author: Option<&str>) -> String {
+pub(crate) fn with_trailer(message: &str, co_author: Option<&str>) -> String {
     let message = message.trim_end();
     match co_author {
         Some(model) => format!("{message}\n\nCo-authored-by: tern ({model})\n"),
@@ -210,7 +210,7 @@ mod tests {
     ];
 
     /// Whether `subject` already reads `type: ...` or `type(scope): ...`.
-    pub fn is_conventional(subject: &str) -> bool {
+    pub(crate) fn is_conventional(subject: &str) -> bool {
         let Some((head, rest)) = subject.split_once(':') else {
             return false;
         };

@@ -24,10 +24,12 @@ mod undo_turn;
 pub use commit::{Commit, NOTES_REF, commit_dirty, commit_edits, commit_user_changes, dirty_paths};
 pub use failpoint::{BadFailAt, FailAt, Step};
 pub use land::{LandOptions, Landed, land};
-pub use lock::{LOCK_WAIT, RepoLock, lock_wait};
-pub use status::{modified_tracked_paths, worktree_diff};
+pub(crate) use lock::lock_wait;
+pub use lock::{LOCK_WAIT, RepoLock};
+pub(crate) use status::{modified_tracked_paths, worktree_diff};
 pub use undo::{TurnRefusal, UndoError, UndoRefusal, Undone, undo, undo_failing};
-pub use undo_turn::{Stopped, TurnUndone, check_newest, undo_turn};
+pub(crate) use undo_turn::check_newest;
+pub use undo_turn::{Stopped, TurnUndone, undo_turn};
 
 #[derive(Debug, thiserror::Error)]
 pub enum GitError {
@@ -124,7 +126,7 @@ pub struct CommitOptions<'a> {
 
 /// What commit `id` changed, as a unified diff against its first parent (its whole
 /// tree for a root commit).
-pub fn commit_diff(repo: &git2::Repository, id: git2::Oid) -> Result<String, git2::Error> {
+pub(crate) fn commit_diff(repo: &git2::Repository, id: git2::Oid) -> Result<String, git2::Error> {
     let commit = repo.find_commit(id)?;
     let parent = match commit.parent(0) {
         Ok(parent) => Some(parent.tree()?),

@@ -7,7 +7,7 @@ use git2::{DiffFormat, DiffOptions, Repository, StatusOptions};
 use super::GitError;
 
 /// Tracked files with uncommitted changes (staged or not), relative to the root.
-pub fn modified_tracked_paths(repo: &Repository) -> Result<Vec<PathBuf>, GitError> {
+pub(crate) fn modified_tracked_paths(repo: &Repository) -> Result<Vec<PathBuf>, GitError> {
     let mut options = StatusOptions::new();
     options.include_untracked(false).include_ignored(false);
     let statuses = repo.statuses(Some(&mut options))?;
@@ -19,7 +19,7 @@ pub fn modified_tracked_paths(repo: &Repository) -> Result<Vec<PathBuf>, GitErro
 }
 
 /// The uncommitted changes to tracked files as a unified diff against HEAD.
-pub fn worktree_diff(root: &Path) -> Result<String, GitError> {
+pub(crate) fn worktree_diff(root: &Path) -> Result<String, GitError> {
     let repo = Repository::open(root)?;
     let head = match repo.head() {
         Ok(head) => Some(head.peel_to_tree()?),

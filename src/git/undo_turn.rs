@@ -93,7 +93,7 @@ pub fn undo_turn(repo: &Repository, commits: &[Oid]) -> Result<TurnUndone, UndoE
 
 /// Refuses unless HEAD's first-parent line starts with `commits`, newest first: the
 /// user may have committed since, or undone some by hand.
-pub fn check_newest(repo: &Repository, commits: &[Oid]) -> Result<(), UndoError> {
+pub(crate) fn check_newest(repo: &Repository, commits: &[Oid]) -> Result<(), UndoError> {
     let mut at = super::commit::head_commit(repo)?;
     for expected in commits.iter().rev() {
         let Some(commit) = at else {

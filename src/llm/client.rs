@@ -71,7 +71,7 @@ pub enum ReplyLimit {
 impl ReplyLimit {
     /// `min(model's output limit, window − prompt)`: the reply's reserve made real
     /// without capping a big window's model below its own limit.
-    pub fn for_prompt(model: &ModelInfo, window: usize, prompt: usize) -> Self {
+    pub(crate) fn for_prompt(model: &ModelInfo, window: usize, prompt: usize) -> Self {
         let room = window.saturating_sub(prompt).max(1);
         if room < model.max_output {
             ReplyLimit::Window {
@@ -300,7 +300,7 @@ impl LlmClient {
 
     /// The server's own tokenizer for `model`, if the server has a tokenize endpoint
     /// (probed once per server).
-    pub async fn server_tokenizer(
+    pub(crate) async fn server_tokenizer(
         &self,
         model: &str,
     ) -> Result<Option<ServerTokenizer>, CountError> {

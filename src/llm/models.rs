@@ -141,7 +141,7 @@ impl ModelInfo {
     }
 
     /// Dollars for sending `tokens` prompt tokens uncached (the budget table's column).
-    pub fn input_cost(&self, tokens: usize) -> f64 {
+    pub(crate) fn input_cost(&self, tokens: usize) -> f64 {
         tokens as f64 * self.input_price / 1_000_000.0
     }
 }

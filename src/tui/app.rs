@@ -809,7 +809,7 @@ impl App {
     }
 
     /// When `tick` next has something to do.
-    pub fn next_deadline(&self) -> Option<Instant> {
+    pub(crate) fn next_deadline(&self) -> Option<Instant> {
         [
             self.draft_due,
             self.flash.as_ref().map(|(_, until)| *until),

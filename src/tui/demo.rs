@@ -111,7 +111,7 @@ pub async fn run(mut settings: Settings) -> anyhow::Result<ExitCode> {
 
 /// Writes the demo project into a new temporary git repository and the recording
 /// beside it.
-pub fn prepare() -> anyhow::Result<Demo> {
+pub(crate) fn prepare() -> anyhow::Result<Demo> {
     let dir = tempfile::Builder::new()
         .prefix("tern-demo-")
         .tempdir()

@@ -64,7 +64,7 @@ pub fn command(visual: Option<&str>, editor: Option<&str>) -> Result<Vec<String>
 }
 
 /// The editor command from the environment (`$VISUAL`, `$EDITOR`).
-pub fn command_from_env() -> Result<Vec<String>, EditorError> {
+pub(crate) fn command_from_env() -> Result<Vec<String>, EditorError> {
     let var = |name| std::env::var(name).ok();
     command(var("VISUAL").as_deref(), var("EDITOR").as_deref())
 }
@@ -123,7 +123,7 @@ pub fn edit(command: &[String], text: &str, suffix: &str) -> Result<String, Edit
 }
 
 /// The suffix for a file at `path`: its extension, so the editor highlights it.
-pub fn suffix_of(path: &str) -> String {
+pub(crate) fn suffix_of(path: &str) -> String {
     std::path::Path::new(path)
         .extension()
         .map(|e| format!(".{}", e.to_string_lossy()))

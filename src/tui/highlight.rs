@@ -23,16 +23,16 @@ static SYNTAXES: OnceLock<SyntaxSet> = OnceLock::new();
 
 /// syntect's grammars (loading them takes tens of milliseconds, so `preload` starts it
 /// on a thread while the terminal is being set up).
-pub fn syntaxes() -> &'static SyntaxSet {
+pub(crate) fn syntaxes() -> &'static SyntaxSet {
     SYNTAXES.get_or_init(SyntaxSet::load_defaults_newlines)
 }
 
-pub fn preload() {
+pub(crate) fn preload() {
     std::thread::spawn(syntaxes);
 }
 
 /// The grammar for a fence's language token (`rust`, `py`, `tsx`, ...), if any.
-pub fn syntax_for_token(token: &str) -> Option<&'static SyntaxReference> {
+pub(crate) fn syntax_for_token(token: &str) -> Option<&'static SyntaxReference> {
     let token = token.trim();
     if token.is_empty() {
         return None;
@@ -57,7 +57,7 @@ pub fn syntax_for_token(token: &str) -> Option<&'static SyntaxReference> {
 }
 
 /// The grammar for a file, by its extension.
-pub fn syntax_for_path(path: &str) -> Option<&'static SyntaxReference> {
+pub(crate) fn syntax_for_path(path: &str) -> Option<&'static SyntaxReference> {
     let ext = path.rsplit_once('.').map(|(_, e)| e)?;
     syntax_for_token(ext)
 }
@@ -91,7 +91,7 @@ impl Incremental {
         }
     }
 
-    pub fn is_for(&self, syntax: Option<&'static SyntaxReference>) -> bool {
+    pub(crate) fn is_for(&self, syntax: Option<&'static SyntaxReference>) -> bool {
         match (self.syntax, syntax) {
             (Some(a), Some(b)) => std::ptr::eq(a, b),
             (None, None) => true,
@@ -100,7 +100,7 @@ impl Incremental {
     }
 
     /// Highlights the next lines (without their newlines).
-    pub fn push_lines<'a>(&mut self, lines: impl IntoIterator<Item = &'a str>) {
+    pub(crate) fn push_lines<'a>(&mut self, lines: impl IntoIterator<Item = &'a str>) {
         let highlighter = Highlighter::new(&self.theme);
         for line in lines {
             let spans = match &mut self.state {
@@ -123,7 +123,7 @@ impl Incremental {
     /// Highlights the whole lines of `text` not highlighted yet. Returns false when
     /// `text` does not continue what was highlighted before (start a new block then).
     /// A last line without its newline is left for later: it may still grow.
-    pub fn extend_text(&mut self, text: &str) -> bool {
+    pub(crate) fn extend_text(&mut self, text: &str) -> bool {
         let Some(fresh) = text.get(self.consumed..) else {
             return false;
         };

@@ -523,7 +523,7 @@ impl Keymap {
 
     /// The action `key` means among `scope` (the pane's own actions first), then the
     /// global actions.
-    pub fn action(&self, key: &KeyEvent, scope: &[Action]) -> Option<Action> {
+    pub(crate) fn action(&self, key: &KeyEvent, scope: &[Action]) -> Option<Action> {
         let pressed = KeyBinding::of(key);
         scope
             .iter()
@@ -560,7 +560,7 @@ impl Keymap {
     }
 }
 
-pub fn spec_of(action: Action) -> &'static ActionSpec {
+pub(crate) fn spec_of(action: Action) -> &'static ActionSpec {
     ACTIONS
         .iter()
         .find(|s| s.action == action)

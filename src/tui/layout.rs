@@ -45,7 +45,7 @@ impl App {
     }
 
     /// Draws into `buf` and returns where the cursor goes.
-    pub fn draw_buffer(&mut self, area: Rect, buf: &mut Buffer) -> Option<Position> {
+    pub(crate) fn draw_buffer(&mut self, area: Rect, buf: &mut Buffer) -> Option<Position> {
         self.hits = Hits::default();
         buf.set_style(area, self.theme.text());
         draw(self, area, buf);

@@ -35,7 +35,7 @@ struct Block {
 }
 
 /// Lays out `source` in `width` columns, reusing the blocks laid out before.
-pub fn render_blocks(
+pub(crate) fn render_blocks(
     source: &str,
     width: usize,
     theme: &Theme,

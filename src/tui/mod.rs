@@ -155,7 +155,7 @@ pub struct TerminalInput {
 }
 
 impl TerminalInput {
-    pub fn from_terminal() -> TerminalInput {
+    pub(crate) fn from_terminal() -> TerminalInput {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         TerminalInput {
             events: rx,
@@ -178,7 +178,7 @@ impl TerminalInput {
     /// reader started; `redraw` runs in between (it may query the terminal, which a
     /// running reader would answer in its place). The inner result is the edited text,
     /// or why there is none; the outer error is a terminal that could not be taken back.
-    pub async fn run_editor(
+    pub(crate) async fn run_editor(
         &mut self,
         request: &EditRequest,
         redraw: impl FnOnce() -> anyhow::Result<()>,

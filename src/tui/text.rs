@@ -13,7 +13,7 @@ pub const TAB_WIDTH: usize = 4;
 /// an emoji sequence (`👩‍💻`, `❤️`) takes what a terminal gives it, not the sum of its
 /// characters' widths. A tab is laid out as spaces; a cluster holding a control
 /// character is not drawn.
-pub fn grapheme_width(g: &str) -> usize {
+pub(crate) fn grapheme_width(g: &str) -> usize {
     if g == "\t" {
         TAB_WIDTH
     } else if g.contains(char::is_control) {
@@ -27,13 +27,13 @@ pub fn width(s: &str) -> usize {
     s.graphemes(true).map(grapheme_width).sum()
 }
 
-pub fn spans_width(spans: &[Span<'_>]) -> usize {
+pub(crate) fn spans_width(spans: &[Span<'_>]) -> usize {
     spans.iter().map(|s| width(&s.content)).sum()
 }
 
 /// `spans` without their first `columns` columns (a wide character cut in half
 /// becomes a space), for views that scroll sideways.
-pub fn skip_columns(spans: &[Span<'static>], columns: usize) -> Vec<Span<'static>> {
+pub(crate) fn skip_columns(spans: &[Span<'static>], columns: usize) -> Vec<Span<'static>> {
     let mut left = columns;
     let mut out = Vec::new();
     for span in spans {
@@ -64,7 +64,7 @@ pub fn skip_columns(spans: &[Span<'static>], columns: usize) -> Vec<Span<'static
 /// the others with `rest` (a list bullet and its hanging indent, a quote bar, a code
 /// gutter). Words longer than a line are broken; spaces at a break are dropped. Always
 /// returns at least one line.
-pub fn wrap(
+pub(crate) fn wrap(
     spans: &[Span<'static>],
     width: usize,
     first: &[Span<'static>],
@@ -173,7 +173,7 @@ pub fn truncate(s: &str, max: usize) -> String {
 /// A line of `spans` cut to `max` columns, with `…` (in the style of the span it
 /// cuts) when something was cut: a line set into a buffer is otherwise cut with no
 /// mark.
-pub fn truncate_spans(spans: &[Span<'static>], max: usize) -> Vec<Span<'static>> {
+pub(crate) fn truncate_spans(spans: &[Span<'static>], max: usize) -> Vec<Span<'static>> {
     if spans_width(spans) <= max {
         return spans.to_vec();
     }
@@ -220,7 +220,7 @@ pub fn question(ask: &str, keys: &str, max: usize) -> String {
 
 /// `s` cut from the left to `max` columns (`…/src/app.py`): the end of a path matters
 /// more than its start.
-pub fn truncate_left(s: &str, max: usize) -> String {
+pub(crate) fn truncate_left(s: &str, max: usize) -> String {
     if width(s) <= max {
         return s.to_string();
     }
@@ -245,7 +245,7 @@ pub use crate::engine::protocol::thousands;
 /// text holds where a character would draw as nothing) drawn in `style`, so that a
 /// marker never reads as the text it stands beside. A marker may cross spans (syntax
 /// highlighting splits it).
-pub fn mark_hidden(spans: &[Span<'static>], style: Style) -> Vec<Span<'static>> {
+pub(crate) fn mark_hidden(spans: &[Span<'static>], style: Style) -> Vec<Span<'static>> {
     if !spans.iter().any(|s| s.content.contains('⟨')) {
         return spans.to_vec();
     }
@@ -282,7 +282,7 @@ pub fn mark_hidden(spans: &[Span<'static>], style: Style) -> Vec<Span<'static>> 
 }
 
 /// [`mark_hidden`] on every line.
-pub fn mark_hidden_lines(lines: &mut [Line<'static>], style: Style) {
+pub(crate) fn mark_hidden_lines(lines: &mut [Line<'static>], style: Style) {
     for line in lines {
         if line.spans.iter().any(|s| s.content.contains('⟨')) {
             line.spans = mark_hidden(&line.spans, style);

@@ -146,7 +146,7 @@ impl Theme {
         Style::new().fg(self.c.fg).bg(self.c.bg)
     }
 
-    pub fn dim(&self) -> Style {
+    pub(crate) fn dim(&self) -> Style {
         Style::new().fg(self.c.dim)
     }
 
@@ -162,7 +162,7 @@ impl Theme {
 
     /// A hidden character's marker (`⟨U+202E⟩`): the warning colour, reversed, so that
     /// it never reads as the text around it.
-    pub fn hidden_marker(&self) -> Style {
+    pub(crate) fn hidden_marker(&self) -> Style {
         Style::new()
             .fg(self.c.warning)
             .add_modifier(Modifier::REVERSED | Modifier::BOLD)

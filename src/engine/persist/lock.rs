@@ -36,7 +36,7 @@ pub enum LockError {
 }
 
 /// ` (pid 4242)`, or nothing when the holder did not say.
-pub fn holder_text(pid: Option<u32>) -> String {
+pub(crate) fn holder_text(pid: Option<u32>) -> String {
     pid.map_or(String::new(), |pid| format!(" (pid {pid})"))
 }
 
@@ -53,7 +53,7 @@ impl SessionLock {
 
     /// Takes the lock of the session in `dir` if it is free now, without saying who
     /// holds it: for removing the session.
-    pub fn take_now(dir: &Path) -> Result<SessionLock, LockError> {
+    pub(crate) fn take_now(dir: &Path) -> Result<SessionLock, LockError> {
         let (file, _) = lock(dir, Duration::ZERO)?;
         Ok(SessionLock { _file: file })
     }

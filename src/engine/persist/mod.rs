@@ -26,7 +26,7 @@ use std::sync::mpsc;
 
 use serde::Serialize;
 
-pub use lock::holder_text;
+pub(crate) use lock::holder_text;
 pub use record::{Before, Record, RecordError, before_turn};
 pub use state::{PersistError, SavedCheckpoint, SavedFile, SessionFile, load};
 pub use store::{Listed, OpenSession, Resume, Store, StoreError};

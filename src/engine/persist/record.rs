@@ -302,7 +302,7 @@ pub struct LogWriter {
 impl LogWriter {
     /// The record of the session in `dir`, complete up to `at` (from its state): what a
     /// crash left beyond that is cut off, and later segments removed.
-    pub fn recover(dir: &Path, at: LogPosition) -> std::io::Result<LogWriter> {
+    pub(crate) fn recover(dir: &Path, at: LogPosition) -> std::io::Result<LogWriter> {
         let mut at = at;
         let path = segment_path(dir, at.segment);
         match std::fs::metadata(&path) {
@@ -367,7 +367,7 @@ impl LogWriter {
     /// Nothing written since `mark` counts: the disk goes back to where it was, and
     /// what this process knew of earlier turns is forgotten (the next turn, written
     /// whole, cannot lean on it).
-    pub fn back_to(&mut self, mark: Mark) {
+    pub(crate) fn back_to(&mut self, mark: Mark) {
         self.cut_back(mark.at);
         self.base = mark.base;
         (self.front, self.outputs, self.tail) = (None, None, None);

@@ -170,7 +170,7 @@ impl SessionFile {
     /// Whether the session holds anything worth resuming: a conversation (a message
     /// sent, a command's output in the context), a chat file or pending edits. A run
     /// that never holds any leaves no session behind.
-    pub fn holds_something(&self) -> bool {
+    pub(crate) fn holds_something(&self) -> bool {
         !self.transcript.is_empty()
             || !self.history.is_empty()
             || !self.files.is_empty()

@@ -71,7 +71,7 @@ pub struct Listed {
 impl Listed {
     /// Whether it holds hunks the user has not dealt with (pending, or failed and
     /// not dismissed): such a session is never removed without asking.
-    pub fn has_hunks(&self) -> bool {
+    pub(crate) fn has_hunks(&self) -> bool {
         self.pending_hunks > 0 || self.failed_hunks > 0
     }
 
@@ -119,7 +119,7 @@ impl OpenSession {
     /// Makes the session's directory again if it was removed while this tern had it
     /// open (an `rm -rf` of the state directory), with a new lock file, locked again
     /// (the old one went with the directory). Returns whether it was made again.
-    pub fn make_again(&mut self) -> std::io::Result<bool> {
+    pub(crate) fn make_again(&mut self) -> std::io::Result<bool> {
         if self.dir.is_dir() {
             return Ok(false);
         }
@@ -560,7 +560,7 @@ fn is_id_text(s: &str) -> bool {
 }
 
 /// Whether `s` is a whole id.
-pub fn is_id(s: &str) -> bool {
+pub(crate) fn is_id(s: &str) -> bool {
     s.len() == ID_LEN && is_id_text(s)
 }
 

@@ -63,7 +63,7 @@ fn write_line(out: &mut impl Write, id: Option<OpId>, body: impl Serialize) -> s
 }
 
 /// Writes `body` as one indented JSON document (the commands that print one).
-pub fn print_pretty(out: &mut impl Write, body: impl Serialize) -> std::io::Result<()> {
+pub(crate) fn print_pretty(out: &mut impl Write, body: impl Serialize) -> std::io::Result<()> {
     serde_json::to_writer_pretty(&mut *out, &value(None, body)?)?;
     out.write_all(b"\n")?;
     out.flush()

@@ -227,7 +227,7 @@ impl ChatPane {
 
     /// A turn began: the user's message (none for the engine's own turns) and an empty
     /// reply that streams in.
-    pub fn begin_turn(&mut self, user_text: Option<&str>, model: &str) {
+    pub(crate) fn begin_turn(&mut self, user_text: Option<&str>, model: &str) {
         self.retire_needed();
         if let Some(text) = user_text {
             self.push(Kind::User, text);
@@ -332,7 +332,7 @@ impl ChatPane {
     }
 
     /// The reply is complete: its final text (authoritative) and footer.
-    pub fn finish_turn(&mut self, reply_text: &str, footer: Footer) {
+    pub(crate) fn finish_turn(&mut self, reply_text: &str, footer: Footer) {
         if let Some(reply) = self.streaming_reply() {
             reply.text = reply_text.to_string();
             reply.footer = Some(footer);
@@ -342,7 +342,7 @@ impl ChatPane {
     }
 
     /// A command started: its block, empty until it prints.
-    pub fn begin_command(&mut self, command: &str) {
+    pub(crate) fn begin_command(&mut self, command: &str) {
         self.push(
             Kind::Command {
                 command: command.to_string(),
@@ -360,7 +360,7 @@ impl ChatPane {
     }
 
     /// More output of the running command; only its last `COMMAND_LINES` lines stay.
-    pub fn command_output(&mut self, text: &str) {
+    pub(crate) fn command_output(&mut self, text: &str) {
         let Some(m) = self.running_command() else {
             return;
         };
@@ -378,7 +378,7 @@ impl ChatPane {
     }
 
     /// The running command ended: how, in its footer.
-    pub fn finish_command(&mut self, footer: Footer) {
+    pub(crate) fn finish_command(&mut self, footer: Footer) {
         if let Some(m) = self.running_command() {
             m.footer = Some(footer);
             m.touch();
@@ -388,7 +388,7 @@ impl ChatPane {
     /// Says where a command block's output stands now: the part of its footer after
     /// the last ` · ` (how it ended comes before) becomes `said`. `which` picks the
     /// blocks: the last one of a command, or every earlier one still offering its output.
-    pub fn set_command_context(&mut self, which: CommandBlocks<'_>, said: &str) {
+    pub(crate) fn set_command_context(&mut self, which: CommandBlocks<'_>, said: &str) {
         let mut matching = self.messages.iter_mut().rev().filter(|m| {
             let Kind::Command { command, .. } = &m.kind else {
                 return false;
@@ -421,7 +421,7 @@ impl ChatPane {
     }
 
     /// The turn failed: an empty reply disappears, a partial one stays.
-    pub fn fail_turn(&mut self) {
+    pub(crate) fn fail_turn(&mut self) {
         if let Some(i) = self.messages.iter().rposition(|m| m.streaming) {
             if self.messages[i].text.is_empty() && self.messages[i].reasoning.is_empty() {
                 self.messages.remove(i);

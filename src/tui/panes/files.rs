@@ -19,7 +19,7 @@ pub struct FilesPane {
 }
 
 impl FilesPane {
-    pub fn set_files(&mut self, files: Vec<FileEntry>) {
+    pub(crate) fn set_files(&mut self, files: Vec<FileEntry>) {
         let keep = self.files.get(self.selected).map(|f| f.path.clone());
         self.files = files;
         self.selected = keep

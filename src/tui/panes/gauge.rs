@@ -31,12 +31,12 @@ struct Segment {
 }
 
 impl GaugePane {
-    pub fn set_report(&mut self, report: BudgetReport) {
+    pub(crate) fn set_report(&mut self, report: BudgetReport) {
         self.history = Some(report.history.clone());
         self.report = Some(report);
     }
 
-    pub fn set_history(&mut self, history: HistoryStatus) {
+    pub(crate) fn set_history(&mut self, history: HistoryStatus) {
         self.history = Some(history);
     }
 
@@ -428,7 +428,7 @@ fn history_lines(h: &HistoryStatus, theme: &Theme, width: usize) -> Vec<Line<'st
     ]
 }
 
-pub fn section_color(section: Section, theme: &Theme) -> Color {
+pub(crate) fn section_color(section: Section, theme: &Theme) -> Color {
     match section {
         Section::System => theme.c.system,
         Section::Examples => theme.c.examples,
@@ -563,7 +563,7 @@ impl Pane for GaugePane {
 }
 
 /// Rows the gauge needs to show everything at `width`.
-pub fn wanted_rows(pane: &GaugePane, theme: &Theme, width: u16) -> u16 {
+pub(crate) fn wanted_rows(pane: &GaugePane, theme: &Theme, width: u16) -> u16 {
     pane.lines(theme, width as usize).len() as u16
 }
 

@@ -73,7 +73,7 @@ impl InputPane {
         self.text.is_empty()
     }
 
-    pub fn set_text(&mut self, text: &str) {
+    pub(crate) fn set_text(&mut self, text: &str) {
         self.text = text.to_string();
         self.cursor = self.text.len();
         self.edited();
@@ -84,17 +84,17 @@ impl InputPane {
         self.browsing = None;
     }
 
-    pub fn set_repo_files(&mut self, files: Arc<Vec<String>>) {
+    pub(crate) fn set_repo_files(&mut self, files: Arc<Vec<String>>) {
         self.repo_files = files;
         self.refresh_completion();
     }
 
-    pub fn set_chat_files(&mut self, files: Vec<String>) {
+    pub(crate) fn set_chat_files(&mut self, files: Vec<String>) {
         self.chat_files = files;
     }
 
     /// True once after each edit.
-    pub fn take_changed(&mut self) -> bool {
+    pub(crate) fn take_changed(&mut self) -> bool {
         std::mem::take(&mut self.changed)
     }
 
@@ -158,7 +158,7 @@ impl InputPane {
     }
 
     /// Earlier messages for Up to walk (a resumed session's), oldest first.
-    pub fn set_history(&mut self, history: Vec<String>) {
+    pub(crate) fn set_history(&mut self, history: Vec<String>) {
         self.history = history;
         self.browsing = None;
     }
@@ -346,7 +346,7 @@ impl InputPane {
     }
 
     /// Rows the box wants at `width` columns (without its border).
-    pub fn wanted_rows(&self, width: u16) -> u16 {
+    pub(crate) fn wanted_rows(&self, width: u16) -> u16 {
         let text_width = (width as usize).saturating_sub(PROMPT_WIDTH).max(2);
         self.rows(text_width).len() as u16
     }

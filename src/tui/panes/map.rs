@@ -33,7 +33,7 @@ pub struct MapPane {
 }
 
 impl MapPane {
-    pub fn set_map(&mut self, map: MapView) {
+    pub(crate) fn set_map(&mut self, map: MapView) {
         self.progress = None;
         // An empty view: there is no map (the engine said why in the chat).
         self.unavailable = map.ranked.is_empty() && map.text.is_empty();
@@ -54,11 +54,11 @@ impl MapPane {
             .min(ranked.saturating_sub(1));
     }
 
-    pub fn set_progress(&mut self, done: usize, total: usize) {
+    pub(crate) fn set_progress(&mut self, done: usize, total: usize) {
         self.progress = (done < total).then_some((done, total));
     }
 
-    pub fn set_why(&mut self, path: String, edges: Vec<MapEdge>) {
+    pub(crate) fn set_why(&mut self, path: String, edges: Vec<MapEdge>) {
         self.why.insert(path, edges);
     }
 

@@ -62,7 +62,7 @@ impl Needed {
     }
 
     /// The selected command, as `/run` gets it.
-    pub fn selected_command(&self) -> Option<&str> {
+    pub(crate) fn selected_command(&self) -> Option<&str> {
         self.commands.get(self.selected).map(String::as_str)
     }
 

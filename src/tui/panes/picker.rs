@@ -49,7 +49,7 @@ impl Picker {
     }
 
     /// The repository's files arrived (or changed) while the picker is open.
-    pub fn set_files(&mut self, files: Arc<Vec<String>>) {
+    pub(crate) fn set_files(&mut self, files: Arc<Vec<String>>) {
         self.files = files;
         self.refresh();
     }
@@ -62,7 +62,7 @@ impl Picker {
         self.selected = self.selected.min(self.results.len().saturating_sub(1));
     }
 
-    pub fn on_key(&mut self, key: &KeyEvent, keymap: &Keymap, ops: &mut Vec<Op>) -> Outcome {
+    pub(crate) fn on_key(&mut self, key: &KeyEvent, keymap: &Keymap, ops: &mut Vec<Op>) -> Outcome {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         let add = |mode: FileMode, this: &Picker, ops: &mut Vec<Op>| {
             if let Some(path) = this.results.get(this.selected) {

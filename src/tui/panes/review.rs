@@ -104,7 +104,7 @@ impl ReviewPane {
     /// one shown): the pane then opens on its first hunk. An update (decisions
     /// confirmed, hunks added by a reflection, hunks left after a partial landing) keeps
     /// the selected hunk. An empty view means nothing is left to review.
-    pub fn set_proposal(&mut self, proposal: ProposalView) -> bool {
+    pub(crate) fn set_proposal(&mut self, proposal: ProposalView) -> bool {
         if proposal.files.is_empty() && proposal.failures.is_empty() {
             self.close();
             return false;
@@ -202,7 +202,7 @@ impl ReviewPane {
     }
 
     /// Whether there are hunks to decide on.
-    pub fn is_active(&self) -> bool {
+    pub(crate) fn is_active(&self) -> bool {
         self.status.is_none()
             && self
                 .proposal
@@ -221,7 +221,7 @@ impl ReviewPane {
     }
 
     /// Whether the failed edits and notes take the pane (`f`) instead of the hunks.
-    pub fn notes_shown(&self) -> bool {
+    pub(crate) fn notes_shown(&self) -> bool {
         self.notes_open.is_some() && self.is_active()
     }
 
@@ -234,7 +234,7 @@ impl ReviewPane {
     }
 
     /// Applying ended without an `Applied` (the engine said why): decide again.
-    pub fn apply_failed(&mut self) {
+    pub(crate) fn apply_failed(&mut self) {
         if self.status == Some(Status::Applying) {
             self.status = None;
         }
@@ -252,7 +252,7 @@ impl ReviewPane {
         }
     }
 
-    pub fn set_review_plan(&mut self, plan: ReviewPlan) {
+    pub(crate) fn set_review_plan(&mut self, plan: ReviewPlan) {
         self.plan = Some(plan);
     }
 
@@ -260,7 +260,7 @@ impl ReviewPane {
         self.reflections.push(text);
     }
 
-    pub fn tally(&self) -> Tally {
+    pub(crate) fn tally(&self) -> Tally {
         Tally::of(
             self.proposal
                 .iter()
@@ -400,12 +400,12 @@ impl ReviewPane {
     }
 
     /// Hunk `id` is being decided from elsewhere (see `advance`).
-    pub fn advance_after(&mut self, id: String) {
+    pub(crate) fn advance_after(&mut self, id: String) {
         self.advance = Some(id);
     }
 
     /// The user's edit of a hunk is on its way: the proposal it makes reshapes this one.
-    pub fn reshape(&mut self) {
+    pub(crate) fn reshape(&mut self) {
         self.reshaping = true;
     }
 
@@ -1269,7 +1269,7 @@ fn scrolled(
 }
 
 /// The keys of the review while its notes take the pane.
-pub fn notes_keys(k: &Keymap) -> String {
+pub(crate) fn notes_keys(k: &Keymap) -> String {
     format!(
         "{}/{} scroll · {} back to the hunks · {} back",
         k.describe(Action::Down),
@@ -1310,7 +1310,7 @@ fn row(buf: &mut Buffer, area: Rect, y: u16, line: &Line<'_>) {
 }
 
 /// A one-line account of an `Applied` event.
-pub fn applied_summary(
+pub(crate) fn applied_summary(
     files: &[String],
     accepted: usize,
     rejected: usize,

@@ -130,6 +130,40 @@ pub enum CommitUndoError {
     /// that did not make HEAD): nothing was undone.
     #[error("{0}; nothing was undone")]
     Session(String),
+    #[error("{0}; nothing was undone")]
+    Open(#[from] OpenStateError),
+}
+
+/// A session to tell of an undo that cannot be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenStateError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Persist(#[from] persist::PersistError),
+    #[error("session {0} has no saved state")]
+    NoState(String),
+}
+
+/// Why `tern undo --turn` undid nothing, or could not tell the session what it undid.
+#[derive(Debug, thiserror::Error)]
+pub enum TurnUndoError {
+    #[error(transparent)]
+    Open(#[from] OpenStateError),
+    /// The turn's undo refused or failed; `other`: a session whose last turn is at
+    /// HEAD, probably the one meant.
+    #[error("session {id}: {error}{}", .other.as_ref().map(|o| format!("; the last turn of session {o} is: `tern undo --turn --resume={o}`")).unwrap_or_default())]
+    Undo {
+        id: String,
+        error: Box<crate::git::UndoError>,
+        other: Option<String>,
+    },
+    /// The commits were undone, but the session was not updated.
+    #[error("{done}\nbut the session could not be updated, so the model will not be told: {error}")]
+    NotTold {
+        done: Box<TurnUndone>,
+        error: persist::PersistError,
+    },
 }
 
 /// `tern undo`: tern's last commit, as `/undo` does; then the session that made it
@@ -146,10 +180,8 @@ pub(crate) fn undo_saved_commit(
     let head = repo.head().ok().and_then(|h| h.target());
     let session = match which {
         Some(which) => {
-            let session = store
-                .open(which)
-                .map_err(|e| CommitUndoError::Session(e.to_string()))?;
-            let (disk, saved) = open_state(session).map_err(CommitUndoError::Session)?;
+            let session = store.open(which).map_err(OpenStateError::from)?;
+            let (disk, saved) = open_state(session)?;
             if let Some(head) = head.filter(|h| !saved.turns.holds(*h)) {
                 let mut why = format!(
                     "HEAD ({}) was not made by session {}",
@@ -167,11 +199,7 @@ pub(crate) fn undo_saved_commit(
             Some((disk, saved))
         }
         None => match head.map(|h| session_that_made(&store, h)).transpose() {
-            Ok(made) => made
-                .flatten()
-                .map(open_state)
-                .transpose()
-                .map_err(CommitUndoError::Session)?,
+            Ok(made) => made.flatten().map(open_state).transpose()?,
             Err(e) => {
                 return Err(CommitUndoError::Session(format!(
                     "the session that made HEAD cannot be told: {e}"
@@ -224,33 +252,30 @@ pub(crate) fn undo_saved_turn(
     repo: &Repository,
     root: &Path,
     which: &Resume,
-) -> Result<TurnUndone, String> {
+) -> Result<TurnUndone, TurnUndoError> {
     let store = Store::for_repo(root);
-    let session = store.open(which).map_err(|e| e.to_string())?;
+    let session = store.open(which).map_err(OpenStateError::from)?;
     let id = session.id.clone();
     let (mut disk, mut saved) = open_state(session)?;
-    let done = crate::git::undo_turn(repo, &saved.turns.last()).map_err(|e| {
-        let mut why = format!("session {id}: {e}");
-        if let Some(other) = other_turn_at_head(&store, repo, &id) {
-            why.push_str(&format!(
-                "; the last turn of session {other} is: `tern undo --turn --resume={other}`"
-            ));
-        }
-        why
-    })?;
+    let done =
+        crate::git::undo_turn(repo, &saved.turns.last()).map_err(|error| TurnUndoError::Undo {
+            other: other_turn_at_head(&store, repo, &id),
+            id: id.clone(),
+            error: Box::new(error),
+        })?;
     if !done.undone.is_empty() {
         let commits: Vec<Oid> = done.undone.iter().map(|u| u.commit).collect();
-        forget_undone(
+        if let Err(error) = forget_undone(
             &mut disk,
             &mut saved,
             &commits,
             turn_note(repo, &done.undone),
-        )
-        .map_err(|e| {
-            format!(
-                "{done}\nbut the session could not be updated, so the model will not be told: {e}"
-            )
-        })?;
+        ) {
+            return Err(TurnUndoError::NotTold {
+                done: Box::new(done),
+                error,
+            });
+        }
     }
     Ok(done)
 }
@@ -288,10 +313,10 @@ fn saved_state(listed: &persist::Listed) -> Option<SessionFile> {
 }
 
 /// An open session's files and its state.
-fn open_state(session: OpenSession) -> Result<(SessionDisk, SessionFile), String> {
+fn open_state(session: OpenSession) -> Result<(SessionDisk, SessionFile), OpenStateError> {
     let id = session.id.clone();
-    let (disk, saved) = SessionDisk::open(session).map_err(|e| e.to_string())?;
-    let saved = saved.ok_or_else(|| format!("session {id} has no saved state"))?;
+    let (disk, saved) = SessionDisk::open(session)?;
+    let saved = saved.ok_or(OpenStateError::NoState(id))?;
     Ok((disk, saved))
 }
 

@@ -58,6 +58,7 @@ fn undo(cwd: &Path, turn: bool, which: Option<Resume>) -> ExitCode {
         }
         Err(
             why @ (CommitUndoError::Session(_)
+            | CommitUndoError::Open(_)
             | CommitUndoError::Undo(UndoError::Refused(_) | UndoError::Turn(_))),
         ) => {
             errln!("tern undo: refused: {why}");

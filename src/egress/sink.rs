@@ -18,6 +18,8 @@ pub struct Sink<W: Write> {
     /// A CR at the end of a write: dropped when a line feed follows (a CRLF ending),
     /// shown otherwise.
     cr: bool,
+    /// Each write that ends a line ends the text (`by_line`).
+    by_line: bool,
 }
 
 /// Standard output, redacted, made visible when it is a terminal.
@@ -47,7 +49,17 @@ impl<W: Write> Sink<W> {
             terminal,
             partial: Vec::new(),
             cr: false,
+            by_line: false,
         }
+    }
+
+    /// This sink for whole messages, a line or more each (a run's notices and errors on
+    /// stderr): a write that ends a line writes what it held back, so the end of one
+    /// message never waits for the next (it would come after another stream's output).
+    /// A key cut across the pieces of one `writeln!` is still seen whole.
+    pub(crate) fn by_line(mut self) -> Sink<W> {
+        self.by_line = true;
+        self
     }
 
     /// Writes what was held back, as no more text follows (for now: what comes next
@@ -102,6 +114,9 @@ impl<W: Write> Write for Sink<W> {
             }
         };
         self.emit(&text, false)?;
+        if self.by_line && buf.ends_with(b"\n") {
+            self.end_text()?;
+        }
         Ok(buf.len())
     }
 

@@ -46,7 +46,7 @@ pub async fn run(
         true => crate::egress::Sink::new(std::io::stdout(), false),
         false => crate::egress::stdout(),
     };
-    let mut stderr = crate::egress::stderr();
+    let mut stderr = crate::egress::stderr().by_line();
     let total = messages.len();
     let mut queue = messages.into_iter();
     // Entries (messages and commands) whose turn came.
@@ -137,6 +137,9 @@ pub async fn run(
                 interrupted |= *finish == Finish::Cancelled;
                 replied = true;
                 if !json {
+                    // The reply is whole: what its end held back (a possible start of
+                    // the key) is written now, before any line that follows it.
+                    stdout.end_text()?;
                     if !at_line_start {
                         writeln!(stdout)?;
                         at_line_start = true;
@@ -370,6 +373,7 @@ pub async fn run(
                     } else {
                         if !json {
                             write!(stdout, "{}", view.unified_diff(false))?;
+                            stdout.end_text()?;
                             let why = if interrupted {
                                 "the reply was interrupted"
                             } else {

@@ -1367,3 +1367,35 @@ fn plant_readme_edit_outside_the_chat(repo: &TempRepo) -> String {
         ..SessionFile::default()
     })
 }
+
+/// With stdout and stderr on one file (`2>&1`, a terminal), a reply's last characters
+/// come before the lines that follow it: the redaction held back what might begin the
+/// key (`s`, as in `sk-`) until the end of the run, after the token line and the
+/// notices (regression pass 3, finding 1).
+#[test]
+fn a_replys_end_is_written_before_the_lines_after_it() {
+    let server = MockServer::start_in_thread();
+    server.push(Reply::text("the answer is yes"));
+    server.push(Reply::text("and s"));
+    let repo = repo();
+    let merged = repo.path().join(".git/merged.txt");
+    let script = repo.path().join(".git/script.txt");
+    std::fs::write(&script, "is it?\n---\nand?\n").unwrap();
+    let file = std::fs::File::create(&merged).unwrap();
+    let out = repo
+        .tern(&server.base_url())
+        .args(["--model", "gpt-4o", "--script"])
+        .arg(&script)
+        .stdout(file.try_clone().unwrap())
+        .stderr(file)
+        .output()
+        .unwrap();
+    let text = std::fs::read_to_string(&merged).unwrap();
+    assert!(out.status.success(), "{text}");
+    let yes = text.find("the answer is yes\n").expect(&text);
+    let tokens: Vec<usize> = text.match_indices("Tokens:").map(|(i, _)| i).collect();
+    assert_eq!(tokens.len(), 2, "{text}");
+    assert!(yes < tokens[0], "{text}");
+    let second = text.find("and s\n").expect(&text);
+    assert!(tokens[0] < second && second < tokens[1], "{text}");
+}

@@ -132,6 +132,15 @@ pub enum CommitUndoError {
     Session(String),
     #[error("{0}; nothing was undone")]
     Open(#[from] OpenStateError),
+    /// The commit was undone (`said`), but the session that made it was not updated.
+    #[error(
+        "{said}\nsession {id} made it but could not be updated, so its model will not be told: {error}"
+    )]
+    NotTold {
+        said: String,
+        id: String,
+        error: persist::PersistError,
+    },
 }
 
 /// A session to tell of an undo that cannot be opened.
@@ -236,10 +245,13 @@ session {id} made it: its model is told with the next message (`tern --resume={i
                 ));
             }
         }
-        Err(e) => out.push_str(&format!(
-            "
-session {id} made it but could not be updated, so its model will not be told: {e}"
-        )),
+        Err(error) => {
+            return Err(CommitUndoError::NotTold {
+                said: out,
+                id,
+                error,
+            });
+        }
     }
     Ok(out)
 }

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use crate::egress::{errln, outln};
 use crate::engine::persist::Resume;
-use crate::engine::undo_commits::CommitUndoError;
+use crate::engine::undo_commits::{CommitUndoError, TurnUndoError};
 use crate::git::{self, UndoError};
 
 /// Runs `tern undo` in the repository containing `cwd`; `which`: the session named by
@@ -64,6 +64,14 @@ fn undo(cwd: &Path, turn: bool, which: Option<Resume>) -> ExitCode {
             errln!("tern undo: refused: {why}");
             ExitCode::from(1)
         }
+        // Undone, but the session could not be told: the undo is said as done.
+        Err(CommitUndoError::NotTold { said, id, error }) => {
+            outln!("{said}");
+            errln!(
+                "tern undo: session {id} made it but could not be updated, so its model will not be told: {error}"
+            );
+            ExitCode::from(1)
+        }
         Err(CommitUndoError::Undo(UndoError::Git(e))) => {
             errln!("tern undo: {e}");
             ExitCode::from(2)
@@ -90,6 +98,19 @@ fn run_turn(repo: &git2::Repository, which: &Resume) -> ExitCode {
                     ExitCode::from(1)
                 }
             }
+        }
+        // Undone, but the session could not be told: what was undone is said as done.
+        Err(TurnUndoError::NotTold { done, error }) => {
+            for undone in &done.undone {
+                outln!("{undone}");
+            }
+            if let Some(stopped) = &done.stopped {
+                errln!("tern undo: {stopped}");
+            }
+            errln!(
+                "tern undo: the commits above are undone, but the session could not be updated, so the model will not be told: {error}"
+            );
+            ExitCode::from(1)
         }
         Err(e) => {
             errln!("tern undo: refused: {e}");

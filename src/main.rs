@@ -21,7 +21,11 @@ fn main() -> ExitCode {
         // wanted, so the run ends quietly, as git's commands do.
         Err(e) if closed_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            let _ = writeln!(tern::egress::stderr(), "tern: {e:#}");
+            let _ = writeln!(
+                tern::egress::stderr(),
+                "tern: {}",
+                tern::egress::error_text(&e)
+            );
             ExitCode::FAILURE
         }
     }

@@ -142,6 +142,21 @@ pub(crate) fn redact_cut(text: &str) -> String {
     redactor().push(text)
 }
 
+/// What an error says, with its causes: each cause once, and none its message
+/// already ends with (`{:#}` repeats a cause a message quotes: "cannot read F: a FIFO,
+/// not a file: a FIFO, not a file").
+pub fn error_text(e: &anyhow::Error) -> String {
+    let mut text = e.to_string();
+    for cause in e.chain().skip(1) {
+        let cause = cause.to_string();
+        if !text.contains(&cause) {
+            text.push_str(": ");
+            text.push_str(&cause);
+        }
+    }
+    text
+}
+
 /// Whether `text` holds a registered secret, in any of the forms the matcher sees.
 pub(crate) fn holds_secret(text: &str) -> bool {
     patterns().found_in(text)
@@ -221,6 +236,19 @@ pub(crate) mod tests {
 
     pub(crate) fn register_test_key() {
         register(KEY);
+    }
+
+    #[test]
+    fn an_error_says_each_cause_once() {
+        let io = std::io::Error::other("a FIFO, not a file");
+        let quoted = anyhow::Error::new(std::io::Error::other(format!("cannot read F: {io}")))
+            .context("opening the session");
+        assert_eq!(
+            error_text(&quoted),
+            "opening the session: cannot read F: a FIFO, not a file"
+        );
+        let chained = anyhow::Error::new(io).context("cannot read F");
+        assert_eq!(error_text(&chained), "cannot read F: a FIFO, not a file");
     }
 
     /// Escape sequences a key may be dressed in.

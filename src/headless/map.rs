@@ -21,7 +21,7 @@ pub fn run(args: &MapArgs, global: &GlobalArgs, settings: &Settings, cwd: &Path)
     match map(args, global, settings, cwd) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            errln!("tern map: {e:#}");
+            errln!("tern map: {}", crate::egress::error_text(&e));
             ExitCode::FAILURE
         }
     }

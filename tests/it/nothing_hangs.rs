@@ -14,7 +14,7 @@ use crate::support::{MockServer, Reply, TempRepo, output_within, texts};
 /// machine): a hang fails at this bound instead of never ending.
 const BOUND: Duration = Duration::from_secs(20);
 
-fn mkfifo(path: &Path) {
+pub(crate) fn mkfifo(path: &Path) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     let _ = std::fs::remove_file(path);
     nix::unistd::mkfifo(path, nix::sys::stat::Mode::S_IRWXU).unwrap();

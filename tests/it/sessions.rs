@@ -721,3 +721,21 @@ fn a_closed_pipe_ends_quietly() {
         assert!(!stderr.contains("Broken pipe"), "{args:?}: {stderr}");
     }
 }
+
+/// A state that cannot be read (a FIFO in its place) is refused naming the file and
+/// why, once: the error's text ended with its cause and `{:#}` added it again
+/// (regression pass 3, finding 6).
+#[test]
+fn an_unreadable_state_says_why_once() {
+    let server = MockServer::start_in_thread();
+    server.push(Reply::text("ok"));
+    let repo = repo();
+    let (_, stderr, code) = run(&repo, &server, &["-m", "hi"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let state = repo.sessions().list()[0].dir.join("state.json");
+    crate::nothing_hangs::mkfifo(&state);
+    let (_, stderr, code) = run(&repo, &server, &["--resume", "-m", "again"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains(&state.display().to_string()), "{stderr}");
+    assert_eq!(stderr.matches("a FIFO, not a file").count(), 1, "{stderr}");
+}

@@ -83,7 +83,7 @@ impl SessionDisk {
         let state = load(&path)?;
         let at = state.as_ref().map(|s| s.log).unwrap_or_default();
         let log = LogWriter::recover(&session.dir, at)
-            .map_err(|source| PersistError::Read { path, source })?;
+            .map_err(|error| PersistError::Read { path, error })?;
         let disk = SessionDisk {
             saved: state.is_some(),
             session,
@@ -112,7 +112,7 @@ impl SessionDisk {
         if failpoint::met(&self.session.dir, failpoint::Step::Panic) {
             panic!("a panic injected into saving the session");
         }
-        let error = |path, source| PersistError::Write { path, source };
+        let error = |path, error| PersistError::Write { path, error };
         let mark = self.log.mark();
         if !records.is_empty() {
             self.log
@@ -140,9 +140,9 @@ impl SessionDisk {
     /// whether it was made again.
     fn make_again(&mut self) -> Result<bool, PersistError> {
         let dir = self.session.dir.clone();
-        let error = |source| PersistError::Write {
+        let error = |error| PersistError::Write {
             path: dir.clone(),
-            source,
+            error,
         };
         if !self.session.make_again().map_err(error)? {
             return Ok(false);
@@ -159,10 +159,10 @@ impl SessionDisk {
     /// After a save panicked half-way: the record goes back to what the state on disk
     /// says is complete, as when a session is opened after a crash.
     fn recover(&mut self) -> Result<(), PersistError> {
-        self.log = LogWriter::recover(&self.session.dir, self.state_log).map_err(|source| {
+        self.log = LogWriter::recover(&self.session.dir, self.state_log).map_err(|error| {
             PersistError::Write {
                 path: self.session.dir.clone(),
-                source,
+                error,
             }
         })?;
         Ok(())

@@ -202,17 +202,19 @@ pub enum PersistError {
         "no saved session for this repository; {old} is from an older tern and is never loaded (a session in the work tree could come with a cloned repository)"
     )]
     Moved { old: PathBuf },
-    #[error("cannot read {path}: {source}")]
+    // `error`, not `source`: the text already ends with it, and a source would make
+    // `{:#}` say it twice.
+    #[error("cannot read {path}: {error}")]
     Read {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("{path} is not a session tern can resume: {why}")]
     Invalid { path: PathBuf, why: Invalid },
-    #[error("cannot save the session to {path}: {source}")]
+    #[error("cannot save the session to {path}: {error}")]
     Write {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
 }
 
@@ -248,10 +250,10 @@ pub fn load(path: &Path) -> Result<Option<SessionFile>, PersistError> {
     {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => {
+        Err(error) => {
             return Err(PersistError::Read {
                 path: path.to_path_buf(),
-                source,
+                error,
             });
         }
     };

@@ -78,9 +78,10 @@ pub fn commit_user_changes(
     message: Option<&str>,
     opts: &CommitOptions<'_>,
 ) -> Result<Option<Commit>, GitError> {
-    alone(repo, opts, |c| {
-        c.commit_users(paths, Some(message.unwrap_or_default()))
-    })
+    // Every `git log` shows the message: no control or hidden character of the user's
+    // text may reach it (as for the model's subjects, `message::clean`).
+    let message = crate::terminal_text::without_unsafe(message.unwrap_or_default());
+    alone(repo, opts, |c| c.commit_users(paths, Some(&message)))
 }
 
 /// Commits the working-tree content of `paths` on top of HEAD with `message` (plus

@@ -1399,3 +1399,22 @@ fn a_replys_end_is_written_before_the_lines_after_it() {
     let second = text.find("and s\n").expect(&text);
     assert!(tokens[0] < second && second < tokens[1], "{text}");
 }
+
+/// `/commit MESSAGE` keeps no control or hidden character in the commit: every
+/// `git log` would replay them in the user's terminal (regression pass 3, finding 5).
+#[test]
+fn a_users_commit_message_loses_controls_and_hidden_characters() {
+    let server = MockServer::start_in_thread();
+    let repo = repo();
+    repo.write("README.md", "# Demo\nmore\n");
+    let message = "/commit fix\u{1b}]0;PWNED\u{7} the\u{202e} readme\u{200b}\u{1b}[2J";
+    let out = repo
+        .tern(&server.base_url())
+        .args(["-m", message])
+        .output()
+        .unwrap();
+    let (_, stderr) = texts(&out);
+    assert!(out.status.success(), "{stderr}");
+    let logged = repo.git(&["log", "-1", "--format=%B"]);
+    assert_eq!(logged.trim(), "fix]0;PWNED the readme[2J", "{logged:?}");
+}

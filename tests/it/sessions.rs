@@ -419,11 +419,14 @@ fn old_sessions_are_pruned_but_never_with_pending_hunks_unless_confirmed() {
 #[test]
 fn a_tern_killed_mid_save_leaves_a_session_that_resumes() {
     let server = MockServer::start_in_thread();
+    // A summary request (the history written out) gets a short summary: an echo of it
+    // would grow the history with each summary and make them follow one another.
     server.set_responder(|r| {
-        Reply::text(format!(
-            "reply to {}",
-            r.last_user_text().unwrap_or_default()
-        ))
+        let last = r.last_user_text().unwrap_or_default();
+        Reply::text(match last.contains("# USER") {
+            true => "a short summary".to_string(),
+            false => format!("reply to {last}"),
+        })
     });
     let repo = repo();
     let script = repo.path().join(".git/script.txt");
@@ -479,13 +482,15 @@ fn a_tern_killed_mid_save_leaves_a_session_that_resumes() {
             _ => None,
         });
         assert_eq!(last_turn.unwrap_or(0), saved.record.turns, "{said}");
+        // A summary replaces the history's front, up to its end at times: then the
+        // history neither only grew since the turn began nor ends with its messages.
+        let summarized = saved.summaries > 0 || saved.summary_at_front;
         if saved.record.turns > 0 {
-            // The record rebuilds the turn's start (the history only grew since, unless
-            // a summary shortened its front), and what the last turn added ends the
-            // saved history.
+            // The record rebuilds the turn's start, the history only grew since, and
+            // what the last turn added ends the saved history.
             let before = tern::engine::persist::before_turn(&records, saved.record.turns).unwrap();
             assert!(
-                saved.summaries > 0 || before.history.len() <= saved.history.len(),
+                summarized || before.history.len() <= saved.history.len(),
                 "{said}: {} messages before the turn, {} saved",
                 before.history.len(),
                 saved.history.len()
@@ -501,7 +506,7 @@ fn a_tern_killed_mid_save_leaves_a_session_that_resumes() {
                 .flatten()
                 .collect();
             let ends: Vec<_> = saved.history.iter().rev().take(added.len()).rev().collect();
-            assert_eq!(ends, added, "{said}");
+            assert!(summarized || ends == added, "{said}");
         }
         drop(disk);
     }

@@ -285,6 +285,16 @@ impl SessionWriter {
                 failing.saved(&disk, outcome, &events);
             }
             let id = disk.id().to_string();
+            // No next change comes to save it again: what the warning kept in memory is
+            // lost, and the run must not end as if it were kept.
+            if failing.said {
+                events.send(Event::Error {
+                    text: format!(
+                        "session {id} could not be saved since the warning above: this run's last changes are not in it ({})",
+                        disk.session.state_path().display()
+                    ),
+                });
+            }
             if let Err(e) = disk.close() {
                 events.send(Event::Warning {
                     text: format!("session {id} kept nothing, but could not be removed: {e}"),
@@ -441,6 +451,7 @@ mod tests {
             .filter_map(|e| match e.event {
                 Event::Warning { text } => Some(format!("warning: {text}")),
                 Event::Notice { text } => Some(format!("notice: {text}")),
+                Event::Error { text } => Some(format!("error: {text}")),
                 _ => None,
             })
             .collect()
@@ -453,6 +464,27 @@ mod tests {
             .collect();
         names.sort();
         names
+    }
+
+    /// A save that failed with no change after it to save again: the run ends with an
+    /// error, not only the warning that promised a next save (a headless run exited 0
+    /// without its last turn; regression pass 3, finding 2).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_save_still_failing_at_the_close_is_an_error() {
+        let mut w = writing();
+        let dir = w.dir.clone();
+        save_and_wait(&mut w, "one", commit("c1"), false);
+        failpoint::arm(&dir, failpoint::Step::State);
+        save_and_wait(&mut w, "two", commit("c2"), true);
+        w.writer.close().await;
+        let said = said(&mut w.events);
+        assert_eq!(said.len(), 2, "{said:#?}");
+        assert!(said[0].starts_with("warning: cannot save"), "{said:#?}");
+        assert!(
+            said[1].starts_with("error: session ")
+                && said[1].contains("could not be saved since the warning above"),
+            "{said:#?}"
+        );
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -479,6 +511,7 @@ mod tests {
         save_and_wait(&mut w, "four", commit("c4"), false);
         assert_eq!(commits(&dir), ["c1", "c2", "c3", "c4"], "each once");
         w.writer.close().await;
+        // Saved again before the end: no error at the close.
         let said = said(&mut w.events);
         let state = dir.join("state.json").display().to_string();
         assert_eq!(said.len(), 2, "{said:#?}");

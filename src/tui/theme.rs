@@ -117,9 +117,13 @@ impl Theme {
         if choice.from_repository && !Path::new(wanted).is_absolute() {
             candidates.drain(..2);
         }
+        // A file first; else something else in its place (a FIFO, a directory) is
+        // refused for what it is when read, not called missing.
         let path = candidates
-            .into_iter()
+            .iter()
             .find(|p| p.is_file())
+            .or_else(|| candidates.iter().find(|p| p.exists()))
+            .cloned()
             .ok_or_else(|| {
                 let names: Vec<&str> = BUILTIN.iter().map(|(n, _)| *n).collect();
                 ThemeError::NotFound {
@@ -409,6 +413,22 @@ mod tests {
         assert_eq!(theme.c.user, Color::Rgb(255, 0, 0));
         assert_eq!(theme.c.assistant, Theme::default_theme().c.assistant);
         assert_eq!(theme.name, "mine");
+    }
+
+    /// A FIFO or a directory where the theme file is named is refused for what it is,
+    /// not called missing (regression pass 3, finding 7).
+    #[test]
+    fn a_theme_path_that_is_no_file_is_said_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("pipe.toml");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        for path in [fifo.as_path(), dir.path()] {
+            let (theme, warning) = Theme::load(&path.to_str().unwrap().into());
+            let warning = warning.expect("reported");
+            assert!(warning.contains(", not a file"), "{warning}");
+            assert!(warning.contains(&path.display().to_string()), "{warning}");
+            assert_eq!(theme.name, "dark");
+        }
     }
 
     #[test]

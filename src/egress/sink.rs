@@ -187,6 +187,36 @@ mod tests {
     use crate::egress::MARKER;
     use crate::egress::tests::{KEY, register_test_key};
 
+    /// A sink `by_line` writes each message whole at its line end (CJK, CRLF, a cut
+    /// character and all), and still redacts a key cut across one message's pieces.
+    #[test]
+    fn a_sink_by_line_ends_each_message_and_redacts_within_it() {
+        register_test_key();
+        let mut out = Vec::new();
+        let mut sink = Sink::new(&mut out, true).by_line();
+        let (a, b) = KEY.split_at(7);
+        write!(sink, "tern: 日本語 {a}").unwrap();
+        write!(sink, "{b} is s").unwrap();
+        sink.write_all(
+            "
+"
+            .as_bytes(),
+        )
+        .unwrap();
+        let cut = "é s".as_bytes();
+        sink.write_all(&cut[..1]).unwrap();
+        sink.write_all(&cut[1..]).unwrap();
+        sink.write_all(
+            b"
+",
+        )
+        .unwrap();
+        let shown = String::from_utf8(std::mem::take(sink.inner)).unwrap();
+        assert_eq!(shown, format!("tern: 日本語 {MARKER} is s\né s\n"));
+        drop(sink);
+        assert!(out.is_empty(), "nothing was left held back");
+    }
+
     #[test]
     fn a_terminal_sink_redacts_across_writes_then_shows_controls() {
         register_test_key();

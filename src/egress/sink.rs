@@ -194,7 +194,7 @@ mod tests {
         register_test_key();
         let mut out = Vec::new();
         let mut sink = Sink::new(&mut out, true).by_line();
-        let (a, b) = KEY.split_at(7);
+        let (a, b) = (KEY.get(..7).unwrap(), KEY.get(7..).unwrap());
         write!(sink, "tern: 日本語 {a}").unwrap();
         write!(sink, "{b} is s").unwrap();
         sink.write_all(

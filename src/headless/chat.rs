@@ -48,6 +48,8 @@ pub async fn run(
     };
     let mut stderr = crate::egress::stderr().by_line();
     let total = messages.len();
+    // The entries, kept to name those not sent when the run stops early.
+    let entries = messages.clone();
     let mut queue = messages.into_iter();
     // Entries (messages and commands) whose turn came.
     let mut sent = 0;
@@ -413,6 +415,11 @@ pub async fn run(
                     });
                     continue;
                 }
+                // An entry whose test or lint still fails after its fix rounds has
+                // failed, as a failed `/run` has: the entries after it are not run.
+                if queue.len() > 0 && stopped.is_none() {
+                    still_failing(&mut last_check, &mut stopped, json, &mut stderr)?;
+                }
                 match queue.next() {
                     Some(next) if stopped.is_none() && signalled().is_none() => {
                         asked_again = false;
@@ -445,15 +452,19 @@ pub async fn run(
         stop(&mut stopped, why);
     }
     if sent < total {
-        let not_sent = crate::plural::count(total - sent, "message");
+        let not_sent = format!(
+            "{} not sent: {}",
+            crate::plural::count(total - sent, "message"),
+            named(entries.get(sent..).unwrap_or_default())
+        );
         let at = format!("stopped at message {sent} of {total}");
         match &stopped {
-            Some(_) if !json => writeln!(stderr, "tern: {at}: {not_sent} not sent")?,
+            Some(_) if !json => writeln!(stderr, "tern: {at}: {not_sent}")?,
             Some(_) => {}
             // Nothing failed: the engine ended the run itself (`/quit`).
             None => {
                 let first_line = last_entry.lines().next().unwrap_or_default();
-                let why = format!("{at} (`{first_line}`): {not_sent} not sent");
+                let why = format!("{at} (`{first_line}`): {not_sent}");
                 if !json {
                     writeln!(stderr, "tern: {why}")?;
                 }
@@ -470,13 +481,8 @@ pub async fn run(
         )?;
     }
     let unchecked = "--auto-test: the tests never ran (no edits landed, or no test_cmd is set), so nothing says they pass";
+    still_failing(&mut last_check, &mut stopped, json, &mut stderr)?;
     match &last_check {
-        Some((command, false)) => {
-            stop(&mut stopped, format!("`{command}` still fails"));
-            if !json {
-                writeln!(stderr, "tern: `{command}` still fails")?;
-            }
-        }
         None if auto_test && stopped.is_none() => {
             stop(&mut stopped, unchecked.into());
             if !json {
@@ -538,6 +544,40 @@ fn costed(files: &[NeededFile]) -> String {
         .map(|f| format!("{} ({} tok)", f.path, thousands(f.tokens)))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// When the last test or lint run failed (and no fix round made it pass), says so
+/// once and makes it the run's reason to stop.
+fn still_failing(
+    last_check: &mut Option<(String, bool)>,
+    stopped: &mut Option<String>,
+    json: bool,
+    stderr: &mut impl Write,
+) -> std::io::Result<()> {
+    if let Some((command, false)) = last_check {
+        let why = format!("`{command}` still fails");
+        if !json {
+            writeln!(stderr, "tern: {why}")?;
+        }
+        stop(stopped, why);
+        *last_check = None;
+    }
+    Ok(())
+}
+
+/// The first lines of the entries not sent, quoted: `` `/run deploy`, `two` ``, the
+/// first three of a longer list and how many more.
+fn named(entries: &[String]) -> String {
+    const SHOWN: usize = 3;
+    let mut quoted: Vec<String> = entries
+        .iter()
+        .take(SHOWN)
+        .map(|e| format!("`{}`", e.lines().next().unwrap_or_default()))
+        .collect();
+    if entries.len() > SHOWN {
+        quoted.push(format!("and {} more", entries.len() - SHOWN));
+    }
+    quoted.join(", ")
 }
 
 /// Records why the run stops (the first reason only).

@@ -286,7 +286,7 @@ impl Engine {
             self.end_proposal();
             match self.propose_edits(reply, TurnKind::User, ReplyOrigin::Given) {
                 Some(Blocks { blocks: 0, .. }) => self.error(format!(
-                    "no {} edit blocks found in the reply",
+                    "no edit blocks found in the reply (tern looked for the {} format's)",
                     self.model.edit_format()
                 )),
                 // Every block failed: the failures say so, not "nothing to change".

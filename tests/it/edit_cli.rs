@@ -255,7 +255,10 @@ fn reply_without_blocks_exits_1() {
     let r = Repo::new(&[("f.txt", "a\n")]);
     let out = r.tern(&["apply", "-"], Some("Sure, I can help with that!\n"));
     assert_eq!(code(&out), 1);
-    assert!(text(&out.stderr).contains("no editblock edit blocks found"));
+    assert!(
+        text(&out.stderr)
+            .contains("no edit blocks found in the reply (tern looked for the editblock format's)")
+    );
 }
 
 #[test]

@@ -1354,6 +1354,14 @@ fn a_missing_read_only_file_and_an_unknown_revision_are_said_truly() {
         ),
         "{stderr}"
     );
+    // A name tern refuses to create is not one "the model may create" either.
+    let (ok, stderr) = run("/add nosuch\u{202e}.txt");
+    assert!(ok, "{stderr}");
+    assert!(
+        stderr.contains("does not exist yet, and the model may not create it: the file name"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("the model may create it"), "{stderr}");
     let (ok, stderr) = run("/show nosuchrev");
     assert!(!ok, "{stderr}");
     assert!(

@@ -211,6 +211,7 @@ impl Engine {
             self.end_proposal();
             return Some(counted);
         }
+
         let other: Vec<edit::EditFormat> = report
             .formats
             .iter()
@@ -222,6 +223,12 @@ impl Engine {
             .shell
             .extend(report.shell.into_iter().map(|s| s.commands));
         let applied = report.blocks - report.errors.len();
+        for (named, path) in &report.taken_as {
+            self.notice(format!(
+                "the reply names {named}, which is no file here: its edits are taken as edits to {}",
+                path.display()
+            ));
+        }
         for written in other {
             self.notice(format!(
                 "the reply wrote its edits as {}, not the {} asked for ({format}); they were read as such",

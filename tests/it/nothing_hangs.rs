@@ -196,12 +196,17 @@ fn hanging_run(repo: &TempRepo, server: &MockServer) -> Child {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    request_came(server);
+    child
+}
+
+/// Waits until the server got a request.
+fn request_came(server: &MockServer) {
     let started = Instant::now();
     while server.requests().is_empty() {
         assert!(started.elapsed() < BOUND, "the request never came");
         std::thread::sleep(Duration::from_millis(20));
     }
-    child
 }
 
 fn kill(child: &Child, signal: &str) {
@@ -282,11 +287,7 @@ fn a_signal_ends_a_review_with_a_last_line_and_a_document_marked_stopped() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let started = Instant::now();
-        while server.requests().is_empty() {
-            assert!(started.elapsed() < BOUND, "the request never came");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        request_came(&server);
         std::thread::sleep(Duration::from_millis(500));
         kill(&child, "TERM");
         let (took, out) = exited(child);

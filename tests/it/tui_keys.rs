@@ -642,6 +642,14 @@ fn keys_from_the_config_replace_the_defaults() {
     let (keymap, warnings) =
         tern::tui::Keymap::from_config(&keys, &tern::tui::app::Panes::scopes());
     assert!(warnings.is_empty());
+    let mut app = reviewing_with(keymap);
+    press(&mut app, 'y');
+    press(&mut app, ' ');
+    assert_eq!(app.take_ops(), [first_hunk(Decision::Accept)]);
+}
+
+/// A workspace with `keymap`, reviewing the proposal.
+fn reviewing_with(keymap: tern::tui::Keymap) -> App {
     let mut app = App::new(tern::tui::AppConfig {
         theme: tern::tui::Theme::default_theme(),
         keymap,
@@ -649,15 +657,15 @@ fn keys_from_the_config_replace_the_defaults() {
         throwaway: false,
     });
     feed(&mut app, [Event::Proposal(Box::new(proposal()))]);
-    press(&mut app, 'y');
-    press(&mut app, ' ');
-    assert_eq!(
-        app.take_ops(),
-        [Op::Review(ReviewOp::Hunk {
-            id: hunk_ids()[0].clone(),
-            decision: Decision::Accept
-        })]
-    );
+    app
+}
+
+/// The op that decides the proposal's first hunk.
+fn first_hunk(decision: Decision) -> Op {
+    Op::Review(ReviewOp::Hunk {
+        id: hunk_ids()[0].clone(),
+        decision,
+    })
 }
 
 /// A `[keys]` entry that gives an action a key another action answers to in the same
@@ -677,21 +685,9 @@ fn a_key_another_action_answers_to_is_refused_and_said() {
         warnings,
         ["[keys] accept: n is also reject's, so accept keeps y"]
     );
-    let mut app = App::new(tern::tui::AppConfig {
-        theme: tern::tui::Theme::default_theme(),
-        keymap,
-        notices: vec![],
-        throwaway: false,
-    });
-    feed(&mut app, [Event::Proposal(Box::new(proposal()))]);
+    let mut app = reviewing_with(keymap);
     press(&mut app, 'n');
-    assert_eq!(
-        app.take_ops(),
-        [Op::Review(ReviewOp::Hunk {
-            id: hunk_ids()[0].clone(),
-            decision: Decision::Reject
-        })]
-    );
+    assert_eq!(app.take_ops(), [first_hunk(Decision::Reject)]);
 
     // A global key taken in a pane would shadow it there.
     let (_, warnings) = tern::tui::Keymap::from_config(&config(&[("accept", "tab")]), &scopes);

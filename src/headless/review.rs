@@ -67,7 +67,8 @@ pub async fn run(
         Some(format!("stopped by {}", crate::signals::name(signal)))
     };
     let mut ok = true;
-    // Whether any review text was written, and whether `--json`'s document was.
+    // Whether any review text was written, and whether `--json`'s document (or
+    // `--print-diff --json`'s plan) was.
     let mut reviewed = false;
     let mut documented = false;
     // A single call streams to stdout; several are merged and printed at the end.
@@ -81,6 +82,7 @@ pub async fn run(
                 errln!("built in {} ms", started.elapsed().as_millis());
                 if args.print_diff {
                     print_plan(&plan, global.json)?;
+                    documented = global.json;
                 }
                 stream = plan.calls.len() == 1 && !global.json;
             }
@@ -156,9 +158,10 @@ pub async fn run(
                 super::json::ReviewStopped::new(&why),
             );
         }
-        match reviewed {
-            true => errln!("tern review: {why}; the review above is partial"),
-            false => errln!("tern review: {why} before any reply came"),
+        match (reviewed, args.print_diff) {
+            (true, _) => errln!("tern review: {why}; the review above is partial"),
+            (false, false) => errln!("tern review: {why} before any reply came"),
+            (false, true) => errln!("tern review: {why}"),
         }
         let _ = engine.task.await;
         return Ok(ExitCode::from(crate::signals::exit_code(signal)));

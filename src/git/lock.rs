@@ -37,9 +37,9 @@ pub struct RepoLock {
 
 impl RepoLock {
     /// Takes the lock of the repository whose git directory is `git_dir`, waiting up
-    /// to `wait` for another tern to release it (not once a signal arrived).
+    /// to `wait` for another tern to release it.
     pub fn acquire(git_dir: &Path, wait: Duration) -> Result<RepoLock, GitError> {
-        RepoLock::acquire_unless(git_dir, wait, None)
+        RepoLock::take(git_dir, wait, || false)
     }
 
     /// [`acquire`](RepoLock::acquire), giving up with [`GitError::Interrupted`] once
@@ -50,9 +50,16 @@ impl RepoLock {
         wait: Duration,
         cancel: Option<&AtomicBool>,
     ) -> Result<RepoLock, GitError> {
-        let cancelled = || {
+        RepoLock::take(git_dir, wait, || {
             cancel.is_some_and(|c| c.load(Ordering::SeqCst)) || crate::signals::arrived().is_some()
-        };
+        })
+    }
+
+    fn take(
+        git_dir: &Path,
+        wait: Duration,
+        cancelled: impl Fn() -> bool,
+    ) -> Result<RepoLock, GitError> {
         let path = git_dir.join("tern.lock");
         let mut file = std::fs::OpenOptions::new()
             .create(true)

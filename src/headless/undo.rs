@@ -34,11 +34,6 @@ pub fn run(cwd: &Path, turn: bool, which: Option<Resume>) -> ExitCode {
 /// A signal came while the undo waited for the repository lock: nothing was undone.
 struct Cancelled;
 
-/// Whether `error` is the lock wait given up for a signal.
-fn cancelled(error: &UndoError) -> bool {
-    matches!(error, UndoError::Git(git::GitError::Interrupted))
-}
-
 fn undo(cwd: &Path, turn: bool, which: Option<Resume>) -> Result<ExitCode, Cancelled> {
     let repo = match git2::Repository::discover(cwd) {
         Ok(repo) => repo,
@@ -67,7 +62,7 @@ fn undo(cwd: &Path, turn: bool, which: Option<Resume>) -> Result<ExitCode, Cance
             outln!("{said}");
             ExitCode::SUCCESS
         }
-        Err(CommitUndoError::Undo(e)) if cancelled(&e) => return Err(Cancelled),
+        Err(CommitUndoError::Undo(UndoError::Interrupted)) => return Err(Cancelled),
         Err(
             why @ (CommitUndoError::Session(_)
             | CommitUndoError::Open(_)
@@ -125,7 +120,9 @@ fn run_turn(repo: &git2::Repository, which: &Resume) -> Result<ExitCode, Cancell
                 );
                 ExitCode::from(1)
             }
-            Err(TurnUndoError::Undo { error, .. }) if cancelled(&error) => return Err(Cancelled),
+            Err(TurnUndoError::Undo { error, .. }) if matches!(*error, UndoError::Interrupted) => {
+                return Err(Cancelled);
+            }
             Err(e) => {
                 errln!("tern undo: refused: {e}");
                 ExitCode::from(1)

@@ -77,19 +77,36 @@ impl Literal {
         })
     }
 
-    /// A string that never closes, opened by the quote `node`: all of its line after
-    /// the quote is the string's, so all of it is elided.
+    /// A string that never closes, opened by the quote `node` (or by an error token
+    /// that starts with its quote and runs on, as in Haskell): all of its line after the
+    /// quote is the string's, so all of it is elided.
     fn unclosed(node: Node, source: &[u8]) -> Literal {
         let start = node.start_byte().min(source.len());
         let rest = source.get(start..).unwrap_or_default();
         let end = start + rest.iter().position(|&b| b == b'\n').unwrap_or(rest.len());
+        let (prefix, quotes) = opening(source.get(node.byte_range()).unwrap_or_default());
         Literal {
             start: start as u32,
             end: end as u32,
-            open: node.byte_range().len().min(end - start) as u8,
+            open: (prefix + quotes).min(end - start) as u8,
             close: 0,
         }
     }
+}
+
+/// The lengths of what opens a literal's text: an optional prefix (`r#`, `b`, `f`, `@`,
+/// `$`, `u8R`), then its quotes.
+fn opening(text: &[u8]) -> (usize, usize) {
+    let prefix = text
+        .iter()
+        .take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'@' | b'$' | b'#' | b'_'))
+        .count();
+    let quotes = text.iter().skip(prefix).take_while(|b| is_quote(b)).count();
+    (prefix, quotes)
+}
+
+fn is_quote(b: &u8) -> bool {
+    matches!(b, b'"' | b'\'' | b'`')
 }
 
 /// The opening and closing delimiters of a literal's text, by length: an optional
@@ -98,18 +115,13 @@ impl Literal {
 /// so all of it is content.
 fn delimiters(text: &[u8]) -> (usize, usize) {
     const MAX_PREFIX: usize = 8;
-    let quote = |b: &u8| matches!(b, b'"' | b'\'' | b'`');
-    let prefix = text
-        .iter()
-        .take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'@' | b'$' | b'#' | b'_'))
-        .count();
-    let quotes = text.iter().skip(prefix).take_while(|b| quote(b)).count();
+    let (prefix, quotes) = opening(text);
     let open = prefix + quotes;
     let close = text
         .iter()
         .skip(open)
         .rev()
-        .take_while(|b| quote(b) || **b == b'#')
+        .take_while(|b| is_quote(b) || **b == b'#')
         .count();
     // A C++ digit separator (`1'000`) is no quote: a quote opens only what one closes.
     match prefix <= MAX_PREFIX && quotes > 0 && close > 0 {

@@ -58,6 +58,11 @@ pub enum Grammar {
     Cpp,
     Ruby,
     CSharp,
+    Bash,
+    Php,
+    Kotlin,
+    Swift,
+    Lua,
 }
 
 /// What the repo map parses and queries each grammar with (a new grammar is its
@@ -77,6 +82,11 @@ impl Grammar {
             Grammar::Cpp => tree_sitter_cpp::LANGUAGE.into(),
             Grammar::Ruby => tree_sitter_ruby::LANGUAGE.into(),
             Grammar::CSharp => tree_sitter_c_sharp::LANGUAGE.into(),
+            Grammar::Bash => tree_sitter_bash::LANGUAGE.into(),
+            Grammar::Php => tree_sitter_php::LANGUAGE_PHP.into(),
+            Grammar::Kotlin => tree_sitter_kotlin_ng::LANGUAGE.into(),
+            Grammar::Swift => tree_sitter_swift::LANGUAGE.into(),
+            Grammar::Lua => tree_sitter_lua::LANGUAGE.into(),
         }
     }
 
@@ -93,6 +103,11 @@ impl Grammar {
             Grammar::Cpp => tree_sitter_cpp::TAGS_QUERY,
             Grammar::Ruby => tree_sitter_ruby::TAGS_QUERY,
             Grammar::CSharp => include_str!("../queries/csharp-tags.scm"),
+            Grammar::Bash => include_str!("../queries/bash-tags.scm"),
+            Grammar::Php => tree_sitter_php::TAGS_QUERY,
+            Grammar::Kotlin => include_str!("../queries/kotlin-tags.scm"),
+            Grammar::Swift => tree_sitter_swift::TAGS_QUERY,
+            Grammar::Lua => tree_sitter_lua::TAGS_QUERY,
         }
     }
 
@@ -115,6 +130,11 @@ impl Grammar {
             ),
             Grammar::Ruby => include_str!("../queries/ruby-literals.scm"),
             Grammar::CSharp => include_str!("../queries/csharp-literals.scm"),
+            Grammar::Bash => include_str!("../queries/bash-literals.scm"),
+            Grammar::Php => include_str!("../queries/php-literals.scm"),
+            Grammar::Kotlin => include_str!("../queries/kotlin-literals.scm"),
+            Grammar::Swift => include_str!("../queries/swift-literals.scm"),
+            Grammar::Lua => include_str!("../queries/lua-literals.scm"),
         }
     }
 }
@@ -155,17 +175,17 @@ const KINDS: &[Kind] = &[
     kind("tsx", &["tsx"], Language::TypeScript, Some(Grammar::Tsx)),
     kind("go", &["go"], Language::Go, Some(Grammar::Go)),
     kind("java", &["java"], Language::Java, Some(Grammar::Java)),
-    kind("kotlin", &["kt", "kts"], Language::Kotlin, None),
+    kind("kotlin", &["kt", "kts"], Language::Kotlin, Some(Grammar::Kotlin)),
     kind("scala", &["scala", "sc"], Language::Scala, None),
     kind("c", &["c", "h"], Language::C, Some(Grammar::C)),
     kind("cpp", &["cc", "cpp", "cxx", "c++", "hh", "hpp", "hxx", "h++", "ipp", "inl"], Language::Cpp, Some(Grammar::Cpp)),
     kind("csharp", &["cs"], Language::CSharp, Some(Grammar::CSharp)),
     kind("ruby", &["rb", "rake", "gemspec"], Language::Ruby, Some(Grammar::Ruby)),
-    kind("php", &["php"], Language::Php, None),
-    kind("swift", &["swift"], Language::Swift, None),
+    kind("php", &["php"], Language::Php, Some(Grammar::Php)),
+    kind("swift", &["swift"], Language::Swift, Some(Grammar::Swift)),
     kind("dart", &["dart"], Language::Dart, None),
-    kind("lua", &["lua"], Language::Lua, None),
-    kind("shell", &["sh", "bash", "zsh"], Language::Shell, None),
+    kind("lua", &["lua"], Language::Lua, Some(Grammar::Lua)),
+    kind("shell", &["sh", "bash", "zsh"], Language::Shell, Some(Grammar::Bash)),
     kind("elixir", &["ex", "exs"], Language::Elixir, None),
     kind("haskell", &["hs"], Language::Haskell, None),
     kind("zig", &["zig"], Language::Zig, None),
@@ -257,8 +277,8 @@ mod tests {
             Grammar::from_path(Path::new("x.gemspec")),
             Some(Grammar::Ruby)
         );
-        assert_eq!(Language::of("lib/x.kt"), Language::Kotlin);
-        assert_eq!(Grammar::from_path(Path::new("lib/x.kt")), None);
+        assert_eq!(Language::of("db/schema.sql"), Language::Sql);
+        assert_eq!(Grammar::from_path(Path::new("db/schema.sql")), None);
         assert_eq!(Language::TypeScript.name(), "typescript");
         assert_eq!(Grammar::Tsx.name(), "tsx");
         assert_eq!(Language::Other.name(), "other");

@@ -653,6 +653,67 @@ mod literal_tests {
                  }\n",
                 &["class Config", "Connect"],
             ),
+            Grammar::Bash => (
+                "STRIPE_SECRET=\"sk_live_51HvSecretValue\"\n\
+                 DATABASE_URL='postgres://admin:hunter2@db/prod'\n\
+                 export API_KEY=sk_live_unquoted\n\
+                 ACCOUNT=4111111111111111\n\
+                 PORT=8080\n\
+                 cat <<EOF > key.pem\n-----BEGIN KEY-----\nhunter2\nEOF\n\
+                 connect() { curl -H $'sk_live_ansi' \"$1\" 8080; }\n",
+                &[
+                    "STRIPE_SECRET",
+                    "DATABASE_URL",
+                    "API_KEY",
+                    "PORT=8080",
+                    "connect()",
+                ],
+            ),
+            Grammar::Php => (
+                "<?php\n\
+                 const STRIPE_SECRET = 'sk_live_51HvSecretValue';\n\
+                 $url = \"postgres://admin:{$user}:hunter2@db\";\n\
+                 $key = <<<PEM\n-----BEGIN KEY-----\nhunter2\nPEM;\n\
+                 $raw = <<<'RAW'\nsk_live_nowdoc\nRAW;\n\
+                 const ACCOUNT = 4111111111111111;\n\
+                 function connect($url = 'postgres://admin:hunter2@db', $port = 8080) {}\n\
+                 class Config { const KEY = \"sk_live_class\"; }\n",
+                &["function connect(", "$port = 8080", "class Config"],
+            ),
+            Grammar::Kotlin => (
+                "const val STRIPE_SECRET = \"sk_live_51HvSecretValue\"\n\
+                 val DATABASE_URL = \"\"\"postgres://admin:hunter2@db/prod\"\"\"\n\
+                 val KEY = \"\"\"\n-----BEGIN KEY-----\nhunter2\n\"\"\"\n\
+                 const val ACCOUNT = 4111111111111111L\n\
+                 fun connect(url: String = \"postgres://$user:hunter2@db\", port: Int = 8080) {}\n\
+                 class Pool { val c = 'x' }\n",
+                &[
+                    "STRIPE_SECRET",
+                    "DATABASE_URL",
+                    "fun connect(",
+                    "port: Int = 8080",
+                ],
+            ),
+            Grammar::Swift => (
+                "let stripeSecret = \"sk_live_51HvSecretValue\"\n\
+                 let databaseUrl = #\"postgres://admin:hunter2@db\"#\n\
+                 let key = \"\"\"\n-----BEGIN KEY-----\nhunter2\n\"\"\"\n\
+                 let account = 4111111111111111\n\
+                 func connect(url: String = \"postgres://\\(user):hunter2@db\", port: Int = 8080) {}\n",
+                &[
+                    "stripeSecret",
+                    "databaseUrl",
+                    "func connect(",
+                    "port: Int = 8080",
+                ],
+            ),
+            Grammar::Lua => (
+                "local STRIPE_SECRET = \"sk_live_51HvSecretValue\"\n\
+                 local KEY = [[\n-----BEGIN KEY-----\nhunter2\n]]\n\
+                 local ACCOUNT = 4111111111111111\n\
+                 function connect(url, port) return dial(url or 'postgres://admin:hunter2@db', port or 8080) end\n",
+                &["function connect(", "8080"],
+            ),
         }
     }
 
@@ -766,6 +827,23 @@ mod literal_tests {
                 Grammar::CSharp,
                 "class A { string K = \"sk_live_abc; void F() {} }\n",
             ),
+            (Grammar::Bash, "f() { g \"sk_live_abc; }\ng() { :; }\n"),
+            (
+                Grammar::Php,
+                "<?php\nfunction f($a = 'sk_live_abc) {}\nfunction g() {}\n",
+            ),
+            (
+                Grammar::Kotlin,
+                "fun f() { g(\"sk_live_abc) }\nfun h() {}\n",
+            ),
+            (
+                Grammar::Swift,
+                "func f() { g(\"sk_live_abc) }\nfunc h() {}\n",
+            ),
+            (
+                Grammar::Lua,
+                "function f() g('sk_live_abc) end\nfunction h() end\n",
+            ),
         ] {
             for lines in [shown(lang, src), every_line(lang, src)] {
                 assert!(
@@ -838,6 +916,11 @@ mod literal_tests {
                 Grammar::C | Grammar::Cpp => format!("int f() {{ return g(\"{quoted}\"); }}\n"),
                 Grammar::Java | Grammar::CSharp => format!("class A {{ void f() {{ g(\"{quoted}\"); }} }}\n"),
                 Grammar::Rust => format!("fn f() {{ g(\"{quoted}\") }}\n"),
+                Grammar::Bash => format!("f() {{ g \"{quoted}\"; }}\n"),
+                Grammar::Php => format!("<?php function f() {{ g(\"{quoted}\"); }}\n"),
+                Grammar::Kotlin => format!("fun f() {{ g(\"{quoted}\") }}\n"),
+                Grammar::Swift => format!("func f() {{ g(\"{quoted}\") }}\n"),
+                Grammar::Lua => format!("function f() g(\"{quoted}\") end\n"),
                 _ => format!("function f() {{ g(\"{quoted}\") }}\n"),
             };
             let lines = shown(lang, &src);

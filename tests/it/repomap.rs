@@ -175,11 +175,18 @@ fn aider_fixtures_show_the_symbols_aider_expects() {
         ("test.rs", "Person"),
         ("test.ts", "greet"),
         ("test.tsx", "UserProps"),
+        ("test.sh", "greet"),
+        ("test.php", "greet"),
+        ("test.kt", "Greeting"),
+        ("test.swift", "Greeter"),
+        ("test.lua", "greet"),
     ];
     for (file, symbol) in expected {
         let block = block_of(&text, file);
         assert!(
-            block.lines().any(|l| l.starts_with('│') && l.contains(symbol)),
+            block
+                .lines()
+                .any(|l| l.starts_with('│') && l.contains(symbol)),
             "{file} should show {symbol:?}; its block:\n{block}\nwhole map:\n{text}"
         );
     }

@@ -61,8 +61,13 @@ pub enum Grammar {
     Bash,
     Php,
     Kotlin,
+    Scala,
     Swift,
+    Dart,
     Lua,
+    Elixir,
+    Haskell,
+    Zig,
 }
 
 /// What the repo map parses and queries each grammar with (a new grammar is its
@@ -85,8 +90,13 @@ impl Grammar {
             Grammar::Bash => tree_sitter_bash::LANGUAGE.into(),
             Grammar::Php => tree_sitter_php::LANGUAGE_PHP.into(),
             Grammar::Kotlin => tree_sitter_kotlin_ng::LANGUAGE.into(),
+            Grammar::Scala => tree_sitter_scala::LANGUAGE.into(),
             Grammar::Swift => tree_sitter_swift::LANGUAGE.into(),
+            Grammar::Dart => tree_sitter_dart::LANGUAGE.into(),
             Grammar::Lua => tree_sitter_lua::LANGUAGE.into(),
+            Grammar::Elixir => tree_sitter_elixir::LANGUAGE.into(),
+            Grammar::Haskell => tree_sitter_haskell::LANGUAGE.into(),
+            Grammar::Zig => tree_sitter_zig::LANGUAGE.into(),
         }
     }
 
@@ -106,8 +116,13 @@ impl Grammar {
             Grammar::Bash => include_str!("../queries/bash-tags.scm"),
             Grammar::Php => tree_sitter_php::TAGS_QUERY,
             Grammar::Kotlin => include_str!("../queries/kotlin-tags.scm"),
+            Grammar::Scala => include_str!("../queries/scala-tags.scm"),
             Grammar::Swift => tree_sitter_swift::TAGS_QUERY,
+            Grammar::Dart => tree_sitter_dart::TAGS_QUERY,
             Grammar::Lua => tree_sitter_lua::TAGS_QUERY,
+            Grammar::Elixir => tree_sitter_elixir::TAGS_QUERY,
+            Grammar::Haskell => include_str!("../queries/haskell-tags.scm"),
+            Grammar::Zig => include_str!("../queries/zig-tags.scm"),
         }
     }
 
@@ -133,8 +148,13 @@ impl Grammar {
             Grammar::Bash => include_str!("../queries/bash-literals.scm"),
             Grammar::Php => include_str!("../queries/php-literals.scm"),
             Grammar::Kotlin => include_str!("../queries/kotlin-literals.scm"),
+            Grammar::Scala => include_str!("../queries/scala-literals.scm"),
             Grammar::Swift => include_str!("../queries/swift-literals.scm"),
+            Grammar::Dart => include_str!("../queries/dart-literals.scm"),
             Grammar::Lua => include_str!("../queries/lua-literals.scm"),
+            Grammar::Elixir => include_str!("../queries/elixir-literals.scm"),
+            Grammar::Haskell => include_str!("../queries/haskell-literals.scm"),
+            Grammar::Zig => include_str!("../queries/zig-literals.scm"),
         }
     }
 }
@@ -176,19 +196,19 @@ const KINDS: &[Kind] = &[
     kind("go", &["go"], Language::Go, Some(Grammar::Go)),
     kind("java", &["java"], Language::Java, Some(Grammar::Java)),
     kind("kotlin", &["kt", "kts"], Language::Kotlin, Some(Grammar::Kotlin)),
-    kind("scala", &["scala", "sc"], Language::Scala, None),
+    kind("scala", &["scala", "sc"], Language::Scala, Some(Grammar::Scala)),
     kind("c", &["c", "h"], Language::C, Some(Grammar::C)),
     kind("cpp", &["cc", "cpp", "cxx", "c++", "hh", "hpp", "hxx", "h++", "ipp", "inl"], Language::Cpp, Some(Grammar::Cpp)),
     kind("csharp", &["cs"], Language::CSharp, Some(Grammar::CSharp)),
     kind("ruby", &["rb", "rake", "gemspec"], Language::Ruby, Some(Grammar::Ruby)),
     kind("php", &["php"], Language::Php, Some(Grammar::Php)),
     kind("swift", &["swift"], Language::Swift, Some(Grammar::Swift)),
-    kind("dart", &["dart"], Language::Dart, None),
+    kind("dart", &["dart"], Language::Dart, Some(Grammar::Dart)),
     kind("lua", &["lua"], Language::Lua, Some(Grammar::Lua)),
     kind("shell", &["sh", "bash", "zsh"], Language::Shell, Some(Grammar::Bash)),
-    kind("elixir", &["ex", "exs"], Language::Elixir, None),
-    kind("haskell", &["hs"], Language::Haskell, None),
-    kind("zig", &["zig"], Language::Zig, None),
+    kind("elixir", &["ex", "exs"], Language::Elixir, Some(Grammar::Elixir)),
+    kind("haskell", &["hs"], Language::Haskell, Some(Grammar::Haskell)),
+    kind("zig", &["zig"], Language::Zig, Some(Grammar::Zig)),
     kind("sql", &["sql"], Language::Sql, None),
     kind("html", &["html", "htm"], Language::Html, None),
     kind("css", &["css", "scss", "sass", "less"], Language::Css, None),

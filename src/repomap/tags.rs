@@ -694,6 +694,21 @@ mod literal_tests {
                     "port: Int = 8080",
                 ],
             ),
+            Grammar::Scala => (
+                "object Config {\n\
+                 val StripeSecret = \"sk_live_51HvSecretValue\"\n\
+                 val DatabaseUrl = s\"postgres://admin:$user:hunter2@db\"\n\
+                 val Key = \"\"\"\n-----BEGIN KEY-----\nhunter2\n\"\"\"\n\
+                 val Account = 4111111111111111L\n\
+                 def connect(url: String = \"sk_live_inline\", port: Int = 8080): Unit = ()\n\
+                 }\n",
+                &[
+                    "StripeSecret",
+                    "DatabaseUrl",
+                    "def connect(",
+                    "port: Int = 8080",
+                ],
+            ),
             Grammar::Swift => (
                 "let stripeSecret = \"sk_live_51HvSecretValue\"\n\
                  let databaseUrl = #\"postgres://admin:hunter2@db\"#\n\
@@ -707,12 +722,48 @@ mod literal_tests {
                     "port: Int = 8080",
                 ],
             ),
+            Grammar::Dart => (
+                "const stripeSecret = 'sk_live_51HvSecretValue';\n\
+                 final databaseUrl = \"postgres://admin:${user}:hunter2@db\";\n\
+                 const key = '''\n-----BEGIN KEY-----\nhunter2\n''';\n\
+                 const raw = r'sk_live_raw';\n\
+                 const account = 4111111111111111;\n\
+                 void connect(String url, {int port = 8080}) {}\n\
+                 class Pool { String token() => 'sk_live_inline'; }\n",
+                &["void connect(", "port = 8080", "class Pool", "token()"],
+            ),
             Grammar::Lua => (
                 "local STRIPE_SECRET = \"sk_live_51HvSecretValue\"\n\
                  local KEY = [[\n-----BEGIN KEY-----\nhunter2\n]]\n\
                  local ACCOUNT = 4111111111111111\n\
                  function connect(url, port) return dial(url or 'postgres://admin:hunter2@db', port or 8080) end\n",
                 &["function connect(", "8080"],
+            ),
+            Grammar::Elixir => (
+                "defmodule Config do\n\
+                 @stripe_secret \"sk_live_51HvSecretValue\"\n\
+                 @key \"\"\"\n-----BEGIN KEY-----\nhunter2\n\"\"\"\n\
+                 @account 4111111111111111\n\
+                 def connect(url \\\\ \"postgres://admin:#{user}:hunter2@db\", port \\\\ 8080), do: {url, port, ~s(sk_live_sigil), 'sk_live_chars'}\n\
+                 end\n",
+                &["defmodule Config", "def connect(", "port \\\\ 8080"],
+            ),
+            Grammar::Haskell => (
+                "module Config where\n\
+                 stripeSecret :: String\n\
+                 stripeSecret = \"sk_live_51HvSecretValue\"\n\
+                 account :: Integer\n\
+                 account = 4111111111111111\n\
+                 connect :: String -> Int -> IO ()\n\
+                 connect url port = dial url \"postgres://admin:hunter2@db\" (port + 8080) 'x'\n",
+                &["stripeSecret", "account", "connect url port", "8080"],
+            ),
+            Grammar::Zig => (
+                "const stripe_secret = \"sk_live_51HvSecretValue\";\n\
+                 const key =\n    \\\\-----BEGIN KEY-----\n    \\\\hunter2\n;\n\
+                 const account: u64 = 4111111111111111;\n\
+                 pub fn connect(url: []const u8, port: u16) void { dial(url, \"postgres://admin:hunter2@db\", port + 8080, 'x'); }\n",
+                &["stripe_secret", "account", "pub fn connect(", "8080"],
             ),
         }
     }
@@ -836,13 +887,27 @@ mod literal_tests {
                 Grammar::Kotlin,
                 "fun f() { g(\"sk_live_abc) }\nfun h() {}\n",
             ),
+            (Grammar::Scala, "def f() = g(\"sk_live_abc)\ndef h() = 1\n"),
             (
                 Grammar::Swift,
                 "func f() { g(\"sk_live_abc) }\nfunc h() {}\n",
             ),
             (
+                Grammar::Dart,
+                "void f() { g('sk_live_abc); }\nvoid h() {}\n",
+            ),
+            (
                 Grammar::Lua,
                 "function f() g('sk_live_abc) end\nfunction h() end\n",
+            ),
+            (
+                Grammar::Elixir,
+                "def f(), do: g(\"sk_live_abc)\ndef h, do: 1\n",
+            ),
+            (Grammar::Haskell, "f = g \"sk_live_abc\nh = 1\n"),
+            (
+                Grammar::Zig,
+                "fn f() void { g(\"sk_live_abc); }\nfn h() void {}\n",
             ),
         ] {
             for lines in [shown(lang, src), every_line(lang, src)] {
@@ -919,8 +984,13 @@ mod literal_tests {
                 Grammar::Bash => format!("f() {{ g \"{quoted}\"; }}\n"),
                 Grammar::Php => format!("<?php function f() {{ g(\"{quoted}\"); }}\n"),
                 Grammar::Kotlin => format!("fun f() {{ g(\"{quoted}\") }}\n"),
+                Grammar::Scala => format!("def f() = g(\"{quoted}\")\n"),
                 Grammar::Swift => format!("func f() {{ g(\"{quoted}\") }}\n"),
+                Grammar::Dart => format!("void f() {{ g(\"{quoted}\"); }}\n"),
                 Grammar::Lua => format!("function f() g(\"{quoted}\") end\n"),
+                Grammar::Elixir => format!("def f(), do: g(\"{quoted}\")\n"),
+                Grammar::Haskell => format!("f = g \"{quoted}\"\n"),
+                Grammar::Zig => format!("fn f() void {{ g(\"{quoted}\"); }}\n"),
                 _ => format!("function f() {{ g(\"{quoted}\") }}\n"),
             };
             let lines = shown(lang, &src);

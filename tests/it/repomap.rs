@@ -178,8 +178,13 @@ fn aider_fixtures_show_the_symbols_aider_expects() {
         ("test.sh", "greet"),
         ("test.php", "greet"),
         ("test.kt", "Greeting"),
+        ("test.scala", "Greeter"),
         ("test.swift", "Greeter"),
+        ("test.dart", "Person"),
         ("test.lua", "greet"),
+        ("test.ex", "Greeter"),
+        ("test.hs", "add"),
+        ("test.zig", "add"),
     ];
     for (file, symbol) in expected {
         let block = block_of(&text, file);

@@ -38,6 +38,12 @@ pub enum Language {
     Elixir,
     Haskell,
     Zig,
+    OCaml,
+    Hcl,
+    R,
+    Julia,
+    Elm,
+    Solidity,
     Sql,
     Html,
     Css,
@@ -68,6 +74,13 @@ pub enum Grammar {
     Elixir,
     Haskell,
     Zig,
+    OCaml,
+    OCamlInterface,
+    Hcl,
+    R,
+    Julia,
+    Elm,
+    Solidity,
 }
 
 /// What the repo map parses and queries each grammar with (a new grammar is its
@@ -97,6 +110,13 @@ impl Grammar {
             Grammar::Elixir => tree_sitter_elixir::LANGUAGE.into(),
             Grammar::Haskell => tree_sitter_haskell::LANGUAGE.into(),
             Grammar::Zig => tree_sitter_zig::LANGUAGE.into(),
+            Grammar::OCaml => tree_sitter_ocaml::LANGUAGE_OCAML.into(),
+            Grammar::OCamlInterface => tree_sitter_ocaml::LANGUAGE_OCAML_INTERFACE.into(),
+            Grammar::Hcl => tree_sitter_hcl::LANGUAGE.into(),
+            Grammar::R => tree_sitter_r::LANGUAGE.into(),
+            Grammar::Julia => tree_sitter_julia::LANGUAGE.into(),
+            Grammar::Elm => tree_sitter_elm::LANGUAGE.into(),
+            Grammar::Solidity => tree_sitter_solidity::LANGUAGE.into(),
         }
     }
 
@@ -123,6 +143,13 @@ impl Grammar {
             Grammar::Elixir => tree_sitter_elixir::TAGS_QUERY,
             Grammar::Haskell => include_str!("../queries/haskell-tags.scm"),
             Grammar::Zig => include_str!("../queries/zig-tags.scm"),
+            Grammar::OCaml => tree_sitter_ocaml::TAGS_QUERY,
+            Grammar::OCamlInterface => include_str!("../queries/ocaml_interface-tags.scm"),
+            Grammar::Hcl => include_str!("../queries/hcl-tags.scm"),
+            Grammar::R => tree_sitter_r::TAGS_QUERY,
+            Grammar::Julia => include_str!("../queries/julia-tags.scm"),
+            Grammar::Elm => tree_sitter_elm::TAGS_QUERY,
+            Grammar::Solidity => tree_sitter_solidity::TAGS_QUERY,
         }
     }
 
@@ -155,6 +182,14 @@ impl Grammar {
             Grammar::Elixir => include_str!("../queries/elixir-literals.scm"),
             Grammar::Haskell => include_str!("../queries/haskell-literals.scm"),
             Grammar::Zig => include_str!("../queries/zig-literals.scm"),
+            Grammar::OCaml | Grammar::OCamlInterface => {
+                include_str!("../queries/ocaml-literals.scm")
+            }
+            Grammar::Hcl => include_str!("../queries/hcl-literals.scm"),
+            Grammar::R => include_str!("../queries/r-literals.scm"),
+            Grammar::Julia => include_str!("../queries/julia-literals.scm"),
+            Grammar::Elm => include_str!("../queries/elm-literals.scm"),
+            Grammar::Solidity => include_str!("../queries/solidity-literals.scm"),
         }
     }
 }
@@ -209,6 +244,13 @@ const KINDS: &[Kind] = &[
     kind("elixir", &["ex", "exs"], Language::Elixir, Some(Grammar::Elixir)),
     kind("haskell", &["hs"], Language::Haskell, Some(Grammar::Haskell)),
     kind("zig", &["zig"], Language::Zig, Some(Grammar::Zig)),
+    kind("ocaml", &["ml"], Language::OCaml, Some(Grammar::OCaml)),
+    kind("ocaml-interface", &["mli"], Language::OCaml, Some(Grammar::OCamlInterface)),
+    kind("hcl", &["tf", "tfvars", "hcl"], Language::Hcl, Some(Grammar::Hcl)),
+    kind("r", &["r"], Language::R, Some(Grammar::R)),
+    kind("julia", &["jl"], Language::Julia, Some(Grammar::Julia)),
+    kind("elm", &["elm"], Language::Elm, Some(Grammar::Elm)),
+    kind("solidity", &["sol"], Language::Solidity, Some(Grammar::Solidity)),
     kind("sql", &["sql"], Language::Sql, None),
     kind("html", &["html", "htm"], Language::Html, None),
     kind("css", &["css", "scss", "sass", "less"], Language::Css, None),

@@ -155,6 +155,18 @@ mod tests {
             Grammar::from_path(Path::new("build.gradle.kts")),
             Some(Grammar::Kotlin)
         );
+        assert_eq!(
+            Grammar::from_path(Path::new("a/lib.mli")),
+            Some(Grammar::OCamlInterface)
+        );
+        assert_eq!(
+            Grammar::from_path(Path::new("infra/main.tf")),
+            Some(Grammar::Hcl)
+        );
+        assert_eq!(
+            Grammar::from_path(Path::new("analysis.R")),
+            Some(Grammar::R)
+        );
         assert_eq!(Grammar::from_path(Path::new("README.md")), None);
         assert_eq!(Grammar::from_path(Path::new("Makefile")), None);
     }

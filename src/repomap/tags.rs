@@ -765,6 +765,76 @@ mod literal_tests {
                  pub fn connect(url: []const u8, port: u16) void { dial(url, \"postgres://admin:hunter2@db\", port + 8080, 'x'); }\n",
                 &["stripe_secret", "account", "pub fn connect(", "8080"],
             ),
+            Grammar::OCaml => (
+                "let stripe_secret = \"sk_live_51HvSecretValue\"\n\
+                 let database_url = {|postgres://admin:hunter2@db|}\n\
+                 let key = \"-----BEGIN KEY-----\\n\\\nhunter2\"\n\
+                 let account = 4111111111111111\n\
+                 let connect ?(port = 8080) url = dial url \"sk_live_inline\" port\n",
+                &["let connect", "8080"],
+            ),
+            Grammar::OCamlInterface => (
+                "val stripe_secret : string\n\
+                 external connect : string -> int -> unit = \"sk_live_external_symbol\"\n\
+                 val port : int [@@default 8080]\n\
+                 module type POOL = sig val size : int end\n",
+                &["external connect", "POOL"],
+            ),
+            Grammar::Hcl => (
+                "variable \"stripe_secret\" {\n  default = \"sk_live_51HvSecretValue\"\n}\n\
+                 locals {\n\
+                 database_url = \"postgres://admin:${var.user}:hunter2@db\"\n\
+                 key = <<EOT\n-----BEGIN KEY-----\nhunter2\nEOT\n\
+                 account = 4111111111111111\n\
+                 port = 8080\n\
+                 }\n\
+                 resource \"aws_instance\" \"web\" {\n  user_data = \"sk_live_inline\"\n}\n",
+                &[
+                    "variable \"stripe_secret\"",
+                    "database_url",
+                    "port = 8080",
+                    "resource \"aws_instance\" \"web\"",
+                ],
+            ),
+            Grammar::R => (
+                "stripe_secret <- \"sk_live_51HvSecretValue\"\n\
+                 database_url <- r\"(postgres://admin:hunter2@db)\"\n\
+                 account <- 4111111111111111\n\
+                 connect <- function(url = 'postgres://admin:hunter2@db', port = 8080) dial(url, port)\n",
+                &["connect <- function(", "port = 8080"],
+            ),
+            Grammar::Julia => (
+                "const STRIPE_SECRET = \"sk_live_51HvSecretValue\"\n\
+                 const DATABASE_URL = raw\"postgres://admin:hunter2@db\"\n\
+                 const KEY = \"\"\"\n-----BEGIN KEY-----\nhunter2\n\"\"\"\n\
+                 const ACCOUNT = 4111111111111111\n\
+                 function connect(url = \"postgres://$(user):hunter2@db\"; port = 8080)\n    dial(url, port, 'x')\nend\n",
+                &[
+                    "STRIPE_SECRET",
+                    "DATABASE_URL",
+                    "ACCOUNT",
+                    "function connect(",
+                    "port = 8080",
+                ],
+            ),
+            Grammar::Elm => (
+                "module Config exposing (..)\n\
+                 stripeSecret : String\n\
+                 stripeSecret = \"sk_live_51HvSecretValue\"\n\
+                 key = \"\"\"\n-----BEGIN KEY-----\nhunter2\n\"\"\"\n\
+                 account = 4111111111111111\n\
+                 connect url = dial url \"postgres://admin:hunter2@db\" 8080 'x'\n",
+                &["stripeSecret", "account", "connect url", "8080"],
+            ),
+            Grammar::Solidity => (
+                "contract Config {\n\
+                 string constant STRIPE_SECRET = \"sk_live_51HvSecretValue\";\n\
+                 bytes constant KEY = hex\"4111111111111111\";\n\
+                 uint256 constant ACCOUNT = 4111111111111111;\n\
+                 function connect(string memory url) public returns (uint) { emit Dial(unicode\"sk_live_unicode\", 8080); return 8080; }\n\
+                 }\n",
+                &["contract Config", "function connect(", "8080"],
+            ),
         }
     }
 
@@ -909,6 +979,28 @@ mod literal_tests {
                 Grammar::Zig,
                 "fn f() void { g(\"sk_live_abc); }\nfn h() void {}\n",
             ),
+            (Grammar::OCaml, "let f x = g \"sk_live_abc x\nlet h y = y\n"),
+            (
+                Grammar::OCamlInterface,
+                "external f : int -> int = \"sk_live_abc\nval h : int\n",
+            ),
+            (
+                Grammar::Hcl,
+                "variable \"x\" {\n  default = \"sk_live_abc\n}\n",
+            ),
+            (
+                Grammar::R,
+                "f <- function(a = \"sk_live_abc) a\nh <- function() 1\n",
+            ),
+            (
+                Grammar::Julia,
+                "function f() g(\"sk_live_abc) end\nfunction h() end\n",
+            ),
+            (Grammar::Elm, "f = g \"sk_live_abc\nh = 1\n"),
+            (
+                Grammar::Solidity,
+                "contract A { function f() public { g(\"sk_live_abc); } }\n",
+            ),
         ] {
             for lines in [shown(lang, src), every_line(lang, src)] {
                 assert!(
@@ -991,6 +1083,13 @@ mod literal_tests {
                 Grammar::Elixir => format!("def f(), do: g(\"{quoted}\")\n"),
                 Grammar::Haskell => format!("f = g \"{quoted}\"\n"),
                 Grammar::Zig => format!("fn f() void {{ g(\"{quoted}\"); }}\n"),
+                Grammar::OCaml => format!("let f x = g \"{quoted}\" x\n"),
+                Grammar::OCamlInterface => format!("external f : int -> int = \"{quoted}\"\n"),
+                Grammar::Hcl => format!("locals {{\n  f = \"{quoted}\"\n}}\n"),
+                Grammar::R => format!("f <- function() g(\"{quoted}\")\n"),
+                Grammar::Elm => format!("f = g \"{quoted}\"\n"),
+                Grammar::Julia => format!("function f() g(\"{quoted}\") end\n"),
+                Grammar::Solidity => format!("function f() {{ g(\"{quoted}\"); }}\n"),
                 _ => format!("function f() {{ g(\"{quoted}\") }}\n"),
             };
             let lines = shown(lang, &src);

@@ -137,6 +137,16 @@ fn every_language_fixture_shows_its_main_definition() {
             "    public class StripeGateway : IPaymentGateway",
         ),
         ("Payments.cs", "    public interface IPaymentGateway"),
+        ("orbits.jl", "struct OrbitalBody <: Body"),
+        (
+            "orbits.jl",
+            "function orbital_period(body::OrbitalBody, star_mass::Float64)",
+        ),
+        (
+            "orbits.jl",
+            "escape_velocity(mass, radius) = sqrt(2 * GRAVITATIONAL_CONSTANT * mass / radius)",
+        ),
+        ("orbits.jl", "const GRAVITATIONAL_CONSTANT = …"),
     ];
     for (file, line) in expected {
         let block = block_of(&text, file);
@@ -185,6 +195,12 @@ fn aider_fixtures_show_the_symbols_aider_expects() {
         ("test.ex", "Greeter"),
         ("test.hs", "add"),
         ("test.zig", "add"),
+        ("test.ml", "Greeter"),
+        ("test.mli", "Greeter"),
+        ("test.tf", "aws_vpc"),
+        ("test.r", "calculate"),
+        ("test.elm", "Person"),
+        ("test.sol", "SimpleStorage"),
     ];
     for (file, symbol) in expected {
         let block = block_of(&text, file);

@@ -233,7 +233,7 @@ const KINDS: &[Kind] = &[
     kind("kotlin", &["kt", "kts"], Language::Kotlin, Some(Grammar::Kotlin)),
     kind("scala", &["scala", "sc"], Language::Scala, Some(Grammar::Scala)),
     kind("c", &["c", "h"], Language::C, Some(Grammar::C)),
-    kind("cpp", &["cc", "cpp", "cxx", "c++", "hh", "hpp", "hxx", "h++", "ipp", "inl"], Language::Cpp, Some(Grammar::Cpp)),
+    kind("cpp", &["cc", "cpp", "cxx", "c++", "hh", "hpp", "hxx", "h++", "ipp", "inl", "ino"], Language::Cpp, Some(Grammar::Cpp)),
     kind("csharp", &["cs"], Language::CSharp, Some(Grammar::CSharp)),
     kind("ruby", &["rb", "rake", "gemspec"], Language::Ruby, Some(Grammar::Ruby)),
     kind("php", &["php"], Language::Php, Some(Grammar::Php)),

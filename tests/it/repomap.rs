@@ -176,6 +176,7 @@ fn aider_fixtures_show_the_symbols_aider_expects() {
     let expected = [
         ("test.c", "main"),
         ("test.cpp", "main"),
+        ("test.ino", "setup"),
         ("test.cs", "IGreeter"),
         ("test.go", "Greeter"),
         ("test.java", "Greeting"),

@@ -475,6 +475,19 @@ mod tests {
         tags.refs.iter().map(|r| names[r.0 as usize]).collect()
     }
 
+    /// Each HCL block is the kind its keyword says, and only a `locals` block's
+    /// attributes are definitions (aider's query, its predicates outside their patterns,
+    /// made every attribute of every block a local).
+    #[test]
+    fn hcl_blocks_are_the_kind_their_keyword_says() {
+        let src = "variable \"region\" {\n  default = \"us-west-2\"\n}\n\
+                   locals {\n  vpc_name = \"main\"\n}\n\
+                   resource \"aws_vpc\" \"main\" {\n  cidr_block = var.region\n}\n";
+        let tags = extract(Grammar::Hcl, src.as_bytes());
+        assert_eq!(defs(&tags), ["region", "vpc_name", "main"]);
+        assert_eq!(refs(&tags), ["region"]);
+    }
+
     #[test]
     fn rust_definitions_references_and_scopes() {
         let src = "struct Point { x: i32 }\n\nimpl Point {\n    fn norm(&self) -> Length {\n        helper(self.x)\n    }\n}\n";

@@ -306,8 +306,8 @@ pub struct RepoMap {
     paths: Arc<Vec<String>>,
     slots: Vec<Slot>,
     index: Arc<HashMap<String, u32>>,
-    /// The important files of the set (`important.rs`), root first.
-    important: Vec<u32>,
+    /// The packages of the set and their important files (`important.rs`).
+    packages: important::Packages,
     interner: Interner,
     graph: Arc<Graph>,
     /// The snapshot's files not yet claimed by a refresh; None until the first refresh
@@ -360,7 +360,7 @@ impl RepoMap {
             paths: Arc::default(),
             slots: Vec::new(),
             index: Arc::default(),
-            important: Vec::new(),
+            packages: important::Packages::default(),
             interner: Interner::default(),
             graph: Arc::new(Graph::build(&[], 0, |_| "")),
             disk: None,
@@ -743,7 +743,7 @@ impl RepoMap {
     }
 
     fn rebuild_index(&mut self) {
-        self.important = important::find(&self.paths);
+        self.packages = important::Packages::find(&self.paths);
         self.index = Arc::new(
             self.paths
                 .iter()
@@ -918,16 +918,18 @@ impl RepoMap {
         for (at, &f) in by_rank.iter().enumerate() {
             position[f as usize] = at as u32;
         }
-        let important = self
-            .important
-            .iter()
-            .filter(|&&f| position[f as usize] != u32::MAX)
-            .map(|&file| Item::Important { file });
+        let important: Vec<u32> = self
+            .packages
+            .important(&ranking.file_rank, &chat, |f| self.graph.in_degree(f))
+            .into_iter()
+            .filter(|&f| position[f as usize] != u32::MAX)
+            .collect();
+        let important_items = important.iter().map(|&file| Item::Important { file });
         let rendering = Rendering::new(self);
         let defs = RankedDefs::new(credits, self, &position).flat_map(|c| rendering.defs_of(c));
         let bare = by_rank.iter().map(|&file| Item::Bare { file });
         let fitted = render::fit(
-            important.chain(defs).chain(bare),
+            important_items.chain(defs).chain(bare),
             &rendering,
             &self.counter,
             &self.block_counts,
@@ -950,10 +952,8 @@ impl RepoMap {
                 .collect(),
             shown_defs: fitted.defs,
             shown_files: fitted.files,
-            important: self
-                .important
+            important: important
                 .iter()
-                .filter(|&&f| position[f as usize] != u32::MAX)
                 .take(fitted.important)
                 .map(|&f| self.paths[f as usize].clone())
                 .collect(),

@@ -24,8 +24,8 @@ use super::store::Key;
 
 const SNAPSHOT_MAGIC: &[u8; 8] = b"TERNSNAP";
 const COUNTS_MAGIC: &[u8; 8] = b"TERNCNTS";
-/// Bump whenever `Known` or `Snapshot` change meaning.
-pub const VERSION: u32 = 3;
+/// Bump whenever `Known` or `Snapshot` change meaning (4: `Kind::LongLines`).
+pub const VERSION: u32 = 4;
 const HEADER: usize = 8 + 4 + 8;
 
 /// What kind of content a file holds.
@@ -39,6 +39,8 @@ pub enum Kind {
     /// Shown as a bare path: no supported language, or no definitions or references.
     Untagged,
     Binary,
+    /// Minified or generated text: not parsed, left out of the map.
+    LongLines,
 }
 
 /// What is known about one file of the set without its tags: enough to tell whether

@@ -14,6 +14,7 @@ mod files;
 mod important;
 mod interner;
 mod languages;
+mod left_out;
 pub mod mentions;
 mod rank;
 mod render;
@@ -201,6 +202,9 @@ pub struct MapResult {
     /// Every file that could be in the map (chat and binary files excluded) with its
     /// PageRank score, best first.
     pub ranked_files: Vec<(String, f64)>,
+    /// What was left out as noise (chat and mentioned files never are): a count per
+    /// reason, for the reasons that left something out.
+    pub left_out: Vec<(&'static str, usize)>,
     /// Definitions and files shown (the important files listed at the top too).
     pub shown_defs: usize,
     pub shown_files: usize,
@@ -308,6 +312,8 @@ pub struct RepoMap {
     index: Arc<HashMap<String, u32>>,
     /// The packages of the set and their important files (`important.rs`).
     packages: important::Packages,
+    /// Per file: why its name or attributes leave it out of the map (`left_out.rs`).
+    left_out: Vec<Option<left_out::Reason>>,
     interner: Interner,
     graph: Arc<Graph>,
     /// The snapshot's files not yet claimed by a refresh; None until the first refresh
@@ -361,6 +367,7 @@ impl RepoMap {
             slots: Vec::new(),
             index: Arc::default(),
             packages: important::Packages::default(),
+            left_out: Vec::new(),
             interner: Interner::default(),
             graph: Arc::new(Graph::build(&[], 0, |_| "")),
             disk: None,
@@ -482,7 +489,8 @@ impl RepoMap {
         }
         stats.parse = start.elapsed();
         let graph_start = Instant::now();
-        if set_changed {
+        // What `.gitattributes` says may have changed with it.
+        if set_changed || stats.changed.iter().any(|p| p.ends_with(".gitattributes")) {
             self.rebuild_index();
         }
         if !stats.changed.is_empty() {
@@ -686,6 +694,7 @@ impl RepoMap {
             ),
             Content::Untagged => (Kind::Untagged, None),
             Content::Binary => (Kind::Binary, None),
+            Content::LongLines => (Kind::LongLines, None),
         };
         let mut known = Known {
             size: f.size,
@@ -744,6 +753,7 @@ impl RepoMap {
 
     fn rebuild_index(&mut self) {
         self.packages = important::Packages::find(&self.paths);
+        self.left_out = left_out::by_path(&self.root, &self.paths);
         self.index = Arc::new(
             self.paths
                 .iter()
@@ -763,7 +773,7 @@ impl RepoMap {
                     stats.definitions += defs as usize;
                     stats.references += refs as usize;
                 }
-                Kind::Untagged => {}
+                Kind::Untagged | Kind::LongLines => {}
             }
         }
         let g = self.graph.stats();
@@ -881,18 +891,39 @@ impl RepoMap {
             .filter_map(|i| self.interner.get(i.as_ref()))
             .collect();
         let ranking = self.graph.rank(&chat, &personal, &mentioned);
+        // Noise is left out unless the chat names it.
+        let mut left_out = [0usize; left_out::Reason::ALL.len()];
+        let listed: Vec<bool> = (0..n as u32)
+            .map(|f| {
+                if chat[f as usize] || !self.is_mappable(f) {
+                    return false;
+                }
+                match self.noise(f) {
+                    Some(reason) if personal[f as usize] == 0.0 => {
+                        left_out[reason as usize] += 1;
+                        false
+                    }
+                    _ => true,
+                }
+            })
+            .collect();
         let defines: Vec<&[u32]> = self
             .slots
             .iter()
-            .map(|s| s.known.defines.as_slice())
+            .zip(&listed)
+            .map(|(s, &listed)| {
+                if listed {
+                    s.known.defines.as_slice()
+                } else {
+                    &[]
+                }
+            })
             .collect();
         let credits = self.graph.credits(&ranking, &defines);
         let rank_time = start.elapsed();
 
         let fit_start = Instant::now();
-        let mut by_rank: Vec<u32> = (0..n as u32)
-            .filter(|&f| !chat[f as usize] && self.is_mappable(f))
-            .collect();
+        let mut by_rank: Vec<u32> = (0..n as u32).filter(|&f| listed[f as usize]).collect();
         // Equal scores (all zero when the chat files reference nothing, or there is no
         // graph at all) go by what the chat mentions, then by how referenced a file is,
         // then by size: never by name.
@@ -950,6 +981,12 @@ impl RepoMap {
                     )
                 })
                 .collect(),
+            left_out: left_out::Reason::ALL
+                .into_iter()
+                .zip(left_out)
+                .filter(|&(_, count)| count > 0)
+                .map(|(reason, count)| (reason.label(), count))
+                .collect(),
             shown_defs: fitted.defs,
             shown_files: fitted.files,
             important: important
@@ -971,6 +1008,18 @@ impl RepoMap {
 
     fn is_mappable(&self, file: u32) -> bool {
         !matches!(self.slots[file as usize].known.kind, Kind::Binary)
+    }
+
+    /// Why `file` is noise the map leaves out, if it is.
+    fn noise(&self, file: u32) -> Option<left_out::Reason> {
+        self.left_out
+            .get(file as usize)
+            .copied()
+            .flatten()
+            .or_else(|| {
+                matches!(self.slots[file as usize].known.kind, Kind::LongLines)
+                    .then_some(left_out::Reason::LongLines)
+            })
     }
 
     /// The file index of a root-relative or absolute path.
@@ -1152,6 +1201,9 @@ fn content_of(lang: Option<Grammar>, bytes: &[u8]) -> Content {
     if crate::diff::is_binary(bytes) {
         return Content::Binary;
     }
+    if crate::noise::has_long_lines(bytes) {
+        return Content::LongLines;
+    }
     match lang {
         Some(lang) => {
             let tags = tags::extract(lang, bytes);
@@ -1171,6 +1223,7 @@ fn stored_content(slot: &Slot) -> Option<store::ContentRef<'_>> {
         Kind::Tags { .. } => store::ContentRef::Tags(&slot.tags.get()?.as_ref()?.tags),
         Kind::Untagged => store::ContentRef::Untagged,
         Kind::Binary => store::ContentRef::Binary,
+        Kind::LongLines => store::ContentRef::LongLines,
     })
 }
 

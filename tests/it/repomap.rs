@@ -15,7 +15,7 @@ const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/repo
 /// A temporary repository plus a separate temporary cache dir.
 pub(crate) struct Repo {
     repo: TempRepo,
-    cache: tempfile::TempDir,
+    pub(crate) cache: tempfile::TempDir,
 }
 
 impl std::ops::Deref for Repo {

@@ -100,3 +100,126 @@ fn important_files_follow_their_packages_rank_and_licences_stay_at_the_root() {
     assert_eq!(result.important[..2], ["LICENSE", "CHANGELOG.md"]);
     assert_eq!(result.tokens, counter().count(&result.text));
 }
+
+/// Source, with noise of every kind beside it.
+fn noisy() -> Repo {
+    let repo = Repo::empty();
+    repo.write(
+        "app/main.py",
+        "from lib.store import open_store\nopen_store()\n",
+    );
+    repo.write("lib/store.py", "def open_store():\n    pass\n");
+    repo.write("web/dist/app.min.js", "function minifiedByName(){}\n");
+    repo.write("web/dist/app.js.map", "{\"version\":3}\n");
+    let bundle = format!("function bundledHelper(){{{}}}\n", "var a=1;".repeat(300));
+    repo.write("web/dist/bundle.js", bundle);
+    repo.write("Cargo.lock", "# lock\n");
+    repo.write("web/package-lock.json", "{}\n");
+    repo.write("generated/api.py", "def generated_endpoint():\n    pass\n");
+    repo.write(
+        "third_party/vendored.py",
+        "def vendored_helper():\n    pass\n",
+    );
+    repo.write("third_party/ours.py", "def our_helper():\n    pass\n");
+    repo.write(
+        ".gitattributes",
+        "generated/** linguist-generated\nthird_party/** linguist-vendored=true\nthird_party/ours.py -linguist-vendored\n",
+    );
+    repo.write("config/settings.yaml", "key: value\n");
+    repo.commit("noise");
+    repo
+}
+
+#[test]
+fn generated_minified_and_vendored_files_are_left_out_unless_the_chat_names_them() {
+    let repo = noisy();
+    let map = repo.map();
+    let result = map.build(&NONE, &NONE, &NONE, 4096);
+    let ranked: Vec<&str> = result
+        .ranked_files
+        .iter()
+        .map(|(p, _)| p.as_str())
+        .collect();
+    for noise in [
+        "web/dist/app.min.js",
+        "web/dist/app.js.map",
+        "web/dist/bundle.js",
+        "Cargo.lock",
+        "web/package-lock.json",
+        "generated/api.py",
+        "third_party/vendored.py",
+    ] {
+        assert!(!ranked.contains(&noise), "{noise} in {ranked:?}");
+        assert!(!result.text.contains(noise), "{noise} in {}", result.text);
+    }
+    for kept in [
+        "lib/store.py",
+        "third_party/ours.py",
+        "config/settings.yaml",
+    ] {
+        assert!(ranked.contains(&kept), "{kept} not in {ranked:?}");
+    }
+    assert_eq!(
+        result.left_out,
+        [
+            ("lockfiles", 2),
+            ("minified (.min.*)", 1),
+            ("source maps", 1),
+            ("long lines (minified or generated)", 1),
+            ("linguist-generated", 1),
+            ("linguist-vendored", 1),
+        ]
+    );
+    // Named by the chat, a generated file is in the map after all.
+    let result = map.build(&["app/main.py"], &["generated/api.py"], &NONE, 4096);
+    assert!(
+        result
+            .text
+            .contains("generated/api.py:\n│def generated_endpoint():"),
+        "{}",
+        result.text
+    );
+    assert!(
+        !result
+            .left_out
+            .iter()
+            .any(|(r, _)| *r == "linguist-generated")
+    );
+
+    // `tern map --stats` says what it left out and why.
+    let out = crate::support::command(env!("CARGO_BIN_EXE_tern"))
+        .args(["map", "--stats"])
+        .current_dir(repo.path())
+        .env("XDG_CACHE_HOME", repo.cache.path())
+        .env("HOME", repo.cache.path())
+        .env_remove("TERN_MODEL")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(
+            "left out: 2 lockfiles, 1 minified (.min.*), 1 source maps, 1 long lines (minified or generated), 1 linguist-generated, 1 linguist-vendored\n"
+        ),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn an_edited_gitattributes_changes_what_is_left_out() {
+    let repo = noisy();
+    let mut map = repo.map();
+    repo.write(".gitattributes", "third_party/** linguist-vendored\n");
+    // libgit2 reads the index's `.gitattributes` beside the work tree's: a rule is gone
+    // once the edit is staged.
+    repo.commit("attributes");
+    map.refresh_files(&[".gitattributes".to_string()]);
+    let result = map.build(&NONE, &NONE, &NONE, 4096);
+    let ranked: Vec<&str> = result
+        .ranked_files
+        .iter()
+        .map(|(p, _)| p.as_str())
+        .collect();
+    assert!(ranked.contains(&"generated/api.py"), "{ranked:?}");
+    assert!(!ranked.contains(&"third_party/ours.py"), "{ranked:?}");
+}

@@ -249,23 +249,23 @@ mod tests {
     }
 
     #[test]
-    fn licences_and_changelogs_count_at_the_root_only() {
+    fn licences_and_changelogs_count_at_the_root_only_in_any_case() {
         let paths = sorted(&[
             "crates/a/Cargo.toml",
             "crates/a/README.md",
             "crates/a/LICENSE-MIT",
             "crates/a/LICENSE-APACHE",
             "crates/a/COPYING",
-            "crates/a/CHANGELOG.md",
-            "crates/a/CONTRIBUTING.md",
+            "crates/a/Changelog.md",
+            "crates/a/contributing.md",
             "COPYING",
-            "CHANGELOG.md",
+            "changelog.md",
         ]);
         assert_eq!(
             important(&paths, |_| 0.0, &[]),
             [
                 "COPYING",
-                "CHANGELOG.md",
+                "changelog.md",
                 "crates/a/README.md",
                 "crates/a/Cargo.toml"
             ]

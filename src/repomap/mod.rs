@@ -938,8 +938,11 @@ impl RepoMap {
                 self.slots[f as usize].known.size,
             )
         };
+        // Files without tags (YAML, SQL, data) rank below tagged ones unless named.
+        let tier = |f: u32| self.slots[f as usize].is_tagged() || personal[f as usize] > 0.0;
         by_rank.sort_by_cached_key(|&f| {
             (
+                std::cmp::Reverse(tier(f)),
                 std::cmp::Reverse(OrderedScore(ranking.file_rank[f as usize])),
                 std::cmp::Reverse(fallback(f)),
                 f,

@@ -223,3 +223,39 @@ fn an_edited_gitattributes_changes_what_is_left_out() {
     assert!(ranked.contains(&"generated/api.py"), "{ranked:?}");
     assert!(!ranked.contains(&"third_party/ours.py"), "{ranked:?}");
 }
+
+#[test]
+fn files_without_tags_rank_below_tagged_files_unless_named() {
+    let repo = Repo::empty();
+    repo.write("src/leaf.py", "def leaf_function():\n    pass\n");
+    repo.write("src/other.py", "def other_function():\n    pass\n");
+    let yaml: String = (0..200).map(|i| format!("key_{i}: value\n")).collect();
+    repo.write("deploy/values.yaml", yaml);
+    repo.write("db/schema.sql", "CREATE TABLE t (id INTEGER);\n".repeat(50));
+    repo.write("Dockerfile.prod", "FROM scratch\n".repeat(40));
+    repo.commit("mixed");
+    let map = repo.map();
+    let order = |result: &tern::repomap::MapResult| -> Vec<String> {
+        result.ranked_files.iter().map(|(p, _)| p.clone()).collect()
+    };
+    let result = map.build(&NONE, &NONE, &NONE, 4096);
+    let mut tagged_first = order(&result)[..2].to_vec();
+    tagged_first.sort();
+    assert_eq!(
+        tagged_first,
+        ["src/leaf.py", "src/other.py"],
+        "{:?}",
+        result.ranked_files
+    );
+    // Still in the map by name.
+    for untagged in ["deploy/values.yaml", "db/schema.sql", "Dockerfile.prod"] {
+        assert!(
+            result.text.lines().any(|l| l == untagged),
+            "{untagged}: {}",
+            result.text
+        );
+    }
+    // A mentioned one goes up with the tagged files.
+    let result = map.build(&NONE, &["db/schema.sql"], &NONE, 4096);
+    assert_eq!(order(&result)[0], "db/schema.sql");
+}

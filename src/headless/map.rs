@@ -156,6 +156,11 @@ fn print_stats(r: &RefreshStats, result: &MapResult, counter: &TokenCounter, tot
             left_out.join(", ")
         }
     );
+    errln!(
+        "collapsed: {} into {}",
+        crate::plural::count(result.collapsed_files, "file"),
+        crate::plural::count(result.collapsed, "line")
+    );
     if let Some(why) = &r.cache_discarded {
         errln!("cache: discarded ({why}), rebuilt");
     }

@@ -136,6 +136,14 @@ impl Packages {
         }
     }
 
+    /// The package root (`""` for the repository root) of a file.
+    pub fn root_of(&self, file: u32) -> &str {
+        self.of_file
+            .get(file as usize)
+            .and_then(|&p| self.roots.get(p as usize))
+            .map_or("", String::as_str)
+    }
+
     /// The important files, best first: the repository root's, then those of the
     /// packages holding a chat file, then by the rank their files have in the graph
     /// (`file_rank` summed over the package; equal sums by `in_degree` summed, then by

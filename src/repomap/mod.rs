@@ -10,6 +10,7 @@
 use derive_visitor::DriveMut;
 
 mod cache;
+mod collapse;
 mod files;
 mod important;
 mod interner;
@@ -199,8 +200,9 @@ pub struct MapResult {
     /// Tokens of `text`, counted with the real tokenizer; never above the budget.
     pub tokens: usize,
     pub budget: usize,
-    /// Every file that could be in the map (chat and binary files excluded) with its
-    /// PageRank score, best first.
+    /// Every file that could be in the map (chat, binary and left-out files excluded)
+    /// with its PageRank score, best first; a collapsed group is one entry, its line
+    /// with its best ranked file's score.
     pub ranked_files: Vec<(String, f64)>,
     /// What was left out as noise (chat and mentioned files never are): a count per
     /// reason, for the reasons that left something out.
@@ -208,6 +210,10 @@ pub struct MapResult {
     /// Definitions and files shown (the important files listed at the top too).
     pub shown_defs: usize,
     pub shown_files: usize,
+    /// Lines that stand for collapsed groups of files (`locale/**/*.po (36 files)`), in
+    /// `ranked_files` and the map alike, and how many files they stand for.
+    pub collapsed: usize,
+    pub collapsed_files: usize,
     /// Important files (README, manifests, CI, ...) listed at the top, best first.
     pub important: Vec<String>,
     pub rank_time: Duration,
@@ -312,6 +318,8 @@ pub struct RepoMap {
     index: Arc<HashMap<String, u32>>,
     /// The packages of the set and their important files (`important.rs`).
     packages: important::Packages,
+    /// The tree and kind each file would collapse into (`collapse.rs`).
+    groups: collapse::Groups,
     /// Per file: why its name or attributes leave it out of the map (`left_out.rs`).
     left_out: Vec<Option<left_out::Reason>>,
     interner: Interner,
@@ -367,6 +375,7 @@ impl RepoMap {
             slots: Vec::new(),
             index: Arc::default(),
             packages: important::Packages::default(),
+            groups: collapse::Groups::default(),
             left_out: Vec::new(),
             interner: Interner::default(),
             graph: Arc::new(Graph::build(&[], 0, |_| "")),
@@ -754,6 +763,7 @@ impl RepoMap {
     fn rebuild_index(&mut self) {
         self.packages = important::Packages::find(&self.paths);
         self.left_out = left_out::by_path(&self.root, &self.paths);
+        self.groups = collapse::Groups::new(&self.paths, &self.packages);
         self.index = Arc::new(
             self.paths
                 .iter()
@@ -959,9 +969,18 @@ impl RepoMap {
             .filter(|&f| position[f as usize] != u32::MAX)
             .collect();
         let important_items = important.iter().map(|&file| Item::Important { file });
-        let rendering = Rendering::new(self);
+        let mut is_important = vec![false; n];
+        for &f in &important {
+            is_important[f as usize] = true;
+        }
+        let collapsed = self.groups.collapse(&by_rank, |f| {
+            !is_important[f as usize]
+                && !self.slots[f as usize].is_tagged()
+                && personal[f as usize] == 0.0
+        });
+        let rendering = Rendering::new(self, &collapsed.lines);
         let defs = RankedDefs::new(credits, self, &position).flat_map(|c| rendering.defs_of(c));
-        let bare = by_rank.iter().map(|&file| Item::Bare { file });
+        let bare = collapsed.entries.iter().map(|&file| Item::Bare { file });
         let fitted = render::fit(
             important_items.chain(defs).chain(bare),
             &rendering,
@@ -975,15 +994,18 @@ impl RepoMap {
             text: fitted.text,
             tokens: fitted.tokens,
             budget,
-            ranked_files: by_rank
+            ranked_files: collapsed
+                .entries
                 .iter()
                 .map(|&f| {
                     (
-                        self.paths[f as usize].clone(),
+                        rendering.path_or_line(f).to_string(),
                         ranking.file_rank[f as usize],
                     )
                 })
                 .collect(),
+            collapsed: collapsed.lines.len(),
+            collapsed_files: collapsed.files,
             left_out: left_out::Reason::ALL
                 .into_iter()
                 .zip(left_out)
@@ -1062,18 +1084,28 @@ impl Drop for RepoMap {
 struct Rendering<'a> {
     map: &'a RepoMap,
     contents: RefCell<HashMap<u32, Option<Rc<[u8]>>>>,
+    /// The line of each collapsed group, by the file that stands for it.
+    collapsed: &'a HashMap<u32, String>,
 }
 
 impl<'a> Rendering<'a> {
-    fn new(map: &'a RepoMap) -> Self {
+    fn new(map: &'a RepoMap, collapsed: &'a HashMap<u32, String>) -> Self {
         Rendering {
             map,
             contents: RefCell::default(),
+            collapsed,
         }
     }
 }
 
 impl<'a> Rendering<'a> {
+    /// The path of `file`, or the line of the collapsed group it stands for.
+    fn path_or_line(&self, file: u32) -> &'a str {
+        self.collapsed
+            .get(&file)
+            .map_or(self.map.paths[file as usize].as_str(), String::as_str)
+    }
+
     /// The tags of `file` and the content they were taken from, when it is tagged and
     /// unchanged; its tags are loaded on first use.
     fn loaded(&self, file: u32) -> Option<(&'a Loaded, Rc<[u8]>)> {
@@ -1112,7 +1144,7 @@ impl<'a> Rendering<'a> {
 
 impl render::Source for Rendering<'_> {
     fn path(&self, file: u32) -> &str {
-        &self.map.paths[file as usize]
+        self.path_or_line(file)
     }
 
     fn tagged(&self, file: u32) -> Option<(&FileTags, Rc<[u8]>)> {

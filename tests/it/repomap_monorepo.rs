@@ -259,3 +259,75 @@ fn files_without_tags_rank_below_tagged_files_unless_named() {
     let result = map.build(&NONE, &["db/schema.sql"], &NONE, 4096);
     assert_eq!(order(&result)[0], "db/schema.sql");
 }
+
+#[test]
+fn many_files_of_one_kind_in_one_tree_collapse_into_one_line() {
+    let repo = Repo::empty();
+    repo.write(
+        "app/main.py",
+        "from app.util import helper_function\nhelper_function()\n",
+    );
+    repo.write("app/util.py", "def helper_function():\n    pass\n");
+    for lang in 0..36 {
+        repo.write(
+            &format!("locale/l{lang:02}/LC_MESSAGES/app.po"),
+            "msgid \"a\"\nmsgstr \"b\"\n",
+        );
+    }
+    for i in 0..3 {
+        repo.write(&format!("config/c{i}.yaml"), "key: value\n");
+    }
+    repo.commit("locales");
+    let map = repo.map();
+    let result = map.build(&NONE, &NONE, &NONE, 4096);
+    assert!(
+        result
+            .text
+            .lines()
+            .any(|l| l == "locale/**/*.po (36 files)"),
+        "{}",
+        result.text
+    );
+    assert!(!result.text.contains("LC_MESSAGES"), "{}", result.text);
+    // A few of a kind stay listed.
+    assert!(result.text.contains("config/c0.yaml\n"), "{}", result.text);
+    let ranked: Vec<&str> = result
+        .ranked_files
+        .iter()
+        .map(|(p, _)| p.as_str())
+        .collect();
+    assert!(ranked.contains(&"locale/**/*.po (36 files)"), "{ranked:?}");
+    assert_eq!(ranked.len(), 2 + 1 + 3, "{ranked:?}");
+    assert_eq!((result.collapsed, result.collapsed_files), (1, 36));
+    assert_eq!(result.tokens, counter().count(&result.text));
+    // Byte for byte the same the next time.
+    assert_eq!(map.build(&NONE, &NONE, &NONE, 4096).text, result.text);
+    // A mentioned catalog is listed on its own.
+    let result = map.build(&NONE, &["locale/l07/LC_MESSAGES/app.po"], &NONE, 4096);
+    assert!(
+        result.text.contains("locale/l07/LC_MESSAGES/app.po\n")
+            && result.text.contains("locale/**/*.po (35 files)\n"),
+        "{}",
+        result.text
+    );
+
+    let out = crate::support::command(env!("CARGO_BIN_EXE_tern"))
+        .args(["map", "--stats"])
+        .current_dir(repo.path())
+        .env("XDG_CACHE_HOME", repo.cache.path())
+        .env("HOME", repo.cache.path())
+        .env_remove("TERN_MODEL")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("collapsed: 36 files into 1 line\n"),
+        "{stderr}"
+    );
+    assert!(
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .contains("locale/**/*.po (36 files)\n")
+    );
+}

@@ -51,16 +51,13 @@ impl Groups {
                 }
                 None => (root, false),
             };
-            let next = index.len() as u32;
-            let group = *index.entry((tree.to_string(), ext)).or_insert(next);
-            if group == next {
-                groups.keys.push((tree.to_string(), String::new()));
-            }
+            let key = (tree.to_string(), ext);
+            let group = *index.entry(key.clone()).or_insert_with(|| {
+                groups.keys.push(key);
+                groups.keys.len() as u32 - 1
+            });
             groups.of_file.push(group);
             groups.deep.push(deep);
-        }
-        for ((_, ext), group) in index {
-            groups.keys[group as usize].1 = ext;
         }
         groups
     }

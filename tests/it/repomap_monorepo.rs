@@ -5,6 +5,31 @@
 #![allow(clippy::unwrap_used)]
 
 use crate::repomap::{NONE, Repo, counter};
+use tern::repomap::MapResult;
+
+/// The paths (and collapsed lines) of the ranked list, best first.
+fn ranked(result: &MapResult) -> Vec<&str> {
+    result
+        .ranked_files
+        .iter()
+        .map(|(p, _)| p.as_str())
+        .collect()
+}
+
+/// `tern map --stats` in the repository: its map and its stats.
+fn tern_map_stats(repo: &Repo) -> (String, String) {
+    let out = crate::support::command(env!("CARGO_BIN_EXE_tern"))
+        .args(["map", "--stats"])
+        .current_dir(repo.path())
+        .env("XDG_CACHE_HOME", repo.cache.path())
+        .env("HOME", repo.cache.path())
+        .env_remove("TERN_MODEL")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(out.status.success(), "{stderr}");
+    (String::from_utf8(out.stdout).unwrap(), stderr)
+}
 
 /// Four crates, no README at the root: `app` calls into `beta` only.
 fn crates() -> Repo {
@@ -135,11 +160,7 @@ fn generated_minified_and_vendored_files_are_left_out_unless_the_chat_names_them
     let repo = noisy();
     let map = repo.map();
     let result = map.build(&NONE, &NONE, &NONE, 4096);
-    let ranked: Vec<&str> = result
-        .ranked_files
-        .iter()
-        .map(|(p, _)| p.as_str())
-        .collect();
+    let ranked = ranked(&result);
     for noise in [
         "web/dist/app.min.js",
         "web/dist/app.js.map",
@@ -187,16 +208,7 @@ fn generated_minified_and_vendored_files_are_left_out_unless_the_chat_names_them
     );
 
     // `tern map --stats` says what it left out and why.
-    let out = crate::support::command(env!("CARGO_BIN_EXE_tern"))
-        .args(["map", "--stats"])
-        .current_dir(repo.path())
-        .env("XDG_CACHE_HOME", repo.cache.path())
-        .env("HOME", repo.cache.path())
-        .env_remove("TERN_MODEL")
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8(out.stderr).unwrap();
-    assert!(out.status.success(), "{stderr}");
+    let (_, stderr) = tern_map_stats(&repo);
     assert!(
         stderr.contains(
             "left out: 2 lockfiles, 1 minified (.min.*), 1 source maps, 1 long lines (minified or generated), 1 linguist-generated, 1 linguist-vendored\n"
@@ -215,11 +227,7 @@ fn an_edited_gitattributes_changes_what_is_left_out() {
     repo.commit("attributes");
     map.refresh_files(&[".gitattributes".to_string()]);
     let result = map.build(&NONE, &NONE, &NONE, 4096);
-    let ranked: Vec<&str> = result
-        .ranked_files
-        .iter()
-        .map(|(p, _)| p.as_str())
-        .collect();
+    let ranked = ranked(&result);
     assert!(ranked.contains(&"generated/api.py"), "{ranked:?}");
     assert!(!ranked.contains(&"third_party/ours.py"), "{ranked:?}");
 }
@@ -235,11 +243,8 @@ fn files_without_tags_rank_below_tagged_files_unless_named() {
     repo.write("Dockerfile.prod", "FROM scratch\n".repeat(40));
     repo.commit("mixed");
     let map = repo.map();
-    let order = |result: &tern::repomap::MapResult| -> Vec<String> {
-        result.ranked_files.iter().map(|(p, _)| p.clone()).collect()
-    };
     let result = map.build(&NONE, &NONE, &NONE, 4096);
-    let mut tagged_first = order(&result)[..2].to_vec();
+    let mut tagged_first = ranked(&result)[..2].to_vec();
     tagged_first.sort();
     assert_eq!(
         tagged_first,
@@ -257,7 +262,7 @@ fn files_without_tags_rank_below_tagged_files_unless_named() {
     }
     // A mentioned one goes up with the tagged files.
     let result = map.build(&NONE, &["db/schema.sql"], &NONE, 4096);
-    assert_eq!(order(&result)[0], "db/schema.sql");
+    assert_eq!(ranked(&result)[0], "db/schema.sql");
 }
 
 #[test]
@@ -291,11 +296,7 @@ fn many_files_of_one_kind_in_one_tree_collapse_into_one_line() {
     assert!(!result.text.contains("LC_MESSAGES"), "{}", result.text);
     // A few of a kind stay listed.
     assert!(result.text.contains("config/c0.yaml\n"), "{}", result.text);
-    let ranked: Vec<&str> = result
-        .ranked_files
-        .iter()
-        .map(|(p, _)| p.as_str())
-        .collect();
+    let ranked = ranked(&result);
     assert!(ranked.contains(&"locale/**/*.po (36 files)"), "{ranked:?}");
     assert_eq!(ranked.len(), 2 + 1 + 3, "{ranked:?}");
     assert_eq!((result.collapsed, result.collapsed_files), (1, 36));
@@ -311,23 +312,10 @@ fn many_files_of_one_kind_in_one_tree_collapse_into_one_line() {
         result.text
     );
 
-    let out = crate::support::command(env!("CARGO_BIN_EXE_tern"))
-        .args(["map", "--stats"])
-        .current_dir(repo.path())
-        .env("XDG_CACHE_HOME", repo.cache.path())
-        .env("HOME", repo.cache.path())
-        .env_remove("TERN_MODEL")
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8(out.stderr).unwrap();
-    assert!(out.status.success(), "{stderr}");
+    let (stdout, stderr) = tern_map_stats(&repo);
     assert!(
         stderr.contains("collapsed: 36 files into 1 line\n"),
         "{stderr}"
     );
-    assert!(
-        String::from_utf8(out.stdout)
-            .unwrap()
-            .contains("locale/**/*.po (36 files)\n")
-    );
+    assert!(stdout.contains("locale/**/*.po (36 files)\n"), "{stdout}");
 }

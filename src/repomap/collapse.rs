@@ -2,6 +2,7 @@
 //! into one line of the map and of its pane: `locale/**/*.po (36 files)`. Only files the
 //! map would list as bare paths collapse: untagged, not important, not named by the chat.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use super::important::Packages;
@@ -25,7 +26,7 @@ impl Groups {
     /// `locale/de/LC_MESSAGES/app.po`), or the package root itself for the files directly
     /// in it; its kind is its extension.
     pub fn new(paths: &[String], packages: &Packages) -> Groups {
-        let mut index: HashMap<(String, String), u32> = HashMap::new();
+        let mut index: HashMap<(&str, Cow<str>), u32> = HashMap::new();
         let mut groups = Groups::default();
         for (f, path) in paths.iter().enumerate() {
             let root = packages.root_of(f as u32);
@@ -38,7 +39,12 @@ impl Groups {
             let ext = name
                 .rsplit_once('.')
                 .filter(|(stem, ext)| !stem.is_empty() && !ext.is_empty())
-                .map(|(_, ext)| ext.to_ascii_lowercase());
+                .map(
+                    |(_, ext)| match ext.bytes().any(|b| b.is_ascii_uppercase()) {
+                        true => Cow::Owned(ext.to_ascii_lowercase()),
+                        false => Cow::Borrowed(ext),
+                    },
+                );
             let (Some(under), Some(ext)) = (under, ext) else {
                 groups.of_file.push(u32::MAX);
                 groups.deep.push(false);
@@ -51,10 +57,10 @@ impl Groups {
                 }
                 None => (root, false),
             };
-            let key = (tree.to_string(), ext);
-            let group = *index.entry(key.clone()).or_insert_with(|| {
-                groups.keys.push(key);
-                groups.keys.len() as u32 - 1
+            let keys = &mut groups.keys;
+            let group = *index.entry((tree, ext)).or_insert_with_key(|(tree, ext)| {
+                keys.push((tree.to_string(), ext.to_string()));
+                keys.len() as u32 - 1
             });
             groups.of_file.push(group);
             groups.deep.push(deep);

@@ -161,7 +161,7 @@ impl IndexTrust {
         let staged = index
             .iter()
             .filter_map(|entry| String::from_utf8(entry.path).ok());
-        let mut converted = attribute_dirs(repo, staged, &CONVERTING);
+        let mut converted = attribute_dirs(repo, staged, &CONVERTING).dirs;
         if autocrlf && converted.first().is_none_or(|d| !d.is_empty()) {
             converted.insert(0, String::new());
         }
@@ -188,19 +188,39 @@ impl IndexTrust {
     }
 }
 
-/// The directories (with a trailing `/`; empty for all) whose git attributes may set
-/// one of `words`: those of the `.gitattributes` files among `files` (root-relative)
-/// that mention one, and all when the repository's `info/attributes` or the global
-/// attributes file does. The words are only looked for, so that a repository with no
-/// such attribute costs git's attribute lookup nothing; git2 says what they are set to.
+/// The attribute files that may set some attributes.
+#[derive(Debug, Default)]
+pub(crate) struct AttributeFiles {
+    /// The directories (with a trailing `/`; empty for all) they apply to.
+    pub dirs: Vec<String>,
+    /// The xxh3 of their paths and contents.
+    pub digest: u64,
+}
+
+/// The attribute files whose git attributes may set one of `words`: the `.gitattributes`
+/// files among `files` (root-relative) that mention one, and the repository's
+/// `info/attributes` or the global attributes file (for all directories) if they do. The
+/// words are only looked for, so that a repository with no such attribute costs git's
+/// attribute lookup nothing; git2 says what they are set to.
 pub(crate) fn attribute_dirs(
     repo: &git2::Repository,
     files: impl IntoIterator<Item = impl AsRef<str>>,
     words: &[&str],
-) -> Vec<String> {
+) -> AttributeFiles {
+    let hasher = std::cell::RefCell::new(xxhash_rust::xxh3::Xxh3::new());
     let mentions = |path: &Path| {
-        crate::regular_file::read_to_string(path, crate::regular_file::MAX_SETTINGS_BYTES)
-            .is_ok_and(|t| words.iter().any(|w| t.contains(w)))
+        let text =
+            crate::regular_file::read_to_string(path, crate::regular_file::MAX_SETTINGS_BYTES);
+        let mentions = text
+            .as_ref()
+            .is_ok_and(|t| words.iter().any(|w| t.contains(w)));
+        if let (true, Ok(text)) = (mentions, &text) {
+            let mut hasher = hasher.borrow_mut();
+            hasher.update(path.as_os_str().as_encoded_bytes());
+            hasher.update(&[0]);
+            hasher.update(text.as_bytes());
+        }
+        mentions
     };
     let mut dirs = Vec::new();
     let global = repo
@@ -222,7 +242,8 @@ pub(crate) fn attribute_dirs(
             }
         }
     }
-    dirs
+    let digest = hasher.borrow().digest();
+    AttributeFiles { dirs, digest }
 }
 
 /// The stat data the index keeps for a staged file.

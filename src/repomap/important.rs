@@ -95,38 +95,47 @@ impl Packages {
             .enumerate()
             .map(|(k, r)| (r.as_str(), k as u32))
             .collect();
+        // The nearest package root of a directory: itself or its nearest ancestor that
+        // is one. Sorted paths come directory by directory, so each is looked up once.
+        let nearest = |dir: &str| {
+            let mut d = dir;
+            loop {
+                if let Some(&p) = root_of.get(d) {
+                    return p;
+                }
+                match d.rsplit_once('/') {
+                    Some((up, _)) => d = up,
+                    None => return 0,
+                }
+            }
+        };
         let mut of_file = Vec::with_capacity(paths.len());
         let mut important = Vec::new();
+        let mut last: Option<(&str, u32)> = None;
         for (i, path) in paths.iter().enumerate() {
-            // The nearest package root above the file: the cuts are the last slashes,
-            // then the root.
-            let cuts = path
-                .rmatch_indices('/')
-                .map(|(at, _)| Some(at))
-                .chain(std::iter::once(None));
-            for (depth, cut) in cuts.enumerate() {
-                let (dir, rel) = match cut {
-                    Some(at) => (path.get(..at), path.get(at + 1..)),
-                    None => (Some(""), Some(path.as_str())),
-                };
-                let (Some(dir), Some(rel)) = (dir, rel) else {
-                    break;
-                };
-                let Some(&package) = root_of.get(dir) else {
-                    continue;
-                };
-                of_file.push(package);
-                if depth < MAX_SEGMENTS {
-                    patterns.set.matches_into(rel, &mut hits);
-                    let first = hits
-                        .iter()
-                        .filter(|&&k| package == 0 || patterns.kind[k] != Kind::Root)
-                        .min();
-                    if let Some(&first) = first {
-                        important.push((package, first as u32, i as u32));
-                    }
-                }
-                break;
+            let dir = path.rsplit_once('/').map_or("", |(d, _)| d);
+            let package = match last {
+                Some((d, p)) if d == dir => p,
+                _ => nearest(dir),
+            };
+            last = Some((dir, package));
+            of_file.push(package);
+            let root = &roots[package as usize];
+            let rel = if root.is_empty() {
+                Some(path.as_str())
+            } else {
+                path.get(root.len() + 1..)
+            };
+            let Some(rel) = rel.filter(|r| r.matches('/').count() < MAX_SEGMENTS) else {
+                continue;
+            };
+            patterns.set.matches_into(rel, &mut hits);
+            let first = hits
+                .iter()
+                .filter(|&&k| package == 0 || patterns.kind[k] != Kind::Root)
+                .min();
+            if let Some(&first) = first {
+                important.push((package, first as u32, i as u32));
             }
         }
         Packages {

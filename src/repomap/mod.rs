@@ -322,6 +322,8 @@ pub struct RepoMap {
     groups: collapse::Groups,
     /// Per file: why its name or attributes leave it out of the map (`left_out.rs`).
     left_out: Vec<Option<left_out::Reason>>,
+    /// What git2's attribute lookups answered, kept in the snapshot.
+    attributes: left_out::AttributeMemo,
     interner: Interner,
     graph: Arc<Graph>,
     /// The snapshot's files not yet claimed by a refresh; None until the first refresh
@@ -377,6 +379,7 @@ impl RepoMap {
             packages: important::Packages::default(),
             groups: collapse::Groups::default(),
             left_out: Vec::new(),
+            attributes: left_out::AttributeMemo::default(),
             interner: Interner::default(),
             graph: Arc::new(Graph::build(&[], 0, |_| "")),
             disk: None,
@@ -437,6 +440,7 @@ impl RepoMap {
             self.interner = Interner::from_names(snapshot.names);
             self.disk = Some(snapshot.files.into_iter().collect());
             self.disk_saved_ns = snapshot.saved_ns;
+            self.attributes = snapshot.attributes;
         } else if first {
             self.disk = Some(HashMap::new());
         }
@@ -762,7 +766,9 @@ impl RepoMap {
 
     fn rebuild_index(&mut self) {
         self.packages = important::Packages::find(&self.paths);
-        self.left_out = left_out::by_path(&self.root, &self.paths);
+        let (left_out, changed) = left_out::by_path(&self.root, &self.paths, &mut self.attributes);
+        self.left_out = left_out;
+        self.unsaved |= changed;
         self.groups = collapse::Groups::new(&self.paths, &self.packages);
         self.index = Arc::new(
             self.paths
@@ -836,7 +842,14 @@ impl RepoMap {
             .zip(&self.slots)
             .map(|(p, s)| (p.as_str(), &s.known))
             .collect();
-        if let Err(e) = cache::save_snapshot(&path, self.read_ns, self.interner.names(), &files) {
+        let saved = cache::save_snapshot(
+            &path,
+            self.read_ns,
+            self.interner.names(),
+            &files,
+            &self.attributes,
+        );
+        if let Err(e) = saved {
             tracing::warn!("cannot save repo map snapshot {}: {e}", path.display());
         }
         if let Some(dir) = stem.parent() {
@@ -1348,7 +1361,14 @@ mod tests {
             })
             .collect();
         let borrowed: Vec<(&str, &Known)> = files.iter().map(|(p, k)| (p.as_str(), k)).collect();
-        cache::save_snapshot(&path, snapshot.saved_ns, &snapshot.names, &borrowed).unwrap();
+        cache::save_snapshot(
+            &path,
+            snapshot.saved_ns,
+            &snapshot.names,
+            &borrowed,
+            &snapshot.attributes,
+        )
+        .unwrap();
 
         let mut second = open();
         let stats = second.refresh(&|_| {});

@@ -18,7 +18,6 @@ impl Noise {
     /// Classifies a path by its name alone.
     pub fn of(path: &str) -> Option<Noise> {
         let name = path.rsplit('/').next().unwrap_or(path);
-        let lower = name.to_ascii_lowercase();
         const LOCKFILES: &[&str] = &[
             "package-lock.json",
             "npm-shrinkwrap.json",
@@ -29,15 +28,15 @@ impl Noise {
             "package.resolved",
             "bun.lockb",
         ];
-        if lower.ends_with(".lock") || LOCKFILES.contains(&lower.as_str()) {
+        if ends_with(name, ".lock") || LOCKFILES.iter().any(|l| name.eq_ignore_ascii_case(l)) {
             return Some(Noise::Lockfile);
         }
-        if lower.ends_with(".map") {
+        if ends_with(name, ".map") {
             return Some(Noise::SourceMap);
         }
-        let ext = lower.rsplit_once('.').map_or("", |(_, e)| e);
-        let stem = lower.strip_suffix(ext).unwrap_or(&lower);
-        if stem.ends_with(".min.") || stem.ends_with("-min.") {
+        let ext = name.rsplit_once('.').map_or("", |(_, e)| e);
+        let stem = name.strip_suffix(ext).unwrap_or(name);
+        if ends_with(stem, ".min.") || ends_with(stem, "-min.") {
             return Some(Noise::Minified);
         }
         const BINARY_LIKE: &[&str] = &[
@@ -47,7 +46,10 @@ impl Noise {
             "pyo", "pyd", "pdf", "mp3", "mp4", "ogg", "wav", "webm", "mov", "avi", "db", "sqlite",
             "pickle", "pkl", "npy", "npz", "parquet", "csv", "tsv",
         ];
-        BINARY_LIKE.contains(&ext).then_some(Noise::BinaryLike)
+        BINARY_LIKE
+            .iter()
+            .any(|b| ext.eq_ignore_ascii_case(b))
+            .then_some(Noise::BinaryLike)
     }
 
     pub fn label(self) -> &'static str {
@@ -58,6 +60,16 @@ impl Noise {
             Noise::BinaryLike => "binary-like",
         }
     }
+}
+
+/// Whether `name` ends with `suffix`, ignoring ASCII case (names are classified for
+/// every file of a repository on each refresh: no lower-cased copy).
+fn ends_with(name: &str, suffix: &str) -> bool {
+    let name = name.as_bytes();
+    name.len()
+        .checked_sub(suffix.len())
+        .and_then(|at| name.get(at..))
+        .is_some_and(|tail| tail.eq_ignore_ascii_case(suffix.as_bytes()))
 }
 
 /// Lines this long are not written by hand.
@@ -89,6 +101,9 @@ mod tests {
             ("dist/app.min.js", Noise::Minified),
             ("dist/app.js.map", Noise::SourceMap),
             ("assets/logo.PNG", Noise::BinaryLike),
+            ("Gemfile.LOCK", Noise::Lockfile),
+            ("web/Package-Lock.json", Noise::Lockfile),
+            ("dist/App.MIN.js", Noise::Minified),
         ] {
             assert_eq!(Noise::of(path), Some(noise), "{path}");
         }

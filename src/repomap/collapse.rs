@@ -10,97 +10,91 @@ use super::important::Packages;
 /// Fewer files of a kind than this in one tree stay listed one by one.
 pub const MIN_FILES: u32 = 8;
 
-/// The tree and kind each file would collapse into, found when the file set changes.
-#[derive(Debug, Default)]
-pub struct Groups {
-    /// (tree, lower-case extension) of each group.
-    keys: Vec<(String, String)>,
-    /// Per file: its group, or `u32::MAX` for a file with no extension.
-    of_file: Vec<u32>,
-    /// Per file: whether it is below its tree's top directory.
-    deep: Vec<bool>,
+/// Collapses the `eligible` files of `ranked` (best first; indices into `paths`) of
+/// which one tree holds at least [`MIN_FILES`] of a kind: the best ranked of each group
+/// stands for it. A file's tree is the first directory below its package root (`locale`
+/// of `locale/de/LC_MESSAGES/app.po`), or the package root itself for the files
+/// directly in it; its kind is its extension.
+pub fn collapse(
+    paths: &[String],
+    packages: &Packages,
+    ranked: &[u32],
+    eligible: impl Fn(u32) -> bool,
+) -> Collapsed {
+    struct Group<'p> {
+        tree: &'p str,
+        ext: Cow<'p, str>,
+        count: u32,
+        deep: bool,
+    }
+    let mut index: HashMap<(&str, Cow<str>), u32> = HashMap::new();
+    let mut groups: Vec<Group> = Vec::new();
+    let mut group_of = vec![u32::MAX; ranked.len()];
+    for (at, &f) in ranked.iter().enumerate() {
+        if !eligible(f) {
+            continue;
+        }
+        let Some((tree, ext, deep)) = kind(&paths[f as usize], packages.root_of(f)) else {
+            continue;
+        };
+        let g = *index.entry((tree, ext.clone())).or_insert_with(|| {
+            groups.push(Group {
+                tree,
+                ext,
+                count: 0,
+                deep: false,
+            });
+            groups.len() as u32 - 1
+        });
+        let group = &mut groups[g as usize];
+        group.count += 1;
+        group.deep |= deep;
+        group_of[at] = g;
+    }
+    let mut out = Collapsed::default();
+    let mut seen = vec![false; groups.len()];
+    for (at, &f) in ranked.iter().enumerate() {
+        let g = group_of[at] as usize;
+        match groups.get(g) {
+            Some(group) if group.count >= MIN_FILES => {
+                if !std::mem::replace(&mut seen[g], true) {
+                    let line = label(group.tree, &group.ext, group.deep, group.count);
+                    out.lines.insert(f, line);
+                    out.entries.push(f);
+                    out.files += group.count as usize;
+                }
+            }
+            _ => out.entries.push(f),
+        }
+    }
+    out
 }
 
-impl Groups {
-    /// A file's tree is the first directory below its package root (`locale` of
-    /// `locale/de/LC_MESSAGES/app.po`), or the package root itself for the files directly
-    /// in it; its kind is its extension.
-    pub fn new(paths: &[String], packages: &Packages) -> Groups {
-        let mut index: HashMap<(&str, Cow<str>), u32> = HashMap::new();
-        let mut groups = Groups::default();
-        for (f, path) in paths.iter().enumerate() {
-            let root = packages.root_of(f as u32);
-            let under = if root.is_empty() {
-                Some(path.as_str())
-            } else {
-                path.get(root.len() + 1..)
-            };
-            let name = path.rsplit('/').next().unwrap_or(path);
-            let ext = name
-                .rsplit_once('.')
-                .filter(|(stem, ext)| !stem.is_empty() && !ext.is_empty())
-                .map(
-                    |(_, ext)| match ext.bytes().any(|b| b.is_ascii_uppercase()) {
-                        true => Cow::Owned(ext.to_ascii_lowercase()),
-                        false => Cow::Borrowed(ext),
-                    },
-                );
-            let (Some(under), Some(ext)) = (under, ext) else {
-                groups.of_file.push(u32::MAX);
-                groups.deep.push(false);
-                continue;
-            };
-            let (tree, deep) = match under.split_once('/') {
-                Some((top, rest)) => {
-                    let tree = path.get(..path.len() - rest.len() - 1).unwrap_or(top);
-                    (tree, rest.contains('/'))
-                }
-                None => (root, false),
-            };
-            let keys = &mut groups.keys;
-            let group = *index.entry((tree, ext)).or_insert_with_key(|(tree, ext)| {
-                keys.push((tree.to_string(), ext.to_string()));
-                keys.len() as u32 - 1
-            });
-            groups.of_file.push(group);
-            groups.deep.push(deep);
-        }
-        groups
+/// The tree and lower-case extension of `path` (under the package root `root`), and
+/// whether it is below its tree's top directory; None without an extension.
+fn kind<'p>(path: &'p str, root: &'p str) -> Option<(&'p str, Cow<'p, str>, bool)> {
+    let under = if root.is_empty() {
+        path
+    } else {
+        path.get(root.len() + 1..)?
+    };
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let (stem, ext) = name.rsplit_once('.')?;
+    if stem.is_empty() || ext.is_empty() {
+        return None;
     }
-
-    /// Collapses the `eligible` files of `ranked` (best first) whose group holds at least
-    /// [`MIN_FILES`] of them: the best ranked of each stands for its group.
-    pub fn collapse(&self, ranked: &[u32], eligible: impl Fn(u32) -> bool) -> Collapsed {
-        let mut count = vec![0u32; self.keys.len()];
-        let mut deep = vec![false; self.keys.len()];
-        let member = |f: u32| {
-            let g = *self.of_file.get(f as usize)?;
-            (g != u32::MAX && eligible(f)).then_some(g as usize)
-        };
-        for &f in ranked {
-            if let Some(g) = member(f) {
-                count[g] += 1;
-                deep[g] |= self.deep[f as usize];
-            }
+    let ext = if ext.bytes().any(|b| b.is_ascii_uppercase()) {
+        Cow::Owned(ext.to_ascii_lowercase())
+    } else {
+        Cow::Borrowed(ext)
+    };
+    Some(match under.split_once('/') {
+        Some((top, rest)) => {
+            let tree = path.get(..path.len() - rest.len() - 1).unwrap_or(top);
+            (tree, ext, rest.contains('/'))
         }
-        let mut out = Collapsed::default();
-        let mut seen = vec![false; self.keys.len()];
-        for &f in ranked {
-            match member(f) {
-                Some(g) if count[g] >= MIN_FILES => {
-                    if !std::mem::replace(&mut seen[g], true) {
-                        let (tree, ext) = &self.keys[g];
-                        let line = label(tree, ext, deep[g], count[g]);
-                        out.lines.insert(f, line);
-                        out.entries.push(f);
-                        out.files += count[g] as usize;
-                    }
-                }
-                _ => out.entries.push(f),
-            }
-        }
-        out
-    }
+        None => (root, ext, false),
+    })
 }
 
 /// The ranked list with collapsed groups.
@@ -135,9 +129,8 @@ mod tests {
             .collect();
         paths.sort();
         let packages = Packages::find(&paths);
-        let groups = Groups::new(&paths, &packages);
         let ranked: Vec<u32> = (0..paths.len() as u32).rev().collect();
-        let collapsed = groups.collapse(&ranked, |_| true);
+        let collapsed = collapse(&paths, &packages, &ranked, |_| true);
         let mut lines: Vec<&str> = collapsed.lines.values().map(String::as_str).collect();
         lines.sort();
         assert_eq!(
@@ -155,7 +148,9 @@ mod tests {
         assert_eq!(collapsed.lines[&last_po], "locale/**/*.po (9 files)");
         assert_eq!(collapsed.files, 25);
         // Below the threshold when some files are not eligible.
-        let none = groups.collapse(&ranked, |f| !paths[f as usize].ends_with(".po"));
+        let none = collapse(&paths, &packages, &ranked, |f| {
+            !paths[f as usize].ends_with(".po")
+        });
         assert!(none.lines.values().all(|l| !l.contains(".po")));
     }
 }

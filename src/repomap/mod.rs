@@ -318,8 +318,6 @@ pub struct RepoMap {
     index: Arc<HashMap<String, u32>>,
     /// The packages of the set and their important files (`important.rs`).
     packages: important::Packages,
-    /// The tree and kind each file would collapse into (`collapse.rs`).
-    groups: collapse::Groups,
     /// Per file: why its name or attributes leave it out of the map (`left_out.rs`).
     left_out: Vec<Option<left_out::Reason>>,
     /// What git2's attribute lookups answered, kept in the snapshot.
@@ -377,7 +375,6 @@ impl RepoMap {
             slots: Vec::new(),
             index: Arc::default(),
             packages: important::Packages::default(),
-            groups: collapse::Groups::default(),
             left_out: Vec::new(),
             attributes: left_out::AttributeMemo::default(),
             interner: Interner::default(),
@@ -769,7 +766,6 @@ impl RepoMap {
         let (left_out, changed) = left_out::by_path(&self.root, &self.paths, &mut self.attributes);
         self.left_out = left_out;
         self.unsaved |= changed;
-        self.groups = collapse::Groups::new(&self.paths, &self.packages);
         self.index = Arc::new(
             self.paths
                 .iter()
@@ -986,7 +982,7 @@ impl RepoMap {
         for &f in &important {
             is_important[f as usize] = true;
         }
-        let collapsed = self.groups.collapse(&by_rank, |f| {
+        let collapsed = collapse::collapse(&self.paths, &self.packages, &by_rank, |f| {
             !is_important[f as usize]
                 && !self.slots[f as usize].is_tagged()
                 && personal[f as usize] == 0.0

@@ -21,6 +21,7 @@ pub mod panes;
 pub mod terminal;
 pub mod text;
 pub mod theme;
+pub mod typing;
 
 use std::future::Future;
 use std::io::{self, IsTerminal};

@@ -148,12 +148,17 @@ fn a_command_followed_by_lines_is_refused_and_the_text_kept() {
 fn files_pane_toggles_drops_and_adds_with_the_picker() {
     let mut app = started();
     focus(&mut app, PaneId::Files);
-    // Selection starts on README.md (read-only).
+    // Selection starts on README.md (read-only). A letter that changes a mode or drops
+    // a file asks first: `y` answers.
     press(&mut app, 'e');
+    assert!(screen(&mut app, 120, 24).contains("make README.md editable? [y/N]"));
+    press(&mut app, 'y');
     app.handle_terminal(key(KeyCode::Down));
     press(&mut app, ' ');
+    press(&mut app, 'y');
     press(&mut app, 'j');
     press(&mut app, 'd');
+    press(&mut app, 'y');
     assert_eq!(
         app.take_ops(),
         [
@@ -170,10 +175,18 @@ fn files_pane_toggles_drops_and_adds_with_the_picker() {
             },
         ]
     );
-    press(&mut app, 'a');
-    type_text(&mut app, "pric\n");
-    press(&mut app, 'a');
-    type_text(&mut app, "test");
+    // The picker's filter typed after a pause (at once, it would be typing: see
+    // `a_letter_right_after_another_is_typed`).
+    let mut slowly = Slowly::new();
+    slowly.press(&mut app, key(KeyCode::Char('a')));
+    for c in "pric".chars() {
+        slowly.press(&mut app, key(KeyCode::Char(c)));
+    }
+    slowly.press(&mut app, key(KeyCode::Enter));
+    slowly.press(&mut app, key(KeyCode::Char('a')));
+    for c in "test".chars() {
+        slowly.press(&mut app, key(KeyCode::Char(c)));
+    }
     app.handle_terminal(ctrl('r'));
     assert_eq!(
         app.take_ops(),
@@ -385,6 +398,8 @@ fn review_keys_for_files_all_reset_discard_and_back() {
     assert!(app.take_ops().is_empty());
     focus(&mut app, PaneId::Review);
     press(&mut app, 'd');
+    assert!(app.take_ops().is_empty(), "d asks first");
+    press(&mut app, 'y');
     assert_eq!(app.take_ops(), [Op::Review(ReviewOp::Discard)]);
     assert_eq!(app.focus(), PaneId::Input);
 }
@@ -559,6 +574,7 @@ fn mouse_focuses_panes_selects_rows_and_scrolls() {
     }));
     assert_eq!(app.focus(), PaneId::Files);
     press(&mut app, 'e');
+    press(&mut app, 'y');
     assert_eq!(
         app.take_ops(),
         [Op::SetFileMode {
@@ -648,7 +664,10 @@ fn keys_from_the_config_replace_the_defaults() {
         throwaway: false,
     });
     feed(&mut app, [Event::Proposal(Box::new(proposal()))]);
+    // `y` is no key of the review now: it is typed.
     press(&mut app, 'y');
+    assert_eq!(app.panes().input.text(), "y");
+    focus(&mut app, PaneId::Review);
     press(&mut app, ' ');
     assert_eq!(
         app.take_ops(),
@@ -1116,7 +1135,11 @@ fn the_chat_copies_the_last_reply_and_its_last_code_block() {
         Some("print('second')\nprint('third')")
     );
     assert!(screen(&mut app, 160, 48).contains("copied 2 lines (OSC 52)"));
-    press(&mut app, 'y');
+    // A second later (at once, `cy` would be typing).
+    app.handle_terminal_at(
+        key(KeyCode::Char('y')),
+        Instant::now() + Duration::from_secs(2),
+    );
     assert_eq!(app.take_clipboard().as_deref(), Some(reply));
 }
 
@@ -1291,8 +1314,17 @@ fn the_needed_row_adds_files_and_picks_a_command_for_run() {
         "shop/pricing.py".to_string(),
         "tests/test_inventory.py".to_string(),
     ];
+    // Each asks first (a letter never adds files or sends by itself); `y` answers.
     press(&mut app, 'f');
+    assert!(app.take_ops().is_empty());
+    assert!(
+        screen(&mut app, 120, 24).contains("add 2 files read-only, 1,"),
+        "{}",
+        screen(&mut app, 120, 24)
+    );
+    press(&mut app, 'y');
     press(&mut app, 'F');
+    press(&mut app, 'y');
     assert_eq!(
         app.take_ops(),
         [
@@ -1306,11 +1338,9 @@ fn the_needed_row_adds_files_and_picks_a_command_for_run() {
             },
         ]
     );
-    press(&mut app, 'r');
-    press(&mut app, ']');
-    press(&mut app, 'r');
-    press(&mut app, ']');
-    press(&mut app, 'r');
+    for c in ['r', 'y', ']', 'r', 'y', ']', 'r', 'y'] {
+        press(&mut app, c);
+    }
     let ops = app.take_ops();
     assert_eq!(
         ops[0],
@@ -1335,11 +1365,12 @@ fn the_needed_row_adds_files_and_picks_a_command_for_run() {
         "the escape is shown, never sent as is"
     );
     assert_eq!(ops[2], ops[0], "the selection wraps around");
-    // A new turn retires the row: its keys no longer act.
+    // A new turn retires the row: its keys no longer act, they are typed.
     feed(&mut app, turn("thanks", "You are welcome.", 40));
     press(&mut app, 'f');
     press(&mut app, 'r');
     assert!(app.take_ops().is_empty());
+    assert_eq!(app.panes().input.text(), "fr");
 }
 
 /// The demo keeps no session: its quit question says the hunks are lost, never "kept
@@ -1416,4 +1447,188 @@ fn quitting_while_a_landing_runs_ends_with_what_it_did() {
         feed(&mut app, [Event::NotApplied { reason }]);
         assert_eq!(app.last_words().as_deref(), Some(says));
     }
+}
+
+/// Keys `text` at `step` apart from `at` on.
+fn type_at(app: &mut App, text: &str, at: Instant, step: Duration) {
+    for (i, c) in text.chars().enumerate() {
+        app.handle_terminal_at(key(KeyCode::Char(c)), at + step * i as u32);
+    }
+}
+
+/// The issue's case: `fine, thanks` typed with any pane focused ends in the message box
+/// whole, and nothing is sent, added, dropped or decided (the chat's `f` would add the
+/// files the last reply needs and ask again; the budget's `f` shows its file rows; the
+/// files pane's `e`, `space` and `d` change a mode or drop a file).
+#[test]
+fn fine_thanks_typed_in_any_pane_lands_in_the_box_and_does_nothing() {
+    for pane in PaneId::ALL {
+        let mut app = started();
+        feed(
+            &mut app,
+            turn("where are prices set?", "In `shop/pricing.py`.", 40),
+        );
+        feed(&mut app, [needed_event()]);
+        feed(&mut app, [Event::Proposal(Box::new(proposal()))]);
+        focus(&mut app, pane);
+        app.take_ops();
+        type_at(
+            &mut app,
+            "fine, thanks",
+            Instant::now(),
+            Duration::from_millis(120),
+        );
+        assert_eq!(app.panes().input.text(), "fine, thanks", "{pane:?}");
+        assert_eq!(app.focus(), PaneId::Input, "{pane:?}");
+        let ops = app.take_ops();
+        assert!(
+            ops.iter().all(|op| matches!(op, Op::MapWhy { .. })),
+            "{pane:?}: {ops:?}"
+        );
+        // Slowly, a letter at a time, it is the same: each key that would act asks.
+        let mut app = started();
+        feed(
+            &mut app,
+            turn("where are prices set?", "In `shop/pricing.py`.", 40),
+        );
+        feed(&mut app, [needed_event()]);
+        focus(&mut app, pane);
+        app.take_ops();
+        type_at(&mut app, "fine", Instant::now(), Duration::from_secs(2));
+        let typed = app.panes().input.text().to_string();
+        assert!(
+            typed.ends_with("ne"),
+            "{pane:?}: every letter after the first is typed ({typed:?})"
+        );
+        assert!(
+            app.take_ops()
+                .iter()
+                .all(|op| matches!(op, Op::MapWhy { .. })),
+            "{pane:?}"
+        );
+    }
+}
+
+/// A letter that would add files and send a request asks in the status line, with
+/// what it costs; `y` does it, any other key types both letters.
+#[test]
+fn a_letter_that_would_spend_asks_first_and_another_key_types_both() {
+    let mut app = started();
+    feed(
+        &mut app,
+        turn("where are prices set?", "In `shop/pricing.py`.", 40),
+    );
+    feed(&mut app, [needed_event()]);
+    focus(&mut app, PaneId::Chat);
+    app.take_ops();
+    press(&mut app, 'f');
+    let shown = screen(&mut app, 80, 24);
+    assert!(
+        shown.contains("add 2 files read-only, 1,") && shown.contains("and ask again? [y/N]"),
+        "{shown}"
+    );
+    assert!(app.take_ops().is_empty(), "nothing before the answer");
+    press(&mut app, 'x');
+    assert!(app.take_ops().is_empty());
+    assert_eq!(app.panes().input.text(), "fx");
+    assert!(
+        !screen(&mut app, 80, 24).contains("ask again?"),
+        "the question is gone"
+    );
+    focus(&mut app, PaneId::Chat);
+    press(&mut app, 'F');
+    press(&mut app, 'y');
+    assert!(matches!(
+        app.take_ops().as_slice(),
+        [Op::AddNeeded {
+            mode: FileMode::Editable,
+            ..
+        }]
+    ));
+    // Esc takes the question back and types nothing.
+    press(&mut app, 'f');
+    app.handle_terminal(key(KeyCode::Esc));
+    assert!(app.take_ops().is_empty());
+    assert_eq!(app.panes().input.text(), "fx");
+}
+
+/// `/` and `@` go to the message box from any pane: `/ask` typed in the files pane is
+/// the command, never the picker's `a`.
+#[test]
+fn slash_and_at_go_to_the_box_from_any_pane() {
+    for pane in PaneId::ALL {
+        let mut app = started();
+        feed(&mut app, [Event::Proposal(Box::new(proposal()))]);
+        focus(&mut app, pane);
+        app.take_ops();
+        type_text(&mut app, "/ask why\n");
+        let ops = app.take_ops();
+        assert!(
+            ops.contains(&Op::Command {
+                command: Command::Ask,
+                args: "why".into()
+            }),
+            "{pane:?}: {ops:?}"
+        );
+        assert!(!ops.iter().any(|op| matches!(op, Op::AddFiles { .. })));
+        let mut app = started();
+        focus(&mut app, pane);
+        press(&mut app, '@');
+        assert_eq!(app.panes().input.text(), "@", "{pane:?}");
+    }
+}
+
+/// A letter right after another is typed; the same key again, and the review's keys
+/// after one that moved or decided, still act (`j j y`, `y n`).
+#[test]
+fn a_letter_right_after_another_is_typed_but_reviewing_keys_act() {
+    let mut app = started();
+    feed(&mut app, [Event::Proposal(Box::new(proposal()))]);
+    assert_eq!(app.focus(), PaneId::Review);
+    app.take_ops();
+    let t0 = Instant::now();
+    let ms = Duration::from_millis(150);
+    type_at(&mut app, "yn", t0, ms);
+    let ids = hunk_ids();
+    assert_eq!(
+        app.take_ops(),
+        [
+            Op::Review(ReviewOp::Hunk {
+                id: ids[0].clone(),
+                decision: Decision::Accept
+            }),
+            Op::Review(ReviewOp::Hunk {
+                id: ids[1].clone(),
+                decision: Decision::Reject
+            }),
+        ]
+    );
+    // The map pane: `t` shows the map text, `r` right after it is the start of "try".
+    let mut app = started();
+    feed(&mut app, session_start());
+    focus(&mut app, PaneId::Map);
+    app.take_ops();
+    type_at(&mut app, "try", t0, ms);
+    assert!(!app.take_ops().contains(&Op::Command {
+        command: Command::MapRefresh,
+        args: String::new()
+    }));
+    assert_eq!(app.panes().input.text(), "try");
+}
+
+/// `?` says which keys ask first and where typing goes.
+#[test]
+fn help_says_which_keys_act_and_which_ask() {
+    let mut app = started();
+    focus(&mut app, PaneId::Files);
+    press(&mut app, '?');
+    let shown = screen(&mut app, 120, 48);
+    assert!(
+        shown.contains("drop the file from the chat (asks first)"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("go to the message box from any pane"),
+        "{shown}"
+    );
 }

@@ -568,6 +568,31 @@ impl Pane for ChatPane {
         ]
     }
 
+    fn ask(&self, action: Action) -> Option<String> {
+        let needed = self.messages.iter().rev().find_map(|m| match &m.kind {
+            Kind::Needed(n) if n.active => Some(n),
+            _ => None,
+        })?;
+        let mode = match action {
+            Action::AddNeededReadOnly => "read-only",
+            Action::AddNeededEditable => "editable",
+            Action::RunCommand => {
+                let command = needed.selected_command()?;
+                return Some(format!("/run `{command}` (the last reply suggests it)?"));
+            }
+            _ => return None,
+        };
+        if needed.files.is_empty() {
+            return None;
+        }
+        let tokens: usize = needed.files.iter().map(|f| f.tokens).sum();
+        Some(format!(
+            "add {} {mode}, {} tok, and ask again?",
+            crate::plural::count(needed.files.len(), "file"),
+            crate::tui::text::thousands(tokens)
+        ))
+    }
+
     fn on_action(&mut self, action: Action, cx: &mut Cx<'_>) -> bool {
         match action {
             Action::Up => self.scroll(-1),

@@ -1010,6 +1010,16 @@ impl Pane for ReviewPane {
         ]
     }
 
+    fn ask(&self, action: Action) -> Option<String> {
+        let t = self.tally();
+        (action == Action::Discard && self.is_active()).then(|| {
+            format!(
+                "discard the proposal of {} (nothing is written)?",
+                crate::plural::count(t.pending + t.accepted + t.rejected, "hunk")
+            )
+        })
+    }
+
     fn on_action(&mut self, action: Action, cx: &mut Cx<'_>) -> bool {
         if action == Action::Back {
             cx.effect(Effect::Focus(PaneId::Input));

@@ -1167,7 +1167,7 @@ impl App {
 
     /// What quitting now would leave unwritten: hunks still to review, and hunks
     /// accepted but not applied (Enter not pressed yet). None when nothing.
-    fn unlanded(&self) -> Option<String> {
+    pub(crate) fn unlanded(&self) -> Option<String> {
         let t = self.panes.review.tally();
         match (t.pending, t.accepted) {
             (0, 0) => None,

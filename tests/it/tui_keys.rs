@@ -1632,3 +1632,31 @@ fn help_says_which_keys_act_and_which_ask() {
         "{shown}"
     );
 }
+
+/// At 80x24 the quit question shows whole with its answer keys, however many hunks
+/// wait, and while hunks wait the status line says how to quit.
+#[test]
+fn the_quit_question_and_how_to_quit_fit_at_80_columns() {
+    let mut app = started();
+    feed(&mut app, [Event::Proposal(Box::new(proposal()))]);
+    press(&mut app, 'y');
+    app.handle_terminal(key(KeyCode::Esc));
+    let shown = screen(&mut app, 80, 24);
+    let footer = shown.lines().last().unwrap();
+    assert!(
+        footer.contains("enter send · ctrl-j new line · ctrl-c ×2 quits"),
+        "{footer}"
+    );
+    app.handle_terminal(ctrl('c'));
+    app.handle_terminal(ctrl('c'));
+    let shown = screen(&mut app, 80, 24);
+    let footer = shown.lines().last().unwrap();
+    assert!(
+        footer.contains(
+            "quit? 2 hunks to review, 2 accepted not applied: kept for tern --resume [y/N]"
+        ),
+        "{footer}"
+    );
+    press(&mut app, 'y');
+    assert!(app.quitting());
+}

@@ -1660,3 +1660,78 @@ fn the_quit_question_and_how_to_quit_fit_at_80_columns() {
     press(&mut app, 'y');
     assert!(app.quitting());
 }
+
+/// After `N` and its reason, the review has the focus on the next *pending* hunk: one
+/// already decided is skipped, and the search goes round to the top.
+#[test]
+fn after_a_reason_the_review_is_on_the_next_pending_hunk() {
+    let mut app = started();
+    let mut view = proposal();
+    view.files[0].hunks[1].decision = Decision::Accept;
+    feed(
+        &mut app,
+        [Event::Proposal(Box::new(view.clone())), Event::Idle],
+    );
+    press(&mut app, 'N');
+    type_text(&mut app, "too clever\n");
+    assert_eq!(app.focus(), PaneId::Review);
+    view.files[0].hunks[0].decision = Decision::Reject;
+    feed(&mut app, [Event::Proposal(Box::new(view.clone()))]);
+    press(&mut app, 'y');
+    let ids = hunk_ids();
+    assert_eq!(
+        app.take_ops().last(),
+        Some(&Op::Review(ReviewOp::Hunk {
+            id: ids[2].clone(),
+            decision: Decision::Accept
+        })),
+        "the accepted second hunk is skipped"
+    );
+    // On the last hunk, the next pending one is the first left from the top.
+    let mut app = started();
+    let mut view = proposal();
+    for (i, h) in view.files.iter_mut().flat_map(|f| &mut f.hunks).enumerate() {
+        if i != 1 {
+            h.decision = Decision::Accept;
+        }
+    }
+    let last = ids.len() - 1;
+    view.files
+        .iter_mut()
+        .flat_map(|f| &mut f.hunks)
+        .nth(last)
+        .unwrap()
+        .decision = Decision::Pending;
+    feed(
+        &mut app,
+        [Event::Proposal(Box::new(view.clone())), Event::Idle],
+    );
+    press(&mut app, 'G');
+    press(&mut app, 'N');
+    type_text(&mut app, "no\n");
+    assert_eq!(
+        app.take_ops().last(),
+        Some(&Op::Command {
+            command: Command::Reject,
+            args: format!("{} no", ids[last])
+        })
+    );
+    view.files
+        .iter_mut()
+        .flat_map(|f| &mut f.hunks)
+        .nth(last)
+        .unwrap()
+        .decision = Decision::Reject;
+    feed(&mut app, [Event::Proposal(Box::new(view))]);
+    app.handle_terminal_at(
+        key(KeyCode::Char('y')),
+        Instant::now() + Duration::from_secs(2),
+    );
+    assert_eq!(
+        app.take_ops().last(),
+        Some(&Op::Review(ReviewOp::Hunk {
+            id: ids[1].clone(),
+            decision: Decision::Accept
+        }))
+    );
+}

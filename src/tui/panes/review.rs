@@ -188,7 +188,7 @@ impl ReviewPane {
                 .is_some_and(|h| h.decision != Decision::Pending);
             if decided {
                 self.select(file, hunk);
-                self.move_hunk(true);
+                self.next_pending();
             }
         }
         self.reveal = true;
@@ -297,6 +297,31 @@ impl ReviewPane {
         };
         let next = if forward { at + 1 } else { at.wrapping_sub(1) };
         if let Some(&(f, h)) = order.get(next) {
+            self.select(f, h);
+        }
+    }
+
+    /// Selects the first pending hunk after the selected one, from the top again if
+    /// none follows; stays when none is pending.
+    fn next_pending(&mut self) {
+        let Some(p) = &self.proposal else { return };
+        let order: Vec<(usize, usize, bool)> = p
+            .files
+            .iter()
+            .enumerate()
+            .flat_map(|(f, file)| {
+                file.hunks
+                    .iter()
+                    .enumerate()
+                    .map(move |(h, hunk)| (f, h, hunk.decision == Decision::Pending))
+            })
+            .collect();
+        let at = order
+            .iter()
+            .position(|&(f, h, _)| (f, h) == (self.file, self.hunk))
+            .unwrap_or(0);
+        let mut after = order.iter().skip(at + 1).chain(order.iter().take(at));
+        if let Some(&(f, h, _)) = after.find(|(_, _, pending)| *pending) {
             self.select(f, h);
         }
     }

@@ -514,6 +514,7 @@ impl Engine {
                 self.files_changed();
             }
             Op::AnswerCommand { run } => self.answer_command(run),
+            Op::RunSuggested { command } => self.run_suggested(&command),
             Op::AddOutput => self.add_output(),
             Op::Cancel => {
                 if self.decline_command() {

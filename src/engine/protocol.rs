@@ -160,6 +160,11 @@ pub enum Op {
     HunkText {
         id: String,
     },
+    /// Run a shell command a reply suggested (`Event::Needed`): the model proposed it,
+    /// so it asks first (`Event::ConfirmCommand`), unlike `/run` typed by the user.
+    RunSuggested {
+        command: String,
+    },
     /// The answer to `Event::ConfirmCommand`: run the command the engine asked about
     /// (exactly as it holds it), or not.
     AnswerCommand {

@@ -39,7 +39,6 @@ pub(crate) fn letter(action: Action) -> Letter {
     match action {
         Action::AddNeededReadOnly
         | Action::AddNeededEditable
-        | Action::RunCommand
         | Action::ToggleMode
         | Action::DropFile
         | Action::Discard => Letter::Asks,
@@ -53,7 +52,9 @@ pub(crate) fn letter(action: Action) -> Letter {
         | Action::Reset
         | Action::ResetAll
         | Action::Apply
-        | Action::RefreshMap => Letter::Decides,
+        | Action::RefreshMap
+        // The engine asks before it runs what the model suggested.
+        | Action::RunCommand => Letter::Decides,
         Action::Up
         | Action::Down
         | Action::Top

@@ -1338,22 +1338,18 @@ fn the_needed_row_adds_files_and_picks_a_command_for_run() {
             },
         ]
     );
-    for c in ['r', 'y', ']', 'r', 'y', ']', 'r', 'y'] {
+    // `r` hands the model's command to the engine, which asks before it runs it.
+    for c in ['r', ']', 'r', ']', 'r'] {
         press(&mut app, c);
     }
     let ops = app.take_ops();
     assert_eq!(
         ops[0],
-        Op::Command {
-            command: Command::Run,
-            args: "pytest -x tests".into()
+        Op::RunSuggested {
+            command: "pytest -x tests".into()
         }
     );
-    let Op::Command {
-        command: Command::Run,
-        args: text,
-    } = &ops[1]
-    else {
+    let Op::RunSuggested { command: text } = &ops[1] else {
         panic!("{ops:?}")
     };
     assert!(

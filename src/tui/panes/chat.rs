@@ -292,9 +292,9 @@ impl ChatPane {
                 mode,
             }),
             (Action::RunCommand, None) => match needed.selected_command() {
-                Some(command) => cx.send(Op::Command {
-                    command: crate::engine::protocol::Command::Run,
-                    args: command.to_string(),
+                // The engine asks before it runs what the model suggested.
+                Some(command) => cx.send(Op::RunSuggested {
+                    command: command.to_string(),
                 }),
                 None => cx.effect(super::Effect::Flash(
                     "the last reply suggested no commands".into(),
@@ -576,10 +576,6 @@ impl Pane for ChatPane {
         let mode = match action {
             Action::AddNeededReadOnly => "read-only",
             Action::AddNeededEditable => "editable",
-            Action::RunCommand => {
-                let command = needed.selected_command()?;
-                return Some(format!("/run `{command}` (the last reply suggests it)?"));
-            }
             _ => return None,
         };
         if needed.files.is_empty() {

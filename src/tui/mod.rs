@@ -22,6 +22,7 @@ pub mod terminal;
 pub mod text;
 pub mod theme;
 pub mod typing;
+pub mod word_diff;
 
 use std::future::Future;
 use std::io::{self, IsTerminal};

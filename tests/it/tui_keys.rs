@@ -1731,3 +1731,34 @@ fn after_a_reason_the_review_is_on_the_next_pending_hunk() {
         }))
     );
 }
+
+/// Inside a changed line, the words that changed against its pair are marked (the
+/// line's own colour as their background), and the words both share are not.
+#[test]
+fn the_words_that_changed_inside_a_line_are_marked() {
+    let mut app = started();
+    feed(&mut app, [Event::Proposal(Box::new(proposal()))]);
+    let buf = screen_buffer(&mut app, 160, 48);
+    let theme = tern::tui::Theme::default_theme();
+    let cell_bg = |row_text: &str, word: &str| {
+        let area = buf.area;
+        for y in area.top()..area.bottom() {
+            let row: String = (area.left()..area.right())
+                .map(|x| buf[(x, y)].symbol().to_string())
+                .collect();
+            if row.contains(row_text)
+                && let Some(byte) = row.find(word)
+            {
+                let x = row.get(..byte).unwrap().chars().count() as u16;
+                return buf[(area.left() + x, y)].bg;
+            }
+        }
+        panic!("no {row_text:?} on the screen");
+    };
+    let added = "+         \"\"\"Takes";
+    let removed = "-         \"\"\"Takes";
+    assert_eq!(cell_bg(added, "never"), theme.c.added);
+    assert_eq!(cell_bg(added, "Takes"), theme.c.added_bg);
+    assert_eq!(cell_bg(removed, "shelf."), theme.c.removed);
+    assert_eq!(cell_bg(removed, "Takes"), theme.c.removed_bg);
+}

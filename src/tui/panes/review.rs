@@ -25,6 +25,7 @@ use crate::tui::highlight::{self, Incremental};
 use crate::tui::keymap::{Action, Keymap};
 use crate::tui::text::{self, thousands};
 use crate::tui::theme::Theme;
+use crate::tui::word_diff;
 
 /// Where the review stands after the user acted on the whole proposal.
 #[derive(Debug, Clone, PartialEq)]
@@ -606,7 +607,13 @@ impl ReviewPane {
                     .highlights
                     .entry(hunk.id.clone())
                     .or_insert_with(|| HunkHighlight::new(hunk, syntax, &theme.syntax));
-                let code = text::mark_hidden(hl.spans(hunk, index), theme.hidden_marker());
+                let emphasis = match hunk.lines[index].kind {
+                    LineKind::Added => Style::new().fg(theme.c.added_bg).bg(theme.c.added),
+                    _ => Style::new().fg(theme.c.removed_bg).bg(theme.c.removed),
+                };
+                let words = hl.words.get(index).cloned().unwrap_or_default();
+                let code = word_diff::emphasize(hl.spans(hunk, index), &words, emphasis);
+                let code = text::mark_hidden(&code, theme.hidden_marker());
                 let code = text::skip_columns(&code, self.hscroll);
                 let mut line = diff_line(
                     &hunk.lines[index],
@@ -944,6 +951,8 @@ struct HunkHighlight {
     side: Vec<(bool, usize)>,
     new_lines: Vec<usize>,
     old_lines: Vec<usize>,
+    /// For each hunk line, what changed inside it against its pair (`word_diff`).
+    words: Vec<Vec<std::ops::Range<usize>>>,
 }
 
 /// Lines highlighted ahead of the one asked for, so a scroll does not stop at every row.
@@ -976,6 +985,7 @@ impl HunkHighlight {
             side,
             new_lines,
             old_lines,
+            words: word_diff::changed_ranges(&hunk.lines),
         }
     }
 

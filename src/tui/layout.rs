@@ -1,7 +1,7 @@
 //! Drawing the workspace (`App::draw`), and where the panes go. Wide terminals show
 //! everything at once: files and the repo map on the left, the chat in the middle, the
 //! gauge and the review on the right (the review takes the middle while it has the
-//! focus). Smaller terminals (80x24) show one pane at a time under a row of tabs, with
+//! focus, and the whole width below 150 columns or after `z`). Smaller terminals (80x24) show one pane at a time under a row of tabs, with
 //! a one-line gauge in the status line.
 
 use ratatui::Frame;
@@ -96,6 +96,10 @@ fn draw(app: &mut App, area: Rect, buf: &mut Buffer) {
 
 fn draw_wide(app: &mut App, body: Rect, buf: &mut Buffer) {
     let w = body.width;
+    if app.focus == PaneId::Review && app.panes.review.is_active() && app.panes.review.zoomed(w) {
+        pane(app, PaneId::Review, body, buf, true);
+        return;
+    }
     let left_w = (w * 22 / 100).clamp(28, 44);
     let right_w = (w * 26 / 100).clamp(36, 60);
     let mid_w = w - left_w - right_w;

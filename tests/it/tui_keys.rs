@@ -1762,3 +1762,39 @@ fn the_words_that_changed_inside_a_line_are_marked() {
     assert_eq!(cell_bg(removed, "shelf."), theme.c.removed);
     assert_eq!(cell_bg(removed, "Takes"), theme.c.removed_bg);
 }
+
+/// The focused review takes the whole width below 150 columns (at 120 its middle
+/// column would be 54 wide), and `z` switches that, at any width.
+#[test]
+fn the_focused_review_takes_the_whole_width_when_narrow_or_zoomed() {
+    let mut app = started();
+    feed(&mut app, [Event::Proposal(Box::new(proposal()))]);
+    assert_eq!(app.focus(), PaneId::Review);
+    let row = |shown: &str, n: usize| shown.lines().nth(n).unwrap().trim_matches('"').to_string();
+    let narrow = screen(&mut app, 120, 40);
+    assert!(row(&narrow, 1).starts_with("┏ Review"), "{narrow}");
+    assert!(!narrow.contains("Files ·"), "{narrow}");
+    let wide = screen(&mut app, 160, 48);
+    assert!(
+        wide.contains("Files ·") && wide.contains("┏ Review"),
+        "{wide}"
+    );
+    assert!(!row(&wide, 1).starts_with("┏ Review"));
+    press(&mut app, 'z');
+    let zoomed = screen(&mut app, 160, 48);
+    assert!(row(&zoomed, 1).starts_with("┏ Review"), "{zoomed}");
+    assert!(!zoomed.contains("Files ·"));
+    let unzoomed = screen(&mut app, 120, 40);
+    assert!(
+        unzoomed.contains("Files ·"),
+        "z flips the narrow default too"
+    );
+    app.handle_terminal_at(
+        key(KeyCode::Char('z')),
+        Instant::now() + Duration::from_secs(2),
+    );
+    assert!(screen(&mut app, 160, 48).contains("Files ·"));
+    // Back to the chat: the columns are back.
+    app.handle_terminal(key(KeyCode::Esc));
+    assert!(screen(&mut app, 120, 40).contains("Files ·"));
+}

@@ -35,6 +35,10 @@ pub enum Status {
     Discarded,
 }
 
+/// Below this many columns the focused review takes the whole width: beside the other
+/// columns its middle one is too narrow for code (54 columns at 120).
+pub const AUTO_ZOOM_WIDTH: u16 = 150;
+
 #[derive(Default)]
 pub struct ReviewPane {
     proposal: Option<ProposalView>,
@@ -44,6 +48,9 @@ pub struct ReviewPane {
     scroll: usize,
     /// Columns of code scrolled past on the left (long lines).
     hscroll: usize,
+    /// `z` was pressed (an odd number of times): the focused review's width is the
+    /// other one than the terminal's width gives it (`zoomed`).
+    zoom_flipped: bool,
     /// Bring the selected hunk into view at the next frame.
     reveal: bool,
     /// Rows of the diff area in the last frame.
@@ -423,6 +430,12 @@ impl ReviewPane {
             || self.proposal.as_ref().is_some_and(|p| {
                 !p.written_as.is_empty() || !p.failures.is_empty() || !p.shell_commands.is_empty()
             })
+    }
+
+    /// Whether the focused review takes the whole width of a terminal `width` columns
+    /// wide: below [`AUTO_ZOOM_WIDTH`] it does, unless `z` says otherwise.
+    pub(crate) fn zoomed(&self, width: u16) -> bool {
+        (width < AUTO_ZOOM_WIDTH) != self.zoom_flipped
     }
 
     /// Hunk `id` is being decided from elsewhere (see `advance`).
@@ -1041,6 +1054,7 @@ impl Pane for ReviewPane {
             Action::Top,
             Action::Bottom,
             Action::ToggleFailures,
+            Action::Zoom,
             Action::Back,
         ]
     }
@@ -1058,6 +1072,10 @@ impl Pane for ReviewPane {
     fn on_action(&mut self, action: Action, cx: &mut Cx<'_>) -> bool {
         if action == Action::Back {
             cx.effect(Effect::Focus(PaneId::Input));
+            return true;
+        }
+        if action == Action::Zoom {
+            self.zoom_flipped = !self.zoom_flipped;
             return true;
         }
         if !self.is_active() {

@@ -317,7 +317,10 @@ fn a_hunk_with_invisible_characters_is_left_pending_by_a_and_shows_why() {
     feed(&mut app, [Event::Proposal(Box::new(view))]);
     let review = screen(&mut app, 160, 48);
     assert!(
-        review.contains("· pending ⚠ holds invisible characters (U+202E)"),
+        review.contains(&format!(
+            "· pending · {} ⚠ holds invisible characters (U+202E)",
+            hunk_ids()[0]
+        )),
         "{review}"
     );
     press(&mut app, 'a');

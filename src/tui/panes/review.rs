@@ -883,6 +883,8 @@ fn hunk_header(hunk: &HunkView, selected: bool, theme: &Theme, width: usize) -> 
             Style::new().fg(theme.c.hunk_header),
         ),
         decision_label(hunk.decision, theme),
+        // The id, for `/reject ID` and `/split ID` typed by hand.
+        Span::styled(format!(" · {}", hunk.id), theme.dim()),
     ]);
     if hunk.edited {
         line.push_span(Span::styled(" ✎ yours", Style::new().fg(theme.c.accent)));

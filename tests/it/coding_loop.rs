@@ -61,6 +61,13 @@ async fn confirm(engine: &mut EngineHandle, command: &str, run: bool) -> Vec<Eve
     events
 }
 
+/// Whether the engine asked before running a command.
+fn asked(events: &[Event]) -> bool {
+    events
+        .iter()
+        .any(|e| matches!(e, Event::ConfirmCommand { .. }))
+}
+
 fn finished(events: &[Event]) -> Vec<(String, bool, bool, usize)> {
     events
         .iter()
@@ -94,12 +101,7 @@ async fn a_typed_run_runs_at_once_and_a_suggested_one_asks_first() {
     let mut engine = engine(&repo, &server, |_| {});
     submit(&engine, "!touch typed-marker");
     let events = idle(&mut engine).await;
-    assert!(
-        !events
-            .iter()
-            .any(|e| matches!(e, Event::ConfirmCommand { .. })),
-        "{events:#?}"
-    );
+    assert!(!asked(&events), "{events:#?}");
     assert_eq!(finished(&events).len(), 1);
     assert!(repo.path().join("typed-marker").exists());
 
@@ -225,12 +227,7 @@ async fn a_command_with_a_line_break_or_escape_is_refused_before_it_is_asked() {
             })
             .unwrap();
         let events = idle(&mut engine).await;
-        assert!(
-            !events
-                .iter()
-                .any(|e| matches!(e, Event::ConfirmCommand { .. })),
-            "{events:#?}"
-        );
+        assert!(!asked(&events), "{events:#?}");
         assert!(events.iter().any(
             |e| matches!(e, Event::Error { text } if text.contains("not run: the command holds"))
         ));
@@ -248,11 +245,7 @@ async fn a_failing_test_goes_to_the_model_whose_fix_is_reviewed() {
     // The configured command runs at once: the user set it.
     submit(&engine, "/test");
     let events = idle(&mut engine).await;
-    assert!(
-        !events
-            .iter()
-            .any(|e| matches!(e, Event::ConfirmCommand { .. }))
-    );
+    assert!(!asked(&events), "{events:#?}");
     let done = finished(&events);
     assert_eq!(done.len(), 1);
     assert!(

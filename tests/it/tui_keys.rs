@@ -30,6 +30,17 @@ fn started() -> App {
     app
 }
 
+/// A workspace whose last reply names files outside the chat and suggests commands.
+fn needing() -> App {
+    let mut app = started();
+    feed(
+        &mut app,
+        turn("where are prices set?", "In `shop/pricing.py`.", 40),
+    );
+    feed(&mut app, [needed_event()]);
+    app
+}
+
 fn focus(app: &mut App, id: PaneId) {
     for _ in 0..6 {
         if app.focus() == id {
@@ -1305,12 +1316,7 @@ fn older_command_blocks_stop_offering_what_they_no_longer_can() {
 /// again, or hand the selected command to `/run`; control characters arrive visible.
 #[test]
 fn the_needed_row_adds_files_and_picks_a_command_for_run() {
-    let mut app = started();
-    feed(
-        &mut app,
-        turn("where are prices set?", "In `shop/pricing.py`.", 40),
-    );
-    feed(&mut app, [needed_event()]);
+    let mut app = needing();
     focus(&mut app, PaneId::Chat);
     app.take_ops();
     let paths = vec![
@@ -1462,12 +1468,7 @@ fn type_at(app: &mut App, text: &str, at: Instant, step: Duration) {
 #[test]
 fn fine_thanks_typed_in_any_pane_lands_in_the_box_and_does_nothing() {
     for pane in PaneId::ALL {
-        let mut app = started();
-        feed(
-            &mut app,
-            turn("where are prices set?", "In `shop/pricing.py`.", 40),
-        );
-        feed(&mut app, [needed_event()]);
+        let mut app = needing();
         feed(&mut app, [Event::Proposal(Box::new(proposal()))]);
         focus(&mut app, pane);
         app.take_ops();
@@ -1485,12 +1486,7 @@ fn fine_thanks_typed_in_any_pane_lands_in_the_box_and_does_nothing() {
             "{pane:?}: {ops:?}"
         );
         // Slowly, a letter at a time, it is the same: each key that would act asks.
-        let mut app = started();
-        feed(
-            &mut app,
-            turn("where are prices set?", "In `shop/pricing.py`.", 40),
-        );
-        feed(&mut app, [needed_event()]);
+        let mut app = needing();
         focus(&mut app, pane);
         app.take_ops();
         type_at(&mut app, "fine", Instant::now(), Duration::from_secs(2));
@@ -1512,12 +1508,7 @@ fn fine_thanks_typed_in_any_pane_lands_in_the_box_and_does_nothing() {
 /// what it costs; `y` does it, any other key types both letters.
 #[test]
 fn a_letter_that_would_spend_asks_first_and_another_key_types_both() {
-    let mut app = started();
-    feed(
-        &mut app,
-        turn("where are prices set?", "In `shop/pricing.py`.", 40),
-    );
-    feed(&mut app, [needed_event()]);
+    let mut app = needing();
     focus(&mut app, PaneId::Chat);
     app.take_ops();
     press(&mut app, 'f');

@@ -560,6 +560,11 @@ impl Engine {
                             self.warning(warning);
                         }
                         self.session.turns.undone(&done.undone);
+                        if !done.undone.is_empty() {
+                            self.events.send(Event::Undone {
+                                commits: done.undone.iter().map(ToString::to_string).collect(),
+                            });
+                        }
                         self.saved
                             .record
                             .undone(done.undone.iter().map(ToString::to_string).collect());

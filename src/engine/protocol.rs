@@ -688,6 +688,11 @@ pub enum Event {
     },
     /// The history sub-budget or the summarizer's phase changed.
     History(HistoryStatus),
+    /// Commits tern made were taken back (`/undo`, `/undo turn`): their full ids, so a
+    /// front end stops showing them as applied.
+    Undone {
+        commits: Vec<String>,
+    },
     /// A summary replaced part of the history.
     Summarized {
         replaced_messages: usize,

@@ -553,7 +553,7 @@ impl App {
                     self.landed_after_quit = Some(QuitLanding::Applied(summary.clone()));
                 }
                 self.panes.chat.push(Kind::Notice, summary.clone());
-                self.panes.review.applied(summary);
+                self.panes.review.applied(summary, commit);
                 if self.focus == PaneId::Review && !self.panes.review.is_active() {
                     self.set_focus(PaneId::Input);
                 }
@@ -603,6 +603,7 @@ impl App {
                 }
             }
             Event::History(status) => self.panes.gauge.set_history(status),
+            Event::Undone { commits } => self.panes.review.undone(&commits),
             Event::Summarized {
                 replaced_messages,
                 replaced_tokens,

@@ -269,6 +269,14 @@ async fn accept_one_hunk_reject_another_then_commit_and_undo() {
             .any(|e| matches!(e, Event::Notice { text } if text.starts_with("undid"))),
         "{events:#?}"
     );
+    // Front ends hear which commit went, by its full id (the review's `Applied … commit
+    // X` line follows it).
+    let short = applied.2.unwrap();
+    assert!(
+        events.iter().any(|e| matches!(e, Event::Undone { commits }
+            if commits.len() == 1 && commits[0].len() == 40 && commits[0].starts_with(&short))),
+        "{events:#?}"
+    );
     assert_eq!(repo.read("src/greet.py"), GREET);
     assert_eq!(repo.git(&["log", "--format=%s"]).lines().count(), 1);
 }

@@ -1792,3 +1792,48 @@ fn the_focused_review_takes_the_whole_width_when_narrow_or_zoomed() {
     app.handle_terminal(key(KeyCode::Esc));
     assert!(screen(&mut app, 120, 40).contains("Files ·"));
 }
+
+/// After `/undo` took back the commit the review says was applied, the review says it
+/// was undone; another commit's undo leaves it as it was.
+#[test]
+fn the_review_says_when_its_applied_commit_was_undone() {
+    let applied = || Event::Applied {
+        files: vec!["shop/inventory.py".into()],
+        accepted: 4,
+        rejected: 0,
+        commit: Some("5bbbba2".into()),
+        message: "fix: refuse to remove more than there is".into(),
+        failed: vec![],
+        held: 0,
+        lost: 0,
+    };
+    let mut app = started();
+    feed(&mut app, [Event::Proposal(Box::new(proposal()))]);
+    press(&mut app, 'A');
+    feed(&mut app, [applied(), Event::Idle]);
+    focus(&mut app, PaneId::Review);
+    let shown = screen(&mut app, 160, 48);
+    assert!(
+        shown.contains("Applied 4 hunks to 1 file · commit 5bbbba2"),
+        "{shown}"
+    );
+    assert!(!shown.contains("undone"));
+    feed(
+        &mut app,
+        [Event::Undone {
+            commits: vec!["0123456789abcdef0123456789abcdef01234567".into()],
+        }],
+    );
+    assert!(!screen(&mut app, 160, 48).contains("undone"));
+    feed(
+        &mut app,
+        [Event::Undone {
+            commits: vec!["5bbbba2c0ffee5bbbba2c0ffee5bbbba2c0ffee0".into()],
+        }],
+    );
+    let shown = screen(&mut app, 160, 48);
+    assert!(
+        shown.contains("↶ undone: Applied 4 hunks to 1 file · commit 5bbbba2"),
+        "{shown}"
+    );
+}

@@ -62,6 +62,8 @@ pub struct ReviewPane {
     reflections: Vec<String>,
     /// What the last landing applied, while hunks of the proposal are still pending.
     banner: Option<String>,
+    /// The commit the last landing made, and whether `/undo` took it back since.
+    landed: Option<(String, bool)>,
     /// The last `/review`'s plan, shown while no edits wait: which files the model got
     /// and which were left out, and why.
     plan: Option<ReviewPlan>,
@@ -248,15 +250,36 @@ impl ReviewPane {
         }
     }
 
-    /// Accepted hunks were written. Hunks still pending stay to be decided, under a
-    /// line saying what was applied; otherwise the review is over.
-    pub fn applied(&mut self, summary: String) {
+    /// Accepted hunks were written (and committed as `commit`). Hunks still pending
+    /// stay to be decided, under a line saying what was applied; otherwise the review
+    /// is over.
+    pub fn applied(&mut self, summary: String, commit: Option<String>) {
+        self.landed = commit.map(|c| (c, false));
         if self.tally().total() > 0 {
             self.status = None;
             self.banner = Some(summary);
         } else {
             self.close();
             self.status = Some(Status::Applied(summary));
+        }
+    }
+
+    /// `commits` were taken back (`/undo`): the line saying what was applied says so
+    /// when it names one of them.
+    pub(crate) fn undone(&mut self, commits: &[String]) {
+        if let Some((commit, undone)) = &mut self.landed
+            && commits.iter().any(|c| c.starts_with(commit.as_str()))
+        {
+            *undone = true;
+        }
+    }
+
+    /// How the line saying what was applied starts, and its style: `✓`, or `↶ undone:`
+    /// once its commit was taken back.
+    fn landed_mark(&self, theme: &Theme) -> (&'static str, Style) {
+        match self.landed {
+            Some((_, true)) => ("↶ undone: ", Style::new().fg(theme.c.warning)),
+            _ => ("✓ ", Style::new().fg(theme.c.ok)),
         }
     }
 
@@ -722,7 +745,10 @@ impl ReviewPane {
     fn render_status(&mut self, area: Rect, buf: &mut Buffer, draw: &Draw<'_>) {
         let theme = draw.theme;
         let (text, style) = match &self.status {
-            Some(Status::Applied(summary)) => (summary.clone(), Style::new().fg(theme.c.ok)),
+            Some(Status::Applied(summary)) => match self.landed_mark(theme) {
+                ("✓ ", style) => (summary.clone(), style),
+                (mark, style) => (format!("{mark}{summary}"), style),
+            },
             Some(Status::Discarded) => (
                 "Proposal discarded; nothing was written.".to_string(),
                 theme.dim(),
@@ -1140,8 +1166,9 @@ impl Pane for ReviewPane {
         row(buf, area, y, &self.summary(theme));
         y += 1;
         if let Some(banner) = &self.banner {
-            let banner = text::truncate(&format!("✓ {banner}"), width);
-            let line = Line::styled(banner, Style::new().fg(theme.c.ok));
+            let (mark, style) = self.landed_mark(theme);
+            let banner = text::truncate(&format!("{mark}{banner}"), width);
+            let line = Line::styled(banner, style);
             row(buf, area, y, &line);
             y += 1;
         }

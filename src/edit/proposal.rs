@@ -461,6 +461,9 @@ fn hunk_text(hunk: &HunkSnapshot) -> String {
 pub struct Proposal {
     pub(crate) root: PathBuf,
     pub(crate) files: Vec<FileProposal>,
+    /// Ids that split or edited hunks had, with the ids they became: the old id keeps
+    /// naming them (`/reject ID` typed from an earlier screen) until the proposal ends.
+    pub(crate) aliases: Vec<(HunkId, Vec<HunkId>)>,
 }
 
 /// What adding one reply to a proposal found besides the edits.
@@ -493,6 +496,7 @@ impl Proposal {
         Proposal {
             root: ws.root().to_path_buf(),
             files: Vec::new(),
+            aliases: Vec::new(),
         }
     }
 
@@ -772,6 +776,10 @@ impl Proposal {
     /// rejected ([`Decision::applies_in_bulk_to`]) and the hunks with a caution of
     /// their own pending; accepting everything also skips the files with a caution.
     pub fn decide(&mut self, select: Select<'_>, decision: Decision) -> Result<usize, Unknown> {
+        let named = match select {
+            Select::Hunk(id) => self.resolve(id),
+            _ => Vec::new(),
+        };
         let mut count = 0;
         let mut matched = 0;
         let bulk_accept = !matches!(select, Select::Hunk(_)) && decision == Decision::Accept;
@@ -789,7 +797,7 @@ impl Proposal {
             };
             for (hunk, hunk_held) in file.hunks.iter_mut().zip(hunk_held) {
                 let chosen = match select {
-                    Select::Hunk(id) => id == hunk.id,
+                    Select::Hunk(_) => named.contains(&hunk.id),
                     _ => whole,
                 };
                 if !chosen {
@@ -809,6 +817,24 @@ impl Proposal {
             (0, Select::File(p)) => Err(Unknown(p.display().to_string())),
             _ => Ok(count),
         }
+    }
+
+    /// The hunks `id` names now: itself, or what it became when it was split or
+    /// edited (and what those became, in turn).
+    pub fn resolve(&self, id: HunkId) -> Vec<HunkId> {
+        let mut named = vec![id];
+        let mut i = 0;
+        while let Some(&at) = named.get(i) {
+            if let Some((_, became)) = self.aliases.iter().find(|(old, _)| *old == at) {
+                for b in became {
+                    if !named.contains(b) {
+                        named.push(*b);
+                    }
+                }
+            }
+            i += 1;
+        }
+        named
     }
 
     /// The editable chat files changed (a file was dropped or made read-only while the

@@ -36,14 +36,18 @@ impl Proposal {
     /// Splits hunk `id` into its parts (see [`FileProposal::split`]); returns their ids.
     pub fn split(&mut self, id: HunkId) -> Result<Vec<HunkId>, RefineError> {
         let (index, mut taken) = self.file_of(id)?;
-        self.files[index].split(id, &mut taken)
+        let parts = self.files[index].split(id, &mut taken)?;
+        self.aliases.push((id, parts.clone()));
+        Ok(parts)
     }
 
     /// Makes `text` the new lines of hunk `id` (see [`FileProposal::edit`]); returns the
     /// ids of the hunks it became.
     pub fn edit(&mut self, id: HunkId, text: &str) -> Result<Vec<HunkId>, RefineError> {
         let (index, mut taken) = self.file_of(id)?;
-        self.files[index].edit(id, text, &mut taken)
+        let became = self.files[index].edit(id, text, &mut taken)?;
+        self.aliases.push((id, became.clone()));
+        Ok(became)
     }
 
     /// The proposed lines of hunk `id` as text, as an editor should show them (the

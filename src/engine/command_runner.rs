@@ -1,6 +1,9 @@
 //! Commands run from the workspace (`/run`, `!CMD`, `/test`, `/lint`) and the auto-test
-//! loop. Each is confirmed by the user first (`Event::ConfirmCommand`; turning
-//! `auto_test` on is the confirmation for its runs), runs on its own task
+//! loop. What the user typed runs at once (`/run CMD`, `!CMD`, `/test CMD`, and `/test`
+//! with the configured `test_cmd`); what tern did not get from the user asks first
+//! (`Event::ConfirmCommand`): a command the model suggested, a test command guessed from
+//! the repository's files (turning `auto_test` on is the confirmation for its runs).
+//! Each runs on its own task
 //! (`crate::run`: its own session and process group, a timeout, the API key kept out
 //! of its environment, output capped), streams into the chat, and its output may join
 //! the context as its own section, clipped by tokens, never copied into the history.
@@ -32,9 +35,18 @@ pub(crate) struct Ran {
 }
 
 impl Engine {
-    /// `/run CMD` and `!CMD`: asks the user before anything runs.
+    /// `/run CMD` and `!CMD`: the user typed it, so it runs at once.
     pub(super) fn run_command(&mut self, command: &str) {
-        self.ask_to_run(command.trim(), CommandPurpose::Run, None);
+        self.launch(command.trim(), CommandPurpose::Run, None);
+    }
+
+    /// `Op::RunSuggested`: a command the model suggested asks first.
+    pub(super) fn run_suggested(&mut self, command: &str) {
+        self.launch(
+            command.trim(),
+            CommandPurpose::Run,
+            Some("the model suggested it".into()),
+        );
     }
 
     /// `/test [CMD]` and `/lint [CMD]`: the given command, else the configured one, else
@@ -53,11 +65,11 @@ impl Engine {
             ),
         };
         if !given.trim().is_empty() {
-            self.ask_to_run(given.trim(), purpose, None);
+            self.launch(given.trim(), purpose, None);
         } else if let Some(command) = configured.clone() {
-            self.ask_to_run(&command, purpose, Some(format!("{setting} setting")));
+            self.launch(&command, purpose, None);
         } else if let Some(s) = run::suggest(self.session.root(), kind) {
-            self.ask_to_run(
+            self.launch(
                 &s.command,
                 purpose,
                 Some(format!(
@@ -77,7 +89,9 @@ impl Engine {
         }
     }
 
-    fn ask_to_run(&mut self, command: &str, purpose: CommandPurpose, reason: Option<String>) {
+    /// Runs `command`, or, with `ask` (where it came from, as the question says),
+    /// asks the user first.
+    fn launch(&mut self, command: &str, purpose: CommandPurpose, ask: Option<String>) {
         if let Some(why) = refuse(command) {
             self.error(why);
             return;
@@ -90,6 +104,10 @@ impl Engine {
             self.error(format!("not run: {busy}"));
             return;
         }
+        let Some(reason) = ask else {
+            self.start_command(command.to_string(), purpose, false);
+            return;
+        };
         self.activity = super::activity::Activity::Confirming {
             command: command.to_string(),
             purpose,
@@ -97,7 +115,7 @@ impl Engine {
         self.events.send(Event::ConfirmCommand {
             command: command.to_string(),
             purpose,
-            reason,
+            reason: Some(reason),
         });
     }
 

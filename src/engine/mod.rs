@@ -514,6 +514,7 @@ impl Engine {
                 self.files_changed();
             }
             Op::AnswerCommand { run } => self.answer_command(run),
+            Op::RunSuggested { command } => self.run_suggested(&command),
             Op::AddOutput => self.add_output(),
             Op::Cancel => {
                 if self.decline_command() {
@@ -559,6 +560,11 @@ impl Engine {
                             self.warning(warning);
                         }
                         self.session.turns.undone(&done.undone);
+                        if !done.undone.is_empty() {
+                            self.events.send(Event::Undone {
+                                commits: done.undone.iter().map(ToString::to_string).collect(),
+                            });
+                        }
                         self.saved
                             .record
                             .undone(done.undone.iter().map(ToString::to_string).collect());

@@ -682,12 +682,14 @@ impl Engine {
             id: id.to_string(),
             decision: Decision::Reject,
         });
+        // An id the hunk had before it was split or edited names what it became.
         let decided = self.pending.as_ref().is_some_and(|p| {
+            let named = id.parse().map_or(Vec::new(), |id| p.proposal.resolve(id));
             p.proposal
                 .files()
                 .iter()
                 .flat_map(|f| f.hunks())
-                .any(|h| h.id.to_string() == id && h.decision == Decision::Reject)
+                .any(|h| named.contains(&h.id) && h.decision == Decision::Reject)
         });
         let reason = reason.trim();
         if let Some(pending) = self

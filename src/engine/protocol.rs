@@ -160,6 +160,11 @@ pub enum Op {
     HunkText {
         id: String,
     },
+    /// Run a shell command a reply suggested (`Event::Needed`): the model proposed it,
+    /// so it asks first (`Event::ConfirmCommand`), unlike `/run` typed by the user.
+    RunSuggested {
+        command: String,
+    },
     /// The answer to `Event::ConfirmCommand`: run the command the engine asked about
     /// (exactly as it holds it), or not.
     AnswerCommand {
@@ -683,6 +688,11 @@ pub enum Event {
     },
     /// The history sub-budget or the summarizer's phase changed.
     History(HistoryStatus),
+    /// Commits tern made were taken back (`/undo`, `/undo turn`): their full ids, so a
+    /// front end stops showing them as applied.
+    Undone {
+        commits: Vec<String>,
+    },
     /// A summary replaced part of the history.
     Summarized {
         replaced_messages: usize,

@@ -76,7 +76,13 @@ pub async fn run(
     };
     // What the edge answers itself (a line that names no command), before the engine's.
     let mut answered = std::collections::VecDeque::new();
-    if submit(&engine.ops, &first, queue.len() == 0, &mut answered) {
+    if submit(
+        &engine.ops,
+        &first,
+        queue.len() == 0,
+        consent.commands,
+        &mut answered,
+    ) {
         sent += 1;
     }
     // The last entry whose turn came, for the reason a script stopped early.
@@ -407,7 +413,13 @@ pub async fn run(
                 match queue.next() {
                     Some(next) if stopped.is_none() && signalled().is_none() => {
                         asked_again = false;
-                        if submit(&engine.ops, &next, queue.len() == 0, &mut answered) {
+                        if submit(
+                            &engine.ops,
+                            &next,
+                            queue.len() == 0,
+                            consent.commands,
+                            &mut answered,
+                        ) {
                             sent += 1;
                         }
                         last_entry = next;
@@ -572,18 +584,38 @@ fn stop(stopped: &mut Option<String>, why: String) {
 /// Sends a message or a command (parsed here: the engine reads no `/`); before the last
 /// one, tells the engine none follows, so it leaves summaries for the next start instead
 /// of making the user wait for one at the end. A line that names no command is answered
-/// here as the engine answers a command that fails: an error, then idle. False when
+/// here as the engine answers a command that fails: an error, then idle; so is a shell
+/// command without `commands` (`--allow-commands`): the engine runs one typed by the
+/// user at once, and text given to a headless run may come from anywhere. False when
 /// the engine had already stopped and the entry was not sent.
 fn submit(
     ops: &crate::engine::OpSender,
     text: &str,
     last: bool,
+    commands: bool,
     answered: &mut std::collections::VecDeque<Event>,
 ) -> bool {
     if last && ops.send(Op::NoMoreMessages).is_err() {
         return false;
     }
     match crate::engine::input::parse(text) {
+        Ok(Op::Command { command, args })
+            if !commands && matches!(command, Command::Run | Command::Test | Command::Lint) =>
+        {
+            let shown = match args.is_empty() {
+                true => format!("/{}", command.name()),
+                false => format!("/{} {args}", command.name()),
+            };
+            answered.extend([
+                Event::Error {
+                    text: format!(
+                        "not run: `{shown}`: pass --allow-commands to let tern run the commands a headless run asks for"
+                    ),
+                },
+                Event::Idle,
+            ]);
+            true
+        }
         Ok(op) => ops.send(op).is_ok(),
         Err(unknown) => {
             answered.extend([

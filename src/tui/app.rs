@@ -24,6 +24,7 @@ use super::panes::picker::{Outcome, Picker};
 use super::panes::review::{self, ReviewPane};
 use super::panes::{Cx, Effect, Pane, PaneId, help};
 use super::theme::Theme;
+use super::typing::{self, Letter, Route, Typing};
 use crate::engine::input;
 use crate::engine::protocol::{
     ChatMode, Command, CommandPurpose, NotAppliedReason, ReviewOp, ShownKind, thousands,
@@ -129,6 +130,11 @@ pub struct App {
     /// A hunk the user's editor left with no text (its id and that text), waiting for a
     /// `y` before it becomes a deletion of the hunk's lines.
     pub(crate) confirming_deletion: Option<(String, String)>,
+    /// A bare letter that would spend, add, drop or change a mode, held for the
+    /// user's `y` (the typing rule, `typing`).
+    asking: Option<Asking>,
+    /// The typing rule's memory of the last printable key a pane took.
+    typing: Typing,
     /// The command running now, for the status line.
     pub(crate) running: Option<RunningCommand>,
     exited: bool,
@@ -153,6 +159,14 @@ enum QuitLanding {
     /// The account the review gives of it (commit and all).
     Applied(String),
     NotApplied(NotAppliedReason),
+}
+
+/// A letter's action waiting for `y`: the letter, the pane, the action, the question.
+struct Asking {
+    letter: char,
+    pane: PaneId,
+    action: Action,
+    question: String,
 }
 
 /// How every question of the status line is answered (see [`App::question`]).
@@ -199,6 +213,8 @@ impl App {
             confirming_quit: false,
             confirming_command: None,
             confirming_deletion: None,
+            asking: None,
+            typing: Typing::default(),
             running: None,
             exited: false,
             crashed: None,
@@ -280,6 +296,9 @@ impl App {
     /// any other key no. Only the question: the status line adds its answer keys
     /// ([`ANSWER_KEYS`]) and cuts the question, never them, to fit.
     pub(crate) fn question(&self) -> Option<String> {
+        if let Some(asking) = &self.asking {
+            return Some(asking.question.clone());
+        }
         if let Some(question) = &self.confirming_command {
             return Some(question.clone());
         }
@@ -540,7 +559,7 @@ impl App {
                     self.landed_after_quit = Some(QuitLanding::Applied(summary.clone()));
                 }
                 self.panes.chat.push(Kind::Notice, summary.clone());
-                self.panes.review.applied(summary);
+                self.panes.review.applied(summary, commit);
                 if self.focus == PaneId::Review && !self.panes.review.is_active() {
                     self.set_focus(PaneId::Input);
                 }
@@ -590,6 +609,7 @@ impl App {
                 }
             }
             Event::History(status) => self.panes.gauge.set_history(status),
+            Event::Undone { commits } => self.panes.review.undone(&commits),
             Event::Summarized {
                 replaced_messages,
                 replaced_tokens,
@@ -756,8 +776,14 @@ impl App {
     }
 
     pub fn handle_terminal(&mut self, event: TermEvent) {
+        self.handle_terminal_at(event, Instant::now());
+    }
+
+    /// A terminal event that arrived at `now` (the typing rule measures the time
+    /// between keys with it; tests pass their own instants).
+    pub fn handle_terminal_at(&mut self, event: TermEvent, now: Instant) {
         match event {
-            TermEvent::Key(key) if key.kind != KeyEventKind::Release => self.on_key(key),
+            TermEvent::Key(key) if key.kind != KeyEventKind::Release => self.on_key(key, now),
             TermEvent::Paste(text) => match &mut self.overlay {
                 Some(Overlay::Picker(picker)) => {
                     for c in text.chars().filter(|c| !c.is_control()) {
@@ -889,10 +915,25 @@ impl App {
         )));
     }
 
-    fn on_key(&mut self, key: KeyEvent) {
+    fn on_key(&mut self, key: KeyEvent, now: Instant) {
         // Ctrl-C twice quits only when nothing came between them.
         if !self.keymap.is(&key, Action::Interrupt) {
             self.last_interrupt = None;
+        }
+        if let Some(asking) = self.asking.take() {
+            self.typing.forget();
+            if key.code == KeyCode::Char('y') && key.modifiers == KeyModifiers::NONE {
+                self.with_cx(|panes, cx| panes.get(asking.pane).on_action(asking.action, cx));
+                return;
+            }
+            // Not the answer: the letter was the start of a message.
+            if let Some(c) = typing::printable(&key) {
+                self.type_into_box(&format!("{}{c}", asking.letter));
+                return;
+            }
+            if key.code == KeyCode::Esc {
+                return;
+            }
         }
         if self.confirming_command.take().is_some() {
             let run = key.code == KeyCode::Char('y') && key.modifiers == KeyModifiers::NONE;
@@ -915,7 +956,7 @@ impl App {
             }
             return;
         }
-        self.on_key_inner(key);
+        self.on_key_inner(key, now);
         self.sent |= self.ops.iter().any(starts_turn);
         // The reason typed after `N` is sent: back to the review, on the next hunk.
         if let Some(id) = self.ops.iter().find_map(rejected_hunk)
@@ -957,7 +998,76 @@ impl App {
         }
     }
 
-    fn on_key_inner(&mut self, key: KeyEvent) {
+    fn on_key_inner(&mut self, key: KeyEvent, now: Instant) {
+        let Some(c) = typing::printable(&key) else {
+            self.typing.forget();
+            return self.on_other_key(key);
+        };
+        // `/` and `@` type from any pane; a popup or the box takes the rest as it is,
+        // unless a letter just opened the popup.
+        let outside = self.overlay.is_none() && self.focus != PaneId::Input;
+        let bound = match outside {
+            true => {
+                let pane = self.panes.get(self.focus);
+                self.keymap.action(&key, pane.actions()).map(typing::letter)
+            }
+            false => None,
+        };
+        let route = match outside || self.typing.remembers() {
+            true => self.typing.route(c, now, bound),
+            false => Route::Pane,
+        };
+        self.typing.forget();
+        if let Route::Type(text) = route {
+            // A popup a letter just opened closes: the letter was typing.
+            self.overlay = None;
+            return self.type_into_box(&text);
+        }
+        if self.overlay.is_some() || self.focus == PaneId::Input {
+            return self.on_other_key(key);
+        }
+        let focus = self.focus;
+        let pane = self.panes.get(focus);
+        let action = self.keymap.action(&key, pane.actions());
+        let Some(action) = action else {
+            // A letter no key of the pane's: the start of a message.
+            return self.type_into_box(&c.to_string());
+        };
+        let letter = typing::letter(action);
+        if letter == Letter::Asks {
+            match pane.ask(action) {
+                Some(question) => {
+                    self.flash = None;
+                    self.asking = Some(Asking {
+                        letter: c,
+                        pane: focus,
+                        action,
+                        question,
+                    });
+                }
+                // It would do nothing: it was typing.
+                None => self.type_into_box(&c.to_string()),
+            }
+            return;
+        }
+        self.on_other_key(key);
+        // Help is read, not typed over: the key after it closes it.
+        if action != Action::Help {
+            self.typing.took(c, now, letter);
+        }
+    }
+
+    /// Types `text` into the message box and focuses it.
+    fn type_into_box(&mut self, text: &str) {
+        self.set_focus(PaneId::Input);
+        for c in text.chars() {
+            let key = KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE);
+            self.with_cx(|panes, cx| panes.input.on_key(&key, cx));
+        }
+    }
+
+    /// A key the typing rule leaves alone: the popup's, the focused pane's, or a global.
+    fn on_other_key(&mut self, key: KeyEvent) {
         match &mut self.overlay {
             Some(Overlay::Help(lines, scroll)) => {
                 let last = lines.len().saturating_sub(1);
@@ -1026,18 +1136,7 @@ impl App {
                     self.set_focus(PaneId::Input);
                 }
             }
-            _ => {
-                // Typing while reading the chat goes to the message box.
-                if let KeyCode::Char(_) = key.code
-                    && !key
-                        .modifiers
-                        .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT)
-                    && focus == PaneId::Chat
-                {
-                    self.set_focus(PaneId::Input);
-                    self.with_cx(|panes, cx| panes.input.on_key(&key, cx));
-                }
-            }
+            _ => {}
         }
     }
 
@@ -1075,7 +1174,7 @@ impl App {
 
     /// What quitting now would leave unwritten: hunks still to review, and hunks
     /// accepted but not applied (Enter not pressed yet). None when nothing.
-    fn unlanded(&self) -> Option<String> {
+    pub(crate) fn unlanded(&self) -> Option<String> {
         let t = self.panes.review.tally();
         match (t.pending, t.accepted) {
             (0, 0) => None,

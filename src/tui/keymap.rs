@@ -65,6 +65,7 @@ pub enum Action {
     RunCommand,
     NextCommand,
     PrevCommand,
+    Zoom,
 }
 
 /// An action's config name, default keys and the line `?` shows for it.
@@ -321,6 +322,12 @@ pub const ACTIONS: &[ActionSpec] = &[
         "toggle_notes",
         "n",
         "show or hide in full tern's notes to the model and long messages",
+    ),
+    spec(
+        Action::Zoom,
+        "zoom",
+        "z",
+        "the review takes the whole width (automatic below 150 columns); again: back",
     ),
     spec(
         Action::ToggleFailures,

@@ -1,7 +1,7 @@
 //! Drawing the workspace (`App::draw`), and where the panes go. Wide terminals show
 //! everything at once: files and the repo map on the left, the chat in the middle, the
 //! gauge and the review on the right (the review takes the middle while it has the
-//! focus). Smaller terminals (80x24) show one pane at a time under a row of tabs, with
+//! focus, and the whole width below 150 columns or after `z`). Smaller terminals (80x24) show one pane at a time under a row of tabs, with
 //! a one-line gauge in the status line.
 
 use ratatui::Frame;
@@ -96,6 +96,10 @@ fn draw(app: &mut App, area: Rect, buf: &mut Buffer) {
 
 fn draw_wide(app: &mut App, body: Rect, buf: &mut Buffer) {
     let w = body.width;
+    if app.focus == PaneId::Review && app.panes.review.is_active() && app.panes.review.zoomed(w) {
+        pane(app, PaneId::Review, body, buf, true);
+        return;
+    }
     let left_w = (w * 22 / 100).clamp(28, 44);
     let right_w = (w * 26 / 100).clamp(36, 60);
     let mid_w = w - left_w - right_w;
@@ -349,8 +353,19 @@ fn status_bar(app: &App, area: Rect, buf: &mut Buffer, wide: bool) {
                 theme.dim(),
             ),
         ])
+    } else if !wide && app.unlanded().is_some() {
+        // Hunks wait: how to quit ends the hint, in place of the keys that do not fit
+        // beside the gauge (the wide line says it on the right).
+        let quit = format!("{} ×2 quits", k.describe(Action::Interrupt));
+        let room = usize::from(area.width).saturating_sub(gauge_width(area) + 3);
+        let mut parts = hint_parts(app);
+        while parts.len() > 1 && text::width(&parts.join(" · ")) + text::width(&quit) + 3 > room {
+            parts.pop();
+        }
+        parts.push(quit);
+        Line::styled(format!(" {}", parts.join(" · ")), theme.dim())
     } else {
-        Line::styled(format!(" {}", hint(app)), theme.dim())
+        Line::styled(format!(" {}", hint_parts(app).join(" · ")), theme.dim())
     };
     let right: Line<'static> = if wide {
         Line::styled(
@@ -363,8 +378,7 @@ fn status_bar(app: &App, area: Rect, buf: &mut Buffer, wide: bool) {
             theme.dim(),
         )
     } else {
-        let width = (area.width as usize / 3).clamp(12, 32);
-        let mut mini = app.panes.gauge.mini(theme, width);
+        let mut mini = app.panes.gauge.mini(theme, gauge_width(area));
         mini.spans.push(Span::raw(" "));
         mini
     };
@@ -376,46 +390,60 @@ fn status_bar(app: &App, area: Rect, buf: &mut Buffer, wide: bool) {
     }
 }
 
-/// The status line's reminder of the focused pane's main keys.
-fn hint(app: &App) -> String {
+/// The columns of the status line's one-line gauge (at 80x24).
+fn gauge_width(area: Rect) -> usize {
+    (area.width as usize / 3).clamp(12, 32)
+}
+
+/// The status line's reminder of the focused pane's main keys, most needed first.
+fn hint_parts(app: &App) -> Vec<String> {
     let k = &app.keymap;
     let d = |a| k.describe(a);
+    let keys = |pairs: &[(Action, &str)]| -> Vec<String> {
+        pairs
+            .iter()
+            .map(|(action, what)| format!("{} {what}", d(*action)))
+            .collect()
+    };
     match app.focus {
-        PaneId::Input => format!(
-            "{} send · {} new line · / commands · @ files",
-            d(Action::Send),
-            k.keys(Action::Newline)
-                .first()
-                .map_or(String::new(), |b| b.to_string())
-        ),
-        PaneId::Chat => format!(
-            "{} scroll · {} follow · {} notes · {} type",
-            d(Action::Up),
-            d(Action::Bottom),
-            d(Action::ToggleNotes),
-            d(Action::FocusInput)
-        ),
-        PaneId::Files => format!(
-            "{} editable/read-only · {} drop · {} add",
-            d(Action::ToggleMode),
-            d(Action::DropFile),
-            d(Action::AddFile)
-        ),
-        PaneId::Map => format!(
-            "{} select · {} map text · {} rebuild",
-            d(Action::Down),
-            d(Action::ToggleMapText),
-            d(Action::RefreshMap)
-        ),
-        PaneId::Gauge => format!("{} per-file rows", d(Action::ToggleFileRows)),
-        PaneId::Review if app.panes.review.notes_shown() => review::notes_keys(k),
-        PaneId::Review => format!(
-            "{} accept · {} reject · {} apply · {} back",
-            d(Action::Accept),
-            d(Action::Reject),
-            d(Action::Apply),
-            d(Action::Back)
-        ),
+        PaneId::Input => vec![
+            format!("{} send", d(Action::Send)),
+            format!(
+                "{} new line",
+                k.keys(Action::Newline)
+                    .first()
+                    .map_or(String::new(), |b| b.to_string())
+            ),
+            "/ commands".into(),
+            "@ files".into(),
+        ],
+        PaneId::Chat => keys(&[
+            (Action::Up, "scroll"),
+            (Action::Bottom, "follow"),
+            (Action::ToggleNotes, "notes"),
+            (Action::FocusInput, "type"),
+        ]),
+        PaneId::Files => keys(&[
+            (Action::ToggleMode, "editable/read-only"),
+            (Action::DropFile, "drop"),
+            (Action::AddFile, "add"),
+        ]),
+        PaneId::Map => keys(&[
+            (Action::Down, "select"),
+            (Action::ToggleMapText, "map text"),
+            (Action::RefreshMap, "rebuild"),
+        ]),
+        PaneId::Gauge => keys(&[(Action::ToggleFileRows, "per-file rows")]),
+        PaneId::Review if app.panes.review.notes_shown() => review::notes_keys(k)
+            .split(" · ")
+            .map(str::to_string)
+            .collect(),
+        PaneId::Review => keys(&[
+            (Action::Accept, "accept"),
+            (Action::Reject, "reject"),
+            (Action::Apply, "apply"),
+            (Action::Back, "back"),
+        ]),
     }
 }
 

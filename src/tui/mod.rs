@@ -21,6 +21,8 @@ pub mod panes;
 pub mod terminal;
 pub mod text;
 pub mod theme;
+pub mod typing;
+pub mod word_diff;
 
 use std::future::Future;
 use std::io::{self, IsTerminal};

@@ -8,7 +8,6 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::support::{MockServer, Reply, TempRepo, output_within, spawn_engine, texts, until};
-use tern::engine::protocol::CommandPurpose;
 use tern::engine::{EngineHandle, Event, Op};
 
 /// The tests pass once `value.txt` says `value = 4`; each failure prints the value.
@@ -62,6 +61,13 @@ async fn confirm(engine: &mut EngineHandle, command: &str, run: bool) -> Vec<Eve
     events
 }
 
+/// Whether the engine asked before running a command.
+fn asked(events: &[Event]) -> bool {
+    events
+        .iter()
+        .any(|e| matches!(e, Event::ConfirmCommand { .. }))
+}
+
 fn finished(events: &[Event]) -> Vec<(String, bool, bool, usize)> {
     events
         .iter()
@@ -87,22 +93,52 @@ fn all_text(request: &crate::support::RecordedRequest) -> String {
         .join("\n")
 }
 
+/// What the user typed runs at once; what the model suggested asks first.
 #[tokio::test]
-async fn run_asks_first_streams_and_its_output_joins_the_context_only_when_added() {
+async fn a_typed_run_runs_at_once_and_a_suggested_one_asks_first() {
+    let server = MockServer::start().await;
+    let repo = repo();
+    let mut engine = engine(&repo, &server, |_| {});
+    submit(&engine, "!touch typed-marker");
+    let events = idle(&mut engine).await;
+    assert!(!asked(&events), "{events:#?}");
+    assert_eq!(finished(&events).len(), 1);
+    assert!(repo.path().join("typed-marker").exists());
+
+    // Declined: nothing runs.
+    engine
+        .ops
+        .send(Op::RunSuggested {
+            command: "touch declined-marker".into(),
+        })
+        .unwrap();
+    let asked = confirm(&mut engine, "touch declined-marker", false).await;
+    assert!(asked.iter().any(|e| matches!(
+        e,
+        Event::ConfirmCommand { reason: Some(r), .. } if r == "the model suggested it"
+    )));
+    let events = idle(&mut engine).await;
+    assert!(finished(&events).is_empty());
+    assert!(!repo.path().join("declined-marker").exists());
+    engine
+        .ops
+        .send(Op::RunSuggested {
+            command: "touch suggested-marker".into(),
+        })
+        .unwrap();
+    confirm(&mut engine, "touch suggested-marker", true).await;
+    idle(&mut engine).await;
+    assert!(repo.path().join("suggested-marker").exists());
+}
+
+#[tokio::test]
+async fn run_streams_and_its_output_joins_the_context_only_when_added() {
     let server = MockServer::start().await;
     server.push(Reply::text("It printed two lines."));
     let repo = repo();
     let mut engine = engine(&repo, &server, |_| {});
 
-    // Declined: nothing runs.
-    submit(&engine, "!touch declined-marker");
-    confirm(&mut engine, "touch declined-marker", false).await;
-    let events = idle(&mut engine).await;
-    assert!(finished(&events).is_empty());
-    assert!(!repo.path().join("declined-marker").exists());
-
     submit(&engine, "/run printf 'first line\\nsecond line\\n'");
-    confirm(&mut engine, "printf 'first line\\nsecond line\\n'", true).await;
     let events = idle(&mut engine).await;
     let streamed: String = events
         .iter()
@@ -191,12 +227,7 @@ async fn a_command_with_a_line_break_or_escape_is_refused_before_it_is_asked() {
             })
             .unwrap();
         let events = idle(&mut engine).await;
-        assert!(
-            !events
-                .iter()
-                .any(|e| matches!(e, Event::ConfirmCommand { .. })),
-            "{events:#?}"
-        );
+        assert!(!asked(&events), "{events:#?}");
         assert!(events.iter().any(
             |e| matches!(e, Event::Error { text } if text.contains("not run: the command holds"))
         ));
@@ -211,13 +242,10 @@ async fn a_failing_test_goes_to_the_model_whose_fix_is_reviewed() {
     server.push_for_model("gpt-4o", bump(0, 4));
     let repo = repo();
     let mut engine = engine(&repo, &server, |s| s.test_cmd = Some("sh check.sh".into()));
+    // The configured command runs at once: the user set it.
     submit(&engine, "/test");
-    let asked = confirm(&mut engine, "sh check.sh", true).await;
-    assert!(asked.iter().any(|e| matches!(
-        e,
-        Event::ConfirmCommand { purpose: CommandPurpose::Test, reason: Some(r), .. } if r.contains("test_cmd")
-    )));
     let events = idle(&mut engine).await;
+    assert!(!asked(&events), "{events:#?}");
     let done = finished(&events);
     assert_eq!(done.len(), 1);
     assert!(
@@ -644,7 +672,6 @@ async fn command_outputs_in_the_context_come_back_with_the_session() {
     let repo = repo();
     let mut engine = engine(&repo, &server, |_| {});
     submit(&engine, "/run echo kept across restarts");
-    confirm(&mut engine, "echo kept across restarts", true).await;
     idle(&mut engine).await;
     submit(&engine, "/add-output");
     let before = tokens_table(&mut engine).await;
@@ -671,7 +698,6 @@ async fn a_test_runner_that_is_not_installed_is_not_sent_to_the_model_to_fix() {
         s.test_cmd = Some("no-such-test-runner-here".into())
     });
     submit(&engine, "/test");
-    confirm(&mut engine, "no-such-test-runner-here", true).await;
     let events = idle(&mut engine).await;
     let done = finished(&events);
     assert_eq!(done.len(), 1);
@@ -693,7 +719,6 @@ async fn outputs_are_dropped_by_name_with_a_word_and_add_output_takes_no_name() 
     let repo = repo();
     let mut engine = engine(&repo, &server, |_| {});
     submit(&engine, "/run echo one");
-    confirm(&mut engine, "echo one", true).await;
     idle(&mut engine).await;
     assert_eq!(
         tern::engine::input::parse("/add-output echo one")

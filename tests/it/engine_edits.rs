@@ -269,6 +269,14 @@ async fn accept_one_hunk_reject_another_then_commit_and_undo() {
             .any(|e| matches!(e, Event::Notice { text } if text.starts_with("undid"))),
         "{events:#?}"
     );
+    // Front ends hear which commit went, by its full id (the review's `Applied … commit
+    // X` line follows it).
+    let short = applied.2.unwrap();
+    assert!(
+        events.iter().any(|e| matches!(e, Event::Undone { commits }
+            if commits.len() == 1 && commits[0].len() == 40 && commits[0].starts_with(&short))),
+        "{events:#?}"
+    );
     assert_eq!(repo.read("src/greet.py"), GREET);
     assert_eq!(repo.git(&["log", "--format=%s"]).lines().count(), 1);
 }
@@ -1808,4 +1816,58 @@ async fn apply_allowed_holds_back_a_file_outside_the_chat_and_lands_the_rest() {
     assert!(held < applied, "{events:#?}");
     assert_eq!(repo.read("README.md"), "# Greeter\n");
     assert!(repo.read("src/greet.py").contains("'hey '"));
+}
+
+/// The id a hunk had before it was split, and the id a part had before the user edited
+/// it, keep naming what they became until the proposal ends: `/reject OLD` typed from
+/// an earlier screen rejects every part, with its reason.
+#[tokio::test]
+async fn an_id_replaced_by_a_split_or_an_edit_still_names_what_it_became() {
+    let server = MockServer::start().await;
+    server.push_for_model("gpt-4o", Reply::text(GREET_AND_SHOUT));
+    let repo = repo();
+    let mut engine = engine(&repo, &server);
+    let view = ask(&mut engine, "greet shorter, shout louder").await;
+    let whole = hunk_ids(&view)[0].clone();
+    send(&engine, crate::support::typed(&format!("/split {whole}")));
+    let (_, view) = next_proposal(&mut engine).await;
+    let parts = hunk_ids(&view);
+    assert_eq!(parts.len(), 2);
+    send(
+        &engine,
+        Op::Review(ReviewOp::Edit {
+            id: parts[1].clone(),
+            new_lines: "    return greet(name).upper() + '!!!'\n".into(),
+        }),
+    );
+    let (_, view) = next_proposal(&mut engine).await;
+    let now = hunk_ids(&view);
+    assert!(!now.contains(&parts[1]), "the edit has a new id: {now:?}");
+    // The edited part's old id: its hunk (accepted as the user's) is rejected again.
+    send(
+        &engine,
+        crate::support::typed(&format!("/reject {}", parts[1])),
+    );
+    let (_, view) = next_proposal(&mut engine).await;
+    assert_eq!(view.files[0].hunks[1].decision, Decision::Reject);
+    assert_eq!(view.files[0].hunks[0].decision, Decision::Pending);
+    // The whole hunk's id: both parts.
+    send(
+        &engine,
+        crate::support::typed(&format!("/reject {whole} too much at once")),
+    );
+    let told = format!("rejected hunk {whole}; the model will be told why");
+    let events = until(
+        &mut engine,
+        |e| matches!(e, Event::Notice { text } if *text == told),
+    )
+    .await;
+    let view = last_proposal(&events);
+    assert!(
+        view.files[0]
+            .hunks
+            .iter()
+            .all(|h| h.decision == Decision::Reject),
+        "{view:#?}"
+    );
 }

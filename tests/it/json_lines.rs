@@ -387,6 +387,12 @@ fn events() -> Vec<(&'static str, Event)> {
             }),
         ),
         (
+            "undone",
+            Event::Undone {
+                commits: vec![text("5bbbba2c0ffee5bbbba2c0ffee5bbbba2c0ffee00")],
+            },
+        ),
+        (
             "summarized",
             Event::Summarized {
                 replaced_messages: 12,

@@ -30,6 +30,17 @@ fn started() -> App {
     app
 }
 
+/// A workspace whose last reply names files outside the chat and suggests commands.
+fn needing() -> App {
+    let mut app = started();
+    feed(
+        &mut app,
+        turn("where are prices set?", "In `shop/pricing.py`.", 40),
+    );
+    feed(&mut app, [needed_event()]);
+    app
+}
+
 fn focus(app: &mut App, id: PaneId) {
     for _ in 0..6 {
         if app.focus() == id {
@@ -148,12 +159,17 @@ fn a_command_followed_by_lines_is_refused_and_the_text_kept() {
 fn files_pane_toggles_drops_and_adds_with_the_picker() {
     let mut app = started();
     focus(&mut app, PaneId::Files);
-    // Selection starts on README.md (read-only).
+    // Selection starts on README.md (read-only). A letter that changes a mode or drops
+    // a file asks first: `y` answers.
     press(&mut app, 'e');
+    assert!(screen(&mut app, 120, 24).contains("make README.md editable? [y/N]"));
+    press(&mut app, 'y');
     app.handle_terminal(key(KeyCode::Down));
     press(&mut app, ' ');
+    press(&mut app, 'y');
     press(&mut app, 'j');
     press(&mut app, 'd');
+    press(&mut app, 'y');
     assert_eq!(
         app.take_ops(),
         [
@@ -170,10 +186,18 @@ fn files_pane_toggles_drops_and_adds_with_the_picker() {
             },
         ]
     );
-    press(&mut app, 'a');
-    type_text(&mut app, "pric\n");
-    press(&mut app, 'a');
-    type_text(&mut app, "test");
+    // The picker's filter typed after a pause (at once, it would be typing: see
+    // `a_letter_right_after_another_is_typed`).
+    let mut slowly = Slowly::new();
+    slowly.press(&mut app, key(KeyCode::Char('a')));
+    for c in "pric".chars() {
+        slowly.press(&mut app, key(KeyCode::Char(c)));
+    }
+    slowly.press(&mut app, key(KeyCode::Enter));
+    slowly.press(&mut app, key(KeyCode::Char('a')));
+    for c in "test".chars() {
+        slowly.press(&mut app, key(KeyCode::Char(c)));
+    }
     app.handle_terminal(ctrl('r'));
     assert_eq!(
         app.take_ops(),
@@ -304,7 +328,10 @@ fn a_hunk_with_invisible_characters_is_left_pending_by_a_and_shows_why() {
     feed(&mut app, [Event::Proposal(Box::new(view))]);
     let review = screen(&mut app, 160, 48);
     assert!(
-        review.contains("· pending ⚠ holds invisible characters (U+202E)"),
+        review.contains(&format!(
+            "· pending · {} ⚠ holds invisible characters (U+202E)",
+            hunk_ids()[0]
+        )),
         "{review}"
     );
     press(&mut app, 'a');
@@ -385,6 +412,8 @@ fn review_keys_for_files_all_reset_discard_and_back() {
     assert!(app.take_ops().is_empty());
     focus(&mut app, PaneId::Review);
     press(&mut app, 'd');
+    assert!(app.take_ops().is_empty(), "d asks first");
+    press(&mut app, 'y');
     assert_eq!(app.take_ops(), [Op::Review(ReviewOp::Discard)]);
     assert_eq!(app.focus(), PaneId::Input);
 }
@@ -559,6 +588,7 @@ fn mouse_focuses_panes_selects_rows_and_scrolls() {
     }));
     assert_eq!(app.focus(), PaneId::Files);
     press(&mut app, 'e');
+    press(&mut app, 'y');
     assert_eq!(
         app.take_ops(),
         [Op::SetFileMode {
@@ -643,7 +673,10 @@ fn keys_from_the_config_replace_the_defaults() {
         tern::tui::Keymap::from_config(&keys, &tern::tui::app::Panes::scopes());
     assert!(warnings.is_empty());
     let mut app = reviewing_with(keymap);
+    // `y` is no key of the review now: it is typed.
     press(&mut app, 'y');
+    assert_eq!(app.panes().input.text(), "y");
+    focus(&mut app, PaneId::Review);
     press(&mut app, ' ');
     assert_eq!(app.take_ops(), [first_hunk(Decision::Accept)]);
 }
@@ -1160,7 +1193,11 @@ fn the_chat_copies_the_last_reply_and_its_last_code_block() {
         Some("print('second')\nprint('third')")
     );
     assert!(screen(&mut app, 160, 48).contains("copied 2 lines (OSC 52)"));
-    press(&mut app, 'y');
+    // A second later (at once, `cy` would be typing).
+    app.handle_terminal_at(
+        key(KeyCode::Char('y')),
+        Instant::now() + Duration::from_secs(2),
+    );
     assert_eq!(app.take_clipboard().as_deref(), Some(reply));
 }
 
@@ -1323,20 +1360,24 @@ fn older_command_blocks_stop_offering_what_they_no_longer_can() {
 /// again, or hand the selected command to `/run`; control characters arrive visible.
 #[test]
 fn the_needed_row_adds_files_and_picks_a_command_for_run() {
-    let mut app = started();
-    feed(
-        &mut app,
-        turn("where are prices set?", "In `shop/pricing.py`.", 40),
-    );
-    feed(&mut app, [needed_event()]);
+    let mut app = needing();
     focus(&mut app, PaneId::Chat);
     app.take_ops();
     let paths = vec![
         "shop/pricing.py".to_string(),
         "tests/test_inventory.py".to_string(),
     ];
+    // Each asks first (a letter never adds files or sends by itself); `y` answers.
     press(&mut app, 'f');
+    assert!(app.take_ops().is_empty());
+    assert!(
+        screen(&mut app, 120, 24).contains("add 2 files read-only, 1,"),
+        "{}",
+        screen(&mut app, 120, 24)
+    );
+    press(&mut app, 'y');
     press(&mut app, 'F');
+    press(&mut app, 'y');
     assert_eq!(
         app.take_ops(),
         [
@@ -1350,24 +1391,18 @@ fn the_needed_row_adds_files_and_picks_a_command_for_run() {
             },
         ]
     );
-    press(&mut app, 'r');
-    press(&mut app, ']');
-    press(&mut app, 'r');
-    press(&mut app, ']');
-    press(&mut app, 'r');
+    // `r` hands the model's command to the engine, which asks before it runs it.
+    for c in ['r', ']', 'r', ']', 'r'] {
+        press(&mut app, c);
+    }
     let ops = app.take_ops();
     assert_eq!(
         ops[0],
-        Op::Command {
-            command: Command::Run,
-            args: "pytest -x tests".into()
+        Op::RunSuggested {
+            command: "pytest -x tests".into()
         }
     );
-    let Op::Command {
-        command: Command::Run,
-        args: text,
-    } = &ops[1]
-    else {
+    let Op::RunSuggested { command: text } = &ops[1] else {
         panic!("{ops:?}")
     };
     assert!(
@@ -1379,11 +1414,12 @@ fn the_needed_row_adds_files_and_picks_a_command_for_run() {
         "the escape is shown, never sent as is"
     );
     assert_eq!(ops[2], ops[0], "the selection wraps around");
-    // A new turn retires the row: its keys no longer act.
+    // A new turn retires the row: its keys no longer act, they are typed.
     feed(&mut app, turn("thanks", "You are welcome.", 40));
     press(&mut app, 'f');
     press(&mut app, 'r');
     assert!(app.take_ops().is_empty());
+    assert_eq!(app.panes().input.text(), "fr");
 }
 
 /// The demo keeps no session: its quit question says the hunks are lost, never "kept
@@ -1460,4 +1496,390 @@ fn quitting_while_a_landing_runs_ends_with_what_it_did() {
         feed(&mut app, [Event::NotApplied { reason }]);
         assert_eq!(app.last_words().as_deref(), Some(says));
     }
+}
+
+/// Keys `text` at `step` apart from `at` on.
+fn type_at(app: &mut App, text: &str, at: Instant, step: Duration) {
+    for (i, c) in text.chars().enumerate() {
+        app.handle_terminal_at(key(KeyCode::Char(c)), at + step * i as u32);
+    }
+}
+
+/// The issue's case: `fine, thanks` typed with any pane focused ends in the message box
+/// whole, and nothing is sent, added, dropped or decided (the chat's `f` would add the
+/// files the last reply needs and ask again; the budget's `f` shows its file rows; the
+/// files pane's `e`, `space` and `d` change a mode or drop a file).
+#[test]
+fn fine_thanks_typed_in_any_pane_lands_in_the_box_and_does_nothing() {
+    for pane in PaneId::ALL {
+        let mut app = needing();
+        feed(&mut app, [Event::Proposal(Box::new(proposal()))]);
+        focus(&mut app, pane);
+        app.take_ops();
+        type_at(
+            &mut app,
+            "fine, thanks",
+            Instant::now(),
+            Duration::from_millis(120),
+        );
+        assert_eq!(app.panes().input.text(), "fine, thanks", "{pane:?}");
+        assert_eq!(app.focus(), PaneId::Input, "{pane:?}");
+        let ops = app.take_ops();
+        assert!(
+            ops.iter().all(|op| matches!(op, Op::MapWhy { .. })),
+            "{pane:?}: {ops:?}"
+        );
+        // Slowly, a letter at a time, it is the same: each key that would act asks.
+        let mut app = needing();
+        focus(&mut app, pane);
+        app.take_ops();
+        type_at(&mut app, "fine", Instant::now(), Duration::from_secs(2));
+        let typed = app.panes().input.text().to_string();
+        assert!(
+            typed.ends_with("ne"),
+            "{pane:?}: every letter after the first is typed ({typed:?})"
+        );
+        assert!(
+            app.take_ops()
+                .iter()
+                .all(|op| matches!(op, Op::MapWhy { .. })),
+            "{pane:?}"
+        );
+    }
+}
+
+/// A letter that would add files and send a request asks in the status line, with
+/// what it costs; `y` does it, any other key types both letters.
+#[test]
+fn a_letter_that_would_spend_asks_first_and_another_key_types_both() {
+    let mut app = needing();
+    focus(&mut app, PaneId::Chat);
+    app.take_ops();
+    press(&mut app, 'f');
+    let shown = screen(&mut app, 80, 24);
+    assert!(
+        shown.contains("add 2 files read-only, 1,") && shown.contains("and ask again? [y/N]"),
+        "{shown}"
+    );
+    assert!(app.take_ops().is_empty(), "nothing before the answer");
+    press(&mut app, 'x');
+    assert!(app.take_ops().is_empty());
+    assert_eq!(app.panes().input.text(), "fx");
+    assert!(
+        !screen(&mut app, 80, 24).contains("ask again?"),
+        "the question is gone"
+    );
+    focus(&mut app, PaneId::Chat);
+    press(&mut app, 'F');
+    press(&mut app, 'y');
+    assert!(matches!(
+        app.take_ops().as_slice(),
+        [Op::AddNeeded {
+            mode: FileMode::Editable,
+            ..
+        }]
+    ));
+    // Esc takes the question back and types nothing.
+    press(&mut app, 'f');
+    app.handle_terminal(key(KeyCode::Esc));
+    assert!(app.take_ops().is_empty());
+    assert_eq!(app.panes().input.text(), "fx");
+}
+
+/// `/` and `@` go to the message box from any pane: `/ask` typed in the files pane is
+/// the command, never the picker's `a`.
+#[test]
+fn slash_and_at_go_to_the_box_from_any_pane() {
+    for pane in PaneId::ALL {
+        let mut app = started();
+        feed(&mut app, [Event::Proposal(Box::new(proposal()))]);
+        focus(&mut app, pane);
+        app.take_ops();
+        type_text(&mut app, "/ask why\n");
+        let ops = app.take_ops();
+        assert!(
+            ops.contains(&Op::Command {
+                command: Command::Ask,
+                args: "why".into()
+            }),
+            "{pane:?}: {ops:?}"
+        );
+        assert!(!ops.iter().any(|op| matches!(op, Op::AddFiles { .. })));
+        let mut app = started();
+        focus(&mut app, pane);
+        press(&mut app, '@');
+        assert_eq!(app.panes().input.text(), "@", "{pane:?}");
+    }
+}
+
+/// A letter right after another is typed; the same key again, and the review's keys
+/// after one that moved or decided, still act (`j j y`, `y n`).
+#[test]
+fn a_letter_right_after_another_is_typed_but_reviewing_keys_act() {
+    let mut app = started();
+    feed(&mut app, [Event::Proposal(Box::new(proposal()))]);
+    assert_eq!(app.focus(), PaneId::Review);
+    app.take_ops();
+    let t0 = Instant::now();
+    let ms = Duration::from_millis(150);
+    type_at(&mut app, "yn", t0, ms);
+    let ids = hunk_ids();
+    let decided: Vec<(String, Decision)> = app
+        .take_ops()
+        .into_iter()
+        .filter_map(|op| match op {
+            Op::Review(ReviewOp::Hunk { id, decision }) => Some((id, decision)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        decided,
+        [
+            (ids[0].clone(), Decision::Accept),
+            (ids[1].clone(), Decision::Reject)
+        ]
+    );
+    // The map pane: `t` shows the map text, `r` right after it is the start of "try".
+    let mut app = started();
+    feed(&mut app, session_start());
+    focus(&mut app, PaneId::Map);
+    app.take_ops();
+    type_at(&mut app, "try", t0, ms);
+    assert!(!app.take_ops().contains(&Op::Command {
+        command: Command::MapRefresh,
+        args: String::new()
+    }));
+    assert_eq!(app.panes().input.text(), "try");
+}
+
+/// `?` says which keys ask first and where typing goes.
+#[test]
+fn help_says_which_keys_act_and_which_ask() {
+    let mut app = started();
+    focus(&mut app, PaneId::Files);
+    press(&mut app, '?');
+    let shown = screen(&mut app, 120, 48);
+    assert!(
+        shown.contains("drop the file from the chat (asks first)"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("go to the message box from any pane"),
+        "{shown}"
+    );
+}
+
+/// At 80x24 the quit question shows whole with its answer keys, however many hunks
+/// wait, and while hunks wait the status line says how to quit.
+#[test]
+fn the_quit_question_and_how_to_quit_fit_at_80_columns() {
+    let mut app = started();
+    feed(&mut app, [Event::Proposal(Box::new(proposal()))]);
+    press(&mut app, 'y');
+    app.handle_terminal(key(KeyCode::Esc));
+    let shown = screen(&mut app, 80, 24);
+    let footer = shown.lines().last().unwrap();
+    assert!(
+        footer.contains("enter send · ctrl-j new line · ctrl-c ×2 quits"),
+        "{footer}"
+    );
+    app.handle_terminal(ctrl('c'));
+    app.handle_terminal(ctrl('c'));
+    let shown = screen(&mut app, 80, 24);
+    let footer = shown.lines().last().unwrap();
+    assert!(
+        footer.contains(
+            "quit? 2 hunks to review, 2 accepted not applied: kept for tern --resume [y/N]"
+        ),
+        "{footer}"
+    );
+    press(&mut app, 'y');
+    assert!(app.quitting());
+}
+
+/// After `N` and its reason, the review has the focus on the next *pending* hunk: one
+/// already decided is skipped, and the search goes round to the top.
+#[test]
+fn after_a_reason_the_review_is_on_the_next_pending_hunk() {
+    let mut app = started();
+    let mut view = proposal();
+    view.files[0].hunks[1].decision = Decision::Accept;
+    feed(
+        &mut app,
+        [Event::Proposal(Box::new(view.clone())), Event::Idle],
+    );
+    press(&mut app, 'N');
+    type_text(&mut app, "too clever\n");
+    assert_eq!(app.focus(), PaneId::Review);
+    view.files[0].hunks[0].decision = Decision::Reject;
+    feed(&mut app, [Event::Proposal(Box::new(view.clone()))]);
+    press(&mut app, 'y');
+    let ids = hunk_ids();
+    assert_eq!(
+        app.take_ops().last(),
+        Some(&Op::Review(ReviewOp::Hunk {
+            id: ids[2].clone(),
+            decision: Decision::Accept
+        })),
+        "the accepted second hunk is skipped"
+    );
+    // On the last hunk, the next pending one is the first left from the top.
+    let mut app = started();
+    let mut view = proposal();
+    for (i, h) in view.files.iter_mut().flat_map(|f| &mut f.hunks).enumerate() {
+        if i != 1 {
+            h.decision = Decision::Accept;
+        }
+    }
+    let last = ids.len() - 1;
+    view.files
+        .iter_mut()
+        .flat_map(|f| &mut f.hunks)
+        .nth(last)
+        .unwrap()
+        .decision = Decision::Pending;
+    feed(
+        &mut app,
+        [Event::Proposal(Box::new(view.clone())), Event::Idle],
+    );
+    press(&mut app, 'G');
+    press(&mut app, 'N');
+    type_text(&mut app, "no\n");
+    assert_eq!(
+        app.take_ops().last(),
+        Some(&Op::Command {
+            command: Command::Reject,
+            args: format!("{} no", ids[last])
+        })
+    );
+    view.files
+        .iter_mut()
+        .flat_map(|f| &mut f.hunks)
+        .nth(last)
+        .unwrap()
+        .decision = Decision::Reject;
+    feed(&mut app, [Event::Proposal(Box::new(view))]);
+    app.handle_terminal_at(
+        key(KeyCode::Char('y')),
+        Instant::now() + Duration::from_secs(2),
+    );
+    assert_eq!(
+        app.take_ops().last(),
+        Some(&Op::Review(ReviewOp::Hunk {
+            id: ids[1].clone(),
+            decision: Decision::Accept
+        }))
+    );
+}
+
+/// Inside a changed line, the words that changed against its pair are marked (the
+/// line's own colour as their background), and the words both share are not.
+#[test]
+fn the_words_that_changed_inside_a_line_are_marked() {
+    let mut app = started();
+    feed(&mut app, [Event::Proposal(Box::new(proposal()))]);
+    let buf = screen_buffer(&mut app, 160, 48);
+    let theme = tern::tui::Theme::default_theme();
+    let cell_bg = |row_text: &str, word: &str| {
+        let area = buf.area;
+        for y in area.top()..area.bottom() {
+            let row: String = (area.left()..area.right())
+                .map(|x| buf[(x, y)].symbol().to_string())
+                .collect();
+            if row.contains(row_text)
+                && let Some(byte) = row.find(word)
+            {
+                let x = row.get(..byte).unwrap().chars().count() as u16;
+                return buf[(area.left() + x, y)].bg;
+            }
+        }
+        panic!("no {row_text:?} on the screen");
+    };
+    let added = "+         \"\"\"Takes";
+    let removed = "-         \"\"\"Takes";
+    assert_eq!(cell_bg(added, "never"), theme.c.added);
+    assert_eq!(cell_bg(added, "Takes"), theme.c.added_bg);
+    assert_eq!(cell_bg(removed, "shelf."), theme.c.removed);
+    assert_eq!(cell_bg(removed, "Takes"), theme.c.removed_bg);
+}
+
+/// The focused review takes the whole width below 150 columns (at 120 its middle
+/// column would be 54 wide), and `z` switches that, at any width.
+#[test]
+fn the_focused_review_takes_the_whole_width_when_narrow_or_zoomed() {
+    let mut app = started();
+    feed(&mut app, [Event::Proposal(Box::new(proposal()))]);
+    assert_eq!(app.focus(), PaneId::Review);
+    let row = |shown: &str, n: usize| shown.lines().nth(n).unwrap().trim_matches('"').to_string();
+    let narrow = screen(&mut app, 120, 40);
+    assert!(row(&narrow, 1).starts_with("┏ Review"), "{narrow}");
+    assert!(!narrow.contains("Files ·"), "{narrow}");
+    let wide = screen(&mut app, 160, 48);
+    assert!(
+        wide.contains("Files ·") && wide.contains("┏ Review"),
+        "{wide}"
+    );
+    assert!(!row(&wide, 1).starts_with("┏ Review"));
+    press(&mut app, 'z');
+    let zoomed = screen(&mut app, 160, 48);
+    assert!(row(&zoomed, 1).starts_with("┏ Review"), "{zoomed}");
+    assert!(!zoomed.contains("Files ·"));
+    let unzoomed = screen(&mut app, 120, 40);
+    assert!(
+        unzoomed.contains("Files ·"),
+        "z flips the narrow default too"
+    );
+    app.handle_terminal_at(
+        key(KeyCode::Char('z')),
+        Instant::now() + Duration::from_secs(2),
+    );
+    assert!(screen(&mut app, 160, 48).contains("Files ·"));
+    // Back to the chat: the columns are back.
+    app.handle_terminal(key(KeyCode::Esc));
+    assert!(screen(&mut app, 120, 40).contains("Files ·"));
+}
+
+/// After `/undo` took back the commit the review says was applied, the review says it
+/// was undone; another commit's undo leaves it as it was.
+#[test]
+fn the_review_says_when_its_applied_commit_was_undone() {
+    let applied = || Event::Applied {
+        files: vec!["shop/inventory.py".into()],
+        accepted: 4,
+        rejected: 0,
+        commit: Some("5bbbba2".into()),
+        message: "fix: refuse to remove more than there is".into(),
+        failed: vec![],
+        held: 0,
+        lost: 0,
+    };
+    let mut app = started();
+    feed(&mut app, [Event::Proposal(Box::new(proposal()))]);
+    press(&mut app, 'A');
+    feed(&mut app, [applied(), Event::Idle]);
+    focus(&mut app, PaneId::Review);
+    let shown = screen(&mut app, 160, 48);
+    assert!(
+        shown.contains("Applied 4 hunks to 1 file · commit 5bbbba2"),
+        "{shown}"
+    );
+    assert!(!shown.contains("undone"));
+    feed(
+        &mut app,
+        [Event::Undone {
+            commits: vec!["0123456789abcdef0123456789abcdef01234567".into()],
+        }],
+    );
+    assert!(!screen(&mut app, 160, 48).contains("undone"));
+    feed(
+        &mut app,
+        [Event::Undone {
+            commits: vec!["5bbbba2c0ffee5bbbba2c0ffee5bbbba2c0ffee0".into()],
+        }],
+    );
+    let shown = screen(&mut app, 160, 48);
+    assert!(
+        shown.contains("↶ undone: Applied 4 hunks to 1 file · commit 5bbbba2"),
+        "{shown}"
+    );
 }

@@ -166,8 +166,12 @@ fn overlays() {
         while app.focus() != PaneId::Files {
             app.handle_terminal(key(KeyCode::Tab));
         }
-        app.handle_terminal(key(KeyCode::Char('a')));
-        type_text(&mut app, "py");
+        let mut slowly = Slowly::new();
+        slowly.press(&mut app, key(KeyCode::Char('a')));
+        // The filter typed after a pause: at once, it would be typing.
+        for c in "py".chars() {
+            slowly.press(&mut app, key(KeyCode::Char(c)));
+        }
         insta::assert_snapshot!(format!("picker_{w}x{h}"), screen(&mut app, w, h));
     }
 }

@@ -163,8 +163,12 @@ fn wide_text_draws_at_every_size_without_cutting_a_character() {
 fn overlays_draw_at_every_size() {
     let mut app = wide_session();
     focus(&mut app, PaneId::Files);
-    app.handle_terminal(key(KeyCode::Char('a')));
-    type_text(&mut app, "日本");
+    let mut slowly = Slowly::new();
+    slowly.press(&mut app, key(KeyCode::Char('a')));
+    // The filter typed after a pause: at once, it would be typing.
+    for c in "日本".chars() {
+        slowly.press(&mut app, key(KeyCode::Char(c)));
+    }
     assert!(
         draw_screen(&mut app, 80, 24)
             .concat()

@@ -149,6 +149,9 @@ pub enum Event<'a> {
         files: &'a [String],
     },
     History(History),
+    Undone {
+        commits: &'a [String],
+    },
     Summarized {
         replaced_messages: usize,
         replaced_tokens: usize,
@@ -447,6 +450,7 @@ impl<'a> From<&'a p::Event> for Event<'a> {
             },
             E::RepoFiles { files } => Event::RepoFiles { files },
             E::History(status) => Event::History(History::from(status)),
+            E::Undone { commits } => Event::Undone { commits },
             E::Summarized {
                 replaced_messages,
                 replaced_tokens,

@@ -292,9 +292,9 @@ impl ChatPane {
                 mode,
             }),
             (Action::RunCommand, None) => match needed.selected_command() {
-                Some(command) => cx.send(Op::Command {
-                    command: crate::engine::protocol::Command::Run,
-                    args: command.to_string(),
+                // The engine asks before it runs what the model suggested.
+                Some(command) => cx.send(Op::RunSuggested {
+                    command: command.to_string(),
                 }),
                 None => cx.effect(super::Effect::Flash(
                     "the last reply suggested no commands".into(),
@@ -566,6 +566,27 @@ impl Pane for ChatPane {
             Action::NextCommand,
             Action::PrevCommand,
         ]
+    }
+
+    fn ask(&self, action: Action) -> Option<String> {
+        let needed = self.messages.iter().rev().find_map(|m| match &m.kind {
+            Kind::Needed(n) if n.active => Some(n),
+            _ => None,
+        })?;
+        let mode = match action {
+            Action::AddNeededReadOnly => "read-only",
+            Action::AddNeededEditable => "editable",
+            _ => return None,
+        };
+        if needed.files.is_empty() {
+            return None;
+        }
+        let tokens: usize = needed.files.iter().map(|f| f.tokens).sum();
+        Some(format!(
+            "add {} {mode}, {} tok, and ask again?",
+            crate::plural::count(needed.files.len(), "file"),
+            crate::tui::text::thousands(tokens)
+        ))
     }
 
     fn on_action(&mut self, action: Action, cx: &mut Cx<'_>) -> bool {

@@ -59,6 +59,26 @@ impl Pane for FilesPane {
         ]
     }
 
+    fn ask(&self, action: Action) -> Option<String> {
+        let f = self.selected_file()?;
+        match action {
+            Action::ToggleMode => Some(format!(
+                "make {} {}?",
+                f.path,
+                match f.mode {
+                    FileMode::Editable => "read-only",
+                    FileMode::ReadOnly => "editable",
+                }
+            )),
+            Action::DropFile => Some(format!(
+                "drop {} ({} tok) from the chat?",
+                f.path,
+                thousands(f.tokens)
+            )),
+            _ => None,
+        }
+    }
+
     fn on_action(&mut self, action: Action, cx: &mut Cx<'_>) -> bool {
         match action {
             Action::Up => self.scroll(-1),

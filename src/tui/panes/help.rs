@@ -9,6 +9,7 @@ use ratatui::widgets::{Block, Borders, Clear, Widget};
 
 use crate::tui::keymap::{self, Action, Keymap};
 use crate::tui::theme::Theme;
+use crate::tui::typing::{self, Letter};
 
 /// Editing keys of the message box, which are not remappable actions.
 const EDITING: &[(&str, &str)] = &[
@@ -16,6 +17,20 @@ const EDITING: &[(&str, &str)] = &[
     ("ctrl-u / ctrl-k", "delete to the start / end of the line"),
     ("ctrl-w", "delete the word before the cursor"),
     ("alt-b / alt-f", "word left / right"),
+];
+
+/// Where printable keys go outside the message box (`typing`).
+const TYPING: &[(&str, &str)] = &[
+    ("/ @", "go to the message box from any pane"),
+    (
+        "other letters",
+        "no key of the pane's: typed in the message box",
+    ),
+    (
+        "within 1 s",
+        "a letter after another is typed (j j y and y n still act)",
+    ),
+    ("y", "answers a key that asks first; any other types both"),
 ];
 
 /// The help lines for a pane titled `title` with `actions`.
@@ -37,7 +52,14 @@ pub fn lines(
     };
     let mut out = vec![Line::styled(title.to_string(), head)];
     for action in actions {
-        out.push(row(keymap.describe(*action), keymap::spec_of(*action).help));
+        let help = keymap::spec_of(*action).help;
+        match typing::letter(*action) {
+            Letter::Asks => out.push(row(
+                keymap.describe(*action),
+                &format!("{help} (asks first)"),
+            )),
+            _ => out.push(row(keymap.describe(*action), help)),
+        }
     }
     if editing {
         for (keys, help) in EDITING {
@@ -60,6 +82,11 @@ pub fn lines(
         "mouse".into(),
         "click focuses, the wheel scrolls; shift-drag selects text",
     ));
+    out.push(Line::default());
+    out.push(Line::styled("Typing", head));
+    for (keys, help) in TYPING {
+        out.push(row(keys.to_string(), help));
+    }
     out.push(Line::default());
     out.push(Line::styled(
         "Rebind any key in [keys] of the config: accept = \"y space\"",

@@ -95,6 +95,12 @@ pub trait Pane {
     /// Handles one of its actions; false when it had nothing to do with it.
     fn on_action(&mut self, action: Action, cx: &mut Cx<'_>) -> bool;
 
+    /// The question a bare letter asks before `action` (one of `typing::Letter::Asks`):
+    /// what it would do, with its cost. None when it would do nothing now.
+    fn ask(&self, _action: Action) -> Option<String> {
+        None
+    }
+
     /// A key before any action lookup (the input box takes text this way).
     fn on_key(&mut self, _key: &KeyEvent, _cx: &mut Cx<'_>) -> bool {
         false

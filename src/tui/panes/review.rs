@@ -25,6 +25,7 @@ use crate::tui::highlight::{self, Incremental};
 use crate::tui::keymap::{Action, Keymap};
 use crate::tui::text::{self, thousands};
 use crate::tui::theme::Theme;
+use crate::tui::word_diff;
 
 /// Where the review stands after the user acted on the whole proposal.
 #[derive(Debug, Clone, PartialEq)]
@@ -33,6 +34,10 @@ pub enum Status {
     Applied(String),
     Discarded,
 }
+
+/// Below this many columns the focused review takes the whole width: beside the other
+/// columns its middle one is too narrow for code (54 columns at 120).
+pub const AUTO_ZOOM_WIDTH: u16 = 150;
 
 #[derive(Default)]
 pub struct ReviewPane {
@@ -43,6 +48,9 @@ pub struct ReviewPane {
     scroll: usize,
     /// Columns of code scrolled past on the left (long lines).
     hscroll: usize,
+    /// `z` was pressed (an odd number of times): the focused review's width is the
+    /// other one than the terminal's width gives it (`zoomed`).
+    zoom_flipped: bool,
     /// Bring the selected hunk into view at the next frame.
     reveal: bool,
     /// Rows of the diff area in the last frame.
@@ -54,6 +62,8 @@ pub struct ReviewPane {
     reflections: Vec<String>,
     /// What the last landing applied, while hunks of the proposal are still pending.
     banner: Option<String>,
+    /// The commit the last landing made, and whether `/undo` took it back since.
+    landed: Option<(String, bool)>,
     /// The last `/review`'s plan, shown while no edits wait: which files the model got
     /// and which were left out, and why.
     plan: Option<ReviewPlan>,
@@ -188,7 +198,7 @@ impl ReviewPane {
                 .is_some_and(|h| h.decision != Decision::Pending);
             if decided {
                 self.select(file, hunk);
-                self.move_hunk(true);
+                self.next_pending();
             }
         }
         self.reveal = true;
@@ -240,15 +250,36 @@ impl ReviewPane {
         }
     }
 
-    /// Accepted hunks were written. Hunks still pending stay to be decided, under a
-    /// line saying what was applied; otherwise the review is over.
-    pub fn applied(&mut self, summary: String) {
+    /// Accepted hunks were written (and committed as `commit`). Hunks still pending
+    /// stay to be decided, under a line saying what was applied; otherwise the review
+    /// is over.
+    pub fn applied(&mut self, summary: String, commit: Option<String>) {
+        self.landed = commit.map(|c| (c, false));
         if self.tally().total() > 0 {
             self.status = None;
             self.banner = Some(summary);
         } else {
             self.close();
             self.status = Some(Status::Applied(summary));
+        }
+    }
+
+    /// `commits` were taken back (`/undo`): the line saying what was applied says so
+    /// when it names one of them.
+    pub(crate) fn undone(&mut self, commits: &[String]) {
+        if let Some((commit, undone)) = &mut self.landed
+            && commits.iter().any(|c| c.starts_with(commit.as_str()))
+        {
+            *undone = true;
+        }
+    }
+
+    /// How the line saying what was applied starts, and its style: `✓`, or `↶ undone:`
+    /// once its commit was taken back.
+    fn landed_mark(&self, theme: &Theme) -> (&'static str, Style) {
+        match self.landed {
+            Some((_, true)) => ("↶ undone: ", Style::new().fg(theme.c.warning)),
+            _ => ("✓ ", Style::new().fg(theme.c.ok)),
         }
     }
 
@@ -297,6 +328,31 @@ impl ReviewPane {
         };
         let next = if forward { at + 1 } else { at.wrapping_sub(1) };
         if let Some(&(f, h)) = order.get(next) {
+            self.select(f, h);
+        }
+    }
+
+    /// Selects the first pending hunk after the selected one, from the top again if
+    /// none follows; stays when none is pending.
+    fn next_pending(&mut self) {
+        let Some(p) = &self.proposal else { return };
+        let order: Vec<(usize, usize, bool)> = p
+            .files
+            .iter()
+            .enumerate()
+            .flat_map(|(f, file)| {
+                file.hunks
+                    .iter()
+                    .enumerate()
+                    .map(move |(h, hunk)| (f, h, hunk.decision == Decision::Pending))
+            })
+            .collect();
+        let at = order
+            .iter()
+            .position(|&(f, h, _)| (f, h) == (self.file, self.hunk))
+            .unwrap_or(0);
+        let mut after = order.iter().skip(at + 1).chain(order.iter().take(at));
+        if let Some(&(f, h, _)) = after.find(|(_, _, pending)| *pending) {
             self.select(f, h);
         }
     }
@@ -397,6 +453,12 @@ impl ReviewPane {
             || self.proposal.as_ref().is_some_and(|p| {
                 !p.written_as.is_empty() || !p.failures.is_empty() || !p.shell_commands.is_empty()
             })
+    }
+
+    /// Whether the focused review takes the whole width of a terminal `width` columns
+    /// wide: below [`AUTO_ZOOM_WIDTH`] it does, unless `z` says otherwise.
+    pub(crate) fn zoomed(&self, width: u16) -> bool {
+        (width < AUTO_ZOOM_WIDTH) != self.zoom_flipped
     }
 
     /// Hunk `id` is being decided from elsewhere (see `advance`).
@@ -581,7 +643,13 @@ impl ReviewPane {
                     .highlights
                     .entry(hunk.id.clone())
                     .or_insert_with(|| HunkHighlight::new(hunk, syntax, &theme.syntax));
-                let code = text::mark_hidden(hl.spans(hunk, index), theme.hidden_marker());
+                let emphasis = match hunk.lines[index].kind {
+                    LineKind::Added => Style::new().fg(theme.c.added_bg).bg(theme.c.added),
+                    _ => Style::new().fg(theme.c.removed_bg).bg(theme.c.removed),
+                };
+                let words = hl.words.get(index).cloned().unwrap_or_default();
+                let code = word_diff::emphasize(hl.spans(hunk, index), &words, emphasis);
+                let code = text::mark_hidden(&code, theme.hidden_marker());
                 let code = text::skip_columns(&code, self.hscroll);
                 let mut line = diff_line(
                     &hunk.lines[index],
@@ -677,7 +745,10 @@ impl ReviewPane {
     fn render_status(&mut self, area: Rect, buf: &mut Buffer, draw: &Draw<'_>) {
         let theme = draw.theme;
         let (text, style) = match &self.status {
-            Some(Status::Applied(summary)) => (summary.clone(), Style::new().fg(theme.c.ok)),
+            Some(Status::Applied(summary)) => match self.landed_mark(theme) {
+                ("✓ ", style) => (summary.clone(), style),
+                (mark, style) => (format!("{mark}{summary}"), style),
+            },
             Some(Status::Discarded) => (
                 "Proposal discarded; nothing was written.".to_string(),
                 theme.dim(),
@@ -838,6 +909,8 @@ fn hunk_header(hunk: &HunkView, selected: bool, theme: &Theme, width: usize) -> 
             Style::new().fg(theme.c.hunk_header),
         ),
         decision_label(hunk.decision, theme),
+        // The id, for `/reject ID` and `/split ID` typed by hand.
+        Span::styled(format!(" · {}", hunk.id), theme.dim()),
     ]);
     if hunk.edited {
         line.push_span(Span::styled(" ✎ yours", Style::new().fg(theme.c.accent)));
@@ -919,6 +992,8 @@ struct HunkHighlight {
     side: Vec<(bool, usize)>,
     new_lines: Vec<usize>,
     old_lines: Vec<usize>,
+    /// For each hunk line, what changed inside it against its pair (`word_diff`).
+    words: Vec<Vec<std::ops::Range<usize>>>,
 }
 
 /// Lines highlighted ahead of the one asked for, so a scroll does not stop at every row.
@@ -951,6 +1026,7 @@ impl HunkHighlight {
             side,
             new_lines,
             old_lines,
+            words: word_diff::changed_ranges(&hunk.lines),
         }
     }
 
@@ -1006,13 +1082,28 @@ impl Pane for ReviewPane {
             Action::Top,
             Action::Bottom,
             Action::ToggleFailures,
+            Action::Zoom,
             Action::Back,
         ]
+    }
+
+    fn ask(&self, action: Action) -> Option<String> {
+        let t = self.tally();
+        (action == Action::Discard && self.is_active()).then(|| {
+            format!(
+                "discard the proposal of {} (nothing is written)?",
+                crate::plural::count(t.pending + t.accepted + t.rejected, "hunk")
+            )
+        })
     }
 
     fn on_action(&mut self, action: Action, cx: &mut Cx<'_>) -> bool {
         if action == Action::Back {
             cx.effect(Effect::Focus(PaneId::Input));
+            return true;
+        }
+        if action == Action::Zoom {
+            self.zoom_flipped = !self.zoom_flipped;
             return true;
         }
         if !self.is_active() {
@@ -1075,8 +1166,9 @@ impl Pane for ReviewPane {
         row(buf, area, y, &self.summary(theme));
         y += 1;
         if let Some(banner) = &self.banner {
-            let banner = text::truncate(&format!("✓ {banner}"), width);
-            let line = Line::styled(banner, Style::new().fg(theme.c.ok));
+            let (mark, style) = self.landed_mark(theme);
+            let banner = text::truncate(&format!("{mark}{banner}"), width);
+            let line = Line::styled(banner, style);
             row(buf, area, y, &line);
             y += 1;
         }

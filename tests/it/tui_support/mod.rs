@@ -452,6 +452,21 @@ pub fn ctrl(c: char) -> TermEvent {
     TermEvent::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL))
 }
 
+/// Presses keys as a person pressing them one by one: each a second and a half after
+/// the one before (the typing rule takes a letter right after another for typing).
+pub struct Slowly(pub std::time::Instant);
+
+impl Slowly {
+    pub fn new() -> Slowly {
+        Slowly(std::time::Instant::now())
+    }
+
+    pub fn press(&mut self, app: &mut App, event: TermEvent) {
+        self.0 += std::time::Duration::from_millis(1500);
+        app.handle_terminal_at(event, self.0);
+    }
+}
+
 /// Types `text` key by key (`\n` is Enter).
 pub fn type_text(app: &mut App, text: &str) {
     for c in text.chars() {

@@ -203,7 +203,7 @@ fn a_session_open_in_one_tern_is_refused_to_another_that_says_which() {
     assert_eq!(code, Some(1), "{stderr}");
     assert!(
         stderr.contains(&format!(
-            "session {id} is open in another tern (pid {})",
+            "session {id} is open in another tern (pid {}): quit that tern first, or start a new session: tern without --resume",
             first.id()
         )),
         "{stderr}"
@@ -565,13 +565,15 @@ fn undo_acts_on_the_newest_session_or_the_one_named() {
     let resume = format!("--resume={made}");
     let (_, stderr, code) = run(&repo, &server, &["undo", "--turn", &resume]);
     assert_eq!(code, Some(1), "{stderr}");
+    // The advice is about undoing (that tern can), not about starting a chat.
     assert!(
         stderr.contains(&format!(
-            "session {made} is open in another tern (pid {})",
+            "session {made} is open in another tern (pid {}): quit that tern first, or undo in it (`/undo`, `/undo turn`)",
             std::process::id()
         )),
         "{stderr}"
     );
+    assert!(!stderr.contains("--resume starts"), "{stderr}");
     drop(open_here);
 
     let (stdout, stderr, code) = run(&repo, &server, &["undo", "--turn", &resume]);

@@ -74,6 +74,9 @@ impl Saved {
 pub enum OpenError {
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The session to resume is open in another tern.
+    #[error("{0}, or start a new session: tern without --resume")]
+    InUse(StoreError),
     #[error(transparent)]
     Persist(#[from] PersistError),
 }
@@ -102,7 +105,10 @@ pub(crate) fn open(
                 }
                 .into());
             }
-            let session = store.open(which)?;
+            let session = store.open(which).map_err(|e| match e {
+                StoreError::Open { .. } => OpenError::InUse(e),
+                e => e.into(),
+            })?;
             let id = session.id.clone();
             let (disk, state) = SessionDisk::open(session)?;
             (Some(disk), Some(state.ok_or(StoreError::NotFound(id))?))

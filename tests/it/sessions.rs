@@ -746,3 +746,31 @@ fn an_unreadable_state_says_why_once() {
     assert!(stderr.contains(&state.display().to_string()), "{stderr}");
     assert_eq!(stderr.matches("a FIFO, not a file").count(), 1, "{stderr}");
 }
+
+/// `tern --resume` when the session active last cannot be read (a truncated state)
+/// refuses, saying why and naming the newest session that can be resumed.
+#[test]
+fn resume_of_an_unreadable_newest_names_the_next_resumable() {
+    let server = MockServer::start_in_thread();
+    let repo = repo();
+    let older = repo.plant_session(exchange("about apples", "Apples.", 2 * DAY_MS));
+    let newest = repo.plant_session(exchange("about pears", "Pears.", DAY_MS));
+    let state = repo
+        .sessions()
+        .pick(&Resume::Id(newest.clone()))
+        .unwrap()
+        .dir
+        .join("state.json");
+    let text = std::fs::read_to_string(&state).unwrap();
+    std::fs::write(&state, &text[..text.len() / 2]).unwrap();
+    let (_, stderr, code) = run(&repo, &server, &["--resume", "-m", "again"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains(&newest), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "; the newest session that can be resumed is {older}: `tern --resume={older}`"
+        )),
+        "{stderr}"
+    );
+    assert!(server.requests().is_empty(), "nothing was sent");
+}

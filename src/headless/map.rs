@@ -18,13 +18,14 @@ use crate::tokens::TokenCounter;
 /// Runs `tern map` in the repository containing `cwd` (or `cwd` itself outside git);
 /// errors go to stderr and give exit code 1.
 pub fn run(args: &MapArgs, global: &GlobalArgs, settings: &Settings, cwd: &Path) -> ExitCode {
-    match map(args, global, settings, cwd) {
+    let signals = super::StopLine::watch("tern map");
+    signals.end(match map(args, global, settings, cwd) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             errln!("tern map: {}", crate::egress::error_text(&e));
             ExitCode::FAILURE
         }
-    }
+    })
 }
 
 fn map(args: &MapArgs, global: &GlobalArgs, settings: &Settings, cwd: &Path) -> anyhow::Result<()> {

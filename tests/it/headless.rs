@@ -1028,6 +1028,44 @@ fn tern_map_outside_a_repository_and_an_empty_map_say_so() {
     );
 }
 
+/// `tern map` and `tern tokens` stopped by a signal while they build a cold map of
+/// 3,000 files (seconds in a debug build) end with a line that says so and 128 + the
+/// signal, as `tern review` does, not silently.
+#[test]
+fn tern_map_and_tern_tokens_stopped_by_a_signal_say_so() {
+    let server = MockServer::start_in_thread();
+    for command in ["map", "tokens"] {
+        let repo = TempRepo::empty();
+        for i in 0..3000 {
+            let text: String = (0..20)
+                .map(|j| format!("def f{i}_{j}(x):\n    return g{j}(x)\n\n"))
+                .collect();
+            repo.write(&format!("m{i}.py"), &text);
+        }
+        repo.commit("many files");
+        let child = repo
+            .tern(&server.base_url())
+            .arg(command)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()),
+            nix::sys::signal::Signal::SIGTERM,
+        )
+        .unwrap();
+        let out = child.wait_with_output().unwrap();
+        let (_, stderr) = texts(&out);
+        assert_eq!(out.status.code(), Some(143), "{command}: {stderr}");
+        assert!(
+            stderr.ends_with(&format!("tern {command}: stopped by SIGTERM\n")),
+            "{command}: {stderr}"
+        );
+    }
+}
+
 /// A reply that adds a bidi override to one line and a plain fix to another: `--yes`
 /// applies the plain one only, names the other, and exits non-zero; `--json` carries
 /// the caution on the hunk.

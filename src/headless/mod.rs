@@ -26,7 +26,7 @@ pub(crate) async fn exit_code(engine: tokio::task::JoinHandle<()>, ok: bool) -> 
 }
 
 /// For a command that has nothing of its own to stop on a signal (`tern map`, `tern
-/// tokens`, `tern sessions`): its last line says it was stopped, as `tern review`'s
+/// tokens`): its last line says it was stopped, as `tern review`'s
 /// does, whether it ends by itself after the signal (`end`) or the signal's exit ends
 /// it (`signals::GRACE` later).
 pub(crate) struct StopLine {

@@ -289,3 +289,38 @@ fn json_review_reports_the_text_and_usage() {
         server.requests()[0].prompt_tokens as u64
     );
 }
+
+/// A review's usage report of more cached tokens than prompt tokens is not believed,
+/// by the chat's rule (`Usage::believed_cached`): none counts as cached, the cost is
+/// the prompt's at the full price, and it is said.
+#[test]
+fn a_review_does_not_believe_more_cached_tokens_than_prompt_tokens() {
+    let server = MockServer::start_in_thread();
+    server.push(Reply::text(REVIEW).with_cached_tokens(1_000_000));
+    let repo = branch();
+    let out = repo
+        .tern(&server.base_url())
+        .args(["--model", "gpt-4o", "--json", "review"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = texts(&out);
+    assert!(out.status.success(), "{stderr}");
+    let value: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let prompt = server.requests()[0].prompt_tokens;
+    assert_eq!(value["usage"]["cached_tokens"], 0, "{value}");
+    let full = tern::llm::Usage {
+        prompt_tokens: prompt,
+        completion_tokens: value["usage"]["completion_tokens"].as_u64().unwrap() as usize,
+        ..Default::default()
+    };
+    let cost = value["cost"].as_f64().unwrap();
+    let expected = tern::llm::ModelInfo::lookup("gpt-4o").cost(&full);
+    assert!(
+        (cost - expected).abs() < 1e-9,
+        "{cost} != {expected}: {value}"
+    );
+    assert!(
+        stderr.contains("the server reported 1000000 cached tokens of "),
+        "{stderr}"
+    );
+}

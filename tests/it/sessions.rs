@@ -761,8 +761,8 @@ fn resume_of_an_unreadable_newest_names_the_next_resumable() {
         .unwrap()
         .dir
         .join("state.json");
-    let text = std::fs::read_to_string(&state).unwrap();
-    std::fs::write(&state, &text[..text.len() / 2]).unwrap();
+    let bytes = std::fs::read(&state).unwrap();
+    std::fs::write(&state, &bytes[..bytes.len() / 2]).unwrap();
     let (_, stderr, code) = run(&repo, &server, &["--resume", "-m", "again"]);
     assert_eq!(code, Some(1), "{stderr}");
     assert!(stderr.contains(&newest), "{stderr}");

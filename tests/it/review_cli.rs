@@ -269,18 +269,23 @@ fn a_request_the_server_finds_too_long_is_planned_again_smaller() {
     assert_eq!(server.requests().len(), 2);
 }
 
-#[test]
-fn json_review_reports_the_text_and_usage() {
-    let server = MockServer::start_in_thread();
-    server.push(Reply::text(REVIEW));
-    let repo = branch();
-    let out = repo
+/// `tern --json review` of `branch()` with gpt-4o: its document and stderr.
+fn json_review(server: &MockServer) -> (serde_json::Value, String) {
+    let out = branch()
         .tern(&server.base_url())
         .args(["--model", "gpt-4o", "--json", "review"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", texts(&out).1);
-    let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (stdout, stderr) = texts(&out);
+    assert!(out.status.success(), "{stderr}");
+    (serde_json::from_str(&stdout).unwrap(), stderr)
+}
+
+#[test]
+fn json_review_reports_the_text_and_usage() {
+    let server = MockServer::start_in_thread();
+    server.push(Reply::text(REVIEW));
+    let (value, _) = json_review(&server);
     assert_eq!(value["version"], 1);
     assert_eq!(value["review"], REVIEW);
     assert_eq!(value["replies"][0]["finish"]["kind"], "stop");
@@ -297,15 +302,7 @@ fn json_review_reports_the_text_and_usage() {
 fn a_review_does_not_believe_more_cached_tokens_than_prompt_tokens() {
     let server = MockServer::start_in_thread();
     server.push(Reply::text(REVIEW).with_cached_tokens(1_000_000));
-    let repo = branch();
-    let out = repo
-        .tern(&server.base_url())
-        .args(["--model", "gpt-4o", "--json", "review"])
-        .output()
-        .unwrap();
-    let (stdout, stderr) = texts(&out);
-    assert!(out.status.success(), "{stderr}");
-    let value: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let (value, stderr) = json_review(&server);
     let prompt = server.requests()[0].prompt_tokens;
     assert_eq!(value["usage"]["cached_tokens"], 0, "{value}");
     let full = tern::llm::Usage {

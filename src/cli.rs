@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::config::{CachePrompts, ConfigSources, SettingsLayer};
 use crate::edit::EditFormat;
@@ -28,6 +28,42 @@ pub struct Cli {
 
     #[command(subcommand)]
     pub command: Option<Command>,
+}
+
+impl Cli {
+    /// Parses the process's arguments, exiting on an error (or on --help) as
+    /// `Cli::parse` does, except that an error's usage line names only what was typed:
+    /// clap lists an option an environment variable gave (`--api-key <KEY>`) there as if
+    /// it were required.
+    pub fn parse_args() -> Cli {
+        Self::parse_from_args(std::env::args_os()).unwrap_or_else(|e| e.exit())
+    }
+
+    /// `Cli::try_parse_from`, its errors rendered as `parse_args` says.
+    pub fn parse_from_args<I, T>(args: I) -> Result<Cli, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        let args: Vec<T> = args.into_iter().collect();
+        let matches = match Self::command().try_get_matches_from(args.iter().cloned()) {
+            Ok(matches) => matches,
+            // --help and --version are no errors: their text keeps the `[env: …]` notes.
+            Err(e) if !e.use_stderr() => return Err(e),
+            Err(e) => {
+                // The same arguments without the environment fail the same way (no
+                // option tern reads from one is required); only the usage differs.
+                let without_env = Self::command()
+                    .mut_args(|arg| arg.env(None))
+                    .try_get_matches_from(args);
+                return Err(match without_env {
+                    Err(plain) if plain.kind() == e.kind() => plain,
+                    _ => e,
+                });
+            }
+        };
+        Self::from_arg_matches(&matches).map_err(|e| e.format(&mut Self::command()))
+    }
 }
 
 /// Options shared by the workspace, headless turns and every subcommand.

@@ -2,8 +2,6 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::Parser;
-
 use tern::cli::{Cli, Command, GlobalArgs};
 use tern::config::{self, ConfigSources, Settings};
 use tern::engine::EngineConfig;
@@ -14,7 +12,7 @@ fn main() -> ExitCode {
     // not dumpable has those files owned by root (and leaves no core dump with the key).
     #[cfg(target_os = "linux")]
     let _ = nix::sys::prctl::set_dumpable(false);
-    let cli = Cli::parse();
+    let cli = Cli::parse_args();
     match run(cli) {
         Ok(code) => code,
         // Whoever read the output closed it (`tern -m … | head -1`): it had all it

@@ -98,7 +98,10 @@ impl Engine {
                 message: outcome.label,
             }),
             Ok(Reviewed::Planned) => {}
-            Ok(Reviewed::Sent(plan, replies)) => {
+            Ok(Reviewed::Sent(plan, mut replies)) => {
+                for usage in replies.iter_mut().filter_map(|r| r.usage.as_mut()) {
+                    self.believed_cache(usage);
+                }
                 let texts: Vec<String> = replies.iter().map(|r| r.text.clone()).collect();
                 let text = review::merge_replies(&texts);
                 let reported = replies.iter().any(|r| r.usage.is_some());

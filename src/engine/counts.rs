@@ -221,12 +221,11 @@ impl Engine {
                 .iter()
                 .any(|m| !self.model.counter().knows(&m.content))
     }
-    /// A reported usage's cached tokens, unless it reports more than its prompt
-    /// tokens, which no server sends: then none are counted as cached (said once), so
-    /// the cost is never less than the prompt's at the full price (the cached rate
-    /// made it half).
+    /// A reported usage's cached tokens, as `Usage::believed_cached` says: an
+    /// impossible report (more cached than prompt tokens) counts none as cached, and is
+    /// said once.
     pub(super) fn believed_cache(&mut self, usage: &mut crate::llm::Usage) {
-        if usage.cached_tokens <= usage.prompt_tokens {
+        if usage.cache_is_possible() {
             return;
         }
         let impossible = format!(
@@ -240,7 +239,7 @@ impl Engine {
                 "{impossible} (a proxy that miscounts?): none is counted as cached, so the cost is at the full input price, and reports like it are not believed"
             ));
         }
-        usage.cached_tokens = 0;
+        usage.cached_tokens = usage.believed_cached();
     }
 
     /// Learns from the server's count of a request tern predicted, and keeps what was

@@ -148,6 +148,9 @@ pub enum CommitUndoError {
 pub enum OpenStateError {
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The session is open in another tern, which can undo it itself.
+    #[error("{0}, or undo in it (`/undo`, `/undo turn`)")]
+    InUse(StoreError),
     #[error(transparent)]
     Persist(#[from] persist::PersistError),
     #[error("session {0} has no saved state")]
@@ -189,7 +192,7 @@ pub(crate) fn undo_saved_commit(
     let head = repo.head().ok().and_then(|h| h.target());
     let session = match which {
         Some(which) => {
-            let session = store.open(which).map_err(OpenStateError::from)?;
+            let session = open(&store, which)?;
             let (disk, saved) = open_state(session)?;
             if let Some(head) = head.filter(|h| !saved.turns.holds(*h)) {
                 let mut why = format!(
@@ -266,7 +269,7 @@ pub(crate) fn undo_saved_turn(
     which: &Resume,
 ) -> Result<TurnUndone, TurnUndoError> {
     let store = Store::for_repo(root);
-    let session = store.open(which).map_err(OpenStateError::from)?;
+    let session = open(&store, which)?;
     let id = session.id.clone();
     let (mut disk, mut saved) = open_state(session)?;
     let done =
@@ -292,14 +295,22 @@ pub(crate) fn undo_saved_turn(
     Ok(done)
 }
 
+/// The session `which` names, opened to be told of an undo.
+fn open(store: &Store, which: &Resume) -> Result<OpenSession, OpenStateError> {
+    store.open(which).map_err(|e| match e {
+        StoreError::Open { .. } => OpenStateError::InUse(e),
+        e => e.into(),
+    })
+}
+
 /// The session whose turns hold `commit`, opened (an error when a tern has it open).
-fn session_that_made(store: &Store, commit: Oid) -> Result<Option<OpenSession>, StoreError> {
+fn session_that_made(store: &Store, commit: Oid) -> Result<Option<OpenSession>, OpenStateError> {
     let made = store
         .list()
         .into_iter()
         .find(|listed| saved_state(listed).is_some_and(|saved| saved.turns.holds(commit)));
     match made {
-        Some(listed) => store.open(&Resume::Id(listed.id)).map(Some),
+        Some(listed) => open(store, &Resume::Id(listed.id)).map(Some),
         None => Ok(None),
     }
 }

@@ -18,21 +18,28 @@ use crate::tokens::TokenCounter;
 /// Runs `tern map` in the repository containing `cwd` (or `cwd` itself outside git);
 /// errors go to stderr and give exit code 1.
 pub fn run(args: &MapArgs, global: &GlobalArgs, settings: &Settings, cwd: &Path) -> ExitCode {
-    match map(args, global, settings, cwd) {
+    let signals = super::StopLine::watch("tern map");
+    signals.end(match map(args, global, settings, cwd) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             errln!("tern map: {}", crate::egress::error_text(&e));
             ExitCode::FAILURE
         }
-    }
+    })
 }
 
 fn map(args: &MapArgs, global: &GlobalArgs, settings: &Settings, cwd: &Path) -> anyhow::Result<()> {
     let total = Instant::now();
-    let root = git2::Repository::discover(cwd)
-        .ok()
-        .and_then(|r| r.workdir().map(Path::to_path_buf))
-        .unwrap_or_else(|| cwd.to_path_buf());
+    let root = match git2::Repository::discover(cwd) {
+        Ok(repo) => repo.workdir().unwrap_or(cwd).to_path_buf(),
+        Err(_) => {
+            errln!(
+                "tern map: warning: {} is not inside a git repository: this is the map of the files under it",
+                cwd.display()
+            );
+            cwd.to_path_buf()
+        }
+    };
     let model = ModelInfo::lookup(&settings.model);
     let counter = model.token_counter();
     let mut map = RepoMap::open(&root, counter.clone(), CacheLocation::UserCacheDir)?;
@@ -73,6 +80,17 @@ fn map(args: &MapArgs, global: &GlobalArgs, settings: &Settings, cwd: &Path) -> 
         .or(settings.map_tokens)
         .unwrap_or_else(|| repomap::default_budget(window, !chat.is_empty()));
     let result = map.build(&chat, &mentioned_files, &mentioned_idents, budget);
+    // An empty map prints nothing, which alone looks like a map that failed.
+    if result.text.is_empty() && !global.json {
+        if map.files().is_empty() {
+            errln!(
+                "tern map: the map is empty: no file under {}",
+                root.display()
+            );
+        } else {
+            errln!("tern map: the map is empty: no file outside the chat fits in {budget} tokens");
+        }
+    }
 
     match print(&result, global.json, budget, &counter) {
         // `tern map | head` is fine: the reader has what it wanted.

@@ -14,6 +14,17 @@ pub async fn run(
     message: Option<String>,
     json: bool,
 ) -> anyhow::Result<ExitCode> {
+    let signals = super::StopLine::watch("tern tokens");
+    let code = budget(config, message, json).await;
+    Ok(signals.end(code?))
+}
+
+/// Prints the budget; a failure when the request would not fit.
+async fn budget(
+    config: EngineConfig,
+    message: Option<String>,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
     let report = report(config, message).await?;
     let mut stdout = crate::egress::stdout();
     if json {

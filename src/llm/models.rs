@@ -79,6 +79,23 @@ pub struct Usage {
     pub cache_write_tokens: usize,
 }
 
+impl Usage {
+    /// Whether the report can be true: a server never serves more prompt tokens from
+    /// its cache than it was sent (a proxy that miscounts may say so).
+    pub fn cache_is_possible(&self) -> bool {
+        self.cached_tokens <= self.prompt_tokens
+    }
+
+    /// The cached tokens to believe: none of an impossible report, so that its cost is
+    /// never less than the prompt's at the full price.
+    pub fn believed_cached(&self) -> usize {
+        match self.cache_is_possible() {
+            true => self.cached_tokens,
+            false => 0,
+        }
+    }
+}
+
 impl ModelInfo {
     /// Looks a model up by name: exact, then without a provider prefix, then by the
     /// longest listed name it starts with. Unknown models get a conservative default.
@@ -131,7 +148,7 @@ impl ModelInfo {
     /// cache writes at the cache-write price, the rest at the input price.
     pub fn cost(&self, usage: &Usage) -> f64 {
         let per = |tokens: usize, price: f64| tokens as f64 * price / 1_000_000.0;
-        let cached = usage.cached_tokens.min(usage.prompt_tokens);
+        let cached = usage.believed_cached();
         let written = usage.cache_write_tokens.min(usage.prompt_tokens - cached);
         let fresh = usage.prompt_tokens - cached - written;
         per(fresh, self.input_price)
@@ -202,5 +219,24 @@ mod tests {
         };
         let expected = 0.5 * 2.50 + 0.5 * 1.25 + 10.0;
         assert!((m.cost(&usage) - expected).abs() < 1e-9);
+    }
+
+    /// More cached than prompt tokens (no server sends it): none is priced as cached,
+    /// wherever the cost is taken (a commit message's, a summary's), not all of them.
+    #[test]
+    fn an_impossible_cached_count_is_priced_as_no_cache() {
+        let m = ModelInfo::lookup("gpt-4o");
+        let usage = Usage {
+            prompt_tokens: 900,
+            completion_tokens: 2,
+            cached_tokens: 5000,
+            cache_write_tokens: 0,
+        };
+        assert!(!usage.cache_is_possible());
+        let uncached = Usage {
+            cached_tokens: 0,
+            ..usage
+        };
+        assert_eq!(m.cost(&usage), m.cost(&uncached));
     }
 }

@@ -282,6 +282,47 @@ fn a_name_taken_as_another_file_is_said() {
     );
 }
 
+/// Clap names an option an environment variable set in an error's usage line as if it
+/// were typed (`Usage: tern apply --api-base <URL> --api-key <KEY> <REPLY_FILE>`).
+#[test]
+fn a_usage_error_names_no_option_the_environment_gave() {
+    let r = Repo::new(&[("f.txt", "a\n")]);
+    let usage = |args: &[&str]| {
+        let out = crate::support::command(env!("CARGO_BIN_EXE_tern"))
+            .args(args)
+            .current_dir(r.dir.path())
+            .env("HOME", r.home.path())
+            .env("XDG_CONFIG_HOME", r.home.path())
+            .env("OPENAI_BASE_URL", "http://127.0.0.1:9")
+            .env("OPENAI_API_KEY", "sk-test-key-never-shown")
+            .env("TERN_MODEL", "gpt-4o")
+            .output()
+            .unwrap();
+        assert_eq!(code(&out), 2, "{args:?}");
+        let stderr = text(&out.stderr);
+        let line = stderr
+            .lines()
+            .find(|l| l.starts_with("Usage: "))
+            .map(str::to_owned);
+        line.unwrap_or_else(|| panic!("{args:?}: no usage line in {stderr}"))
+    };
+    assert_eq!(
+        usage(&["apply"]),
+        "Usage: tern apply <REPLY_FILE> [FILES]..."
+    );
+    assert_eq!(
+        usage(&["review", "--base", "main", "--worktree"]),
+        "Usage: tern review --base <REF>"
+    );
+    assert_eq!(
+        usage(&["tokens", "--all-models"]),
+        "Usage: tern tokens --recalibrate --all-models [FILES]..."
+    );
+    // --help is no error: it still says which variable each option reads.
+    let help = r.tern(&["apply", "--help"], None);
+    assert!(text(&help.stdout).contains("[env: OPENAI_API_KEY]"));
+}
+
 #[test]
 fn reply_without_blocks_exits_1() {
     let r = Repo::new(&[("f.txt", "a\n")]);

@@ -978,6 +978,94 @@ fn outside_a_repository_tern_says_how_to_make_one() {
     assert!(stderr.contains("git init"), "{stderr}");
 }
 
+/// `tern map` outside a git repository maps the files under the directory and says so;
+/// a map with nothing in it says why instead of printing nothing at all.
+#[test]
+fn tern_map_outside_a_repository_and_an_empty_map_say_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let map = |cwd: &std::path::Path, args: &[&str]| {
+        let out = crate::support::command(env!("CARGO_BIN_EXE_tern"))
+            .current_dir(cwd)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", home.path())
+            .env("XDG_CACHE_HOME", home.path().join("cache"))
+            .env("TERN_STATE_DIR", home.path().join("state"))
+            .arg("map")
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        texts(&out)
+    };
+    let outside = format!(
+        "tern map: warning: {} is not inside a git repository: this is the map of the files under it",
+        dir.path().display()
+    );
+    let (stdout, stderr) = map(dir.path(), &[]);
+    assert_eq!(stdout, "");
+    assert!(stderr.contains(&outside), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "tern map: the map is empty: no file under {}",
+            dir.path().display()
+        )),
+        "{stderr}"
+    );
+    std::fs::write(dir.path().join("a.py"), "def f():\n    pass\n").unwrap();
+    let (stdout, stderr) = map(dir.path(), &[]);
+    assert!(stdout.contains("def f():"), "{stdout}");
+    assert!(
+        stderr.contains(&outside) && !stderr.contains("empty"),
+        "{stderr}"
+    );
+    let (stdout, stderr) = map(dir.path(), &["--tokens", "0"]);
+    assert_eq!(stdout, "");
+    assert!(
+        stderr.contains("tern map: the map is empty: no file outside the chat fits in 0 tokens"),
+        "{stderr}"
+    );
+}
+
+/// `tern map` and `tern tokens` stopped by a signal while they build a cold map of
+/// 3,000 files (seconds in a debug build) end with a line that says so and 128 + the
+/// signal, as `tern review` does, not silently.
+#[test]
+fn tern_map_and_tern_tokens_stopped_by_a_signal_say_so() {
+    let server = MockServer::start_in_thread();
+    for command in ["map", "tokens"] {
+        let repo = TempRepo::empty();
+        for i in 0..3000 {
+            let text: String = (0..20)
+                .map(|j| format!("def f{i}_{j}(x):\n    return g{j}(x)\n\n"))
+                .collect();
+            repo.write(&format!("m{i}.py"), &text);
+        }
+        repo.commit("many files");
+        let child = repo
+            .tern(&server.base_url())
+            .arg(command)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()),
+            nix::sys::signal::Signal::SIGTERM,
+        )
+        .unwrap();
+        let out = child.wait_with_output().unwrap();
+        let (_, stderr) = texts(&out);
+        assert_eq!(out.status.code(), Some(143), "{command}: {stderr}");
+        assert!(
+            stderr.ends_with(&format!("tern {command}: stopped by SIGTERM\n")),
+            "{command}: {stderr}"
+        );
+    }
+}
+
 /// A reply that adds a bidi override to one line and a plain fix to another: `--yes`
 /// applies the plain one only, names the other, and exits non-zero; `--json` carries
 /// the caution on the hunk.

@@ -269,23 +269,55 @@ fn a_request_the_server_finds_too_long_is_planned_again_smaller() {
     assert_eq!(server.requests().len(), 2);
 }
 
-#[test]
-fn json_review_reports_the_text_and_usage() {
-    let server = MockServer::start_in_thread();
-    server.push(Reply::text(REVIEW));
-    let repo = branch();
-    let out = repo
+/// `tern --json review` of `branch()` with gpt-4o: its document and stderr.
+fn json_review(server: &MockServer) -> (serde_json::Value, String) {
+    let out = branch()
         .tern(&server.base_url())
         .args(["--model", "gpt-4o", "--json", "review"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", texts(&out).1);
-    let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (stdout, stderr) = texts(&out);
+    assert!(out.status.success(), "{stderr}");
+    (serde_json::from_str(&stdout).unwrap(), stderr)
+}
+
+#[test]
+fn json_review_reports_the_text_and_usage() {
+    let server = MockServer::start_in_thread();
+    server.push(Reply::text(REVIEW));
+    let (value, _) = json_review(&server);
     assert_eq!(value["version"], 1);
     assert_eq!(value["review"], REVIEW);
     assert_eq!(value["replies"][0]["finish"]["kind"], "stop");
     assert_eq!(
         value["usage"]["prompt_tokens"].as_u64().unwrap(),
         server.requests()[0].prompt_tokens as u64
+    );
+}
+
+/// A review's usage report of more cached tokens than prompt tokens is not believed,
+/// by the chat's rule (`Usage::believed_cached`): none counts as cached, the cost is
+/// the prompt's at the full price, and it is said.
+#[test]
+fn a_review_does_not_believe_more_cached_tokens_than_prompt_tokens() {
+    let server = MockServer::start_in_thread();
+    server.push(Reply::text(REVIEW).with_cached_tokens(1_000_000));
+    let (value, stderr) = json_review(&server);
+    let prompt = server.requests()[0].prompt_tokens;
+    assert_eq!(value["usage"]["cached_tokens"], 0, "{value}");
+    let full = tern::llm::Usage {
+        prompt_tokens: prompt,
+        completion_tokens: value["usage"]["completion_tokens"].as_u64().unwrap() as usize,
+        ..Default::default()
+    };
+    let cost = value["cost"].as_f64().unwrap();
+    let expected = tern::llm::ModelInfo::lookup("gpt-4o").cost(&full);
+    assert!(
+        (cost - expected).abs() < 1e-9,
+        "{cost} != {expected}: {value}"
+    );
+    assert!(
+        stderr.contains("the server reported 1000000 cached tokens of "),
+        "{stderr}"
     );
 }

@@ -203,7 +203,7 @@ fn a_session_open_in_one_tern_is_refused_to_another_that_says_which() {
     assert_eq!(code, Some(1), "{stderr}");
     assert!(
         stderr.contains(&format!(
-            "session {id} is open in another tern (pid {})",
+            "session {id} is open in another tern (pid {}): quit that tern first, or start a new session: tern without --resume",
             first.id()
         )),
         "{stderr}"
@@ -565,13 +565,15 @@ fn undo_acts_on_the_newest_session_or_the_one_named() {
     let resume = format!("--resume={made}");
     let (_, stderr, code) = run(&repo, &server, &["undo", "--turn", &resume]);
     assert_eq!(code, Some(1), "{stderr}");
+    // The advice is about undoing (that tern can), not about starting a chat.
     assert!(
         stderr.contains(&format!(
-            "session {made} is open in another tern (pid {})",
+            "session {made} is open in another tern (pid {}): quit that tern first, or undo in it (`/undo`, `/undo turn`)",
             std::process::id()
         )),
         "{stderr}"
     );
+    assert!(!stderr.contains("--resume starts"), "{stderr}");
     drop(open_here);
 
     let (stdout, stderr, code) = run(&repo, &server, &["undo", "--turn", &resume]);
@@ -743,4 +745,32 @@ fn an_unreadable_state_says_why_once() {
     assert_eq!(code, Some(1), "{stderr}");
     assert!(stderr.contains(&state.display().to_string()), "{stderr}");
     assert_eq!(stderr.matches("a FIFO, not a file").count(), 1, "{stderr}");
+}
+
+/// `tern --resume` when the session active last cannot be read (a truncated state)
+/// refuses, saying why and naming the newest session that can be resumed.
+#[test]
+fn resume_of_an_unreadable_newest_names_the_next_resumable() {
+    let server = MockServer::start_in_thread();
+    let repo = repo();
+    let older = repo.plant_session(exchange("about apples", "Apples.", 2 * DAY_MS));
+    let newest = repo.plant_session(exchange("about pears", "Pears.", DAY_MS));
+    let state = repo
+        .sessions()
+        .pick(&Resume::Id(newest.clone()))
+        .unwrap()
+        .dir
+        .join("state.json");
+    let bytes = std::fs::read(&state).unwrap();
+    std::fs::write(&state, &bytes[..bytes.len() / 2]).unwrap();
+    let (_, stderr, code) = run(&repo, &server, &["--resume", "-m", "again"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains(&newest), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "; the newest session that can be resumed is {older}: `tern --resume={older}`"
+        )),
+        "{stderr}"
+    );
+    assert!(server.requests().is_empty(), "nothing was sent");
 }

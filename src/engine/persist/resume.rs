@@ -74,8 +74,18 @@ impl Saved {
 pub enum OpenError {
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The session to resume is open in another tern.
+    #[error("{0}, or start a new session: tern without --resume")]
+    InUse(StoreError),
     #[error(transparent)]
     Persist(#[from] PersistError),
+    /// `--resume` (no id): the session active last cannot be read; `next`: the
+    /// newest one that can.
+    #[error("{error}{}", .next.as_ref().map(|id| format!("; the newest session that can be resumed is {id}: `tern --resume={id}`")).unwrap_or_default())]
+    NewestUnreadable {
+        error: PersistError,
+        next: Option<String>,
+    },
 }
 
 /// The session a conversation saves to (with what to say at start) and what it restores.
@@ -102,9 +112,22 @@ pub(crate) fn open(
                 }
                 .into());
             }
-            let session = store.open(which)?;
+            let session = store.open(which).map_err(|e| match e {
+                StoreError::Open { .. } => OpenError::InUse(e),
+                e => e.into(),
+            })?;
             let id = session.id.clone();
-            let (disk, state) = SessionDisk::open(session)?;
+            let (disk, state) = SessionDisk::open(session).map_err(|error| match which {
+                Resume::Newest => OpenError::NewestUnreadable {
+                    next: store
+                        .list()
+                        .into_iter()
+                        .find(|s| s.id != id && s.unreadable.is_none())
+                        .map(|s| s.id),
+                    error,
+                },
+                Resume::Id(_) => error.into(),
+            })?;
             (Some(disk), Some(state.ok_or(StoreError::NotFound(id))?))
         }
         // A new session that cannot be made costs the run nothing but saving.

@@ -143,9 +143,8 @@ pub enum StoreError {
         "{0:?} is not a session id: an id is {ID_LEN} letters and digits, as `tern sessions` lists them"
     )]
     BadId(String),
-    #[error(
-        "session {id} {why}; quit that tern first (a session is open in one tern at a time; tern without --resume starts a new one)"
-    )]
+    /// Each caller adds what else can be done (start a new session, undo in that tern).
+    #[error("session {id} {why}: quit that tern first")]
     Open { id: String, why: LockError },
     #[error("cannot make a new session in {dir}: {source}")]
     Create {

@@ -92,7 +92,9 @@ impl Engine {
     pub(super) fn finish_review(&mut self, outcome: ReviewOutcome) {
         self.activity.end_stream();
         match outcome.result {
-            Err(ReviewFailure::Empty(why)) => self.notice(format!("nothing to review: {why}")),
+            Err(ReviewFailure::Empty(why)) => {
+                self.events.notice(format!("nothing to review: {why}"))
+            }
             Err(ReviewFailure::Failed(error)) => self.events.send(Event::TurnFailed {
                 error,
                 message: outcome.label,

@@ -66,7 +66,7 @@ impl Engine {
                 )),
             );
         } else {
-            self.error(format!(
+            self.events.error(format!(
                 "no {setting} is set and none could be proposed from the repository: give the command (/{} CMD), or set {setting} in your config{}",
                 purpose_name(purpose),
                 match purpose {
@@ -79,15 +79,16 @@ impl Engine {
 
     fn ask_to_run(&mut self, command: &str, purpose: CommandPurpose, reason: Option<String>) {
         if let Some(why) = refuse(command) {
-            self.error(why);
+            self.events.error(why);
             return;
         }
         if self.run_loop.role() != EngineRole::Conversation {
-            self.error("this tern runs one command; it runs no shell commands".into());
+            self.events
+                .error("this tern runs one command; it runs no shell commands".into());
             return;
         }
         if let Some(busy) = self.activity.busy_reason() {
-            self.error(format!("not run: {busy}"));
+            self.events.error(format!("not run: {busy}"));
             return;
         }
         self.activity = super::activity::Activity::Confirming {
@@ -104,14 +105,15 @@ impl Engine {
     /// `Op::AnswerCommand`.
     pub(super) fn answer_command(&mut self, yes: bool) {
         let Some((command, purpose)) = self.activity.take_confirming() else {
-            self.error("no command is waiting for an answer".into());
+            self.events
+                .error("no command is waiting for an answer".into());
             self.idle_if_done();
             return;
         };
         if yes {
             self.start_command(command, purpose, false);
         } else {
-            self.notice(format!("not run: {command}"));
+            self.events.notice(format!("not run: {command}"));
             self.idle_if_done();
         }
     }
@@ -120,7 +122,7 @@ impl Engine {
     pub(super) fn decline_command(&mut self) -> bool {
         match self.activity.take_confirming() {
             Some((command, _)) => {
-                self.notice(format!("not run: {command}"));
+                self.events.notice(format!("not run: {command}"));
                 true
             }
             None => false,
@@ -211,7 +213,7 @@ impl Engine {
             in_context,
         });
         if replaced && !in_context {
-            self.notice(format!(
+            self.events.notice(format!(
                 "the earlier output of `{command}` was removed from the context"
             ));
         }
@@ -236,14 +238,14 @@ impl Engine {
         let rounds = self.runner.auto_rounds.take().unwrap_or(0);
         if cancelled {
             if auto {
-                self.notice("the auto-test loop was stopped".into());
+                self.events.notice("the auto-test loop was stopped".into());
             }
             return;
         }
         if could_not_run(output) {
             // Not failing tests: a runner that is not installed, or not executable.
             // The model cannot fix that by editing code.
-            self.error(format!(
+            self.events.error(format!(
                 "`{command}` could not run ({}): is it installed? Set test_cmd or lint_cmd to the command that runs your checks; the model was not asked to fix anything",
                 output.describe()
             ));
@@ -251,24 +253,24 @@ impl Engine {
         }
         if passed {
             if auto && rounds > 0 {
-                self.notice(format!(
+                self.events.notice(format!(
                     "`{command}` passes after {}",
                     crate::plural::count(rounds, "fix round")
                 ));
             } else {
-                self.notice(format!("`{command}` passes"));
+                self.events.notice(format!("`{command}` passes"));
             }
             return;
         }
         if auto && rounds >= self.model.settings().auto_test_rounds {
-            self.warning(format!(
+            self.events.warning(format!(
                 "`{command}` still fails after {} (auto_test_rounds); its output is in the context for your next message",
                 crate::plural::count(rounds, "fix round")
             ));
             return;
         }
         if let Some(waiting) = self.undecided_hunks() {
-            self.notice(format!(
+            self.events.notice(format!(
                 "`{command}` failed; its output is in the context, but {waiting} proposed hunks still wait for a decision, so the model is not asked to fix it now"
             ));
             return;
@@ -293,13 +295,13 @@ impl Engine {
             let hint = run::suggest(self.session.root(), CommandKind::Test)
                 .map(|s| format!(" (`{}` would fit, from {})", s.command, s.reason))
                 .unwrap_or_default();
-            self.warning(format!(
+            self.events.warning(format!(
                 "auto_test is on but test_cmd is not set, so no tests ran{hint}: set test_cmd or pass --test-cmd"
             ));
             return;
         };
         if let Some(why) = refuse(&command) {
-            self.error(format!("test_cmd: {why}"));
+            self.events.error(format!("test_cmd: {why}"));
             return;
         }
         self.runner.auto_rounds.get_or_insert(0);
@@ -311,7 +313,7 @@ impl Engine {
         // A test run that is stopped says so itself when it ends.
         let running = matches!(self.activity, super::activity::Activity::Running { .. });
         if self.runner.auto_rounds.take().is_some() && !self.activity.is_idle() && !running {
-            self.notice("the auto-test loop was stopped".into());
+            self.events.notice("the auto-test loop was stopped".into());
         }
     }
 
@@ -320,8 +322,10 @@ impl Engine {
         let Some(text) = self.runner.offered.take() else {
             let kept = self.outputs_named();
             match kept.is_empty() {
-                true => self.error("no command output to add: /run a command first".into()),
-                false => self.notice(format!(
+                true => self
+                    .events
+                    .error("no command output to add: /run a command first".into()),
+                false => self.events.notice(format!(
                     "no new command output to add; in the context: {}",
                     kept.join(", ")
                 )),
@@ -357,7 +361,7 @@ impl Engine {
             false if self.drop_output_of(command) => vec![command.to_string()],
             false => {
                 let kept = self.outputs_named();
-                self.error(format!(
+                self.events.error(format!(
                     "no output of `{command}` is in the context (there are: {})",
                     if kept.is_empty() {
                         "none".to_string()
@@ -368,7 +372,7 @@ impl Engine {
                 return;
             }
         };
-        self.notice(match dropped.as_slice() {
+        self.events.notice(match dropped.as_slice() {
             [] => "no command output is in the context".to_string(),
             [one] => format!("removed the output of `{one}` from the context"),
             many => format!("removed {} command outputs from the context", many.len()),

@@ -258,8 +258,8 @@ impl Engine {
     /// The history part of the budget report.
     pub(super) fn history_status(&self) -> HistoryStatus {
         let budget = self.history_budget();
-        let (checkpoint_mark, swap_mark) = self.conversation.history.buffer.marks(budget);
-        let summary_tokens = if self.conversation.history.summary_at_front {
+        let (checkpoint_mark, swap_mark) = self.conversation.history().buffer.marks(budget);
+        let summary_tokens = if self.conversation.history().summary_at_front {
             history::tokens(&self.session.history[..2], self.model.counter())
         } else {
             0
@@ -269,9 +269,9 @@ impl Engine {
             tokens: self.history_tokens(),
             checkpoint_mark,
             swap_mark,
-            phase: self.conversation.history.buffer.phase(),
+            phase: self.conversation.history().buffer.phase(),
             summary_tokens,
-            summaries: self.conversation.history.summaries,
+            summaries: self.conversation.history().summaries,
         }
     }
 
@@ -280,11 +280,11 @@ impl Engine {
     fn prompt_limit(&self) -> usize {
         let plan_limit = self
             .conversation
-            .history
+            .history()
             .current
             .as_ref()
             .and_then(|p| p.limit);
-        [self.conversation.history.learned_limit, plan_limit]
+        [self.conversation.history().learned_limit, plan_limit]
             .into_iter()
             .flatten()
             .fold(self.model.window().prompt_limit, usize::min)
@@ -293,7 +293,7 @@ impl Engine {
     /// Applies a limit learned from the server to a report, so the gauge and the table
     /// show the limit requests are really held to.
     pub(super) fn limit_report(&self, report: &mut BudgetReport) {
-        if let Some(limit) = self.conversation.history.learned_limit
+        if let Some(limit) = self.conversation.history().learned_limit
             && limit < report.prompt_limit
         {
             report.prompt_limit = limit;
@@ -354,17 +354,17 @@ impl Engine {
     /// Starts a summary task of `kind` over the whole current history (a checkpoint's
     /// anchor is the history's length), replacing any other task.
     fn spawn_summary(&mut self, kind: JobKind, budget: usize) {
-        if let Some(old) = self.conversation.history.job.take() {
+        if let Some(old) = self.conversation.history_mut().job.take() {
             old.cancel.cancel();
             if old.kind == JobKind::Checkpoint && kind != JobKind::Checkpoint {
                 // This summary supersedes the checkpoint's; whether it lands or not,
                 // the cycle starts again after it.
-                self.conversation.history.buffer.reset();
-                self.conversation.history.swap_due = false;
+                self.conversation.history_mut().buffer.reset();
+                self.conversation.history_mut().swap_due = false;
             }
         }
-        self.conversation.history.next_job += 1;
-        let id = self.conversation.history.next_job;
+        self.conversation.history_mut().next_job += 1;
+        let id = self.conversation.history().next_job;
         let cancel = CancellationToken::new();
         let summarizer = self.summarizer();
         let messages = self.session.history.clone();
@@ -382,11 +382,11 @@ impl Engine {
             };
             let _ = done.send(Internal::Summary(JobDone { id, result }));
         });
-        self.conversation.history.job = Some(Job {
+        self.conversation.history_mut().job = Some(Job {
             id,
             kind,
             cancel,
-            generation: self.conversation.history.generation,
+            generation: self.conversation.history().generation,
             started: Instant::now(),
         });
         self.publish_history();
@@ -404,10 +404,10 @@ impl Engine {
             .record
             .replaced_front(replaced.replaced_messages, 2);
         self.session.show(ShownKind::Summary, summary);
-        self.conversation.history.summary_at_front = true;
-        self.conversation.history.summaries += 1;
-        self.conversation.history.generation += 1;
-        self.conversation.history.swap_due = false;
+        self.conversation.history_mut().summary_at_front = true;
+        self.conversation.history_mut().summaries += 1;
+        self.conversation.history_mut().generation += 1;
+        self.conversation.history_mut().swap_due = false;
         self.events.send(Event::Summarized {
             replaced_messages: replaced.replaced_messages,
             replaced_tokens: replaced.replaced_tokens,
@@ -419,11 +419,11 @@ impl Engine {
     /// Called once a turn's reply is in the history: checkpoint, swap or summarize as
     /// the thresholds say, then save the session.
     pub(super) fn history_after_turn(&mut self, may_summarize: bool) {
-        self.conversation.history.current = None;
+        self.conversation.history_mut().current = None;
         self.map.budget_override = None;
         // After Esc no summary starts by itself; the next turn's step catches up. With
         // no message to follow, the next start makes it.
-        if may_summarize && !self.conversation.history.deferred {
+        if may_summarize && !self.conversation.history().deferred {
             self.step_history();
         }
         self.save_session();
@@ -440,21 +440,22 @@ impl Engine {
 
     fn step_history(&mut self) {
         let budget = self.history_budget();
-        let action = self.conversation.history.buffer.step(
-            self.history_tokens(),
-            budget,
-            self.session.history.len(),
-        );
+        let tokens = self.history_tokens();
+        let action =
+            self.conversation
+                .history_mut()
+                .buffer
+                .step(tokens, budget, self.session.history.len());
         match action {
             Action::Nothing => {}
             Action::Checkpoint { .. } => {
                 if self.may_spend(Unattended::Summary) {
                     self.spawn_summary(JobKind::Checkpoint, budget);
                 } else {
-                    self.conversation.history.buffer.checkpoint_failed();
+                    self.conversation.history_mut().buffer.checkpoint_failed();
                 }
             }
-            Action::Wait => self.conversation.history.swap_due = true,
+            Action::Wait => self.conversation.history_mut().swap_due = true,
             Action::Swap { anchor, summary } => {
                 self.apply_summary(anchor, &summary);
             }
@@ -472,47 +473,47 @@ impl Engine {
         if let Ok(Some(summary)) = &done.result {
             self.session.session_cost += summary.cost;
         }
-        let waited_for = self.conversation.history.holds_turns();
+        let waited_for = self.conversation.history_mut().holds_turns();
         let Some(job) = self
             .conversation
-            .history
+            .history_mut()
             .job
             .take_if(|job| job.id == done.id)
         else {
             return; // replaced or cancelled meanwhile
         };
-        let fresh = job.generation == self.conversation.history.generation;
+        let fresh = job.generation == self.conversation.history().generation;
         let compact_report = match (job.kind, done.result) {
             (_, Err(SummaryError::Cancelled)) => Some("cancelled".to_string()),
             (kind, Ok(_)) if !fresh => {
                 if kind == JobKind::Checkpoint {
-                    self.conversation.history.buffer.reset();
+                    self.conversation.history_mut().buffer.reset();
                 }
                 Some("the history changed meanwhile; nothing was replaced".into())
             }
             (JobKind::Checkpoint, Ok(Some(summary))) => {
                 self.conversation
-                    .history
+                    .history_mut()
                     .buffer
                     .checkpoint_done(summary.anchor, summary.text);
-                if self.conversation.history.swap_due {
+                if self.conversation.history().swap_due {
                     self.step_history();
                 }
                 None
             }
             (JobKind::Checkpoint, Err(e)) => {
-                self.conversation.history.buffer.checkpoint_failed();
-                self.warning(format!(
+                self.conversation.history_mut().buffer.checkpoint_failed();
+                self.events.warning(format!(
                     "the background history summary failed ({e}); the history will be summarized when it reaches the swap mark"
                 ));
-                if std::mem::take(&mut self.conversation.history.swap_due) {
+                if std::mem::take(&mut self.conversation.history_mut().swap_due) {
                     self.step_history();
                 }
                 None
             }
             (_, Ok(Some(summary))) => {
                 let replaced = self.apply_summary(summary.anchor, &summary.text);
-                self.conversation.history.buffer.summarized();
+                self.conversation.history_mut().buffer.summarized();
                 Some(format!(
                     "replaced {} messages ({} tokens) with a summary of {} tokens",
                     replaced.replaced_messages, replaced.replaced_tokens, replaced.summary_tokens
@@ -520,7 +521,7 @@ impl Engine {
             }
             (_, Ok(None)) => Some("nothing to summarize".into()),
             (kind, Err(e)) => {
-                if let Some(plan) = &mut self.conversation.history.held {
+                if let Some(plan) = &mut self.conversation.history_mut().held {
                     plan.summary_failed = true;
                 }
                 let fallback = if kind == JobKind::Compact {
@@ -528,7 +529,8 @@ impl Engine {
                 } else {
                     "; /forget drops the oldest turns instead (the model is told), /clear all of them"
                 };
-                self.warning(format!("could not summarize the history: {e}{fallback}"));
+                self.events
+                    .warning(format!("could not summarize the history: {e}{fallback}"));
                 Some(format!(
                     "failed: {e}; /forget drops the oldest turns instead"
                 ))
@@ -551,20 +553,25 @@ impl Engine {
     /// Start-of-turn check: true when the turn must wait for a summary (it is kept and
     /// started again when the summary lands) or was refused.
     pub(super) fn hold_for_history(&mut self, text: &str, mode: ChatMode, kind: TurnKind) -> bool {
-        let plan = self.conversation.history.resume.take().unwrap_or_else(|| {
-            // A new turn starts with the map at its full budget again.
-            self.map.budget_override = None;
-            TurnPlan::new(text, mode, kind, self.events.op)
-        });
-        if self.conversation.history.held.is_some() {
+        let plan = self
+            .conversation
+            .history_mut()
+            .resume
+            .take()
+            .unwrap_or_else(|| {
+                // A new turn starts with the map at its full budget again.
+                self.map.budget_override = None;
+                TurnPlan::new(text, mode, kind, self.events.op)
+            });
+        if self.conversation.history().held.is_some() {
             self.events.send(Event::TurnFailed {
                 error: "another message is already waiting for the history summary".into(),
                 message: text.to_string(),
             });
             return true;
         }
-        if let Some(job) = &self.conversation.history.job
-            && self.conversation.history.blocks_turns()
+        if let Some(job) = &self.conversation.history().job
+            && self.conversation.history().blocks_turns()
         {
             self.events.send(Event::Notice {
                 text: format!(
@@ -572,19 +579,19 @@ impl Engine {
                     job.started.elapsed().as_secs_f64()
                 ),
             });
-            self.conversation.history.held = Some(plan);
+            self.conversation.history_mut().held = Some(plan);
             self.publish_history();
             return true;
         }
-        self.conversation.history.current = Some(plan);
+        self.conversation.history_mut().current = Some(plan);
         false
     }
 
     pub(super) fn resume_held_turn(&mut self) {
-        if self.conversation.history.blocks_turns() || self.model.counts().running {
+        if self.conversation.history().blocks_turns() || self.model.counts().running {
             return;
         }
-        if let Some(plan) = self.conversation.history.held.take() {
+        if let Some(plan) = self.conversation.history_mut().held.take() {
             self.restart_turn(plan);
         }
     }
@@ -592,7 +599,7 @@ impl Engine {
     fn restart_turn(&mut self, plan: TurnPlan) {
         let (text, mode, kind) = (plan.text.clone(), plan.mode, plan.kind);
         self.answering(plan.op);
-        self.conversation.history.resume = Some(plan);
+        self.conversation.history_mut().resume = Some(plan);
         self.start_turn(text, mode, kind);
     }
 
@@ -600,7 +607,7 @@ impl Engine {
     /// remembered in case the server refuses it as too long.
     pub(super) fn admit(&mut self, report: &BudgetReport) -> bool {
         let fits = report.total <= self.prompt_limit();
-        if fits && let Some(plan) = &mut self.conversation.history.current {
+        if fits && let Some(plan) = &mut self.conversation.history_mut().current {
             plan.sent_tokens = report.total;
             plan.notes = self.session.notes_for_next_turn.clone();
         }
@@ -621,7 +628,7 @@ impl Engine {
         let limit = self.prompt_limit();
         let mut plan = self
             .conversation
-            .history
+            .history_mut()
             .current
             .take()
             .unwrap_or_else(|| TurnPlan::new(&text, mode, kind, self.events.op));
@@ -636,7 +643,7 @@ impl Engine {
         }
         if !plan.drop_examples && report.section(Section::Examples) > 0 {
             plan.drop_examples = true;
-            self.notice(format!(
+            self.events.notice(format!(
                 "the request is {over} tokens over the limit of {limit}: sending it without the example exchanges"
             ));
             return self.restart_turn(plan);
@@ -653,14 +660,14 @@ impl Engine {
                     "the request is {over} tokens over the limit of {limit}: summarizing the history ({history_tokens} tokens) into at most {target} first"
                 ),
             });
-            self.conversation.history.held = Some(plan);
+            self.conversation.history_mut().held = Some(plan);
             self.spawn_summary(JobKind::Overflow, target);
             return;
         }
         report.prompt_limit = limit;
         report.remaining = limit as i64 - report.total as i64;
         let mut error = advice::advice(&report, report.total, limit);
-        if let Some(note) = self.calibration_note(report.counting) {
+        if let Some(note) = super::counts::calibration_note(report.counting) {
             error = format!("{error}; {note}");
         }
         if let Some((tokens, why)) = &plan.refused {
@@ -685,7 +692,7 @@ impl Engine {
         }
         let budget = map_tokens.saturating_sub(over);
         self.map.budget_override = Some(budget);
-        self.notice(if budget == 0 {
+        self.events.notice(if budget == 0 {
             format!(
                 "the request is {over} tokens over the limit of {limit}: it goes without the repo map ({map_tokens} tokens)"
             )
@@ -711,14 +718,15 @@ impl Engine {
         else {
             return false;
         };
-        let Some(mut plan) = self.conversation.history.current.take() else {
+        let Some(mut plan) = self.conversation.history_mut().current.take() else {
             return false;
         };
         plan.overflow_retries += 1;
         // The notes go with the message again, whether it is retried or handed back.
         self.session.notes_for_next_turn = std::mem::take(&mut plan.notes);
         if let Some(reported) = *prompt_tokens {
-            self.calibrate(prediction, reported);
+            self.model
+                .calibrate(prediction, reported, &self.events, &self.run_loop);
         }
         let sent = prompt_tokens.unwrap_or(plan.sent_tokens);
         match window.filter(|&n_ctx| n_ctx < self.model.window().window) {
@@ -730,11 +738,11 @@ impl Engine {
                 let limit = plan.sent_tokens * OVERFLOW_SHRINK.0 / OVERFLOW_SHRINK.1;
                 if self
                     .conversation
-                    .history
+                    .history()
                     .learned_limit
                     .is_none_or(|l| l > limit)
                 {
-                    self.conversation.history.learned_limit = Some(limit);
+                    self.conversation.history_mut().learned_limit = Some(limit);
                 }
                 plan.limit = Some(limit);
             }
@@ -778,8 +786,8 @@ impl Engine {
     pub(super) fn adopt_server_window(&mut self, n_ctx: usize) {
         let before = self.model.window().window;
         self.model.adopt_server_window(n_ctx);
-        self.conversation.history.learned_limit = None;
-        self.warning(format!(
+        self.conversation.history_mut().learned_limit = None;
+        self.events.warning(format!(
             "the server's context is {n_ctx} tokens, not the {before} tern assumed: using {n_ctx} for this session (start tern with --context-window {n_ctx} to use it from the first request)"
         ));
         self.publish_budget();
@@ -794,28 +802,34 @@ impl Engine {
             "" => None,
             n => match n.parse::<usize>() {
                 Ok(n) if n > 0 => Some(n),
-                _ => return self.error(format!("/forget takes a number of turns, not {n:?}")),
+                _ => {
+                    return self
+                        .events
+                        .error(format!("/forget takes a number of turns, not {n:?}"));
+                }
             },
         };
-        if self.activity.is_streaming() || self.conversation.history.job.is_some() {
-            return self.error("/forget: not while a reply or a summary is under way".into());
+        if self.activity.is_streaming() || self.conversation.history().job.is_some() {
+            return self
+                .events
+                .error("/forget: not while a reply or a summary is under way".into());
         }
         let report = self.report("");
         let others = report.total - report.section(Section::Done);
         let room = self.prompt_limit().saturating_sub(others);
         let target = self.history_budget().min(room) / 2;
         match history::forget_head(&mut self.session.history, turns, target, self.model.counter()) {
-            None => self.notice(format!(
+            None => self.events.notice(format!(
                 "nothing to forget: the history is {} tokens, within {target} (the latest turn always stays)",
                 self.history_tokens()
             )),
             Some(forgotten) => {
                 self.saved.record.replaced_front(2 * forgotten.turns, 2);
-                self.conversation.history.summary_at_front = false;
-                self.conversation.history.generation += 1;
-                self.conversation.history.buffer.reset();
-                self.conversation.history.swap_due = false;
-                self.notice(format!(
+                self.conversation.history_mut().summary_at_front = false;
+                self.conversation.history_mut().generation += 1;
+                self.conversation.history_mut().buffer.reset();
+                self.conversation.history_mut().swap_due = false;
+                self.events.notice(format!(
                     "forgot the oldest {} ({} tokens) without a summary; the model is told that earlier turns are gone",
                     crate::plural::count(forgotten.turns, "turn"),
                     forgotten.tokens
@@ -832,15 +846,15 @@ impl Engine {
     pub(super) fn cancel_history_wait(&mut self) {
         let foreground = self
             .conversation
-            .history
+            .history()
             .job
             .as_ref()
             .is_some_and(|job| job.kind != JobKind::Checkpoint);
-        let held = self.conversation.history.held.take();
+        let held = self.conversation.history_mut().held.take();
         if !foreground && held.is_none() {
             return;
         }
-        if foreground && let Some(job) = self.conversation.history.job.take() {
+        if foreground && let Some(job) = self.conversation.history_mut().job.take() {
             job.cancel.cancel();
             if job.kind == JobKind::Compact {
                 self.compact_output("cancelled".into());
@@ -858,13 +872,13 @@ impl Engine {
 
     /// `/clear`: forget any summary in progress along with the history.
     pub(super) fn history_cleared(&mut self) {
-        if let Some(job) = self.conversation.history.job.take() {
+        if let Some(job) = self.conversation.history_mut().job.take() {
             job.cancel.cancel();
         }
-        self.conversation.history.buffer.reset();
-        self.conversation.history.summary_at_front = false;
-        self.conversation.history.swap_due = false;
-        self.conversation.history.generation += 1;
+        self.conversation.history_mut().buffer.reset();
+        self.conversation.history_mut().summary_at_front = false;
+        self.conversation.history_mut().swap_due = false;
+        self.conversation.history_mut().generation += 1;
         self.saved.record.cleared();
         self.save_session();
         self.publish_history();
@@ -874,7 +888,7 @@ impl Engine {
     /// `/compact`: swap in a ready checkpoint, or summarize the whole history now. Always
     /// ends with an `Output` titled "compact".
     pub(super) fn compact(&mut self) {
-        if !self.activity.is_idle() || self.conversation.history.held.is_some() {
+        if !self.activity.is_idle() || self.conversation.history().held.is_some() {
             return self.compact_output("not now: wait for the current turn to finish".into());
         }
         if self.session.history.is_empty() {
@@ -882,12 +896,12 @@ impl Engine {
         }
         if let Some((anchor, summary)) = self
             .conversation
-            .history
+            .history()
             .ready_checkpoint()
             .map(|(a, s)| (a, s.to_string()))
         {
             let replaced = self.apply_summary(anchor, &summary);
-            self.conversation.history.buffer.summarized();
+            self.conversation.history_mut().buffer.summarized();
             self.save_session();
             self.publish_history();
             self.publish_budget();

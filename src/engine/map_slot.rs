@@ -112,7 +112,7 @@ impl Engine {
             Ok(map) => Arc::new(RwLock::new(map)),
             Err(e) => {
                 self.map.state = MapState::Unavailable;
-                self.warning(format!("no repo map: {e}"));
+                self.events.warning(format!("no repo map: {e}"));
                 self.events.send(Event::Map(Box::default()));
                 return;
             }
@@ -179,7 +179,7 @@ impl Engine {
         } else if !refreshed.changed.is_empty() && self.map.last.is_some() {
             self.map.kept_stale = true;
         }
-        let draft = self.conversation.draft.clone();
+        let draft = self.conversation.draft().to_string();
         self.update_map(&draft);
         self.publish_budget();
         if let Some((text, mode, op)) = self.activity.take_waiting() {
@@ -211,13 +211,19 @@ impl Engine {
             MapState::Ready(map) => {
                 let map = map.clone();
                 self.refresh_map_in_background(map, Cause::Asked, Vec::new());
-                self.notice("rescanning the repository for the repo map".into());
+                self.events
+                    .notice("rescanning the repository for the repo map".into());
             }
             MapState::Loading | MapState::Refreshing(_) => {
-                self.notice("the repo map is being built already".into());
+                self.events
+                    .notice("the repo map is being built already".into());
             }
-            MapState::Unavailable => self.error("there is no repo map for this directory".into()),
-            MapState::Off => self.error("the repo map is off (--map-tokens 0)".into()),
+            MapState::Unavailable => self
+                .events
+                .error("there is no repo map for this directory".into()),
+            MapState::Off => self
+                .events
+                .error("the repo map is off (--map-tokens 0)".into()),
         }
     }
 
@@ -326,7 +332,7 @@ impl Engine {
 
     /// `/map`: the map as the model sees it now.
     pub(super) fn show_map(&mut self) {
-        let draft = self.conversation.draft.clone();
+        let draft = self.conversation.draft().to_string();
         let text = match &self.map.state {
             MapState::Loading => "the repo map is still being built\n".to_string(),
             MapState::Unavailable => "there is no repo map for this directory\n".to_string(),
@@ -365,7 +371,7 @@ impl Engine {
     pub(super) fn defer_until_map(&mut self, text: &str, mode: ChatMode) -> bool {
         let deferred = match &self.map.state {
             MapState::Loading => {
-                self.notice(
+                self.events.notice(
                     "waiting for the repo map to be built; the message is sent as soon as it is"
                         .into(),
                 );

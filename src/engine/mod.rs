@@ -144,6 +144,18 @@ impl EventSink {
         });
     }
 
+    pub(crate) fn notice(&self, text: String) {
+        self.send(Event::Notice { text });
+    }
+
+    pub(crate) fn warning(&self, text: String) {
+        self.send(Event::Warning { text });
+    }
+
+    pub(crate) fn error(&self, text: String) {
+        self.send(Event::Error { text });
+    }
+
     /// A sink for the events of one streamed reply.
     pub(crate) fn reply_stream(&self) -> ReplyStream {
         ReplyStream {
@@ -376,29 +388,29 @@ impl Engine {
         self.mark_files_outside_chat();
         let (notices, warnings) = self.saved.take_start_notes();
         for text in notices {
-            self.notice(text);
+            self.events.notice(text);
         }
         for text in warnings {
-            self.warning(text);
+            self.events.warning(text);
         }
         if !matches!(self.run_loop.role(), EngineRole::LandReply { .. }) {
             if !self.model.info().known {
                 self.warn_unknown_model();
             }
             if let Some(e) = self.model.client().unusable() {
-                self.warning(e.to_string());
+                self.events.warning(e.to_string());
             }
         }
         if self.run_loop.role() == EngineRole::Conversation
             && git2::Repository::discover(self.session.root()).is_err()
         {
-            self.warning(format!(
+            self.events.warning(format!(
                 "{} is not inside a git repository: you can chat here, but tern writes edits only inside one, so that every change can be undone. Run `git init` here to make one.",
                 self.session.root().display()
             ));
         }
         if self.run_loop.role() == EngineRole::Conversation {
-            self.start_counts();
+            self.model.start_counts(&self.events, &self.run_loop);
             self.start_map();
             // A history saved over its marks (a one-shot run leaves its summary to
             // the next start) is summarized before the next request needs it.
@@ -494,7 +506,7 @@ impl Engine {
             }
             Op::ProposeReply { reply } => self.propose_reply(&reply),
             Op::Draft { text } => {
-                self.conversation.draft = text;
+                self.conversation.set_draft(text);
                 self.publish_budget();
             }
             Op::AddFiles { paths, mode } => {
@@ -503,13 +515,13 @@ impl Engine {
             }
             Op::SetFileMode { path, mode } => {
                 if let Err(e) = self.session.set_mode(&path, mode) {
-                    self.error(e.to_string());
+                    self.events.error(e.to_string());
                 }
                 self.files_changed();
             }
             Op::DropFile { path } => {
                 if let Err(e) = self.session.drop_file(&path) {
-                    self.error(e.to_string());
+                    self.events.error(e.to_string());
                 }
                 self.files_changed();
             }
@@ -531,7 +543,7 @@ impl Engine {
                 options,
                 send,
             } => self.start_review(source, options, send),
-            Op::NoMoreMessages => self.conversation.history.defer_summaries(),
+            Op::NoMoreMessages => self.conversation.history_mut().defer_summaries(),
             Op::AddNeeded { paths, mode } => self.add_needed(paths, mode),
             Op::ApplyAllowed { outside_chat } => {
                 self.apply_allowed(outside_chat);
@@ -554,9 +566,9 @@ impl Engine {
                 self.activity.end_git();
                 match result {
                     Ok(done) => {
-                        self.notice(done.message);
+                        self.events.notice(done.message);
                         if let Some(warning) = done.warning {
-                            self.warning(warning);
+                            self.events.warning(warning);
                         }
                         self.session.turns.undone(&done.undone);
                         self.saved
@@ -567,13 +579,18 @@ impl Engine {
                         }
                         self.save_session();
                     }
-                    Err(e) => self.error(e.to_string()),
+                    Err(e) => self.events.error(e.to_string()),
                 }
                 self.files_changed();
                 self.idle_if_done();
             }
             Internal::Summary(done) => self.summary_done(done),
-            Internal::Counted(done) => self.counted(done),
+            Internal::Counted(done) => {
+                if self.model.counted(done, &self.events, &self.run_loop) {
+                    self.publish_budget();
+                    self.resume_held_turn();
+                }
+            }
             Internal::Ran(ran) => self.finish_command(*ran),
             // Unwinds into `spawn`'s handler: `Crashed`, then `Exited`.
             Internal::Panicked(panic) => std::panic::resume_unwind(panic),
@@ -591,7 +608,7 @@ impl Engine {
             None
         };
         if let Some(why) = refused {
-            self.error(why.into());
+            self.events.error(why.into());
             self.idle_if_done();
             return;
         }
@@ -602,7 +619,7 @@ impl Engine {
     /// Tells front ends that nothing more will happen until they send something: no
     /// reply is streaming, no reflection follows, no landing is under way.
     fn idle_if_done(&self) {
-        if self.activity.is_idle() && !self.conversation.history.holds_turns() {
+        if self.activity.is_idle() && !self.conversation.history().holds_turns() {
             self.events.send(Event::Idle);
         }
     }
@@ -615,7 +632,7 @@ impl Engine {
         if !self.model.info().known {
             self.warn_unknown_model();
         }
-        self.start_counts();
+        self.model.start_counts(&self.events, &self.run_loop);
         self.publish_budget();
         self.save_session();
     }
@@ -640,11 +657,11 @@ impl Engine {
         for path in paths {
             let added = self
                 .session
-                .resolve(path, &self.conversation.cwd)
+                .resolve(path, self.conversation.cwd())
                 .and_then(|rel| self.session.add(&rel, mode).map(|changed| (rel, changed)));
             match added {
                 Ok((rel, _)) if !self.session.root().join(&rel).exists() => {
-                    self.notice(match mode {
+                    self.events.notice(match mode {
                         FileMode::Editable => {
                             format!("{rel} does not exist yet; the model may create it")
                         }
@@ -657,12 +674,12 @@ impl Engine {
                     if crate::edit::Workspace::discover(self.session.root())
                         .is_ok_and(|ws| ws.is_ignored_untracked(std::path::Path::new(&rel))) =>
                 {
-                    self.warning(format!(
+                    self.events.warning(format!(
                         "git ignores {rel}: files like it often hold secrets; its content is now sent to the model with every request (drop it with /drop {rel})"
                     ));
                 }
                 Ok(_) => {}
-                Err(e) => self.error(e.to_string()),
+                Err(e) => self.events.error(e.to_string()),
             }
         }
     }
@@ -679,11 +696,11 @@ impl Engine {
         if self.activity.is_branch_review() {
             return;
         }
-        let draft = self.conversation.draft.clone();
+        let draft = self.conversation.draft().to_string();
         let report = self.report(&draft);
         self.events.send(Event::Budget(Box::new(report)));
         // What the gauge counted that the server has not, it counts now.
-        self.start_counting();
+        self.model.start_counting(&self.run_loop);
     }
 
     fn publish_files(&mut self) {
@@ -697,29 +714,17 @@ impl Engine {
         let spent = self.session.session_cost;
         match self
             .conversation
-            .spending
+            .spending_mut()
             .may_spend(what, spent, self.model.settings())
         {
             Ok(()) => true,
             Err(warning) => {
                 if let Some(text) = warning {
-                    self.warning(text);
+                    self.events.warning(text);
                 }
                 false
             }
         }
-    }
-
-    fn notice(&self, text: String) {
-        self.events.send(Event::Notice { text });
-    }
-
-    fn warning(&self, text: String) {
-        self.events.send(Event::Warning { text });
-    }
-
-    fn error(&self, text: String) {
-        self.events.send(Event::Error { text });
     }
 }
 

@@ -177,7 +177,8 @@ impl Engine {
         let ws = match Workspace::discover(self.session.root()) {
             Ok(ws) => ws,
             Err(e) => {
-                self.error(format!("cannot read the repository to apply edits: {e}"));
+                self.events
+                    .error(format!("cannot read the repository to apply edits: {e}"));
                 return None;
             }
         };
@@ -223,7 +224,7 @@ impl Engine {
             .extend(report.shell.into_iter().map(|s| s.commands));
         let applied = report.blocks - report.errors.len();
         for written in other {
-            self.notice(format!(
+            self.events.notice(format!(
                 "the reply wrote its edits as {}, not the {} asked for ({format}); they were read as such",
                 written.blocks(),
                 format.blocks()
@@ -255,12 +256,12 @@ impl Engine {
             // Nothing to say, no model to say it to, or a spending cap said why not:
             // the failures are in the view.
         } else if origin == ReplyOrigin::Interrupted {
-            self.warning(format!(
+            self.events.warning(format!(
                 "the reply was interrupted: {} failed, not applied and not sent back to the model (each is shown with why)",
                 count(open, "edit block")
             ));
         } else {
-            self.warning(format!(
+            self.events.warning(format!(
                 "{} still failed after {}; not applied (each is shown with why)",
                 count(open, "edit block"),
                 count(reflections, "reflection")
@@ -277,21 +278,21 @@ impl Engine {
     /// it, but never answered with a reflection (no model wrote it).
     pub(super) fn propose_reply(&mut self, reply: &str) {
         if let Some(busy) = self.activity.busy_reason() {
-            self.error(busy.into());
+            self.events.error(busy.into());
         } else if self.undecided_hunks().is_some() {
-            self.error(
+            self.events.error(
                 "proposed hunks still wait for a decision: apply or /discard them first".into(),
             );
         } else {
             self.end_proposal();
             match self.propose_edits(reply, TurnKind::User, ReplyOrigin::Given) {
-                Some(Blocks { blocks: 0, .. }) => self.error(format!(
+                Some(Blocks { blocks: 0, .. }) => self.events.error(format!(
                     "no {} edit blocks found in the reply",
                     self.model.edit_format()
                 )),
                 // Every block failed: the failures say so, not "nothing to change".
                 Some(Blocks { blocks, failed }) if failed == blocks => {}
-                Some(_) if self.pending.is_none() => self.notice(
+                Some(_) if self.pending.is_none() => self.events.notice(
                     "nothing to change: the reply's edits leave the files as they are".into(),
                 ),
                 _ => {}
@@ -302,11 +303,13 @@ impl Engine {
 
     pub(super) fn review(&mut self, op: ReviewOp) {
         if matches!(self.activity, Activity::Git { .. }) {
-            self.error("still applying the previous edits".into());
+            self.events
+                .error("still applying the previous edits".into());
             return;
         }
         let Some(pending) = self.pending.as_mut() else {
-            self.error("there are no proposed edits to review".into());
+            self.events
+                .error("there are no proposed edits to review".into());
             return;
         };
         let decided = match &op {
@@ -341,11 +344,11 @@ impl Engine {
             ReviewOp::Apply => {
                 // A reflection still streaming would add hunks to what is being written.
                 if let Some(busy) = self.activity.busy_reason() {
-                    self.error(format!("not applied yet: {busy}"));
+                    self.events.error(format!("not applied yet: {busy}"));
                     return;
                 }
                 match self.accepted_read_only() {
-                    Some(path) => self.error(format!(
+                    Some(path) => self.events.error(format!(
                         "nothing was written: {path} is read-only in the chat now; make it editable to apply its accepted hunks, or reject them"
                     )),
                     None => self.land(),
@@ -371,7 +374,7 @@ impl Engine {
                 }
                 self.publish_proposal();
             }
-            Err(e) => self.error(e),
+            Err(e) => self.events.error(e),
         }
     }
 
@@ -381,7 +384,7 @@ impl Engine {
         let held = self.pending.as_ref().map(Pending::held_back);
         if let Some(held) = held.filter(|h| !h.is_empty()) {
             let held: Vec<String> = held.iter().map(ToString::to_string).collect();
-            self.warning(format!(
+            self.events.warning(format!(
                 "not accepted with the others, look at each and accept it by itself: {}",
                 held.join("; ")
             ));
@@ -413,7 +416,7 @@ impl Engine {
                 _ => format!("{h} (accept it by itself in the workspace's review)"),
             })
             .collect();
-        self.error(format!(
+        self.events.error(format!(
             "nothing was applied: /apply all accepts no file or hunk held back for a look of its own, and every one left is: {}",
             advice.join("; ")
         ));
@@ -432,13 +435,13 @@ impl Engine {
         {
             Ok(parts) => {
                 let ids: Vec<String> = parts.iter().map(ToString::to_string).collect();
-                self.notice(format!(
+                self.events.notice(format!(
                     "split hunk {id} into {}: {}",
                     parts.len(),
                     ids.join(", ")
                 ));
             }
-            Err(e) => self.error(e),
+            Err(e) => self.events.error(e),
         }
         self.publish_proposal();
     }
@@ -461,7 +464,7 @@ impl Engine {
         match edited {
             Ok(ids) => {
                 let ids: Vec<String> = ids.iter().map(ToString::to_string).collect();
-                self.notice(format!(
+                self.events.notice(format!(
                     "hunk {id} now holds your lines, accepted (as {})",
                     ids.join(", ")
                 ));
@@ -499,7 +502,7 @@ impl Engine {
                 path,
                 text,
             }),
-            Err(e) => self.error(e),
+            Err(e) => self.events.error(e),
         }
     }
 
@@ -560,7 +563,8 @@ impl Engine {
         let ws = match Workspace::discover(self.session.root()) {
             Ok(ws) => ws,
             Err(e) => {
-                self.error(format!("cannot restore the pending edits: {e}"));
+                self.events
+                    .error(format!("cannot restore the pending edits: {e}"));
                 return;
             }
         };
@@ -632,7 +636,8 @@ impl Engine {
             .as_ref()
             .map(|p| (p.proposal.hunk_count(), p.landed))
         else {
-            self.error("there are no proposed edits to discard".into());
+            self.events
+                .error("there are no proposed edits to discard".into());
             return;
         };
         self.end_proposal();
@@ -641,7 +646,7 @@ impl Engine {
             n => format!("the {n} hunks"),
         };
         // Hunks of this proposal applied earlier stay applied: only what is left goes.
-        self.notice(match landed {
+        self.events.notice(match landed {
             true => {
                 format!("discarded {hunks} not applied (not written); hunks applied earlier stay")
             }
@@ -690,7 +695,8 @@ impl Engine {
         {
             pending.reasons.retain(|(hunk, _)| hunk != id);
             pending.reasons.push((id.to_string(), reason.to_string()));
-            self.notice(format!("rejected hunk {id}; the model will be told why"));
+            self.events
+                .notice(format!("rejected hunk {id}; the model will be told why"));
         }
     }
 
@@ -702,7 +708,7 @@ impl Engine {
         };
         if pending.proposal.is_empty() {
             let failed = pending.failures.iter().filter(|f| f.hunk.is_some()).count();
-            self.error(match failed {
+            self.events.error(match failed {
                 0 => "nothing to apply: no proposed hunk is left; /discard dismisses the failures listed".into(),
                 1 => "nothing to apply: the 1 proposed hunk left no longer applies (listed as failed, with its lines); /discard dismisses it".into(),
                 n => format!("nothing to apply: the {n} proposed hunks left no longer apply (listed as failed, with their lines); /discard dismisses them"),
@@ -710,7 +716,8 @@ impl Engine {
             return;
         }
         if !pending.any_accepted() {
-            self.error("no hunk is accepted yet: y accepts a hunk, a a file, A all".into());
+            self.events
+                .error("no hunk is accepted yet: y accepts a hunk, a a file, A all".into());
             return;
         }
         for path in std::mem::take(&mut pending.confirm_ignored) {
@@ -725,7 +732,7 @@ impl Engine {
         let done = self.run_loop.done();
         let runtime = tokio::runtime::Handle::current();
         let cancel = self.activity.git();
-        self.notice("applying the accepted hunks…".into());
+        self.events.notice("applying the accepted hunks…".into());
         tokio::task::spawn_blocking(move || {
             let repo = git2::Repository::open(&root).ok();
             let options = LandOptions {
@@ -782,15 +789,15 @@ impl Engine {
         self.pending = Some(pending);
         let not_applied = match landed {
             Landed::Refused(e @ git::GitError::Interrupted) => {
-                self.warning(e.to_string());
+                self.events.warning(e.to_string());
                 Some(NotAppliedReason::Cancelled)
             }
             Landed::Refused(e) => {
-                self.error(format!("nothing was written: {e}"));
+                self.events.error(format!("nothing was written: {e}"));
                 Some(NotAppliedReason::Refused)
             }
             Landed::DirtyCommitFailed(e) => {
-                self.error(format!(
+                self.events.error(format!(
                     "nothing was written: your own uncommitted changes to these files could not be committed first: {e}"
                 ));
                 Some(NotAppliedReason::DirtyCommitFailed)
@@ -799,11 +806,11 @@ impl Engine {
                 error,
                 not_restored,
             } => {
-                self.error(format!(
+                self.events.error(format!(
                     "the commit failed: {error}; nothing was committed (not even your own changes) and the files tern had written were put back as they were"
                 ));
                 for f in &not_restored {
-                    self.error(format!(
+                    self.events.error(format!(
                         "{} was not put back: {}",
                         f.path.display(),
                         f.error
@@ -814,13 +821,13 @@ impl Engine {
             }
             Landed::NotWritten(ApplyOutcome::Stale(stale)) => {
                 let said = self.restaled(&stale);
-                self.warning(format!("nothing was written: {said}"));
+                self.events.warning(format!("nothing was written: {said}"));
                 self.publish_proposal();
                 Some(NotAppliedReason::Stale)
             }
             Landed::NotWritten(ApplyOutcome::NeedsConfirmation(paths)) => {
                 let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
-                self.warning(format!(
+                self.events.warning(format!(
                     "git ignores {}: apply again to write it anyway (it is never committed; an existing file is backed up first), or reject its hunks",
                     names.join(", ")
                 ));
@@ -834,13 +841,14 @@ impl Engine {
             // word may say "applied" or "written".
             Landed::Written { applied, .. } if applied.written.is_empty() => {
                 for f in &applied.failed {
-                    self.error(format!("could not write {}: {}", f.path.display(), f.error));
+                    self.events
+                        .error(format!("could not write {}: {}", f.path.display(), f.error));
                 }
                 if applied.stale.is_empty() {
                     Some(NotAppliedReason::WriteFailed)
                 } else {
                     let said = self.restaled(&applied.stale);
-                    self.warning(format!("nothing was written: {said}"));
+                    self.events.warning(format!("nothing was written: {said}"));
                     self.publish_proposal();
                     Some(NotAppliedReason::Stale)
                 }
@@ -856,21 +864,22 @@ impl Engine {
                 let turn = self.pending.as_ref().map_or(0, |p| p.turn);
                 if let Some(c) = dirty {
                     self.saved.record.committed(turn, c.id.to_string(), true);
-                    self.notice(format!(
+                    self.events.notice(format!(
                         "committed your own changes first: {} {}",
                         c.short_id(),
                         c.summary
                     ));
                 }
                 for f in &applied.failed {
-                    self.error(format!("could not write {}: {}", f.path.display(), f.error));
+                    self.events
+                        .error(format!("could not write {}: {}", f.path.display(), f.error));
                 }
                 if !applied.stale.is_empty() {
                     let said = self.restaled(&applied.stale);
-                    self.warning(format!("not written: {said}"));
+                    self.events.warning(format!("not written: {said}"));
                 }
                 for b in &applied.backups {
-                    self.notice(format!(
+                    self.events.notice(format!(
                         "{} is ignored by git, so its previous content was saved to {} (undo restores it)",
                         b.path.display(),
                         b.saved_at.display()

@@ -19,7 +19,7 @@ impl Engine {
         let (chat_files, more) = self.session.texts(FileMode::Editable);
         errors.extend(more);
         for e in errors {
-            self.error(e.to_string());
+            self.events.error(e.to_string());
         }
         let current: String = cur
             .iter()
@@ -29,7 +29,7 @@ impl Engine {
         let repo_map = self.map_text(&current);
         // A small window has no room for them; an oversized request leaves them out.
         let examples = if self.model.window().window < EXAMPLES_MIN_WINDOW
-            || self.conversation.history.examples_dropped()
+            || self.conversation.history().examples_dropped()
         {
             Vec::new()
         } else {
@@ -71,7 +71,7 @@ impl Engine {
     pub(super) fn decorate(&self, mut report: BudgetReport) -> BudgetReport {
         report.last_usage = self.session.last_usage;
         report.last_usage_estimated = self.session.last_usage_estimated;
-        report.counts_pending = self.counts_pending();
+        report.counts_pending = self.model.counts_pending(&self.run_loop);
         report.last_cost = self.session.last_cost;
         report.session_cost = self.session.session_cost;
         report.cost_cap = self.model.settings().max_cost;

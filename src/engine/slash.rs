@@ -55,7 +55,7 @@ impl Engine {
             Command::AddOutput => self.add_output(),
             Command::DropOutput => self.drop_output(&args),
             Command::Tokens => {
-                let report = self.report(&self.conversation.draft.clone());
+                let report = self.report(&self.conversation.draft().to_string());
                 self.events.send(Event::Output {
                     title: "tokens".into(),
                     text: report.render_table(),
@@ -67,14 +67,14 @@ impl Engine {
             Command::Clear => {
                 self.session.history.clear();
                 self.history_cleared();
-                self.notice("history cleared".into());
+                self.events.notice("history cleared".into());
                 self.publish_budget();
             }
             Command::Compact => self.compact(),
             Command::Forget => self.forget(&args),
             Command::Model => {
                 if args.is_empty() {
-                    self.notice(format!(
+                    self.events.notice(format!(
                         "model {} (window {}, weak model {})",
                         self.model.info().name, self.model.window().window, self.model.settings().weak_model
                     ));
@@ -92,7 +92,7 @@ impl Engine {
                 id: args.trim().to_string(),
             }),
             // Only a front end with a terminal can hand it to an editor.
-            Command::Editor => self.error(
+            Command::Editor => self.events.error(
                 "/editor opens an editor in the workspace (ctrl-g in the message box); there is none here"
                     .into(),
             ),
@@ -102,16 +102,17 @@ impl Engine {
     fn drop_files(&mut self, words: &[String]) {
         if words.is_empty() {
             self.session.drop_all();
-            self.notice("dropped every file from the chat".into());
+            self.events
+                .notice("dropped every file from the chat".into());
         }
         for word in words {
             let dropped = self
                 .session
-                .resolve(word, &self.conversation.cwd)
+                .resolve(word, self.conversation.cwd())
                 .map_err(|e| e.to_string())
                 .and_then(|rel| self.session.drop_file(&rel).map_err(|e| e.to_string()));
             if let Err(e) = dropped {
-                self.error(e);
+                self.events.error(e);
             }
         }
         self.files_changed();
@@ -127,7 +128,7 @@ impl Engine {
                 }
                 Ok(diff) => diff,
                 Err(e) => {
-                    self.error(e.to_string());
+                    self.events.error(e.to_string());
                     return;
                 }
             },
@@ -151,7 +152,7 @@ impl Engine {
             .and_then(|repo| crate::git::show(&repo, rev).map_err(|e| e.message().to_string()));
         match shown {
             Ok((title, text)) => self.events.send(Event::Output { title, text }),
-            Err(e) => self.error(format!("/show {rev}: {e}")),
+            Err(e) => self.events.error(format!("/show {rev}: {e}")),
         }
     }
 
@@ -162,7 +163,7 @@ impl Engine {
         job: impl FnOnce(&git2::Repository) -> Result<GitDone, GitJobError> + Send + 'static,
     ) {
         if let Some(busy) = self.activity.busy_reason() {
-            self.error(format!("/{what} waits: {busy}"));
+            self.events.error(format!("/{what} waits: {busy}"));
             return;
         }
         let root = self.session.root().to_path_buf();
@@ -185,7 +186,7 @@ impl Engine {
                 let done = crate::git::undo_turn(repo, &turn)?;
                 super::undo_commits::turn_done(repo, done)
             }),
-            other => self.error(format!(
+            other => self.events.error(format!(
                 "/undo takes nothing (tern's last commit) or `turn` (all of the last turn's commits), not {other:?}"
             )),
         }
@@ -198,11 +199,17 @@ impl Engine {
         let root = self.session.root().to_path_buf();
         let repo = match crate::config::RepoConfig::read(&root) {
             Ok(Some(repo)) => repo,
-            Ok(None) => return self.notice("this repository has no .tern.toml".into()),
-            Err(e) => return self.error(e.to_string()),
+            Ok(None) => {
+                return self
+                    .events
+                    .notice("this repository has no .tern.toml".into());
+            }
+            Err(e) => return self.events.error(e.to_string()),
         };
         let Some(file) = crate::config::trust_file() else {
-            return self.error("no user config directory to keep trusted repositories in".into());
+            return self
+                .events
+                .error("no user config directory to keep trusted repositories in".into());
         };
         let mut store = crate::config::TrustStore::open(&file);
         let needing = repo.needing_trust().join(", ");
@@ -210,7 +217,7 @@ impl Engine {
         let damaged = store.damage();
         if args.trim() != "yes" {
             if let Some(damage) = damaged {
-                self.warning(damage);
+                self.events.warning(damage);
             }
             let state = if store.trusts(&root, &repo.text) {
                 "trusted"
@@ -229,14 +236,14 @@ impl Engine {
         }
         let trusted = store.trust(&root, &repo.text);
         if let Some(damage) = store.damage() {
-            self.warning(damage);
+            self.events.warning(damage);
         }
         match trusted {
-            Ok(()) => self.notice(format!(
+            Ok(()) => self.events.notice(format!(
                 "trusted this .tern.toml ({}); restart tern to use it; a change to the file needs /trust again",
                 repo.trust_effect()
             )),
-            Err(e) => self.error(format!("cannot write {}: {e}", file.display())),
+            Err(e) => self.events.error(format!("cannot write {}: {e}", file.display())),
         }
     }
 }

@@ -67,18 +67,19 @@ impl Engine {
             Some(busy.to_string())
         } else if self.pending.is_some() {
             Some("proposed edits wait for review: apply or discard them first".to_string())
-        } else if self.conversation.last_question.is_none() {
+        } else if self.conversation.last_question().is_none() {
             Some("there is no question to ask again".to_string())
         } else {
             None
         };
         if let Some(why) = refused {
-            self.error(format!("cannot add the files and ask again: {why}"));
+            self.events
+                .error(format!("cannot add the files and ask again: {why}"));
             return;
         }
         let before: Vec<(String, Option<FileMode>)> = paths
             .iter()
-            .filter_map(|p| self.session.resolve(p, &self.conversation.cwd).ok())
+            .filter_map(|p| self.session.resolve(p, self.conversation.cwd()).ok())
             .map(|rel| (rel.clone(), self.session.mode_of(&rel)))
             .collect();
         self.add_files(&paths, mode);
@@ -88,11 +89,11 @@ impl Engine {
             .filter(|(rel, was)| *was != Some(mode) && self.session.mode_of(rel) == Some(mode))
             .map(|(rel, _)| rel)
             .collect();
-        let Some((question, asked_in)) = self.conversation.last_question.clone() else {
+        let Some((question, asked_in)) = self.conversation.last_question().cloned() else {
             return;
         };
         if added.is_empty() {
-            self.error(
+            self.events.error(
                 "none of those files could be added; the question was not sent again".into(),
             );
             self.idle_if_done();
@@ -134,10 +135,10 @@ impl Engine {
         }
         if let Some(warning) = self
             .conversation
-            .spending
+            .spending_mut()
             .user_spends(self.session.session_cost, self.model.settings())
         {
-            self.warning(warning);
+            self.events.warning(warning);
         }
         self.end_auto_test();
         self.start_turn(text, mode, TurnKind::User);
@@ -160,8 +161,9 @@ impl Engine {
         };
         let assembled = self.assemble(vec![Message::user(sent_text.clone())], mode);
         // Checked against the window with the server's counts, where it counts.
-        if self.needs_counts(&assembled) && self.conversation.history.wait_for_counts() {
-            self.start_counting();
+        if self.model.needs_counts(&assembled) && self.conversation.history_mut().wait_for_counts()
+        {
+            self.model.start_counting(&self.run_loop);
             return;
         }
         let report = self.decorate(BudgetReport::new(
@@ -174,7 +176,7 @@ impl Engine {
             self.make_room(text, mode, kind, report);
             return;
         }
-        let retry = self.conversation.history.retry_warning(report.total);
+        let retry = self.conversation.history().retry_warning(report.total);
         let retrying = retry.is_some();
         if let Some(text) = retry {
             self.events.send(Event::Warning { text });
@@ -261,7 +263,7 @@ impl Engine {
         let TurnOutcome { sent, result } = outcome;
         let reply = match result {
             Ok(reply) => {
-                self.server_answered();
+                self.model.server_answered(&self.run_loop);
                 reply
             }
             Err(e) if !cancelled && self.turn_overflowed(&e, &sent.prediction) => return,
@@ -284,11 +286,16 @@ impl Engine {
         // gives is not a cost either.
         let believed = !reply.usage_reported
             || reply.continuations > 0
-            || self.calibrate(&sent.prediction, reply.usage.prompt_tokens);
+            || self.model.calibrate(
+                &sent.prediction,
+                reply.usage.prompt_tokens,
+                &self.events,
+                &self.run_loop,
+            );
         let estimated = !(reply.usage_reported && believed);
         let usage = if !estimated {
             let mut usage = reply.usage;
-            self.believed_cache(&mut usage);
+            self.model.believed_cache(&mut usage, &self.events);
             usage
         } else {
             Usage {
@@ -322,7 +329,7 @@ impl Engine {
             session_cost: self.session.session_cost,
         });
         if sent.kind == TurnKind::User {
-            self.conversation.last_question = Some((sent.user_text.clone(), sent.mode));
+            self.conversation.asked((sent.user_text.clone(), sent.mode));
         }
         if !reply.text.is_empty()
             && let Some(needed) = super::needed::report(&self.session, &self.model, &reply.text)

@@ -220,16 +220,16 @@ impl Engine {
             mode: self.session.mode,
             files,
             history: self.session.history.clone(),
-            summary_at_front: self.conversation.history.summary_at_front(),
+            summary_at_front: self.conversation.history().summary_at_front(),
             checkpoint: self
                 .conversation
-                .history
+                .history()
                 .ready_checkpoint()
                 .map(|(anchor, summary)| SavedCheckpoint {
                     anchor,
                     summary: summary.to_string(),
                 }),
-            summaries: self.conversation.history.summaries(),
+            summaries: self.conversation.history().summaries(),
             session_cost: self.session.session_cost,
             proposal,
             proposal_turn,
@@ -239,7 +239,7 @@ impl Engine {
             transcript: self.session.transcript.clone(),
             server_window: (self.model.window().source == crate::context::WindowSource::Server)
                 .then_some(self.model.window().window),
-            learned_limit: self.conversation.history.learned_limit(),
+            learned_limit: self.conversation.history().learned_limit(),
             turns: self.session.turns.clone(),
             outputs: self.session.outputs.clone(),
             unsent: self.saved.unsent.clone(),
@@ -262,7 +262,7 @@ impl Engine {
         let records = self.saved.record.take();
         let state = self.session_file();
         if let Some(warning) = self.saved.writer.write(state, records) {
-            self.warning(warning);
+            self.events.warning(warning);
         }
     }
 
@@ -317,7 +317,7 @@ impl Engine {
                 });
             }
         }
-        self.conversation.history.restore(
+        self.conversation.history_mut().restore(
             saved.summary_at_front,
             saved.summaries,
             saved.checkpoint.map(|c| (c.anchor, c.summary)),

@@ -420,7 +420,7 @@ impl Engine {
     /// the thresholds say, then save the session.
     pub(super) fn history_after_turn(&mut self, may_summarize: bool) {
         self.conversation.history_mut().current = None;
-        self.map.budget_override = None;
+        self.map.override_budget(None);
         // After Esc no summary starts by itself; the next turn's step catches up. With
         // no message to follow, the next start makes it.
         if may_summarize && !self.conversation.history().deferred {
@@ -560,7 +560,7 @@ impl Engine {
             .take()
             .unwrap_or_else(|| {
                 // A new turn starts with the map at its full budget again.
-                self.map.budget_override = None;
+                self.map.override_budget(None);
                 TurnPlan::new(text, mode, kind, self.events.op)
             });
         if self.conversation.history().held.is_some() {
@@ -686,12 +686,12 @@ impl Engine {
     /// Overflow prevention's first step: the repo map shrinks by `over` tokens for this
     /// turn, to nothing if need be. False when there is no map left to shrink.
     fn shrink_repo_map(&mut self, over: usize, limit: usize) -> bool {
-        let map_tokens = self.map_status().map_or(0, |m| m.tokens);
+        let map_tokens = self.map.status(&self.model).map_or(0, |m| m.tokens);
         if map_tokens == 0 {
             return false;
         }
         let budget = map_tokens.saturating_sub(over);
-        self.map.budget_override = Some(budget);
+        self.map.override_budget(Some(budget));
         self.events.notice(if budget == 0 {
             format!(
                 "the request is {over} tokens over the limit of {limit}: it goes without the repo map ({map_tokens} tokens)"

@@ -411,14 +411,19 @@ impl Engine {
         }
         if self.run_loop.role() == EngineRole::Conversation {
             self.model.start_counts(&self.events, &self.run_loop);
-            self.start_map();
+            self.map.start(
+                &self.model,
+                self.session.root(),
+                &self.events,
+                &self.run_loop,
+            );
             // A history saved over its marks (a one-shot run leaves its summary to
             // the next start) is summarized before the next request needs it.
             if self.saved.resumed {
                 self.resumed_history();
             }
         } else {
-            self.map.state = map_slot::MapState::Unavailable;
+            self.map.none();
         }
         self.publish_files();
         self.publish_budget();
@@ -549,8 +554,14 @@ impl Engine {
                 self.apply_allowed(outside_chat);
                 self.idle_if_done();
             }
-            Op::ListRepoFiles => self.list_repo_files(),
-            Op::MapWhy { path } => self.map_why(&path),
+            Op::ListRepoFiles => {
+                let files = self.map.repo_files(self.session.root());
+                self.events.send(Event::RepoFiles { files });
+            }
+            Op::MapWhy { path } => {
+                let edges = self.map.why(&path);
+                self.events.send(Event::MapWhy { path, edges });
+            }
             Op::HunkText { id } => self.hunk_text(&id),
             Op::Shutdown => unreachable!("handled by the loop"),
         }
@@ -560,7 +571,21 @@ impl Engine {
         match done {
             Internal::Turn(outcome) => self.finish_turn(outcome),
             Internal::Landed(result) => self.finish_landing(result),
-            Internal::MapRefreshed(refreshed) => self.finish_map_refresh(refreshed),
+            Internal::MapRefreshed(refreshed) => {
+                let cause = self.map.finish_refresh(
+                    refreshed,
+                    &self.model,
+                    &self.session,
+                    self.conversation.draft(),
+                    &self.events,
+                );
+                self.publish_budget();
+                if let Some((text, mode, op)) = self.activity.take_waiting() {
+                    self.answering(op);
+                    self.map.waited_for(cause);
+                    self.start_user_turn(text, mode);
+                }
+            }
             Internal::Reviewed(outcome) => self.finish_review(outcome),
             Internal::Git(result) => {
                 self.activity.end_git();
@@ -599,6 +624,23 @@ impl Engine {
 
     /// Every op is answered: a message that cannot be sent with an error, then `Idle`
     /// (a front end waiting for it would wait for ever).
+    /// `Op::Cancel` (Esc, or a signal): a message waiting for the repo map is not sent
+    /// later by itself (Esc is final); it comes back to the user, and stays with the
+    /// session until a message is sent (a signal's exit follows at once).
+    fn cancel_deferred(&mut self) {
+        if let Some((text, ..)) = self.activity.take_waiting() {
+            let kept = match self.keep_unsent(&text) {
+                true => " (the message is kept with the session until you send one)",
+                false => "",
+            };
+            self.events.send(Event::TurnFailed {
+                error: format!("cancelled while waiting for the repo map; nothing was sent{kept}"),
+                message: text,
+            });
+            self.idle_if_done();
+        }
+    }
+
     fn submit(&mut self, text: String) {
         let refused = if text.trim().is_empty() {
             Some("an empty message is not sent")

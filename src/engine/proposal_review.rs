@@ -924,7 +924,8 @@ impl Engine {
                     .iter()
                     .map(|w| w.path.display().to_string())
                     .collect();
-                self.refresh_map(written.clone());
+                self.map
+                    .refresh(written.clone(), &self.model, &self.events, &self.run_loop);
                 self.events.send(Event::Applied {
                     files: written,
                     accepted,

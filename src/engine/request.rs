@@ -26,7 +26,9 @@ impl Engine {
             .map(|m| m.content.as_str())
             .collect::<Vec<_>>()
             .join("\n");
-        let repo_map = self.map_text(&current);
+        let repo_map = self
+            .map
+            .text(&current, &self.model, &self.session, &self.events);
         // A small window has no room for them; an oversized request leaves them out.
         let examples = if self.model.window().window < EXAMPLES_MIN_WINDOW
             || self.conversation.history().examples_dropped()
@@ -75,7 +77,7 @@ impl Engine {
         report.last_cost = self.session.last_cost;
         report.session_cost = self.session.session_cost;
         report.cost_cap = self.model.settings().max_cost;
-        report.map = self.map_status();
+        report.map = self.map.status(&self.model);
         report.history = self.history_status();
         self.limit_report(&mut report);
         report

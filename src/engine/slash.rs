@@ -62,8 +62,19 @@ impl Engine {
                 });
             }
             Command::Review => self.review_command(&args),
-            Command::Map => self.show_map(),
-            Command::MapRefresh => self.refresh_map_now(),
+            Command::Map => {
+                let text = self.map.shown(
+                    self.conversation.draft(),
+                    &self.model,
+                    &self.session,
+                    &self.events,
+                );
+                self.events.send(Event::Output {
+                    title: "repo map".into(),
+                    text,
+                });
+            }
+            Command::MapRefresh => self.map.refresh_now(&self.events, &self.run_loop),
             Command::Clear => {
                 self.session.history.clear();
                 self.history_cleared();

@@ -124,7 +124,15 @@ impl Engine {
             self.idle_if_done();
             return;
         }
-        if self.defer_until_map(&text, mode) {
+        if self
+            .map
+            .defers_turn(&self.model, &self.events, &self.run_loop)
+        {
+            self.activity = super::activity::Activity::WaitingForMap {
+                text,
+                mode,
+                op: self.events.op,
+            };
             return;
         }
         // A message given back on resume is the user's to send again, or not.
@@ -349,7 +357,8 @@ impl Engine {
             self.propose_edits(&reply.text, sent.kind, origin);
         }
         // Pick up whatever changed on disk while the model was answering.
-        self.refresh_map(Vec::new());
+        self.map
+            .refresh(Vec::new(), &self.model, &self.events, &self.run_loop);
         self.publish_budget();
         self.idle_if_done();
     }

@@ -122,12 +122,13 @@ impl Engine {
                 // The review stays in the conversation, so follow-up questions work;
                 // the diff itself does not (it would crowd the history).
                 let owed = self.session.notes_for_next_turn.clone();
-                self.record_turn(&outcome.label, ChatMode::Ask, &owed);
+                self.saved
+                    .record_turn(&self.session, &outcome.label, ChatMode::Ask, &owed);
                 let pair = [
                     Message::user(crate::prompts::review_history(&plan.description)),
                     Message::assistant(text.clone()),
                 ];
-                self.saved.record.joined(Request::Review, &pair);
+                self.saved.record_mut().joined(Request::Review, &pair);
                 self.session.history.extend(pair);
                 self.session.show(ShownKind::User, outcome.label);
                 self.session.show(ShownKind::Assistant, text.clone());

@@ -12,6 +12,7 @@ use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 
+use super::persist::{HistoryMarks, SavedCheckpoint};
 use super::protocol::{RequestKind, ShownKind};
 use super::spending::Unattended;
 use super::turn::TurnKind;
@@ -161,11 +162,6 @@ impl HistoryBudget {
         self.deferred = true;
     }
 
-    /// The prompt limit learned from a server, to be saved with the session.
-    pub(crate) fn learned_limit(&self) -> Option<usize> {
-        self.learned_limit
-    }
-
     /// Whether the turn being started leaves out the few-shot examples.
     pub(crate) fn examples_dropped(&self) -> bool {
         self.current.as_ref().is_some_and(|p| p.drop_examples)
@@ -198,17 +194,26 @@ impl HistoryBudget {
         ))
     }
 
-    pub(crate) fn summary_at_front(&self) -> bool {
-        self.summary_at_front
-    }
-
-    pub(crate) fn summaries(&self) -> usize {
-        self.summaries
-    }
-
     /// A checkpoint summary ready to be swapped in: its anchor and text.
     pub(crate) fn ready_checkpoint(&self) -> Option<(usize, &str)> {
         self.buffer.ready()
+    }
+
+    /// What the session file keeps: the summary state, a checkpoint summary ready to
+    /// be swapped in, and the limit learned from the server.
+    pub(crate) fn marks(&self) -> HistoryMarks {
+        HistoryMarks {
+            summary_at_front: self.summary_at_front,
+            checkpoint: self
+                .buffer
+                .ready()
+                .map(|(anchor, summary)| SavedCheckpoint {
+                    anchor,
+                    summary: summary.to_string(),
+                }),
+            summaries: self.summaries,
+            learned_limit: self.learned_limit,
+        }
     }
 
     /// Restores what a saved session knew about its history.
@@ -401,7 +406,7 @@ impl Engine {
             self.model.counter(),
         );
         self.saved
-            .record
+            .record_mut()
             .replaced_front(replaced.replaced_messages, 2);
         self.session.show(ShownKind::Summary, summary);
         self.conversation.history_mut().summary_at_front = true;
@@ -824,7 +829,7 @@ impl Engine {
                 self.history_tokens()
             )),
             Some(forgotten) => {
-                self.saved.record.replaced_front(2 * forgotten.turns, 2);
+                self.saved.record_mut().replaced_front(2 * forgotten.turns, 2);
                 self.conversation.history_mut().summary_at_front = false;
                 self.conversation.history_mut().generation += 1;
                 self.conversation.history_mut().buffer.reset();
@@ -879,7 +884,7 @@ impl Engine {
         self.conversation.history_mut().summary_at_front = false;
         self.conversation.history_mut().swap_due = false;
         self.conversation.history_mut().generation += 1;
-        self.saved.record.cleared();
+        self.saved.record_mut().cleared();
         self.save_session();
         self.publish_history();
         self.resume_held_turn();

@@ -276,7 +276,7 @@ pub fn spawn(config: EngineConfig) -> anyhow::Result<EngineHandle> {
         (config.read_only.clone(), FileMode::ReadOnly),
     ];
     let mut engine = Engine::new(config, events.clone())?;
-    let saved = match &engine.saved.id {
+    let saved = match engine.saved.id() {
         Some(id) => format!("the session is saved (`tern --resume={id}` continues it)"),
         None => "this command keeps no session".to_string(),
     };
@@ -354,7 +354,6 @@ impl Engine {
             engine.saved = opened.saved;
             if let Some(saved) = opened.restored {
                 engine.restore_session(saved, config.model_chosen);
-                engine.saved.resumed = true;
             }
         }
         Ok(engine)
@@ -371,13 +370,13 @@ impl Engine {
             root: self.session.root().display().to_string(),
             model: self.model.info().name.clone(),
             mode: self.session.mode,
-            session: self.saved.id.clone(),
+            session: self.saved.id().map(str::to_string),
         });
         // The resumed conversation first: what start has to say comes after it.
-        if !self.session.transcript.is_empty() || self.saved.unsent.is_some() {
+        if !self.session.transcript.is_empty() || self.saved.unsent().is_some() {
             self.events.send(Event::Resumed {
                 transcript: self.session.transcript.clone(),
-                unsent: self.saved.unsent.clone(),
+                unsent: self.saved.unsent().map(str::to_string),
             });
         }
         // The files named at start, and the resumed proposal (marked by them): after
@@ -419,7 +418,7 @@ impl Engine {
             );
             // A history saved over its marks (a one-shot run leaves its summary to
             // the next start) is summarized before the next request needs it.
-            if self.saved.resumed {
+            if self.saved.resumed() {
                 self.resumed_history();
             }
         } else {
@@ -597,7 +596,7 @@ impl Engine {
                         }
                         self.session.turns.undone(&done.undone);
                         self.saved
-                            .record
+                            .record_mut()
                             .undone(done.undone.iter().map(ToString::to_string).collect());
                         if let Some(note) = done.note {
                             self.session.notes_for_next_turn.push(note);
@@ -638,6 +637,74 @@ impl Engine {
                 message: text,
             });
             self.idle_if_done();
+        }
+    }
+
+    /// Keeps a message that was never sent (it waited for the repo map) with the
+    /// session, to give back on resume. Returns whether this engine saves a session.
+    fn keep_unsent(&mut self, text: &str) -> bool {
+        let saves = self.saved.keep_unsent(text);
+        self.save_session();
+        saves
+    }
+
+    /// Saves the session in the background; a failure is a warning, never the end of
+    /// the turn.
+    fn save_session(&mut self) {
+        let parts = persist::SaveParts {
+            session: &self.session,
+            model: &self.model,
+            history: self.conversation.history().marks(),
+            pending: self.pending.as_ref().map(proposal_review::Pending::saved),
+        };
+        self.saved.save(parts, &self.events);
+    }
+
+    /// `--resume`: the saved session's history, summary state, files, mode, notes,
+    /// transcript, pending edits and (unless `keep_model`: `--model` chose one) model.
+    fn restore_session(&mut self, saved: persist::SessionFile, keep_model: bool) {
+        let root = self.session.root().to_path_buf();
+        self.session.history = saved.history;
+        self.session.mode = saved.mode;
+        self.session.session_cost = saved.session_cost;
+        self.session.notes_for_next_turn = saved.notes;
+        self.session.transcript = saved.transcript;
+        self.session.turns = saved.turns;
+        self.session.outputs = saved.outputs;
+        self.saved.resume_with(saved.unsent);
+        if !keep_model && !saved.model.is_empty() && saved.model != self.model.info().name {
+            self.switch_model(&saved.model);
+        }
+        for file in saved.files {
+            let added = self
+                .session
+                .resolve(&file.path, &root)
+                .and_then(|rel| self.session.add(&rel, file.mode));
+            if let Err(e) = added {
+                self.events.send(Event::Error {
+                    text: format!("the saved session's file {}: {e}", file.path),
+                });
+            }
+        }
+        self.conversation.history_mut().restore(
+            saved.summary_at_front,
+            saved.summaries,
+            saved.checkpoint.map(|c| (c.anchor, c.summary)),
+            saved.learned_limit,
+        );
+        // What the server taught holds, unless the user says the window now.
+        if let Some(n_ctx) = saved.server_window
+            && self.model.settings().context_window.is_none()
+        {
+            self.model.adopt_server_window(n_ctx);
+        }
+        if let Some(proposal) = saved.proposal {
+            self.restore_pending(
+                proposal,
+                saved.proposal_turn.unwrap_or(saved.record.turns),
+                saved.proposal_failures,
+                saved.proposal_shell,
+            );
         }
     }
 

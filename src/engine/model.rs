@@ -11,7 +11,7 @@ use crate::tokens::TokenCounter;
 
 use super::counts::CountSlot;
 
-pub(super) struct Model {
+pub(crate) struct Model {
     settings: Settings,
     info: ModelInfo,
     window: Window,

@@ -8,6 +8,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use super::activity::Activity;
+use super::persist::SavedPending;
 use super::protocol::{
     ChatMode, Decision, DiffLine, EditFailureView, Event, FileMode, FileProposalView, FileStatus,
     HunkView, Ignored, NearLines, NotAppliedReason, ProposalView, ReviewOp,
@@ -46,6 +47,16 @@ pub(crate) struct Pending {
 }
 
 impl Pending {
+    /// The pending edits as the session file keeps them.
+    pub(super) fn saved(&self) -> SavedPending {
+        SavedPending {
+            proposal: self.proposal.snapshot(),
+            turn: self.turn,
+            failures: self.failures.clone(),
+            shell: self.shell.clone(),
+        }
+    }
+
     /// Accepts `select` without a word: the hunks with a caution stay pending.
     pub(super) fn accept(&mut self, select: Select) {
         let _ = self.proposal.decide(select, Decision::Accept);
@@ -129,15 +140,6 @@ impl std::fmt::Display for Held {
     }
 }
 
-/// The pending edits as the session file keeps them.
-pub(super) struct SavedPending {
-    /// The hunks by content, placed again in the files on resume.
-    pub proposal: edit::ProposalSnapshot,
-    pub turn: usize,
-    pub failures: Vec<EditFailureView>,
-    pub shell: Vec<String>,
-}
-
 /// A landing, handed back to the loop with the pending edits it took.
 pub(crate) struct LandResult {
     pending: Pending,
@@ -185,7 +187,7 @@ impl Engine {
         let format = self.model.edit_format();
         let files = FileSet::new(self.editable_paths(&ws), ws.files())
             .with_read_only(self.chat_paths(FileMode::ReadOnly));
-        let turn = self.saved.record.turn();
+        let turn = self.saved.record().turn();
         let pending = self.pending.get_or_insert_with(|| Pending {
             proposal: Proposal::new(&ws),
             failures: Vec::new(),
@@ -539,17 +541,6 @@ impl Engine {
             .collect()
     }
 
-    /// The pending proposal for the session file: its hunks by content, and the failed
-    /// blocks and suggested commands shown with them.
-    pub(super) fn pending_saved(&self) -> Option<SavedPending> {
-        self.pending.as_ref().map(|p| SavedPending {
-            proposal: p.proposal.snapshot(),
-            turn: p.turn,
-            failures: p.failures.clone(),
-            shell: p.shell.clone(),
-        })
-    }
-
     /// `--resume`: the saved proposal (made in `turn`), placed in the files as they are
     /// now. Hunks that no longer apply are listed as failed with their lines (after the
     /// failures `shown` with it); a changed file's decisions are pending.
@@ -863,7 +854,9 @@ impl Engine {
                 }
                 let turn = self.pending.as_ref().map_or(0, |p| p.turn);
                 if let Some(c) = dirty {
-                    self.saved.record.committed(turn, c.id.to_string(), true);
+                    self.saved
+                        .record_mut()
+                        .committed(turn, c.id.to_string(), true);
                     self.events.notice(format!(
                         "committed your own changes first: {} {}",
                         c.short_id(),
@@ -900,7 +893,9 @@ impl Engine {
                 let (commit_id, message) = match commit {
                     Some(c) => {
                         self.session.turns.landed(c.id);
-                        self.saved.record.committed(turn, c.id.to_string(), false);
+                        self.saved
+                            .record_mut()
+                            .committed(turn, c.id.to_string(), false);
                         (Some(c.short_id()), c.summary)
                     }
                     None => (None, "written, not committed".to_string()),

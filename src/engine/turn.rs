@@ -136,7 +136,7 @@ impl Engine {
             return;
         }
         // A message given back on resume is the user's to send again, or not.
-        self.saved.unsent = None;
+        self.saved.clear_unsent();
         if mode == ChatMode::Code {
             self.end_proposal();
             self.session.turns.start();
@@ -209,7 +209,7 @@ impl Engine {
                 ),
             };
             if kind == TurnKind::User {
-                self.record_turn(&text, mode, &notes);
+                self.saved.record_turn(&self.session, &text, mode, &notes);
             }
             self.session.show(ShownKind::User, own.clone());
             for note in &shown_notes {
@@ -324,7 +324,7 @@ impl Engine {
                 TurnKind::Reflection(_) => Request::Reflection,
                 TurnKind::Fix => Request::Fix,
             };
-            self.saved.record.joined(request, &pair);
+            self.saved.record_mut().joined(request, &pair);
             self.session.history.extend(pair);
         }
         self.session.show(ShownKind::Assistant, reply.text.clone());

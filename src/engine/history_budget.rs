@@ -171,7 +171,7 @@ impl HistoryBudget {
     /// waited enough already (then it goes with estimates). True when it waits.
     pub(crate) fn wait_for_counts(&mut self) -> bool {
         match self.current.take() {
-            Some(mut plan) if plan.count_rounds < super::counts::MAX_COUNT_ROUNDS => {
+            Some(mut plan) if plan.count_rounds < super::model::counts::MAX_COUNT_ROUNDS => {
                 plan.count_rounds += 1;
                 self.held = Some(plan);
                 true
@@ -593,7 +593,7 @@ impl Engine {
     }
 
     pub(super) fn resume_held_turn(&mut self) {
-        if self.conversation.history().blocks_turns() || self.model.counts().running {
+        if self.conversation.history().blocks_turns() || self.model.counting() {
             return;
         }
         if let Some(plan) = self.conversation.history_mut().held.take() {
@@ -672,7 +672,7 @@ impl Engine {
         report.prompt_limit = limit;
         report.remaining = limit as i64 - report.total as i64;
         let mut error = advice::advice(&report, report.total, limit);
-        if let Some(note) = super::counts::calibration_note(report.counting) {
+        if let Some(note) = super::model::counts::calibration_note(report.counting) {
             error = format!("{error}; {note}");
         }
         if let Some((tokens, why)) = &plan.refused {

@@ -9,7 +9,6 @@ mod branch_review;
 mod command_runner;
 pub mod commands;
 mod conversation;
-mod counts;
 mod git_job;
 mod history_budget;
 pub mod input;
@@ -255,7 +254,7 @@ pub(crate) enum Internal {
     /// A history summary finished.
     Summary(history_budget::JobDone),
     /// The server counted texts (or said whether it can).
-    Counted(counts::Counted),
+    Counted(model::counts::Counted),
     /// A command (`/run`, `/test`, `/lint`, the auto-test loop) ended.
     Ran(Box<command_runner::Ran>),
     /// A background job panicked (a bug): the engine stops as if it had panicked itself.

@@ -7,11 +7,11 @@
 
 use futures::StreamExt;
 
-use super::model::Model;
-use super::run_loop::Loop;
-use super::{EventSink, Internal};
+use super::Model;
 use crate::config::calibration_file;
 use crate::context::Assembled;
+use crate::engine::run_loop::{self, Loop};
+use crate::engine::{EngineRole, EventSink, Internal};
 use crate::llm::{CountError, ServerTokenizer};
 use crate::plural::count;
 use crate::tokens::{Prediction, calibration};
@@ -53,8 +53,8 @@ pub(crate) struct Counted {
 impl Model {
     /// Starts from what earlier sessions learned about the model's counts (mended if
     /// an absurd report got into it), and asks whether the server counts tokens itself.
-    pub(super) fn start_counts(&mut self, events: &EventSink, jobs: &Loop) {
-        *self.counts_mut() = CountSlot::default();
+    pub(in crate::engine) fn start_counts(&mut self, events: &EventSink, jobs: &Loop) {
+        self.counts = CountSlot::default();
         let file = calibration_file();
         if let Some(mut saved) = calibration::load(&file).remove(&self.info().name) {
             let dropped = saved.sanitize();
@@ -80,12 +80,12 @@ impl Model {
 
     /// Starts a counting job unless one is running: the probe first, then the texts
     /// counted since the last job that the server has not counted.
-    pub(super) fn start_counting(&mut self, jobs: &Loop) {
-        let no_server = self.counts().probed && self.counts().tokenizer.is_none();
+    pub(in crate::engine) fn start_counting(&mut self, jobs: &Loop) {
+        let no_server = self.counts.probed && self.counts.tokenizer.is_none();
         // Landing a saved reply or reviewing a branch asks the server nothing more.
-        let conversation = jobs.role() == super::EngineRole::Conversation;
-        if self.counts().running
-            || self.counts().unavailable
+        let conversation = jobs.role() == EngineRole::Conversation;
+        if self.counts.running
+            || self.counts.unavailable
             || self.info().exact_tokens
             || no_server
             || !conversation
@@ -97,19 +97,19 @@ impl Model {
         if self.client().api_base() == crate::llm::OPENAI_API_BASE
             || self.client().unusable().is_some()
         {
-            self.counts_mut().probed = true;
+            self.counts.probed = true;
             return;
         }
         let wanted = self.counter().take_wanted();
-        if self.counts().probed && wanted.is_empty() {
+        if self.counts.probed && wanted.is_empty() {
             return;
         }
-        self.counts_mut().running = true;
+        self.counts.running = true;
         let client = self.client().clone();
         let model = self.info().name.clone();
-        let known = self.counts().tokenizer.clone();
+        let known = self.counts.tokenizer.clone();
         let done = jobs.done();
-        super::run_loop::spawn(done.clone(), async move {
+        run_loop::spawn(done.clone(), async move {
             let tokenizer = match known {
                 Some(tokenizer) => Ok(Some(tokenizer)),
                 None => client.server_tokenizer(&model).await,
@@ -142,18 +142,23 @@ impl Model {
 
     /// A counting job finished: uses what it counted (the engine then lets a turn
     /// waiting for it go); false when the model changed meanwhile.
-    pub(super) fn counted(&mut self, done: Counted, events: &EventSink, jobs: &Loop) -> bool {
-        self.counts_mut().running = false;
+    pub(in crate::engine) fn counted(
+        &mut self,
+        done: Counted,
+        events: &EventSink,
+        jobs: &Loop,
+    ) -> bool {
+        self.counts.running = false;
         if done.model != self.info().name {
             // The model changed meanwhile; its own probe follows.
             self.start_counting(jobs);
             return false;
         }
-        let first = !self.counts().probed;
+        let first = !self.counts.probed;
         match done.tokenizer {
             Ok(tokenizer) => {
-                self.counts_mut().probed = true;
-                self.counts_mut().tokenizer = tokenizer;
+                self.counts.probed = true;
+                self.counts.tokenizer = tokenizer;
             }
             Err(e) => self.server_unavailable(&e),
         }
@@ -163,13 +168,13 @@ impl Model {
                 events.warning(format!(
                     "the server's tokenize endpoint failed ({e}); token counts are calibrated estimates from now on"
                 ));
-                self.counts_mut().tokenizer = None;
+                self.counts.tokenizer = None;
             }
             None => {}
         }
-        self.counter().set_server(self.counts().tokenizer.is_some());
+        self.counter().set_server(self.counts.tokenizer.is_some());
         self.counter().learn_exact(done.counts);
-        if first && let Some(tokenizer) = &self.counts().tokenizer {
+        if first && let Some(tokenizer) = &self.counts.tokenizer {
             tracing::debug!("token counts come from {}", tokenizer.describe());
         }
         true
@@ -179,35 +184,40 @@ impl Model {
     /// answers a request (`server_answered`).
     fn server_unavailable(&mut self, e: &CountError) {
         tracing::debug!("the server cannot count tokens now ({e}); estimates until it answers");
-        self.counts_mut().unavailable = true;
+        self.counts.unavailable = true;
     }
 
     /// The server answered a request: if it could not count before, it is asked again
     /// (the probe too, if that was what it could not answer).
-    pub(super) fn server_answered(&mut self, jobs: &Loop) {
-        if std::mem::take(&mut self.counts_mut().unavailable) {
+    pub(in crate::engine) fn server_answered(&mut self, jobs: &Loop) {
+        if std::mem::take(&mut self.counts.unavailable) {
             self.start_counting(jobs);
         }
     }
 
+    /// A counting job (the probe, or texts to count) is running.
+    pub(in crate::engine) fn counting(&self) -> bool {
+        self.counts.running
+    }
+
     /// True while the server has yet to answer the probe or count texts it was given.
-    pub(super) fn counts_pending(&self, jobs: &Loop) -> bool {
+    pub(in crate::engine) fn counts_pending(&self, jobs: &Loop) -> bool {
         !self.info().exact_tokens
-            && jobs.role() == super::EngineRole::Conversation
-            && !self.counts().unavailable
-            && (!self.counts().probed
-                || self.counts().running
-                || (self.counts().tokenizer.is_some() && self.counter().has_wanted()))
+            && jobs.role() == EngineRole::Conversation
+            && !self.counts.unavailable
+            && (!self.counts.probed
+                || self.counts.running
+                || (self.counts.tokenizer.is_some() && self.counter().has_wanted()))
     }
 
     /// True when a request must wait for the server's counts before it is checked
     /// against the window: the probe has not answered, or the server has not counted
     /// some of its messages yet.
-    pub(super) fn needs_counts(&self, assembled: &Assembled) -> bool {
-        if self.info().exact_tokens || self.counts().unavailable {
+    pub(in crate::engine) fn needs_counts(&self, assembled: &Assembled) -> bool {
+        if self.info().exact_tokens || self.counts.unavailable {
             return false;
         }
-        !self.counts().probed
+        !self.counts.probed
             || assembled
                 .messages
                 .iter()
@@ -217,7 +227,11 @@ impl Model {
     /// tokens, which no server sends: then none are counted as cached (said once), so
     /// the cost is never less than the prompt's at the full price (the cached rate
     /// made it half).
-    pub(super) fn believed_cache(&mut self, usage: &mut crate::llm::Usage, events: &EventSink) {
+    pub(in crate::engine) fn believed_cache(
+        &mut self,
+        usage: &mut crate::llm::Usage,
+        events: &EventSink,
+    ) {
         if usage.cached_tokens <= usage.prompt_tokens {
             return;
         }
@@ -227,7 +241,7 @@ impl Model {
             count(usage.prompt_tokens, "prompt token")
         );
         tracing::warn!("{impossible}");
-        if !std::mem::replace(&mut self.counts_mut().told_cached, true) {
+        if !std::mem::replace(&mut self.counts.told_cached, true) {
             events.warning(format!(
                 "{impossible} (a proxy that miscounts?): none is counted as cached, so the cost is at the full input price, and reports like it are not believed"
             ));
@@ -238,7 +252,7 @@ impl Model {
     /// Learns from the server's count of a request tern predicted, and keeps what was
     /// learned for the next session; false (and said, once) when the count is one no
     /// tokenizer gives, which is not learned.
-    pub(super) fn calibrate(
+    pub(in crate::engine) fn calibrate(
         &mut self,
         prediction: &Prediction,
         reported: usize,
@@ -250,7 +264,7 @@ impl Model {
             Ok(None) => return true,
             Err(implausible) => {
                 tracing::warn!("{implausible}");
-                if !std::mem::replace(&mut self.counts_mut().told_implausible, true) {
+                if !std::mem::replace(&mut self.counts.told_implausible, true) {
                     events.warning(format!(
                         "{implausible} (a proxy that miscounts?); its cost is tern's count instead, and reports like it are not learned"
                     ));
@@ -268,7 +282,7 @@ impl Model {
         if let Some(learned) = self.counter().calibration() {
             let model = self.info().name.clone();
             let done = jobs.done();
-            super::run_loop::spawn_blocking(done, move || {
+            run_loop::spawn_blocking(done, move || {
                 if let Err(e) = calibration::save(&calibration_file(), &model, &learned) {
                     tracing::warn!("cannot save the token calibration: {e}");
                 }
@@ -280,7 +294,7 @@ impl Model {
 
 /// What a refusal made with counts learned from the server adds: where they are
 /// kept and how to forget them.
-pub(super) fn calibration_note(counting: crate::tokens::Counting) -> Option<String> {
+pub(in crate::engine) fn calibration_note(counting: crate::tokens::Counting) -> Option<String> {
     counting
         .is_learned()
         .then(|| calibration::refusal_note(&calibration_file()))

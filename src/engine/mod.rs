@@ -33,6 +33,7 @@ use tokio::sync::mpsc;
 
 /// Where the repo map keeps its tag cache (part of `EngineConfig`).
 pub use crate::repomap::CacheLocation;
+use protocol::ReviewOp;
 pub use protocol::{ChatMode, Envelope, Event, FileEntry, FileMode, Op, OpId, Submission};
 pub use session::{PathError, Session};
 
@@ -549,7 +550,15 @@ impl Engine {
             Op::NoMoreMessages => self.conversation.history_mut().defer_summaries(),
             Op::AddNeeded { paths, mode } => self.add_needed(paths, mode),
             Op::ApplyAllowed { outside_chat } => {
-                self.apply_allowed(outside_chat);
+                if let Some(pending) = self.pending.as_mut() {
+                    pending.accept_allowed(outside_chat, &self.events);
+                }
+                self.publish_proposal();
+                // Everything held back: the events say why; there is nothing to apply
+                // (and no review key to advise, as `/apply` would).
+                if self.pending.as_ref().is_some_and(|p| p.any_accepted()) {
+                    self.review(ReviewOp::Apply);
+                }
                 self.idle_if_done();
             }
             Op::ListRepoFiles => {
@@ -584,7 +593,17 @@ impl Engine {
                     self.start_user_turn(text, mode);
                 }
             }
-            Internal::Reviewed(outcome) => self.finish_review(outcome),
+            Internal::Reviewed(outcome) => {
+                self.activity.end_stream();
+                outcome.settle(
+                    &self.model,
+                    &mut self.session,
+                    &mut self.saved,
+                    &self.events,
+                );
+                self.publish_budget();
+                self.idle_if_done();
+            }
             Internal::Git(result) => {
                 self.activity.end_git();
                 match result {

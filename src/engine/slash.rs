@@ -5,6 +5,7 @@ use super::commands::{self, Command};
 use super::git_job::{GitDone, GitJobError};
 use super::protocol::{ChatMode, CommandPurpose, Event, FileMode, ReviewOp};
 use super::{Engine, Internal};
+use crate::branch_review::ReviewOptions;
 
 impl Engine {
     pub(super) fn command(&mut self, command: Command, args: &str) {
@@ -61,7 +62,11 @@ impl Engine {
                     text: report.render_table(),
                 });
             }
-            Command::Review => self.review_command(&args),
+            Command::Review => {
+                let source = super::branch_review::source(&args);
+                let options = ReviewOptions::from(self.model.settings());
+                self.start_review(source, options, true);
+            }
             Command::Map => {
                 let text = self.map.shown(
                     self.conversation.draft(),

@@ -8,6 +8,7 @@ use super::activity::Stream;
 use super::persist::record::Request;
 use super::protocol::{ChatMode, Event, FileMode, RequestKind, ShownKind};
 use super::{Engine, EventSink, Internal};
+use crate::branch_review::{DiffSource, ReviewOptions};
 use crate::context::BudgetReport;
 use crate::llm::{
     ChatReply, ChatRequest, LlmClient, LlmError, Message, ReplyLimit, StreamEvent, Usage,
@@ -60,6 +61,27 @@ pub(crate) struct TurnOutcome {
 }
 
 impl Engine {
+    /// A branch review, a turn of its own: plans a review of `source` and, when `send`
+    /// is set, sends it.
+    pub(super) fn start_review(&mut self, source: DiffSource, options: ReviewOptions, send: bool) {
+        let label = super::branch_review::label(&source);
+        if let Some(busy) = self.activity.busy_reason() {
+            self.events.send(Event::TurnFailed {
+                error: busy.into(),
+                message: label,
+            });
+            return;
+        }
+        let cancel = self.activity.stream(Stream::BranchReview);
+        super::branch_review::spawn(
+            (source, options, send),
+            label,
+            cancel,
+            (&self.model, &self.session, &self.events),
+            &self.run_loop,
+        );
+    }
+
     /// `Op::AddNeeded`: adds the files and asks the last question again, telling the
     /// model which files it now has.
     pub(super) fn add_needed(&mut self, paths: Vec<String>, mode: FileMode) {
@@ -312,7 +334,8 @@ impl Engine {
                 ..Usage::default()
             }
         };
-        self.record_cost(&usage, estimated);
+        self.session
+            .record_cost(self.model.info(), &usage, estimated);
         let cost = self.session.last_cost;
         if !reply.text.is_empty() {
             let pair = [

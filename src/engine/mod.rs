@@ -530,14 +530,24 @@ impl Engine {
                 }
                 self.files_changed();
             }
-            Op::AnswerCommand { run } => self.answer_command(run),
-            Op::AddOutput => self.add_output(),
+            Op::AnswerCommand { run } => {
+                let (runner, mut parts) = self.commands();
+                if !runner.answer_command(run, &mut parts) {
+                    self.idle_if_done();
+                }
+            }
+            Op::AddOutput => {
+                let (runner, mut parts) = self.commands();
+                let changed = runner.add_output(&mut parts);
+                self.outputs_changed(changed);
+            }
             Op::Cancel => {
-                if self.decline_command() {
+                let (runner, mut parts) = self.commands();
+                if runner.decline_command(&mut parts) {
                     self.idle_if_done();
                     return;
                 }
-                self.end_auto_test();
+                runner.end_auto_test(&mut parts);
                 self.activity.cancel();
                 self.cancel_deferred();
                 self.cancel_history_wait();
@@ -634,7 +644,16 @@ impl Engine {
                     self.resume_held_turn();
                 }
             }
-            Internal::Ran(ran) => self.finish_command(*ran),
+            Internal::Ran(ran) => {
+                let (runner, mut parts) = self.commands();
+                let checked = runner.finish_command(*ran, &mut parts);
+                self.publish_budget();
+                self.save_session();
+                if let Some(checked) = checked {
+                    self.after_check(&checked);
+                }
+                self.idle_if_done();
+            }
             // Unwinds into `spawn`'s handler: `Crashed`, then `Exited`.
             Internal::Panicked(panic) => std::panic::resume_unwind(panic),
         }
@@ -724,6 +743,31 @@ impl Engine {
                 saved.proposal_failures,
                 saved.proposal_shell,
             );
+        }
+    }
+
+    /// The command runner with the parts it reads and changes.
+    fn commands(
+        &mut self,
+    ) -> (
+        &mut command_runner::CommandRunner,
+        command_runner::Parts<'_>,
+    ) {
+        let parts = command_runner::Parts {
+            model: &self.model,
+            session: &mut self.session,
+            activity: &mut self.activity,
+            events: &self.events,
+            jobs: &self.run_loop,
+        };
+        (&mut self.runner, parts)
+    }
+
+    /// The output section changed (`/add-output`, `/drop-output`).
+    fn outputs_changed(&mut self, changed: bool) {
+        if changed {
+            self.publish_budget();
+            self.save_session();
         }
     }
 
@@ -900,11 +944,28 @@ impl Engine {
                     commit_all(repo, &settings, message.as_deref()).map(GitDone::said)
                 });
             }
-            Command::Run => self.run_command(&args),
-            Command::Test => self.check_command(CommandPurpose::Test, &args),
-            Command::Lint => self.check_command(CommandPurpose::Lint, &args),
-            Command::AddOutput => self.add_output(),
-            Command::DropOutput => self.drop_output(&args),
+            Command::Run => {
+                let (runner, mut parts) = self.commands();
+                runner.run_command(&args, &mut parts);
+            }
+            Command::Test | Command::Lint => {
+                let purpose = match command {
+                    Command::Test => CommandPurpose::Test,
+                    _ => CommandPurpose::Lint,
+                };
+                let (runner, mut parts) = self.commands();
+                runner.check_command(purpose, &args, &mut parts);
+            }
+            Command::AddOutput => {
+                let (runner, mut parts) = self.commands();
+                let changed = runner.add_output(&mut parts);
+                self.outputs_changed(changed);
+            }
+            Command::DropOutput => {
+                let (runner, mut parts) = self.commands();
+                let changed = runner.drop_output(&args, &mut parts);
+                self.outputs_changed(changed);
+            }
             Command::Tokens => {
                 let report = self.report(&self.conversation.draft().to_string());
                 self.events.send(Event::Output {

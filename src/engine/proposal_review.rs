@@ -937,7 +937,8 @@ impl Engine {
                     lost,
                 });
                 self.publish_files();
-                self.auto_test_after_landing();
+                let (runner, mut parts) = self.commands();
+                runner.auto_test_after_landing(&mut parts);
                 None
             }
         };

@@ -69,6 +69,30 @@ pub(crate) struct TurnOutcome {
 }
 
 impl Engine {
+    /// A test or lint run ended: the runner says whether the model is asked to fix it;
+    /// not while proposed hunks wait for a decision, nor past the spending caps.
+    pub(super) fn after_check(&mut self, checked: &super::command_runner::Checked) {
+        let (runner, parts) = self.commands();
+        let Some(fix) = runner.after_check(checked, &parts) else {
+            return;
+        };
+        if let Some(waiting) = self.undecided_hunks() {
+            self.events.notice(format!(
+                "`{}` failed; its output is in the context, but {waiting} proposed hunks still wait for a decision, so the model is not asked to fix it now",
+                checked.command
+            ));
+            return;
+        }
+        if let Some(round) = fix.next_round {
+            if !self.may_spend(super::spending::Unattended::AutoTest) {
+                return;
+            }
+            self.runner.fix_round(round);
+        }
+        self.end_proposal();
+        self.start_turn(fix.message, ChatMode::Code, TurnKind::Fix);
+    }
+
     /// Builds the request for a turn whose current messages are `cur`.
     pub(super) fn assemble(&mut self, cur: Vec<Message>, mode: ChatMode) -> Assembled {
         let prompts = prompts::prompts(self.model.edit_format(), mode);
@@ -249,7 +273,8 @@ impl Engine {
         {
             self.events.warning(warning);
         }
-        self.end_auto_test();
+        let (runner, mut parts) = self.commands();
+        runner.end_auto_test(&mut parts);
         self.start_turn(text, mode, TurnKind::User);
     }
 

@@ -1036,10 +1036,9 @@ impl Engine {
             let dropped = self
                 .session
                 .resolve(word, self.conversation.cwd())
-                .map_err(|e| e.to_string())
-                .and_then(|rel| self.session.drop_file(&rel).map_err(|e| e.to_string()));
+                .and_then(|rel| self.session.drop_file(&rel));
             if let Err(e) = dropped {
-                self.events.error(e);
+                self.events.error(e.to_string());
             }
         }
         self.files_changed();

@@ -151,6 +151,24 @@ pub(crate) struct LandResult {
     cost: f64,
 }
 
+/// Why a review op on a hunk or a file was not done; its text is what the user is told.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum HunkOpError {
+    /// An id that does not read as a hunk id (the parser's words).
+    #[error("{0}")]
+    BadId(String),
+    #[error(transparent)]
+    Unknown(#[from] edit::Unknown),
+    #[error(transparent)]
+    Refine(#[from] edit::RefineError),
+    #[error("there are no proposed edits")]
+    NoProposal,
+}
+
+fn parse_id(id: &str) -> Result<HunkId, HunkOpError> {
+    id.parse().map_err(HunkOpError::BadId)
+}
+
 impl Engine {
     /// Hunks of the pending proposal without a decision, if any.
     pub(super) fn undecided_hunks(&self) -> Option<usize> {
@@ -323,26 +341,21 @@ impl Engine {
                 self.edit_hunk(id, new_lines);
                 return;
             }
-            ReviewOp::Hunk { id, decision } => match id.parse::<HunkId>() {
-                Ok(id) => pending
-                    .proposal
-                    .decide(Select::Hunk(id), *decision)
-                    .map_err(|e| e.to_string()),
-                Err(e) => Err(e),
-            },
+            ReviewOp::Hunk { id, decision } => parse_id(id)
+                .and_then(|id| Ok(pending.proposal.decide(Select::Hunk(id), *decision)?)),
             ReviewOp::File { path, decision } => pending
                 .proposal
                 .decide(Select::File(Path::new(path)), *decision)
-                .map_err(|e| e.to_string()),
+                .map_err(HunkOpError::from),
             ReviewOp::All { decision } => pending
                 .proposal
                 .decide(Select::All, *decision)
-                .map_err(|e| e.to_string()),
+                .map_err(HunkOpError::from),
             ReviewOp::Confirm { path } => pending
                 .proposal
                 .confirm(Path::new(path))
                 .map(|()| 0)
-                .map_err(|e| e.to_string()),
+                .map_err(HunkOpError::from),
             ReviewOp::Apply => {
                 // A reflection still streaming would add hunks to what is being written.
                 if let Some(busy) = self.activity.busy_reason() {
@@ -376,7 +389,7 @@ impl Engine {
                 }
                 self.publish_proposal();
             }
-            Err(e) => self.events.error(e),
+            Err(e) => self.events.error(e.to_string()),
         }
     }
 
@@ -430,11 +443,7 @@ impl Engine {
         let Some(pending) = self.pending.as_mut() else {
             return;
         };
-        match id
-            .parse::<HunkId>()
-            .map_err(|e| e.to_string())
-            .and_then(|hunk| pending.proposal.split(hunk).map_err(|e| e.to_string()))
-        {
+        match parse_id(id).and_then(|hunk| Ok(pending.proposal.split(hunk)?)) {
             Ok(parts) => {
                 let ids: Vec<String> = parts.iter().map(ToString::to_string).collect();
                 self.events.notice(format!(
@@ -443,7 +452,7 @@ impl Engine {
                     ids.join(", ")
                 ));
             }
-            Err(e) => self.events.error(e),
+            Err(e) => self.events.error(e.to_string()),
         }
         self.publish_proposal();
     }
@@ -454,15 +463,7 @@ impl Engine {
         let Some(pending) = self.pending.as_mut() else {
             return;
         };
-        let edited = id
-            .parse::<HunkId>()
-            .map_err(|e| e.to_string())
-            .and_then(|hunk| {
-                pending
-                    .proposal
-                    .edit(hunk, new_lines)
-                    .map_err(|e| e.to_string())
-            });
+        let edited = parse_id(id).and_then(|hunk| Ok(pending.proposal.edit(hunk, new_lines)?));
         match edited {
             Ok(ids) => {
                 let ids: Vec<String> = ids.iter().map(ToString::to_string).collect();
@@ -474,7 +475,7 @@ impl Engine {
             Err(reason) => self.events.send(Event::EditRefused {
                 id: id.to_string(),
                 new_lines: new_lines.to_string(),
-                reason,
+                reason: reason.to_string(),
             }),
         }
         self.publish_proposal();
@@ -485,10 +486,10 @@ impl Engine {
         let found = self
             .pending
             .as_ref()
-            .ok_or_else(|| "there are no proposed edits".to_string())
+            .ok_or(HunkOpError::NoProposal)
             .and_then(|p| {
-                let hunk = id.parse::<HunkId>()?;
-                let text = p.proposal.hunk_text(hunk).map_err(|e| e.to_string())?;
+                let hunk = parse_id(id)?;
+                let text = p.proposal.hunk_text(hunk)?;
                 let path = p
                     .proposal
                     .files()
@@ -504,7 +505,7 @@ impl Engine {
                 path,
                 text,
             }),
-            Err(e) => self.events.error(e),
+            Err(e) => self.events.error(e.to_string()),
         }
     }
 
@@ -1149,5 +1150,37 @@ fn failure_view(e: &EditError) -> EditFailureView {
             }),
             _ => None,
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hunk_op_error_says_what_the_error_it_carries_says() {
+        let bad = "h?".parse::<HunkId>().unwrap_err();
+        let parsed = parse_id("h?").unwrap_err();
+        assert!(matches!(&parsed, HunkOpError::BadId(text) if *text == bad));
+        assert_eq!(parsed.to_string(), bad);
+        let unknown = edit::Unknown("h9".into());
+        assert_eq!(
+            HunkOpError::from(unknown.clone()).to_string(),
+            unknown.to_string()
+        );
+        let id = "00a1b2c".parse::<HunkId>().unwrap();
+        let refused = edit::RefineError::CannotSplit(id);
+        assert!(matches!(
+            HunkOpError::from(refused.clone()),
+            HunkOpError::Refine(edit::RefineError::CannotSplit(_))
+        ));
+        assert_eq!(
+            HunkOpError::from(refused.clone()).to_string(),
+            refused.to_string()
+        );
+        assert_eq!(
+            HunkOpError::NoProposal.to_string(),
+            "there are no proposed edits"
+        );
     }
 }

@@ -967,7 +967,8 @@ impl Engine {
                 self.outputs_changed(changed);
             }
             Command::Tokens => {
-                let report = self.report(&self.conversation.draft().to_string());
+                let draft = self.conversation.draft().to_string();
+                let report = self.report(&draft);
                 self.events.send(Event::Output {
                     title: "tokens".into(),
                     text: report.render_table(),

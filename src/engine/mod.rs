@@ -536,11 +536,7 @@ impl Engine {
                     self.idle_if_done();
                 }
             }
-            Op::AddOutput => {
-                let (runner, mut parts) = self.commands();
-                let changed = runner.add_output(&mut parts);
-                self.outputs_changed(changed);
-            }
+            Op::AddOutput => self.add_output(),
             Op::Cancel => {
                 let (runner, mut parts) = self.commands();
                 if runner.decline_command(&mut parts) {
@@ -763,6 +759,13 @@ impl Engine {
         (&mut self.runner, parts)
     }
 
+    /// `/add-output` and `Op::AddOutput`: the last `/run`'s output joins the context.
+    fn add_output(&mut self) {
+        let (runner, mut parts) = self.commands();
+        let changed = runner.add_output(&mut parts);
+        self.outputs_changed(changed);
+    }
+
     /// The output section changed (`/add-output`, `/drop-output`).
     fn outputs_changed(&mut self, changed: bool) {
         if changed {
@@ -956,11 +959,7 @@ impl Engine {
                 let (runner, mut parts) = self.commands();
                 runner.check_command(purpose, &args, &mut parts);
             }
-            Command::AddOutput => {
-                let (runner, mut parts) = self.commands();
-                let changed = runner.add_output(&mut parts);
-                self.outputs_changed(changed);
-            }
+            Command::AddOutput => self.add_output(),
             Command::DropOutput => {
                 let (runner, mut parts) = self.commands();
                 let changed = runner.drop_output(&args, &mut parts);

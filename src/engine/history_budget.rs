@@ -12,11 +12,12 @@ use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 
+use super::model::Model;
 use super::persist::{HistoryMarks, SavedCheckpoint};
 use super::protocol::{RequestKind, ShownKind};
 use super::spending::Unattended;
 use super::turn::TurnKind;
-use super::{ChatMode, Engine, Event, Internal};
+use super::{ChatMode, Engine, Event, EventSink, Internal, Session};
 use crate::context::double_buffer::{Action, DoubleBuffer};
 use crate::context::history::{self, Replaced, Summarizer, Summary, SummaryError, SummaryModel};
 use crate::context::{BudgetReport, HistoryStatus, Section, advice};
@@ -245,60 +246,53 @@ impl HistoryBudget {
     pub(crate) fn holds_turns(&self) -> bool {
         self.held.is_some() || self.blocks_turns()
     }
-}
 
-impl Engine {
     /// The history budget: configured, or a sixteenth of the window within 1024..8192.
-    pub(super) fn history_budget(&self) -> usize {
-        self.model
+    pub(super) fn budget(model: &Model) -> usize {
+        model
             .settings()
             .max_chat_history_tokens
-            .unwrap_or_else(|| history::default_budget(self.model.window().window))
+            .unwrap_or_else(|| history::default_budget(model.window().window))
     }
 
-    fn history_tokens(&self) -> usize {
-        history::tokens(&self.session.history, self.model.counter())
+    pub(super) fn tokens(session: &Session, model: &Model) -> usize {
+        history::tokens(&session.history, model.counter())
     }
 
     /// The history part of the budget report.
-    pub(super) fn history_status(&self) -> HistoryStatus {
-        let budget = self.history_budget();
-        let (checkpoint_mark, swap_mark) = self.conversation.history().buffer.marks(budget);
-        let summary_tokens = if self.conversation.history().summary_at_front {
-            history::tokens(&self.session.history[..2], self.model.counter())
+    pub(super) fn status(&self, model: &Model, session: &Session) -> HistoryStatus {
+        let budget = Self::budget(model);
+        let (checkpoint_mark, swap_mark) = self.buffer.marks(budget);
+        let summary_tokens = if self.summary_at_front {
+            history::tokens(&session.history[..2], model.counter())
         } else {
             0
         };
         HistoryStatus {
             budget,
-            tokens: self.history_tokens(),
+            tokens: Self::tokens(session, model),
             checkpoint_mark,
             swap_mark,
-            phase: self.conversation.history().buffer.phase(),
+            phase: self.buffer.phase(),
             summary_tokens,
-            summaries: self.conversation.history().summaries,
+            summaries: self.summaries,
         }
     }
 
     /// The most prompt tokens the next request may carry: the window's limit, or less
     /// after a server refused a request as too long.
-    fn prompt_limit(&self) -> usize {
-        let plan_limit = self
-            .conversation
-            .history()
-            .current
-            .as_ref()
-            .and_then(|p| p.limit);
-        [self.conversation.history().learned_limit, plan_limit]
+    pub(super) fn prompt_limit(&self, model: &Model) -> usize {
+        let plan_limit = self.current.as_ref().and_then(|p| p.limit);
+        [self.learned_limit, plan_limit]
             .into_iter()
             .flatten()
-            .fold(self.model.window().prompt_limit, usize::min)
+            .fold(model.window().prompt_limit, usize::min)
     }
 
     /// Applies a limit learned from the server to a report, so the gauge and the table
     /// show the limit requests are really held to.
     pub(super) fn limit_report(&self, report: &mut BudgetReport) {
-        if let Some(limit) = self.conversation.history().learned_limit
+        if let Some(limit) = self.learned_limit
             && limit < report.prompt_limit
         {
             report.prompt_limit = limit;
@@ -306,32 +300,24 @@ impl Engine {
         }
     }
 
-    fn publish_history(&self) {
-        self.events.send(Event::History(self.history_status()));
-    }
-
     /// The summarizer: the weak model, then the main one, neither sent more than the
     /// main model's window (they share the server, whose context that is; a summary
     /// the server still refuses is made again in smaller chunks).
-    fn summarizer(&self) -> Summarizer {
-        let cap = self.model.window().window;
+    fn summarizer(model: &Model, events: &EventSink) -> Summarizer {
+        let cap = model.window().window;
         let weak = SummaryModel::new(
-            ModelInfo::lookup(&self.model.settings().weak_model),
+            ModelInfo::lookup(&model.settings().weak_model),
             None,
             Some(cap),
         );
-        let main = SummaryModel::new(
-            self.model.info().clone(),
-            Some(self.model.window().window),
-            Some(cap),
-        );
+        let main = SummaryModel::new(model.info().clone(), Some(model.window().window), Some(cap));
         let models = if weak.info.name == main.info.name {
             vec![main]
         } else {
             vec![weak, main]
         };
-        let events = self.events.clone();
-        let counting = self.model.counter().counting();
+        let events = events.clone();
+        let counting = model.counter().counting();
         let observer = Arc::new(move |event: StreamEvent| {
             if let StreamEvent::Request {
                 model,
@@ -348,12 +334,17 @@ impl Engine {
                 });
             }
         });
-        Summarizer::new(
-            self.model.client().clone(),
-            models,
-            self.model.counter().clone(),
-        )
-        .observed(observer)
+        Summarizer::new(model.client().clone(), models, model.counter().clone()).observed(observer)
+    }
+}
+
+impl Engine {
+    fn publish_history(&self) {
+        self.events.send(Event::History(
+            self.conversation
+                .history()
+                .status(&self.model, &self.session),
+        ));
     }
 
     /// Starts a summary task of `kind` over the whole current history (a checkpoint's
@@ -371,7 +362,7 @@ impl Engine {
         self.conversation.history_mut().next_job += 1;
         let id = self.conversation.history().next_job;
         let cancel = CancellationToken::new();
-        let summarizer = self.summarizer();
+        let summarizer = HistoryBudget::summarizer(&self.model, &self.events);
         let messages = self.session.history.clone();
         let done = self.run_loop.done();
         let token = cancel.clone();
@@ -444,8 +435,8 @@ impl Engine {
     }
 
     fn step_history(&mut self) {
-        let budget = self.history_budget();
-        let tokens = self.history_tokens();
+        let budget = HistoryBudget::budget(&self.model);
+        let tokens = HistoryBudget::tokens(&self.session, &self.model);
         let action =
             self.conversation
                 .history_mut()
@@ -611,7 +602,7 @@ impl Engine {
     /// Whether an assembled request may be sent; when it may, its size and notes are
     /// remembered in case the server refuses it as too long.
     pub(super) fn admit(&mut self, report: &BudgetReport) -> bool {
-        let fits = report.total <= self.prompt_limit();
+        let fits = report.total <= self.conversation.history().prompt_limit(&self.model);
         if fits && let Some(plan) = &mut self.conversation.history_mut().current {
             plan.sent_tokens = report.total;
             plan.notes = self.session.notes_for_next_turn.clone();
@@ -630,7 +621,7 @@ impl Engine {
         kind: TurnKind,
         mut report: BudgetReport,
     ) {
-        let limit = self.prompt_limit();
+        let limit = self.conversation.history().prompt_limit(&self.model);
         let mut plan = self
             .conversation
             .history_mut()
@@ -653,7 +644,7 @@ impl Engine {
             ));
             return self.restart_turn(plan);
         }
-        let history_tokens = self.history_tokens();
+        let history_tokens = HistoryBudget::tokens(&self.session, &self.model);
         let target = history_tokens.saturating_sub(over);
         if !plan.summarized_for_overflow
             && target >= MIN_SUMMARY_ROOM
@@ -757,7 +748,7 @@ impl Engine {
             self.events.send(Event::TurnFailed {
                 error: format!(
                     "the server still refuses the request as too long after {MAX_OVERFLOW_RETRIES} smaller retries (the last had {sent} tokens): {error}. Set --context-window to the server's real window; {}",
-                    advice::advice(&report, report.total, self.prompt_limit())
+                    advice::advice(&report, report.total, self.conversation.history().prompt_limit(&self.model))
                 ),
                 message: plan.text,
             });
@@ -821,12 +812,16 @@ impl Engine {
         }
         let report = self.report("");
         let others = report.total - report.section(Section::Done);
-        let room = self.prompt_limit().saturating_sub(others);
-        let target = self.history_budget().min(room) / 2;
+        let room = self
+            .conversation
+            .history()
+            .prompt_limit(&self.model)
+            .saturating_sub(others);
+        let target = HistoryBudget::budget(&self.model).min(room) / 2;
         match history::forget_head(&mut self.session.history, turns, target, self.model.counter()) {
             None => self.events.notice(format!(
                 "nothing to forget: the history is {} tokens, within {target} (the latest turn always stays)",
-                self.history_tokens()
+                HistoryBudget::tokens(&self.session, &self.model)
             )),
             Some(forgotten) => {
                 self.saved.record_mut().replaced_front(2 * forgotten.turns, 2);
@@ -919,10 +914,10 @@ impl Engine {
             text: format!(
                 "summarizing {} messages ({} tokens)…",
                 self.session.history.len(),
-                self.history_tokens()
+                HistoryBudget::tokens(&self.session, &self.model)
             ),
         });
-        let budget = self.history_budget();
+        let budget = HistoryBudget::budget(&self.model);
         self.spawn_summary(JobKind::Compact, budget);
     }
 

@@ -159,8 +159,11 @@ impl Engine {
         report.session_cost = self.session.session_cost;
         report.cost_cap = self.model.settings().max_cost;
         report.map = self.map.status(&self.model);
-        report.history = self.history_status();
-        self.limit_report(&mut report);
+        report.history = self
+            .conversation
+            .history()
+            .status(&self.model, &self.session);
+        self.conversation.history().limit_report(&mut report);
         report
     }
 

@@ -144,9 +144,17 @@ impl Default for Exit {
 /// the same `Stop`, and their `exit` is ignored). None when signals cannot be
 /// watched; they then end the process as they would without tern's handlers.
 pub fn watch(exit: Exit) -> Option<Stop> {
-    static STOP: OnceLock<Option<Stop>> = OnceLock::new();
     STOP.get_or_init(|| start(exit).ok()).clone()
 }
+
+/// The signal that arrived, if one did since [`watch`] began (None before it): for
+/// code far from the front end that waits, such as a wait for the repository lock.
+pub(crate) fn arrived() -> Option<i32> {
+    STOP.get()?.as_ref()?.signal()
+}
+
+/// The watch [`watch`] started, once.
+static STOP: OnceLock<Option<Stop>> = OnceLock::new();
 
 fn start(exit: Exit) -> std::io::Result<Stop> {
     let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])?;

@@ -114,6 +114,20 @@ pub struct Replaced {
     pub summary_tokens: usize,
 }
 
+/// The tokens of `history[..anchor]`, and of the summary pair that would replace it.
+pub fn head_and_summary(
+    history: &[Message],
+    anchor: usize,
+    summary: &str,
+    counter: &TokenCounter,
+) -> (usize, usize) {
+    let head = history.get(..anchor).unwrap_or(history);
+    (
+        tokens(head, counter),
+        tokens(&summary_messages(summary), counter),
+    )
+}
+
 /// Replaces `history[..anchor]` with the summary pair; the messages from `anchor` on
 /// stay verbatim. `anchor` must not exceed the history's length.
 pub fn replace_head(
@@ -122,10 +136,8 @@ pub fn replace_head(
     summary: &str,
     counter: &TokenCounter,
 ) -> Replaced {
-    let pair = summary_messages(summary);
-    let replaced_tokens = tokens(&history[..anchor], counter);
-    let summary_tokens = tokens(&pair, counter);
-    history.splice(..anchor, pair);
+    let (replaced_tokens, summary_tokens) = head_and_summary(history, anchor, summary, counter);
+    history.splice(..anchor, summary_messages(summary));
     Replaced {
         replaced_messages: anchor,
         replaced_tokens,

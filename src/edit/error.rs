@@ -169,7 +169,8 @@ impl EditError {
                 out.push_str(&format!("; closest lines start at line {}", near.line));
             }
             if let Some(hint) = hint {
-                out.push_str(&format!("; {hint}"));
+                out.push_str("; ");
+                out.push_str(&continued(hint));
             }
         }
         out
@@ -179,6 +180,15 @@ impl EditError {
     pub(crate) fn is_stale(&self) -> bool {
         matches!(self.problem, Problem::Stale(_))
     }
+}
+
+/// A hint written as a sentence for the model, continuing the user's line after `; `:
+/// its first letter in lower case (`The REPLACE lines …` → `the REPLACE lines …`).
+fn continued(sentence: &str) -> String {
+    let mut chars = sentence.chars();
+    chars.next().map_or_else(String::new, |first| {
+        first.to_lowercase().chain(chars).collect()
+    })
 }
 
 impl fmt::Display for EditError {
@@ -230,4 +240,42 @@ fn join_numbers(lines: &[usize]) -> String {
         .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A hint for the model is a sentence; after `; ` in the user's line it goes on in
+    /// lower case.
+    #[test]
+    fn a_hint_continues_the_reason_in_lower_case() {
+        let error = EditError::new(
+            1,
+            Some("a.txt".into()),
+            Problem::NoMatch {
+                near: None,
+                hint: Some(
+                    "The REPLACE lines are already in the file: was this edit applied already?"
+                        .into(),
+                ),
+            },
+            "",
+        );
+        assert_eq!(
+            error.reason(),
+            "the SEARCH text does not match any lines of the file exactly; the REPLACE lines are already in the file: was this edit applied already?"
+        );
+    }
+
+    proptest! {
+        /// Only the first character changes, and only to its lower case.
+        #[test]
+        fn continued_lowers_the_first_character_only(first in any::<char>(), rest in "\\PC*") {
+            let sentence = format!("{first}{rest}");
+            let lowered: String = first.to_lowercase().collect();
+            prop_assert_eq!(continued(&sentence), format!("{lowered}{rest}"));
+        }
+    }
 }

@@ -9,7 +9,7 @@
 //! would become a file's new content. Each parser reads only the lines the ones before
 //! it left, and what is left at the end that still looks like a diff is reported.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::block::{Edit, Parsed, RawEdit};
 use super::error::{EditError, Problem};
@@ -27,6 +27,9 @@ pub struct ParsedReply {
     pub shell: Vec<ShellSuggestion>,
     /// The formats the reply's blocks were written in, the one asked for first.
     pub formats: Vec<EditFormat>,
+    /// Each file name the reply gave that names no file, with the file it was taken
+    /// as (`FileSet::resolve`: the same basename, or a close spelling).
+    pub taken_as: Vec<(String, PathBuf)>,
 }
 
 impl ParsedReply {
@@ -110,7 +113,14 @@ pub(crate) fn parse_reply(reply: &str, format: EditFormat, files: &FileSet) -> P
         };
         let creating = raw.kind.creates();
         let path = match &raw.filename {
-            Some(name) => Some(files.resolve(name, creating)),
+            Some(name) => {
+                let path = files.resolve(name, creating);
+                let named = super::filename::normalize(name);
+                if Path::new(&named) != path && !out.taken_as.iter().any(|(n, _)| *n == named) {
+                    out.taken_as.push((named, path.clone()));
+                }
+                Some(path)
+            }
             None => previous
                 .clone()
                 .or_else(|| files.only_chat_file().filter(|_| !creating)),

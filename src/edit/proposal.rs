@@ -478,6 +478,8 @@ pub struct ReplyReport {
     /// The files its blocks name (applied or not): a failure of an earlier reply for
     /// one of them is answered by this one.
     pub paths: Vec<PathBuf>,
+    /// File names it gave that name no file, each with the file taken instead.
+    pub taken_as: Vec<(String, PathBuf)>,
 }
 
 /// A hunk id or file that is not part of the proposal.
@@ -528,6 +530,7 @@ impl Proposal {
             blocks,
             formats: parsed.formats,
             paths,
+            taken_as: parsed.taken_as,
         }
     }
 

@@ -507,6 +507,11 @@ impl Engine {
                 }
                 None
             }
+            (JobKind::Compact, Ok(Some(summary)))
+                if let Some(kept) = self.grows(summary.anchor, &summary.text) =>
+            {
+                Some(kept)
+            }
             (_, Ok(Some(summary))) => {
                 let replaced = self.apply_summary(summary.anchor, &summary.text);
                 self.conversation.history_mut().buffer.summarized();
@@ -900,6 +905,9 @@ impl Engine {
             .ready_checkpoint()
             .map(|(a, s)| (a, s.to_string()))
         {
+            if let Some(kept) = self.grows(anchor, &summary) {
+                return self.compact_output(kept);
+            }
             let replaced = self.apply_summary(anchor, &summary);
             self.conversation.history_mut().buffer.summarized();
             self.save_session();
@@ -919,6 +927,18 @@ impl Engine {
         });
         let budget = HistoryBudget::budget(&self.model);
         self.spawn_summary(JobKind::Compact, budget);
+    }
+
+    /// Why `/compact` keeps the history rather than put `summary` in the place of
+    /// `history[..anchor]`: the summary is no smaller than what it would replace.
+    fn grows(&self, anchor: usize, summary: &str) -> Option<String> {
+        let (replaced, summary) =
+            history::head_and_summary(&self.session.history, anchor, summary, self.model.counter());
+        (summary >= replaced).then(|| {
+            format!(
+                "kept the history: the summary ({summary} tokens) is no smaller than the {anchor} messages ({replaced} tokens) it would replace"
+            )
+        })
     }
 
     fn compact_output(&self, text: String) {

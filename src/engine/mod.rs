@@ -836,11 +836,18 @@ impl Engine {
                 .and_then(|rel| self.session.add(&rel, mode).map(|changed| (rel, changed)));
             match added {
                 Ok((rel, _)) if !self.session.root().join(&rel).exists() => {
-                    self.events.notice(match mode {
-                        FileMode::Editable => {
+                    let refused =
+                        crate::edit::resolve_path(self.session.root(), std::path::Path::new(&rel))
+                            .err();
+                    self.events.notice(match (mode, refused) {
+                        // A name tern would never write (control characters, `.git/`).
+                        (FileMode::Editable, Some(why)) => format!(
+                            "{rel} does not exist yet, and the model may not create it: {why}"
+                        ),
+                        (FileMode::Editable, None) => {
                             format!("{rel} does not exist yet; the model may create it")
                         }
-                        FileMode::ReadOnly => format!(
+                        (FileMode::ReadOnly, _) => format!(
                             "{rel} does not exist yet; it is read-only, so the model may not create it"
                         ),
                     });

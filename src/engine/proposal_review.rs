@@ -232,6 +232,7 @@ impl Engine {
             self.end_proposal();
             return Some(counted);
         }
+
         let other: Vec<edit::EditFormat> = report
             .formats
             .iter()
@@ -243,6 +244,12 @@ impl Engine {
             .shell
             .extend(report.shell.into_iter().map(|s| s.commands));
         let applied = report.blocks - report.errors.len();
+        for (named, path) in &report.taken_as {
+            self.events.notice(format!(
+                "the reply names {named}, which is no file here: its edits are taken as edits to {}",
+                path.display()
+            ));
+        }
         for written in other {
             self.events.notice(format!(
                 "the reply wrote its edits as {}, not the {} asked for ({format}); they were read as such",
@@ -307,7 +314,7 @@ impl Engine {
             self.end_proposal();
             match self.propose_edits(reply, TurnKind::User, ReplyOrigin::Given) {
                 Some(Blocks { blocks: 0, .. }) => self.events.error(format!(
-                    "no {} edit blocks found in the reply",
+                    "no edit blocks found in the reply (tern looked for the {} format's)",
                     self.model.edit_format()
                 )),
                 // Every block failed: the failures say so, not "nothing to change".

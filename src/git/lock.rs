@@ -39,18 +39,27 @@ impl RepoLock {
     /// Takes the lock of the repository whose git directory is `git_dir`, waiting up
     /// to `wait` for another tern to release it.
     pub fn acquire(git_dir: &Path, wait: Duration) -> Result<RepoLock, GitError> {
-        RepoLock::acquire_unless(git_dir, wait, None)
+        RepoLock::take(git_dir, wait, || false)
     }
 
     /// [`acquire`](RepoLock::acquire), giving up with [`GitError::Interrupted`] once
-    /// `cancel` is set: a Ctrl-C while waiting for another tern means "never mind", not
-    /// "do it when you can".
+    /// `cancel` is set or a signal arrived (`signals`): a Ctrl-C while waiting for
+    /// another tern means "never mind", not "do it when you can".
     pub(crate) fn acquire_unless(
         git_dir: &Path,
         wait: Duration,
         cancel: Option<&AtomicBool>,
     ) -> Result<RepoLock, GitError> {
-        let cancelled = || cancel.is_some_and(|c| c.load(Ordering::SeqCst));
+        RepoLock::take(git_dir, wait, || {
+            cancel.is_some_and(|c| c.load(Ordering::SeqCst)) || crate::signals::arrived().is_some()
+        })
+    }
+
+    fn take(
+        git_dir: &Path,
+        wait: Duration,
+        cancelled: impl Fn() -> bool,
+    ) -> Result<RepoLock, GitError> {
         let path = git_dir.join("tern.lock");
         let mut file = std::fs::OpenOptions::new()
             .create(true)

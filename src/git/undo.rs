@@ -61,6 +61,9 @@ pub enum UndoError {
     Turn(#[from] TurnRefusal),
     #[error(transparent)]
     Git(#[from] GitError),
+    /// A signal came while it waited for another tern's lock.
+    #[error("cancelled: nothing was undone")]
+    Interrupted,
 }
 
 impl From<git2::Error> for UndoError {
@@ -121,8 +124,17 @@ pub fn undo(repo: &Repository) -> Result<Undone, UndoError> {
 pub fn undo_failing(repo: &Repository, fail_at: Option<FailAt>) -> Result<Undone, UndoError> {
     // Another tern landing edits meanwhile would commit on top of, or stage over, what
     // this undo restores.
-    let _lock = RepoLock::acquire(repo.path(), lock_wait())?;
+    let _lock = lock(repo)?;
     undo_head(repo, &mut Failpoints::new(fail_at))
+}
+
+/// The repository lock for an undo, given up for a signal (`signals`): a signal while
+/// another tern writes means "never mind", not "undo when you can".
+pub(super) fn lock(repo: &Repository) -> Result<RepoLock, UndoError> {
+    RepoLock::acquire_unless(repo.path(), lock_wait(), None).map_err(|e| match e {
+        GitError::Interrupted => UndoError::Interrupted,
+        other => other.into(),
+    })
 }
 
 /// `undo`'s work, with the repository lock already held (a turn's undo holds it for

@@ -6,7 +6,7 @@ use git2::{Oid, Repository};
 
 use super::failpoint::Failpoints;
 use super::undo::{TurnRefusal, undo_head};
-use super::{RepoLock, UndoError, Undone, lock_wait};
+use super::{UndoError, Undone};
 
 /// What a turn's undo did: the commits it undid, newest first, and, when a check
 /// refused one, that commit, why, and the older ones it left alone.
@@ -66,7 +66,7 @@ pub fn undo_turn(repo: &Repository, commits: &[Oid]) -> Result<TurnUndone, UndoE
     if commits.is_empty() {
         return Err(TurnRefusal::NoTurn.into());
     }
-    let _lock = RepoLock::acquire(repo.path(), lock_wait())?;
+    let _lock = super::undo::lock(repo)?;
     check_newest(repo, commits)?;
     let mut undone = Vec::new();
     for (i, expected) in commits.iter().rev().enumerate() {

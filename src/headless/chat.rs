@@ -41,19 +41,15 @@ pub async fn run(
     let auto_test = config.settings.auto_test;
     let signals = crate::signals::watch(crate::signals::Exit::default());
     let mut engine = crate::engine::spawn(config)?;
-    // JSON escapes control characters itself (a visible escape would not be JSON).
-    let mut stdout = match json {
-        true => crate::egress::Sink::new(std::io::stdout(), false),
-        false => crate::egress::stdout(),
-    };
-    let mut stderr = crate::egress::stderr().by_line();
+    let mut io = super::streams::Streams::new(json);
     let total = messages.len();
+    // The entries, kept to name those not sent when the run stops early.
+    let entries = messages.clone();
     let mut queue = messages.into_iter();
     // Entries (messages and commands) whose turn came.
     let mut sent = 0;
     // Why the run stops early (the first failure), for the exit code and `--json`.
     let mut stopped: Option<String> = None;
-    let mut at_line_start = true;
     let mut proposal: Option<ProposalView> = None;
     let mut edits_handled = false;
     // Ctrl-C withdraws --yes: what the interrupted reply proposed is shown, not applied.
@@ -112,17 +108,13 @@ pub async fn run(
             },
         };
         if json {
-            super::json::print_event(&mut stdout, op, &event)?;
+            super::json::print_event(&mut io.stdout, op, &event)?;
         }
         if let Some(why) = event.landing_shortfall() {
             stop(&mut stopped, why);
         }
         match &event {
-            Event::Delta { text } if !json => {
-                stdout.write_all(text.as_bytes())?;
-                stdout.flush()?;
-                at_line_start = text.ends_with('\n');
-            }
+            Event::Delta { text } if !json => io.reply(text)?,
             Event::TurnFinished {
                 finish,
                 usage,
@@ -137,15 +129,9 @@ pub async fn run(
                 interrupted |= *finish == Finish::Cancelled;
                 replied = true;
                 if !json {
-                    // The reply is whole: what its end held back (a possible start of
-                    // the key) is written now, before any line that follows it.
-                    stdout.end_text()?;
-                    if !at_line_start {
-                        writeln!(stdout)?;
-                        at_line_start = true;
-                    }
+                    io.end_reply()?;
                     if let Some(why) = finish.incomplete() {
-                        writeln!(stderr, "tern: {why}")?;
+                        writeln!(io.err()?, "tern: {why}")?;
                     }
                     let u = usage.unwrap_or_default();
                     let tokens = if *usage_estimated {
@@ -160,7 +146,7 @@ pub async fn run(
                         )
                     };
                     writeln!(
-                        stderr,
+                        io.err()?,
                         "Tokens: {tokens}. Cost: ${cost:.4} message, ${session_cost:.4} session."
                     )?;
                 }
@@ -175,7 +161,7 @@ pub async fn run(
                     // The engine says "not run"; this says how to let it run.
                     if !json {
                         writeln!(
-                            stderr,
+                            io.err()?,
                             "tern: pass --allow-commands to let tern run the commands a headless run asks for"
                         )?;
                     }
@@ -183,9 +169,9 @@ pub async fn run(
                 }
             }
             Event::CommandStarted { command, .. } if !json => {
-                writeln!(stderr, "tern: $ {command}")?;
+                writeln!(io.err()?, "tern: $ {command}")?;
             }
-            Event::CommandProgress { text, .. } if !json => write!(stderr, "{text}")?,
+            Event::CommandProgress { text, .. } if !json => write!(io.err()?, "{text}")?,
             Event::CommandFinished {
                 command,
                 purpose,
@@ -208,12 +194,12 @@ pub async fn run(
                         true => format!("; its output is in the context (≈{tokens} tokens)"),
                         false => String::new(),
                     };
-                    writeln!(stderr, "tern: `{command}`: {outcome}{context}")?;
+                    writeln!(io.err()?, "tern: `{command}`: {outcome}{context}")?;
                 }
             }
             Event::OutputDropped { .. } => {}
             Event::OutputAdded { command, tokens } if !json => writeln!(
-                stderr,
+                io.err()?,
                 "tern: the output of `{command}` is in the context (≈{tokens} tokens)"
             )?,
             Event::Needed {
@@ -231,7 +217,7 @@ pub async fn run(
                         (Some(_), Some(_)) => "",
                     };
                     writeln!(
-                        stderr,
+                        io.err()?,
                         "tern: the reply names files that are not in the chat: {}{more}{advice}",
                         costed(files)
                     )?;
@@ -243,7 +229,7 @@ pub async fn run(
             Event::TurnFailed { error, .. } => {
                 stop(&mut stopped, error.clone());
                 if !json {
-                    writeln!(stderr, "tern: {error}")?;
+                    writeln!(io.err()?, "tern: {error}")?;
                 }
             }
             Event::Ready { session: id, .. } => session.clone_from(id),
@@ -252,7 +238,7 @@ pub async fn run(
                 // Hunks of the resumed proposal that went stale since are shown once.
                 if !json && !std::mem::replace(&mut resumed_failures_shown, true) {
                     for failure in view.failures.iter().filter(|f| f.hunk.is_some()) {
-                        print_failure(&mut stderr, failure)?;
+                        print_failure(io.err()?, failure)?;
                     }
                 }
             }
@@ -282,7 +268,7 @@ pub async fn run(
                         None => path.clone(),
                     };
                     writeln!(
-                        stderr,
+                        io.err()?,
                         "tern: not applied to {target} ({}): {}",
                         why.join(", "),
                         held_advice(cautions, session.as_deref())
@@ -290,7 +276,7 @@ pub async fn run(
                 }
             }
             Event::Reflection { attempt, max, .. } if !json => writeln!(
-                stderr,
+                io.err()?,
                 "tern: some edit blocks did not apply; asking the model to fix them ({attempt} of {max})"
             )?,
             Event::Applied {
@@ -304,7 +290,7 @@ pub async fn run(
                     .as_ref()
                     .map_or(String::new(), |c| format!("; committed {c} {message}"));
                 writeln!(
-                    stderr,
+                    io.err()?,
                     "tern: applied {} to {}{commit}",
                     crate::plural::count(*accepted, "hunk"),
                     files.join(", ")
@@ -316,28 +302,28 @@ pub async fn run(
                 reason,
             } if !json => {
                 writeln!(
-                    stderr,
+                    io.err()?,
                     "tern: {reason}; retry {attempt} in {:.2} s",
                     *delay_ms as f64 / 1000.0
                 )?;
             }
-            Event::Notice { text } if !json => writeln!(stderr, "tern: {text}")?,
+            Event::Notice { text } if !json => writeln!(io.err()?, "tern: {text}")?,
             Event::Summarized {
                 replaced_messages,
                 replaced_tokens,
                 summary_tokens,
             } if !json => writeln!(
-                stderr,
+                io.err()?,
                 "tern: history: {replaced_messages} messages ({replaced_tokens} tokens) replaced by a {summary_tokens}-token summary"
             )?,
-            Event::Warning { text } if !json => writeln!(stderr, "tern: warning: {text}")?,
+            Event::Warning { text } if !json => writeln!(io.err()?, "tern: warning: {text}")?,
             Event::Error { text } => {
                 stop(&mut stopped, text.clone());
                 if !json {
-                    writeln!(stderr, "tern: error: {text}")?;
+                    writeln!(io.err()?, "tern: error: {text}")?;
                 }
             }
-            Event::Output { text, .. } if !json => write!(stderr, "{text}")?,
+            Event::Output { text, .. } if !json => write!(io.err()?, "{text}")?,
             Event::Idle => {
                 if let Some(view) = proposal.take().filter(|_| !edits_handled) {
                     edits_handled = true;
@@ -355,10 +341,10 @@ pub async fn run(
                     }
                     if !json {
                         for failure in &view.failures {
-                            print_failure(&mut stderr, failure)?;
+                            print_failure(io.err()?, failure)?;
                         }
                         for commands in &view.shell_commands {
-                            writeln!(stderr, "tern: suggested commands (not run):\n{commands}")?;
+                            writeln!(io.err()?, "tern: suggested commands (not run):\n{commands}")?;
                         }
                     }
                     if view.files.is_empty() {
@@ -372,14 +358,14 @@ pub async fn run(
                         continue;
                     } else {
                         if !json {
-                            write!(stdout, "{}", view.unified_diff(false))?;
-                            stdout.end_text()?;
+                            write!(io.stdout, "{}", view.unified_diff(false))?;
+                            io.stdout.end_text()?;
                             let why = if interrupted {
                                 "the reply was interrupted"
                             } else {
                                 "pass --yes to apply them"
                             };
-                            writeln!(stderr, "tern: the edits above were not applied; {why}")?;
+                            writeln!(io.err()?, "tern: the edits above were not applied; {why}")?;
                         }
                         // A command, so an Idle follows.
                         let _ = engine.ops.send(Op::Command {
@@ -402,7 +388,7 @@ pub async fn run(
                             FileMode::Editable => "editable",
                         };
                         writeln!(
-                            stderr,
+                            io.err()?,
                             "tern: added {} {mode}; asking the question again",
                             costed(&files)
                         )?;
@@ -412,6 +398,11 @@ pub async fn run(
                         mode,
                     });
                     continue;
+                }
+                // An entry whose test or lint still fails after its fix rounds has
+                // failed, as a failed `/run` has: the entries after it are not run.
+                if queue.len() > 0 && stopped.is_none() {
+                    still_failing(&mut last_check, &mut stopped, json, &mut io)?;
                 }
                 match queue.next() {
                     Some(next) if stopped.is_none() && signalled().is_none() => {
@@ -428,7 +419,7 @@ pub async fn run(
             }
             Event::Crashed { text } => {
                 stop(&mut stopped, text.clone());
-                writeln!(stderr, "tern: {text}")?;
+                writeln!(io.err()?, "tern: {text}")?;
             }
             Event::Exited => break,
             _ => {}
@@ -440,22 +431,26 @@ pub async fn run(
     if let Some(signal) = signalled() {
         let why = format!("stopped by {}", crate::signals::name(signal));
         if !json {
-            writeln!(stderr, "tern: {why}")?;
+            writeln!(io.err()?, "tern: {why}")?;
         }
         stop(&mut stopped, why);
     }
     if sent < total {
-        let not_sent = crate::plural::count(total - sent, "message");
+        let not_sent = format!(
+            "{} not sent: {}",
+            crate::plural::count(total - sent, "message"),
+            named(entries.get(sent..).unwrap_or_default())
+        );
         let at = format!("stopped at message {sent} of {total}");
         match &stopped {
-            Some(_) if !json => writeln!(stderr, "tern: {at}: {not_sent} not sent")?,
+            Some(_) if !json => writeln!(io.err()?, "tern: {at}: {not_sent}")?,
             Some(_) => {}
             // Nothing failed: the engine ended the run itself (`/quit`).
             None => {
                 let first_line = last_entry.lines().next().unwrap_or_default();
-                let why = format!("{at} (`{first_line}`): {not_sent} not sent");
+                let why = format!("{at} (`{first_line}`): {not_sent}");
                 if !json {
-                    writeln!(stderr, "tern: {why}")?;
+                    writeln!(io.err()?, "tern: {why}")?;
                 }
                 stop(&mut stopped, why);
             }
@@ -464,23 +459,18 @@ pub async fn run(
     if resumed_hunks > 0 && !json {
         let resume = session.map_or("--resume".to_string(), |id| format!("--resume={id}"));
         writeln!(
-            stderr,
+            io.err()?,
             "tern: {} of the resumed session left for review, neither applied nor discarded (review in the workspace: tern {resume})",
             crate::plural::count(resumed_hunks, "proposed hunk"),
         )?;
     }
     let unchecked = "--auto-test: the tests never ran (no edits landed, or no test_cmd is set), so nothing says they pass";
+    still_failing(&mut last_check, &mut stopped, json, &mut io)?;
     match &last_check {
-        Some((command, false)) => {
-            stop(&mut stopped, format!("`{command}` still fails"));
-            if !json {
-                writeln!(stderr, "tern: `{command}` still fails")?;
-            }
-        }
         None if auto_test && stopped.is_none() => {
             stop(&mut stopped, unchecked.into());
             if !json {
-                writeln!(stderr, "tern: {unchecked}")?;
+                writeln!(io.err()?, "tern: {unchecked}")?;
             }
         }
         _ => {}
@@ -502,7 +492,7 @@ pub async fn run(
             messages: total,
             reason: &reason,
         };
-        super::json::print_line(&mut stdout, super::json::Event::Stopped(end))?;
+        super::json::print_line(&mut io.stdout, super::json::Event::Stopped(end))?;
     }
     Ok(match (signalled(), &stopped) {
         (Some(signal), _) => ExitCode::from(crate::signals::exit_code(signal)),
@@ -538,6 +528,40 @@ fn costed(files: &[NeededFile]) -> String {
         .map(|f| format!("{} ({} tok)", f.path, thousands(f.tokens)))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// When the last test or lint run failed (and no fix round made it pass), says so
+/// once and makes it the run's reason to stop.
+fn still_failing(
+    last_check: &mut Option<(String, bool)>,
+    stopped: &mut Option<String>,
+    json: bool,
+    io: &mut super::streams::Streams,
+) -> std::io::Result<()> {
+    if let Some((command, false)) = last_check {
+        let why = format!("`{command}` still fails");
+        if !json {
+            writeln!(io.err()?, "tern: {why}")?;
+        }
+        stop(stopped, why);
+        *last_check = None;
+    }
+    Ok(())
+}
+
+/// The first lines of the entries not sent, quoted: `` `/run deploy`, `two` ``, the
+/// first three of a longer list and how many more.
+fn named(entries: &[String]) -> String {
+    const SHOWN: usize = 3;
+    let mut quoted: Vec<String> = entries
+        .iter()
+        .take(SHOWN)
+        .map(|e| format!("`{}`", e.lines().next().unwrap_or_default()))
+        .collect();
+    if entries.len() > SHOWN {
+        quoted.push(format!("and {} more", entries.len() - SHOWN));
+    }
+    quoted.join(", ")
 }
 
 /// Records why the run stops (the first reason only).

@@ -8,6 +8,7 @@ pub mod map;
 pub mod review;
 pub mod script;
 pub mod sessions;
+mod streams;
 pub mod tokens;
 pub mod trust;
 pub mod undo;

@@ -52,17 +52,25 @@ pub async fn run(
         options,
         send: !args.print_diff,
     })?;
-    // A signal stops the review; the process exits within `signals::GRACE` anyway.
+    // A signal stops the review: the replies so far are reported as they ended, then
+    // the engine's Idle ends the run (the process exits within `signals::GRACE` anyway).
     let signals = crate::signals::watch(crate::signals::Exit::default());
     let on_signal = signals.clone().map(|mut stop| {
         let ops = engine.ops.clone();
         tokio::spawn(async move {
             stop.arrived().await;
             let _ = ops.send(Op::Cancel);
-            let _ = ops.send(Op::Shutdown);
         })
     });
+    let stopped_by = || {
+        let signal = signals.as_ref().and_then(crate::signals::Stop::signal)?;
+        Some(format!("stopped by {}", crate::signals::name(signal)))
+    };
     let mut ok = true;
+    // Whether any review text was written, and whether `--json`'s document (or
+    // `--print-diff --json`'s plan) was.
+    let mut reviewed = false;
+    let mut documented = false;
     // A single call streams to stdout; several are merged and printed at the end.
     let mut stream = false;
     let mut at_line_start = true;
@@ -74,6 +82,7 @@ pub async fn run(
                 errln!("built in {} ms", started.elapsed().as_millis());
                 if args.print_diff {
                     print_plan(&plan, global.json)?;
+                    documented = global.json;
                 }
                 stream = plan.calls.len() == 1 && !global.json;
             }
@@ -82,6 +91,7 @@ pub async fn run(
                     .write_all(text.as_bytes())
                     .and_then(|()| stdout.flush());
                 at_line_start = text.ends_with('\n');
+                reviewed = true;
             }
             Event::BranchReviewed {
                 plan,
@@ -91,9 +101,20 @@ pub async fn run(
             } => {
                 if stream && !at_line_start {
                     let _ = writeln!(stdout);
+                    at_line_start = true;
                 }
                 let _ = stdout.end_text();
-                ok &= report(&plan, &replies, usage, cost, global.json)?;
+                let stopped = stopped_by();
+                ok &= report(
+                    &plan,
+                    &replies,
+                    usage,
+                    cost,
+                    global.json,
+                    stopped.as_deref(),
+                )?;
+                reviewed |= replies.iter().any(|r| !r.text.is_empty());
+                documented = global.json;
             }
             Event::Retrying {
                 attempt,
@@ -126,6 +147,22 @@ pub async fn run(
         task.abort();
     }
     if let Some(signal) = signals.as_ref().and_then(crate::signals::Stop::signal) {
+        let why = format!("stopped by {}", crate::signals::name(signal));
+        if stream && !at_line_start {
+            let _ = writeln!(stdout);
+            let _ = stdout.end_text();
+        }
+        if global.json && !documented {
+            let _ = super::json::print_pretty(
+                &mut crate::egress::stdout(),
+                super::json::ReviewStopped::new(&why),
+            );
+        }
+        match (reviewed, args.print_diff) {
+            (true, _) => errln!("tern review: {why}; the review above is partial"),
+            (false, false) => errln!("tern review: {why} before any reply came"),
+            (false, true) => errln!("tern review: {why}"),
+        }
         let _ = engine.task.await;
         return Ok(ExitCode::from(crate::signals::exit_code(signal)));
     }
@@ -174,19 +211,21 @@ fn print_plan(plan: &ReviewPlan, json: bool) -> std::io::Result<()> {
 }
 
 /// Prints the review (unless a single call streamed it), how each reply ended and the
-/// tokens and cost; false when a reply is incomplete.
+/// tokens and cost; false when a reply is incomplete. `stopped`: why a signal cut the
+/// review short, for `--json`.
 fn report(
     plan: &ReviewPlan,
     replies: &[CallReply],
     usage: Usage,
     cost: f64,
     json: bool,
+    stopped: Option<&str>,
 ) -> std::io::Result<bool> {
     let texts: Vec<String> = replies.iter().map(|r| r.text.clone()).collect();
     let review = crate::branch_review::merge_replies(&texts);
     let mut out = crate::egress::stdout();
     if json {
-        let json = super::json::Review::new(&review, plan, replies, &usage, cost);
+        let json = super::json::Review::new(&review, plan, replies, &usage, cost, stopped);
         super::json::print_pretty(&mut out, json)?;
     } else if plan.calls.len() > 1 {
         out.write_all(review.as_bytes())?;

@@ -12,28 +12,34 @@ use crate::git::{self, UndoError};
 
 /// Runs `tern undo` in the repository containing `cwd`; `which`: the session named by
 /// `--resume[=ID]`. A signal lets the undo under way finish (the repository lock marks
-/// it, `signals`), then ends the run with its exit code.
+/// it, `signals`), then ends the run with its exit code; one that comes while it waits
+/// for another tern's lock cancels it.
 pub fn run(cwd: &Path, turn: bool, which: Option<Resume>) -> ExitCode {
     let signals = crate::signals::watch(crate::signals::Exit::default());
-    let code = undo(cwd, turn, which);
-    match signals.as_ref().and_then(crate::signals::Stop::signal) {
-        Some(signal) => {
-            errln!(
-                "tern undo: {} arrived while it ran; it ran to its end first",
-                crate::signals::name(signal)
-            );
-            ExitCode::from(crate::signals::exit_code(signal))
+    let outcome = undo(cwd, turn, which);
+    let signal = signals.as_ref().and_then(crate::signals::Stop::signal);
+    let name = signal.map_or("a signal".into(), crate::signals::name);
+    match outcome {
+        Err(Cancelled) => errln!(
+            "tern undo: cancelled: nothing was undone ({name} arrived while it waited for another tern to finish)"
+        ),
+        Ok(_) if signal.is_some() => {
+            errln!("tern undo: {name} arrived while it ran; it ran to its end first")
         }
-        None => code,
+        Ok(code) => return code,
     }
+    ExitCode::from(signal.map_or(1, crate::signals::exit_code))
 }
 
-fn undo(cwd: &Path, turn: bool, which: Option<Resume>) -> ExitCode {
+/// A signal came while the undo waited for the repository lock: nothing was undone.
+struct Cancelled;
+
+fn undo(cwd: &Path, turn: bool, which: Option<Resume>) -> Result<ExitCode, Cancelled> {
     let repo = match git2::Repository::discover(cwd) {
         Ok(repo) => repo,
         Err(e) => {
             errln!("tern undo: not in a git repository: {}", e.message());
-            return ExitCode::from(2);
+            return Ok(ExitCode::from(2));
         }
     };
     // An older tern's sessions are moved in first, and that is said.
@@ -51,11 +57,12 @@ fn undo(cwd: &Path, turn: bool, which: Option<Resume>) -> ExitCode {
             .map(|u| u.to_string())
             .map_err(CommitUndoError::from),
     };
-    match undone {
+    Ok(match undone {
         Ok(said) => {
             outln!("{said}");
             ExitCode::SUCCESS
         }
+        Err(CommitUndoError::Undo(UndoError::Interrupted)) => return Err(Cancelled),
         Err(
             why @ (CommitUndoError::Session(_)
             | CommitUndoError::Open(_)
@@ -76,45 +83,50 @@ fn undo(cwd: &Path, turn: bool, which: Option<Resume>) -> ExitCode {
             errln!("tern undo: {e}");
             ExitCode::from(2)
         }
-    }
+    })
 }
 
 /// `tern undo --turn`: what was undone on stdout; a stop (before or midway) on stderr,
 /// exit 1.
-fn run_turn(repo: &git2::Repository, which: &Resume) -> ExitCode {
+fn run_turn(repo: &git2::Repository, which: &Resume) -> Result<ExitCode, Cancelled> {
     let Some(root) = repo.workdir() else {
         errln!("tern undo: the repository has no work tree");
-        return ExitCode::from(2);
+        return Ok(ExitCode::from(2));
     };
-    match crate::engine::undo_commits::undo_saved_turn(repo, root, which) {
-        Ok(done) => {
-            for undone in &done.undone {
-                outln!("{undone}");
-            }
-            match &done.stopped {
-                None => ExitCode::SUCCESS,
-                Some(stopped) => {
-                    errln!("tern undo: {stopped}");
-                    ExitCode::from(1)
+    Ok(
+        match crate::engine::undo_commits::undo_saved_turn(repo, root, which) {
+            Ok(done) => {
+                for undone in &done.undone {
+                    outln!("{undone}");
+                }
+                match &done.stopped {
+                    None => ExitCode::SUCCESS,
+                    Some(stopped) => {
+                        errln!("tern undo: {stopped}");
+                        ExitCode::from(1)
+                    }
                 }
             }
-        }
-        // Undone, but the session could not be told: what was undone is said as done.
-        Err(TurnUndoError::NotTold { done, error }) => {
-            for undone in &done.undone {
-                outln!("{undone}");
+            // Undone, but the session could not be told: what was undone is said as done.
+            Err(TurnUndoError::NotTold { done, error }) => {
+                for undone in &done.undone {
+                    outln!("{undone}");
+                }
+                if let Some(stopped) = &done.stopped {
+                    errln!("tern undo: {stopped}");
+                }
+                errln!(
+                    "tern undo: the commits above are undone, but the session could not be updated, so the model will not be told: {error}"
+                );
+                ExitCode::from(1)
             }
-            if let Some(stopped) = &done.stopped {
-                errln!("tern undo: {stopped}");
+            Err(TurnUndoError::Undo { error, .. }) if matches!(*error, UndoError::Interrupted) => {
+                return Err(Cancelled);
             }
-            errln!(
-                "tern undo: the commits above are undone, but the session could not be updated, so the model will not be told: {error}"
-            );
-            ExitCode::from(1)
-        }
-        Err(e) => {
-            errln!("tern undo: refused: {e}");
-            ExitCode::from(1)
-        }
-    }
+            Err(e) => {
+                errln!("tern undo: refused: {e}");
+                ExitCode::from(1)
+            }
+        },
+    )
 }

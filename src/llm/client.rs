@@ -483,18 +483,18 @@ impl LlmClient {
                 }
             };
             if let Some(err) = chunk.error {
-                let failure = HttpFailure {
-                    status: 500,
-                    retry_after: None,
-                    body: serde_json::json!({ "error": err }).to_string(),
-                };
+                let body = serde_json::json!({ "error": err }).to_string();
                 if text.is_empty() {
-                    return Attempt::Failed(Failure::InStream(failure));
+                    return Attempt::Failed(Failure::InStream(body));
                 }
                 return Attempt::Done(Part {
                     text,
                     usage,
-                    finish: Finish::CutOff(format!("the server reported an error: {failure}")),
+                    finish: Finish::CutOff(format!(
+                        "{}: {}",
+                        error::IN_STREAM,
+                        error::api_message(&body)
+                    )),
                 });
             }
             // A usage report is an extra: one that cannot be read costs the reply
@@ -603,7 +603,13 @@ impl LlmClient {
                     detail: "the stream ended without any reply".into(),
                 },
             },
-            Failure::InStream(http) => judge_http(&http, model, &url, attempts),
+            Failure::InStream(body) => judged(
+                error::classify_in_stream(&body),
+                LlmError::InStream {
+                    attempts,
+                    message: error::api_message(&body),
+                },
+            ),
             Failure::Open(e) => match e {
                 OpenAIError::Boxed(boxed) => match boxed.downcast::<HttpFailure>() {
                     Ok(http) => judge_http(&http, model, &url, attempts),
@@ -655,12 +661,20 @@ impl LlmClient {
 }
 
 fn judge_http(http: &HttpFailure, model: &str, url: &str, attempts: usize) -> Judged {
-    match error::classify_http(http, model, url) {
+    judged(
+        error::classify_http(http, model, url),
+        error::exhausted(http, attempts),
+    )
+}
+
+/// A verdict, with the error to give when its retries run out.
+fn judged(verdict: Verdict, if_exhausted: LlmError) -> Judged {
+    match verdict {
         Verdict::Retry { after, reason } => Judged::Retry {
             after,
             reason,
             limit: None,
-            if_exhausted: error::exhausted(http, attempts),
+            if_exhausted,
         },
         Verdict::Fail(e) => Judged::Fail(e),
     }
@@ -723,8 +737,8 @@ enum Attempt {
 enum Failure {
     /// The request failed before any reply text.
     Open(OpenAIError),
-    /// The stream carried an error object before any reply text.
-    InStream(HttpFailure),
+    /// The stream carried an error object (this JSON body) before any reply text.
+    InStream(String),
     /// The stream ended with neither text nor a finish reason.
     Empty,
 }

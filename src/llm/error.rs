@@ -55,6 +55,9 @@ pub enum LlmError {
         message: String,
     },
 
+    #[error("{IN_STREAM} and still did after {attempts} attempts: {message}")]
+    InStream { attempts: usize, message: String },
+
     #[error("the API refused the request (HTTP {status}): {message}")]
     Rejected { status: u16, message: String },
 
@@ -113,21 +116,7 @@ pub(crate) fn classify_http(f: &HttpFailure, model: &str, url: &str) -> Verdict 
             after: f.retry_after,
             reason: format!("server error {}: {message}", f.status),
         },
-        _ if is_context_overflow(&f.body) => {
-            let number = |field: &str| {
-                serde_json::from_str::<serde_json::Value>(&f.body)
-                    .ok()?
-                    .pointer(&format!("/error/{field}"))?
-                    .as_u64()
-                    .map(|n| n as usize)
-            };
-            Verdict::Fail(LlmError::ContextLengthExceeded {
-                message,
-                window: number("n_ctx"),
-                prompt_tokens: number("n_prompt_tokens"),
-                probable: false,
-            })
-        }
+        _ if is_context_overflow(&f.body) => Verdict::Fail(overflow(&f.body, message)),
         401 | 403 => Verdict::Fail(LlmError::Unauthorized { message }),
         404 => Verdict::Fail(LlmError::ModelNotFound {
             model: model.to_string(),
@@ -135,6 +124,41 @@ pub(crate) fn classify_http(f: &HttpFailure, model: &str, url: &str) -> Verdict 
             message,
         }),
         status => Verdict::Fail(LlmError::Rejected { status, message }),
+    }
+}
+
+/// How an error object inside a stream is said: the stream's HTTP status was 200, so
+/// no status is named.
+pub(crate) const IN_STREAM: &str = "the server reported an error in the stream";
+
+/// Classifies an error object a stream carried before any reply text (a provider whose
+/// upstream model failed after the 200 was sent): a context overflow fails, anything
+/// else is retried, as a server error would be.
+pub(crate) fn classify_in_stream(body: &str) -> Verdict {
+    let message = api_message(body);
+    match is_context_overflow(body) {
+        true => Verdict::Fail(overflow(body, message)),
+        false => Verdict::Retry {
+            after: None,
+            reason: format!("{IN_STREAM}: {message}"),
+        },
+    }
+}
+
+/// The server's "your prompt is too long", with the sizes it gave (llama.cpp's).
+fn overflow(body: &str, message: String) -> LlmError {
+    let number = |field: &str| {
+        serde_json::from_str::<serde_json::Value>(body)
+            .ok()?
+            .pointer(&format!("/error/{field}"))?
+            .as_u64()
+            .map(|n| n as usize)
+    };
+    LlmError::ContextLengthExceeded {
+        message,
+        window: number("n_ctx"),
+        prompt_tokens: number("n_prompt_tokens"),
+        probable: false,
     }
 }
 

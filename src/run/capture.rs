@@ -236,7 +236,17 @@ impl Recent {
             true => egress::redact_cut(text.trim()),
             false => egress::redact(text.trim()).into_owned(),
         };
-        visible(&text).chars().take(LAST_LINE_MAX_CHARS).collect()
+        // A progress bar's `\r` starts the line over, as in the text reported: what it
+        // shows last is its last part that is not blank (redacted first, whole, so a key
+        // a `\r` cuts in two is still found).
+        let shown = text
+            .rsplit('\r')
+            .find(|part| !part.trim().is_empty())
+            .unwrap_or_default();
+        visible(shown.trim())
+            .chars()
+            .take(LAST_LINE_MAX_CHARS)
+            .collect()
     }
 }
 

@@ -63,6 +63,12 @@ pub struct Panes {
 }
 
 impl Panes {
+    /// Each pane's actions: where a key bound twice would clash (`Keymap::from_config`).
+    pub fn scopes() -> Vec<&'static [crate::tui::keymap::Action]> {
+        let mut panes = Panes::default();
+        PaneId::ALL.map(|id| panes.get(id).actions()).to_vec()
+    }
+
     pub fn get(&mut self, id: PaneId) -> &mut dyn Pane {
         match id {
             PaneId::Input => &mut self.input,

@@ -488,19 +488,25 @@ pub struct Keymap {
 
 impl Default for Keymap {
     fn default() -> Self {
-        Keymap::from_config(&BTreeMap::new()).0
+        Keymap::from_config(&BTreeMap::new(), &[]).0
     }
 }
 
 impl Keymap {
     /// The defaults with the config's `[keys]` applied. Entries that cannot be used are
-    /// skipped and described in the returned warnings.
-    pub fn from_config(keys: &BTreeMap<String, String>) -> (Keymap, Vec<String>) {
+    /// skipped and described in the returned warnings, among them one that gives an
+    /// action a key another action answers to where it does (`scopes`: each pane's
+    /// actions; [`GLOBAL`]'s are everywhere).
+    pub fn from_config(
+        keys: &BTreeMap<String, String>,
+        scopes: &[&[Action]],
+    ) -> (Keymap, Vec<String>) {
         let mut warnings = Vec::new();
         let mut bindings: Vec<(Action, Vec<KeyBinding>)> = ACTIONS
             .iter()
-            .map(|s| (s.action, parse_list(s.keys).expect("default keys parse")))
+            .map(|s| (s.action, default_keys(s)))
             .collect();
+        let mut rebound = Vec::new();
         for (name, value) in keys {
             let Some(spec) = ACTIONS.iter().find(|s| s.name == name.as_str()) else {
                 warnings.push(format!(
@@ -512,13 +518,59 @@ impl Keymap {
                 Ok(list) if !list.is_empty() => {
                     if let Some(entry) = bindings.iter_mut().find(|(a, _)| *a == spec.action) {
                         entry.1 = list;
+                        rebound.push(spec);
                     }
                 }
                 Ok(_) => warnings.push(format!("[keys] {name}: no key given")),
                 Err(e) => warnings.push(format!("[keys] {name}: {e}")),
             }
         }
-        (Keymap { bindings }, warnings)
+        let mut map = Keymap { bindings };
+        // A rebound action that takes another's key keeps its defaults instead (which
+        // may clash with another rebound one in turn, hence the loop).
+        while let Some((spec, key, other)) = map.clash(&rebound, scopes) {
+            let kept = default_keys(spec);
+            warnings.push(format!(
+                "[keys] {}: {key} is also {}'s, so {} keeps {}",
+                spec.name,
+                spec_of(other).name,
+                spec.name,
+                kept.iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ));
+            if let Some(entry) = map.bindings.iter_mut().find(|(a, _)| *a == spec.action) {
+                entry.1 = kept;
+            }
+            rebound.retain(|s| s.action != spec.action);
+        }
+        (map, warnings)
+    }
+
+    /// A rebound action, a key of it, and another action that answers to that key
+    /// where the first does.
+    fn clash(
+        &self,
+        rebound: &[&'static ActionSpec],
+        scopes: &[&[Action]],
+    ) -> Option<(&'static ActionSpec, KeyBinding, Action)> {
+        let anywhere = |a: Action| GLOBAL.contains(&a) || scopes.iter().any(|s| s.contains(&a));
+        let together = |a: Action, b: Action| {
+            (GLOBAL.contains(&a) && anywhere(b))
+                || (GLOBAL.contains(&b) && anywhere(a))
+                || scopes.iter().any(|s| s.contains(&a) && s.contains(&b))
+        };
+        rebound.iter().find_map(|spec| {
+            ACTIONS
+                .iter()
+                .filter(|o| o.action != spec.action && together(spec.action, o.action))
+                .find_map(|o| {
+                    let theirs = self.keys(o.action);
+                    let key = self.keys(spec.action).iter().find(|k| theirs.contains(k))?;
+                    Some((*spec, *key, o.action))
+                })
+        })
     }
 
     /// The action `key` means among `scope` (the pane's own actions first), then the
@@ -558,6 +610,10 @@ impl Keymap {
             .collect::<Vec<_>>()
             .join("/")
     }
+}
+
+fn default_keys(spec: &ActionSpec) -> Vec<KeyBinding> {
+    parse_list(spec.keys).expect("default keys parse")
 }
 
 pub(crate) fn spec_of(action: Action) -> &'static ActionSpec {
@@ -657,7 +713,7 @@ mod tests {
         keys.insert("acept".to_string(), "y".to_string());
         keys.insert("reject".to_string(), "ctrl-".to_string());
         keys.insert("reset".to_string(), "hyper-r".to_string());
-        let (map, warnings) = Keymap::from_config(&keys);
+        let (map, warnings) = Keymap::from_config(&keys, &[]);
         let space = key(KeyCode::Char(' '), KeyModifiers::NONE);
         assert_eq!(map.action(&space, &[Action::Accept]), Some(Action::Accept));
         let y = key(KeyCode::Char('y'), KeyModifiers::NONE);

@@ -70,7 +70,7 @@ pub async fn run(config: EngineConfig, options: Options) -> anyhow::Result<ExitC
     let mut notices = options.notices;
     let (theme, theme_warning) = Theme::load(&config.settings.theme);
     notices.extend(theme_warning.map(|w| (Kind::Warning, w)));
-    let (keymap, key_warnings) = Keymap::from_config(&config.settings.keys);
+    let (keymap, key_warnings) = Keymap::from_config(&config.settings.keys, &app::Panes::scopes());
     notices.extend(key_warnings.into_iter().map(|w| (Kind::Warning, w)));
     // A signal quits as `q` would; if the workspace cannot, the terminal is restored
     // and the process exits anyway (`signals`).

@@ -250,12 +250,47 @@ fn reply_from_stdin_and_files_limit_name_matching() {
     assert_eq!(r.read("src/util.py").unwrap(), "x = 1\n");
 }
 
+/// A file name the reply gives that names no file is matched to one (the same
+/// basename, a close spelling), and that is said: the diff header alone was easy to
+/// miss.
+#[test]
+fn a_name_taken_as_another_file_is_said() {
+    let r = Repo::new(&[("la.txt", "line1\n")]);
+    let out = r.tern(
+        &["apply", "-"],
+        Some(&block("a.txt", "line1\n", "CHANGED\n")),
+    );
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains(
+            "the reply names a.txt, which is no file here: its edits are taken as edits to la.txt"
+        ),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(r.read("la.txt").unwrap(), "CHANGED\n");
+    // A name that is a file is taken as it is, and nothing is said.
+    let out = r.tern(
+        &["apply", "-"],
+        Some(&block("./la.txt", "CHANGED\n", "back\n")),
+    );
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    assert!(
+        !text(&out.stderr).contains("taken as"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
 #[test]
 fn reply_without_blocks_exits_1() {
     let r = Repo::new(&[("f.txt", "a\n")]);
     let out = r.tern(&["apply", "-"], Some("Sure, I can help with that!\n"));
     assert_eq!(code(&out), 1);
-    assert!(text(&out.stderr).contains("no editblock edit blocks found"));
+    assert!(
+        text(&out.stderr)
+            .contains("no edit blocks found in the reply (tern looked for the editblock format's)")
+    );
 }
 
 #[test]

@@ -620,7 +620,7 @@ fn a_script_stopped_early_says_what_was_not_sent() {
     let (ok, _, stderr) = run(quits, false);
     assert!(!ok, "{stderr}");
     assert!(
-        stderr.contains("tern: stopped at message 2 of 3 (`/quit`): 1 message not sent"),
+        stderr.contains("tern: stopped at message 2 of 3 (`/quit`): 1 message not sent: `two`"),
         "{stderr}"
     );
     assert_eq!(server.requests().len(), 1);
@@ -632,16 +632,63 @@ fn a_script_stopped_early_says_what_was_not_sent() {
     assert_eq!(last["messages_sent"], 2);
     assert_eq!(
         last["reason"],
-        "stopped at message 2 of 3 (`/quit`): 1 message not sent"
+        "stopped at message 2 of 3 (`/quit`): 1 message not sent: `two`"
     );
 
     let (ok, _, stderr) = run("/nope\n---\ntwo\n---\nthree\n", false);
     assert!(!ok, "{stderr}");
     assert!(
-        stderr.contains("tern: stopped at message 1 of 3: 2 messages not sent"),
+        stderr.contains("tern: stopped at message 1 of 3: 2 messages not sent: `two`, `three`"),
         "{stderr}"
     );
     assert_eq!(server.requests().len(), 2);
+}
+
+/// A `/test` entry whose fix round did not make it pass has failed, as a failed `/run`
+/// has: the script stops there and names what it did not run, in plain mode and in
+/// `--json`.
+#[test]
+fn a_script_stops_at_a_test_that_still_fails() {
+    let server = MockServer::start_in_thread();
+    let repo = repo();
+    let script = repo.path().join(".git/script.txt");
+    std::fs::write(
+        &script,
+        "/test grep -q LINE3 README.md\n---\n/run touch ran\n---\n/run touch ran2\n",
+    )
+    .unwrap();
+    for json in [false, true] {
+        // The fix request is answered in prose: nothing lands, the test still fails.
+        server.push(Reply::text("I would not know how to fix that."));
+        let mut tern = repo.tern(&server.base_url());
+        if json {
+            tern.arg("--json");
+        }
+        let out = tern
+            .args(["--allow-commands", "--script"])
+            .arg(&script)
+            .output()
+            .unwrap();
+        let (stdout, stderr) = texts(&out);
+        assert!(!out.status.success(), "{stderr}");
+        assert!(!repo.path().join("ran").exists(), "{stderr}");
+        assert!(!repo.path().join("ran2").exists(), "{stderr}");
+        if json {
+            let last: serde_json::Value =
+                serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+            assert_eq!(last["ok"], false);
+            assert_eq!(last["messages_sent"], 1);
+            assert_eq!(last["reason"], "`grep -q LINE3 README.md` still fails");
+        } else {
+            assert!(
+                stderr.contains(
+                    "tern: `grep -q LINE3 README.md` still fails\ntern: stopped at message 1 of 3: 2 messages not sent: `/run touch ran`, `/run touch ran2`\n"
+                ),
+                "{stderr}"
+            );
+        }
+    }
+    assert_eq!(server.requests().len(), 2, "one fix request a run");
 }
 
 /// A command's row in the table says what arguments it takes; anything else is refused
@@ -1307,6 +1354,14 @@ fn a_missing_read_only_file_and_an_unknown_revision_are_said_truly() {
         ),
         "{stderr}"
     );
+    // A name tern refuses to create is not one "the model may create" either.
+    let (ok, stderr) = run("/add nosuch\u{202e}.txt");
+    assert!(ok, "{stderr}");
+    assert!(
+        stderr.contains("does not exist yet, and the model may not create it: the file name"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("the model may create it"), "{stderr}");
     let (ok, stderr) = run("/show nosuchrev");
     assert!(!ok, "{stderr}");
     assert!(

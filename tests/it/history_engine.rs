@@ -521,6 +521,32 @@ async fn compact_summarizes_now_and_tokens_show_the_history() {
     assert!(text.contains("1 summaries made"), "{text}");
 }
 
+/// A summary no smaller than the history it would replace is not put in its place:
+/// `/compact` keeps the history and says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compact_keeps_a_history_its_summary_would_not_shrink() {
+    let server = MockServer::start().await;
+    let long = RECAP.repeat(40);
+    script(&server, move |_| Reply::text(long.clone()));
+    let mut chat = Chat::start(settings(&server), &[], &[]);
+    turns(&mut chat, 1..=1).await;
+    let (text, events) = chat.command("/compact", "compact").await;
+    assert!(
+        text.starts_with("kept the history: the summary (")
+            && text.contains("is no smaller than the 2 messages ("),
+        "{text}"
+    );
+    assert!(
+        !events.iter().any(|e| matches!(e, Event::Summarized { .. })),
+        "{events:?}"
+    );
+    turns(&mut chat, 2..=2).await;
+    let next = conversations(&server).pop().unwrap();
+    let sent = sent_history(&next);
+    assert_eq!(sent.len(), 2, "the first turn, as it was: {sent:?}");
+    assert_eq!(sent[0], ("user".to_string(), user_text(1)));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_compact_during_a_checkpoint_supersedes_it_and_the_cycle_goes_on() {
     let server = MockServer::start().await;

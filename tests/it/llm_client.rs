@@ -308,16 +308,51 @@ async fn malformed_chunks_and_error_events() {
         reply.finish
     );
 
+    // The stream's status was 200: the error is said as the stream's, with no HTTP
+    // status the server never sent.
     let reply = chat(&client, &request("gpt-4o", "hi")).await.0.unwrap();
     assert_eq!(reply.text, "Before ");
-    assert!(
-        matches!(&reply.finish, Finish::CutOff(why) if why.contains("overloaded")),
-        "{:?}",
-        reply.finish
+    assert_eq!(
+        reply.finish,
+        Finish::CutOff("the server reported an error in the stream: overloaded".into())
     );
 
     let r = chat(&client, &request("gpt-4o", "hi")).await.0;
     assert!(matches!(r, Err(LlmError::BadResponse { .. })), "{r:?}");
+}
+
+/// A stream that carries only an error object is retried as a server error is, and
+/// both the retry and the error its retries end in say it came in the stream: the
+/// server sent HTTP 200, so no other status is named.
+#[tokio::test]
+async fn an_error_only_stream_is_said_as_the_streams_error() {
+    let server = MockServer::start().await;
+    server.push(Reply::chunks(Vec::<String>::new()).then_error_event("bad thing"));
+    server.push(Reply::text("recovered"));
+    let client = LlmClient::new(&settings(&server), None, None).unwrap();
+    let (reply, events) = chat(&client, &request("gpt-4o", "hi")).await;
+    assert_eq!(reply.unwrap().text, "recovered");
+    let reasons: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            StreamEvent::Retrying { reason, .. } => Some(reason.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        reasons,
+        ["the server reported an error in the stream: bad thing"]
+    );
+
+    server.set_responder(|_| Reply::chunks(Vec::<String>::new()).then_error_event("bad thing"));
+    let mut s = settings(&server);
+    s.retry_budget_secs = 1;
+    let client = LlmClient::new(&s, None, None).unwrap();
+    let error = chat(&client, &request("gpt-4o", "hi")).await.0.unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "the server reported an error in the stream and still did after 3 attempts: bad thing"
+    );
 }
 
 #[tokio::test]

@@ -196,12 +196,17 @@ fn hanging_run(repo: &TempRepo, server: &MockServer) -> Child {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    request_came(server);
+    child
+}
+
+/// Waits until the server got a request.
+fn request_came(server: &MockServer) {
     let started = Instant::now();
     while server.requests().is_empty() {
         assert!(started.elapsed() < BOUND, "the request never came");
         std::thread::sleep(Duration::from_millis(20));
     }
-    child
 }
 
 fn kill(child: &Child, signal: &str) {
@@ -214,6 +219,13 @@ fn kill(child: &Child, signal: &str) {
 
 /// Waits for `child` to exit; how long it took, its exit code and its stderr.
 fn ended(child: Child) -> (Duration, Option<i32>, String) {
+    let (took, out) = exited(child);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    (took, out.status.code(), stderr)
+}
+
+/// Waits for `child` to exit; how long it took and what it wrote.
+fn exited(child: Child) -> (Duration, std::process::Output) {
     let started = Instant::now();
     let pid = child.id().to_string();
     let (tx, rx) = std::sync::mpsc::channel();
@@ -221,11 +233,7 @@ fn ended(child: Child) -> (Duration, Option<i32>, String) {
         let _ = tx.send(child.wait_with_output());
     });
     match rx.recv_timeout(BOUND) {
-        Ok(out) => {
-            let out = out.unwrap();
-            let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-            (started.elapsed(), out.status.code(), stderr)
-        }
+        Ok(out) => (started.elapsed(), out.unwrap()),
         Err(_) => {
             let _ = crate::support::command("kill").args(["-9", &pid]).status();
             panic!("tern did not exit after the signal: it hangs");
@@ -255,6 +263,85 @@ fn sigint_sigterm_and_sighup_end_a_run_within_a_second() {
             "{name}: {stderr}"
         );
     }
+}
+
+/// A signal while `tern review` streams, or waits for its first byte, ends it with the
+/// conventional code and a last line that says so; stdout ends with its line, and
+/// `--json` still writes its document, marked stopped.
+#[test]
+fn a_signal_ends_a_review_with_a_last_line_and_a_document_marked_stopped() {
+    for (streamed, json) in [("part1 ", false), ("part1 ", true), ("", false), ("", true)] {
+        let server = MockServer::start_in_thread();
+        server.push(Reply::chunks([streamed]).then_hang());
+        let repo = repo();
+        repo.git(&["checkout", "-q", "-b", "feature"]);
+        repo.write("a.py", "def f():\n    return 2\n");
+        repo.commit("two");
+        let mut tern = repo.tern(&server.base_url());
+        tern.args(["review", "--base", "main"]);
+        if json {
+            tern.arg("--json");
+        }
+        let child = tern
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        request_came(&server);
+        std::thread::sleep(Duration::from_millis(500));
+        kill(&child, "TERM");
+        let (took, out) = exited(child);
+        let (stdout, stderr) = texts(&out);
+        assert!(took < Duration::from_secs(1), "took {took:?}: {stderr}");
+        assert_eq!(out.status.code(), Some(143), "{stderr}");
+        let last = match streamed {
+            "" => "tern review: stopped by SIGTERM before any reply came",
+            _ => "tern review: stopped by SIGTERM; the review above is partial",
+        };
+        assert_eq!(stderr.lines().last(), Some(last), "{stderr}");
+        if json {
+            let document: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+            assert_eq!(document["stopped"], "stopped by SIGTERM", "{stdout}");
+            assert_eq!(document["review"], streamed, "{stdout}");
+        } else {
+            let line = match streamed {
+                "" => "",
+                _ => "part1 \n",
+            };
+            assert_eq!(stdout, line);
+        }
+    }
+}
+
+/// A signal while `tern undo` waits for another tern's lock cancels it, and says so:
+/// nothing was undone.
+#[test]
+fn a_signal_cancels_an_undo_waiting_for_the_lock_and_says_so() {
+    let repo = repo();
+    let lock = std::fs::File::create(repo.path().join(".git/tern.lock")).unwrap();
+    lock.lock().unwrap();
+    let head = repo.git(&["rev-parse", "HEAD"]);
+    let child = repo
+        .tern("http://127.0.0.1:9/v1")
+        .arg("undo")
+        .env("TERN_LOCK_WAIT_MS", "60000")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    kill(&child, "TERM");
+    let (took, exit, stderr) = ended(child);
+    assert!(took < Duration::from_secs(1), "took {took:?}: {stderr}");
+    assert_eq!(exit, Some(143), "{stderr}");
+    assert_eq!(
+        stderr.lines().last(),
+        Some(
+            "tern undo: cancelled: nothing was undone (SIGTERM arrived while it waited for another tern to finish)"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(repo.git(&["rev-parse", "HEAD"]), head);
 }
 
 #[test]

@@ -320,6 +320,13 @@ fn a_progress_bar_keeps_what_it_showed_last() {
     assert_eq!(out.text, "100% done\nnext\nLAST\n");
     let shown: String = reports.iter().map(|r| r.new_text.as_str()).collect();
     assert_eq!(shown, out.text);
+    // The last line says what the text says: the line as it was shown last.
+    assert_eq!(reports.last().unwrap().last_line, "LAST");
+    let (_, reports) = run_in_tmp(
+        r"printf 'done\nbar\r 10%%\r 50%%\r'",
+        &RunOptions::default(),
+    );
+    assert_eq!(reports.last().unwrap().last_line, "50%");
 }
 
 #[test]

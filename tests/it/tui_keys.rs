@@ -639,8 +639,17 @@ fn tab_cycles_every_pane_and_help_lists_the_focused_panes_keys() {
 fn keys_from_the_config_replace_the_defaults() {
     let mut keys = std::collections::BTreeMap::new();
     keys.insert("accept".to_string(), "space".to_string());
-    let (keymap, warnings) = tern::tui::Keymap::from_config(&keys);
+    let (keymap, warnings) =
+        tern::tui::Keymap::from_config(&keys, &tern::tui::app::Panes::scopes());
     assert!(warnings.is_empty());
+    let mut app = reviewing_with(keymap);
+    press(&mut app, 'y');
+    press(&mut app, ' ');
+    assert_eq!(app.take_ops(), [first_hunk(Decision::Accept)]);
+}
+
+/// A workspace with `keymap`, reviewing the proposal.
+fn reviewing_with(keymap: tern::tui::Keymap) -> App {
     let mut app = App::new(tern::tui::AppConfig {
         theme: tern::tui::Theme::default_theme(),
         keymap,
@@ -648,15 +657,50 @@ fn keys_from_the_config_replace_the_defaults() {
         throwaway: false,
     });
     feed(&mut app, [Event::Proposal(Box::new(proposal()))]);
-    press(&mut app, 'y');
-    press(&mut app, ' ');
+    app
+}
+
+/// The op that decides the proposal's first hunk.
+fn first_hunk(decision: Decision) -> Op {
+    Op::Review(ReviewOp::Hunk {
+        id: hunk_ids()[0].clone(),
+        decision,
+    })
+}
+
+/// A `[keys]` entry that gives an action a key another action answers to in the same
+/// pane (or everywhere) is said at start and not applied: `n` still rejects. One that
+/// takes a key only another pane uses is no clash, and two actions may swap keys.
+#[test]
+fn a_key_another_action_answers_to_is_refused_and_said() {
+    let scopes = tern::tui::app::Panes::scopes();
+    let config = |pairs: &[(&str, &str)]| -> std::collections::BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(a, k)| (a.to_string(), k.to_string()))
+            .collect()
+    };
+    let (keymap, warnings) = tern::tui::Keymap::from_config(&config(&[("accept", "n")]), &scopes);
     assert_eq!(
-        app.take_ops(),
-        [Op::Review(ReviewOp::Hunk {
-            id: hunk_ids()[0].clone(),
-            decision: Decision::Accept
-        })]
+        warnings,
+        ["[keys] accept: n is also reject's, so accept keeps y"]
     );
+    let mut app = reviewing_with(keymap);
+    press(&mut app, 'n');
+    assert_eq!(app.take_ops(), [first_hunk(Decision::Reject)]);
+
+    // A global key taken in a pane would shadow it there.
+    let (_, warnings) = tern::tui::Keymap::from_config(&config(&[("accept", "tab")]), &scopes);
+    assert_eq!(
+        warnings,
+        ["[keys] accept: tab is also focus_next's, so accept keeps y"]
+    );
+    // `a` adds a file in the files pane and accepts a file in the review: no clash.
+    let (_, warnings) = tern::tui::Keymap::from_config(&config(&[("add_file", "A")]), &scopes);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let (_, warnings) =
+        tern::tui::Keymap::from_config(&config(&[("accept", "n"), ("reject", "y")]), &scopes);
+    assert!(warnings.is_empty(), "a swap: {warnings:?}");
 }
 
 #[test]

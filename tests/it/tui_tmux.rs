@@ -747,3 +747,36 @@ fn the_next_workspace_names_a_session_left_with_hunks() {
     tern.wait_for("2 files · 4 hunks", WAIT);
     tern.wait_for("[E] shop/inventory.py", WAIT);
 }
+
+/// Headless on a terminal, stdout and stderr share the screen: a warning that comes
+/// after a reply with no line break of its own starts on its own line, and the reply's
+/// last letters (held back while they could begin the key) come before it, not after.
+#[test]
+fn a_headless_reply_ends_its_line_before_a_warning_on_the_same_screen() {
+    let server = MockServer::start_in_thread();
+    // More cached tokens than were sent: the run warns once the reply is in.
+    server.push(Reply::text("the answer is yes").with_cached_tokens(100_000));
+    let repo = TempRepo::with_files(&[("a.txt", "one\n")]);
+    let Some(tern) = Workspace::start(
+        &repo,
+        &server.base_url(),
+        &["--model", "gpt-4o", "-m", "go"],
+        400,
+        20,
+    ) else {
+        return;
+    };
+    let screen = tern.wait_for("[tern exited", WAIT);
+    let lines: Vec<&str> = screen.lines().map(str::trim_end).collect();
+    let reply = lines
+        .iter()
+        .position(|l| l.ends_with("the answer is yes"))
+        .unwrap_or_else(|| panic!("the reply is not whole on a line of its own:\n{screen}"));
+    assert_eq!(lines[reply], "the answer is yes", "{screen}");
+    assert!(
+        lines[reply + 1].starts_with("tern: warning: the server reported 100000 cached tokens"),
+        "{screen}"
+    );
+    assert!(lines[reply + 2].starts_with("Tokens: "), "{screen}");
+    assert!(screen.contains("[tern exited 0]"), "{screen}");
+}

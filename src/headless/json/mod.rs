@@ -23,7 +23,7 @@ use crate::engine::OpId;
 pub use budget::Budget;
 pub use event::{Event, Stopped};
 pub use map::{MapFile, Ranked};
-pub use review::{Plan, Review};
+pub use review::{Plan, Review, ReviewStopped};
 pub use sessions::Session;
 
 /// The version of every shape in this module.

@@ -165,6 +165,10 @@ pub struct Review<'a> {
     cost: f64,
     mode: &'static str,
     files: Vec<FilePlan<'a>>,
+    /// Why a signal cut the review short (`stopped by SIGTERM`); absent when it ran
+    /// to its end.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stopped: Option<&'a str>,
 }
 
 impl<'a> Review<'a> {
@@ -174,6 +178,7 @@ impl<'a> Review<'a> {
         replies: &'a [p::CallReply],
         usage: &p::Usage,
         cost: f64,
+        stopped: Option<&'a str>,
     ) -> Self {
         Review {
             review,
@@ -182,6 +187,26 @@ impl<'a> Review<'a> {
             cost,
             mode: mode(plan.mode),
             files: plan.files.iter().map(FilePlan::from).collect(),
+            stopped,
+        }
+    }
+}
+
+/// `tern review --json` stopped by a signal before any reply came: an empty review,
+/// and why.
+#[derive(Serialize)]
+pub struct ReviewStopped<'a> {
+    review: &'static str,
+    replies: [(); 0],
+    stopped: &'a str,
+}
+
+impl<'a> ReviewStopped<'a> {
+    pub fn new(stopped: &'a str) -> Self {
+        ReviewStopped {
+            review: "",
+            replies: [],
+            stopped,
         }
     }
 }

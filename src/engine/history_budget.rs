@@ -13,6 +13,7 @@ use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::model::Model;
+use super::persist::Saved;
 use super::persist::{HistoryMarks, SavedCheckpoint};
 use super::protocol::{RequestKind, ShownKind};
 use super::spending::Unattended;
@@ -336,35 +337,37 @@ impl HistoryBudget {
         });
         Summarizer::new(model.client().clone(), models, model.counter().clone()).observed(observer)
     }
-}
 
-impl Engine {
-    fn publish_history(&self) {
-        self.events.send(Event::History(
-            self.conversation
-                .history()
-                .status(&self.model, &self.session),
-        ));
+    /// Sends the history's status line.
+    fn publish(&self, model: &Model, session: &Session, events: &EventSink) {
+        events.send(Event::History(self.status(model, session)));
     }
 
     /// Starts a summary task of `kind` over the whole current history (a checkpoint's
     /// anchor is the history's length), replacing any other task.
-    fn spawn_summary(&mut self, kind: JobKind, budget: usize) {
-        if let Some(old) = self.conversation.history_mut().job.take() {
+    fn spawn_summary(
+        &mut self,
+        (kind, budget): (JobKind, usize),
+        model: &Model,
+        session: &Session,
+        events: &EventSink,
+        jobs: &super::run_loop::Loop,
+    ) {
+        if let Some(old) = self.job.take() {
             old.cancel.cancel();
             if old.kind == JobKind::Checkpoint && kind != JobKind::Checkpoint {
                 // This summary supersedes the checkpoint's; whether it lands or not,
                 // the cycle starts again after it.
-                self.conversation.history_mut().buffer.reset();
-                self.conversation.history_mut().swap_due = false;
+                self.buffer.reset();
+                self.swap_due = false;
             }
         }
-        self.conversation.history_mut().next_job += 1;
-        let id = self.conversation.history().next_job;
+        self.next_job += 1;
+        let id = self.next_job;
         let cancel = CancellationToken::new();
-        let summarizer = HistoryBudget::summarizer(&self.model, &self.events);
-        let messages = self.session.history.clone();
-        let done = self.run_loop.done();
+        let summarizer = HistoryBudget::summarizer(model, events);
+        let messages = session.history.clone();
+        let done = jobs.done();
         let token = cancel.clone();
         super::run_loop::spawn(done.clone(), async move {
             let result = match kind {
@@ -378,38 +381,62 @@ impl Engine {
             };
             let _ = done.send(Internal::Summary(JobDone { id, result }));
         });
-        self.conversation.history_mut().job = Some(Job {
+        self.job = Some(Job {
             id,
             kind,
             cancel,
-            generation: self.conversation.history().generation,
+            generation: self.generation,
             started: Instant::now(),
         });
-        self.publish_history();
+        self.publish(model, session, events);
     }
 
-    /// Replaces `history[..anchor]` with `summary` and says so.
-    fn apply_summary(&mut self, anchor: usize, summary: &str) -> Replaced {
-        let replaced = history::replace_head(
-            &mut self.session.history,
-            anchor,
-            summary,
-            self.model.counter(),
-        );
-        self.saved
+    /// Replaces `history[..anchor]` with `summary` (in the session and its record) and
+    /// says so.
+    fn apply_summary(
+        &mut self,
+        (anchor, summary): (usize, &str),
+        model: &Model,
+        session: &mut Session,
+        saved: &mut Saved,
+        events: &EventSink,
+    ) -> Replaced {
+        let replaced =
+            history::replace_head(&mut session.history, anchor, summary, model.counter());
+        saved
             .record_mut()
             .replaced_front(replaced.replaced_messages, 2);
-        self.session.show(ShownKind::Summary, summary);
-        self.conversation.history_mut().summary_at_front = true;
-        self.conversation.history_mut().summaries += 1;
-        self.conversation.history_mut().generation += 1;
-        self.conversation.history_mut().swap_due = false;
-        self.events.send(Event::Summarized {
+        session.show(ShownKind::Summary, summary);
+        self.summary_at_front = true;
+        self.summaries += 1;
+        self.generation += 1;
+        self.swap_due = false;
+        events.send(Event::Summarized {
             replaced_messages: replaced.replaced_messages,
             replaced_tokens: replaced.replaced_tokens,
             summary_tokens: replaced.summary_tokens,
         });
         replaced
+    }
+}
+
+impl Engine {
+    fn publish_history(&self) {
+        self.conversation
+            .history()
+            .publish(&self.model, &self.session, &self.events);
+    }
+
+    /// Starts a summary job of `kind` within `budget` (the history's own method, lent
+    /// what it reads).
+    fn spawn_summary(&mut self, kind: JobKind, budget: usize) {
+        self.conversation.history_mut().spawn_summary(
+            (kind, budget),
+            &self.model,
+            &self.session,
+            &self.events,
+            &self.run_loop,
+        );
     }
 
     /// Called once a turn's reply is in the history: checkpoint, swap or summarize as
@@ -453,7 +480,13 @@ impl Engine {
             }
             Action::Wait => self.conversation.history_mut().swap_due = true,
             Action::Swap { anchor, summary } => {
-                self.apply_summary(anchor, &summary);
+                self.conversation.history_mut().apply_summary(
+                    (anchor, &summary),
+                    &self.model,
+                    &mut self.session,
+                    &mut self.saved,
+                    &self.events,
+                );
             }
             Action::SummarizeNow => {
                 if self.may_spend(Unattended::Summary) {
@@ -513,7 +546,13 @@ impl Engine {
                 Some(kept)
             }
             (_, Ok(Some(summary))) => {
-                let replaced = self.apply_summary(summary.anchor, &summary.text);
+                let replaced = self.conversation.history_mut().apply_summary(
+                    (summary.anchor, &summary.text),
+                    &self.model,
+                    &mut self.session,
+                    &mut self.saved,
+                    &self.events,
+                );
                 self.conversation.history_mut().buffer.summarized();
                 Some(format!(
                     "replaced {} messages ({} tokens) with a summary of {} tokens",
@@ -908,7 +947,13 @@ impl Engine {
             if let Some(kept) = self.grows(anchor, &summary) {
                 return self.compact_output(kept);
             }
-            let replaced = self.apply_summary(anchor, &summary);
+            let replaced = self.conversation.history_mut().apply_summary(
+                (anchor, &summary),
+                &self.model,
+                &mut self.session,
+                &mut self.saved,
+                &self.events,
+            );
             self.conversation.history_mut().buffer.summarized();
             self.save_session();
             self.publish_history();

@@ -147,6 +147,26 @@ mod tests {
         assert_eq!(Grammar::from_path(Path::new("a/b.RS")), Some(Grammar::Rust));
         assert_eq!(Grammar::from_path(Path::new("x.tsx")), Some(Grammar::Tsx));
         assert_eq!(Grammar::from_path(Path::new("x.hpp")), Some(Grammar::Cpp));
+        assert_eq!(
+            Grammar::from_path(Path::new("deploy.sh")),
+            Some(Grammar::Bash)
+        );
+        assert_eq!(
+            Grammar::from_path(Path::new("build.gradle.kts")),
+            Some(Grammar::Kotlin)
+        );
+        assert_eq!(
+            Grammar::from_path(Path::new("a/lib.mli")),
+            Some(Grammar::OCamlInterface)
+        );
+        assert_eq!(
+            Grammar::from_path(Path::new("infra/main.tf")),
+            Some(Grammar::Hcl)
+        );
+        assert_eq!(
+            Grammar::from_path(Path::new("analysis.R")),
+            Some(Grammar::R)
+        );
         assert_eq!(Grammar::from_path(Path::new("README.md")), None);
         assert_eq!(Grammar::from_path(Path::new("Makefile")), None);
     }

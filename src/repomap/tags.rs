@@ -77,19 +77,36 @@ impl Literal {
         })
     }
 
-    /// A string that never closes, opened by the quote `node`: all of its line after
-    /// the quote is the string's, so all of it is elided.
+    /// A string that never closes, opened by the quote `node` (or by an error token
+    /// that starts with its quote and runs on, as in Haskell): all of its line after the
+    /// quote is the string's, so all of it is elided.
     fn unclosed(node: Node, source: &[u8]) -> Literal {
         let start = node.start_byte().min(source.len());
         let rest = source.get(start..).unwrap_or_default();
         let end = start + rest.iter().position(|&b| b == b'\n').unwrap_or(rest.len());
+        let (prefix, quotes) = opening(source.get(node.byte_range()).unwrap_or_default());
         Literal {
             start: start as u32,
             end: end as u32,
-            open: node.byte_range().len().min(end - start) as u8,
+            open: (prefix + quotes).min(end - start) as u8,
             close: 0,
         }
     }
+}
+
+/// The lengths of what opens a literal's text: an optional prefix (`r#`, `b`, `f`, `@`,
+/// `$`, `u8R`), then its quotes.
+fn opening(text: &[u8]) -> (usize, usize) {
+    let prefix = text
+        .iter()
+        .take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'@' | b'$' | b'#' | b'_'))
+        .count();
+    let quotes = text.iter().skip(prefix).take_while(|b| is_quote(b)).count();
+    (prefix, quotes)
+}
+
+fn is_quote(b: &u8) -> bool {
+    matches!(b, b'"' | b'\'' | b'`')
 }
 
 /// The opening and closing delimiters of a literal's text, by length: an optional
@@ -98,18 +115,13 @@ impl Literal {
 /// so all of it is content.
 fn delimiters(text: &[u8]) -> (usize, usize) {
     const MAX_PREFIX: usize = 8;
-    let quote = |b: &u8| matches!(b, b'"' | b'\'' | b'`');
-    let prefix = text
-        .iter()
-        .take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'@' | b'$' | b'#' | b'_'))
-        .count();
-    let quotes = text.iter().skip(prefix).take_while(|b| quote(b)).count();
+    let (prefix, quotes) = opening(text);
     let open = prefix + quotes;
     let close = text
         .iter()
         .skip(open)
         .rev()
-        .take_while(|b| quote(b) || **b == b'#')
+        .take_while(|b| is_quote(b) || **b == b'#')
         .count();
     // A C++ digit separator (`1'000`) is no quote: a quote opens only what one closes.
     match prefix <= MAX_PREFIX && quotes > 0 && close > 0 {
@@ -463,6 +475,19 @@ mod tests {
         tags.refs.iter().map(|r| names[r.0 as usize]).collect()
     }
 
+    /// Each HCL block is the kind its keyword says, and only a `locals` block's
+    /// attributes are definitions (aider's query, its predicates outside their patterns,
+    /// made every attribute of every block a local).
+    #[test]
+    fn hcl_blocks_are_the_kind_their_keyword_says() {
+        let src = "variable \"region\" {\n  default = \"us-west-2\"\n}\n\
+                   locals {\n  vpc_name = \"main\"\n}\n\
+                   resource \"aws_vpc\" \"main\" {\n  cidr_block = var.region\n}\n";
+        let tags = extract(Grammar::Hcl, src.as_bytes());
+        assert_eq!(defs(&tags), ["region", "vpc_name", "main"]);
+        assert_eq!(refs(&tags), ["region"]);
+    }
+
     #[test]
     fn rust_definitions_references_and_scopes() {
         let src = "struct Point { x: i32 }\n\nimpl Point {\n    fn norm(&self) -> Length {\n        helper(self.x)\n    }\n}\n";
@@ -641,6 +666,188 @@ mod literal_tests {
                  }\n",
                 &["class Config", "Connect"],
             ),
+            Grammar::Bash => (
+                "STRIPE_SECRET=\"sk_live_51HvSecretValue\"\n\
+                 DATABASE_URL='postgres://admin:hunter2@db/prod'\n\
+                 export API_KEY=sk_live_unquoted\n\
+                 ACCOUNT=4111111111111111\n\
+                 PORT=8080\n\
+                 cat <<EOF > key.pem\n-----BEGIN KEY-----\nhunter2\nEOF\n\
+                 connect() { curl -H $'sk_live_ansi' \"$1\" 8080; }\n",
+                &[
+                    "STRIPE_SECRET",
+                    "DATABASE_URL",
+                    "API_KEY",
+                    "PORT=8080",
+                    "connect()",
+                ],
+            ),
+            Grammar::Php => (
+                "<?php\n\
+                 const STRIPE_SECRET = 'sk_live_51HvSecretValue';\n\
+                 $url = \"postgres://admin:{$user}:hunter2@db\";\n\
+                 $key = <<<PEM\n-----BEGIN KEY-----\nhunter2\nPEM;\n\
+                 $raw = <<<'RAW'\nsk_live_nowdoc\nRAW;\n\
+                 const ACCOUNT = 4111111111111111;\n\
+                 function connect($url = 'postgres://admin:hunter2@db', $port = 8080) {}\n\
+                 class Config { const KEY = \"sk_live_class\"; }\n",
+                &["function connect(", "$port = 8080", "class Config"],
+            ),
+            Grammar::Kotlin => (
+                "const val STRIPE_SECRET = \"sk_live_51HvSecretValue\"\n\
+                 val DATABASE_URL = \"\"\"postgres://admin:hunter2@db/prod\"\"\"\n\
+                 val KEY = \"\"\"\n-----BEGIN KEY-----\nhunter2\n\"\"\"\n\
+                 const val ACCOUNT = 4111111111111111L\n\
+                 fun connect(url: String = \"postgres://$user:hunter2@db\", port: Int = 8080) {}\n\
+                 class Pool { val c = 'x' }\n",
+                &[
+                    "STRIPE_SECRET",
+                    "DATABASE_URL",
+                    "fun connect(",
+                    "port: Int = 8080",
+                ],
+            ),
+            Grammar::Scala => (
+                "object Config {\n\
+                 val StripeSecret = \"sk_live_51HvSecretValue\"\n\
+                 val DatabaseUrl = s\"postgres://admin:$user:hunter2@db\"\n\
+                 val Key = \"\"\"\n-----BEGIN KEY-----\nhunter2\n\"\"\"\n\
+                 val Account = 4111111111111111L\n\
+                 def connect(url: String = \"sk_live_inline\", port: Int = 8080): Unit = ()\n\
+                 }\n",
+                &[
+                    "StripeSecret",
+                    "DatabaseUrl",
+                    "def connect(",
+                    "port: Int = 8080",
+                ],
+            ),
+            Grammar::Swift => (
+                "let stripeSecret = \"sk_live_51HvSecretValue\"\n\
+                 let databaseUrl = #\"postgres://admin:hunter2@db\"#\n\
+                 let key = \"\"\"\n-----BEGIN KEY-----\nhunter2\n\"\"\"\n\
+                 let account = 4111111111111111\n\
+                 func connect(url: String = \"postgres://\\(user):hunter2@db\", port: Int = 8080) {}\n",
+                &[
+                    "stripeSecret",
+                    "databaseUrl",
+                    "func connect(",
+                    "port: Int = 8080",
+                ],
+            ),
+            Grammar::Dart => (
+                "const stripeSecret = 'sk_live_51HvSecretValue';\n\
+                 final databaseUrl = \"postgres://admin:${user}:hunter2@db\";\n\
+                 const key = '''\n-----BEGIN KEY-----\nhunter2\n''';\n\
+                 const raw = r'sk_live_raw';\n\
+                 const account = 4111111111111111;\n\
+                 void connect(String url, {int port = 8080}) {}\n\
+                 class Pool { String token() => 'sk_live_inline'; }\n",
+                &["void connect(", "port = 8080", "class Pool", "token()"],
+            ),
+            Grammar::Lua => (
+                "local STRIPE_SECRET = \"sk_live_51HvSecretValue\"\n\
+                 local KEY = [[\n-----BEGIN KEY-----\nhunter2\n]]\n\
+                 local ACCOUNT = 4111111111111111\n\
+                 function connect(url, port) return dial(url or 'postgres://admin:hunter2@db', port or 8080) end\n",
+                &["function connect(", "8080"],
+            ),
+            Grammar::Elixir => (
+                "defmodule Config do\n\
+                 @stripe_secret \"sk_live_51HvSecretValue\"\n\
+                 @key \"\"\"\n-----BEGIN KEY-----\nhunter2\n\"\"\"\n\
+                 @account 4111111111111111\n\
+                 def connect(url \\\\ \"postgres://admin:#{user}:hunter2@db\", port \\\\ 8080), do: {url, port, ~s(sk_live_sigil), 'sk_live_chars'}\n\
+                 end\n",
+                &["defmodule Config", "def connect(", "port \\\\ 8080"],
+            ),
+            Grammar::Haskell => (
+                "module Config where\n\
+                 stripeSecret :: String\n\
+                 stripeSecret = \"sk_live_51HvSecretValue\"\n\
+                 account :: Integer\n\
+                 account = 4111111111111111\n\
+                 connect :: String -> Int -> IO ()\n\
+                 connect url port = dial url \"postgres://admin:hunter2@db\" (port + 8080) 'x'\n",
+                &["stripeSecret", "account", "connect url port", "8080"],
+            ),
+            Grammar::Zig => (
+                "const stripe_secret = \"sk_live_51HvSecretValue\";\n\
+                 const key =\n    \\\\-----BEGIN KEY-----\n    \\\\hunter2\n;\n\
+                 const account: u64 = 4111111111111111;\n\
+                 pub fn connect(url: []const u8, port: u16) void { dial(url, \"postgres://admin:hunter2@db\", port + 8080, 'x'); }\n",
+                &["stripe_secret", "account", "pub fn connect(", "8080"],
+            ),
+            Grammar::OCaml => (
+                "let stripe_secret = \"sk_live_51HvSecretValue\"\n\
+                 let database_url = {|postgres://admin:hunter2@db|}\n\
+                 let key = \"-----BEGIN KEY-----\\n\\\nhunter2\"\n\
+                 let account = 4111111111111111\n\
+                 let connect ?(port = 8080) url = dial url \"sk_live_inline\" port\n",
+                &["let connect", "8080"],
+            ),
+            Grammar::OCamlInterface => (
+                "val stripe_secret : string\n\
+                 external connect : string -> int -> unit = \"sk_live_external_symbol\"\n\
+                 val port : int [@@default 8080]\n\
+                 module type POOL = sig val size : int end\n",
+                &["external connect", "POOL"],
+            ),
+            Grammar::Hcl => (
+                "variable \"stripe_secret\" {\n  default = \"sk_live_51HvSecretValue\"\n}\n\
+                 locals {\n\
+                 database_url = \"postgres://admin:${var.user}:hunter2@db\"\n\
+                 key = <<EOT\n-----BEGIN KEY-----\nhunter2\nEOT\n\
+                 account = 4111111111111111\n\
+                 port = 8080\n\
+                 }\n\
+                 resource \"aws_instance\" \"web\" {\n  user_data = \"sk_live_inline\"\n}\n",
+                &[
+                    "variable \"stripe_secret\"",
+                    "database_url",
+                    "port = 8080",
+                    "resource \"aws_instance\" \"web\"",
+                ],
+            ),
+            Grammar::R => (
+                "stripe_secret <- \"sk_live_51HvSecretValue\"\n\
+                 database_url <- r\"(postgres://admin:hunter2@db)\"\n\
+                 account <- 4111111111111111\n\
+                 connect <- function(url = 'postgres://admin:hunter2@db', port = 8080) dial(url, port)\n",
+                &["connect <- function(", "port = 8080"],
+            ),
+            Grammar::Julia => (
+                "const STRIPE_SECRET = \"sk_live_51HvSecretValue\"\n\
+                 const DATABASE_URL = raw\"postgres://admin:hunter2@db\"\n\
+                 const KEY = \"\"\"\n-----BEGIN KEY-----\nhunter2\n\"\"\"\n\
+                 const ACCOUNT = 4111111111111111\n\
+                 function connect(url = \"postgres://$(user):hunter2@db\"; port = 8080)\n    dial(url, port, 'x')\nend\n",
+                &[
+                    "STRIPE_SECRET",
+                    "DATABASE_URL",
+                    "ACCOUNT",
+                    "function connect(",
+                    "port = 8080",
+                ],
+            ),
+            Grammar::Elm => (
+                "module Config exposing (..)\n\
+                 stripeSecret : String\n\
+                 stripeSecret = \"sk_live_51HvSecretValue\"\n\
+                 key = \"\"\"\n-----BEGIN KEY-----\nhunter2\n\"\"\"\n\
+                 account = 4111111111111111\n\
+                 connect url = dial url \"postgres://admin:hunter2@db\" 8080 'x'\n",
+                &["stripeSecret", "account", "connect url", "8080"],
+            ),
+            Grammar::Solidity => (
+                "contract Config {\n\
+                 string constant STRIPE_SECRET = \"sk_live_51HvSecretValue\";\n\
+                 bytes constant KEY = hex\"4111111111111111\";\n\
+                 uint256 constant ACCOUNT = 4111111111111111;\n\
+                 function connect(string memory url) public returns (uint) { emit Dial(unicode\"sk_live_unicode\", 8080); return 8080; }\n\
+                 }\n",
+                &["contract Config", "function connect(", "8080"],
+            ),
         }
     }
 
@@ -754,6 +961,59 @@ mod literal_tests {
                 Grammar::CSharp,
                 "class A { string K = \"sk_live_abc; void F() {} }\n",
             ),
+            (Grammar::Bash, "f() { g \"sk_live_abc; }\ng() { :; }\n"),
+            (
+                Grammar::Php,
+                "<?php\nfunction f($a = 'sk_live_abc) {}\nfunction g() {}\n",
+            ),
+            (
+                Grammar::Kotlin,
+                "fun f() { g(\"sk_live_abc) }\nfun h() {}\n",
+            ),
+            (Grammar::Scala, "def f() = g(\"sk_live_abc)\ndef h() = 1\n"),
+            (
+                Grammar::Swift,
+                "func f() { g(\"sk_live_abc) }\nfunc h() {}\n",
+            ),
+            (
+                Grammar::Dart,
+                "void f() { g('sk_live_abc); }\nvoid h() {}\n",
+            ),
+            (
+                Grammar::Lua,
+                "function f() g('sk_live_abc) end\nfunction h() end\n",
+            ),
+            (
+                Grammar::Elixir,
+                "def f(), do: g(\"sk_live_abc)\ndef h, do: 1\n",
+            ),
+            (Grammar::Haskell, "f = g \"sk_live_abc\nh = 1\n"),
+            (
+                Grammar::Zig,
+                "fn f() void { g(\"sk_live_abc); }\nfn h() void {}\n",
+            ),
+            (Grammar::OCaml, "let f x = g \"sk_live_abc x\nlet h y = y\n"),
+            (
+                Grammar::OCamlInterface,
+                "external f : int -> int = \"sk_live_abc\nval h : int\n",
+            ),
+            (
+                Grammar::Hcl,
+                "variable \"x\" {\n  default = \"sk_live_abc\n}\n",
+            ),
+            (
+                Grammar::R,
+                "f <- function(a = \"sk_live_abc) a\nh <- function() 1\n",
+            ),
+            (
+                Grammar::Julia,
+                "function f() g(\"sk_live_abc) end\nfunction h() end\n",
+            ),
+            (Grammar::Elm, "f = g \"sk_live_abc\nh = 1\n"),
+            (
+                Grammar::Solidity,
+                "contract A { function f() public { g(\"sk_live_abc); } }\n",
+            ),
         ] {
             for lines in [shown(lang, src), every_line(lang, src)] {
                 assert!(
@@ -826,6 +1086,23 @@ mod literal_tests {
                 Grammar::C | Grammar::Cpp => format!("int f() {{ return g(\"{quoted}\"); }}\n"),
                 Grammar::Java | Grammar::CSharp => format!("class A {{ void f() {{ g(\"{quoted}\"); }} }}\n"),
                 Grammar::Rust => format!("fn f() {{ g(\"{quoted}\") }}\n"),
+                Grammar::Bash => format!("f() {{ g \"{quoted}\"; }}\n"),
+                Grammar::Php => format!("<?php function f() {{ g(\"{quoted}\"); }}\n"),
+                Grammar::Kotlin => format!("fun f() {{ g(\"{quoted}\") }}\n"),
+                Grammar::Scala => format!("def f() = g(\"{quoted}\")\n"),
+                Grammar::Swift => format!("func f() {{ g(\"{quoted}\") }}\n"),
+                Grammar::Dart => format!("void f() {{ g(\"{quoted}\"); }}\n"),
+                Grammar::Lua => format!("function f() g(\"{quoted}\") end\n"),
+                Grammar::Elixir => format!("def f(), do: g(\"{quoted}\")\n"),
+                Grammar::Haskell => format!("f = g \"{quoted}\"\n"),
+                Grammar::Zig => format!("fn f() void {{ g(\"{quoted}\"); }}\n"),
+                Grammar::OCaml => format!("let f x = g \"{quoted}\" x\n"),
+                Grammar::OCamlInterface => format!("external f : int -> int = \"{quoted}\"\n"),
+                Grammar::Hcl => format!("locals {{\n  f = \"{quoted}\"\n}}\n"),
+                Grammar::R => format!("f <- function() g(\"{quoted}\")\n"),
+                Grammar::Elm => format!("f = g \"{quoted}\"\n"),
+                Grammar::Julia => format!("function f() g(\"{quoted}\") end\n"),
+                Grammar::Solidity => format!("function f() {{ g(\"{quoted}\"); }}\n"),
                 _ => format!("function f() {{ g(\"{quoted}\") }}\n"),
             };
             let lines = shown(lang, &src);

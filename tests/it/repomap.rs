@@ -137,16 +137,79 @@ fn every_language_fixture_shows_its_main_definition() {
             "    public class StripeGateway : IPaymentGateway",
         ),
         ("Payments.cs", "    public interface IPaymentGateway"),
+        ("orbits.jl", "struct OrbitalBody <: Body"),
+        (
+            "orbits.jl",
+            "function orbital_period(body::OrbitalBody, star_mass::Float64)",
+        ),
+        (
+            "orbits.jl",
+            "escape_velocity(mass, radius) = sqrt(2 * GRAVITATIONAL_CONSTANT * mass / radius)",
+        ),
+        ("orbits.jl", "const GRAVITATIONAL_CONSTANT = …"),
     ];
     for (file, line) in expected {
-        let block = text
-            .split_inclusive('\n')
-            .skip_while(|l| *l != format!("{file}:\n"))
-            .take_while(|l| l.starts_with(['│', '⋮']) || *l == format!("{file}:\n"))
-            .collect::<String>();
+        let block = block_of(&text, file);
         assert!(
             block.contains(&format!("│{line}\n")),
             "{file} should show {line:?}; its block:\n{block}\nwhole map:\n{text}"
+        );
+    }
+}
+
+/// The lines of `file`'s block in a rendered map: its `path:` line and what follows.
+fn block_of(text: &str, file: &str) -> String {
+    text.split_inclusive('\n')
+        .skip_while(|l| *l != format!("{file}:\n"))
+        .take_while(|l| l.starts_with(['│', '⋮']) || *l == format!("{file}:\n"))
+        .collect()
+}
+
+/// Aider's own per-language fixtures (`tests/fixtures/repomap/aider/`, see its README):
+/// each file's block shows, on one of its definition lines, the symbol that aider's
+/// `test_language_repo_map` expects of it.
+#[test]
+fn aider_fixtures_show_the_symbols_aider_expects() {
+    let repo = Repo::from_fixture("aider");
+    let map = repo.map();
+    let text = plain(&map, 32768).text;
+    let expected = [
+        ("test.c", "main"),
+        ("test.cpp", "main"),
+        ("test.ino", "setup"),
+        ("test.cs", "IGreeter"),
+        ("test.go", "Greeter"),
+        ("test.java", "Greeting"),
+        ("test.js", "Person"),
+        ("test.py", "Person"),
+        ("test.rb", "greet"),
+        ("test.rs", "Person"),
+        ("test.ts", "greet"),
+        ("test.tsx", "UserProps"),
+        ("test.sh", "greet"),
+        ("test.php", "greet"),
+        ("test.kt", "Greeting"),
+        ("test.scala", "Greeter"),
+        ("test.swift", "Greeter"),
+        ("test.dart", "Person"),
+        ("test.lua", "greet"),
+        ("test.ex", "Greeter"),
+        ("test.hs", "add"),
+        ("test.zig", "add"),
+        ("test.ml", "Greeter"),
+        ("test.mli", "Greeter"),
+        ("test.tf", "aws_vpc"),
+        ("test.r", "calculate"),
+        ("test.elm", "Person"),
+        ("test.sol", "SimpleStorage"),
+    ];
+    for (file, symbol) in expected {
+        let block = block_of(&text, file);
+        assert!(
+            block
+                .lines()
+                .any(|l| l.starts_with('│') && l.contains(symbol)),
+            "{file} should show {symbol:?}; its block:\n{block}\nwhole map:\n{text}"
         );
     }
 }

@@ -1,0 +1,12 @@
+; Literals the repo map elides (keeping at most a few characters): what a line shows
+; of a definition is its name and shape, never a string or a number it holds.
+(string_literal) @literal
+(prefixed_string_literal) @literal
+(command_literal) @literal
+(prefixed_command_literal) @literal
+(character_literal) @literal
+(integer_literal) @literal
+(float_literal) @literal
+; A string that never closes (a file mid-edit): its opening quote in the error the
+; parser recovered with; the line is elided from it to its end.
+(ERROR "\"" @literal.unclosed)

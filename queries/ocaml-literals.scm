@@ -1,0 +1,11 @@
+; Literals the repo map elides (keeping at most a few characters): what a line shows
+; of a definition is its name and shape, never a string or a number it holds.
+; Also OCaml interfaces' (`.mli`).
+(string) @literal
+(quoted_string) @literal
+(character) @literal
+(number) @literal
+(signed_number) @literal
+; A string that never closes (a file mid-edit): its opening quote in the error the
+; parser recovered with; the line is elided from it to its end.
+(ERROR "\"" @literal.unclosed)

@@ -1,0 +1,9 @@
+; Literals the repo map elides (keeping at most a few characters): what a line shows
+; of a definition is its name and shape, never a string or a number it holds.
+(string) @literal
+(integer) @literal
+(float) @literal
+(complex) @literal
+; A string that never closes (a file mid-edit): its opening quote in the error the
+; parser recovered with; the line is elided from it to its end.
+(ERROR (string_open) @literal.unclosed)

@@ -19,6 +19,7 @@ pub mod git;
 pub mod headless;
 pub mod languages;
 pub mod llm;
+pub mod noise;
 pub mod plural;
 pub mod prompts;
 pub mod regular_file;

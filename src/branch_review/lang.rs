@@ -3,63 +3,7 @@
 //! language, and whether a file is noise a compressed review skips.
 
 pub use crate::languages::Language;
-
-/// Why a compressed review leaves a file out without looking at its diff.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Noise {
-    Lockfile,
-    Minified,
-    SourceMap,
-    /// An extension that is binary or bulk data even when git sees text (images, fonts,
-    /// archives, compiled objects, CSV dumps, SVG).
-    BinaryLike,
-}
-
-impl Noise {
-    /// Classifies a path by its name alone.
-    pub fn of(path: &str) -> Option<Noise> {
-        let name = path.rsplit('/').next().unwrap_or(path);
-        let lower = name.to_ascii_lowercase();
-        const LOCKFILES: &[&str] = &[
-            "package-lock.json",
-            "npm-shrinkwrap.json",
-            "pnpm-lock.yaml",
-            "go.sum",
-            "packages.lock.json",
-            "gradle.lockfile",
-            "package.resolved",
-            "bun.lockb",
-        ];
-        if lower.ends_with(".lock") || LOCKFILES.contains(&lower.as_str()) {
-            return Some(Noise::Lockfile);
-        }
-        if lower.ends_with(".map") {
-            return Some(Noise::SourceMap);
-        }
-        let ext = lower.rsplit_once('.').map_or("", |(_, e)| e);
-        let stem = lower.strip_suffix(ext).unwrap_or(&lower);
-        if stem.ends_with(".min.") || stem.ends_with("-min.") {
-            return Some(Noise::Minified);
-        }
-        const BINARY_LIKE: &[&str] = &[
-            "png", "jpg", "jpeg", "gif", "bmp", "ico", "webp", "tiff", "psd", "svg", "ttf", "otf",
-            "woff", "woff2", "eot", "zip", "gz", "tgz", "bz2", "xz", "zst", "7z", "rar", "tar",
-            "jar", "war", "class", "o", "a", "so", "dll", "dylib", "exe", "bin", "wasm", "pyc",
-            "pyo", "pyd", "pdf", "mp3", "mp4", "ogg", "wav", "webm", "mov", "avi", "db", "sqlite",
-            "pickle", "pkl", "npy", "npz", "parquet", "csv", "tsv",
-        ];
-        BINARY_LIKE.contains(&ext).then_some(Noise::BinaryLike)
-    }
-
-    pub fn label(self) -> &'static str {
-        match self {
-            Noise::Lockfile => "lockfile",
-            Noise::Minified => "minified",
-            Noise::SourceMap => "source map",
-            Noise::BinaryLike => "binary-like",
-        }
-    }
-}
+pub use crate::noise::Noise;
 
 /// Whether `line` opens a function, method, class or similar scope in `lang`: a cheap
 /// keyword test after stripping modifiers (`pub(crate)`, `export default async`, ...),
@@ -271,24 +215,6 @@ mod tests {
         assert_eq!(Language::of("README.md"), Language::Other);
         assert_eq!(Language::of(".bashrc"), Language::Other);
         assert_eq!(Language::of("Makefile"), Language::Other);
-    }
-
-    #[test]
-    fn noise_is_recognised_by_name() {
-        for (path, noise) in [
-            ("Cargo.lock", Noise::Lockfile),
-            ("web/package-lock.json", Noise::Lockfile),
-            ("go.sum", Noise::Lockfile),
-            ("uv.lock", Noise::Lockfile),
-            ("dist/app.min.js", Noise::Minified),
-            ("dist/app.js.map", Noise::SourceMap),
-            ("assets/logo.PNG", Noise::BinaryLike),
-        ] {
-            assert_eq!(Noise::of(path), Some(noise), "{path}");
-        }
-        for path in ["src/lock.rs", "minify.js", "src/map.rs", "docs/min.md"] {
-            assert_eq!(Noise::of(path), None, "{path}");
-        }
     }
 
     #[test]

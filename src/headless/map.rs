@@ -143,6 +143,24 @@ fn print_stats(r: &RefreshStats, result: &MapResult, counter: &TokenCounter, tot
         r.graph_identifiers,
         r.graph_edges
     );
+    let left_out: Vec<String> = result
+        .left_out
+        .iter()
+        .map(|(reason, count)| format!("{count} {reason}"))
+        .collect();
+    errln!(
+        "left out: {}",
+        if left_out.is_empty() {
+            "nothing".to_string()
+        } else {
+            left_out.join(", ")
+        }
+    );
+    errln!(
+        "collapsed: {} into {}",
+        crate::plural::count(result.collapsed_files, "file"),
+        crate::plural::count(result.collapsed, "line")
+    );
     if let Some(why) = &r.cache_discarded {
         errln!("cache: discarded ({why}), rebuilt");
     }

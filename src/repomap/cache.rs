@@ -20,12 +20,14 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::interner::Names;
+use super::left_out::AttributeMemo;
 use super::store::Key;
 
 const SNAPSHOT_MAGIC: &[u8; 8] = b"TERNSNAP";
 const COUNTS_MAGIC: &[u8; 8] = b"TERNCNTS";
-/// Bump whenever `Known` or `Snapshot` change meaning.
-pub const VERSION: u32 = 3;
+/// Bump whenever `Known` or `Snapshot` change meaning (4: `Kind::LongLines`, the
+/// attribute answers).
+pub const VERSION: u32 = 4;
 const HEADER: usize = 8 + 4 + 8;
 
 /// What kind of content a file holds.
@@ -39,6 +41,8 @@ pub enum Kind {
     /// Shown as a bare path: no supported language, or no definitions or references.
     Untagged,
     Binary,
+    /// Minified or generated text: not parsed, left out of the map.
+    LongLines,
 }
 
 /// What is known about one file of the set without its tags: enough to tell whether
@@ -66,6 +70,7 @@ pub struct Snapshot {
     pub names: Names,
     /// (root-relative path, what is known about it).
     pub files: Vec<(String, Known)>,
+    pub attributes: AttributeMemo,
 }
 
 /// The same layout as [`Snapshot`], written from borrowed data.
@@ -74,6 +79,7 @@ struct SnapshotOut<'a> {
     saved_ns: i64,
     names: &'a Names,
     files: &'a [(&'a str, &'a Known)],
+    attributes: &'a AttributeMemo,
 }
 
 /// Where the caches of the checkout at `root` live under `dir` (normally
@@ -133,6 +139,7 @@ pub(crate) fn save_snapshot(
     saved_ns: i64,
     names: &Names,
     files: &[(&str, &Known)],
+    attributes: &AttributeMemo,
 ) -> std::io::Result<()> {
     write(
         path,
@@ -141,6 +148,7 @@ pub(crate) fn save_snapshot(
             saved_ns,
             names,
             files,
+            attributes,
         },
     )
 }
@@ -283,7 +291,9 @@ mod tests {
         interner.intern("main");
         let a = known(Kind::Tags { defs: 1, refs: 1 });
         let b = known(Kind::Binary);
-        save_snapshot(&path, 42, interner.names(), &[("a.rs", &a), ("b.bin", &b)]).unwrap();
+        let attributes = AttributeMemo::default();
+        let files = [("a.rs", &a), ("b.bin", &b)];
+        save_snapshot(&path, 42, interner.names(), &files, &attributes).unwrap();
         let (back, why) = load_snapshot(&path);
         assert_eq!(why, None);
         assert_eq!(back.saved_ns, 42);

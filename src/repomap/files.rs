@@ -153,33 +153,17 @@ impl IndexTrust {
     fn new(repo: &git2::Repository, index: &git2::Index) -> IndexTrust {
         let written_secs = std::fs::metadata(repo.path().join("index"))
             .map_or(i64::MIN, |m| mtime_ns(&m).div_euclid(1_000_000_000));
-        let mut converted = Vec::new();
-        let converts = |path: &Path| {
-            crate::regular_file::read_to_string(path, crate::regular_file::MAX_SETTINGS_BYTES)
-                .is_ok_and(|t| CONVERTING.iter().any(|w| t.contains(w)))
-        };
-        let config = repo.config().ok();
-        let autocrlf = config
-            .as_ref()
+        let autocrlf = repo
+            .config()
+            .ok()
             .and_then(|c| c.get_string("core.autocrlf").ok())
             .is_some_and(|v| !v.eq_ignore_ascii_case("false"));
-        let global = config
-            .as_ref()
-            .and_then(|c| c.get_path("core.attributesFile").ok())
-            .is_some_and(|p| converts(&p));
-        if autocrlf || global || converts(&repo.path().join("info").join("attributes")) {
-            converted.push(String::new());
-        }
-        if let Some(workdir) = repo.workdir() {
-            for entry in index.iter() {
-                if let Ok(rel) = std::str::from_utf8(&entry.path)
-                    && let Some(dir) = rel.strip_suffix(".gitattributes")
-                    && (dir.is_empty() || dir.ends_with('/'))
-                    && converts(&workdir.join(rel))
-                {
-                    converted.push(dir.to_string());
-                }
-            }
+        let staged = index
+            .iter()
+            .filter_map(|entry| String::from_utf8(entry.path).ok());
+        let mut converted = attribute_dirs(repo, staged, &CONVERTING).dirs;
+        if autocrlf && converted.first().is_none_or(|d| !d.is_empty()) {
+            converted.insert(0, String::new());
         }
         IndexTrust {
             written_secs,
@@ -202,6 +186,64 @@ impl IndexTrust {
         .then(|| entry.id.as_bytes().try_into().ok())
         .flatten()
     }
+}
+
+/// The attribute files that may set some attributes.
+#[derive(Debug, Default)]
+pub(crate) struct AttributeFiles {
+    /// The directories (with a trailing `/`; empty for all) they apply to.
+    pub dirs: Vec<String>,
+    /// The xxh3 of their paths and contents.
+    pub digest: u64,
+}
+
+/// The attribute files whose git attributes may set one of `words`: the `.gitattributes`
+/// files among `files` (root-relative) that mention one, and the repository's
+/// `info/attributes` or the global attributes file (for all directories) if they do. The
+/// words are only looked for, so that a repository with no such attribute costs git's
+/// attribute lookup nothing; git2 says what they are set to.
+pub(crate) fn attribute_dirs(
+    repo: &git2::Repository,
+    files: impl IntoIterator<Item = impl AsRef<str>>,
+    words: &[&str],
+) -> AttributeFiles {
+    let hasher = std::cell::RefCell::new(xxhash_rust::xxh3::Xxh3::new());
+    let mentions = |path: &Path| {
+        let text =
+            crate::regular_file::read_to_string(path, crate::regular_file::MAX_SETTINGS_BYTES);
+        let mentions = text
+            .as_ref()
+            .is_ok_and(|t| words.iter().any(|w| t.contains(w)));
+        if let (true, Ok(text)) = (mentions, &text) {
+            let mut hasher = hasher.borrow_mut();
+            hasher.update(path.as_os_str().as_encoded_bytes());
+            hasher.update(&[0]);
+            hasher.update(text.as_bytes());
+        }
+        mentions
+    };
+    let mut dirs = Vec::new();
+    let global = repo
+        .config()
+        .ok()
+        .and_then(|c| c.get_path("core.attributesFile").ok())
+        .is_some_and(|p| mentions(&p));
+    if global || mentions(&repo.path().join("info").join("attributes")) {
+        dirs.push(String::new());
+    }
+    if let Some(workdir) = repo.workdir() {
+        for rel in files {
+            let rel = rel.as_ref();
+            if let Some(dir) = rel.strip_suffix(".gitattributes")
+                && (dir.is_empty() || dir.ends_with('/'))
+                && mentions(&workdir.join(rel))
+            {
+                dirs.push(dir.to_string());
+            }
+        }
+    }
+    let digest = hasher.borrow().digest();
+    AttributeFiles { dirs, digest }
 }
 
 /// The stat data the index keeps for a staged file.

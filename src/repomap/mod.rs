@@ -10,10 +10,12 @@
 use derive_visitor::DriveMut;
 
 mod cache;
+mod collapse;
 mod files;
 mod important;
 mod interner;
 mod languages;
+mod left_out;
 pub mod mentions;
 mod rank;
 mod render;
@@ -198,12 +200,20 @@ pub struct MapResult {
     /// Tokens of `text`, counted with the real tokenizer; never above the budget.
     pub tokens: usize,
     pub budget: usize,
-    /// Every file that could be in the map (chat and binary files excluded) with its
-    /// PageRank score, best first.
+    /// Every file that could be in the map (chat, binary and left-out files excluded)
+    /// with its PageRank score, best first; a collapsed group is one entry, its line
+    /// with its best ranked file's score.
     pub ranked_files: Vec<(String, f64)>,
+    /// What was left out as noise (chat and mentioned files never are): a count per
+    /// reason, for the reasons that left something out.
+    pub left_out: Vec<(&'static str, usize)>,
     /// Definitions and files shown (the important files listed at the top too).
     pub shown_defs: usize,
     pub shown_files: usize,
+    /// Lines that stand for collapsed groups of files (`locale/**/*.po (36 files)`), in
+    /// `ranked_files` and the map alike, and how many files they stand for.
+    pub collapsed: usize,
+    pub collapsed_files: usize,
     /// Important files (README, manifests, CI, ...) listed at the top, best first.
     pub important: Vec<String>,
     pub rank_time: Duration,
@@ -306,8 +316,12 @@ pub struct RepoMap {
     paths: Arc<Vec<String>>,
     slots: Vec<Slot>,
     index: Arc<HashMap<String, u32>>,
-    /// The important files of the set (`important.rs`), root first.
-    important: Vec<u32>,
+    /// The packages of the set and their important files (`important.rs`).
+    packages: important::Packages,
+    /// Per file: why its name or attributes leave it out of the map (`left_out.rs`).
+    left_out: Vec<Option<left_out::Reason>>,
+    /// What git2's attribute lookups answered, kept in the snapshot.
+    attributes: left_out::AttributeMemo,
     interner: Interner,
     graph: Arc<Graph>,
     /// The snapshot's files not yet claimed by a refresh; None until the first refresh
@@ -360,7 +374,9 @@ impl RepoMap {
             paths: Arc::default(),
             slots: Vec::new(),
             index: Arc::default(),
-            important: Vec::new(),
+            packages: important::Packages::default(),
+            left_out: Vec::new(),
+            attributes: left_out::AttributeMemo::default(),
             interner: Interner::default(),
             graph: Arc::new(Graph::build(&[], 0, |_| "")),
             disk: None,
@@ -421,6 +437,7 @@ impl RepoMap {
             self.interner = Interner::from_names(snapshot.names);
             self.disk = Some(snapshot.files.into_iter().collect());
             self.disk_saved_ns = snapshot.saved_ns;
+            self.attributes = snapshot.attributes;
         } else if first {
             self.disk = Some(HashMap::new());
         }
@@ -482,7 +499,8 @@ impl RepoMap {
         }
         stats.parse = start.elapsed();
         let graph_start = Instant::now();
-        if set_changed {
+        // What `.gitattributes` says may have changed with it.
+        if set_changed || stats.changed.iter().any(|p| p.ends_with(".gitattributes")) {
             self.rebuild_index();
         }
         if !stats.changed.is_empty() {
@@ -686,6 +704,7 @@ impl RepoMap {
             ),
             Content::Untagged => (Kind::Untagged, None),
             Content::Binary => (Kind::Binary, None),
+            Content::LongLines => (Kind::LongLines, None),
         };
         let mut known = Known {
             size: f.size,
@@ -743,7 +762,10 @@ impl RepoMap {
     }
 
     fn rebuild_index(&mut self) {
-        self.important = important::find(&self.paths);
+        self.packages = important::Packages::find(&self.paths);
+        let (left_out, changed) = left_out::by_path(&self.root, &self.paths, &mut self.attributes);
+        self.left_out = left_out;
+        self.unsaved |= changed;
         self.index = Arc::new(
             self.paths
                 .iter()
@@ -763,7 +785,7 @@ impl RepoMap {
                     stats.definitions += defs as usize;
                     stats.references += refs as usize;
                 }
-                Kind::Untagged => {}
+                Kind::Untagged | Kind::LongLines => {}
             }
         }
         let g = self.graph.stats();
@@ -816,7 +838,14 @@ impl RepoMap {
             .zip(&self.slots)
             .map(|(p, s)| (p.as_str(), &s.known))
             .collect();
-        if let Err(e) = cache::save_snapshot(&path, self.read_ns, self.interner.names(), &files) {
+        let saved = cache::save_snapshot(
+            &path,
+            self.read_ns,
+            self.interner.names(),
+            &files,
+            &self.attributes,
+        );
+        if let Err(e) = saved {
             tracing::warn!("cannot save repo map snapshot {}: {e}", path.display());
         }
         if let Some(dir) = stem.parent() {
@@ -881,18 +910,39 @@ impl RepoMap {
             .filter_map(|i| self.interner.get(i.as_ref()))
             .collect();
         let ranking = self.graph.rank(&chat, &personal, &mentioned);
+        // Noise is left out unless the chat names it.
+        let mut left_out = [0usize; left_out::Reason::ALL.len()];
+        let listed: Vec<bool> = (0..n as u32)
+            .map(|f| {
+                if chat[f as usize] || !self.is_mappable(f) {
+                    return false;
+                }
+                match self.noise(f) {
+                    Some(reason) if personal[f as usize] == 0.0 => {
+                        left_out[reason as usize] += 1;
+                        false
+                    }
+                    _ => true,
+                }
+            })
+            .collect();
         let defines: Vec<&[u32]> = self
             .slots
             .iter()
-            .map(|s| s.known.defines.as_slice())
+            .zip(&listed)
+            .map(|(s, &listed)| {
+                if listed {
+                    s.known.defines.as_slice()
+                } else {
+                    &[]
+                }
+            })
             .collect();
         let credits = self.graph.credits(&ranking, &defines);
         let rank_time = start.elapsed();
 
         let fit_start = Instant::now();
-        let mut by_rank: Vec<u32> = (0..n as u32)
-            .filter(|&f| !chat[f as usize] && self.is_mappable(f))
-            .collect();
+        let mut by_rank: Vec<u32> = (0..n as u32).filter(|&f| listed[f as usize]).collect();
         // Equal scores (all zero when the chat files reference nothing, or there is no
         // graph at all) go by what the chat mentions, then by how referenced a file is,
         // then by size: never by name.
@@ -907,8 +957,11 @@ impl RepoMap {
                 self.slots[f as usize].known.size,
             )
         };
+        // Files without tags (YAML, SQL, data) rank below tagged ones unless named.
+        let tier = |f: u32| self.slots[f as usize].is_tagged() || personal[f as usize] > 0.0;
         by_rank.sort_by_cached_key(|&f| {
             (
+                std::cmp::Reverse(tier(f)),
                 std::cmp::Reverse(OrderedScore(ranking.file_rank[f as usize])),
                 std::cmp::Reverse(fallback(f)),
                 f,
@@ -918,16 +971,27 @@ impl RepoMap {
         for (at, &f) in by_rank.iter().enumerate() {
             position[f as usize] = at as u32;
         }
-        let important = self
-            .important
-            .iter()
-            .filter(|&&f| position[f as usize] != u32::MAX)
-            .map(|&file| Item::Important { file });
-        let rendering = Rendering::new(self);
+        let important: Vec<u32> = self
+            .packages
+            .important(&ranking.file_rank, &chat, |f| self.graph.in_degree(f))
+            .into_iter()
+            .filter(|&f| position[f as usize] != u32::MAX)
+            .collect();
+        let important_items = important.iter().map(|&file| Item::Important { file });
+        let mut is_important = vec![false; n];
+        for &f in &important {
+            is_important[f as usize] = true;
+        }
+        let collapsed = collapse::collapse(&self.paths, &self.packages, &by_rank, |f| {
+            !is_important[f as usize]
+                && !self.slots[f as usize].is_tagged()
+                && personal[f as usize] == 0.0
+        });
+        let rendering = Rendering::new(self, &collapsed.lines);
         let defs = RankedDefs::new(credits, self, &position).flat_map(|c| rendering.defs_of(c));
-        let bare = by_rank.iter().map(|&file| Item::Bare { file });
+        let bare = collapsed.entries.iter().map(|&file| Item::Bare { file });
         let fitted = render::fit(
-            important.chain(defs).chain(bare),
+            important_items.chain(defs).chain(bare),
             &rendering,
             &self.counter,
             &self.block_counts,
@@ -939,21 +1003,28 @@ impl RepoMap {
             text: fitted.text,
             tokens: fitted.tokens,
             budget,
-            ranked_files: by_rank
+            ranked_files: collapsed
+                .entries
                 .iter()
                 .map(|&f| {
                     (
-                        self.paths[f as usize].clone(),
+                        rendering.path_or_line(f).to_string(),
                         ranking.file_rank[f as usize],
                     )
                 })
                 .collect(),
+            collapsed: collapsed.lines.len(),
+            collapsed_files: collapsed.files,
+            left_out: left_out::Reason::ALL
+                .into_iter()
+                .zip(left_out)
+                .filter(|&(_, count)| count > 0)
+                .map(|(reason, count)| (reason.label(), count))
+                .collect(),
             shown_defs: fitted.defs,
             shown_files: fitted.files,
-            important: self
-                .important
+            important: important
                 .iter()
-                .filter(|&&f| position[f as usize] != u32::MAX)
                 .take(fitted.important)
                 .map(|&f| self.paths[f as usize].clone())
                 .collect(),
@@ -971,6 +1042,18 @@ impl RepoMap {
 
     fn is_mappable(&self, file: u32) -> bool {
         !matches!(self.slots[file as usize].known.kind, Kind::Binary)
+    }
+
+    /// Why `file` is noise the map leaves out, if it is.
+    fn noise(&self, file: u32) -> Option<left_out::Reason> {
+        self.left_out
+            .get(file as usize)
+            .copied()
+            .flatten()
+            .or_else(|| {
+                matches!(self.slots[file as usize].known.kind, Kind::LongLines)
+                    .then_some(left_out::Reason::LongLines)
+            })
     }
 
     /// The file index of a root-relative or absolute path.
@@ -1010,18 +1093,28 @@ impl Drop for RepoMap {
 struct Rendering<'a> {
     map: &'a RepoMap,
     contents: RefCell<HashMap<u32, Option<Rc<[u8]>>>>,
+    /// The line of each collapsed group, by the file that stands for it.
+    collapsed: &'a HashMap<u32, String>,
 }
 
 impl<'a> Rendering<'a> {
-    fn new(map: &'a RepoMap) -> Self {
+    fn new(map: &'a RepoMap, collapsed: &'a HashMap<u32, String>) -> Self {
         Rendering {
             map,
             contents: RefCell::default(),
+            collapsed,
         }
     }
 }
 
 impl<'a> Rendering<'a> {
+    /// The path of `file`, or the line of the collapsed group it stands for.
+    fn path_or_line(&self, file: u32) -> &'a str {
+        self.collapsed
+            .get(&file)
+            .map_or(self.map.paths[file as usize].as_str(), String::as_str)
+    }
+
     /// The tags of `file` and the content they were taken from, when it is tagged and
     /// unchanged; its tags are loaded on first use.
     fn loaded(&self, file: u32) -> Option<(&'a Loaded, Rc<[u8]>)> {
@@ -1060,7 +1153,7 @@ impl<'a> Rendering<'a> {
 
 impl render::Source for Rendering<'_> {
     fn path(&self, file: u32) -> &str {
-        &self.map.paths[file as usize]
+        self.path_or_line(file)
     }
 
     fn tagged(&self, file: u32) -> Option<(&FileTags, Rc<[u8]>)> {
@@ -1152,6 +1245,9 @@ fn content_of(lang: Option<Grammar>, bytes: &[u8]) -> Content {
     if crate::diff::is_binary(bytes) {
         return Content::Binary;
     }
+    if crate::noise::has_long_lines(bytes) {
+        return Content::LongLines;
+    }
     match lang {
         Some(lang) => {
             let tags = tags::extract(lang, bytes);
@@ -1171,6 +1267,7 @@ fn stored_content(slot: &Slot) -> Option<store::ContentRef<'_>> {
         Kind::Tags { .. } => store::ContentRef::Tags(&slot.tags.get()?.as_ref()?.tags),
         Kind::Untagged => store::ContentRef::Untagged,
         Kind::Binary => store::ContentRef::Binary,
+        Kind::LongLines => store::ContentRef::LongLines,
     })
 }
 
@@ -1260,7 +1357,14 @@ mod tests {
             })
             .collect();
         let borrowed: Vec<(&str, &Known)> = files.iter().map(|(p, k)| (p.as_str(), k)).collect();
-        cache::save_snapshot(&path, snapshot.saved_ns, &snapshot.names, &borrowed).unwrap();
+        cache::save_snapshot(
+            &path,
+            snapshot.saved_ns,
+            &snapshot.names,
+            &borrowed,
+            &snapshot.attributes,
+        )
+        .unwrap();
 
         let mut second = open();
         let stats = second.refresh(&|_| {});

@@ -85,6 +85,7 @@ pub enum Item {
 
 /// What the renderer needs to know about a file.
 pub trait Source {
+    /// The file's path, or the line of the collapsed group it stands for.
     fn path(&self, file: u32) -> &str;
     /// The file's tags and the content they were taken from; None shows the file as a
     /// bare path (untagged, or changed since its tags were taken).

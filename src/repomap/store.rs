@@ -31,8 +31,8 @@ pub const DEFAULT_CAP_BYTES: u64 = 1 << 30;
 
 const MAGIC: &[u8; 8] = b"TERNSEG1";
 /// Bump whenever `Content`, `FileTags` or the extraction change meaning (2: the
-/// literals that shown lines elide).
-const FORMAT: u32 = 2;
+/// literals that shown lines elide; 3: text of long lines is `LongLines`, not parsed).
+const FORMAT: u32 = 3;
 const HEADER: usize = 8 + 4 + 4;
 const ROW: usize = 32 + 8 + 4 + 8;
 const EXTENSION: &str = "tseg";
@@ -47,6 +47,8 @@ pub enum Content {
     /// supported language: shown as a bare path.
     Untagged,
     Binary,
+    /// Minified or generated text (`noise::has_long_lines`): not parsed, left out.
+    LongLines,
 }
 
 /// A [`Content`] borrowed for writing; it serializes the same way.
@@ -55,6 +57,7 @@ pub enum ContentRef<'a> {
     Tags(&'a FileTags),
     Untagged,
     Binary,
+    LongLines,
 }
 
 #[cfg(test)]
@@ -64,6 +67,7 @@ impl Content {
             Content::Tags(t) => ContentRef::Tags(t),
             Content::Untagged => ContentRef::Untagged,
             Content::Binary => ContentRef::Binary,
+            Content::LongLines => ContentRef::LongLines,
         }
     }
 }

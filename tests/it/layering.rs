@@ -301,6 +301,7 @@ const LEAVES: &[&str] = &[
     "edit_format",
     "egress",
     "languages",
+    "noise",
     "plural",
     "prompts",
     "regular_file",

@@ -13,9 +13,9 @@ use tern::tokens::{Encoding, TokenCounter};
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/repomap");
 
 /// A temporary repository plus a separate temporary cache dir.
-struct Repo {
+pub(crate) struct Repo {
     repo: TempRepo,
-    cache: tempfile::TempDir,
+    pub(crate) cache: tempfile::TempDir,
 }
 
 impl std::ops::Deref for Repo {
@@ -27,7 +27,7 @@ impl std::ops::Deref for Repo {
 }
 
 impl Repo {
-    fn empty() -> Repo {
+    pub(crate) fn empty() -> Repo {
         Repo {
             repo: TempRepo::empty(),
             cache: tempfile::tempdir().unwrap(),
@@ -42,7 +42,7 @@ impl Repo {
         repo
     }
 
-    fn open(&self) -> RepoMap {
+    pub(crate) fn open(&self) -> RepoMap {
         RepoMap::open(
             self.path(),
             counter(),
@@ -52,7 +52,7 @@ impl Repo {
     }
 
     /// Opens and refreshes.
-    fn map(&self) -> RepoMap {
+    pub(crate) fn map(&self) -> RepoMap {
         let mut map = self.open();
         map.refresh(&|_| {});
         map
@@ -72,11 +72,11 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-fn counter() -> TokenCounter {
+pub(crate) fn counter() -> TokenCounter {
     TokenCounter::new(Encoding::O200kBase, false)
 }
 
-const NONE: [&str; 0] = [];
+pub(crate) const NONE: [&str; 0] = [];
 
 fn plain(map: &RepoMap, budget: usize) -> MapResult {
     map.build(&NONE, &NONE, &NONE, budget)

@@ -187,7 +187,7 @@ pub fn review_history(description: &str) -> String {
 /// each, after the rejected hunks.
 pub const REJECTED_REASONS: &str = text!("rejected-reasons.md");
 
-// Git (`engine::slash`).
+// Git (`Engine::command`, `engine/mod.rs`).
 
 /// What the model is told after the user undid its commit `id`; the commit's diff
 /// follows it.

@@ -3,21 +3,18 @@
 
 use std::path::Path;
 
-use super::Engine;
-use super::protocol::{Caution, Event, ReviewOp};
+use super::EventSink;
+use super::proposal_review::{Pending, view};
+use super::protocol::{Caution, Event};
 use crate::edit::Select;
 
-impl Engine {
+impl Pending {
     /// `Op::ApplyAllowed`: every hunk without a caution, and with `outside_chat` the
-    /// files whose only caution is that they are not in the chat, are accepted and
-    /// applied as `/apply all` applies them. The files and hunks held back are named
+    /// files whose only caution is that they are not in the chat, are accepted (then
+    /// applied as `/apply all` applies them). The files and hunks held back are named
     /// first; when nothing is left to accept, nothing is applied.
-    pub(super) fn apply_allowed(&mut self, outside_chat: bool) {
-        let view = self
-            .pending
-            .as_ref()
-            .map(super::proposal_review::view)
-            .unwrap_or_default();
+    pub(super) fn accept_allowed(&mut self, outside_chat: bool, events: &EventSink) {
+        let view = view(self);
         let allowed = |cautions: &[Caution]| {
             outside_chat && cautions.iter().all(|c| *c == Caution::OutsideChat)
         };
@@ -26,7 +23,7 @@ impl Engine {
             if allowed(&file.cautions) {
                 accepted.push(file.path.clone());
             } else {
-                self.events.send(Event::HeldBack {
+                events.send(Event::HeldBack {
                     path: file.path.clone(),
                     hunk: None,
                     cautions: file.cautions.clone(),
@@ -35,7 +32,7 @@ impl Engine {
         }
         for file in &view.files {
             for hunk in file.hunks.iter().filter(|h| !h.cautions.is_empty()) {
-                self.events.send(Event::HeldBack {
+                events.send(Event::HeldBack {
                     path: file.path.clone(),
                     hunk: Some(hunk.id.clone()),
                     cautions: hunk.cautions.clone(),
@@ -43,17 +40,9 @@ impl Engine {
             }
         }
         // Quietly: the events above name what is held back, once.
-        if let Some(pending) = self.pending.as_mut() {
-            for path in &accepted {
-                pending.accept(Select::File(Path::new(path)));
-            }
-            pending.accept(Select::All);
+        for path in &accepted {
+            self.accept(Select::File(Path::new(path)));
         }
-        self.publish_proposal();
-        // Everything held back: the events above say why; there is nothing to apply
-        // (and no review key to advise, as `/apply` would).
-        if self.pending.as_ref().is_some_and(|p| p.any_accepted()) {
-            self.review(ReviewOp::Apply);
-        }
+        self.accept(Select::All);
     }
 }

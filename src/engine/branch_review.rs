@@ -5,10 +5,12 @@
 
 use tokio_util::sync::CancellationToken;
 
-use super::activity::Stream;
+use super::model::Model;
+use super::persist::Saved;
 use super::persist::record::Request;
 use super::protocol::{ChatMode, Event, RequestKind, ShownKind};
-use super::{Engine, EventSink, Internal};
+use super::run_loop::Loop;
+use super::{EventSink, Internal, Session};
 use crate::branch_review::{
     self as review, DiffSource, ReviewOptions, ReviewPlan, Reviewer, SendEvent,
 };
@@ -46,61 +48,74 @@ impl From<review::ReviewError> for ReviewFailure {
     }
 }
 
-impl Engine {
-    /// Parses `/review` arguments: nothing (the default base), a REF, or `--worktree`.
-    pub(super) fn review_command(&mut self, args: &str) {
-        let source = match args.trim() {
-            "--worktree" | "worktree" => DiffSource::Worktree,
-            "" => DiffSource::Branch { base: None },
-            base => DiffSource::Branch {
-                base: Some(base.to_string()),
-            },
-        };
-        self.start_review(source, ReviewOptions::from(self.model.settings()), true);
+/// `/review` arguments: nothing (the default base), a REF, or `--worktree`.
+pub(super) fn source(args: &str) -> DiffSource {
+    match args.trim() {
+        "--worktree" | "worktree" => DiffSource::Worktree,
+        "" => DiffSource::Branch { base: None },
+        base => DiffSource::Branch {
+            base: Some(base.to_string()),
+        },
     }
+}
 
-    /// Plans a review of `source` and, when `send` is set, sends it.
-    pub(super) fn start_review(&mut self, source: DiffSource, options: ReviewOptions, send: bool) {
-        let label = match &source {
-            DiffSource::Worktree => "/review --worktree".to_string(),
-            DiffSource::Branch { base: Some(base) } => format!("/review {base}"),
-            DiffSource::Branch { base: None } => "/review".to_string(),
-        };
-        if let Some(busy) = self.activity.busy_reason() {
-            self.events.send(Event::TurnFailed {
-                error: busy.into(),
-                message: label,
-            });
-            return;
-        }
-        let cancel = self.activity.stream(Stream::BranchReview);
-        let job = ReviewJob {
-            root: self.session.root().to_path_buf(),
-            client: self.model.client().clone(),
-            model: self.model.info().clone(),
-            counter: self.model.counter().clone(),
-            window: self.model.window(),
-            events: self.events.clone(),
-        };
-        let done = self.run_loop.done();
-        super::run_loop::spawn(done.clone(), async move {
-            let result = job.run(source, options, send, &label, &cancel).await;
-            let _ = done.send(Internal::Reviewed(ReviewOutcome { label, result }));
-        });
+/// How a review of `source` is named in the conversation.
+pub(super) fn label(source: &DiffSource) -> String {
+    match source {
+        DiffSource::Worktree => "/review --worktree".to_string(),
+        DiffSource::Branch { base: Some(base) } => format!("/review {base}"),
+        DiffSource::Branch { base: None } => "/review".to_string(),
     }
+}
 
-    pub(super) fn finish_review(&mut self, outcome: ReviewOutcome) {
-        self.activity.end_stream();
-        match outcome.result {
-            Err(ReviewFailure::Empty(why)) => self.notice(format!("nothing to review: {why}")),
-            Err(ReviewFailure::Failed(error)) => self.events.send(Event::TurnFailed {
+/// Plans a review of `source` on a task and, when `send` is set, sends it; the outcome
+/// comes back to the loop.
+pub(super) fn spawn(
+    request: (DiffSource, ReviewOptions, bool),
+    label: String,
+    cancel: CancellationToken,
+    parts: (&Model, &Session, &EventSink),
+    jobs: &Loop,
+) {
+    let (source, options, send) = request;
+    let (model, session, events) = parts;
+    let job = ReviewJob {
+        root: session.root().to_path_buf(),
+        client: model.client().clone(),
+        model: model.info().clone(),
+        counter: model.counter().clone(),
+        window: model.window(),
+        events: events.clone(),
+    };
+    let done = jobs.done();
+    super::run_loop::spawn(done.clone(), async move {
+        let result = job.run(source, options, send, &label, &cancel).await;
+        let _ = done.send(Internal::Reviewed(ReviewOutcome { label, result }));
+    });
+}
+
+impl ReviewOutcome {
+    /// A review finished: a sent one joins the conversation (so follow-up questions
+    /// work; the diff itself does not, it would crowd the history) and its cost the
+    /// session's.
+    pub(super) fn settle(
+        self,
+        model: &mut Model,
+        session: &mut Session,
+        saved: &mut Saved,
+        events: &EventSink,
+    ) {
+        let ReviewOutcome { label, result } = self;
+        match result {
+            Err(ReviewFailure::Empty(why)) => events.notice(format!("nothing to review: {why}")),
+            Err(ReviewFailure::Failed(error)) => events.send(Event::TurnFailed {
                 error,
-                message: outcome.label,
+                message: label,
             }),
             Ok(Reviewed::Planned) => {}
             Ok(Reviewed::Sent(plan, mut replies)) => {
                 for usage in replies.iter_mut().filter_map(|r| r.usage.as_mut()) {
-                    self.believed_cache(usage);
+                    model.believed_cache(usage, events);
                 }
                 let texts: Vec<String> = replies.iter().map(|r| r.text.clone()).collect();
                 let text = review::merge_replies(&texts);
@@ -110,7 +125,7 @@ impl Engine {
                 } else {
                     Usage {
                         prompt_tokens: plan.calls.iter().map(|c| c.tokens).sum(),
-                        completion_tokens: self.model.counter().count(&text),
+                        completion_tokens: model.counter().count(&text),
                         ..Usage::default()
                     }
                 };
@@ -119,47 +134,33 @@ impl Engine {
                     .map(|r| r.finish.clone())
                     .find(|f| *f != Finish::Stop)
                     .unwrap_or(Finish::Stop);
-                self.record_cost(&usage, !reported);
-                // The review stays in the conversation, so follow-up questions work;
-                // the diff itself does not (it would crowd the history).
-                let owed = self.session.notes_for_next_turn.clone();
-                self.record_turn(&outcome.label, ChatMode::Ask, &owed);
+                session.record_cost(model.info(), &usage, !reported);
+                let owed = session.notes_for_next_turn.clone();
+                saved.record_turn(session, &label, ChatMode::Ask, &owed);
                 let pair = [
                     Message::user(crate::prompts::review_history(&plan.description)),
                     Message::assistant(text.clone()),
                 ];
-                self.saved.record.joined(Request::Review, &pair);
-                self.session.history.extend(pair);
-                self.session.show(ShownKind::User, outcome.label);
-                self.session.show(ShownKind::Assistant, text.clone());
-                self.events.send(Event::BranchReviewed {
+                saved.record_mut().joined(Request::Review, &pair);
+                session.history.extend(pair);
+                session.show(ShownKind::User, label);
+                session.show(ShownKind::Assistant, text.clone());
+                events.send(Event::BranchReviewed {
                     plan: Box::new(plan),
                     replies,
                     usage,
-                    cost: self.session.last_cost,
+                    cost: session.last_cost,
                 });
-                self.events.send(Event::TurnFinished {
+                events.send(Event::TurnFinished {
                     reply: text,
                     finish,
                     usage: Some(usage),
                     usage_estimated: !reported,
-                    cost: self.session.last_cost,
-                    session_cost: self.session.session_cost,
+                    cost: session.last_cost,
+                    session_cost: session.session_cost,
                 });
             }
         }
-        self.publish_budget();
-        self.idle_if_done();
-    }
-
-    /// Adds a request's cost to the session; `estimated` when the server reported no
-    /// usage and `usage` is tern's count.
-    pub(super) fn record_cost(&mut self, usage: &Usage, estimated: bool) {
-        let cost = self.model.info().cost(usage);
-        self.session.session_cost += cost;
-        self.session.last_cost = cost;
-        self.session.last_usage = Some(*usage);
-        self.session.last_usage_estimated = estimated;
     }
 }
 

@@ -10,9 +10,11 @@
 
 use std::time::Duration;
 
-use super::protocol::{ChatMode, CommandPurpose, Event};
-use super::turn::TurnKind;
-use super::{Engine, EngineRole, Internal};
+use super::activity::Activity;
+use super::model::Model;
+use super::protocol::{CommandPurpose, Event};
+use super::run_loop::Loop;
+use super::{EngineRole, EventSink, Internal, Session};
 use crate::context::CommandText;
 use crate::run::{self, CommandKind, Outcome, Output, RunOptions};
 
@@ -25,6 +27,31 @@ pub(crate) struct CommandRunner {
     auto_rounds: Option<usize>,
 }
 
+/// What the commands read and change outside the runner: the engine lends them.
+pub(super) struct Parts<'a> {
+    pub(super) model: &'a Model,
+    pub(super) session: &'a mut Session,
+    pub(super) activity: &'a mut Activity,
+    pub(super) events: &'a EventSink,
+    pub(super) jobs: &'a Loop,
+}
+
+/// A test or lint run that ended, for the engine to follow up (`Engine::after_check`).
+pub(super) struct Checked {
+    pub(super) command: String,
+    pub(super) passed: bool,
+    pub(super) cancelled: bool,
+    pub(super) auto: bool,
+    pub(super) output: Output,
+}
+
+/// A failed check the model is asked to fix.
+pub(super) struct Fix {
+    pub(super) message: String,
+    /// The auto-test loop's round this fix is (None: the user's own run).
+    pub(super) next_round: Option<usize>,
+}
+
 /// A command that ended, back on the loop.
 #[derive(Debug)]
 pub(crate) struct Ran {
@@ -34,41 +61,39 @@ pub(crate) struct Ran {
     auto: bool,
 }
 
-impl Engine {
+impl CommandRunner {
     /// `/run CMD` and `!CMD`: the user typed it, so it runs at once.
-    pub(super) fn run_command(&mut self, command: &str) {
-        self.launch(command.trim(), CommandPurpose::Run, None);
+    pub(super) fn run_command(&mut self, command: &str, p: &mut Parts<'_>) {
+        self.launch(command.trim(), CommandPurpose::Run, None, p);
     }
 
     /// `Op::RunSuggested`: a command the model suggested asks first.
-    pub(super) fn run_suggested(&mut self, command: &str) {
+    pub(super) fn run_suggested(&mut self, command: &str, p: &mut Parts<'_>) {
         self.launch(
             command.trim(),
             CommandPurpose::Run,
             Some("the model suggested it".into()),
+            p,
         );
     }
 
     /// `/test [CMD]` and `/lint [CMD]`: the given command, else the configured one, else
     /// one proposed from the repository's files (shown with where it came from).
-    pub(super) fn check_command(&mut self, purpose: CommandPurpose, given: &str) {
+    pub(super) fn check_command(
+        &mut self,
+        purpose: CommandPurpose,
+        given: &str,
+        p: &mut Parts<'_>,
+    ) {
         let (configured, kind, setting) = match purpose {
-            CommandPurpose::Lint => (
-                &self.model.settings().lint_cmd,
-                CommandKind::Lint,
-                "lint_cmd",
-            ),
-            _ => (
-                &self.model.settings().test_cmd,
-                CommandKind::Test,
-                "test_cmd",
-            ),
+            CommandPurpose::Lint => (&p.model.settings().lint_cmd, CommandKind::Lint, "lint_cmd"),
+            _ => (&p.model.settings().test_cmd, CommandKind::Test, "test_cmd"),
         };
         if !given.trim().is_empty() {
-            self.launch(given.trim(), purpose, None);
+            self.launch(given.trim(), purpose, None, p);
         } else if let Some(command) = configured.clone() {
-            self.launch(&command, purpose, None);
-        } else if let Some(s) = run::suggest(self.session.root(), kind) {
+            self.launch(&command, purpose, None, p);
+        } else if let Some(s) = run::suggest(p.session.root(), kind) {
             self.launch(
                 &s.command,
                 purpose,
@@ -76,9 +101,10 @@ impl Engine {
                     "proposed from {}; set {setting} to keep it",
                     s.reason
                 )),
+                p,
             );
         } else {
-            self.error(format!(
+            p.events.error(format!(
                 "no {setting} is set and none could be proposed from the repository: give the command (/{} CMD), or set {setting} in your config{}",
                 purpose_name(purpose),
                 match purpose {
@@ -91,79 +117,91 @@ impl Engine {
 
     /// Runs `command`, or, with `ask` (where it came from, as the question says),
     /// asks the user first.
-    fn launch(&mut self, command: &str, purpose: CommandPurpose, ask: Option<String>) {
+    fn launch(
+        &mut self,
+        command: &str,
+        purpose: CommandPurpose,
+        ask: Option<String>,
+        p: &mut Parts<'_>,
+    ) {
         if let Some(why) = refuse(command) {
-            self.error(why);
+            p.events.error(why);
             return;
         }
-        if self.run_loop.role() != EngineRole::Conversation {
-            self.error("this tern runs one command; it runs no shell commands".into());
+        if p.jobs.role() != EngineRole::Conversation {
+            p.events
+                .error("this tern runs one command; it runs no shell commands".into());
             return;
         }
-        if let Some(busy) = self.activity.busy_reason() {
-            self.error(format!("not run: {busy}"));
+        if let Some(busy) = p.activity.busy_reason() {
+            p.events.error(format!("not run: {busy}"));
             return;
         }
         let Some(reason) = ask else {
-            self.start_command(command.to_string(), purpose, false);
+            self.start_command(command.to_string(), purpose, false, p);
             return;
         };
-        self.activity = super::activity::Activity::Confirming {
+        *p.activity = super::activity::Activity::Confirming {
             command: command.to_string(),
             purpose,
         };
-        self.events.send(Event::ConfirmCommand {
+        p.events.send(Event::ConfirmCommand {
             command: command.to_string(),
             purpose,
             reason: Some(reason),
         });
     }
 
-    /// `Op::AnswerCommand`.
-    pub(super) fn answer_command(&mut self, yes: bool) {
-        let Some((command, purpose)) = self.activity.take_confirming() else {
-            self.error("no command is waiting for an answer".into());
-            self.idle_if_done();
-            return;
+    /// `Op::AnswerCommand`; false when nothing started (the engine is then idle).
+    pub(super) fn answer_command(&mut self, yes: bool, p: &mut Parts<'_>) -> bool {
+        let Some((command, purpose)) = p.activity.take_confirming() else {
+            p.events.error("no command is waiting for an answer".into());
+            return false;
         };
         if yes {
-            self.start_command(command, purpose, false);
+            self.start_command(command, purpose, false, p);
         } else {
-            self.notice(format!("not run: {command}"));
-            self.idle_if_done();
+            p.events.notice(format!("not run: {command}"));
         }
+        yes
     }
 
     /// Esc on a question: the command does not run.
-    pub(super) fn decline_command(&mut self) -> bool {
-        match self.activity.take_confirming() {
+    pub(super) fn decline_command(&mut self, p: &mut Parts<'_>) -> bool {
+        match p.activity.take_confirming() {
             Some((command, _)) => {
-                self.notice(format!("not run: {command}"));
+                p.events.notice(format!("not run: {command}"));
                 true
             }
             None => false,
         }
     }
 
-    fn start_command(&mut self, command: String, purpose: CommandPurpose, auto: bool) {
-        let cancel = self.activity.run();
-        self.events.send(Event::CommandStarted {
+    fn start_command(
+        &mut self,
+        command: String,
+        purpose: CommandPurpose,
+        auto: bool,
+        p: &mut Parts<'_>,
+    ) {
+        let cancel = p.activity.run();
+        p.events.send(Event::CommandStarted {
             command: command.clone(),
             purpose,
             auto_round: auto.then(|| {
                 (
-                    self.runner.auto_rounds.unwrap_or(0),
-                    self.model.settings().auto_test_rounds,
+                    self.auto_rounds.unwrap_or(0),
+                    p.model.settings().auto_test_rounds,
                 )
             }),
         });
         let options = RunOptions {
-            timeout: Duration::from_secs(self.model.settings().command_timeout_secs),
+            timeout: Duration::from_secs(p.model.settings().command_timeout_secs),
             ..RunOptions::default()
         };
-        let root = self.session.root().to_path_buf();
-        let events = self.events.clone();
-        let done = self.run_loop.done();
+        let root = p.session.root().to_path_buf();
+        let events = p.events.clone();
+        let done = p.jobs.done();
         super::run_loop::spawn(done.clone(), async move {
             let mut report = |p: run::Progress| {
                 events.send(Event::CommandProgress {
@@ -184,15 +222,17 @@ impl Engine {
     }
 
     /// The tokens a command's output may take in the context.
-    fn output_budget(&self) -> usize {
-        self.model
+    fn output_budget(model: &Model) -> usize {
+        model
             .settings()
             .command_output_tokens
-            .unwrap_or_else(|| crate::run::default_output_budget(self.model.window().window))
+            .unwrap_or_else(|| crate::run::default_output_budget(model.window().window))
     }
 
-    pub(super) fn finish_command(&mut self, ran: Ran) {
-        let cancelled = self.activity.end_run();
+    /// A command ended: its output is shown, kept on offer or (a failed check) put in
+    /// the context. Returns the check that ended, for the engine to follow up.
+    pub(super) fn finish_command(&mut self, ran: Ran, p: &mut Parts<'_>) -> Option<Checked> {
+        let cancelled = p.activity.end_run();
         let Ran {
             command,
             purpose,
@@ -200,25 +240,29 @@ impl Engine {
             auto,
         } = ran;
         // Redacted already: a key a command printed is neither shown nor sent.
-        let clipped = run::clip(&output.text, self.model.counter(), self.output_budget());
+        let clipped = run::clip(
+            &output.text,
+            p.model.counter(),
+            Self::output_budget(p.model),
+        );
         let text = CommandText {
             command: command.clone(),
             outcome: output.describe(),
             text: clipped.text,
         };
         // An earlier output of the same command described a tree that is gone.
-        let replaced = self.drop_output_of(&command);
-        let tokens = self.added_tokens(&text);
+        let replaced = drop_output_of(p.session, &command);
+        let tokens = added_tokens(p.session, p.model, &text);
         let check = purpose != CommandPurpose::Run;
         let passed = output.passed();
         let in_context = check && !passed && !cancelled && !could_not_run(&output);
         if in_context {
-            self.session.outputs.push(text);
-            self.runner.offered = None;
+            p.session.outputs.push(text);
+            self.offered = None;
         } else {
-            self.runner.offered = (purpose == CommandPurpose::Run).then_some(text);
+            self.offered = (purpose == CommandPurpose::Run).then_some(text);
         }
-        self.events.send(Event::CommandFinished {
+        p.events.send(Event::CommandFinished {
             command: command.clone(),
             purpose,
             passed,
@@ -229,153 +273,141 @@ impl Engine {
             in_context,
         });
         if replaced && !in_context {
-            self.notice(format!(
+            p.events.notice(format!(
                 "the earlier output of `{command}` was removed from the context"
             ));
         }
-        self.publish_budget();
-        self.save_session();
-        if check {
-            self.after_check(&command, passed, cancelled, auto, &output);
-        }
-        self.idle_if_done();
+        check.then_some(Checked {
+            command,
+            passed,
+            cancelled,
+            auto,
+            output,
+        })
     }
 
     /// A test or lint run ended: a failure goes to the model (once per run, at most
-    /// `auto_test_rounds` times in the loop); a pass or Esc ends the loop.
-    fn after_check(
-        &mut self,
-        command: &str,
-        passed: bool,
-        cancelled: bool,
-        auto: bool,
-        output: &Output,
-    ) {
-        let rounds = self.runner.auto_rounds.take().unwrap_or(0);
-        if cancelled {
-            if auto {
-                self.notice("the auto-test loop was stopped".into());
+    /// `auto_test_rounds` times in the loop); a pass or Esc ends the loop. Returns the
+    /// message that asks the model to fix it, with the loop's next round when the run
+    /// was the loop's.
+    pub(super) fn after_check(&mut self, checked: &Checked, p: &Parts<'_>) -> Option<Fix> {
+        let Checked {
+            command,
+            passed,
+            cancelled,
+            auto,
+            output,
+        } = checked;
+        let rounds = self.auto_rounds.take().unwrap_or(0);
+        if *cancelled {
+            if *auto {
+                p.events.notice("the auto-test loop was stopped".into());
             }
-            return;
+            return None;
         }
         if could_not_run(output) {
             // Not failing tests: a runner that is not installed, or not executable.
             // The model cannot fix that by editing code.
-            self.error(format!(
+            p.events.error(format!(
                 "`{command}` could not run ({}): is it installed? Set test_cmd or lint_cmd to the command that runs your checks; the model was not asked to fix anything",
                 output.describe()
             ));
-            return;
+            return None;
         }
-        if passed {
-            if auto && rounds > 0 {
-                self.notice(format!(
+        if *passed {
+            if *auto && rounds > 0 {
+                p.events.notice(format!(
                     "`{command}` passes after {}",
                     crate::plural::count(rounds, "fix round")
                 ));
             } else {
-                self.notice(format!("`{command}` passes"));
+                p.events.notice(format!("`{command}` passes"));
             }
-            return;
+            return None;
         }
-        if auto && rounds >= self.model.settings().auto_test_rounds {
-            self.warning(format!(
+        if *auto && rounds >= p.model.settings().auto_test_rounds {
+            p.events.warning(format!(
                 "`{command}` still fails after {} (auto_test_rounds); its output is in the context for your next message",
                 crate::plural::count(rounds, "fix round")
             ));
-            return;
+            return None;
         }
-        if let Some(waiting) = self.undecided_hunks() {
-            self.notice(format!(
-                "`{command}` failed; its output is in the context, but {waiting} proposed hunks still wait for a decision, so the model is not asked to fix it now"
-            ));
-            return;
-        }
-        if auto {
-            if !self.may_spend(super::spending::Unattended::AutoTest) {
-                return;
-            }
-            self.runner.auto_rounds = Some(rounds + 1);
-        }
-        let message = crate::prompts::command_failed(command, &output.describe());
-        self.end_proposal();
-        self.start_turn(message, ChatMode::Code, TurnKind::Fix);
+        Some(Fix {
+            message: crate::prompts::command_failed(command, &output.describe()),
+            next_round: auto.then_some(rounds + 1),
+        })
+    }
+
+    /// The auto-test loop goes on: its fix round `round` is sent.
+    pub(super) fn fix_round(&mut self, round: usize) {
+        self.auto_rounds = Some(round);
     }
 
     /// After accepted edits were committed: the auto-test loop's next run, when it is on.
-    pub(super) fn auto_test_after_landing(&mut self) {
-        if !self.model.settings().auto_test || self.run_loop.role() != EngineRole::Conversation {
+    pub(super) fn auto_test_after_landing(&mut self, p: &mut Parts<'_>) {
+        if !p.model.settings().auto_test || p.jobs.role() != EngineRole::Conversation {
             return;
         }
-        let Some(command) = self.model.settings().test_cmd.clone() else {
-            let hint = run::suggest(self.session.root(), CommandKind::Test)
+        let Some(command) = p.model.settings().test_cmd.clone() else {
+            let hint = run::suggest(p.session.root(), CommandKind::Test)
                 .map(|s| format!(" (`{}` would fit, from {})", s.command, s.reason))
                 .unwrap_or_default();
-            self.warning(format!(
+            p.events.warning(format!(
                 "auto_test is on but test_cmd is not set, so no tests ran{hint}: set test_cmd or pass --test-cmd"
             ));
             return;
         };
         if let Some(why) = refuse(&command) {
-            self.error(format!("test_cmd: {why}"));
+            p.events.error(format!("test_cmd: {why}"));
             return;
         }
-        self.runner.auto_rounds.get_or_insert(0);
-        self.start_command(command, CommandPurpose::Test, true);
+        self.auto_rounds.get_or_insert(0);
+        self.start_command(command, CommandPurpose::Test, true, p);
     }
 
     /// A message of the user's own starts a new loop; Esc ends the one under way.
-    pub(super) fn end_auto_test(&mut self) {
+    pub(super) fn end_auto_test(&mut self, p: &mut Parts<'_>) {
         // A test run that is stopped says so itself when it ends.
-        let running = matches!(self.activity, super::activity::Activity::Running { .. });
-        if self.runner.auto_rounds.take().is_some() && !self.activity.is_idle() && !running {
-            self.notice("the auto-test loop was stopped".into());
+        let running = matches!(*p.activity, Activity::Running { .. });
+        if self.auto_rounds.take().is_some() && !p.activity.is_idle() && !running {
+            p.events.notice("the auto-test loop was stopped".into());
         }
     }
 
-    /// `/add-output` and `Op::AddOutput`.
-    pub(super) fn add_output(&mut self) {
-        let Some(text) = self.runner.offered.take() else {
-            let kept = self.outputs_named();
+    /// `/add-output` and `Op::AddOutput`; true when the context changed.
+    pub(super) fn add_output(&mut self, p: &mut Parts<'_>) -> bool {
+        let Some(text) = self.offered.take() else {
+            let kept = outputs_named(p.session);
             match kept.is_empty() {
-                true => self.error("no command output to add: /run a command first".into()),
-                false => self.notice(format!(
+                true => p
+                    .events
+                    .error("no command output to add: /run a command first".into()),
+                false => p.events.notice(format!(
                     "no new command output to add; in the context: {}",
                     kept.join(", ")
                 )),
             }
-            return;
+            return false;
         };
-        self.drop_output_of(&text.command);
-        let tokens = self.added_tokens(&text);
-        self.events.send(Event::OutputAdded {
+        drop_output_of(p.session, &text.command);
+        let tokens = added_tokens(p.session, p.model, &text);
+        p.events.send(Event::OutputAdded {
             command: text.command.clone(),
             tokens,
         });
-        self.session.outputs.push(text);
-        self.publish_budget();
-        self.save_session();
+        p.session.outputs.push(text);
+        true
     }
 
-    /// What adding `text` adds to the request: its block, and the section's intro and
-    /// acknowledgement with the first output.
-    fn added_tokens(&self, text: &CommandText) -> usize {
-        let mut with = self.session.outputs.clone();
-        with.push(text.clone());
-        crate::context::outputs_tokens(&with, self.model.counter()).saturating_sub(
-            crate::context::outputs_tokens(&self.session.outputs, self.model.counter()),
-        )
-    }
-
-    /// `/drop-output [CMD]`.
-    pub(super) fn drop_output(&mut self, command: &str) {
+    /// `/drop-output [CMD]`; true when the context changed.
+    pub(super) fn drop_output(&mut self, command: &str, p: &mut Parts<'_>) -> bool {
         let command = command.trim();
         let dropped: Vec<String> = match command.is_empty() {
-            true => self.session.outputs.drain(..).map(|o| o.command).collect(),
-            false if self.drop_output_of(command) => vec![command.to_string()],
+            true => p.session.outputs.drain(..).map(|o| o.command).collect(),
+            false if drop_output_of(p.session, command) => vec![command.to_string()],
             false => {
-                let kept = self.outputs_named();
-                self.error(format!(
+                let kept = outputs_named(p.session);
+                p.events.error(format!(
                     "no output of `{command}` is in the context (there are: {})",
                     if kept.is_empty() {
                         "none".to_string()
@@ -383,35 +415,45 @@ impl Engine {
                         kept.join(", ")
                     }
                 ));
-                return;
+                return false;
             }
         };
-        self.notice(match dropped.as_slice() {
+        p.events.notice(match dropped.as_slice() {
             [] => "no command output is in the context".to_string(),
             [one] => format!("removed the output of `{one}` from the context"),
             many => format!("removed {} command outputs from the context", many.len()),
         });
         for command in dropped {
-            self.events.send(Event::OutputDropped { command });
+            p.events.send(Event::OutputDropped { command });
         }
-        self.publish_budget();
-        self.save_session();
+        true
     }
+}
 
-    /// The commands whose output is in the context, quoted, for messages.
-    fn outputs_named(&self) -> Vec<String> {
-        self.session
-            .outputs
-            .iter()
-            .map(|o| format!("`{}`", o.command))
-            .collect()
-    }
+/// What adding `text` adds to the request: its block, and the section's intro and
+/// acknowledgement with the first output.
+fn added_tokens(session: &Session, model: &Model, text: &CommandText) -> usize {
+    let mut with = session.outputs.clone();
+    with.push(text.clone());
+    crate::context::outputs_tokens(&with, model.counter()).saturating_sub(
+        crate::context::outputs_tokens(&session.outputs, model.counter()),
+    )
+}
 
-    fn drop_output_of(&mut self, command: &str) -> bool {
-        let before = self.session.outputs.len();
-        self.session.outputs.retain(|o| o.command != command);
-        before != self.session.outputs.len()
-    }
+/// The commands whose output is in the context, quoted, for messages.
+fn outputs_named(session: &Session) -> Vec<String> {
+    session
+        .outputs
+        .iter()
+        .map(|o| format!("`{}`", o.command))
+        .collect()
+}
+
+/// Removes the output of `command` from the context; whether there was one.
+fn drop_output_of(session: &mut Session, command: &str) -> bool {
+    let before = session.outputs.len();
+    session.outputs.retain(|o| o.command != command);
+    before != session.outputs.len()
 }
 
 /// Whether a check's command never ran: the shell could not find or execute it (exit

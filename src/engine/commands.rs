@@ -5,7 +5,7 @@ use strum::{EnumIter, EnumMessage, EnumProperty, EnumString, IntoEnumIterator, I
 /// A slash command: one row each, in the order `/help` lists them. The name is the
 /// variant's in kebab case, `args` and the message are what completion and `/help`
 /// show, `complete` what the argument completes from (`ArgCompletion`, none when absent).
-/// Adding a command is its row here and its handler in `slash.rs`.
+/// Adding a command is its row here and its arm in `Engine::command` (`mod.rs`).
 #[rustfmt::skip]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, EnumIter, IntoStaticStr, EnumMessage, EnumProperty)]
 #[strum(serialize_all = "kebab-case")]

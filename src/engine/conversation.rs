@@ -3,20 +3,20 @@
 //! the last question (asked again when the files it needed are added), and the
 //! spending limits of the turns that follow.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::{history_budget::HistoryBudget, needed::Question, spending::Spending};
 use crate::config::Settings;
 
 pub(super) struct Conversation {
-    pub(super) history: HistoryBudget,
+    history: HistoryBudget,
     /// The message being typed, counted in the budget before it is sent.
-    pub(super) draft: String,
+    draft: String,
     /// Where relative paths typed by the user start from.
-    pub(super) cwd: PathBuf,
+    cwd: PathBuf,
     /// The user's last message, asked again when the files it needed are added.
-    pub(super) last_question: Option<Question>,
-    pub(super) spending: Spending,
+    last_question: Option<Question>,
+    spending: Spending,
 }
 
 impl Conversation {
@@ -28,5 +28,40 @@ impl Conversation {
             last_question: None,
             spending: Spending::default(),
         }
+    }
+
+    pub(super) fn history(&self) -> &HistoryBudget {
+        &self.history
+    }
+
+    pub(super) fn history_mut(&mut self) -> &mut HistoryBudget {
+        &mut self.history
+    }
+
+    pub(super) fn draft(&self) -> &str {
+        &self.draft
+    }
+
+    /// What the user is typing now (counted in the budget).
+    pub(super) fn set_draft(&mut self, text: String) {
+        self.draft = text;
+    }
+
+    pub(super) fn cwd(&self) -> &Path {
+        &self.cwd
+    }
+
+    pub(super) fn last_question(&self) -> Option<&Question> {
+        self.last_question.as_ref()
+    }
+
+    /// The user's message `question` was sent (and is asked again when the files it
+    /// needed are added).
+    pub(super) fn asked(&mut self, question: Question) {
+        self.last_question = Some(question);
+    }
+
+    pub(super) fn spending_mut(&mut self) -> &mut Spending {
+        &mut self.spending
     }
 }

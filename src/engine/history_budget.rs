@@ -12,10 +12,13 @@ use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 
+use super::model::Model;
+use super::persist::Saved;
+use super::persist::{HistoryMarks, SavedCheckpoint};
 use super::protocol::{RequestKind, ShownKind};
 use super::spending::Unattended;
 use super::turn::TurnKind;
-use super::{ChatMode, Engine, Event, Internal};
+use super::{ChatMode, Engine, Event, EventSink, Internal, Session};
 use crate::context::double_buffer::{Action, DoubleBuffer};
 use crate::context::history::{self, Replaced, Summarizer, Summary, SummaryError, SummaryModel};
 use crate::context::{BudgetReport, HistoryStatus, Section, advice};
@@ -161,11 +164,6 @@ impl HistoryBudget {
         self.deferred = true;
     }
 
-    /// The prompt limit learned from a server, to be saved with the session.
-    pub(crate) fn learned_limit(&self) -> Option<usize> {
-        self.learned_limit
-    }
-
     /// Whether the turn being started leaves out the few-shot examples.
     pub(crate) fn examples_dropped(&self) -> bool {
         self.current.as_ref().is_some_and(|p| p.drop_examples)
@@ -175,7 +173,7 @@ impl HistoryBudget {
     /// waited enough already (then it goes with estimates). True when it waits.
     pub(crate) fn wait_for_counts(&mut self) -> bool {
         match self.current.take() {
-            Some(mut plan) if plan.count_rounds < super::counts::MAX_COUNT_ROUNDS => {
+            Some(mut plan) if plan.count_rounds < super::model::counts::MAX_COUNT_ROUNDS => {
                 plan.count_rounds += 1;
                 self.held = Some(plan);
                 true
@@ -198,17 +196,26 @@ impl HistoryBudget {
         ))
     }
 
-    pub(crate) fn summary_at_front(&self) -> bool {
-        self.summary_at_front
-    }
-
-    pub(crate) fn summaries(&self) -> usize {
-        self.summaries
-    }
-
     /// A checkpoint summary ready to be swapped in: its anchor and text.
     pub(crate) fn ready_checkpoint(&self) -> Option<(usize, &str)> {
         self.buffer.ready()
+    }
+
+    /// What the session file keeps: the summary state, a checkpoint summary ready to
+    /// be swapped in, and the limit learned from the server.
+    pub(crate) fn marks(&self) -> HistoryMarks {
+        HistoryMarks {
+            summary_at_front: self.summary_at_front,
+            checkpoint: self
+                .buffer
+                .ready()
+                .map(|(anchor, summary)| SavedCheckpoint {
+                    anchor,
+                    summary: summary.to_string(),
+                }),
+            summaries: self.summaries,
+            learned_limit: self.learned_limit,
+        }
     }
 
     /// Restores what a saved session knew about its history.
@@ -240,60 +247,53 @@ impl HistoryBudget {
     pub(crate) fn holds_turns(&self) -> bool {
         self.held.is_some() || self.blocks_turns()
     }
-}
 
-impl Engine {
     /// The history budget: configured, or a sixteenth of the window within 1024..8192.
-    pub(super) fn history_budget(&self) -> usize {
-        self.model
+    pub(super) fn budget(model: &Model) -> usize {
+        model
             .settings()
             .max_chat_history_tokens
-            .unwrap_or_else(|| history::default_budget(self.model.window().window))
+            .unwrap_or_else(|| history::default_budget(model.window().window))
     }
 
-    fn history_tokens(&self) -> usize {
-        history::tokens(&self.session.history, self.model.counter())
+    pub(super) fn tokens(session: &Session, model: &Model) -> usize {
+        history::tokens(&session.history, model.counter())
     }
 
     /// The history part of the budget report.
-    pub(super) fn history_status(&self) -> HistoryStatus {
-        let budget = self.history_budget();
-        let (checkpoint_mark, swap_mark) = self.conversation.history.buffer.marks(budget);
-        let summary_tokens = if self.conversation.history.summary_at_front {
-            history::tokens(&self.session.history[..2], self.model.counter())
+    pub(super) fn status(&self, model: &Model, session: &Session) -> HistoryStatus {
+        let budget = Self::budget(model);
+        let (checkpoint_mark, swap_mark) = self.buffer.marks(budget);
+        let summary_tokens = if self.summary_at_front {
+            history::tokens(&session.history[..2], model.counter())
         } else {
             0
         };
         HistoryStatus {
             budget,
-            tokens: self.history_tokens(),
+            tokens: Self::tokens(session, model),
             checkpoint_mark,
             swap_mark,
-            phase: self.conversation.history.buffer.phase(),
+            phase: self.buffer.phase(),
             summary_tokens,
-            summaries: self.conversation.history.summaries,
+            summaries: self.summaries,
         }
     }
 
     /// The most prompt tokens the next request may carry: the window's limit, or less
     /// after a server refused a request as too long.
-    fn prompt_limit(&self) -> usize {
-        let plan_limit = self
-            .conversation
-            .history
-            .current
-            .as_ref()
-            .and_then(|p| p.limit);
-        [self.conversation.history.learned_limit, plan_limit]
+    pub(super) fn prompt_limit(&self, model: &Model) -> usize {
+        let plan_limit = self.current.as_ref().and_then(|p| p.limit);
+        [self.learned_limit, plan_limit]
             .into_iter()
             .flatten()
-            .fold(self.model.window().prompt_limit, usize::min)
+            .fold(model.window().prompt_limit, usize::min)
     }
 
     /// Applies a limit learned from the server to a report, so the gauge and the table
     /// show the limit requests are really held to.
     pub(super) fn limit_report(&self, report: &mut BudgetReport) {
-        if let Some(limit) = self.conversation.history.learned_limit
+        if let Some(limit) = self.learned_limit
             && limit < report.prompt_limit
         {
             report.prompt_limit = limit;
@@ -301,32 +301,24 @@ impl Engine {
         }
     }
 
-    fn publish_history(&self) {
-        self.events.send(Event::History(self.history_status()));
-    }
-
     /// The summarizer: the weak model, then the main one, neither sent more than the
     /// main model's window (they share the server, whose context that is; a summary
     /// the server still refuses is made again in smaller chunks).
-    fn summarizer(&self) -> Summarizer {
-        let cap = self.model.window().window;
+    fn summarizer(model: &Model, events: &EventSink) -> Summarizer {
+        let cap = model.window().window;
         let weak = SummaryModel::new(
-            ModelInfo::lookup(&self.model.settings().weak_model),
+            ModelInfo::lookup(&model.settings().weak_model),
             None,
             Some(cap),
         );
-        let main = SummaryModel::new(
-            self.model.info().clone(),
-            Some(self.model.window().window),
-            Some(cap),
-        );
+        let main = SummaryModel::new(model.info().clone(), Some(model.window().window), Some(cap));
         let models = if weak.info.name == main.info.name {
             vec![main]
         } else {
             vec![weak, main]
         };
-        let events = self.events.clone();
-        let counting = self.model.counter().counting();
+        let events = events.clone();
+        let counting = model.counter().counting();
         let observer = Arc::new(move |event: StreamEvent| {
             if let StreamEvent::Request {
                 model,
@@ -343,32 +335,39 @@ impl Engine {
                 });
             }
         });
-        Summarizer::new(
-            self.model.client().clone(),
-            models,
-            self.model.counter().clone(),
-        )
-        .observed(observer)
+        Summarizer::new(model.client().clone(), models, model.counter().clone()).observed(observer)
+    }
+
+    /// Sends the history's status line.
+    fn publish(&self, model: &Model, session: &Session, events: &EventSink) {
+        events.send(Event::History(self.status(model, session)));
     }
 
     /// Starts a summary task of `kind` over the whole current history (a checkpoint's
     /// anchor is the history's length), replacing any other task.
-    fn spawn_summary(&mut self, kind: JobKind, budget: usize) {
-        if let Some(old) = self.conversation.history.job.take() {
+    fn spawn_summary(
+        &mut self,
+        (kind, budget): (JobKind, usize),
+        model: &Model,
+        session: &Session,
+        events: &EventSink,
+        jobs: &super::run_loop::Loop,
+    ) {
+        if let Some(old) = self.job.take() {
             old.cancel.cancel();
             if old.kind == JobKind::Checkpoint && kind != JobKind::Checkpoint {
                 // This summary supersedes the checkpoint's; whether it lands or not,
                 // the cycle starts again after it.
-                self.conversation.history.buffer.reset();
-                self.conversation.history.swap_due = false;
+                self.buffer.reset();
+                self.swap_due = false;
             }
         }
-        self.conversation.history.next_job += 1;
-        let id = self.conversation.history.next_job;
+        self.next_job += 1;
+        let id = self.next_job;
         let cancel = CancellationToken::new();
-        let summarizer = self.summarizer();
-        let messages = self.session.history.clone();
-        let done = self.run_loop.done();
+        let summarizer = HistoryBudget::summarizer(model, events);
+        let messages = session.history.clone();
+        let done = jobs.done();
         let token = cancel.clone();
         super::run_loop::spawn(done.clone(), async move {
             let result = match kind {
@@ -382,48 +381,72 @@ impl Engine {
             };
             let _ = done.send(Internal::Summary(JobDone { id, result }));
         });
-        self.conversation.history.job = Some(Job {
+        self.job = Some(Job {
             id,
             kind,
             cancel,
-            generation: self.conversation.history.generation,
+            generation: self.generation,
             started: Instant::now(),
         });
-        self.publish_history();
+        self.publish(model, session, events);
     }
 
-    /// Replaces `history[..anchor]` with `summary` and says so.
-    fn apply_summary(&mut self, anchor: usize, summary: &str) -> Replaced {
-        let replaced = history::replace_head(
-            &mut self.session.history,
-            anchor,
-            summary,
-            self.model.counter(),
-        );
-        self.saved
-            .record
+    /// Replaces `history[..anchor]` with `summary` (in the session and its record) and
+    /// says so.
+    fn apply_summary(
+        &mut self,
+        (anchor, summary): (usize, &str),
+        model: &Model,
+        session: &mut Session,
+        saved: &mut Saved,
+        events: &EventSink,
+    ) -> Replaced {
+        let replaced =
+            history::replace_head(&mut session.history, anchor, summary, model.counter());
+        saved
+            .record_mut()
             .replaced_front(replaced.replaced_messages, 2);
-        self.session.show(ShownKind::Summary, summary);
-        self.conversation.history.summary_at_front = true;
-        self.conversation.history.summaries += 1;
-        self.conversation.history.generation += 1;
-        self.conversation.history.swap_due = false;
-        self.events.send(Event::Summarized {
+        session.show(ShownKind::Summary, summary);
+        self.summary_at_front = true;
+        self.summaries += 1;
+        self.generation += 1;
+        self.swap_due = false;
+        events.send(Event::Summarized {
             replaced_messages: replaced.replaced_messages,
             replaced_tokens: replaced.replaced_tokens,
             summary_tokens: replaced.summary_tokens,
         });
         replaced
     }
+}
+
+impl Engine {
+    fn publish_history(&self) {
+        self.conversation
+            .history()
+            .publish(&self.model, &self.session, &self.events);
+    }
+
+    /// Starts a summary job of `kind` within `budget` (the history's own method, lent
+    /// what it reads).
+    fn spawn_summary(&mut self, kind: JobKind, budget: usize) {
+        self.conversation.history_mut().spawn_summary(
+            (kind, budget),
+            &self.model,
+            &self.session,
+            &self.events,
+            &self.run_loop,
+        );
+    }
 
     /// Called once a turn's reply is in the history: checkpoint, swap or summarize as
     /// the thresholds say, then save the session.
     pub(super) fn history_after_turn(&mut self, may_summarize: bool) {
-        self.conversation.history.current = None;
-        self.map.budget_override = None;
+        self.conversation.history_mut().current = None;
+        self.map.override_budget(None);
         // After Esc no summary starts by itself; the next turn's step catches up. With
         // no message to follow, the next start makes it.
-        if may_summarize && !self.conversation.history.deferred {
+        if may_summarize && !self.conversation.history().deferred {
             self.step_history();
         }
         self.save_session();
@@ -439,24 +462,31 @@ impl Engine {
     }
 
     fn step_history(&mut self) {
-        let budget = self.history_budget();
-        let action = self.conversation.history.buffer.step(
-            self.history_tokens(),
-            budget,
-            self.session.history.len(),
-        );
+        let budget = HistoryBudget::budget(&self.model);
+        let tokens = HistoryBudget::tokens(&self.session, &self.model);
+        let action =
+            self.conversation
+                .history_mut()
+                .buffer
+                .step(tokens, budget, self.session.history.len());
         match action {
             Action::Nothing => {}
             Action::Checkpoint { .. } => {
                 if self.may_spend(Unattended::Summary) {
                     self.spawn_summary(JobKind::Checkpoint, budget);
                 } else {
-                    self.conversation.history.buffer.checkpoint_failed();
+                    self.conversation.history_mut().buffer.checkpoint_failed();
                 }
             }
-            Action::Wait => self.conversation.history.swap_due = true,
+            Action::Wait => self.conversation.history_mut().swap_due = true,
             Action::Swap { anchor, summary } => {
-                self.apply_summary(anchor, &summary);
+                self.conversation.history_mut().apply_summary(
+                    (anchor, &summary),
+                    &self.model,
+                    &mut self.session,
+                    &mut self.saved,
+                    &self.events,
+                );
             }
             Action::SummarizeNow => {
                 if self.may_spend(Unattended::Summary) {
@@ -472,40 +502,40 @@ impl Engine {
         if let Ok(Some(summary)) = &done.result {
             self.session.session_cost += summary.cost;
         }
-        let waited_for = self.conversation.history.holds_turns();
+        let waited_for = self.conversation.history_mut().holds_turns();
         let Some(job) = self
             .conversation
-            .history
+            .history_mut()
             .job
             .take_if(|job| job.id == done.id)
         else {
             return; // replaced or cancelled meanwhile
         };
-        let fresh = job.generation == self.conversation.history.generation;
+        let fresh = job.generation == self.conversation.history().generation;
         let compact_report = match (job.kind, done.result) {
             (_, Err(SummaryError::Cancelled)) => Some("cancelled".to_string()),
             (kind, Ok(_)) if !fresh => {
                 if kind == JobKind::Checkpoint {
-                    self.conversation.history.buffer.reset();
+                    self.conversation.history_mut().buffer.reset();
                 }
                 Some("the history changed meanwhile; nothing was replaced".into())
             }
             (JobKind::Checkpoint, Ok(Some(summary))) => {
                 self.conversation
-                    .history
+                    .history_mut()
                     .buffer
                     .checkpoint_done(summary.anchor, summary.text);
-                if self.conversation.history.swap_due {
+                if self.conversation.history().swap_due {
                     self.step_history();
                 }
                 None
             }
             (JobKind::Checkpoint, Err(e)) => {
-                self.conversation.history.buffer.checkpoint_failed();
-                self.warning(format!(
+                self.conversation.history_mut().buffer.checkpoint_failed();
+                self.events.warning(format!(
                     "the background history summary failed ({e}); the history will be summarized when it reaches the swap mark"
                 ));
-                if std::mem::take(&mut self.conversation.history.swap_due) {
+                if std::mem::take(&mut self.conversation.history_mut().swap_due) {
                     self.step_history();
                 }
                 None
@@ -516,8 +546,14 @@ impl Engine {
                 Some(kept)
             }
             (_, Ok(Some(summary))) => {
-                let replaced = self.apply_summary(summary.anchor, &summary.text);
-                self.conversation.history.buffer.summarized();
+                let replaced = self.conversation.history_mut().apply_summary(
+                    (summary.anchor, &summary.text),
+                    &self.model,
+                    &mut self.session,
+                    &mut self.saved,
+                    &self.events,
+                );
+                self.conversation.history_mut().buffer.summarized();
                 Some(format!(
                     "replaced {} messages ({} tokens) with a summary of {} tokens",
                     replaced.replaced_messages, replaced.replaced_tokens, replaced.summary_tokens
@@ -525,7 +561,7 @@ impl Engine {
             }
             (_, Ok(None)) => Some("nothing to summarize".into()),
             (kind, Err(e)) => {
-                if let Some(plan) = &mut self.conversation.history.held {
+                if let Some(plan) = &mut self.conversation.history_mut().held {
                     plan.summary_failed = true;
                 }
                 let fallback = if kind == JobKind::Compact {
@@ -533,7 +569,8 @@ impl Engine {
                 } else {
                     "; /forget drops the oldest turns instead (the model is told), /clear all of them"
                 };
-                self.warning(format!("could not summarize the history: {e}{fallback}"));
+                self.events
+                    .warning(format!("could not summarize the history: {e}{fallback}"));
                 Some(format!(
                     "failed: {e}; /forget drops the oldest turns instead"
                 ))
@@ -556,20 +593,25 @@ impl Engine {
     /// Start-of-turn check: true when the turn must wait for a summary (it is kept and
     /// started again when the summary lands) or was refused.
     pub(super) fn hold_for_history(&mut self, text: &str, mode: ChatMode, kind: TurnKind) -> bool {
-        let plan = self.conversation.history.resume.take().unwrap_or_else(|| {
-            // A new turn starts with the map at its full budget again.
-            self.map.budget_override = None;
-            TurnPlan::new(text, mode, kind, self.events.op)
-        });
-        if self.conversation.history.held.is_some() {
+        let plan = self
+            .conversation
+            .history_mut()
+            .resume
+            .take()
+            .unwrap_or_else(|| {
+                // A new turn starts with the map at its full budget again.
+                self.map.override_budget(None);
+                TurnPlan::new(text, mode, kind, self.events.op)
+            });
+        if self.conversation.history().held.is_some() {
             self.events.send(Event::TurnFailed {
                 error: "another message is already waiting for the history summary".into(),
                 message: text.to_string(),
             });
             return true;
         }
-        if let Some(job) = &self.conversation.history.job
-            && self.conversation.history.blocks_turns()
+        if let Some(job) = &self.conversation.history().job
+            && self.conversation.history().blocks_turns()
         {
             self.events.send(Event::Notice {
                 text: format!(
@@ -577,19 +619,19 @@ impl Engine {
                     job.started.elapsed().as_secs_f64()
                 ),
             });
-            self.conversation.history.held = Some(plan);
+            self.conversation.history_mut().held = Some(plan);
             self.publish_history();
             return true;
         }
-        self.conversation.history.current = Some(plan);
+        self.conversation.history_mut().current = Some(plan);
         false
     }
 
     pub(super) fn resume_held_turn(&mut self) {
-        if self.conversation.history.blocks_turns() || self.model.counts().running {
+        if self.conversation.history().blocks_turns() || self.model.counting() {
             return;
         }
-        if let Some(plan) = self.conversation.history.held.take() {
+        if let Some(plan) = self.conversation.history_mut().held.take() {
             self.restart_turn(plan);
         }
     }
@@ -597,15 +639,15 @@ impl Engine {
     fn restart_turn(&mut self, plan: TurnPlan) {
         let (text, mode, kind) = (plan.text.clone(), plan.mode, plan.kind);
         self.answering(plan.op);
-        self.conversation.history.resume = Some(plan);
+        self.conversation.history_mut().resume = Some(plan);
         self.start_turn(text, mode, kind);
     }
 
     /// Whether an assembled request may be sent; when it may, its size and notes are
     /// remembered in case the server refuses it as too long.
     pub(super) fn admit(&mut self, report: &BudgetReport) -> bool {
-        let fits = report.total <= self.prompt_limit();
-        if fits && let Some(plan) = &mut self.conversation.history.current {
+        let fits = report.total <= self.conversation.history().prompt_limit(&self.model);
+        if fits && let Some(plan) = &mut self.conversation.history_mut().current {
             plan.sent_tokens = report.total;
             plan.notes = self.session.notes_for_next_turn.clone();
         }
@@ -623,10 +665,10 @@ impl Engine {
         kind: TurnKind,
         mut report: BudgetReport,
     ) {
-        let limit = self.prompt_limit();
+        let limit = self.conversation.history().prompt_limit(&self.model);
         let mut plan = self
             .conversation
-            .history
+            .history_mut()
             .current
             .take()
             .unwrap_or_else(|| TurnPlan::new(&text, mode, kind, self.events.op));
@@ -641,12 +683,12 @@ impl Engine {
         }
         if !plan.drop_examples && report.section(Section::Examples) > 0 {
             plan.drop_examples = true;
-            self.notice(format!(
+            self.events.notice(format!(
                 "the request is {over} tokens over the limit of {limit}: sending it without the example exchanges"
             ));
             return self.restart_turn(plan);
         }
-        let history_tokens = self.history_tokens();
+        let history_tokens = HistoryBudget::tokens(&self.session, &self.model);
         let target = history_tokens.saturating_sub(over);
         if !plan.summarized_for_overflow
             && target >= MIN_SUMMARY_ROOM
@@ -658,14 +700,14 @@ impl Engine {
                     "the request is {over} tokens over the limit of {limit}: summarizing the history ({history_tokens} tokens) into at most {target} first"
                 ),
             });
-            self.conversation.history.held = Some(plan);
+            self.conversation.history_mut().held = Some(plan);
             self.spawn_summary(JobKind::Overflow, target);
             return;
         }
         report.prompt_limit = limit;
         report.remaining = limit as i64 - report.total as i64;
         let mut error = advice::advice(&report, report.total, limit);
-        if let Some(note) = self.calibration_note(report.counting) {
+        if let Some(note) = super::model::counts::calibration_note(report.counting) {
             error = format!("{error}; {note}");
         }
         if let Some((tokens, why)) = &plan.refused {
@@ -684,13 +726,13 @@ impl Engine {
     /// Overflow prevention's first step: the repo map shrinks by `over` tokens for this
     /// turn, to nothing if need be. False when there is no map left to shrink.
     fn shrink_repo_map(&mut self, over: usize, limit: usize) -> bool {
-        let map_tokens = self.map_status().map_or(0, |m| m.tokens);
+        let map_tokens = self.map.status(&self.model).map_or(0, |m| m.tokens);
         if map_tokens == 0 {
             return false;
         }
         let budget = map_tokens.saturating_sub(over);
-        self.map.budget_override = Some(budget);
-        self.notice(if budget == 0 {
+        self.map.override_budget(Some(budget));
+        self.events.notice(if budget == 0 {
             format!(
                 "the request is {over} tokens over the limit of {limit}: it goes without the repo map ({map_tokens} tokens)"
             )
@@ -716,14 +758,15 @@ impl Engine {
         else {
             return false;
         };
-        let Some(mut plan) = self.conversation.history.current.take() else {
+        let Some(mut plan) = self.conversation.history_mut().current.take() else {
             return false;
         };
         plan.overflow_retries += 1;
         // The notes go with the message again, whether it is retried or handed back.
         self.session.notes_for_next_turn = std::mem::take(&mut plan.notes);
         if let Some(reported) = *prompt_tokens {
-            self.calibrate(prediction, reported);
+            self.model
+                .calibrate(prediction, reported, &self.events, &self.run_loop);
         }
         let sent = prompt_tokens.unwrap_or(plan.sent_tokens);
         match window.filter(|&n_ctx| n_ctx < self.model.window().window) {
@@ -735,11 +778,11 @@ impl Engine {
                 let limit = plan.sent_tokens * OVERFLOW_SHRINK.0 / OVERFLOW_SHRINK.1;
                 if self
                     .conversation
-                    .history
+                    .history()
                     .learned_limit
                     .is_none_or(|l| l > limit)
                 {
-                    self.conversation.history.learned_limit = Some(limit);
+                    self.conversation.history_mut().learned_limit = Some(limit);
                 }
                 plan.limit = Some(limit);
             }
@@ -749,7 +792,7 @@ impl Engine {
             self.events.send(Event::TurnFailed {
                 error: format!(
                     "the server still refuses the request as too long after {MAX_OVERFLOW_RETRIES} smaller retries (the last had {sent} tokens): {error}. Set --context-window to the server's real window; {}",
-                    advice::advice(&report, report.total, self.prompt_limit())
+                    advice::advice(&report, report.total, self.conversation.history().prompt_limit(&self.model))
                 ),
                 message: plan.text,
             });
@@ -783,8 +826,8 @@ impl Engine {
     pub(super) fn adopt_server_window(&mut self, n_ctx: usize) {
         let before = self.model.window().window;
         self.model.adopt_server_window(n_ctx);
-        self.conversation.history.learned_limit = None;
-        self.warning(format!(
+        self.conversation.history_mut().learned_limit = None;
+        self.events.warning(format!(
             "the server's context is {n_ctx} tokens, not the {before} tern assumed: using {n_ctx} for this session (start tern with --context-window {n_ctx} to use it from the first request)"
         ));
         self.publish_budget();
@@ -799,28 +842,38 @@ impl Engine {
             "" => None,
             n => match n.parse::<usize>() {
                 Ok(n) if n > 0 => Some(n),
-                _ => return self.error(format!("/forget takes a number of turns, not {n:?}")),
+                _ => {
+                    return self
+                        .events
+                        .error(format!("/forget takes a number of turns, not {n:?}"));
+                }
             },
         };
-        if self.activity.is_streaming() || self.conversation.history.job.is_some() {
-            return self.error("/forget: not while a reply or a summary is under way".into());
+        if self.activity.is_streaming() || self.conversation.history().job.is_some() {
+            return self
+                .events
+                .error("/forget: not while a reply or a summary is under way".into());
         }
         let report = self.report("");
         let others = report.total - report.section(Section::Done);
-        let room = self.prompt_limit().saturating_sub(others);
-        let target = self.history_budget().min(room) / 2;
+        let room = self
+            .conversation
+            .history()
+            .prompt_limit(&self.model)
+            .saturating_sub(others);
+        let target = HistoryBudget::budget(&self.model).min(room) / 2;
         match history::forget_head(&mut self.session.history, turns, target, self.model.counter()) {
-            None => self.notice(format!(
+            None => self.events.notice(format!(
                 "nothing to forget: the history is {} tokens, within {target} (the latest turn always stays)",
-                self.history_tokens()
+                HistoryBudget::tokens(&self.session, &self.model)
             )),
             Some(forgotten) => {
-                self.saved.record.replaced_front(2 * forgotten.turns, 2);
-                self.conversation.history.summary_at_front = false;
-                self.conversation.history.generation += 1;
-                self.conversation.history.buffer.reset();
-                self.conversation.history.swap_due = false;
-                self.notice(format!(
+                self.saved.record_mut().replaced_front(2 * forgotten.turns, 2);
+                self.conversation.history_mut().summary_at_front = false;
+                self.conversation.history_mut().generation += 1;
+                self.conversation.history_mut().buffer.reset();
+                self.conversation.history_mut().swap_due = false;
+                self.events.notice(format!(
                     "forgot the oldest {} ({} tokens) without a summary; the model is told that earlier turns are gone",
                     crate::plural::count(forgotten.turns, "turn"),
                     forgotten.tokens
@@ -837,15 +890,15 @@ impl Engine {
     pub(super) fn cancel_history_wait(&mut self) {
         let foreground = self
             .conversation
-            .history
+            .history()
             .job
             .as_ref()
             .is_some_and(|job| job.kind != JobKind::Checkpoint);
-        let held = self.conversation.history.held.take();
+        let held = self.conversation.history_mut().held.take();
         if !foreground && held.is_none() {
             return;
         }
-        if foreground && let Some(job) = self.conversation.history.job.take() {
+        if foreground && let Some(job) = self.conversation.history_mut().job.take() {
             job.cancel.cancel();
             if job.kind == JobKind::Compact {
                 self.compact_output("cancelled".into());
@@ -863,14 +916,14 @@ impl Engine {
 
     /// `/clear`: forget any summary in progress along with the history.
     pub(super) fn history_cleared(&mut self) {
-        if let Some(job) = self.conversation.history.job.take() {
+        if let Some(job) = self.conversation.history_mut().job.take() {
             job.cancel.cancel();
         }
-        self.conversation.history.buffer.reset();
-        self.conversation.history.summary_at_front = false;
-        self.conversation.history.swap_due = false;
-        self.conversation.history.generation += 1;
-        self.saved.record.cleared();
+        self.conversation.history_mut().buffer.reset();
+        self.conversation.history_mut().summary_at_front = false;
+        self.conversation.history_mut().swap_due = false;
+        self.conversation.history_mut().generation += 1;
+        self.saved.record_mut().cleared();
         self.save_session();
         self.publish_history();
         self.resume_held_turn();
@@ -879,7 +932,7 @@ impl Engine {
     /// `/compact`: swap in a ready checkpoint, or summarize the whole history now. Always
     /// ends with an `Output` titled "compact".
     pub(super) fn compact(&mut self) {
-        if !self.activity.is_idle() || self.conversation.history.held.is_some() {
+        if !self.activity.is_idle() || self.conversation.history().held.is_some() {
             return self.compact_output("not now: wait for the current turn to finish".into());
         }
         if self.session.history.is_empty() {
@@ -887,15 +940,21 @@ impl Engine {
         }
         if let Some((anchor, summary)) = self
             .conversation
-            .history
+            .history()
             .ready_checkpoint()
             .map(|(a, s)| (a, s.to_string()))
         {
             if let Some(kept) = self.grows(anchor, &summary) {
                 return self.compact_output(kept);
             }
-            let replaced = self.apply_summary(anchor, &summary);
-            self.conversation.history.buffer.summarized();
+            let replaced = self.conversation.history_mut().apply_summary(
+                (anchor, &summary),
+                &self.model,
+                &mut self.session,
+                &mut self.saved,
+                &self.events,
+            );
+            self.conversation.history_mut().buffer.summarized();
             self.save_session();
             self.publish_history();
             self.publish_budget();
@@ -908,10 +967,10 @@ impl Engine {
             text: format!(
                 "summarizing {} messages ({} tokens)…",
                 self.session.history.len(),
-                self.history_tokens()
+                HistoryBudget::tokens(&self.session, &self.model)
             ),
         });
-        let budget = self.history_budget();
+        let budget = HistoryBudget::budget(&self.model);
         self.spawn_summary(JobKind::Compact, budget);
     }
 

@@ -10,8 +10,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-use super::protocol::{ChatMode, Event, FileMode, MapEdge, MapView};
-use super::{Engine, EventSink, Internal};
+use std::path::Path;
+
+use super::model::Model;
+use super::protocol::{Event, FileMode, MapEdge, MapView};
+use super::run_loop::Loop;
+use super::{EventSink, Internal, Session};
 use crate::context::MapStatus;
 use crate::repomap::{self, CacheLocation, MapRefresh, MapResult, Mentions, RepoMap};
 
@@ -22,7 +26,7 @@ const SLOW_REBUILD: Duration = Duration::from_secs(1);
 /// How many ranked files the map pane gets (the rest are never shown).
 const RANKED_FOR_PANE: usize = 500;
 
-pub(crate) enum MapState {
+enum MapState {
     /// The first extraction is running.
     Loading,
     Ready(Arc<RwLock<RepoMap>>),
@@ -42,10 +46,10 @@ struct MapKey {
 }
 
 pub(crate) struct MapSlot {
-    pub state: MapState,
+    state: MapState,
     last: Option<(MapKey, MapResult)>,
     /// A smaller budget forced while shrinking an oversized request.
-    pub budget_override: Option<usize>,
+    budget_override: Option<usize>,
     /// How long the last whole-tree refresh and the last build took: what a rebuild
     /// after files changed costs.
     refresh_took: Duration,
@@ -96,43 +100,46 @@ impl MapSlot {
     }
 }
 
-impl Engine {
+impl MapSlot {
     /// Opens the map and extracts tags on a blocking thread, reporting progress.
-    pub(super) fn start_map(&mut self) {
-        if self.model.settings().map_tokens == Some(0) {
-            self.map.state = MapState::Off;
-            self.events.send(Event::Map(Box::default()));
+    pub(super) fn start(&mut self, model: &Model, root: &Path, events: &EventSink, jobs: &Loop) {
+        if model.settings().map_tokens == Some(0) {
+            self.state = MapState::Off;
+            events.send(Event::Map(Box::default()));
             return;
         }
-        let map = match RepoMap::open(
-            self.session.root(),
-            self.model.counter().clone(),
-            self.map.cache.clone(),
-        ) {
+        let map = match RepoMap::open(root, model.counter().clone(), self.cache.clone()) {
             Ok(map) => Arc::new(RwLock::new(map)),
             Err(e) => {
-                self.map.state = MapState::Unavailable;
-                self.warning(format!("no repo map: {e}"));
-                self.events.send(Event::Map(Box::default()));
+                self.state = MapState::Unavailable;
+                events.warning(format!("no repo map: {e}"));
+                events.send(Event::Map(Box::default()));
                 return;
             }
         };
-        self.refresh_map_in_background(map, Cause::First, Vec::new());
+        self.refresh_in_background(map, Cause::First, Vec::new(), events, jobs);
+    }
+
+    /// This engine builds no map (it is not a conversation).
+    pub(super) fn none(&mut self) {
+        self.state = MapState::Unavailable;
     }
 
     /// Refreshes the whole tree (`changed` empty) or just the files known to have
     /// changed, on a blocking thread.
-    pub(super) fn refresh_map_in_background(
+    fn refresh_in_background(
         &mut self,
         map: Arc<RwLock<RepoMap>>,
         cause: Cause,
         changed: Vec<String>,
+        events: &EventSink,
+        jobs: &Loop,
     ) {
         if cause != Cause::First {
-            self.map.state = MapState::Refreshing(map.clone());
+            self.state = MapState::Refreshing(map.clone());
         }
-        let events = self.events.clone();
-        let done = self.run_loop.done();
+        let events = events.clone();
+        let done = jobs.done();
         super::run_loop::spawn_blocking(done.clone(), move || {
             super::run_loop::test_panic("map");
             let start = Instant::now();
@@ -154,103 +161,121 @@ impl Engine {
         });
     }
 
-    pub(super) fn finish_map_refresh(&mut self, refreshed: Refreshed) {
-        self.map.state = MapState::Ready(refreshed.map);
+    /// A refresh finished: the map is ready, and the last one is kept or rebuilt for
+    /// `draft`. Returns what the refresh was for.
+    pub(super) fn finish_refresh(
+        &mut self,
+        refreshed: Refreshed,
+        model: &Model,
+        session: &Session,
+        draft: &str,
+        events: &EventSink,
+    ) -> Cause {
+        self.state = MapState::Ready(refreshed.map);
         if let Some(took) = refreshed.whole_tree {
-            self.map.refresh_took = took;
+            self.refresh_took = took;
         }
         let referenced = |path: &str| {
-            self.session.mode_of(path).is_some()
+            session.mode_of(path).is_some()
                 || self
-                    .map
                     .last
                     .as_ref()
                     .is_some_and(|(k, _)| k.mentions.files.iter().any(|f| f == path))
         };
         let keep = keeps_last_map(
-            self.model.settings().map_refresh,
+            model.settings().map_refresh,
             refreshed.cause,
             &refreshed.changed,
             referenced,
-            self.map.refresh_took + self.map.build_took,
+            self.refresh_took + self.build_took,
         );
         if !keep {
-            self.map.last = None;
-        } else if !refreshed.changed.is_empty() && self.map.last.is_some() {
-            self.map.kept_stale = true;
+            self.last = None;
+        } else if !refreshed.changed.is_empty() && self.last.is_some() {
+            self.kept_stale = true;
         }
-        let draft = self.conversation.draft.clone();
-        self.update_map(&draft);
-        self.publish_budget();
-        if let Some((text, mode, op)) = self.activity.take_waiting() {
-            self.answering(op);
-            self.map.rescanned_for_turn = matches!(refreshed.cause, Cause::ForTurn | Cause::Asked);
-            self.start_user_turn(text, mode);
-        }
+        self.update(draft, model, session, events);
+        refreshed.cause
+    }
+
+    /// The message that waited for the refresh that was for `cause` goes now: in
+    /// `always`, a rescan for it is done.
+    pub(super) fn waited_for(&mut self, cause: Cause) {
+        self.rescanned_for_turn = matches!(cause, Cause::ForTurn | Cause::Asked);
     }
 
     /// Refreshes the map after a turn or a landing, unless one is already running, or
     /// the mode is `manual` (nothing is refreshed unasked) or `always` (the next message
     /// rescans anyway).
-    pub(super) fn refresh_map(&mut self, changed: Vec<String>) {
+    pub(super) fn refresh(
+        &mut self,
+        changed: Vec<String>,
+        model: &Model,
+        events: &EventSink,
+        jobs: &Loop,
+    ) {
         if matches!(
-            self.model.settings().map_refresh,
+            model.settings().map_refresh,
             MapRefresh::Manual | MapRefresh::Always
         ) {
             return;
         }
-        if let MapState::Ready(map) = &self.map.state {
+        if let MapState::Ready(map) = &self.state {
             let map = map.clone();
-            self.refresh_map_in_background(map, Cause::Background, changed);
+            self.refresh_in_background(map, Cause::Background, changed, events, jobs);
         }
     }
 
     /// `/map-refresh`: rescans the repository and rebuilds the map, in any mode.
-    pub(super) fn refresh_map_now(&mut self) {
-        match &self.map.state {
+    pub(super) fn refresh_now(&mut self, events: &EventSink, jobs: &Loop) {
+        match &self.state {
             MapState::Ready(map) => {
                 let map = map.clone();
-                self.refresh_map_in_background(map, Cause::Asked, Vec::new());
-                self.notice("rescanning the repository for the repo map".into());
+                self.refresh_in_background(map, Cause::Asked, Vec::new(), events, jobs);
+                events.notice("rescanning the repository for the repo map".into());
             }
             MapState::Loading | MapState::Refreshing(_) => {
-                self.notice("the repo map is being built already".into());
+                events.notice("the repo map is being built already".into());
             }
-            MapState::Unavailable => self.error("there is no repo map for this directory".into()),
-            MapState::Off => self.error("the repo map is off (--map-tokens 0)".into()),
+            MapState::Unavailable => events.error("there is no repo map for this directory".into()),
+            MapState::Off => events.error("the repo map is off (--map-tokens 0)".into()),
         }
     }
 
     /// The map text for a request whose current message is `text`, built if what it
     /// depends on changed since the last one.
-    pub(super) fn map_text(&mut self, text: &str) -> Option<String> {
-        self.update_map(text);
-        self.map
-            .last
+    pub(super) fn text(
+        &mut self,
+        text: &str,
+        model: &Model,
+        session: &Session,
+        events: &EventSink,
+    ) -> Option<String> {
+        self.update(text, model, session, events);
+        self.last
             .as_ref()
             .map(|(_, result)| result.text.clone())
             .filter(|t| !t.is_empty())
     }
 
-    fn update_map(&mut self, text: &str) {
-        let MapState::Ready(map) = &self.map.state else {
+    fn update(&mut self, text: &str, model: &Model, session: &Session, events: &EventSink) {
+        let MapState::Ready(map) = &self.state else {
             return;
         };
         let map = map.clone();
         let guard = map.read().unwrap_or_else(|e| e.into_inner());
-        let chat: Vec<String> = self
-            .session
+        let chat: Vec<String> = session
             .paths(FileMode::Editable)
             .into_iter()
-            .chain(self.session.paths(FileMode::ReadOnly))
+            .chain(session.paths(FileMode::ReadOnly))
             .collect();
         let key = MapKey {
-            budget: self.map_budget(!chat.is_empty()),
+            budget: self.budget(!chat.is_empty(), model),
             mentions: guard.mentions(text),
             chat,
         };
-        let manual = self.model.settings().map_refresh == MapRefresh::Manual;
-        if let Some((k, r)) = &self.map.last {
+        let manual = model.settings().map_refresh == MapRefresh::Manual;
+        if let Some((k, r)) = &self.last {
             // `manual` keeps its map for any chat, as long as it fits the budget.
             if *k == key || (manual && r.tokens <= key.budget) {
                 return;
@@ -264,35 +289,41 @@ impl Engine {
             key.budget,
         );
         drop(guard);
-        self.map.build_took = start.elapsed();
-        self.map.kept_stale = false;
-        self.events.send(Event::Map(Box::new(view(&result))));
-        self.map.last = Some((key, result));
+        self.build_took = start.elapsed();
+        self.kept_stale = false;
+        events.send(Event::Map(Box::new(view(&result))));
+        self.last = Some((key, result));
     }
 
-    pub(super) fn map_budget(&self, has_chat_files: bool) -> usize {
-        self.map.budget_override.unwrap_or_else(|| {
-            self.model.settings().map_tokens.unwrap_or_else(|| {
-                repomap::default_budget(self.model.window().window, has_chat_files)
-            })
+    fn budget(&self, has_chat_files: bool, model: &Model) -> usize {
+        self.budget_override.unwrap_or_else(|| {
+            model
+                .settings()
+                .map_tokens
+                .unwrap_or_else(|| repomap::default_budget(model.window().window, has_chat_files))
         })
+    }
+
+    /// The next requests' maps get at most `budget` tokens (shrinking an oversized
+    /// request), or their usual budget again (None).
+    pub(super) fn override_budget(&mut self, budget: Option<usize>) {
+        self.budget_override = budget;
     }
 
     /// The map's line in the budget report.
-    pub(super) fn map_status(&self) -> Option<MapStatus> {
-        self.map.last.as_ref().map(|(_, r)| MapStatus {
+    pub(super) fn status(&self, model: &Model) -> Option<MapStatus> {
+        self.last.as_ref().map(|(_, r)| MapStatus {
             tokens: r.tokens,
             budget: r.budget,
             files: r.shown_files,
-            refresh: self.model.settings().map_refresh,
-            kept_stale: self.map.kept_stale,
+            refresh: model.settings().map_refresh,
+            kept_stale: self.kept_stale,
         })
     }
 
-    pub(super) fn map_why(&self, path: &str) {
-        let edges = self
-            .map
-            .last
+    /// Why the map ranks `path` as it does: the references that lead to it.
+    pub(super) fn why(&self, path: &str) -> Vec<MapEdge> {
+        self.last
             .as_ref()
             .map(|(_, r)| r.why(path, 10))
             .unwrap_or_default()
@@ -302,70 +333,47 @@ impl Engine {
                 from: e.from,
                 weight: e.weight,
             })
-            .collect();
-        self.events.send(Event::MapWhy {
-            path: path.to_string(),
-            edges,
-        });
+            .collect()
     }
 
     /// The repository's files, for completion: the map's file set, or git's index while
     /// the map is still loading.
-    pub(super) fn list_repo_files(&self) {
-        let files = match &self.map.state {
+    pub(super) fn repo_files(&self, root: &Path) -> Vec<String> {
+        match &self.state {
             MapState::Ready(map) | MapState::Refreshing(map) => match map.try_read() {
                 Ok(guard) => guard.files().to_vec(),
-                Err(_) => index_files(self.session.root()),
+                Err(_) => index_files(root),
             },
-            MapState::Loading | MapState::Unavailable | MapState::Off => {
-                index_files(self.session.root())
-            }
-        };
-        self.events.send(Event::RepoFiles { files });
-    }
-
-    /// `/map`: the map as the model sees it now.
-    pub(super) fn show_map(&mut self) {
-        let draft = self.conversation.draft.clone();
-        let text = match &self.map.state {
-            MapState::Loading => "the repo map is still being built\n".to_string(),
-            MapState::Unavailable => "there is no repo map for this directory\n".to_string(),
-            MapState::Off => "the repo map is off (--map-tokens 0)\n".to_string(),
-            _ => self.map_text(&draft).unwrap_or_else(|| {
-                "the repo map is empty (nothing fits, or no tagged files)\n".into()
-            }),
-        };
-        self.events.send(Event::Output {
-            title: "repo map".into(),
-            text,
-        });
-    }
-
-    /// `Op::Cancel` (Esc, or a signal): a message waiting for the repo map is not sent
-    /// later by itself (Esc is final); it comes back to the user, and stays with the
-    /// session until a message is sent (a signal's exit follows at once).
-    pub(super) fn cancel_deferred(&mut self) {
-        if let Some((text, ..)) = self.activity.take_waiting() {
-            let kept = match self.keep_unsent(&text) {
-                true => " (the message is kept with the session until you send one)",
-                false => "",
-            };
-            self.events.send(Event::TurnFailed {
-                error: format!("cancelled while waiting for the repo map; nothing was sent{kept}"),
-                message: text,
-            });
-            self.idle_if_done();
+            MapState::Loading | MapState::Unavailable | MapState::Off => index_files(root),
         }
     }
 
-    /// Defers a user turn until the first extraction is done, so the first request has
-    /// its map; until a refresh under way is done, so the request's map is built for its
-    /// own chat files and mentions from the files as they are; in `always`, until a
-    /// rescan is done. Returns true when the turn was deferred.
-    pub(super) fn defer_until_map(&mut self, text: &str, mode: ChatMode) -> bool {
-        let deferred = match &self.map.state {
+    /// `/map`: the map as the model sees it now.
+    pub(super) fn shown(
+        &mut self,
+        draft: &str,
+        model: &Model,
+        session: &Session,
+        events: &EventSink,
+    ) -> String {
+        match &self.state {
+            MapState::Loading => "the repo map is still being built\n".to_string(),
+            MapState::Unavailable => "there is no repo map for this directory\n".to_string(),
+            MapState::Off => "the repo map is off (--map-tokens 0)\n".to_string(),
+            _ => self.text(draft, model, session, events).unwrap_or_else(|| {
+                "the repo map is empty (nothing fits, or no tagged files)\n".into()
+            }),
+        }
+    }
+
+    /// Whether a user turn waits for the map: until the first extraction is done, so the
+    /// first request has its map; until a refresh under way is done, so the request's
+    /// map is built for its own chat files and mentions from the files as they are; in
+    /// `always`, until a rescan is done (started here).
+    pub(super) fn defers_turn(&mut self, model: &Model, events: &EventSink, jobs: &Loop) -> bool {
+        match &self.state {
             MapState::Loading => {
-                self.notice(
+                events.notice(
                     "waiting for the repo map to be built; the message is sent as soon as it is"
                         .into(),
                 );
@@ -374,24 +382,16 @@ impl Engine {
             // The refresh under way sends the message when it is done.
             MapState::Refreshing(_) => true,
             MapState::Ready(map) => {
-                let rescan = self.model.settings().map_refresh == MapRefresh::Always
-                    && !std::mem::take(&mut self.map.rescanned_for_turn);
+                let rescan = model.settings().map_refresh == MapRefresh::Always
+                    && !std::mem::take(&mut self.rescanned_for_turn);
                 if rescan {
                     let map = map.clone();
-                    self.refresh_map_in_background(map, Cause::ForTurn, Vec::new());
+                    self.refresh_in_background(map, Cause::ForTurn, Vec::new(), events, jobs);
                 }
                 rescan
             }
             MapState::Unavailable | MapState::Off => false,
-        };
-        if deferred {
-            self.activity = super::activity::Activity::WaitingForMap {
-                text: text.to_string(),
-                mode,
-                op: self.events.op,
-            };
         }
-        deferred
     }
 }
 
@@ -449,7 +449,7 @@ fn progress_reporter(events: EventSink, first: bool) -> impl Fn(repomap::Progres
     }
 }
 
-fn index_files(root: &std::path::Path) -> Vec<String> {
+fn index_files(root: &Path) -> Vec<String> {
     crate::edit::Workspace::discover(root)
         .map(|ws| {
             ws.files()

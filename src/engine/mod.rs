@@ -9,7 +9,6 @@ mod branch_review;
 mod command_runner;
 pub mod commands;
 mod conversation;
-mod counts;
 mod git_job;
 mod history_budget;
 pub mod input;
@@ -19,10 +18,8 @@ pub mod needed;
 pub mod persist;
 mod proposal_review;
 pub mod protocol;
-mod request;
 mod run_loop;
 pub mod session;
-mod slash;
 pub mod spending;
 mod turn;
 pub mod turn_commits;
@@ -32,9 +29,13 @@ use std::path::PathBuf;
 
 use tokio::sync::mpsc;
 
+use crate::branch_review::ReviewOptions;
 /// Where the repo map keeps its tag cache (part of `EngineConfig`).
 pub use crate::repomap::CacheLocation;
+use commands::Command;
+use git_job::{GitDone, GitJobError};
 pub use protocol::{ChatMode, Envelope, Event, FileEntry, FileMode, Op, OpId, Submission};
+use protocol::{CommandPurpose, ReviewOp};
 pub use session::{PathError, Session};
 
 use crate::config::Settings;
@@ -144,6 +145,18 @@ impl EventSink {
         });
     }
 
+    pub(crate) fn notice(&self, text: String) {
+        self.send(Event::Notice { text });
+    }
+
+    pub(crate) fn warning(&self, text: String) {
+        self.send(Event::Warning { text });
+    }
+
+    pub(crate) fn error(&self, text: String) {
+        self.send(Event::Error { text });
+    }
+
     /// A sink for the events of one streamed reply.
     pub(crate) fn reply_stream(&self) -> ReplyStream {
         ReplyStream {
@@ -243,7 +256,7 @@ pub(crate) enum Internal {
     /// A history summary finished.
     Summary(history_budget::JobDone),
     /// The server counted texts (or said whether it can).
-    Counted(counts::Counted),
+    Counted(model::counts::Counted),
     /// A command (`/run`, `/test`, `/lint`, the auto-test loop) ended.
     Ran(Box<command_runner::Ran>),
     /// A background job panicked (a bug): the engine stops as if it had panicked itself.
@@ -264,7 +277,7 @@ pub fn spawn(config: EngineConfig) -> anyhow::Result<EngineHandle> {
         (config.read_only.clone(), FileMode::ReadOnly),
     ];
     let mut engine = Engine::new(config, events.clone())?;
-    let saved = match &engine.saved.id {
+    let saved = match engine.saved.id() {
         Some(id) => format!("the session is saved (`tern --resume={id}` continues it)"),
         None => "this command keeps no session".to_string(),
     };
@@ -342,7 +355,6 @@ impl Engine {
             engine.saved = opened.saved;
             if let Some(saved) = opened.restored {
                 engine.restore_session(saved, config.model_chosen);
-                engine.saved.resumed = true;
             }
         }
         Ok(engine)
@@ -359,13 +371,13 @@ impl Engine {
             root: self.session.root().display().to_string(),
             model: self.model.info().name.clone(),
             mode: self.session.mode,
-            session: self.saved.id.clone(),
+            session: self.saved.id().map(str::to_string),
         });
         // The resumed conversation first: what start has to say comes after it.
-        if !self.session.transcript.is_empty() || self.saved.unsent.is_some() {
+        if !self.session.transcript.is_empty() || self.saved.unsent().is_some() {
             self.events.send(Event::Resumed {
                 transcript: self.session.transcript.clone(),
-                unsent: self.saved.unsent.clone(),
+                unsent: self.saved.unsent().map(str::to_string),
             });
         }
         // The files named at start, and the resumed proposal (marked by them): after
@@ -376,37 +388,42 @@ impl Engine {
         self.mark_files_outside_chat();
         let (notices, warnings) = self.saved.take_start_notes();
         for text in notices {
-            self.notice(text);
+            self.events.notice(text);
         }
         for text in warnings {
-            self.warning(text);
+            self.events.warning(text);
         }
         if !matches!(self.run_loop.role(), EngineRole::LandReply { .. }) {
             if !self.model.info().known {
                 self.warn_unknown_model();
             }
             if let Some(e) = self.model.client().unusable() {
-                self.warning(e.to_string());
+                self.events.warning(e.to_string());
             }
         }
         if self.run_loop.role() == EngineRole::Conversation
             && git2::Repository::discover(self.session.root()).is_err()
         {
-            self.warning(format!(
+            self.events.warning(format!(
                 "{} is not inside a git repository: you can chat here, but tern writes edits only inside one, so that every change can be undone. Run `git init` here to make one.",
                 self.session.root().display()
             ));
         }
         if self.run_loop.role() == EngineRole::Conversation {
-            self.start_counts();
-            self.start_map();
+            self.model.start_counts(&self.events, &self.run_loop);
+            self.map.start(
+                &self.model,
+                self.session.root(),
+                &self.events,
+                &self.run_loop,
+            );
             // A history saved over its marks (a one-shot run leaves its summary to
             // the next start) is summarized before the next request needs it.
-            if self.saved.resumed {
+            if self.saved.resumed() {
                 self.resumed_history();
             }
         } else {
-            self.map.state = map_slot::MapState::Unavailable;
+            self.map.none();
         }
         self.publish_files();
         self.publish_budget();
@@ -494,7 +511,7 @@ impl Engine {
             }
             Op::ProposeReply { reply } => self.propose_reply(&reply),
             Op::Draft { text } => {
-                self.conversation.draft = text;
+                self.conversation.set_draft(text);
                 self.publish_budget();
             }
             Op::AddFiles { paths, mode } => {
@@ -503,25 +520,34 @@ impl Engine {
             }
             Op::SetFileMode { path, mode } => {
                 if let Err(e) = self.session.set_mode(&path, mode) {
-                    self.error(e.to_string());
+                    self.events.error(e.to_string());
                 }
                 self.files_changed();
             }
             Op::DropFile { path } => {
                 if let Err(e) = self.session.drop_file(&path) {
-                    self.error(e.to_string());
+                    self.events.error(e.to_string());
                 }
                 self.files_changed();
             }
-            Op::AnswerCommand { run } => self.answer_command(run),
-            Op::RunSuggested { command } => self.run_suggested(&command),
+            Op::AnswerCommand { run } => {
+                let (runner, mut parts) = self.commands();
+                if !runner.answer_command(run, &mut parts) {
+                    self.idle_if_done();
+                }
+            }
+            Op::RunSuggested { command } => {
+                let (runner, mut parts) = self.commands();
+                runner.run_suggested(&command, &mut parts);
+            }
             Op::AddOutput => self.add_output(),
             Op::Cancel => {
-                if self.decline_command() {
+                let (runner, mut parts) = self.commands();
+                if runner.decline_command(&mut parts) {
                     self.idle_if_done();
                     return;
                 }
-                self.end_auto_test();
+                runner.end_auto_test(&mut parts);
                 self.activity.cancel();
                 self.cancel_deferred();
                 self.cancel_history_wait();
@@ -532,14 +558,28 @@ impl Engine {
                 options,
                 send,
             } => self.start_review(source, options, send),
-            Op::NoMoreMessages => self.conversation.history.defer_summaries(),
+            Op::NoMoreMessages => self.conversation.history_mut().defer_summaries(),
             Op::AddNeeded { paths, mode } => self.add_needed(paths, mode),
             Op::ApplyAllowed { outside_chat } => {
-                self.apply_allowed(outside_chat);
+                if let Some(pending) = self.pending.as_mut() {
+                    pending.accept_allowed(outside_chat, &self.events);
+                }
+                self.publish_proposal();
+                // Everything held back: the events say why; there is nothing to apply
+                // (and no review key to advise, as `/apply` would).
+                if self.pending.as_ref().is_some_and(|p| p.any_accepted()) {
+                    self.review(ReviewOp::Apply);
+                }
                 self.idle_if_done();
             }
-            Op::ListRepoFiles => self.list_repo_files(),
-            Op::MapWhy { path } => self.map_why(&path),
+            Op::ListRepoFiles => {
+                let files = self.map.repo_files(self.session.root());
+                self.events.send(Event::RepoFiles { files });
+            }
+            Op::MapWhy { path } => {
+                let edges = self.map.why(&path);
+                self.events.send(Event::MapWhy { path, edges });
+            }
             Op::HunkText { id } => self.hunk_text(&id),
             Op::Shutdown => unreachable!("handled by the loop"),
         }
@@ -549,15 +589,39 @@ impl Engine {
         match done {
             Internal::Turn(outcome) => self.finish_turn(outcome),
             Internal::Landed(result) => self.finish_landing(result),
-            Internal::MapRefreshed(refreshed) => self.finish_map_refresh(refreshed),
-            Internal::Reviewed(outcome) => self.finish_review(outcome),
+            Internal::MapRefreshed(refreshed) => {
+                let cause = self.map.finish_refresh(
+                    refreshed,
+                    &self.model,
+                    &self.session,
+                    self.conversation.draft(),
+                    &self.events,
+                );
+                self.publish_budget();
+                if let Some((text, mode, op)) = self.activity.take_waiting() {
+                    self.answering(op);
+                    self.map.waited_for(cause);
+                    self.start_user_turn(text, mode);
+                }
+            }
+            Internal::Reviewed(outcome) => {
+                self.activity.end_stream();
+                outcome.settle(
+                    &mut self.model,
+                    &mut self.session,
+                    &mut self.saved,
+                    &self.events,
+                );
+                self.publish_budget();
+                self.idle_if_done();
+            }
             Internal::Git(result) => {
                 self.activity.end_git();
                 match result {
                     Ok(done) => {
-                        self.notice(done.message);
+                        self.events.notice(done.message);
                         if let Some(warning) = done.warning {
-                            self.warning(warning);
+                            self.events.warning(warning);
                         }
                         self.session.turns.undone(&done.undone);
                         if !done.undone.is_empty() {
@@ -566,21 +630,35 @@ impl Engine {
                             });
                         }
                         self.saved
-                            .record
+                            .record_mut()
                             .undone(done.undone.iter().map(ToString::to_string).collect());
                         if let Some(note) = done.note {
                             self.session.notes_for_next_turn.push(note);
                         }
                         self.save_session();
                     }
-                    Err(e) => self.error(e.to_string()),
+                    Err(e) => self.events.error(e.to_string()),
                 }
                 self.files_changed();
                 self.idle_if_done();
             }
             Internal::Summary(done) => self.summary_done(done),
-            Internal::Counted(done) => self.counted(done),
-            Internal::Ran(ran) => self.finish_command(*ran),
+            Internal::Counted(done) => {
+                if self.model.counted(done, &self.events, &self.run_loop) {
+                    self.publish_budget();
+                    self.resume_held_turn();
+                }
+            }
+            Internal::Ran(ran) => {
+                let (runner, mut parts) = self.commands();
+                let checked = runner.finish_command(*ran, &mut parts);
+                self.publish_budget();
+                self.save_session();
+                if let Some(checked) = checked {
+                    self.after_check(&checked);
+                }
+                self.idle_if_done();
+            }
             // Unwinds into `spawn`'s handler: `Crashed`, then `Exited`.
             Internal::Panicked(panic) => std::panic::resume_unwind(panic),
         }
@@ -588,6 +666,123 @@ impl Engine {
 
     /// Every op is answered: a message that cannot be sent with an error, then `Idle`
     /// (a front end waiting for it would wait for ever).
+    /// `Op::Cancel` (Esc, or a signal): a message waiting for the repo map is not sent
+    /// later by itself (Esc is final); it comes back to the user, and stays with the
+    /// session until a message is sent (a signal's exit follows at once).
+    fn cancel_deferred(&mut self) {
+        if let Some((text, ..)) = self.activity.take_waiting() {
+            let kept = match self.keep_unsent(&text) {
+                true => " (the message is kept with the session until you send one)",
+                false => "",
+            };
+            self.events.send(Event::TurnFailed {
+                error: format!("cancelled while waiting for the repo map; nothing was sent{kept}"),
+                message: text,
+            });
+            self.idle_if_done();
+        }
+    }
+
+    /// Keeps a message that was never sent (it waited for the repo map) with the
+    /// session, to give back on resume. Returns whether this engine saves a session.
+    fn keep_unsent(&mut self, text: &str) -> bool {
+        let saves = self.saved.keep_unsent(text);
+        self.save_session();
+        saves
+    }
+
+    /// Saves the session in the background; a failure is a warning, never the end of
+    /// the turn.
+    fn save_session(&mut self) {
+        let parts = persist::SaveParts {
+            session: &self.session,
+            model: &self.model,
+            history: self.conversation.history().marks(),
+            pending: self.pending.as_ref().map(proposal_review::Pending::saved),
+        };
+        self.saved.save(parts, &self.events);
+    }
+
+    /// `--resume`: the saved session's history, summary state, files, mode, notes,
+    /// transcript, pending edits and (unless `keep_model`: `--model` chose one) model.
+    fn restore_session(&mut self, saved: persist::SessionFile, keep_model: bool) {
+        let root = self.session.root().to_path_buf();
+        self.session.history = saved.history;
+        self.session.mode = saved.mode;
+        self.session.session_cost = saved.session_cost;
+        self.session.notes_for_next_turn = saved.notes;
+        self.session.transcript = saved.transcript;
+        self.session.turns = saved.turns;
+        self.session.outputs = saved.outputs;
+        self.saved.resume_with(saved.unsent);
+        if !keep_model && !saved.model.is_empty() && saved.model != self.model.info().name {
+            self.switch_model(&saved.model);
+        }
+        for file in saved.files {
+            let added = self
+                .session
+                .resolve(&file.path, &root)
+                .and_then(|rel| self.session.add(&rel, file.mode));
+            if let Err(e) = added {
+                self.events.send(Event::Error {
+                    text: format!("the saved session's file {}: {e}", file.path),
+                });
+            }
+        }
+        self.conversation.history_mut().restore(
+            saved.summary_at_front,
+            saved.summaries,
+            saved.checkpoint.map(|c| (c.anchor, c.summary)),
+            saved.learned_limit,
+        );
+        // What the server taught holds, unless the user says the window now.
+        if let Some(n_ctx) = saved.server_window
+            && self.model.settings().context_window.is_none()
+        {
+            self.model.adopt_server_window(n_ctx);
+        }
+        if let Some(proposal) = saved.proposal {
+            self.restore_pending(
+                proposal,
+                saved.proposal_turn.unwrap_or(saved.record.turns),
+                saved.proposal_failures,
+                saved.proposal_shell,
+            );
+        }
+    }
+
+    /// The command runner with the parts it reads and changes.
+    fn commands(
+        &mut self,
+    ) -> (
+        &mut command_runner::CommandRunner,
+        command_runner::Parts<'_>,
+    ) {
+        let parts = command_runner::Parts {
+            model: &self.model,
+            session: &mut self.session,
+            activity: &mut self.activity,
+            events: &self.events,
+            jobs: &self.run_loop,
+        };
+        (&mut self.runner, parts)
+    }
+
+    /// `/add-output` and `Op::AddOutput`: the last `/run`'s output joins the context.
+    fn add_output(&mut self) {
+        let (runner, mut parts) = self.commands();
+        let changed = runner.add_output(&mut parts);
+        self.outputs_changed(changed);
+    }
+
+    /// The output section changed (`/add-output`, `/drop-output`).
+    fn outputs_changed(&mut self, changed: bool) {
+        if changed {
+            self.publish_budget();
+            self.save_session();
+        }
+    }
+
     fn submit(&mut self, text: String) {
         let refused = if text.trim().is_empty() {
             Some("an empty message is not sent")
@@ -597,7 +792,7 @@ impl Engine {
             None
         };
         if let Some(why) = refused {
-            self.error(why.into());
+            self.events.error(why.into());
             self.idle_if_done();
             return;
         }
@@ -608,7 +803,7 @@ impl Engine {
     /// Tells front ends that nothing more will happen until they send something: no
     /// reply is streaming, no reflection follows, no landing is under way.
     fn idle_if_done(&self) {
-        if self.activity.is_idle() && !self.conversation.history.holds_turns() {
+        if self.activity.is_idle() && !self.conversation.history().holds_turns() {
             self.events.send(Event::Idle);
         }
     }
@@ -621,7 +816,7 @@ impl Engine {
         if !self.model.info().known {
             self.warn_unknown_model();
         }
-        self.start_counts();
+        self.model.start_counts(&self.events, &self.run_loop);
         self.publish_budget();
         self.save_session();
     }
@@ -646,14 +841,14 @@ impl Engine {
         for path in paths {
             let added = self
                 .session
-                .resolve(path, &self.conversation.cwd)
+                .resolve(path, self.conversation.cwd())
                 .and_then(|rel| self.session.add(&rel, mode).map(|changed| (rel, changed)));
             match added {
                 Ok((rel, _)) if !self.session.root().join(&rel).exists() => {
                     let refused =
                         crate::edit::resolve_path(self.session.root(), std::path::Path::new(&rel))
                             .err();
-                    self.notice(match (mode, refused) {
+                    self.events.notice(match (mode, refused) {
                         // A name tern would never write (control characters, `.git/`).
                         (FileMode::Editable, Some(why)) => format!(
                             "{rel} does not exist yet, and the model may not create it: {why}"
@@ -670,12 +865,12 @@ impl Engine {
                     if crate::edit::Workspace::discover(self.session.root())
                         .is_ok_and(|ws| ws.is_ignored_untracked(std::path::Path::new(&rel))) =>
                 {
-                    self.warning(format!(
+                    self.events.warning(format!(
                         "git ignores {rel}: files like it often hold secrets; its content is now sent to the model with every request (drop it with /drop {rel})"
                     ));
                 }
                 Ok(_) => {}
-                Err(e) => self.error(e.to_string()),
+                Err(e) => self.events.error(e.to_string()),
             }
         }
     }
@@ -692,11 +887,11 @@ impl Engine {
         if self.activity.is_branch_review() {
             return;
         }
-        let draft = self.conversation.draft.clone();
+        let draft = self.conversation.draft().to_string();
         let report = self.report(&draft);
         self.events.send(Event::Budget(Box::new(report)));
         // What the gauge counted that the server has not, it counts now.
-        self.start_counting();
+        self.model.start_counting(&self.run_loop);
     }
 
     fn publish_files(&mut self) {
@@ -710,30 +905,306 @@ impl Engine {
         let spent = self.session.session_cost;
         match self
             .conversation
-            .spending
+            .spending_mut()
             .may_spend(what, spent, self.model.settings())
         {
             Ok(()) => true,
             Err(warning) => {
                 if let Some(text) = warning {
-                    self.warning(text);
+                    self.events.warning(text);
                 }
                 false
             }
         }
     }
 
-    fn notice(&self, text: String) {
-        self.events.send(Event::Notice { text });
+    // Slash commands (the table is in `commands.rs`; `input.rs` parses what the user
+    // typed into them).
+
+    pub(super) fn command(&mut self, command: Command, args: &str) {
+        let args = args.trim().to_string();
+        let words: Vec<String> = args.split_whitespace().map(str::to_string).collect();
+        match command {
+            Command::Add => {
+                self.add_files(&words, FileMode::Editable);
+                self.files_changed();
+            }
+            Command::ReadOnly => {
+                self.add_files(&words, FileMode::ReadOnly);
+                self.files_changed();
+            }
+            Command::Drop => self.drop_files(&words),
+            Command::Ask | Command::Code => {
+                let mode = if command == Command::Ask {
+                    ChatMode::Ask
+                } else {
+                    ChatMode::Code
+                };
+                if args.is_empty() {
+                    self.session.mode = mode;
+                    self.events.send(Event::Mode { mode });
+                    self.publish_budget();
+                    self.save_session();
+                } else {
+                    self.start_user_turn(args, mode);
+                }
+            }
+            Command::Apply if args == "all" => self.apply_all(),
+            Command::Apply => self.review(ReviewOp::Apply),
+            Command::Reject => self.reject_with_reason(&args),
+            Command::Discard => self.discard(),
+            Command::Diff => self.show_diff(),
+            Command::Show => self.show_commit(&args),
+            Command::Undo => self.undo_command(&args),
+            Command::Commit => {
+                let settings = self.model.settings().clone();
+                let message = (!args.trim().is_empty()).then(|| args.trim().to_string());
+                self.git_job("commit", move |repo| {
+                    commit_all(repo, &settings, message.as_deref()).map(GitDone::said)
+                });
+            }
+            Command::Run => {
+                let (runner, mut parts) = self.commands();
+                runner.run_command(&args, &mut parts);
+            }
+            Command::Test | Command::Lint => {
+                let purpose = match command {
+                    Command::Test => CommandPurpose::Test,
+                    _ => CommandPurpose::Lint,
+                };
+                let (runner, mut parts) = self.commands();
+                runner.check_command(purpose, &args, &mut parts);
+            }
+            Command::AddOutput => self.add_output(),
+            Command::DropOutput => {
+                let (runner, mut parts) = self.commands();
+                let changed = runner.drop_output(&args, &mut parts);
+                self.outputs_changed(changed);
+            }
+            Command::Tokens => {
+                let draft = self.conversation.draft().to_string();
+                let report = self.report(&draft);
+                self.events.send(Event::Output {
+                    title: "tokens".into(),
+                    text: report.render_table(),
+                });
+            }
+            Command::Review => {
+                let source = branch_review::source(&args);
+                let options = ReviewOptions::from(self.model.settings());
+                self.start_review(source, options, true);
+            }
+            Command::Map => {
+                let text = self.map.shown(
+                    self.conversation.draft(),
+                    &self.model,
+                    &self.session,
+                    &self.events,
+                );
+                self.events.send(Event::Output {
+                    title: "repo map".into(),
+                    text,
+                });
+            }
+            Command::MapRefresh => self.map.refresh_now(&self.events, &self.run_loop),
+            Command::Clear => {
+                self.session.history.clear();
+                self.history_cleared();
+                self.events.notice("history cleared".into());
+                self.publish_budget();
+            }
+            Command::Compact => self.compact(),
+            Command::Forget => self.forget(&args),
+            Command::Model => {
+                if args.is_empty() {
+                    self.events.notice(format!(
+                        "model {} (window {}, weak model {})",
+                        self.model.info().name, self.model.window().window, self.model.settings().weak_model
+                    ));
+                } else {
+                    self.switch_model(&args);
+                }
+            }
+            Command::Help => self.events.send(Event::Output {
+                title: "commands".into(),
+                text: commands::help(),
+            }),
+            Command::Trust => self.trust_command(&args),
+            Command::Quit => self.run_loop.quit(),
+            Command::Split => self.review(ReviewOp::Split {
+                id: args.trim().to_string(),
+            }),
+            // Only a front end with a terminal can hand it to an editor.
+            Command::Editor => self.events.error(
+                "/editor opens an editor in the workspace (ctrl-g in the message box); there is none here"
+                    .into(),
+            ),
+        }
     }
 
-    fn warning(&self, text: String) {
-        self.events.send(Event::Warning { text });
+    fn drop_files(&mut self, words: &[String]) {
+        if words.is_empty() {
+            self.session.drop_all();
+            self.events
+                .notice("dropped every file from the chat".into());
+        }
+        for word in words {
+            let dropped = self
+                .session
+                .resolve(word, self.conversation.cwd())
+                .and_then(|rel| self.session.drop_file(&rel));
+            if let Err(e) = dropped {
+                self.events.error(e.to_string());
+            }
+        }
+        self.files_changed();
     }
 
-    fn error(&self, text: String) {
-        self.events.send(Event::Error { text });
+    /// The proposed edits as a unified diff, or else the work tree's uncommitted changes.
+    fn show_diff(&mut self) {
+        let text = match self.pending_diff() {
+            Some(diff) => diff,
+            None => match crate::git::worktree_diff(self.session.root()) {
+                Ok(diff) if diff.is_empty() => {
+                    "no proposed edits and no uncommitted changes\n".into()
+                }
+                Ok(diff) => diff,
+                Err(e) => {
+                    self.events.error(e.to_string());
+                    return;
+                }
+            },
+        };
+        self.events.send(Event::Output {
+            title: "diff".into(),
+            text,
+        });
     }
+
+    /// `/show [REV]`: a commit and its diff (HEAD by default: what tern just landed).
+    fn show_commit(&mut self, rev: &str) {
+        let rev = if rev.trim().is_empty() {
+            "HEAD"
+        } else {
+            rev.trim()
+        };
+        let shown = git2::Repository::discover(self.session.root())
+            .map_err(|e| e.to_string())
+            // libgit2's words without its class and code (`class=Reference (4)`).
+            .and_then(|repo| crate::git::show(&repo, rev).map_err(|e| e.message().to_string()));
+        match shown {
+            Ok((title, text)) => self.events.send(Event::Output { title, text }),
+            Err(e) => self.events.error(format!("/show {rev}: {e}")),
+        }
+    }
+
+    /// Runs a git command on a blocking thread (hooks may take a while).
+    pub(super) fn git_job(
+        &mut self,
+        what: &'static str,
+        job: impl FnOnce(&git2::Repository) -> Result<GitDone, GitJobError> + Send + 'static,
+    ) {
+        if let Some(busy) = self.activity.busy_reason() {
+            self.events.error(format!("/{what} waits: {busy}"));
+            return;
+        }
+        let root = self.session.root().to_path_buf();
+        let done = self.run_loop.done();
+        self.activity.git();
+        run_loop::spawn_blocking(done.clone(), move || {
+            let result = git2::Repository::open(&root)
+                .map_err(|source| GitJobError::NotARepository { what, source })
+                .and_then(|repo| job(&repo));
+            let _ = done.send(Internal::Git(result));
+        });
+    }
+
+    /// `/undo [turn]`.
+    fn undo_command(&mut self, args: &str) {
+        let turn = self.session.turns.last();
+        match args.trim() {
+            "" => self.git_job("undo", move |repo| undo_commits::undo_one(repo, &turn)),
+            "turn" => self.git_job("undo", move |repo| {
+                let done = crate::git::undo_turn(repo, &turn)?;
+                undo_commits::turn_done(repo, done)
+            }),
+            other => self.events.error(format!(
+                "/undo takes nothing (tern's last commit) or `turn` (all of the last turn's commits), not {other:?}"
+            )),
+        }
+    }
+
+    /// `/trust`: shows the repository's `.tern.toml` and what in it waits for trust;
+    /// `/trust yes` trusts exactly that content (as `tern trust` does), for the next
+    /// start.
+    fn trust_command(&mut self, args: &str) {
+        let root = self.session.root().to_path_buf();
+        let repo = match crate::config::RepoConfig::read(&root) {
+            Ok(Some(repo)) => repo,
+            Ok(None) => {
+                return self
+                    .events
+                    .notice("this repository has no .tern.toml".into());
+            }
+            Err(e) => return self.events.error(e.to_string()),
+        };
+        let Some(file) = crate::config::trust_file() else {
+            return self
+                .events
+                .error("no user config directory to keep trusted repositories in".into());
+        };
+        let mut store = crate::config::TrustStore::open(&file);
+        let needing = repo.needing_trust().join(", ");
+        let note = crate::config::never_from_repository_note();
+        let damaged = store.damage();
+        if args.trim() != "yes" {
+            if let Some(damage) = damaged {
+                self.events.warning(damage);
+            }
+            let state = if store.trusts(&root, &repo.text) {
+                "trusted"
+            } else {
+                "not trusted"
+            };
+            self.events.send(Event::Output {
+                title: repo.path.display().to_string(),
+                text: format!(
+                    "{}\nThis content is {state}. Waiting for trust: {}. Type /trust yes to trust exactly this content; it applies when tern starts next. {note}\n",
+                    repo.text,
+                    if needing.is_empty() { "nothing" } else { &needing }
+                ),
+            });
+            return;
+        }
+        let trusted = store.trust(&root, &repo.text);
+        if let Some(damage) = store.damage() {
+            self.events.warning(damage);
+        }
+        match trusted {
+            Ok(()) => self.events.notice(format!(
+                "trusted this .tern.toml ({}); restart tern to use it; a change to the file needs /trust again",
+                repo.trust_effect()
+            )),
+            Err(e) => self.events.error(format!("cannot write {}: {e}", file.display())),
+        }
+    }
+}
+
+/// `/commit [MESSAGE]`: the user's own uncommitted changes to tracked files, in one
+/// commit.
+fn commit_all(
+    repo: &git2::Repository,
+    settings: &crate::config::Settings,
+    message: Option<&str>,
+) -> Result<String, GitJobError> {
+    let paths = crate::git::modified_tracked_paths(repo)?;
+    let options = crate::git::CommitOptions::from(settings);
+    Ok(
+        match crate::git::commit_user_changes(repo, &paths, message, &options)? {
+            Some(c) => format!("committed {} {}", c.short_id(), c.summary),
+            None => "nothing to commit".into(),
+        },
+    )
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use super::activity::Activity;
+use super::persist::SavedPending;
 use super::protocol::{
     ChatMode, Decision, DiffLine, EditFailureView, Event, FileMode, FileProposalView, FileStatus,
     HunkView, Ignored, NearLines, NotAppliedReason, ProposalView, ReviewOp,
@@ -46,6 +47,16 @@ pub(crate) struct Pending {
 }
 
 impl Pending {
+    /// The pending edits as the session file keeps them.
+    pub(super) fn saved(&self) -> SavedPending {
+        SavedPending {
+            proposal: self.proposal.snapshot(),
+            turn: self.turn,
+            failures: self.failures.clone(),
+            shell: self.shell.clone(),
+        }
+    }
+
     /// Accepts `select` without a word: the hunks with a caution stay pending.
     pub(super) fn accept(&mut self, select: Select) {
         let _ = self.proposal.decide(select, Decision::Accept);
@@ -129,15 +140,6 @@ impl std::fmt::Display for Held {
     }
 }
 
-/// The pending edits as the session file keeps them.
-pub(super) struct SavedPending {
-    /// The hunks by content, placed again in the files on resume.
-    pub proposal: edit::ProposalSnapshot,
-    pub turn: usize,
-    pub failures: Vec<EditFailureView>,
-    pub shell: Vec<String>,
-}
-
 /// A landing, handed back to the loop with the pending edits it took.
 pub(crate) struct LandResult {
     pending: Pending,
@@ -147,6 +149,24 @@ pub(crate) struct LandResult {
     rewritten: Vec<(PathBuf, String)>,
     /// What writing the commit messages cost.
     cost: f64,
+}
+
+/// Why a review op on a hunk or a file was not done; its text is what the user is told.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum HunkOpError {
+    /// An id that does not read as a hunk id (the parser's words).
+    #[error("{0}")]
+    BadId(String),
+    #[error(transparent)]
+    Unknown(#[from] edit::Unknown),
+    #[error(transparent)]
+    Refine(#[from] edit::RefineError),
+    #[error("there are no proposed edits")]
+    NoProposal,
+}
+
+fn parse_id(id: &str) -> Result<HunkId, HunkOpError> {
+    id.parse().map_err(HunkOpError::BadId)
 }
 
 impl Engine {
@@ -177,14 +197,15 @@ impl Engine {
         let ws = match Workspace::discover(self.session.root()) {
             Ok(ws) => ws,
             Err(e) => {
-                self.error(format!("cannot read the repository to apply edits: {e}"));
+                self.events
+                    .error(format!("cannot read the repository to apply edits: {e}"));
                 return None;
             }
         };
         let format = self.model.edit_format();
         let files = FileSet::new(self.editable_paths(&ws), ws.files())
             .with_read_only(self.chat_paths(FileMode::ReadOnly));
-        let turn = self.saved.record.turn();
+        let turn = self.saved.record().turn();
         let pending = self.pending.get_or_insert_with(|| Pending {
             proposal: Proposal::new(&ws),
             failures: Vec::new(),
@@ -224,13 +245,13 @@ impl Engine {
             .extend(report.shell.into_iter().map(|s| s.commands));
         let applied = report.blocks - report.errors.len();
         for (named, path) in &report.taken_as {
-            self.notice(format!(
+            self.events.notice(format!(
                 "the reply names {named}, which is no file here: its edits are taken as edits to {}",
                 path.display()
             ));
         }
         for written in other {
-            self.notice(format!(
+            self.events.notice(format!(
                 "the reply wrote its edits as {}, not the {} asked for ({format}); they were read as such",
                 written.blocks(),
                 format.blocks()
@@ -262,12 +283,12 @@ impl Engine {
             // Nothing to say, no model to say it to, or a spending cap said why not:
             // the failures are in the view.
         } else if origin == ReplyOrigin::Interrupted {
-            self.warning(format!(
+            self.events.warning(format!(
                 "the reply was interrupted: {} failed, not applied and not sent back to the model (each is shown with why)",
                 count(open, "edit block")
             ));
         } else {
-            self.warning(format!(
+            self.events.warning(format!(
                 "{} still failed after {}; not applied (each is shown with why)",
                 count(open, "edit block"),
                 count(reflections, "reflection")
@@ -284,21 +305,21 @@ impl Engine {
     /// it, but never answered with a reflection (no model wrote it).
     pub(super) fn propose_reply(&mut self, reply: &str) {
         if let Some(busy) = self.activity.busy_reason() {
-            self.error(busy.into());
+            self.events.error(busy.into());
         } else if self.undecided_hunks().is_some() {
-            self.error(
+            self.events.error(
                 "proposed hunks still wait for a decision: apply or /discard them first".into(),
             );
         } else {
             self.end_proposal();
             match self.propose_edits(reply, TurnKind::User, ReplyOrigin::Given) {
-                Some(Blocks { blocks: 0, .. }) => self.error(format!(
+                Some(Blocks { blocks: 0, .. }) => self.events.error(format!(
                     "no edit blocks found in the reply (tern looked for the {} format's)",
                     self.model.edit_format()
                 )),
                 // Every block failed: the failures say so, not "nothing to change".
                 Some(Blocks { blocks, failed }) if failed == blocks => {}
-                Some(_) if self.pending.is_none() => self.notice(
+                Some(_) if self.pending.is_none() => self.events.notice(
                     "nothing to change: the reply's edits leave the files as they are".into(),
                 ),
                 _ => {}
@@ -309,11 +330,13 @@ impl Engine {
 
     pub(super) fn review(&mut self, op: ReviewOp) {
         if matches!(self.activity, Activity::Git { .. }) {
-            self.error("still applying the previous edits".into());
+            self.events
+                .error("still applying the previous edits".into());
             return;
         }
         let Some(pending) = self.pending.as_mut() else {
-            self.error("there are no proposed edits to review".into());
+            self.events
+                .error("there are no proposed edits to review".into());
             return;
         };
         let decided = match &op {
@@ -325,34 +348,29 @@ impl Engine {
                 self.edit_hunk(id, new_lines);
                 return;
             }
-            ReviewOp::Hunk { id, decision } => match id.parse::<HunkId>() {
-                Ok(id) => pending
-                    .proposal
-                    .decide(Select::Hunk(id), *decision)
-                    .map_err(|e| e.to_string()),
-                Err(e) => Err(e),
-            },
+            ReviewOp::Hunk { id, decision } => parse_id(id)
+                .and_then(|id| Ok(pending.proposal.decide(Select::Hunk(id), *decision)?)),
             ReviewOp::File { path, decision } => pending
                 .proposal
                 .decide(Select::File(Path::new(path)), *decision)
-                .map_err(|e| e.to_string()),
+                .map_err(HunkOpError::from),
             ReviewOp::All { decision } => pending
                 .proposal
                 .decide(Select::All, *decision)
-                .map_err(|e| e.to_string()),
+                .map_err(HunkOpError::from),
             ReviewOp::Confirm { path } => pending
                 .proposal
                 .confirm(Path::new(path))
                 .map(|()| 0)
-                .map_err(|e| e.to_string()),
+                .map_err(HunkOpError::from),
             ReviewOp::Apply => {
                 // A reflection still streaming would add hunks to what is being written.
                 if let Some(busy) = self.activity.busy_reason() {
-                    self.error(format!("not applied yet: {busy}"));
+                    self.events.error(format!("not applied yet: {busy}"));
                     return;
                 }
                 match self.accepted_read_only() {
-                    Some(path) => self.error(format!(
+                    Some(path) => self.events.error(format!(
                         "nothing was written: {path} is read-only in the chat now; make it editable to apply its accepted hunks, or reject them"
                     )),
                     None => self.land(),
@@ -378,7 +396,7 @@ impl Engine {
                 }
                 self.publish_proposal();
             }
-            Err(e) => self.error(e),
+            Err(e) => self.events.error(e.to_string()),
         }
     }
 
@@ -388,7 +406,7 @@ impl Engine {
         let held = self.pending.as_ref().map(Pending::held_back);
         if let Some(held) = held.filter(|h| !h.is_empty()) {
             let held: Vec<String> = held.iter().map(ToString::to_string).collect();
-            self.warning(format!(
+            self.events.warning(format!(
                 "not accepted with the others, look at each and accept it by itself: {}",
                 held.join("; ")
             ));
@@ -420,7 +438,7 @@ impl Engine {
                 _ => format!("{h} (accept it by itself in the workspace's review)"),
             })
             .collect();
-        self.error(format!(
+        self.events.error(format!(
             "nothing was applied: /apply all accepts no file or hunk held back for a look of its own, and every one left is: {}",
             advice.join("; ")
         ));
@@ -432,20 +450,16 @@ impl Engine {
         let Some(pending) = self.pending.as_mut() else {
             return;
         };
-        match id
-            .parse::<HunkId>()
-            .map_err(|e| e.to_string())
-            .and_then(|hunk| pending.proposal.split(hunk).map_err(|e| e.to_string()))
-        {
+        match parse_id(id).and_then(|hunk| Ok(pending.proposal.split(hunk)?)) {
             Ok(parts) => {
                 let ids: Vec<String> = parts.iter().map(ToString::to_string).collect();
-                self.notice(format!(
+                self.events.notice(format!(
                     "split hunk {id} into {}: {}",
                     parts.len(),
                     ids.join(", ")
                 ));
             }
-            Err(e) => self.error(e),
+            Err(e) => self.events.error(e.to_string()),
         }
         self.publish_proposal();
     }
@@ -456,19 +470,11 @@ impl Engine {
         let Some(pending) = self.pending.as_mut() else {
             return;
         };
-        let edited = id
-            .parse::<HunkId>()
-            .map_err(|e| e.to_string())
-            .and_then(|hunk| {
-                pending
-                    .proposal
-                    .edit(hunk, new_lines)
-                    .map_err(|e| e.to_string())
-            });
+        let edited = parse_id(id).and_then(|hunk| Ok(pending.proposal.edit(hunk, new_lines)?));
         match edited {
             Ok(ids) => {
                 let ids: Vec<String> = ids.iter().map(ToString::to_string).collect();
-                self.notice(format!(
+                self.events.notice(format!(
                     "hunk {id} now holds your lines, accepted (as {})",
                     ids.join(", ")
                 ));
@@ -476,7 +482,7 @@ impl Engine {
             Err(reason) => self.events.send(Event::EditRefused {
                 id: id.to_string(),
                 new_lines: new_lines.to_string(),
-                reason,
+                reason: reason.to_string(),
             }),
         }
         self.publish_proposal();
@@ -487,10 +493,10 @@ impl Engine {
         let found = self
             .pending
             .as_ref()
-            .ok_or_else(|| "there are no proposed edits".to_string())
+            .ok_or(HunkOpError::NoProposal)
             .and_then(|p| {
-                let hunk = id.parse::<HunkId>()?;
-                let text = p.proposal.hunk_text(hunk).map_err(|e| e.to_string())?;
+                let hunk = parse_id(id)?;
+                let text = p.proposal.hunk_text(hunk)?;
                 let path = p
                     .proposal
                     .files()
@@ -506,7 +512,7 @@ impl Engine {
                 path,
                 text,
             }),
-            Err(e) => self.error(e),
+            Err(e) => self.events.error(e.to_string()),
         }
     }
 
@@ -543,17 +549,6 @@ impl Engine {
             .collect()
     }
 
-    /// The pending proposal for the session file: its hunks by content, and the failed
-    /// blocks and suggested commands shown with them.
-    pub(super) fn pending_saved(&self) -> Option<SavedPending> {
-        self.pending.as_ref().map(|p| SavedPending {
-            proposal: p.proposal.snapshot(),
-            turn: p.turn,
-            failures: p.failures.clone(),
-            shell: p.shell.clone(),
-        })
-    }
-
     /// `--resume`: the saved proposal (made in `turn`), placed in the files as they are
     /// now. Hunks that no longer apply are listed as failed with their lines (after the
     /// failures `shown` with it); a changed file's decisions are pending.
@@ -567,7 +562,8 @@ impl Engine {
         let ws = match Workspace::discover(self.session.root()) {
             Ok(ws) => ws,
             Err(e) => {
-                self.error(format!("cannot restore the pending edits: {e}"));
+                self.events
+                    .error(format!("cannot restore the pending edits: {e}"));
                 return;
             }
         };
@@ -639,7 +635,8 @@ impl Engine {
             .as_ref()
             .map(|p| (p.proposal.hunk_count(), p.landed))
         else {
-            self.error("there are no proposed edits to discard".into());
+            self.events
+                .error("there are no proposed edits to discard".into());
             return;
         };
         self.end_proposal();
@@ -648,7 +645,7 @@ impl Engine {
             n => format!("the {n} hunks"),
         };
         // Hunks of this proposal applied earlier stay applied: only what is left goes.
-        self.notice(match landed {
+        self.events.notice(match landed {
             true => {
                 format!("discarded {hunks} not applied (not written); hunks applied earlier stay")
             }
@@ -699,7 +696,8 @@ impl Engine {
         {
             pending.reasons.retain(|(hunk, _)| hunk != id);
             pending.reasons.push((id.to_string(), reason.to_string()));
-            self.notice(format!("rejected hunk {id}; the model will be told why"));
+            self.events
+                .notice(format!("rejected hunk {id}; the model will be told why"));
         }
     }
 
@@ -711,7 +709,7 @@ impl Engine {
         };
         if pending.proposal.is_empty() {
             let failed = pending.failures.iter().filter(|f| f.hunk.is_some()).count();
-            self.error(match failed {
+            self.events.error(match failed {
                 0 => "nothing to apply: no proposed hunk is left; /discard dismisses the failures listed".into(),
                 1 => "nothing to apply: the 1 proposed hunk left no longer applies (listed as failed, with its lines); /discard dismisses it".into(),
                 n => format!("nothing to apply: the {n} proposed hunks left no longer apply (listed as failed, with their lines); /discard dismisses them"),
@@ -719,7 +717,8 @@ impl Engine {
             return;
         }
         if !pending.any_accepted() {
-            self.error("no hunk is accepted yet: y accepts a hunk, a a file, A all".into());
+            self.events
+                .error("no hunk is accepted yet: y accepts a hunk, a a file, A all".into());
             return;
         }
         for path in std::mem::take(&mut pending.confirm_ignored) {
@@ -734,7 +733,7 @@ impl Engine {
         let done = self.run_loop.done();
         let runtime = tokio::runtime::Handle::current();
         let cancel = self.activity.git();
-        self.notice("applying the accepted hunks…".into());
+        self.events.notice("applying the accepted hunks…".into());
         tokio::task::spawn_blocking(move || {
             let repo = git2::Repository::open(&root).ok();
             let options = LandOptions {
@@ -791,15 +790,15 @@ impl Engine {
         self.pending = Some(pending);
         let not_applied = match landed {
             Landed::Refused(e @ git::GitError::Interrupted) => {
-                self.warning(e.to_string());
+                self.events.warning(e.to_string());
                 Some(NotAppliedReason::Cancelled)
             }
             Landed::Refused(e) => {
-                self.error(format!("nothing was written: {e}"));
+                self.events.error(format!("nothing was written: {e}"));
                 Some(NotAppliedReason::Refused)
             }
             Landed::DirtyCommitFailed(e) => {
-                self.error(format!(
+                self.events.error(format!(
                     "nothing was written: your own uncommitted changes to these files could not be committed first: {e}"
                 ));
                 Some(NotAppliedReason::DirtyCommitFailed)
@@ -808,11 +807,11 @@ impl Engine {
                 error,
                 not_restored,
             } => {
-                self.error(format!(
+                self.events.error(format!(
                     "the commit failed: {error}; nothing was committed (not even your own changes) and the files tern had written were put back as they were"
                 ));
                 for f in &not_restored {
-                    self.error(format!(
+                    self.events.error(format!(
                         "{} was not put back: {}",
                         f.path.display(),
                         f.error
@@ -823,13 +822,13 @@ impl Engine {
             }
             Landed::NotWritten(ApplyOutcome::Stale(stale)) => {
                 let said = self.restaled(&stale);
-                self.warning(format!("nothing was written: {said}"));
+                self.events.warning(format!("nothing was written: {said}"));
                 self.publish_proposal();
                 Some(NotAppliedReason::Stale)
             }
             Landed::NotWritten(ApplyOutcome::NeedsConfirmation(paths)) => {
                 let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
-                self.warning(format!(
+                self.events.warning(format!(
                     "git ignores {}: apply again to write it anyway (it is never committed; an existing file is backed up first), or reject its hunks",
                     names.join(", ")
                 ));
@@ -843,13 +842,14 @@ impl Engine {
             // word may say "applied" or "written".
             Landed::Written { applied, .. } if applied.written.is_empty() => {
                 for f in &applied.failed {
-                    self.error(format!("could not write {}: {}", f.path.display(), f.error));
+                    self.events
+                        .error(format!("could not write {}: {}", f.path.display(), f.error));
                 }
                 if applied.stale.is_empty() {
                     Some(NotAppliedReason::WriteFailed)
                 } else {
                     let said = self.restaled(&applied.stale);
-                    self.warning(format!("nothing was written: {said}"));
+                    self.events.warning(format!("nothing was written: {said}"));
                     self.publish_proposal();
                     Some(NotAppliedReason::Stale)
                 }
@@ -864,22 +864,25 @@ impl Engine {
                 }
                 let turn = self.pending.as_ref().map_or(0, |p| p.turn);
                 if let Some(c) = dirty {
-                    self.saved.record.committed(turn, c.id.to_string(), true);
-                    self.notice(format!(
+                    self.saved
+                        .record_mut()
+                        .committed(turn, c.id.to_string(), true);
+                    self.events.notice(format!(
                         "committed your own changes first: {} {}",
                         c.short_id(),
                         c.summary
                     ));
                 }
                 for f in &applied.failed {
-                    self.error(format!("could not write {}: {}", f.path.display(), f.error));
+                    self.events
+                        .error(format!("could not write {}: {}", f.path.display(), f.error));
                 }
                 if !applied.stale.is_empty() {
                     let said = self.restaled(&applied.stale);
-                    self.warning(format!("not written: {said}"));
+                    self.events.warning(format!("not written: {said}"));
                 }
                 for b in &applied.backups {
-                    self.notice(format!(
+                    self.events.notice(format!(
                         "{} is ignored by git, so its previous content was saved to {} (undo restores it)",
                         b.path.display(),
                         b.saved_at.display()
@@ -900,7 +903,9 @@ impl Engine {
                 let (commit_id, message) = match commit {
                     Some(c) => {
                         self.session.turns.landed(c.id);
-                        self.saved.record.committed(turn, c.id.to_string(), false);
+                        self.saved
+                            .record_mut()
+                            .committed(turn, c.id.to_string(), false);
                         (Some(c.short_id()), c.summary)
                     }
                     None => (None, "written, not committed".to_string()),
@@ -924,7 +929,8 @@ impl Engine {
                     .iter()
                     .map(|w| w.path.display().to_string())
                     .collect();
-                self.refresh_map(written.clone());
+                self.map
+                    .refresh(written.clone(), &self.model, &self.events, &self.run_loop);
                 self.events.send(Event::Applied {
                     files: written,
                     accepted,
@@ -941,7 +947,8 @@ impl Engine {
                     lost,
                 });
                 self.publish_files();
-                self.auto_test_after_landing();
+                let (runner, mut parts) = self.commands();
+                runner.auto_test_after_landing(&mut parts);
                 None
             }
         };
@@ -1152,5 +1159,37 @@ fn failure_view(e: &EditError) -> EditFailureView {
             }),
             _ => None,
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hunk_op_error_says_what_the_error_it_carries_says() {
+        let bad = "h?".parse::<HunkId>().unwrap_err();
+        let parsed = parse_id("h?").unwrap_err();
+        assert!(matches!(&parsed, HunkOpError::BadId(text) if *text == bad));
+        assert_eq!(parsed.to_string(), bad);
+        let unknown = edit::Unknown("h9".into());
+        assert_eq!(
+            HunkOpError::from(unknown.clone()).to_string(),
+            unknown.to_string()
+        );
+        let id = "00a1b2c".parse::<HunkId>().unwrap();
+        let refused = edit::RefineError::CannotSplit(id);
+        assert!(matches!(
+            HunkOpError::from(refused.clone()),
+            HunkOpError::Refine(edit::RefineError::CannotSplit(_))
+        ));
+        assert_eq!(
+            HunkOpError::from(refused.clone()).to_string(),
+            refused.to_string()
+        );
+        assert_eq!(
+            HunkOpError::NoProposal.to_string(),
+            "there are no proposed edits"
+        );
     }
 }

@@ -73,6 +73,21 @@ pub const TRANSCRIPT_MESSAGE_BYTES: usize = 64 * 1024;
 pub const TRANSCRIPT_BYTES: usize = 2 * 1024 * 1024;
 
 impl Session {
+    /// Adds a request's cost to the session; `estimated` when the server reported no
+    /// usage and `usage` is tern's count.
+    pub(crate) fn record_cost(
+        &mut self,
+        model: &crate::llm::ModelInfo,
+        usage: &Usage,
+        estimated: bool,
+    ) {
+        let cost = model.cost(usage);
+        self.session_cost += cost;
+        self.last_cost = cost;
+        self.last_usage = Some(*usage);
+        self.last_usage_estimated = estimated;
+    }
+
     /// The user's message as sent: any notes the engine owes the model (rejected
     /// hunks, say), then their text.
     pub(crate) fn user_message_text(&self, text: &str) -> String {

@@ -1,6 +1,8 @@
 //! A turn: the request is built and checked on the loop, sent on its own task (which
 //! streams events while it runs), and its outcome handed back to the loop, which alone
-//! records it in the session and decides what follows (edits, a reflection).
+//! records it in the session and decides what follows (edits, a reflection). Requests
+//! are built here too: the one place where the messages sent and the counts shown come
+//! from, for turns, the live gauge and `/tokens` alike.
 
 use tokio_util::sync::CancellationToken;
 
@@ -8,11 +10,18 @@ use super::activity::Stream;
 use super::persist::record::Request;
 use super::protocol::{ChatMode, Event, FileMode, RequestKind, ShownKind};
 use super::{Engine, EventSink, Internal};
+use crate::branch_review::{DiffSource, ReviewOptions};
 use crate::context::BudgetReport;
+use crate::context::{self, Assembled, ChunkInputs};
+use crate::edit::prompts;
 use crate::llm::{
     ChatReply, ChatRequest, LlmClient, LlmError, Message, ReplyLimit, StreamEvent, Usage,
 };
 use crate::tokens::{Counting, Prediction};
+
+/// Below this window the few-shot examples (300 tokens or so) are not sent: they would
+/// take room a small window needs for the code and the conversation.
+const EXAMPLES_MIN_WINDOW: usize = 8192;
 
 /// Why a turn was sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,6 +69,125 @@ pub(crate) struct TurnOutcome {
 }
 
 impl Engine {
+    /// A test or lint run ended: the runner says whether the model is asked to fix it;
+    /// not while proposed hunks wait for a decision, nor past the spending caps.
+    pub(super) fn after_check(&mut self, checked: &super::command_runner::Checked) {
+        let (runner, parts) = self.commands();
+        let Some(fix) = runner.after_check(checked, &parts) else {
+            return;
+        };
+        if let Some(waiting) = self.undecided_hunks() {
+            self.events.notice(format!(
+                "`{}` failed; its output is in the context, but {waiting} proposed hunks still wait for a decision, so the model is not asked to fix it now",
+                checked.command
+            ));
+            return;
+        }
+        if let Some(round) = fix.next_round {
+            if !self.may_spend(super::spending::Unattended::AutoTest) {
+                return;
+            }
+            self.runner.fix_round(round);
+        }
+        self.end_proposal();
+        self.start_turn(fix.message, ChatMode::Code, TurnKind::Fix);
+    }
+
+    /// Builds the request for a turn whose current messages are `cur`.
+    pub(super) fn assemble(&mut self, cur: Vec<Message>, mode: ChatMode) -> Assembled {
+        let prompts = prompts::prompts(self.model.edit_format(), mode);
+        let (readonly_files, mut errors) = self.session.texts(FileMode::ReadOnly);
+        let (chat_files, more) = self.session.texts(FileMode::Editable);
+        errors.extend(more);
+        for e in errors {
+            self.events.error(e.to_string());
+        }
+        let current: String = cur
+            .iter()
+            .map(|m| m.content.as_str())
+            .collect::<Vec<_>>()
+            .join("\n");
+        let repo_map = self
+            .map
+            .text(&current, &self.model, &self.session, &self.events);
+        // A small window has no room for them; an oversized request leaves them out.
+        let examples = if self.model.window().window < EXAMPLES_MIN_WINDOW
+            || self.conversation.history().examples_dropped()
+        {
+            Vec::new()
+        } else {
+            prompts.examples
+        };
+        let inputs = ChunkInputs {
+            system: prompts.system.to_string(),
+            examples,
+            readonly_files,
+            repo_map,
+            done: self.session.history.clone(),
+            chat_files,
+            cur,
+            reminder: Some(prompts.reminder.to_string()),
+            review_diff: None,
+            command_outputs: self.session.outputs.clone(),
+        };
+        context::assemble(&inputs, self.model.counter())
+    }
+
+    /// The budget of the request `message` would send: the notes the engine owes the
+    /// model go with any message, so they count even before the user types.
+    pub(super) fn report(&mut self, message: &str) -> BudgetReport {
+        let cur = if message.trim().is_empty() && self.session.notes_for_next_turn.is_empty() {
+            vec![]
+        } else {
+            vec![Message::user(self.session.user_message_text(message))]
+        };
+        let mode = self.session.mode;
+        let assembled = self.assemble(cur, mode);
+        self.decorate(BudgetReport::new(
+            &assembled,
+            self.model.info(),
+            self.model.window(),
+            self.model.counter().counting(),
+        ))
+    }
+
+    pub(super) fn decorate(&self, mut report: BudgetReport) -> BudgetReport {
+        report.last_usage = self.session.last_usage;
+        report.last_usage_estimated = self.session.last_usage_estimated;
+        report.counts_pending = self.model.counts_pending(&self.run_loop);
+        report.last_cost = self.session.last_cost;
+        report.session_cost = self.session.session_cost;
+        report.cost_cap = self.model.settings().max_cost;
+        report.map = self.map.status(&self.model);
+        report.history = self
+            .conversation
+            .history()
+            .status(&self.model, &self.session);
+        self.conversation.history().limit_report(&mut report);
+        report
+    }
+
+    /// A branch review, a turn of its own: plans a review of `source` and, when `send`
+    /// is set, sends it.
+    pub(super) fn start_review(&mut self, source: DiffSource, options: ReviewOptions, send: bool) {
+        let label = super::branch_review::label(&source);
+        if let Some(busy) = self.activity.busy_reason() {
+            self.events.send(Event::TurnFailed {
+                error: busy.into(),
+                message: label,
+            });
+            return;
+        }
+        let cancel = self.activity.stream(Stream::BranchReview);
+        super::branch_review::spawn(
+            (source, options, send),
+            label,
+            cancel,
+            (&self.model, &self.session, &self.events),
+            &self.run_loop,
+        );
+    }
+
     /// `Op::AddNeeded`: adds the files and asks the last question again, telling the
     /// model which files it now has.
     pub(super) fn add_needed(&mut self, paths: Vec<String>, mode: FileMode) {
@@ -67,18 +195,19 @@ impl Engine {
             Some(busy.to_string())
         } else if self.pending.is_some() {
             Some("proposed edits wait for review: apply or discard them first".to_string())
-        } else if self.conversation.last_question.is_none() {
+        } else if self.conversation.last_question().is_none() {
             Some("there is no question to ask again".to_string())
         } else {
             None
         };
         if let Some(why) = refused {
-            self.error(format!("cannot add the files and ask again: {why}"));
+            self.events
+                .error(format!("cannot add the files and ask again: {why}"));
             return;
         }
         let before: Vec<(String, Option<FileMode>)> = paths
             .iter()
-            .filter_map(|p| self.session.resolve(p, &self.conversation.cwd).ok())
+            .filter_map(|p| self.session.resolve(p, self.conversation.cwd()).ok())
             .map(|rel| (rel.clone(), self.session.mode_of(&rel)))
             .collect();
         self.add_files(&paths, mode);
@@ -88,11 +217,11 @@ impl Engine {
             .filter(|(rel, was)| *was != Some(mode) && self.session.mode_of(rel) == Some(mode))
             .map(|(rel, _)| rel)
             .collect();
-        let Some((question, asked_in)) = self.conversation.last_question.clone() else {
+        let Some((question, asked_in)) = self.conversation.last_question().cloned() else {
             return;
         };
         if added.is_empty() {
-            self.error(
+            self.events.error(
                 "none of those files could be added; the question was not sent again".into(),
             );
             self.idle_if_done();
@@ -123,23 +252,32 @@ impl Engine {
             self.idle_if_done();
             return;
         }
-        if self.defer_until_map(&text, mode) {
+        if self
+            .map
+            .defers_turn(&self.model, &self.events, &self.run_loop)
+        {
+            self.activity = super::activity::Activity::WaitingForMap {
+                text,
+                mode,
+                op: self.events.op,
+            };
             return;
         }
         // A message given back on resume is the user's to send again, or not.
-        self.saved.unsent = None;
+        self.saved.clear_unsent();
         if mode == ChatMode::Code {
             self.end_proposal();
             self.session.turns.start();
         }
         if let Some(warning) = self
             .conversation
-            .spending
+            .spending_mut()
             .user_spends(self.session.session_cost, self.model.settings())
         {
-            self.warning(warning);
+            self.events.warning(warning);
         }
-        self.end_auto_test();
+        let (runner, mut parts) = self.commands();
+        runner.end_auto_test(&mut parts);
         self.start_turn(text, mode, TurnKind::User);
     }
 
@@ -160,8 +298,9 @@ impl Engine {
         };
         let assembled = self.assemble(vec![Message::user(sent_text.clone())], mode);
         // Checked against the window with the server's counts, where it counts.
-        if self.needs_counts(&assembled) && self.conversation.history.wait_for_counts() {
-            self.start_counting();
+        if self.model.needs_counts(&assembled) && self.conversation.history_mut().wait_for_counts()
+        {
+            self.model.start_counting(&self.run_loop);
             return;
         }
         let report = self.decorate(BudgetReport::new(
@@ -174,7 +313,7 @@ impl Engine {
             self.make_room(text, mode, kind, report);
             return;
         }
-        let retry = self.conversation.history.retry_warning(report.total);
+        let retry = self.conversation.history().retry_warning(report.total);
         let retrying = retry.is_some();
         if let Some(text) = retry {
             self.events.send(Event::Warning { text });
@@ -199,7 +338,7 @@ impl Engine {
                 ),
             };
             if kind == TurnKind::User {
-                self.record_turn(&text, mode, &notes);
+                self.saved.record_turn(&self.session, &text, mode, &notes);
             }
             self.session.show(ShownKind::User, own.clone());
             for note in &shown_notes {
@@ -261,7 +400,7 @@ impl Engine {
         let TurnOutcome { sent, result } = outcome;
         let reply = match result {
             Ok(reply) => {
-                self.server_answered();
+                self.model.server_answered(&self.run_loop);
                 reply
             }
             Err(e) if !cancelled && self.turn_overflowed(&e, &sent.prediction) => return,
@@ -284,11 +423,16 @@ impl Engine {
         // gives is not a cost either.
         let believed = !reply.usage_reported
             || reply.continuations > 0
-            || self.calibrate(&sent.prediction, reply.usage.prompt_tokens);
+            || self.model.calibrate(
+                &sent.prediction,
+                reply.usage.prompt_tokens,
+                &self.events,
+                &self.run_loop,
+            );
         let estimated = !(reply.usage_reported && believed);
         let usage = if !estimated {
             let mut usage = reply.usage;
-            self.believed_cache(&mut usage);
+            self.model.believed_cache(&mut usage, &self.events);
             usage
         } else {
             Usage {
@@ -297,7 +441,8 @@ impl Engine {
                 ..Usage::default()
             }
         };
-        self.record_cost(&usage, estimated);
+        self.session
+            .record_cost(self.model.info(), &usage, estimated);
         let cost = self.session.last_cost;
         if !reply.text.is_empty() {
             let pair = [
@@ -309,7 +454,7 @@ impl Engine {
                 TurnKind::Reflection(_) => Request::Reflection,
                 TurnKind::Fix => Request::Fix,
             };
-            self.saved.record.joined(request, &pair);
+            self.saved.record_mut().joined(request, &pair);
             self.session.history.extend(pair);
         }
         self.session.show(ShownKind::Assistant, reply.text.clone());
@@ -322,7 +467,7 @@ impl Engine {
             session_cost: self.session.session_cost,
         });
         if sent.kind == TurnKind::User {
-            self.conversation.last_question = Some((sent.user_text.clone(), sent.mode));
+            self.conversation.asked((sent.user_text.clone(), sent.mode));
         }
         if !reply.text.is_empty()
             && let Some(needed) = super::needed::report(&self.session, &self.model, &reply.text)
@@ -342,7 +487,8 @@ impl Engine {
             self.propose_edits(&reply.text, sent.kind, origin);
         }
         // Pick up whatever changed on disk while the model was answering.
-        self.refresh_map(Vec::new());
+        self.map
+            .refresh(Vec::new(), &self.model, &self.events, &self.run_loop);
         self.publish_budget();
         self.idle_if_done();
     }

@@ -32,8 +32,8 @@ pub use state::{PersistError, SavedCheckpoint, SavedFile, SessionFile, load};
 pub use store::{Listed, OpenSession, Resume, Store, StoreError};
 
 pub use resume::OpenError;
-pub(crate) use resume::Saved;
 pub(crate) use resume::open;
+pub(crate) use resume::{HistoryMarks, SaveParts, Saved, SavedPending};
 
 use super::{Event, EventSink};
 use record::LogWriter;

@@ -9,8 +9,10 @@ use super::state::{SavedCheckpoint, SavedFile, SessionFile, VERSION};
 use super::store::{KEEP, MAX_AGE};
 use super::{OLD_FILE, PersistError, Resume, SessionDisk, SessionWriter, Store, StoreError};
 use crate::edit::prompts::Mode as ChatMode;
-use crate::engine::protocol::{FileMode, ShownKind};
-use crate::engine::{Engine, Event, EventSink};
+use crate::engine::EventSink;
+use crate::engine::model::Model;
+use crate::engine::protocol::{EditFailureView, FileMode, ShownKind};
+use crate::engine::session::Session;
 
 /// The most characters of the first message a session keeps as its title.
 const TITLE_CHARS: usize = 200;
@@ -19,15 +21,15 @@ const TITLE_CHARS: usize = 200;
 pub(crate) struct Saved {
     writer: SessionWriter,
     /// The session's id (None: this engine saves no session).
-    pub(crate) id: Option<String>,
+    id: Option<String>,
     created_ms: u64,
     title: String,
     /// The turn record under way.
-    pub(crate) record: Recorder,
+    record: Recorder,
     /// A message that waited for the repo map and was never sent (`SessionFile::unsent`).
-    pub(crate) unsent: Option<String>,
+    unsent: Option<String>,
     /// Started from a saved session (`--resume`).
-    pub(crate) resumed: bool,
+    resumed: bool,
     /// What to say once the engine is ready (about the sessions of the repository, and
     /// what a resume could not restore as it was).
     start_notices: Vec<String>,
@@ -67,6 +69,166 @@ impl Saved {
     pub(crate) async fn close(&mut self) {
         self.writer.close().await;
     }
+
+    /// The session's id (None: this engine saves no session).
+    pub(crate) fn id(&self) -> Option<&str> {
+        self.id.as_deref()
+    }
+
+    /// Whether the engine started from a saved session (`--resume`).
+    pub(crate) fn resumed(&self) -> bool {
+        self.resumed
+    }
+
+    /// The turn record under way.
+    pub(crate) fn record(&self) -> &Recorder {
+        &self.record
+    }
+
+    pub(crate) fn record_mut(&mut self) -> &mut Recorder {
+        &mut self.record
+    }
+
+    /// A message that waited for the repo map and was never sent.
+    pub(crate) fn unsent(&self) -> Option<&str> {
+        self.unsent.as_deref()
+    }
+
+    /// A message is sent: the one given back on resume is the user's to send again,
+    /// or not.
+    pub(crate) fn clear_unsent(&mut self) {
+        self.unsent = None;
+    }
+
+    /// Keeps a message that was never sent (it waited for the repo map) with the
+    /// session, to give back on resume (saved with the next save). Returns whether
+    /// this engine saves a session.
+    pub(crate) fn keep_unsent(&mut self, text: &str) -> bool {
+        self.unsent = Some(text.to_string());
+        self.id.is_some()
+    }
+
+    /// `--resume` restored a session that held `unsent`: said once the engine is ready.
+    pub(crate) fn resume_with(&mut self, unsent: Option<String>) {
+        self.resumed = true;
+        if let Some(text) = unsent {
+            self.warn_at_start(format!(
+                "your message \"{}\" was never sent (it was waiting for the repo map when it was cancelled or tern quit); it is kept with the session until you send a message",
+                super::store::headline(&text, 60)
+            ));
+            self.unsent = Some(text);
+        }
+    }
+
+    /// Saves the session in the background; a failure is a warning, never the end of
+    /// the turn.
+    pub(crate) fn save(&mut self, parts: SaveParts<'_>, events: &EventSink) {
+        let records = self.record.take();
+        let state = self.file(parts);
+        if let Some(warning) = self.writer.write(state, records) {
+            events.warning(warning);
+        }
+    }
+
+    /// A turn begins: the record notes it with the conversation as it is before it,
+    /// and the first one names the session.
+    pub(crate) fn record_turn(
+        &mut self,
+        session: &Session,
+        text: &str,
+        mode: ChatMode,
+        notes: &[String],
+    ) {
+        if self.title.is_empty() {
+            self.title = text.trim().chars().take(TITLE_CHARS).collect();
+        }
+        let head = git2::Repository::discover(session.root())
+            .ok()
+            .and_then(|repo| repo.head().ok()?.target())
+            .map(|id| id.to_string());
+        self.record.begin(
+            &session.history,
+            (text, mode),
+            notes,
+            &session.outputs,
+            head,
+        );
+    }
+
+    fn file(&self, parts: SaveParts<'_>) -> SessionFile {
+        let SaveParts {
+            session,
+            model,
+            history,
+            pending,
+        } = parts;
+        let (proposal, proposal_turn, proposal_failures, proposal_shell) = match pending {
+            Some(p) => (Some(p.proposal), Some(p.turn), p.failures, p.shell),
+            None => (None, None, Vec::new(), Vec::new()),
+        };
+        let files = [FileMode::Editable, FileMode::ReadOnly]
+            .into_iter()
+            .flat_map(|mode| {
+                session
+                    .paths(mode)
+                    .into_iter()
+                    .map(move |path| SavedFile { path, mode })
+            })
+            .collect();
+        SessionFile {
+            version: VERSION,
+            created_ms: self.created_ms,
+            last_active_ms: super::now_ms(),
+            title: self.title.clone(),
+            model: model.info().name.clone(),
+            mode: session.mode,
+            files,
+            history: session.history.clone(),
+            summary_at_front: history.summary_at_front,
+            checkpoint: history.checkpoint,
+            summaries: history.summaries,
+            session_cost: session.session_cost,
+            proposal,
+            proposal_turn,
+            proposal_failures,
+            proposal_shell,
+            notes: session.notes_for_next_turn.clone(),
+            transcript: session.transcript.clone(),
+            server_window: (model.window().source == crate::context::WindowSource::Server)
+                .then_some(model.window().window),
+            learned_limit: history.learned_limit,
+            turns: session.turns.clone(),
+            outputs: session.outputs.clone(),
+            unsent: self.unsent.clone(),
+            record: self.record.cursor(),
+            log: Default::default(),
+        }
+    }
+}
+
+/// What a save holds of the other parts of the engine.
+pub(crate) struct SaveParts<'a> {
+    pub(crate) session: &'a Session,
+    pub(crate) model: &'a Model,
+    pub(crate) history: HistoryMarks,
+    pub(crate) pending: Option<SavedPending>,
+}
+
+/// What the session file keeps of the history's budget.
+pub(crate) struct HistoryMarks {
+    pub(crate) summary_at_front: bool,
+    pub(crate) checkpoint: Option<SavedCheckpoint>,
+    pub(crate) summaries: usize,
+    pub(crate) learned_limit: Option<usize>,
+}
+
+/// The pending edits as the session file keeps them.
+pub(crate) struct SavedPending {
+    /// The hunks by content, placed again in the files on resume.
+    pub(crate) proposal: crate::edit::ProposalSnapshot,
+    pub(crate) turn: usize,
+    pub(crate) failures: Vec<EditFailureView>,
+    pub(crate) shell: Vec<String>,
 }
 
 /// Why no session could be opened for a run.
@@ -216,149 +378,4 @@ fn pending_elsewhere(store: &Store, own: Option<&str>) -> Option<String> {
         newest.hunks_text(),
         newest.id
     ))
-}
-
-impl Engine {
-    fn session_file(&self) -> SessionFile {
-        let (proposal, proposal_turn, proposal_failures, proposal_shell) =
-            match self.pending_saved() {
-                Some(p) => (Some(p.proposal), Some(p.turn), p.failures, p.shell),
-                None => (None, None, Vec::new(), Vec::new()),
-            };
-        let files = [FileMode::Editable, FileMode::ReadOnly]
-            .into_iter()
-            .flat_map(|mode| {
-                self.session
-                    .paths(mode)
-                    .into_iter()
-                    .map(move |path| SavedFile { path, mode })
-            })
-            .collect();
-        SessionFile {
-            version: VERSION,
-            created_ms: self.saved.created_ms,
-            last_active_ms: super::now_ms(),
-            title: self.saved.title.clone(),
-            model: self.model.info().name.clone(),
-            mode: self.session.mode,
-            files,
-            history: self.session.history.clone(),
-            summary_at_front: self.conversation.history.summary_at_front(),
-            checkpoint: self
-                .conversation
-                .history
-                .ready_checkpoint()
-                .map(|(anchor, summary)| SavedCheckpoint {
-                    anchor,
-                    summary: summary.to_string(),
-                }),
-            summaries: self.conversation.history.summaries(),
-            session_cost: self.session.session_cost,
-            proposal,
-            proposal_turn,
-            proposal_failures,
-            proposal_shell,
-            notes: self.session.notes_for_next_turn.clone(),
-            transcript: self.session.transcript.clone(),
-            server_window: (self.model.window().source == crate::context::WindowSource::Server)
-                .then_some(self.model.window().window),
-            learned_limit: self.conversation.history.learned_limit(),
-            turns: self.session.turns.clone(),
-            outputs: self.session.outputs.clone(),
-            unsent: self.saved.unsent.clone(),
-            record: self.saved.record.cursor(),
-            log: Default::default(),
-        }
-    }
-
-    /// Keeps a message that was never sent (it waited for the repo map) with the
-    /// session, to give back on resume. Returns whether this engine saves a session.
-    pub(in crate::engine) fn keep_unsent(&mut self, text: &str) -> bool {
-        self.saved.unsent = Some(text.to_string());
-        self.save_session();
-        self.saved.id.is_some()
-    }
-
-    /// Saves the session in the background; a failure is a warning, never the end of
-    /// the turn.
-    pub(in crate::engine) fn save_session(&mut self) {
-        let records = self.saved.record.take();
-        let state = self.session_file();
-        if let Some(warning) = self.saved.writer.write(state, records) {
-            self.warning(warning);
-        }
-    }
-
-    /// A turn begins: the record notes it with the conversation as it is before it,
-    /// and the first one names the session.
-    pub(in crate::engine) fn record_turn(&mut self, text: &str, mode: ChatMode, notes: &[String]) {
-        if self.saved.title.is_empty() {
-            self.saved.title = text.trim().chars().take(TITLE_CHARS).collect();
-        }
-        let head = git2::Repository::discover(self.session.root())
-            .ok()
-            .and_then(|repo| repo.head().ok()?.target())
-            .map(|id| id.to_string());
-        self.saved.record.begin(
-            &self.session.history,
-            (text, mode),
-            notes,
-            &self.session.outputs,
-            head,
-        );
-    }
-
-    /// `--resume`: the saved session's history, summary state, files, mode, notes,
-    /// transcript, pending edits and (unless `keep_model`: `--model` chose one) model.
-    pub(in crate::engine) fn restore_session(&mut self, saved: SessionFile, keep_model: bool) {
-        let root = self.session.root().to_path_buf();
-        self.session.history = saved.history;
-        self.session.mode = saved.mode;
-        self.session.session_cost = saved.session_cost;
-        self.session.notes_for_next_turn = saved.notes;
-        self.session.transcript = saved.transcript;
-        self.session.turns = saved.turns;
-        self.session.outputs = saved.outputs;
-        if let Some(text) = saved.unsent {
-            self.saved.warn_at_start(format!(
-                "your message \"{}\" was never sent (it was waiting for the repo map when it was cancelled or tern quit); it is kept with the session until you send a message",
-                super::store::headline(&text, 60)
-            ));
-            self.saved.unsent = Some(text);
-        }
-        if !keep_model && !saved.model.is_empty() && saved.model != self.model.info().name {
-            self.switch_model(&saved.model);
-        }
-        for file in saved.files {
-            let added = self
-                .session
-                .resolve(&file.path, &root)
-                .and_then(|rel| self.session.add(&rel, file.mode));
-            if let Err(e) = added {
-                self.events.send(Event::Error {
-                    text: format!("the saved session's file {}: {e}", file.path),
-                });
-            }
-        }
-        self.conversation.history.restore(
-            saved.summary_at_front,
-            saved.summaries,
-            saved.checkpoint.map(|c| (c.anchor, c.summary)),
-            saved.learned_limit,
-        );
-        // What the server taught holds, unless the user says the window now.
-        if let Some(n_ctx) = saved.server_window
-            && self.model.settings().context_window.is_none()
-        {
-            self.model.adopt_server_window(n_ctx);
-        }
-        if let Some(proposal) = saved.proposal {
-            self.restore_pending(
-                proposal,
-                saved.proposal_turn.unwrap_or(saved.record.turns),
-                saved.proposal_failures,
-                saved.proposal_shell,
-            );
-        }
-    }
 }

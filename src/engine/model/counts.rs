@@ -7,9 +7,11 @@
 
 use futures::StreamExt;
 
-use super::{Engine, Internal};
+use super::Model;
 use crate::config::calibration_file;
 use crate::context::Assembled;
+use crate::engine::run_loop::{self, Loop};
+use crate::engine::{EngineRole, EventSink, Internal};
 use crate::llm::{CountError, ServerTokenizer};
 use crate::plural::count;
 use crate::tokens::{Prediction, calibration};
@@ -48,51 +50,43 @@ pub(crate) struct Counted {
     error: Option<CountError>,
 }
 
-impl Engine {
+impl Model {
     /// Starts from what earlier sessions learned about the model's counts (mended if
     /// an absurd report got into it), and asks whether the server counts tokens itself.
-    pub(super) fn start_counts(&mut self) {
-        *self.model.counts_mut() = CountSlot::default();
+    pub(in crate::engine) fn start_counts(&mut self, events: &EventSink, jobs: &Loop) {
+        self.counts = CountSlot::default();
         let file = calibration_file();
-        if let Some(mut saved) = calibration::load(&file).remove(&self.model.info().name) {
+        if let Some(mut saved) = calibration::load(&file).remove(&self.info().name) {
             let dropped = saved.sanitize();
             if dropped > 0 {
                 // Forgotten on disk too, so that it is said once.
-                let removed = match calibration::save(&file, &self.model.info().name, &saved) {
+                let removed = match calibration::save(&file, &self.info().name, &saved) {
                     Ok(()) => "forgotten (removed from the file)".to_string(),
                     Err(e) => format!(
                         "forgotten for this session, but the file could not be rewritten ({e})"
                     ),
                 };
-                self.warning(format!(
+                events.warning(format!(
                     "{} held {} of {}'s prompt tokens that no tokenizer gives: {removed}",
                     file.display(),
                     crate::plural::count(dropped, "report"),
-                    self.model.info().name
+                    self.info().name
                 ));
             }
-            self.model.counter().set_calibration(saved);
+            self.counter().set_calibration(saved);
         }
-        self.start_counting();
-    }
-
-    /// What a refusal made with counts learned from the server adds: where they are
-    /// kept and how to forget them.
-    pub(super) fn calibration_note(&self, counting: crate::tokens::Counting) -> Option<String> {
-        counting
-            .is_learned()
-            .then(|| calibration::refusal_note(&calibration_file()))
+        self.start_counting(jobs);
     }
 
     /// Starts a counting job unless one is running: the probe first, then the texts
     /// counted since the last job that the server has not counted.
-    pub(super) fn start_counting(&mut self) {
-        let no_server = self.model.counts().probed && self.model.counts().tokenizer.is_none();
+    pub(in crate::engine) fn start_counting(&mut self, jobs: &Loop) {
+        let no_server = self.counts.probed && self.counts.tokenizer.is_none();
         // Landing a saved reply or reviewing a branch asks the server nothing more.
-        let conversation = self.run_loop.role() == super::EngineRole::Conversation;
-        if self.model.counts().running
-            || self.model.counts().unavailable
-            || self.model.info().exact_tokens
+        let conversation = jobs.role() == EngineRole::Conversation;
+        if self.counts.running
+            || self.counts.unavailable
+            || self.info().exact_tokens
             || no_server
             || !conversation
         {
@@ -100,22 +94,22 @@ impl Engine {
         }
         // OpenAI's API has no tokenize endpoint, and without a key nothing is sent: as
         // good as probed, with no tokenizer (the counts are calibrated instead).
-        if self.model.client().api_base() == crate::llm::OPENAI_API_BASE
-            || self.model.client().unusable().is_some()
+        if self.client().api_base() == crate::llm::OPENAI_API_BASE
+            || self.client().unusable().is_some()
         {
-            self.model.counts_mut().probed = true;
+            self.counts.probed = true;
             return;
         }
-        let wanted = self.model.counter().take_wanted();
-        if self.model.counts().probed && wanted.is_empty() {
+        let wanted = self.counter().take_wanted();
+        if self.counts.probed && wanted.is_empty() {
             return;
         }
-        self.model.counts_mut().running = true;
-        let client = self.model.client().clone();
-        let model = self.model.info().name.clone();
-        let known = self.model.counts().tokenizer.clone();
-        let done = self.run_loop.done();
-        super::run_loop::spawn(done.clone(), async move {
+        self.counts.running = true;
+        let client = self.client().clone();
+        let model = self.info().name.clone();
+        let known = self.counts.tokenizer.clone();
+        let done = jobs.done();
+        run_loop::spawn(done.clone(), async move {
             let tokenizer = match known {
                 Some(tokenizer) => Ok(Some(tokenizer)),
                 None => client.server_tokenizer(&model).await,
@@ -146,85 +140,98 @@ impl Engine {
         });
     }
 
-    /// A counting job finished: use what it counted, then let a turn waiting for it go.
-    pub(super) fn counted(&mut self, done: Counted) {
-        self.model.counts_mut().running = false;
-        if done.model != self.model.info().name {
+    /// A counting job finished: uses what it counted (the engine then lets a turn
+    /// waiting for it go); false when the model changed meanwhile.
+    pub(in crate::engine) fn counted(
+        &mut self,
+        done: Counted,
+        events: &EventSink,
+        jobs: &Loop,
+    ) -> bool {
+        self.counts.running = false;
+        if done.model != self.info().name {
             // The model changed meanwhile; its own probe follows.
-            self.start_counting();
-            return;
+            self.start_counting(jobs);
+            return false;
         }
-        let first = !self.model.counts().probed;
+        let first = !self.counts.probed;
         match done.tokenizer {
             Ok(tokenizer) => {
-                self.model.counts_mut().probed = true;
-                self.model.counts_mut().tokenizer = tokenizer;
+                self.counts.probed = true;
+                self.counts.tokenizer = tokenizer;
             }
             Err(e) => self.server_unavailable(&e),
         }
         match done.error {
             Some(e @ CountError::Unavailable(_)) => self.server_unavailable(&e),
             Some(CountError::NoCount(e)) => {
-                self.warning(format!(
+                events.warning(format!(
                     "the server's tokenize endpoint failed ({e}); token counts are calibrated estimates from now on"
                 ));
-                self.model.counts_mut().tokenizer = None;
+                self.counts.tokenizer = None;
             }
             None => {}
         }
-        self.model
-            .counter()
-            .set_server(self.model.counts().tokenizer.is_some());
-        self.model.counter().learn_exact(done.counts);
-        if first && let Some(tokenizer) = &self.model.counts().tokenizer {
+        self.counter().set_server(self.counts.tokenizer.is_some());
+        self.counter().learn_exact(done.counts);
+        if first && let Some(tokenizer) = &self.counts.tokenizer {
             tracing::debug!("token counts come from {}", tokenizer.describe());
         }
-        self.publish_budget();
-        self.resume_held_turn();
+        true
     }
 
     /// The server could not count (or say whether it counts): estimates until it
     /// answers a request (`server_answered`).
     fn server_unavailable(&mut self, e: &CountError) {
         tracing::debug!("the server cannot count tokens now ({e}); estimates until it answers");
-        self.model.counts_mut().unavailable = true;
+        self.counts.unavailable = true;
     }
 
     /// The server answered a request: if it could not count before, it is asked again
     /// (the probe too, if that was what it could not answer).
-    pub(super) fn server_answered(&mut self) {
-        if std::mem::take(&mut self.model.counts_mut().unavailable) {
-            self.start_counting();
+    pub(in crate::engine) fn server_answered(&mut self, jobs: &Loop) {
+        if std::mem::take(&mut self.counts.unavailable) {
+            self.start_counting(jobs);
         }
     }
 
+    /// A counting job (the probe, or texts to count) is running.
+    pub(in crate::engine) fn counting(&self) -> bool {
+        self.counts.running
+    }
+
     /// True while the server has yet to answer the probe or count texts it was given.
-    pub(super) fn counts_pending(&self) -> bool {
-        !self.model.info().exact_tokens
-            && self.run_loop.role() == super::EngineRole::Conversation
-            && !self.model.counts().unavailable
-            && (!self.model.counts().probed
-                || self.model.counts().running
-                || (self.model.counts().tokenizer.is_some() && self.model.counter().has_wanted()))
+    pub(in crate::engine) fn counts_pending(&self, jobs: &Loop) -> bool {
+        !self.info().exact_tokens
+            && jobs.role() == EngineRole::Conversation
+            && !self.counts.unavailable
+            && (!self.counts.probed
+                || self.counts.running
+                || (self.counts.tokenizer.is_some() && self.counter().has_wanted()))
     }
 
     /// True when a request must wait for the server's counts before it is checked
     /// against the window: the probe has not answered, or the server has not counted
     /// some of its messages yet.
-    pub(super) fn needs_counts(&self, assembled: &Assembled) -> bool {
-        if self.model.info().exact_tokens || self.model.counts().unavailable {
+    pub(in crate::engine) fn needs_counts(&self, assembled: &Assembled) -> bool {
+        if self.info().exact_tokens || self.counts.unavailable {
             return false;
         }
-        !self.model.counts().probed
+        !self.counts.probed
             || assembled
                 .messages
                 .iter()
-                .any(|m| !self.model.counter().knows(&m.content))
+                .any(|m| !self.counter().knows(&m.content))
     }
+
     /// A reported usage's cached tokens, as `Usage::believed_cached` says: an
     /// impossible report (more cached than prompt tokens) counts none as cached, and is
     /// said once.
-    pub(super) fn believed_cache(&mut self, usage: &mut crate::llm::Usage) {
+    pub(in crate::engine) fn believed_cache(
+        &mut self,
+        usage: &mut crate::llm::Usage,
+        events: &EventSink,
+    ) {
         if usage.cache_is_possible() {
             return;
         }
@@ -234,8 +241,8 @@ impl Engine {
             count(usage.prompt_tokens, "prompt token")
         );
         tracing::warn!("{impossible}");
-        if !std::mem::replace(&mut self.model.counts_mut().told_cached, true) {
-            self.warning(format!(
+        if !std::mem::replace(&mut self.counts.told_cached, true) {
+            events.warning(format!(
                 "{impossible} (a proxy that miscounts?): none is counted as cached, so the cost is at the full input price, and reports like it are not believed"
             ));
         }
@@ -245,14 +252,20 @@ impl Engine {
     /// Learns from the server's count of a request tern predicted, and keeps what was
     /// learned for the next session; false (and said, once) when the count is one no
     /// tokenizer gives, which is not learned.
-    pub(super) fn calibrate(&mut self, prediction: &Prediction, reported: usize) -> bool {
-        let error = match self.model.counter().observe(prediction, reported) {
+    pub(in crate::engine) fn calibrate(
+        &mut self,
+        prediction: &Prediction,
+        reported: usize,
+        events: &EventSink,
+        jobs: &Loop,
+    ) -> bool {
+        let error = match self.counter().observe(prediction, reported) {
             Ok(Some(error)) => error,
             Ok(None) => return true,
             Err(implausible) => {
                 tracing::warn!("{implausible}");
-                if !std::mem::replace(&mut self.model.counts_mut().told_implausible, true) {
-                    self.warning(format!(
+                if !std::mem::replace(&mut self.counts.told_implausible, true) {
+                    events.warning(format!(
                         "{implausible} (a proxy that miscounts?); its cost is tern's count instead, and reports like it are not learned"
                     ));
                 }
@@ -263,13 +276,13 @@ impl Engine {
             predicted = prediction.total,
             reported,
             error = format!("{:.2}%", 100.0 * error),
-            counting = ?self.model.counter().counting(),
+            counting = ?self.counter().counting(),
             "prompt tokens predicted and reported"
         );
-        if let Some(learned) = self.model.counter().calibration() {
-            let model = self.model.info().name.clone();
-            let done = self.run_loop.done();
-            super::run_loop::spawn_blocking(done, move || {
+        if let Some(learned) = self.counter().calibration() {
+            let model = self.info().name.clone();
+            let done = jobs.done();
+            run_loop::spawn_blocking(done, move || {
                 if let Err(e) = calibration::save(&calibration_file(), &model, &learned) {
                     tracing::warn!("cannot save the token calibration: {e}");
                 }
@@ -277,4 +290,12 @@ impl Engine {
         }
         true
     }
+}
+
+/// What a refusal made with counts learned from the server adds: where they are
+/// kept and how to forget them.
+pub(in crate::engine) fn calibration_note(counting: crate::tokens::Counting) -> Option<String> {
+    counting
+        .is_learned()
+        .then(|| calibration::refusal_note(&calibration_file()))
 }

@@ -9,9 +9,11 @@ use crate::edit::EditFormat;
 use crate::llm::{LlmClient, ModelInfo};
 use crate::tokens::TokenCounter;
 
-use super::counts::CountSlot;
+pub(in crate::engine) mod counts;
 
-pub(super) struct Model {
+use counts::CountSlot;
+
+pub(crate) struct Model {
     settings: Settings,
     info: ModelInfo,
     window: Window,
@@ -85,13 +87,5 @@ impl Model {
 
     pub(super) fn client(&self) -> &LlmClient {
         &self.client
-    }
-
-    pub(super) fn counts(&self) -> &CountSlot {
-        &self.counts
-    }
-
-    pub(super) fn counts_mut(&mut self) -> &mut CountSlot {
-        &mut self.counts
     }
 }

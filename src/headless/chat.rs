@@ -159,10 +159,19 @@ pub async fn run(
             }
             // A new reply may propose new edits (the auto-test loop's fix rounds).
             Event::TurnStarted { .. } => edits_handled = false,
-            Event::ConfirmCommand { command, .. } => {
+            Event::ConfirmCommand {
+                command, reason, ..
+            } => {
                 let _ = engine.ops.send(Op::AnswerCommand {
                     run: consent.commands,
                 });
+                // Nobody is asked here: the line says what the question would have.
+                if let (true, false, Some(reason)) = (consent.commands, json, reason) {
+                    writeln!(
+                        io.err()?,
+                        "tern: running `{command}` ({reason}), as --allow-commands lets it"
+                    )?;
+                }
                 if !consent.commands {
                     // The engine says "not run"; this says how to let it run.
                     if !json {

@@ -547,6 +547,25 @@ fn headless_runs_no_command_without_allow_commands() {
     assert!(!repo.path().join("marker").exists());
 }
 
+/// Headless, nobody is asked about a test command guessed from the repository's
+/// files: `--allow-commands` runs it, and the run says it was guessed and from what.
+#[test]
+fn a_guessed_test_command_run_headless_says_where_it_came_from() {
+    let server = MockServer::start_in_thread();
+    let repo = repo();
+    repo.write("Makefile", "test:\n\ttouch tested\n");
+    let mut cmd = repo.tern(&server.base_url());
+    cmd.args(["--allow-commands", "-m", "/test"]);
+    let out = output_within(&mut cmd, Duration::from_secs(30));
+    let (_, stderr) = texts(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(repo.path().join("tested").exists(), "{stderr}");
+    assert!(
+        stderr.contains("tern: running `make test` (proposed from Makefile test target; set test_cmd to keep it), as --allow-commands lets it"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn a_command_that_prints_the_key_shows_and_sends_it_redacted() {
     let server = MockServer::start_in_thread();

@@ -17,23 +17,12 @@ use super::persist::Saved;
 use super::persist::{HistoryMarks, SavedCheckpoint};
 use super::protocol::{RequestKind, ShownKind};
 use super::spending::Unattended;
-use super::turn::TurnKind;
-use super::{ChatMode, Engine, Event, EventSink, Internal, Session};
+use super::turn::{MAX_OVERFLOW_RETRIES, TurnPlan};
+use super::{Engine, Event, EventSink, Internal, Session};
 use crate::context::double_buffer::{Action, DoubleBuffer};
 use crate::context::history::{self, Replaced, Summarizer, Summary, SummaryError, SummaryModel};
-use crate::context::{BudgetReport, HistoryStatus, Section, advice};
-use crate::llm::{LlmError, ModelInfo, StreamEvent};
-use crate::tokens::Prediction;
-
-/// How many times a request the server refused as too long is retried, smaller.
-pub const MAX_OVERFLOW_RETRIES: usize = 3;
-
-/// Each retry after a context-length refusal sends at most this share of the last try.
-const OVERFLOW_SHRINK: (usize, usize) = (3, 4);
-
-/// A history target below this is not worth a summary: the smallest summary and its
-/// framing would not fit in it.
-const MIN_SUMMARY_ROOM: usize = 64;
+use crate::context::{BudgetReport, HistoryStatus, Section};
+use crate::llm::{ModelInfo, StreamEvent};
 
 /// The history's share of the engine state.
 pub(crate) struct HistoryBudget {
@@ -87,54 +76,6 @@ enum JobKind {
 pub(crate) struct JobDone {
     id: u64,
     result: Result<Option<Summary>, SummaryError>,
-}
-
-/// What the engine remembers about one user turn across holds and retries.
-#[derive(Debug, Clone)]
-struct TurnPlan {
-    text: String,
-    mode: ChatMode,
-    kind: TurnKind,
-    /// Prompt tokens of the request last sent for this turn.
-    sent_tokens: usize,
-    /// The notes for the model that request carried, for a retry to carry again.
-    notes: Vec<String>,
-    overflow_retries: usize,
-    /// A cap below the window's, after the server refused a bigger request.
-    limit: Option<usize>,
-    /// The server's last refusal of this turn as too long: its tokens and words.
-    refused: Option<(usize, String)>,
-    map_shrunk: bool,
-    /// The few-shot examples are left out to make room.
-    drop_examples: bool,
-    summarized_for_overflow: bool,
-    /// Summarizing the history to make room failed.
-    summary_failed: bool,
-    /// How many times the turn waited for the server to count its messages.
-    count_rounds: usize,
-    /// The op that asked for it: a held turn, started again, still answers it.
-    op: Option<super::OpId>,
-}
-
-impl TurnPlan {
-    fn new(text: &str, mode: ChatMode, kind: TurnKind, op: Option<super::OpId>) -> Self {
-        TurnPlan {
-            text: text.to_string(),
-            mode,
-            kind,
-            sent_tokens: 0,
-            notes: vec![],
-            overflow_retries: 0,
-            limit: None,
-            refused: None,
-            map_shrunk: false,
-            drop_examples: false,
-            summarized_for_overflow: false,
-            summary_failed: false,
-            count_rounds: 0,
-            op,
-        }
-    }
 }
 
 impl HistoryBudget {
@@ -233,6 +174,81 @@ impl HistoryBudget {
         if let Some((anchor, summary)) = checkpoint {
             self.buffer.checkpoint_done(anchor, summary);
         }
+    }
+
+    /// A turn started again after a hold or a refusal: its plan.
+    pub(super) fn take_resume(&mut self) -> Option<TurnPlan> {
+        self.resume.take()
+    }
+
+    /// The next start is `plan` started again.
+    pub(super) fn set_resume(&mut self, plan: TurnPlan) {
+        self.resume = Some(plan);
+    }
+
+    /// True while a turn waits for a summary.
+    pub(super) fn has_held(&self) -> bool {
+        self.held.is_some()
+    }
+
+    /// When the summary the next turn must wait for started, if there is one.
+    pub(super) fn blocking_since(&self) -> Option<Instant> {
+        self.job
+            .as_ref()
+            .filter(|_| self.blocks_turns())
+            .map(|job| job.started)
+    }
+
+    /// `plan` waits for the summary under way.
+    pub(super) fn hold(&mut self, plan: TurnPlan) {
+        self.held = Some(plan);
+    }
+
+    /// The held turn, once no summary blocks it any more.
+    pub(super) fn release_held(&mut self) -> Option<TurnPlan> {
+        if self.blocks_turns() {
+            return None;
+        }
+        self.held.take()
+    }
+
+    /// `plan` is the turn being started or in flight.
+    pub(super) fn set_current(&mut self, plan: TurnPlan) {
+        self.current = Some(plan);
+    }
+
+    pub(super) fn current_mut(&mut self) -> Option<&mut TurnPlan> {
+        self.current.as_mut()
+    }
+
+    pub(super) fn take_current(&mut self) -> Option<TurnPlan> {
+        self.current.take()
+    }
+
+    /// The server refused a request as too long: later requests stay within `limit`
+    /// (the lowest such limit holds).
+    pub(super) fn learn_limit(&mut self, limit: usize) {
+        if self.learned_limit.is_none_or(|l| l > limit) {
+            self.learned_limit = Some(limit);
+        }
+    }
+
+    /// The server's own window replaces what refusals taught.
+    pub(super) fn forget_learned_limit(&mut self) {
+        self.learned_limit = None;
+    }
+
+    /// `plan` does not fit: it waits while the history is summarized into `target`
+    /// tokens.
+    pub(super) fn summarize_for_overflow(
+        &mut self,
+        plan: TurnPlan,
+        target: usize,
+        (model, session, events): (&Model, &Session, &EventSink),
+        jobs: &super::run_loop::Loop,
+    ) {
+        self.held = Some(plan);
+        self.spawn_summary((JobKind::Overflow, target), model, session, events, jobs);
     }
 
     /// True while the next turn must wait for a summary.
@@ -339,7 +355,7 @@ impl HistoryBudget {
     }
 
     /// Sends the history's status line.
-    fn publish(&self, model: &Model, session: &Session, events: &EventSink) {
+    pub(super) fn publish(&self, model: &Model, session: &Session, events: &EventSink) {
         events.send(Event::History(self.status(model, session)));
     }
 
@@ -421,12 +437,6 @@ impl HistoryBudget {
 }
 
 impl Engine {
-    fn publish_history(&self) {
-        self.conversation
-            .history()
-            .publish(&self.model, &self.session, &self.events);
-    }
-
     /// Starts a summary job of `kind` within `budget` (the history's own method, lent
     /// what it reads).
     fn spawn_summary(&mut self, kind: JobKind, budget: usize) {
@@ -588,249 +598,6 @@ impl Engine {
         if waited_for {
             self.idle_if_done();
         }
-    }
-
-    /// Start-of-turn check: true when the turn must wait for a summary (it is kept and
-    /// started again when the summary lands) or was refused.
-    pub(super) fn hold_for_history(&mut self, text: &str, mode: ChatMode, kind: TurnKind) -> bool {
-        let plan = self
-            .conversation
-            .history_mut()
-            .resume
-            .take()
-            .unwrap_or_else(|| {
-                // A new turn starts with the map at its full budget again.
-                self.map.override_budget(None);
-                TurnPlan::new(text, mode, kind, self.events.op)
-            });
-        if self.conversation.history().held.is_some() {
-            self.events.send(Event::TurnFailed {
-                error: "another message is already waiting for the history summary".into(),
-                message: text.to_string(),
-            });
-            return true;
-        }
-        if let Some(job) = &self.conversation.history().job
-            && self.conversation.history().blocks_turns()
-        {
-            self.events.send(Event::Notice {
-                text: format!(
-                    "waiting for the history summary (running for {:.1} s) before sending; cancel to stop waiting",
-                    job.started.elapsed().as_secs_f64()
-                ),
-            });
-            self.conversation.history_mut().held = Some(plan);
-            self.publish_history();
-            return true;
-        }
-        self.conversation.history_mut().current = Some(plan);
-        false
-    }
-
-    pub(super) fn resume_held_turn(&mut self) {
-        if self.conversation.history().blocks_turns() || self.model.counting() {
-            return;
-        }
-        if let Some(plan) = self.conversation.history_mut().held.take() {
-            self.restart_turn(plan);
-        }
-    }
-
-    fn restart_turn(&mut self, plan: TurnPlan) {
-        let (text, mode, kind) = (plan.text.clone(), plan.mode, plan.kind);
-        self.answering(plan.op);
-        self.conversation.history_mut().resume = Some(plan);
-        self.start_turn(text, mode, kind);
-    }
-
-    /// Whether an assembled request may be sent; when it may, its size and notes are
-    /// remembered in case the server refuses it as too long.
-    pub(super) fn admit(&mut self, report: &BudgetReport) -> bool {
-        let fits = report.total <= self.conversation.history().prompt_limit(&self.model);
-        if fits && let Some(plan) = &mut self.conversation.history_mut().current {
-            plan.sent_tokens = report.total;
-            plan.notes = self.session.notes_for_next_turn.clone();
-        }
-        fits
-    }
-
-    /// The request does not fit: the repo map shrinks (to nothing if need be), then
-    /// the few-shot examples go, then the history is summarized now (the turn waits);
-    /// only then is it refused, with what is big in it. The user's text comes back
-    /// with the refusal.
-    pub(super) fn make_room(
-        &mut self,
-        text: String,
-        mode: ChatMode,
-        kind: TurnKind,
-        mut report: BudgetReport,
-    ) {
-        let limit = self.conversation.history().prompt_limit(&self.model);
-        let mut plan = self
-            .conversation
-            .history_mut()
-            .current
-            .take()
-            .unwrap_or_else(|| TurnPlan::new(&text, mode, kind, self.events.op));
-        // Each way of making room makes a new request, whose new texts are counted.
-        plan.count_rounds = 0;
-        let over = report.total.saturating_sub(limit);
-        if !plan.map_shrunk {
-            plan.map_shrunk = true;
-            if self.shrink_repo_map(over, limit) {
-                return self.restart_turn(plan);
-            }
-        }
-        if !plan.drop_examples && report.section(Section::Examples) > 0 {
-            plan.drop_examples = true;
-            self.events.notice(format!(
-                "the request is {over} tokens over the limit of {limit}: sending it without the example exchanges"
-            ));
-            return self.restart_turn(plan);
-        }
-        let history_tokens = HistoryBudget::tokens(&self.session, &self.model);
-        let target = history_tokens.saturating_sub(over);
-        if !plan.summarized_for_overflow
-            && target >= MIN_SUMMARY_ROOM
-            && self.may_spend(Unattended::Summary)
-        {
-            plan.summarized_for_overflow = true;
-            self.events.send(Event::Notice {
-                text: format!(
-                    "the request is {over} tokens over the limit of {limit}: summarizing the history ({history_tokens} tokens) into at most {target} first"
-                ),
-            });
-            self.conversation.history_mut().held = Some(plan);
-            self.spawn_summary(JobKind::Overflow, target);
-            return;
-        }
-        report.prompt_limit = limit;
-        report.remaining = limit as i64 - report.total as i64;
-        let mut error = advice::advice(&report, report.total, limit);
-        if let Some(note) = super::model::counts::calibration_note(report.counting) {
-            error = format!("{error}; {note}");
-        }
-        if let Some((tokens, why)) = &plan.refused {
-            error = format!(
-                "the server refused the request ({tokens} tokens) as too long ({why}); {error}"
-            );
-        }
-        if plan.summary_failed || (history_tokens > 0 && target < MIN_SUMMARY_ROOM) {
-            error.push_str(
-                "; the history cannot be summarized small enough: /forget drops its oldest turns (the model is told)",
-            );
-        }
-        self.refuse_oversized(&report, error, plan.text);
-    }
-
-    /// Overflow prevention's first step: the repo map shrinks by `over` tokens for this
-    /// turn, to nothing if need be. False when there is no map left to shrink.
-    fn shrink_repo_map(&mut self, over: usize, limit: usize) -> bool {
-        let map_tokens = self.map.status(&self.model).map_or(0, |m| m.tokens);
-        if map_tokens == 0 {
-            return false;
-        }
-        let budget = map_tokens.saturating_sub(over);
-        self.map.override_budget(Some(budget));
-        self.events.notice(if budget == 0 {
-            format!(
-                "the request is {over} tokens over the limit of {limit}: it goes without the repo map ({map_tokens} tokens)"
-            )
-        } else {
-            format!(
-                "the request is {over} tokens over the limit of {limit}: the repo map shrinks from {map_tokens} to at most {budget} tokens"
-            )
-        });
-        true
-    }
-
-    /// A turn's request failed. When the server said it was too long, retry it smaller
-    /// (at most `MAX_OVERFLOW_RETRIES` times) or stop with a clear message; returns true
-    /// when it handled the failure. What the server said is used: its count of the
-    /// prompt calibrates tern's, and its window (llama.cpp's `n_ctx`) becomes the
-    /// session's.
-    pub(super) fn turn_overflowed(&mut self, error: &LlmError, prediction: &Prediction) -> bool {
-        let LlmError::ContextLengthExceeded {
-            window,
-            prompt_tokens,
-            ..
-        } = error
-        else {
-            return false;
-        };
-        let Some(mut plan) = self.conversation.history_mut().current.take() else {
-            return false;
-        };
-        plan.overflow_retries += 1;
-        // The notes go with the message again, whether it is retried or handed back.
-        self.session.notes_for_next_turn = std::mem::take(&mut plan.notes);
-        if let Some(reported) = *prompt_tokens {
-            self.model
-                .calibrate(prediction, reported, &self.events, &self.run_loop);
-        }
-        let sent = prompt_tokens.unwrap_or(plan.sent_tokens);
-        match window.filter(|&n_ctx| n_ctx < self.model.window().window) {
-            Some(n_ctx) => {
-                self.adopt_server_window(n_ctx);
-                plan.limit = None;
-            }
-            None => {
-                let limit = plan.sent_tokens * OVERFLOW_SHRINK.0 / OVERFLOW_SHRINK.1;
-                if self
-                    .conversation
-                    .history()
-                    .learned_limit
-                    .is_none_or(|l| l > limit)
-                {
-                    self.conversation.history_mut().learned_limit = Some(limit);
-                }
-                plan.limit = Some(limit);
-            }
-        }
-        if plan.overflow_retries > MAX_OVERFLOW_RETRIES {
-            let report = self.report(&plan.text);
-            self.events.send(Event::TurnFailed {
-                error: format!(
-                    "the server still refuses the request as too long after {MAX_OVERFLOW_RETRIES} smaller retries (the last had {sent} tokens): {error}. Set --context-window to the server's real window; {}",
-                    advice::advice(&report, report.total, self.conversation.history().prompt_limit(&self.model))
-                ),
-                message: plan.text,
-            });
-            self.publish_budget();
-            self.idle_if_done();
-            return true;
-        }
-        if !self.may_spend(Unattended::Resend) {
-            self.events.send(Event::TurnFailed {
-                error: format!(
-                    "the server refused the request ({sent} tokens) as too long: {error}"
-                ),
-                message: plan.text,
-            });
-            self.publish_budget();
-            self.idle_if_done();
-            return true;
-        }
-        plan.refused = Some((sent, error.to_string()));
-        plan.map_shrunk = false;
-        plan.summarized_for_overflow = false;
-        // The retry is a new request (a smaller window makes a smaller map, say): its
-        // new texts are counted before it goes.
-        plan.count_rounds = 0;
-        self.restart_turn(plan);
-        true
-    }
-
-    /// The server's context (`n_ctx`) is smaller than the window tern assumed: it is
-    /// the window for the rest of the session (and a resumed one).
-    pub(super) fn adopt_server_window(&mut self, n_ctx: usize) {
-        let before = self.model.window().window;
-        self.model.adopt_server_window(n_ctx);
-        self.conversation.history_mut().learned_limit = None;
-        self.events.warning(format!(
-            "the server's context is {n_ctx} tokens, not the {before} tern assumed: using {n_ctx} for this session (start tern with --context-window {n_ctx} to use it from the first request)"
-        ));
-        self.publish_budget();
     }
 
     /// `/forget [TURNS]`: the user's consent to drop the oldest turns without a summary

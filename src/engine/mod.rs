@@ -882,6 +882,13 @@ impl Engine {
         self.save_session();
     }
 
+    /// Sends the history's status line.
+    fn publish_history(&self) {
+        self.conversation
+            .history()
+            .publish(&self.model, &self.session, &self.events);
+    }
+
     fn publish_budget(&mut self) {
         // While a review runs the gauge shows the review's own request.
         if self.activity.is_branch_review() {

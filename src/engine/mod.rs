@@ -420,7 +420,7 @@ impl Engine {
             // A history saved over its marks (a one-shot run leaves its summary to
             // the next start) is summarized before the next request needs it.
             if self.saved.resumed() {
-                self.resumed_history();
+                self.change_history(|history, parts| history.resumed(parts));
             }
         } else {
             self.map.none();
@@ -550,7 +550,7 @@ impl Engine {
                 runner.end_auto_test(&mut parts);
                 self.activity.cancel();
                 self.cancel_deferred();
-                self.cancel_history_wait();
+                self.change_history(|history, parts| history.cancel_wait(parts.events));
             }
             Op::Review(op) => self.review(op),
             Op::ReviewBranch {
@@ -642,7 +642,9 @@ impl Engine {
                 self.files_changed();
                 self.idle_if_done();
             }
-            Internal::Summary(done) => self.summary_done(done),
+            Internal::Summary(done) => {
+                self.change_history(|history, parts| history.summary_done(done, parts));
+            }
             Internal::Counted(done) => {
                 if self.model.counted(done, &self.events, &self.run_loop) {
                     self.publish_budget();
@@ -882,6 +884,61 @@ impl Engine {
         self.save_session();
     }
 
+    /// The history budget with the parts it reads and changes.
+    fn history(
+        &mut self,
+    ) -> (
+        &mut history_budget::HistoryBudget,
+        history_budget::Parts<'_>,
+    ) {
+        let (history, spending) = self.conversation.history_and_spending();
+        let parts = history_budget::Parts {
+            model: &self.model,
+            session: &mut self.session,
+            saved: &mut self.saved,
+            spending,
+            events: &self.events,
+            jobs: &self.run_loop,
+        };
+        (history, parts)
+    }
+
+    /// Changes the history with its own method, then does what it says follows.
+    fn change_history(
+        &mut self,
+        change: impl FnOnce(
+            &mut history_budget::HistoryBudget,
+            &mut history_budget::Parts<'_>,
+        ) -> Vec<history_budget::Then>,
+    ) {
+        let (history, mut parts) = self.history();
+        for then in change(history, &mut parts) {
+            match then {
+                history_budget::Then::Save => self.save_session(),
+                history_budget::Then::PublishHistory => self.publish_history(),
+                history_budget::Then::PublishBudget => self.publish_budget(),
+                history_budget::Then::ResumeHeld => self.resume_held_turn(),
+                history_budget::Then::Idle => self.idle_if_done(),
+                history_budget::Then::Compacted(text) => {
+                    history_budget::compact_output(&self.events, text);
+                }
+            }
+        }
+    }
+
+    /// `/forget [TURNS]`: the history drops its oldest turns to fit in the room the rest
+    /// of a request leaves it.
+    fn forget(&mut self, args: &str) {
+        let streaming = self.activity.is_streaming();
+        let turns = match self.conversation.history().forget_turns(args, streaming) {
+            Ok(turns) => turns,
+            Err(why) => return self.events.error(why),
+        };
+        let report = self.report("");
+        let others = report.total - report.section(crate::context::Section::Done);
+        self.change_history(|history, parts| history.forget(turns, others, parts));
+    }
+
     /// Sends the history's status line.
     fn publish_history(&self) {
         self.conversation
@@ -909,20 +966,12 @@ impl Engine {
     /// Whether unattended work may send a request now (`Spending::may_spend`); a cap
     /// reached is said once per kind and user message.
     fn may_spend(&mut self, what: spending::Unattended) -> bool {
-        let spent = self.session.session_cost;
-        match self
-            .conversation
-            .spending_mut()
-            .may_spend(what, spent, self.model.settings())
-        {
-            Ok(()) => true,
-            Err(warning) => {
-                if let Some(text) = warning {
-                    self.events.warning(text);
-                }
-                false
-            }
-        }
+        self.conversation.spending_mut().allows(
+            what,
+            self.session.session_cost,
+            self.model.settings(),
+            &self.events,
+        )
     }
 
     // Slash commands (the table is in `commands.rs`; `input.rs` parses what the user
@@ -1016,11 +1065,14 @@ impl Engine {
             Command::MapRefresh => self.map.refresh_now(&self.events, &self.run_loop),
             Command::Clear => {
                 self.session.history.clear();
-                self.history_cleared();
+                self.change_history(|history, parts| history.cleared(parts.saved));
                 self.events.notice("history cleared".into());
                 self.publish_budget();
             }
-            Command::Compact => self.compact(),
+            Command::Compact => {
+                let idle = self.activity.is_idle();
+                self.change_history(|history, parts| history.compact(idle, parts));
+            }
             Command::Forget => self.forget(&args),
             Command::Model => {
                 if args.is_empty() {

@@ -1,8 +1,11 @@
 //! A turn: the request is built and checked on the loop, sent on its own task (which
 //! streams events while it runs), and its outcome handed back to the loop, which alone
-//! records it in the session and decides what follows (edits, a reflection). Requests
-//! are built here too: the one place where the messages sent and the counts shown come
-//! from, for turns, the live gauge and `/tokens` alike.
+//! records it in the session and decides what follows (edits, a reflection). Before it
+//! is sent a turn passes its checks here: it waits for a summary the history needs, is
+//! admitted or made room for (a smaller map, no examples, a summary), and a request the
+//! server refused as too long is retried smaller. Requests are built here too: the one
+//! place where the messages sent and the counts shown come from, for turns, the live
+//! gauge and `/tokens` alike.
 
 use tokio_util::sync::CancellationToken;
 
@@ -536,7 +539,8 @@ impl Engine {
         // Esc is final: what arrived is shown for review, but no request (reflection,
         // new summary) starts by itself.
         let interrupted = cancelled || reply.finish == crate::llm::Finish::Cancelled;
-        self.history_after_turn(!interrupted);
+        self.map.override_budget(None);
+        self.change_history(|history, parts| history.after_turn(!interrupted, parts));
         if sent.mode == ChatMode::Code && !reply.text.is_empty() {
             let origin = if interrupted {
                 ReplyOrigin::Interrupted

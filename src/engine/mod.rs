@@ -34,6 +34,7 @@ use crate::branch_review::ReviewOptions;
 pub use crate::repomap::CacheLocation;
 use commands::Command;
 use git_job::{GitDone, GitJobError};
+use history_budget::{HistoryBudget, Then};
 pub use protocol::{ChatMode, Envelope, Event, FileEntry, FileMode, Op, OpId, Submission};
 use protocol::{CommandPurpose, ReviewOp};
 pub use session::{PathError, Session};
@@ -884,15 +885,14 @@ impl Engine {
         self.save_session();
     }
 
-    /// The history budget with the parts it reads and changes.
-    fn history(
+    /// Changes the history with its own method, lent the parts it reads and changes,
+    /// then does what it says follows.
+    fn change_history(
         &mut self,
-    ) -> (
-        &mut history_budget::HistoryBudget,
-        history_budget::Parts<'_>,
+        change: impl FnOnce(&mut HistoryBudget, &mut history_budget::Parts<'_>) -> Vec<Then>,
     ) {
         let (history, spending) = self.conversation.history_and_spending();
-        let parts = history_budget::Parts {
+        let mut parts = history_budget::Parts {
             model: &self.model,
             session: &mut self.session,
             saved: &mut self.saved,
@@ -900,28 +900,14 @@ impl Engine {
             events: &self.events,
             jobs: &self.run_loop,
         };
-        (history, parts)
-    }
-
-    /// Changes the history with its own method, then does what it says follows.
-    fn change_history(
-        &mut self,
-        change: impl FnOnce(
-            &mut history_budget::HistoryBudget,
-            &mut history_budget::Parts<'_>,
-        ) -> Vec<history_budget::Then>,
-    ) {
-        let (history, mut parts) = self.history();
         for then in change(history, &mut parts) {
             match then {
-                history_budget::Then::Save => self.save_session(),
-                history_budget::Then::PublishHistory => self.publish_history(),
-                history_budget::Then::PublishBudget => self.publish_budget(),
-                history_budget::Then::ResumeHeld => self.resume_held_turn(),
-                history_budget::Then::Idle => self.idle_if_done(),
-                history_budget::Then::Compacted(text) => {
-                    history_budget::compact_output(&self.events, text);
-                }
+                Then::Save => self.save_session(),
+                Then::PublishHistory => self.publish_history(),
+                Then::PublishBudget => self.publish_budget(),
+                Then::ResumeHeld => self.resume_held_turn(),
+                Then::Idle => self.idle_if_done(),
+                Then::Compacted(text) => history_budget::compact_output(&self.events, text),
             }
         }
     }

@@ -38,6 +38,11 @@ impl Conversation {
         &mut self.history
     }
 
+    /// The history budget and the spending caps its summaries ask.
+    pub(super) fn history_and_spending(&mut self) -> (&mut HistoryBudget, &mut Spending) {
+        (&mut self.history, &mut self.spending)
+    }
+
     pub(super) fn draft(&self) -> &str {
         &self.draft
     }

@@ -1,6 +1,8 @@
 //! The engine's side of the history: when to summarize, the summary tasks and their
-//! results, holding a turn until the summary it needs has landed, overflow prevention
-//! and recovery, and `/compact`.
+//! results, the turn plans held until the summary they need has landed (the checks
+//! themselves are the turn's, in `turn.rs`), `/forget`, `/clear` and `/compact`. Its
+//! methods are lent the other parts they need (`Parts`) and return what the engine
+//! does next (`Then`).
 //!
 //! Summaries run on tokio tasks and report back to the loop as `Internal::Summary`, so
 //! the loop never blocks: a background checkpoint lets turns go on; a foreground
@@ -16,24 +18,15 @@ use super::model::Model;
 use super::persist::Saved;
 use super::persist::{HistoryMarks, SavedCheckpoint};
 use super::protocol::{RequestKind, ShownKind};
+use super::run_loop::Loop;
+use super::spending::Spending;
 use super::spending::Unattended;
-use super::turn::TurnKind;
-use super::{ChatMode, Engine, Event, EventSink, Internal, Session};
+use super::turn::{MAX_OVERFLOW_RETRIES, TurnPlan};
+use super::{Event, EventSink, Internal, Session};
 use crate::context::double_buffer::{Action, DoubleBuffer};
 use crate::context::history::{self, Replaced, Summarizer, Summary, SummaryError, SummaryModel};
-use crate::context::{BudgetReport, HistoryStatus, Section, advice};
-use crate::llm::{LlmError, ModelInfo, StreamEvent};
-use crate::tokens::Prediction;
-
-/// How many times a request the server refused as too long is retried, smaller.
-pub const MAX_OVERFLOW_RETRIES: usize = 3;
-
-/// Each retry after a context-length refusal sends at most this share of the last try.
-const OVERFLOW_SHRINK: (usize, usize) = (3, 4);
-
-/// A history target below this is not worth a summary: the smallest summary and its
-/// framing would not fit in it.
-const MIN_SUMMARY_ROOM: usize = 64;
+use crate::context::{BudgetReport, HistoryStatus};
+use crate::llm::{ModelInfo, StreamEvent};
 
 /// The history's share of the engine state.
 pub(crate) struct HistoryBudget {
@@ -87,54 +80,6 @@ enum JobKind {
 pub(crate) struct JobDone {
     id: u64,
     result: Result<Option<Summary>, SummaryError>,
-}
-
-/// What the engine remembers about one user turn across holds and retries.
-#[derive(Debug, Clone)]
-struct TurnPlan {
-    text: String,
-    mode: ChatMode,
-    kind: TurnKind,
-    /// Prompt tokens of the request last sent for this turn.
-    sent_tokens: usize,
-    /// The notes for the model that request carried, for a retry to carry again.
-    notes: Vec<String>,
-    overflow_retries: usize,
-    /// A cap below the window's, after the server refused a bigger request.
-    limit: Option<usize>,
-    /// The server's last refusal of this turn as too long: its tokens and words.
-    refused: Option<(usize, String)>,
-    map_shrunk: bool,
-    /// The few-shot examples are left out to make room.
-    drop_examples: bool,
-    summarized_for_overflow: bool,
-    /// Summarizing the history to make room failed.
-    summary_failed: bool,
-    /// How many times the turn waited for the server to count its messages.
-    count_rounds: usize,
-    /// The op that asked for it: a held turn, started again, still answers it.
-    op: Option<super::OpId>,
-}
-
-impl TurnPlan {
-    fn new(text: &str, mode: ChatMode, kind: TurnKind, op: Option<super::OpId>) -> Self {
-        TurnPlan {
-            text: text.to_string(),
-            mode,
-            kind,
-            sent_tokens: 0,
-            notes: vec![],
-            overflow_retries: 0,
-            limit: None,
-            refused: None,
-            map_shrunk: false,
-            drop_examples: false,
-            summarized_for_overflow: false,
-            summary_failed: false,
-            count_rounds: 0,
-            op,
-        }
-    }
 }
 
 impl HistoryBudget {
@@ -233,6 +178,81 @@ impl HistoryBudget {
         if let Some((anchor, summary)) = checkpoint {
             self.buffer.checkpoint_done(anchor, summary);
         }
+    }
+
+    /// A turn started again after a hold or a refusal: its plan.
+    pub(super) fn take_resume(&mut self) -> Option<TurnPlan> {
+        self.resume.take()
+    }
+
+    /// The next start is `plan` started again.
+    pub(super) fn set_resume(&mut self, plan: TurnPlan) {
+        self.resume = Some(plan);
+    }
+
+    /// True while a turn waits for a summary.
+    pub(super) fn has_held(&self) -> bool {
+        self.held.is_some()
+    }
+
+    /// When the summary the next turn must wait for started, if there is one.
+    pub(super) fn blocking_since(&self) -> Option<Instant> {
+        self.job
+            .as_ref()
+            .filter(|_| self.blocks_turns())
+            .map(|job| job.started)
+    }
+
+    /// `plan` waits for the summary under way.
+    pub(super) fn hold(&mut self, plan: TurnPlan) {
+        self.held = Some(plan);
+    }
+
+    /// The held turn, once no summary blocks it any more.
+    pub(super) fn release_held(&mut self) -> Option<TurnPlan> {
+        if self.blocks_turns() {
+            return None;
+        }
+        self.held.take()
+    }
+
+    /// `plan` is the turn being started or in flight.
+    pub(super) fn set_current(&mut self, plan: TurnPlan) {
+        self.current = Some(plan);
+    }
+
+    pub(super) fn current_mut(&mut self) -> Option<&mut TurnPlan> {
+        self.current.as_mut()
+    }
+
+    pub(super) fn take_current(&mut self) -> Option<TurnPlan> {
+        self.current.take()
+    }
+
+    /// The server refused a request as too long: later requests stay within `limit`
+    /// (the lowest such limit holds).
+    pub(super) fn learn_limit(&mut self, limit: usize) {
+        if self.learned_limit.is_none_or(|l| l > limit) {
+            self.learned_limit = Some(limit);
+        }
+    }
+
+    /// The server's own window replaces what refusals taught.
+    pub(super) fn forget_learned_limit(&mut self) {
+        self.learned_limit = None;
+    }
+
+    /// `plan` does not fit: it waits while the history is summarized into `target`
+    /// tokens.
+    pub(super) fn summarize_for_overflow(
+        &mut self,
+        plan: TurnPlan,
+        target: usize,
+        (model, session, events): (&Model, &Session, &EventSink),
+        jobs: &Loop,
+    ) {
+        self.held = Some(plan);
+        self.spawn_summary((JobKind::Overflow, target), (model, session, events), jobs);
     }
 
     /// True while the next turn must wait for a summary.
@@ -339,7 +359,7 @@ impl HistoryBudget {
     }
 
     /// Sends the history's status line.
-    fn publish(&self, model: &Model, session: &Session, events: &EventSink) {
+    pub(super) fn publish(&self, model: &Model, session: &Session, events: &EventSink) {
         events.send(Event::History(self.status(model, session)));
     }
 
@@ -348,10 +368,8 @@ impl HistoryBudget {
     fn spawn_summary(
         &mut self,
         (kind, budget): (JobKind, usize),
-        model: &Model,
-        session: &Session,
-        events: &EventSink,
-        jobs: &super::run_loop::Loop,
+        (model, session, events): (&Model, &Session, &EventSink),
+        jobs: &Loop,
     ) {
         if let Some(old) = self.job.take() {
             old.cancel.cancel();
@@ -393,25 +411,18 @@ impl HistoryBudget {
 
     /// Replaces `history[..anchor]` with `summary` (in the session and its record) and
     /// says so.
-    fn apply_summary(
-        &mut self,
-        (anchor, summary): (usize, &str),
-        model: &Model,
-        session: &mut Session,
-        saved: &mut Saved,
-        events: &EventSink,
-    ) -> Replaced {
+    fn apply_summary(&mut self, (anchor, summary): (usize, &str), p: &mut Parts<'_>) -> Replaced {
         let replaced =
-            history::replace_head(&mut session.history, anchor, summary, model.counter());
-        saved
+            history::replace_head(&mut p.session.history, anchor, summary, p.model.counter());
+        p.saved
             .record_mut()
             .replaced_front(replaced.replaced_messages, 2);
-        session.show(ShownKind::Summary, summary);
+        p.session.show(ShownKind::Summary, summary);
         self.summary_at_front = true;
         self.summaries += 1;
         self.generation += 1;
         self.swap_due = false;
-        events.send(Event::Summarized {
+        p.events.send(Event::Summarized {
             replaced_messages: replaced.replaced_messages,
             replaced_tokens: replaced.replaced_tokens,
             summary_tokens: replaced.summary_tokens,
@@ -420,140 +431,138 @@ impl HistoryBudget {
     }
 }
 
-impl Engine {
-    fn publish_history(&self) {
-        self.conversation
-            .history()
-            .publish(&self.model, &self.session, &self.events);
-    }
+/// What the history's methods read and change outside the budget: the engine lends them.
+pub(super) struct Parts<'a> {
+    pub(super) model: &'a Model,
+    pub(super) session: &'a mut Session,
+    pub(super) saved: &'a mut Saved,
+    pub(super) spending: &'a mut Spending,
+    pub(super) events: &'a EventSink,
+    pub(super) jobs: &'a Loop,
+}
 
-    /// Starts a summary job of `kind` within `budget` (the history's own method, lent
-    /// what it reads).
-    fn spawn_summary(&mut self, kind: JobKind, budget: usize) {
-        self.conversation.history_mut().spawn_summary(
-            (kind, budget),
-            &self.model,
-            &self.session,
-            &self.events,
-            &self.run_loop,
-        );
+impl Parts<'_> {
+    fn may_spend(&mut self, what: Unattended) -> bool {
+        self.spending.allows(
+            what,
+            self.session.session_cost,
+            self.model.settings(),
+            self.events,
+        )
     }
+}
 
+/// What the engine does after the history changed, in this order.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Then {
+    Save,
+    PublishHistory,
+    PublishBudget,
+    /// A held turn goes, unless something still blocks it.
+    ResumeHeld,
+    /// Say `Idle` if nothing is under way.
+    Idle,
+    /// `/compact`'s output, after the budget it changed.
+    Compacted(String),
+}
+
+impl HistoryBudget {
     /// Called once a turn's reply is in the history: checkpoint, swap or summarize as
-    /// the thresholds say, then save the session.
-    pub(super) fn history_after_turn(&mut self, may_summarize: bool) {
-        self.conversation.history_mut().current = None;
-        self.map.override_budget(None);
+    /// the thresholds say; then the session is saved.
+    pub(super) fn after_turn(&mut self, may_summarize: bool, p: &mut Parts<'_>) -> Vec<Then> {
+        self.current = None;
         // After Esc no summary starts by itself; the next turn's step catches up. With
         // no message to follow, the next start makes it.
-        if may_summarize && !self.conversation.history().deferred {
-            self.step_history();
+        if may_summarize && !self.deferred {
+            self.step(p);
         }
-        self.save_session();
-        self.publish_history();
+        vec![Then::Save, Then::PublishHistory]
     }
 
     /// A resumed history is held to its budget like any other: one already over it is
     /// summarized (or checkpointed) now, so the next request waits for that rather
     /// than carrying all of it.
-    pub(super) fn resumed_history(&mut self) {
-        self.step_history();
-        self.publish_history();
+    pub(super) fn resumed(&mut self, p: &mut Parts<'_>) -> Vec<Then> {
+        self.step(p);
+        vec![Then::PublishHistory]
     }
 
-    fn step_history(&mut self) {
-        let budget = HistoryBudget::budget(&self.model);
-        let tokens = HistoryBudget::tokens(&self.session, &self.model);
-        let action =
-            self.conversation
-                .history_mut()
-                .buffer
-                .step(tokens, budget, self.session.history.len());
-        match action {
+    fn step(&mut self, p: &mut Parts<'_>) {
+        let budget = Self::budget(p.model);
+        let tokens = Self::tokens(p.session, p.model);
+        match self.buffer.step(tokens, budget, p.session.history.len()) {
             Action::Nothing => {}
             Action::Checkpoint { .. } => {
-                if self.may_spend(Unattended::Summary) {
-                    self.spawn_summary(JobKind::Checkpoint, budget);
+                if p.may_spend(Unattended::Summary) {
+                    self.spawn_summary(
+                        (JobKind::Checkpoint, budget),
+                        (p.model, p.session, p.events),
+                        p.jobs,
+                    );
                 } else {
-                    self.conversation.history_mut().buffer.checkpoint_failed();
+                    self.buffer.checkpoint_failed();
                 }
             }
-            Action::Wait => self.conversation.history_mut().swap_due = true,
+            Action::Wait => self.swap_due = true,
             Action::Swap { anchor, summary } => {
-                self.conversation.history_mut().apply_summary(
-                    (anchor, &summary),
-                    &self.model,
-                    &mut self.session,
-                    &mut self.saved,
-                    &self.events,
-                );
+                self.apply_summary((anchor, &summary), p);
             }
             Action::SummarizeNow => {
-                if self.may_spend(Unattended::Summary) {
-                    self.spawn_summary(JobKind::Fit, budget);
+                if p.may_spend(Unattended::Summary) {
+                    self.spawn_summary(
+                        (JobKind::Fit, budget),
+                        (p.model, p.session, p.events),
+                        p.jobs,
+                    );
                 }
             }
         }
     }
 
     /// A summary task finished: apply or record its result, then let a held turn go.
-    pub(super) fn summary_done(&mut self, done: JobDone) {
+    pub(super) fn summary_done(&mut self, done: JobDone, p: &mut Parts<'_>) -> Vec<Then> {
         // Spent whether or not the summary is used: it counts toward the caps.
         if let Ok(Some(summary)) = &done.result {
-            self.session.session_cost += summary.cost;
+            p.session.session_cost += summary.cost;
         }
-        let waited_for = self.conversation.history_mut().holds_turns();
-        let Some(job) = self
-            .conversation
-            .history_mut()
-            .job
-            .take_if(|job| job.id == done.id)
-        else {
-            return; // replaced or cancelled meanwhile
+        let waited_for = self.holds_turns();
+        let Some(job) = self.job.take_if(|job| job.id == done.id) else {
+            return vec![]; // replaced or cancelled meanwhile
         };
-        let fresh = job.generation == self.conversation.history().generation;
+        let fresh = job.generation == self.generation;
         let compact_report = match (job.kind, done.result) {
             (_, Err(SummaryError::Cancelled)) => Some("cancelled".to_string()),
             (kind, Ok(_)) if !fresh => {
                 if kind == JobKind::Checkpoint {
-                    self.conversation.history_mut().buffer.reset();
+                    self.buffer.reset();
                 }
                 Some("the history changed meanwhile; nothing was replaced".into())
             }
             (JobKind::Checkpoint, Ok(Some(summary))) => {
-                self.conversation
-                    .history_mut()
-                    .buffer
-                    .checkpoint_done(summary.anchor, summary.text);
-                if self.conversation.history().swap_due {
-                    self.step_history();
+                self.buffer.checkpoint_done(summary.anchor, summary.text);
+                if self.swap_due {
+                    self.step(p);
                 }
                 None
             }
             (JobKind::Checkpoint, Err(e)) => {
-                self.conversation.history_mut().buffer.checkpoint_failed();
-                self.events.warning(format!(
+                self.buffer.checkpoint_failed();
+                p.events.warning(format!(
                     "the background history summary failed ({e}); the history will be summarized when it reaches the swap mark"
                 ));
-                if std::mem::take(&mut self.conversation.history_mut().swap_due) {
-                    self.step_history();
+                if std::mem::take(&mut self.swap_due) {
+                    self.step(p);
                 }
                 None
             }
             (JobKind::Compact, Ok(Some(summary)))
-                if let Some(kept) = self.grows(summary.anchor, &summary.text) =>
+                if let Some(kept) = grows(p, summary.anchor, &summary.text) =>
             {
                 Some(kept)
             }
             (_, Ok(Some(summary))) => {
-                let replaced = self.conversation.history_mut().apply_summary(
-                    (summary.anchor, &summary.text),
-                    &self.model,
-                    &mut self.session,
-                    &mut self.saved,
-                    &self.events,
-                );
-                self.conversation.history_mut().buffer.summarized();
+                let replaced = self.apply_summary((summary.anchor, &summary.text), p);
+                self.buffer.summarized();
                 Some(format!(
                     "replaced {} messages ({} tokens) with a summary of {} tokens",
                     replaced.replaced_messages, replaced.replaced_tokens, replaced.summary_tokens
@@ -561,7 +570,7 @@ impl Engine {
             }
             (_, Ok(None)) => Some("nothing to summarize".into()),
             (kind, Err(e)) => {
-                if let Some(plan) = &mut self.conversation.history_mut().held {
+                if let Some(plan) = &mut self.held {
                     plan.summary_failed = true;
                 }
                 let fallback = if kind == JobKind::Compact {
@@ -569,7 +578,7 @@ impl Engine {
                 } else {
                     "; /forget drops the oldest turns instead (the model is told), /clear all of them"
                 };
-                self.events
+                p.events
                     .warning(format!("could not summarize the history: {e}{fallback}"));
                 Some(format!(
                     "failed: {e}; /forget drops the oldest turns instead"
@@ -577,419 +586,181 @@ impl Engine {
             }
         };
         if job.kind == JobKind::Compact {
-            self.compact_output(compact_report.unwrap_or_default());
+            compact_output(p.events, compact_report.unwrap_or_default());
         }
-        self.save_session();
-        self.publish_history();
-        self.publish_budget();
-        self.resume_held_turn();
+        let mut then = vec![
+            Then::Save,
+            Then::PublishHistory,
+            Then::PublishBudget,
+            Then::ResumeHeld,
+        ];
         // Only a summary someone waited for ends a busy spell; a background one landing
         // while the engine is idle must not announce a second `Idle`.
         if waited_for {
-            self.idle_if_done();
+            then.push(Then::Idle);
         }
+        then
     }
 
-    /// Start-of-turn check: true when the turn must wait for a summary (it is kept and
-    /// started again when the summary lands) or was refused.
-    pub(super) fn hold_for_history(&mut self, text: &str, mode: ChatMode, kind: TurnKind) -> bool {
-        let plan = self
-            .conversation
-            .history_mut()
-            .resume
-            .take()
-            .unwrap_or_else(|| {
-                // A new turn starts with the map at its full budget again.
-                self.map.override_budget(None);
-                TurnPlan::new(text, mode, kind, self.events.op)
-            });
-        if self.conversation.history().held.is_some() {
-            self.events.send(Event::TurnFailed {
-                error: "another message is already waiting for the history summary".into(),
-                message: text.to_string(),
-            });
-            return true;
-        }
-        if let Some(job) = &self.conversation.history().job
-            && self.conversation.history().blocks_turns()
-        {
-            self.events.send(Event::Notice {
-                text: format!(
-                    "waiting for the history summary (running for {:.1} s) before sending; cancel to stop waiting",
-                    job.started.elapsed().as_secs_f64()
-                ),
-            });
-            self.conversation.history_mut().held = Some(plan);
-            self.publish_history();
-            return true;
-        }
-        self.conversation.history_mut().current = Some(plan);
-        false
-    }
-
-    pub(super) fn resume_held_turn(&mut self) {
-        if self.conversation.history().blocks_turns() || self.model.counting() {
-            return;
-        }
-        if let Some(plan) = self.conversation.history_mut().held.take() {
-            self.restart_turn(plan);
-        }
-    }
-
-    fn restart_turn(&mut self, plan: TurnPlan) {
-        let (text, mode, kind) = (plan.text.clone(), plan.mode, plan.kind);
-        self.answering(plan.op);
-        self.conversation.history_mut().resume = Some(plan);
-        self.start_turn(text, mode, kind);
-    }
-
-    /// Whether an assembled request may be sent; when it may, its size and notes are
-    /// remembered in case the server refuses it as too long.
-    pub(super) fn admit(&mut self, report: &BudgetReport) -> bool {
-        let fits = report.total <= self.conversation.history().prompt_limit(&self.model);
-        if fits && let Some(plan) = &mut self.conversation.history_mut().current {
-            plan.sent_tokens = report.total;
-            plan.notes = self.session.notes_for_next_turn.clone();
-        }
-        fits
-    }
-
-    /// The request does not fit: the repo map shrinks (to nothing if need be), then
-    /// the few-shot examples go, then the history is summarized now (the turn waits);
-    /// only then is it refused, with what is big in it. The user's text comes back
-    /// with the refusal.
-    pub(super) fn make_room(
-        &mut self,
-        text: String,
-        mode: ChatMode,
-        kind: TurnKind,
-        mut report: BudgetReport,
-    ) {
-        let limit = self.conversation.history().prompt_limit(&self.model);
-        let mut plan = self
-            .conversation
-            .history_mut()
-            .current
-            .take()
-            .unwrap_or_else(|| TurnPlan::new(&text, mode, kind, self.events.op));
-        // Each way of making room makes a new request, whose new texts are counted.
-        plan.count_rounds = 0;
-        let over = report.total.saturating_sub(limit);
-        if !plan.map_shrunk {
-            plan.map_shrunk = true;
-            if self.shrink_repo_map(over, limit) {
-                return self.restart_turn(plan);
-            }
-        }
-        if !plan.drop_examples && report.section(Section::Examples) > 0 {
-            plan.drop_examples = true;
-            self.events.notice(format!(
-                "the request is {over} tokens over the limit of {limit}: sending it without the example exchanges"
-            ));
-            return self.restart_turn(plan);
-        }
-        let history_tokens = HistoryBudget::tokens(&self.session, &self.model);
-        let target = history_tokens.saturating_sub(over);
-        if !plan.summarized_for_overflow
-            && target >= MIN_SUMMARY_ROOM
-            && self.may_spend(Unattended::Summary)
-        {
-            plan.summarized_for_overflow = true;
-            self.events.send(Event::Notice {
-                text: format!(
-                    "the request is {over} tokens over the limit of {limit}: summarizing the history ({history_tokens} tokens) into at most {target} first"
-                ),
-            });
-            self.conversation.history_mut().held = Some(plan);
-            self.spawn_summary(JobKind::Overflow, target);
-            return;
-        }
-        report.prompt_limit = limit;
-        report.remaining = limit as i64 - report.total as i64;
-        let mut error = advice::advice(&report, report.total, limit);
-        if let Some(note) = super::model::counts::calibration_note(report.counting) {
-            error = format!("{error}; {note}");
-        }
-        if let Some((tokens, why)) = &plan.refused {
-            error = format!(
-                "the server refused the request ({tokens} tokens) as too long ({why}); {error}"
-            );
-        }
-        if plan.summary_failed || (history_tokens > 0 && target < MIN_SUMMARY_ROOM) {
-            error.push_str(
-                "; the history cannot be summarized small enough: /forget drops its oldest turns (the model is told)",
-            );
-        }
-        self.refuse_oversized(&report, error, plan.text);
-    }
-
-    /// Overflow prevention's first step: the repo map shrinks by `over` tokens for this
-    /// turn, to nothing if need be. False when there is no map left to shrink.
-    fn shrink_repo_map(&mut self, over: usize, limit: usize) -> bool {
-        let map_tokens = self.map.status(&self.model).map_or(0, |m| m.tokens);
-        if map_tokens == 0 {
-            return false;
-        }
-        let budget = map_tokens.saturating_sub(over);
-        self.map.override_budget(Some(budget));
-        self.events.notice(if budget == 0 {
-            format!(
-                "the request is {over} tokens over the limit of {limit}: it goes without the repo map ({map_tokens} tokens)"
-            )
-        } else {
-            format!(
-                "the request is {over} tokens over the limit of {limit}: the repo map shrinks from {map_tokens} to at most {budget} tokens"
-            )
-        });
-        true
-    }
-
-    /// A turn's request failed. When the server said it was too long, retry it smaller
-    /// (at most `MAX_OVERFLOW_RETRIES` times) or stop with a clear message; returns true
-    /// when it handled the failure. What the server said is used: its count of the
-    /// prompt calibrates tern's, and its window (llama.cpp's `n_ctx`) becomes the
-    /// session's.
-    pub(super) fn turn_overflowed(&mut self, error: &LlmError, prediction: &Prediction) -> bool {
-        let LlmError::ContextLengthExceeded {
-            window,
-            prompt_tokens,
-            ..
-        } = error
-        else {
-            return false;
-        };
-        let Some(mut plan) = self.conversation.history_mut().current.take() else {
-            return false;
-        };
-        plan.overflow_retries += 1;
-        // The notes go with the message again, whether it is retried or handed back.
-        self.session.notes_for_next_turn = std::mem::take(&mut plan.notes);
-        if let Some(reported) = *prompt_tokens {
-            self.model
-                .calibrate(prediction, reported, &self.events, &self.run_loop);
-        }
-        let sent = prompt_tokens.unwrap_or(plan.sent_tokens);
-        match window.filter(|&n_ctx| n_ctx < self.model.window().window) {
-            Some(n_ctx) => {
-                self.adopt_server_window(n_ctx);
-                plan.limit = None;
-            }
-            None => {
-                let limit = plan.sent_tokens * OVERFLOW_SHRINK.0 / OVERFLOW_SHRINK.1;
-                if self
-                    .conversation
-                    .history()
-                    .learned_limit
-                    .is_none_or(|l| l > limit)
-                {
-                    self.conversation.history_mut().learned_limit = Some(limit);
-                }
-                plan.limit = Some(limit);
-            }
-        }
-        if plan.overflow_retries > MAX_OVERFLOW_RETRIES {
-            let report = self.report(&plan.text);
-            self.events.send(Event::TurnFailed {
-                error: format!(
-                    "the server still refuses the request as too long after {MAX_OVERFLOW_RETRIES} smaller retries (the last had {sent} tokens): {error}. Set --context-window to the server's real window; {}",
-                    advice::advice(&report, report.total, self.conversation.history().prompt_limit(&self.model))
-                ),
-                message: plan.text,
-            });
-            self.publish_budget();
-            self.idle_if_done();
-            return true;
-        }
-        if !self.may_spend(Unattended::Resend) {
-            self.events.send(Event::TurnFailed {
-                error: format!(
-                    "the server refused the request ({sent} tokens) as too long: {error}"
-                ),
-                message: plan.text,
-            });
-            self.publish_budget();
-            self.idle_if_done();
-            return true;
-        }
-        plan.refused = Some((sent, error.to_string()));
-        plan.map_shrunk = false;
-        plan.summarized_for_overflow = false;
-        // The retry is a new request (a smaller window makes a smaller map, say): its
-        // new texts are counted before it goes.
-        plan.count_rounds = 0;
-        self.restart_turn(plan);
-        true
-    }
-
-    /// The server's context (`n_ctx`) is smaller than the window tern assumed: it is
-    /// the window for the rest of the session (and a resumed one).
-    pub(super) fn adopt_server_window(&mut self, n_ctx: usize) {
-        let before = self.model.window().window;
-        self.model.adopt_server_window(n_ctx);
-        self.conversation.history_mut().learned_limit = None;
-        self.events.warning(format!(
-            "the server's context is {n_ctx} tokens, not the {before} tern assumed: using {n_ctx} for this session (start tern with --context-window {n_ctx} to use it from the first request)"
-        ));
-        self.publish_budget();
-    }
-
-    /// `/forget [TURNS]`: the user's consent to drop the oldest turns without a summary
-    /// (TURNS of them, or as many as bring the history to half its budget and to half
-    /// the room the rest of a request leaves it), with a note to the model at the
-    /// history's front.
-    pub(super) fn forget(&mut self, args: &str) {
+    /// `/forget [TURNS]`'s arguments: how many turns (None: as many as it takes), or why
+    /// not now.
+    pub(super) fn forget_turns(
+        &self,
+        args: &str,
+        streaming: bool,
+    ) -> Result<Option<usize>, String> {
         let turns = match args.trim() {
             "" => None,
             n => match n.parse::<usize>() {
                 Ok(n) if n > 0 => Some(n),
-                _ => {
-                    return self
-                        .events
-                        .error(format!("/forget takes a number of turns, not {n:?}"));
-                }
+                _ => return Err(format!("/forget takes a number of turns, not {n:?}")),
             },
         };
-        if self.activity.is_streaming() || self.conversation.history().job.is_some() {
-            return self
-                .events
-                .error("/forget: not while a reply or a summary is under way".into());
+        if streaming || self.job.is_some() {
+            return Err("/forget: not while a reply or a summary is under way".into());
         }
-        let report = self.report("");
-        let others = report.total - report.section(Section::Done);
-        let room = self
-            .conversation
-            .history()
-            .prompt_limit(&self.model)
-            .saturating_sub(others);
-        let target = HistoryBudget::budget(&self.model).min(room) / 2;
-        match history::forget_head(&mut self.session.history, turns, target, self.model.counter()) {
-            None => self.events.notice(format!(
-                "nothing to forget: the history is {} tokens, within {target} (the latest turn always stays)",
-                HistoryBudget::tokens(&self.session, &self.model)
-            )),
+        Ok(turns)
+    }
+
+    /// `/forget [TURNS]`: the user's consent to drop the oldest turns without a summary
+    /// (TURNS of them, or as many as bring the history to half its budget and to half
+    /// the room the rest of a request, `others` tokens, leaves it), with a note to the
+    /// model at the history's front.
+    pub(super) fn forget(
+        &mut self,
+        turns: Option<usize>,
+        others: usize,
+        p: &mut Parts<'_>,
+    ) -> Vec<Then> {
+        let room = self.prompt_limit(p.model).saturating_sub(others);
+        let target = Self::budget(p.model).min(room) / 2;
+        match history::forget_head(&mut p.session.history, turns, target, p.model.counter()) {
+            None => {
+                p.events.notice(format!(
+                    "nothing to forget: the history is {} tokens, within {target} (the latest turn always stays)",
+                    Self::tokens(p.session, p.model)
+                ));
+                vec![]
+            }
             Some(forgotten) => {
-                self.saved.record_mut().replaced_front(2 * forgotten.turns, 2);
-                self.conversation.history_mut().summary_at_front = false;
-                self.conversation.history_mut().generation += 1;
-                self.conversation.history_mut().buffer.reset();
-                self.conversation.history_mut().swap_due = false;
-                self.events.notice(format!(
+                p.saved.record_mut().replaced_front(2 * forgotten.turns, 2);
+                self.summary_at_front = false;
+                self.generation += 1;
+                self.buffer.reset();
+                self.swap_due = false;
+                p.events.notice(format!(
                     "forgot the oldest {} ({} tokens) without a summary; the model is told that earlier turns are gone",
                     crate::plural::count(forgotten.turns, "turn"),
                     forgotten.tokens
                 ));
-                self.save_session();
-                self.publish_history();
-                self.publish_budget();
+                vec![Then::Save, Then::PublishHistory, Then::PublishBudget]
             }
         }
     }
 
     /// `Op::Cancel`: stops a turn waiting for a summary (its text comes back) and a
     /// running `/compact`. A background checkpoint goes on.
-    pub(super) fn cancel_history_wait(&mut self) {
+    pub(super) fn cancel_wait(&mut self, events: &EventSink) -> Vec<Then> {
         let foreground = self
-            .conversation
-            .history()
             .job
             .as_ref()
             .is_some_and(|job| job.kind != JobKind::Checkpoint);
-        let held = self.conversation.history_mut().held.take();
+        let held = self.held.take();
         if !foreground && held.is_none() {
-            return;
+            return vec![];
         }
-        if foreground && let Some(job) = self.conversation.history_mut().job.take() {
+        if foreground && let Some(job) = self.job.take() {
             job.cancel.cancel();
             if job.kind == JobKind::Compact {
-                self.compact_output("cancelled".into());
+                compact_output(events, "cancelled".into());
             }
         }
         if let Some(plan) = held {
-            self.events.send(Event::TurnFailed {
+            events.send(Event::TurnFailed {
                 error: "cancelled before it was sent; nothing was sent".into(),
                 message: plan.text,
             });
         }
-        self.publish_history();
-        self.idle_if_done();
+        vec![Then::PublishHistory, Then::Idle]
     }
 
     /// `/clear`: forget any summary in progress along with the history.
-    pub(super) fn history_cleared(&mut self) {
-        if let Some(job) = self.conversation.history_mut().job.take() {
+    pub(super) fn cleared(&mut self, saved: &mut Saved) -> Vec<Then> {
+        if let Some(job) = self.job.take() {
             job.cancel.cancel();
         }
-        self.conversation.history_mut().buffer.reset();
-        self.conversation.history_mut().summary_at_front = false;
-        self.conversation.history_mut().swap_due = false;
-        self.conversation.history_mut().generation += 1;
-        self.saved.record_mut().cleared();
-        self.save_session();
-        self.publish_history();
-        self.resume_held_turn();
+        self.buffer.reset();
+        self.summary_at_front = false;
+        self.swap_due = false;
+        self.generation += 1;
+        saved.record_mut().cleared();
+        vec![Then::Save, Then::PublishHistory, Then::ResumeHeld]
     }
 
-    /// `/compact`: swap in a ready checkpoint, or summarize the whole history now. Always
-    /// ends with an `Output` titled "compact".
-    pub(super) fn compact(&mut self) {
-        if !self.activity.is_idle() || self.conversation.history().held.is_some() {
-            return self.compact_output("not now: wait for the current turn to finish".into());
-        }
-        if self.session.history.is_empty() {
-            return self.compact_output("nothing to compact: the history is empty".into());
-        }
-        if let Some((anchor, summary)) = self
-            .conversation
-            .history()
-            .ready_checkpoint()
-            .map(|(a, s)| (a, s.to_string()))
-        {
-            if let Some(kept) = self.grows(anchor, &summary) {
-                return self.compact_output(kept);
-            }
-            let replaced = self.conversation.history_mut().apply_summary(
-                (anchor, &summary),
-                &self.model,
-                &mut self.session,
-                &mut self.saved,
-                &self.events,
+    /// `/compact` (`idle`: no turn under way): swap in a ready checkpoint, or summarize
+    /// the whole history now. Always ends with an `Output` titled "compact".
+    pub(super) fn compact(&mut self, idle: bool, p: &mut Parts<'_>) -> Vec<Then> {
+        if !idle || self.held.is_some() {
+            compact_output(
+                p.events,
+                "not now: wait for the current turn to finish".into(),
             );
-            self.conversation.history_mut().buffer.summarized();
-            self.save_session();
-            self.publish_history();
-            self.publish_budget();
-            return self.compact_output(format!(
-                "swapped in the checkpoint summary: {} messages ({} tokens) became {} tokens",
-                replaced.replaced_messages, replaced.replaced_tokens, replaced.summary_tokens
-            ));
+            return vec![];
         }
-        self.events.send(Event::Notice {
+        if p.session.history.is_empty() {
+            compact_output(p.events, "nothing to compact: the history is empty".into());
+            return vec![];
+        }
+        if let Some((anchor, summary)) = self.ready_checkpoint().map(|(a, s)| (a, s.to_string())) {
+            if let Some(kept) = grows(p, anchor, &summary) {
+                compact_output(p.events, kept);
+                return vec![];
+            }
+            let replaced = self.apply_summary((anchor, &summary), p);
+            self.buffer.summarized();
+            return vec![
+                Then::Save,
+                Then::PublishHistory,
+                Then::PublishBudget,
+                Then::Compacted(format!(
+                    "swapped in the checkpoint summary: {} messages ({} tokens) became {} tokens",
+                    replaced.replaced_messages, replaced.replaced_tokens, replaced.summary_tokens
+                )),
+            ];
+        }
+        p.events.send(Event::Notice {
             text: format!(
                 "summarizing {} messages ({} tokens)…",
-                self.session.history.len(),
-                HistoryBudget::tokens(&self.session, &self.model)
+                p.session.history.len(),
+                Self::tokens(p.session, p.model)
             ),
         });
-        let budget = HistoryBudget::budget(&self.model);
-        self.spawn_summary(JobKind::Compact, budget);
+        let budget = Self::budget(p.model);
+        self.spawn_summary(
+            (JobKind::Compact, budget),
+            (p.model, p.session, p.events),
+            p.jobs,
+        );
+        vec![]
     }
+}
 
-    /// Why `/compact` keeps the history rather than put `summary` in the place of
-    /// `history[..anchor]`: the summary is no smaller than what it would replace.
-    fn grows(&self, anchor: usize, summary: &str) -> Option<String> {
-        let (replaced, summary) =
-            history::head_and_summary(&self.session.history, anchor, summary, self.model.counter());
-        (summary >= replaced).then(|| {
-            format!(
-                "kept the history: the summary ({summary} tokens) is no smaller than the {anchor} messages ({replaced} tokens) it would replace"
-            )
-        })
-    }
+/// Why `/compact` keeps the history rather than put `summary` in the place of
+/// `history[..anchor]`: the summary is no smaller than what it would replace.
+fn grows(p: &Parts<'_>, anchor: usize, summary: &str) -> Option<String> {
+    let (replaced, summary) =
+        history::head_and_summary(&p.session.history, anchor, summary, p.model.counter());
+    (summary >= replaced).then(|| {
+        format!(
+            "kept the history: the summary ({summary} tokens) is no smaller than the {anchor} messages ({replaced} tokens) it would replace"
+        )
+    })
+}
 
-    fn compact_output(&self, text: String) {
-        self.events.send(Event::Output {
-            title: "compact".into(),
-            text: format!("{text}\n"),
-        });
-    }
+/// `/compact`'s answer.
+pub(super) fn compact_output(events: &EventSink, text: String) {
+    events.send(Event::Output {
+        title: "compact".into(),
+        text: format!("{text}\n"),
+    });
 }

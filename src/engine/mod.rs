@@ -34,6 +34,7 @@ use crate::branch_review::ReviewOptions;
 pub use crate::repomap::CacheLocation;
 use commands::Command;
 use git_job::{GitDone, GitJobError};
+use history_budget::{HistoryBudget, Then};
 pub use protocol::{ChatMode, Envelope, Event, FileEntry, FileMode, Op, OpId, Submission};
 use protocol::{CommandPurpose, ReviewOp};
 pub use session::{PathError, Session};
@@ -420,7 +421,7 @@ impl Engine {
             // A history saved over its marks (a one-shot run leaves its summary to
             // the next start) is summarized before the next request needs it.
             if self.saved.resumed() {
-                self.resumed_history();
+                self.change_history(|history, parts| history.resumed(parts));
             }
         } else {
             self.map.none();
@@ -550,7 +551,7 @@ impl Engine {
                 runner.end_auto_test(&mut parts);
                 self.activity.cancel();
                 self.cancel_deferred();
-                self.cancel_history_wait();
+                self.change_history(|history, parts| history.cancel_wait(parts.events));
             }
             Op::Review(op) => self.review(op),
             Op::ReviewBranch {
@@ -642,7 +643,9 @@ impl Engine {
                 self.files_changed();
                 self.idle_if_done();
             }
-            Internal::Summary(done) => self.summary_done(done),
+            Internal::Summary(done) => {
+                self.change_history(|history, parts| history.summary_done(done, parts));
+            }
             Internal::Counted(done) => {
                 if self.model.counted(done, &self.events, &self.run_loop) {
                     self.publish_budget();
@@ -882,6 +885,53 @@ impl Engine {
         self.save_session();
     }
 
+    /// Changes the history with its own method, lent the parts it reads and changes,
+    /// then does what it says follows.
+    fn change_history(
+        &mut self,
+        change: impl FnOnce(&mut HistoryBudget, &mut history_budget::Parts<'_>) -> Vec<Then>,
+    ) {
+        let (history, spending) = self.conversation.history_and_spending();
+        let mut parts = history_budget::Parts {
+            model: &self.model,
+            session: &mut self.session,
+            saved: &mut self.saved,
+            spending,
+            events: &self.events,
+            jobs: &self.run_loop,
+        };
+        for then in change(history, &mut parts) {
+            match then {
+                Then::Save => self.save_session(),
+                Then::PublishHistory => self.publish_history(),
+                Then::PublishBudget => self.publish_budget(),
+                Then::ResumeHeld => self.resume_held_turn(),
+                Then::Idle => self.idle_if_done(),
+                Then::Compacted(text) => history_budget::compact_output(&self.events, text),
+            }
+        }
+    }
+
+    /// `/forget [TURNS]`: the history drops its oldest turns to fit in the room the rest
+    /// of a request leaves it.
+    fn forget(&mut self, args: &str) {
+        let streaming = self.activity.is_streaming();
+        let turns = match self.conversation.history().forget_turns(args, streaming) {
+            Ok(turns) => turns,
+            Err(why) => return self.events.error(why),
+        };
+        let report = self.report("");
+        let others = report.total - report.section(crate::context::Section::Done);
+        self.change_history(|history, parts| history.forget(turns, others, parts));
+    }
+
+    /// Sends the history's status line.
+    fn publish_history(&self) {
+        self.conversation
+            .history()
+            .publish(&self.model, &self.session, &self.events);
+    }
+
     fn publish_budget(&mut self) {
         // While a review runs the gauge shows the review's own request.
         if self.activity.is_branch_review() {
@@ -902,20 +952,12 @@ impl Engine {
     /// Whether unattended work may send a request now (`Spending::may_spend`); a cap
     /// reached is said once per kind and user message.
     fn may_spend(&mut self, what: spending::Unattended) -> bool {
-        let spent = self.session.session_cost;
-        match self
-            .conversation
-            .spending_mut()
-            .may_spend(what, spent, self.model.settings())
-        {
-            Ok(()) => true,
-            Err(warning) => {
-                if let Some(text) = warning {
-                    self.events.warning(text);
-                }
-                false
-            }
-        }
+        self.conversation.spending_mut().allows(
+            what,
+            self.session.session_cost,
+            self.model.settings(),
+            &self.events,
+        )
     }
 
     // Slash commands (the table is in `commands.rs`; `input.rs` parses what the user
@@ -1009,11 +1051,14 @@ impl Engine {
             Command::MapRefresh => self.map.refresh_now(&self.events, &self.run_loop),
             Command::Clear => {
                 self.session.history.clear();
-                self.history_cleared();
+                self.change_history(|history, parts| history.cleared(parts.saved));
                 self.events.notice("history cleared".into());
                 self.publish_budget();
             }
-            Command::Compact => self.compact(),
+            Command::Compact => {
+                let idle = self.activity.is_idle();
+                self.change_history(|history, parts| history.compact(idle, parts));
+            }
             Command::Forget => self.forget(&args),
             Command::Model => {
                 if args.is_empty() {

@@ -67,6 +67,25 @@ impl Spending {
         )))
     }
 
+    /// [`Spending::may_spend`], its warning sent on `events`.
+    pub(crate) fn allows(
+        &mut self,
+        what: Unattended,
+        spent: f64,
+        settings: &Settings,
+        events: &super::EventSink,
+    ) -> bool {
+        match self.may_spend(what, spent, settings) {
+            Ok(()) => true,
+            Err(warning) => {
+                if let Some(text) = warning {
+                    events.warning(text);
+                }
+                false
+            }
+        }
+    }
+
     /// Which cap is reached, said with what was spent.
     fn cap_reached(&self, spent: f64, settings: &Settings) -> Option<String> {
         let in_loop = spent - self.loop_start;

@@ -1,18 +1,22 @@
 //! A turn: the request is built and checked on the loop, sent on its own task (which
 //! streams events while it runs), and its outcome handed back to the loop, which alone
-//! records it in the session and decides what follows (edits, a reflection). Requests
-//! are built here too: the one place where the messages sent and the counts shown come
-//! from, for turns, the live gauge and `/tokens` alike.
+//! records it in the session and decides what follows (edits, a reflection). Before it
+//! is sent a turn passes its checks here: it waits for a summary the history needs, is
+//! admitted or made room for (a smaller map, no examples, a summary), and a request the
+//! server refused as too long is retried smaller. Requests are built here too: the one
+//! place where the messages sent and the counts shown come from, for turns, the live
+//! gauge and `/tokens` alike.
 
 use tokio_util::sync::CancellationToken;
 
 use super::activity::Stream;
 use super::persist::record::Request;
 use super::protocol::{ChatMode, Event, FileMode, RequestKind, ShownKind};
+use super::spending::Unattended;
 use super::{Engine, EventSink, Internal};
 use crate::branch_review::{DiffSource, ReviewOptions};
-use crate::context::BudgetReport;
 use crate::context::{self, Assembled, ChunkInputs};
+use crate::context::{BudgetReport, Section, advice, history};
 use crate::edit::prompts;
 use crate::llm::{
     ChatReply, ChatRequest, LlmClient, LlmError, Message, ReplyLimit, StreamEvent, Usage,
@@ -22,6 +26,16 @@ use crate::tokens::{Counting, Prediction};
 /// Below this window the few-shot examples (300 tokens or so) are not sent: they would
 /// take room a small window needs for the code and the conversation.
 const EXAMPLES_MIN_WINDOW: usize = 8192;
+
+/// How many times a request the server refused as too long is retried, smaller.
+pub(super) const MAX_OVERFLOW_RETRIES: usize = 3;
+
+/// Each retry after a context-length refusal sends at most this share of the last try.
+const OVERFLOW_SHRINK: (usize, usize) = (3, 4);
+
+/// A history target below this is not worth a summary: the smallest summary and its
+/// framing would not fit in it.
+const MIN_SUMMARY_ROOM: usize = 64;
 
 /// Why a turn was sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,6 +80,54 @@ pub(crate) struct Sent {
 pub(crate) struct TurnOutcome {
     pub sent: Sent,
     pub result: Result<ChatReply, LlmError>,
+}
+
+/// What the engine remembers about one user turn across holds and retries.
+#[derive(Debug, Clone)]
+pub(super) struct TurnPlan {
+    pub(super) text: String,
+    pub(super) mode: ChatMode,
+    pub(super) kind: TurnKind,
+    /// Prompt tokens of the request last sent for this turn.
+    pub(super) sent_tokens: usize,
+    /// The notes for the model that request carried, for a retry to carry again.
+    pub(super) notes: Vec<String>,
+    pub(super) overflow_retries: usize,
+    /// A cap below the window's, after the server refused a bigger request.
+    pub(super) limit: Option<usize>,
+    /// The server's last refusal of this turn as too long: its tokens and words.
+    pub(super) refused: Option<(usize, String)>,
+    pub(super) map_shrunk: bool,
+    /// The few-shot examples are left out to make room.
+    pub(super) drop_examples: bool,
+    pub(super) summarized_for_overflow: bool,
+    /// Summarizing the history to make room failed.
+    pub(super) summary_failed: bool,
+    /// How many times the turn waited for the server to count its messages.
+    pub(super) count_rounds: usize,
+    /// The op that asked for it: a held turn, started again, still answers it.
+    pub(super) op: Option<super::OpId>,
+}
+
+impl TurnPlan {
+    pub(super) fn new(text: &str, mode: ChatMode, kind: TurnKind, op: Option<super::OpId>) -> Self {
+        TurnPlan {
+            text: text.to_string(),
+            mode,
+            kind,
+            sent_tokens: 0,
+            notes: vec![],
+            overflow_retries: 0,
+            limit: None,
+            refused: None,
+            map_shrunk: false,
+            drop_examples: false,
+            summarized_for_overflow: false,
+            summary_failed: false,
+            count_rounds: 0,
+            op,
+        }
+    }
 }
 
 impl Engine {
@@ -477,7 +539,8 @@ impl Engine {
         // Esc is final: what arrived is shown for review, but no request (reflection,
         // new summary) starts by itself.
         let interrupted = cancelled || reply.finish == crate::llm::Finish::Cancelled;
-        self.history_after_turn(!interrupted);
+        self.map.override_budget(None);
+        self.change_history(|history, parts| history.after_turn(!interrupted, parts));
         if sent.mode == ChatMode::Code && !reply.text.is_empty() {
             let origin = if interrupted {
                 ReplyOrigin::Interrupted
@@ -491,6 +554,242 @@ impl Engine {
             .refresh(Vec::new(), &self.model, &self.events, &self.run_loop);
         self.publish_budget();
         self.idle_if_done();
+    }
+
+    /// Start-of-turn check: true when the turn must wait for a summary (it is kept and
+    /// started again when the summary lands) or was refused.
+    pub(super) fn hold_for_history(&mut self, text: &str, mode: ChatMode, kind: TurnKind) -> bool {
+        let plan = self
+            .conversation
+            .history_mut()
+            .take_resume()
+            .unwrap_or_else(|| {
+                // A new turn starts with the map at its full budget again.
+                self.map.override_budget(None);
+                TurnPlan::new(text, mode, kind, self.events.op)
+            });
+        if self.conversation.history().has_held() {
+            self.events.send(Event::TurnFailed {
+                error: "another message is already waiting for the history summary".into(),
+                message: text.to_string(),
+            });
+            return true;
+        }
+        if let Some(started) = self.conversation.history().blocking_since() {
+            self.events.send(Event::Notice {
+                text: format!(
+                    "waiting for the history summary (running for {:.1} s) before sending; cancel to stop waiting",
+                    started.elapsed().as_secs_f64()
+                ),
+            });
+            self.conversation.history_mut().hold(plan);
+            self.publish_history();
+            return true;
+        }
+        self.conversation.history_mut().set_current(plan);
+        false
+    }
+
+    pub(super) fn resume_held_turn(&mut self) {
+        if self.model.counting() {
+            return;
+        }
+        if let Some(plan) = self.conversation.history_mut().release_held() {
+            self.restart_turn(plan);
+        }
+    }
+
+    fn restart_turn(&mut self, plan: TurnPlan) {
+        let (text, mode, kind) = (plan.text.clone(), plan.mode, plan.kind);
+        self.answering(plan.op);
+        self.conversation.history_mut().set_resume(plan);
+        self.start_turn(text, mode, kind);
+    }
+
+    /// Whether an assembled request may be sent; when it may, its size and notes are
+    /// remembered in case the server refuses it as too long.
+    pub(super) fn admit(&mut self, report: &BudgetReport) -> bool {
+        let fits = report.total <= self.conversation.history().prompt_limit(&self.model);
+        if fits && let Some(plan) = self.conversation.history_mut().current_mut() {
+            plan.sent_tokens = report.total;
+            plan.notes = self.session.notes_for_next_turn.clone();
+        }
+        fits
+    }
+
+    /// The request does not fit: the repo map shrinks (to nothing if need be), then
+    /// the few-shot examples go, then the history is summarized now (the turn waits);
+    /// only then is it refused, with what is big in it. The user's text comes back
+    /// with the refusal.
+    pub(super) fn make_room(
+        &mut self,
+        text: String,
+        mode: ChatMode,
+        kind: TurnKind,
+        mut report: BudgetReport,
+    ) {
+        let limit = self.conversation.history().prompt_limit(&self.model);
+        let mut plan = self
+            .conversation
+            .history_mut()
+            .take_current()
+            .unwrap_or_else(|| TurnPlan::new(&text, mode, kind, self.events.op));
+        // Each way of making room makes a new request, whose new texts are counted.
+        plan.count_rounds = 0;
+        let over = report.total.saturating_sub(limit);
+        if !plan.map_shrunk {
+            plan.map_shrunk = true;
+            if self.shrink_repo_map(over, limit) {
+                return self.restart_turn(plan);
+            }
+        }
+        if !plan.drop_examples && report.section(Section::Examples) > 0 {
+            plan.drop_examples = true;
+            self.events.notice(format!(
+                "the request is {over} tokens over the limit of {limit}: sending it without the example exchanges"
+            ));
+            return self.restart_turn(plan);
+        }
+        let history_tokens = history::tokens(&self.session.history, self.model.counter());
+        let target = history_tokens.saturating_sub(over);
+        if !plan.summarized_for_overflow
+            && target >= MIN_SUMMARY_ROOM
+            && self.may_spend(Unattended::Summary)
+        {
+            plan.summarized_for_overflow = true;
+            self.events.send(Event::Notice {
+                text: format!(
+                    "the request is {over} tokens over the limit of {limit}: summarizing the history ({history_tokens} tokens) into at most {target} first"
+                ),
+            });
+            self.conversation.history_mut().summarize_for_overflow(
+                plan,
+                target,
+                (&self.model, &self.session, &self.events),
+                &self.run_loop,
+            );
+            return;
+        }
+        report.prompt_limit = limit;
+        report.remaining = limit as i64 - report.total as i64;
+        let mut error = advice::advice(&report, report.total, limit);
+        if let Some(note) = super::model::counts::calibration_note(report.counting) {
+            error = format!("{error}; {note}");
+        }
+        if let Some((tokens, why)) = &plan.refused {
+            error = format!(
+                "the server refused the request ({tokens} tokens) as too long ({why}); {error}"
+            );
+        }
+        if plan.summary_failed || (history_tokens > 0 && target < MIN_SUMMARY_ROOM) {
+            error.push_str(
+                "; the history cannot be summarized small enough: /forget drops its oldest turns (the model is told)",
+            );
+        }
+        self.refuse_oversized(&report, error, plan.text);
+    }
+
+    /// Overflow prevention's first step: the repo map shrinks by `over` tokens for this
+    /// turn, to nothing if need be. False when there is no map left to shrink.
+    fn shrink_repo_map(&mut self, over: usize, limit: usize) -> bool {
+        let map_tokens = self.map.status(&self.model).map_or(0, |m| m.tokens);
+        if map_tokens == 0 {
+            return false;
+        }
+        let budget = map_tokens.saturating_sub(over);
+        self.map.override_budget(Some(budget));
+        self.events.notice(if budget == 0 {
+            format!(
+                "the request is {over} tokens over the limit of {limit}: it goes without the repo map ({map_tokens} tokens)"
+            )
+        } else {
+            format!(
+                "the request is {over} tokens over the limit of {limit}: the repo map shrinks from {map_tokens} to at most {budget} tokens"
+            )
+        });
+        true
+    }
+
+    /// A turn's request failed. When the server said it was too long, retry it smaller
+    /// (at most `MAX_OVERFLOW_RETRIES` times) or stop with a clear message; returns true
+    /// when it handled the failure. What the server said is used: its count of the
+    /// prompt calibrates tern's, and its window (llama.cpp's `n_ctx`) becomes the
+    /// session's.
+    pub(super) fn turn_overflowed(&mut self, error: &LlmError, prediction: &Prediction) -> bool {
+        let LlmError::ContextLengthExceeded {
+            window,
+            prompt_tokens,
+            ..
+        } = error
+        else {
+            return false;
+        };
+        let Some(mut plan) = self.conversation.history_mut().take_current() else {
+            return false;
+        };
+        plan.overflow_retries += 1;
+        // The notes go with the message again, whether it is retried or handed back.
+        self.session.notes_for_next_turn = std::mem::take(&mut plan.notes);
+        if let Some(reported) = *prompt_tokens {
+            self.model
+                .calibrate(prediction, reported, &self.events, &self.run_loop);
+        }
+        let sent = prompt_tokens.unwrap_or(plan.sent_tokens);
+        match window.filter(|&n_ctx| n_ctx < self.model.window().window) {
+            Some(n_ctx) => {
+                self.adopt_server_window(n_ctx);
+                plan.limit = None;
+            }
+            None => {
+                let limit = plan.sent_tokens * OVERFLOW_SHRINK.0 / OVERFLOW_SHRINK.1;
+                self.conversation.history_mut().learn_limit(limit);
+                plan.limit = Some(limit);
+            }
+        }
+        if plan.overflow_retries > MAX_OVERFLOW_RETRIES {
+            let report = self.report(&plan.text);
+            self.events.send(Event::TurnFailed {
+                error: format!(
+                    "the server still refuses the request as too long after {MAX_OVERFLOW_RETRIES} smaller retries (the last had {sent} tokens): {error}. Set --context-window to the server's real window; {}",
+                    advice::advice(&report, report.total, self.conversation.history().prompt_limit(&self.model))
+                ),
+                message: plan.text,
+            });
+            self.publish_budget();
+            self.idle_if_done();
+            return true;
+        }
+        if !self.may_spend(Unattended::Resend) {
+            self.events.send(Event::TurnFailed {
+                error: format!(
+                    "the server refused the request ({sent} tokens) as too long: {error}"
+                ),
+                message: plan.text,
+            });
+            self.publish_budget();
+            self.idle_if_done();
+            return true;
+        }
+        plan.refused = Some((sent, error.to_string()));
+        plan.map_shrunk = false;
+        plan.summarized_for_overflow = false;
+        // The retry is a new request (a smaller window makes a smaller map, say): its
+        // new texts are counted before it goes.
+        plan.count_rounds = 0;
+        self.restart_turn(plan);
+        true
+    }
+
+    /// The server's context (`n_ctx`) is smaller than the window tern assumed: it is
+    /// the window for the rest of the session (and a resumed one).
+    pub(super) fn adopt_server_window(&mut self, n_ctx: usize) {
+        let before = self.model.window().window;
+        self.model.adopt_server_window(n_ctx);
+        self.conversation.history_mut().forget_learned_limit();
+        self.events.warning(format!(
+            "the server's context is {n_ctx} tokens, not the {before} tern assumed: using {n_ctx} for this session (start tern with --context-window {n_ctx} to use it from the first request)"
+        ));
+        self.publish_budget();
     }
 }
 

@@ -31,8 +31,9 @@ pub const DEFAULT_CAP_BYTES: u64 = 1 << 30;
 
 const MAGIC: &[u8; 8] = b"TERNSEG1";
 /// Bump whenever `Content`, `FileTags` or the extraction change meaning (2: the
-/// literals that shown lines elide; 3: text of long lines is `LongLines`, not parsed).
-const FORMAT: u32 = 3;
+/// literals that shown lines elide; 3: text of long lines is `LongLines`, not parsed;
+/// 4: an unclosed string in a parse error is elided from its opener).
+const FORMAT: u32 = 4;
 const HEADER: usize = 8 + 4 + 4;
 const ROW: usize = 32 + 8 + 4 + 8;
 const EXTENSION: &str = "tseg";

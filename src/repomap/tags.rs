@@ -81,16 +81,32 @@ impl Literal {
     /// that starts with its quote and runs on, as in Haskell): all of its line after the
     /// quote is the string's, so all of it is elided.
     fn unclosed(node: Node, source: &[u8]) -> Literal {
-        let start = node.start_byte().min(source.len());
-        let rest = source.get(start..).unwrap_or_default();
-        let end = start + rest.iter().position(|&b| b == b'\n').unwrap_or(rest.len());
-        let (prefix, quotes) = opening(source.get(node.byte_range()).unwrap_or_default());
-        Literal {
-            start: start as u32,
-            end: end as u32,
-            open: (prefix + quotes).min(end - start) as u8,
-            close: 0,
-        }
+        opened_to_line_end(source, node.start_byte())
+    }
+}
+
+/// The string that opens at byte `start` and runs to the end of its line, its prefix
+/// and opening (`r#"`, `"""`, `[==[`, `{|`) kept.
+fn opened_to_line_end(source: &[u8], start: usize) -> Literal {
+    let start = start.min(source.len());
+    let rest = source.get(start..).unwrap_or_default();
+    let end = start + rest.iter().position(|&b| b == b'\n').unwrap_or(rest.len());
+    let (prefix, quotes) = opening(rest);
+    let brackets = match quotes {
+        0 => rest
+            .iter()
+            .skip(prefix)
+            .take_while(|b| matches!(b, b'[' | b'=' | b'{' | b'|' | b'<' | b'~' | b'('))
+            .count(),
+        _ => 0,
+    };
+    Literal {
+        start: start as u32,
+        end: end as u32,
+        open: (prefix + quotes + brackets)
+            .min(end - start)
+            .min(u8::MAX as usize) as u8,
+        close: 0,
     }
 }
 
@@ -369,6 +385,7 @@ fn shown_literals(query: &Query, tree: &Tree, source: &[u8], lines: &[(u32, u32)
             }
         }
     }
+    found.extend(openers_in_errors(tree.root_node(), source, lines));
     found.sort_by_key(|l| (l.start, std::cmp::Reverse(l.end)));
     let mut outermost: Vec<Literal> = Vec::with_capacity(found.len());
     for literal in found {
@@ -377,6 +394,57 @@ fn shown_literals(query: &Query, tree: &Tree, source: &[u8], lines: &[(u32, u32)
         }
     }
     outermost
+}
+
+/// A string that never closes and is no quote token a literal query can name (a raw
+/// `r#"`, a `"""`, Lua's `[[`, C#'s `@"`, each grammar recovers differently): on each
+/// shown line that a parse error covers, everything from the first opener in the
+/// error (a quote, Lua's `[[`/`[=`, OCaml's `{|`, a heredoc's `<<`, a sigil's `~s`)
+/// to the end of the line is elided, its prefix and opening kept. A line of a
+/// broken file may lose more than its string; it never shows what the string holds.
+fn openers_in_errors(root: Node, source: &[u8], lines: &[(u32, u32)]) -> Vec<Literal> {
+    let mut found = Vec::new();
+    let mut stack = vec![root];
+    while let Some(node) = stack.pop() {
+        if !node.has_error() {
+            continue;
+        }
+        if !node.is_error() {
+            let mut cursor = node.walk();
+            stack.extend(node.children(&mut cursor));
+            continue;
+        }
+        let (first, last) = (node.start_position().row, node.end_position().row);
+        let start = lines.partition_point(|&(row, _)| (row as usize) < first);
+        for &(row, line_start) in lines.get(start..).unwrap_or_default() {
+            if row as usize > last {
+                break;
+            }
+            let from = (line_start as usize).max(node.start_byte());
+            let rest = source.get(from..node.end_byte()).unwrap_or_default();
+            let line = rest.split(|&b| b == b'\n').next().unwrap_or_default();
+            let opens = |(i, b): &(usize, &u8)| match b {
+                b'"' | b'\'' | b'`' => true,
+                b'[' | b'{' | b'<' | b'~' => line.get(i + 1).is_some_and(|n| {
+                    matches!(n, b'[' | b'=' | b'|' | b'<') || n.is_ascii_alphabetic()
+                }),
+                _ => false,
+            };
+            if let Some((at, _)) = line.iter().enumerate().find(opens) {
+                let prefix = line
+                    .get(..at)
+                    .unwrap_or_default()
+                    .iter()
+                    .rev()
+                    .take_while(|b| {
+                        b.is_ascii_alphanumeric() || matches!(b, b'@' | b'$' | b'#' | b'_')
+                    })
+                    .count();
+                found.push(opened_to_line_end(source, from + at - prefix));
+            }
+        }
+    }
+    found
 }
 
 /// Whether a node kind is a declaration whose first line is worth showing above the
@@ -1027,6 +1095,109 @@ mod literal_tests {
             shown(Grammar::Rust, "fn f() { g(\"sk_live_abc) }\nfn h() {}\n"),
             "fn f() { g(\"…\nfn h() {}\n"
         );
+    }
+
+    /// The same for every multi-line, raw and heredoc form: one that never closes
+    /// keeps its opening and shows nothing after it on its line.
+    #[test]
+    fn an_unclosed_multi_line_or_raw_string_is_elided_to_the_end_of_its_line() {
+        let mut leaks = Vec::new();
+        for (lang, src) in [
+            (
+                Grammar::Rust,
+                "pub const K: &str = r#\"sk_live_abc\npub fn f() {}\n",
+            ),
+            (
+                Grammar::Rust,
+                "pub const K: &str = r\"sk_live_abc\npub fn f() {}\n",
+            ),
+            (
+                Grammar::Rust,
+                "pub const K: &[u8] = br##\"sk_live_abc\npub fn f() {}\n",
+            ),
+            (Grammar::Kotlin, "val k = \"\"\"sk_live_abc\nfun f() = 1\n"),
+            (
+                Grammar::Kotlin,
+                "fun f() = g(\"\"\"sk_live_abc)\nfun h() = 1\n",
+            ),
+            (Grammar::Scala, "val k = \"\"\"sk_live_abc\ndef f() = 1\n"),
+            (Grammar::Scala, "val k = s\"\"\"sk_live_abc\ndef f() = 1\n"),
+            (Grammar::Julia, "const K = \"\"\"sk_live_abc\nf() = 1\n"),
+            (Grammar::Julia, "const K = raw\"sk_live_abc\nf() = 1\n"),
+            (Grammar::Python, "K = \"\"\"sk_live_abc\ndef f(): pass\n"),
+            (Grammar::Python, "K = r'''sk_live_abc\ndef f(): pass\n"),
+            (Grammar::Swift, "let k = \"\"\"sk_live_abc\nfunc f() {}\n"),
+            (Grammar::Swift, "let k = #\"sk_live_abc\nfunc f() {}\n"),
+            (Grammar::Dart, "var k = '''sk_live_abc\nvoid f() {}\n"),
+            (Grammar::Dart, "var k = r'sk_live_abc\nvoid f() {}\n"),
+            (
+                Grammar::Cpp,
+                "const char* k = R\"(sk_live_abc\nint f() { return 1; }\n",
+            ),
+            (
+                Grammar::CSharp,
+                "class C { string K = @\"sk_live_abc\nvoid F() {} }\n",
+            ),
+            (
+                Grammar::CSharp,
+                "class C { string K = \"\"\"sk_live_abc\nvoid F() {} }\n",
+            ),
+            (
+                Grammar::Go,
+                "package m\nvar K = `sk_live_abc\nfunc F() {}\n",
+            ),
+            (Grammar::Ruby, "K = <<~EOS\nsk_live_abc\ndef f; end\n"),
+            (Grammar::Bash, "k=$'sk_live_abc\nf() { :; }\n"),
+            (
+                Grammar::Elixir,
+                "defmodule M do\n  @k ~s(sk_live_abc\n  def f, do: 1\nend\n",
+            ),
+            (
+                Grammar::Elixir,
+                "defmodule M do\n  @k \"\"\"sk_live_abc\n  def f, do: 1\nend\n",
+            ),
+            (Grammar::Lua, "K = [[sk_live_abc\nfunction f() end\n"),
+            (Grammar::Lua, "K = [==[sk_live_abc\nfunction f() end\n"),
+            (
+                Grammar::Zig,
+                "const k = \"sk_live_abc\npub fn f() void {}\n",
+            ),
+            (
+                Grammar::JavaScript,
+                "const k = `sk_live_abc\nfunction f() {}\n",
+            ),
+            (
+                Grammar::TypeScript,
+                "const k = `sk_live_abc\nfunction f() {}\n",
+            ),
+            (Grammar::OCaml, "let k = {|sk_live_abc\nlet f () = 1\n"),
+            (Grammar::Elm, "k = \"\"\"sk_live_abc\nf = 1\n"),
+            (Grammar::Haskell, "k = \"sk_live_abc\nf = 1\n"),
+        ] {
+            let lines = shown(lang, src) + &every_line(lang, src);
+            if lines.contains("sk_live") {
+                leaks.push(format!("{}: {src:?}\n{lines}", lang.name()));
+            }
+        }
+        assert_eq!(
+            shown(
+                Grammar::Rust,
+                "pub const K: &str = r#\"sk_live_abc\npub fn f() {}\n"
+            ),
+            "pub const K: &str = r#\"…\n"
+        );
+        assert_eq!(
+            shown(Grammar::Kotlin, "val k = \"\"\"sk_live_abc\nfun f() = 1\n"),
+            "val k = \"\"\"…\nfun f() = 1\n"
+        );
+        assert_eq!(
+            every_line(Grammar::Lua, "K = [==[sk_live_abc\nfunction f() end\n"),
+            "K = [==[…\nfunction f() end\n\n"
+        );
+        // A heredoc's content starts on the next line: the map shows no line of it.
+        let php = "<?php\n$k = <<<EOT\nsk_live_abc\nfunction f() {}\n";
+        assert!(!shown(Grammar::Php, php).contains("sk_live"));
+        assert!(leaks.is_empty(), "{}", leaks.join("\n"));
     }
 
     #[test]

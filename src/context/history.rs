@@ -223,6 +223,9 @@ pub struct Summary {
     pub calls: usize,
     /// What its requests cost at the models' prices (those that answered).
     pub cost: f64,
+    /// Why a model failed before the next one wrote (part of) the summary, each
+    /// reason once: a fallback is said, not silent.
+    pub fell_back: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -323,6 +326,7 @@ impl Summarizer {
             anchor,
             calls: run.calls(),
             cost: run.cost(),
+            fell_back: run.fell_back(),
         }))
     }
 
@@ -341,6 +345,7 @@ impl Summarizer {
             anchor: messages.len(),
             calls: run.calls(),
             cost: run.cost(),
+            fell_back: run.fell_back(),
         })
     }
 }
@@ -355,6 +360,8 @@ struct Run<'a> {
     cost: std::sync::Mutex<f64>,
     /// The most prompt tokens a request may carry, once a server refused more.
     refused_above: AtomicUsize,
+    /// Failures a later model made up for (`Summary::fell_back`).
+    fell_back: std::sync::Mutex<Vec<String>>,
 }
 
 impl<'a> Run<'a> {
@@ -366,6 +373,7 @@ impl<'a> Run<'a> {
             calls: AtomicUsize::new(0),
             cost: std::sync::Mutex::new(0.0),
             refused_above: AtomicUsize::new(usize::MAX),
+            fell_back: std::sync::Mutex::new(Vec::new()),
         }
     }
 
@@ -375,6 +383,23 @@ impl<'a> Run<'a> {
 
     fn cost(&self) -> f64 {
         *self.cost.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn fell_back(&self) -> Vec<String> {
+        self.fell_back
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// A later model answered after `failures`: kept to be said, each reason once.
+    fn made_up_for(&self, failures: Vec<String>) {
+        let mut kept = self.fell_back.lock().unwrap_or_else(|e| e.into_inner());
+        for failure in failures {
+            if !kept.contains(&failure) {
+                kept.push(failure);
+            }
+        }
     }
 
     fn counter(&self) -> &TokenCounter {
@@ -537,6 +562,7 @@ impl<'a> Run<'a> {
                         failures.push(format!("{}: the reply was empty", model.info.name))
                     }
                     Finish::Stop | Finish::Length(_) | Finish::ContextFull { .. } => {
+                        self.made_up_for(failures);
                         return Ok(reply.text.trim().to_string());
                     }
                 },

@@ -524,6 +524,12 @@ impl HistoryBudget {
         // Spent whether or not the summary is used: it counts toward the caps.
         if let Ok(Some(summary)) = &done.result {
             p.session.session_cost += summary.cost;
+            if !summary.fell_back.is_empty() {
+                p.events.warning(format!(
+                    "summarizing: {}; the next model wrote the summary",
+                    summary.fell_back.join("; ")
+                ));
+            }
         }
         let waited_for = self.holds_turns();
         let Some(job) = self.job.take_if(|job| job.id == done.id) else {

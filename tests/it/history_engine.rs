@@ -547,6 +547,42 @@ async fn compact_keeps_a_history_its_summary_would_not_shrink() {
     assert_eq!(sent[0], ("user".to_string(), user_text(1)));
 }
 
+/// The weak model fails and the main model writes the summary: the fallback is said
+/// with the weak model's failure, not silent.
+#[tokio::test]
+async fn a_summary_the_main_model_wrote_after_the_weak_one_failed_says_so() {
+    let server = MockServer::start().await;
+    script(&server, |n| match n {
+        0 => Reply::http_error(
+            400,
+            serde_json::json!({"error": {"message": "weak is down"}}),
+        ),
+        _ => Reply::text(RECAP),
+    });
+    let mut chat = Chat::start(settings(&server), &[], &[]);
+    turns(&mut chat, 1..=3).await;
+    let (_, events) = chat.command("/compact", "compact").await;
+    let warnings: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Warning { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.starts_with(&format!("summarizing: {WEAK}: "))
+                && w.contains("weak is down")
+                && w.ends_with("; the next model wrote the summary")),
+        "{warnings:?}"
+    );
+    assert!(
+        events.iter().any(|e| matches!(e, Event::Summarized { .. })),
+        "{events:?}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_compact_during_a_checkpoint_supersedes_it_and_the_cycle_goes_on() {
     let server = MockServer::start().await;

@@ -52,9 +52,7 @@ pub(crate) fn letter(action: Action) -> Letter {
         | Action::Reset
         | Action::ResetAll
         | Action::Apply
-        | Action::RefreshMap
-        // The engine asks before it runs what the model suggested.
-        | Action::RunCommand => Letter::Decides,
+        | Action::RefreshMap => Letter::Decides,
         Action::Up
         | Action::Down
         | Action::Top
@@ -67,6 +65,9 @@ pub(crate) fn letter(action: Action) -> Letter {
         | Action::PrevCommand
         | Action::PageUp
         | Action::PageDown => Letter::Moves,
+        // Among these the chat's `r` (RunCommand): the engine asks before it runs what
+        // the model suggested, and a key typed at once takes that question back, so `r`
+        // was the start of a word and is typed with it.
         _ => Letter::Looks,
     }
 }
@@ -131,14 +132,18 @@ impl Typing {
             Some(l) if !slash && working(&l) => return Route::Pane,
             _ => {}
         }
-        let mut text = String::new();
-        if let Some(l) =
-            recent.filter(|l| matches!(l.letter, Letter::Moves | Letter::Looks) && !l.repeated)
-        {
-            text.push(l.c);
-        }
+        let mut text: String = self.leading(now).into_iter().collect();
         text.push(c);
         Route::Type(text)
+    }
+
+    /// The letter typed before a key at `now` when that key turns out to be typing:
+    /// the last one, if it came within the window and only moved or looked.
+    pub(crate) fn leading(&self, now: Instant) -> Option<char> {
+        self.last
+            .filter(|l| now.saturating_duration_since(l.at) < TYPING_WINDOW)
+            .filter(|l| matches!(l.letter, Letter::Moves | Letter::Looks) && !l.repeated)
+            .map(|l| l.c)
     }
 
     /// Whether a key a pane took is remembered (a popup it opened is typed over).

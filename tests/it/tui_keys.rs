@@ -1980,3 +1980,47 @@ fn a_y_typed_right_after_the_letter_that_asked_is_typing_not_yes() {
         "a y after a pause answers"
     );
 }
+
+/// Regress-4 #3: the review drew no tabs, so `a<TAB>b` replaced by `ab` showed two
+/// rows that look the same. A tab is expanded to the next tab stop, and the word marks
+/// see it.
+#[test]
+fn a_tab_in_a_hunk_is_shown_and_marked_as_whitespace() {
+    use tern::diff::LineKind;
+    let mut proposal = proposal();
+    let lines = &mut proposal.files[0].hunks[0].lines;
+    let removed = lines
+        .iter()
+        .position(|l| l.kind == LineKind::Removed)
+        .unwrap();
+    let added = removed
+        + lines[removed..]
+            .iter()
+            .position(|l| l.kind == LineKind::Added)
+            .unwrap();
+    lines[removed].text = "a\tb stays".into();
+    lines[added].text = "ab stays".into();
+    let mut app = started();
+    feed(&mut app, [Event::Proposal(Box::new(proposal))]);
+    let buf = screen_buffer(&mut app, 160, 48);
+    let theme = tern::tui::Theme::default_theme();
+    let find = |text: &str| {
+        let area = buf.area;
+        (area.top()..area.bottom()).find_map(|y| {
+            let row: String = (area.left()..area.right())
+                .map(|x| buf[(x, y)].symbol().to_string())
+                .collect();
+            let byte = row.find(text)?;
+            let x = row.get(..byte).unwrap().chars().count() as u16;
+            Some(buf[(area.left() + x, y)].bg)
+        })
+    };
+    let shown = screen(&mut app, 160, 48);
+    assert_eq!(
+        find("- a   b stays"),
+        Some(theme.c.removed_bg),
+        "the tab is drawn as spaces: {shown}"
+    );
+    assert_eq!(find("a   b stays"), Some(theme.c.removed), "and marked");
+    assert_eq!(find("ab stays"), Some(theme.c.added), "{shown}");
+}

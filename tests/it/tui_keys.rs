@@ -2024,3 +2024,30 @@ fn a_tab_in_a_hunk_is_shown_and_marked_as_whitespace() {
     assert_eq!(find("a   b stays"), Some(theme.c.removed), "and marked");
     assert_eq!(find("ab stays"), Some(theme.c.added), "{shown}");
 }
+
+/// Regress-4 #5: `/` and `@` always go to the message box, so `[keys]` bound to them
+/// is refused at start and said; the action keeps its key, and `?` lists that one.
+#[test]
+fn a_key_that_always_types_is_refused_and_help_lists_the_real_one() {
+    let scopes = tern::tui::app::Panes::scopes();
+    let keys = std::collections::BTreeMap::from([("accept".to_string(), "/".to_string())]);
+    let (keymap, warnings) = tern::tui::Keymap::from_config(&keys, &scopes);
+    assert_eq!(
+        warnings,
+        [
+            "[keys] accept: / always types (it goes to the message box from any pane), so accept keeps y"
+        ]
+    );
+    let mut app = reviewing_with(keymap);
+    press(&mut app, '?');
+    let help = screen(&mut app, 120, 40);
+    assert!(
+        help.lines()
+            .any(|l| l.contains("accept") && l.contains(" y ")),
+        "{help}"
+    );
+    assert!(!help.lines().any(|l| l.contains("/   accept")), "{help}");
+    app.handle_terminal(key(KeyCode::Esc));
+    press(&mut app, 'y');
+    assert_eq!(app.take_ops(), [first_hunk(Decision::Accept)]);
+}

@@ -3,7 +3,9 @@
 //!
 //! - `/` and `@` always go to the box.
 //! - A bare letter that would send a request, add or drop files or change a mode asks
-//!   first ([`Letter::Asks`]); a key other than `y` puts both in the box.
+//!   first ([`Letter::Asks`]); a key other than `y`, or a `y` within [`TYPING_WINDOW`]
+//!   of the letter ("dye"), puts both in the box. A command question (the chat's `r`)
+//!   is declined the same way, and the key typed (`App::on_key`).
 //! - A printable key within [`TYPING_WINDOW`] of another goes to the box, with the one
 //!   before when that one only moved or looked; except the same key again (a held `j`,
 //!   `y y y`), a key that moves (`f G`), and a key of the pane after one that moved or

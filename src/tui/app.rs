@@ -135,6 +135,9 @@ pub struct App {
     asking: Option<Asking>,
     /// The typing rule's memory of the last printable key a pane took.
     typing: Typing,
+    /// When the last printable key was typed or taken by a pane (answers are not):
+    /// a printable key within the typing window of it is typing, never an answer.
+    last_printable: Option<Instant>,
     /// The command running now, for the status line.
     pub(crate) running: Option<RunningCommand>,
     exited: bool,
@@ -163,7 +166,9 @@ enum QuitLanding {
 
 /// A letter's action waiting for `y`: the letter, the pane, the action, the question.
 struct Asking {
-    letter: char,
+    /// What is typed when the answer turns out to be typing: the letter, after the
+    /// one before it when that one only moved or looked (`k` of "key").
+    letter: String,
     pane: PaneId,
     action: Action,
     question: String,
@@ -215,6 +220,7 @@ impl App {
             confirming_deletion: None,
             asking: None,
             typing: Typing::default(),
+            last_printable: None,
             running: None,
             exited: false,
             crashed: None,
@@ -638,6 +644,15 @@ impl App {
                     Kind::Notice,
                     format!("{} asks to run `{command}`{from}", purpose_label(purpose)),
                 );
+                // Its letters already went to the box ("rye" typed in a burst, the
+                // question after them): the next key typed is no answer either.
+                if self.focus == PaneId::Input
+                    && self.last_printable.is_some_and(|at| {
+                        Instant::now().saturating_duration_since(at) < typing::TYPING_WINDOW
+                    })
+                {
+                    return self.decline_typed_over();
+                }
                 // Short enough for the status line; where it came from is in the chat.
                 self.confirming_command = Some(format!(
                     "run `{}`?",
@@ -920,14 +935,23 @@ impl App {
         if !self.keymap.is(&key, Action::Interrupt) {
             self.last_interrupt = None;
         }
+        let printable = typing::printable(&key);
+        // A key right after another is typing: even a `y` is no answer then ("rye").
+        let typing_on = printable.is_some()
+            && self
+                .last_printable
+                .take()
+                .is_some_and(|at| now.saturating_duration_since(at) < typing::TYPING_WINDOW);
+        let yes = key.code == KeyCode::Char('y') && key.modifiers == KeyModifiers::NONE;
         if let Some(asking) = self.asking.take() {
             self.typing.forget();
-            if key.code == KeyCode::Char('y') && key.modifiers == KeyModifiers::NONE {
+            if yes && !typing_on {
                 self.with_cx(|panes, cx| panes.get(asking.pane).on_action(asking.action, cx));
                 return;
             }
             // Not the answer: the letter was the start of a message.
-            if let Some(c) = typing::printable(&key) {
+            if let Some(c) = printable {
+                self.last_printable = Some(now);
                 self.type_into_box(&format!("{}{c}", asking.letter));
                 return;
             }
@@ -936,9 +960,12 @@ impl App {
             }
         }
         if self.confirming_command.take().is_some() {
-            let run = key.code == KeyCode::Char('y') && key.modifiers == KeyModifiers::NONE;
-            self.ops.push(Op::AnswerCommand { run });
-            return;
+            if !typing_on {
+                self.ops.push(Op::AnswerCommand { run: yes });
+                return;
+            }
+            // Typing goes on: the question goes away and the key is typed.
+            self.decline_typed_over();
         }
         if let Some((id, new_lines)) = self.confirming_deletion.take() {
             if key.code == KeyCode::Char('y') && key.modifiers == KeyModifiers::NONE {
@@ -1003,6 +1030,7 @@ impl App {
             self.typing.forget();
             return self.on_other_key(key);
         };
+        self.last_printable = Some(now);
         // `/` and `@` type from any pane; a popup or the box takes the rest as it is,
         // unless a letter just opened the popup.
         let outside = self.overlay.is_none() && self.focus != PaneId::Input;
@@ -1017,6 +1045,7 @@ impl App {
             true => self.typing.route(c, now, bound),
             false => Route::Pane,
         };
+        let leading = self.typing.leading(now);
         self.typing.forget();
         if let Route::Type(text) = route {
             // A popup a letter just opened closes: the letter was typing.
@@ -1039,7 +1068,7 @@ impl App {
                 Some(question) => {
                     self.flash = None;
                     self.asking = Some(Asking {
-                        letter: c,
+                        letter: leading.into_iter().chain([c]).collect(),
                         pane: focus,
                         action,
                         question,
@@ -1055,6 +1084,15 @@ impl App {
         if action != Action::Help {
             self.typing.took(c, now, letter);
         }
+    }
+
+    /// A command question overtaken by typing: declined, and said so.
+    fn decline_typed_over(&mut self) {
+        self.ops.push(Op::AnswerCommand { run: false });
+        self.panes.chat.push(
+            Kind::Notice,
+            "not run: keys were typed into the message box as it asked (ask again, and answer `y` after a pause)",
+        );
     }
 
     /// Types `text` into the message box and focuses it.

@@ -363,6 +363,15 @@ pub struct KeyBinding {
 }
 
 impl KeyBinding {
+    /// `/` and `@` (bare or shifted): the typing rule sends them to the message box
+    /// from every pane, so no action can answer to them.
+    fn always_types(&self) -> bool {
+        matches!(self.code, KeyCode::Char('/' | '@'))
+            && !self
+                .mods
+                .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT)
+    }
+
     /// The binding a key event matches: the shift of a character is in the character
     /// itself, and shift-tab is always `BackTab`.
     pub fn of(key: &KeyEvent) -> KeyBinding {
@@ -493,6 +502,14 @@ pub struct Keymap {
     bindings: Vec<(Action, Vec<KeyBinding>)>,
 }
 
+/// Keys as a config writes them, space-separated (`y ctrl-y`).
+fn described(keys: &[KeyBinding]) -> String {
+    keys.iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 impl Default for Keymap {
     fn default() -> Self {
         Keymap::from_config(&BTreeMap::new(), &[]).0
@@ -522,6 +539,12 @@ impl Keymap {
                 continue;
             };
             match parse_list(value) {
+                Ok(ref list) if let Some(taken) = list.iter().find(|k| k.always_types()) => {
+                    warnings.push(format!(
+                        "[keys] {name}: {taken} always types (it goes to the message box from any pane), so {name} keeps {}",
+                        described(&default_keys(spec))
+                    ));
+                }
                 Ok(list) if !list.is_empty() => {
                     if let Some(entry) = bindings.iter_mut().find(|(a, _)| *a == spec.action) {
                         entry.1 = list;
@@ -542,10 +565,7 @@ impl Keymap {
                 spec.name,
                 spec_of(other).name,
                 spec.name,
-                kept.iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join(" ")
+                described(&kept)
             ));
             if let Some(entry) = map.bindings.iter_mut().find(|(a, _)| *a == spec.action) {
                 entry.1 = kept;
@@ -738,6 +758,37 @@ mod tests {
             map.describe(Action::Reset),
             "r",
             "a bad entry keeps the default"
+        );
+    }
+
+    /// Regress-4 #5: `/` and `@` always type, so a binding to them is refused and said,
+    /// and the action keeps its default (which `?` then lists).
+    #[test]
+    fn a_binding_to_slash_or_at_is_refused_and_said() {
+        for (name, value, action, kept, listed) in [
+            ("accept", "/", Action::Accept, "y", "y"),
+            (
+                "toggle_mode",
+                "ctrl-t @",
+                Action::ToggleMode,
+                "e space",
+                "e/space",
+            ),
+        ] {
+            let keys = BTreeMap::from([(name.to_string(), value.to_string())]);
+            let (map, warnings) = Keymap::from_config(&keys, &[]);
+            assert_eq!(map.describe(action), listed, "{name}");
+            assert_eq!(warnings.len(), 1, "{warnings:?}");
+            assert!(
+                warnings[0].contains("always types")
+                    && warnings[0].ends_with(&format!("keeps {kept}")),
+                "{warnings:?}"
+            );
+        }
+        let keys = BTreeMap::from([("accept".to_string(), "ctrl-/".to_string())]);
+        assert!(
+            Keymap::from_config(&keys, &[]).1.is_empty(),
+            "ctrl-/ is no typing"
         );
     }
 }

@@ -23,6 +23,28 @@ pub(crate) fn grapheme_width(g: &str) -> usize {
     }
 }
 
+/// `s` with each tab expanded to spaces up to the next tab stop (every [`TAB_WIDTH`]
+/// columns), for views that draw a line cell by cell (the review): a terminal cell
+/// cannot hold a tab, and a tab dropped makes `a<TAB>b` look like `ab`.
+pub(crate) fn expand_tabs(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.contains('\t') {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + TAB_WIDTH);
+    let mut column = 0;
+    for g in s.graphemes(true) {
+        if g == "\t" {
+            let n = TAB_WIDTH - column % TAB_WIDTH;
+            out.extend(std::iter::repeat_n(' ', n));
+            column += n;
+        } else {
+            out.push_str(g);
+            column += grapheme_width(g);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 pub fn width(s: &str) -> usize {
     s.graphemes(true).map(grapheme_width).sum()
 }
@@ -323,7 +345,31 @@ mod tests {
         assert_eq!(Line::from(cut).to_string(), "ab…");
     }
 
+    #[test]
+    fn tabs_expand_to_the_next_tab_stop() {
+        assert_eq!(expand_tabs("a\tb"), "a   b");
+        assert_eq!(expand_tabs("\tx"), "    x");
+        assert_eq!(expand_tabs("abcd\te"), "abcd    e");
+        assert_eq!(
+            expand_tabs("漢\tx"),
+            "漢  x",
+            "a wide character takes two columns"
+        );
+        assert!(matches!(
+            expand_tabs("no tab"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+    }
+
     proptest::proptest! {
+        #[test]
+        fn expanded_text_holds_no_tab_and_only_the_tabs_changed(s in "[\\PC\t]{0,40}") {
+            let out = expand_tabs(&s);
+            proptest::prop_assert!(!out.contains('\t'));
+            proptest::prop_assert_eq!(out.replace(' ', ""), s.replace(['\t', ' '], ""));
+            proptest::prop_assert!(width(&out) <= width(&s));
+        }
+
         #[test]
         fn cut_spans_fit_keep_their_start_and_end_with_a_mark(
             parts in proptest::collection::vec("\\PC{0,12}", 0..5),

@@ -3,7 +3,9 @@
 //!
 //! - `/` and `@` always go to the box.
 //! - A bare letter that would send a request, add or drop files or change a mode asks
-//!   first ([`Letter::Asks`]); a key other than `y` puts both in the box.
+//!   first ([`Letter::Asks`]); a key other than `y`, or a `y` within [`TYPING_WINDOW`]
+//!   of the letter ("dye"), puts both in the box. A command question (the chat's `r`)
+//!   is declined the same way, and the key typed (`App::on_key`).
 //! - A printable key within [`TYPING_WINDOW`] of another goes to the box, with the one
 //!   before when that one only moved or looked; except the same key again (a held `j`,
 //!   `y y y`), a key that moves (`f G`), and a key of the pane after one that moved or
@@ -52,9 +54,7 @@ pub(crate) fn letter(action: Action) -> Letter {
         | Action::Reset
         | Action::ResetAll
         | Action::Apply
-        | Action::RefreshMap
-        // The engine asks before it runs what the model suggested.
-        | Action::RunCommand => Letter::Decides,
+        | Action::RefreshMap => Letter::Decides,
         Action::Up
         | Action::Down
         | Action::Top
@@ -67,6 +67,9 @@ pub(crate) fn letter(action: Action) -> Letter {
         | Action::PrevCommand
         | Action::PageUp
         | Action::PageDown => Letter::Moves,
+        // Among these the chat's `r` (RunCommand): the engine asks before it runs what
+        // the model suggested, and a key typed at once takes that question back, so `r`
+        // was the start of a word and is typed with it.
         _ => Letter::Looks,
     }
 }
@@ -131,14 +134,18 @@ impl Typing {
             Some(l) if !slash && working(&l) => return Route::Pane,
             _ => {}
         }
-        let mut text = String::new();
-        if let Some(l) =
-            recent.filter(|l| matches!(l.letter, Letter::Moves | Letter::Looks) && !l.repeated)
-        {
-            text.push(l.c);
-        }
+        let mut text: String = self.leading(now).into_iter().collect();
         text.push(c);
         Route::Type(text)
+    }
+
+    /// The letter typed before a key at `now` when that key turns out to be typing:
+    /// the last one, if it came within the window and only moved or looked.
+    pub(crate) fn leading(&self, now: Instant) -> Option<char> {
+        self.last
+            .filter(|l| now.saturating_duration_since(l.at) < TYPING_WINDOW)
+            .filter(|l| matches!(l.letter, Letter::Moves | Letter::Looks) && !l.repeated)
+            .map(|l| l.c)
     }
 
     /// Whether a key a pane took is remembered (a popup it opened is typed over).

@@ -55,6 +55,13 @@ fn press(app: &mut App, c: char) {
     app.handle_terminal(key(KeyCode::Char(c)));
 }
 
+/// `y` after a pause: the answer to the question a letter asked (a `y` right after the
+/// letter is typing).
+fn answer_yes(app: &mut App) {
+    let later = Instant::now() + tern::tui::typing::TYPING_WINDOW;
+    app.handle_terminal_at(key(KeyCode::Char('y')), later);
+}
+
 fn hunk_ids() -> Vec<String> {
     proposal()
         .files
@@ -163,13 +170,13 @@ fn files_pane_toggles_drops_and_adds_with_the_picker() {
     // a file asks first: `y` answers.
     press(&mut app, 'e');
     assert!(screen(&mut app, 120, 24).contains("make README.md editable? [y/N]"));
-    press(&mut app, 'y');
+    answer_yes(&mut app);
     app.handle_terminal(key(KeyCode::Down));
     press(&mut app, ' ');
-    press(&mut app, 'y');
+    answer_yes(&mut app);
     press(&mut app, 'j');
     press(&mut app, 'd');
-    press(&mut app, 'y');
+    answer_yes(&mut app);
     assert_eq!(
         app.take_ops(),
         [
@@ -413,7 +420,7 @@ fn review_keys_for_files_all_reset_discard_and_back() {
     focus(&mut app, PaneId::Review);
     press(&mut app, 'd');
     assert!(app.take_ops().is_empty(), "d asks first");
-    press(&mut app, 'y');
+    answer_yes(&mut app);
     assert_eq!(app.take_ops(), [Op::Review(ReviewOp::Discard)]);
     assert_eq!(app.focus(), PaneId::Input);
 }
@@ -588,7 +595,7 @@ fn mouse_focuses_panes_selects_rows_and_scrolls() {
     }));
     assert_eq!(app.focus(), PaneId::Files);
     press(&mut app, 'e');
-    press(&mut app, 'y');
+    answer_yes(&mut app);
     assert_eq!(
         app.take_ops(),
         [Op::SetFileMode {
@@ -1375,9 +1382,9 @@ fn the_needed_row_adds_files_and_picks_a_command_for_run() {
         "{}",
         screen(&mut app, 120, 24)
     );
-    press(&mut app, 'y');
+    answer_yes(&mut app);
     press(&mut app, 'F');
-    press(&mut app, 'y');
+    answer_yes(&mut app);
     assert_eq!(
         app.take_ops(),
         [
@@ -1416,8 +1423,13 @@ fn the_needed_row_adds_files_and_picks_a_command_for_run() {
     assert_eq!(ops[2], ops[0], "the selection wraps around");
     // A new turn retires the row: its keys no longer act, they are typed.
     feed(&mut app, turn("thanks", "You are welcome.", 40));
-    press(&mut app, 'f');
-    press(&mut app, 'r');
+    // (After a pause: an `f` right after the last `r` would be typed with it.)
+    type_at(
+        &mut app,
+        "fr",
+        Instant::now() + tern::tui::typing::TYPING_WINDOW,
+        Duration::ZERO,
+    );
     assert!(app.take_ops().is_empty());
     assert_eq!(app.panes().input.text(), "fr");
 }
@@ -1571,7 +1583,7 @@ fn a_letter_that_would_spend_asks_first_and_another_key_types_both() {
     );
     focus(&mut app, PaneId::Chat);
     press(&mut app, 'F');
-    press(&mut app, 'y');
+    answer_yes(&mut app);
     assert!(matches!(
         app.take_ops().as_slice(),
         [Op::AddNeeded {
@@ -1882,4 +1894,160 @@ fn the_review_says_when_its_applied_commit_was_undone() {
         shown.contains("↶ undone: Applied 4 hunks to 1 file · commit 5bbbba2"),
         "{shown}"
     );
+}
+
+/// Issue 24 (regress-4 #1): a `y` typed within the typing window of the letter that
+/// asked is typed, never the answer: "rye", "fyi", "eye", "key", "dye" and " yes" at
+/// 150 ms a key leave exactly that in the box, and nothing runs, is added, toggled,
+/// dropped or discarded. The engine's question for `r` that comes while the keys are
+/// typed goes away, and one that comes after a burst is declined at once.
+#[test]
+fn a_y_typed_right_after_the_letter_that_asked_is_typing_not_yes() {
+    let ms = Duration::from_millis(150);
+    let run_question = || Event::ConfirmCommand {
+        command: "pytest -x tests".into(),
+        purpose: tern::engine::protocol::CommandPurpose::Run,
+        reason: None,
+    };
+    let acted = |op: &Op| {
+        !matches!(
+            op,
+            Op::MapWhy { .. } | Op::RunSuggested { .. } | Op::AnswerCommand { run: false }
+        )
+    };
+    for (pane, word) in [
+        (PaneId::Chat, "rye"),
+        (PaneId::Chat, "fyi"),
+        (PaneId::Files, "eye"),
+        (PaneId::Files, "key"),
+        (PaneId::Files, "dye"),
+        (PaneId::Files, " yes"),
+        (PaneId::Review, "dye"),
+    ] {
+        let mut app = needing();
+        feed(&mut app, [Event::Proposal(Box::new(proposal()))]);
+        focus(&mut app, pane);
+        app.take_ops();
+        let t0 = Instant::now();
+        let mut ops = Vec::new();
+        for (i, c) in word.chars().enumerate() {
+            app.handle_terminal_at(key(KeyCode::Char(c)), t0 + ms * i as u32);
+            let now = app.take_ops();
+            // The engine asks as soon as `r` hands it the command.
+            if now.iter().any(|op| matches!(op, Op::RunSuggested { .. })) {
+                feed(&mut app, [run_question()]);
+            }
+            ops.extend(now);
+        }
+        assert_eq!(app.panes().input.text(), word, "{pane:?} {word:?}");
+        ops.extend(app.take_ops());
+        assert!(!ops.iter().any(acted), "{pane:?} {word:?}: {ops:?}");
+        assert!(
+            !screen(&mut app, 120, 24).contains("[y/N]"),
+            "{pane:?} {word:?}: no question is left open"
+        );
+        // Typed as a burst, the engine's question comes after the keys: it is declined.
+        if word == "rye" {
+            let mut app = needing();
+            focus(&mut app, pane);
+            app.take_ops();
+            type_at(&mut app, word, t0, Duration::ZERO);
+            feed(&mut app, [run_question()]);
+            press(&mut app, 'y');
+            assert_eq!(app.panes().input.text(), "ryey");
+            let ops = app.take_ops();
+            assert!(
+                ops.contains(&Op::AnswerCommand { run: false })
+                    && !ops.contains(&Op::AnswerCommand { run: true }),
+                "{ops:?}"
+            );
+        }
+    }
+    // After a pause, `y` answers.
+    let mut app = needing();
+    focus(&mut app, PaneId::Files);
+    app.take_ops();
+    let t0 = Instant::now();
+    app.handle_terminal_at(key(KeyCode::Char('d')), t0);
+    app.handle_terminal_at(
+        key(KeyCode::Char('y')),
+        t0 + tern::tui::typing::TYPING_WINDOW,
+    );
+    assert!(
+        app.take_ops()
+            .iter()
+            .any(|op| matches!(op, Op::DropFile { .. })),
+        "a y after a pause answers"
+    );
+}
+
+/// Regress-4 #3: the review drew no tabs, so `a<TAB>b` replaced by `ab` showed two
+/// rows that look the same. A tab is expanded to the next tab stop, and the word marks
+/// see it.
+#[test]
+fn a_tab_in_a_hunk_is_shown_and_marked_as_whitespace() {
+    use tern::diff::LineKind;
+    let mut proposal = proposal();
+    let lines = &mut proposal.files[0].hunks[0].lines;
+    let removed = lines
+        .iter()
+        .position(|l| l.kind == LineKind::Removed)
+        .unwrap();
+    let added = removed
+        + lines[removed..]
+            .iter()
+            .position(|l| l.kind == LineKind::Added)
+            .unwrap();
+    lines[removed].text = "a\tb stays".into();
+    lines[added].text = "ab stays".into();
+    let mut app = started();
+    feed(&mut app, [Event::Proposal(Box::new(proposal))]);
+    let buf = screen_buffer(&mut app, 160, 48);
+    let theme = tern::tui::Theme::default_theme();
+    let find = |text: &str| {
+        let area = buf.area;
+        (area.top()..area.bottom()).find_map(|y| {
+            let row: String = (area.left()..area.right())
+                .map(|x| buf[(x, y)].symbol().to_string())
+                .collect();
+            let byte = row.find(text)?;
+            let x = row.get(..byte).unwrap().chars().count() as u16;
+            Some(buf[(area.left() + x, y)].bg)
+        })
+    };
+    let shown = screen(&mut app, 160, 48);
+    assert_eq!(
+        find("- a   b stays"),
+        Some(theme.c.removed_bg),
+        "the tab is drawn as spaces: {shown}"
+    );
+    assert_eq!(find("a   b stays"), Some(theme.c.removed), "and marked");
+    assert_eq!(find("ab stays"), Some(theme.c.added), "{shown}");
+}
+
+/// Regress-4 #5: `/` and `@` always go to the message box, so `[keys]` bound to them
+/// is refused at start and said; the action keeps its key, and `?` lists that one.
+#[test]
+fn a_key_that_always_types_is_refused_and_help_lists_the_real_one() {
+    let scopes = tern::tui::app::Panes::scopes();
+    let keys = std::collections::BTreeMap::from([("accept".to_string(), "/".to_string())]);
+    let (keymap, warnings) = tern::tui::Keymap::from_config(&keys, &scopes);
+    assert_eq!(
+        warnings,
+        [
+            "[keys] accept: / always types (it goes to the message box from any pane), so accept keeps y"
+        ]
+    );
+    let mut app = reviewing_with(keymap);
+    press(&mut app, '?');
+    let help = screen(&mut app, 120, 40);
+    assert!(
+        help.lines()
+            .any(|l| l.contains("accept") && l.contains(" y ")),
+        "{help}"
+    );
+    assert!(!help.lines().any(|l| l.contains("/   accept")), "{help}");
+    app.handle_terminal(key(KeyCode::Esc));
+    press(&mut app, 'y');
+    assert_eq!(app.take_ops(), [first_hunk(Decision::Accept)]);
 }

@@ -648,7 +648,7 @@ impl ReviewPane {
                     _ => Style::new().fg(theme.c.removed_bg).bg(theme.c.removed),
                 };
                 let words = hl.words.get(index).cloned().unwrap_or_default();
-                let code = word_diff::emphasize(hl.spans(hunk, index), &words, emphasis);
+                let code = word_diff::emphasize(hl.spans(index), &words, emphasis);
                 let code = text::mark_hidden(&code, theme.hidden_marker());
                 let code = text::skip_columns(&code, self.hscroll);
                 let mut line = diff_line(
@@ -992,7 +992,10 @@ struct HunkHighlight {
     side: Vec<(bool, usize)>,
     new_lines: Vec<usize>,
     old_lines: Vec<usize>,
-    /// For each hunk line, what changed inside it against its pair (`word_diff`).
+    /// Each hunk line as drawn: its tabs expanded (`text::expand_tabs`).
+    shown: Vec<crate::engine::protocol::DiffLine>,
+    /// For each hunk line, what changed inside it against its pair (`word_diff`), in
+    /// the line as drawn.
     words: Vec<Vec<std::ops::Range<usize>>>,
 }
 
@@ -1020,17 +1023,26 @@ impl HunkHighlight {
                 _ => (false, new_lines.len() - 1),
             });
         }
+        let shown: Vec<_> = hunk
+            .lines
+            .iter()
+            .map(|l| crate::engine::protocol::DiffLine {
+                text: text::expand_tabs(&l.text).into_owned(),
+                ..l.clone()
+            })
+            .collect();
         HunkHighlight {
             new: Incremental::new(syntax, theme),
             old: Incremental::new(syntax, theme),
             side,
             new_lines,
             old_lines,
-            words: word_diff::changed_ranges(&hunk.lines),
+            words: word_diff::changed_ranges(&shown),
+            shown,
         }
     }
 
-    fn spans(&mut self, hunk: &HunkView, line: usize) -> &[Span<'static>] {
+    fn spans(&mut self, line: usize) -> &[Span<'static>] {
         let (old, index) = self.side[line];
         let (block, lines) = if old {
             (&mut self.old, &self.old_lines)
@@ -1043,7 +1055,7 @@ impl HunkHighlight {
             block.push_lines(
                 lines[from..upto]
                     .iter()
-                    .map(|&i| hunk.lines[i].text.as_str()),
+                    .map(|&i| self.shown[i].text.as_str()),
             );
         }
         &block.lines[index]

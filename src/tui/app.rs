@@ -1143,6 +1143,7 @@ impl App {
             return;
         }
         let focus = self.focus;
+        let sent_before = self.ops.len();
         let handled = self.with_cx(|panes, cx| {
             let pane = panes.get(focus);
             if focus == PaneId::Input {
@@ -1153,6 +1154,10 @@ impl App {
                 _ => false,
             }
         });
+        // Sending a message follows the stream again, wherever the chat was scrolled.
+        if self.ops.iter().skip(sent_before).any(starts_turn) {
+            self.panes.chat.follow();
+        }
         if handled {
             return;
         }

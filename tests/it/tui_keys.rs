@@ -616,6 +616,29 @@ fn mouse_focuses_panes_selects_rows_and_scrolls() {
     assert!(!app.panes().chat.is_following());
 }
 
+/// A message sent while the chat is scrolled up brings the chat back to the bottom,
+/// following its reply, instead of leaving it behind "more below".
+#[test]
+fn sending_while_scrolled_up_follows_the_stream_again() {
+    let mut app = started();
+    feed(&mut app, long_history(40));
+    screen(&mut app, 80, 24);
+    app.handle_terminal(key(KeyCode::PageUp));
+    assert!(screen(&mut app, 80, 24).contains("more below"));
+    assert!(!app.panes().chat.is_following());
+    type_text(&mut app, "and now?");
+    app.handle_terminal(key(KeyCode::Enter));
+    assert_eq!(
+        app.take_ops(),
+        [Op::Submit {
+            text: "and now?".into()
+        }]
+    );
+    let after = screen(&mut app, 80, 24);
+    assert!(app.panes().chat.is_following(), "{after}");
+    assert!(!after.contains("more below"), "{after}");
+}
+
 #[test]
 fn page_keys_scroll_the_chat_from_the_message_box_and_end_follows() {
     let mut app = started();

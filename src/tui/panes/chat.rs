@@ -437,6 +437,11 @@ impl ChatPane {
         self.follow
     }
 
+    /// Back to the bottom, following what streams in (the user sent a message).
+    pub(crate) fn follow(&mut self) {
+        self.jump = Some(Jump::Bottom);
+    }
+
     fn height(&mut self, i: usize, width: u16, theme: &Theme) -> usize {
         self.lines(i, width, theme).len()
     }

@@ -93,6 +93,11 @@ pub fn name(signal: i32) -> String {
         .map_or_else(|_| format!("signal {signal}"), |s| s.as_str().to_string())
 }
 
+/// `stopped by SIGTERM` for 15: how every front end says why it ended.
+pub(crate) fn stopped_by(signal: i32) -> String {
+    format!("stopped by {}", name(signal))
+}
+
 /// The exit code for a process ended by `signal`.
 pub(crate) fn exit_code(signal: i32) -> u8 {
     u8::try_from(128 + signal).unwrap_or(u8::MAX)

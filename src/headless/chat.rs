@@ -450,7 +450,7 @@ pub async fn run(
         task.abort();
     }
     if let Some(signal) = signalled() {
-        let why = format!("stopped by {}", crate::signals::name(signal));
+        let why = crate::signals::stopped_by(signal);
         if !json {
             writeln!(io.err()?, "tern: {why}")?;
         }

@@ -59,6 +59,6 @@ impl StopLine {
 
 fn say_stopped(command: &str) {
     if let Some(signal) = crate::signals::arrived() {
-        crate::egress::errln!("{command}: stopped by {}", crate::signals::name(signal));
+        crate::egress::errln!("{command}: {}", crate::signals::stopped_by(signal));
     }
 }

@@ -64,7 +64,7 @@ pub async fn run(
     });
     let stopped_by = || {
         let signal = signals.as_ref().and_then(crate::signals::Stop::signal)?;
-        Some(format!("stopped by {}", crate::signals::name(signal)))
+        Some(crate::signals::stopped_by(signal))
     };
     let mut ok = true;
     // Whether any review text was written, and whether `--json`'s document (or
@@ -147,7 +147,7 @@ pub async fn run(
         task.abort();
     }
     if let Some(signal) = signals.as_ref().and_then(crate::signals::Stop::signal) {
-        let why = format!("stopped by {}", crate::signals::name(signal));
+        let why = crate::signals::stopped_by(signal);
         if stream && !at_line_start {
             let _ = writeln!(stdout);
             let _ = stdout.end_text();

@@ -178,6 +178,20 @@ pub enum Op {
     Shutdown,
 }
 
+impl Op {
+    /// Whether it starts a model turn (rather than running a command).
+    pub fn starts_turn(&self) -> bool {
+        match self {
+            Op::Submit { text } => !text.trim().is_empty(),
+            Op::Command {
+                command: Command::Ask | Command::Code,
+                args,
+            } => !args.is_empty(),
+            _ => false,
+        }
+    }
+}
+
 /// A review action on the pending proposal.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ReviewOp {

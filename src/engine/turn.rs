@@ -140,8 +140,9 @@ impl Engine {
         };
         if let Some(waiting) = self.undecided_hunks() {
             self.events.notice(format!(
-                "`{}` failed; its output is in the context, but {waiting} proposed hunks still wait for a decision, so the model is not asked to fix it now",
-                checked.command
+                "`{}` failed; its output is in the context, but {} for a decision, so the model is not asked to fix it now",
+                checked.command,
+                hunks_waiting(waiting)
             ));
             return;
         }
@@ -307,7 +308,8 @@ impl Engine {
         {
             self.events.send(Event::TurnFailed {
                 error: format!(
-                    "{waiting} proposed hunks still wait for a decision: accept or reject them and apply (Enter in the review, or /apply), or /discard them, first; /ask works meanwhile"
+                    "{} for a decision: accept or reject them and apply (Enter in the review, or /apply), or /discard them, first; /ask works meanwhile",
+                    hunks_waiting(waiting)
                 ),
                 message: text,
             });
@@ -839,6 +841,15 @@ pub(super) fn stream_event(event: StreamEvent, counting: Counting) -> Event {
             counting,
         },
     }
+}
+
+/// `1 proposed hunk still waits`, `3 proposed hunks still wait`.
+fn hunks_waiting(n: usize) -> String {
+    let verb = match n {
+        1 => "waits",
+        _ => "wait",
+    };
+    format!("{} still {verb}", crate::plural::count(n, "proposed hunk"))
 }
 
 #[cfg(test)]

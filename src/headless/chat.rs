@@ -38,6 +38,18 @@ pub async fn run(
     json: bool,
     consent: Consent,
 ) -> anyhow::Result<ExitCode> {
+    // Without a key no message can be sent: said once, before anything starts (the
+    // engine's start warning and the turn's failure said it twice).
+    if let Some(e) = crate::llm::ClientOptions::from(&config.settings)
+        .unusable(config.replay.as_deref())
+        .filter(|_| {
+            messages
+                .iter()
+                .any(|m| crate::engine::input::parse(m).is_ok_and(|op| op.starts_turn()))
+        })
+    {
+        return Err(e.into());
+    }
     let auto_test = config.settings.auto_test;
     let signals = crate::signals::watch(crate::signals::Exit::default());
     let mut engine = crate::engine::spawn(config)?;

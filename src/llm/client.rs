@@ -40,6 +40,16 @@ pub struct ClientOptions {
     pub max_reply_bytes: usize,
 }
 
+impl ClientOptions {
+    /// Why no request can be sent with these options, when none can: there is no API
+    /// key for OpenAI's API (a replay sends nothing, so it needs none).
+    pub fn unusable(&self, replay: Option<&Path>) -> Option<LlmError> {
+        let keyless = self.api_key.as_ref().is_none_or(|k| k.expose().is_empty());
+        let openai = self.api_base.trim_end_matches('/') == OPENAI_API_BASE;
+        (replay.is_none() && keyless && openai).then_some(LlmError::NoApiKey)
+    }
+}
+
 /// One chat request.
 #[derive(Debug, Clone)]
 pub struct ChatRequest {
@@ -259,12 +269,7 @@ impl LlmClient {
             },
         };
         let api_base = options.api_base.trim_end_matches('/').to_string();
-        let missing_key = replay.is_none()
-            && options
-                .api_key
-                .as_ref()
-                .is_none_or(|k| k.expose().is_empty())
-            && api_base == OPENAI_API_BASE;
+        let missing_key = options.unusable(replay).is_some();
         let shown = super::error::redact_url(&api_base);
         let config = OpenAIConfig::new()
             .with_api_base(api_base)

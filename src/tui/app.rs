@@ -984,7 +984,7 @@ impl App {
             return;
         }
         self.on_key_inner(key, now);
-        self.sent |= self.ops.iter().any(starts_turn);
+        self.sent |= self.ops.iter().any(Op::starts_turn);
         // The reason typed after `N` is sent: back to the review, on the next hunk.
         if let Some(id) = self.ops.iter().find_map(rejected_hunk)
             && self.panes.review.is_active()
@@ -1134,7 +1134,7 @@ impl App {
             && self.keymap.is(&key, Action::Send)
             && self.panes.input.completion().is_none()
             && self.streaming.is_some()
-            && input::parse(self.panes.input.text()).is_ok_and(|op| starts_turn(&op))
+            && input::parse(self.panes.input.text()).is_ok_and(|op| op.starts_turn())
         {
             self.flash(format!(
                 "a reply is streaming: {} interrupts it",
@@ -1155,7 +1155,7 @@ impl App {
             }
         });
         // Sending a message follows the stream again, wherever the chat was scrolled.
-        if self.ops.iter().skip(sent_before).any(starts_turn) {
+        if self.ops.iter().skip(sent_before).any(Op::starts_turn) {
             self.panes.chat.follow();
         }
         if handled {
@@ -1322,18 +1322,6 @@ impl App {
             }
             _ => {}
         }
-    }
-}
-
-/// Whether `op` starts a model turn (rather than running a command).
-fn starts_turn(op: &Op) -> bool {
-    match op {
-        Op::Submit { text } => !text.trim().is_empty(),
-        Op::Command {
-            command: Command::Ask | Command::Code,
-            args,
-        } => !args.is_empty(),
-        _ => false,
     }
 }
 

@@ -938,6 +938,15 @@ fn a_first_run_without_a_key_says_what_to_do_and_sends_nothing() {
     assert!(stderr.contains("export OPENAI_API_KEY"), "{stderr}");
     assert!(stderr.contains("tern --demo"), "{stderr}");
     assert!(!stderr.contains("retry"), "nothing was retried: {stderr}");
+    assert_eq!(
+        stderr.matches("no API key").count(),
+        1,
+        "one error, said once: {stderr}"
+    );
+    assert!(
+        !stderr.contains("sent as soon as"),
+        "no message waits for the map: {stderr}"
+    );
 
     // A model tern does not know would ask the server for its tokenizer: not OpenAI's,
     // which has none, and not without a key.

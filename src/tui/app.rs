@@ -135,6 +135,8 @@ pub struct App {
     asking: Option<Asking>,
     /// The typing rule's memory of the last printable key a pane took.
     typing: Typing,
+    /// The keys panes took in the burst under way, for when it turns out to be typing.
+    burst: Option<Burst>,
     /// When the last printable key was typed or taken by a pane (answers are not):
     /// a printable key within the typing window of it is typing, never an answer.
     last_printable: Option<Instant>,
@@ -172,6 +174,18 @@ struct Asking {
     pane: PaneId,
     action: Action,
     question: String,
+}
+
+/// Printable keys panes took, each within the typing window of the one before: when
+/// the burst turns out to be typing ("All good" in the review), its decisions are
+/// taken back and all of it is typed.
+struct Burst {
+    /// The keys, as typed.
+    keys: String,
+    /// When the last of them came.
+    at: Instant,
+    /// The review before the first key of the burst that decided, if one did.
+    undo: Option<review::UndoPoint>,
 }
 
 /// How every question of the status line is answered (see [`App::question`]).
@@ -220,6 +234,7 @@ impl App {
             confirming_deletion: None,
             asking: None,
             typing: Typing::default(),
+            burst: None,
             last_printable: None,
             running: None,
             exited: false,
@@ -945,6 +960,7 @@ impl App {
         let yes = key.code == KeyCode::Char('y') && key.modifiers == KeyModifiers::NONE;
         if let Some(asking) = self.asking.take() {
             self.typing.forget();
+            self.burst = None;
             if yes && !typing_on {
                 self.with_cx(|panes, cx| panes.get(asking.pane).on_action(asking.action, cx));
                 return;
@@ -1028,9 +1044,14 @@ impl App {
     fn on_key_inner(&mut self, key: KeyEvent, now: Instant) {
         let Some(c) = typing::printable(&key) else {
             self.typing.forget();
+            self.burst = None;
             return self.on_other_key(key);
         };
         self.last_printable = Some(now);
+        let burst = self
+            .burst
+            .take()
+            .filter(|b| now.saturating_duration_since(b.at) < typing::TYPING_WINDOW);
         // `/` and `@` type from any pane; a popup or the box takes the rest as it is,
         // unless a letter just opened the popup.
         let outside = self.overlay.is_none() && self.focus != PaneId::Input;
@@ -1050,6 +1071,17 @@ impl App {
         if let Route::Type(text) = route {
             // A popup a letter just opened closes: the letter was typing.
             self.overlay = None;
+            // The review's keys were the start of a sentence: what they decided is
+            // taken back, and they are typed (a `/` after them is a command's start).
+            if let Some(Burst {
+                keys,
+                undo: Some(point),
+                ..
+            }) = burst.filter(|_| outside && !matches!(c, '/' | '@'))
+            {
+                self.with_cx(|panes, cx| panes.review.undo(point, cx));
+                return self.type_into_box(&format!("{keys}{c}"));
+            }
             return self.type_into_box(&text);
         }
         if self.overlay.is_some() || self.focus == PaneId::Input {
@@ -1079,10 +1111,21 @@ impl App {
             }
             return;
         }
+        let mut burst = burst.unwrap_or(Burst {
+            keys: String::new(),
+            at: now,
+            undo: None,
+        });
+        if burst.undo.is_none() && focus == PaneId::Review && letter == Letter::Decides {
+            burst.undo = Some(self.panes.review.undo_point());
+        }
         self.on_other_key(key);
         // Help is read, not typed over: the key after it closes it.
         if action != Action::Help {
             self.typing.took(c, now, letter);
+            burst.keys.push(c);
+            burst.at = now;
+            self.burst = Some(burst);
         }
     }
 

@@ -11,6 +11,10 @@
 //!   `y y y`), a key that moves (`f G`), and a key of the pane after one that moved or
 //!   decided (`j j y`, `y n`): that is working the pane, not writing.
 //! - A letter no key of the pane's is typed.
+//! - When a burst of keys the review took turns out to be typing ("All good": `A`
+//!   accepted everything, `l l` scrolled, then a space), the decisions its keys made
+//!   are taken back and the whole burst is typed (`App::on_key`). The review's `e`
+//!   (the editor) acts only after a pause: within the window it is typing too.
 
 use std::time::{Duration, Instant};
 
@@ -32,8 +36,12 @@ pub(crate) enum Letter {
     /// It shows, hides, copies or opens a popup: it acts, and what follows at once is
     /// typing, with it.
     Looks,
-    /// It decides (the review's keys): it acts, and is not typed when typing follows.
+    /// It decides (the review's keys): it acts, and when typing follows it is typed
+    /// too and its decision taken back.
     Decides,
+    /// It opens the user's editor (the review's `e`): only as a key of its own, after
+    /// a pause; within the window of another key it is typing ("yes").
+    Opens,
 }
 
 /// How a bare letter bound to `action` is treated.
@@ -48,13 +56,13 @@ pub(crate) fn letter(action: Action) -> Letter {
         | Action::Reject
         | Action::RejectWithReason
         | Action::SplitHunk
-        | Action::EditHunk
         | Action::AcceptFile
         | Action::AcceptAll
         | Action::Reset
         | Action::ResetAll
         | Action::Apply
         | Action::RefreshMap => Letter::Decides,
+        Action::EditHunk => Letter::Opens,
         Action::Up
         | Action::Down
         | Action::Top
@@ -126,6 +134,7 @@ impl Typing {
         let working = |l: &Last| match key {
             _ if l.c == c => true,
             Some(Letter::Moves) => true,
+            Some(Letter::Opens) => false,
             Some(_) => matches!(l.letter, Letter::Moves | Letter::Decides),
             None => false,
         };
@@ -215,5 +224,12 @@ mod tests {
         assert_eq!(typing.route('t', soon, None), Route::Type("t".into()));
         typing.forget();
         assert_eq!(typing.route('t', soon, None), Route::Pane);
+        typing.took('y', t0, Letter::Decides);
+        assert_eq!(
+            typing.route('e', soon, Some(Letter::Opens)),
+            Route::Type("e".into()),
+            "y e: the editor never opens from typing"
+        );
+        assert_eq!(typing.route('e', late, Some(Letter::Opens)), Route::Pane);
     }
 }

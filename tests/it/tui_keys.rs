@@ -2074,3 +2074,61 @@ fn a_key_that_always_types_is_refused_and_help_lists_the_real_one() {
     press(&mut app, 'y');
     assert_eq!(app.take_ops(), [first_hunk(Decision::Accept)]);
 }
+
+/// Regress-4 #4: a sentence typed in the review never works it. "All good" accepted
+/// every hunk (`A`), scrolled (`l l`) and sent "l good"; "yes no" accepted a hunk and
+/// opened the editor (`e`). Once a key proves the burst is typing, what its keys decided
+/// is taken back and the whole burst is typed; the editor never opens and nothing is
+/// discarded from inside one. At 150 ms a key and as one burst.
+#[test]
+fn a_sentence_typed_in_the_review_is_typed_and_decides_nothing() {
+    for step in [Duration::from_millis(150), Duration::ZERO] {
+        for sentence in ["All good\n", "yes no", "just do it", "dye"] {
+            let mut app = started();
+            feed(&mut app, [Event::Proposal(Box::new(proposal()))]);
+            assert_eq!(app.focus(), PaneId::Review);
+            app.take_ops();
+            let t0 = Instant::now();
+            for (i, c) in sentence.chars().enumerate() {
+                let code = match c {
+                    '\n' => KeyCode::Enter,
+                    c => KeyCode::Char(c),
+                };
+                app.handle_terminal_at(key(code), t0 + step * i as u32);
+            }
+            let ops = app.take_ops();
+            // What the engine is left with: every hunk as it was, pending.
+            let mut decisions: std::collections::BTreeMap<String, Decision> = hunk_ids()
+                .into_iter()
+                .map(|id| (id, Decision::Pending))
+                .collect();
+            for op in &ops {
+                match op {
+                    Op::Review(ReviewOp::Hunk { id, decision }) => {
+                        decisions.insert(id.clone(), *decision);
+                    }
+                    Op::Review(ReviewOp::All { decision }) => {
+                        decisions.values_mut().for_each(|d| *d = *decision)
+                    }
+                    Op::Review(other) => panic!("{sentence:?} {step:?}: {other:?} in {ops:?}"),
+                    Op::HunkText { .. } => panic!("{sentence:?}: the editor was asked for"),
+                    _ => {}
+                }
+            }
+            assert!(
+                decisions.values().all(|d| *d == Decision::Pending),
+                "{sentence:?} {step:?}: {decisions:?} from {ops:?}"
+            );
+            assert!(app.take_editor_request().is_none(), "{sentence:?}");
+            match sentence.strip_suffix('\n') {
+                Some(sent) => assert!(
+                    ops.contains(&Op::Submit { text: sent.into() }),
+                    "{sentence:?} {step:?}: {ops:?}"
+                ),
+                None => assert_eq!(app.panes().input.text(), sentence, "{sentence:?} {step:?}"),
+            }
+            let shown = screen(&mut app, 120, 40);
+            assert!(!shown.contains("[y/N]"), "{sentence:?}: no question open");
+        }
+    }
+}

@@ -566,7 +566,9 @@ fn the_users_editor_writes_the_draft_and_a_hunk_between_splits() {
     tern.keys(&["s"]);
     let screen = tern.wait_for("2 files · 5 hunks", WAIT);
     assert!(screen.contains("▶ @@ -23,5 +23,5 @@ · pending"), "{screen}");
-    // `e` on it: the editor rewrites its line; the part is accepted as the user's.
+    // `e` on it, after a pause (within a second of `s` it would be typing): the
+    // editor rewrites its line; the part is accepted as the user's.
+    std::thread::sleep(tern::tui::typing::TYPING_WINDOW);
     tern.keys(&["e"]);
     let screen = tern.wait_for("✎ yours", WAIT);
     assert!(screen.contains("the shelf; NEVER MORE THA"), "{screen}");

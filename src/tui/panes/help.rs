@@ -30,6 +30,10 @@ const TYPING: &[(&str, &str)] = &[
         "within 1 s",
         "a letter after another is typed (j j y and y n still act)",
     ),
+    (
+        "typed after keys",
+        "the review's keys are taken back and typed too; e opens only after a pause",
+    ),
     ("y", "answers a key that asks first; any other types both"),
 ];
 

@@ -83,6 +83,20 @@ pub struct ReviewPane {
     advance: Option<String>,
 }
 
+/// Hunk `id` of proposal `p`.
+fn hunk_in<'p>(p: &'p ProposalView, id: &str) -> Option<&'p HunkView> {
+    p.files.iter().flat_map(|f| &f.hunks).find(|h| h.id == id)
+}
+
+/// The review as it was before a burst of keys (`ReviewPane::undo_point`).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct UndoPoint {
+    decisions: Vec<(String, Decision)>,
+    file: usize,
+    hunk: usize,
+    hscroll: usize,
+}
+
 /// Counts of a set of hunks by decision.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Tally {
@@ -163,9 +177,6 @@ impl ReviewPane {
         } else {
             // A hunk keeps its id when its neighbour is split off or applied, but its
             // context lines may change: only an unchanged hunk keeps its highlighting.
-            fn hunk_in<'p>(p: &'p ProposalView, id: &str) -> Option<&'p HunkView> {
-                p.files.iter().flat_map(|f| &f.hunks).find(|h| h.id == id)
-            }
             let keep: Vec<String> = self
                 .highlights
                 .keys()
@@ -396,6 +407,44 @@ impl ReviewPane {
                 }
             }
         }
+    }
+
+    /// The decisions and the place in the review as they are now, for [`Self::undo`].
+    pub(crate) fn undo_point(&self) -> UndoPoint {
+        let decisions = self
+            .proposal
+            .iter()
+            .flat_map(|p| &p.files)
+            .flat_map(|f| &f.hunks)
+            .map(|h| (h.id.clone(), h.decision))
+            .collect();
+        UndoPoint {
+            decisions,
+            file: self.file,
+            hunk: self.hunk,
+            hscroll: self.hscroll,
+        }
+    }
+
+    /// Keys that turned out to be typing are taken back: each hunk they decided gets
+    /// its decision of `point` again (the engine too), and the selection its place.
+    pub(crate) fn undo(&mut self, point: UndoPoint, cx: &mut Cx<'_>) {
+        for (id, before) in point.decisions {
+            let now = self.proposal.as_ref().and_then(|p| hunk_in(p, &id));
+            let now = now.map(|h| h.decision);
+            if now.is_some_and(|now| now != before) {
+                self.set_decision(|_, h| h.id == id, before, false);
+                cx.send(Op::Review(ReviewOp::Hunk {
+                    id,
+                    decision: before,
+                }));
+            }
+        }
+        let files = self.proposal.as_ref().map_or(0, |p| p.files.len());
+        if point.file < files {
+            self.select(point.file, point.hunk);
+        }
+        self.hscroll = point.hscroll;
     }
 
     fn decide_hunk(&mut self, decision: Decision, cx: &mut Cx<'_>) {

@@ -663,6 +663,16 @@ impl Proposal {
                     hunks: f.hunk_snapshots(),
                 })
                 .collect(),
+            aliases: self
+                .aliases
+                .iter()
+                .map(|(old, became)| {
+                    (
+                        old.to_string(),
+                        became.iter().map(ToString::to_string).collect(),
+                    )
+                })
+                .collect(),
         }
     }
 
@@ -671,6 +681,16 @@ impl Proposal {
     /// as errors. Decisions are kept only for files that did not change since.
     pub fn restore(ws: &Workspace, saved: &ProposalSnapshot) -> (Proposal, Vec<EditError>) {
         let mut proposal = Proposal::new(ws);
+        // A hunk placed again gets the id its content gives, as before: the old ids
+        // name the same hunks.
+        proposal.aliases = saved
+            .aliases
+            .iter()
+            .filter_map(|(old, became)| {
+                let became = became.iter().filter_map(|id| id.parse().ok()).collect();
+                Some((old.parse().ok()?, became))
+            })
+            .collect();
         let mut errors = Vec::new();
         for file in &saved.files {
             // A file that cannot take its hunks now fails each of them, with its lines.

@@ -33,8 +33,31 @@ pub enum RefineError {
 }
 
 impl Proposal {
-    /// Splits hunk `id` into its parts (see [`FileProposal::split`]); returns their ids.
+    /// Splits the hunks `id` names ([`Proposal::resolve`]: itself, or what it became
+    /// when it was edited or split) into their parts (see [`FileProposal::split`]);
+    /// returns the parts' ids, or why none of them could be split.
     pub fn split(&mut self, id: HunkId) -> Result<Vec<HunkId>, RefineError> {
+        let named: Vec<HunkId> = self
+            .resolve(id)
+            .into_iter()
+            .filter(|h| self.hunk_ids().any(|present| present == *h))
+            .collect();
+        let mut parts = Vec::new();
+        let mut refused = None;
+        for hunk in named {
+            match self.split_one(hunk) {
+                Ok(made) => parts.extend(made),
+                Err(e) => refused = refused.or(Some(e)),
+            }
+        }
+        match (parts.is_empty(), refused) {
+            (false, _) => Ok(parts),
+            (true, Some(e)) => Err(e),
+            (true, None) => Err(RefineError::Unknown(id)),
+        }
+    }
+
+    fn split_one(&mut self, id: HunkId) -> Result<Vec<HunkId>, RefineError> {
         let (index, mut taken) = self.file_of(id)?;
         let parts = self.files[index].split(id, &mut taken)?;
         self.aliases.push((id, parts.clone()));

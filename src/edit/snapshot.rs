@@ -56,6 +56,10 @@ pub struct FileSnapshot {
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ProposalSnapshot {
     pub files: Vec<FileSnapshot>,
+    /// Ids that split or edited hunks had, with the ids they became (as shown), so
+    /// that they still name them after `tern --resume`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aliases: Vec<(String, Vec<String>)>,
 }
 
 impl HunkSnapshot {

@@ -96,7 +96,8 @@ fn a_hunk_splits_where_an_unchanged_line_separates_its_changes() {
             .contains("cannot be split")
     );
     assert_eq!(decisions(&p), before);
-    assert_eq!(p.split(whole), Err(RefineError::Unknown(whole)));
+    // The old id names its parts, each with one change.
+    assert_eq!(p.split(whole), Err(RefineError::CannotSplit(parts[0])));
 
     // Each part has its own decision: only the second is written.
     p.decide(Select::Hunk(parts[0]), Decision::Reject).unwrap();

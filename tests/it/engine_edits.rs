@@ -1495,6 +1495,62 @@ async fn a_hunk_split_and_edited_by_the_user_lands_and_the_model_hears_whose_lin
     );
 }
 
+/// Issue 24: the id an edited hunk had, and the ids split parts came from, are saved
+/// with the proposal: after `tern --resume` `/reject OLD` and `/split OLD` still name
+/// what they became (the aliases were lost with the session, and `/split` did not
+/// resolve an alias at all).
+#[tokio::test]
+async fn an_edited_hunks_old_id_still_names_it_after_resume_for_reject_and_split() {
+    let server = MockServer::start().await;
+    server.push_for_model("gpt-4o", Reply::text(GREET_AND_SHOUT));
+    let repo = repo();
+    let mut engine = engine(&repo, &server);
+    let view = ask(&mut engine, "greet shorter, shout louder").await;
+    let whole = hunk_ids(&view)[0].clone();
+    send(&engine, Op::HunkText { id: whole.clone() });
+    let events = until(&mut engine, |e| matches!(e, Event::HunkText { .. })).await;
+    let Some(Event::HunkText { text, .. }) = events.last() else {
+        panic!("{events:#?}")
+    };
+    let mine = text.replace("+ '!'", "+ '!!!'");
+    send(
+        &engine,
+        Op::Review(ReviewOp::Edit {
+            id: whole.clone(),
+            new_lines: mine,
+        }),
+    );
+    let (_, view) = next_proposal(&mut engine).await;
+    let edited = hunk_ids(&view);
+    assert_eq!(edited.len(), 1, "{view:#?}");
+    assert_ne!(edited[0], whole);
+    send(&engine, Op::Shutdown);
+    until(&mut engine, |e| matches!(e, Event::Exited)).await;
+
+    let mut engine = engine_with(&repo, &server, true);
+    until(&mut engine, |e| matches!(e, Event::Files { .. })).await;
+    send(&engine, crate::support::typed(&format!("/reject {whole}")));
+    let (events, view) = next_proposal(&mut engine).await;
+    assert_eq!(hunk_ids(&view), edited, "{events:#?}");
+    assert_eq!(
+        view.files[0].hunks[0].decision,
+        Decision::Reject,
+        "{events:#?}"
+    );
+    send(&engine, crate::support::typed(&format!("/split {whole}")));
+    let (events, view) = next_proposal(&mut engine).await;
+    let parts = hunk_ids(&view);
+    assert_eq!(parts.len(), 2, "{events:#?}");
+    assert!(
+        view.files[0]
+            .hunks
+            .iter()
+            .all(|h| h.decision == Decision::Reject),
+        "the parts keep the decision: {view:#?}"
+    );
+    send(&engine, Op::Shutdown);
+}
+
 /// A pending hunk whose lines changed while tern was not running comes back, on
 /// resume, as a failed hunk with its lines and the reason (it used to be dropped with
 /// only a message, and a second resume lost even that), and the rest stays reviewable.

@@ -78,6 +78,10 @@ pub struct CommandText {
     /// How it ended ("exit 1 after 3.2 s").
     pub outcome: String,
     pub text: String,
+    /// A test run's (`/test`): a passing run of the configured test command replaces
+    /// it, whatever command it was.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub test: bool,
 }
 
 impl CommandText {
@@ -399,6 +403,7 @@ mod tests {
                 command: "cargo test".into(),
                 outcome: "exit 101 after 2.0 s".into(),
                 text: "test x ... FAILED\n".into(),
+                test: true,
             }],
         }
     }

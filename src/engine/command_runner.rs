@@ -249,12 +249,20 @@ impl CommandRunner {
             command: command.clone(),
             outcome: output.describe(),
             text: clipped.text,
+            test: purpose == CommandPurpose::Test,
         };
-        // An earlier output of the same command described a tree that is gone.
+        let passed = output.passed();
+        // An earlier output of the same command described a tree that is gone; the
+        // configured tests passing say the same of every earlier test run's.
+        let configured = p.model.settings().test_cmd.as_deref() == Some(command.as_str());
+        let tests_passed = text.test && passed && configured;
         let replaced = drop_output_of(p.session, &command);
+        let tests_replaced = match tests_passed {
+            true => drop_test_outputs(p.session),
+            false => Vec::new(),
+        };
         let tokens = added_tokens(p.session, p.model, &text);
         let check = purpose != CommandPurpose::Run;
-        let passed = output.passed();
         let in_context = check && !passed && !cancelled && !could_not_run(&output);
         if in_context {
             p.session.outputs.push(text);
@@ -275,6 +283,13 @@ impl CommandRunner {
         if replaced && !in_context {
             p.events.notice(format!(
                 "the earlier output of `{command}` was removed from the context"
+            ));
+        }
+        if !tests_replaced.is_empty() {
+            let named: Vec<String> = tests_replaced.iter().map(|c| format!("`{c}`")).collect();
+            p.events.notice(format!(
+                "`{command}` passed: the earlier output of {} was removed from the context",
+                named.join(", ")
             ));
         }
         check.then_some(Checked {
@@ -450,6 +465,15 @@ fn outputs_named(session: &Session) -> Vec<String> {
 }
 
 /// Removes the output of `command` from the context; whether there was one.
+/// Removes the outputs of test runs from the context; returns their commands.
+fn drop_test_outputs(session: &mut Session) -> Vec<String> {
+    let (tests, kept) = std::mem::take(&mut session.outputs)
+        .into_iter()
+        .partition(|o| o.test);
+    session.outputs = kept;
+    tests.into_iter().map(|o: CommandText| o.command).collect()
+}
+
 fn drop_output_of(session: &mut Session, command: &str) -> bool {
     let before = session.outputs.len();
     session.outputs.retain(|o| o.command != command);

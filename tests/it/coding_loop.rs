@@ -758,3 +758,45 @@ async fn outputs_are_dropped_by_name_with_a_word_and_add_output_takes_no_name() 
         Event::Notice { text } if text == "removed the output of `echo one` from the context"
     )));
 }
+
+/// Issue 24: a failed `/test` output stayed in the context after a different test
+/// command passed. A passing run of the configured test command removes every earlier
+/// test output, whatever command made it: `/tokens` and the next request hold none.
+#[tokio::test]
+async fn the_configured_tests_passing_remove_every_earlier_test_output() {
+    let server = MockServer::start().await;
+    server.push_for_model("gpt-4o", Reply::text("I cannot tell from here."));
+    server.push_for_model("gpt-4o", Reply::text("Good."));
+    let repo = repo();
+    repo.write("other.sh", "echo OTHER SUITE BROKE\nexit 1\n");
+    let mut engine = engine(&repo, &server, |s| {
+        s.test_cmd = Some("echo all tests passed".into())
+    });
+    submit(&engine, "/test sh other.sh");
+    let events = idle(&mut engine).await;
+    assert_eq!(
+        finished(&events)
+            .iter()
+            .map(|(c, passed, in_context, _)| (c.as_str(), *passed, *in_context))
+            .collect::<Vec<_>>(),
+        [("sh other.sh", false, true)]
+    );
+    assert!(tokens_table(&mut engine).await.contains("$ sh other.sh"));
+    idle(&mut engine).await;
+
+    submit(&engine, "/test");
+    let events = idle(&mut engine).await;
+    assert!(
+        events.iter().any(|e| matches!(e, Event::Notice { text }
+            if text.contains("`echo all tests passed` passed: the earlier output of `sh other.sh` was removed"))),
+        "{events:#?}"
+    );
+    let table = tokens_table(&mut engine).await;
+    assert!(!table.contains("other.sh"), "{table}");
+    idle(&mut engine).await;
+    submit(&engine, "thanks");
+    idle(&mut engine).await;
+    let sent = all_text(server.requests().last().unwrap());
+    assert!(sent.contains("thanks"), "{sent}");
+    assert!(!sent.contains("OTHER SUITE BROKE"), "{sent}");
+}

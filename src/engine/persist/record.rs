@@ -758,6 +758,7 @@ mod tests {
                     command: format!("cargo test {n}"),
                     outcome: "exit 1".into(),
                     text: "failed".into(),
+                    test: true,
                 }),
                 Step::Note => notes.push(format!("note {n}")),
             }

@@ -339,21 +339,28 @@ impl HistoryBudget {
         };
         let events = events.clone();
         let counting = model.counter().counting();
-        let observer = Arc::new(move |event: StreamEvent| {
-            if let StreamEvent::Request {
+        let observer = Arc::new(move |event: StreamEvent| match event {
+            StreamEvent::Request {
                 model,
                 predicted_prompt_tokens,
                 max_tokens,
-            } = event
-            {
-                events.send(Event::Request {
-                    purpose: RequestKind::Summary,
-                    model,
-                    predicted_prompt_tokens,
-                    max_tokens,
-                    counting,
-                });
-            }
+            } => events.send(Event::Request {
+                purpose: RequestKind::Summary,
+                model,
+                predicted_prompt_tokens,
+                max_tokens,
+                counting,
+            }),
+            // Said as a turn's retries are, not silent.
+            StreamEvent::Retrying {
+                attempt,
+                delay,
+                reason,
+            } => events.notice(format!(
+                "summarizing: {reason}; retry {attempt} in {:.1} s",
+                delay.as_secs_f64()
+            )),
+            _ => {}
         });
         Summarizer::new(model.client().clone(), models, model.counter().clone()).observed(observer)
     }

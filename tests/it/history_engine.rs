@@ -583,6 +583,32 @@ async fn a_summary_the_main_model_wrote_after_the_weak_one_failed_says_so() {
     );
 }
 
+/// Regress-4 #8: a summary request the server fails is retried, and each retry is
+/// said, as a turn's are (they were silent).
+#[tokio::test]
+async fn a_summary_requests_retries_are_said() {
+    let server = MockServer::start().await;
+    script(&server, |n| match n {
+        0 => Reply::http_error(
+            500,
+            serde_json::json!({"error": {"message": "summaries are down"}}),
+        ),
+        _ => Reply::text(RECAP),
+    });
+    let mut chat = Chat::start(settings(&server), &[], &[]);
+    turns(&mut chat, 1..=3).await;
+    let (_, events) = chat.command("/compact", "compact").await;
+    assert!(
+        events.iter().any(|e| matches!(e, Event::Notice { text }
+            if text.starts_with("summarizing: ") && text.contains("summaries are down") && text.contains("; retry 1 in "))),
+        "{events:?}"
+    );
+    assert!(
+        events.iter().any(|e| matches!(e, Event::Summarized { .. })),
+        "{events:?}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_compact_during_a_checkpoint_supersedes_it_and_the_cycle_goes_on() {
     let server = MockServer::start().await;

@@ -582,8 +582,12 @@ impl Engine {
         if !failed.is_empty() {
             // Said after the resumed conversation, where the user looks, each one named
             // (the review may have no room to show them all).
+            let (verb, they, their, them) = match failed.len() {
+                1 => ("applies", "it is", "its", "it"),
+                _ => ("apply", "they are", "their", "them"),
+            };
             self.saved.warn_at_start(format!(
-                "{} of the saved session's proposed hunks no longer apply to the files as they are now: they are listed as failed in the review, with their lines (/discard dismisses them):{}",
+                "{} of the saved session's proposed hunks no longer {verb} to the files as they are now: {they} listed as failed in the review, with {their} lines (/discard dismisses {them}):{}",
                 failed.len(),
                 failed.concat()
             ));

@@ -77,13 +77,13 @@ pub fn fallback(diff: &str) -> String {
         list(&names),
         list(&bases),
         format!(
-            "{} files{}",
-            files.len(),
+            "{}{}",
+            crate::plural::count(files.len(), "file"),
             common_dir(&names)
                 .map(|d| format!(" in {d}"))
                 .unwrap_or_default()
         ),
-        format!("{} files", files.len()),
+        crate::plural::count(files.len(), "file"),
     ];
     let subject = candidates
         .iter()
@@ -202,6 +202,10 @@ mod tests {
             .map(|i| format!("--- a/src/edit/f{i}.rs\n+++ b/src/edit/f{i}.rs\n+x\n"))
             .collect();
         assert_eq!(fallback(&many), "chore: update 20 files in src/edit");
+        // One file whose path is too long for the subject is counted as one.
+        let long = format!("{}.rs", "deep".repeat(20));
+        let one = format!("--- a/{long}\n+++ b/{long}\n+x\n");
+        assert_eq!(fallback(&one), "chore: update 1 file");
         assert!(is_conventional(&fallback(&many)));
     }
 

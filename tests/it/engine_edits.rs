@@ -1495,18 +1495,24 @@ async fn a_hunk_split_and_edited_by_the_user_lands_and_the_model_hears_whose_lin
     );
 }
 
-/// Issue 24: the id an edited hunk had, and the ids split parts came from, are saved
-/// with the proposal: after `tern --resume` `/reject OLD` and `/split OLD` still name
-/// what they became (the aliases were lost with the session, and `/split` did not
-/// resolve an alias at all).
-#[tokio::test]
-async fn an_edited_hunks_old_id_still_names_it_after_resume_for_reject_and_split() {
+/// An engine whose reply proposed `GREET_AND_SHOUT`, one hunk, and that hunk's id.
+async fn greeted_and_shouted() -> (MockServer, TempRepo, EngineHandle, String) {
     let server = MockServer::start().await;
     server.push_for_model("gpt-4o", Reply::text(GREET_AND_SHOUT));
     let repo = repo();
     let mut engine = engine(&repo, &server);
     let view = ask(&mut engine, "greet shorter, shout louder").await;
     let whole = hunk_ids(&view)[0].clone();
+    (server, repo, engine, whole)
+}
+
+/// Issue 24: the id an edited hunk had, and the ids split parts came from, are saved
+/// with the proposal: after `tern --resume` `/reject OLD` and `/split OLD` still name
+/// what they became (the aliases were lost with the session, and `/split` did not
+/// resolve an alias at all).
+#[tokio::test]
+async fn an_edited_hunks_old_id_still_names_it_after_resume_for_reject_and_split() {
+    let (server, repo, mut engine, whole) = greeted_and_shouted().await;
     send(&engine, Op::HunkText { id: whole.clone() });
     let events = until(&mut engine, |e| matches!(e, Event::HunkText { .. })).await;
     let Some(Event::HunkText { text, .. }) = events.last() else {
@@ -1879,12 +1885,7 @@ async fn apply_allowed_holds_back_a_file_outside_the_chat_and_lands_the_rest() {
 /// an earlier screen rejects every part, with its reason.
 #[tokio::test]
 async fn an_id_replaced_by_a_split_or_an_edit_still_names_what_it_became() {
-    let server = MockServer::start().await;
-    server.push_for_model("gpt-4o", Reply::text(GREET_AND_SHOUT));
-    let repo = repo();
-    let mut engine = engine(&repo, &server);
-    let view = ask(&mut engine, "greet shorter, shout louder").await;
-    let whole = hunk_ids(&view)[0].clone();
+    let (_server, _repo, mut engine, whole) = greeted_and_shouted().await;
     send(&engine, crate::support::typed(&format!("/split {whole}")));
     let (_, view) = next_proposal(&mut engine).await;
     let parts = hunk_ids(&view);

@@ -2132,3 +2132,60 @@ fn a_sentence_typed_in_the_review_is_typed_and_decides_nothing() {
         }
     }
 }
+
+/// "As I said" in the review: `A` accepts everything and `s` splits the hunk before the
+/// space shows it was typing. The split cannot be taken back, but its parts' accept is:
+/// the old id, which the engine takes for the parts, goes back to pending.
+#[test]
+fn a_split_inside_a_typed_burst_leaves_its_parts_pending() {
+    let mut app = started();
+    // Ids unique across the files, as the engine's are.
+    let mut initial = proposal();
+    for (f, file) in initial.files.iter_mut().enumerate() {
+        for (h, hunk) in file.hunks.iter_mut().enumerate() {
+            hunk.id = format!("{f}{h}00000");
+        }
+    }
+    let ids: Vec<String> = initial
+        .files
+        .iter()
+        .flat_map(|f| f.hunks.iter().map(|h| h.id.clone()))
+        .collect();
+    feed(&mut app, [Event::Proposal(Box::new(initial.clone()))]);
+    app.take_ops();
+    let t0 = Instant::now();
+    let ms = Duration::from_millis(150);
+    type_at(&mut app, "As", t0, ms);
+    // The engine's answer to the split comes before the next key: two parts, accepted.
+    let mut view = initial;
+    let whole = view.files[0].hunks.remove(0);
+    for (at, part) in ["aaaaaaa", "bbbbbbb"].into_iter().enumerate() {
+        let mut hunk = whole.clone();
+        hunk.id = part.into();
+        hunk.decision = Decision::Accept;
+        view.files[0].hunks.insert(at, hunk);
+    }
+    for h in view.files.iter_mut().flat_map(|f| &mut f.hunks) {
+        h.decision = Decision::Accept;
+    }
+    feed(&mut app, [Event::Proposal(Box::new(view))]);
+    type_at(&mut app, " I said", t0 + ms * 2, ms);
+    assert_eq!(app.panes().input.text(), "As I said");
+    let ops = app.take_ops();
+    let reset: Vec<&String> = ops
+        .iter()
+        .filter_map(|op| match op {
+            Op::Review(ReviewOp::Hunk {
+                id,
+                decision: Decision::Pending,
+            }) => Some(id),
+            _ => None,
+        })
+        .collect();
+    assert!(ids.iter().all(|id| reset.contains(&id)), "{ids:?}: {ops:?}");
+    assert!(
+        ops.iter()
+            .any(|op| matches!(op, Op::Review(ReviewOp::Split { id }) if *id == ids[0])),
+        "{ops:?}"
+    );
+}

@@ -427,12 +427,12 @@ impl ReviewPane {
     }
 
     /// Keys that turned out to be typing are taken back: each hunk they decided gets
-    /// its decision of `point` again (the engine too), and the selection its place.
+    /// its decision of `point` again (the engine too), and the selection its place. A
+    /// hunk split since is named by its old id, which the engine takes for its parts.
     pub(crate) fn undo(&mut self, point: UndoPoint, cx: &mut Cx<'_>) {
         for (id, before) in point.decisions {
             let now = self.proposal.as_ref().and_then(|p| hunk_in(p, &id));
-            let now = now.map(|h| h.decision);
-            if now.is_some_and(|now| now != before) {
+            if now.is_none_or(|now| now.decision != before) {
                 self.set_decision(|_, h| h.id == id, before, false);
                 cx.send(Op::Review(ReviewOp::Hunk {
                     id,

@@ -16,22 +16,22 @@ mod index_lock;
 mod land;
 mod lock;
 pub mod message;
+mod redo;
 mod sign;
 mod status;
 mod undo;
 mod undo_turn;
-mod redo;
 
 pub use commit::{Commit, NOTES_REF, commit_dirty, commit_edits, commit_user_changes, dirty_paths};
 pub use failpoint::{BadFailAt, FailAt, Step};
 pub use land::{LandOptions, Landed, land};
 pub(crate) use lock::lock_wait;
 pub use lock::{LOCK_WAIT, RepoLock};
+pub use redo::{RedoError, RedoRefusal, redo_rewind};
 pub(crate) use status::{modified_tracked_paths, worktree_diff};
 pub use undo::{TurnRefusal, UndoError, UndoRefusal, Undone, undo, undo_failing};
 pub(crate) use undo_turn::check_newest;
 pub use undo_turn::{Stopped, TurnUndone, undo_since, undo_turn};
-pub use redo::{RedoError, RedoRefusal, redo_rewind};
 
 #[derive(Debug, thiserror::Error)]
 pub enum GitError {

@@ -151,7 +151,7 @@ impl Saved {
             (text, mode),
             notes,
             &session.outputs,
-            head,
+            (head, session.session_cost),
         );
     }
 

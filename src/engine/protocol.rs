@@ -7,6 +7,8 @@ use serde::Serialize;
 /// The slash commands, one row each.
 pub use super::commands::{ArgCompletion, Command, UnknownCommand};
 
+/// How front ends write the `/rewind` timeline as text.
+pub use super::rewind::timeline_text;
 /// A branch review: what to compare, how to fit it, its plan (as the Review pane lists
 /// it) and its replies.
 pub use crate::branch_review::{
@@ -172,6 +174,18 @@ pub enum Op {
     },
     /// Add the last command's output to the context (`/add-output`).
     AddOutput,
+    /// The session's turns and what a rewind to before each would change
+    /// (`Event::Timeline`); changes nothing.
+    Timeline,
+    /// Rewind to before turn `to` (1-based, as the chat numbers turns): the code (every
+    /// commit tern made since), the conversation, or both (`engine::rewind`).
+    Rewind {
+        to: usize,
+        code: bool,
+        chat: bool,
+    },
+    /// Put back what the last rewind took away, until a message is sent.
+    RewindRedo,
     /// No message follows the ones sent (a one-shot `-m`, a script's end): no summary
     /// starts after them; the next start makes one if the history needs it.
     NoMoreMessages,
@@ -382,6 +396,35 @@ pub struct MapEdge {
     pub ident: String,
     pub from: String,
     pub weight: f64,
+}
+
+/// A turn of the session as `/rewind` lists it, and what a rewind to before it would
+/// change, choice by choice (`engine::rewind::timeline`).
+#[derive(Debug, Clone, PartialEq, Serialize, DriveMut)]
+pub struct TimelineTurn {
+    pub turn: usize,
+    /// The first line of the message that began it.
+    pub text: String,
+    /// When it began, Unix seconds.
+    #[drive(skip)]
+    pub at: u64,
+    /// The commits it made that are still in place (`short id summary`).
+    pub commits: Vec<String>,
+    /// What it cost (None: recorded by a tern that kept no cost).
+    #[drive(skip)]
+    pub cost: Option<f64>,
+    /// The conversation: turns taken back (this one and those after it).
+    pub turns_after: usize,
+    /// The code: commits taken back (`short id summary`, oldest first), and the files
+    /// they changed.
+    pub commits_since: Vec<String>,
+    pub files_since: Vec<String>,
+    /// What was spent since it began (spent: a rewind gives none of it back).
+    #[drive(skip)]
+    pub cost_since: Option<f64>,
+    /// Why its code cannot be rewound now (the user's changes, a commit of theirs on
+    /// top…); None: it can.
+    pub code_refused: Option<String>,
 }
 
 /// A message of the conversation as the chat showed it, kept with the session.
@@ -688,6 +731,23 @@ pub enum Event {
     },
     /// The history sub-budget or the summarizer's phase changed.
     History(HistoryStatus),
+    /// The session's turns, for the `/rewind` picker (`Op::Timeline`); `redo`: what
+    /// `/rewind redo` would put back, if a rewind can still be redone.
+    Timeline {
+        turns: Vec<TimelineTurn>,
+        redo: Option<String>,
+    },
+    /// A rewind (or its redo, `redo`) was done: `to` the turn it went back to before,
+    /// `commits` taken back (or brought back),
+    /// `text` what it did, as the user reads it, and `transcript` the conversation as
+    /// the chat shows it now when it changed (as `Event::Resumed` gives it).
+    Rewound {
+        to: usize,
+        redo: bool,
+        commits: Vec<String>,
+        transcript: Option<Vec<Shown>>,
+        text: String,
+    },
     /// Commits tern made were taken back (`/undo`, `/undo turn`): their full ids, so a
     /// front end stops showing them as applied.
     Undone {

@@ -31,7 +31,7 @@ pub use redo::{RedoError, RedoRefusal, redo_rewind};
 pub(crate) use status::{modified_tracked_paths, worktree_diff};
 pub use undo::{TurnRefusal, UndoError, UndoRefusal, Undone, undo, undo_failing};
 pub(crate) use undo_turn::check_newest;
-pub use undo_turn::{Stopped, TurnUndone, undo_since, undo_turn};
+pub use undo_turn::{Stopped, TurnUndone, check_all, files_of, undo_since, undo_turn};
 
 #[derive(Debug, thiserror::Error)]
 pub enum GitError {

@@ -84,11 +84,35 @@ pub fn undo_since(repo: &Repository, commits: &[Oid]) -> Result<TurnUndone, Undo
         });
     }
     let _lock = super::undo::lock(repo)?;
+    check_all(repo, commits)?;
+    Ok(undo_each(repo, commits))
+}
+
+/// Why `undo_since` would refuse `commits` now, if it would (a preview's answer;
+/// changes nothing).
+pub fn check_all(repo: &Repository, commits: &[Oid]) -> Result<(), UndoError> {
     check_newest(repo, commits)?;
     for id in commits {
         check(repo, &repo.find_commit(*id)?)?;
     }
-    Ok(undo_each(repo, commits))
+    Ok(())
+}
+
+/// The files `commits` changed, each once, in the order first changed.
+pub fn files_of(repo: &Repository, commits: &[Oid]) -> Result<Vec<std::path::PathBuf>, UndoError> {
+    let mut files = Vec::new();
+    for id in commits {
+        let commit = repo.find_commit(*id)?;
+        let Some(parent) = commit.parents().next() else {
+            continue;
+        };
+        for path in super::undo::changed_paths(repo, &parent, &commit)? {
+            if !files.contains(&path) {
+                files.push(path);
+            }
+        }
+    }
+    Ok(files)
 }
 
 /// Undoes `commits`, newest first, with the lock held and their order checked; a

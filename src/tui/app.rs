@@ -616,6 +616,13 @@ impl App {
             }
             Event::History(status) => self.panes.gauge.set_history(status),
             Event::Undone { commits } => self.panes.review.undone(&commits),
+            Event::Timeline { turns, redo } => chat.push(
+                Kind::Output {
+                    title: "rewind: the turns (/rewind TURN [code|chat])".into(),
+                },
+                crate::engine::protocol::timeline_text(&turns, redo.as_deref()),
+            ),
+            Event::Rewound { text, .. } => chat.push(Kind::Notice, text),
             Event::Summarized {
                 replaced_messages,
                 replaced_tokens,

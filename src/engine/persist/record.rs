@@ -290,6 +290,11 @@ impl Recorder {
         });
     }
 
+    /// A rewind or its redo (`Record::Rewound`, `Record::Redone`).
+    pub(crate) fn rewound(&mut self, records: Vec<Record>) {
+        self.unsaved.extend(records);
+    }
+
     pub(crate) fn undone(&mut self, commits: Vec<String>) {
         if !commits.is_empty() {
             self.unsaved.push(Record::Undone { commits });
@@ -600,6 +605,7 @@ pub fn read(dir: &Path) -> Result<Vec<Record>, RecordError> {
 /// The session as it was when turn N began, and what happened to the code since.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Before {
+    pub turn: usize,
     /// The message that began it, as typed, and when (Unix seconds).
     pub text: String,
     pub at: u64,
@@ -612,6 +618,8 @@ pub struct Before {
     pub head: Option<String>,
     /// The commits tern made since it began and that were not undone, oldest first.
     pub commits_since: Vec<String>,
+    /// Those of them that hold the user's own changes, committed before tern's edits.
+    pub yours: Vec<String>,
 }
 
 /// What the session was before turn `turn` (1-based), from its record: the newest
@@ -722,6 +730,7 @@ fn scan(records: &[Record], turn: usize) -> Result<Scan, RecordError> {
                     .ok_or(RecordError::Dropped(turn))?;
                 removed.clear();
                 found = Some(Before {
+                    turn: t.turn,
                     text: t.text.clone(),
                     at: t.at,
                     cost_before: t.cost_before,
@@ -735,12 +744,16 @@ fn scan(records: &[Record], turn: usize) -> Result<Scan, RecordError> {
                     outputs: outputs.to_vec(),
                     head: t.head.clone(),
                     commits_since: Vec::new(),
+                    yours: Vec::new(),
                 });
             }
             Record::Messages(joined) => messages.extend(&joined.messages),
-            Record::Commit { commit, .. } => {
+            Record::Commit { commit, yours, .. } => {
                 if let Some(before) = &mut found {
                     before.commits_since.push(commit.clone());
+                    if *yours {
+                        before.yours.push(commit.clone());
+                    }
                 }
             }
             Record::Undone { commits } | Record::Rewound { commits, .. } => {
@@ -835,6 +848,7 @@ mod tests {
                             (Some(format!("head{n}")), 0.0),
                         );
                         seen.push(Before {
+                            turn: seen.len() + 1,
                             text: text.clone(),
                             at: 0,
                             cost_before: Some(0.0),
@@ -843,6 +857,7 @@ mod tests {
                             outputs: outputs.clone(),
                             head: Some(format!("head{n}")),
                             commits_since: Vec::new(),
+                            yours: Vec::new(),
                         });
                     }
                     let pair = [

@@ -1,0 +1,401 @@
+//! Rewinding a session to before any of its turns (`/rewind`, `tern rewind`): the code
+//! (every commit tern made since, taken back all or none by `git::undo_since`, with
+//! undo's checks), the conversation (the history, the notes owed to the model and the
+//! command outputs as the turn record saved them before that turn, across any summary
+//! made later), or both; and the redo of the last rewind, until a message is sent. The
+//! live session and a saved one (`tern rewind`) are rewound by the same code, through
+//! `Parts`. See ARCHITECTURE.md, *The parts of the engine* (Rewind).
+
+use git2::{Oid, Repository};
+
+use super::persist::{Before, Record, RecordError, Redo, RedoChat, RedoCode};
+use super::protocol::{Shown, ShownKind, TimelineTurn};
+use super::turn_commits::TurnCommits;
+use crate::context::CommandText;
+use crate::git::{RedoError, TurnUndone, UndoError};
+use crate::llm::Message;
+use crate::plural::count;
+
+/// The parts of a session a rewind changes, lent by the live session or a saved one.
+pub(crate) struct Parts<'a> {
+    pub(crate) history: &'a mut Vec<Message>,
+    pub(crate) notes: &'a mut Vec<String>,
+    pub(crate) outputs: &'a mut Vec<CommandText>,
+    pub(crate) transcript: &'a mut Vec<Shown>,
+    /// Each turn's commits, for `/undo turn`.
+    pub(crate) turns: &'a mut TurnCommits,
+    /// The number of turns of the conversation now.
+    pub(crate) turns_now: usize,
+    /// Hunks await review: a rewind waits until they are decided.
+    pub(crate) pending: bool,
+}
+
+/// Why a rewind or its redo did nothing (or, `Midway`, stopped part way).
+#[derive(Debug, thiserror::Error)]
+pub enum RewindError {
+    #[error("turns are numbered from 1, as the chat shows them")]
+    Zero,
+    #[error("{0}")]
+    Record(#[from] RecordError),
+    #[error(
+        "hunks await review in this session: apply or reject them first (a rewind would leave them without the turn that proposed them)"
+    )]
+    Pending,
+    #[error("choose what to rewind: the code, the conversation, or both")]
+    Nothing,
+    #[error("the code cannot be rewound: not in a git repository")]
+    NoRepository,
+    #[error("the code cannot be rewound: {0}")]
+    Code(UndoError),
+    /// The checks passed, then git failed part way: `done` says what was undone.
+    #[error(
+        "the rewind stopped part way: {done}\nthe conversation was not rewound; what was undone is undone (the session forgets those commits)"
+    )]
+    Midway { done: Box<TurnUndone> },
+    #[error("there is no rewind to redo (a message sent since ends it, as does a redo)")]
+    NoRedo,
+    #[error("the code cannot be redone: {0}")]
+    Redo(RedoError),
+}
+
+/// A rewind done: what to record, what to keep for its redo, what to say, and what
+/// the model is told with the next message (a code-only rewind's undone commits).
+pub(crate) struct Rewound {
+    pub(crate) records: Vec<Record>,
+    pub(crate) redo: Option<Redo>,
+    /// The number of turns of the conversation now (None: unchanged).
+    pub(crate) renumbered: Option<usize>,
+    pub(crate) commits: Vec<String>,
+    pub(crate) said: String,
+}
+
+/// What `/rewind`'s arguments ask for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Asked {
+    Timeline,
+    Redo,
+    Rewind { to: usize, code: bool, chat: bool },
+}
+
+/// Reads `/rewind`'s arguments: nothing, `redo`, or a turn and `code` or `chat` (both
+/// when neither).
+pub(crate) fn parse_args(args: &str) -> Result<Asked, String> {
+    let mut words = args.split_whitespace();
+    let (Some(first), choice, None) = (words.next(), words.next(), words.next()) else {
+        return match args.trim().is_empty() {
+            true => Ok(Asked::Timeline),
+            false => Err(USAGE.into()),
+        };
+    };
+    if first == "redo" && choice.is_none() {
+        return Ok(Asked::Redo);
+    }
+    let to = turn_number(first)?;
+    let (code, chat) = match choice {
+        None => (true, true),
+        Some("code") => (true, false),
+        Some("chat") => (false, true),
+        Some(_) => return Err(USAGE.into()),
+    };
+    Ok(Asked::Rewind { to, code, chat })
+}
+
+const USAGE: &str = "/rewind takes nothing (the turns), `redo`, or a turn number and `code` or `chat` (both when neither): /rewind 3 code";
+
+/// A turn number as typed: 1 or more.
+pub(crate) fn turn_number(text: &str) -> Result<usize, String> {
+    match text.parse::<i64>() {
+        Ok(n) if n >= 1 => usize::try_from(n).map_err(|e| e.to_string()),
+        Ok(_) => Err(RewindError::Zero.to_string()),
+        Err(_) => Err(format!(
+            "{text:?} is not a turn number (turns are numbered from 1, as the chat shows them)"
+        )),
+    }
+}
+
+/// The turns of the session, oldest first, each with what a rewind to before it would
+/// change (`repo`: where the code is; None: not in a repository).
+pub(crate) fn timeline(
+    repo: Option<&Repository>,
+    records: &[Record],
+    turns_now: usize,
+    cost_now: f64,
+) -> Result<Vec<TimelineTurn>, RecordError> {
+    let turns = crate::engine::persist::record::timeline(records)?;
+    let mut shown = Vec::new();
+    for (i, before) in turns.iter().enumerate() {
+        let (own, cost) = crate::engine::persist::record::own_commits_and_cost(&turns, i, cost_now);
+        let commits = code_commits(before);
+        let (files, code_refused) = match repo {
+            Some(repo) => (
+                crate::git::files_of(repo, &commits)
+                    .map(|files| files.iter().map(|f| f.display().to_string()).collect())
+                    .unwrap_or_default(),
+                crate::git::check_all(repo, &commits)
+                    .err()
+                    .map(|e| e.to_string()),
+            ),
+            None => (Vec::new(), None),
+        };
+        shown.push(TimelineTurn {
+            turn: before.turn,
+            text: before.text.lines().next().unwrap_or_default().to_string(),
+            at: before.at,
+            commits: own.iter().map(|c| described(repo, c)).collect(),
+            cost,
+            turns_after: turns_now.saturating_sub(before.turn) + 1,
+            commits_since: commits
+                .iter()
+                .map(|c| described(repo, &c.to_string()))
+                .collect(),
+            files_since: files,
+            cost_since: before.cost_before.map(|c| (cost_now - c).max(0.0)),
+            code_refused,
+        });
+    }
+    Ok(shown)
+}
+
+/// What a redo of `redo` would put back, in a few words.
+pub(crate) fn redo_text(redo: &Redo) -> String {
+    let mut parts = Vec::new();
+    if let Some(code) = &redo.code {
+        parts.push(count(code.commits.len(), "commit"));
+    }
+    if let Some(chat) = &redo.chat {
+        parts.push(format!(
+            "the conversation ({})",
+            count(chat.turns.saturating_sub(redo.to) + 1, "turn")
+        ));
+    }
+    format!(
+        "the rewind to before turn {}: {}",
+        redo.to,
+        match parts.is_empty() {
+            true => "nothing".to_string(),
+            false => parts.join(" and "),
+        }
+    )
+}
+
+/// `id summary`, or the short id alone when the commit cannot be read.
+fn described(repo: Option<&Repository>, id: &str) -> String {
+    let Ok(oid) = Oid::from_str(id) else {
+        return id.to_string();
+    };
+    let short = crate::git::short_id(oid);
+    match repo.and_then(|r| r.find_commit(oid).ok()) {
+        Some(c) => format!(
+            "{short} {}",
+            String::from_utf8_lossy(c.summary_bytes().unwrap_or_default())
+        ),
+        None => short,
+    }
+}
+
+/// The commits a code rewind to before `before` takes back, oldest first: tern's
+/// commits since, less the user's own changes it committed first, when they come
+/// before every edit of tern's (they are the user's work, and stay).
+fn code_commits(before: &Before) -> Vec<Oid> {
+    before
+        .commits_since
+        .iter()
+        .skip_while(|c| before.yours.contains(c))
+        .filter_map(|c| Oid::from_str(c).ok())
+        .collect()
+}
+
+/// Rewinds to before turn `to`: the code when `code` (refused, with nothing changed,
+/// as `/undo` refuses), then the conversation when `chat`.
+pub(crate) fn rewind(
+    repo: Option<&Repository>,
+    records: &[Record],
+    to: usize,
+    (code, chat): (bool, bool),
+    parts: Parts<'_>,
+) -> Result<Rewound, RewindError> {
+    if to == 0 {
+        return Err(RewindError::Zero);
+    }
+    if !code && !chat {
+        return Err(RewindError::Nothing);
+    }
+    let before = crate::engine::persist::before_turn(records, to)?;
+    if parts.pending {
+        return Err(RewindError::Pending);
+    }
+    let mut said = vec![format!("rewound to before turn {to}")];
+    let mut redo = Redo {
+        to,
+        code: None,
+        chat: None,
+    };
+    let mut undone_ids = Vec::new();
+    let mut note = None;
+    if code {
+        let repo = repo.ok_or(RewindError::NoRepository)?;
+        let commits = code_commits(&before);
+        let head = repo.head().ok().and_then(|h| h.target());
+        let done = crate::git::undo_since(repo, &commits).map_err(RewindError::Code)?;
+        if done.stopped.is_some() {
+            return Err(RewindError::Midway {
+                done: Box::new(done),
+            });
+        }
+        undone_ids = done.undone.iter().map(|u| u.commit.to_string()).collect();
+        if done.undone.is_empty() {
+            said.push("code: no commit of tern's since then is left to take back".into());
+        } else {
+            said.push(format!("code: {}", count(done.undone.len(), "commit")));
+            said.extend(done.undone.iter().map(ToString::to_string));
+            if !chat {
+                note = Some(super::undo_commits::turn_note(repo, &done.undone));
+            }
+        }
+        if let (Some(head), Some(last)) = (head, done.undone.last()) {
+            redo.code = Some(RedoCode {
+                at: last.head.to_string(),
+                head: head.to_string(),
+                commits: commits.iter().map(Oid::to_string).collect(),
+                turns: parts.turns.clone(),
+                note: note.clone(),
+            });
+        }
+        let gone: Vec<Oid> = done.undone.iter().map(|u| u.commit).collect();
+        parts.turns.undone(&gone);
+    }
+    let mut renumbered = None;
+    if chat {
+        let taken = parts.turns_now.saturating_sub(to) + 1;
+        redo.chat = Some(RedoChat {
+            turns: parts.turns_now,
+            history: std::mem::replace(parts.history, before.history),
+            notes: std::mem::replace(parts.notes, before.notes),
+            outputs: std::mem::replace(parts.outputs, before.outputs),
+            transcript: parts.transcript.clone(),
+        });
+        if let Some(at) = parts
+            .transcript
+            .iter()
+            .rposition(|s| s.kind == ShownKind::User && s.text == before.text)
+        {
+            parts.transcript.truncate(at);
+        }
+        renumbered = Some(to - 1);
+        said.push(format!(
+            "conversation: {} taken back; the history, the notes owed to the model and the command outputs are as they were before turn {to}",
+            count(taken, "turn")
+        ));
+    } else {
+        said.push("conversation: unchanged".into());
+    }
+    if let Some(note) = note {
+        parts.notes.push(note);
+    }
+    Ok(Rewound {
+        records: vec![Record::Rewound {
+            to,
+            commits: undone_ids.clone(),
+            chat,
+        }],
+        redo: Some(redo),
+        renumbered,
+        commits: undone_ids,
+        said: said.join("\n"),
+    })
+}
+
+/// Puts back what the last rewind (`redo`) took away: its commits, by moving HEAD back
+/// to where the rewind found it (refused, with nothing changed, when anything moved
+/// since), then the conversation.
+pub(crate) fn redo(
+    repo: Option<&Repository>,
+    redo: Option<Redo>,
+    parts: Parts<'_>,
+) -> Result<Rewound, RewindError> {
+    let redo = redo.ok_or(RewindError::NoRedo)?;
+    let mut said = vec![format!("redone: the rewind to before turn {}", redo.to)];
+    let mut commits = Vec::new();
+    if let Some(code) = &redo.code {
+        let repo = repo.ok_or(RewindError::NoRepository)?;
+        let oid =
+            |id: &str| Oid::from_str(id).map_err(|e| RewindError::Redo(RedoError::Undo(e.into())));
+        let files = crate::git::redo_rewind(repo, oid(&code.at)?, oid(&code.head)?)
+            .map_err(RewindError::Redo)?;
+        commits.clone_from(&code.commits);
+        *parts.turns = code.turns.clone();
+        // The model is no longer told of commits that are back.
+        parts.notes.retain(|n| Some(n) != code.note.as_ref());
+        said.push(format!(
+            "code: {} back ({}), HEAD is {} again",
+            count(code.commits.len(), "commit"),
+            files
+                .iter()
+                .map(|f| f.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            code.head.get(..7).unwrap_or(&code.head)
+        ));
+    }
+    let mut renumbered = None;
+    if let Some(chat) = redo.chat.clone() {
+        *parts.history = chat.history;
+        *parts.notes = chat.notes;
+        *parts.outputs = chat.outputs;
+        *parts.transcript = chat.transcript;
+        renumbered = Some(chat.turns);
+        said.push(format!(
+            "conversation: back as it was, {}",
+            count(chat.turns, "turn")
+        ));
+    }
+    Ok(Rewound {
+        records: vec![Record::Redone {
+            commits: commits.clone(),
+            chat: redo.chat.is_some(),
+        }],
+        redo: None,
+        renumbered,
+        commits,
+        said: said.join("\n"),
+    })
+}
+
+/// The timeline as text, one turn and what a rewind to before it changes in a few
+/// lines each (`tern rewind --list`, `/rewind`); `redo`: what a redo would put back.
+pub fn timeline_text(turns: &[TimelineTurn], redo: Option<&str>) -> String {
+    let mut out = String::new();
+    for t in turns {
+        let cost = t.cost.map(|c| format!(" · ${c:.4}")).unwrap_or_default();
+        out.push_str(&format!(
+            "turn {}  {}  · {}{cost}\n",
+            t.turn,
+            t.text,
+            count(t.commits.len(), "commit")
+        ));
+        let code = match &t.code_refused {
+            Some(why) => format!("code cannot go back: {why}"),
+            None if t.commits_since.is_empty() => "code: nothing to take back".into(),
+            None => format!(
+                "code: {} taken back ({})",
+                count(t.commits_since.len(), "commit"),
+                t.files_since.join(", ")
+            ),
+        };
+        let spent = t
+            .cost_since
+            .map(|c| format!("; spent since: ${c:.4}, not given back"))
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "  before it: {code}; chat: {} taken back{spent}\n",
+            count(t.turns_after, "turn")
+        ));
+    }
+    if turns.is_empty() {
+        out.push_str("no turn to go back to (the record has none)\n");
+    }
+    if let Some(redo) = redo {
+        out.push_str(&format!("redo: {redo}\n"));
+    }
+    out
+}

@@ -71,7 +71,7 @@ pub(crate) struct Rewound {
 
 /// What `/rewind`'s arguments ask for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Asked {
+pub enum Asked {
     Timeline,
     Redo,
     Rewind { to: usize, code: bool, chat: bool },
@@ -79,7 +79,7 @@ pub(crate) enum Asked {
 
 /// Reads `/rewind`'s arguments: nothing, `redo`, or a turn and `code` or `chat` (both
 /// when neither).
-pub(crate) fn parse_args(args: &str) -> Result<Asked, String> {
+pub fn parse_args(args: &str) -> Result<Asked, String> {
     let mut words = args.split_whitespace();
     let (Some(first), choice, None) = (words.next(), words.next(), words.next()) else {
         return match args.trim().is_empty() {
@@ -103,7 +103,7 @@ pub(crate) fn parse_args(args: &str) -> Result<Asked, String> {
 const USAGE: &str = "/rewind takes nothing (the turns), `redo`, or a turn number and `code` or `chat` (both when neither): /rewind 3 code";
 
 /// A turn number as typed: 1 or more.
-pub(crate) fn turn_number(text: &str) -> Result<usize, String> {
+pub fn turn_number(text: &str) -> Result<usize, String> {
     match text.parse::<i64>() {
         Ok(n) if n >= 1 => usize::try_from(n).map_err(|e| e.to_string()),
         Ok(_) => Err(RewindError::Zero.to_string()),
@@ -398,4 +398,116 @@ pub fn timeline_text(turns: &[TimelineTurn], redo: Option<&str>) -> String {
         out.push_str(&format!("redo: {redo}\n"));
     }
     out
+}
+
+/// What `tern rewind` did to a saved session.
+pub enum SavedOutcome {
+    /// The turns, and what a redo would put back.
+    Listed(Vec<TimelineTurn>, Option<String>),
+    /// A rewind or a redo, as said.
+    Done(String),
+}
+
+/// Why `tern rewind` changed nothing, or could not keep what it changed.
+#[derive(Debug, thiserror::Error)]
+pub enum SavedRewindError {
+    /// The session is open in another tern, which can rewind it itself.
+    #[error("{0}, or rewind in it (`/rewind`); nothing was changed")]
+    InUse(crate::engine::persist::StoreError),
+    #[error("{0}; nothing was changed")]
+    Open(super::undo_commits::OpenStateError),
+    #[error("{0}; nothing was changed")]
+    Rewind(RewindError),
+    #[error("{0}")]
+    Midway(RewindError),
+    /// Done (`said`), but the session could not be saved.
+    #[error(
+        "{said}\nbut session {id} could not be updated, so its conversation still says otherwise: {error}"
+    )]
+    NotSaved {
+        said: String,
+        id: String,
+        error: crate::engine::persist::PersistError,
+    },
+}
+
+/// `tern rewind` on the saved session `which` names: `asked` (`Asked::Timeline`
+/// lists the turns). The session is locked while it runs (one open in a tern is
+/// refused), and saved with the record of what was done.
+pub fn on_saved(
+    repo: Option<&Repository>,
+    root: &std::path::Path,
+    which: &crate::engine::persist::Resume,
+    asked: Asked,
+) -> Result<SavedOutcome, SavedRewindError> {
+    use super::undo_commits::{OpenStateError, open, open_state};
+    let store = crate::engine::persist::Store::for_repo(root);
+    let session = open(&store, which).map_err(|e| match e {
+        OpenStateError::InUse(e) => SavedRewindError::InUse(e),
+        e => SavedRewindError::Open(e),
+    })?;
+    let (mut disk, mut state) = open_state(session).map_err(SavedRewindError::Open)?;
+    let id = disk.id().to_string();
+    let records = disk
+        .records()
+        .map_err(|e| SavedRewindError::Rewind(e.into()))?;
+    let pending = state.proposal.is_some();
+    let turns_now = state.record.turns;
+    let mut redo_state = state.redo.clone();
+    let parts = Parts {
+        history: &mut state.history,
+        notes: &mut state.notes,
+        outputs: &mut state.outputs,
+        transcript: &mut state.transcript,
+        turns: &mut state.turns,
+        turns_now,
+        pending,
+    };
+    let done = match asked {
+        Asked::Timeline => {
+            let turns = timeline(repo, &records, turns_now, state.session_cost)
+                .map_err(|e| SavedRewindError::Rewind(e.into()))?;
+            return Ok(SavedOutcome::Listed(
+                turns,
+                state.redo.as_ref().map(redo_text),
+            ));
+        }
+        Asked::Redo => redo(repo, redo_state.take(), parts),
+        Asked::Rewind { to, code, chat } => rewind(repo, &records, to, (code, chat), parts),
+    };
+    let (done, failed) = match done {
+        Ok(done) => (done, None),
+        Err(RewindError::Midway { done }) => {
+            let gone: Vec<Oid> = done.undone.iter().map(|u| u.commit).collect();
+            state.turns.undone(&gone);
+            let undone = Rewound {
+                records: vec![Record::Undone {
+                    commits: gone.iter().map(Oid::to_string).collect(),
+                }],
+                redo: redo_state,
+                renumbered: None,
+                commits: Vec::new(),
+                said: String::new(),
+            };
+            (undone, Some(RewindError::Midway { done }))
+        }
+        Err(e) => return Err(SavedRewindError::Rewind(e)),
+    };
+    state.redo = done.redo;
+    if let Some(turns) = done.renumbered {
+        state.record.turns = turns;
+        state.summary_at_front = false;
+        state.checkpoint = None;
+    }
+    if let Err(error) = disk.save(&mut state, done.records) {
+        return Err(SavedRewindError::NotSaved {
+            said: failed.map_or(done.said, |e| e.to_string()),
+            id,
+            error,
+        });
+    }
+    match failed {
+        Some(e) => Err(SavedRewindError::Midway(e)),
+        None => Ok(SavedOutcome::Done(done.said)),
+    }
 }

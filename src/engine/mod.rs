@@ -657,6 +657,11 @@ impl Engine {
                 }
             }
             Internal::Ran(ran) => {
+                if let Some((command, before, after)) = ran.changed() {
+                    self.saved
+                        .record_mut()
+                        .ran(command.to_string(), (before.to_string(), after.to_string()));
+                }
                 let (runner, mut parts) = self.commands();
                 let checked = runner.finish_command(*ran, &mut parts);
                 self.publish_budget();

@@ -47,6 +47,9 @@ pub enum RewindError {
     NoRepository,
     #[error("the code cannot be rewound: {0}")]
     Code(UndoError),
+    /// What a command tern ran changed cannot be put back (or brought back).
+    #[error("the files commands changed cannot be put back: {0}")]
+    Commands(String),
     /// The checks passed, then git failed part way: `done` says what was undone.
     #[error(
         "the rewind stopped part way: {done}\nthe conversation was not rewound; what was undone is undone (the session forgets those commits)"
@@ -205,6 +208,131 @@ fn code_commits(before: &Before) -> Vec<Oid> {
         .collect()
 }
 
+/// What taking back the code did.
+struct CodeRewound {
+    said: Vec<String>,
+    commits: Vec<String>,
+    /// The commands whose changes were put back (their `after` trees).
+    commands: Vec<String>,
+    redo: Option<RedoCode>,
+    /// What the model is told of the commits taken back (a code-only rewind).
+    note: Option<String>,
+}
+
+/// Takes back the code since `before`: first every check (the commits' as undo
+/// checks them; each file a command changed must hold what the command left, and be
+/// no file of a commit taken back), then the commits, newest first, then what the
+/// commands changed, newest first.
+fn rewind_code(
+    repo: &Repository,
+    before: &Before,
+    chat: bool,
+    turns: &mut TurnCommits,
+) -> Result<CodeRewound, RewindError> {
+    let commits = code_commits(before);
+    let ran = ran_trees(&before.commands_since)?;
+    let commit_files = crate::git::files_of(repo, &commits).map_err(RewindError::Code)?;
+    let names = before.commands_since.iter().map(|r| r.command.clone());
+    let swaps: Vec<(String, Oid, Oid)> = names.zip(&ran).map(|(c, &(b, a))| (c, a, b)).collect();
+    let changed = check_commands(repo, swaps.iter().rev().cloned(), &commit_files)?;
+    let head = repo.head().ok().and_then(|h| h.target());
+    let done = crate::git::undo_since(repo, &commits).map_err(RewindError::Code)?;
+    if done.stopped.is_some() {
+        return Err(RewindError::Midway {
+            done: Box::new(done),
+        });
+    }
+    let mut said = Vec::new();
+    let mut note = None;
+    if done.undone.is_empty() {
+        said.push("code: no commit of tern's since then is left to take back".into());
+    } else {
+        said.push(format!("code: {}", count(done.undone.len(), "commit")));
+        said.extend(done.undone.iter().map(ToString::to_string));
+        if !chat {
+            note = Some(super::undo_commits::turn_note(repo, &done.undone));
+        }
+    }
+    for ((_, now, wanted), (command, files)) in swaps.iter().rev().zip(&changed) {
+        crate::git::swap_files(repo, *now, *wanted)
+            .map_err(|e| RewindError::Commands(e.to_string()))?;
+        said.push(format!(
+            "put back what `{command}` changed: {}",
+            files
+                .iter()
+                .map(|f| f.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    let head = head.map(|h| h.to_string()).unwrap_or_default();
+    let redo = (!done.undone.is_empty() || !ran.is_empty()).then(|| RedoCode {
+        at: done
+            .undone
+            .last()
+            .map_or(head.clone(), |last| last.head.to_string()),
+        head,
+        commits: commits.iter().map(Oid::to_string).collect(),
+        turns: turns.clone(),
+        note: note.clone(),
+        commands: before.commands_since.clone(),
+    });
+    let gone: Vec<Oid> = done.undone.iter().map(|u| u.commit).collect();
+    turns.undone(&gone);
+    Ok(CodeRewound {
+        said,
+        commits: gone.iter().map(Oid::to_string).collect(),
+        commands: before
+            .commands_since
+            .iter()
+            .map(|r| r.after.clone())
+            .collect(),
+        redo,
+        note,
+    })
+}
+
+/// The trees before and after each command, as ids.
+fn ran_trees(ran: &[crate::engine::persist::record::Ran]) -> Result<Vec<(Oid, Oid)>, RewindError> {
+    let oid = |id: &str| Oid::from_str(id).map_err(|e| RewindError::Commands(e.to_string()));
+    ran.iter()
+        .map(|r| Ok((oid(&r.before)?, oid(&r.after)?)))
+        .collect()
+}
+
+/// Checks that commands' changes can be swapped, in the order given (a command and
+/// its `now` and `wanted` trees): each file's first swap finds it as `now` has it, and none is a file of
+/// `commit_files` (what a commit taken back also changed cannot be told apart).
+/// Returns each command's files, in the order given.
+fn check_commands(
+    repo: &Repository,
+    swaps: impl Iterator<Item = (String, Oid, Oid)>,
+    commit_files: &[std::path::PathBuf],
+) -> Result<Vec<(String, Vec<std::path::PathBuf>)>, RewindError> {
+    let mut seen: Vec<std::path::PathBuf> = Vec::new();
+    let mut all = Vec::new();
+    for (command, now, wanted) in swaps {
+        let files = crate::git::changed(repo, now, wanted)
+            .map_err(|e| RewindError::Commands(e.to_string()))?;
+        if let Some(both) = files.iter().find(|f| commit_files.contains(f)) {
+            return Err(RewindError::Commands(format!(
+                "{} was changed by a command tern ran and by a commit it takes back, so the two cannot be told apart",
+                both.display()
+            )));
+        }
+        let first: Vec<std::path::PathBuf> = files
+            .iter()
+            .filter(|f| !seen.contains(f))
+            .cloned()
+            .collect();
+        crate::git::not_changed_since(repo, now, &first)
+            .map_err(|e| RewindError::Commands(e.to_string()))?;
+        seen.extend(first);
+        all.push((command, files));
+    }
+    Ok(all)
+}
+
 /// Rewinds to before turn `to`: the code when `code` (refused, with nothing changed,
 /// as `/undo` refuses), then the conversation when `chat`.
 pub(crate) fn rewind(
@@ -231,38 +359,14 @@ pub(crate) fn rewind(
         chat: None,
     };
     let mut undone_ids = Vec::new();
+    let mut commands = Vec::new();
     let mut note = None;
     if code {
         let repo = repo.ok_or(RewindError::NoRepository)?;
-        let commits = code_commits(&before);
-        let head = repo.head().ok().and_then(|h| h.target());
-        let done = crate::git::undo_since(repo, &commits).map_err(RewindError::Code)?;
-        if done.stopped.is_some() {
-            return Err(RewindError::Midway {
-                done: Box::new(done),
-            });
-        }
-        undone_ids = done.undone.iter().map(|u| u.commit.to_string()).collect();
-        if done.undone.is_empty() {
-            said.push("code: no commit of tern's since then is left to take back".into());
-        } else {
-            said.push(format!("code: {}", count(done.undone.len(), "commit")));
-            said.extend(done.undone.iter().map(ToString::to_string));
-            if !chat {
-                note = Some(super::undo_commits::turn_note(repo, &done.undone));
-            }
-        }
-        if let (Some(head), Some(last)) = (head, done.undone.last()) {
-            redo.code = Some(RedoCode {
-                at: last.head.to_string(),
-                head: head.to_string(),
-                commits: commits.iter().map(Oid::to_string).collect(),
-                turns: parts.turns.clone(),
-                note: note.clone(),
-            });
-        }
-        let gone: Vec<Oid> = done.undone.iter().map(|u| u.commit).collect();
-        parts.turns.undone(&gone);
+        let code = rewind_code(repo, &before, chat, parts.turns)?;
+        said.extend(code.said);
+        (undone_ids, commands, note) = (code.commits, code.commands, code.note);
+        redo.code = code.redo;
     }
     let mut renumbered = None;
     if chat {
@@ -296,6 +400,7 @@ pub(crate) fn rewind(
         records: vec![Record::Rewound {
             to,
             commits: undone_ids.clone(),
+            commands,
             chat,
         }],
         redo: Some(redo),
@@ -316,26 +421,50 @@ pub(crate) fn redo(
     let redo = redo.ok_or(RewindError::NoRedo)?;
     let mut said = vec![format!("redone: the rewind to before turn {}", redo.to)];
     let mut commits = Vec::new();
+    let mut commands = Vec::new();
     if let Some(code) = &redo.code {
         let repo = repo.ok_or(RewindError::NoRepository)?;
         let oid =
             |id: &str| Oid::from_str(id).map_err(|e| RewindError::Redo(RedoError::Undo(e.into())));
-        let files = crate::git::redo_rewind(repo, oid(&code.at)?, oid(&code.head)?)
-            .map_err(RewindError::Redo)?;
+        let ran = ran_trees(&code.commands)?;
+        let names = code.commands.iter().map(|r| r.command.clone());
+        let swaps: Vec<(String, Oid, Oid)> =
+            names.zip(&ran).map(|(c, &(b, a))| (c, b, a)).collect();
+        check_commands(repo, swaps.iter().cloned(), &[])?;
+        let files = match code.at == code.head {
+            true => Vec::new(),
+            false => crate::git::redo_rewind(repo, oid(&code.at)?, oid(&code.head)?)
+                .map_err(RewindError::Redo)?,
+        };
+        for (command, now, wanted) in &swaps {
+            let changed = crate::git::swap_files(repo, *now, *wanted)
+                .map_err(|e| RewindError::Commands(e.to_string()))?;
+            said.push(format!(
+                "`{command}`'s changes are back: {}",
+                changed
+                    .iter()
+                    .map(|f| f.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        commands = code.commands.iter().map(|r| r.after.clone()).collect();
         commits.clone_from(&code.commits);
         *parts.turns = code.turns.clone();
         // The model is no longer told of commits that are back.
         parts.notes.retain(|n| Some(n) != code.note.as_ref());
-        said.push(format!(
-            "code: {} back ({}), HEAD is {} again",
-            count(code.commits.len(), "commit"),
-            files
-                .iter()
-                .map(|f| f.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", "),
-            code.head.get(..7).unwrap_or(&code.head)
-        ));
+        if !files.is_empty() {
+            said.push(format!(
+                "code: {} back ({}), HEAD is {} again",
+                count(code.commits.len(), "commit"),
+                files
+                    .iter()
+                    .map(|f| f.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                code.head.get(..7).unwrap_or(&code.head)
+            ));
+        }
     }
     let mut renumbered = None;
     if let Some(chat) = redo.chat.clone() {
@@ -352,6 +481,7 @@ pub(crate) fn redo(
     Ok(Rewound {
         records: vec![Record::Redone {
             commits: commits.clone(),
+            commands,
             chat: redo.chat.is_some(),
         }],
         redo: None,

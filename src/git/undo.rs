@@ -320,18 +320,7 @@ pub(super) fn changed_paths(
     from: &git2::Commit<'_>,
     to: &git2::Commit<'_>,
 ) -> Result<Vec<PathBuf>, GitError> {
-    let diff = repo.diff_tree_to_tree(Some(&from.tree()?), Some(&to.tree()?), None)?;
-    Ok(diff
-        .deltas()
-        .flat_map(|d| [d.old_file().path(), d.new_file().path()])
-        .flatten()
-        .map(PathBuf::from)
-        .fold(Vec::new(), |mut acc, p| {
-            if !acc.contains(&p) {
-                acc.push(p);
-            }
-            acc
-        }))
+    super::snapshot::changed(repo, from.tree_id(), to.tree_id())
 }
 
 /// Checks out `paths` of `commit` into the work tree only (the index is written by the

@@ -271,3 +271,59 @@ fn turns_that_are_not_turns_and_a_damaged_record_are_refused() {
         (a, AFTER_ONE.into())
     );
 }
+
+/// What a command tern ran changed is taken back with the code (a file it wrote, a
+/// file it changed), and comes back with the redo.
+#[test]
+fn what_a_command_tern_ran_changed_goes_back_with_the_code() {
+    let server = MockServer::start_in_thread();
+    let repo = repo();
+    turn(
+        &repo,
+        &server,
+        "add a comma",
+        Some((
+            "    return 'hello ' + name\n",
+            "    return 'hello, ' + name\n",
+        )),
+    );
+    let a = head(&repo);
+    let (_, stderr, code) = run(
+        &repo,
+        &server,
+        &[
+            "--resume",
+            "--allow-commands",
+            "-m",
+            "/run printf 'made\\n' > notes.txt && printf '# Changed\\n' > README.md",
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(repo.read("notes.txt"), "made\n");
+    turn(&repo, &server, "what changed?", None);
+
+    let (stdout, stderr, code) = run(&repo, &server, &["rewind", "--to", "1", "--code"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stdout.contains("put back what `printf 'made\\n' > notes.txt && printf '# Changed\\n' > README.md` changed: README.md, notes.txt"),
+        "{stdout}"
+    );
+    assert_eq!(repo.read("README.md"), "# Demo\n");
+    assert!(!repo.path().join("notes.txt").exists());
+    assert_eq!(
+        repo.read("src/greet.py"),
+        "def greet(name):\n    return 'hello ' + name\n"
+    );
+    assert_ne!(head(&repo), a);
+
+    let (stdout, stderr, code) = run(&repo, &server, &["rewind", "--redo"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stdout.contains("changes are back: README.md, notes.txt"),
+        "{stdout}"
+    );
+    assert_eq!(
+        (head(&repo), repo.read("README.md"), repo.read("notes.txt")),
+        (a, "# Changed\n".to_string(), "made\n".to_string())
+    );
+}

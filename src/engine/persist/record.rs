@@ -23,6 +23,8 @@
 //! - `commit`: a commit tern made, with the turn whose edits it holds (`yours`: your
 //!   own uncommitted changes, which tern commits before its edits).
 //! - `undone`: commits taken back (`/undo`, `/undo turn`, `tern undo`).
+//! - `ran`: a command tern ran (`/run`, `/test`, `/lint`, an auto-test round) changed
+//!   files: the trees of the work tree `before` and `after` it (`git::snapshot`).
 //! - `rewound`: a rewind to before turn `to`: the `commits` it took back (the code),
 //!   and whether the conversation went back too (`chat`), after which the turns are
 //!   numbered again from `to`: the newest turn of a number is the one that counts.
@@ -70,17 +72,33 @@ pub enum Record {
     Undone {
         commits: Vec<String>,
     },
+    Ran(Ran),
     Rewound {
         to: usize,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         commits: Vec<String>,
+        /// The commands whose changes it put back (their `after` trees).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        commands: Vec<String>,
         chat: bool,
     },
     Redone {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         commits: Vec<String>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        commands: Vec<String>,
         chat: bool,
     },
+}
+
+/// A command tern ran changed files: the work tree's trees before and after it
+/// (`git::snapshot`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ran {
+    pub turn: usize,
+    pub command: String,
+    pub before: String,
+    pub after: String,
 }
 
 /// A turn begins, and the conversation as it was before it.
@@ -290,6 +308,16 @@ impl Recorder {
         });
     }
 
+    /// A command tern ran during the current turn changed files.
+    pub(crate) fn ran(&mut self, command: String, (before, after): (String, String)) {
+        self.unsaved.push(Record::Ran(Ran {
+            turn: self.cursor.turns,
+            command,
+            before,
+            after,
+        }));
+    }
+
     /// A rewind or its redo (`Record::Rewound`, `Record::Redone`).
     pub(crate) fn rewound(&mut self, records: Vec<Record>) {
         self.unsaved.extend(records);
@@ -454,6 +482,7 @@ impl LogWriter {
                     }
                 }
                 Record::Commit { .. }
+                | Record::Ran(_)
                 | Record::Undone { .. }
                 | Record::Rewound { .. }
                 | Record::Redone { .. } => {}
@@ -620,6 +649,8 @@ pub struct Before {
     pub commits_since: Vec<String>,
     /// Those of them that hold the user's own changes, committed before tern's edits.
     pub yours: Vec<String>,
+    /// The commands tern ran since that changed files, not put back, oldest first.
+    pub commands_since: Vec<Ran>,
 }
 
 /// What the session was before turn `turn` (1-based), from its record: the newest
@@ -704,8 +735,10 @@ fn scan(records: &[Record], turn: usize) -> Result<Scan, RecordError> {
     let mut front: Option<&Front> = None;
     let mut outputs: Option<&[CommandText]> = None;
     let mut found: Option<Before> = None;
-    // Commits of `found` taken back, which a redo may bring back.
+    // Commits of `found` taken back, and commands whose changes were put back, which
+    // a redo may bring back.
     let mut removed: Vec<String> = Vec::new();
+    let mut put_back: Vec<Ran> = Vec::new();
     let mut first = None;
     let mut current = 0;
     // The number of turns before each chat rewind not yet redone.
@@ -729,6 +762,7 @@ fn scan(records: &[Record], turn: usize) -> Result<Scan, RecordError> {
                     .and_then(|from| messages.get(from..t.messages_before.checked_sub(base)?))
                     .ok_or(RecordError::Dropped(turn))?;
                 removed.clear();
+                put_back.clear();
                 found = Some(Before {
                     turn: t.turn,
                     text: t.text.clone(),
@@ -745,6 +779,7 @@ fn scan(records: &[Record], turn: usize) -> Result<Scan, RecordError> {
                     head: t.head.clone(),
                     commits_since: Vec::new(),
                     yours: Vec::new(),
+                    commands_since: Vec::new(),
                 });
             }
             Record::Messages(joined) => messages.extend(&joined.messages),
@@ -756,20 +791,39 @@ fn scan(records: &[Record], turn: usize) -> Result<Scan, RecordError> {
                     }
                 }
             }
+            Record::Ran(ran) => {
+                if let Some(before) = &mut found {
+                    before.commands_since.push(ran.clone());
+                }
+            }
             Record::Undone { commits } | Record::Rewound { commits, .. } => {
                 if let Some(before) = &mut found {
                     removed.extend(before.commits_since.extract_if(.., |c| commits.contains(c)));
+                    if let Record::Rewound { commands, .. } = record {
+                        put_back.extend(
+                            before
+                                .commands_since
+                                .extract_if(.., |r| commands.contains(&r.after)),
+                        );
+                    }
                 }
                 if let Record::Rewound { to, chat: true, .. } = record {
                     rewinds.push(current);
                     current = current.min(to.saturating_sub(1));
                 }
             }
-            Record::Redone { commits, chat } => {
+            Record::Redone {
+                commits,
+                commands,
+                chat,
+            } => {
                 if let Some(before) = &mut found {
                     before
                         .commits_since
                         .extend(removed.extract_if(.., |c| commits.contains(c)));
+                    before
+                        .commands_since
+                        .extend(put_back.extract_if(.., |r| commands.contains(&r.after)));
                 }
                 if *chat && let Some(before) = rewinds.pop() {
                     current = before;
@@ -858,6 +912,7 @@ mod tests {
                             head: Some(format!("head{n}")),
                             commits_since: Vec::new(),
                             yours: Vec::new(),
+                            commands_since: Vec::new(),
                         });
                     }
                     let pair = [
@@ -992,6 +1047,7 @@ mod tests {
             log.push(Record::Rewound {
                 to: 3,
                 commits: vec!["c3".into(), "c4".into()],
+                commands: Vec::new(),
                 chat: true,
             })
         };
@@ -1008,6 +1064,7 @@ mod tests {
         );
         log.push(Record::Redone {
             commits: vec!["c3".into(), "c4".into()],
+            commands: Vec::new(),
             chat: true,
         });
         assert_eq!(before_turn(&log, 3).unwrap().commits_since, ["c3", "c4"]);

@@ -163,6 +163,9 @@ pub struct RedoCode {
     /// What the model was to be told of the commits taken back (a code-only rewind).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// The commands whose changes it put back, oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub commands: Vec<super::record::Ran>,
 }
 
 /// The conversation as it was before the rewind, and its number of turns.

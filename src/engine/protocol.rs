@@ -7,8 +7,8 @@ use serde::Serialize;
 /// The slash commands, one row each.
 pub use super::commands::{ArgCompletion, Command, UnknownCommand};
 
-/// How front ends write the `/rewind` timeline as text.
-pub use super::rewind::timeline_text;
+/// How front ends write the `/rewind` timeline and what a rewind changes.
+pub use super::rewind::{preview as rewind_preview, timeline_text, turn_line};
 /// A branch review: what to compare, how to fit it, its plan (as the Review pane lists
 /// it) and its replies.
 pub use crate::branch_review::{

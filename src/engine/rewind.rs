@@ -496,29 +496,10 @@ pub(crate) fn redo(
 pub fn timeline_text(turns: &[TimelineTurn], redo: Option<&str>) -> String {
     let mut out = String::new();
     for t in turns {
-        let cost = t.cost.map(|c| format!(" · ${c:.4}")).unwrap_or_default();
+        out.push_str(&format!("{}\n", turn_line(t)));
         out.push_str(&format!(
-            "turn {}  {}  · {}{cost}\n",
-            t.turn,
-            t.text,
-            count(t.commits.len(), "commit")
-        ));
-        let code = match &t.code_refused {
-            Some(why) => format!("code cannot go back: {why}"),
-            None if t.commits_since.is_empty() => "code: nothing to take back".into(),
-            None => format!(
-                "code: {} taken back ({})",
-                count(t.commits_since.len(), "commit"),
-                t.files_since.join(", ")
-            ),
-        };
-        let spent = t
-            .cost_since
-            .map(|c| format!("; spent since: ${c:.4}, not given back"))
-            .unwrap_or_default();
-        out.push_str(&format!(
-            "  before it: {code}; chat: {} taken back{spent}\n",
-            count(t.turns_after, "turn")
+            "  before it: {}\n",
+            preview(t, true, true).join("; ")
         ));
     }
     if turns.is_empty() {
@@ -528,6 +509,40 @@ pub fn timeline_text(turns: &[TimelineTurn], redo: Option<&str>) -> String {
         out.push_str(&format!("redo: {redo}\n"));
     }
     out
+}
+
+/// `turn 3  make greet typed  · 2 commits · $0.0123`.
+pub fn turn_line(t: &TimelineTurn) -> String {
+    let cost = t.cost.map(|c| format!(" · ${c:.4}")).unwrap_or_default();
+    format!(
+        "turn {}  {}  · {}{cost}",
+        t.turn,
+        t.text,
+        count(t.commits.len(), "commit")
+    )
+}
+
+/// What a rewind to before `t` changes, with the code, the conversation or both.
+pub fn preview(t: &TimelineTurn, code: bool, chat: bool) -> Vec<String> {
+    let mut lines = Vec::new();
+    if code {
+        lines.push(match &t.code_refused {
+            Some(why) => format!("code cannot go back: {why}"),
+            None if t.commits_since.is_empty() => "code: nothing to take back".into(),
+            None => format!(
+                "code: {} taken back ({})",
+                count(t.commits_since.len(), "commit"),
+                t.files_since.join(", ")
+            ),
+        });
+    }
+    if chat {
+        lines.push(format!("chat: {} taken back", count(t.turns_after, "turn")));
+    }
+    if let Some(c) = t.cost_since {
+        lines.push(format!("spent since: ${c:.4}, not given back"));
+    }
+    lines
 }
 
 /// What `tern rewind` did to a saved session.

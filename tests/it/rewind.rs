@@ -327,3 +327,110 @@ fn what_a_command_tern_ran_changed_goes_back_with_the_code() {
         (a, "# Changed\n".to_string(), "made\n".to_string())
     );
 }
+
+fn timeline_turn(
+    turn: usize,
+    text: &str,
+    commits: &[&str],
+    turns_after: usize,
+) -> tern::engine::protocol::TimelineTurn {
+    tern::engine::protocol::TimelineTurn {
+        turn,
+        text: text.into(),
+        at: 0,
+        commits: commits.iter().map(|c| c.to_string()).collect(),
+        cost: Some(0.0123),
+        turns_after,
+        commits_since: vec!["1a2b3c4 Add a comma".into(), "5d6e7f8 Type the name".into()]
+            .into_iter()
+            .skip(turn - 1)
+            .collect(),
+        files_since: vec!["src/greet.py".into()],
+        cost_since: Some(0.03),
+        code_refused: None,
+    }
+}
+
+/// `/rewind` opens the timeline; the picker shows what each choice changes before it
+/// does anything, and enter sends exactly the rewind chosen.
+#[test]
+fn the_rewind_picker_shows_each_choice_before_it_rewinds() {
+    use crate::tui_support::{app, feed, key, screen, session_start};
+    use crossterm::event::KeyCode;
+    use tern::engine::protocol::Command;
+    use tern::engine::{Event, Op};
+
+    let mut app = app();
+    feed(&mut app, session_start());
+    app.take_ops();
+    for c in "/rewind".chars() {
+        app.handle_terminal(key(KeyCode::Char(c)));
+    }
+    app.handle_terminal(key(KeyCode::Enter));
+    assert!(app.take_ops().iter().any(|op| matches!(
+        op,
+        Op::Command { command: Command::Rewind, args } if args.is_empty()
+    )),);
+    let turns = vec![
+        timeline_turn(1, "add a comma", &["1a2b3c4 Add a comma"], 2),
+        timeline_turn(2, "type the name", &["5d6e7f8 Type the name"], 1),
+    ];
+    feed(&mut app, [Event::Timeline { turns, redo: None }]);
+    for (w, h) in [(80, 24), (160, 48)] {
+        let shown = screen(&mut app, w, h);
+        for text in [
+            "turn 1  add a comma  · 1 commit · $0.0123",
+            "turn 2  type the name",
+            "before turn 2, code and conversation:",
+            "code: 1 commit taken back (src/greet.py)",
+            "chat: 1 turn taken back",
+        ] {
+            assert!(shown.contains(text), "{w}x{h}: {text:?} in\n{shown}");
+        }
+    }
+    // Up to turn 1, then the code only: the preview follows, nothing is sent yet.
+    app.handle_terminal(key(KeyCode::Up));
+    app.handle_terminal(key(KeyCode::Tab));
+    let shown = screen(&mut app, 80, 24);
+    assert!(shown.contains("before turn 1, code only:"), "{shown}");
+    assert!(shown.contains("code: 2 commits taken back"), "{shown}");
+    assert!(!shown.contains("chat: 2 turns taken back"), "{shown}");
+    assert!(app.take_ops().is_empty());
+    // The conversation only, then enter.
+    app.handle_terminal(key(KeyCode::Tab));
+    assert!(screen(&mut app, 80, 24).contains("chat: 2 turns taken back"));
+    app.handle_terminal(key(KeyCode::Enter));
+    assert_eq!(
+        app.take_ops(),
+        [Op::Rewind {
+            to: 1,
+            code: false,
+            chat: true
+        }]
+    );
+    assert!(
+        !screen(&mut app, 80, 24).contains("before turn 1"),
+        "closed"
+    );
+    // Esc closes it having sent nothing; `r` redoes only when a redo is offered.
+    feed(
+        &mut app,
+        [Event::Timeline {
+            turns: vec![timeline_turn(1, "add a comma", &[], 1)],
+            redo: None,
+        }],
+    );
+    app.handle_terminal(key(KeyCode::Char('r')));
+    app.handle_terminal(key(KeyCode::Esc));
+    assert!(app.take_ops().is_empty());
+    feed(
+        &mut app,
+        [Event::Timeline {
+            turns: Vec::new(),
+            redo: Some("the rewind to before turn 1: 1 commit".into()),
+        }],
+    );
+    assert!(screen(&mut app, 80, 24).contains("r redoes the rewind to before turn 1: 1 commit"));
+    app.handle_terminal(key(KeyCode::Char('r')));
+    assert_eq!(app.take_ops(), [Op::RewindRedo]);
+}

@@ -10,6 +10,7 @@ pub mod map;
 pub mod needed;
 pub mod picker;
 pub mod review;
+pub mod rewind;
 
 use crossterm::event::KeyEvent;
 use ratatui::buffer::Buffer;

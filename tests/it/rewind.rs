@@ -434,3 +434,29 @@ fn the_rewind_picker_shows_each_choice_before_it_rewinds() {
     app.handle_terminal(key(KeyCode::Char('r')));
     assert_eq!(app.take_ops(), [Op::RewindRedo]);
 }
+
+/// The engine's `/rewind` (what the workspace and `-m` send): it reads the record its
+/// own writer is still saving, and keeps the redo until the next message.
+#[test]
+fn the_engine_rewinds_its_own_session_and_redoes() {
+    let server = MockServer::start_in_thread();
+    let repo = repo();
+    let (a, b) = three_turns(&repo, &server);
+    let (_, stderr, code) = run(&repo, &server, &["--resume", "-m", "/rewind 2 code"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains("rewound to before turn 2"), "{stderr}");
+    assert_eq!((head(&repo), repo.read("src/greet.py")), (a.clone(), AFTER_ONE.into()));
+    let (_, stderr, code) = run(&repo, &server, &["--resume", "-m", "/rewind redo"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(head(&repo), b);
+    let (_, stderr, code) = run(&repo, &server, &["--resume", "-m", "/rewind 2 chat"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(asked(&repo), ["add a comma"]);
+    let (_, stderr, _) = run(&repo, &server, &["--resume", "-m", "/rewind 0"]);
+    assert!(stderr.contains("/rewind: turns are numbered from 1"), "{stderr}");
+    let (_, stderr, _) = run(&repo, &server, &["--resume", "-m", "/rewind 7"]);
+    assert!(
+        stderr.contains("turn 7 is not in the record (it has turns 1 to 1); nothing was changed"),
+        "{stderr}"
+    );
+}

@@ -22,6 +22,7 @@ pub mod rewind;
 mod run_loop;
 pub mod session;
 pub mod spending;
+mod timeline;
 mod turn;
 pub mod turn_commits;
 pub mod undo_commits;

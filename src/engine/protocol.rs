@@ -7,8 +7,8 @@ use serde::Serialize;
 /// The slash commands, one row each.
 pub use super::commands::{ArgCompletion, Command, UnknownCommand};
 
-/// How front ends write the `/rewind` timeline and what a rewind changes.
-pub use super::rewind::{preview as rewind_preview, timeline_text, turn_line};
+/// A turn of the `/rewind` timeline, and how front ends write it.
+pub use super::timeline::{TimelineTurn, preview as rewind_preview, timeline_text, turn_line};
 /// A branch review: what to compare, how to fit it, its plan (as the Review pane lists
 /// it) and its replies.
 pub use crate::branch_review::{
@@ -396,35 +396,6 @@ pub struct MapEdge {
     pub ident: String,
     pub from: String,
     pub weight: f64,
-}
-
-/// A turn of the session as `/rewind` lists it, and what a rewind to before it would
-/// change, choice by choice (`engine::rewind::timeline`).
-#[derive(Debug, Clone, PartialEq, Serialize, DriveMut)]
-pub struct TimelineTurn {
-    pub turn: usize,
-    /// The first line of the message that began it.
-    pub text: String,
-    /// When it began, Unix seconds.
-    #[drive(skip)]
-    pub at: u64,
-    /// The commits it made that are still in place (`short id summary`).
-    pub commits: Vec<String>,
-    /// What it cost (None: recorded by a tern that kept no cost).
-    #[drive(skip)]
-    pub cost: Option<f64>,
-    /// The conversation: turns taken back (this one and those after it).
-    pub turns_after: usize,
-    /// The code: commits taken back (`short id summary`, oldest first), and the files
-    /// they changed.
-    pub commits_since: Vec<String>,
-    pub files_since: Vec<String>,
-    /// What was spent since it began (spent: a rewind gives none of it back).
-    #[drive(skip)]
-    pub cost_since: Option<f64>,
-    /// Why its code cannot be rewound now (the user's changes, a commit of theirs on
-    /// top…); None: it can.
-    pub code_refused: Option<String>,
 }
 
 /// A message of the conversation as the chat showed it, kept with the session.

@@ -9,7 +9,8 @@
 use git2::{Oid, Repository};
 
 use super::persist::{Before, Record, RecordError, Redo, RedoChat, RedoCode};
-use super::protocol::{Shown, ShownKind, TimelineTurn};
+use super::protocol::{Shown, ShownKind};
+use super::timeline::TimelineTurn;
 use super::turn_commits::TurnCommits;
 use crate::context::CommandText;
 use crate::git::{RedoError, TurnUndone, UndoError};
@@ -489,60 +490,6 @@ pub(crate) fn redo(
         commits,
         said: said.join("\n"),
     })
-}
-
-/// The timeline as text, one turn and what a rewind to before it changes in a few
-/// lines each (`tern rewind --list`, `/rewind`); `redo`: what a redo would put back.
-pub fn timeline_text(turns: &[TimelineTurn], redo: Option<&str>) -> String {
-    let mut out = String::new();
-    for t in turns {
-        out.push_str(&format!("{}\n", turn_line(t)));
-        out.push_str(&format!(
-            "  before it: {}\n",
-            preview(t, true, true).join("; ")
-        ));
-    }
-    if turns.is_empty() {
-        out.push_str("no turn to go back to (the record has none)\n");
-    }
-    if let Some(redo) = redo {
-        out.push_str(&format!("redo: {redo}\n"));
-    }
-    out
-}
-
-/// `turn 3  make greet typed  · 2 commits · $0.0123`.
-pub fn turn_line(t: &TimelineTurn) -> String {
-    let cost = t.cost.map(|c| format!(" · ${c:.4}")).unwrap_or_default();
-    format!(
-        "turn {}  {}  · {}{cost}",
-        t.turn,
-        t.text,
-        count(t.commits.len(), "commit")
-    )
-}
-
-/// What a rewind to before `t` changes, with the code, the conversation or both.
-pub fn preview(t: &TimelineTurn, code: bool, chat: bool) -> Vec<String> {
-    let mut lines = Vec::new();
-    if code {
-        lines.push(match &t.code_refused {
-            Some(why) => format!("code cannot go back: {why}"),
-            None if t.commits_since.is_empty() => "code: nothing to take back".into(),
-            None => format!(
-                "code: {} taken back ({})",
-                count(t.commits_since.len(), "commit"),
-                t.files_since.join(", ")
-            ),
-        });
-    }
-    if chat {
-        lines.push(format!("chat: {} taken back", count(t.turns_after, "turn")));
-    }
-    if let Some(c) = t.cost_since {
-        lines.push(format!("spent since: ${c:.4}, not given back"));
-    }
-    lines
 }
 
 /// What `tern rewind` did to a saved session.

@@ -26,7 +26,7 @@ pub fn snapshot(root: &Path) -> Result<Oid, GitError> {
 /// has them, when every one of them still holds what `now` has (else refused, with
 /// nothing changed: someone changed them since). Returns the files.
 pub fn swap_files(repo: &Repository, now: Oid, wanted: Oid) -> Result<Vec<PathBuf>, UndoError> {
-    let paths = changed(repo, now, wanted)?;
+    let paths = super::undo::changed(repo, now, wanted)?;
     let workdir = repo.workdir().ok_or(GitError::Bare)?;
     let wanted_tree = repo.find_tree(wanted)?;
     not_changed_since(repo, now, &paths)?;
@@ -41,26 +41,6 @@ pub fn swap_files(repo: &Repository, now: Oid, wanted: Oid) -> Result<Vec<PathBu
                 std::fs::write(&full, blob.content()).map_err(GitError::from)?;
             }
             Err(_) => std::fs::remove_file(&full).map_err(GitError::from)?,
-        }
-    }
-    Ok(paths)
-}
-
-/// The files that differ between two trees.
-pub fn changed(repo: &Repository, from: Oid, to: Oid) -> Result<Vec<PathBuf>, GitError> {
-    let diff = repo.diff_tree_to_tree(
-        Some(&repo.find_tree(from)?),
-        Some(&repo.find_tree(to)?),
-        None,
-    )?;
-    let mut paths: Vec<PathBuf> = Vec::new();
-    for path in diff
-        .deltas()
-        .flat_map(|d| [d.old_file().path(), d.new_file().path()])
-        .flatten()
-    {
-        if !paths.iter().any(|p| p == path) {
-            paths.push(path.to_path_buf());
         }
     }
     Ok(paths)

@@ -445,7 +445,10 @@ fn the_engine_rewinds_its_own_session_and_redoes() {
     let (_, stderr, code) = run(&repo, &server, &["--resume", "-m", "/rewind 2 code"]);
     assert_eq!(code, Some(0), "{stderr}");
     assert!(stderr.contains("rewound to before turn 2"), "{stderr}");
-    assert_eq!((head(&repo), repo.read("src/greet.py")), (a.clone(), AFTER_ONE.into()));
+    assert_eq!(
+        (head(&repo), repo.read("src/greet.py")),
+        (a.clone(), AFTER_ONE.into())
+    );
     let (_, stderr, code) = run(&repo, &server, &["--resume", "-m", "/rewind redo"]);
     assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(head(&repo), b);
@@ -453,7 +456,10 @@ fn the_engine_rewinds_its_own_session_and_redoes() {
     assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(asked(&repo), ["add a comma"]);
     let (_, stderr, _) = run(&repo, &server, &["--resume", "-m", "/rewind 0"]);
-    assert!(stderr.contains("/rewind: turns are numbered from 1"), "{stderr}");
+    assert!(
+        stderr.contains("/rewind: turns are numbered from 1"),
+        "{stderr}"
+    );
     let (_, stderr, _) = run(&repo, &server, &["--resume", "-m", "/rewind 7"]);
     assert!(
         stderr.contains("turn 7 is not in the record (it has turns 1 to 1); nothing was changed"),

@@ -104,7 +104,7 @@ fn run_command(
         }
         Some(Command::Rewind(args)) => Ok(tern::headless::rewind::run(
             &cwd,
-            &args,
+            args,
             global.resume(),
             global.json,
         )),

@@ -605,7 +605,7 @@ pub enum RecordError {
         line: usize,
         message: String,
     },
-    #[error("turn {0} is not in the record (it has turns {1})")]
+    #[error("turn {0} is not in the record ({1})")]
     NoTurn(usize, String),
     #[error(
         "the conversation before turn {0} is no longer in the record (its oldest part was dropped to keep it within its bound)"
@@ -661,8 +661,10 @@ pub fn before_turn(records: &[Record], turn: usize) -> Result<Before, RecordErro
         Some(found) if turn <= scan.current => Ok(found),
         _ => {
             let have = match scan.first {
-                Some(first) if first <= scan.current => format!("{first} to {}", scan.current),
-                _ => "none".to_string(),
+                Some(first) if first <= scan.current => {
+                    format!("it has turns {first} to {}", scan.current)
+                }
+                _ => "it has no turn".to_string(),
             };
             match scan.first {
                 Some(first) if turn < first && turn > 0 => Err(RecordError::Dropped(turn)),
@@ -1053,7 +1055,7 @@ mod tests {
         };
         rewound(&mut log);
         assert!(
-            matches!(before_turn(&log, 3), Err(RecordError::NoTurn(3, have)) if have == "1 to 2")
+            matches!(before_turn(&log, 3), Err(RecordError::NoTurn(3, have)) if have == "it has turns 1 to 2")
         );
         let turns = timeline(&log).unwrap();
         assert_eq!(turns.len(), 2);

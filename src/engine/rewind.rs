@@ -231,10 +231,8 @@ fn rewind_code(
     turns: &mut TurnCommits,
 ) -> Result<CodeRewound, RewindError> {
     let commits = code_commits(before);
-    let ran = ran_trees(&before.commands_since)?;
+    let swaps = swaps(&before.commands_since, true)?;
     let commit_files = crate::git::files_of(repo, &commits).map_err(RewindError::Code)?;
-    let names = before.commands_since.iter().map(|r| r.command.clone());
-    let swaps: Vec<(String, Oid, Oid)> = names.zip(&ran).map(|(c, &(b, a))| (c, a, b)).collect();
     let changed = check_commands(repo, swaps.iter().rev().cloned(), &commit_files)?;
     let head = repo.head().ok().and_then(|h| h.target());
     let done = crate::git::undo_since(repo, &commits).map_err(RewindError::Code)?;
@@ -259,15 +257,11 @@ fn rewind_code(
             .map_err(|e| RewindError::Commands(e.to_string()))?;
         said.push(format!(
             "put back what `{command}` changed: {}",
-            files
-                .iter()
-                .map(|f| f.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
+            listed(files)
         ));
     }
     let head = head.map(|h| h.to_string()).unwrap_or_default();
-    let redo = (!done.undone.is_empty() || !ran.is_empty()).then(|| RedoCode {
+    let redo = (!done.undone.is_empty() || !swaps.is_empty()).then(|| RedoCode {
         at: done
             .undone
             .last()
@@ -293,12 +287,31 @@ fn rewind_code(
     })
 }
 
-/// The trees before and after each command, as ids.
-fn ran_trees(ran: &[crate::engine::persist::record::Ran]) -> Result<Vec<(Oid, Oid)>, RewindError> {
+/// Each command with the trees to swap its files between: from after it to before it
+/// (`back`, a rewind), or the other way (a redo). Oldest first.
+fn swaps(
+    ran: &[crate::engine::persist::record::Ran],
+    back: bool,
+) -> Result<Vec<(String, Oid, Oid)>, RewindError> {
     let oid = |id: &str| Oid::from_str(id).map_err(|e| RewindError::Commands(e.to_string()));
     ran.iter()
-        .map(|r| Ok((oid(&r.before)?, oid(&r.after)?)))
+        .map(|r| {
+            let (before, after) = (oid(&r.before)?, oid(&r.after)?);
+            Ok(match back {
+                true => (r.command.clone(), after, before),
+                false => (r.command.clone(), before, after),
+            })
+        })
         .collect()
+}
+
+/// `a, b, c`.
+fn listed(paths: &[std::path::PathBuf]) -> String {
+    paths
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Checks that commands' changes can be swapped, in the order given (a command and
@@ -427,10 +440,7 @@ pub(crate) fn redo(
         let repo = repo.ok_or(RewindError::NoRepository)?;
         let oid =
             |id: &str| Oid::from_str(id).map_err(|e| RewindError::Redo(RedoError::Undo(e.into())));
-        let ran = ran_trees(&code.commands)?;
-        let names = code.commands.iter().map(|r| r.command.clone());
-        let swaps: Vec<(String, Oid, Oid)> =
-            names.zip(&ran).map(|(c, &(b, a))| (c, b, a)).collect();
+        let swaps = swaps(&code.commands, false)?;
         check_commands(repo, swaps.iter().cloned(), &[])?;
         let files = match code.at == code.head {
             true => Vec::new(),
@@ -442,11 +452,7 @@ pub(crate) fn redo(
                 .map_err(|e| RewindError::Commands(e.to_string()))?;
             said.push(format!(
                 "`{command}`'s changes are back: {}",
-                changed
-                    .iter()
-                    .map(|f| f.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                listed(&changed)
             ));
         }
         commands = code.commands.iter().map(|r| r.after.clone()).collect();
@@ -458,11 +464,7 @@ pub(crate) fn redo(
             said.push(format!(
                 "code: {} back ({}), HEAD is {} again",
                 count(code.commits.len(), "commit"),
-                files
-                    .iter()
-                    .map(|f| f.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", "),
+                listed(&files),
                 code.head.get(..7).unwrap_or(&code.head)
             ));
         }

@@ -51,8 +51,8 @@ fn head(repo: &TempRepo) -> String {
     repo.git(&["rev-parse", "HEAD"]).trim().to_string()
 }
 
-/// Three turns: two that edit (commits A and B), one question.
-fn three_turns(repo: &TempRepo, server: &MockServer) -> (String, String) {
+/// The first turn: it makes commit A, returned.
+fn add_a_comma(repo: &TempRepo, server: &MockServer) -> String {
     turn(
         repo,
         server,
@@ -62,7 +62,12 @@ fn three_turns(repo: &TempRepo, server: &MockServer) -> (String, String) {
             "    return 'hello, ' + name\n",
         )),
     );
-    let a = head(repo);
+    head(repo)
+}
+
+/// Three turns: two that edit (commits A and B), one question.
+fn three_turns(repo: &TempRepo, server: &MockServer) -> (String, String) {
+    let a = add_a_comma(repo, server);
     turn(
         repo,
         server,
@@ -218,16 +223,7 @@ fn your_own_change_to_a_rewound_file_refuses_and_changes_nothing() {
 fn turns_that_are_not_turns_and_a_damaged_record_are_refused() {
     let server = MockServer::start_in_thread();
     let repo = repo();
-    turn(
-        &repo,
-        &server,
-        "add a comma",
-        Some((
-            "    return 'hello ' + name\n",
-            "    return 'hello, ' + name\n",
-        )),
-    );
-    let a = head(&repo);
+    let a = add_a_comma(&repo, &server);
     for (to, said) in [
         ("0", "turns are numbered from 1"),
         ("-1", "turns are numbered from 1"),
@@ -278,16 +274,7 @@ fn turns_that_are_not_turns_and_a_damaged_record_are_refused() {
 fn what_a_command_tern_ran_changed_goes_back_with_the_code() {
     let server = MockServer::start_in_thread();
     let repo = repo();
-    turn(
-        &repo,
-        &server,
-        "add a comma",
-        Some((
-            "    return 'hello ' + name\n",
-            "    return 'hello, ' + name\n",
-        )),
-    );
-    let a = head(&repo);
+    let a = add_a_comma(&repo, &server);
     let (_, stderr, code) = run(
         &repo,
         &server,

@@ -97,12 +97,7 @@ impl RewindPicker {
             (area.width.saturating_mul(4) / 5).clamp(30.min(area.width), 110.min(area.width));
         let height =
             (area.height.saturating_mul(4) / 5).clamp(8.min(area.height), 36.min(area.height));
-        let popup = Rect::new(
-            area.x + (area.width - width) / 2,
-            area.y + (area.height - height) / 2,
-            width,
-            height,
-        );
+        let popup = super::centred(area, width, height);
         Clear.render(popup, buf);
         let redo = match self.redo {
             Some(_) => " · r redo",

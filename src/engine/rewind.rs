@@ -243,7 +243,20 @@ fn rewind_code(
     }
     let mut said = Vec::new();
     let mut note = None;
-    if done.undone.is_empty() {
+    let head_now = repo
+        .head()
+        .ok()
+        .and_then(|h| h.target())
+        .map(|h| h.to_string());
+    if done.undone.is_empty() && before.head.is_some() && before.head != head_now {
+        // Not silent: the code did change since, but the record knows of no commit
+        // of tern's that made it (the user's own, or a record cut short).
+        said.push(format!(
+            "code: HEAD moved since the turn began ({} to {}), but the record holds no commit of tern's since then, so none was taken back",
+            short(before.head.as_deref()),
+            short(head_now.as_deref())
+        ));
+    } else if done.undone.is_empty() {
         said.push("code: no commit of tern's since then is left to take back".into());
     } else {
         said.push(format!("code: {}", count(done.undone.len(), "commit")));
@@ -303,6 +316,12 @@ fn swaps(
             })
         })
         .collect()
+}
+
+/// A commit id as `git log --oneline` shows it (`none`: no commit).
+fn short(id: Option<&str>) -> String {
+    id.and_then(|id| Oid::from_str(id).ok())
+        .map_or("none".into(), crate::git::short_id)
 }
 
 /// `a, b, c`.

@@ -453,3 +453,40 @@ fn the_engine_rewinds_its_own_session_and_redoes() {
         "{stderr}"
     );
 }
+
+/// A record cut short (its last lines gone): the turns it still has can be rewound,
+/// and a code rewind that finds no commit of tern's while HEAD moved says so instead
+/// of pretending the code is as it was.
+#[test]
+fn a_record_cut_short_says_what_it_no_longer_knows() {
+    let server = MockServer::start_in_thread();
+    let repo = repo();
+    let (a, b) = three_turns(&repo, &server);
+    let dir = repo
+        .sessions()
+        .pick(&tern::engine::persist::Resume::Newest)
+        .unwrap()
+        .dir;
+    let segment = dir.join("turns-1.jsonl");
+    let text = std::fs::read_to_string(&segment).unwrap();
+    let first = text.lines().next().unwrap();
+    std::fs::write(&segment, format!("{first}\n")).unwrap();
+    let (_, stderr, code) = run(&repo, &server, &["rewind", "--to", "2"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("turn 2 is not in the record (it has turns 1 to 1); nothing was changed"),
+        "{stderr}"
+    );
+    let (stdout, stderr, code) = run(&repo, &server, &["rewind", "--to", "1", "--code"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stdout.contains(&format!(
+            "HEAD moved since the turn began ({} to {}), but the record holds no commit of tern's since then, so none was taken back",
+            &repo.git(&["rev-parse", "--short", "HEAD~2"]).trim(),
+            b.get(..7).unwrap()
+        )),
+        "{stdout}"
+    );
+    assert_eq!(head(&repo), b, "nothing was taken back");
+    assert_ne!(a, b);
+}

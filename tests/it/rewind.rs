@@ -80,6 +80,12 @@ fn three_turns(repo: &TempRepo, server: &MockServer) -> (String, String) {
     (a, b)
 }
 
+/// The first segment of the newest session's turn record.
+fn first_segment(repo: &TempRepo) -> std::path::PathBuf {
+    let newest = repo.sessions().pick(&tern::engine::persist::Resume::Newest);
+    newest.unwrap().dir.join("turns-1.jsonl")
+}
+
 /// The user's messages in the saved history.
 fn asked(repo: &TempRepo) -> Vec<String> {
     repo.newest_session()
@@ -244,12 +250,7 @@ fn turns_that_are_not_turns_and_a_damaged_record_are_refused() {
     assert!(stderr.contains("there is no rewind to redo"), "{stderr}");
 
     // A record damaged in its middle: read whole or not at all.
-    let dir = repo
-        .sessions()
-        .pick(&tern::engine::persist::Resume::Newest)
-        .unwrap()
-        .dir;
-    let segment = dir.join("turns-1.jsonl");
+    let segment = first_segment(&repo);
     let text = std::fs::read_to_string(&segment).unwrap();
     let mut bytes = text.into_bytes();
     bytes[3] = b'#';
@@ -462,12 +463,7 @@ fn a_record_cut_short_says_what_it_no_longer_knows() {
     let server = MockServer::start_in_thread();
     let repo = repo();
     let (a, b) = three_turns(&repo, &server);
-    let dir = repo
-        .sessions()
-        .pick(&tern::engine::persist::Resume::Newest)
-        .unwrap()
-        .dir;
-    let segment = dir.join("turns-1.jsonl");
+    let segment = first_segment(&repo);
     let text = std::fs::read_to_string(&segment).unwrap();
     let first = text.lines().next().unwrap();
     std::fs::write(&segment, format!("{first}\n")).unwrap();

@@ -256,6 +256,11 @@ pub enum Command {
     /// session, or of `--resume=ID`'s), if it is safe to.
     #[command(after_help = UNDO_EXIT_CODES)]
     Undo(UndoArgs),
+    /// Go back to before a turn of the newest session (or of `--resume=ID`): its code
+    /// (every commit tern made since), its conversation, or both; without --to, list
+    /// the turns and what each choice would change.
+    #[command(after_help = REWIND_EXIT_CODES)]
+    Rewind(RewindArgs),
     /// Review the branch diff (or the work tree) with the model, within a token budget.
     Review(ReviewArgs),
     /// List this repository's saved sessions, the one active last first: id, last
@@ -320,6 +325,27 @@ pub struct UndoArgs {
     /// hears of it on `--resume`.
     #[arg(long)]
     pub turn: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RewindArgs {
+    /// The turn to go back to before, numbered from 1 as the chat shows them.
+    #[arg(long, value_name = "TURN", allow_hyphen_values = true)]
+    pub to: Option<String>,
+    /// Only the code: every commit tern made since (the conversation stays).
+    #[arg(long, requires = "to", conflicts_with = "chat")]
+    pub code: bool,
+    /// Only the conversation: the history, the notes owed to the model and the
+    /// command outputs as they were before the turn (the code stays).
+    #[arg(long, requires = "to")]
+    pub chat: bool,
+    /// Put back what the last rewind took away (until a message is sent).
+    #[arg(long, conflicts_with_all = ["to", "list"])]
+    pub redo: bool,
+    /// List the turns: first line, commits, cost, and what a rewind to before each
+    /// would change (also what plain `tern rewind` does).
+    #[arg(long, conflicts_with = "to")]
+    pub list: bool,
 }
 
 #[derive(Debug, Args)]
@@ -475,6 +501,15 @@ Exit codes:
      had not written anything yet was given up, nothing written";
 
 /// `tern undo --help`: the exit codes.
+const REWIND_EXIT_CODES: &str = "\
+Exit codes:
+  0  done: the turns were listed, the rewind was made, or the last one redone
+  1  refused or failed, with what was not changed: no such turn (or the record no
+     longer has it), the record is damaged, hunks await review, the session is open
+     in another tern, your own changes to a file a rewound commit touches or a commit
+     not made by tern on top, nothing to redo (a message was sent since) or what the
+     redo would bring back moved; or git failed";
+
 const UNDO_EXIT_CODES: &str = "\
 Exit codes:
   0  the last tern commit (with --turn: every commit of the last turn) was undone

@@ -102,6 +102,12 @@ fn run_command(
         Some(Command::Undo(args)) => {
             Ok(tern::headless::undo::run(&cwd, args.turn, global.resume()))
         }
+        Some(Command::Rewind(args)) => Ok(tern::headless::rewind::run(
+            &cwd,
+            args,
+            global.resume(),
+            global.json,
+        )),
         Some(Command::Sessions(args)) => Ok(tern::headless::sessions::run(
             &root,
             args.prune,

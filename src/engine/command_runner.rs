@@ -59,6 +59,26 @@ pub(crate) struct Ran {
     purpose: CommandPurpose,
     output: Output,
     auto: bool,
+    /// The work tree's trees before and after it, when it changed files.
+    changed: Option<(git2::Oid, git2::Oid)>,
+}
+
+impl Ran {
+    /// The command, and the trees before and after it, when it changed files.
+    pub(super) fn changed(&self) -> Option<(&str, git2::Oid, git2::Oid)> {
+        self.changed
+            .map(|(before, after)| (self.command.as_str(), before, after))
+    }
+}
+
+/// A tree of the work tree (None outside a git repository, or when git fails: the
+/// command then runs untracked, as it always did).
+async fn snapshot(root: &std::path::Path) -> Option<git2::Oid> {
+    let root = root.to_path_buf();
+    tokio::task::spawn_blocking(move || crate::git::snapshot(&root).ok())
+        .await
+        .ok()
+        .flatten()
 }
 
 impl CommandRunner {
@@ -211,12 +231,20 @@ impl CommandRunner {
                     elapsed_ms: p.elapsed.as_millis() as u64,
                 })
             };
+            // What the command changes in the work tree, for a rewind to put back
+            // (see ARCHITECTURE.md, *The parts of the engine*: Rewind).
+            let before = snapshot(&root).await;
             let output = run::run(&command, &root, &options, cancel, &mut report).await;
+            let changed = match (before, snapshot(&root).await) {
+                (Some(before), Some(after)) if before != after => Some((before, after)),
+                _ => None,
+            };
             let _ = done.send(Internal::Ran(Box::new(Ran {
                 command,
                 purpose,
                 output,
                 auto,
+                changed,
             })));
         });
     }
@@ -238,6 +266,7 @@ impl CommandRunner {
             purpose,
             output,
             auto,
+            ..
         } = ran;
         // Redacted already: a key a command printed is neither shown nor sent.
         let clipped = run::clip(

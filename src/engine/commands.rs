@@ -34,6 +34,8 @@ pub enum Command {
     Show,
     #[strum(props(args = "[turn]"), message = "revert tern's last commit (turn: every commit of the last turn), if it is safe to")]
     Undo,
+    #[strum(props(args = "[TURN [code|chat]]"), message = "go back to before a turn: code, conversation or both; `redo` puts it back (alone: the turns)")]
+    Rewind,
     #[strum(props(args = "[MESSAGE]"), message = "commit your own uncommitted changes to tracked files")]
     Commit,
     #[strum(props(args = "CMD"), message = "run a shell command in the repository root (after you confirm; also !CMD)")]

@@ -18,9 +18,11 @@ pub mod needed;
 pub mod persist;
 mod proposal_review;
 pub mod protocol;
+pub mod rewind;
 mod run_loop;
 pub mod session;
 pub mod spending;
+mod timeline;
 mod turn;
 pub mod turn_commits;
 pub mod undo_commits;
@@ -542,6 +544,9 @@ impl Engine {
                 runner.run_suggested(&command, &mut parts);
             }
             Op::AddOutput => self.add_output(),
+            Op::Timeline => self.timeline(),
+            Op::Rewind { to, code, chat } => self.rewind(to, code, chat),
+            Op::RewindRedo => self.rewind_redo(),
             Op::Cancel => {
                 let (runner, mut parts) = self.commands();
                 if runner.decline_command(&mut parts) {
@@ -653,6 +658,11 @@ impl Engine {
                 }
             }
             Internal::Ran(ran) => {
+                if let Some((command, before, after)) = ran.changed() {
+                    self.saved
+                        .record_mut()
+                        .ran(command.to_string(), (before.to_string(), after.to_string()));
+                }
                 let (runner, mut parts) = self.commands();
                 let checked = runner.finish_command(*ran, &mut parts);
                 self.publish_budget();
@@ -769,6 +779,158 @@ impl Engine {
             jobs: &self.run_loop,
         };
         (&mut self.runner, parts)
+    }
+
+    /// The turn record on disk, complete (a rewind reads it); an error is said.
+    fn turn_record(&mut self, what: &str) -> Option<Vec<persist::Record>> {
+        let parts = persist::SaveParts {
+            session: &self.session,
+            model: &self.model,
+            history: self.conversation.history().marks(),
+            pending: self.pending.as_ref().map(proposal_review::Pending::saved),
+        };
+        match self.saved.saved_records(parts, &self.events) {
+            Some(Ok(records)) => Some(records),
+            Some(Err(e)) => {
+                self.events
+                    .error(format!("{what}: {e}; nothing was changed"));
+                None
+            }
+            None => {
+                self.events.error(format!(
+                    "{what}: this run saves no session, so there is no turn record to go back by"
+                ));
+                None
+            }
+        }
+    }
+
+    /// `Op::Timeline`: the turns and what a rewind to before each would change.
+    fn timeline(&mut self) {
+        let Some(records) = self.turn_record("/rewind") else {
+            return;
+        };
+        let repo = git2::Repository::discover(self.session.root()).ok();
+        let turns_now = self.saved.record().turn();
+        match rewind::timeline(
+            repo.as_ref(),
+            &records,
+            turns_now,
+            self.session.session_cost,
+        ) {
+            Ok(turns) => self.events.send(Event::Timeline {
+                turns,
+                redo: self.saved.redo().map(rewind::redo_text),
+            }),
+            Err(e) => self.events.error(format!("/rewind: {e}")),
+        }
+    }
+
+    /// `Op::Rewind` and `/rewind N [code|chat]`: see `engine::rewind`.
+    fn rewind(&mut self, to: usize, code: bool, chat: bool) {
+        if !self.activity.is_idle() {
+            return self.events.error(
+                "/rewind: not now: wait for the current turn to finish; nothing was changed".into(),
+            );
+        }
+        let Some(records) = self.turn_record("/rewind") else {
+            return;
+        };
+        let repo = git2::Repository::discover(self.session.root()).ok();
+        let turns_now = self.saved.record().turn();
+        let pending = self.pending.is_some();
+        let parts = self.rewind_parts(turns_now, pending);
+        match rewind::rewind(repo.as_ref(), &records, to, (code, chat), parts) {
+            Ok(done) => self.rewound(done, to, false),
+            Err(rewind::RewindError::Midway { done }) => {
+                let gone: Vec<git2::Oid> = done.undone.iter().map(|u| u.commit).collect();
+                self.session.turns.undone(&gone);
+                let ids: Vec<String> = gone.iter().map(ToString::to_string).collect();
+                self.saved.record_mut().undone(ids.clone());
+                if !ids.is_empty() {
+                    self.events.send(Event::Undone { commits: ids });
+                }
+                self.events
+                    .error(format!("/rewind: {}", rewind::RewindError::Midway { done }));
+                self.save_session();
+                self.files_changed();
+            }
+            Err(e) => self
+                .events
+                .error(format!("/rewind: {e}; nothing was changed")),
+        }
+        self.idle_if_done();
+    }
+
+    /// `/rewind` (the timeline), `/rewind redo`, `/rewind TURN [code|chat]`.
+    fn rewind_command(&mut self, args: &str) {
+        match rewind::parse_args(args) {
+            Ok(rewind::Asked::Timeline) => self.timeline(),
+            Ok(rewind::Asked::Redo) => self.rewind_redo(),
+            Ok(rewind::Asked::Rewind { to, code, chat }) => self.rewind(to, code, chat),
+            Err(e) => self.events.error(format!("/rewind: {e}")),
+        }
+    }
+
+    /// `Op::RewindRedo` and `/rewind redo`.
+    fn rewind_redo(&mut self) {
+        if !self.activity.is_idle() {
+            return self.events.error(
+                "/rewind redo: not now: wait for the current turn to finish; nothing was changed"
+                    .into(),
+            );
+        }
+        let repo = git2::Repository::discover(self.session.root()).ok();
+        let redo = self.saved.redo().cloned();
+        let to = redo.as_ref().map_or(0, |r| r.to);
+        let turns_now = self.saved.record().turn();
+        let pending = self.pending.is_some();
+        let parts = self.rewind_parts(turns_now, pending);
+        match rewind::redo(repo.as_ref(), redo, parts) {
+            Ok(done) => self.rewound(done, to, true),
+            Err(e) => self
+                .events
+                .error(format!("/rewind redo: {e}; nothing was changed")),
+        }
+        self.idle_if_done();
+    }
+
+    fn rewind_parts(&mut self, turns_now: usize, pending: bool) -> rewind::Parts<'_> {
+        rewind::Parts {
+            history: &mut self.session.history,
+            notes: &mut self.session.notes_for_next_turn,
+            outputs: &mut self.session.outputs,
+            transcript: &mut self.session.transcript,
+            turns: &mut self.session.turns,
+            turns_now,
+            pending,
+        }
+    }
+
+    /// A rewind or its redo done: recorded, kept for a redo (or not), the history's
+    /// budget started again when the conversation changed, and said.
+    fn rewound(&mut self, done: rewind::Rewound, to: usize, redo: bool) {
+        self.saved.record_mut().rewound(done.records);
+        self.saved.set_redo(done.redo);
+        if let Some(turns) = done.renumbered {
+            self.change_history(|history, parts| history.cleared(parts.saved));
+            self.saved.record_mut().renumbered(turns);
+        }
+        if !redo && !done.commits.is_empty() {
+            self.events.send(Event::Undone {
+                commits: done.commits.clone(),
+            });
+        }
+        self.events.send(Event::Rewound {
+            to,
+            redo,
+            commits: done.commits,
+            transcript: done.renumbered.map(|_| self.session.transcript.clone()),
+            text: done.said,
+        });
+        self.save_session();
+        self.files_changed();
+        self.publish_budget();
     }
 
     /// `/add-output` and `Op::AddOutput`: the last `/run`'s output joins the context.
@@ -998,6 +1160,7 @@ impl Engine {
             Command::Diff => self.show_diff(),
             Command::Show => self.show_commit(&args),
             Command::Undo => self.undo_command(&args),
+            Command::Rewind => self.rewind_command(&args),
             Command::Commit => {
                 let settings = self.model.settings().clone();
                 let message = (!args.trim().is_empty()).then(|| args.trim().to_string());

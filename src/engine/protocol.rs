@@ -7,6 +7,8 @@ use serde::Serialize;
 /// The slash commands, one row each.
 pub use super::commands::{ArgCompletion, Command, UnknownCommand};
 
+/// A turn of the `/rewind` timeline, and how front ends write it.
+pub use super::timeline::{TimelineTurn, preview as rewind_preview, timeline_text, turn_line};
 /// A branch review: what to compare, how to fit it, its plan (as the Review pane lists
 /// it) and its replies.
 pub use crate::branch_review::{
@@ -172,6 +174,18 @@ pub enum Op {
     },
     /// Add the last command's output to the context (`/add-output`).
     AddOutput,
+    /// The session's turns and what a rewind to before each would change
+    /// (`Event::Timeline`); changes nothing.
+    Timeline,
+    /// Rewind to before turn `to` (1-based, as the chat numbers turns): the code (every
+    /// commit tern made since), the conversation, or both (`engine::rewind`).
+    Rewind {
+        to: usize,
+        code: bool,
+        chat: bool,
+    },
+    /// Put back what the last rewind took away, until a message is sent.
+    RewindRedo,
     /// No message follows the ones sent (a one-shot `-m`, a script's end): no summary
     /// starts after them; the next start makes one if the history needs it.
     NoMoreMessages,
@@ -702,6 +716,23 @@ pub enum Event {
     },
     /// The history sub-budget or the summarizer's phase changed.
     History(HistoryStatus),
+    /// The session's turns, for the `/rewind` picker (`Op::Timeline`); `redo`: what
+    /// `/rewind redo` would put back, if a rewind can still be redone.
+    Timeline {
+        turns: Vec<TimelineTurn>,
+        redo: Option<String>,
+    },
+    /// A rewind (or its redo, `redo`) was done: `to` the turn it went back to before,
+    /// `commits` taken back (or brought back),
+    /// `text` what it did, as the user reads it, and `transcript` the conversation as
+    /// the chat shows it now when it changed (as `Event::Resumed` gives it).
+    Rewound {
+        to: usize,
+        redo: bool,
+        commits: Vec<String>,
+        transcript: Option<Vec<Shown>>,
+        text: String,
+    },
     /// Commits tern made were taken back (`/undo`, `/undo turn`): their full ids, so a
     /// front end stops showing them as applied.
     Undone {

@@ -296,7 +296,7 @@ pub(crate) fn undo_saved_turn(
 }
 
 /// The session `which` names, opened to be told of an undo.
-fn open(store: &Store, which: &Resume) -> Result<OpenSession, OpenStateError> {
+pub(crate) fn open(store: &Store, which: &Resume) -> Result<OpenSession, OpenStateError> {
     store.open(which).map_err(|e| match e {
         StoreError::Open { .. } => OpenStateError::InUse(e),
         e => e.into(),
@@ -336,7 +336,9 @@ fn saved_state(listed: &persist::Listed) -> Option<SessionFile> {
 }
 
 /// An open session's files and its state.
-fn open_state(session: OpenSession) -> Result<(SessionDisk, SessionFile), OpenStateError> {
+pub(crate) fn open_state(
+    session: OpenSession,
+) -> Result<(SessionDisk, SessionFile), OpenStateError> {
     let id = session.id.clone();
     let (disk, saved) = SessionDisk::open(session)?;
     let saved = saved.ok_or(OpenStateError::NoState(id))?;

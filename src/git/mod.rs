@@ -16,7 +16,9 @@ mod index_lock;
 mod land;
 mod lock;
 pub mod message;
+mod redo;
 mod sign;
+mod snapshot;
 mod status;
 mod undo;
 mod undo_turn;
@@ -26,10 +28,12 @@ pub use failpoint::{BadFailAt, FailAt, Step};
 pub use land::{LandOptions, Landed, land};
 pub(crate) use lock::lock_wait;
 pub use lock::{LOCK_WAIT, RepoLock};
+pub use redo::{RedoError, RedoRefusal, redo_rewind};
+pub use snapshot::{not_changed_since, snapshot, swap_files};
 pub(crate) use status::{modified_tracked_paths, worktree_diff};
-pub use undo::{TurnRefusal, UndoError, UndoRefusal, Undone, undo, undo_failing};
+pub use undo::{TurnRefusal, UndoError, UndoRefusal, Undone, changed, undo, undo_failing};
 pub(crate) use undo_turn::check_newest;
-pub use undo_turn::{Stopped, TurnUndone, undo_turn};
+pub use undo_turn::{Stopped, TurnUndone, check_all, files_of, undo_since, undo_turn};
 
 #[derive(Debug, thiserror::Error)]
 pub enum GitError {

@@ -142,9 +142,135 @@ pub(super) fn lock(repo: &Repository) -> Result<RepoLock, UndoError> {
 pub(super) fn undo_head(repo: &Repository, fail: &mut Failpoints) -> Result<Undone, UndoError> {
     // git's lock first: a git command running meanwhile could change what is checked.
     fail.check(Step::IndexLock)?;
-    let mut lock = IndexLock::acquire(repo.path())?;
+    let lock = IndexLock::acquire(repo.path())?;
     super::ensure_idle(repo)?;
     let commit = head_commit(repo)?.ok_or(UndoRefusal::NoCommits)?;
+    let Checked {
+        summary,
+        parent,
+        paths,
+        backups,
+        users,
+        restore,
+    } = check(repo, &commit)?;
+    let message = format!("tern undo: {summary}");
+    move_head(
+        repo,
+        lock,
+        Move {
+            from: &commit,
+            to: &parent,
+            paths: &paths,
+            restore: &restore,
+            message: &message,
+        },
+        fail,
+    )?;
+    Ok(Undone {
+        commit: commit.id(),
+        summary,
+        head: parent.id(),
+        paths,
+        from_backups: backups.into_iter().map(|b| b.path).collect(),
+        users_versions: users.into_iter().map(|(path, _)| path).collect(),
+    })
+}
+
+/// HEAD moved from one commit to another along the first-parent line (an undo to the
+/// parent; a rewind's redo back to where it was), with `paths` (what changed between
+/// them) checked out of `to` and `restore`d after.
+pub(super) struct Move<'a, 'r> {
+    pub(super) from: &'a git2::Commit<'r>,
+    pub(super) to: &'a git2::Commit<'r>,
+    pub(super) paths: &'a [PathBuf],
+    pub(super) restore: &'a [(PathBuf, Vec<u8>)],
+    pub(super) message: &'a str,
+}
+
+/// Does a `Move`, with git's index lock held and the checks passed: the work tree's
+/// `paths` and the index follow `to`, then HEAD moves (compare and swap); on any
+/// failure the files go back as `from` has them and the others as they were.
+pub(super) fn move_head(
+    repo: &Repository,
+    mut lock: IndexLock,
+    m: Move<'_, '_>,
+    fail: &mut Failpoints,
+) -> Result<(), UndoError> {
+    let workdir = repo.workdir().ok_or(GitError::Bare)?.to_path_buf();
+    // What the restored files hold now, to put back if the move fails.
+    let now: Vec<(PathBuf, Option<Vec<u8>>)> = m
+        .restore
+        .iter()
+        .map(|(path, _)| (path.clone(), std::fs::read(workdir.join(path)).ok()))
+        .collect();
+    let head = Head::read(repo)?;
+    let moved = (|| {
+        checkout(repo, m.to, m.paths)?;
+        // The files git ignores come back from their backups, and the user's own
+        // uncommitted changes that tern's commit took along come back as they were.
+        for (path, content) in m.restore {
+            std::fs::write(workdir.join(path), content)?;
+        }
+        let mut index = lock.open()?;
+        let tree = m.to.tree()?;
+        for path in m.paths {
+            match tree.get_path(path) {
+                Ok(entry) => index.add(&super::commit::entry(
+                    path,
+                    entry.id(),
+                    u32::try_from(entry.filemode()).unwrap_or(0o100644),
+                    None,
+                ))?,
+                Err(_) => {
+                    let _ = index.remove_path(path);
+                }
+            }
+        }
+        fail.check(Step::Index)?;
+        lock.prepare(&mut index)?;
+        fail.check(Step::Ref)?;
+        // Not over a git lock that took the place of tern's (see `IndexLock`).
+        lock.check_held()?;
+        head.swap(repo, m.to.id(), m.message)?;
+        if let Err(e) = fail.check(Step::IndexCommit).and_then(|()| lock.commit()) {
+            let _ = head.swap_back(repo, m.to.id());
+            return Err(e);
+        }
+        Ok(())
+    })();
+    if let Err(e) = moved {
+        let _ = checkout(repo, m.from, m.paths);
+        for (path, content) in &now {
+            let _ = match content {
+                Some(bytes) => std::fs::write(workdir.join(path), bytes),
+                None => std::fs::remove_file(workdir.join(path)),
+            };
+        }
+        return Err(e.into());
+    }
+    Ok(())
+}
+
+/// What `check` found of a commit that may be undone.
+pub(super) struct Checked<'r> {
+    summary: String,
+    parent: git2::Commit<'r>,
+    /// The files it changed.
+    paths: Vec<PathBuf>,
+    backups: Vec<crate::edit::Backup>,
+    users: Vec<(PathBuf, Oid)>,
+    /// What to put back after the checkout (`saved_contents`).
+    restore: Vec<(PathBuf, Vec<u8>)>,
+}
+
+/// Every refusal of an undo of `commit`, checked against the work tree as it is now:
+/// it must be tern's, not a merge or the first commit, its files (and the ignored
+/// files it replaced) unchanged since, and on no remote-tracking branch. Changes
+/// nothing, so a rewind checks all of its commits before it undoes the first.
+pub(super) fn check<'r>(
+    repo: &'r Repository,
+    commit: &git2::Commit<'r>,
+) -> Result<Checked<'r>, UndoError> {
     let summary = String::from_utf8_lossy(commit.summary_bytes().unwrap_or_default()).into_owned();
     if repo.find_note(Some(NOTES_REF), commit.id()).is_err() {
         return Err(UndoRefusal::NotTern {
@@ -158,18 +284,7 @@ pub(super) fn undo_head(repo: &Repository, fail: &mut Failpoints) -> Result<Undo
         1 => commit.parent(0)?,
         _ => return Err(UndoRefusal::Merge.into()),
     };
-    let diff = repo.diff_tree_to_tree(Some(&parent.tree()?), Some(&commit.tree()?), None)?;
-    let paths: Vec<PathBuf> = diff
-        .deltas()
-        .flat_map(|d| [d.old_file().path(), d.new_file().path()])
-        .flatten()
-        .map(PathBuf::from)
-        .fold(Vec::new(), |mut acc, p| {
-            if !acc.contains(&p) {
-                acc.push(p);
-            }
-            acc
-        });
+    let paths = changed_paths(repo, &parent, commit)?;
     let mut dirty = dirty_paths(repo, &paths)?;
     let backups = noted_backups(repo, commit.id());
     dirty.extend(
@@ -189,67 +304,43 @@ pub(super) fn undo_head(repo: &Repository, fail: &mut Failpoints) -> Result<Undo
     // checkout, the user's content would be gone with nothing to restore it from.
     let users = noted_users_changes(repo, commit.id());
     let restore = saved_contents(repo, &backups, &users)?;
-    let workdir = repo.workdir().ok_or(GitError::Bare)?.to_path_buf();
-    // What those files hold now (tern's content), to put back if the undo fails.
-    let now: Vec<(PathBuf, Option<Vec<u8>>)> = restore
-        .iter()
-        .map(|(path, _)| (path.clone(), std::fs::read(workdir.join(path)).ok()))
-        .collect();
-    let head = Head::read(repo)?;
-    let message = format!("tern undo: {summary}");
-    let undone = (|| {
-        checkout(repo, &parent, &paths)?;
-        // The files git ignores come back from their backups, and the user's own
-        // uncommitted changes that tern's commit took along come back as they were.
-        for (path, content) in &restore {
-            std::fs::write(workdir.join(path), content)?;
-        }
-        let mut index = lock.open()?;
-        let tree = parent.tree()?;
-        for path in &paths {
-            match tree.get_path(path) {
-                Ok(entry) => index.add(&super::commit::entry(
-                    path,
-                    entry.id(),
-                    u32::try_from(entry.filemode()).unwrap_or(0o100644),
-                    None,
-                ))?,
-                Err(_) => {
-                    let _ = index.remove_path(path);
-                }
-            }
-        }
-        fail.check(Step::Index)?;
-        lock.prepare(&mut index)?;
-        fail.check(Step::Ref)?;
-        // Not over a git lock that took the place of tern's (see `IndexLock`).
-        lock.check_held()?;
-        head.swap(repo, parent.id(), &message)?;
-        if let Err(e) = fail.check(Step::IndexCommit).and_then(|()| lock.commit()) {
-            let _ = head.swap_back(repo, parent.id());
-            return Err(e);
-        }
-        Ok(())
-    })();
-    if let Err(e) = undone {
-        // Put the files back as the commit has them, and the others as they were.
-        let _ = checkout(repo, &commit, &paths);
-        for (path, content) in &now {
-            let _ = match content {
-                Some(bytes) => std::fs::write(workdir.join(path), bytes),
-                None => std::fs::remove_file(workdir.join(path)),
-            };
-        }
-        return Err(e.into());
-    }
-    Ok(Undone {
-        commit: commit.id(),
+    Ok(Checked {
         summary,
-        head: parent.id(),
+        parent,
         paths,
-        from_backups: backups.into_iter().map(|b| b.path).collect(),
-        users_versions: users.into_iter().map(|(path, _)| path).collect(),
+        backups,
+        users,
+        restore,
     })
+}
+
+/// The files that differ between two commits' trees, each once.
+pub(super) fn changed_paths(
+    repo: &Repository,
+    from: &git2::Commit<'_>,
+    to: &git2::Commit<'_>,
+) -> Result<Vec<PathBuf>, GitError> {
+    changed(repo, from.tree_id(), to.tree_id())
+}
+
+/// The files that differ between two trees.
+pub fn changed(repo: &Repository, from: Oid, to: Oid) -> Result<Vec<PathBuf>, GitError> {
+    let diff = repo.diff_tree_to_tree(
+        Some(&repo.find_tree(from)?),
+        Some(&repo.find_tree(to)?),
+        None,
+    )?;
+    let mut paths: Vec<PathBuf> = Vec::new();
+    for path in diff
+        .deltas()
+        .flat_map(|d| [d.old_file().path(), d.new_file().path()])
+        .flatten()
+    {
+        if !paths.iter().any(|p| p == path) {
+            paths.push(path.to_path_buf());
+        }
+    }
+    Ok(paths)
 }
 
 /// Checks out `paths` of `commit` into the work tree only (the index is written by the
@@ -353,7 +444,7 @@ fn note_lines(repo: &Repository, commit: Oid, prefix: &str) -> Vec<String> {
         .collect()
 }
 
-fn noted_backups(repo: &Repository, commit: Oid) -> Vec<crate::edit::Backup> {
+pub(super) fn noted_backups(repo: &Repository, commit: Oid) -> Vec<crate::edit::Backup> {
     note_lines(repo, commit, BACKUP)
         .into_iter()
         .filter_map(|rest| {

@@ -5,7 +5,7 @@
 use git2::{Oid, Repository};
 
 use super::failpoint::Failpoints;
-use super::undo::{TurnRefusal, undo_head};
+use super::undo::{TurnRefusal, check, undo_head};
 use super::{UndoError, Undone};
 
 /// What a turn's undo did: the commits it undid, newest first, and, when a check
@@ -68,27 +68,77 @@ pub fn undo_turn(repo: &Repository, commits: &[Oid]) -> Result<TurnUndone, UndoE
     }
     let _lock = super::undo::lock(repo)?;
     check_newest(repo, commits)?;
+    Ok(undo_each(repo, commits))
+}
+
+/// Undoes `commits` (oldest first, as they were made) as a rewind does: all or none.
+/// They must be the newest commits on HEAD's first-parent line, and every check of a
+/// single undo must pass for each of them, against the work tree as it is, before the
+/// first is undone; so a file of the user's that any of them touches refuses the
+/// whole rewind with nothing changed. No commits: nothing to do.
+pub fn undo_since(repo: &Repository, commits: &[Oid]) -> Result<TurnUndone, UndoError> {
+    if commits.is_empty() {
+        return Ok(TurnUndone {
+            undone: Vec::new(),
+            stopped: None,
+        });
+    }
+    let _lock = super::undo::lock(repo)?;
+    check_all(repo, commits)?;
+    Ok(undo_each(repo, commits))
+}
+
+/// Why `undo_since` would refuse `commits` now, if it would (a preview's answer;
+/// changes nothing).
+pub fn check_all(repo: &Repository, commits: &[Oid]) -> Result<(), UndoError> {
+    check_newest(repo, commits)?;
+    for id in commits {
+        check(repo, &repo.find_commit(*id)?)?;
+    }
+    Ok(())
+}
+
+/// The files `commits` changed, each once, in the order first changed.
+pub fn files_of(repo: &Repository, commits: &[Oid]) -> Result<Vec<std::path::PathBuf>, UndoError> {
+    let mut files = Vec::new();
+    for id in commits {
+        let commit = repo.find_commit(*id)?;
+        let Some(parent) = commit.parents().next() else {
+            continue;
+        };
+        for path in super::undo::changed_paths(repo, &parent, &commit)? {
+            if !files.contains(&path) {
+                files.push(path);
+            }
+        }
+    }
+    Ok(files)
+}
+
+/// Undoes `commits`, newest first, with the lock held and their order checked; a
+/// commit a check refuses (a git error midway) stops there.
+fn undo_each(repo: &Repository, commits: &[Oid]) -> TurnUndone {
     let mut undone = Vec::new();
     for (i, expected) in commits.iter().rev().enumerate() {
         match undo_head(repo, &mut Failpoints::default()) {
             Ok(done) => undone.push(done),
             Err(why) => {
                 let left = commits.iter().rev().skip(i).copied().collect();
-                return Ok(TurnUndone {
+                return TurnUndone {
                     undone,
                     stopped: Some(Stopped {
                         at: *expected,
                         why,
                         left,
                     }),
-                });
+                };
             }
         }
     }
-    Ok(TurnUndone {
+    TurnUndone {
         undone,
         stopped: None,
-    })
+    }
 }
 
 /// Refuses unless HEAD's first-parent line starts with `commits`, newest first: the

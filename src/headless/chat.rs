@@ -335,6 +335,12 @@ pub async fn run(
                 )?;
             }
             Event::Notice { text } if !json => writeln!(io.err()?, "tern: {text}")?,
+            Event::Rewound { text, .. } if !json => writeln!(io.err()?, "tern: {text}")?,
+            Event::Timeline { turns, redo } if !json => write!(
+                io.err()?,
+                "{}",
+                crate::engine::protocol::timeline_text(&turns[..], redo.as_deref())
+            )?,
             Event::Summarized {
                 replaced_messages,
                 replaced_tokens,

@@ -6,6 +6,7 @@ pub mod chat;
 pub mod json;
 pub mod map;
 pub mod review;
+pub mod rewind;
 pub mod script;
 pub mod sessions;
 mod streams;

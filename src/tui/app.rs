@@ -86,6 +86,8 @@ pub(crate) enum Overlay {
     /// The help lines and how far they are scrolled.
     Help(Vec<Line<'static>>, usize),
     Picker(Picker),
+    /// The `/rewind` timeline.
+    Rewind(super::panes::rewind::RewindPicker),
 }
 
 /// Where things were drawn, for the mouse.
@@ -631,6 +633,12 @@ impl App {
             }
             Event::History(status) => self.panes.gauge.set_history(status),
             Event::Undone { commits } => self.panes.review.undone(&commits),
+            Event::Timeline { turns, redo } => {
+                self.overlay = Some(Overlay::Rewind(
+                    super::panes::rewind::RewindPicker::new(turns, redo),
+                ));
+            }
+            Event::Rewound { text, .. } => chat.push(Kind::Notice, text),
             Event::Summarized {
                 replaced_messages,
                 replaced_tokens,
@@ -1163,6 +1171,12 @@ impl App {
             }
             Some(Overlay::Picker(picker)) => {
                 if picker.on_key(&key, &self.keymap, &mut self.ops) == Outcome::Close {
+                    self.overlay = None;
+                }
+                return;
+            }
+            Some(Overlay::Rewind(picker)) => {
+                if picker.on_key(&key, &mut self.ops) == Outcome::Close {
                     self.overlay = None;
                 }
                 return;

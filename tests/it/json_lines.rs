@@ -393,6 +393,37 @@ fn events() -> Vec<(&'static str, Event)> {
             },
         ),
         (
+            "timeline",
+            Event::Timeline {
+                turns: vec![tern::engine::protocol::TimelineTurn {
+                    turn: 2,
+                    text: text("type the name"),
+                    at: 1_767_225_600,
+                    commits: vec![text("5bbbba2 Type greet's name")],
+                    cost: Some(0.0123),
+                    turns_after: 1,
+                    commits_since: vec![text("5bbbba2 Type greet's name")],
+                    files_since: vec![text("src/greet.py")],
+                    cost_since: Some(0.0123),
+                    code_refused: None,
+                }],
+                redo: Some(text("the rewind to before turn 3: 1 commit")),
+            },
+        ),
+        (
+            "rewound",
+            Event::Rewound {
+                to: 2,
+                redo: false,
+                commits: vec![text("5bbbba2c0ffee5bbbba2c0ffee5bbbba2c0ffee00")],
+                transcript: Some(vec![tern::engine::protocol::Shown {
+                    kind: tern::engine::protocol::ShownKind::User,
+                    text: text("add a comma"),
+                }]),
+                text: text("rewound to before turn 2"),
+            },
+        ),
+        (
             "summarized",
             Event::Summarized {
                 replaced_messages: 12,

@@ -44,6 +44,7 @@ mod repomap;
 mod repomap_monorepo;
 mod review;
 mod review_cli;
+mod rewind;
 mod run;
 mod sessions;
 mod signing;

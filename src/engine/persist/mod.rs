@@ -28,7 +28,9 @@ use serde::Serialize;
 
 pub(crate) use lock::holder_text;
 pub use record::{Before, Record, RecordError, before_turn};
-pub use state::{PersistError, SavedCheckpoint, SavedFile, SessionFile, load};
+pub use state::{
+    PersistError, Redo, RedoChat, RedoCode, SavedCheckpoint, SavedFile, SessionFile, load,
+};
 pub use store::{Listed, OpenSession, Resume, Store, StoreError};
 
 pub use resume::OpenError;
@@ -183,10 +185,12 @@ impl SessionDisk {
     }
 }
 
-/// A save for the writer thread: the state and the records since the last.
+/// A save for the writer thread: the state and the records since the last, and who
+/// waits until they are on disk (`SessionWriter::flush`).
 struct Save {
     state: SessionFile,
     records: Vec<Record>,
+    ack: Option<mpsc::Sender<()>>,
 }
 
 /// Saves the session on a blocking thread, in order, so the engine loop never waits for
@@ -261,11 +265,18 @@ impl SessionWriter {
             // Records a failed save did not write go with the next.
             let mut owed = Vec::new();
             let mut failing = Failing::default();
-            while let Ok(Save { mut state, records }) = rx.recv() {
+            while let Ok(Save {
+                mut state,
+                records,
+                ack,
+            }) = rx.recv()
+            {
                 owed.extend(records);
+                let mut acks: Vec<mpsc::Sender<()>> = ack.into_iter().collect();
                 while let Ok(newer) = rx.try_recv() {
                     state = newer.state;
                     owed.extend(newer.records);
+                    acks.extend(newer.ack);
                 }
                 let records = std::mem::take(&mut owed);
                 let saved = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -283,6 +294,9 @@ impl SessionWriter {
                     owed = records;
                 }
                 failing.saved(&disk, outcome, &events);
+                for ack in acks {
+                    let _ = ack.send(());
+                }
             }
             let id = disk.id().to_string();
             // No next change comes to save it again: what the warning kept in memory is
@@ -320,9 +334,19 @@ impl SessionWriter {
 
     /// Hands a save to the writer. Returns a warning when the writer is found gone
     /// (said once): saving has stopped, and the user must hear it.
-    fn write(&mut self, state: SessionFile, records: Vec<Record>) -> Option<String> {
+    fn write(
+        &mut self,
+        state: SessionFile,
+        records: Vec<Record>,
+        ack: Option<mpsc::Sender<()>>,
+    ) -> Option<String> {
         let tx = self.tx.as_ref()?;
-        if tx.send(Save { state, records }).is_ok() || std::mem::replace(&mut self.gone, true) {
+        let sent = tx.send(Save {
+            state,
+            records,
+            ack,
+        });
+        if sent.is_ok() || std::mem::replace(&mut self.gone, true) {
             return None;
         }
         Some(
@@ -437,7 +461,7 @@ mod tests {
     /// Saves `title` with `records` and waits until a failure armed for the save was
     /// met, or the state holds the title.
     fn save_and_wait(w: &mut Writing, title: &str, records: Vec<Record>, failing: bool) {
-        assert!(w.writer.write(state(title), records).is_none());
+        assert!(w.writer.write(state(title), records, None).is_none());
         let dir = w.dir.clone();
         wait_for(|| match failing {
             true => !failpoint::armed(&dir),

@@ -23,11 +23,19 @@
 //! - `commit`: a commit tern made, with the turn whose edits it holds (`yours`: your
 //!   own uncommitted changes, which tern commits before its edits).
 //! - `undone`: commits taken back (`/undo`, `/undo turn`, `tern undo`).
+//! - `ran`: a command tern ran (`/run`, `/test`, `/lint`, an auto-test round) changed
+//!   files: the trees of the work tree `before` and `after` it (`git::snapshot`).
+//! - `rewound`: a rewind to before turn `to`: the `commits` it took back (the code),
+//!   and whether the conversation went back too (`chat`), after which the turns are
+//!   numbered again from `to`: the newest turn of a number is the one that counts.
+//! - `redone`: a rewind's redo: its commits are back (the same ids), and with `chat`
+//!   the conversation and the numbering as they were before it.
 //!
 //! The history before turn N is its `front.messages` followed by the messages numbered
 //! `front.from .. messages_before` (numbering every message of the `messages` records
-//! from 0); the commits made since are those recorded after it, less those undone
-//! (`before_turn`). The record is appended, never rewritten, so a save writes only what
+//! from 0); the commits made since are those recorded after it, less those undone or
+//! rewound and not redone (`before_turn`). A turn also keeps the session's cost before
+//! it (`cost_before`), so that a turn's cost is the difference to the next. The record is appended, never rewritten, so a save writes only what
 //! is new. It is kept in segments (`turns-1.jsonl`, `turns-2.jsonl`, …) of about
 //! `SEGMENT_BYTES`, each after the first starting with a turn; beyond `SEGMENTS` of
 //! them the oldest is deleted, so the record keeps the newest turns within about
@@ -64,6 +72,33 @@ pub enum Record {
     Undone {
         commits: Vec<String>,
     },
+    Ran(Ran),
+    Rewound {
+        to: usize,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        commits: Vec<String>,
+        /// The commands whose changes it put back (their `after` trees).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        commands: Vec<String>,
+        chat: bool,
+    },
+    Redone {
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        commits: Vec<String>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        commands: Vec<String>,
+        chat: bool,
+    },
+}
+
+/// A command tern ran changed files: the work tree's trees before and after it
+/// (`git::snapshot`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ran {
+    pub turn: usize,
+    pub command: String,
+    pub before: String,
+    pub after: String,
 }
 
 /// A turn begins, and the conversation as it was before it.
@@ -84,6 +119,9 @@ pub struct TurnStart {
     pub front: Option<Front>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub head: Option<String>,
+    /// The session's cost before the turn, in dollars.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_before: Option<f64>,
 }
 
 /// The history is `messages` followed by the verbatim messages from index `from` on.
@@ -183,7 +221,7 @@ impl Recorder {
         turn: (&str, ChatMode),
         notes: &[String],
         outputs: &[CommandText],
-        head: Option<String>,
+        (head, cost_before): (Option<String>, f64),
     ) -> usize {
         let c = &mut self.cursor;
         // A process's first turn gives the whole history as its front, so that what
@@ -220,8 +258,17 @@ impl Recorder {
             outputs,
             front,
             head,
+            cost_before: Some(cost_before),
         }));
         c.turns
+    }
+
+    /// The conversation was rewound (or a rewind redone) to `turns` turns: the next
+    /// turn is numbered after them and gives the history whole, as a process's first
+    /// does.
+    pub(crate) fn renumbered(&mut self, turns: usize) {
+        self.cursor.turns = turns;
+        (self.front, self.outputs) = (None, None);
     }
 
     /// `messages` joined the end of the history.
@@ -259,6 +306,21 @@ impl Recorder {
             commit,
             yours,
         });
+    }
+
+    /// A command tern ran during the current turn changed files.
+    pub(crate) fn ran(&mut self, command: String, (before, after): (String, String)) {
+        self.unsaved.push(Record::Ran(Ran {
+            turn: self.cursor.turns,
+            command,
+            before,
+            after,
+        }));
+    }
+
+    /// A rewind or its redo (`Record::Rewound`, `Record::Redone`).
+    pub(crate) fn rewound(&mut self, records: Vec<Record>) {
+        self.unsaved.extend(records);
     }
 
     pub(crate) fn undone(&mut self, commits: Vec<String>) {
@@ -419,7 +481,11 @@ impl LogWriter {
                         tail.extend(joined.messages.iter().cloned());
                     }
                 }
-                Record::Commit { .. } | Record::Undone { .. } => {}
+                Record::Commit { .. }
+                | Record::Ran(_)
+                | Record::Undone { .. }
+                | Record::Rewound { .. }
+                | Record::Redone { .. } => {}
             }
             lines.extend(encode(&record)?);
             lines.push(b'\n');
@@ -539,7 +605,7 @@ pub enum RecordError {
         line: usize,
         message: String,
     },
-    #[error("turn {0} is not in the record (it has turns {1})")]
+    #[error("turn {0} is not in the record ({1})")]
     NoTurn(usize, String),
     #[error(
         "the conversation before turn {0} is no longer in the record (its oldest part was dropped to keep it within its bound)"
@@ -568,6 +634,12 @@ pub fn read(dir: &Path) -> Result<Vec<Record>, RecordError> {
 /// The session as it was when turn N began, and what happened to the code since.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Before {
+    pub turn: usize,
+    /// The message that began it, as typed, and when (Unix seconds).
+    pub text: String,
+    pub at: u64,
+    /// The session's cost before it (None: recorded by a tern that did not keep it).
+    pub cost_before: Option<f64>,
     pub history: Vec<Message>,
     pub notes: Vec<String>,
     pub outputs: Vec<CommandText>,
@@ -575,10 +647,87 @@ pub struct Before {
     pub head: Option<String>,
     /// The commits tern made since it began and that were not undone, oldest first.
     pub commits_since: Vec<String>,
+    /// Those of them that hold the user's own changes, committed before tern's edits.
+    pub yours: Vec<String>,
+    /// The commands tern ran since that changed files, not put back, oldest first.
+    pub commands_since: Vec<Ran>,
 }
 
-/// What the session was before turn `turn` (1-based), from its record.
+/// What the session was before turn `turn` (1-based), from its record: the newest
+/// turn of that number, while the conversation has not been rewound past it.
 pub fn before_turn(records: &[Record], turn: usize) -> Result<Before, RecordError> {
+    let scan = scan(records, turn)?;
+    match scan.found {
+        Some(found) if turn <= scan.current => Ok(found),
+        _ => {
+            let have = match scan.first {
+                Some(first) if first <= scan.current => {
+                    format!("it has turns {first} to {}", scan.current)
+                }
+                _ => "it has no turn".to_string(),
+            };
+            match scan.first {
+                Some(first) if turn < first && turn > 0 => Err(RecordError::Dropped(turn)),
+                _ => Err(RecordError::NoTurn(turn, have)),
+            }
+        }
+    }
+}
+
+/// The turns of the conversation as it is now, oldest first, with the commits each
+/// made since each began (`own_commits_and_cost` splits them by turn). Turns whose
+/// start the record no longer has are left out.
+pub fn timeline(records: &[Record]) -> Result<Vec<Before>, RecordError> {
+    let scan = scan(records, 0)?;
+    let Some(first) = scan.first else {
+        return Ok(Vec::new());
+    };
+    let mut turns: Vec<Before> = Vec::new();
+    for n in first..=scan.current {
+        match before_turn(records, n) {
+            Ok(before) => turns.push(before),
+            Err(RecordError::Dropped(_)) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(turns)
+}
+
+/// A turn of a timeline: what it made alone (its `commits_since` less the next
+/// turn's) and what it cost (to the next turn's start, or to `cost_now`).
+pub fn own_commits_and_cost(
+    turns: &[Before],
+    i: usize,
+    cost_now: f64,
+) -> (Vec<String>, Option<f64>) {
+    let Some(turn) = turns.get(i) else {
+        return (Vec::new(), None);
+    };
+    let next = turns.get(i + 1);
+    let commits = turn
+        .commits_since
+        .iter()
+        .filter(|c| next.is_none_or(|n| !n.commits_since.contains(c)))
+        .cloned()
+        .collect();
+    let until = next.map_or(Some(cost_now), |n| n.cost_before);
+    let cost = turn
+        .cost_before
+        .zip(until)
+        .map(|(from, to)| (to - from).max(0.0));
+    (commits, cost)
+}
+
+/// What one pass over the record found: the newest start of the turn asked for, the
+/// first turn the record has, and the number of the last turn of the conversation as
+/// it is now.
+struct Scan {
+    found: Option<Before>,
+    first: Option<usize>,
+    current: usize,
+}
+
+fn scan(records: &[Record], turn: usize) -> Result<Scan, RecordError> {
     // The number of the first message the record still has.
     let base = match records.first() {
         Some(Record::Turn(t)) => t.messages_before,
@@ -588,16 +737,22 @@ pub fn before_turn(records: &[Record], turn: usize) -> Result<Before, RecordErro
     let mut front: Option<&Front> = None;
     let mut outputs: Option<&[CommandText]> = None;
     let mut found: Option<Before> = None;
-    let mut first_turn = None;
-    let mut last_turn = 0;
+    // Commits of `found` taken back, and commands whose changes were put back, which
+    // a redo may bring back.
+    let mut removed: Vec<String> = Vec::new();
+    let mut put_back: Vec<Ran> = Vec::new();
+    let mut first = None;
+    let mut current = 0;
+    // The number of turns before each chat rewind not yet redone.
+    let mut rewinds: Vec<usize> = Vec::new();
     for record in records {
         match record {
             Record::Turn(t) => {
-                first_turn.get_or_insert(t.turn);
-                last_turn = t.turn;
+                first.get_or_insert(t.turn);
+                current = t.turn;
                 front = t.front.as_ref().or(front);
                 outputs = t.outputs.as_deref().or(outputs);
-                if t.turn != turn || found.is_some() {
+                if t.turn != turn {
                     continue;
                 }
                 let (Some(front), Some(outputs)) = (front, outputs) else {
@@ -608,7 +763,13 @@ pub fn before_turn(records: &[Record], turn: usize) -> Result<Before, RecordErro
                     .checked_sub(base)
                     .and_then(|from| messages.get(from..t.messages_before.checked_sub(base)?))
                     .ok_or(RecordError::Dropped(turn))?;
+                removed.clear();
+                put_back.clear();
                 found = Some(Before {
+                    turn: t.turn,
+                    text: t.text.clone(),
+                    at: t.at,
+                    cost_before: t.cost_before,
                     history: front
                         .messages
                         .iter()
@@ -619,30 +780,63 @@ pub fn before_turn(records: &[Record], turn: usize) -> Result<Before, RecordErro
                     outputs: outputs.to_vec(),
                     head: t.head.clone(),
                     commits_since: Vec::new(),
+                    yours: Vec::new(),
+                    commands_since: Vec::new(),
                 });
             }
             Record::Messages(joined) => messages.extend(&joined.messages),
-            Record::Commit { commit, .. } => {
+            Record::Commit { commit, yours, .. } => {
                 if let Some(before) = &mut found {
                     before.commits_since.push(commit.clone());
+                    if *yours {
+                        before.yours.push(commit.clone());
+                    }
                 }
             }
-            Record::Undone { commits } => {
+            Record::Ran(ran) => {
                 if let Some(before) = &mut found {
-                    before.commits_since.retain(|c| !commits.contains(c));
+                    before.commands_since.push(ran.clone());
+                }
+            }
+            Record::Undone { commits } | Record::Rewound { commits, .. } => {
+                if let Some(before) = &mut found {
+                    removed.extend(before.commits_since.extract_if(.., |c| commits.contains(c)));
+                    if let Record::Rewound { commands, .. } = record {
+                        put_back.extend(
+                            before
+                                .commands_since
+                                .extract_if(.., |r| commands.contains(&r.after)),
+                        );
+                    }
+                }
+                if let Record::Rewound { to, chat: true, .. } = record {
+                    rewinds.push(current);
+                    current = current.min(to.saturating_sub(1));
+                }
+            }
+            Record::Redone {
+                commits,
+                commands,
+                chat,
+            } => {
+                if let Some(before) = &mut found {
+                    before
+                        .commits_since
+                        .extend(removed.extract_if(.., |c| commits.contains(c)));
+                    before
+                        .commands_since
+                        .extend(put_back.extract_if(.., |r| commands.contains(&r.after)));
+                }
+                if *chat && let Some(before) = rewinds.pop() {
+                    current = before;
                 }
             }
         }
     }
-    found.ok_or_else(|| {
-        let have = match first_turn {
-            None => "none".to_string(),
-            Some(first) => format!("{first} to {last_turn}"),
-        };
-        match first_turn {
-            Some(first) if turn < first => RecordError::Dropped(turn),
-            _ => RecordError::NoTurn(turn, have),
-        }
+    Ok(Scan {
+        found,
+        first,
+        current,
     })
 }
 
@@ -707,14 +901,20 @@ mod tests {
                             (&text, ChatMode::Code),
                             &notes,
                             &outputs,
-                            Some(format!("head{n}")),
+                            (Some(format!("head{n}")), 0.0),
                         );
                         seen.push(Before {
+                            turn: seen.len() + 1,
+                            text: text.clone(),
+                            at: 0,
+                            cost_before: Some(0.0),
                             history: history.clone(),
                             notes: std::mem::take(&mut notes),
                             outputs: outputs.clone(),
                             head: Some(format!("head{n}")),
                             commits_since: Vec::new(),
+                            yours: Vec::new(),
+                            commands_since: Vec::new(),
                         });
                     }
                     let pair = [
@@ -823,9 +1023,9 @@ mod tests {
     #[test]
     fn commits_since_a_turn_leave_out_those_undone() {
         let mut recorder = Recorder::default();
-        recorder.begin(&[], ("one", ChatMode::Code), &[], &[], None);
+        recorder.begin(&[], ("one", ChatMode::Code), &[], &[], (None, 0.0));
         recorder.committed(1, "a".into(), false);
-        recorder.begin(&[], ("two", ChatMode::Ask), &[], &[], None);
+        recorder.begin(&[], ("two", ChatMode::Ask), &[], &[], (None, 0.0));
         // A proposal of turn 1 reviewed across a question lands after turn 2 began.
         recorder.committed(1, "b".into(), true);
         recorder.committed(1, "c".into(), false);
@@ -835,12 +1035,73 @@ mod tests {
         assert_eq!(before_turn(&log, 2).unwrap().commits_since, ["b"]);
     }
 
+    /// A rewind of the conversation numbers the turns again from where it went back
+    /// to; a redo brings back the turns and commits it took; a turn begun after a
+    /// rewind is the one its number names.
+    #[test]
+    fn rewound_turns_are_gone_until_redone_and_a_new_turn_takes_their_number() {
+        let mut recorder = Recorder::default();
+        for (n, text) in ["one", "two", "three", "four"].iter().enumerate() {
+            recorder.begin(&[], (text, ChatMode::Code), &[], &[], (None, n as f64));
+            recorder.committed(n + 1, format!("c{}", n + 1), false);
+        }
+        let mut log = recorder.take();
+        let rewound = |log: &mut Vec<Record>| {
+            log.push(Record::Rewound {
+                to: 3,
+                commits: vec!["c3".into(), "c4".into()],
+                commands: Vec::new(),
+                chat: true,
+            })
+        };
+        rewound(&mut log);
+        assert!(
+            matches!(before_turn(&log, 3), Err(RecordError::NoTurn(3, have)) if have == "it has turns 1 to 2")
+        );
+        let turns = timeline(&log).unwrap();
+        assert_eq!(turns.len(), 2);
+        assert_eq!(turns[1].commits_since, ["c2"]);
+        assert_eq!(
+            own_commits_and_cost(&turns, 1, 9.0),
+            (vec!["c2".to_string()], Some(8.0))
+        );
+        log.push(Record::Redone {
+            commits: vec!["c3".into(), "c4".into()],
+            commands: Vec::new(),
+            chat: true,
+        });
+        assert_eq!(before_turn(&log, 3).unwrap().commits_since, ["c3", "c4"]);
+        assert_eq!(
+            before_turn(&log, 2).unwrap().commits_since,
+            ["c2", "c3", "c4"]
+        );
+        assert_eq!(timeline(&log).unwrap().len(), 4);
+        rewound(&mut log);
+        recorder.renumbered(2);
+        assert_eq!(
+            recorder.begin(&[], ("three again", ChatMode::Code), &[], &[], (None, 5.0)),
+            3
+        );
+        recorder.committed(3, "d3".into(), false);
+        log.extend(recorder.take());
+        let third = before_turn(&log, 3).unwrap();
+        assert_eq!(
+            (third.text.as_str(), third.commits_since.as_slice()),
+            ("three again", &["d3".to_string()][..])
+        );
+        assert!(matches!(before_turn(&log, 4), Err(RecordError::NoTurn(..))));
+        assert!(matches!(
+            before_turn(&log, 0),
+            Err(RecordError::NoTurn(0, _))
+        ));
+    }
+
     #[test]
     fn the_log_on_disk_is_cut_back_to_what_the_state_says_and_rolls_over() {
         let dir = tempfile::tempdir().unwrap();
         let mut writer = LogWriter::recover(dir.path(), LogPosition::default()).unwrap();
         let mut recorder = Recorder::default();
-        recorder.begin(&[], ("one", ChatMode::Code), &[], &[], None);
+        recorder.begin(&[], ("one", ChatMode::Code), &[], &[], (None, 0.0));
         recorder.joined(
             Request::User,
             &[Message::user("q"), Message::assistant("a")],
@@ -848,7 +1109,7 @@ mod tests {
         let saved = writer.append(recorder.take(), encode).unwrap();
         // A crash after appending more but before the state was written: those
         // records, and a torn line, are cut off when the session is opened again.
-        recorder.begin(&[], ("two", ChatMode::Code), &[], &[], None);
+        recorder.begin(&[], ("two", ChatMode::Code), &[], &[], (None, 0.0));
         writer.append(recorder.take(), encode).unwrap();
         let mut file = std::fs::OpenOptions::new()
             .append(true)
@@ -911,7 +1172,7 @@ mod tests {
         let at = disk.position();
         let mut disk = LogWriter::recover(dir.path(), at).unwrap();
         assert_eq!(
-            recorder.begin(&history, ("three", ChatMode::Code), &[], &[], None),
+            recorder.begin(&history, ("three", ChatMode::Code), &[], &[], (None, 0.0)),
             3
         );
         disk.append(recorder.take(), encode).unwrap();

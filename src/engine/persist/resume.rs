@@ -14,6 +14,9 @@ use crate::engine::model::Model;
 use crate::engine::protocol::{EditFailureView, FileMode, ShownKind};
 use crate::engine::session::Session;
 
+/// The longest a rewind waits for the session's writer to put the record on disk.
+const FLUSH_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// The most characters of the first message a session keeps as its title.
 const TITLE_CHARS: usize = 200;
 
@@ -34,6 +37,10 @@ pub(crate) struct Saved {
     /// what a resume could not restore as it was).
     start_notices: Vec<String>,
     start_warnings: Vec<String>,
+    /// What the last rewind took away, until a message is sent (`SessionFile::redo`).
+    redo: Option<super::Redo>,
+    /// The session's directory (None: this engine saves no session).
+    dir: Option<std::path::PathBuf>,
 }
 
 impl Saved {
@@ -49,6 +56,8 @@ impl Saved {
             resumed: false,
             start_notices: Vec::new(),
             start_warnings: Vec::new(),
+            redo: None,
+            dir: None,
         }
     }
 
@@ -125,9 +134,42 @@ impl Saved {
     pub(crate) fn save(&mut self, parts: SaveParts<'_>, events: &EventSink) {
         let records = self.record.take();
         let state = self.file(parts);
-        if let Some(warning) = self.writer.write(state, records) {
+        if let Some(warning) = self.writer.write(state, records, None) {
             events.warning(warning);
         }
+    }
+
+    /// Saves, and waits (a few milliseconds; at most `FLUSH_WAIT`) until the record
+    /// on disk holds everything recorded until now; then reads it. None: this engine
+    /// saves no session. A rewind reads the record this way.
+    pub(crate) fn saved_records(
+        &mut self,
+        parts: SaveParts<'_>,
+        events: &EventSink,
+    ) -> Option<Result<Vec<super::Record>, super::RecordError>> {
+        let dir = self.dir.clone()?;
+        let (ack, written) = std::sync::mpsc::channel();
+        let records = self.record.take();
+        let state = self.file(parts);
+        if let Some(warning) = self.writer.write(state, records, Some(ack)) {
+            events.warning(warning);
+        }
+        if written.recv_timeout(FLUSH_WAIT).is_err() {
+            return Some(Err(super::RecordError::Read(std::io::Error::other(
+                "the session's writer did not finish saving in time",
+            ))));
+        }
+        Some(super::record::read(&dir))
+    }
+
+    /// What a rewind took away, kept until a message is sent.
+    pub(crate) fn set_redo(&mut self, redo: Option<super::Redo>) {
+        self.redo = redo;
+    }
+
+    /// Whether a rewind can be redone, and what it would put back.
+    pub(crate) fn redo(&self) -> Option<&super::Redo> {
+        self.redo.as_ref()
     }
 
     /// A turn begins: the record notes it with the conversation as it is before it,
@@ -142,6 +184,8 @@ impl Saved {
         if self.title.is_empty() {
             self.title = text.trim().chars().take(TITLE_CHARS).collect();
         }
+        // A message sent: what a rewind took away is gone for good.
+        self.redo = None;
         let head = git2::Repository::discover(session.root())
             .ok()
             .and_then(|repo| repo.head().ok()?.target())
@@ -151,7 +195,7 @@ impl Saved {
             (text, mode),
             notes,
             &session.outputs,
-            head,
+            (head, session.session_cost),
         );
     }
 
@@ -202,6 +246,7 @@ impl Saved {
             unsent: self.unsent.clone(),
             record: self.record.cursor(),
             log: Default::default(),
+            redo: self.redo.clone(),
         }
     }
 }
@@ -306,6 +351,7 @@ pub(crate) fn open(
         },
     };
     let id = disk.as_ref().map(|d| d.id().to_string());
+    let dir = disk.as_ref().map(|d| d.session.dir.clone());
     let pruned = store.prune(SystemTime::now());
     if !pruned.is_empty() {
         notices.push(format!(
@@ -329,6 +375,7 @@ pub(crate) fn open(
             None => SessionWriter::none(),
         },
         id,
+        dir,
         start_notices: notices,
         start_warnings: warnings,
         ..Saved::none()
@@ -346,6 +393,7 @@ pub(crate) fn open(
             false => state.title.clone(),
         };
         saved.record = Recorder::resumed(state.record);
+        saved.redo.clone_from(&state.redo);
     }
     Ok(Opened { saved, restored })
 }

@@ -54,7 +54,8 @@
 //! turn`, checked against the repository when used; `outputs` are the command outputs
 //! in the context; `unsent` (optional) a message that waited for the repo map and was
 //! never sent, given back on resume; `record` is where the turn record stands and `log` how much of it on
-//! disk is complete (see `record`). Version 1 (an older tern's single file per
+//! disk is complete (see `record`); `redo` (optional) is what the last rewind took
+//! away, for its redo, until a message is sent (`Redo`). Version 1 (an older tern's single file per
 //! repository) is read too: it has no `created_ms`, `last_active_ms`, `title`, `record`
 //! or `log`.
 
@@ -132,6 +133,53 @@ pub struct SessionFile {
     /// How much of the turn record on disk is complete (filled in when written).
     #[serde(default)]
     pub log: LogPosition,
+    /// What the last rewind took away, for `/rewind redo`, until a message is sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redo: Option<Redo>,
+}
+
+/// What a rewind took away, to put back (`engine::rewind`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Redo {
+    /// The turn it went back to before.
+    pub to: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<RedoCode>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat: Option<RedoChat>,
+}
+
+/// The code a rewind took back: HEAD is moved from `at` (where it left it) back to
+/// `head`, bringing back `commits`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RedoCode {
+    pub at: String,
+    pub head: String,
+    pub commits: Vec<String>,
+    /// `turns` as it was, for `/undo turn`.
+    pub turns: TurnCommits,
+    /// What the model was to be told of the commits taken back (a code-only rewind).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// The commands whose changes it put back, oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub commands: Vec<super::record::Ran>,
+}
+
+/// The conversation as it was before the rewind, and its number of turns.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RedoChat {
+    pub turns: usize,
+    pub history: Vec<Message>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outputs: Vec<crate::context::CommandText>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub transcript: Vec<Shown>,
 }
 
 impl Default for SessionFile {
@@ -162,6 +210,7 @@ impl Default for SessionFile {
             unsent: None,
             record: Cursor::default(),
             log: LogPosition::default(),
+            redo: None,
         }
     }
 }

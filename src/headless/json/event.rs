@@ -152,6 +152,19 @@ pub enum Event<'a> {
     Undone {
         commits: &'a [String],
     },
+    Timeline {
+        turns: Vec<TimelineTurn<'a>>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        redo: Option<&'a str>,
+    },
+    Rewound {
+        to: usize,
+        redo: bool,
+        commits: &'a [String],
+        #[serde(skip_serializing_if = "Option::is_none")]
+        transcript: Option<Vec<Shown<'a>>>,
+        text: &'a str,
+    },
     Summarized {
         replaced_messages: usize,
         replaced_tokens: usize,
@@ -221,6 +234,55 @@ pub struct NeededFile<'a> {
 pub struct Shown<'a> {
     kind: &'static str,
     text: &'a str,
+}
+
+impl<'a> From<&'a p::Shown> for Shown<'a> {
+    fn from(s: &'a p::Shown) -> Self {
+        Shown {
+            kind: match s.kind {
+                p::ShownKind::User => "user",
+                p::ShownKind::Note => "note",
+                p::ShownKind::Assistant => "assistant",
+                p::ShownKind::Summary => "summary",
+            },
+            text: &s.text,
+        }
+    }
+}
+
+/// A turn of `tern rewind --list` and of the `/rewind` timeline.
+#[derive(Serialize)]
+pub struct TimelineTurn<'a> {
+    turn: usize,
+    text: &'a str,
+    at: u64,
+    commits: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cost: Option<f64>,
+    turns_after: usize,
+    commits_since: &'a [String],
+    files_since: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cost_since: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    code_refused: Option<&'a str>,
+}
+
+impl<'a> From<&'a p::TimelineTurn> for TimelineTurn<'a> {
+    fn from(t: &'a p::TimelineTurn) -> Self {
+        TimelineTurn {
+            turn: t.turn,
+            text: &t.text,
+            at: t.at,
+            commits: &t.commits,
+            cost: t.cost,
+            turns_after: t.turns_after,
+            commits_since: &t.commits_since,
+            files_since: &t.files_since,
+            cost_since: t.cost_since,
+            code_refused: t.code_refused.as_deref(),
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -333,18 +395,7 @@ impl<'a> From<&'a p::Event> for Event<'a> {
             E::Budget(report) => Event::Budget(Budget::from(&**report)),
             E::Resumed { transcript, unsent } => Event::Resumed {
                 unsent: unsent.as_deref(),
-                transcript: transcript
-                    .iter()
-                    .map(|s| Shown {
-                        kind: match s.kind {
-                            p::ShownKind::User => "user",
-                            p::ShownKind::Note => "note",
-                            p::ShownKind::Assistant => "assistant",
-                            p::ShownKind::Summary => "summary",
-                        },
-                        text: &s.text,
-                    })
-                    .collect(),
+                transcript: transcript.iter().map(Shown::from).collect(),
             },
             E::Files { files } => Event::Files {
                 files: files
@@ -451,6 +502,25 @@ impl<'a> From<&'a p::Event> for Event<'a> {
             E::RepoFiles { files } => Event::RepoFiles { files },
             E::History(status) => Event::History(History::from(status)),
             E::Undone { commits } => Event::Undone { commits },
+            E::Timeline { turns, redo } => Event::Timeline {
+                turns: turns.iter().map(TimelineTurn::from).collect(),
+                redo: redo.as_deref(),
+            },
+            E::Rewound {
+                to,
+                redo,
+                commits,
+                transcript,
+                text,
+            } => Event::Rewound {
+                to: *to,
+                redo: *redo,
+                commits,
+                transcript: transcript
+                    .as_ref()
+                    .map(|t| t.iter().map(Shown::from).collect()),
+                text,
+            },
             E::Summarized {
                 replaced_messages,
                 replaced_tokens,

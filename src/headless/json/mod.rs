@@ -21,7 +21,7 @@ use serde::Serialize;
 use crate::engine::OpId;
 
 pub use budget::Budget;
-pub use event::{Event, Stopped};
+pub use event::{Event, Stopped, TimelineTurn};
 pub use map::{MapFile, Ranked};
 pub use review::{Plan, Review, ReviewStopped};
 pub use sessions::Session;

@@ -10,6 +10,7 @@ pub mod map;
 pub mod needed;
 pub mod picker;
 pub mod review;
+pub mod rewind;
 
 use crossterm::event::KeyEvent;
 use ratatui::buffer::Buffer;
@@ -148,6 +149,17 @@ pub(crate) fn step(selected: usize, delta: i32, len: usize) -> usize {
         return 0;
     }
     (selected as i64 + delta as i64).clamp(0, len as i64 - 1) as usize
+}
+
+/// A popup of `width` x `height` centred in `area` (both within it).
+pub(crate) fn centred(area: Rect, width: u16, height: u16) -> Rect {
+    let (width, height) = (width.min(area.width), height.min(area.height));
+    Rect::new(
+        area.x + (area.width - width) / 2,
+        area.y + (area.height - height) / 2,
+        width,
+        height,
+    )
 }
 
 /// The first row to show so that `selected` stays visible in `height` rows.

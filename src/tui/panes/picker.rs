@@ -116,12 +116,7 @@ impl Picker {
     pub fn render(&mut self, area: Rect, buf: &mut Buffer, keymap: &Keymap, theme: &Theme) {
         let width = (area.width * 2 / 3).clamp(30.min(area.width), 90.min(area.width));
         let height = (area.height * 2 / 3).clamp(6.min(area.height), 30.min(area.height));
-        let popup = Rect::new(
-            area.x + (area.width - width) / 2,
-            area.y + (area.height - height) / 2,
-            width,
-            height,
-        );
+        let popup = super::centred(area, width, height);
         Clear.render(popup, buf);
         let title = format!(
             " Add a file · enter editable · {} read-only · esc closes ",

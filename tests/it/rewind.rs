@@ -1,0 +1,488 @@
+//! `tern rewind` through the real binary, on sessions made by real `tern -m` turns
+//! against the loopback server, in real temporary repositories: the code only, the
+//! conversation only, both; the redo, and its end when a message is sent; the refusal
+//! when the user changed a file a rewound commit touches; turn numbers that are not
+//! turns; a damaged record.
+
+// A failed unwrap here is a failed test or benchmark, which is what it should be.
+#![allow(clippy::unwrap_used)]
+
+use std::time::Duration;
+
+use crate::headless::repo;
+use crate::support::{MockServer, Reply, TempRepo, output_within, texts};
+
+const WAIT: Duration = Duration::from_secs(30);
+const AFTER_ONE: &str = "def greet(name):\n    return 'hello, ' + name\n";
+const AFTER_TWO: &str = "def greet(name: str):\n    return 'hello, ' + name\n";
+
+fn run(repo: &TempRepo, server: &MockServer, args: &[&str]) -> (String, String, Option<i32>) {
+    let out = output_within(repo.tern(&server.base_url()).args(args), WAIT);
+    let (stdout, stderr) = texts(&out);
+    (stdout, stderr, out.status.code())
+}
+
+/// A turn sent with `text`, whose reply replaces `old` with `new` in src/greet.py
+/// (none: a reply without edits), applied with --yes; the first turn starts the
+/// session, the others resume it.
+fn turn(repo: &TempRepo, server: &MockServer, text: &str, edit: Option<(&str, &str)>) {
+    let reply = match edit {
+        Some((old, new)) => {
+            server.push_for_model("gpt-4o-mini", Reply::text(format!("Change greet: {text}")));
+            format!(
+                "src/greet.py\n```python\n<<<<<<< SEARCH\n{old}=======\n{new}>>>>>>> REPLACE\n```\n"
+            )
+        }
+        None => format!("An answer to {text}."),
+    };
+    server.push_for_model("gpt-4o", Reply::text(reply));
+    let first = repo.sessions().list().is_empty();
+    let mut args = vec!["--yes", "--model", "gpt-4o", "-m", text];
+    if first {
+        args.push("src/greet.py");
+    } else {
+        args.insert(0, "--resume");
+    }
+    let (_, stderr, code) = run(repo, server, &args);
+    assert_eq!(code, Some(0), "{stderr}");
+}
+
+fn head(repo: &TempRepo) -> String {
+    repo.git(&["rev-parse", "HEAD"]).trim().to_string()
+}
+
+/// The first turn: it makes commit A, returned.
+fn add_a_comma(repo: &TempRepo, server: &MockServer) -> String {
+    turn(
+        repo,
+        server,
+        "add a comma",
+        Some((
+            "    return 'hello ' + name\n",
+            "    return 'hello, ' + name\n",
+        )),
+    );
+    head(repo)
+}
+
+/// Three turns: two that edit (commits A and B), one question.
+fn three_turns(repo: &TempRepo, server: &MockServer) -> (String, String) {
+    let a = add_a_comma(repo, server);
+    turn(
+        repo,
+        server,
+        "type the name",
+        Some(("def greet(name):\n", "def greet(name: str):\n")),
+    );
+    let b = head(repo);
+    turn(repo, server, "what does it do?", None);
+    assert_eq!(repo.read("src/greet.py"), AFTER_TWO);
+    (a, b)
+}
+
+/// The first segment of the newest session's turn record.
+fn first_segment(repo: &TempRepo) -> std::path::PathBuf {
+    let newest = repo.sessions().pick(&tern::engine::persist::Resume::Newest);
+    newest.unwrap().dir.join("turns-1.jsonl")
+}
+
+/// The user's messages in the saved history.
+fn asked(repo: &TempRepo) -> Vec<String> {
+    repo.newest_session()
+        .history
+        .iter()
+        .filter(|m| m.role == tern::llm::Role::User)
+        .map(|m| m.content.clone())
+        .collect()
+}
+
+#[test]
+fn the_code_the_conversation_or_both_go_back_and_come_back() {
+    let server = MockServer::start_in_thread();
+    let repo = repo();
+    let (a, b) = three_turns(&repo, &server);
+
+    let (stdout, stderr, code) = run(&repo, &server, &["rewind"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    for line in [
+        "turn 1  add a comma  · 1 commit",
+        "turn 2  type the name  · 1 commit",
+        "turn 3  what does it do?  · 0 commits",
+        "before it: code: 1 commit taken back (src/greet.py); chat: 2 turns taken back",
+    ] {
+        assert!(stdout.contains(line), "{line:?} in\n{stdout}");
+    }
+
+    // The code only: B goes, the conversation stays, and the model is to be told.
+    let (stdout, stderr, code) = run(&repo, &server, &["rewind", "--to", "2", "--code"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("rewound to before turn 2"), "{stdout}");
+    assert!(stdout.contains("conversation: unchanged"), "{stdout}");
+    assert_eq!(
+        (head(&repo), repo.read("src/greet.py")),
+        (a.clone(), AFTER_ONE.into())
+    );
+    assert_eq!(asked(&repo).len(), 3);
+    assert_eq!(
+        repo.newest_session().notes.len(),
+        1,
+        "the model hears of it"
+    );
+
+    let (stdout, stderr, code) = run(&repo, &server, &["rewind", "--redo"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stdout.contains("code: 1 commit back (src/greet.py)"),
+        "{stdout}"
+    );
+    assert_eq!(
+        (head(&repo), repo.read("src/greet.py")),
+        (b.clone(), AFTER_TWO.into())
+    );
+    assert!(
+        repo.newest_session().notes.is_empty(),
+        "nothing to tell now"
+    );
+    let (_, stderr, code) = run(&repo, &server, &["rewind", "--redo"]);
+    assert_eq!(code, Some(1), "a redo is done once: {stderr}");
+    assert!(stderr.contains("there is no rewind to redo"), "{stderr}");
+
+    // The conversation only: the code stays.
+    let (stdout, stderr, code) = run(&repo, &server, &["rewind", "--to", "2", "--chat"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stdout.contains("conversation: 2 turns taken back"),
+        "{stdout}"
+    );
+    assert_eq!(head(&repo), b);
+    assert_eq!(asked(&repo), ["add a comma"]);
+    let (_, stderr, code) = run(&repo, &server, &["rewind", "--redo"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(asked(&repo).len(), 3);
+
+    // Both.
+    let (_, stderr, code) = run(&repo, &server, &["rewind", "--to", "2"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(
+        (head(&repo), repo.read("src/greet.py")),
+        (a.clone(), AFTER_ONE.into())
+    );
+    assert_eq!(asked(&repo), ["add a comma"]);
+
+    // A message sent ends the redo; it is turn 2 now, and the model saw turn 1 only.
+    turn(&repo, &server, "say hi instead", None);
+    let sent: Vec<String> = server
+        .requests()
+        .iter()
+        .rev()
+        .find(|r| r.model == "gpt-4o")
+        .unwrap()
+        .messages
+        .iter()
+        .map(|m| m.text.clone())
+        .collect();
+    let all = sent.join("\n");
+    assert!(
+        all.contains("add a comma") && !all.contains("type the name"),
+        "{all}"
+    );
+    let (_, stderr, code) = run(&repo, &server, &["rewind", "--redo"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("there is no rewind to redo (a message sent since ends it"),
+        "{stderr}"
+    );
+    assert_eq!(head(&repo), a, "nothing was changed");
+    let (stdout, _, _) = run(&repo, &server, &["rewind", "--list"]);
+    assert!(stdout.contains("turn 2  say hi instead"), "{stdout}");
+    assert!(!stdout.contains("turn 3"), "{stdout}");
+}
+
+#[test]
+fn your_own_change_to_a_rewound_file_refuses_and_changes_nothing() {
+    let server = MockServer::start_in_thread();
+    let repo = repo();
+    let (_, b) = three_turns(&repo, &server);
+    let yours = format!("{AFTER_TWO}# mine\n");
+    repo.write("src/greet.py", &yours);
+    let before = repo.newest_session();
+
+    let (stdout, stderr, code) = run(&repo, &server, &["rewind", "--to", "1"]);
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(
+        stderr.contains("the code cannot be rewound: these files changed since tern's commit")
+            && stderr.contains("src/greet.py")
+            && stderr.ends_with("nothing was changed\n"),
+        "{stderr}"
+    );
+    assert_eq!((head(&repo), repo.read("src/greet.py")), (b, yours));
+    assert_eq!(repo.newest_session().history, before.history);
+    // The listing says it before anything is tried.
+    let (stdout, _, _) = run(&repo, &server, &["rewind"]);
+    assert!(
+        stdout.contains("code cannot go back: these files changed"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn turns_that_are_not_turns_and_a_damaged_record_are_refused() {
+    let server = MockServer::start_in_thread();
+    let repo = repo();
+    let a = add_a_comma(&repo, &server);
+    for (to, said) in [
+        ("0", "turns are numbered from 1"),
+        ("-1", "turns are numbered from 1"),
+        ("x", "\"x\" is not a turn number"),
+        ("2", "turn 2 is not in the record (it has turns 1 to 1)"),
+        ("99999999999999999999", "is not a turn number"),
+    ] {
+        let (_, stderr, code) = run(&repo, &server, &["rewind", "--to", to]);
+        assert_eq!(code, Some(1), "{to}: {stderr}");
+        assert!(
+            stderr.contains(said) && stderr.contains("nothing was changed"),
+            "{to}: {stderr}"
+        );
+        assert_eq!(head(&repo), a);
+    }
+    let (_, stderr, code) = run(&repo, &server, &["rewind", "--redo"]);
+    assert_eq!(code, Some(1));
+    assert!(stderr.contains("there is no rewind to redo"), "{stderr}");
+
+    // A record damaged in its middle: read whole or not at all.
+    let segment = first_segment(&repo);
+    let text = std::fs::read_to_string(&segment).unwrap();
+    let mut bytes = text.into_bytes();
+    bytes[3] = b'#';
+    std::fs::write(&segment, bytes).unwrap();
+    let (_, stderr, code) = run(&repo, &server, &["rewind", "--to", "1"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("the turn record's line 1")
+            && stderr.contains("is damaged")
+            && stderr.contains("nothing was changed"),
+        "{stderr}"
+    );
+    assert_eq!(
+        (head(&repo), repo.read("src/greet.py")),
+        (a, AFTER_ONE.into())
+    );
+}
+
+/// What a command tern ran changed is taken back with the code (a file it wrote, a
+/// file it changed), and comes back with the redo.
+#[test]
+fn what_a_command_tern_ran_changed_goes_back_with_the_code() {
+    let server = MockServer::start_in_thread();
+    let repo = repo();
+    let a = add_a_comma(&repo, &server);
+    let (_, stderr, code) = run(
+        &repo,
+        &server,
+        &[
+            "--resume",
+            "--allow-commands",
+            "-m",
+            "/run printf 'made\\n' > notes.txt && printf '# Changed\\n' > README.md",
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(repo.read("notes.txt"), "made\n");
+    turn(&repo, &server, "what changed?", None);
+
+    let (stdout, stderr, code) = run(&repo, &server, &["rewind", "--to", "1", "--code"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stdout.contains("put back what `printf 'made\\n' > notes.txt && printf '# Changed\\n' > README.md` changed: README.md, notes.txt"),
+        "{stdout}"
+    );
+    assert_eq!(repo.read("README.md"), "# Demo\n");
+    assert!(!repo.path().join("notes.txt").exists());
+    assert_eq!(
+        repo.read("src/greet.py"),
+        "def greet(name):\n    return 'hello ' + name\n"
+    );
+    assert_ne!(head(&repo), a);
+
+    let (stdout, stderr, code) = run(&repo, &server, &["rewind", "--redo"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stdout.contains("changes are back: README.md, notes.txt"),
+        "{stdout}"
+    );
+    assert_eq!(
+        (head(&repo), repo.read("README.md"), repo.read("notes.txt")),
+        (a, "# Changed\n".to_string(), "made\n".to_string())
+    );
+}
+
+fn timeline_turn(
+    turn: usize,
+    text: &str,
+    commits: &[&str],
+    turns_after: usize,
+) -> tern::engine::protocol::TimelineTurn {
+    tern::engine::protocol::TimelineTurn {
+        turn,
+        text: text.into(),
+        at: 0,
+        commits: commits.iter().map(|c| c.to_string()).collect(),
+        cost: Some(0.0123),
+        turns_after,
+        commits_since: vec!["1a2b3c4 Add a comma".into(), "5d6e7f8 Type the name".into()]
+            .into_iter()
+            .skip(turn - 1)
+            .collect(),
+        files_since: vec!["src/greet.py".into()],
+        cost_since: Some(0.03),
+        code_refused: None,
+    }
+}
+
+/// `/rewind` opens the timeline; the picker shows what each choice changes before it
+/// does anything, and enter sends exactly the rewind chosen.
+#[test]
+fn the_rewind_picker_shows_each_choice_before_it_rewinds() {
+    use crate::tui_support::{app, feed, key, screen, session_start};
+    use crossterm::event::KeyCode;
+    use tern::engine::protocol::Command;
+    use tern::engine::{Event, Op};
+
+    let mut app = app();
+    feed(&mut app, session_start());
+    app.take_ops();
+    for c in "/rewind".chars() {
+        app.handle_terminal(key(KeyCode::Char(c)));
+    }
+    app.handle_terminal(key(KeyCode::Enter));
+    assert!(app.take_ops().iter().any(|op| matches!(
+        op,
+        Op::Command { command: Command::Rewind, args } if args.is_empty()
+    )),);
+    let turns = vec![
+        timeline_turn(1, "add a comma", &["1a2b3c4 Add a comma"], 2),
+        timeline_turn(2, "type the name", &["5d6e7f8 Type the name"], 1),
+    ];
+    feed(&mut app, [Event::Timeline { turns, redo: None }]);
+    for (w, h) in [(80, 24), (160, 48)] {
+        let shown = screen(&mut app, w, h);
+        for text in [
+            "turn 1  add a comma  · 1 commit · $0.0123",
+            "turn 2  type the name",
+            "before turn 2, code and conversation:",
+            "code: 1 commit taken back (src/greet.py)",
+            "chat: 1 turn taken back",
+        ] {
+            assert!(shown.contains(text), "{w}x{h}: {text:?} in\n{shown}");
+        }
+    }
+    // Up to turn 1, then the code only: the preview follows, nothing is sent yet.
+    app.handle_terminal(key(KeyCode::Up));
+    app.handle_terminal(key(KeyCode::Tab));
+    let shown = screen(&mut app, 80, 24);
+    assert!(shown.contains("before turn 1, code only:"), "{shown}");
+    assert!(shown.contains("code: 2 commits taken back"), "{shown}");
+    assert!(!shown.contains("chat: 2 turns taken back"), "{shown}");
+    assert!(app.take_ops().is_empty());
+    // The conversation only, then enter.
+    app.handle_terminal(key(KeyCode::Tab));
+    assert!(screen(&mut app, 80, 24).contains("chat: 2 turns taken back"));
+    app.handle_terminal(key(KeyCode::Enter));
+    assert_eq!(
+        app.take_ops(),
+        [Op::Rewind {
+            to: 1,
+            code: false,
+            chat: true
+        }]
+    );
+    assert!(
+        !screen(&mut app, 80, 24).contains("before turn 1"),
+        "closed"
+    );
+    // Esc closes it having sent nothing; `r` redoes only when a redo is offered.
+    feed(
+        &mut app,
+        [Event::Timeline {
+            turns: vec![timeline_turn(1, "add a comma", &[], 1)],
+            redo: None,
+        }],
+    );
+    app.handle_terminal(key(KeyCode::Char('r')));
+    app.handle_terminal(key(KeyCode::Esc));
+    assert!(app.take_ops().is_empty());
+    feed(
+        &mut app,
+        [Event::Timeline {
+            turns: Vec::new(),
+            redo: Some("the rewind to before turn 1: 1 commit".into()),
+        }],
+    );
+    assert!(screen(&mut app, 80, 24).contains("r redoes the rewind to before turn 1: 1 commit"));
+    app.handle_terminal(key(KeyCode::Char('r')));
+    assert_eq!(app.take_ops(), [Op::RewindRedo]);
+}
+
+/// The engine's `/rewind` (what the workspace and `-m` send): it reads the record its
+/// own writer is still saving, and keeps the redo until the next message.
+#[test]
+fn the_engine_rewinds_its_own_session_and_redoes() {
+    let server = MockServer::start_in_thread();
+    let repo = repo();
+    let (a, b) = three_turns(&repo, &server);
+    let (_, stderr, code) = run(&repo, &server, &["--resume", "-m", "/rewind 2 code"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains("rewound to before turn 2"), "{stderr}");
+    assert_eq!(
+        (head(&repo), repo.read("src/greet.py")),
+        (a.clone(), AFTER_ONE.into())
+    );
+    let (_, stderr, code) = run(&repo, &server, &["--resume", "-m", "/rewind redo"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(head(&repo), b);
+    let (_, stderr, code) = run(&repo, &server, &["--resume", "-m", "/rewind 2 chat"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(asked(&repo), ["add a comma"]);
+    let (_, stderr, _) = run(&repo, &server, &["--resume", "-m", "/rewind 0"]);
+    assert!(
+        stderr.contains("/rewind: turns are numbered from 1"),
+        "{stderr}"
+    );
+    let (_, stderr, _) = run(&repo, &server, &["--resume", "-m", "/rewind 7"]);
+    assert!(
+        stderr.contains("turn 7 is not in the record (it has turns 1 to 1); nothing was changed"),
+        "{stderr}"
+    );
+}
+
+/// A record cut short (its last lines gone): the turns it still has can be rewound,
+/// and a code rewind that finds no commit of tern's while HEAD moved says so instead
+/// of pretending the code is as it was.
+#[test]
+fn a_record_cut_short_says_what_it_no_longer_knows() {
+    let server = MockServer::start_in_thread();
+    let repo = repo();
+    let (a, b) = three_turns(&repo, &server);
+    let segment = first_segment(&repo);
+    let text = std::fs::read_to_string(&segment).unwrap();
+    let first = text.lines().next().unwrap();
+    std::fs::write(&segment, format!("{first}\n")).unwrap();
+    let (_, stderr, code) = run(&repo, &server, &["rewind", "--to", "2"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("turn 2 is not in the record (it has turns 1 to 1); nothing was changed"),
+        "{stderr}"
+    );
+    let (stdout, stderr, code) = run(&repo, &server, &["rewind", "--to", "1", "--code"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stdout.contains(&format!(
+            "HEAD moved since the turn began ({} to {}), but the record holds no commit of tern's since then, so none was taken back",
+            &repo.git(&["rev-parse", "--short", "HEAD~2"]).trim(),
+            b.get(..7).unwrap()
+        )),
+        "{stdout}"
+    );
+    assert_eq!(head(&repo), b, "nothing was taken back");
+    assert_ne!(a, b);
+}

@@ -99,8 +99,36 @@ pub fn scan(root: &Path) -> Vec<Found> {
     }
     let tracked: HashSet<&str> = found.iter().map(|f| f.rel.as_str()).collect();
     let untracked = Mutex::new(Vec::new());
-    ignore::WalkBuilder::new(root)
-        .add_custom_ignore_filename(TERNIGNORE)
+    walker(root, root, submodules).build_parallel().run(|| {
+        Box::new(|entry| {
+            if let Ok(entry) = entry
+                && entry.file_type().is_some_and(|t| t.is_file())
+                && let Some(rel) = relative(root, entry.path())
+                && !tracked.contains(rel.as_str())
+                && let Ok(meta) = entry.metadata()
+                && kept(&rel, &meta)
+            {
+                let found = Found::new(rel, &meta);
+                untracked
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(found);
+            }
+            ignore::WalkState::Continue
+        })
+    });
+    drop(tracked);
+    found.extend(untracked.into_inner().unwrap_or_else(|e| e.into_inner()));
+    found.sort_unstable_by(|a, b| a.rel.cmp(&b.rel));
+    found
+}
+
+/// The walk that finds untracked files, from `from` (the root or a directory under it):
+/// ignored directories, `.git` and submodules are skipped, and so are directories whose
+/// ignore files cannot be read without blocking (a FIFO).
+fn walker(root: &Path, from: &Path, submodules: HashSet<PathBuf>) -> ignore::WalkBuilder {
+    let mut walk = ignore::WalkBuilder::new(from);
+    walk.add_custom_ignore_filename(TERNIGNORE)
         .require_git(false)
         .git_exclude(!crate::regular_file::would_block(
             &root.join(".git/info/exclude"),
@@ -110,30 +138,51 @@ pub fn scan(root: &Path) -> Vec<Found> {
                 && !submodules.contains(e.path())
                 && (!e.file_type().is_some_and(|t| t.is_dir())
                     || crate::regular_file::walkable(e.path(), &[TERNIGNORE]))
-        })
-        .build_parallel()
-        .run(|| {
-            Box::new(|entry| {
-                if let Ok(entry) = entry
-                    && entry.file_type().is_some_and(|t| t.is_file())
-                    && let Some(rel) = relative(root, entry.path())
-                    && !tracked.contains(rel.as_str())
-                    && let Ok(meta) = entry.metadata()
-                    && kept(&rel, &meta)
-                {
-                    let found = Found::new(rel, &meta);
-                    untracked
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .push(found);
-                }
-                ignore::WalkState::Continue
-            })
         });
-    drop(tracked);
-    found.extend(untracked.into_inner().unwrap_or_else(|e| e.into_inner()));
-    found.sort_unstable_by(|a, b| a.rel.cmp(&b.rel));
-    found
+    walk
+}
+
+/// Whether a file that is not in the set yet (`rel`, root-relative) belongs in it, as
+/// [`scan`] would find it: staged, or a regular file that the walk from the root would
+/// reach and keep. Its directory's entries are listed the way the walk lists them, with
+/// the same ignore files of every parent.
+pub fn admits(root: &Path, rel: &str) -> bool {
+    let path = root.join(rel);
+    let is_file = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file());
+    if !is_file
+        || ternignore(root)
+            .matched_path_or_any_parents(rel, false)
+            .is_ignore()
+    {
+        return false;
+    }
+    let index = git2::Repository::open(root).and_then(|repo| repo.index());
+    let staged = |p: &str| {
+        let index = index.as_ref().ok()?;
+        index.get_path(Path::new(p), 0).map(|e| e.mode)
+    };
+    let rel_dir = rel.rsplit_once('/').map_or("", |(d, _)| d);
+    let submodule = Path::new(rel_dir)
+        .ancestors()
+        .filter_map(Path::to_str)
+        .any(|d| !d.is_empty() && staged(d) == Some(0o160000));
+    if submodule {
+        return false; // in a submodule: another repository's file
+    }
+    if staged(rel).is_some() {
+        return true;
+    }
+    // The walk never enters a hidden directory, `.git` or one it cannot read.
+    let Some(dir) = path.parent() else {
+        return false;
+    };
+    !rel_dir.split('/').any(|c| c.starts_with('.'))
+        && crate::regular_file::walkable(dir, &[TERNIGNORE])
+        && walker(root, dir, HashSet::new())
+            .max_depth(Some(1))
+            .build()
+            .flatten()
+            .any(|e| e.path() == path)
 }
 
 /// When the index's blob ids may stand for the files in the work tree.

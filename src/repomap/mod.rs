@@ -21,6 +21,7 @@ mod rank;
 mod render;
 mod store;
 mod tags;
+pub mod watch;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -184,6 +185,16 @@ fn as_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_f64(d.as_secs_f64() * 1000.0)
 }
 
+/// How many refreshes from file-system events ([`RepoMap::refresh_changed`]) took
+/// which way.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WatchCounts {
+    /// Refreshes of the changed files only.
+    pub by_file: usize,
+    /// Rescans of the whole tree.
+    pub rescans: usize,
+}
+
 /// One edge that puts a file in the map: `from` references `ident`, defined in the file,
 /// and carries `weight` of rank along it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -334,6 +345,7 @@ pub struct RepoMap {
     fresh: Vec<Key>,
     /// The snapshot is behind what is known.
     unsaved: bool,
+    watch_counts: WatchCounts,
 }
 
 /// Files whose mtime is this close to the moment they were stat'ed could have been
@@ -384,6 +396,7 @@ impl RepoMap {
             read_ns: 0,
             fresh: Vec::new(),
             unsaved: false,
+            watch_counts: WatchCounts::default(),
         })
     }
 
@@ -509,6 +522,52 @@ impl RepoMap {
         stats.graph = graph_start.elapsed();
         self.total_stats(&mut stats);
         stats
+    }
+
+    /// Takes in what file-system events named ([`watch::Changes`]): a rescan of the
+    /// whole tree when only one is exact (events were lost; an ignore file changed, so
+    /// the set may have too; a directory appeared, vanished or was renamed), else a
+    /// refresh of the named files that are in the set or now belong in it. A watch
+    /// counts how many refreshes took each way ([`watch_counts`](Self::watch_counts)).
+    pub fn refresh_changed(
+        &mut self,
+        changes: &watch::Changes,
+        progress: &(dyn Fn(Progress) + Sync),
+    ) -> RefreshStats {
+        if changes.lost || changes.paths.iter().any(|p| self.changes_the_set(p)) {
+            self.watch_counts.rescans += 1;
+            return self.refresh(progress);
+        }
+        let files: Vec<String> = changes
+            .paths
+            .iter()
+            .filter(|p| self.index.contains_key(p.as_str()) || files::admits(&self.root, p))
+            .cloned()
+            .collect();
+        self.watch_counts.by_file += 1;
+        self.refresh_files(&files)
+    }
+
+    /// Whether an event on `rel` may change which files are in the set, beyond `rel`
+    /// itself: an ignore file, or a directory (a file of the set under a path that is
+    /// not one, or a directory on disk).
+    fn changes_the_set(&self, rel: &str) -> bool {
+        let name = rel.rsplit_once('/').map_or(rel, |(_, n)| n);
+        if [".gitignore", ".ignore", files::TERNIGNORE].contains(&name) {
+            return true;
+        }
+        if self.index.contains_key(rel) {
+            return false;
+        }
+        let dir = format!("{rel}/");
+        let at = self.paths.partition_point(|p| p.as_str() < dir.as_str());
+        self.paths.get(at).is_some_and(|p| p.starts_with(&dir))
+            || std::fs::symlink_metadata(self.root.join(rel)).is_ok_and(|m| m.is_dir())
+    }
+
+    /// How the refreshes from file-system events went.
+    pub fn watch_counts(&self) -> WatchCounts {
+        self.watch_counts
     }
 
     fn update(

@@ -346,11 +346,9 @@ pub struct RepoMap {
     /// The snapshot is behind what is known.
     unsaved: bool,
     watch_counts: WatchCounts,
+    /// How long after its modification a file's stat data proves nothing.
+    racy: files::Racy,
 }
-
-/// Files whose mtime is this close to the moment they were stat'ed could have been
-/// changed again within the same clock tick: their content is checked.
-const RACY_NS: i64 = 2_000_000_000;
 
 impl RepoMap {
     /// Opens the map of the repository at `root`. Nothing is scanned or loaded until
@@ -376,6 +374,7 @@ impl RepoMap {
             Some(stem) => cache::load_counts(&counts_path(stem, &counter)),
             None => HashMap::new(),
         });
+        let racy = files::Racy::of(&root);
         Ok(RepoMap {
             root,
             cache_stem,
@@ -397,6 +396,7 @@ impl RepoMap {
             fresh: Vec::new(),
             unsaved: false,
             watch_counts: WatchCounts::default(),
+            racy,
         })
     }
 
@@ -429,7 +429,7 @@ impl RepoMap {
             .map(|stem| stem.with_extension("snap"));
         let store_dir = self.store_dir.as_ref().filter(|_| self.store.is_none());
         let (found, (loaded, store)) = rayon::join(
-            || files::scan(&self.root),
+            || files::scan(&self.root, self.racy),
             || {
                 rayon::join(
                     || snapshot_file.map(|path| cache::load_snapshot(&path)),
@@ -701,7 +701,8 @@ impl RepoMap {
             && known.size == f.size
             && known.mtime_ns == f.mtime_ns
             && known.ino == f.ino
-            && (f.mtime_ns < since - RACY_NS || f.blob.is_some_and(|b| b == known.key.blob()))
+            && (self.racy.settled(f.mtime_ns, since)
+                || f.blob.is_some_and(|b| b == known.key.blob()))
     }
 
     /// Finds the content key of `f` (from the index, else by reading it) and its tags

@@ -110,6 +110,10 @@ pub(crate) fn relative_path(root: &Path, cwd: &Path, path: &Path) -> Option<Stri
     files::to_rel(root, cwd, path)
 }
 
+/// Maps keyed by the set's paths (tens of thousands of them, hashed on every warm
+/// start): foldhash rather than SipHash, the paths being the repository's own.
+type PathMap<V> = foldhash::HashMap<String, V>;
+
 /// Where the tag cache lives.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CacheLocation {
@@ -238,7 +242,7 @@ struct Explain {
     ranking: Ranking,
     paths: Arc<Vec<String>>,
     names: Arc<Names>,
-    index: Arc<HashMap<String, u32>>,
+    index: Arc<PathMap<u32>>,
 }
 
 impl MapResult {
@@ -303,6 +307,14 @@ impl Slot {
     }
 }
 
+/// What the map derives from its paths alone (`RepoMap::index_of`).
+struct Index {
+    packages: important::Packages,
+    left_out: Vec<Option<left_out::Reason>>,
+    attributes_changed: bool,
+    index: PathMap<u32>,
+}
+
 /// What resolving one file found.
 enum Resolved {
     /// What was known still holds (its stat data may have moved).
@@ -326,7 +338,7 @@ pub struct RepoMap {
     /// Root-relative paths, sorted; `slots[i]` belongs to `paths[i]`.
     paths: Arc<Vec<String>>,
     slots: Vec<Slot>,
-    index: Arc<HashMap<String, u32>>,
+    index: Arc<PathMap<u32>>,
     /// The packages of the set and their important files (`important.rs`).
     packages: important::Packages,
     /// Per file: why its name or attributes leave it out of the map (`left_out.rs`).
@@ -337,7 +349,7 @@ pub struct RepoMap {
     graph: Arc<Graph>,
     /// The snapshot's files not yet claimed by a refresh; None until the first refresh
     /// loads them.
-    disk: Option<HashMap<String, Known>>,
+    disk: Option<PathMap<Known>>,
     disk_saved_ns: i64,
     /// When this process last stat'ed the files.
     read_ns: i64,
@@ -452,7 +464,7 @@ impl RepoMap {
             self.disk_saved_ns = snapshot.saved_ns;
             self.attributes = snapshot.attributes;
         } else if first {
-            self.disk = Some(HashMap::new());
+            self.disk = Some(PathMap::default());
         }
         let mut stats = self.update(found, progress, scan, first);
         stats.cache_discarded = discarded;
@@ -583,7 +595,7 @@ impl RepoMap {
         };
         let parse_start = Instant::now();
         let now = now_ns();
-        let mut old: HashMap<String, Slot> = Arc::unwrap_or_clone(std::mem::take(&mut self.paths))
+        let mut old: PathMap<Slot> = Arc::unwrap_or_clone(std::mem::take(&mut self.paths))
             .into_iter()
             .zip(std::mem::take(&mut self.slots))
             .collect();
@@ -676,14 +688,13 @@ impl RepoMap {
             }
         }
         self.paths = Arc::new(paths);
-        self.rebuild_index();
         self.read_ns = now;
-        self.rebuild_graph();
+        self.rebuild_index_and_graph();
         stats.graph = graph_start.elapsed();
         self.total_stats(&mut stats);
 
         // A snapshot entry for a file no longer in the set is dropped with it.
-        self.disk = Some(HashMap::new());
+        self.disk = Some(PathMap::default());
         self.unsaved |= changed || stats.parsed + stats.from_store + stats.hashed > 0;
         let save_start = Instant::now();
         self.save();
@@ -822,17 +833,43 @@ impl RepoMap {
     }
 
     fn rebuild_index(&mut self) {
-        self.packages = important::Packages::find(&self.paths);
-        let (left_out, changed) = left_out::by_path(&self.root, &self.paths, &mut self.attributes);
-        self.left_out = left_out;
-        self.unsaved |= changed;
-        self.index = Arc::new(
-            self.paths
+        let mut attributes = std::mem::take(&mut self.attributes);
+        let index = self.index_of(&mut attributes);
+        self.attributes = attributes;
+        self.set_index(index);
+    }
+
+    /// Both at once, on two threads: neither reads what the other writes.
+    fn rebuild_index_and_graph(&mut self) {
+        let mut attributes = std::mem::take(&mut self.attributes);
+        let (graph, index) = rayon::join(|| self.graph_of(), || self.index_of(&mut attributes));
+        self.attributes = attributes;
+        self.graph = Arc::new(graph);
+        self.set_index(index);
+    }
+
+    /// The packages, the noise and the index of the paths; `attributes` are asked
+    /// first and kept current.
+    fn index_of(&self, attributes: &mut left_out::AttributeMemo) -> Index {
+        let (left_out, changed) = left_out::by_path(&self.root, &self.paths, attributes);
+        Index {
+            packages: important::Packages::find(&self.paths),
+            left_out,
+            attributes_changed: changed,
+            index: self
+                .paths
                 .iter()
                 .enumerate()
                 .map(|(i, p)| (p.clone(), i as u32))
                 .collect(),
-        );
+        }
+    }
+
+    fn set_index(&mut self, index: Index) {
+        self.packages = index.packages;
+        self.left_out = index.left_out;
+        self.unsaved |= index.attributes_changed;
+        self.index = Arc::new(index.index);
     }
 
     /// Fills in the totals over the whole file set.
@@ -854,8 +891,11 @@ impl RepoMap {
     }
 
     fn rebuild_graph(&mut self) {
+        self.graph = Arc::new(self.graph_of());
+    }
+
+    fn graph_of(&self) -> Graph {
         let names = self.interner.names();
-        let n_idents = names.len();
         let files: Vec<FileIdents> = self
             .slots
             .iter()
@@ -864,7 +904,7 @@ impl RepoMap {
                 refs: &s.known.refs,
             })
             .collect();
-        self.graph = Arc::new(Graph::build(&files, n_idents, |i| names.get(i)));
+        Graph::build(&files, names.len(), |i| names.get(i))
     }
 
     /// Writes what changed since it was last written: new tags to the shared store,

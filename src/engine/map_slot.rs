@@ -17,6 +17,7 @@ use super::protocol::{Event, FileMode, MapEdge, MapView};
 use super::run_loop::Loop;
 use super::{EventSink, Internal, Session};
 use crate::context::MapStatus;
+use crate::repomap::watch::{Changes, Watch};
 use crate::repomap::{self, CacheLocation, MapRefresh, MapResult, Mentions, RepoMap};
 
 /// In `auto`, a rebuild slower than this keeps the last map when nothing the chat
@@ -60,6 +61,13 @@ pub(crate) struct MapSlot {
     rescanned_for_turn: bool,
     /// Where the map keeps its tag cache.
     cache: CacheLocation,
+    /// File-system events keep the map fresh while this lives (started after the first
+    /// extraction); without it, the map rescans the tree after each turn.
+    watch: Option<Watch>,
+    /// The watch could not start or grow (said once); no other is tried.
+    watch_failed: bool,
+    /// Events that came while a refresh ran, applied after it.
+    pending: Changes,
 }
 
 /// Why a refresh ran.
@@ -73,6 +81,16 @@ pub(crate) enum Cause {
     Asked,
     /// In `always`, before a message is sent.
     ForTurn,
+}
+
+/// What a refresh looks at.
+enum Scope {
+    /// The whole tree.
+    Tree,
+    /// Files known to have changed (edits that landed).
+    Files(Vec<String>),
+    /// What file-system events named.
+    Events(Changes),
 }
 
 /// A finished extraction or refresh, handed back to the loop.
@@ -96,6 +114,9 @@ impl MapSlot {
             build_took: Duration::ZERO,
             kept_stale: false,
             rescanned_for_turn: false,
+            watch: None,
+            watch_failed: false,
+            pending: Changes::default(),
         }
     }
 }
@@ -117,7 +138,7 @@ impl MapSlot {
                 return;
             }
         };
-        self.refresh_in_background(map, Cause::First, Vec::new(), events, jobs);
+        self.refresh_in_background(map, Cause::First, Scope::Tree, events, jobs);
     }
 
     /// This engine builds no map (it is not a conversation).
@@ -125,13 +146,12 @@ impl MapSlot {
         self.state = MapState::Unavailable;
     }
 
-    /// Refreshes the whole tree (`changed` empty) or just the files known to have
-    /// changed, on a blocking thread.
+    /// Refreshes what `scope` says on a blocking thread.
     fn refresh_in_background(
         &mut self,
         map: Arc<RwLock<RepoMap>>,
         cause: Cause,
-        changed: Vec<String>,
+        scope: Scope,
         events: &EventSink,
         jobs: &Loop,
     ) {
@@ -143,22 +163,91 @@ impl MapSlot {
         super::run_loop::spawn_blocking(done.clone(), move || {
             super::run_loop::test_panic("map");
             let start = Instant::now();
+            let whole_tree = matches!(scope, Scope::Tree);
             let stats = {
                 let mut guard = map.write().unwrap_or_else(|e| e.into_inner());
-                if changed.is_empty() {
-                    let progress = progress_reporter(events, cause == Cause::First);
-                    guard.refresh(&progress)
-                } else {
-                    guard.refresh_files(&changed)
+                let progress = progress_reporter(events, cause == Cause::First);
+                match &scope {
+                    Scope::Tree => guard.refresh(&progress),
+                    Scope::Files(changed) => guard.refresh_files(changed),
+                    Scope::Events(changes) => guard.refresh_changed(changes, &progress),
                 }
             };
             let _ = done.send(Internal::MapRefreshed(Refreshed {
                 map,
                 cause,
                 changed: stats.changed,
-                whole_tree: changed.is_empty().then(|| start.elapsed()),
+                whole_tree: whole_tree.then(|| start.elapsed()),
             }));
         });
+    }
+
+    /// Starts watching the files after the first extraction, and watches the
+    /// directories a refresh added; when that fails (inotify's watch limit), says so once
+    /// and leaves the map to rescan after each turn.
+    fn keep_watching(&mut self, map: &RepoMap, events: &EventSink, jobs: &Loop) {
+        if self.watch_failed {
+            return;
+        }
+        let watched = match self.watch.take() {
+            Some(watch) => Ok(watch),
+            None => {
+                let done = jobs.done_unasked();
+                Watch::start(map.root(), move |changes| {
+                    done.send(Internal::FilesChanged(changes)).is_ok()
+                })
+            }
+        };
+        match watched.and_then(|mut w| w.cover(map.files().iter().map(String::as_str)).map(|()| w))
+        {
+            Ok(watch) => self.watch = Some(watch),
+            Err(e) => {
+                self.watch_failed = true;
+                events.warning(format!(
+                    "cannot watch the repository's files for the repo map ({e}): it rescans the repository after each turn instead"
+                ));
+            }
+        }
+    }
+
+    /// File-system events named `changes`: refreshes what they name now, or after the
+    /// refresh under way, as [`refresh`](Self::refresh) would.
+    pub(super) fn files_changed(
+        &mut self,
+        changes: Changes,
+        model: &Model,
+        events: &EventSink,
+        jobs: &Loop,
+    ) {
+        self.pending.lost |= changes.lost;
+        self.pending.paths.extend(changes.paths);
+        self.apply_pending(model, events, jobs);
+    }
+
+    /// Refreshes what events named while the map was busy, if it is idle now.
+    pub(super) fn apply_pending(&mut self, model: &Model, events: &EventSink, jobs: &Loop) {
+        if self.pending == Changes::default() {
+            return;
+        }
+        if matches!(
+            model.settings().map_refresh,
+            MapRefresh::Manual | MapRefresh::Always
+        ) {
+            // Nothing is refreshed unasked, or the next message rescans anyway.
+            self.pending = Changes::default();
+            return;
+        }
+        if let MapState::Ready(map) = &self.state {
+            let map = map.clone();
+            let changes = std::mem::take(&mut self.pending);
+            self.refresh_in_background(
+                map,
+                Cause::Background,
+                Scope::Events(changes),
+                events,
+                jobs,
+            );
+        }
     }
 
     /// A refresh finished: the map is ready, and the last one is kept or rebuilt for
@@ -170,7 +259,12 @@ impl MapSlot {
         session: &Session,
         draft: &str,
         events: &EventSink,
+        jobs: &Loop,
     ) -> Cause {
+        {
+            let map = refreshed.map.read().unwrap_or_else(|e| e.into_inner());
+            self.keep_watching(&map, events, jobs);
+        }
         self.state = MapState::Ready(refreshed.map);
         if let Some(took) = refreshed.whole_tree {
             self.refresh_took = took;
@@ -222,7 +316,13 @@ impl MapSlot {
         }
         if let MapState::Ready(map) = &self.state {
             let map = map.clone();
-            self.refresh_in_background(map, Cause::Background, changed, events, jobs);
+            let scope = match (changed.is_empty(), &self.watch) {
+                // The watch picked up what changed on disk meanwhile.
+                (true, Some(_)) => return self.apply_pending(model, events, jobs),
+                (true, None) => Scope::Tree,
+                (false, _) => Scope::Files(changed),
+            };
+            self.refresh_in_background(map, Cause::Background, scope, events, jobs);
         }
     }
 
@@ -231,7 +331,7 @@ impl MapSlot {
         match &self.state {
             MapState::Ready(map) => {
                 let map = map.clone();
-                self.refresh_in_background(map, Cause::Asked, Vec::new(), events, jobs);
+                self.refresh_in_background(map, Cause::Asked, Scope::Tree, events, jobs);
                 events.notice("rescanning the repository for the repo map".into());
             }
             MapState::Loading | MapState::Refreshing(_) => {
@@ -386,7 +486,7 @@ impl MapSlot {
                     && !std::mem::take(&mut self.rescanned_for_turn);
                 if rescan {
                     let map = map.clone();
-                    self.refresh_in_background(map, Cause::ForTurn, Vec::new(), events, jobs);
+                    self.refresh_in_background(map, Cause::ForTurn, Scope::Tree, events, jobs);
                 }
                 rescan
             }

@@ -253,6 +253,8 @@ pub(crate) enum Internal {
     Turn(turn::TurnOutcome),
     Landed(Box<proposal_review::LandResult>),
     MapRefreshed(map_slot::Refreshed),
+    /// File-system events named files of the repository (debounced).
+    FilesChanged(crate::repomap::watch::Changes),
     Reviewed(branch_review::ReviewOutcome),
     /// A git command (undo, commit) finished.
     Git(Result<git_job::GitDone, git_job::GitJobError>),
@@ -475,6 +477,7 @@ impl Engine {
                 }
                 Some(
                     Internal::MapRefreshed(_)
+                    | Internal::FilesChanged(_)
                     | Internal::Reviewed(_)
                     | Internal::Summary(_)
                     | Internal::Counted(_)
@@ -602,13 +605,21 @@ impl Engine {
                     &self.session,
                     self.conversation.draft(),
                     &self.events,
+                    &self.run_loop,
                 );
                 self.publish_budget();
                 if let Some((text, mode, op)) = self.activity.take_waiting() {
                     self.answering(op);
                     self.map.waited_for(cause);
                     self.start_user_turn(text, mode);
+                } else {
+                    self.map
+                        .apply_pending(&self.model, &self.events, &self.run_loop);
                 }
+            }
+            Internal::FilesChanged(changes) => {
+                self.map
+                    .files_changed(changes, &self.model, &self.events, &self.run_loop)
             }
             Internal::Reviewed(outcome) => {
                 self.activity.end_stream();

@@ -50,6 +50,14 @@ impl Loop {
         self.done.clone()
     }
 
+    /// Where work that answers no op reports (file-system events, say).
+    pub(crate) fn done_unasked(&self) -> Done {
+        Done {
+            tx: self.done.tx.clone(),
+            op: None,
+        }
+    }
+
     /// The op that jobs started from now on answer.
     pub(crate) fn answering(&mut self, op: Option<OpId>) {
         self.done.op = op;

@@ -12,7 +12,7 @@
 //! no cache at all; the map is rebuilt and the file rewritten, never a crash.
 
 use std::collections::HashMap;
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use bincode::Options;
@@ -176,17 +176,25 @@ enum Unusable {
 }
 use Unusable::{Bad, Missing};
 
-/// Checks the header and the checksum in one streaming pass, then decodes in a second:
-/// the file is never held in memory next to what is decoded from it.
+/// Maps the file and checks its header and checksum, then decodes straight from the
+/// mapping: the file is read once, from the page cache, and never copied to the heap
+/// next to what is decoded from it. Cache files are only ever replaced by a rename
+/// (never truncated in place), so the mapping cannot shrink under the decoder.
 fn decode<T: DeserializeOwned>(path: &Path, magic: &[u8; 8]) -> Result<T, Unusable> {
-    let mut file = match crate::regular_file::open(path) {
+    let file = match crate::regular_file::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Missing),
         Err(e) => return Err(Bad(format!("cannot read: {e}"))),
     };
-    let io = |e: std::io::Error| Bad(format!("cannot read: {e}"));
-    let mut header = [0u8; HEADER];
-    if file.read_exact(&mut header).is_err() || &header[..8] != magic {
+    // SAFETY: the mapping is read-only and private to this process; the file is a
+    // regular file that tern replaces by renaming another over it, never by writing
+    // into it, so its pages stay valid while mapped.
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Bad(format!("cannot read: {e}")))?;
+    let bytes: &[u8] = &map;
+    let (Some(header), Some(body)) = (bytes.get(..HEADER), bytes.get(HEADER..)) else {
+        return Err(Bad("not a tern cache file".into()));
+    };
+    if &header[..8] != magic {
         return Err(Bad("not a tern cache file".into()));
     }
     let version = u32::from_le_bytes(header[8..12].try_into().expect("4 bytes"));
@@ -194,23 +202,11 @@ fn decode<T: DeserializeOwned>(path: &Path, magic: &[u8; 8]) -> Result<T, Unusab
         return Err(Bad(format!("cache version {version}, expected {VERSION}")));
     }
     let sum = u64::from_le_bytes(header[12..20].try_into().expect("8 bytes"));
-    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
-    let mut chunk = vec![0u8; 1 << 20];
-    let mut len = 0usize;
-    loop {
-        let n = file.read(&mut chunk).map_err(io)?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&chunk[..n]);
-        len += n;
-    }
-    if hasher.digest() != sum {
+    if xxhash_rust::xxh3::xxh3_64(body) != sum {
         return Err(Bad("checksum mismatch".into()));
     }
-    file.seek(SeekFrom::Start(HEADER as u64)).map_err(io)?;
-    options(len)
-        .deserialize_from(std::io::BufReader::with_capacity(1 << 20, file))
+    options(body.len())
+        .deserialize(body)
         .map_err(|e| Bad(format!("undecodable: {e}")))
 }
 

@@ -45,7 +45,7 @@ impl Found {
 
 /// Lists the repository's files, sorted by relative path. Files that vanish or cannot
 /// be stat'ed while listing are left out.
-pub fn scan(root: &Path) -> Vec<Found> {
+pub fn scan(root: &Path, racy: Racy) -> Vec<Found> {
     let ternignore = ternignore(root);
     let kept = |rel: &str, meta: &std::fs::Metadata| {
         meta.is_file()
@@ -62,7 +62,7 @@ pub fn scan(root: &Path) -> Vec<Found> {
     if let Ok(repo) = git2::Repository::open(root)
         && let Ok(index) = repo.index()
     {
-        let trust = IndexTrust::new(&repo, &index);
+        let trust = IndexTrust::new(&repo, &index, racy);
         let mut entries = Vec::with_capacity(index.len());
         for entry in index.iter() {
             let Ok(rel) = String::from_utf8(entry.path.clone()) else {
@@ -99,8 +99,36 @@ pub fn scan(root: &Path) -> Vec<Found> {
     }
     let tracked: HashSet<&str> = found.iter().map(|f| f.rel.as_str()).collect();
     let untracked = Mutex::new(Vec::new());
-    ignore::WalkBuilder::new(root)
-        .add_custom_ignore_filename(TERNIGNORE)
+    walker(root, root, submodules).build_parallel().run(|| {
+        Box::new(|entry| {
+            if let Ok(entry) = entry
+                && entry.file_type().is_some_and(|t| t.is_file())
+                && let Some(rel) = relative(root, entry.path())
+                && !tracked.contains(rel.as_str())
+                && let Ok(meta) = entry.metadata()
+                && kept(&rel, &meta)
+            {
+                let found = Found::new(rel, &meta);
+                untracked
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(found);
+            }
+            ignore::WalkState::Continue
+        })
+    });
+    drop(tracked);
+    found.extend(untracked.into_inner().unwrap_or_else(|e| e.into_inner()));
+    found.sort_unstable_by(|a, b| a.rel.cmp(&b.rel));
+    found
+}
+
+/// The walk that finds untracked files, from `from` (the root or a directory under it):
+/// ignored directories, `.git` and submodules are skipped, and so are directories whose
+/// ignore files cannot be read without blocking (a FIFO).
+fn walker(root: &Path, from: &Path, submodules: HashSet<PathBuf>) -> ignore::WalkBuilder {
+    let mut walk = ignore::WalkBuilder::new(from);
+    walk.add_custom_ignore_filename(TERNIGNORE)
         .require_git(false)
         .git_exclude(!crate::regular_file::would_block(
             &root.join(".git/info/exclude"),
@@ -110,36 +138,127 @@ pub fn scan(root: &Path) -> Vec<Found> {
                 && !submodules.contains(e.path())
                 && (!e.file_type().is_some_and(|t| t.is_dir())
                     || crate::regular_file::walkable(e.path(), &[TERNIGNORE]))
-        })
-        .build_parallel()
-        .run(|| {
-            Box::new(|entry| {
-                if let Ok(entry) = entry
-                    && entry.file_type().is_some_and(|t| t.is_file())
-                    && let Some(rel) = relative(root, entry.path())
-                    && !tracked.contains(rel.as_str())
-                    && let Ok(meta) = entry.metadata()
-                    && kept(&rel, &meta)
-                {
-                    let found = Found::new(rel, &meta);
-                    untracked
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .push(found);
-                }
-                ignore::WalkState::Continue
-            })
         });
-    drop(tracked);
-    found.extend(untracked.into_inner().unwrap_or_else(|e| e.into_inner()));
-    found.sort_unstable_by(|a, b| a.rel.cmp(&b.rel));
-    found
+    walk
+}
+
+/// Whether a file that is not in the set yet (`rel`, root-relative) belongs in it, as
+/// [`scan`] would find it: staged, or a regular file that the walk from the root would
+/// reach and keep. Its directory's entries are listed the way the walk lists them, with
+/// the same ignore files of every parent.
+pub fn admits(root: &Path, rel: &str) -> bool {
+    let path = root.join(rel);
+    let is_file = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file());
+    if !is_file
+        || ternignore(root)
+            .matched_path_or_any_parents(rel, false)
+            .is_ignore()
+    {
+        return false;
+    }
+    let index = git2::Repository::open(root).and_then(|repo| repo.index());
+    let staged = |p: &str| {
+        let index = index.as_ref().ok()?;
+        index.get_path(Path::new(p), 0).map(|e| e.mode)
+    };
+    let rel_dir = rel.rsplit_once('/').map_or("", |(d, _)| d);
+    let submodule = Path::new(rel_dir)
+        .ancestors()
+        .filter_map(Path::to_str)
+        .any(|d| !d.is_empty() && staged(d) == Some(0o160000));
+    if submodule {
+        return false; // in a submodule: another repository's file
+    }
+    if staged(rel).is_some() {
+        return true;
+    }
+    // The walk never enters a hidden directory, `.git` or one it cannot read.
+    let Some(dir) = path.parent() else {
+        return false;
+    };
+    !rel_dir.split('/').any(|c| c.starts_with('.'))
+        && crate::regular_file::walkable(dir, &[TERNIGNORE])
+        && walker(root, dir, HashSet::new())
+            .max_depth(Some(1))
+            .build()
+            .flatten()
+            .any(|e| e.path() == path)
+}
+
+/// How close to a later moment a file's modification time must be for the file to
+/// have been changed again since without that time moving (the file system's clock
+/// tick): such a file's stat data proves nothing and its content is checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Racy {
+    /// The file system keeps nanosecond times from this machine's clock.
+    fine: bool,
+}
+
+impl Racy {
+    /// Two seconds where times may be whole seconds (or FAT's two), or come from another
+    /// machine's clock (a network file system).
+    const COARSE_NS: i64 = 2_000_000_000;
+    /// On a local file system with nanosecond times: the kernel stamps files from its
+    /// coarse clock, which ticks at least every 10 ms (HZ=100); five ticks of margin.
+    const FINE_NS: i64 = 50_000_000;
+
+    /// The rule for the file system that holds `root`.
+    pub fn of(root: &Path) -> Racy {
+        #[cfg(target_os = "linux")]
+        {
+            use nix::sys::statfs;
+            let local = [
+                statfs::EXT4_SUPER_MAGIC,
+                statfs::XFS_SUPER_MAGIC,
+                statfs::BTRFS_SUPER_MAGIC,
+                statfs::TMPFS_MAGIC,
+                statfs::OVERLAYFS_SUPER_MAGIC,
+                statfs::F2FS_SUPER_MAGIC,
+            ];
+            let fine = statfs::statfs(root).is_ok_and(|s| local.contains(&s.filesystem_type()));
+            Racy { fine }
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = root;
+            Racy { fine: false }
+        }
+    }
+
+    /// The window for a file modified at `mtime_ns`: a whole-second time says the file
+    /// system keeps no more (ext4's small inodes) or the file came from elsewhere.
+    fn window(self, mtime_ns: i64) -> i64 {
+        if self.fine && mtime_ns.rem_euclid(1_000_000_000) != 0 {
+            Racy::FINE_NS
+        } else {
+            Racy::COARSE_NS
+        }
+    }
+
+    /// Whether a file modified at `mtime_ns` could not have changed again, keeping that
+    /// time, after `since` (both on this machine's clock).
+    pub fn settled(self, mtime_ns: i64, since: i64) -> bool {
+        mtime_ns < since.saturating_sub(self.window(mtime_ns))
+    }
+
+    /// Whether a staged file modified at `mtime_ns` could not have changed again after
+    /// the index (modified at `index_ns`, on the same file system's clock) was written:
+    /// git's "racy git" rule, at whole seconds unless the file system's times are fine.
+    fn staged_settled(self, mtime_ns: i64, index_ns: i64) -> bool {
+        match self.window(mtime_ns) {
+            Racy::COARSE_NS => {
+                mtime_ns.div_euclid(1_000_000_000) < index_ns.div_euclid(1_000_000_000)
+            }
+            window => mtime_ns < index_ns.saturating_sub(window),
+        }
+    }
 }
 
 /// When the index's blob ids may stand for the files in the work tree.
 struct IndexTrust {
-    /// When the index was written, in whole seconds.
-    written_secs: i64,
+    /// When the index was written.
+    written_ns: i64,
+    racy: Racy,
     /// Directories (with a trailing `/`; empty for all) where git may convert content
     /// on checkout (line endings, filters), so the work tree's bytes may not be the
     /// blob's.
@@ -150,9 +269,9 @@ struct IndexTrust {
 const CONVERTING: [&str; 6] = ["filter", "eol", "text", "crlf", "ident", "encoding"];
 
 impl IndexTrust {
-    fn new(repo: &git2::Repository, index: &git2::Index) -> IndexTrust {
-        let written_secs = std::fs::metadata(repo.path().join("index"))
-            .map_or(i64::MIN, |m| mtime_ns(&m).div_euclid(1_000_000_000));
+    fn new(repo: &git2::Repository, index: &git2::Index, racy: Racy) -> IndexTrust {
+        let written_ns =
+            std::fs::metadata(repo.path().join("index")).map_or(i64::MIN, |m| mtime_ns(&m));
         let autocrlf = repo
             .config()
             .ok()
@@ -166,7 +285,8 @@ impl IndexTrust {
             converted.insert(0, String::new());
         }
         IndexTrust {
-            written_secs,
+            written_ns,
+            racy,
             converted,
         }
     }
@@ -178,7 +298,7 @@ impl IndexTrust {
                 + i64::from(entry.mtime.nanoseconds()),
             ino: entry.ino,
         };
-        (staged.is_current(found, self.written_secs)
+        (staged.is_current(found, self.written_ns, self.racy)
             && !self
                 .converted
                 .iter()
@@ -258,15 +378,15 @@ struct Staged {
 
 impl Staged {
     /// Whether the staged blob is what the file holds now: the file's size, time and
-    /// inode are the staged ones, and it was staged in an earlier second than the
-    /// index was written. A file changed again within the second the index was written
-    /// can keep its size and (on coarse clocks) its time, so such entries prove
-    /// nothing and the file is read instead (git's "racy git" rule, at whole seconds).
-    fn is_current(&self, found: &Found, index_written_secs: i64) -> bool {
+    /// inode are the staged ones, and it was staged a clock tick before the index was
+    /// written ([`Racy`]). A file changed again within the tick the index was written
+    /// can keep its size and time, so such entries prove nothing and the file is read
+    /// instead (git's "racy git" rule).
+    fn is_current(&self, found: &Found, index_written_ns: i64, racy: Racy) -> bool {
         found.size as u32 == self.size
             && found.mtime_ns == self.mtime_ns
             && found.ino as u32 == self.ino
-            && self.mtime_ns.div_euclid(1_000_000_000) < index_written_secs
+            && racy.staged_settled(self.mtime_ns, index_written_ns)
     }
 }
 
@@ -350,20 +470,41 @@ mod tests {
             mtime_ns: 100 * s + 5,
             ino: 7,
         };
-        assert!(staged.is_current(&found(10, 100 * s + 5, 7), 101));
+        let coarse = Racy { fine: false };
+        let current = |f: &Found, index_ns| staged.is_current(f, index_ns, coarse);
+        assert!(current(&found(10, 100 * s + 5, 7), 101 * s));
         // Another size, time or inode: changed since it was staged.
-        assert!(!staged.is_current(&found(11, 100 * s + 5, 7), 101));
-        assert!(!staged.is_current(&found(10, 100 * s + 6, 7), 101));
-        assert!(!staged.is_current(&found(10, 100 * s + 5, 8), 101));
+        assert!(!current(&found(11, 100 * s + 5, 7), 101 * s));
+        assert!(!current(&found(10, 100 * s + 6, 7), 101 * s));
+        assert!(!current(&found(10, 100 * s + 5, 8), 101 * s));
         // Staged in the second the index was written: a later change in that second
         // could look the same, so it proves nothing.
-        assert!(!staged.is_current(&found(10, 100 * s + 5, 7), 100));
+        assert!(!current(&found(10, 100 * s + 5, 7), 100 * s + 900_000_000));
+        // Where times are fine, the window is the clock's tick, not the second.
+        let fine = Racy { fine: true };
+        let f = found(10, 100 * s + 5, 7);
+        assert!(staged.is_current(&f, 100 * s + 5 + Racy::FINE_NS + 1, fine));
+        assert!(!staged.is_current(&f, 100 * s + 5 + Racy::FINE_NS / 2, fine));
         // Sizes and inodes over 32 bits compare as git stores them.
         let big = Staged {
             size: 3,
             mtime_ns: 0,
             ino: 1,
         };
-        assert!(big.is_current(&found((1 << 32) + 3, 0, (1 << 32) + 1), 1));
+        assert!(big.is_current(&found((1 << 32) + 3, 0, (1 << 32) + 1), s, coarse));
+    }
+
+    #[test]
+    fn stat_data_settles_after_the_clock_tick_of_the_file_system() {
+        let s = 1_000_000_000;
+        let fine = Racy { fine: true };
+        let coarse = Racy { fine: false };
+        let mtime = 100 * s + 5;
+        assert!(fine.settled(mtime, mtime + Racy::FINE_NS + 1));
+        assert!(!fine.settled(mtime, mtime + Racy::FINE_NS / 2));
+        assert!(!coarse.settled(mtime, mtime + Racy::FINE_NS + 1));
+        assert!(coarse.settled(mtime, mtime + Racy::COARSE_NS + 1));
+        // A whole-second time says the file system keeps no finer one.
+        assert!(!fine.settled(100 * s, 100 * s + Racy::FINE_NS + 1));
     }
 }

@@ -21,6 +21,7 @@ mod rank;
 mod render;
 mod store;
 mod tags;
+pub mod watch;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -109,6 +110,10 @@ pub(crate) fn relative_path(root: &Path, cwd: &Path, path: &Path) -> Option<Stri
     files::to_rel(root, cwd, path)
 }
 
+/// Maps keyed by the set's paths (tens of thousands of them, hashed on every warm
+/// start): foldhash rather than SipHash, the paths being the repository's own.
+type PathMap<V> = foldhash::HashMap<String, V>;
+
 /// Where the tag cache lives.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CacheLocation {
@@ -184,6 +189,16 @@ fn as_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_f64(d.as_secs_f64() * 1000.0)
 }
 
+/// How many refreshes from file-system events ([`RepoMap::refresh_changed`]) took
+/// which way.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WatchCounts {
+    /// Refreshes of the changed files only.
+    pub by_file: usize,
+    /// Rescans of the whole tree.
+    pub rescans: usize,
+}
+
 /// One edge that puts a file in the map: `from` references `ident`, defined in the file,
 /// and carries `weight` of rank along it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -227,7 +242,7 @@ struct Explain {
     ranking: Ranking,
     paths: Arc<Vec<String>>,
     names: Arc<Names>,
-    index: Arc<HashMap<String, u32>>,
+    index: Arc<PathMap<u32>>,
 }
 
 impl MapResult {
@@ -292,6 +307,14 @@ impl Slot {
     }
 }
 
+/// What the map derives from its paths alone (`RepoMap::index_of`).
+struct Index {
+    packages: important::Packages,
+    left_out: Vec<Option<left_out::Reason>>,
+    attributes_changed: bool,
+    index: PathMap<u32>,
+}
+
 /// What resolving one file found.
 enum Resolved {
     /// What was known still holds (its stat data may have moved).
@@ -315,7 +338,7 @@ pub struct RepoMap {
     /// Root-relative paths, sorted; `slots[i]` belongs to `paths[i]`.
     paths: Arc<Vec<String>>,
     slots: Vec<Slot>,
-    index: Arc<HashMap<String, u32>>,
+    index: Arc<PathMap<u32>>,
     /// The packages of the set and their important files (`important.rs`).
     packages: important::Packages,
     /// Per file: why its name or attributes leave it out of the map (`left_out.rs`).
@@ -326,7 +349,7 @@ pub struct RepoMap {
     graph: Arc<Graph>,
     /// The snapshot's files not yet claimed by a refresh; None until the first refresh
     /// loads them.
-    disk: Option<HashMap<String, Known>>,
+    disk: Option<PathMap<Known>>,
     disk_saved_ns: i64,
     /// When this process last stat'ed the files.
     read_ns: i64,
@@ -334,11 +357,10 @@ pub struct RepoMap {
     fresh: Vec<Key>,
     /// The snapshot is behind what is known.
     unsaved: bool,
+    watch_counts: WatchCounts,
+    /// How long after its modification a file's stat data proves nothing.
+    racy: files::Racy,
 }
-
-/// Files whose mtime is this close to the moment they were stat'ed could have been
-/// changed again within the same clock tick: their content is checked.
-const RACY_NS: i64 = 2_000_000_000;
 
 impl RepoMap {
     /// Opens the map of the repository at `root`. Nothing is scanned or loaded until
@@ -364,6 +386,7 @@ impl RepoMap {
             Some(stem) => cache::load_counts(&counts_path(stem, &counter)),
             None => HashMap::new(),
         });
+        let racy = files::Racy::of(&root);
         Ok(RepoMap {
             root,
             cache_stem,
@@ -384,6 +407,8 @@ impl RepoMap {
             read_ns: 0,
             fresh: Vec::new(),
             unsaved: false,
+            watch_counts: WatchCounts::default(),
+            racy,
         })
     }
 
@@ -416,7 +441,7 @@ impl RepoMap {
             .map(|stem| stem.with_extension("snap"));
         let store_dir = self.store_dir.as_ref().filter(|_| self.store.is_none());
         let (found, (loaded, store)) = rayon::join(
-            || files::scan(&self.root),
+            || files::scan(&self.root, self.racy),
             || {
                 rayon::join(
                     || snapshot_file.map(|path| cache::load_snapshot(&path)),
@@ -439,7 +464,7 @@ impl RepoMap {
             self.disk_saved_ns = snapshot.saved_ns;
             self.attributes = snapshot.attributes;
         } else if first {
-            self.disk = Some(HashMap::new());
+            self.disk = Some(PathMap::default());
         }
         let mut stats = self.update(found, progress, scan, first);
         stats.cache_discarded = discarded;
@@ -511,6 +536,52 @@ impl RepoMap {
         stats
     }
 
+    /// Takes in what file-system events named ([`watch::Changes`]): a rescan of the
+    /// whole tree when only one is exact (events were lost; an ignore file changed, so
+    /// the set may have too; a directory appeared, vanished or was renamed), else a
+    /// refresh of the named files that are in the set or now belong in it. A watch
+    /// counts how many refreshes took each way ([`watch_counts`](Self::watch_counts)).
+    pub fn refresh_changed(
+        &mut self,
+        changes: &watch::Changes,
+        progress: &(dyn Fn(Progress) + Sync),
+    ) -> RefreshStats {
+        if changes.lost || changes.paths.iter().any(|p| self.changes_the_set(p)) {
+            self.watch_counts.rescans += 1;
+            return self.refresh(progress);
+        }
+        let files: Vec<String> = changes
+            .paths
+            .iter()
+            .filter(|p| self.index.contains_key(p.as_str()) || files::admits(&self.root, p))
+            .cloned()
+            .collect();
+        self.watch_counts.by_file += 1;
+        self.refresh_files(&files)
+    }
+
+    /// Whether an event on `rel` may change which files are in the set, beyond `rel`
+    /// itself: an ignore file, or a directory (a file of the set under a path that is
+    /// not one, or a directory on disk).
+    fn changes_the_set(&self, rel: &str) -> bool {
+        let name = rel.rsplit_once('/').map_or(rel, |(_, n)| n);
+        if [".gitignore", ".ignore", files::TERNIGNORE].contains(&name) {
+            return true;
+        }
+        if self.index.contains_key(rel) {
+            return false;
+        }
+        let dir = format!("{rel}/");
+        let at = self.paths.partition_point(|p| p.as_str() < dir.as_str());
+        self.paths.get(at).is_some_and(|p| p.starts_with(&dir))
+            || std::fs::symlink_metadata(self.root.join(rel)).is_ok_and(|m| m.is_dir())
+    }
+
+    /// How the refreshes from file-system events went.
+    pub fn watch_counts(&self) -> WatchCounts {
+        self.watch_counts
+    }
+
     fn update(
         &mut self,
         found: Vec<files::Found>,
@@ -524,7 +595,7 @@ impl RepoMap {
         };
         let parse_start = Instant::now();
         let now = now_ns();
-        let mut old: HashMap<String, Slot> = Arc::unwrap_or_clone(std::mem::take(&mut self.paths))
+        let mut old: PathMap<Slot> = Arc::unwrap_or_clone(std::mem::take(&mut self.paths))
             .into_iter()
             .zip(std::mem::take(&mut self.slots))
             .collect();
@@ -617,14 +688,13 @@ impl RepoMap {
             }
         }
         self.paths = Arc::new(paths);
-        self.rebuild_index();
         self.read_ns = now;
-        self.rebuild_graph();
+        self.rebuild_index_and_graph();
         stats.graph = graph_start.elapsed();
         self.total_stats(&mut stats);
 
         // A snapshot entry for a file no longer in the set is dropped with it.
-        self.disk = Some(HashMap::new());
+        self.disk = Some(PathMap::default());
         self.unsaved |= changed || stats.parsed + stats.from_store + stats.hashed > 0;
         let save_start = Instant::now();
         self.save();
@@ -642,7 +712,8 @@ impl RepoMap {
             && known.size == f.size
             && known.mtime_ns == f.mtime_ns
             && known.ino == f.ino
-            && (f.mtime_ns < since - RACY_NS || f.blob.is_some_and(|b| b == known.key.blob()))
+            && (self.racy.settled(f.mtime_ns, since)
+                || f.blob.is_some_and(|b| b == known.key.blob()))
     }
 
     /// Finds the content key of `f` (from the index, else by reading it) and its tags
@@ -762,17 +833,43 @@ impl RepoMap {
     }
 
     fn rebuild_index(&mut self) {
-        self.packages = important::Packages::find(&self.paths);
-        let (left_out, changed) = left_out::by_path(&self.root, &self.paths, &mut self.attributes);
-        self.left_out = left_out;
-        self.unsaved |= changed;
-        self.index = Arc::new(
-            self.paths
+        let mut attributes = std::mem::take(&mut self.attributes);
+        let index = self.index_of(&mut attributes);
+        self.attributes = attributes;
+        self.set_index(index);
+    }
+
+    /// Both at once, on two threads: neither reads what the other writes.
+    fn rebuild_index_and_graph(&mut self) {
+        let mut attributes = std::mem::take(&mut self.attributes);
+        let (graph, index) = rayon::join(|| self.graph_of(), || self.index_of(&mut attributes));
+        self.attributes = attributes;
+        self.graph = Arc::new(graph);
+        self.set_index(index);
+    }
+
+    /// The packages, the noise and the index of the paths; `attributes` are asked
+    /// first and kept current.
+    fn index_of(&self, attributes: &mut left_out::AttributeMemo) -> Index {
+        let (left_out, changed) = left_out::by_path(&self.root, &self.paths, attributes);
+        Index {
+            packages: important::Packages::find(&self.paths),
+            left_out,
+            attributes_changed: changed,
+            index: self
+                .paths
                 .iter()
                 .enumerate()
                 .map(|(i, p)| (p.clone(), i as u32))
                 .collect(),
-        );
+        }
+    }
+
+    fn set_index(&mut self, index: Index) {
+        self.packages = index.packages;
+        self.left_out = index.left_out;
+        self.unsaved |= index.attributes_changed;
+        self.index = Arc::new(index.index);
     }
 
     /// Fills in the totals over the whole file set.
@@ -794,8 +891,11 @@ impl RepoMap {
     }
 
     fn rebuild_graph(&mut self) {
+        self.graph = Arc::new(self.graph_of());
+    }
+
+    fn graph_of(&self) -> Graph {
         let names = self.interner.names();
-        let n_idents = names.len();
         let files: Vec<FileIdents> = self
             .slots
             .iter()
@@ -804,7 +904,7 @@ impl RepoMap {
                 refs: &s.known.refs,
             })
             .collect();
-        self.graph = Arc::new(Graph::build(&files, n_idents, |i| names.get(i)));
+        Graph::build(&files, names.len(), |i| names.get(i))
     }
 
     /// Writes what changed since it was last written: new tags to the shared store,

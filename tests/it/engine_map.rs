@@ -96,12 +96,18 @@ async fn auto_rebuilds_when_files_change_on_disk_and_the_gauge_says_so() {
             text: "first".into(),
         })
         .unwrap();
-    // Written while the reply streams: the refresh after the turn finds it.
+    // Written while the reply streams: the file-system events bring it in (during the
+    // turn or after it), and the turn ends.
     add_file(&repo);
-    until(
-        &mut engine,
-        |e| matches!(e, Event::Map(view) if view.text.contains(ADDED)),
-    )
+    let (mapped, idle) = (std::cell::Cell::new(false), std::cell::Cell::new(false));
+    until(&mut engine, |e| {
+        match e {
+            Event::Map(view) if view.text.contains(ADDED) => mapped.set(true),
+            Event::Idle => idle.set(true),
+            _ => {}
+        }
+        mapped.get() && idle.get()
+    })
     .await;
     // The gauge names the mode.
     let events = until(&mut engine, |e| matches!(e, Event::Budget(_))).await;
@@ -123,6 +129,25 @@ async fn auto_rebuilds_when_files_change_on_disk_and_the_gauge_says_so() {
         unreachable!()
     };
     assert!(text.contains("refresh auto"), "{text}");
+}
+
+#[tokio::test]
+async fn a_file_edited_while_the_engine_idles_is_in_the_map_without_a_turn() {
+    let server = MockServer::start().await;
+    let repo = repo();
+    let mut engine = engine(&repo, &server, MapRefresh::Auto);
+    until(&mut engine, |e| matches!(e, Event::Map(_))).await;
+    // No message is sent: only the file-system events can bring it in.
+    repo.write(
+        "src/lib.py",
+        format!("def shared_helper():\n    pass\n\ndef {ADDED}():\n    pass\n"),
+    );
+    until(
+        &mut engine,
+        |e| matches!(e, Event::Map(view) if view.text.contains(ADDED)),
+    )
+    .await;
+    assert!(server.requests().is_empty());
 }
 
 #[tokio::test]

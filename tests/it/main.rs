@@ -42,6 +42,7 @@ mod nothing_hangs;
 mod proposal_across_time;
 mod repomap;
 mod repomap_monorepo;
+mod repomap_watch;
 mod review;
 mod review_cli;
 mod rewind;

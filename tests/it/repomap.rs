@@ -416,8 +416,9 @@ fn a_corrupt_cache_is_rebuilt() {
     assert!(stats.cache_discarded.is_some());
     assert!(plain(&map, 1024).text.contains("KeyValueStore"));
     // And the rewritten snapshot is good again.
-    let stats = repo.map().refresh(&|_| {});
-    assert_eq!((stats.parsed, stats.from_cache), (0, 7));
+    let stats = repo.open().refresh(&|_| {});
+    assert_eq!((stats.parsed, stats.from_cache), (0, 7), "{stats:?}");
+    assert!(stats.cache_discarded.is_none());
 
     // A damaged store is a miss: the files are parsed again.
     std::fs::write(&snapshot, b"TERNSNAP").unwrap();
@@ -511,6 +512,23 @@ fn two_worktrees_parse_each_content_once() {
     assert_eq!((stats.parsed, stats.unchanged), (1, 6), "{stats:?}");
     assert_eq!(stats.changed, ["src/util.rs"]);
     assert!(plain(&map, 4096).text.contains("worktree_only_helper"));
+}
+
+#[test]
+fn back_to_back_runs_in_a_new_worktree_do_not_read_its_files_again() {
+    let repo = Repo::from_fixture("project");
+    repo.open().refresh(&|_| {});
+    let fresh = add_worktree(&repo, "fresh");
+    let root = fresh.path().join("fresh");
+    // Untracked files are read to find their blob ids; stat'ed a clock tick after they
+    // were written, their stat data proves them in the next run, right after.
+    std::fs::write(root.join("notes.py"), "def untracked_note():\n    pass\n").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let first = open_at(&root, repo.cache.path()).refresh(&|_| {});
+    assert!(first.hashed >= 1, "{first:?}");
+    let second = open_at(&root, repo.cache.path()).refresh(&|_| {});
+    assert_eq!((second.hashed, second.parsed), (0, 0), "{second:?}");
+    assert_eq!(second.from_cache, second.files_seen, "{second:?}");
 }
 
 #[test]

@@ -447,6 +447,8 @@ fn hint_parts(app: &App) -> Vec<String> {
     }
 }
 
+/// The completion list, over the bottom of the chat's inside: its border never draws
+/// over the chat's, and a description too long for it ends in `…`.
 fn completion_popup(app: &mut App, buf: &mut Buffer) {
     if app.focus != PaneId::Input {
         return;
@@ -454,14 +456,16 @@ fn completion_popup(app: &mut App, buf: &mut Buffer) {
     let Some(c) = app.panes.input.completion() else {
         return;
     };
-    let Some(&(_, input, _)) = app
-        .hits
-        .panes
-        .iter()
-        .find(|(id, _, _)| *id == PaneId::Input)
-    else {
+    let Some(&(_, chat, _)) = app.hits.panes.iter().find(|(id, _, _)| *id == PaneId::Chat) else {
         return;
     };
+    // Inside the chat's border.
+    let room = Rect::new(
+        chat.x + 1,
+        chat.y + 1,
+        chat.width.saturating_sub(2),
+        chat.height.saturating_sub(2),
+    );
     let theme = &app.theme;
     let label_w = c
         .items
@@ -475,12 +479,12 @@ fn completion_popup(app: &mut App, buf: &mut Buffer) {
         .map(|i| text::width(&i.detail))
         .max()
         .unwrap_or(0);
-    let width = ((label_w + detail_w + 6) as u16).min(input.width.saturating_sub(4));
-    let height = (c.items.len() as u16 + 2).min(input.y);
-    if height < 3 {
+    let width = ((label_w + detail_w + 4) as u16).min(room.width);
+    let height = (c.items.len() as u16 + 2).min(room.height);
+    if height < 3 || width < 8 {
         return;
     }
-    let popup = Rect::new(input.x + 2, input.y - height, width, height);
+    let popup = Rect::new(room.x, room.bottom() - height, width, height);
     Clear.render(popup, buf);
     let block = Block::default()
         .borders(Borders::ALL)
@@ -498,10 +502,11 @@ fn completion_popup(app: &mut App, buf: &mut Buffer) {
     {
         let y = inner.y + row as u16;
         let label = format!("{:<label_w$}  ", item.label);
-        let mut line = Line::from(vec![
+        let line = Line::from(vec![
             Span::styled(label, Style::new().fg(theme.c.inline_code)),
             Span::styled(item.detail.clone(), theme.dim()),
         ]);
+        let mut line = Line::from(text::truncate_spans(&line.spans, inner.width as usize));
         if i == c.selected {
             buf.set_style(Rect::new(inner.x, y, inner.width, 1), theme.selected());
             line = line.patch_style(theme.selected());

@@ -60,3 +60,27 @@ fn the_command_list_keeps_the_chat_border_and_marks_what_it_cuts() {
         }
     }
 }
+
+/// In ask mode a reply holding a SEARCH/REPLACE block without a fence draws it as
+/// code, as in code mode, not as `│ │ │ │` quotes.
+#[test]
+fn a_bare_edit_block_is_code_in_ask_mode() {
+    let mut app = started();
+    feed(
+        &mut app,
+        [tern::engine::Event::Mode {
+            mode: tern::engine::ChatMode::Ask,
+        }],
+    );
+    let reply = "Change it so:\n\nshop/cli.py\n<<<<<<< SEARCH\nold = 1\n=======\nnew = 2\n>>>>>>> REPLACE\n\nThat's all.";
+    feed(&mut app, turn("how?", reply, 7));
+    for (w, h) in [(80, 24), (160, 48)] {
+        let text = screen(&mut app, w, h);
+        assert!(text.contains("▎ >>>>>>> REPLACE"), "{text}");
+        assert!(
+            text.contains("- old = 1") && text.contains("+ new = 2"),
+            "{text}"
+        );
+        assert!(!text.contains("│ │ │"), "quotes: {text}");
+    }
+}

@@ -828,7 +828,7 @@ impl App {
         if self.draft_due.is_some_and(|due| now >= due) {
             self.draft_due = None;
             self.ops.push(Op::Draft {
-                text: input::draft_message(self.panes.input.text()).to_string(),
+                text: input::draft_message(&self.panes.input.expanded()).to_string(),
             });
         }
         if self.flash.as_ref().is_some_and(|(_, until)| now >= *until) {
@@ -1134,7 +1134,7 @@ impl App {
             && self.keymap.is(&key, Action::Send)
             && self.panes.input.completion().is_none()
             && self.streaming.is_some()
-            && input::parse(self.panes.input.text()).is_ok_and(|op| starts_turn(&op))
+            && input::parse(&self.panes.input.expanded()).is_ok_and(|op| starts_turn(&op))
         {
             self.flash(format!(
                 "a reply is streaming: {} interrupts it",

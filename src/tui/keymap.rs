@@ -55,6 +55,7 @@ pub enum Action {
     ScrollRight,
     RejectWithReason,
     ExternalEditor,
+    ExpandPaste,
     SplitHunk,
     EditHunk,
     CopyReply,
@@ -304,6 +305,12 @@ pub const ACTIONS: &[ActionSpec] = &[
         "editor",
         "ctrl-g",
         "write the message in $VISUAL / $EDITOR (also /editor)",
+    ),
+    spec(
+        Action::ExpandPaste,
+        "expand_paste",
+        "ctrl-x",
+        "put a long paste's text in place of its [pasted N lines] token",
     ),
     spec(
         Action::ScrollLeft,

@@ -184,6 +184,25 @@ fn group(chars: &[(&str, usize)], spans: &[Span<'static>]) -> Vec<Span<'static>>
     out
 }
 
+/// The lines of `s` as a person counts them: `\r\n`, `\r` (what many terminals paste)
+/// and `\n` each end one, and a line ending at the very end starts no new line.
+pub fn line_count(s: &str) -> usize {
+    if s.is_empty() {
+        return 0;
+    }
+    let mut lines = 0;
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\r' if chars.peek() == Some(&'\n') => {}
+            '\r' | '\n' => lines += 1,
+            _ => {}
+        }
+    }
+    let ended = s.ends_with(['\n', '\r']);
+    lines + usize::from(!ended)
+}
+
 /// `s` cut to `max` columns, with `…` when something was cut.
 pub fn truncate(s: &str, max: usize) -> String {
     if width(s) <= max {

@@ -84,3 +84,102 @@ fn a_bare_edit_block_is_code_in_ask_mode() {
         assert!(!text.contains("│ │ │"), "quotes: {text}");
     }
 }
+
+/// Pastes as a terminal sends them: an 82-line paste with CRLF, CR-only or LF line
+/// ends, with and without a last line end.
+fn pasted(lines: usize, end: &str, last_end: bool) -> String {
+    let mut text: String = (1..=lines)
+        .map(|n| format!("    row {n} = compute({n}){end}"))
+        .collect();
+    if !last_end {
+        text.truncate(text.len() - end.len());
+    }
+    text
+}
+
+/// A paste over ten lines is a `[pasted N lines]` token in the message box, counted
+/// right whatever the line ends; Ctrl-X expands it in place, and Enter sends it whole.
+#[test]
+fn a_long_paste_is_a_counted_token_in_the_box_expandable_and_sent_whole() {
+    for end in ["\r\n", "\r", "\n"] {
+        for last_end in [true, false] {
+            let mut app = started();
+            type_text(&mut app, "why does this fail? ");
+            app.handle_terminal(crossterm::event::Event::Paste(pasted(82, end, last_end)));
+            assert_eq!(
+                app.panes().input.text(),
+                "why does this fail? [pasted 82 lines]",
+                "{end:?} {last_end}"
+            );
+            let shown = screen(&mut app, 80, 24);
+            assert!(
+                shown.contains("› why does this fail? [pasted 82 lines]"),
+                "{shown}"
+            );
+            app.handle_terminal(key(KeyCode::Enter));
+            let sent = pasted(82, "\n", last_end);
+            assert_eq!(
+                app.take_ops().last(),
+                Some(&tern::engine::Op::Submit {
+                    text: format!("why does this fail? {sent}").trim_end().to_string()
+                })
+            );
+        }
+    }
+    let mut app = started();
+    app.handle_terminal(crossterm::event::Event::Paste(pasted(82, "\r", true)));
+    type_text(&mut app, " explain");
+    // The cursor is not on the token: Ctrl-X expands the last one.
+    app.handle_terminal(ctrl('x'));
+    assert_eq!(
+        app.panes().input.text(),
+        format!("{} explain", pasted(82, "\n", true))
+    );
+    // The box's own count is of lines, not of the rows they wrap into.
+    let shown = screen(&mut app, 80, 24);
+    assert!(shown.contains(" 83 lines "), "{shown}");
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig {
+        failure_persistence: Some(Box::new(
+            proptest::test_runner::FileFailurePersistence::Direct(
+                "tests/proptest-regressions/tui_chat.txt",
+            ),
+        )),
+        ..proptest::prelude::ProptestConfig::default()
+    })]
+
+    /// Any lines (arbitrary text, control and invisible characters but no line ends)
+    /// joined by one kind of line end, with or without one at the end: counted as the
+    /// lines they are, in the box's token too.
+    #[test]
+    fn a_paste_counts_its_lines_whatever_their_ends(
+        lines in proptest::collection::vec("[^\r\n]{0,12}", 1..40),
+        end in proptest::sample::select(vec!["\r\n", "\r", "\n"]),
+        last_end: bool,
+    ) {
+        // An empty last line with no end is no line: "a\n" is one line, as `wc -l` says.
+        proptest::prop_assume!(last_end || lines.last().is_some_and(|l| !l.is_empty()));
+        let mut text = lines.join(end);
+        if last_end {
+            text.push_str(end);
+        }
+        proptest::prop_assert_eq!(tern::tui::text::line_count(&text), lines.len());
+        // The token counts the lines sent (control characters dropped, which may
+        // empty the last line).
+        let mut app = started();
+        app.handle_terminal(crossterm::event::Event::Paste(text));
+        let token = app.panes().input.text().to_string();
+        app.handle_terminal(key(KeyCode::Char('.')));
+        app.handle_terminal(key(KeyCode::Enter));
+        let sent = match app.take_ops().last() {
+            Some(tern::engine::Op::Submit { text }) => text.clone(),
+            _ => String::new(),
+        };
+        let sent_lines = tern::tui::text::line_count(sent.strip_suffix('.').unwrap_or(&sent));
+        if sent_lines > tern::tui::panes::input::PASTE_TOKEN_LINES {
+            proptest::prop_assert_eq!(token, format!("[pasted {sent_lines} lines]"));
+        }
+    }
+}

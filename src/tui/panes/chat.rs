@@ -721,7 +721,7 @@ fn layout(m: &mut Message, width: usize, theme: &Theme) -> Vec<Line<'static>> {
             let bar = Span::styled("▌ ", Style::new().fg(theme.c.user));
             let style = Style::new().fg(theme.c.user).add_modifier(Modifier::BOLD);
             // A long paste is sent whole but shown in part, so it does not bury the chat.
-            let lines = m.text.split('\n').count();
+            let lines = text::line_count(&m.text);
             let collapsed = !m.expanded && lines > LONG_MESSAGE_LINES;
             let shown = if collapsed { COLLAPSED_LINES } else { lines };
             for line in m.text.split('\n').take(shown) {

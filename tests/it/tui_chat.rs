@@ -88,13 +88,14 @@ fn a_bare_edit_block_is_code_in_ask_mode() {
 /// Pastes as a terminal sends them: an 82-line paste with CRLF, CR-only or LF line
 /// ends, with and without a last line end.
 fn pasted(lines: usize, end: &str, last_end: bool) -> String {
-    let mut text: String = (1..=lines)
-        .map(|n| format!("    row {n} = compute({n}){end}"))
+    let text: Vec<String> = (1..=lines)
+        .map(|n| format!("    row {n} = compute({n})"))
         .collect();
-    if !last_end {
-        text.truncate(text.len() - end.len());
+    let text = text.join(end);
+    match last_end {
+        true => text + end,
+        false => text,
     }
-    text
 }
 
 /// A paste over ten lines is a `[pasted N lines]` token in the message box, counted
@@ -181,5 +182,47 @@ proptest::proptest! {
         if sent_lines > tern::tui::panes::input::PASTE_TOKEN_LINES {
             proptest::prop_assert_eq!(token, format!("[pasted {sent_lines} lines]"));
         }
+    }
+}
+
+/// The repo map's rows of namesakes (`…/LC_MESSAGES/humanize.po` in 36 locales) keep
+/// the directory that tells them apart, at 80x24 (the Map tab) and 160x48.
+#[test]
+fn the_map_keeps_what_tells_namesake_paths_apart() {
+    let locales = ["de", "fr", "pt_BR", "zh_Hans", "es", "nb", "sr_Latn", "uk"];
+    let mut ranked: Vec<(String, f64)> = locales
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            (
+                format!("django/contrib/humanize/locale/{l}/LC_MESSAGES/humanize.po"),
+                0.05 - i as f64 * 0.001,
+            )
+        })
+        .collect();
+    ranked.insert(0, ("django/utils/text.py".into(), 0.2));
+    let mut app = started();
+    feed(
+        &mut app,
+        [tern::engine::Event::Map(Box::new(
+            tern::engine::protocol::MapView {
+                tokens: 100,
+                budget: 1024,
+                ranked,
+                text: String::new(),
+            },
+        ))],
+    );
+    while app.focus() != PaneId::Map {
+        app.handle_terminal(key(KeyCode::Tab));
+    }
+    for (w, h) in [(80, 24), (160, 48), (120, 40)] {
+        let shown = screen(&mut app, w, h);
+        let rows: Vec<&str> = shown.lines().filter(|r| r.contains("▮")).collect();
+        for l in locales {
+            let with = rows.iter().filter(|r| r.contains(&format!("{l}/"))).count();
+            assert_eq!(with, 1, "{l} at {w}x{h}:\n{shown}");
+        }
+        assert!(shown.contains("django/utils/text.py"), "{shown}");
     }
 }

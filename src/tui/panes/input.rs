@@ -97,12 +97,14 @@ impl InputPane {
     /// The message as it is sent: the box's text with each paste token replaced by
     /// its paste.
     pub fn expanded(&self) -> String {
-        let mut text = self.text.clone();
-        for paste in &self.pastes {
-            if let Some(at) = text.find(&paste.token) {
-                text.replace_range(at..at + paste.token.len(), &paste.text);
-            }
+        let mut text = String::with_capacity(self.text.len());
+        let mut at = 0;
+        for (range, i) in self.tokens() {
+            text.push_str(self.text.get(at..range.start).unwrap_or_default());
+            text.push_str(&self.pastes[i].text);
+            at = range.end;
         }
+        text.push_str(self.text.get(at..).unwrap_or_default());
         text
     }
 

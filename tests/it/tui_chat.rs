@@ -226,3 +226,78 @@ fn the_map_keeps_what_tells_namesake_paths_apart() {
         assert!(shown.contains("django/utils/text.py"), "{shown}");
     }
 }
+
+/// A workspace reviewing the demo proposal, the Review focused.
+fn reviewing() -> App {
+    let mut app = started();
+    feed(&mut app, turn("add a low-stock report", REPLY, 40));
+    feed(
+        &mut app,
+        [tern::engine::Event::Proposal(Box::new(proposal()))],
+    );
+    assert_eq!(app.focus(), PaneId::Review);
+    app
+}
+
+/// At 80x24 (the Review tab) and with the review zoomed, what the engine answers a
+/// review key with ("cannot be split") shows where the user is, until the next key;
+/// where the chat is on screen it is there only. The top bar keeps the mode.
+#[test]
+fn review_feedback_shows_where_the_user_is_and_the_top_bar_keeps_the_mode() {
+    let refusal =
+        "hunk 1a2b3c4 cannot be split: no unchanged line separates its changes (edit it instead)";
+    for (w, h, aside) in [(80, 24, true), (120, 40, true), (160, 48, false)] {
+        let mut app = reviewing();
+        screen(&mut app, w, h);
+        app.handle_terminal(key(KeyCode::Char('s')));
+        assert!(
+            matches!(
+                app.take_ops().as_slice(),
+                [tern::engine::Op::Review(
+                    tern::engine::protocol::ReviewOp::Split { .. }
+                )]
+            ),
+            "s splits"
+        );
+        feed(
+            &mut app,
+            [tern::engine::Event::Error {
+                text: refusal.into(),
+            }],
+        );
+        let shown = screen(&mut app, w, h);
+        let top = shown.lines().next().unwrap_or_default();
+        assert!(top.contains(" · code "), "the mode at {w}x{h}: {top}");
+        let visible = shown.replace(['│', '┃', '"', '\n'], " ");
+        let words = visible.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(shown.contains("cannot be split"), "{w}x{h}:\n{shown}");
+        // Aside, it is whole (wrapped), not cut at the screen's edge.
+        assert!(
+            !aside || words.contains("separates its changes (edit it instead)"),
+            "{w}x{h}:\n{shown}"
+        );
+        assert_eq!(
+            shown.contains("any key hides this"),
+            aside,
+            "aside only when the chat is hidden, {w}x{h}:\n{shown}"
+        );
+        app.handle_terminal(key(KeyCode::Char('j')));
+        assert!(!screen(&mut app, w, h).contains("any key hides this"));
+    }
+    let mut app = reviewing();
+    feed(
+        &mut app,
+        [tern::engine::Event::Mode {
+            mode: tern::engine::ChatMode::Ask,
+        }],
+    );
+    let shown = screen(&mut app, 80, 24);
+    assert!(
+        shown
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .contains("gpt-4o · ask "),
+        "{shown}"
+    );
+}

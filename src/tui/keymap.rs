@@ -66,6 +66,7 @@ pub enum Action {
     RunCommand,
     NextCommand,
     PrevCommand,
+    LeaveOutFile,
     Zoom,
 }
 
@@ -274,13 +275,19 @@ pub const ACTIONS: &[ActionSpec] = &[
         Action::NextCommand,
         "next_command",
         "]",
-        "select the next suggested command",
+        "select the next file or command the last reply needs",
     ),
     spec(
         Action::PrevCommand,
         "prev_command",
         "[",
-        "select the previous suggested command",
+        "select the previous file or command the last reply needs",
+    ),
+    spec(
+        Action::LeaveOutFile,
+        "leave_out_file",
+        "x",
+        "leave out the selected needed file (not added, not offered again); again: take it back",
     ),
     spec(
         Action::RejectWithReason,

@@ -301,3 +301,64 @@ fn review_feedback_shows_where_the_user_is_and_the_top_bar_keeps_the_mode() {
         "{shown}"
     );
 }
+
+/// The "needs" row: `[`/`]` select a file, `x` leaves it out (the question and the
+/// op count only the files picked), and a file left out is not offered again.
+#[test]
+fn needed_files_are_picked_one_by_one_and_a_declined_one_is_not_offered_again() {
+    let mut app = started();
+    feed(
+        &mut app,
+        turn("where are prices set?", "In `shop/pricing.py`.", 40),
+    );
+    feed(&mut app, [needed_event()]);
+    while app.focus() != PaneId::Chat {
+        app.handle_terminal(key(KeyCode::Tab));
+    }
+    app.take_ops();
+    let mut slowly = Slowly::new();
+    // From the first command, `[` goes back to the last file; `x` leaves it out.
+    slowly.press(&mut app, key(KeyCode::Char('[')));
+    slowly.press(&mut app, key(KeyCode::Char('x')));
+    let shown = screen(&mut app, 160, 48).replace('\u{a0}', " ");
+    assert!(
+        shown.contains("▸✗ tests/test_inventory.py · 310 tok"),
+        "{shown}"
+    );
+    assert!(shown.contains("[x] leave out the selected one"), "{shown}");
+    slowly.press(&mut app, key(KeyCode::Char('f')));
+    let shown = screen(&mut app, 160, 48);
+    assert!(
+        shown.contains("add 1 file read-only, 1,240 tok, and ask again?"),
+        "{shown}"
+    );
+    slowly.press(&mut app, key(KeyCode::Char('y')));
+    assert_eq!(
+        app.take_ops(),
+        [tern::engine::Op::AddNeeded {
+            paths: vec!["shop/pricing.py".into()],
+            mode: tern::engine::FileMode::ReadOnly
+        }]
+    );
+    // The next reply needs both again: the one left out is not offered.
+    feed(
+        &mut app,
+        turn("and discounts?", "Also `tests/test_inventory.py`.", 40),
+    );
+    feed(&mut app, [needed_event()]);
+    let shown = screen(&mut app, 160, 48);
+    let row = shown
+        .lines()
+        .rev()
+        .find(|l| l.contains("needs:"))
+        .unwrap_or_default();
+    assert!(row.contains("shop/pricing.py"), "{shown}");
+    assert!(!row.contains("test_inventory"), "offered again: {row}");
+    // `F` adds what the row offers: the file left out stays out.
+    slowly.press(&mut app, key(KeyCode::Char('F')));
+    slowly.press(&mut app, key(KeyCode::Char('y')));
+    assert!(matches!(
+        app.take_ops().as_slice(),
+        [tern::engine::Op::AddNeeded { paths, .. }] if paths == &["shop/pricing.py".to_string()]
+    ));
+}

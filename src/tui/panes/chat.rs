@@ -191,6 +191,8 @@ pub struct ChatPane {
     page: u16,
     /// Notes to the model are shown in full.
     notes_expanded: bool,
+    /// Files the user left out of a "needs" row: not offered again this session.
+    declined: std::collections::HashSet<String>,
 }
 
 impl Default for ChatPane {
@@ -203,6 +205,7 @@ impl Default for ChatPane {
             jump: None,
             page: 10,
             notes_expanded: false,
+            declined: Default::default(),
         }
     }
 }
@@ -245,8 +248,13 @@ impl ChatPane {
 
     /// The files and commands the last reply asked for; earlier rows stay, without
     /// their keys.
-    pub fn needed(&mut self, needed: Needed) {
+    /// Files the user left out before are not offered again.
+    pub fn needed(&mut self, mut needed: Needed) {
         self.retire_needed();
+        needed.drop_files(&self.declined);
+        if needed.files.is_empty() && needed.commands.is_empty() {
+            return;
+        }
         self.push(Kind::Needed(Box::new(needed)), "");
     }
 
@@ -282,10 +290,13 @@ impl ChatPane {
             Action::AddNeededEditable => Some(FileMode::Editable),
             _ => None,
         };
-        let len = needed.commands.len();
+        let mut left_out = None;
         match (action, mode) {
             (_, Some(_)) if needed.files.is_empty() => cx.effect(super::Effect::Flash(
                 "the last reply named no files outside the chat".into(),
+            )),
+            (_, Some(_)) if needed.picked().next().is_none() => cx.effect(super::Effect::Flash(
+                "every file of the row is left out".into(),
             )),
             (_, Some(mode)) => cx.send(Op::AddNeeded {
                 paths: needed.paths(),
@@ -300,13 +311,25 @@ impl ChatPane {
                     "the last reply suggested no commands".into(),
                 )),
             },
-            (Action::NextCommand, None) if len > 0 => needed.selected = (needed.selected + 1) % len,
-            (Action::PrevCommand, None) if len > 0 => {
-                needed.selected = (needed.selected + len - 1) % len;
-            }
+            (Action::NextCommand, None) => needed.select(1),
+            (Action::PrevCommand, None) => needed.select(-1),
+            (Action::LeaveOutFile, None) => match needed.toggle_selected_file() {
+                Some(toggled) => left_out = Some(toggled),
+                None => cx.effect(super::Effect::Flash(format!(
+                    "{} leaves out a file: select one with {} {}",
+                    cx.keymap.describe(Action::LeaveOutFile),
+                    cx.keymap.describe(Action::PrevCommand),
+                    cx.keymap.describe(Action::NextCommand),
+                ))),
+            },
             _ => {}
         }
         message.touch();
+        match left_out {
+            Some((path, true)) => self.declined.insert(path),
+            Some((path, false)) => self.declined.remove(&path),
+            None => false,
+        };
     }
 
     fn streaming_reply(&mut self) -> Option<&mut Message> {
@@ -570,6 +593,7 @@ impl Pane for ChatPane {
             Action::RunCommand,
             Action::NextCommand,
             Action::PrevCommand,
+            Action::LeaveOutFile,
         ]
     }
 
@@ -583,13 +607,14 @@ impl Pane for ChatPane {
             Action::AddNeededEditable => "editable",
             _ => return None,
         };
-        if needed.files.is_empty() {
+        let picked = needed.picked().count();
+        if picked == 0 {
             return None;
         }
-        let tokens: usize = needed.files.iter().map(|f| f.tokens).sum();
+        let tokens: usize = needed.picked().map(|f| f.tokens).sum();
         Some(format!(
             "add {} {mode}, {} tok, and ask again?",
-            crate::plural::count(needed.files.len(), "file"),
+            crate::plural::count(picked, "file"),
             crate::tui::text::thousands(tokens)
         ))
     }
@@ -629,7 +654,8 @@ impl Pane for ChatPane {
             | Action::AddNeededEditable
             | Action::RunCommand
             | Action::NextCommand
-            | Action::PrevCommand => self.act_on_needed(action, cx),
+            | Action::PrevCommand
+            | Action::LeaveOutFile => self.act_on_needed(action, cx),
             _ => return false,
         }
         true

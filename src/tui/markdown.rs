@@ -156,6 +156,26 @@ fn fence_bare_edits(source: &str) -> std::borrow::Cow<'_, str> {
     out.into()
 }
 
+/// The contents of the complete code blocks of `markdown`, in order (bare
+/// SEARCH/REPLACE blocks too, as the chat draws them): what the chat's `c` copies.
+pub(crate) fn code_blocks(markdown: &str) -> Vec<String> {
+    let source = fence_bare_edits(markdown);
+    let mut fences = Fences::default();
+    let mut blocks = Vec::new();
+    let mut open: Option<Vec<&str>> = None;
+    for line in source.lines() {
+        let was_open = fences.is_open();
+        fences.see(line);
+        match (was_open, fences.is_open(), &mut open) {
+            (false, true, _) => open = Some(Vec::new()),
+            (true, false, Some(_)) => blocks.extend(open.take().map(|l| l.join("\n"))),
+            (true, true, Some(lines)) => lines.push(line),
+            _ => {}
+        }
+    }
+    blocks
+}
+
 /// Splits markdown at blank lines that are outside code fences and followed by a line
 /// that starts a new block (not indented: an indented line continues a list item).
 fn split_blocks(source: &str) -> Vec<&str> {

@@ -362,3 +362,52 @@ fn needed_files_are_picked_one_by_one_and_a_declined_one_is_not_offered_again() 
         [tern::engine::Op::AddNeeded { paths, .. }] if paths == &["shop/pricing.py".to_string()]
     ));
 }
+
+/// `{` / `}` select any message or a code block in it, `y` and `c` copy the selection
+/// (OSC 52), `G` goes back to the last reply; `?` says so.
+#[test]
+fn any_message_or_code_block_can_be_selected_and_copied() {
+    let first = "Two ways:\n\n```python\nprint(1)\n```\n\nor\n\n```sh\necho 2\n```\n";
+    let mut app = started();
+    feed(&mut app, turn("how to print?", first, 9));
+    feed(&mut app, turn("thanks", "Glad to help.", 9));
+    while app.focus() != PaneId::Chat {
+        app.handle_terminal(key(KeyCode::Tab));
+    }
+    let mut slowly = Slowly::new();
+    let mut copy = |app: &mut App, moves: &[char], k: char| {
+        for c in moves {
+            slowly.press(app, key(KeyCode::Char(*c)));
+        }
+        slowly.press(app, key(KeyCode::Char(k)));
+        app.take_clipboard()
+    };
+    assert_eq!(
+        copy(&mut app, &['{'], 'y').as_deref(),
+        Some("Glad to help.")
+    );
+    assert_eq!(copy(&mut app, &['{'], 'y').as_deref(), Some("thanks"));
+    assert_eq!(copy(&mut app, &['{'], 'y').as_deref(), Some("echo 2"));
+    let shown = screen(&mut app, 80, 24);
+    assert!(shown.contains("code block 2 of message"), "{shown}");
+    assert_eq!(copy(&mut app, &['{'], 'c').as_deref(), Some("print(1)"));
+    assert_eq!(copy(&mut app, &['{'], 'y').as_deref(), Some(first));
+    // The selected reply is scrolled into view, its first line marked.
+    let shown = screen(&mut app, 80, 24);
+    assert!(
+        shown.contains("◆ gpt-4o") && shown.contains("Two ways:"),
+        "{shown}"
+    );
+    assert_eq!(copy(&mut app, &['}'], 'y').as_deref(), Some("print(1)"));
+    assert_eq!(
+        copy(&mut app, &['G'], 'y').as_deref(),
+        Some("Glad to help.")
+    );
+    assert!(!screen(&mut app, 80, 24).contains("y copies it"));
+    slowly.press(&mut app, key(KeyCode::Char('?')));
+    let help = screen(&mut app, 160, 48);
+    assert!(
+        help.contains("select the message or code block before"),
+        "{help}"
+    );
+}

@@ -1246,7 +1246,7 @@ fn help_lines_wrap_at_80_columns() {
     let next = text.lines().nth(y + 1).unwrap();
     assert!(next.contains("ssh and tmux)"), "wrapped, not cut: {text}");
     assert!(
-        next.contains("                    ssh"),
+        next.contains("                    selected (OSC 52"),
         "under its text: {next}"
     );
 }

@@ -173,9 +173,7 @@ impl InputPane {
     /// Inserts pasted text: line endings normalized, control characters dropped; a
     /// paste of more than [`PASTE_TOKEN_LINES`] lines as its token.
     pub fn paste(&mut self, pasted: &str) {
-        let clean: String = pasted
-            .replace("\r\n", "\n")
-            .replace('\r', "\n")
+        let clean: String = text::paste_line_ends(pasted)
             .chars()
             .filter(|c| !c.is_control() || *c == '\n' || *c == '\t')
             .collect();

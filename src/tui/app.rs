@@ -158,6 +158,17 @@ pub struct App {
     pub(crate) hits: Hits,
     /// Text to open in the user's editor, for the loop to run.
     editor: Option<EditRequest>,
+    /// The last error or warning the chat got while it was not on screen (the Review
+    /// tab at 80x24, the zoomed review): drawn over the bottom of what the user looks
+    /// at until the next key.
+    pub(crate) aside: Option<Aside>,
+}
+
+/// An error or warning shown where the user is, the chat being out of sight.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Aside {
+    pub error: bool,
+    pub text: String,
 }
 
 /// How a landing under way when the user quit ended.
@@ -248,6 +259,7 @@ impl App {
             repo_files: Arc::new(Vec::new()),
             hits: Hits::default(),
             editor: None,
+            aside: None,
         }
     }
 
@@ -363,6 +375,32 @@ impl App {
         // Where the engine's text enters the view: nothing it carries may drive the
         // terminal.
         let event = event.visible();
+        let said = self.panes.chat.messages().len();
+        // What the engine refused or warned of is shown where the user is, when the
+        // chat is out of sight (what the app says itself points where to look).
+        let feedback = matches!(
+            event,
+            Event::Error { .. } | Event::Warning { .. } | Event::EditRefused { .. }
+        );
+        self.on_engine_event(event);
+        let chat_shown = self.hits.panes.iter().any(|(id, _, _)| *id == PaneId::Chat);
+        if feedback
+            && !chat_shown
+            && let Some(m) = self.panes.chat.messages().get(said..).and_then(|new| {
+                new.iter()
+                    .rev()
+                    .find(|m| matches!(m.kind, Kind::Error | Kind::Warning))
+            })
+        {
+            self.aside = Some(Aside {
+                error: m.kind == Kind::Error,
+                text: m.text.clone(),
+            });
+        }
+    }
+
+    /// `event`, made visible, into the panes.
+    fn on_engine_event(&mut self, event: Event) {
         let chat = &mut self.panes.chat;
         match event {
             Event::Ready {
@@ -851,7 +889,7 @@ impl App {
         if self.draft_due.is_some_and(|due| now >= due) {
             self.draft_due = None;
             self.ops.push(Op::Draft {
-                text: input::draft_message(self.panes.input.text()).to_string(),
+                text: input::draft_message(&self.panes.input.expanded()).to_string(),
             });
         }
         if self.flash.as_ref().is_some_and(|(_, until)| now >= *until) {
@@ -954,6 +992,8 @@ impl App {
     }
 
     fn on_key(&mut self, key: KeyEvent, now: Instant) {
+        // The error shown aside was seen.
+        self.aside = None;
         // Ctrl-C twice quits only when nothing came between them.
         if !self.keymap.is(&key, Action::Interrupt) {
             self.last_interrupt = None;
@@ -1191,7 +1231,7 @@ impl App {
             && self.keymap.is(&key, Action::Send)
             && self.panes.input.completion().is_none()
             && self.streaming.is_some()
-            && input::parse(self.panes.input.text()).is_ok_and(|op| op.starts_turn())
+            && input::parse(&self.panes.input.expanded()).is_ok_and(|op| op.starts_turn())
         {
             self.flash(format!(
                 "a reply is streaming: {} interrupts it",

@@ -94,8 +94,63 @@ fn draw(app: &mut App, area: Rect, buf: &mut Buffer) {
         tab_bar(app, top, buf);
         draw_tabs(app, body, buf);
     }
+    aside(app, body, buf);
     status_bar(app, status, buf, wide);
     completion_popup(app, buf);
+}
+
+/// The most rows of text an error shown aside takes.
+const ASIDE_ROWS: usize = 4;
+
+/// The last error or warning, over the bottom of the screen, when the chat that holds
+/// it is not drawn (`App::aside`).
+fn aside(app: &App, body: Rect, buf: &mut Buffer) {
+    let Some(aside) = &app.aside else {
+        return;
+    };
+    if app.hits.panes.iter().any(|(id, _, _)| *id == PaneId::Chat) || body.width < 8 {
+        return;
+    }
+    let theme = &app.theme;
+    let (mark, color) = match aside.error {
+        true => ("✗ ", theme.c.error),
+        false => ("⚠ ", theme.c.warning),
+    };
+    let style = Style::new().fg(color);
+    let width = usize::from(body.width - 4);
+    let mut lines = text::wrap(
+        &[Span::styled(aside.text.clone(), style)],
+        width,
+        &[Span::styled(mark, style)],
+        &[Span::raw("  ")],
+    );
+    if lines.len() > ASIDE_ROWS {
+        lines.truncate(ASIDE_ROWS);
+        if let Some(last) = lines.last_mut() {
+            *last = Line::from(text::truncate_spans(
+                &[last.spans.clone(), vec![Span::styled(" …", style)]].concat(),
+                width,
+            ));
+        }
+    }
+    let height = (lines.len() as u16 + 2).min(body.height);
+    let area = Rect::new(body.x, body.bottom() - height, body.width, height);
+    Clear.render(area, buf);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_type(BorderType::Rounded)
+        .border_style(style)
+        .title(Span::styled(" in the chat · any key hides this ", style))
+        .style(theme.text());
+    let inner = block.inner(area);
+    block.render(area, buf);
+    let inner = Rect::new(
+        inner.x + 1,
+        inner.y,
+        inner.width.saturating_sub(2),
+        inner.height,
+    );
+    super::panes::draw_lines(inner, buf, &lines);
 }
 
 fn draw_wide(app: &mut App, body: Rect, buf: &mut Buffer) {
@@ -211,10 +266,7 @@ fn pane(app: &mut App, id: PaneId, area: Rect, buf: &mut Buffer, focused: bool) 
 
 fn title_bar(app: &App, area: Rect, buf: &mut Buffer) {
     let theme = &app.theme;
-    let mode = match app.mode {
-        crate::engine::ChatMode::Code => "code",
-        crate::engine::ChatMode::Ask => "ask",
-    };
+    let mode = mode_name(app.mode);
     let right = app
         .panes
         .gauge
@@ -250,6 +302,13 @@ fn title_bar(app: &App, area: Rect, buf: &mut Buffer) {
     }
 }
 
+fn mode_name(mode: crate::engine::ChatMode) -> &'static str {
+    match mode {
+        crate::engine::ChatMode::Code => "code",
+        crate::engine::ChatMode::Ask => "ask",
+    }
+}
+
 fn tab_bar(app: &mut App, area: Rect, buf: &mut Buffer) {
     let theme = &app.theme;
     let active = active_tab(app.focus);
@@ -279,16 +338,18 @@ fn tab_bar(app: &mut App, area: Rect, buf: &mut Buffer) {
             x += 1;
         }
     }
-    let model = format!(" {} ", app.model);
-    // Columns, not bytes: a name in CJK or with an emoji takes fewer columns than bytes.
-    let model_w = text::width(&model);
-    if usize::from(area.right().saturating_sub(x)) > model_w + 2 {
-        buf.set_string(
-            area.right() - model_w as u16,
-            area.y,
-            model,
-            Style::new().fg(theme.c.assistant),
-        );
+    // The mode always, the model as far as it fits (columns, not bytes: a name in CJK
+    // or with an emoji takes fewer columns than bytes).
+    let mode = format!(" · {} ", mode_name(app.mode));
+    let room = usize::from(area.right().saturating_sub(x)).saturating_sub(2);
+    let model = text::truncate(&format!(" {}", app.model), room.saturating_sub(mode.len()));
+    let line = Line::from(vec![
+        Span::styled(model, Style::new().fg(theme.c.assistant)),
+        Span::styled(mode, Style::new().fg(theme.c.accent)),
+    ]);
+    if line.width() <= room {
+        let w = line.width() as u16;
+        buf.set_line(area.right() - w, area.y, &line, w);
     }
 }
 
@@ -451,6 +512,8 @@ fn hint_parts(app: &App) -> Vec<String> {
     }
 }
 
+/// The completion list, over the bottom of the chat's inside: its border never draws
+/// over the chat's, and a description too long for it ends in `…`.
 fn completion_popup(app: &mut App, buf: &mut Buffer) {
     if app.focus != PaneId::Input {
         return;
@@ -458,14 +521,16 @@ fn completion_popup(app: &mut App, buf: &mut Buffer) {
     let Some(c) = app.panes.input.completion() else {
         return;
     };
-    let Some(&(_, input, _)) = app
-        .hits
-        .panes
-        .iter()
-        .find(|(id, _, _)| *id == PaneId::Input)
-    else {
+    let Some(&(_, chat, _)) = app.hits.panes.iter().find(|(id, _, _)| *id == PaneId::Chat) else {
         return;
     };
+    // Inside the chat's border.
+    let room = Rect::new(
+        chat.x + 1,
+        chat.y + 1,
+        chat.width.saturating_sub(2),
+        chat.height.saturating_sub(2),
+    );
     let theme = &app.theme;
     let label_w = c
         .items
@@ -479,12 +544,12 @@ fn completion_popup(app: &mut App, buf: &mut Buffer) {
         .map(|i| text::width(&i.detail))
         .max()
         .unwrap_or(0);
-    let width = ((label_w + detail_w + 6) as u16).min(input.width.saturating_sub(4));
-    let height = (c.items.len() as u16 + 2).min(input.y);
-    if height < 3 {
+    let width = ((label_w + detail_w + 4) as u16).min(room.width);
+    let height = (c.items.len() as u16 + 2).min(room.height);
+    if height < 3 || width < 8 {
         return;
     }
-    let popup = Rect::new(input.x + 2, input.y - height, width, height);
+    let popup = Rect::new(room.x, room.bottom() - height, width, height);
     Clear.render(popup, buf);
     let block = Block::default()
         .borders(Borders::ALL)
@@ -502,10 +567,11 @@ fn completion_popup(app: &mut App, buf: &mut Buffer) {
     {
         let y = inner.y + row as u16;
         let label = format!("{:<label_w$}  ", item.label);
-        let mut line = Line::from(vec![
+        let line = Line::from(vec![
             Span::styled(label, Style::new().fg(theme.c.inline_code)),
             Span::styled(item.detail.clone(), theme.dim()),
         ]);
+        let mut line = Line::from(text::truncate_spans(&line.spans, inner.width as usize));
         if i == c.selected {
             buf.set_style(Rect::new(inner.x, y, inner.width, 1), theme.selected());
             line = line.patch_style(theme.selected());

@@ -43,7 +43,8 @@ pub(crate) fn render_blocks(
 ) -> Vec<Line<'static>> {
     let mut out: Vec<Line<'static>> = Vec::new();
     let mut count = 0;
-    for (i, block) in split_blocks(source).into_iter().enumerate() {
+    let source = fence_bare_edits(source);
+    for (i, block) in split_blocks(&source).into_iter().enumerate() {
         count = i + 1;
         let hash = xxhash_rust::xxh3::xxh3_64(block.as_bytes());
         let fresh = cache
@@ -80,29 +81,114 @@ pub(crate) fn render_blocks(
     out
 }
 
+/// Whether the lines seen so far leave a code fence open.
+#[derive(Default)]
+struct Fences(Option<(char, usize)>);
+
+impl Fences {
+    /// Sees one line (without its line ending): it may open or close a fence. Returns
+    /// the run of fence characters the line starts with (after up to three spaces).
+    fn see(&mut self, line: &str) -> Option<(char, usize)> {
+        let body = line.trim_start_matches(' ');
+        let indent = line.len() - body.len();
+        let marker = body.chars().next().filter(|c| *c == '`' || *c == '~')?;
+        let run = body.chars().take_while(|c| *c == marker).count();
+        match self.0 {
+            None if indent < 4 && run >= 3 => self.0 = Some((marker, run)),
+            Some((m, n))
+                if marker == m && run >= n && body.trim_start_matches(m).trim().is_empty() =>
+            {
+                self.0 = None
+            }
+            _ => {}
+        }
+        Some((marker, run))
+    }
+
+    fn is_open(&self) -> bool {
+        self.0.is_some()
+    }
+}
+
+/// `source` with a fence around each SEARCH/REPLACE block written without one (ask
+/// mode's replies often are): bare, its `>>>>>>> REPLACE` reads as seven nested quotes
+/// and its code as prose. The fence is of tildes, longer than any run in the text, so
+/// nothing inside closes it; an unfinished block (still streaming) runs to the end.
+fn fence_bare_edits(source: &str) -> std::borrow::Cow<'_, str> {
+    if !source
+        .lines()
+        .any(|l| edit_marker(l) == Some(EditSection::Search))
+    {
+        return source.into();
+    }
+    let longest = source
+        .lines()
+        .map(|l| l.trim_start().chars().take_while(|c| *c == '~').count())
+        .max()
+        .unwrap_or(0);
+    let fence = "~".repeat(longest.max(2) + 1);
+    let mut out = String::with_capacity(source.len() + 16);
+    let mut fences = Fences::default();
+    let mut in_edit = false;
+    for line in source.split_inclusive('\n') {
+        let trimmed = line.trim_end_matches(['\n', '\r']);
+        if in_edit {
+            out.push_str(line);
+            if edit_marker(trimmed) == Some(EditSection::None) {
+                if !line.ends_with('\n') {
+                    out.push('\n');
+                }
+                out.push_str(&fence);
+                out.push('\n');
+                in_edit = false;
+            }
+            continue;
+        }
+        let was_open = fences.is_open();
+        fences.see(trimmed);
+        if !was_open && !fences.is_open() && edit_marker(trimmed) == Some(EditSection::Search) {
+            out.push_str(&fence);
+            out.push('\n');
+            in_edit = true;
+        }
+        out.push_str(line);
+    }
+    out.into()
+}
+
+/// The contents of the complete code blocks of `markdown`, in order (bare
+/// SEARCH/REPLACE blocks too, as the chat draws them): what the chat's `c` copies.
+pub(crate) fn code_blocks(markdown: &str) -> Vec<String> {
+    let source = fence_bare_edits(markdown);
+    let mut fences = Fences::default();
+    let mut blocks = Vec::new();
+    let mut open: Option<Vec<&str>> = None;
+    for line in source.lines() {
+        let was_open = fences.is_open();
+        fences.see(line);
+        match (was_open, fences.is_open(), &mut open) {
+            (false, true, _) => open = Some(Vec::new()),
+            (true, false, Some(_)) => blocks.extend(open.take().map(|l| l.join("\n"))),
+            (true, true, Some(lines)) => lines.push(line),
+            _ => {}
+        }
+    }
+    blocks
+}
+
 /// Splits markdown at blank lines that are outside code fences and followed by a line
 /// that starts a new block (not indented: an indented line continues a list item).
 fn split_blocks(source: &str) -> Vec<&str> {
     let mut blocks = Vec::new();
     let mut start = 0;
-    let mut fence: Option<(char, usize)> = None;
+    let mut fences = Fences::default();
     let mut blank_before = false;
     let mut offset = 0;
     for line in source.split_inclusive('\n') {
         let trimmed = line.trim_end_matches(['\n', '\r']);
-        let body = trimmed.trim_start_matches(' ');
-        let indent = trimmed.len() - body.len();
-        let marker = body.chars().next().filter(|c| *c == '`' || *c == '~');
-        let run = marker.map_or(0, |m| body.chars().take_while(|c| *c == m).count());
-        match (fence, marker) {
-            (None, Some(m)) if indent < 4 && run >= 3 => fence = Some((m, run)),
-            (Some((m, n)), Some(c))
-                if c == m && run >= n && body.trim_start_matches(c).trim().is_empty() =>
-            {
-                fence = None
-            }
-            _ => {}
-        }
+        let indent = trimmed.len() - trimmed.trim_start_matches(' ').len();
+        let (marker, run) = fences.see(trimmed).map_or((None, 0), |(m, n)| (Some(m), n));
+        let fence = fences.0;
         let is_blank = trimmed.trim().is_empty();
         let opens_block = !is_blank && indent == 0 && !trimmed.starts_with('\t');
         if blank_before
@@ -727,6 +813,36 @@ mod tests {
                 "▎ >>>>>>> REPLACE",
             ]
         );
+    }
+
+    /// Laid out as the chat lays out a reply.
+    fn reply_lines(src: &str, width: usize) -> Vec<String> {
+        let theme = Theme::default_theme();
+        render_blocks(src, width, &theme, &mut Blocks::default())
+            .iter()
+            .map(|l| l.to_string())
+            .collect()
+    }
+
+    #[test]
+    fn bare_search_replace_blocks_read_as_code_not_quotes() {
+        let fenced =
+            "f.py\n```\n<<<<<<< SEARCH\nold()\n\n=======\nnew()\n>>>>>>> REPLACE\n```\n\nDone.";
+        let bare = "f.py\n<<<<<<< SEARCH\nold()\n\n=======\nnew()\n>>>>>>> REPLACE\n\nDone.";
+        let shown = reply_lines(bare, 40);
+        assert_eq!(shown, reply_lines(fenced, 40));
+        assert!(
+            shown.contains(&"▎ >>>>>>> REPLACE".to_string()),
+            "{shown:?}"
+        );
+        // Streaming, the open block is code to the end; a fence inside it stays text.
+        let open = "<<<<<<< SEARCH\n~~~\nold()\n";
+        assert_eq!(
+            reply_lines(open, 40),
+            ["▎ <<<<<<< SEARCH", "- ~~~", "- old()"]
+        );
+        // Inside a fence of the reply's own, nothing is added.
+        assert_eq!(reply_lines(fenced, 40), lines(fenced, 40));
     }
 
     #[test]

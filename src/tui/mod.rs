@@ -18,6 +18,7 @@ pub mod keymap;
 pub mod layout;
 pub mod markdown;
 pub mod panes;
+pub mod paths;
 pub mod terminal;
 pub mod text;
 pub mod theme;

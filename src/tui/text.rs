@@ -184,6 +184,41 @@ fn group(chars: &[(&str, usize)], spans: &[Span<'static>]) -> Vec<Span<'static>>
     out
 }
 
+/// Pasted text with its line ends as `\n`: `\r\n` and a lone `\r` (what terminals send
+/// for Enter) are one end each. A paste with no `\n` in which every run of `\r` is even
+/// is a CRLF text whose `\n`s the terminal turned into `\r`s too (tmux's
+/// `paste-buffer` does: 82 CRLF lines arrive as 164 `\r`s), so each `\r\r` is one end.
+pub fn paste_line_ends(s: &str) -> String {
+    let mut runs = s
+        .split(|c| c != '\r')
+        .filter(|run| !run.is_empty())
+        .peekable();
+    let doubled = !s.contains('\n') && runs.peek().is_some() && runs.all(|r| r.len() % 2 == 0);
+    match doubled {
+        true => s.replace("\r\r", "\n"),
+        false => s.replace("\r\n", "\n").replace('\r', "\n"),
+    }
+}
+
+/// The lines of `s` as a person counts them: `\r\n`, `\r` (what many terminals paste)
+/// and `\n` each end one, and a line ending at the very end starts no new line.
+pub fn line_count(s: &str) -> usize {
+    if s.is_empty() {
+        return 0;
+    }
+    let mut lines = 0;
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\r' if chars.peek() == Some(&'\n') => {}
+            '\r' | '\n' => lines += 1,
+            _ => {}
+        }
+    }
+    let ended = s.ends_with(['\n', '\r']);
+    lines + usize::from(!ended)
+}
+
 /// `s` cut to `max` columns, with `…` when something was cut.
 pub fn truncate(s: &str, max: usize) -> String {
     if width(s) <= max {

@@ -73,6 +73,8 @@ pub(crate) fn letter(action: Action) -> Letter {
         | Action::ScrollRight
         | Action::NextCommand
         | Action::PrevCommand
+        | Action::SelectPrevMessage
+        | Action::SelectNextMessage
         | Action::PageUp
         | Action::PageDown => Letter::Moves,
         // Among these the chat's `r` (RunCommand): the engine asks before it runs what

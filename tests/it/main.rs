@@ -52,6 +52,7 @@ mod signing;
 mod spending;
 mod tokens;
 mod trust;
+mod tui_chat;
 mod tui_demo;
 mod tui_editor;
 mod tui_hostile_text;

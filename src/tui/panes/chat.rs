@@ -177,6 +177,16 @@ impl Message {
 enum Jump {
     Top,
     Bottom,
+    /// The start of this message.
+    Message(usize),
+}
+
+/// What `y` and `c` copy when the user picked something with `{` / `}`: a message, or
+/// one of its code blocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Selection {
+    message: usize,
+    block: Option<usize>,
 }
 
 pub struct ChatPane {
@@ -191,6 +201,10 @@ pub struct ChatPane {
     page: u16,
     /// Notes to the model are shown in full.
     notes_expanded: bool,
+    /// Files the user left out of a "needs" row: not offered again this session.
+    declined: std::collections::HashSet<String>,
+    /// The message or code block `y` / `c` copy; None: the last reply.
+    selection: Option<Selection>,
 }
 
 impl Default for ChatPane {
@@ -203,6 +217,8 @@ impl Default for ChatPane {
             jump: None,
             page: 10,
             notes_expanded: false,
+            declined: Default::default(),
+            selection: None,
         }
     }
 }
@@ -245,8 +261,13 @@ impl ChatPane {
 
     /// The files and commands the last reply asked for; earlier rows stay, without
     /// their keys.
-    pub fn needed(&mut self, needed: Needed) {
+    /// Files the user left out before are not offered again.
+    pub fn needed(&mut self, mut needed: Needed) {
         self.retire_needed();
+        needed.drop_files(&self.declined);
+        if needed.files.is_empty() && needed.commands.is_empty() {
+            return;
+        }
         self.push(Kind::Needed(Box::new(needed)), "");
     }
 
@@ -282,10 +303,13 @@ impl ChatPane {
             Action::AddNeededEditable => Some(FileMode::Editable),
             _ => None,
         };
-        let len = needed.commands.len();
+        let mut left_out = None;
         match (action, mode) {
             (_, Some(_)) if needed.files.is_empty() => cx.effect(super::Effect::Flash(
                 "the last reply named no files outside the chat".into(),
+            )),
+            (_, Some(_)) if needed.picked().next().is_none() => cx.effect(super::Effect::Flash(
+                "every file of the row is left out".into(),
             )),
             (_, Some(mode)) => cx.send(Op::AddNeeded {
                 paths: needed.paths(),
@@ -300,13 +324,105 @@ impl ChatPane {
                     "the last reply suggested no commands".into(),
                 )),
             },
-            (Action::NextCommand, None) if len > 0 => needed.selected = (needed.selected + 1) % len,
-            (Action::PrevCommand, None) if len > 0 => {
-                needed.selected = (needed.selected + len - 1) % len;
-            }
+            (Action::NextCommand, None) => needed.select(1),
+            (Action::PrevCommand, None) => needed.select(-1),
+            (Action::LeaveOutFile, None) => match needed.toggle_selected_file() {
+                Some(toggled) => left_out = Some(toggled),
+                None => cx.effect(super::Effect::Flash(format!(
+                    "{} leaves out a file: select one with {} {}",
+                    cx.keymap.describe(Action::LeaveOutFile),
+                    cx.keymap.describe(Action::PrevCommand),
+                    cx.keymap.describe(Action::NextCommand),
+                ))),
+            },
             _ => {}
         }
         message.touch();
+        match left_out {
+            Some((path, true)) => self.declined.insert(path),
+            Some((path, false)) => self.declined.remove(&path),
+            None => false,
+        };
+    }
+
+    /// What can be copied, in order: each message with text, each followed by the
+    /// code blocks of a reply.
+    fn copyable(&self) -> Vec<Selection> {
+        let mut out = Vec::new();
+        for (i, m) in self.messages.iter().enumerate() {
+            if m.text.trim().is_empty() || matches!(m.kind, Kind::Needed(_)) {
+                continue;
+            }
+            out.push(Selection {
+                message: i,
+                block: None,
+            });
+            if matches!(m.kind, Kind::Assistant { .. }) {
+                let blocks = markdown::code_blocks(&m.text).len();
+                out.extend((0..blocks).map(|b| Selection {
+                    message: i,
+                    block: Some(b),
+                }));
+            }
+        }
+        out
+    }
+
+    /// Moves the selection `delta` items (from the newest when there is none) and
+    /// brings its message into view.
+    fn select(&mut self, delta: i32) {
+        let items = self.copyable();
+        let Some(last) = items.len().checked_sub(1) else {
+            return;
+        };
+        let at = match self
+            .selection
+            .and_then(|s| items.iter().position(|i| *i == s))
+        {
+            Some(at) => (at as i64 + delta as i64).clamp(0, last as i64) as usize,
+            None if delta < 0 => last,
+            None => return,
+        };
+        self.selection = Some(items[at]);
+        self.jump = Some(Jump::Message(items[at].message));
+    }
+
+    /// The text `y` (or `c`, `code`) copies: the selection, else the last reply; `c`
+    /// takes the selected code block, else the last one of the message.
+    fn copied(&self, code: bool) -> Option<String> {
+        let (message, block) = match self.selection {
+            Some(s) => (self.messages.get(s.message)?, s.block),
+            None => (
+                self.messages
+                    .iter()
+                    .rev()
+                    .find(|m| matches!(m.kind, Kind::Assistant { .. }) && !m.text.is_empty())?,
+                None,
+            ),
+        };
+        match (block, code) {
+            (Some(b), _) => markdown::code_blocks(&message.text).into_iter().nth(b),
+            (None, true) => markdown::code_blocks(&message.text).pop(),
+            (None, false) => Some(message.text.clone()),
+        }
+    }
+
+    /// The selection as the chat's corner says it.
+    fn selection_badge(&self) -> Option<String> {
+        let s = self.selection?;
+        let messages = self.copyable().iter().filter(|i| i.block.is_none()).count();
+        let n = self
+            .copyable()
+            .iter()
+            .filter(|i| i.block.is_none() && i.message <= s.message)
+            .count();
+        Some(match s.block {
+            Some(b) => format!(
+                " code block {} of message {n}/{messages} · y copies it ",
+                b + 1
+            ),
+            None => format!(" message {n}/{messages} · y copies it, c its last code block "),
+        })
     }
 
     fn streaming_reply(&mut self) -> Option<&mut Message> {
@@ -425,6 +541,7 @@ impl ChatPane {
         if let Some(i) = self.messages.iter().rposition(|m| m.streaming) {
             if self.messages[i].text.is_empty() && self.messages[i].reasoning.is_empty() {
                 self.messages.remove(i);
+                self.selection = None;
                 self.top.0 = self.top.0.min(self.messages.len().saturating_sub(1));
             } else {
                 self.messages[i].streaming = false;
@@ -564,12 +681,15 @@ impl Pane for ChatPane {
             Action::ToggleNotes,
             Action::CopyReply,
             Action::CopyCode,
+            Action::SelectPrevMessage,
+            Action::SelectNextMessage,
             Action::FocusInput,
             Action::AddNeededReadOnly,
             Action::AddNeededEditable,
             Action::RunCommand,
             Action::NextCommand,
             Action::PrevCommand,
+            Action::LeaveOutFile,
         ]
     }
 
@@ -583,13 +703,14 @@ impl Pane for ChatPane {
             Action::AddNeededEditable => "editable",
             _ => return None,
         };
-        if needed.files.is_empty() {
+        let picked = needed.picked().count();
+        if picked == 0 {
             return None;
         }
-        let tokens: usize = needed.files.iter().map(|f| f.tokens).sum();
+        let tokens: usize = needed.picked().map(|f| f.tokens).sum();
         Some(format!(
             "add {} {mode}, {} tok, and ask again?",
-            crate::plural::count(needed.files.len(), "file"),
+            crate::plural::count(picked, "file"),
             crate::tui::text::thousands(tokens)
         ))
     }
@@ -599,7 +720,11 @@ impl Pane for ChatPane {
             Action::Up => self.scroll(-1),
             Action::Down => self.scroll(1),
             Action::Top => self.jump = Some(Jump::Top),
-            Action::Bottom => self.jump = Some(Jump::Bottom),
+            Action::Bottom => {
+                // Back to the newest: `y` copies the last reply again.
+                self.selection = None;
+                self.jump = Some(Jump::Bottom);
+            }
             Action::ToggleNotes => {
                 self.notes_expanded = !self.notes_expanded;
                 let expanded = self.notes_expanded;
@@ -609,27 +734,21 @@ impl Pane for ChatPane {
                 }
             }
             Action::CopyReply | Action::CopyCode => {
-                let reply = self
-                    .messages
-                    .iter()
-                    .rev()
-                    .find(|m| matches!(m.kind, Kind::Assistant { .. }) && !m.text.is_empty());
-                let text = match (action, reply) {
-                    (Action::CopyReply, Some(m)) => Some(m.text.clone()),
-                    (_, Some(m)) => last_code_block(&m.text),
-                    (_, None) => None,
-                };
+                let text = self.copied(action == Action::CopyCode);
                 cx.effect(match text {
                     Some(text) => super::Effect::Copy(text),
                     None => super::Effect::Flash("nothing to copy yet".into()),
                 });
             }
+            Action::SelectPrevMessage => self.select(-1),
+            Action::SelectNextMessage => self.select(1),
             Action::FocusInput => cx.effect(super::Effect::Focus(super::PaneId::Input)),
             Action::AddNeededReadOnly
             | Action::AddNeededEditable
             | Action::RunCommand
             | Action::NextCommand
-            | Action::PrevCommand => self.act_on_needed(action, cx),
+            | Action::PrevCommand
+            | Action::LeaveOutFile => self.act_on_needed(action, cx),
             _ => return false,
         }
         true
@@ -660,6 +779,12 @@ impl Pane for ChatPane {
                 self.follow = true;
                 self.pending_scroll = 0;
             }
+            Some(Jump::Message(i)) => {
+                self.follow = false;
+                self.pending_scroll = 0;
+                let gap = self.messages.get(i).is_some_and(|m| m.gap);
+                self.top = (i, usize::from(gap));
+            }
             None => {}
         }
         let bottom = self.bottom_top(width, height, theme);
@@ -680,17 +805,37 @@ impl Pane for ChatPane {
         }
         let (mut i, mut line) = self.top;
         let mut y = 0;
+        let selected = self.selection;
         while y < height && i < self.messages.len() {
+            // The selected message's first line is marked.
+            let marked = selected
+                .filter(|s| s.message == i)
+                .map(|_| usize::from(self.messages[i].gap));
             let lines = self.lines(i, width, theme);
-            for l in lines.iter().skip(line) {
+            for (n, l) in lines.iter().enumerate().skip(line) {
                 if y >= height {
                     break;
                 }
                 buf.set_line(area.x, area.y + y as u16, l, width);
+                if marked == Some(n) {
+                    buf.set_style(
+                        Rect::new(area.x, area.y + y as u16, width, 1),
+                        theme.selected(),
+                    );
+                }
                 y += 1;
             }
             i += 1;
             line = 0;
+        }
+        if let Some(badge) = self.selection_badge() {
+            let badge = text::truncate(&badge, area.width as usize);
+            buf.set_string(
+                area.x,
+                area.bottom() - 1,
+                &badge,
+                Style::new().fg(theme.c.bg).bg(theme.c.accent),
+            );
         }
         if !self.follow {
             let badge = " ↓ more below · pgdn ";
@@ -721,7 +866,7 @@ fn layout(m: &mut Message, width: usize, theme: &Theme) -> Vec<Line<'static>> {
             let bar = Span::styled("▌ ", Style::new().fg(theme.c.user));
             let style = Style::new().fg(theme.c.user).add_modifier(Modifier::BOLD);
             // A long paste is sent whole but shown in part, so it does not bury the chat.
-            let lines = m.text.split('\n').count();
+            let lines = text::line_count(&m.text);
             let collapsed = !m.expanded && lines > LONG_MESSAGE_LINES;
             let shown = if collapsed { COLLAPSED_LINES } else { lines };
             for line in m.text.split('\n').take(shown) {
@@ -878,32 +1023,6 @@ fn layout(m: &mut Message, width: usize, theme: &Theme) -> Vec<Line<'static>> {
     }
     text::mark_hidden_lines(&mut out, theme.hidden_marker());
     out
-}
-
-/// The content of the last complete fenced code block of `markdown`.
-fn last_code_block(markdown: &str) -> Option<String> {
-    let mut block: Option<(String, Vec<&str>)> = None;
-    let mut last = None;
-    for line in markdown.lines() {
-        let trimmed = line.trim_start();
-        let fence: String = trimmed
-            .chars()
-            .take_while(|c| *c == '`' || *c == '~')
-            .collect();
-        match &mut block {
-            Some((open, lines)) => {
-                if fence.len() >= open.len() && trimmed.trim_end() == fence {
-                    last = Some(lines.join("\n"));
-                    block = None;
-                } else {
-                    lines.push(line);
-                }
-            }
-            None if fence.len() >= 3 => block = Some((fence, Vec::new())),
-            None => {}
-        }
-    }
-    last
 }
 
 /// How a line of a unified diff is coloured: added and removed lines as in the review,

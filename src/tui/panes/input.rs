@@ -1,6 +1,8 @@
 //! The message box: multiline editing with soft wrap, input history, completion of
 //! `/commands` (and their file or model arguments) and `@file` mentions, and pastes
-//! of any size.
+//! of any size: a paste of more than [`PASTE_TOKEN_LINES`] lines stands in the box as
+//! one token (`[pasted 82 lines]`) that is sent as the whole paste, and expands in place
+//! on a key.
 
 use std::sync::Arc;
 
@@ -22,6 +24,16 @@ use unicode_segmentation::UnicodeSegmentation;
 
 /// Completions shown at most.
 pub const MAX_COMPLETIONS: usize = 8;
+
+/// A paste of more lines than this stands in the box as a token.
+pub const PASTE_TOKEN_LINES: usize = 10;
+
+/// A long paste held out of the box: the token that stands for it there, and its text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Paste {
+    token: String,
+    text: String,
+}
 
 /// One completion: what replaces the word, and how the popup shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,6 +74,8 @@ pub struct InputPane {
     /// Width of the last frame, for moving between visual rows.
     width: u16,
     cursor_at: Option<Position>,
+    /// Long pastes whose tokens stand in the text.
+    pastes: Vec<Paste>,
 }
 
 impl InputPane {
@@ -76,7 +90,61 @@ impl InputPane {
     pub(crate) fn set_text(&mut self, text: &str) {
         self.text = text.to_string();
         self.cursor = self.text.len();
+        self.pastes.clear();
         self.edited();
+    }
+
+    /// The message as it is sent: the box's text with each paste token replaced by
+    /// its paste.
+    pub fn expanded(&self) -> String {
+        let mut text = String::with_capacity(self.text.len());
+        let mut at = 0;
+        for (range, i) in self.tokens() {
+            text.push_str(self.text.get(at..range.start).unwrap_or_default());
+            text.push_str(&self.pastes[i].text);
+            at = range.end;
+        }
+        text.push_str(self.text.get(at..).unwrap_or_default());
+        text
+    }
+
+    /// Where the paste tokens stand in the text (byte ranges, in order), and which
+    /// paste each is.
+    fn tokens(&self) -> Vec<(std::ops::Range<usize>, usize)> {
+        let mut found: Vec<_> = self
+            .pastes
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| {
+                self.text
+                    .find(&p.token)
+                    .map(|at| (at..at + p.token.len(), i))
+            })
+            .collect();
+        found.sort_by_key(|(range, _)| range.start);
+        found
+    }
+
+    /// The token the cursor is in or at an edge of; else the last one in the box.
+    fn token_near_cursor(&self) -> Option<(std::ops::Range<usize>, usize)> {
+        let tokens = self.tokens();
+        let near = tokens
+            .iter()
+            .find(|(r, _)| r.start <= self.cursor && self.cursor <= r.end)
+            .cloned();
+        near.or_else(|| tokens.last().cloned())
+    }
+
+    /// Puts a paste's whole text in the box in place of its token.
+    fn expand_paste(&mut self, cx: &mut Cx<'_>) {
+        let Some((range, i)) = self.token_near_cursor() else {
+            cx.effect(Effect::Flash(
+                "no pasted text to expand in the message".into(),
+            ));
+            return;
+        };
+        let paste = self.pastes.remove(i);
+        self.splice(range, &paste.text);
     }
 
     pub fn clear(&mut self) {
@@ -102,15 +170,26 @@ impl InputPane {
         self.completion.as_ref()
     }
 
-    /// Inserts pasted text: line endings normalized, control characters dropped.
+    /// Inserts pasted text: line endings normalized, control characters dropped; a
+    /// paste of more than [`PASTE_TOKEN_LINES`] lines as its token.
     pub fn paste(&mut self, pasted: &str) {
-        let clean: String = pasted
-            .replace("\r\n", "\n")
-            .replace('\r', "\n")
+        let clean: String = text::paste_line_ends(pasted)
             .chars()
             .filter(|c| !c.is_control() || *c == '\n' || *c == '\t')
             .collect();
-        self.insert(&clean);
+        let lines = text::line_count(&clean);
+        if lines <= PASTE_TOKEN_LINES {
+            return self.insert(&clean);
+        }
+        let token = (1..)
+            .map(|n| match n {
+                1 => format!("[pasted {lines} lines]"),
+                n => format!("[pasted {lines} lines #{n}]"),
+            })
+            .find(|t| !self.text.contains(t.as_str()) && self.pastes.iter().all(|p| p.token != *t))
+            .unwrap_or_default();
+        self.insert(&token);
+        self.pastes.push(Paste { token, text: clean });
     }
 
     fn insert(&mut self, s: &str) {
@@ -140,7 +219,7 @@ impl InputPane {
         if self.text.trim().is_empty() {
             return;
         }
-        let text = self.text.trim_end().to_string();
+        let text = self.expanded().trim_end().to_string();
         let op = match input::parse(&text) {
             Ok(op) => op,
             // Nothing was done: the text stays in the box to be mended.
@@ -150,6 +229,7 @@ impl InputPane {
             self.history.push(text);
         }
         self.text.clear();
+        self.pastes.clear();
         self.browsing = None;
         self.cursor = 0;
         self.scroll = 0;
@@ -470,6 +550,16 @@ impl InputPane {
     }
 }
 
+impl InputPane {
+    /// The text of `range` as drawn: tabs as spaces.
+    fn shown(&self, range: std::ops::Range<usize>) -> String {
+        self.text
+            .get(range)
+            .unwrap_or_default()
+            .replace('\t', &" ".repeat(text::TAB_WIDTH))
+    }
+}
+
 /// Width of the `› ` prompt.
 const PROMPT_WIDTH: usize = 2;
 
@@ -497,6 +587,7 @@ impl Pane for InputPane {
             Action::HistoryNext,
             Action::Complete,
             Action::ExternalEditor,
+            Action::ExpandPaste,
         ]
     }
 
@@ -504,9 +595,10 @@ impl Pane for InputPane {
         match action {
             Action::Send => self.submit(cx),
             Action::Newline => self.insert("\n"),
+            Action::ExpandPaste => self.expand_paste(cx),
             Action::ExternalEditor => cx.effect(Effect::Edit(EditRequest {
                 target: EditTarget::Draft,
-                text: self.text.clone(),
+                text: self.expanded(),
                 suffix: ".md".into(),
             })),
             Action::HistoryPrev => {
@@ -565,8 +657,23 @@ impl Pane for InputPane {
             }
             KeyCode::Char('b') if alt => self.cursor = self.word_left(self.cursor),
             KeyCode::Char('f') if alt => self.cursor = self.word_right(self.cursor),
-            KeyCode::Backspace => self.delete_range(self.prev_boundary(self.cursor), self.cursor),
-            KeyCode::Delete => self.delete_range(self.cursor, self.next_boundary(self.cursor)),
+            // A paste token goes as one character, with its paste.
+            KeyCode::Backspace => match self
+                .tokens()
+                .into_iter()
+                .find(|(r, _)| r.end == self.cursor)
+            {
+                Some((range, _)) => self.delete_range(range.start, range.end),
+                None => self.delete_range(self.prev_boundary(self.cursor), self.cursor),
+            },
+            KeyCode::Delete => match self
+                .tokens()
+                .into_iter()
+                .find(|(r, _)| r.start == self.cursor)
+            {
+                Some((range, _)) => self.delete_range(range.start, range.end),
+                None => self.delete_range(self.cursor, self.next_boundary(self.cursor)),
+            },
             KeyCode::Left if ctrl || alt => self.cursor = self.word_left(self.cursor),
             KeyCode::Right if ctrl || alt => self.cursor = self.word_right(self.cursor),
             KeyCode::Left => self.cursor = self.prev_boundary(self.cursor),
@@ -611,6 +718,8 @@ impl Pane for InputPane {
         self.scroll =
             super::keep_visible(self.scroll.min(rows.len().saturating_sub(1)), row, height);
         let style = Style::new().fg(theme.c.fg);
+        let token_style = Style::new().fg(theme.c.accent).add_modifier(Modifier::BOLD);
+        let tokens = self.tokens();
         for (y, (start, end)) in rows.iter().enumerate().skip(self.scroll).take(height) {
             let screen_y = area.y + (y - self.scroll) as u16;
             let first_of_line = *start == 0 || self.text.as_bytes()[start - 1] == b'\n';
@@ -631,21 +740,33 @@ impl Pane for InputPane {
                     theme.dim()
                 },
             );
-            let shown = self
-                .text
-                .get(*start..*end)
-                .unwrap_or_default()
-                .replace('\t', &" ".repeat(text::TAB_WIDTH));
+            // The row in pieces: text, and the parts of paste tokens.
+            let mut spans = Vec::new();
+            let mut at = *start;
+            for (range, _) in tokens
+                .iter()
+                .filter(|(r, _)| r.start < *end && r.end > *start)
+            {
+                let (from, to) = (range.start.max(*start), range.end.min(*end));
+                spans.push(Span::styled(self.shown(at..from), style));
+                spans.push(Span::styled(self.shown(from..to), token_style));
+                at = to;
+            }
+            spans.push(Span::styled(self.shown(at..*end), style));
             buf.set_line(
                 area.x + PROMPT_WIDTH as u16,
                 screen_y,
-                &Line::from(Span::styled(shown, style)),
+                &Line::from(spans),
                 area.width - PROMPT_WIDTH as u16,
             );
         }
         let hidden = rows.len().saturating_sub(self.scroll + height);
         if hidden > 0 || self.scroll > 0 {
-            let note = format!(" {} lines ", rows.len());
+            // Lines of the text, not rows of the box: a long line wraps into many.
+            let note = format!(
+                " {} ",
+                crate::plural::count(text::line_count(&self.text), "line")
+            );
             let w = note.len() as u16;
             if area.width > w + 4 {
                 buf.set_string(area.right() - w, area.bottom() - 1, note, theme.dim());
@@ -798,6 +919,35 @@ mod tests {
         // A space at the edge stays on its row; a long word still breaks.
         input.set_text("abcde fghijklmnop");
         assert_eq!(input.rows(5), [(0, 6), (6, 11), (11, 16), (16, 17)]);
+    }
+
+    #[test]
+    fn a_long_paste_is_a_token_sent_whole_and_deleted_whole() {
+        let mut input = InputPane::default();
+        let mut ops = Vec::new();
+        typed(&mut input, "see: ", &mut ops);
+        let pasted: String = (1..=12).map(|n| format!("line {n}\r\n")).collect();
+        input.paste(&pasted);
+        assert_eq!(input.text(), "see: [pasted 12 lines]");
+        input.paste(&pasted);
+        assert_eq!(input.text(), "see: [pasted 12 lines][pasted 12 lines #2]");
+        typed(&mut input, "⌫", &mut ops);
+        assert_eq!(
+            input.text(),
+            "see: [pasted 12 lines]",
+            "backspace takes the token whole"
+        );
+        typed(&mut input, " ok\n", &mut ops);
+        let whole = pasted.replace("\r\n", "\n");
+        assert_eq!(
+            ops,
+            [Op::Submit {
+                text: format!("see: {whole} ok")
+            }]
+        );
+        // A short paste is text.
+        input.paste("a\nb");
+        assert_eq!(input.text(), "a\nb");
     }
 
     proptest::proptest! {

@@ -14,6 +14,7 @@ use super::{Cx, Draw, Pane, keep_visible, step};
 use crate::engine::Op;
 use crate::engine::protocol::{MapEdge, MapView};
 use crate::tui::keymap::Action;
+use crate::tui::paths;
 use crate::tui::text::{self, thousands};
 use crate::tui::theme::Theme;
 
@@ -30,6 +31,9 @@ pub struct MapPane {
     asked: HashSet<String>,
     /// The engine has no map for this repository.
     unavailable: bool,
+    /// For each ranked file, the directories that tell it from its namesakes (cut
+    /// paths keep them: `paths`).
+    telling: Vec<Vec<usize>>,
 }
 
 impl MapPane {
@@ -42,6 +46,8 @@ impl MapPane {
             return;
         }
         let keep = self.selected_path().map(str::to_string);
+        let paths: Vec<&str> = map.ranked.iter().map(|(p, _)| p.as_str()).collect();
+        self.telling = paths::telling_dirs(&paths);
         self.map = Some(map);
         self.progress = None;
         // Edges may have changed with the map.
@@ -60,6 +66,10 @@ impl MapPane {
 
     pub(crate) fn set_why(&mut self, path: String, edges: Vec<MapEdge>) {
         self.why.insert(path, edges);
+    }
+
+    fn telling_of(&self, i: usize) -> &[usize] {
+        self.telling.get(i).map_or(&[], Vec::as_slice)
     }
 
     fn ranked_len(&self) -> usize {
@@ -155,7 +165,7 @@ impl MapPane {
                 text::repeat('▮', cells, Style::new().fg(theme.c.repo_map)),
                 Span::raw(" ".repeat(5 - cells)),
                 Span::styled(
-                    text::truncate_left(path, path_width),
+                    paths::fit(path, self.telling_of(i), path_width),
                     Style::new().fg(theme.c.fg),
                 ),
             ]);
@@ -177,7 +187,11 @@ impl MapPane {
                 Style::new().fg(theme.c.accent).add_modifier(Modifier::BOLD),
             ),
             Span::styled(
-                text::truncate_left(path, width.saturating_sub(4)),
+                paths::fit(
+                    path,
+                    self.telling_of(self.selected),
+                    width.saturating_sub(4),
+                ),
                 Style::new().fg(theme.c.fg),
             ),
         ])];

@@ -27,7 +27,7 @@ use super::theme::Theme;
 use super::typing::{self, Letter, Route, Typing};
 use crate::engine::input;
 use crate::engine::protocol::{
-    ChatMode, Command, CommandPurpose, NotAppliedReason, ReviewOp, ShownKind, thousands,
+    ChatMode, Command, CommandPurpose, NotAppliedReason, ReviewOp, Shown, ShownKind, thousands,
 };
 use crate::engine::{Event, Op};
 use crate::plural::count;
@@ -496,24 +496,7 @@ impl App {
                 }
             }
             Event::Resumed { transcript, unsent } => {
-                let mut inputs = Vec::new();
-                for shown in transcript {
-                    let kind = match shown.kind {
-                        ShownKind::User => {
-                            inputs.push(shown.text.clone());
-                            Kind::User
-                        }
-                        ShownKind::Note => Kind::Note,
-                        ShownKind::Assistant => Kind::Assistant {
-                            model: self.model.clone(),
-                        },
-                        ShownKind::Summary => Kind::Output {
-                            title: "summary: the model now sees this instead of the conversation above"
-                                .into(),
-                        },
-                    };
-                    chat.push(kind, shown.text);
-                }
+                let inputs = show_transcript(chat, transcript, &self.model);
                 chat.push(Kind::Notice, "resumed the saved session");
                 self.panes.input.set_history(inputs);
                 if let Some(text) = unsent.filter(|_| self.panes.input.is_empty()) {
@@ -676,7 +659,18 @@ impl App {
                     super::panes::rewind::RewindPicker::new(turns, redo),
                 ));
             }
-            Event::Rewound { text, .. } => chat.push(Kind::Notice, text),
+            Event::Rewound {
+                text, transcript, ..
+            } => {
+                // The conversation went back: the chat shows it as it is now, not the
+                // turns taken back.
+                if let Some(transcript) = transcript {
+                    chat.clear();
+                    let inputs = show_transcript(chat, transcript, &self.model);
+                    self.panes.input.set_history(inputs);
+                }
+                chat.push(Kind::Notice, text);
+            }
             Event::Summarized {
                 replaced_messages,
                 replaced_tokens,
@@ -1440,4 +1434,27 @@ fn rejected_hunk(op: &Op) -> Option<String> {
         } => args.split_whitespace().next().map(str::to_string),
         _ => None,
     }
+}
+
+/// Shows a saved or rewound conversation in the chat; returns the user's messages, which
+/// become the message box's history.
+fn show_transcript(chat: &mut ChatPane, transcript: Vec<Shown>, model: &str) -> Vec<String> {
+    let mut inputs = Vec::new();
+    for shown in transcript {
+        let kind = match shown.kind {
+            ShownKind::User => {
+                inputs.push(shown.text.clone());
+                Kind::User
+            }
+            ShownKind::Note => Kind::Note,
+            ShownKind::Assistant => Kind::Assistant {
+                model: model.to_string(),
+            },
+            ShownKind::Summary => Kind::Output {
+                title: "summary: the model now sees this instead of the conversation above".into(),
+            },
+        };
+        chat.push(kind, shown.text);
+    }
+    inputs
 }

@@ -423,6 +423,52 @@ fn the_rewind_picker_shows_each_choice_before_it_rewinds() {
     assert_eq!(app.take_ops(), [Op::RewindRedo]);
 }
 
+/// After a rewind of the conversation the chat shows it as it is now: the turns taken
+/// back are gone from the pane (and from the message box's history), not only said gone.
+#[test]
+fn the_chat_pane_shows_the_conversation_a_rewind_left() {
+    use crate::tui_support::{app, feed, screen, session_start};
+    use tern::engine::Event;
+    use tern::engine::protocol::{Shown, ShownKind};
+
+    let said = |kind, text: &str| Shown {
+        kind,
+        text: text.into(),
+    };
+    let mut app = app();
+    feed(&mut app, session_start());
+    let turns = [
+        said(ShownKind::User, "add a comma"),
+        said(ShownKind::Assistant, "Added the comma."),
+        said(ShownKind::User, "type the name"),
+        said(ShownKind::Assistant, "Typed it as str."),
+    ];
+    feed(
+        &mut app,
+        [Event::Resumed {
+            transcript: turns.to_vec(),
+            unsent: None,
+        }],
+    );
+    assert!(screen(&mut app, 80, 24).contains("Typed it as str."));
+    feed(
+        &mut app,
+        [Event::Rewound {
+            to: 2,
+            redo: false,
+            commits: Vec::new(),
+            transcript: Some(turns[..2].to_vec()),
+            text: "rewound to before turn 2: chat: 1 turn taken back".into(),
+        }],
+    );
+    let shown = screen(&mut app, 80, 24);
+    assert!(shown.contains("Added the comma."), "{shown}");
+    assert!(shown.contains("chat: 1 turn taken back"), "{shown}");
+    for gone in ["type the name", "Typed it as str."] {
+        assert!(!shown.contains(gone), "{gone:?} still shown:\n{shown}");
+    }
+}
+
 /// The engine's `/rewind` (what the workspace and `-m` send): it reads the record its
 /// own writer is still saving, and keeps the redo until the next message.
 #[test]

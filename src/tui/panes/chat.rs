@@ -237,6 +237,16 @@ impl ChatPane {
         self.messages.push(message);
     }
 
+    /// Forgets every message (the conversation was rewound), keeping the session's
+    /// choices: files left out, notes expanded.
+    pub(crate) fn clear(&mut self) {
+        *self = ChatPane {
+            declined: std::mem::take(&mut self.declined),
+            notes_expanded: self.notes_expanded,
+            ..ChatPane::default()
+        };
+    }
+
     pub fn messages(&self) -> &[Message] {
         &self.messages
     }

@@ -1,6 +1,7 @@
 //! `tern sessions`: this repository's saved sessions, the one active last first, one
 //! line each (`--json`: one object each); `--prune` removes the old ones now, those with
-//! pending hunks only once the user confirms.
+//! pending hunks only once the user confirms. A signal that stops it (a reader that
+//! does not read, a question not answered) is said, as the other commands say it.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
@@ -19,6 +20,11 @@ const TITLE_COLUMNS: usize = 40;
 
 /// Runs `tern sessions` for the repository at `root`.
 pub fn run(root: &Path, prune: bool, yes: bool, json: bool) -> ExitCode {
+    let signals = super::StopLine::watch("tern sessions");
+    signals.end(list_or_prune(root, prune, yes, json))
+}
+
+fn list_or_prune(root: &Path, prune: bool, yes: bool, json: bool) -> ExitCode {
     let store = Store::for_repo(root);
     for notice in store.notices() {
         crate::egress::errln!("tern: {notice}");

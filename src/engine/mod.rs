@@ -20,6 +20,7 @@ mod proposal_review;
 pub mod protocol;
 mod run_loop;
 pub mod session;
+mod session_switch;
 pub mod spending;
 mod turn;
 pub mod turn_commits;
@@ -582,6 +583,10 @@ impl Engine {
                 self.events.send(Event::MapWhy { path, edges });
             }
             Op::HunkText { id } => self.hunk_text(&id),
+            Op::SwitchSession { id, keep_pending } => {
+                self.switch_session(&id, keep_pending);
+                self.idle_if_done();
+            }
             Op::Shutdown => unreachable!("handled by the loop"),
         }
     }
@@ -1075,6 +1080,8 @@ impl Engine {
                 text: commands::help(),
             }),
             Command::Trust => self.trust_command(&args),
+            Command::Sessions if args.is_empty() => self.list_sessions(),
+            Command::Sessions => self.switch_session(&args, false),
             Command::Quit => self.run_loop.quit(),
             Command::Split => self.review(ReviewOp::Split {
                 id: args.trim().to_string(),

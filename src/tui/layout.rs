@@ -58,6 +58,10 @@ impl App {
                 picker.render(area, buf, &self.keymap, &self.theme);
                 picker.cursor()
             }
+            Some(Overlay::Sessions(picker)) => {
+                picker.render(area, buf, &self.theme);
+                None
+            }
             None if self.focus == PaneId::Input => self.panes.input.cursor(),
             None => None,
         }

@@ -45,6 +45,7 @@ mod repomap_monorepo;
 mod review;
 mod review_cli;
 mod run;
+mod session_switch;
 mod sessions;
 mod signing;
 mod spending;

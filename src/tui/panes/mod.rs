@@ -10,6 +10,7 @@ pub mod map;
 pub mod needed;
 pub mod picker;
 pub mod review;
+pub mod sessions;
 
 use crossterm::event::KeyEvent;
 use ratatui::buffer::Buffer;
@@ -148,6 +149,37 @@ pub(crate) fn step(selected: usize, delta: i32, len: usize) -> usize {
         return 0;
     }
     (selected as i64 + delta as i64).clamp(0, len as i64 - 1) as usize
+}
+
+/// A popup over the middle two thirds of `area` (at most `max_width` by 30), cleared,
+/// framed and titled (the pickers'); returns the room inside.
+pub(crate) fn popup(
+    area: Rect,
+    buf: &mut Buffer,
+    (title, max_width): (&str, u16),
+    theme: &Theme,
+) -> Rect {
+    use ratatui::widgets::{Block, Borders, Clear, Widget};
+    let width = (area.width * 2 / 3).clamp(30.min(area.width), max_width.min(area.width));
+    let height = (area.height * 2 / 3).clamp(6.min(area.height), 30.min(area.height));
+    let popup = Rect::new(
+        area.x + (area.width - width) / 2,
+        area.y + (area.height - height) / 2,
+        width,
+        height,
+    );
+    Clear.render(popup, buf);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.border(true))
+        .title(Span::styled(
+            super::text::truncate(title, (width as usize).saturating_sub(2)),
+            theme.border(true),
+        ))
+        .style(theme.text());
+    let inner = block.inner(popup);
+    block.render(popup, buf);
+    inner
 }
 
 /// The first row to show so that `selected` stays visible in `height` rows.

@@ -8,7 +8,6 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::{Position, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Clear, Widget};
 
 use crate::engine::{FileMode, Op};
 use crate::tui::fuzzy;
@@ -114,29 +113,11 @@ impl Picker {
     }
 
     pub fn render(&mut self, area: Rect, buf: &mut Buffer, keymap: &Keymap, theme: &Theme) {
-        let width = (area.width * 2 / 3).clamp(30.min(area.width), 90.min(area.width));
-        let height = (area.height * 2 / 3).clamp(6.min(area.height), 30.min(area.height));
-        let popup = Rect::new(
-            area.x + (area.width - width) / 2,
-            area.y + (area.height - height) / 2,
-            width,
-            height,
-        );
-        Clear.render(popup, buf);
         let title = format!(
             " Add a file · enter editable · {} read-only · esc closes ",
             keymap.describe(Action::AddReadOnly)
         );
-        let block = Block::default()
-            .borders(Borders::ALL)
-            .border_style(theme.border(true))
-            .title(Span::styled(
-                text::truncate(&title, (width as usize).saturating_sub(2)),
-                theme.border(true),
-            ))
-            .style(theme.text());
-        let inner = block.inner(popup);
-        block.render(popup, buf);
+        let inner = super::popup(area, buf, (&title, 90), theme);
         if inner.height < 2 {
             return;
         }

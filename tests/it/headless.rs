@@ -1028,6 +1028,14 @@ fn tern_map_outside_a_repository_and_an_empty_map_say_so() {
     );
 }
 
+fn sigterm(child: &std::process::Child) {
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+}
+
 /// `tern map` and `tern tokens` stopped by a signal while they build a cold map of
 /// 3,000 files (seconds in a debug build) end with a line that says so and 128 + the
 /// signal, as `tern review` does, not silently.
@@ -1051,11 +1059,7 @@ fn tern_map_and_tern_tokens_stopped_by_a_signal_say_so() {
             .spawn()
             .unwrap();
         std::thread::sleep(std::time::Duration::from_millis(500));
-        nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()),
-            nix::sys::signal::Signal::SIGTERM,
-        )
-        .unwrap();
+        sigterm(&child);
         let out = child.wait_with_output().unwrap();
         let (_, stderr) = texts(&out);
         assert_eq!(out.status.code(), Some(143), "{command}: {stderr}");
@@ -1089,7 +1093,7 @@ fn tern_sessions_and_tern_trust_stopped_by_a_signal_say_so() {
     }
     repo.write(
         ".tern.toml",
-        &"# a comment line, printed back\n".repeat(7000),
+        "# a comment line, printed back\n".repeat(7000),
     );
     for command in ["sessions", "trust"] {
         let mut child = repo
@@ -1102,11 +1106,7 @@ fn tern_sessions_and_tern_trust_stopped_by_a_signal_say_so() {
         // Not read until the end: the pipe fills and the write waits.
         let stdout = child.stdout.take().unwrap();
         std::thread::sleep(std::time::Duration::from_millis(500));
-        nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()),
-            nix::sys::signal::Signal::SIGTERM,
-        )
-        .unwrap();
+        sigterm(&child);
         let out = child.wait_with_output().unwrap();
         drop(stdout);
         let stderr = String::from_utf8_lossy(&out.stderr);

@@ -250,7 +250,7 @@ async fn a_session_open_in_another_tern_is_refused() {
     );
     assert_eq!(ready_session(&events), None);
     drop(held);
-    let events = switch(&mut engine, &own[..4], false).await;
+    let events = switch(&mut engine, own.get(..4).unwrap(), false).await;
     assert!(
         events.iter().any(|e| matches!(e, Event::Notice { text } if text == &format!("session {own} is the one open here"))),
         "{events:#?}"

@@ -182,6 +182,35 @@ pub(crate) fn popup(
     inner
 }
 
+/// Draws a picker's `items` into `list`, one `line` each, scrolled from `offset` so that
+/// `selected` shows, highlighted; returns the offset drawn from.
+pub(crate) fn draw_list<T>(
+    buf: &mut Buffer,
+    list: Rect,
+    items: &[T],
+    (offset, selected): (usize, usize),
+    theme: &Theme,
+    line: impl Fn(&T) -> Line<'static>,
+) -> usize {
+    let offset = keep_visible(offset, selected, list.height as usize);
+    for (row, (i, item)) in items
+        .iter()
+        .enumerate()
+        .skip(offset)
+        .take(list.height as usize)
+        .enumerate()
+    {
+        let y = list.y + row as u16;
+        let mut line = line(item);
+        if i == selected {
+            buf.set_style(Rect::new(list.x, y, list.width, 1), theme.selected());
+            line = line.patch_style(theme.selected());
+        }
+        buf.set_line(list.x, y, &line, list.width);
+    }
+    offset
+}
+
 /// The first row to show so that `selected` stays visible in `height` rows.
 pub(crate) fn keep_visible(offset: usize, selected: usize, height: usize) -> usize {
     if height == 0 {

@@ -156,32 +156,26 @@ impl Picker {
             );
             return;
         }
-        self.offset = super::keep_visible(self.offset, self.selected, list.height as usize);
-        for (row, (i, path)) in self
-            .results
-            .iter()
-            .enumerate()
-            .skip(self.offset)
-            .take(list.height as usize)
-            .enumerate()
-        {
-            let y = list.y + row as u16;
-            let in_chat = self.in_chat.contains(path);
-            let mut line = Line::from(vec![
-                Span::styled(
-                    if in_chat { "● " } else { "  " },
-                    Style::new().fg(theme.c.editable_files),
-                ),
-                Span::styled(
-                    text::truncate_left(path, (list.width as usize).saturating_sub(2)),
-                    Style::new().fg(theme.c.fg),
-                ),
-            ]);
-            if i == self.selected {
-                buf.set_style(Rect::new(list.x, y, list.width, 1), theme.selected());
-                line = line.patch_style(theme.selected());
-            }
-            buf.set_line(list.x, y, &line, list.width);
-        }
+        let width = (list.width as usize).saturating_sub(2);
+        self.offset = super::draw_list(
+            buf,
+            list,
+            &self.results,
+            (self.offset, self.selected),
+            theme,
+            |path| {
+                let in_chat = self.in_chat.contains(path);
+                Line::from(vec![
+                    Span::styled(
+                        if in_chat { "● " } else { "  " },
+                        Style::new().fg(theme.c.editable_files),
+                    ),
+                    Span::styled(
+                        text::truncate_left(path, width),
+                        Style::new().fg(theme.c.fg),
+                    ),
+                ])
+            },
+        );
     }
 }

@@ -106,22 +106,14 @@ impl SessionPicker {
             );
             return;
         }
-        self.offset = super::keep_visible(self.offset, self.selected, list.height as usize);
-        for (row, (i, line)) in self
-            .lines
-            .iter()
-            .enumerate()
-            .skip(self.offset)
-            .take(list.height as usize)
-            .enumerate()
-        {
-            let y = list.y + row as u16;
-            let mut line = Line::styled(text::truncate(line, list.width as usize), theme.text());
-            if i == self.selected {
-                buf.set_style(Rect::new(list.x, y, list.width, 1), theme.selected());
-                line = line.patch_style(theme.selected());
-            }
-            buf.set_line(list.x, y, &line, list.width);
-        }
+        let width = list.width as usize;
+        self.offset = super::draw_list(
+            buf,
+            list,
+            &self.lines,
+            (self.offset, self.selected),
+            theme,
+            |line| Line::styled(text::truncate(line, width), theme.text()),
+        );
     }
 }

@@ -507,6 +507,23 @@ pub struct NeededFile {
     pub tokens: usize,
 }
 
+/// A session as `tern sessions` lists it and `Event::Sessions` carries it (its
+/// methods, which read the session's lock, are `persist::store`'s).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Listed {
+    pub id: String,
+    pub dir: std::path::PathBuf,
+    pub last_active: std::time::SystemTime,
+    /// The first message (empty when none was sent).
+    pub title: String,
+    pub pending_hunks: usize,
+    /// Proposed hunks that no longer apply, kept with their lines until dismissed.
+    pub failed_hunks: usize,
+    pub cost: f64,
+    /// Why its state cannot be read, if it cannot.
+    pub unreadable: Option<String>,
+}
+
 /// Something the engine reports (`COUNT`: how many kinds, which `--json`'s snapshot
 /// test checks it covers).
 #[derive(Debug, Clone, PartialEq, strum::EnumCount, DriveMut)]
@@ -586,7 +603,7 @@ pub enum Event {
     /// sessions` lists them); `current`: the one this engine saves to.
     Sessions {
         #[drive(skip)]
-        sessions: Vec<crate::engine::persist::Listed>,
+        sessions: Vec<Listed>,
         current: Option<String>,
     },
     /// A resumed session's conversation, as the chat showed it (sent after `Ready`).

@@ -52,21 +52,8 @@ pub struct Store {
     notices: Vec<String>,
 }
 
-/// A session as `tern sessions` shows it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Listed {
-    pub id: String,
-    pub dir: PathBuf,
-    pub last_active: SystemTime,
-    /// The first message (empty when none was sent).
-    pub title: String,
-    pub pending_hunks: usize,
-    /// Proposed hunks that no longer apply, kept with their lines until dismissed.
-    pub failed_hunks: usize,
-    pub cost: f64,
-    /// Why its state cannot be read, if it cannot.
-    pub unreadable: Option<String>,
-}
+/// A session as `tern sessions` shows it (a protocol type: `/sessions` sends the list).
+pub use crate::engine::protocol::Listed;
 
 impl Listed {
     /// Whether it holds hunks the user has not dealt with (pending, or failed and

@@ -2096,7 +2096,10 @@ fn the_sessions_picker_switches_and_asks_first_with_pending_hunks() {
     let sessions = || Event::Sessions {
         sessions: vec![
             listed("aaaaaaaa", "where are prices set?", None),
-            listed("bbbbbbbb", "about apples", None),
+            Listed {
+                pending_hunks: 1,
+                ..listed("bbbbbbbb", "about apples", None)
+            },
             listed("cccccccc", "", Some("expected value at line 1 column 1")),
         ],
         current: Some("aaaaaaaa".into()),
@@ -2130,6 +2133,10 @@ fn the_sessions_picker_switches_and_asks_first_with_pending_hunks() {
     ] {
         assert!(text.contains(expected), "{expected}: {text}");
     }
+    // At 80 columns the picker takes the whole width: the hunks pending still show.
+    let narrow = screen(&mut app, 80, 24);
+    assert!(narrow.contains("about apples"), "{narrow}");
+    assert!(narrow.contains("1 hunk pend"), "{narrow}");
     // The newest other session is chosen first.
     app.handle_terminal(key(KeyCode::Enter));
     assert_eq!(app.take_ops(), [switch("bbbbbbbb", false)]);

@@ -151,16 +151,17 @@ pub(crate) fn step(selected: usize, delta: i32, len: usize) -> usize {
     (selected as i64 + delta as i64).clamp(0, len as i64 - 1) as usize
 }
 
-/// A popup over the middle two thirds of `area` (at most `max_width` by 30), cleared,
-/// framed and titled (the pickers'); returns the room inside.
+/// A popup over the middle two thirds of `area` (at least `widths.0` columns where
+/// there is room, at most `widths.1`, and at most 30 rows), cleared, framed and titled
+/// (the pickers'); returns the room inside.
 pub(crate) fn popup(
     area: Rect,
     buf: &mut Buffer,
-    (title, max_width): (&str, u16),
+    (title, widths): (&str, (u16, u16)),
     theme: &Theme,
 ) -> Rect {
     use ratatui::widgets::{Block, Borders, Clear, Widget};
-    let width = (area.width * 2 / 3).clamp(30.min(area.width), max_width.min(area.width));
+    let width = (area.width * 2 / 3).clamp(widths.0.min(area.width), widths.1.min(area.width));
     let height = (area.height * 2 / 3).clamp(6.min(area.height), 30.min(area.height));
     let popup = Rect::new(
         area.x + (area.width - width) / 2,

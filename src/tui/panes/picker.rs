@@ -117,7 +117,7 @@ impl Picker {
             " Add a file · enter editable · {} read-only · esc closes ",
             keymap.describe(Action::AddReadOnly)
         );
-        let inner = super::popup(area, buf, (&title, 90), theme);
+        let inner = super::popup(area, buf, (&title, (30, 90)), theme);
         if inner.height < 2 {
             return;
         }

@@ -89,8 +89,9 @@ impl SessionPicker {
 
     pub fn render(&mut self, area: Rect, buf: &mut Buffer, theme: &Theme) {
         let title = " Sessions · enter switches to one (this one is saved first) · esc closes ";
-        // Wide enough for the line `tern sessions` prints.
-        let list = super::popup(area, buf, (title, 130), theme);
+        // Wide enough for the line `tern sessions` prints (its hunks and cost too): the
+        // whole width of a small terminal.
+        let list = super::popup(area, buf, (title, (100, 130)), theme);
         if list.height == 0 {
             return;
         }

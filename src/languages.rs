@@ -44,6 +44,7 @@ pub enum Language {
     Julia,
     Elm,
     Solidity,
+    Nix,
     Sql,
     Html,
     Css,
@@ -81,6 +82,9 @@ pub enum Grammar {
     Julia,
     Elm,
     Solidity,
+    Nix,
+    Toml,
+    Yaml,
 }
 
 /// What the repo map parses and queries each grammar with (a new grammar is its
@@ -117,6 +121,9 @@ impl Grammar {
             Grammar::Julia => tree_sitter_julia::LANGUAGE.into(),
             Grammar::Elm => tree_sitter_elm::LANGUAGE.into(),
             Grammar::Solidity => tree_sitter_solidity::LANGUAGE.into(),
+            Grammar::Nix => tree_sitter_nix::LANGUAGE.into(),
+            Grammar::Toml => tree_sitter_toml_ng::LANGUAGE.into(),
+            Grammar::Yaml => tree_sitter_yaml::LANGUAGE.into(),
         }
     }
 
@@ -150,6 +157,9 @@ impl Grammar {
             Grammar::Julia => include_str!("../queries/julia-tags.scm"),
             Grammar::Elm => tree_sitter_elm::TAGS_QUERY,
             Grammar::Solidity => tree_sitter_solidity::TAGS_QUERY,
+            Grammar::Nix => include_str!("../queries/nix-tags.scm"),
+            Grammar::Toml => include_str!("../queries/toml-tags.scm"),
+            Grammar::Yaml => include_str!("../queries/yaml-tags.scm"),
         }
     }
 
@@ -190,6 +200,9 @@ impl Grammar {
             Grammar::Julia => include_str!("../queries/julia-literals.scm"),
             Grammar::Elm => include_str!("../queries/elm-literals.scm"),
             Grammar::Solidity => include_str!("../queries/solidity-literals.scm"),
+            Grammar::Nix => include_str!("../queries/nix-literals.scm"),
+            Grammar::Toml => include_str!("../queries/toml-literals.scm"),
+            Grammar::Yaml => include_str!("../queries/yaml-literals.scm"),
         }
     }
 }
@@ -251,6 +264,10 @@ const KINDS: &[Kind] = &[
     kind("julia", &["jl"], Language::Julia, Some(Grammar::Julia)),
     kind("elm", &["elm"], Language::Elm, Some(Grammar::Elm)),
     kind("solidity", &["sol"], Language::Solidity, Some(Grammar::Solidity)),
+    kind("nix", &["nix"], Language::Nix, Some(Grammar::Nix)),
+    // Data formats: their keys are the map's symbols; a review counts them as `Other`.
+    kind("toml", &["toml"], Language::Other, Some(Grammar::Toml)),
+    kind("yaml", &["yaml", "yml"], Language::Other, Some(Grammar::Yaml)),
     kind("sql", &["sql"], Language::Sql, None),
     kind("html", &["html", "htm"], Language::Html, None),
     kind("css", &["css", "scss", "sass", "less"], Language::Css, None),
@@ -278,7 +295,7 @@ impl Language {
     pub fn name(self) -> &'static str {
         KINDS
             .iter()
-            .find(|k| k.language == self)
+            .find(|k| k.language == self && self != Language::Other)
             .map_or("other", |k| k.name)
     }
 }
@@ -317,8 +334,14 @@ mod tests {
         }
         for language in Language::VARIANTS {
             let rows = KINDS.iter().any(|k| k.language == *language);
-            assert_eq!(rows, *language != Language::Other, "{language:?}");
+            assert!(rows, "{language:?}");
         }
+        // `Other` rows are data formats the map parses; anything else is `Other` too.
+        assert!(
+            KINDS
+                .iter()
+                .all(|k| k.language != Language::Other || k.map.is_some())
+        );
         let mut names: Vec<&str> = KINDS.iter().map(|k| k.name).collect();
         names.sort_unstable();
         names.dedup();
@@ -344,6 +367,16 @@ mod tests {
         assert_eq!(Language::TypeScript.name(), "typescript");
         assert_eq!(Grammar::Tsx.name(), "tsx");
         assert_eq!(Language::Other.name(), "other");
+        assert_eq!(Language::of("Cargo.toml"), Language::Other);
+        assert_eq!(
+            Grammar::from_path(Path::new("Cargo.toml")),
+            Some(Grammar::Toml)
+        );
+        assert_eq!(
+            Grammar::from_path(Path::new(".github/workflows/ci.YML")),
+            Some(Grammar::Yaml)
+        );
+        assert_eq!(Language::of("flake.nix"), Language::Nix);
         assert_eq!(Language::CSharp.name(), "csharp");
     }
 }

@@ -151,7 +151,7 @@ fn rules(lang: Language) -> Option<&'static Rules> {
         Go => Some(&GO),
         JavaScript | TypeScript | Java | Kotlin | Scala | C | Cpp | CSharp | Php | Swift | Dart
         | Zig => Some(&C_LIKE),
-        Haskell | OCaml | Hcl | R | Julia | Elm | Solidity | Sql | Html | Css | Other => None,
+        Haskell | OCaml | Hcl | R | Julia | Elm | Solidity | Nix | Sql | Html | Css | Other => None,
     }
 }
 

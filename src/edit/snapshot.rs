@@ -62,6 +62,13 @@ pub struct ProposalSnapshot {
     pub aliases: Vec<(String, Vec<String>)>,
 }
 
+impl ProposalSnapshot {
+    /// How many hunks it holds.
+    pub fn hunk_count(&self) -> usize {
+        self.files.iter().map(|f| f.hunks.len()).sum()
+    }
+}
+
 impl HunkSnapshot {
     fn pattern(&self) -> impl Iterator<Item = &str> {
         self.before

@@ -64,6 +64,8 @@ pub enum Command {
     Forget,
     #[strum(props(args = "[NAME]", complete = "models"), message = "show or switch the main model")]
     Model,
+    #[strum(props(args = "[ID]"), message = "list this repository's sessions (a picker in the workspace); with an id, switch to it (this one is saved first)")]
+    Sessions,
     #[strum(props(args = "[yes]"), message = "show this repository's .tern.toml; with yes, trust exactly that content")]
     Trust,
     #[strum(props(args = "[TEXT]"), message = "write the message in $VISUAL or $EDITOR (ctrl-g in the message box)")]

@@ -21,6 +21,7 @@ pub mod protocol;
 pub mod rewind;
 mod run_loop;
 pub mod session;
+mod session_switch;
 pub mod spending;
 mod timeline;
 mod turn;
@@ -590,6 +591,10 @@ impl Engine {
                 self.events.send(Event::MapWhy { path, edges });
             }
             Op::HunkText { id } => self.hunk_text(&id),
+            Op::SwitchSession { id, keep_pending } => {
+                self.switch_session(&id, keep_pending);
+                self.idle_if_done();
+            }
             Op::Shutdown => unreachable!("handled by the loop"),
         }
     }
@@ -1249,6 +1254,8 @@ impl Engine {
                 text: commands::help(),
             }),
             Command::Trust => self.trust_command(&args),
+            Command::Sessions if args.is_empty() => self.list_sessions(),
+            Command::Sessions => self.switch_session(&args, false),
             Command::Quit => self.run_loop.quit(),
             Command::Split => self.review(ReviewOp::Split {
                 id: args.trim().to_string(),

@@ -189,6 +189,15 @@ pub enum Op {
     /// No message follows the ones sent (a one-shot `-m`, a script's end): no summary
     /// starts after them; the next start makes one if the history needs it.
     NoMoreMessages,
+    /// Go on in another of the repository's sessions (`/sessions`): this one is saved
+    /// first (a save that fails stops the switch), and one a tern has open is refused,
+    /// as `--resume` refuses it. `keep_pending`: the user was asked, and said yes, to
+    /// leave this session's pending hunks with it; without it a session with pending
+    /// hunks is not left.
+    SwitchSession {
+        id: String,
+        keep_pending: bool,
+    },
     Shutdown,
 }
 
@@ -526,12 +535,30 @@ pub struct NeededFile {
     pub tokens: usize,
 }
 
+/// A session as `tern sessions` lists it and `Event::Sessions` carries it (its
+/// methods, which read the session's lock, are `persist::store`'s).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Listed {
+    pub id: String,
+    pub dir: std::path::PathBuf,
+    pub last_active: std::time::SystemTime,
+    /// The first message (empty when none was sent).
+    pub title: String,
+    pub pending_hunks: usize,
+    /// Proposed hunks that no longer apply, kept with their lines until dismissed.
+    pub failed_hunks: usize,
+    pub cost: f64,
+    /// Why its state cannot be read, if it cannot.
+    pub unreadable: Option<String>,
+}
+
 /// Something the engine reports (`COUNT`: how many kinds, which `--json`'s snapshot
 /// test checks it covers).
 #[derive(Debug, Clone, PartialEq, strum::EnumCount, DriveMut)]
 pub enum Event {
-    /// The engine is up; sent once first. `session`: the id of the session it saves
-    /// to (None: it saves none).
+    /// The engine is up; sent first, and again when it goes on in another session
+    /// (`Op::SwitchSession`: what was shown before belongs to the session left).
+    /// `session`: the id of the session it saves to (None: it saves none).
     Ready {
         root: String,
         model: String,
@@ -600,8 +627,14 @@ pub enum Event {
     },
     /// The next request's budget changed.
     Budget(Box<BudgetReport>),
-    /// A resumed session's conversation, as the chat showed it (sent once, after
-    /// `Ready`).
+    /// The repository's sessions, the one active last first (`/sessions`, as `tern
+    /// sessions` lists them); `current`: the one this engine saves to.
+    Sessions {
+        #[drive(skip)]
+        sessions: Vec<Listed>,
+        current: Option<String>,
+    },
+    /// A resumed session's conversation, as the chat showed it (sent after `Ready`).
     Resumed {
         transcript: Vec<Shown>,
         /// A message that waited for the repo map when it was cancelled or tern quit:

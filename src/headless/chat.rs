@@ -357,6 +357,13 @@ pub async fn run(
                 }
             }
             Event::Output { text, .. } if !json => write!(io.err()?, "{text}")?,
+            // `/sessions`: the lines `tern sessions` prints.
+            Event::Sessions { sessions, .. } if !json => {
+                let now = std::time::SystemTime::now();
+                for s in sessions {
+                    writeln!(io.err()?, "{}", super::sessions::text_line(s, now))?;
+                }
+            }
             Event::Idle => {
                 if let Some(view) = proposal.take().filter(|_| !edits_handled) {
                     edits_handled = true;

@@ -1,24 +1,24 @@
 //! `tern sessions`: this repository's saved sessions, the one active last first, one
 //! line each (`--json`: one object each); `--prune` removes the old ones now, those with
-//! pending hunks only once the user confirms.
+//! pending hunks only once the user confirms. A signal that stops it (a reader that
+//! does not read, a question not answered) is said, as the other commands say it.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::SystemTime;
 
-use unicode_width::UnicodeWidthStr;
-
-use crate::engine::persist::store::{KEEP, MAX_AGE, ago, headline};
-use crate::engine::persist::{Listed, Store, holder_text};
+use crate::engine::persist::store::{KEEP, MAX_AGE};
+use crate::engine::persist::{Listed, Store};
 use crate::plural::count;
-use crate::terminal_text::for_terminal;
-
-/// Columns of the first message in a line.
-const TITLE_COLUMNS: usize = 40;
 
 /// Runs `tern sessions` for the repository at `root`.
 pub fn run(root: &Path, prune: bool, yes: bool, json: bool) -> ExitCode {
+    let signals = super::StopLine::watch("tern sessions");
+    signals.end(list_or_prune(root, prune, yes, json))
+}
+
+fn list_or_prune(root: &Path, prune: bool, yes: bool, json: bool) -> ExitCode {
     let store = Store::for_repo(root);
     for notice in store.notices() {
         crate::egress::errln!("tern: {notice}");
@@ -50,31 +50,9 @@ pub fn run(root: &Path, prune: bool, yes: bool, json: bool) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// `k3f9a2mx  2 h ago       make parse_args reject -x          1 hunk pending  $0.0123`,
-/// and `open in pid 4242` when a tern has it open.
-fn text_line(s: &Listed, now: SystemTime) -> String {
-    let tty = std::io::stdout().is_terminal();
-    let title = match &s.unreadable {
-        Some(why) => format!("(cannot be read: {why})"),
-        None if s.title.is_empty() => "(no message)".to_string(),
-        None => s.title.clone(),
-    };
-    let title = for_terminal(&headline(&title, TITLE_COLUMNS), tty).into_owned();
-    let pad = TITLE_COLUMNS.saturating_sub(title.width());
-    let pending = s.hunks_text();
-    let open = match s.holder() {
-        Some(pid) => format!("  open in a tern{}", holder_text(pid)),
-        None => String::new(),
-    };
-    format!(
-        "{}  {:<12}  {title}{}  {pending:<16}  ${:.4}{open}",
-        s.id,
-        ago(s.last_active, now),
-        " ".repeat(pad),
-        s.cost
-    )
-    .trim_end()
-    .to_string()
+/// The line for `s`: made visible when stdout is a terminal.
+pub(super) fn text_line(s: &Listed, now: SystemTime) -> String {
+    s.line(now, std::io::stdout().is_terminal())
 }
 
 /// `--prune`: the old sessions without pending hunks go at once; those with them (or

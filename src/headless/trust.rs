@@ -9,15 +9,16 @@ use crate::config::{ConfigError, ConfigSources, RepoConfig, TrustStore, config_h
 use crate::egress::{errln, outln};
 
 /// Runs `tern trust`; exit 0 when done, 2 when there is nothing to trust or the list
-/// cannot be written.
+/// cannot be written, 128 + the signal (said) when one stopped it.
 pub fn run(args: &TrustArgs, sources: &ConfigSources) -> ExitCode {
-    match trust(args, sources) {
+    let signals = super::StopLine::watch("tern trust");
+    signals.end(match trust(args, sources) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
             errln!("tern trust: {message}");
             ExitCode::from(2)
         }
-    }
+    })
 }
 
 /// Why `tern trust` did nothing.

@@ -556,6 +556,36 @@ mod tests {
         assert_eq!(refs(&tags), ["region"]);
     }
 
+    /// A Nix binding defines its first attribute (a function when it binds one), nested
+    /// sets' bindings too, and every identifier is a reference; an `inherit` defines
+    /// nothing.
+    #[test]
+    fn nix_bindings_are_definitions_and_functions() {
+        let src = "{ lib, ... }:\nlet\n  mkPort = n: n + 1;\nin {\n  services.web = {\n    port = mkPort 8080;\n  };\n  inherit lib;\n}\n";
+        let tags = extract(Grammar::Nix, src.as_bytes());
+        assert_eq!(defs(&tags), ["mkPort", "services", "port"]);
+        assert!(refs(&tags).contains(&"mkPort"), "{:?}", refs(&tags));
+    }
+
+    /// TOML's table headers and keys and YAML's keys, nested ones too, are the
+    /// definitions; an inline table's keys are not (they are its value's shape).
+    #[test]
+    fn toml_and_yaml_keys_are_definitions() {
+        let toml = "name = \"tern\"\n[dependencies]\nserde = { version = \"1\" }\n[[bin]]\npath = \"main.rs\"\n";
+        let tags = extract(Grammar::Toml, toml.as_bytes());
+        assert_eq!(
+            defs(&tags),
+            ["name", "dependencies", "serde", "bin", "path"]
+        );
+        assert!(refs(&tags).is_empty());
+        let yaml = "name: ci\njobs:\n  test:\n    runs-on: ubuntu\n    steps:\n      - name: check\n        run: cargo test\n";
+        let tags = extract(Grammar::Yaml, yaml.as_bytes());
+        assert_eq!(
+            defs(&tags),
+            ["name", "jobs", "test", "runs-on", "steps", "name", "run"]
+        );
+    }
+
     #[test]
     fn rust_definitions_references_and_scopes() {
         let src = "struct Point { x: i32 }\n\nimpl Point {\n    fn norm(&self) -> Length {\n        helper(self.x)\n    }\n}\n";
@@ -916,6 +946,63 @@ mod literal_tests {
                  }\n",
                 &["contract Config", "function connect(", "8080"],
             ),
+            Grammar::Nix => (
+                "{ pkgs, ... }:\n\
+                 let\n\
+                 stripeSecret = \"sk_live_51HvSecretValue\";\n\
+                 databaseUrl = \"postgres://admin:${user}:hunter2@db\";\n\
+                 key = ''\n-----BEGIN KEY-----\nhunter2\n'';\n\
+                 account = 4111111111111111;\n\
+                 mirror = https://admin:hunter2@mirror.example/nix;\n\
+                 connect = { url ? \"sk_live_default\", port ? 8080 }: dial url port 'x';\n\
+                 in { inherit connect; }\n",
+                &[
+                    "stripeSecret",
+                    "databaseUrl",
+                    "account",
+                    "mirror",
+                    "connect = { url ?",
+                    "8080",
+                ],
+            ),
+            Grammar::Toml => (
+                "stripe_secret = \"sk_live_51HvSecretValue\"\n\
+                 [database]\n\
+                 url = 'postgres://admin:hunter2@db'\n\
+                 key = \"\"\"\n-----BEGIN KEY-----\nhunter2\n\"\"\"\n\
+                 account = 4111111111111111\n\
+                 port = 8080\n\
+                 [[mirrors]]\n\
+                 auth = { user = \"admin\", token = \"sk_live_inline\" }\n",
+                &[
+                    "stripe_secret",
+                    "[database]",
+                    "url",
+                    "account",
+                    "port = 8080",
+                    "[[mirrors]]",
+                    "auth = { user",
+                ],
+            ),
+            Grammar::Yaml => (
+                "stripe_secret: sk_live_51HvSecretValue\n\
+                 database:\n  url: \"postgres://admin:hunter2@db\"\n\
+                 \x20 key: |\n    -----BEGIN KEY-----\n    hunter2\n\
+                 \x20 account: 4111111111111111\n\
+                 \x20 port: 8080\n\
+                 mirrors:\n  - token: 'sk_live_item'\n  - [sk_live_flow, 8080]\n\
+                 auth: {user: admin, token: sk_live_inline}\n",
+                &[
+                    "stripe_secret",
+                    "database:",
+                    "url",
+                    "key: ",
+                    "account",
+                    "port: 8080",
+                    "token",
+                    "auth: {user",
+                ],
+            ),
         }
     }
 
@@ -1082,6 +1169,9 @@ mod literal_tests {
                 Grammar::Solidity,
                 "contract A { function f() public { g(\"sk_live_abc); } }\n",
             ),
+            (Grammar::Nix, "{\n  f = g \"sk_live_abc;\n  h = 1;\n}\n"),
+            (Grammar::Toml, "f = \"sk_live_abc\nh = 1\n"),
+            (Grammar::Yaml, "f: \"sk_live_abc\nh: 1\n"),
         ] {
             for lines in [shown(lang, src), every_line(lang, src)] {
                 assert!(
@@ -1274,6 +1364,9 @@ mod literal_tests {
                 Grammar::Elm => format!("f = g \"{quoted}\"\n"),
                 Grammar::Julia => format!("function f() g(\"{quoted}\") end\n"),
                 Grammar::Solidity => format!("function f() {{ g(\"{quoted}\"); }}\n"),
+                Grammar::Nix => format!("{{ f = g \"{quoted}\"; }}\n"),
+                Grammar::Toml => format!("f = \"{quoted}\"\n"),
+                Grammar::Yaml => format!("f: \"{quoted}\"\n"),
                 _ => format!("function f() {{ g(\"{quoted}\") }}\n"),
             };
             let lines = shown(lang, &src);

@@ -22,6 +22,7 @@ use super::panes::map::MapPane;
 use super::panes::needed::Needed;
 use super::panes::picker::{Outcome, Picker};
 use super::panes::review::{self, ReviewPane};
+use super::panes::sessions::{Choice, SessionPicker};
 use super::panes::{Cx, Effect, Pane, PaneId, help};
 use super::theme::Theme;
 use super::typing::{self, Letter, Route, Typing};
@@ -88,6 +89,8 @@ pub(crate) enum Overlay {
     Picker(Picker),
     /// The `/rewind` timeline.
     Rewind(super::panes::rewind::RewindPicker),
+    /// The `/sessions` list.
+    Sessions(SessionPicker),
 }
 
 /// Where things were drawn, for the mouse.
@@ -124,6 +127,9 @@ pub struct App {
     quitting: bool,
     /// Quitting was asked for with hunks still to review: the next key decides.
     confirming_quit: bool,
+    /// A switch to this session was asked for with hunks still to review: the next key
+    /// decides (they stay with the session left).
+    confirming_switch: Option<String>,
     /// Nothing outlives the workspace (see `AppConfig`).
     throwaway: bool,
     /// A command waits for the user's yes (what the status line asks): the next key
@@ -145,6 +151,8 @@ pub struct App {
     /// The command running now, for the status line.
     pub(crate) running: Option<RunningCommand>,
     exited: bool,
+    /// `Event::Ready` came: the next one is a switch to another session.
+    ready: bool,
     crashed: Option<String>,
     /// The session the engine saves to (None: it saves none), for the way back.
     session: Option<String>,
@@ -243,6 +251,7 @@ impl App {
             last_interrupt: None,
             quitting: false,
             confirming_quit: false,
+            confirming_switch: None,
             confirming_command: None,
             confirming_deletion: None,
             asking: None,
@@ -251,6 +260,7 @@ impl App {
             last_printable: None,
             running: None,
             exited: false,
+            ready: false,
             crashed: None,
             session: None,
             landed_after_quit: None,
@@ -342,6 +352,12 @@ impl App {
                 "your editor left hunk {id} empty: delete its lines?"
             ));
         }
+        if let Some(id) = &self.confirming_switch {
+            let what = self.unlanded().unwrap_or_default();
+            return Some(format!(
+                "switch to session {id}? {what}: kept with this session for tern --resume"
+            ));
+        }
         if !self.confirming_quit {
             return None;
         }
@@ -409,6 +425,13 @@ impl App {
                 mode,
                 session,
             } => {
+                // Again: the engine went on in another session (`/sessions`), whose
+                // conversation follows.
+                if self.ready {
+                    *chat = ChatPane::default();
+                    self.overlay = None;
+                }
+                self.ready = true;
                 self.session = session;
                 self.root = root.trim_end_matches('/').to_string();
                 self.model = model;
@@ -651,6 +674,9 @@ impl App {
                 if let Some(Overlay::Picker(p)) = &mut self.overlay {
                     p.set_files(Arc::clone(&self.repo_files));
                 }
+            }
+            Event::Sessions { sessions, current } => {
+                self.overlay = Some(Overlay::Sessions(SessionPicker::new(sessions, current)));
             }
             Event::History(status) => self.panes.gauge.set_history(status),
             Event::Undone { commits } => self.panes.review.undone(&commits),
@@ -1033,6 +1059,16 @@ impl App {
             }
             return;
         }
+        if let Some(id) = self.confirming_switch.take() {
+            match key.code == KeyCode::Char('y') {
+                true => self.ops.push(Op::SwitchSession {
+                    id,
+                    keep_pending: true,
+                }),
+                false => self.flash("not switching".into()),
+            }
+            return;
+        }
         if std::mem::take(&mut self.confirming_quit) {
             if key.code == KeyCode::Char('y') {
                 self.quit();
@@ -1066,6 +1102,13 @@ impl App {
                 text: args,
                 suffix: ".md".into(),
             });
+        }
+        // `/sessions ID` typed: switched to as the picker switches (asking first).
+        if let Some(at) = self.ops.iter().position(
+            |op| matches!(op, Op::Command { command: Command::Sessions, args } if !args.is_empty()),
+        ) && let Op::Command { args, .. } = self.ops.remove(at)
+        {
+            self.switch_to(args);
         }
         // `/quit` typed with hunks to review asks first, like Ctrl-C twice.
         if let Some(at) = self.ops.iter().position(|op| {
@@ -1215,6 +1258,18 @@ impl App {
                 }
                 return;
             }
+            Some(Overlay::Sessions(picker)) => {
+                match picker.on_key(&key) {
+                    Choice::Keep => {}
+                    Choice::Close => self.overlay = None,
+                    Choice::Refused(why) => self.flash(why),
+                    Choice::Switch(id) => {
+                        self.overlay = None;
+                        self.switch_to(id);
+                    }
+                }
+                return;
+            }
             None => {}
         }
         if self.keymap.is(&key, Action::Interrupt) {
@@ -1330,6 +1385,22 @@ impl App {
             self.flash = None;
         } else {
             self.quit();
+        }
+    }
+
+    /// Switches to session `id`, but asks first when proposed hunks are not written
+    /// yet (they stay with the session left: `tern --resume` brings them back).
+    fn switch_to(&mut self, id: String) {
+        match self.unlanded() {
+            Some(_) => {
+                // The status line asks (`question`).
+                self.confirming_switch = Some(id);
+                self.flash = None;
+            }
+            None => self.ops.push(Op::SwitchSession {
+                id,
+                keep_pending: false,
+            }),
         }
     }
 

@@ -62,6 +62,10 @@ impl App {
                 picker.render(area, buf, &self.theme);
                 None
             }
+            Some(Overlay::Sessions(picker)) => {
+                picker.render(area, buf, &self.theme);
+                None
+            }
             None if self.focus == PaneId::Input => self.panes.input.cursor(),
             None => None,
         }

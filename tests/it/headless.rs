@@ -1037,6 +1037,14 @@ fn tern_map_outside_a_repository_and_an_empty_map_say_so() {
     );
 }
 
+fn sigterm(child: &std::process::Child) {
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+}
+
 /// `tern map` and `tern tokens` stopped by a signal while they build a cold map of
 /// 3,000 files (seconds in a debug build) end with a line that says so and 128 + the
 /// signal, as `tern review` does, not silently.
@@ -1060,13 +1068,57 @@ fn tern_map_and_tern_tokens_stopped_by_a_signal_say_so() {
             .spawn()
             .unwrap();
         std::thread::sleep(std::time::Duration::from_millis(500));
-        nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()),
-            nix::sys::signal::Signal::SIGTERM,
-        )
-        .unwrap();
+        sigterm(&child);
         let out = child.wait_with_output().unwrap();
         let (_, stderr) = texts(&out);
+        assert_eq!(out.status.code(), Some(143), "{command}: {stderr}");
+        assert!(
+            stderr.ends_with(&format!("tern {command}: stopped by SIGTERM\n")),
+            "{command}: {stderr}"
+        );
+    }
+}
+
+/// `tern sessions` and `tern trust` stopped by a signal while they write to a reader
+/// that does not read (a pipe full of 1,500 sessions' lines, of a 200 KB `.tern.toml`)
+/// say so and end with 128 + the signal, as the other commands do: they died silently.
+#[test]
+fn tern_sessions_and_tern_trust_stopped_by_a_signal_say_so() {
+    let server = MockServer::start_in_thread();
+    let repo = TempRepo::empty();
+    repo.write("README.md", "hi\n");
+    repo.commit("start");
+    let first = repo.plant_session(tern::engine::persist::SessionFile {
+        title: "a question long enough to fill the line".into(),
+        history: vec![tern::llm::Message::user("a question")],
+        ..Default::default()
+    });
+    let store = repo.sessions();
+    let state = std::fs::read(store.dir().join(&first).join("state.json")).unwrap();
+    for i in 0..1500u32 {
+        let dir = store.dir().join(format!("{i:0>8}"));
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(dir.join("state.json"), &state).unwrap();
+    }
+    repo.write(
+        ".tern.toml",
+        "# a comment line, printed back\n".repeat(7000),
+    );
+    for command in ["sessions", "trust"] {
+        let mut child = repo
+            .tern(&server.base_url())
+            .arg(command)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Not read until the end: the pipe fills and the write waits.
+        let stdout = child.stdout.take().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        sigterm(&child);
+        let out = child.wait_with_output().unwrap();
+        drop(stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(143), "{command}: {stderr}");
         assert!(
             stderr.ends_with(&format!("tern {command}: stopped by SIGTERM\n")),

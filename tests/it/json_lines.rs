@@ -231,6 +231,23 @@ fn events() -> Vec<(&'static str, Event)> {
         ),
         ("budget", Event::Budget(Box::new(budget("hi", &[])))),
         (
+            "sessions",
+            Event::Sessions {
+                sessions: vec![tern::engine::persist::Listed {
+                    id: "k3f9a2mx".into(),
+                    dir: "/nowhere/k3f9a2mx".into(),
+                    last_active: std::time::UNIX_EPOCH
+                        + std::time::Duration::from_secs(1_700_000_000),
+                    title: text("make parse_args reject -x"),
+                    pending_hunks: 1,
+                    failed_hunks: 0,
+                    cost: 0.0123,
+                    unreadable: None,
+                }],
+                current: Some("m2x7q9ab".into()),
+            },
+        ),
+        (
             "resumed",
             Event::Resumed {
                 transcript: vec![

@@ -47,6 +47,7 @@ mod review;
 mod review_cli;
 mod rewind;
 mod run;
+mod session_switch;
 mod sessions;
 mod signing;
 mod spending;

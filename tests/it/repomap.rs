@@ -147,6 +147,16 @@ fn every_language_fixture_shows_its_main_definition() {
             "escape_velocity(mass, radius) = sqrt(2 * GRAVITATIONAL_CONSTANT * mass / radius)",
         ),
         ("orbits.jl", "const GRAVITATIONAL_CONSTANT = …"),
+        ("flake.nix", "  outputs = { self, nixpkgs }:"),
+        ("flake.nix", "      mkService = name: port:"),
+        ("flake.nix", "  inputs.nixpkgs.url = \"…\";"),
+        ("service.toml", "[server]"),
+        ("service.toml", "port = 8080"),
+        ("service.toml", "url = \"…\""),
+        ("service.toml", "[[jobs]]"),
+        ("ci.yml", "  test:"),
+        ("ci.yml", "      DATABASE_URL: …"),
+        ("ci.yml", "        run: …"),
     ];
     for (file, line) in expected {
         let block = block_of(&text, file);

@@ -241,8 +241,11 @@ fn files_without_tags_rank_below_tagged_files_unless_named() {
     let repo = Repo::empty();
     repo.write("src/leaf.py", "def leaf_function():\n    pass\n");
     repo.write("src/other.py", "def other_function():\n    pass\n");
-    let yaml: String = (0..200).map(|i| format!("key_{i}: value\n")).collect();
-    repo.write("deploy/values.yaml", yaml);
+    // JSON: data without tags (YAML's keys are tags now).
+    let json: String = (0..200)
+        .map(|i| format!("\"key_{i}\": \"value\",\n"))
+        .collect();
+    repo.write("deploy/values.json", json);
     repo.write("db/schema.sql", "CREATE TABLE t (id INTEGER);\n".repeat(50));
     repo.write("Dockerfile.prod", "FROM scratch\n".repeat(40));
     repo.commit("mixed");
@@ -257,7 +260,7 @@ fn files_without_tags_rank_below_tagged_files_unless_named() {
         result.ranked_files
     );
     // Still in the map by name.
-    for untagged in ["deploy/values.yaml", "db/schema.sql", "Dockerfile.prod"] {
+    for untagged in ["deploy/values.json", "db/schema.sql", "Dockerfile.prod"] {
         assert!(
             result.text.lines().any(|l| l == untagged),
             "{untagged}: {}",
@@ -284,7 +287,7 @@ fn many_files_of_one_kind_in_one_tree_collapse_into_one_line() {
         );
     }
     for i in 0..3 {
-        repo.write(&format!("config/c{i}.yaml"), "key: value\n");
+        repo.write(&format!("config/c{i}.ini"), "key = value\n");
     }
     repo.commit("locales");
     let map = repo.map();
@@ -299,7 +302,7 @@ fn many_files_of_one_kind_in_one_tree_collapse_into_one_line() {
     );
     assert!(!result.text.contains("LC_MESSAGES"), "{}", result.text);
     // A few of a kind stay listed.
-    assert!(result.text.contains("config/c0.yaml\n"), "{}", result.text);
+    assert!(result.text.contains("config/c0.ini\n"), "{}", result.text);
     let ranked = ranked(&result);
     assert!(ranked.contains(&"locale/**/*.po (36 files)"), "{ranked:?}");
     assert_eq!(ranked.len(), 2 + 1 + 3, "{ranked:?}");

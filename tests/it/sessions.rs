@@ -367,7 +367,7 @@ fn a_new_run_tells_of_a_session_with_pending_hunks() {
     assert_eq!(
         stderr.lines().next().unwrap(),
         format!(
-            "tern: session {id} (yesterday: \"add a comma\") has 1 hunk pending: `tern --resume={id}` brings it back"
+            "tern: session {id} (yesterday: \"add a comma\") has 1 hunk pending: `tern --resume={id}` brings it back (in the workspace, /sessions)"
         ),
         "the first thing said: {stderr}"
     );
@@ -773,4 +773,38 @@ fn resume_of_an_unreadable_newest_names_the_next_resumable() {
         "{stderr}"
     );
     assert!(server.requests().is_empty(), "nothing was sent");
+}
+
+/// Headless, `/sessions` prints the lines `tern sessions` prints; `/sessions ID`
+/// switches (the next message goes on in that session).
+#[test]
+fn sessions_in_a_headless_run_lists_and_switches() {
+    let server = MockServer::start_in_thread();
+    server.set_responder(|_| Reply::text("Right."));
+    let repo = repo();
+    let older = repo.plant_session(exchange("about apples", "Apples.", DAY_MS));
+    let (listed, _, _) = run(&repo, &server, &["sessions"]);
+    let script = repo.path().join(".git/script.txt");
+    let text = format!("/sessions\n---\n/sessions {older}\n---\nand pears?\n");
+    std::fs::write(&script, text).unwrap();
+    let (_, stderr, code) = run(&repo, &server, &["--script", script.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains(listed.trim_end()), "{listed}\n{stderr}");
+    assert!(
+        stderr.contains(&format!("tern: switched to session {older}; session ")),
+        "{stderr}"
+    );
+    let sent = last_sent(&server);
+    assert!(sent.iter().any(|t| t.contains("about apples")), "{sent:?}");
+    let state = load(
+        &repo
+            .sessions()
+            .pick(&Resume::Id(older))
+            .unwrap()
+            .dir
+            .join("state.json"),
+    )
+    .unwrap()
+    .unwrap();
+    assert_eq!(state.history.len(), 4, "the turn went to {state:#?}");
 }

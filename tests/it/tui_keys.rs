@@ -2191,3 +2191,127 @@ fn a_split_inside_a_typed_burst_leaves_its_parts_pending() {
         "{ops:?}"
     );
 }
+
+/// `/sessions` asks the engine for the list and shows it in a picker (the session open
+/// here marked, one that cannot be read said so and not switched to); Enter switches
+/// to the one chosen, asking first when hunks are pending (kept with the session
+/// left); the engine's next `Ready` starts the chat over for the session switched to.
+#[test]
+fn the_sessions_picker_switches_and_asks_first_with_pending_hunks() {
+    use tern::engine::persist::Listed;
+    use tern::engine::protocol::{Shown, ShownKind};
+    let listed = |id: &str, title: &str, unreadable: Option<&str>| Listed {
+        id: id.into(),
+        dir: std::path::PathBuf::from("/nowhere").join(id),
+        last_active: std::time::SystemTime::now(),
+        title: title.into(),
+        pending_hunks: 0,
+        failed_hunks: 0,
+        cost: 0.25,
+        unreadable: unreadable.map(str::to_string),
+    };
+    let sessions = || Event::Sessions {
+        sessions: vec![
+            listed("aaaaaaaa", "where are prices set?", None),
+            Listed {
+                pending_hunks: 1,
+                ..listed("bbbbbbbb", "about apples", None)
+            },
+            listed("cccccccc", "", Some("expected value at line 1 column 1")),
+        ],
+        current: Some("aaaaaaaa".into()),
+    };
+    let switch = |id: &str, keep_pending| Op::SwitchSession {
+        id: id.into(),
+        keep_pending,
+    };
+    let mut app = started();
+    feed(
+        &mut app,
+        turn("where are prices set?", "In `shop/pricing.py`.", 40),
+    );
+    type_text(&mut app, "/sessions");
+    app.handle_terminal(key(KeyCode::Enter));
+    let ops = app.take_ops();
+    assert!(
+        ops.contains(&Op::Command {
+            command: Command::Sessions,
+            args: String::new()
+        }),
+        "{ops:?}"
+    );
+    feed(&mut app, [sessions()]);
+    let text = screen(&mut app, 160, 48);
+    for expected in [
+        "aaaaaaaa  just now",
+        "(this one)",
+        "bbbbbbbb  just now      about apples",
+        "cccccccc  just now      (cannot be read: expected value",
+    ] {
+        assert!(text.contains(expected), "{expected}: {text}");
+    }
+    // At 80 columns the picker takes the whole width: the hunks pending still show.
+    let narrow = screen(&mut app, 80, 24);
+    assert!(narrow.contains("about apples"), "{narrow}");
+    assert!(narrow.contains("1 hunk pend"), "{narrow}");
+    // The newest other session is chosen first.
+    app.handle_terminal(key(KeyCode::Enter));
+    assert_eq!(app.take_ops(), [switch("bbbbbbbb", false)]);
+
+    // Neither the one that cannot be read nor this one: said, the picker stays.
+    feed(&mut app, [sessions()]);
+    app.handle_terminal(key(KeyCode::Down));
+    app.handle_terminal(key(KeyCode::Enter));
+    assert!(app.take_ops().is_empty());
+    let text = screen(&mut app, 160, 48);
+    assert!(text.contains("session cccccccc cannot be read"), "{text}");
+    app.handle_terminal(key(KeyCode::Home));
+    app.handle_terminal(key(KeyCode::Enter));
+    assert!(app.take_ops().is_empty());
+    assert!(
+        screen(&mut app, 160, 48).contains("session aaaaaaaa is the one open here"),
+        "{text}"
+    );
+    app.handle_terminal(key(KeyCode::Esc));
+    assert!(!screen(&mut app, 160, 48).contains("bbbbbbbb"));
+
+    // Hunks to review: asked first; no keeps the session, yes keeps them with it.
+    feed(&mut app, [Event::Proposal(Box::new(proposal()))]);
+    for (answer, ops) in [('n', vec![]), ('y', vec![switch("bbbbbbbb", true)])] {
+        feed(&mut app, [sessions()]);
+        app.handle_terminal(key(KeyCode::Enter));
+        assert!(app.take_ops().is_empty(), "asked first");
+        let text = screen(&mut app, 160, 48);
+        assert!(
+            text.contains("switch to session bbbbbbbb?")
+                && text.contains("to review: kept with this session for tern --resume"),
+            "{text}"
+        );
+        let later = Instant::now() + tern::tui::typing::TYPING_WINDOW;
+        app.handle_terminal_at(key(KeyCode::Char(answer)), later);
+        assert_eq!(app.take_ops(), ops, "{answer}");
+    }
+
+    // The engine switched: the chat starts over with the other conversation.
+    feed(
+        &mut app,
+        [
+            Event::Ready {
+                root: "/home/dev/shop".into(),
+                model: "gpt-4o".into(),
+                mode: tern::engine::ChatMode::Code,
+                session: Some("bbbbbbbb".into()),
+            },
+            Event::Resumed {
+                transcript: vec![Shown {
+                    kind: ShownKind::User,
+                    text: "about apples".into(),
+                }],
+                unsent: None,
+            },
+        ],
+    );
+    let text = screen(&mut app, 160, 48);
+    assert!(text.contains("about apples"), "{text}");
+    assert!(!text.contains("where are prices set?"), "{text}");
+}

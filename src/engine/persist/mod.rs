@@ -26,7 +26,6 @@ use std::sync::mpsc;
 
 use serde::Serialize;
 
-pub(crate) use lock::holder_text;
 pub use record::{Before, Record, RecordError, before_turn};
 pub use state::{
     PersistError, Redo, RedoChat, RedoCode, SavedCheckpoint, SavedFile, SessionFile, load,
@@ -191,7 +190,14 @@ struct Save {
     state: SessionFile,
     records: Vec<Record>,
     ack: Option<mpsc::Sender<()>>,
+    /// The last save before the engine leaves the session (`SessionWriter::hand_over`):
+    /// told how it went; once it worked, the writer closes the session.
+    hand_over: Option<mpsc::Sender<HandedOver>>,
 }
+
+/// How a hand-over went: Ok(whether the session was kept: one that never held
+/// anything is removed), or why the last save failed (the session stays open).
+pub(crate) type HandedOver = Result<bool, String>;
 
 /// Saves the session on a blocking thread, in order, so the engine loop never waits for
 /// the disk (a save with fsync takes milliseconds). When several saves wait, their
@@ -265,10 +271,12 @@ impl SessionWriter {
             // Records a failed save did not write go with the next.
             let mut owed = Vec::new();
             let mut failing = Failing::default();
+            let mut handed = None;
             while let Ok(Save {
                 mut state,
                 records,
                 ack,
+                mut hand_over,
             }) = rx.recv()
             {
                 owed.extend(records);
@@ -277,6 +285,7 @@ impl SessionWriter {
                     state = newer.state;
                     owed.extend(newer.records);
                     acks.extend(newer.ack);
+                    hand_over = newer.hand_over.or(hand_over);
                 }
                 let records = std::mem::take(&mut owed);
                 let saved = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -290,6 +299,7 @@ impl SessionWriter {
                         recovery: disk.recover().err(),
                     }),
                 };
+                let failed = outcome.as_ref().err().map(ToString::to_string);
                 if outcome.is_err() {
                     owed = records;
                 }
@@ -297,8 +307,19 @@ impl SessionWriter {
                 for ack in acks {
                     let _ = ack.send(());
                 }
+                match (hand_over, failed) {
+                    (Some(reply), None) => {
+                        handed = Some(reply);
+                        break;
+                    }
+                    (Some(reply), Some(why)) => {
+                        let _ = reply.send(Err(why));
+                    }
+                    (None, _) => {}
+                }
             }
             let id = disk.id().to_string();
+            let kept = disk.saved;
             // No next change comes to save it again: what the warning kept in memory is
             // lost, and the run must not end as if it were kept.
             if failing.said {
@@ -313,6 +334,10 @@ impl SessionWriter {
                 events.send(Event::Warning {
                     text: format!("session {id} kept nothing, but could not be removed: {e}"),
                 });
+            }
+            // Closed, its lock released: the engine may go on in another session.
+            if let Some(reply) = handed {
+                let _ = reply.send(Ok(kept));
             }
         });
         SessionWriter {
@@ -341,17 +366,41 @@ impl SessionWriter {
         ack: Option<mpsc::Sender<()>>,
     ) -> Option<String> {
         let tx = self.tx.as_ref()?;
-        let sent = tx.send(Save {
+        let save = Save {
             state,
             records,
             ack,
-        });
-        if sent.is_ok() || std::mem::replace(&mut self.gone, true) {
+            hand_over: None,
+        };
+        if tx.send(save).is_ok() || std::mem::replace(&mut self.gone, true) {
             return None;
         }
         Some(
             "the session's writer stopped: this session is no longer saved (what it held until now is kept on disk)".into(),
         )
+    }
+
+    /// Saves `state` and closes the session, waiting until both are done (a switch to
+    /// another session saves this one first, and a save that fails stops the switch:
+    /// the writer then goes on, and the failed save's records go with the next). The
+    /// wait is a save's (milliseconds), on the engine's thread: nothing may happen in
+    /// the session meanwhile. A writer that saves nothing has nothing to hand over.
+    pub(crate) fn hand_over(&mut self, state: SessionFile, records: Vec<Record>) -> HandedOver {
+        let Some(tx) = self.tx.as_ref() else {
+            return Ok(false);
+        };
+        let stopped = || "the session's writer stopped".to_string();
+        let (reply, answer) = mpsc::channel();
+        let save = Save {
+            state,
+            records,
+            ack: None,
+            hand_over: Some(reply),
+        };
+        tx.send(save).map_err(|_| stopped())?;
+        let kept = answer.recv().map_err(|_| stopped())??;
+        self.tx = None;
+        Ok(kept)
     }
 
     /// Writes what is queued, then stops.

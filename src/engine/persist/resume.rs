@@ -172,6 +172,15 @@ impl Saved {
         self.redo.as_ref()
     }
 
+    /// Saves the session and closes it, before the engine goes on in another one
+    /// (`SessionWriter::hand_over`): Ok(whether it was kept), or why not (it stays
+    /// open, and is saved again at the next change).
+    pub(crate) fn hand_over(&mut self, parts: SaveParts<'_>) -> super::HandedOver {
+        let records = self.record.take();
+        let state = self.file(parts);
+        self.writer.hand_over(state, records)
+    }
+
     /// A turn begins: the record notes it with the conversation as it is before it,
     /// and the first one names the session.
     pub(crate) fn record_turn(
@@ -421,7 +430,7 @@ fn pending_elsewhere(store: &Store, own: Option<&str>) -> Option<String> {
         n => format!("; {n} more sessions have hunks pending (`tern sessions` lists them)"),
     };
     Some(format!(
-        "session {} ({about}) has {}: `tern --resume={}` brings it back{more}",
+        "session {} ({about}) has {}: `tern --resume={}` brings it back (in the workspace, /sessions){more}",
         newest.id,
         newest.hunks_text(),
         newest.id

@@ -52,21 +52,8 @@ pub struct Store {
     notices: Vec<String>,
 }
 
-/// A session as `tern sessions` shows it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Listed {
-    pub id: String,
-    pub dir: PathBuf,
-    pub last_active: SystemTime,
-    /// The first message (empty when none was sent).
-    pub title: String,
-    pub pending_hunks: usize,
-    /// Proposed hunks that no longer apply, kept with their lines until dismissed.
-    pub failed_hunks: usize,
-    pub cost: f64,
-    /// Why its state cannot be read, if it cannot.
-    pub unreadable: Option<String>,
-}
+/// A session as `tern sessions` shows it (a protocol type: `/sessions` sends the list).
+pub use crate::engine::protocol::Listed;
 
 impl Listed {
     /// Whether it holds hunks the user has not dealt with (pending, or failed and
@@ -96,7 +83,40 @@ impl Listed {
     pub fn holder(&self) -> Option<Option<u32>> {
         SessionLock::holder(&self.dir)
     }
+
+    /// `k3f9a2mx  2 h ago       make parse_args reject -x          1 hunk pending  $0.0123`,
+    /// and `open in a tern (pid 4242)` when a tern has it open: the line `tern sessions`
+    /// prints and the workspace's `/sessions` lists. `tty`: the title's control and
+    /// hidden characters are made visible.
+    pub fn line(&self, now: SystemTime, tty: bool) -> String {
+        let title = match &self.unreadable {
+            Some(why) => format!("(cannot be read: {why})"),
+            None if self.title.is_empty() => "(no message)".to_string(),
+            None => self.title.clone(),
+        };
+        let title =
+            crate::terminal_text::for_terminal(&headline(&title, TITLE_COLUMNS), tty).into_owned();
+        let pad =
+            TITLE_COLUMNS.saturating_sub(unicode_width::UnicodeWidthStr::width(title.as_str()));
+        let pending = self.hunks_text();
+        let open = match self.holder() {
+            Some(pid) => format!("  open in a tern{}", super::lock::holder_text(pid)),
+            None => String::new(),
+        };
+        format!(
+            "{}  {:<12}  {title}{}  {pending:<16}  ${:.4}{open}",
+            self.id,
+            ago(self.last_active, now),
+            " ".repeat(pad),
+            self.cost
+        )
+        .trim_end()
+        .to_string()
+    }
 }
+
+/// Columns of the first message in a session's line.
+const TITLE_COLUMNS: usize = 40;
 
 /// A session this process has open (its lock held until dropped).
 #[derive(Debug)]
@@ -445,9 +465,7 @@ fn listed(id: String, dir: PathBuf) -> Option<Listed> {
                 true => head.transcript.unwrap_or_default(),
                 false => head.title,
             },
-            pending_hunks: head
-                .proposal
-                .map_or(0, |p| p.files.iter().map(|f| f.hunks.len()).sum()),
+            pending_hunks: head.proposal.map_or(0, |p| p.hunk_count()),
             failed_hunks: head
                 .proposal_failures
                 .iter()

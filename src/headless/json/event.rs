@@ -67,6 +67,10 @@ pub enum Event<'a> {
         message: &'a str,
     },
     Budget(Budget<'a>),
+    Sessions {
+        sessions: Vec<super::Session<'a>>,
+        current: Option<&'a str>,
+    },
     Resumed {
         transcript: Vec<Shown<'a>>,
         /// A message that waited for the repo map when tern stopped: never sent.
@@ -396,6 +400,10 @@ impl<'a> From<&'a p::Event> for Event<'a> {
             E::Resumed { transcript, unsent } => Event::Resumed {
                 unsent: unsent.as_deref(),
                 transcript: transcript.iter().map(Shown::from).collect(),
+            },
+            E::Sessions { sessions, current } => Event::Sessions {
+                sessions: sessions.iter().map(super::Session::from).collect(),
+                current: current.as_deref(),
             },
             E::Files { files } => Event::Files {
                 files: files

@@ -11,6 +11,7 @@ pub mod needed;
 pub mod picker;
 pub mod review;
 pub mod rewind;
+pub mod sessions;
 
 use crossterm::event::KeyEvent;
 use ratatui::buffer::Buffer;
@@ -160,6 +161,62 @@ pub(crate) fn centred(area: Rect, width: u16, height: u16) -> Rect {
         width,
         height,
     )
+}
+
+/// A popup over the middle two thirds of `area` (at least `widths.0` columns where
+/// there is room, at most `widths.1`, and at most 30 rows), cleared, framed and titled
+/// (the pickers'); returns the room inside.
+pub(crate) fn popup(
+    area: Rect,
+    buf: &mut Buffer,
+    (title, widths): (&str, (u16, u16)),
+    theme: &Theme,
+) -> Rect {
+    use ratatui::widgets::{Block, Borders, Clear, Widget};
+    let width = (area.width * 2 / 3).clamp(widths.0.min(area.width), widths.1.min(area.width));
+    let height = (area.height * 2 / 3).clamp(6.min(area.height), 30.min(area.height));
+    let popup = centred(area, width, height);
+    Clear.render(popup, buf);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.border(true))
+        .title(Span::styled(
+            super::text::truncate(title, (width as usize).saturating_sub(2)),
+            theme.border(true),
+        ))
+        .style(theme.text());
+    let inner = block.inner(popup);
+    block.render(popup, buf);
+    inner
+}
+
+/// Draws a picker's `items` into `list`, one `line` each, scrolled from `offset` so that
+/// `selected` shows, highlighted; returns the offset drawn from.
+pub(crate) fn draw_list<T>(
+    buf: &mut Buffer,
+    list: Rect,
+    items: &[T],
+    (offset, selected): (usize, usize),
+    theme: &Theme,
+    line: impl Fn(&T) -> Line<'static>,
+) -> usize {
+    let offset = keep_visible(offset, selected, list.height as usize);
+    for (row, (i, item)) in items
+        .iter()
+        .enumerate()
+        .skip(offset)
+        .take(list.height as usize)
+        .enumerate()
+    {
+        let y = list.y + row as u16;
+        let mut line = line(item);
+        if i == selected {
+            buf.set_style(Rect::new(list.x, y, list.width, 1), theme.selected());
+            line = line.patch_style(theme.selected());
+        }
+        buf.set_line(list.x, y, &line, list.width);
+    }
+    offset
 }
 
 /// The first row to show so that `selected` stays visible in `height` rows.

@@ -8,7 +8,6 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::{Position, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Clear, Widget};
 
 use crate::engine::{FileMode, Op};
 use crate::tui::fuzzy;
@@ -114,24 +113,11 @@ impl Picker {
     }
 
     pub fn render(&mut self, area: Rect, buf: &mut Buffer, keymap: &Keymap, theme: &Theme) {
-        let width = (area.width * 2 / 3).clamp(30.min(area.width), 90.min(area.width));
-        let height = (area.height * 2 / 3).clamp(6.min(area.height), 30.min(area.height));
-        let popup = super::centred(area, width, height);
-        Clear.render(popup, buf);
         let title = format!(
             " Add a file · enter editable · {} read-only · esc closes ",
             keymap.describe(Action::AddReadOnly)
         );
-        let block = Block::default()
-            .borders(Borders::ALL)
-            .border_style(theme.border(true))
-            .title(Span::styled(
-                text::truncate(&title, (width as usize).saturating_sub(2)),
-                theme.border(true),
-            ))
-            .style(theme.text());
-        let inner = block.inner(popup);
-        block.render(popup, buf);
+        let inner = super::popup(area, buf, (&title, (30, 90)), theme);
         if inner.height < 2 {
             return;
         }
@@ -170,32 +156,26 @@ impl Picker {
             );
             return;
         }
-        self.offset = super::keep_visible(self.offset, self.selected, list.height as usize);
-        for (row, (i, path)) in self
-            .results
-            .iter()
-            .enumerate()
-            .skip(self.offset)
-            .take(list.height as usize)
-            .enumerate()
-        {
-            let y = list.y + row as u16;
-            let in_chat = self.in_chat.contains(path);
-            let mut line = Line::from(vec![
-                Span::styled(
-                    if in_chat { "● " } else { "  " },
-                    Style::new().fg(theme.c.editable_files),
-                ),
-                Span::styled(
-                    text::truncate_left(path, (list.width as usize).saturating_sub(2)),
-                    Style::new().fg(theme.c.fg),
-                ),
-            ]);
-            if i == self.selected {
-                buf.set_style(Rect::new(list.x, y, list.width, 1), theme.selected());
-                line = line.patch_style(theme.selected());
-            }
-            buf.set_line(list.x, y, &line, list.width);
-        }
+        let width = (list.width as usize).saturating_sub(2);
+        self.offset = super::draw_list(
+            buf,
+            list,
+            &self.results,
+            (self.offset, self.selected),
+            theme,
+            |path| {
+                let in_chat = self.in_chat.contains(path);
+                Line::from(vec![
+                    Span::styled(
+                        if in_chat { "● " } else { "  " },
+                        Style::new().fg(theme.c.editable_files),
+                    ),
+                    Span::styled(
+                        text::truncate_left(path, width),
+                        Style::new().fg(theme.c.fg),
+                    ),
+                ])
+            },
+        );
     }
 }

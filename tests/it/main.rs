@@ -47,6 +47,7 @@ mod review;
 mod review_cli;
 mod rewind;
 mod run;
+mod server_window;
 mod sessions;
 mod signing;
 mod spending;

@@ -158,20 +158,22 @@ fn llama_server(props: &Result<Value, String>) -> Answer {
     }
 }
 
-/// The listed model called `model` (or with Ollama's `:latest`), or the only one listed
-/// (vLLM serves one model, under whatever name it was started with).
-fn listed<'a>(list: Option<&'a Vec<Value>>, fields: &[&str], model: &str) -> Option<&'a Value> {
-    let list = list?;
-    let named = |m: &&Value| {
-        fields.iter().any(|f| {
-            m.get(f)
-                .and_then(Value::as_str)
-                .is_some_and(|id| id == model || id.strip_suffix(":latest") == Some(model))
-        })
-    };
-    match list.as_slice() {
+/// Whether `entry` names `model` in one of `fields` (Ollama adds `:latest`).
+fn names(entry: &Value, fields: &[&str], model: &str) -> bool {
+    fields.iter().any(|f| {
+        entry
+            .get(f)
+            .and_then(Value::as_str)
+            .is_some_and(|id| id == model || id.strip_suffix(":latest") == Some(model))
+    })
+}
+
+/// The listed model called `model`, or the only one listed (vLLM serves one model,
+/// under whatever name it was started with).
+fn listed<'a>(list: Option<&'a Vec<Value>>, model: &str) -> Option<&'a Value> {
+    match list?.as_slice() {
         [only] => Some(only),
-        _ => list.iter().find(named),
+        list => list.iter().find(|m| names(m, &["id"], model)),
     }
 }
 
@@ -182,7 +184,7 @@ fn vllm(models: &Result<Value, String>, model: &str) -> Answer {
         return Answer::Silent;
     };
     let data = models.get("data").and_then(Value::as_array);
-    match listed(data, &["id"], model).and_then(|m| m.get("max_model_len")) {
+    match listed(data, model).and_then(|m| m.get("max_model_len")) {
         Some(len) => window(len, "/v1/models", "max_model_len", "vLLM's /v1/models"),
         None => Answer::Silent,
     }
@@ -193,7 +195,7 @@ fn lm_studio_loaded(models: &Result<Value, String>, model: &str) -> Answer {
         return Answer::Silent;
     };
     let data = models.get("data").and_then(Value::as_array);
-    match listed(data, &["id"], model).and_then(|m| m.get("loaded_context_length")) {
+    match listed(data, model).and_then(|m| m.get("loaded_context_length")) {
         Some(len) => window(
             len,
             "/api/v0/models",
@@ -211,13 +213,7 @@ fn ollama_loaded(ps: &Result<Value, String>, model: &str) -> Answer {
     let Some(loaded) = ps.get("models").and_then(Value::as_array) else {
         return Answer::Silent;
     };
-    let this = loaded.iter().find(|m| {
-        ["name", "model"].iter().any(|f| {
-            m.get(f)
-                .and_then(Value::as_str)
-                .is_some_and(|id| id == model || id.strip_suffix(":latest") == Some(model))
-        })
-    });
+    let this = loaded.iter().find(|m| names(m, &["name", "model"], model));
     match this.and_then(|m| m.get("context_length")) {
         Some(len) => window(len, "/api/ps", "context_length", "Ollama's /api/ps"),
         None => Answer::Ollama,

@@ -51,7 +51,7 @@ fn serve_with_summaries(server: &MockServer) {
     });
 }
 
-fn settings(server: &MockServer, model: &str) -> Settings {
+pub(crate) fn settings(server: &MockServer, model: &str) -> Settings {
     Settings {
         api_base: server.base_url(),
         api_key: Some(ApiKey::new("sk-test")),

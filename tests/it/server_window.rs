@@ -7,21 +7,11 @@
 use std::time::{Duration, Instant};
 
 use crate::history_support::{Chat, as_files, failure, is_summary, mapped_repo, notices};
+use crate::local_models::settings;
 use crate::support::{Dialect, MockServer, Reply};
-use tern::config::{ApiKey, Settings};
+use tern::config::Settings;
 use tern::engine::Event;
 use tern::engine::protocol::WindowSource;
-
-fn settings(server: &MockServer, model: &str) -> Settings {
-    Settings {
-        api_base: server.base_url(),
-        api_key: Some(ApiKey::new("sk-test")),
-        model: model.into(),
-        weak_model: model.into(),
-        retry_budget_secs: 2,
-        ..Settings::default()
-    }
-}
 
 fn serve(server: &MockServer) {
     server.set_responder(|r| match is_summary(r) {

@@ -125,8 +125,15 @@ pub enum WindowSource {
     Assumed,
     /// `--context-window` (or `context_window` in a config file).
     Setting,
-    /// The server said so when it refused a request (llama.cpp's `n_ctx`).
+    /// Learned from an overflow: the server said so when it refused a request
+    /// (llama.cpp's `n_ctx`), in this run or an earlier one.
     Server,
+    /// The server said what it allocated before the first request (llama-server's
+    /// `/props`, vLLM's `max_model_len`, LM Studio's loaded context, Ollama's).
+    Reported,
+    /// The server's default for the model (Ollama's, when neither the loaded model
+    /// nor its Modelfile says).
+    ServerDefault,
 }
 
 /// The reply's reserve never goes below this by default, however small the window.
@@ -186,23 +193,41 @@ impl Window {
         }
     }
 
+    /// The same window, said to come from `source`.
+    pub(crate) fn with_source(self, source: WindowSource) -> Self {
+        Window { source, ..self }
+    }
+
     /// Where the window comes from, as the user reads it ("" for the model table).
     pub(crate) fn describe_source(&self, model: &str) -> String {
+        let window = crate::tokens::thousands(self.window);
         match self.source {
             WindowSource::Table => String::new(),
             WindowSource::Assumed => {
-                format!("unknown model {model}: window assumed; set --context-window")
+                format!("unknown model {model}: window assumed {window}; set --context-window")
             }
-            WindowSource::Setting => "window from --context-window".into(),
-            WindowSource::Server => format!(
-                "window from the server (n_ctx); start with --context-window {} to skip the refused request",
-                self.window
-            ),
+            WindowSource::Setting => format!("window {window} from --context-window"),
+            WindowSource::Server => format!("window {window} learned from an overflow"),
+            WindowSource::Reported => format!("window {window} from the server"),
+            WindowSource::ServerDefault => {
+                format!("window {window} default for {model} (the server's)")
+            }
         }
     }
 }
 
 impl BudgetReport {
+    /// Where the window comes from, as the gauge and `/tokens` say it.
+    pub fn window_describe(&self) -> String {
+        Window {
+            window: self.window,
+            reserved_output: self.reserved_output,
+            prompt_limit: self.prompt_limit,
+            source: self.window_source,
+        }
+        .describe_source(&self.model)
+    }
+
     pub fn new(
         assembled: &Assembled,
         model: &ModelInfo,
@@ -279,13 +304,7 @@ impl BudgetReport {
     pub(crate) fn render_table(&self) -> String {
         let approx = if self.estimate() { "≈" } else { "" };
         let mut out = String::new();
-        let window = Window {
-            window: self.window,
-            reserved_output: self.reserved_output,
-            prompt_limit: self.prompt_limit,
-            source: self.window_source,
-        };
-        let source = window.describe_source(&self.model);
+        let source = self.window_describe();
         let warn = if source.is_empty() {
             String::new()
         } else {

@@ -764,11 +764,13 @@ impl Engine {
             saved.checkpoint.map(|c| (c.anchor, c.summary)),
             saved.learned_limit,
         );
-        // What the server taught holds, unless the user says the window now.
-        if let Some(n_ctx) = saved.server_window
-            && self.model.settings().context_window.is_none()
-        {
-            self.model.adopt_server_window(n_ctx);
+        // What the server taught holds, even over a larger --context-window (said
+        // when the run starts).
+        if let Some(n_ctx) = saved.server_window {
+            self.model.remember_proven_window(n_ctx);
+            if self.model.settings().context_window.is_none() {
+                self.model.adopt_server_window(n_ctx);
+            }
         }
         if let Some(proposal) = saved.proposal {
             self.restore_pending(

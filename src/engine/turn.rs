@@ -783,13 +783,14 @@ impl Engine {
     }
 
     /// The server's context (`n_ctx`) is smaller than the window tern assumed: it is
-    /// the window for the rest of the session (and a resumed one).
+    /// the window for the rest of the session, and kept for the server and model.
     pub(super) fn adopt_server_window(&mut self, n_ctx: usize) {
         let before = self.model.window().window;
         self.model.adopt_server_window(n_ctx);
+        self.model.keep_proven_window(n_ctx, &self.run_loop);
         self.conversation.history_mut().forget_learned_limit();
         self.events.warning(format!(
-            "the server's context is {n_ctx} tokens, not the {before} tern assumed: using {n_ctx} for this session (start tern with --context-window {n_ctx} to use it from the first request)"
+            "the server's context is {n_ctx} tokens, not the {before} tern assumed: using {n_ctx} from now on (kept for this server and model, so the next run starts with it)"
         ));
         self.publish_budget();
     }

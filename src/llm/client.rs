@@ -315,6 +315,18 @@ impl LlmClient {
         ServerTokenizer::probe(http, root, key, model).await
     }
 
+    /// The window the server allocated for `model`, where it can say (see
+    /// `window::probe`); garbage it answered is the error.
+    pub(crate) async fn server_window(
+        &self,
+        model: &str,
+    ) -> Result<Option<super::ReportedWindow>, String> {
+        let Some((http, root, key)) = &self.tokenize else {
+            return Ok(None);
+        };
+        super::window::probe(http, root, key.as_ref(), model).await
+    }
+
     /// Sends `request` and streams the reply through `on_event`. A reply cut by the
     /// output limit is continued (prefill) up to `MAX_CONTINUATIONS` times where the
     /// model allows it. Errors before any text are returned as `Err`; after some text,

@@ -9,6 +9,7 @@ pub mod models;
 mod recorded;
 mod tokenize;
 mod transport;
+mod window;
 
 pub use client::{
     ChatReply, ChatRequest, ClientOptions, Finish, LlmClient, MAX_CONTINUATIONS, OPENAI_API_BASE,
@@ -20,3 +21,4 @@ pub use message::{Message, Role};
 pub use models::{ModelInfo, Usage};
 pub use tokenize::{CountError, ServerTokenizer};
 pub use transport::{Exchange, TimedEvent};
+pub use window::{OLLAMA_DEFAULT_CONTEXT, ReportedWindow};

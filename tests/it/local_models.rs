@@ -51,7 +51,7 @@ fn serve_with_summaries(server: &MockServer) {
     });
 }
 
-fn settings(server: &MockServer, model: &str) -> Settings {
+pub(crate) fn settings(server: &MockServer, model: &str) -> Settings {
     Settings {
         api_base: server.base_url(),
         api_key: Some(ApiKey::new("sk-test")),
@@ -443,7 +443,7 @@ async fn llama_cpp_s_n_ctx_becomes_the_window_and_survives_resume() {
     assert!(
         notices(&events)
             .iter()
-            .any(|n| n.contains("context is 4096") && n.contains("--context-window 4096")),
+            .any(|n| n.contains("context is 4096") && n.contains("kept for this server and model")),
         "{:?}",
         notices(&events)
     );

@@ -47,6 +47,7 @@ mod review;
 mod review_cli;
 mod rewind;
 mod run;
+mod server_window;
 mod session_switch;
 mod sessions;
 mod signing;

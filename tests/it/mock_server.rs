@@ -820,7 +820,7 @@ async fn unknown_urls_are_logged_and_answered_404() {
     server.push(Reply::text("unused"));
 
     let response = client()
-        .get(format!("{}/models", server.base_url()))
+        .get(format!("{}/embeddings", server.base_url()))
         .send()
         .await
         .unwrap();
@@ -828,16 +828,16 @@ async fn unknown_urls_are_logged_and_answered_404() {
     assert_eq!(response.status(), 404);
     assert_eq!(
         error_message(response).await,
-        "Invalid URL (GET /v1/models)"
+        "Invalid URL (GET /v1/embeddings)"
     );
     let request = &server.requests()[0];
     assert_eq!(
         (request.method.as_str(), request.path.as_str()),
-        ("GET", "/v1/models")
+        ("GET", "/v1/embeddings")
     );
     assert_eq!(
         request.rejected.as_deref(),
-        Some("Invalid URL (GET /v1/models)")
+        Some("Invalid URL (GET /v1/embeddings)")
     );
     assert_eq!(server.pending_replies(), 1, "the script is untouched");
 }

@@ -332,10 +332,14 @@ fn the_gauge_says_how_counts_are_made_and_marks_estimated_usage() {
     let text = pane_alone(&mut app, PaneId::Gauge, 60, 26);
     assert!(text.contains("counts exact via server"), "{text}");
     assert!(
-        text.contains("window 2,048 from the server (n_ctx)"),
+        text.contains("window 2,048 learned from an overflow"),
         "{text}"
     );
     assert!(text.contains("last ↑≈1,931 ↓≈624 (not reported)"), "{text}");
+    report.window_source = WindowSource::Reported;
+    feed(&mut app, [Event::Budget(Box::new(report.clone()))]);
+    let text = pane_alone(&mut app, PaneId::Gauge, 60, 26);
+    assert!(text.contains("window 2,048 from the server"), "{text}");
     report.counting = Counting::Calibrated {
         error_percent: Some(1.4),
     };

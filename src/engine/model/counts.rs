@@ -39,6 +39,8 @@ pub(crate) struct CountSlot {
     told_implausible: bool,
     /// A report of more cached tokens than prompt tokens was said (likewise).
     told_cached: bool,
+    /// The server was asked what window it allocated (once per model).
+    window_asked: bool,
 }
 
 /// A counting job's result, handed back to the loop.
@@ -48,6 +50,8 @@ pub(crate) struct Counted {
     tokenizer: Result<Option<ServerTokenizer>, CountError>,
     counts: Vec<(u64, usize)>,
     error: Option<CountError>,
+    /// The window the server said it allocated, if it was asked (`Err`: garbage).
+    window: Option<Result<Option<crate::llm::ReportedWindow>, String>>,
 }
 
 impl Model {
@@ -55,6 +59,7 @@ impl Model {
     /// an absurd report got into it), and asks whether the server counts tokens itself.
     pub(in crate::engine) fn start_counts(&mut self, events: &EventSink, jobs: &Loop) {
         self.counts = CountSlot::default();
+        self.start_window(events);
         let file = calibration_file();
         if let Some(mut saved) = calibration::load(&file).remove(&self.info().name) {
             let dropped = saved.sanitize();
@@ -108,12 +113,25 @@ impl Model {
         let client = self.client().clone();
         let model = self.info().name.clone();
         let known = self.counts.tokenizer.clone();
+        let ask_window = !std::mem::replace(&mut self.counts.window_asked, true);
         let done = jobs.done();
         run_loop::spawn(done.clone(), async move {
-            let tokenizer = match known {
-                Some(tokenizer) => Ok(Some(tokenizer)),
-                None => client.server_tokenizer(&model).await,
-            };
+            // The window is asked beside the tokenizer, so that a turn waiting for the
+            // probe goes with it.
+            let (tokenizer, window) = futures::join!(
+                async {
+                    match known {
+                        Some(tokenizer) => Ok(Some(tokenizer)),
+                        None => client.server_tokenizer(&model).await,
+                    }
+                },
+                async {
+                    match ask_window {
+                        true => Some(client.server_window(&model).await),
+                        false => None,
+                    }
+                }
+            );
             let mut counts = Vec::new();
             let mut error = None;
             if let Ok(Some(tokenizer)) = &tokenizer {
@@ -136,6 +154,7 @@ impl Model {
                 tokenizer,
                 counts,
                 error,
+                window,
             }));
         });
     }
@@ -155,6 +174,14 @@ impl Model {
             return false;
         }
         let first = !self.counts.probed;
+        match done.window {
+            Some(Ok(Some(reported))) => self.reported_window(reported, events),
+            Some(Err(garbage)) => events.warning(format!(
+                "what the server says about its window was ignored ({garbage}): the window stays {} tokens",
+                self.window().window
+            )),
+            Some(Ok(None)) | None => {}
+        }
         match done.tokenizer {
             Ok(tokenizer) => {
                 self.counts.probed = true;

@@ -10,6 +10,7 @@ use crate::llm::{LlmClient, ModelInfo};
 use crate::tokens::TokenCounter;
 
 pub(in crate::engine) mod counts;
+mod learned;
 
 use counts::CountSlot;
 
@@ -20,6 +21,8 @@ pub(crate) struct Model {
     counter: TokenCounter,
     client: LlmClient,
     counts: CountSlot,
+    /// A window a server proved by refusing a request, as a resumed session saved it.
+    proven_window: Option<usize>,
 }
 
 impl Model {
@@ -32,6 +35,7 @@ impl Model {
             client,
             settings,
             counts: CountSlot::default(),
+            proven_window: None,
         }
     }
 
@@ -39,6 +43,7 @@ impl Model {
     pub(super) fn switch(&mut self, name: &str) {
         self.settings.model = name.to_string();
         self.info = ModelInfo::lookup(name);
+        self.proven_window = None;
         self.window = Window::for_model(
             &self.info,
             self.settings.context_window,
@@ -50,6 +55,72 @@ impl Model {
     /// The server's context (`n_ctx`) is the window from now on.
     pub(super) fn adopt_server_window(&mut self, n_ctx: usize) {
         self.window = Window::from_server(&self.info, n_ctx, self.settings.reserve_output);
+    }
+
+    /// A resumed session's server proved `n_ctx` (it is used when the run starts).
+    pub(super) fn remember_proven_window(&mut self, n_ctx: usize) {
+        self.proven_window = Some(n_ctx);
+    }
+
+    /// Keeps `n_ctx`, which the server just proved, for this server and model, so
+    /// that the next run starts with it.
+    pub(super) fn keep_proven_window(&self, n_ctx: usize, jobs: &crate::engine::run_loop::Loop) {
+        let base = self.client.api_base().to_string();
+        let model = self.info.name.clone();
+        crate::engine::run_loop::spawn_blocking(jobs.done(), move || {
+            if let Err(e) = learned::save(&learned::file(), &base, &model, n_ctx) {
+                tracing::warn!("cannot keep the window the server proved: {e}");
+            }
+        });
+    }
+
+    /// Starts with the window a server proved for this model (in an earlier run, kept
+    /// in the state directory, or in the resumed session): it wins over a larger
+    /// `--context-window`, said with both.
+    fn start_window(&mut self, events: &crate::engine::EventSink) {
+        let kept = learned::load(&learned::file(), self.client.api_base(), &self.info.name);
+        let proven = match (kept, self.proven_window) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let Some(n_ctx) = proven else {
+            return;
+        };
+        match self.settings.context_window {
+            Some(flag) if flag <= n_ctx => return,
+            Some(flag) => events.warning(format!(
+                "--context-window {flag} is larger than the {n_ctx} tokens the server at {} proved for {} by refusing a longer request: using {n_ctx}",
+                self.client.api_base(),
+                self.info.name
+            )),
+            None => {}
+        }
+        self.adopt_server_window(n_ctx);
+    }
+
+    /// The server said what window it allocated before any request: it is the window,
+    /// unless the user set a smaller one (a larger one is said, with both).
+    fn reported_window(
+        &mut self,
+        reported: crate::llm::ReportedWindow,
+        events: &crate::engine::EventSink,
+    ) {
+        let n = reported.tokens;
+        match self.settings.context_window {
+            Some(flag) if flag <= n => return,
+            Some(flag) => events.warning(format!(
+                "--context-window {flag} is larger than the {n} tokens the server allocated for {} ({}): using {n}",
+                self.info.name, reported.said_by
+            )),
+            None => {}
+        }
+        let source = match reported.server_default {
+            true => crate::context::WindowSource::ServerDefault,
+            false => crate::context::WindowSource::Reported,
+        };
+        tracing::debug!("window {n} from {}", reported.said_by);
+        self.window = Window::for_model(&self.info, Some(n), self.settings.reserve_output)
+            .with_source(source);
     }
 
     /// The edit format: the settings' choice, or the model's own.

@@ -45,6 +45,8 @@ impl<'a> From<&'a p::BudgetReport> for Budget<'a> {
                 p::WindowSource::Assumed => "assumed",
                 p::WindowSource::Setting => "setting",
                 p::WindowSource::Server => "server",
+                p::WindowSource::Reported => "reported",
+                p::WindowSource::ServerDefault => "server_default",
             },
             reserved_output: r.reserved_output,
             prompt_limit: r.prompt_limit,

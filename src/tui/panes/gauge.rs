@@ -146,26 +146,25 @@ impl GaugePane {
         if text::width(LEGEND_LINE) <= width {
             out.push(Line::styled(LEGEND_LINE, theme.dim()));
         }
-        let window = match report.window_source {
-            WindowSource::Table => None,
-            WindowSource::Assumed => Some(format!(
-                "unknown model {}: window assumed {}; set --context-window",
-                report.model,
-                thousands(report.window)
-            )),
-            WindowSource::Setting => None,
-            WindowSource::Server => Some(format!(
-                "window {} from the server (n_ctx); --context-window {} next time",
-                thousands(report.window),
-                report.window
-            )),
-        };
-        if let Some(window) = window {
+        // Where the window comes from; a guess, or one learned by overflowing, warns.
+        let window = report.window_describe();
+        let guessed = matches!(
+            report.window_source,
+            WindowSource::Assumed | WindowSource::Server
+        );
+        if guessed {
             let warn = Style::new().fg(theme.c.warning);
             out.extend(text::wrap(
                 &[Span::styled(window, warn)],
                 width,
                 &[Span::styled("⚠ ", warn)],
+                &[Span::raw("  ")],
+            ));
+        } else if !window.is_empty() {
+            out.extend(text::wrap(
+                &[Span::styled(window, theme.dim())],
+                width,
+                &[],
                 &[Span::raw("  ")],
             ));
         }

@@ -27,6 +27,9 @@ pub enum Dialect {
     Vllm { max_model_len: usize },
     /// Ollama's OpenAI endpoint: its own tokenizer, no tokenize endpoint.
     Ollama,
+    /// LM Studio: its own tokenizer, no tokenize endpoint, a model loaded with a
+    /// context of `loaded` tokens.
+    LmStudio { loaded: usize },
 }
 
 /// GPT-2's ids for the digits `0`..`9`.
@@ -87,6 +90,7 @@ impl Dialect {
         match self {
             Dialect::LlamaCpp { n_ctx } | Dialect::LlamaCppPython { n_ctx } => Some(n_ctx),
             Dialect::Vllm { max_model_len } => Some(max_model_len),
+            Dialect::LmStudio { loaded } => Some(loaded),
             Dialect::OpenAi | Dialect::Ollama => None,
         }
     }

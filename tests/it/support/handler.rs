@@ -10,7 +10,7 @@ use axum::body::{Body, Bytes};
 use axum::extract::{FromRequest, Request, State};
 use axum::http::{StatusCode, header};
 use axum::response::Response;
-use axum::routing::post;
+use axum::routing::{get, post};
 use futures::Stream;
 use tokio_util::sync::CancellationToken;
 
@@ -20,6 +20,7 @@ use super::log::Log;
 use super::render::{self, Plan, Step};
 use super::request::RecordedRequest;
 use super::script::{Next, Script};
+use super::window::WindowApi;
 
 /// State shared by the server's handlers and the test's `MockServer` handle.
 #[derive(Default)]
@@ -36,6 +37,8 @@ pub(super) struct Shared {
     /// How many more requests (chat or tokenize) get llama.cpp's answer while it loads
     /// its model.
     pub loading: std::sync::atomic::AtomicUsize,
+    /// What the endpoints that say the server's window answer.
+    pub window: std::sync::Mutex<WindowApi>,
 }
 
 /// llama.cpp's answer (503) to any request while it loads its model, if it still does
@@ -57,6 +60,11 @@ pub(super) fn router(shared: Arc<Shared>) -> Router {
         .route("/chat/completions", post(chat_completions))
         .route("/tokenize", post(tokenize))
         .route("/extras/tokenize/count", post(tokenize))
+        .route("/props", get(window))
+        .route("/v1/models", get(window))
+        .route("/api/v0/models", get(window))
+        .route("/api/ps", get(window))
+        .route("/api/show", post(window))
         .fallback(unknown_url)
         .with_state(shared)
 }
@@ -150,6 +158,32 @@ async fn tokenize(State(shared): State<Arc<Shared>>, request: Request) -> Respon
         None => json_response(
             StatusCode::NOT_FOUND,
             errors::invalid_request(&format!("Invalid URL (POST {path})")),
+        ),
+    }
+}
+
+/// An endpoint that says the server's window: answered as `Shared::window` has it,
+/// else 404. Not in the chat request log.
+async fn window(State(shared): State<Arc<Shared>>, request: Request) -> Response {
+    let path = request.uri().path().to_owned();
+    let api = shared
+        .window
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    tokio::select! {
+        () = tokio::time::sleep(api.delay) => {}
+        () = shared.shutdown.cancelled() => {}
+    }
+    match api.answer(shared.dialect, &path) {
+        Some(body) => Response::builder()
+            .status(StatusCode::OK)
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(body))
+            .expect("static header names and values are valid"),
+        None => json_response(
+            StatusCode::NOT_FOUND,
+            errors::invalid_request(&format!("Invalid URL ({path})")),
         ),
     }
 }

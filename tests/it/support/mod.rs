@@ -31,6 +31,7 @@ mod request;
 mod script;
 mod server;
 mod tokens;
+mod window;
 
 pub use dialect::Dialect;
 pub use reply::Reply;

@@ -126,6 +126,18 @@ impl MockServer {
         loading.store(n, std::sync::atomic::Ordering::SeqCst);
     }
 
+    /// Changes what the endpoints that say the server's window answer (`WindowApi`).
+    pub fn window_api(&self, change: impl FnOnce(&mut super::window::WindowApi)) {
+        let mut api = self.shared.window.lock().unwrap_or_else(|e| e.into_inner());
+        change(&mut api);
+    }
+
+    /// The server says its window where its kind can (`/props`, model lists, Ollama's
+    /// API).
+    pub fn say_window(&self) {
+        self.window_api(|api| api.enabled = true);
+    }
+
     /// Queued replies not yet used, over all queues: assert it is 0 at the end of a test
     /// to check the client made every request the script expected.
     pub fn pending_replies(&self) -> usize {

@@ -19,12 +19,14 @@ use bincode::Options;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+use super::files::StagedMemo;
 use super::interner::Names;
 use super::left_out::AttributeMemo;
 use super::store::Key;
 
 const SNAPSHOT_MAGIC: &[u8; 8] = b"TERNSNAP";
 const COUNTS_MAGIC: &[u8; 8] = b"TERNCNTS";
+const STAGED_MAGIC: &[u8; 8] = b"TERNSTGD";
 /// Bump whenever `Known` or `Snapshot` change meaning (4: `Kind::LongLines`, the
 /// attribute answers).
 pub const VERSION: u32 = 4;
@@ -84,7 +86,8 @@ struct SnapshotOut<'a> {
 
 /// Where the caches of the checkout at `root` live under `dir` (normally
 /// `dirs::cache_dir()/tern/tags/checkouts`): `<stem>.snap` for the snapshot,
-/// `<stem>.<encoding>.counts` for block token counts.
+/// `<stem>.<encoding>.counts` for block token counts, `<stem>.staged` for the index's
+/// entries as last read.
 pub(crate) fn stem_for(dir: &Path, root: &Path) -> PathBuf {
     let key = xxhash_rust::xxh3::xxh3_64(root.as_os_str().as_encoded_bytes());
     dir.join(format!("{key:016x}"))
@@ -160,6 +163,16 @@ pub(crate) fn load_counts(path: &Path) -> HashMap<u64, u32> {
 
 pub(crate) fn save_counts(path: &Path, counts: &HashMap<u64, u32>) -> std::io::Result<()> {
     write(path, COUNTS_MAGIC, counts)
+}
+
+/// Reads the index's entries as last read (none if missing or damaged: the index is
+/// read instead).
+pub(crate) fn load_staged(path: &Path) -> StagedMemo {
+    read(path, STAGED_MAGIC).0
+}
+
+pub(crate) fn save_staged(path: &Path, staged: &StagedMemo) -> std::io::Result<()> {
+    write(path, STAGED_MAGIC, staged)
 }
 
 fn read<T: DeserializeOwned + Default>(path: &Path, magic: &[u8; 8]) -> (T, Option<String>) {

@@ -10,6 +10,7 @@ use std::time::UNIX_EPOCH;
 
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
 
 /// Files larger than this are skipped: generated code, data, minified bundles.
 pub const MAX_FILE_BYTES: u64 = 1 << 20;
@@ -44,8 +45,9 @@ impl Found {
 }
 
 /// Lists the repository's files, sorted by relative path. Files that vanish or cannot
-/// be stat'ed while listing are left out.
-pub fn scan(root: &Path, racy: Racy) -> Vec<Found> {
+/// be stat'ed while listing are left out. `staged` holds the index's entries as last
+/// read; it is read again only if the index file changed since.
+pub fn scan(root: &Path, racy: Racy, staged: &mut StagedMemo) -> Vec<Found> {
     let ternignore = ternignore(root);
     let kept = |rel: &str, meta: &std::fs::Metadata| {
         meta.is_file()
@@ -60,29 +62,26 @@ pub fn scan(root: &Path, racy: Racy) -> Vec<Found> {
     let mut submodules: HashSet<PathBuf> = HashSet::new();
     let mut found: Vec<Found> = Vec::new();
     if let Ok(repo) = git2::Repository::open(root)
-        && let Ok(index) = repo.index()
+        && staged.refresh(&repo, racy).is_ok()
     {
-        let trust = IndexTrust::new(&repo, &index, racy);
-        let mut entries = Vec::with_capacity(index.len());
-        for entry in index.iter() {
-            let Ok(rel) = String::from_utf8(entry.path.clone()) else {
-                continue;
-            };
-            if entry.mode == 0o160000 {
-                submodules.insert(root.join(rel));
+        let trust = IndexTrust::new(&repo, staged, racy);
+        let mut entries = Vec::with_capacity(staged.entries.len());
+        for entry in &staged.entries {
+            if entry.gitlink {
+                submodules.insert(root.join(&entry.rel));
             } else {
-                entries.push((rel, entry));
+                entries.push(entry);
             }
         }
         found = entries
             .into_par_iter()
-            .filter_map(|(rel, entry)| {
-                let meta = std::fs::symlink_metadata(root.join(&rel)).ok()?;
-                if !kept(&rel, &meta) {
+            .filter_map(|entry| {
+                let meta = std::fs::symlink_metadata(root.join(&entry.rel)).ok()?;
+                if !kept(&entry.rel, &meta) {
                     return None;
                 }
-                let mut f = Found::new(rel, &meta);
-                f.blob = trust.blob(&entry, &f);
+                let mut f = Found::new(entry.rel.clone(), &meta);
+                f.blob = trust.blob(entry, &f);
                 Some(f)
             })
             .collect();
@@ -185,6 +184,73 @@ pub fn admits(root: &Path, rel: &str) -> bool {
             .any(|e| e.path() == path)
 }
 
+/// The index's entries as the scan uses them, with the index file's stat data from
+/// before they were read. While the index file keeps that inode, size and time, and the
+/// time was settled when it was read ([`Racy`]: a later write cannot have kept it), its
+/// entries are these: reading and checksumming a 17k-entry index again cost 13% of a
+/// warm map's instructions.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StagedMemo {
+    /// None: never read, or read too soon after it was written to stand for it.
+    index: Option<IndexStat>,
+    entries: Vec<StagedEntry>,
+    /// Read again since it was loaded or saved.
+    #[serde(skip)]
+    pub unsaved: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+struct IndexStat {
+    ino: u64,
+    size: u64,
+    mtime_ns: i64,
+}
+
+/// One index entry with a UTF-8 path.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct StagedEntry {
+    rel: String,
+    /// A submodule's commit (mode 160000), not a file.
+    gitlink: bool,
+    stat: Staged,
+    /// The staged blob id (None where ids are not SHA-1's 20 bytes).
+    id: Option<[u8; 20]>,
+}
+
+impl StagedMemo {
+    /// Reads the index again unless it is unchanged since it was last read.
+    fn refresh(&mut self, repo: &git2::Repository, racy: Racy) -> Result<(), git2::Error> {
+        let before_ns = super::now_ns();
+        let stat = std::fs::metadata(repo.path().join("index"))
+            .ok()
+            .map(|m| IndexStat {
+                ino: ino(&m),
+                size: m.len(),
+                mtime_ns: mtime_ns(&m),
+            });
+        if stat.is_some() && stat == self.index {
+            return Ok(());
+        }
+        self.unsaved = true;
+        self.index = None;
+        self.entries.clear();
+        let index = repo.index()?;
+        self.entries = index
+            .iter()
+            .filter_map(|entry| {
+                Some(StagedEntry {
+                    gitlink: entry.mode == 0o160000,
+                    stat: Staged::of(&entry),
+                    id: entry.id.as_bytes().try_into().ok(),
+                    rel: String::from_utf8(entry.path).ok()?,
+                })
+            })
+            .collect();
+        self.index = stat.filter(|s| racy.settled(s.mtime_ns, before_ns));
+        Ok(())
+    }
+}
+
 /// How close to a later moment a file's modification time must be for the file to
 /// have been changed again since without that time moving (the file system's clock
 /// tick): such a file's stat data proves nothing and its content is checked.
@@ -269,7 +335,7 @@ struct IndexTrust {
 const CONVERTING: [&str; 6] = ["filter", "eol", "text", "crlf", "ident", "encoding"];
 
 impl IndexTrust {
-    fn new(repo: &git2::Repository, index: &git2::Index, racy: Racy) -> IndexTrust {
+    fn new(repo: &git2::Repository, staged: &StagedMemo, racy: Racy) -> IndexTrust {
         let written_ns =
             std::fs::metadata(repo.path().join("index")).map_or(i64::MIN, |m| mtime_ns(&m));
         let autocrlf = repo
@@ -277,10 +343,8 @@ impl IndexTrust {
             .ok()
             .and_then(|c| c.get_string("core.autocrlf").ok())
             .is_some_and(|v| !v.eq_ignore_ascii_case("false"));
-        let staged = index
-            .iter()
-            .filter_map(|entry| String::from_utf8(entry.path).ok());
-        let mut converted = attribute_dirs(repo, staged, &CONVERTING).dirs;
+        let paths = staged.entries.iter().map(|e| e.rel.as_str());
+        let mut converted = attribute_dirs(repo, paths, &CONVERTING).dirs;
         if autocrlf && converted.first().is_none_or(|d| !d.is_empty()) {
             converted.insert(0, String::new());
         }
@@ -291,19 +355,13 @@ impl IndexTrust {
         }
     }
 
-    fn blob(&self, entry: &git2::IndexEntry, found: &Found) -> Option<[u8; 20]> {
-        let staged = Staged {
-            size: entry.file_size,
-            mtime_ns: i64::from(entry.mtime.seconds()) * 1_000_000_000
-                + i64::from(entry.mtime.nanoseconds()),
-            ino: entry.ino,
-        };
-        (staged.is_current(found, self.written_ns, self.racy)
+    fn blob(&self, entry: &StagedEntry, found: &Found) -> Option<[u8; 20]> {
+        (entry.stat.is_current(found, self.written_ns, self.racy)
             && !self
                 .converted
                 .iter()
                 .any(|d| found.rel.starts_with(d.as_str())))
-        .then(|| entry.id.as_bytes().try_into().ok())
+        .then_some(entry.id)
         .flatten()
     }
 }
@@ -367,7 +425,7 @@ pub(crate) fn attribute_dirs(
 }
 
 /// The stat data the index keeps for a staged file.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 struct Staged {
     /// Truncated to 32 bits, as git stores it.
     size: u32,
@@ -377,6 +435,15 @@ struct Staged {
 }
 
 impl Staged {
+    fn of(entry: &git2::IndexEntry) -> Staged {
+        Staged {
+            size: entry.file_size,
+            mtime_ns: i64::from(entry.mtime.seconds()) * 1_000_000_000
+                + i64::from(entry.mtime.nanoseconds()),
+            ino: entry.ino,
+        }
+    }
+
     /// Whether the staged blob is what the file holds now: the file's size, time and
     /// inode are the staged ones, and it was staged a clock tick before the index was
     /// written ([`Racy`]). A file changed again within the tick the index was written
@@ -451,6 +518,86 @@ pub fn ino(_meta: &std::fs::Metadata) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A repository with `a.rs` staged, its index written a clock tick ago.
+    fn staged_repo() -> (tempfile::TempDir, git2::Repository) {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = git2::Repository::init(dir.path()).unwrap();
+        stage(&repo, "fn a() {}\n");
+        (dir, repo)
+    }
+
+    /// Writes and stages `a.rs`, a clock tick apart where times are fine, so that the
+    /// index's stat data for it and the index itself are settled.
+    fn stage(repo: &git2::Repository, content: &str) {
+        let tick = || std::thread::sleep(std::time::Duration::from_nanos(2 * Racy::FINE_NS as u64));
+        let root = repo.workdir().unwrap();
+        std::fs::write(root.join("a.rs"), content).unwrap();
+        tick();
+        let mut index = repo.index().unwrap();
+        index.add_path(Path::new("a.rs")).unwrap();
+        index.write().unwrap();
+        tick();
+    }
+
+    fn blob_id(content: &[u8]) -> [u8; 20] {
+        let id = git2::Oid::hash_object(git2::ObjectType::Blob, content).unwrap();
+        id.as_bytes().try_into().unwrap()
+    }
+
+    fn blob_of(found: &[Found], rel: &str) -> Option<[u8; 20]> {
+        found.iter().find(|f| f.rel == rel).and_then(|f| f.blob)
+    }
+
+    #[test]
+    fn the_index_is_read_again_only_when_its_file_changed() {
+        let (dir, repo) = staged_repo();
+        let root = dir.path();
+        let fine = Racy { fine: true };
+        let mut staged = StagedMemo::default();
+        let first = blob_of(&scan(root, fine, &mut staged), "a.rs");
+        assert_eq!(first, Some(blob_id(b"fn a() {}\n")));
+        assert!(staged.index.is_some() && staged.unsaved);
+        staged.unsaved = false;
+
+        // Damage the index in place, keeping its inode, size and time: the memo stands
+        // for it (a fresh read would find no entries and leave the blob unknown).
+        let index = repo.path().join("index");
+        let bytes = std::fs::read(&index).unwrap();
+        let mtime = std::fs::metadata(&index).unwrap().modified().unwrap();
+        let rewrite = |content: &[u8]| {
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .open(&index)
+                .unwrap();
+            std::io::Write::write_all(&mut file, content).unwrap();
+            file.set_modified(mtime).unwrap();
+        };
+        rewrite(&vec![b'x'; bytes.len()]);
+        assert_eq!(blob_of(&scan(root, fine, &mut staged), "a.rs"), first);
+        assert!(!staged.unsaved);
+        let fresh = scan(root, fine, &mut StagedMemo::default());
+        assert!(fresh.iter().any(|f| f.rel == "a.rs"));
+        assert_eq!(blob_of(&fresh, "a.rs"), None);
+        rewrite(&bytes);
+
+        // Staging a change writes the index anew: it is read again.
+        stage(&repo, "fn b() {}\n");
+        let second = blob_of(&scan(root, fine, &mut staged), "a.rs");
+        assert_eq!(second, Some(blob_id(b"fn b() {}\n")));
+        assert!(staged.unsaved);
+    }
+
+    #[test]
+    fn an_index_read_within_its_clock_tick_is_not_remembered() {
+        let (dir, _repo) = staged_repo();
+        // Two seconds of window where times may be coarse: just written, so a later
+        // write could keep its time; the next scan reads it again.
+        let mut staged = StagedMemo::default();
+        scan(dir.path(), Racy { fine: false }, &mut staged);
+        assert_eq!(staged.index, None);
+        assert_eq!(staged.entries.len(), 1);
+    }
 
     fn found(size: u64, mtime_ns: i64, ino: u64) -> Found {
         Found {

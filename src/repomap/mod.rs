@@ -360,6 +360,8 @@ pub struct RepoMap {
     watch_counts: WatchCounts,
     /// How long after its modification a file's stat data proves nothing.
     racy: files::Racy,
+    /// The index's entries as last read (`files::StagedMemo`).
+    staged: files::StagedMemo,
 }
 
 impl RepoMap {
@@ -409,6 +411,7 @@ impl RepoMap {
             unsaved: false,
             watch_counts: WatchCounts::default(),
             racy,
+            staged: files::StagedMemo::default(),
         })
     }
 
@@ -440,8 +443,19 @@ impl RepoMap {
             .filter(|_| first)
             .map(|stem| stem.with_extension("snap"));
         let store_dir = self.store_dir.as_ref().filter(|_| self.store.is_none());
+        let staged_file = self
+            .cache_stem
+            .as_ref()
+            .filter(|_| first)
+            .map(|stem| stem.with_extension("staged"));
+        let staged = &mut self.staged;
         let (found, (loaded, store)) = rayon::join(
-            || files::scan(&self.root, self.racy),
+            || {
+                if let Some(path) = &staged_file {
+                    *staged = cache::load_staged(path);
+                }
+                files::scan(&self.root, self.racy, staged)
+            },
             || {
                 rayon::join(
                     || snapshot_file.map(|path| cache::load_snapshot(&path)),
@@ -915,6 +929,12 @@ impl RepoMap {
         let Some(stem) = &self.cache_stem else {
             return;
         };
+        if std::mem::take(&mut self.staged.unsaved) {
+            let path = stem.with_extension("staged");
+            if let Err(e) = cache::save_staged(&path, &self.staged) {
+                tracing::warn!("cannot save the index's entries {}: {e}", path.display());
+            }
+        }
         if !std::mem::take(&mut self.unsaved) {
             return self.save_counts();
         }

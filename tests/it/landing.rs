@@ -975,7 +975,21 @@ fn ctrl_c_while_waiting_for_another_tern_cancels_instead_of_landing_later() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(700));
+    // Signalled once it waits on the lock (not at a fixed time: a loaded machine may
+    // still be starting it, and a signal before its handlers are set ends it silently).
+    let lock = repo.path().join(".git/tern.lock");
+    let opened = |pid: u32| {
+        std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|target| target == lock))
+    };
+    let started = std::time::Instant::now();
+    while !opened(second.id()) && started.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(100));
     let pid = second.id().to_string();
     crate::support::command("kill")
         .args(["-INT", &pid])

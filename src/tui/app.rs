@@ -1117,8 +1117,10 @@ impl App {
         // it, to tell a held key from the start of a word.
         let typing = std::mem::take(&mut self.typing);
         if let Route::Type(text) = route {
-            // A popup a letter just opened closes: the letter was typing.
+            // A popup a letter just opened closes, and what a letter flashed goes
+            // ("no failed edit…" from the review's `f` of "fine"): it was typing.
             self.overlay = None;
+            self.flash = None;
             // The review's keys were the start of a sentence: what they decided is
             // taken back, and they are typed (a `/` after them is a command's start),
             // in place of what the last of them wrote into the box (`N`'s `/reject`).

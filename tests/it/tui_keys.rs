@@ -2247,3 +2247,26 @@ fn a_held_key_before_a_typed_letter_is_not_typed() {
         assert_eq!(app.panes().input.text(), typed, "{keys:?}");
     }
 }
+
+/// A key that turns out to be typing leaves nothing it said: `fine` typed in the review
+/// of a proposal with no failed edit kept the `f`'s "no failed edit and no note to show"
+/// in the status line under the typed text.
+#[test]
+fn a_letter_that_turned_out_to_be_typing_leaves_no_flash() {
+    let mut app = started();
+    let mut view = proposal();
+    view.failures.clear();
+    view.shell_commands.clear();
+    feed(&mut app, [Event::Proposal(Box::new(view))]);
+    assert_eq!(app.focus(), PaneId::Review);
+    press(&mut app, 'f');
+    let shown = screen(&mut app, 80, 24);
+    assert!(
+        shown.contains("no failed edit and no note to show"),
+        "{shown}"
+    );
+    type_at(&mut app, "ine", Instant::now(), Duration::from_millis(100));
+    let shown = screen(&mut app, 80, 24);
+    assert_eq!(app.panes().input.text(), "fine");
+    assert!(!shown.contains("no failed edit"), "{shown}");
+}

@@ -372,6 +372,9 @@ fn the_rewind_picker_shows_each_choice_before_it_rewinds() {
             "before turn 2, code and conversation:",
             "code: 1 commit taken back (src/greet.py)",
             "chat: 1 turn taken back",
+            // Its keys whole at 80 columns too (they were cut after "tab code and
+            // conversatio…").
+            "tab code and conversation · enter rewinds · esc",
         ] {
             assert!(shown.contains(text), "{w}x{h}: {text:?} in\n{shown}");
         }
@@ -418,7 +421,9 @@ fn the_rewind_picker_shows_each_choice_before_it_rewinds() {
             redo: Some("the rewind to before turn 1: 1 commit".into()),
         }],
     );
-    assert!(screen(&mut app, 80, 24).contains("r redoes the rewind to before turn 1: 1 commit"));
+    let shown = screen(&mut app, 80, 24);
+    assert!(shown.contains("r redoes the rewind to before turn 1: 1 commit"));
+    assert!(shown.contains("enter rewinds · r redo · esc"), "{shown}");
     app.handle_terminal(key(KeyCode::Char('r')));
     assert_eq!(app.take_ops(), [Op::RewindRedo]);
 }

@@ -625,7 +625,7 @@ fn age_by_a_day(dir: &std::path::Path) {
             let number = tail.trim_start();
             out.push_str(tail.strip_suffix(number).unwrap());
             let end = number.find(|c: char| !c.is_ascii_digit()).unwrap();
-            let (digits, after) = number.split_at(end);
+            let (digits, after) = number.split_at_checked(end).unwrap();
             out.push_str(&(digits.parse::<u64>().unwrap() - by).to_string());
             rest = after;
         }

@@ -259,6 +259,8 @@ pub(crate) enum Internal {
     Reviewed(branch_review::ReviewOutcome),
     /// A git command (undo, commit) finished.
     Git(Result<git_job::GitDone, git_job::GitJobError>),
+    /// A rewind's record and code work finished.
+    Rewind(Box<RewindJob>),
     /// A history summary finished.
     Summary(history_budget::JobDone),
     /// The server counted texts (or said whether it can).
@@ -267,6 +269,14 @@ pub(crate) enum Internal {
     Ran(Box<command_runner::Ran>),
     /// A background job panicked (a bug): the engine stops as if it had panicked itself.
     Panicked(Box<dyn std::any::Any + Send>),
+}
+
+/// A rewind's job: the turn it goes back before, whether the conversation goes too,
+/// and what the record and the code came to.
+pub(crate) struct RewindJob {
+    to: usize,
+    chat: bool,
+    step: Result<rewind::CodeStep, rewind::RewindError>,
 }
 
 /// Starts an engine on the current tokio runtime.
@@ -637,6 +647,7 @@ impl Engine {
                 self.publish_budget();
                 self.idle_if_done();
             }
+            Internal::Rewind(job) => self.rewind_done(*job),
             Internal::Git(result) => {
                 self.activity.end_git();
                 match result {
@@ -799,21 +810,17 @@ impl Engine {
         (&mut self.runner, parts)
     }
 
-    /// The turn record on disk, complete (a rewind reads it); an error is said.
-    fn turn_record(&mut self, what: &str) -> Option<Vec<persist::Record>> {
+    /// The turn record being saved, to read once complete (a rewind reads it); this
+    /// engine saving none is said.
+    fn turn_record(&mut self, what: &str) -> Option<persist::RecordOnDisk> {
         let parts = persist::SaveParts {
             session: &self.session,
             model: &self.model,
             history: self.conversation.history().marks(),
             pending: self.pending.as_ref().map(proposal_review::Pending::saved),
         };
-        match self.saved.saved_records(parts, &self.events) {
-            Some(Ok(records)) => Some(records),
-            Some(Err(e)) => {
-                self.events
-                    .error(format!("{what}: {e}; nothing was changed"));
-                None
-            }
+        match self.saved.flush_records(parts, &self.events) {
+            Some(record) => Some(record),
             None => {
                 self.events.error(format!(
                     "{what}: this run saves no session, so there is no turn record to go back by"
@@ -825,8 +832,16 @@ impl Engine {
 
     /// `Op::Timeline`: the turns and what a rewind to before each would change.
     fn timeline(&mut self) {
-        let Some(records) = self.turn_record("/rewind") else {
+        let Some(record) = self.turn_record("/rewind") else {
             return;
+        };
+        let records = match record.read() {
+            Ok(records) => records,
+            Err(e) => {
+                return self
+                    .events
+                    .error(format!("/rewind: {e}; nothing was changed"));
+            }
         };
         let repo = git2::Repository::discover(self.session.root()).ok();
         let turns_now = self.saved.record().turn();
@@ -851,15 +866,37 @@ impl Engine {
                 "/rewind: not now: wait for the current turn to finish; nothing was changed".into(),
             );
         }
-        let Some(records) = self.turn_record("/rewind") else {
+        let Some(record) = self.turn_record("/rewind") else {
             return;
         };
-        let repo = git2::Repository::discover(self.session.root()).ok();
-        let turns_now = self.saved.record().turn();
+        // The wait for the record and the git work run as a job (they may take
+        // seconds); the conversation goes back when it is done (`rewind_done`).
+        let root = self.session.root().to_path_buf();
         let pending = self.pending.is_some();
-        let parts = self.rewind_parts(turns_now, pending);
-        match rewind::rewind(repo.as_ref(), &records, to, (code, chat), parts) {
-            Ok(done) => self.rewound(done, to, false),
+        let turns = self.session.turns.clone();
+        let done = self.run_loop.done();
+        self.activity.git();
+        run_loop::spawn_blocking(done.clone(), move || {
+            let step = record.read().map_err(Into::into).and_then(|records| {
+                let repo = git2::Repository::discover(&root).ok();
+                rewind::code_step(repo.as_ref(), &records, to, (code, chat), pending, turns)
+            });
+            let _ = done.send(Internal::Rewind(Box::new(RewindJob { to, chat, step })));
+        });
+    }
+
+    /// A rewind's job done: the conversation goes back, and it is said.
+    fn rewind_done(&mut self, job: RewindJob) {
+        self.activity.end_git();
+        let RewindJob { to, chat, step } = job;
+        match step {
+            Ok(step) => {
+                let turns_now = self.saved.record().turn();
+                let pending = self.pending.is_some();
+                let parts = self.rewind_parts(turns_now, pending);
+                let done = rewind::finish(step, to, chat, parts);
+                self.rewound(done, to, false);
+            }
             Err(rewind::RewindError::Midway { done }) => {
                 let gone: Vec<git2::Oid> = done.undone.iter().map(|u| u.commit).collect();
                 self.session.turns.undone(&gone);

@@ -375,6 +375,29 @@ pub(crate) fn rewind(
     (code, chat): (bool, bool),
     parts: Parts<'_>,
 ) -> Result<Rewound, RewindError> {
+    let turns = parts.turns.clone();
+    let step = code_step(repo, records, to, (code, chat), parts.pending, turns)?;
+    Ok(finish(step, to, chat, parts))
+}
+
+/// A rewind up to the conversation: the checks, the turn's record, and the code taken
+/// back. The engine runs it as a job, off its loop (git, and the wait for the record).
+pub(crate) struct CodeStep {
+    before: Before,
+    code: Option<CodeRewound>,
+    /// Each turn's commits, less those taken back.
+    turns: TurnCommits,
+}
+
+/// The first part of `rewind`, on a copy of the turns' commits (`turns`).
+pub(crate) fn code_step(
+    repo: Option<&Repository>,
+    records: &[Record],
+    to: usize,
+    (code, chat): (bool, bool),
+    pending: bool,
+    mut turns: TurnCommits,
+) -> Result<CodeStep, RewindError> {
     if to == 0 {
         return Err(RewindError::Zero);
     }
@@ -382,9 +405,31 @@ pub(crate) fn rewind(
         return Err(RewindError::Nothing);
     }
     let before = crate::engine::persist::before_turn(records, to)?;
-    if parts.pending {
+    if pending {
         return Err(RewindError::Pending);
     }
+    let code = match code {
+        true => {
+            let repo = repo.ok_or(RewindError::NoRepository)?;
+            Some(rewind_code(repo, &before, chat, &mut turns)?)
+        }
+        false => None,
+    };
+    Ok(CodeStep {
+        before,
+        code,
+        turns,
+    })
+}
+
+/// The rest of `rewind`, on the session's parts: the conversation when `chat`.
+pub(crate) fn finish(step: CodeStep, to: usize, chat: bool, parts: Parts<'_>) -> Rewound {
+    let CodeStep {
+        before,
+        code,
+        turns,
+    } = step;
+    *parts.turns = turns;
     let mut said = vec![format!("rewound to before turn {to}")];
     let mut redo = Redo {
         to,
@@ -394,9 +439,7 @@ pub(crate) fn rewind(
     let mut undone_ids = Vec::new();
     let mut commands = Vec::new();
     let mut note = None;
-    if code {
-        let repo = repo.ok_or(RewindError::NoRepository)?;
-        let code = rewind_code(repo, &before, chat, parts.turns)?;
+    if let Some(code) = code {
         said.extend(code.said);
         (undone_ids, commands, note) = (code.commits, code.commands, code.note);
         redo.code = code.redo;
@@ -429,7 +472,7 @@ pub(crate) fn rewind(
     if let Some(note) = note {
         parts.notes.push(note);
     }
-    Ok(Rewound {
+    Rewound {
         records: vec![Record::Rewound {
             to,
             commits: undone_ids.clone(),
@@ -440,7 +483,7 @@ pub(crate) fn rewind(
         renumbered,
         commits: undone_ids,
         said: said.join("\n"),
-    })
+    }
 }
 
 /// Puts back what the last rewind (`redo`) took away: its commits, by moving HEAD back

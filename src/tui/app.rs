@@ -207,6 +207,10 @@ struct Burst {
     at: Instant,
     /// The review before the first key of the burst that decided, if one did.
     undo: Option<review::UndoPoint>,
+    /// What the burst's last key wrote into the message box (the review's `N`:
+    /// `/reject ID `): a key typed right after it, the box unchanged, shows it was
+    /// the start of a sentence ("No way"), and the box gets the burst typed instead.
+    composed: Option<String>,
 }
 
 /// How every question of the status line is answered (see [`App::question`]).
@@ -1152,20 +1156,29 @@ impl App {
             false => Route::Pane,
         };
         let leading = self.typing.leading(now);
-        self.typing.forget();
+        // Forgotten unless a pane takes this key too: then `took` needs the key before
+        // it, to tell a held key from the start of a word.
+        let typing = std::mem::take(&mut self.typing);
         if let Route::Type(text) = route {
-            // A popup a letter just opened closes: the letter was typing.
+            // A popup a letter just opened closes, and what a letter flashed goes
+            // ("no failed edit…" from the review's `f` of "fine"): it was typing.
             self.overlay = None;
+            self.flash = None;
             // The review's keys were the start of a sentence: what they decided is
-            // taken back, and they are typed (a `/` after them is a command's start).
-            if let Some(Burst {
-                keys,
-                undo: Some(point),
-                ..
-            }) = burst.filter(|_| outside && !matches!(c, '/' | '@'))
-            {
-                self.with_cx(|panes, cx| panes.review.undo(point, cx));
-                return self.type_into_box(&format!("{keys}{c}"));
+            // taken back, and they are typed (a `/` after them is a command's start),
+            // in place of what the last of them wrote into the box (`N`'s `/reject`).
+            if let Some(burst) = burst.filter(|_| !matches!(c, '/' | '@')) {
+                let composed = burst
+                    .composed
+                    .as_deref()
+                    .is_some_and(|text| text == self.panes.input.text());
+                if let Some(point) = burst.undo.filter(|_| outside || composed) {
+                    if composed {
+                        self.panes.input.clear();
+                    }
+                    self.with_cx(|panes, cx| panes.review.undo(point, cx));
+                    return self.type_into_box(&format!("{}{c}", burst.keys));
+                }
             }
             return self.type_into_box(&text);
         }
@@ -1200,13 +1213,17 @@ impl App {
             keys: String::new(),
             at: now,
             undo: None,
+            composed: None,
         });
         if burst.undo.is_none() && focus == PaneId::Review && letter == Letter::Decides {
             burst.undo = Some(self.panes.review.undo_point());
         }
         self.on_other_key(key);
+        burst.composed = (action == Action::RejectWithReason && self.focus == PaneId::Input)
+            .then(|| self.panes.input.text().to_string());
         // Help is read, not typed over: the key after it closes it.
         if action != Action::Help {
+            self.typing = typing;
             self.typing.took(c, now, letter);
             burst.keys.push(c);
             burst.at = now;

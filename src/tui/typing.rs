@@ -13,8 +13,11 @@
 //! - A letter no key of the pane's is typed.
 //! - When a burst of keys the review took turns out to be typing ("All good": `A`
 //!   accepted everything, `l l` scrolled, then a space), the decisions its keys made
-//!   are taken back and the whole burst is typed (`App::on_key`). The review's `e`
-//!   (the editor) acts only after a pause: within the window it is typing too.
+//!   are taken back and the whole burst is typed (`App::on_key`). The review's `N`
+//!   writes `/reject ID ` into the box, and a key right after it ("No way") puts the
+//!   burst there instead. The review's `e` (the editor) acts only after a pause:
+//!   within the window it is typing too.
+//! - A key held down (`j j j`) is not the start of the word typed after it.
 
 use std::time::{Duration, Instant};
 

@@ -372,6 +372,9 @@ fn the_rewind_picker_shows_each_choice_before_it_rewinds() {
             "before turn 2, code and conversation:",
             "code: 1 commit taken back (src/greet.py)",
             "chat: 1 turn taken back",
+            // Its keys whole at 80 columns too (they were cut after "tab code and
+            // conversatio…").
+            "tab code and conversation · enter rewinds · esc",
         ] {
             assert!(shown.contains(text), "{w}x{h}: {text:?} in\n{shown}");
         }
@@ -418,7 +421,9 @@ fn the_rewind_picker_shows_each_choice_before_it_rewinds() {
             redo: Some("the rewind to before turn 1: 1 commit".into()),
         }],
     );
-    assert!(screen(&mut app, 80, 24).contains("r redoes the rewind to before turn 1: 1 commit"));
+    let shown = screen(&mut app, 80, 24);
+    assert!(shown.contains("r redoes the rewind to before turn 1: 1 commit"));
+    assert!(shown.contains("enter rewinds · r redo · esc"), "{shown}");
     app.handle_terminal(key(KeyCode::Char('r')));
     assert_eq!(app.take_ops(), [Op::RewindRedo]);
 }
@@ -531,4 +536,146 @@ fn a_record_cut_short_says_what_it_no_longer_knows() {
     );
     assert_eq!(head(&repo), b, "nothing was taken back");
     assert_ne!(a, b);
+}
+
+/// A chat rewind to a turn before a history summary made later: the conversation comes
+/// back as the turn record saved it (turn 1 verbatim, no summary), and the next request
+/// carries exactly that. Eight long turns in a 4,096-token window, so the history is
+/// summarized after turn 2.
+#[test]
+fn a_chat_rewind_across_a_later_summary_brings_the_turns_back_verbatim() {
+    use crate::history_support::{as_sent, is_summary, sent_history};
+    use tern::context::history::SUMMARY_PREFIX;
+    let server = MockServer::start_in_thread();
+    server.set_responder(|r| match is_summary(r) {
+        true => Reply::text("I asked you to extend parse_config, step by step."),
+        false => Reply::text(format!(
+            "A reply: {}",
+            "I changed parse_config to read the new key and added a test. ".repeat(20)
+        )),
+    });
+    let repo = TempRepo::with_files(&[("src/config.rs", "fn parse_config() {}\n")]);
+    let messages: Vec<String> = (1..=8)
+        .map(|n| {
+            format!(
+                "turn {n}: {}",
+                "please extend parse_config ".repeat(30).trim_end()
+            )
+        })
+        .collect();
+    let script = repo.path().join(".git/rewind-script.txt");
+    std::fs::write(&script, messages.join("\n---\n")).unwrap();
+    let window = ["--model", "gpt-4o", "--weak-model", "gpt-4o-mini"];
+    let mut args = window.to_vec();
+    let script_arg = format!("--script={}", script.display());
+    args.extend(["--context-window=4096", script_arg.as_str()]);
+    let (_, stderr, code) = run(&repo, &server, &args);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        server.requests().iter().any(is_summary),
+        "a summary was made"
+    );
+    let now = repo.newest_session().history;
+    assert!(
+        now[0].content.starts_with(SUMMARY_PREFIX),
+        "the history begins with the summary now: {:?}",
+        now[0].content
+    );
+    let store = repo.sessions();
+    let (disk, _) = tern::engine::persist::SessionDisk::open(
+        store.open(&tern::engine::persist::Resume::Newest).unwrap(),
+    )
+    .unwrap();
+    let before = tern::engine::persist::before_turn(&disk.records().unwrap(), 2).unwrap();
+    drop(disk);
+    assert_eq!(before.history[0].content, messages[0], "turn 1, verbatim");
+
+    let (stdout, stderr, code) = run(&repo, &server, &["rewind", "--to", "2", "--chat"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stdout.contains("conversation: 7 turns taken back"),
+        "{stdout}"
+    );
+    let back = repo.newest_session().history;
+    assert_eq!(as_sent(&back), as_sent(&before.history));
+
+    let mut args = window.to_vec();
+    args.extend([
+        "--context-window=4096",
+        "--resume",
+        "-m",
+        "turn 9: and now?",
+    ]);
+    let (_, stderr, code) = run(&repo, &server, &args);
+    assert_eq!(code, Some(0), "{stderr}");
+    let requests = server.requests();
+    let last = requests.iter().rev().find(|r| !is_summary(r)).unwrap();
+    assert_eq!(sent_history(last), as_sent(&before.history));
+}
+
+/// Moves every time a session's files hold a day back (the state's times in ms, the
+/// turn record's `at` in seconds), and the files' own times too.
+fn age_by_a_day(dir: &std::path::Path) {
+    fn shift(text: &str, key: &str, by: u64) -> String {
+        let mut out = String::new();
+        let mut rest = text;
+        while let Some((head, tail)) = rest.split_once(key) {
+            out.push_str(head);
+            out.push_str(key);
+            let number = tail.trim_start();
+            out.push_str(tail.strip_suffix(number).unwrap());
+            let end = number.find(|c: char| !c.is_ascii_digit()).unwrap();
+            let (digits, after) = number.split_at_checked(end).unwrap();
+            out.push_str(&(digits.parse::<u64>().unwrap() - by).to_string());
+            rest = after;
+        }
+        out.push_str(rest);
+        out
+    }
+    let day = std::time::Duration::from_secs(24 * 60 * 60);
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let text = match path.file_name().unwrap().to_str().unwrap() {
+            "state.json" => shift(
+                &shift(&text, "\"created_ms\":", day.as_millis() as u64),
+                "\"last_active_ms\":",
+                day.as_millis() as u64,
+            ),
+            _ => shift(&text, "\"at\":", day.as_secs()),
+        };
+        std::fs::write(&path, text).unwrap();
+        let file = std::fs::File::options().write(true).open(&path).unwrap();
+        file.set_modified(std::time::SystemTime::now() - day)
+            .unwrap();
+    }
+}
+
+/// Yesterday's session, resumed with `--resume`, rewinds as today's does: the code and
+/// the conversation to before its turn 2, and the redo.
+#[test]
+fn yesterdays_session_resumed_rewinds_and_redoes() {
+    let server = MockServer::start_in_thread();
+    let repo = repo();
+    let (a, b) = three_turns(&repo, &server);
+    let dir = first_segment(&repo).parent().unwrap().to_path_buf();
+    age_by_a_day(&dir);
+    let (stdout, _, _) = run(&repo, &server, &["sessions"]);
+    assert!(stdout.contains("  yesterday  "), "aged: {stdout}");
+    let (stdout, stderr, code) = run(&repo, &server, &["rewind", "--list"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("turn 3  what does it do?"), "{stdout}");
+
+    let (_, stderr, code) = run(&repo, &server, &["--resume", "-m", "/rewind 2"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains("rewound to before turn 2"), "{stderr}");
+    assert_eq!(
+        (head(&repo), repo.read("src/greet.py")),
+        (a, AFTER_ONE.into())
+    );
+    assert_eq!(asked(&repo), ["add a comma"]);
+    let (_, stderr, code) = run(&repo, &server, &["rewind", "--redo"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(head(&repo), b);
+    assert_eq!(asked(&repo).len(), 3);
 }

@@ -1129,6 +1129,14 @@ fn diff_output_in_the_chat_is_coloured() {
     assert_ne!(color_of(&buf, "fix: stock"), Some(theme.c.added));
 }
 
+/// The reason for a rejection typed after `N`, after a pause (right after `N` keys are
+/// typing: "No way"), and sent.
+fn give_reason(app: &mut App, reason: &str) {
+    let later = Instant::now() + tern::tui::typing::TYPING_WINDOW;
+    type_at(app, reason, later, Duration::from_millis(100));
+    app.handle_terminal_at(key(KeyCode::Enter), later + Duration::from_secs(2));
+}
+
 /// `N` in the Review pane starts `/reject ID ` in the message box, for the reason.
 #[test]
 fn shift_n_asks_for_the_reason_of_a_rejection() {
@@ -1144,7 +1152,7 @@ fn shift_n_asks_for_the_reason_of_a_rejection() {
         app.panes().input.text(),
         format!("/reject {} ", hunk_ids()[0])
     );
-    type_text(&mut app, "too clever\n");
+    give_reason(&mut app, "too clever");
     assert_eq!(
         app.take_ops().last(),
         Some(&Op::Command {
@@ -1746,7 +1754,7 @@ fn after_a_reason_the_review_is_on_the_next_pending_hunk() {
         [Event::Proposal(Box::new(view.clone())), Event::Idle],
     );
     press(&mut app, 'N');
-    type_text(&mut app, "too clever\n");
+    give_reason(&mut app, "too clever");
     assert_eq!(app.focus(), PaneId::Review);
     view.files[0].hunks[0].decision = Decision::Reject;
     feed(&mut app, [Event::Proposal(Box::new(view.clone()))]);
@@ -1781,7 +1789,7 @@ fn after_a_reason_the_review_is_on_the_next_pending_hunk() {
     );
     press(&mut app, 'G');
     press(&mut app, 'N');
-    type_text(&mut app, "no\n");
+    give_reason(&mut app, "no");
     assert_eq!(
         app.take_ops().last(),
         Some(&Op::Command {
@@ -2314,4 +2322,75 @@ fn the_sessions_picker_switches_and_asks_first_with_pending_hunks() {
     let text = screen(&mut app, 160, 48);
     assert!(text.contains("about apples"), "{text}");
     assert!(!text.contains("where are prices set?"), "{text}");
+}
+
+/// "No way" typed in the review: `N` wrote `/reject ID ` into the box and the rest of
+/// the sentence became the reason ("/reject ID o way"). A key right after `N`, the box
+/// as `N` left it, shows the sentence: the box holds what was typed, nothing rejected.
+#[test]
+fn no_way_typed_in_the_review_is_typed_and_rejects_nothing() {
+    for step in [Duration::from_millis(150), Duration::ZERO] {
+        let mut app = started();
+        feed(&mut app, [Event::Proposal(Box::new(proposal()))]);
+        assert_eq!(app.focus(), PaneId::Review);
+        app.take_ops();
+        type_at(&mut app, "No way", Instant::now(), step);
+        assert_eq!(app.panes().input.text(), "No way", "{step:?}");
+        let ops = app.take_ops();
+        assert!(
+            !ops.iter()
+                .any(|op| matches!(op, Op::Review(_) | Op::Command { .. })),
+            "{step:?}: {ops:?}"
+        );
+        // `y N` works the review: a rejection with its reason after a pause.
+        let mut app = started();
+        feed(&mut app, [Event::Proposal(Box::new(proposal()))]);
+        app.take_ops();
+        let t0 = Instant::now();
+        type_at(&mut app, "yN", t0, step);
+        let later = t0 + tern::tui::typing::TYPING_WINDOW * 2;
+        type_at(&mut app, "no", later, step);
+        assert_eq!(
+            app.panes().input.text(),
+            format!("/reject {} no", hunk_ids()[1]),
+            "{step:?}"
+        );
+    }
+}
+
+/// A held key is no start of a word: `j j u` in the review types `u`, where `j u`
+/// types `ju` (`u` is no key of the review's). `Typing::took` ran after the memory was
+/// forgotten, so no key was ever seen as repeated and `j j u` typed `ju`.
+#[test]
+fn a_held_key_before_a_typed_letter_is_not_typed() {
+    for (keys, typed) in [("ju", "ju"), ("jju", "u"), ("jjju", "u")] {
+        let mut app = started();
+        feed(&mut app, [Event::Proposal(Box::new(proposal()))]);
+        assert_eq!(app.focus(), PaneId::Review);
+        type_at(&mut app, keys, Instant::now(), Duration::from_millis(100));
+        assert_eq!(app.panes().input.text(), typed, "{keys:?}");
+    }
+}
+
+/// A key that turns out to be typing leaves nothing it said: `fine` typed in the review
+/// of a proposal with no failed edit kept the `f`'s "no failed edit and no note to show"
+/// in the status line under the typed text.
+#[test]
+fn a_letter_that_turned_out_to_be_typing_leaves_no_flash() {
+    let mut app = started();
+    let mut view = proposal();
+    view.failures.clear();
+    view.shell_commands.clear();
+    feed(&mut app, [Event::Proposal(Box::new(view))]);
+    assert_eq!(app.focus(), PaneId::Review);
+    press(&mut app, 'f');
+    let shown = screen(&mut app, 80, 24);
+    assert!(
+        shown.contains("no failed edit and no note to show"),
+        "{shown}"
+    );
+    type_at(&mut app, "ine", Instant::now(), Duration::from_millis(100));
+    let shown = screen(&mut app, 80, 24);
+    assert_eq!(app.panes().input.text(), "fine");
+    assert!(!shown.contains("no failed edit"), "{shown}");
 }

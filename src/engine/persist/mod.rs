@@ -34,7 +34,7 @@ pub use store::{Listed, OpenSession, Resume, Store, StoreError};
 
 pub use resume::OpenError;
 pub(crate) use resume::open;
-pub(crate) use resume::{HistoryMarks, SaveParts, Saved, SavedPending};
+pub(crate) use resume::{HistoryMarks, RecordOnDisk, SaveParts, Saved, SavedPending};
 
 use super::{Event, EventSink};
 use record::LogWriter;

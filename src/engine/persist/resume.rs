@@ -139,14 +139,15 @@ impl Saved {
         }
     }
 
-    /// Saves, and waits (a few milliseconds; at most `FLUSH_WAIT`) until the record
-    /// on disk holds everything recorded until now; then reads it. None: this engine
-    /// saves no session. A rewind reads the record this way.
-    pub(crate) fn saved_records(
+    /// Saves, and hands back the wait (a few milliseconds; at most `FLUSH_WAIT`) until
+    /// the record on disk holds everything recorded until now, and its reading: a
+    /// rewind's job waits and reads off the engine loop. None: this engine saves no
+    /// session.
+    pub(crate) fn flush_records(
         &mut self,
         parts: SaveParts<'_>,
         events: &EventSink,
-    ) -> Option<Result<Vec<super::Record>, super::RecordError>> {
+    ) -> Option<RecordOnDisk> {
         let dir = self.dir.clone()?;
         let (ack, written) = std::sync::mpsc::channel();
         let records = self.record.take();
@@ -154,12 +155,7 @@ impl Saved {
         if let Some(warning) = self.writer.write(state, records, Some(ack)) {
             events.warning(warning);
         }
-        if written.recv_timeout(FLUSH_WAIT).is_err() {
-            return Some(Err(super::RecordError::Read(std::io::Error::other(
-                "the session's writer did not finish saving in time",
-            ))));
-        }
-        Some(super::record::read(&dir))
+        Some(RecordOnDisk { dir, written })
     }
 
     /// What a rewind took away, kept until a message is sent.
@@ -266,6 +262,24 @@ pub(crate) struct SaveParts<'a> {
     pub(crate) model: &'a Model,
     pub(crate) history: HistoryMarks,
     pub(crate) pending: Option<SavedPending>,
+}
+
+/// The turn record being saved (`Saved::flush_records`), to read once it is.
+pub(crate) struct RecordOnDisk {
+    dir: std::path::PathBuf,
+    written: std::sync::mpsc::Receiver<()>,
+}
+
+impl RecordOnDisk {
+    /// Waits until the writer saved it (at most `FLUSH_WAIT`), then reads it.
+    pub(crate) fn read(self) -> Result<Vec<super::Record>, super::RecordError> {
+        if self.written.recv_timeout(FLUSH_WAIT).is_err() {
+            return Err(super::RecordError::Read(std::io::Error::other(
+                "the session's writer did not finish saving in time",
+            )));
+        }
+        super::record::read(&self.dir)
+    }
 }
 
 /// What the session file keeps of the history's budget.

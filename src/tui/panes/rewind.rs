@@ -93,20 +93,27 @@ impl RewindPicker {
     }
 
     pub fn render(&mut self, area: Rect, buf: &mut Buffer, theme: &Theme) {
-        let width =
-            (area.width.saturating_mul(4) / 5).clamp(30.min(area.width), 110.min(area.width));
-        let height =
-            (area.height.saturating_mul(4) / 5).clamp(8.min(area.height), 36.min(area.height));
-        let popup = super::centred(area, width, height);
-        Clear.render(popup, buf);
         let redo = match self.redo {
             Some(_) => " · r redo",
             None => "",
         };
-        let title = format!(
-            " Rewind to before a turn · ↑↓ turn · tab {} · enter rewinds{redo} · esc ",
+        let keys = format!(
+            "↑↓ turn · tab {} · enter rewinds{redo} · esc ",
             self.choice.name()
         );
+        let title = format!(" Rewind to before a turn · {keys}");
+        // The keys fit at 80 columns: when the title does not, the popup takes the whole
+        // width and the title says less before them.
+        let wide =
+            (area.width.saturating_mul(4) / 5).clamp(30.min(area.width), 110.min(area.width));
+        let (width, title) = match text::width(&title) + 2 > usize::from(wide) {
+            true => (area.width, format!(" Rewind · {keys}")),
+            false => (wide, title),
+        };
+        let height =
+            (area.height.saturating_mul(4) / 5).clamp(8.min(area.height), 36.min(area.height));
+        let popup = super::centred(area, width, height);
+        Clear.render(popup, buf);
         let block = Block::default()
             .borders(Borders::ALL)
             .border_style(theme.border(true))

@@ -210,8 +210,9 @@ fn your_own_change_to_a_rewound_file_refuses_and_changes_nothing() {
     let (stdout, stderr, code) = run(&repo, &server, &["rewind", "--to", "1"]);
     assert_eq!(code, Some(1), "{stdout}");
     assert!(
-        stderr.contains("the code cannot be rewound: these files changed since tern's commit")
-            && stderr.contains("src/greet.py")
+        stderr.contains(
+            "the code cannot be rewound: these files have changes that are not in tern's commits"
+        ) && stderr.contains("src/greet.py")
             && stderr.ends_with("nothing was changed\n"),
         "{stderr}"
     );
@@ -220,9 +221,30 @@ fn your_own_change_to_a_rewound_file_refuses_and_changes_nothing() {
     // The listing says it before anything is tried.
     let (stdout, _, _) = run(&repo, &server, &["rewind"]);
     assert!(
-        stdout.contains("code cannot go back: these files changed"),
+        stdout.contains(
+            "code cannot go back: these files have changes that are not in tern's commits"
+        ),
         "{stdout}"
     );
+}
+
+#[test]
+fn a_commit_on_top_refuses_once_without_calling_it_yours() {
+    let server = MockServer::start_in_thread();
+    let repo = repo();
+    three_turns(&repo, &server);
+    repo.write("notes.txt", "mine\n");
+    let on_top = repo.commit("my own commit").to_string();
+
+    let (stdout, stderr, code) = run(&repo, &server, &["rewind", "--to", "1"]);
+    assert_eq!(code, Some(1), "{stdout}");
+    assert_eq!(stderr.matches("nothing was changed").count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("was committed on top of") && stderr.contains("undo or move those commits"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("your commits"), "{stderr}");
+    assert_eq!(head(&repo), on_top);
 }
 
 #[test]

@@ -338,6 +338,44 @@ fn what_a_command_tern_ran_changed_goes_back_with_the_code() {
     );
 }
 
+/// A change a command made, committed by tern as the user's before its next edit,
+/// refuses the rewind; the listing gives the reason the rewind gives.
+#[test]
+fn the_listing_gives_the_reason_the_rewind_gives() {
+    let server = MockServer::start_in_thread();
+    let repo = repo();
+    add_a_comma(&repo, &server);
+    let (_, stderr, code) = run(
+        &repo,
+        &server,
+        &[
+            "--resume",
+            "--allow-commands",
+            "-m",
+            "/run sed -i s/hello/hi/ src/greet.py",
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    turn(
+        &repo,
+        &server,
+        "type the name",
+        Some(("def greet(name):\n", "def greet(name: str):\n")),
+    );
+    let before = head(&repo);
+
+    let (_, refused, code) = run(&repo, &server, &["rewind", "--to", "1"]);
+    assert_eq!(code, Some(1), "{refused}");
+    let why = "src/greet.py was changed by a command tern ran and by a commit it takes back";
+    assert!(refused.contains(why), "{refused}");
+    let (listed, _, code) = run(&repo, &server, &["rewind", "--list"]);
+    assert_eq!(code, Some(0));
+    let turn_one = listed.split("turn 2").next().unwrap();
+    assert!(turn_one.contains(why), "{listed}");
+    assert!(!listed.contains("is not a commit tern made"), "{listed}");
+    assert_eq!(head(&repo), before);
+}
+
 fn timeline_turn(
     turn: usize,
     text: &str,

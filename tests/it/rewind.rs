@@ -47,6 +47,14 @@ fn turn(repo: &TempRepo, server: &MockServer, text: &str, edit: Option<(&str, &s
     assert_eq!(code, Some(0), "{stderr}");
 }
 
+/// `/run COMMAND` in the session, allowed.
+fn run_command(repo: &TempRepo, server: &MockServer, command: &str) {
+    let text = format!("/run {command}");
+    let args = ["--resume", "--allow-commands", "-m", &text];
+    let (_, stderr, code) = run(repo, server, &args);
+    assert_eq!(code, Some(0), "{stderr}");
+}
+
 fn head(repo: &TempRepo) -> String {
     repo.git(&["rev-parse", "HEAD"]).trim().to_string()
 }
@@ -298,17 +306,11 @@ fn what_a_command_tern_ran_changed_goes_back_with_the_code() {
     let server = MockServer::start_in_thread();
     let repo = repo();
     let a = add_a_comma(&repo, &server);
-    let (_, stderr, code) = run(
+    run_command(
         &repo,
         &server,
-        &[
-            "--resume",
-            "--allow-commands",
-            "-m",
-            "/run printf 'made\\n' > notes.txt && printf '# Changed\\n' > README.md",
-        ],
+        "printf 'made\\n' > notes.txt && printf '# Changed\\n' > README.md",
     );
-    assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(repo.read("notes.txt"), "made\n");
     turn(&repo, &server, "what changed?", None);
 
@@ -345,17 +347,7 @@ fn the_listing_gives_the_reason_the_rewind_gives() {
     let server = MockServer::start_in_thread();
     let repo = repo();
     add_a_comma(&repo, &server);
-    let (_, stderr, code) = run(
-        &repo,
-        &server,
-        &[
-            "--resume",
-            "--allow-commands",
-            "-m",
-            "/run sed -i s/hello/hi/ src/greet.py",
-        ],
-    );
-    assert_eq!(code, Some(0), "{stderr}");
+    run_command(&repo, &server, "sed -i s/hello/hi/ src/greet.py");
     turn(
         &repo,
         &server,

@@ -135,9 +135,7 @@ pub(crate) fn timeline(
                 crate::git::files_of(repo, &commits)
                     .map(|files| files.iter().map(|f| f.display().to_string()).collect())
                     .unwrap_or_default(),
-                crate::git::check_all(repo, &commits)
-                    .err()
-                    .map(|e| e.to_string()),
+                code_refusal(repo, before),
             ),
             None => (Vec::new(), None),
         };
@@ -209,6 +207,36 @@ fn code_commits(before: &Before) -> Vec<Oid> {
         .collect()
 }
 
+/// What a code rewind to before `before` takes back, after the checks it makes
+/// before it changes anything but the commits' own: the commits (oldest first), each
+/// command's swap (oldest first), and the files each command changed (newest first).
+type CodePlan = (
+    Vec<Oid>,
+    Vec<(String, Oid, Oid)>,
+    Vec<(String, Vec<std::path::PathBuf>)>,
+);
+
+fn code_plan(repo: &Repository, before: &Before) -> Result<CodePlan, RewindError> {
+    let commits = code_commits(before);
+    let swaps = swaps(&before.commands_since, true)?;
+    let commit_files = crate::git::files_of(repo, &commits).map_err(RewindError::Code)?;
+    let changed = check_commands(repo, swaps.iter().rev().cloned(), &commit_files)?;
+    Ok((commits, swaps, changed))
+}
+
+/// Why a code rewind to before `before` would be refused now, checked in the order
+/// the rewind checks (a listing's answer; changes nothing).
+fn code_refusal(repo: &Repository, before: &Before) -> Option<String> {
+    let checked = code_plan(repo, before).and_then(|(commits, _, _)| {
+        crate::git::check_all(repo, &commits).map_err(RewindError::Code)
+    });
+    match checked {
+        Ok(()) => None,
+        Err(RewindError::Code(e)) => Some(e.to_string()),
+        Err(e) => Some(e.to_string()),
+    }
+}
+
 /// What taking back the code did.
 struct CodeRewound {
     said: Vec<String>,
@@ -230,10 +258,7 @@ fn rewind_code(
     chat: bool,
     turns: &mut TurnCommits,
 ) -> Result<CodeRewound, RewindError> {
-    let commits = code_commits(before);
-    let swaps = swaps(&before.commands_since, true)?;
-    let commit_files = crate::git::files_of(repo, &commits).map_err(RewindError::Code)?;
-    let changed = check_commands(repo, swaps.iter().rev().cloned(), &commit_files)?;
+    let (commits, swaps, changed) = code_plan(repo, before)?;
     let head = repo.head().ok().and_then(|h| h.target());
     let done = crate::git::undo_since(repo, &commits).map_err(RewindError::Code)?;
     if done.stopped.is_some() {

@@ -83,6 +83,9 @@ impl IndexLock {
         let bytes = std::fs::read(&self.next)?;
         self.file.write_all(&bytes)?;
         self.file.sync_all()?;
+        // The write changed the file's change time: `tern.lock` names it as it is now,
+        // so that the next tern knows it as this one's if this one is killed.
+        record(&self.git_dir, Some(&self.file.metadata()?))?;
         Ok(())
     }
 
@@ -192,5 +195,30 @@ pub(crate) fn remove_stale(git_dir: &Path, previous: &str) {
     let lock = git_dir.join("index.lock");
     if std::fs::symlink_metadata(&lock).is_ok_and(|meta| identity(&meta) == held.trim()) {
         let _ = std::fs::remove_file(&lock);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tern killed after it wrote the new index into `index.lock` (a rewind's
+    /// SIGKILL) leaves a lock file the next tern still knows as that tern's.
+    #[test]
+    fn a_lock_killed_after_its_write_is_known_as_stale() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = git2::Repository::init(dir.path()).unwrap();
+        let git_dir = repo.path();
+        let mut lock = IndexLock::acquire(git_dir).unwrap();
+        // Past the kernel's clock tick, as on a busy machine: the write's change
+        // time differs from the creation's.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let mut index = lock.open().unwrap();
+        lock.prepare(&mut index).unwrap();
+        let previous = std::fs::read_to_string(git_dir.join("tern.lock")).unwrap();
+        // SIGKILL: no Drop runs.
+        std::mem::forget(lock);
+        remove_stale(git_dir, &previous);
+        assert!(!git_dir.join("index.lock").exists());
     }
 }

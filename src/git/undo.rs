@@ -16,15 +16,13 @@ use super::{GitError, RepoLock, commit::dirty_paths, lock_wait};
 pub enum UndoRefusal {
     #[error("there are no commits to undo")]
     NoCommits,
-    #[error(
-        "HEAD ({id} {summary:?}) is not a commit tern made; tern only undoes its own last commit"
-    )]
+    #[error("{id} {summary:?} is not a commit tern made; tern only undoes its own commits")]
     NotTern { id: String, summary: String },
     #[error("HEAD is a merge commit; tern does not undo merges")]
     Merge,
     #[error("HEAD is the repository's first commit; tern does not undo it")]
     Root,
-    #[error("these files changed since tern's commit; commit or stash them first: {}", list(.0))]
+    #[error("these files have changes that are not in tern's commits; commit or stash them first: {}", list(.0))]
     Dirty(Vec<PathBuf>),
     #[error("the commit is already on {}; undoing it would rewrite published history", .0.join(", "))]
     Published(Vec<String>),
@@ -38,7 +36,7 @@ pub enum TurnRefusal {
     #[error("no turn of this session made a commit that is left to undo")]
     NoTurn,
     #[error(
-        "this turn's commits are no longer the newest on this branch: {found} {summary:?} {} its commit {expected}; undo or move your commits first (nothing was changed)",
+        "this turn's commits are no longer the newest on this branch: {found} {summary:?} {} its commit {expected}; undo or move those commits first",
         if *.on_top { "was committed on top of" } else { "stands in the place of" }
     )]
     NotNewest {
@@ -48,7 +46,7 @@ pub enum TurnRefusal {
         /// `found` was committed after the expected commit (else it replaced it).
         on_top: bool,
     },
-    #[error("this turn's commit {expected} is no longer on this branch (nothing was changed)")]
+    #[error("this turn's commit {expected} is no longer on this branch")]
     Gone { expected: String },
 }
 

@@ -47,6 +47,14 @@ fn turn(repo: &TempRepo, server: &MockServer, text: &str, edit: Option<(&str, &s
     assert_eq!(code, Some(0), "{stderr}");
 }
 
+/// `/run COMMAND` in the session, allowed.
+fn run_command(repo: &TempRepo, server: &MockServer, command: &str) {
+    let text = format!("/run {command}");
+    let args = ["--resume", "--allow-commands", "-m", &text];
+    let (_, stderr, code) = run(repo, server, &args);
+    assert_eq!(code, Some(0), "{stderr}");
+}
+
 fn head(repo: &TempRepo) -> String {
     repo.git(&["rev-parse", "HEAD"]).trim().to_string()
 }
@@ -210,8 +218,9 @@ fn your_own_change_to_a_rewound_file_refuses_and_changes_nothing() {
     let (stdout, stderr, code) = run(&repo, &server, &["rewind", "--to", "1"]);
     assert_eq!(code, Some(1), "{stdout}");
     assert!(
-        stderr.contains("the code cannot be rewound: these files changed since tern's commit")
-            && stderr.contains("src/greet.py")
+        stderr.contains(
+            "the code cannot be rewound: these files have changes that are not in tern's commits"
+        ) && stderr.contains("src/greet.py")
             && stderr.ends_with("nothing was changed\n"),
         "{stderr}"
     );
@@ -220,9 +229,30 @@ fn your_own_change_to_a_rewound_file_refuses_and_changes_nothing() {
     // The listing says it before anything is tried.
     let (stdout, _, _) = run(&repo, &server, &["rewind"]);
     assert!(
-        stdout.contains("code cannot go back: these files changed"),
+        stdout.contains(
+            "code cannot go back: these files have changes that are not in tern's commits"
+        ),
         "{stdout}"
     );
+}
+
+#[test]
+fn a_commit_on_top_refuses_once_without_calling_it_yours() {
+    let server = MockServer::start_in_thread();
+    let repo = repo();
+    three_turns(&repo, &server);
+    repo.write("notes.txt", "mine\n");
+    let on_top = repo.commit("my own commit").to_string();
+
+    let (stdout, stderr, code) = run(&repo, &server, &["rewind", "--to", "1"]);
+    assert_eq!(code, Some(1), "{stdout}");
+    assert_eq!(stderr.matches("nothing was changed").count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("was committed on top of") && stderr.contains("undo or move those commits"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("your commits"), "{stderr}");
+    assert_eq!(head(&repo), on_top);
 }
 
 #[test]
@@ -276,17 +306,11 @@ fn what_a_command_tern_ran_changed_goes_back_with_the_code() {
     let server = MockServer::start_in_thread();
     let repo = repo();
     let a = add_a_comma(&repo, &server);
-    let (_, stderr, code) = run(
+    run_command(
         &repo,
         &server,
-        &[
-            "--resume",
-            "--allow-commands",
-            "-m",
-            "/run printf 'made\\n' > notes.txt && printf '# Changed\\n' > README.md",
-        ],
+        "printf 'made\\n' > notes.txt && printf '# Changed\\n' > README.md",
     );
-    assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(repo.read("notes.txt"), "made\n");
     turn(&repo, &server, "what changed?", None);
 
@@ -314,6 +338,34 @@ fn what_a_command_tern_ran_changed_goes_back_with_the_code() {
         (head(&repo), repo.read("README.md"), repo.read("notes.txt")),
         (a, "# Changed\n".to_string(), "made\n".to_string())
     );
+}
+
+/// A change a command made, committed by tern as the user's before its next edit,
+/// refuses the rewind; the listing gives the reason the rewind gives.
+#[test]
+fn the_listing_gives_the_reason_the_rewind_gives() {
+    let server = MockServer::start_in_thread();
+    let repo = repo();
+    add_a_comma(&repo, &server);
+    run_command(&repo, &server, "sed -i s/hello/hi/ src/greet.py");
+    turn(
+        &repo,
+        &server,
+        "type the name",
+        Some(("def greet(name):\n", "def greet(name: str):\n")),
+    );
+    let before = head(&repo);
+
+    let (_, refused, code) = run(&repo, &server, &["rewind", "--to", "1"]);
+    assert_eq!(code, Some(1), "{refused}");
+    let why = "src/greet.py was changed by a command tern ran and by a commit it takes back";
+    assert!(refused.contains(why), "{refused}");
+    let (listed, _, code) = run(&repo, &server, &["rewind", "--list"]);
+    assert_eq!(code, Some(0));
+    let turn_one = listed.split("turn 2").next().unwrap();
+    assert!(turn_one.contains(why), "{listed}");
+    assert!(!listed.contains("is not a commit tern made"), "{listed}");
+    assert_eq!(head(&repo), before);
 }
 
 fn timeline_turn(

@@ -640,6 +640,9 @@ pub struct Before {
     pub at: u64,
     /// The session's cost before it (None: recorded by a tern that did not keep it).
     pub cost_before: Option<f64>,
+    /// The session's cost when the next turn began after it, kept or rewound since
+    /// (None: none has begun, or it did not keep its cost): where its own cost ends.
+    pub cost_after: Option<f64>,
     pub history: Vec<Message>,
     pub notes: Vec<String>,
     pub outputs: Vec<CommandText>,
@@ -710,7 +713,9 @@ pub fn own_commits_and_cost(
         .filter(|c| next.is_none_or(|n| !n.commits_since.contains(c)))
         .cloned()
         .collect();
-    let until = next.map_or(Some(cost_now), |n| n.cost_before);
+    let until = turn
+        .cost_after
+        .or_else(|| next.map_or(Some(cost_now), |n| n.cost_before));
     let cost = turn
         .cost_before
         .zip(until)
@@ -753,6 +758,9 @@ fn scan(records: &[Record], turn: usize) -> Result<Scan, RecordError> {
                 front = t.front.as_ref().or(front);
                 outputs = t.outputs.as_deref().or(outputs);
                 if t.turn != turn {
+                    if let Some(before) = found.as_mut().filter(|b| b.cost_after.is_none()) {
+                        before.cost_after = t.cost_before;
+                    }
                     continue;
                 }
                 let (Some(front), Some(outputs)) = (front, outputs) else {
@@ -770,6 +778,7 @@ fn scan(records: &[Record], turn: usize) -> Result<Scan, RecordError> {
                     text: t.text.clone(),
                     at: t.at,
                     cost_before: t.cost_before,
+                    cost_after: None,
                     history: front
                         .messages
                         .iter()
@@ -908,6 +917,7 @@ mod tests {
                             text: text.clone(),
                             at: 0,
                             cost_before: Some(0.0),
+                            cost_after: None,
                             history: history.clone(),
                             notes: std::mem::take(&mut notes),
                             outputs: outputs.clone(),
@@ -1063,7 +1073,8 @@ mod tests {
         assert_eq!(turns[1].commits_since, ["c2"]);
         assert_eq!(
             own_commits_and_cost(&turns, 1, 9.0),
-            (vec!["c2".to_string()], Some(8.0))
+            (vec!["c2".to_string()], Some(1.0)),
+            "turn 2 cost 1: the rewound turns' cost is not its own"
         );
         log.push(Record::Redone {
             commits: vec!["c3".into(), "c4".into()],

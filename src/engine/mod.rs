@@ -403,7 +403,13 @@ impl Engine {
             if !self.model.info().known {
                 self.warn_unknown_model();
             }
-            if let Some(e) = self.model.client().unusable() {
+            // `tern review` says it itself, and only when the review needs the model.
+            if let Some(e) = self
+                .model
+                .client()
+                .unusable()
+                .filter(|_| self.run_loop.role() != EngineRole::ReviewBranch)
+            {
                 self.events.warning(e.to_string());
             }
         }

@@ -22,6 +22,7 @@ pub mod rewind;
 mod run_loop;
 pub mod session;
 mod session_switch;
+pub use session_switch::{SwitchTarget, switch_target};
 pub mod spending;
 mod timeline;
 mod turn;

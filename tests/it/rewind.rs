@@ -383,7 +383,12 @@ fn the_rewind_picker_shows_each_choice_before_it_rewinds() {
     // Even where the keys take more than one row, none is cut.
     for (w, h) in [(40, 24), (60, 20)] {
         let shown = screen(&mut app, w, h);
-        for text in ["↑↓ turn", "tab code and conversation", "enter rewinds", "esc"] {
+        for text in [
+            "↑↓ turn",
+            "tab code and conversation",
+            "enter rewinds",
+            "esc",
+        ] {
             assert!(shown.contains(text), "{w}x{h}: {text:?} in\n{shown}");
         }
     }

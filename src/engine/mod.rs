@@ -22,6 +22,7 @@ pub mod rewind;
 mod run_loop;
 pub mod session;
 mod session_switch;
+pub use session_switch::{SwitchTarget, switch_target};
 pub mod spending;
 mod timeline;
 mod turn;
@@ -413,7 +414,13 @@ impl Engine {
             if !self.model.info().known {
                 self.warn_unknown_model();
             }
-            if let Some(e) = self.model.client().unusable() {
+            // `tern review` says it itself, and only when the review needs the model.
+            if let Some(e) = self
+                .model
+                .client()
+                .unusable()
+                .filter(|_| self.run_loop.role() != EngineRole::ReviewBranch)
+            {
                 self.events.warning(e.to_string());
             }
         }

@@ -3,9 +3,43 @@
 //! its pending hunks; a session another tern has open is refused, as `--resume`
 //! refuses it.
 
+use std::path::Path;
+
 use super::persist::{self, OpenError, Resume, Store, StoreError};
 use super::protocol::Event;
 use super::{Engine, EngineRole, command_runner, conversation, proposal_review};
+
+/// Where `/sessions ID` leads from session `own`.
+#[derive(Debug, PartialEq, Eq)]
+pub enum SwitchTarget {
+    /// The session open here (its id).
+    Here(String),
+    /// Another session (its whole id).
+    Other(String),
+}
+
+/// The session `id` (or the one whose id it begins) names, seen from session `own`, or
+/// why no switch can go there: none such, or open in another tern. The workspace checks
+/// this before it asks about pending hunks; the switch checks again (and takes the lock).
+pub fn switch_target(root: &Path, id: &str, own: Option<&str>) -> Result<SwitchTarget, String> {
+    let here = |given: &str| own.filter(|own| own.starts_with(given)).map(str::to_string);
+    match Store::for_repo(root).pick(&Resume::Id(id.to_string())) {
+        Ok(listed) => match (here(&listed.id), listed.holder()) {
+            (Some(own), _) => Ok(SwitchTarget::Here(own)),
+            (None, Some(pid)) => Err(StoreError::Open {
+                id: listed.id,
+                why: persist::LockError::Held { pid },
+            }
+            .to_string()),
+            (None, None) => Ok(SwitchTarget::Other(listed.id)),
+        },
+        // Not listed before its first save.
+        Err(StoreError::NotFound(given)) if here(&given).is_some() => {
+            Ok(SwitchTarget::Here(here(&given).unwrap_or(given)))
+        }
+        Err(e) => Err(e.to_string()),
+    }
+}
 
 impl Engine {
     /// `/sessions`: the list, for a picker (or the lines of `tern sessions`).
@@ -23,23 +57,16 @@ impl Engine {
             return self.events.error(why);
         }
         let root = self.session.root().to_path_buf();
-        let store = Store::for_repo(&root);
         let left = self.saved.id().map(str::to_string);
-        let target = match store.pick(&Resume::Id(id.to_string())) {
-            Ok(listed) => listed.id,
-            // Not listed before its first save.
-            Err(StoreError::NotFound(given))
-                if left.as_ref().is_some_and(|own| own.starts_with(&given)) =>
-            {
-                given
+        let target = match switch_target(&root, id, left.as_deref()) {
+            Ok(SwitchTarget::Other(target)) => target,
+            Ok(SwitchTarget::Here(own)) => {
+                return self
+                    .events
+                    .notice(format!("session {own} is the one open here"));
             }
-            Err(e) => return self.events.error(e.to_string()),
+            Err(why) => return self.events.error(why),
         };
-        if let Some(own) = left.as_ref().filter(|own| own.starts_with(&target)) {
-            return self
-                .events
-                .notice(format!("session {own} is the one open here"));
-        }
         // Taken first: refused, nothing has changed.
         let opened = match persist::open(&root, Some(&Resume::Id(target.clone())), &self.events) {
             Ok(opened) => opened,

@@ -27,6 +27,13 @@ pub async fn run(
 ) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
     let options = options(args, &settings);
+    // A review the model must read needs a key; without one the diff is only planned, to
+    // tell "nothing to review" (not a failure) from a review that cannot be sent.
+    let keyless = match args.print_diff {
+        true => None,
+        false => crate::llm::ClientOptions::from(&settings).unusable(global.replay.as_deref()),
+    };
+    let mut unsendable = false;
     let mut engine = crate::engine::spawn(EngineConfig {
         settings,
         root,
@@ -50,7 +57,7 @@ pub async fn run(
     engine.ops.send(Op::ReviewBranch {
         source,
         options,
-        send: !args.print_diff,
+        send: !args.print_diff && keyless.is_none(),
     })?;
     // A signal stops the review: the replies so far are reported as they ended, then
     // the engine's Idle ends the run (the process exits within `signals::GRACE` anyway).
@@ -77,6 +84,7 @@ pub async fn run(
     let mut stdout = crate::egress::stdout();
     while let Some(event) = engine.events.recv().await {
         match event {
+            Event::ReviewPlan(_) if keyless.is_some() => unsendable = true,
             Event::ReviewPlan(plan) => {
                 err!("{}", plan.summary());
                 errln!("built in {} ms", started.elapsed().as_millis());
@@ -165,6 +173,10 @@ pub async fn run(
         }
         let _ = engine.task.await;
         return Ok(ExitCode::from(crate::signals::exit_code(signal)));
+    }
+    if let Some(e) = keyless.filter(|_| unsendable) {
+        let _ = engine.task.await;
+        return Err(e.into());
     }
     Ok(super::exit_code(engine.task, ok).await)
 }

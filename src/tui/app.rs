@@ -1064,12 +1064,18 @@ impl App {
             return;
         }
         if let Some(id) = self.confirming_switch.take() {
-            match key.code == KeyCode::Char('y') {
-                true => self.ops.push(Op::SwitchSession {
+            if yes && !typing_on {
+                self.ops.push(Op::SwitchSession {
                     id,
                     keep_pending: true,
-                }),
-                false => self.flash("not switching".into()),
+                });
+                return;
+            }
+            self.flash("not switching".into());
+            // Not the answer: a printable key was the start of a message, and is typed.
+            if let Some(c) = printable {
+                self.last_printable = Some(now);
+                self.type_into_box(&c.to_string());
             }
             return;
         }
@@ -1112,7 +1118,7 @@ impl App {
             |op| matches!(op, Op::Command { command: Command::Sessions, args } if !args.is_empty()),
         ) && let Op::Command { args, .. } = self.ops.remove(at)
         {
-            self.switch_to(args);
+            self.switch_typed(args);
         }
         // `/quit` typed with hunks to review asks first, like Ctrl-C twice.
         if let Some(at) = self.ops.iter().position(|op| {
@@ -1402,6 +1408,23 @@ impl App {
             self.flash = None;
         } else {
             self.quit();
+        }
+    }
+
+    /// `/sessions ID` typed: with hunks to ask about, the id is checked first (it names
+    /// a session, not this one, that no other tern holds), so that no question is asked
+    /// about a switch that cannot happen; without, the engine checks and says.
+    fn switch_typed(&mut self, id: String) {
+        if self.unlanded().is_none() {
+            return self.switch_to(id);
+        }
+        let root = std::path::Path::new(&self.root);
+        match crate::engine::switch_target(root, &id, self.session.as_deref()) {
+            Ok(crate::engine::SwitchTarget::Other(id)) => self.switch_to(id),
+            Ok(crate::engine::SwitchTarget::Here(own)) => {
+                self.flash(format!("session {own} is the one open here"));
+            }
+            Err(why) => self.panes.chat.push(Kind::Error, why),
         }
     }
 

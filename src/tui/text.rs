@@ -184,20 +184,12 @@ fn group(chars: &[(&str, usize)], spans: &[Span<'static>]) -> Vec<Span<'static>>
     out
 }
 
-/// Pasted text with its line ends as `\n`: `\r\n` and a lone `\r` (what terminals send
-/// for Enter) are one end each. A paste with no `\n` in which every run of `\r` is even
-/// is a CRLF text whose `\n`s the terminal turned into `\r`s too (tmux's
-/// `paste-buffer` does: 82 CRLF lines arrive as 164 `\r`s), so each `\r\r` is one end.
+/// Pasted text with its line ends as `\n`: `\r\n` is one end, and so is every other `\r`
+/// (what terminals send for Enter, and for each `\n` of a paste through tmux). A CRLF text
+/// pasted through tmux arrives as `\r\r` per end, the same bytes as an LF text with blank
+/// lines, so it shows its line ends doubled: nothing is lost either way.
 pub fn paste_line_ends(s: &str) -> String {
-    let mut runs = s
-        .split(|c| c != '\r')
-        .filter(|run| !run.is_empty())
-        .peekable();
-    let doubled = !s.contains('\n') && runs.peek().is_some() && runs.all(|r| r.len() % 2 == 0);
-    match doubled {
-        true => s.replace("\r\r", "\n"),
-        false => s.replace("\r\n", "\n").replace('\r', "\n"),
-    }
+    s.replace("\r\n", "\n").replace('\r', "\n")
 }
 
 /// The lines of `s` as a person counts them: `\r\n`, `\r` (what many terminals paste)

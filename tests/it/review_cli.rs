@@ -321,3 +321,38 @@ fn a_review_does_not_believe_more_cached_tokens_than_prompt_tokens() {
         "{stderr}"
     );
 }
+
+/// With no key and OpenAI's default URL: `--print-diff` needs no model and says nothing
+/// of a key; a review that needs the model is one error, exit 1, before any header; and
+/// nothing to review says so, exit 0, with no key error.
+#[test]
+fn without_a_key_a_review_fails_once_and_only_when_it_needs_the_model() {
+    let repo = branch();
+    let run = |args: &[&str]| {
+        let mut cmd = repo.tern("unused");
+        cmd.env_remove("OPENAI_API_KEY")
+            .env_remove("OPENAI_BASE_URL")
+            .env("HTTPS_PROXY", "http://127.0.0.1:9")
+            .arg("review")
+            .args(args);
+        let out = crate::support::output_within(&mut cmd, std::time::Duration::from_secs(30));
+        let (stdout, stderr) = texts(&out);
+        (out.status.code(), stdout, stderr)
+    };
+    let (code, stdout, stderr) = run(&["--print-diff"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("step_3"), "{stdout}");
+    assert!(!stderr.contains("API key"), "{stderr}");
+
+    let (code, stdout, stderr) = run(&[]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stdout.is_empty(), "{stdout}");
+    assert_eq!(stderr.matches("no API key").count(), 1, "{stderr}");
+    assert!(!stderr.contains("mode:"), "no header: {stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+
+    let (code, _, stderr) = run(&["--worktree"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains("nothing to review"), "{stderr}");
+    assert!(!stderr.contains("API key"), "{stderr}");
+}

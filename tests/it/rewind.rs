@@ -424,9 +424,22 @@ fn the_rewind_picker_shows_each_choice_before_it_rewinds() {
             "before turn 2, code and conversation:",
             "code: 1 commit taken back (src/greet.py)",
             "chat: 1 turn taken back",
-            // Its keys whole at 80 columns too (they were cut after "tab code and
-            // conversatio…").
-            "tab code and conversation · enter rewinds · esc",
+            // The keys show whole at every width (a footer: the title was cut at 80).
+            "enter rewinds",
+            "esc",
+            "tab code and conversation",
+        ] {
+            assert!(shown.contains(text), "{w}x{h}: {text:?} in\n{shown}");
+        }
+    }
+    // Even where the keys take more than one row, none is cut.
+    for (w, h) in [(40, 24), (60, 20)] {
+        let shown = screen(&mut app, w, h);
+        for text in [
+            "↑↓ turn",
+            "tab code and conversation",
+            "enter rewinds",
+            "esc",
         ] {
             assert!(shown.contains(text), "{w}x{h}: {text:?} in\n{shown}");
         }

@@ -102,8 +102,7 @@ fn pasted(lines: usize, end: &str, last_end: bool) -> String {
 /// right whatever the line ends; Ctrl-X expands it in place, and Enter sends it whole.
 #[test]
 fn a_long_paste_is_a_counted_token_in_the_box_expandable_and_sent_whole() {
-    // "\r\r": a CRLF paste through tmux, which sends each "\n" as "\r".
-    for end in ["\r\n", "\r", "\n", "\r\r"] {
+    for end in ["\r\n", "\r", "\n"] {
         for last_end in [true, false] {
             let mut app = started();
             type_text(&mut app, "why does this fail? ");
@@ -142,6 +141,31 @@ fn a_long_paste_is_a_counted_token_in_the_box_expandable_and_sent_whole() {
     assert!(shown.contains(" 83 lines "), "{shown}");
 }
 
+/// Paragraphs pasted through tmux (each `\n` sent as `\r`, so a blank line is `\r\r`)
+/// keep their blank lines; a CRLF text through tmux is the same bytes, and shows its
+/// line ends doubled rather than losing any.
+#[test]
+fn a_paste_of_paragraphs_through_tmux_keeps_its_blank_lines() {
+    let paragraphs: Vec<String> = (1..=12)
+        .map(|n| format!("Paragraph {n} is one line."))
+        .collect();
+    let mut app = started();
+    app.handle_terminal(crossterm::event::Event::Paste(paragraphs.join("\r\r")));
+    assert_eq!(app.panes().input.text(), "[pasted 23 lines]");
+    app.handle_terminal(key(KeyCode::Enter));
+    assert_eq!(
+        app.take_ops().last(),
+        Some(&tern::engine::Op::Submit {
+            text: paragraphs.join("\n\n")
+        })
+    );
+    let crlf_through_tmux = pasted(82, "\r\r", true);
+    assert_eq!(
+        tern::tui::text::paste_line_ends(&crlf_through_tmux),
+        pasted(82, "\n\n", true)
+    );
+}
+
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig {
         failure_persistence: Some(Box::new(
@@ -169,19 +193,19 @@ proptest::proptest! {
             text.push_str(end);
         }
         proptest::prop_assert_eq!(tern::tui::text::line_count(&text), lines.len());
-        // tmux's paste-buffer sends each `\n` as `\r` (a CRLF end arrives as `\r\r`).
-        // A CR-only text whose every run of `\r` is even reads the same as that, and is
-        // taken for it: such texts are left out below.
-        let crlf = end == "\r\n";
+        // tmux's paste-buffer sends each `\n` as `\r`: a CRLF end arrives as `\r\r`, the
+        // same bytes as an LF text's blank line, and is taken as two ends (nothing lost).
+        let doubled = end == "\r\n" && through_tmux;
         if through_tmux {
             text = text.replace('\n', "\r");
         }
-        let runs_even = !text.contains('\n')
-            && text.contains('\r')
-            && text.split(|c| c != '\r').all(|r| r.len() % 2 == 0);
-        proptest::prop_assume!(!runs_even || (crlf && through_tmux));
         let normal = tern::tui::text::paste_line_ends(&text);
-        proptest::prop_assert_eq!(tern::tui::text::line_count(&normal), lines.len());
+        let sent_end = if doubled { "\n\n" } else { "\n" };
+        let mut expected = lines.join(sent_end);
+        if last_end {
+            expected.push_str(sent_end);
+        }
+        proptest::prop_assert_eq!(&normal, &expected);
         // The token counts the lines sent (control characters dropped, which may
         // empty the last line).
         let mut app = started();

@@ -2258,10 +2258,13 @@ fn the_sessions_picker_switches_and_asks_first_with_pending_hunks() {
     ] {
         assert!(text.contains(expected), "{expected}: {text}");
     }
-    // At 80 columns the picker takes the whole width: the hunks pending still show.
+    // At 80 columns the first message is shortened, so the hunks pending and the cost
+    // show whole (this one's mark too).
     let narrow = screen(&mut app, 80, 24);
     assert!(narrow.contains("about apples"), "{narrow}");
-    assert!(narrow.contains("1 hunk pend"), "{narrow}");
+    assert!(narrow.contains("1 hunk pending"), "{narrow}");
+    assert_eq!(narrow.matches("$0.2500").count(), 3, "{narrow}");
+    assert!(narrow.contains("$0.2500  (this one)"), "{narrow}");
     // The newest other session is chosen first.
     app.handle_terminal(key(KeyCode::Enter));
     assert_eq!(app.take_ops(), [switch("bbbbbbbb", false)]);
@@ -2283,9 +2286,13 @@ fn the_sessions_picker_switches_and_asks_first_with_pending_hunks() {
     app.handle_terminal(key(KeyCode::Esc));
     assert!(!screen(&mut app, 160, 48).contains("bbbbbbbb"));
 
-    // Hunks to review: asked first; no keeps the session, yes keeps them with it.
+    // Hunks to review: asked first; no keeps the session (the letter is typed, as any
+    // key but the answer is), yes keeps them with it.
     feed(&mut app, [Event::Proposal(Box::new(proposal()))]);
-    for (answer, ops) in [('n', vec![]), ('y', vec![switch("bbbbbbbb", true)])] {
+    for (pause, (answer, ops)) in [('n', vec![]), ('y', vec![switch("bbbbbbbb", true)])]
+        .into_iter()
+        .enumerate()
+    {
         feed(&mut app, [sessions()]);
         app.handle_terminal(key(KeyCode::Enter));
         assert!(app.take_ops().is_empty(), "asked first");
@@ -2295,9 +2302,10 @@ fn the_sessions_picker_switches_and_asks_first_with_pending_hunks() {
                 && text.contains("to review: kept with this session for tern --resume"),
             "{text}"
         );
-        let later = Instant::now() + tern::tui::typing::TYPING_WINDOW;
+        let later = Instant::now() + tern::tui::typing::TYPING_WINDOW * (2 * pause as u32 + 1);
         app.handle_terminal_at(key(KeyCode::Char(answer)), later);
         assert_eq!(app.take_ops(), ops, "{answer}");
+        assert_eq!(app.panes().input.text(), "n");
     }
 
     // The engine switched: the chat starts over with the other conversation.
@@ -2393,4 +2401,52 @@ fn a_letter_that_turned_out_to_be_typing_leaves_no_flash() {
     let shown = screen(&mut app, 80, 24);
     assert_eq!(app.panes().input.text(), "fine");
     assert!(!shown.contains("no failed edit"), "{shown}");
+}
+
+/// `/sessions ID` with hunks pending checks the id before it asks (no question about a
+/// session that does not exist); a switch question left unanswered does not swallow the
+/// next key typed after a pause: it is typed (the `/` of the next command).
+#[test]
+fn a_typed_switch_checks_the_id_first_and_an_unanswered_question_lets_keys_through() {
+    let mut app = started();
+    feed(&mut app, [Event::Proposal(Box::new(proposal()))]);
+    app.take_ops();
+    type_text(&mut app, "/sessions zzzz");
+    app.handle_terminal(key(KeyCode::Enter));
+    let text = screen(&mut app, 160, 48);
+    assert!(!text.contains("switch to session"), "not asked: {text}");
+    assert!(
+        text.contains("no session zzzz in this repository"),
+        "{text}"
+    );
+    assert!(
+        !app.take_ops()
+            .iter()
+            .any(|op| matches!(op, Op::SwitchSession { .. })),
+    );
+
+    let listed = tern::engine::persist::Listed {
+        id: "bbbbbbbb".into(),
+        dir: std::path::PathBuf::from("/nowhere/bbbbbbbb"),
+        last_active: std::time::SystemTime::now(),
+        title: "about apples".into(),
+        pending_hunks: 0,
+        failed_hunks: 0,
+        cost: 0.0,
+        unreadable: None,
+    };
+    feed(
+        &mut app,
+        [Event::Sessions {
+            sessions: vec![listed],
+            current: None,
+        }],
+    );
+    app.handle_terminal(key(KeyCode::Enter));
+    assert!(screen(&mut app, 160, 48).contains("switch to session bbbbbbbb?"));
+    let later = Instant::now() + tern::tui::typing::TYPING_WINDOW;
+    app.handle_terminal_at(key(KeyCode::Char('/')), later);
+    assert_eq!(app.panes().input.text(), "/");
+    assert!(app.take_ops().is_empty());
+    assert!(!screen(&mut app, 160, 48).contains("switch to session"));
 }

@@ -26,6 +26,7 @@ use std::sync::mpsc;
 
 use serde::Serialize;
 
+pub use lock::LockError;
 pub use record::{Before, Record, RecordError, before_turn};
 pub use state::{
     PersistError, Redo, RedoChat, RedoCode, SavedCheckpoint, SavedFile, SessionFile, load,

@@ -89,15 +89,31 @@ impl Listed {
     /// prints and the workspace's `/sessions` lists. `tty`: the title's control and
     /// hidden characters are made visible.
     pub fn line(&self, now: SystemTime, tty: bool) -> String {
+        self.line_titled(now, tty, TITLE_COLUMNS)
+    }
+
+    /// [`Self::line`] in at most `max` columns where it can be: the first message is
+    /// shortened (to no less than 8 columns), so the hunks, cost and holder stay whole.
+    pub fn line_within(&self, now: SystemTime, tty: bool, max: usize) -> String {
+        let line = self.line(now, tty);
+        match unicode_width::UnicodeWidthStr::width(line.as_str()).checked_sub(max) {
+            Some(over) if over > 0 => {
+                self.line_titled(now, tty, TITLE_COLUMNS.saturating_sub(over).max(8))
+            }
+            _ => line,
+        }
+    }
+
+    fn line_titled(&self, now: SystemTime, tty: bool, title_columns: usize) -> String {
         let title = match &self.unreadable {
             Some(why) => format!("(cannot be read: {why})"),
             None if self.title.is_empty() => "(no message)".to_string(),
             None => self.title.clone(),
         };
         let title =
-            crate::terminal_text::for_terminal(&headline(&title, TITLE_COLUMNS), tty).into_owned();
+            crate::terminal_text::for_terminal(&headline(&title, title_columns), tty).into_owned();
         let pad =
-            TITLE_COLUMNS.saturating_sub(unicode_width::UnicodeWidthStr::width(title.as_str()));
+            title_columns.saturating_sub(unicode_width::UnicodeWidthStr::width(title.as_str()));
         let pending = self.hunks_text();
         let open = match self.holder() {
             Some(pid) => format!("  open in a tern{}", super::lock::holder_text(pid)),

@@ -181,12 +181,14 @@ impl InputPane {
         if lines <= PASTE_TOKEN_LINES {
             return self.insert(&clean);
         }
+        // Pastes whose tokens were deleted are gone: `#N` numbers only those in the box.
+        self.pastes.retain(|p| self.text.contains(&p.token));
         let token = (1..)
             .map(|n| match n {
                 1 => format!("[pasted {lines} lines]"),
                 n => format!("[pasted {lines} lines #{n}]"),
             })
-            .find(|t| !self.text.contains(t.as_str()) && self.pastes.iter().all(|p| p.token != *t))
+            .find(|t| !self.text.contains(t.as_str()))
             .unwrap_or_default();
         self.insert(&token);
         self.pastes.push(Paste { token, text: clean });
@@ -937,6 +939,17 @@ mod tests {
             "see: [pasted 12 lines]",
             "backspace takes the token whole"
         );
+        // A deleted token's number is free again: only the box's tokens are counted.
+        input.paste(&pasted);
+        typed(&mut input, "⌫", &mut ops);
+        input.paste(&pasted);
+        assert_eq!(input.text(), "see: [pasted 12 lines][pasted 12 lines #2]");
+        typed(&mut input, "⌫⌫", &mut ops);
+        input.paste(&pasted);
+        assert_eq!(input.text(), "see: [pasted 12 lines]");
+        typed(&mut input, "⌫", &mut ops);
+        input.paste(&pasted);
+        assert_eq!(input.text(), "see: [pasted 12 lines]");
         typed(&mut input, " ok\n", &mut ops);
         let whole = pasted.replace("\r\n", "\n");
         assert_eq!(

@@ -93,32 +93,18 @@ impl RewindPicker {
     }
 
     pub fn render(&mut self, area: Rect, buf: &mut Buffer, theme: &Theme) {
-        let redo = match self.redo {
-            Some(_) => " · r redo",
-            None => "",
-        };
-        let keys = format!(
-            "↑↓ turn · tab {} · enter rewinds{redo} · esc ",
-            self.choice.name()
-        );
-        let title = format!(" Rewind to before a turn · {keys}");
-        // The keys fit at 80 columns: when the title does not, the popup takes the whole
-        // width and the title says less before them.
-        let wide =
+        let width =
             (area.width.saturating_mul(4) / 5).clamp(30.min(area.width), 110.min(area.width));
-        let (width, title) = match text::width(&title) + 2 > usize::from(wide) {
-            true => (area.width, format!(" Rewind · {keys}")),
-            false => (wide, title),
-        };
         let height =
             (area.height.saturating_mul(4) / 5).clamp(8.min(area.height), 36.min(area.height));
         let popup = super::centred(area, width, height);
         Clear.render(popup, buf);
+        let title = " Rewind to before a turn ";
         let block = Block::default()
             .borders(Borders::ALL)
             .border_style(theme.border(true))
             .title(ratatui::text::Span::styled(
-                text::truncate(&title, usize::from(width.saturating_sub(2))),
+                text::truncate(title, usize::from(width.saturating_sub(2))),
                 theme.border(true),
             ))
             .style(theme.text());
@@ -148,9 +134,17 @@ impl RewindPicker {
         if let Some(redo) = &self.redo {
             below.push(format!("r redoes {redo}"));
         }
+        // The keys are a footer, on as many rows as the width needs: a title is cut.
+        let tab = format!("tab {}", self.choice.name());
+        let mut keys = vec!["↑↓ turn", tab.as_str(), "enter rewinds"];
+        keys.extend(self.redo.as_ref().map(|_| "r redo"));
+        keys.push("esc");
+        let footer = key_rows(&keys, w);
+        let footer_rows = footer.len().min(usize::from(inner.height));
+        let room = usize::from(inner.height) - footer_rows;
         // The list keeps at least 3 rows; the preview gets the rest.
-        let preview_rows = below.len().min(usize::from(inner.height).saturating_sub(4));
-        let list_rows = usize::from(inner.height).saturating_sub(preview_rows + 1);
+        let preview_rows = below.len().min(room.saturating_sub(4));
+        let list_rows = room.saturating_sub(preview_rows + 1);
         self.offset = super::keep_visible(self.offset, self.selected, list_rows);
         for (row, (i, turn)) in self
             .turns
@@ -178,5 +172,26 @@ impl RewindPicker {
             let y = top + 1 + row as u16;
             buf.set_stringn(inner.x, y, text::truncate(line, w), w, theme.text());
         }
+        let bottom = inner.y + inner.height - footer_rows as u16;
+        for (row, line) in footer.iter().take(footer_rows).enumerate() {
+            let y = bottom + row as u16;
+            buf.set_stringn(inner.x, y, text::truncate(line, w), w, theme.dim());
+        }
     }
+}
+
+/// `keys` joined with ` · ` into rows of at most `width` columns, breaking only
+/// between keys (a key wider than a row is one row, cut when drawn).
+fn key_rows(keys: &[&str], width: usize) -> Vec<String> {
+    let mut rows: Vec<String> = Vec::new();
+    for key in keys {
+        match rows.last_mut() {
+            Some(row) if text::width(row) + 3 + text::width(key) <= width => {
+                row.push_str(" · ");
+                row.push_str(key);
+            }
+            _ => rows.push((*key).to_string()),
+        }
+    }
+    rows
 }

@@ -15,8 +15,10 @@ use crate::tui::theme::Theme;
 
 pub struct SessionPicker {
     sessions: Vec<Listed>,
-    /// Each session's line, made once (it reads the session's lock).
+    /// Each session's line, made once per width (it reads the session's lock), and
+    /// the width it was made for.
     lines: Vec<String>,
+    lines_width: usize,
     /// The session the workspace is in.
     current: Option<String>,
     selected: usize,
@@ -36,14 +38,6 @@ pub enum Choice {
 
 impl SessionPicker {
     pub fn new(sessions: Vec<Listed>, current: Option<String>) -> SessionPicker {
-        let now = SystemTime::now();
-        let lines = sessions
-            .iter()
-            .map(|s| match current.as_deref() == Some(s.id.as_str()) {
-                true => format!("{}  (this one)", s.line(now, true)),
-                false => s.line(now, true),
-            })
-            .collect();
         // The newest other session: the one a switch most often wants.
         let selected = sessions
             .iter()
@@ -51,7 +45,8 @@ impl SessionPicker {
             .unwrap_or(0);
         SessionPicker {
             sessions,
-            lines,
+            lines: Vec::new(),
+            lines_width: 0,
             current,
             selected,
             offset: 0,
@@ -87,6 +82,23 @@ impl SessionPicker {
         Choice::Switch(s.id.clone())
     }
 
+    /// Each session's line in `width` columns where it can be: the first message is
+    /// what a narrow picker shortens.
+    fn lines_within(&self, width: usize) -> Vec<String> {
+        const THIS_ONE: &str = "  (this one)";
+        let now = SystemTime::now();
+        self.sessions
+            .iter()
+            .map(|s| match self.current.as_deref() == Some(s.id.as_str()) {
+                true => format!(
+                    "{}{THIS_ONE}",
+                    s.line_within(now, true, width.saturating_sub(THIS_ONE.len()))
+                ),
+                false => s.line_within(now, true, width),
+            })
+            .collect()
+    }
+
     pub fn render(&mut self, area: Rect, buf: &mut Buffer, theme: &Theme) {
         let title = " Sessions · enter switches to one (this one is saved first) · esc closes ";
         // Wide enough for the line `tern sessions` prints (its hunks and cost too): the
@@ -108,6 +120,10 @@ impl SessionPicker {
             return;
         }
         let width = list.width as usize;
+        if self.lines_width != width || self.lines.len() != self.sessions.len() {
+            self.lines = self.lines_within(width);
+            self.lines_width = width;
+        }
         self.offset = super::draw_list(
             buf,
             list,

@@ -89,22 +89,24 @@ impl Listed {
     /// prints and the workspace's `/sessions` lists. `tty`: the title's control and
     /// hidden characters are made visible.
     pub fn line(&self, now: SystemTime, tty: bool) -> String {
-        self.line_titled(now, tty, TITLE_COLUMNS)
+        self.line_titled(now, tty, TITLE_COLUMNS, false)
     }
 
     /// [`Self::line`] in at most `max` columns where it can be: the first message is
     /// shortened (to no less than 8 columns), so the hunks, cost and holder stay whole.
-    pub fn line_within(&self, now: SystemTime, tty: bool, max: usize) -> String {
-        let line = self.line(now, tty);
+    /// `here`: the session is the one open in this tern, said as `(this one)` in place
+    /// of the holder (which is this process).
+    pub fn line_within(&self, now: SystemTime, tty: bool, max: usize, here: bool) -> String {
+        let line = self.line_titled(now, tty, TITLE_COLUMNS, here);
         match unicode_width::UnicodeWidthStr::width(line.as_str()).checked_sub(max) {
             Some(over) if over > 0 => {
-                self.line_titled(now, tty, TITLE_COLUMNS.saturating_sub(over).max(8))
+                self.line_titled(now, tty, TITLE_COLUMNS.saturating_sub(over).max(8), here)
             }
             _ => line,
         }
     }
 
-    fn line_titled(&self, now: SystemTime, tty: bool, title_columns: usize) -> String {
+    fn line_titled(&self, now: SystemTime, tty: bool, title_columns: usize, here: bool) -> String {
         let title = match &self.unreadable {
             Some(why) => format!("(cannot be read: {why})"),
             None if self.title.is_empty() => "(no message)".to_string(),
@@ -116,6 +118,7 @@ impl Listed {
             title_columns.saturating_sub(unicode_width::UnicodeWidthStr::width(title.as_str()));
         let pending = self.hunks_text();
         let open = match self.holder() {
+            _ if here => "  (this one)".to_string(),
             Some(pid) => format!("  open in a tern{}", super::lock::holder_text(pid)),
             None => String::new(),
         };
@@ -603,6 +606,30 @@ mod tests {
 
     fn state(dir: &Path, json: &str) {
         std::fs::write(dir.join(STATE), json).unwrap();
+    }
+
+    /// The session open in this tern is "(this one)" in the workspace's list, not
+    /// "open in a tern (pid …)" with this process's own pid (the demo showed both).
+    #[test]
+    fn the_session_open_here_is_this_one_not_another_terns() {
+        let dir = tempfile::tempdir().unwrap();
+        let _held = SessionLock::take(dir.path()).unwrap();
+        let listed = Listed {
+            id: "k3f9a2mx".into(),
+            dir: dir.path().to_path_buf(),
+            last_active: SystemTime::now(),
+            title: "make parse_args reject -x".into(),
+            pending_hunks: 1,
+            failed_hunks: 0,
+            cost: 0.0123,
+            unreadable: None,
+        };
+        let now = SystemTime::now();
+        let here = listed.line_within(now, false, 200, true);
+        assert!(here.ends_with("$0.0123  (this one)"), "{here}");
+        assert!(!here.contains("open in a tern"), "{here}");
+        let elsewhere = listed.line_within(now, false, 200, false);
+        assert!(elsewhere.contains("open in a tern"), "{elsewhere}");
     }
 
     #[test]

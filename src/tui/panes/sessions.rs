@@ -85,16 +85,12 @@ impl SessionPicker {
     /// Each session's line in `width` columns where it can be: the first message is
     /// what a narrow picker shortens.
     fn lines_within(&self, width: usize) -> Vec<String> {
-        const THIS_ONE: &str = "  (this one)";
         let now = SystemTime::now();
         self.sessions
             .iter()
-            .map(|s| match self.current.as_deref() == Some(s.id.as_str()) {
-                true => format!(
-                    "{}{THIS_ONE}",
-                    s.line_within(now, true, width.saturating_sub(THIS_ONE.len()))
-                ),
-                false => s.line_within(now, true, width),
+            .map(|s| {
+                let here = self.current.as_deref() == Some(s.id.as_str());
+                s.line_within(now, true, width, here)
             })
             .collect()
     }

@@ -857,6 +857,7 @@ impl Engine {
             &records,
             turns_now,
             self.session.session_cost,
+            self.pending.is_some(),
         ) {
             Ok(turns) => self.events.send(Event::Timeline {
                 turns,
@@ -903,19 +904,6 @@ impl Engine {
                 let parts = self.rewind_parts(turns_now, pending);
                 let done = rewind::finish(step, to, chat, parts);
                 self.rewound(done, to, false);
-            }
-            Err(rewind::RewindError::Midway { done }) => {
-                let gone: Vec<git2::Oid> = done.undone.iter().map(|u| u.commit).collect();
-                self.session.turns.undone(&gone);
-                let ids: Vec<String> = gone.iter().map(ToString::to_string).collect();
-                self.saved.record_mut().undone(ids.clone());
-                if !ids.is_empty() {
-                    self.events.send(Event::Undone { commits: ids });
-                }
-                self.events
-                    .error(format!("/rewind: {}", rewind::RewindError::Midway { done }));
-                self.save_session();
-                self.files_changed();
             }
             Err(e) => self
                 .events

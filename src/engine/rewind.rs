@@ -13,7 +13,7 @@ use super::protocol::{Shown, ShownKind};
 use super::timeline::TimelineTurn;
 use super::turn_commits::TurnCommits;
 use crate::context::CommandText;
-use crate::git::{RedoError, TurnUndone, UndoError};
+use crate::git::{RedoError, UndoError};
 use crate::llm::Message;
 use crate::plural::count;
 
@@ -31,7 +31,7 @@ pub(crate) struct Parts<'a> {
     pub(crate) pending: bool,
 }
 
-/// Why a rewind or its redo did nothing (or, `Midway`, stopped part way).
+/// Why a rewind or its redo did nothing.
 #[derive(Debug, thiserror::Error)]
 pub enum RewindError {
     #[error("turns are numbered from 1, as the chat shows them")]
@@ -51,11 +51,6 @@ pub enum RewindError {
     /// What a command tern ran changed cannot be put back (or brought back).
     #[error("the files commands changed cannot be put back: {0}")]
     Commands(String),
-    /// The checks passed, then git failed part way: `done` says what was undone.
-    #[error(
-        "the rewind stopped part way: {done}\nthe conversation was not rewound; what was undone is undone (the session forgets those commits)"
-    )]
-    Midway { done: Box<TurnUndone> },
     #[error("there is no rewind to redo (a message sent since ends it, as does a redo)")]
     NoRedo,
     #[error("the code cannot be redone: {0}")]
@@ -124,6 +119,7 @@ pub(crate) fn timeline(
     records: &[Record],
     turns_now: usize,
     cost_now: f64,
+    pending: bool,
 ) -> Result<Vec<TimelineTurn>, RecordError> {
     let turns = crate::engine::persist::record::timeline(records)?;
     let mut shown = Vec::new();
@@ -153,6 +149,7 @@ pub(crate) fn timeline(
             files_since: files,
             cost_since: before.cost_before.map(|c| (cost_now - c).max(0.0)),
             code_refused,
+            refused: pending.then(|| RewindError::Pending.to_string()),
         });
     }
     Ok(shown)
@@ -217,6 +214,8 @@ type CodePlan = (
 );
 
 fn code_plan(repo: &Repository, before: &Before) -> Result<CodePlan, RewindError> {
+    // A move of HEAD a killed tern left half done is rolled back before HEAD is read.
+    crate::git::recover(repo).map_err(|e| RewindError::Code(e.into()))?;
     let commits = code_commits(before);
     let swaps = swaps(&before.commands_since, true)?;
     let commit_files = crate::git::files_of(repo, &commits).map_err(RewindError::Code)?;
@@ -260,12 +259,7 @@ fn rewind_code(
 ) -> Result<CodeRewound, RewindError> {
     let (commits, swaps, changed) = code_plan(repo, before)?;
     let head = repo.head().ok().and_then(|h| h.target());
-    let done = crate::git::undo_since(repo, &commits).map_err(RewindError::Code)?;
-    if done.stopped.is_some() {
-        return Err(RewindError::Midway {
-            done: Box::new(done),
-        });
-    }
+    let undone = crate::git::undo_since(repo, &commits).map_err(RewindError::Code)?;
     let mut said = Vec::new();
     let mut note = None;
     let head_now = repo
@@ -273,7 +267,7 @@ fn rewind_code(
         .ok()
         .and_then(|h| h.target())
         .map(|h| h.to_string());
-    if done.undone.is_empty() && before.head.is_some() && before.head != head_now {
+    if undone.is_empty() && before.head.is_some() && before.head != head_now {
         // Not silent: the code did change since, but the record knows of no commit
         // of tern's that made it (the user's own, or a record cut short).
         said.push(format!(
@@ -281,13 +275,13 @@ fn rewind_code(
             short(before.head.as_deref()),
             short(head_now.as_deref())
         ));
-    } else if done.undone.is_empty() {
+    } else if undone.is_empty() {
         said.push("code: no commit of tern's since then is left to take back".into());
     } else {
-        said.push(format!("code: {}", count(done.undone.len(), "commit")));
-        said.extend(done.undone.iter().map(ToString::to_string));
+        said.push(format!("code: {}", count(undone.len(), "commit")));
+        said.extend(undone.iter().map(ToString::to_string));
         if !chat {
-            note = Some(super::undo_commits::turn_note(repo, &done.undone));
+            note = Some(super::undo_commits::turn_note(repo, &undone));
         }
     }
     for ((_, now, wanted), (command, files)) in swaps.iter().rev().zip(&changed) {
@@ -299,9 +293,8 @@ fn rewind_code(
         ));
     }
     let head = head.map(|h| h.to_string()).unwrap_or_default();
-    let redo = (!done.undone.is_empty() || !swaps.is_empty()).then(|| RedoCode {
-        at: done
-            .undone
+    let redo = (!undone.is_empty() || !swaps.is_empty()).then(|| RedoCode {
+        at: undone
             .last()
             .map_or(head.clone(), |last| last.head.to_string()),
         head,
@@ -310,7 +303,7 @@ fn rewind_code(
         note: note.clone(),
         commands: before.commands_since.clone(),
     });
-    let gone: Vec<Oid> = done.undone.iter().map(|u| u.commit).collect();
+    let gone: Vec<Oid> = undone.iter().map(|u| u.commit).collect();
     turns.undone(&gone);
     Ok(CodeRewound {
         said,
@@ -599,8 +592,6 @@ pub enum SavedRewindError {
     Open(super::undo_commits::OpenStateError),
     #[error("{0}; nothing was changed")]
     Rewind(RewindError),
-    #[error("{0}")]
-    Midway(RewindError),
     /// Done (`said`), but the session could not be saved.
     #[error(
         "{said}\nbut session {id} could not be updated, so its conversation still says otherwise: {error}"
@@ -634,7 +625,7 @@ pub fn on_saved(
         .map_err(|e| SavedRewindError::Rewind(e.into()))?;
     let pending = state.proposal.is_some();
     let turns_now = state.record.turns;
-    let mut redo_state = state.redo.clone();
+    let redo_state = state.redo.clone();
     let parts = Parts {
         history: &mut state.history,
         notes: &mut state.notes,
@@ -646,34 +637,17 @@ pub fn on_saved(
     };
     let done = match asked {
         Asked::Timeline => {
-            let turns = timeline(repo, &records, turns_now, state.session_cost)
+            let turns = timeline(repo, &records, turns_now, state.session_cost, pending)
                 .map_err(|e| SavedRewindError::Rewind(e.into()))?;
             return Ok(SavedOutcome::Listed(
                 turns,
                 state.redo.as_ref().map(redo_text),
             ));
         }
-        Asked::Redo => redo(repo, redo_state.take(), parts),
+        Asked::Redo => redo(repo, redo_state, parts),
         Asked::Rewind { to, code, chat } => rewind(repo, &records, to, (code, chat), parts),
     };
-    let (done, failed) = match done {
-        Ok(done) => (done, None),
-        Err(RewindError::Midway { done }) => {
-            let gone: Vec<Oid> = done.undone.iter().map(|u| u.commit).collect();
-            state.turns.undone(&gone);
-            let undone = Rewound {
-                records: vec![Record::Undone {
-                    commits: gone.iter().map(Oid::to_string).collect(),
-                }],
-                redo: redo_state,
-                renumbered: None,
-                commits: Vec::new(),
-                said: String::new(),
-            };
-            (undone, Some(RewindError::Midway { done }))
-        }
-        Err(e) => return Err(SavedRewindError::Rewind(e)),
-    };
+    let done = done.map_err(SavedRewindError::Rewind)?;
     state.redo = done.redo;
     if let Some(turns) = done.renumbered {
         state.record.turns = turns;
@@ -682,13 +656,10 @@ pub fn on_saved(
     }
     if let Err(error) = disk.save(&mut state, done.records) {
         return Err(SavedRewindError::NotSaved {
-            said: failed.map_or(done.said, |e| e.to_string()),
+            said: done.said,
             id,
             error,
         });
     }
-    match failed {
-        Some(e) => Err(SavedRewindError::Midway(e)),
-        None => Ok(SavedOutcome::Done(done.said)),
-    }
+    Ok(SavedOutcome::Done(done.said))
 }

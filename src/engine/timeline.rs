@@ -35,6 +35,9 @@ pub struct TimelineTurn {
     /// Why its code cannot be rewound now (the user's changes, a commit of theirs on
     /// top…); None: it can.
     pub code_refused: Option<String>,
+    /// Why no rewind to before it can happen now, code or conversation (hunks await
+    /// review); None: it can.
+    pub refused: Option<String>,
 }
 
 /// The timeline as text, one turn and what a rewind to before it changes in a few
@@ -70,6 +73,9 @@ pub fn turn_line(t: &TimelineTurn) -> String {
 
 /// What a rewind to before `t` changes, with the code, the conversation or both.
 pub fn preview(t: &TimelineTurn, code: bool, chat: bool) -> Vec<String> {
+    if let Some(why) = &t.refused {
+        return vec![format!("cannot rewind now: {why}")];
+    }
     let mut lines = Vec::new();
     if code {
         lines.push(match &t.code_refused {

@@ -13,12 +13,12 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
 use git2::build::TreeUpdateBuilder;
-use git2::{FileMode, IndexEntry, IndexTime, Oid, Repository, Status};
+use git2::{FileMode, IndexEntry, Oid, Repository, Status};
 
 use super::failpoint::{Failpoints, Step};
 use super::head::Head;
 use super::identity::Identity;
-use super::index_lock::IndexLock;
+use super::index_lock::{IndexLock, entry};
 use super::sign::Signer;
 use super::{CommitOptions, GitError, RepoLock, hooks, lock_wait, message};
 use crate::edit::WriteError;
@@ -548,50 +548,6 @@ fn restore_notes(repo: &Repository, before: Option<Oid>) {
     if let Err(e) = restored {
         tracing::warn!("could not put {NOTES_REF} back: {e}");
     }
-}
-
-/// An index entry for `path`, with the file's stat when known (else zeros: git then
-/// looks at the file's content rather than trust its stat). A written file's stat is
-/// taken before its rename (which changes its ctime): git may look at its content once,
-/// but never takes a save made after tern wrote it for tern's bytes.
-pub(crate) fn entry(
-    path: &Path,
-    id: Oid,
-    mode: u32,
-    meta: Option<&std::fs::Metadata>,
-) -> IndexEntry {
-    let path = path.to_string_lossy().replace('\\', "/").into_bytes();
-    let mut entry = IndexEntry {
-        ctime: IndexTime::new(0, 0),
-        mtime: IndexTime::new(0, 0),
-        dev: 0,
-        ino: 0,
-        mode,
-        uid: 0,
-        gid: 0,
-        file_size: 0,
-        id,
-        flags: 0,
-        flags_extended: 0,
-        path,
-    };
-    #[cfg(unix)]
-    if let Some(meta) = meta {
-        use std::os::unix::fs::MetadataExt;
-        // The index keeps 32 bits of each; git truncates them the same way.
-        entry.ctime = IndexTime::new(meta.ctime() as i32, meta.ctime_nsec() as u32);
-        entry.mtime = IndexTime::new(meta.mtime() as i32, meta.mtime_nsec() as u32);
-        entry.dev = meta.dev() as u32;
-        entry.ino = meta.ino() as u32;
-        entry.uid = meta.uid();
-        entry.gid = meta.gid();
-        entry.file_size = meta.size() as u32;
-    }
-    #[cfg(not(unix))]
-    if let Some(meta) = meta {
-        entry.file_size = meta.len() as u32;
-    }
-    entry
 }
 
 fn executable(meta: &std::fs::Metadata) -> bool {

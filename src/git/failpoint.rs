@@ -1,7 +1,8 @@
 //! Failures injected at each step of making commits, so that tests can check that a
 //! failure anywhere leaves the repository exactly as it was. Only debug builds honour
 //! them (the config reads `TERN_FAIL_AT=STEP[:N]`, the Nth time that step is reached in
-//! one landing); a release build never fails on purpose.
+//! one landing), and `TERN_DIE_AT=STEP` kills the process there; a release build never
+//! fails on purpose.
 
 use std::str::FromStr;
 
@@ -80,6 +81,7 @@ impl Failpoints {
 
     /// Fails when `step` is the one asked for (debug builds only).
     pub(crate) fn check(&mut self, step: Step) -> Result<(), GitError> {
+        die_at(step);
         let Some(at) = self
             .at
             .filter(|at| cfg!(debug_assertions) && at.step == step)
@@ -91,6 +93,20 @@ impl Failpoints {
             true => Err(GitError::Injected(step)),
             false => Ok(()),
         }
+    }
+}
+
+/// `TERN_DIE_AT=STEP`: the process is killed (SIGKILL: no unwinding, no cleanup)
+/// when a commit or a move of HEAD reaches `STEP`, for tests of what the next tern
+/// finds (debug builds only).
+fn die_at(step: Step) {
+    if cfg!(debug_assertions)
+        && std::env::var("TERN_DIE_AT")
+            .ok()
+            .and_then(|s| s.trim().parse::<Step>().ok())
+            == Some(step)
+    {
+        let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGKILL);
     }
 }
 

@@ -12,6 +12,8 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
+use git2::{IndexEntry, IndexTime, Oid};
+
 use super::GitError;
 
 #[derive(Debug)]
@@ -196,6 +198,50 @@ pub(crate) fn remove_stale(git_dir: &Path, previous: &str) {
     if std::fs::symlink_metadata(&lock).is_ok_and(|meta| identity(&meta) == held.trim()) {
         let _ = std::fs::remove_file(&lock);
     }
+}
+
+/// An index entry for `path`, with the file's stat when known (else zeros: git then
+/// looks at the file's content rather than trust its stat). A written file's stat is
+/// taken before its rename (which changes its ctime): git may look at its content once,
+/// but never takes a save made after tern wrote it for tern's bytes.
+pub(crate) fn entry(
+    path: &Path,
+    id: Oid,
+    mode: u32,
+    meta: Option<&std::fs::Metadata>,
+) -> IndexEntry {
+    let path = path.to_string_lossy().replace('\\', "/").into_bytes();
+    let mut entry = IndexEntry {
+        ctime: IndexTime::new(0, 0),
+        mtime: IndexTime::new(0, 0),
+        dev: 0,
+        ino: 0,
+        mode,
+        uid: 0,
+        gid: 0,
+        file_size: 0,
+        id,
+        flags: 0,
+        flags_extended: 0,
+        path,
+    };
+    #[cfg(unix)]
+    if let Some(meta) = meta {
+        use std::os::unix::fs::MetadataExt;
+        // The index keeps 32 bits of each; git truncates them the same way.
+        entry.ctime = IndexTime::new(meta.ctime() as i32, meta.ctime_nsec() as u32);
+        entry.mtime = IndexTime::new(meta.mtime() as i32, meta.mtime_nsec() as u32);
+        entry.dev = meta.dev() as u32;
+        entry.ino = meta.ino() as u32;
+        entry.uid = meta.uid();
+        entry.gid = meta.gid();
+        entry.file_size = meta.size() as u32;
+    }
+    #[cfg(not(unix))]
+    if let Some(meta) = meta {
+        entry.file_size = meta.len() as u32;
+    }
+    entry
 }
 
 #[cfg(test)]

@@ -4,7 +4,8 @@
 //! a tern killed with SIGKILL never blocks the next one (a lock file alone would).
 //! Whoever takes the lock removes what a killed tern left behind: its temporary files
 //! in `.git/tern-tmp/`, its hook index `.git/tern-index-*`, and git's `index.lock` when
-//! it died holding it (see `index_lock`).
+//! it died holding it (see `index_lock`), and rolls back a move of HEAD it was half
+//! way through (see `head_move`).
 
 use std::fs::{File, TryLockError};
 use std::io::Write;
@@ -99,6 +100,9 @@ impl RepoLock {
         write!(file, "{}", std::process::id())?;
         let tmp = git_dir.join("tern-tmp");
         clean_leftovers(git_dir, &tmp);
+        if let Some(said) = super::head_move::roll_back(git_dir)? {
+            tracing::warn!("{said}");
+        }
         std::fs::create_dir_all(&tmp)?;
         Ok(RepoLock {
             _file: file,
@@ -112,6 +116,16 @@ impl RepoLock {
     pub(crate) fn tmp_dir(&self) -> &Path {
         &self.tmp
     }
+}
+
+/// Rolls back, now, a move of HEAD a killed tern left half done, if there is one (it
+/// takes the repository lock, which does it): for readers that decide from HEAD and
+/// the work tree without the lock (a rewind's plan, its preview).
+pub fn recover(repo: &git2::Repository) -> Result<(), GitError> {
+    if repo.path().join(super::head_move::JOURNAL).exists() {
+        drop(RepoLock::acquire(repo.path(), lock_wait())?);
+    }
+    Ok(())
 }
 
 /// Removes the temporary files of a tern that died holding the lock.

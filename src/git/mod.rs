@@ -10,6 +10,7 @@ mod commit;
 mod date;
 mod failpoint;
 mod head;
+mod head_move;
 mod hooks;
 mod identity;
 mod index_lock;
@@ -27,7 +28,7 @@ pub use commit::{Commit, NOTES_REF, commit_dirty, commit_edits, commit_user_chan
 pub use failpoint::{BadFailAt, FailAt, Step};
 pub use land::{LandOptions, Landed, land};
 pub(crate) use lock::lock_wait;
-pub use lock::{LOCK_WAIT, RepoLock};
+pub use lock::{LOCK_WAIT, RepoLock, recover};
 pub use redo::{RedoError, RedoRefusal, redo_rewind};
 pub use snapshot::{not_changed_since, snapshot, swap_files};
 pub(crate) use status::{modified_tracked_paths, worktree_diff};
@@ -95,6 +96,11 @@ pub enum GitError {
     Locked(String),
     #[error("cancelled: nothing was written (the accepted hunks are still there to apply)")]
     Interrupted,
+    /// A move of HEAD a killed tern left half done could not be rolled back.
+    #[error(
+        "a tern killed while moving HEAD left it half done, and it could not be rolled back: {0}"
+    )]
+    HalfMove(String),
     #[error("{0}")]
     Io(#[from] std::io::Error),
 }

@@ -8,8 +8,9 @@ use git2::{Oid, Repository};
 
 use super::commit::{dirty_paths, head_commit};
 use super::failpoint::Failpoints;
+use super::head_move::{Move, move_head};
 use super::index_lock::IndexLock;
-use super::undo::{Move, lock, move_head};
+use super::undo::lock;
 use super::{GitError, UndoError};
 
 /// Why a redo did nothing.

@@ -2,12 +2,11 @@
 
 use std::path::PathBuf;
 
-use git2::build::CheckoutBuilder;
 use git2::{Oid, Repository};
 
 use super::commit::{NOTES_REF, head_commit};
 use super::failpoint::{FailAt, Failpoints, Step};
-use super::head::Head;
+use super::head_move::{Move, move_head};
 use super::index_lock::IndexLock;
 use super::{GitError, RepoLock, commit::dirty_paths, lock_wait};
 
@@ -143,110 +142,21 @@ pub(super) fn undo_head(repo: &Repository, fail: &mut Failpoints) -> Result<Undo
     let lock = IndexLock::acquire(repo.path())?;
     super::ensure_idle(repo)?;
     let commit = head_commit(repo)?.ok_or(UndoRefusal::NoCommits)?;
-    let Checked {
-        summary,
-        parent,
-        paths,
-        backups,
-        users,
-        restore,
-    } = check(repo, &commit)?;
-    let message = format!("tern undo: {summary}");
+    let checked = check(repo, &commit)?;
+    let message = format!("tern undo: {}", checked.summary);
     move_head(
         repo,
         lock,
         Move {
             from: &commit,
-            to: &parent,
-            paths: &paths,
-            restore: &restore,
+            to: &checked.parent,
+            paths: &checked.paths,
+            restore: &checked.restore,
             message: &message,
         },
         fail,
     )?;
-    Ok(Undone {
-        commit: commit.id(),
-        summary,
-        head: parent.id(),
-        paths,
-        from_backups: backups.into_iter().map(|b| b.path).collect(),
-        users_versions: users.into_iter().map(|(path, _)| path).collect(),
-    })
-}
-
-/// HEAD moved from one commit to another along the first-parent line (an undo to the
-/// parent; a rewind's redo back to where it was), with `paths` (what changed between
-/// them) checked out of `to` and `restore`d after.
-pub(super) struct Move<'a, 'r> {
-    pub(super) from: &'a git2::Commit<'r>,
-    pub(super) to: &'a git2::Commit<'r>,
-    pub(super) paths: &'a [PathBuf],
-    pub(super) restore: &'a [(PathBuf, Vec<u8>)],
-    pub(super) message: &'a str,
-}
-
-/// Does a `Move`, with git's index lock held and the checks passed: the work tree's
-/// `paths` and the index follow `to`, then HEAD moves (compare and swap); on any
-/// failure the files go back as `from` has them and the others as they were.
-pub(super) fn move_head(
-    repo: &Repository,
-    mut lock: IndexLock,
-    m: Move<'_, '_>,
-    fail: &mut Failpoints,
-) -> Result<(), UndoError> {
-    let workdir = repo.workdir().ok_or(GitError::Bare)?.to_path_buf();
-    // What the restored files hold now, to put back if the move fails.
-    let now: Vec<(PathBuf, Option<Vec<u8>>)> = m
-        .restore
-        .iter()
-        .map(|(path, _)| (path.clone(), std::fs::read(workdir.join(path)).ok()))
-        .collect();
-    let head = Head::read(repo)?;
-    let moved = (|| {
-        checkout(repo, m.to, m.paths)?;
-        // The files git ignores come back from their backups, and the user's own
-        // uncommitted changes that tern's commit took along come back as they were.
-        for (path, content) in m.restore {
-            std::fs::write(workdir.join(path), content)?;
-        }
-        let mut index = lock.open()?;
-        let tree = m.to.tree()?;
-        for path in m.paths {
-            match tree.get_path(path) {
-                Ok(entry) => index.add(&super::commit::entry(
-                    path,
-                    entry.id(),
-                    u32::try_from(entry.filemode()).unwrap_or(0o100644),
-                    None,
-                ))?,
-                Err(_) => {
-                    let _ = index.remove_path(path);
-                }
-            }
-        }
-        fail.check(Step::Index)?;
-        lock.prepare(&mut index)?;
-        fail.check(Step::Ref)?;
-        // Not over a git lock that took the place of tern's (see `IndexLock`).
-        lock.check_held()?;
-        head.swap(repo, m.to.id(), m.message)?;
-        if let Err(e) = fail.check(Step::IndexCommit).and_then(|()| lock.commit()) {
-            let _ = head.swap_back(repo, m.to.id());
-            return Err(e);
-        }
-        Ok(())
-    })();
-    if let Err(e) = moved {
-        let _ = checkout(repo, m.from, m.paths);
-        for (path, content) in &now {
-            let _ = match content {
-                Some(bytes) => std::fs::write(workdir.join(path), bytes),
-                None => std::fs::remove_file(workdir.join(path)),
-            };
-        }
-        return Err(e.into());
-    }
-    Ok(())
+    Ok(checked.undone(commit.id()))
 }
 
 /// What `check` found of a commit that may be undone.
@@ -259,6 +169,28 @@ pub(super) struct Checked<'r> {
     users: Vec<(PathBuf, Oid)>,
     /// What to put back after the checkout (`saved_contents`).
     restore: Vec<(PathBuf, Vec<u8>)>,
+}
+
+impl<'r> Checked<'r> {
+    pub(super) fn parent(&self) -> &git2::Commit<'r> {
+        &self.parent
+    }
+
+    pub(super) fn restore(&self) -> &[(PathBuf, Vec<u8>)] {
+        &self.restore
+    }
+
+    /// What undoing `commit` (the commit checked) did, once HEAD moved past it.
+    pub(super) fn undone(self, commit: Oid) -> Undone {
+        Undone {
+            commit,
+            summary: self.summary,
+            head: self.parent.id(),
+            paths: self.paths,
+            from_backups: self.backups.into_iter().map(|b| b.path).collect(),
+            users_versions: self.users.into_iter().map(|(path, _)| path).collect(),
+        }
+    }
 }
 
 /// Every refusal of an undo of `commit`, checked against the work tree as it is now:
@@ -339,28 +271,6 @@ pub fn changed(repo: &Repository, from: Oid, to: Oid) -> Result<Vec<PathBuf>, Gi
         }
     }
     Ok(paths)
-}
-
-/// Checks out `paths` of `commit` into the work tree only (the index is written by the
-/// caller, through git's lock). Paths are literal: as pathspecs, `src/*.rs` or
-/// `pages/[id].tsx` would match and overwrite other files, with the user's
-/// uncommitted work in them.
-fn checkout(
-    repo: &Repository,
-    commit: &git2::Commit<'_>,
-    paths: &[PathBuf],
-) -> Result<(), GitError> {
-    let mut checkout = CheckoutBuilder::new();
-    checkout
-        .force()
-        .disable_pathspec_match(true)
-        .update_index(false)
-        .remove_untracked(false);
-    for p in paths {
-        checkout.path(p);
-    }
-    repo.checkout_tree(commit.as_object(), Some(&mut checkout))?;
-    Ok(())
 }
 
 fn remote_branches_containing(repo: &Repository, id: Oid) -> Result<Vec<String>, GitError> {

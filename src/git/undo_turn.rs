@@ -4,7 +4,11 @@
 
 use git2::{Oid, Repository};
 
+use std::path::PathBuf;
+
 use super::failpoint::Failpoints;
+use super::head_move::{Move, move_head};
+use super::index_lock::IndexLock;
 use super::undo::{TurnRefusal, check, undo_head};
 use super::{UndoError, Undone};
 
@@ -73,19 +77,54 @@ pub fn undo_turn(repo: &Repository, commits: &[Oid]) -> Result<TurnUndone, UndoE
 
 /// Undoes `commits` (oldest first, as they were made) as a rewind does: all or none.
 /// They must be the newest commits on HEAD's first-parent line, and every check of a
-/// single undo must pass for each of them, against the work tree as it is, before the
-/// first is undone; so a file of the user's that any of them touches refuses the
-/// whole rewind with nothing changed. No commits: nothing to do.
-pub fn undo_since(repo: &Repository, commits: &[Oid]) -> Result<TurnUndone, UndoError> {
-    if commits.is_empty() {
-        return Ok(TurnUndone {
-            undone: Vec::new(),
-            stopped: None,
-        });
-    }
+/// single undo must pass for each of them, against the work tree as it is, before
+/// anything changes; so a file of the user's that any of them touches refuses the
+/// whole rewind with nothing changed. Then HEAD moves past all of them at once (one
+/// move, rolled back whole if it fails or the process is killed: `head_move`).
+/// Returns what each undid, newest first; no commits: nothing to do.
+pub fn undo_since(repo: &Repository, commits: &[Oid]) -> Result<Vec<Undone>, UndoError> {
+    let Some(oldest) = commits.first() else {
+        return Ok(Vec::new());
+    };
     let _lock = super::undo::lock(repo)?;
-    check_all(repo, commits)?;
-    Ok(undo_each(repo, commits))
+    let lock = IndexLock::acquire(repo.path())?;
+    super::ensure_idle(repo)?;
+    check_newest(repo, commits)?;
+    let head = repo.find_commit(*commits.last().unwrap_or(oldest))?;
+    let mut checked = Vec::new();
+    for id in commits.iter().rev() {
+        checked.push((*id, check(repo, &repo.find_commit(*id)?)?));
+    }
+    // The files each commit replaced come back as they were before it: an older
+    // commit's word is the last.
+    let mut restore: Vec<(PathBuf, Vec<u8>)> = Vec::new();
+    for (_, c) in &checked {
+        for (path, content) in c.restore() {
+            restore.retain(|(p, _)| p != path);
+            restore.push((path.clone(), content.clone()));
+        }
+    }
+    let to = match checked.last() {
+        Some((_, c)) => c.parent().clone(),
+        None => return Ok(Vec::new()),
+    };
+    let paths = super::undo::changed_paths(repo, &to, &head)?;
+    move_head(
+        repo,
+        lock,
+        Move {
+            from: &head,
+            to: &to,
+            paths: &paths,
+            restore: &restore,
+            message: &format!(
+                "tern rewind: {}",
+                crate::plural::count(commits.len(), "commit")
+            ),
+        },
+        &mut Failpoints::default(),
+    )?;
+    Ok(checked.into_iter().map(|(id, c)| c.undone(id)).collect())
 }
 
 /// Why `undo_since` would refuse `commits` now, if it would (a preview's answer;

@@ -423,6 +423,7 @@ fn events() -> Vec<(&'static str, Event)> {
                     files_since: vec![text("src/greet.py")],
                     cost_since: Some(0.0123),
                     code_refused: None,
+                    refused: None,
                 }],
                 redo: Some(text("the rewind to before turn 3: 1 commit")),
             },

@@ -388,6 +388,7 @@ fn timeline_turn(
         files_since: vec!["src/greet.py".into()],
         cost_since: Some(0.03),
         code_refused: None,
+        refused: None,
     }
 }
 
@@ -745,4 +746,119 @@ fn yesterdays_session_resumed_rewinds_and_redoes() {
     assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(head(&repo), b);
     assert_eq!(asked(&repo).len(), 3);
+}
+
+/// Hunks await review: the listing says no rewind can happen now, for the reason the
+/// rewind itself gives, instead of "code: nothing to take back".
+#[test]
+fn the_listing_says_pending_hunks_block_every_rewind() {
+    let server = MockServer::start_in_thread();
+    let repo = repo();
+    add_a_comma(&repo, &server);
+    // The session is left with a hunk awaiting review (as a workspace quit leaves it).
+    let newest = repo
+        .sessions()
+        .pick(&tern::engine::persist::Resume::Newest)
+        .unwrap();
+    let mut state = repo.newest_session();
+    let ws = tern::edit::Workspace::discover(repo.path()).unwrap();
+    let files = tern::edit::FileSet::new(vec!["src/greet.py".into()], ws.files());
+    let mut proposal = tern::edit::Proposal::new(&ws);
+    let reply = "src/greet.py\n```python\n<<<<<<< SEARCH\ndef greet(name):\n=======\ndef greet(name: str):\n>>>>>>> REPLACE\n```\n";
+    proposal.add_reply(&ws, reply, tern::edit::EditFormat::Editblock, &files);
+    state.proposal = Some(proposal.snapshot());
+    std::fs::write(
+        newest.dir.join("state.json"),
+        serde_json::to_vec(&state).unwrap(),
+    )
+    .unwrap();
+    let before = head(&repo);
+
+    let (out, refused, code) = run(&repo, &server, &["rewind", "--to", "1"]);
+    assert_eq!(code, Some(1), "{out}{refused}");
+    let why = "hunks await review in this session";
+    assert!(refused.contains(why), "{refused}");
+    let (listed, _, code) = run(&repo, &server, &["rewind", "--list"]);
+    assert_eq!(code, Some(0));
+    assert!(
+        listed.contains(&format!("cannot rewind now: {why}")),
+        "{listed}"
+    );
+    assert!(!listed.contains("nothing to take back"), "{listed}");
+    assert_eq!(head(&repo), before);
+}
+
+/// A rewind killed at each step of its move of HEAD (the files written and HEAD not
+/// yet moved; git's index written into its lock; HEAD moved and the index not yet
+/// installed) is rolled back whole by the next tern, and the rewind asked again goes
+/// through: never a HEAD part way down the turns, nor tern's files taken for the
+/// user's (regression pass 5, #2). The user's own change is kept throughout.
+#[test]
+fn a_rewind_killed_part_way_is_rolled_back_whole_and_goes_through_when_asked_again() {
+    for step in ["index", "ref", "index-commit"] {
+        let server = MockServer::start_in_thread();
+        let repo = repo();
+        let original = repo.read("src/greet.py");
+        let start = head(&repo);
+        let (_, b) = three_turns(&repo, &server);
+        repo.write("README.md", "# Demo, mine\n");
+
+        let mut killed = repo.tern(&server.base_url());
+        killed
+            .env("TERN_DIE_AT", step)
+            .args(["rewind", "--to", "1", "--code"]);
+        let out = output_within(&mut killed, WAIT);
+        assert_eq!(out.status.code(), None, "{step}: killed, {:?}", texts(&out));
+        assert!(repo.path().join(".git/tern-move.json").exists(), "{step}");
+
+        let (stdout, stderr, code) = run(&repo, &server, &["rewind", "--to", "1", "--code"]);
+        assert_eq!(code, Some(0), "{step}: {stderr}");
+        assert!(stdout.contains("code: 2 commits"), "{step}: {stdout}");
+        assert_eq!(head(&repo), start, "{step}");
+        assert_eq!(repo.read("src/greet.py"), original, "{step}");
+        assert_eq!(
+            repo.git(&["status", "--porcelain"]),
+            " M README.md\n",
+            "{step}"
+        );
+        assert!(!repo.path().join(".git/tern-move.json").exists(), "{step}");
+        assert!(!repo.path().join(".git/index.lock").exists(), "{step}");
+        let reflog = repo.git(&["reflog", "-3", "--format=%gs"]);
+        assert!(
+            reflog.contains("tern: rolled back") == (step == "index-commit"),
+            "{step}: {reflog}"
+        );
+
+        let (stdout, stderr, code) = run(&repo, &server, &["rewind", "--redo"]);
+        assert_eq!(code, Some(0), "{step}: {stderr}");
+        assert_eq!(
+            (head(&repo), repo.read("src/greet.py")),
+            (b, AFTER_TWO.into()),
+            "{step}: {stdout}{stderr}"
+        );
+        assert_eq!(repo.read("README.md"), "# Demo, mine\n", "{step}");
+    }
+}
+
+/// `tern undo` killed after HEAD moved and before git's index followed: the next tern
+/// puts both back, so git's index never disagrees with HEAD about tern's files.
+#[test]
+fn an_undo_killed_between_the_branch_and_the_index_is_rolled_back() {
+    let server = MockServer::start_in_thread();
+    let repo = repo();
+    let a = add_a_comma(&repo, &server);
+    let mut killed = repo.tern(&server.base_url());
+    killed.env("TERN_DIE_AT", "index-commit").args(["undo"]);
+    let out = output_within(&mut killed, WAIT);
+    assert_eq!(out.status.code(), None, "killed, {:?}", texts(&out));
+    assert_ne!(head(&repo), a, "HEAD had moved when it was killed");
+
+    let (stdout, stderr, code) = run(&repo, &server, &["undo"]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert_eq!(
+        repo.read("src/greet.py"),
+        "def greet(name):\n    return 'hello ' + name\n"
+    );
+    assert_eq!(repo.git(&["status", "--porcelain"]), "");
+    assert!(!repo.path().join(".git/tern-move.json").exists());
 }

@@ -270,6 +270,8 @@ pub struct TimelineTurn<'a> {
     cost_since: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     code_refused: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    refused: Option<&'a str>,
 }
 
 impl<'a> From<&'a p::TimelineTurn> for TimelineTurn<'a> {
@@ -285,6 +287,7 @@ impl<'a> From<&'a p::TimelineTurn> for TimelineTurn<'a> {
             files_since: &t.files_since,
             cost_since: t.cost_since,
             code_refused: t.code_refused.as_deref(),
+            refused: t.refused.as_deref(),
         }
     }
 }

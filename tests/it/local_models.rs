@@ -759,6 +759,53 @@ fn a_one_shot_message_leaves_the_summary_to_the_next_start() {
     );
 }
 
+/// A resumed run starts the summary its history needs at once; `/forget` arriving
+/// then is not refused ("not while a summary is under way" stranded headless sessions:
+/// `--resume -m /forget` failed on every run): it cancels the summary, says so, and
+/// drops the oldest turns. Run against a summary that never answers.
+#[test]
+fn forget_in_a_resumed_run_cancels_the_summary_under_way() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let server = MockServer::start_in_thread();
+    let stuck = std::sync::Arc::new(AtomicBool::new(false));
+    let stuck_summaries = std::sync::Arc::clone(&stuck);
+    server.set_responder(move |r| match is_summary(r) {
+        true if stuck_summaries.load(Ordering::SeqCst) => Reply::text("").then_hang(),
+        true => Reply::text(RECAP),
+        false => Reply::text(reply(crate::history_support::turn_of(r))),
+    });
+    let repo = TempRepo::with_files(&[
+        ("shelf.py", SHELF),
+        (".tern.toml", "max_chat_history_tokens = 256\n"),
+    ]);
+    let script = repo.path().join(".git/script.txt");
+    let turns: Vec<String> = (1..=3)
+        .map(|t| format!("turn {t}: what does lend do? I read this: {PROSE}"))
+        .collect();
+    std::fs::write(&script, turns.join("\n---\n")).unwrap();
+    let models = ["--model", "gpt-4o", "--weak-model", "gpt-4o-mini"];
+    let script_arg = script.to_str().unwrap();
+    let first = run(
+        &repo,
+        &server.base_url(),
+        &[&models[..], &["--script", script_arg]].concat(),
+    );
+    assert!(first.ok, "{}", first.stderr);
+    stuck.store(true, Ordering::SeqCst);
+    let forget = run(
+        &repo,
+        &server.base_url(),
+        &[&models[..], &["--resume", "-m", "/forget"]].concat(),
+    );
+    assert!(forget.ok, "{}", forget.stderr);
+    assert!(
+        forget.stderr.contains("cancelled the history summary under way")
+            && forget.stderr.contains("forgot the oldest"),
+        "{}",
+        forget.stderr
+    );
+}
+
 #[test]
 fn tokens_refuses_a_missing_file() {
     let done = run(

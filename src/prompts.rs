@@ -89,6 +89,8 @@ pub const SUMMARY_ACK: &str = text!("summary-ack.md");
 /// the assistant's answer to it.
 pub const FORGOTTEN: &str = text!("forgotten.md");
 pub const FORGOTTEN_ACK: &str = text!("forgotten-ack.md");
+/// Stands in the history for a reply that came back empty, so the question stays.
+pub const EMPTY_REPLY: &str = text!("empty-reply.md");
 
 // Edits (`edit`): the commit message, failed blocks sent back, rejected hunks.
 

@@ -149,6 +149,11 @@ pub struct Window {
 }
 
 impl Window {
+    /// The window, when it was told or reported rather than assumed.
+    pub fn known(&self) -> Option<usize> {
+        (self.source != WindowSource::Assumed).then_some(self.window)
+    }
+
     /// The reserve defaults to the model's output limit, at most 8192 and at most a
     /// quarter of the window (but not below `RESERVE_FLOOR`), so a 2k window keeps
     /// three quarters of itself for the prompt; it is never more than half the window.

@@ -251,6 +251,8 @@ pub struct Summarizer {
     models: Vec<SummaryModel>,
     counter: TokenCounter,
     observer: Option<RequestObserver>,
+    /// The server's window as told or reported (`ChatRequest::known_window`).
+    known_window: Option<usize>,
 }
 
 impl std::fmt::Debug for Summarizer {
@@ -271,6 +273,15 @@ impl Summarizer {
             models,
             counter: counter.quiet(),
             observer: None,
+            known_window: None,
+        }
+    }
+
+    /// The server's window is `window`, as told or reported (not assumed).
+    pub(crate) fn window_known(self, window: usize) -> Self {
+        Summarizer {
+            known_window: Some(window),
+            ..self
         }
     }
 
@@ -534,6 +545,7 @@ impl<'a> Run<'a> {
                 },
                 predicted_prompt: Some(predicted),
                 one_at_a_time: true,
+                known_window: self.summarizer.known_window,
             };
             self.calls.fetch_add(1, Ordering::Relaxed);
             let observer = self.summarizer.observer.clone();
@@ -557,6 +569,9 @@ impl<'a> Run<'a> {
                         "{}: the reply was cut off ({why})",
                         model.info.name
                     )),
+                    Finish::Empty => {
+                        failures.push(format!("{}: the reply was empty", model.info.name))
+                    }
                     Finish::Stop | Finish::Length(_) | Finish::ContextFull { .. }
                         if reply.text.trim().is_empty() =>
                     {

@@ -373,7 +373,13 @@ impl HistoryBudget {
             )),
             _ => {}
         });
-        Summarizer::new(model.client().clone(), models, model.counter().clone()).observed(observer)
+        let summarizer =
+            Summarizer::new(model.client().clone(), models, model.counter().clone())
+                .observed(observer);
+        match model.window().known() {
+            Some(window) => summarizer.window_known(window),
+            None => summarizer,
+        }
     }
 
     /// Sends the history's status line.

@@ -427,6 +427,7 @@ impl Engine {
             ),
             predicted_prompt: Some(prediction.total),
             one_at_a_time: false,
+            known_window: self.model.window().known(),
         };
         spawn(
             self.model.client().clone(),
@@ -508,11 +509,13 @@ impl Engine {
         self.session
             .record_cost(self.model.info(), &usage, estimated);
         let cost = self.session.last_cost;
-        if !reply.text.is_empty() {
-            let pair = [
-                Message::user(sent.sent_text),
-                Message::assistant(reply.text.clone()),
-            ];
+        // An empty reply keeps the question: the history says no reply came.
+        let answer = match reply.finish {
+            crate::llm::Finish::Empty => Some(crate::prompts::EMPTY_REPLY.to_string()),
+            _ => (!reply.text.is_empty()).then(|| reply.text.clone()),
+        };
+        if let Some(answer) = answer {
+            let pair = [Message::user(sent.sent_text), Message::assistant(answer)];
             let request = match sent.kind {
                 TurnKind::User => Request::User,
                 TurnKind::Reflection(_) => Request::Reflection,

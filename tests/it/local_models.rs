@@ -1013,6 +1013,78 @@ async fn a_server_that_shares_one_context_gets_one_request_at_a_time() {
     );
 }
 
+/// llama-cpp-python stops the reply it streams when another request arrives: tern's
+/// own token counts cut its background summaries, whose empty replies were then taken
+/// for "too long" (5 summary requests for a 2,300-token history). Nothing is sent to it
+/// while a reply streams, counts included: no reply is interrupted, and every summary
+/// lands whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nothing_interrupts_a_llama_cpp_python_reply() {
+    let server = MockServer::start_as(Dialect::LlamaCppPython { n_ctx: 8192 }).await;
+    server.set_responder(|r| {
+        let text = if is_summary(r) {
+            format!("{RECAP} {}", PROSE)
+        } else {
+            reply(crate::history_support::turn_of(r))
+        };
+        Reply::chunks(text.split_inclusive(' ').map(str::to_owned).collect::<Vec<_>>())
+            .with_chunk_delay(std::time::Duration::from_millis(5))
+    });
+    let settings = Settings {
+        context_window: Some(8192),
+        max_chat_history_tokens: Some(300),
+        ..settings(&server, "smollm2-interrupts")
+    };
+    let mut chat = Chat::start(settings, &[("shelf.py", SHELF)], &[]);
+    for t in 1..=6 {
+        let events = chat
+            .say(format!("turn {t}: who has book {t}? {}", "and why ".repeat(t)))
+            .await;
+        assert!(
+            matches!(events.last(), Some(Event::TurnFinished { .. })),
+            "turn {t}: {:?}",
+            failure(&events)
+        );
+    }
+    assert!(server.requests().iter().any(is_summary), "a summary was made");
+    assert!(!server.tokenized().is_empty(), "the server counted");
+    assert_eq!(server.interrupted(), 0, "{:#?}", server.requests());
+}
+
+/// An empty reply is asked for once more as it was; empty again, it is said as such
+/// (not a finished reply that says nothing), and the question stays in the history for
+/// the next turn, with a note that no reply came.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_reply_is_asked_again_then_said_and_the_question_kept() {
+    let server = MockServer::start().await;
+    server.push(Reply::text(""));
+    server.push(Reply::text("It keeps the books."));
+    server.push(Reply::text(""));
+    server.push(Reply::text(""));
+    server.push(Reply::text("Lending marks the book."));
+    let mut chat = Chat::start(settings(&server, "gpt-4o"), &[("shelf.py", SHELF)], &[]);
+    let events = chat.say("turn 1: what does it keep?".into()).await;
+    let Some(Event::TurnFinished { reply, finish, .. }) = events.last() else {
+        panic!("{:?}", failure(&events))
+    };
+    assert_eq!(reply, "It keeps the books.");
+    assert_eq!(*finish, tern::llm::Finish::Stop);
+    let events = chat.say("turn 2: how does lending work?".into()).await;
+    let Some(Event::TurnFinished { finish, .. }) = events.last() else {
+        panic!("{:?}", failure(&events))
+    };
+    assert_eq!(*finish, tern::llm::Finish::Empty);
+    let said = finish.incomplete().unwrap();
+    assert!(said.contains("the reply was empty"), "{said}");
+    chat.say("turn 3: and returning?".into()).await;
+    let requests = server.requests();
+    assert_eq!(requests.len(), 5, "each empty reply asked for once more");
+    let last: Vec<&str> = requests[4].messages.iter().map(|m| m.text.as_str()).collect();
+    let asked = last.iter().position(|m| m.starts_with("turn 2:"));
+    let asked = asked.expect("the question stays in the history");
+    assert_eq!(last[asked + 1], tern::prompts::EMPTY_REPLY);
+}
+
 /// A llama.cpp server still loading its model (503 to everything, as when tern and the
 /// server start together) or restarting cannot count for a moment: tern goes on with
 /// estimates, asks again once the server answers a request, and the counts are exact

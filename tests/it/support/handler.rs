@@ -39,6 +39,38 @@ pub(super) struct Shared {
     pub loading: std::sync::atomic::AtomicUsize,
     /// What the endpoints that say the server's window answer.
     pub window: std::sync::Mutex<WindowApi>,
+    /// The replies streaming now, each stopped by its token (llama-cpp-python stops
+    /// one when another request arrives).
+    pub streaming: std::sync::Mutex<Vec<(usize, CancellationToken)>>,
+    /// How many replies another request interrupted.
+    pub interrupted: std::sync::atomic::AtomicUsize,
+}
+
+impl Shared {
+    /// A request arrived: llama-cpp-python (`--interrupt_requests True`, its default)
+    /// stops the reply it streams, which ends there with no finish reason.
+    fn arrived(&self) {
+        if !matches!(self.dialect, Dialect::LlamaCppPython { .. }) {
+            return;
+        }
+        let mut streaming = self.streaming.lock().unwrap_or_else(|e| e.into_inner());
+        for (index, reply) in streaming.drain(..) {
+            if !self.log.finished(index) {
+                reply.cancel();
+                self.interrupted
+                    .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+    }
+
+    /// A token that stops the reply to request `index` when a later request arrives.
+    fn interruptible(&self, index: usize) -> CancellationToken {
+        let token = CancellationToken::new();
+        let mut streaming = self.streaming.lock().unwrap_or_else(|e| e.into_inner());
+        streaming.retain(|(index, _)| !self.log.finished(*index));
+        streaming.push((index, token.clone()));
+        token
+    }
 }
 
 /// llama.cpp's answer (503) to any request while it loads its model, if it still does
@@ -96,15 +128,17 @@ async fn chat_completions(
     State(shared): State<Arc<Shared>>,
     mut request: RecordedRequest,
 ) -> Response {
+    shared.arrived();
     let dialect = shared.dialect;
     request.dialect = dialect;
     if request.rejected.is_none() {
         request.prompt_tokens = dialect.prompt_tokens(&request.model, &request.messages);
     }
     let guard = FinishGuard::new(&shared, request.clone());
+    let interrupt = shared.interruptible(guard.index);
     if let Some(loading) = still_loading(&shared) {
         let plan = Plan::json(StatusCode::SERVICE_UNAVAILABLE, &loading);
-        return send(plan, guard, &shared.shutdown).await;
+        return send(plan, guard, &shared.shutdown, interrupt).await;
     }
     let number = guard.index + 1;
     let overflow = request.rejected.is_none().then(|| {
@@ -129,12 +163,13 @@ async fn chat_completions(
             }
         },
     };
-    send(plan, guard, &shared.shutdown).await
+    send(plan, guard, &shared.shutdown, interrupt).await
 }
 
 /// A tokenize endpoint: answered as the server played has it, else 404 as OpenAI does.
 /// The text is kept in `Shared::tokenized`, not in the chat request log.
 async fn tokenize(State(shared): State<Arc<Shared>>, request: Request) -> Response {
+    shared.arrived();
     let path = request.uri().path().to_owned();
     let body = axum::body::to_bytes(request.into_body(), usize::MAX)
         .await
@@ -202,10 +237,16 @@ async fn unknown_url(State(shared): State<Arc<Shared>>, mut request: RecordedReq
     request.rejected = Some(reason.clone());
     let guard = FinishGuard::new(&shared, request);
     let plan = Plan::json(StatusCode::NOT_FOUND, &errors::invalid_request(&reason));
-    send(plan, guard, &shared.shutdown).await
+    send(plan, guard, &shared.shutdown, CancellationToken::new()).await
 }
 
-async fn send(plan: Plan, guard: FinishGuard, shutdown: &CancellationToken) -> Response {
+/// Sends `plan`; its body ends early when `interrupt` is cancelled.
+async fn send(
+    plan: Plan,
+    guard: FinishGuard,
+    shutdown: &CancellationToken,
+    interrupt: CancellationToken,
+) -> Response {
     tokio::select! {
         () = tokio::time::sleep(plan.start_delay) => {}
         () = shutdown.cancelled() => {}
@@ -220,7 +261,7 @@ async fn send(plan: Plan, guard: FinishGuard, shutdown: &CancellationToken) -> R
     if let Some(seconds) = plan.retry_after {
         response = response.header(header::RETRY_AFTER, seconds);
     }
-    let body = Body::from_stream(body_stream(plan.steps, guard, shutdown.clone()));
+    let body = Body::from_stream(body_stream(plan.steps, guard, shutdown.clone(), interrupt));
     response
         .body(body)
         .expect("static header names and values are valid")
@@ -233,14 +274,21 @@ fn body_stream(
     steps: Vec<Step>,
     guard: FinishGuard,
     shutdown: CancellationToken,
+    interrupt: CancellationToken,
 ) -> impl Stream<Item = io::Result<Bytes>> + Send {
     let state = (steps.into_iter().peekable(), guard, shutdown);
-    futures::stream::unfold(state, |(mut steps, guard, shutdown)| async move {
+    futures::stream::unfold(state, move |(mut steps, guard, shutdown)| {
+        let interrupt = interrupt.clone();
+        async move {
         loop {
+            if interrupt.is_cancelled() {
+                return None;
+            }
             let item = match steps.next()? {
                 Step::Wait(delay) => {
                     tokio::select! {
                         () = tokio::time::sleep(delay) => continue,
+                        () = interrupt.cancelled() => return None,
                         () = shutdown.cancelled() => Err(io::Error::other("mock server shut down")),
                     }
                 }
@@ -264,6 +312,7 @@ fn body_stream(
                 }
             };
             return Some((item, (steps, guard, shutdown)));
+        }
         }
     })
 }

@@ -41,6 +41,11 @@ impl Log {
         finished.get_or_insert_with(Instant::now);
     }
 
+    /// Whether the reply to request `index` has finished.
+    pub fn finished(&self, index: usize) -> bool {
+        self.lock()[index].finished_at.is_some()
+    }
+
     pub fn snapshot(&self) -> Vec<RecordedRequest> {
         self.lock().clone()
     }

@@ -94,6 +94,8 @@ pub struct BudgetReport {
     pub encoding: &'static str,
     pub window: usize,
     pub window_source: WindowSource,
+    /// What the request as it stands sends as `max_tokens` (the engine sets it), else
+    /// the window's reserve.
     pub reserved_output: usize,
     /// The most prompt tokens that may be sent: the window minus the reserve, or the
     /// model's separate input cap if lower.

@@ -214,7 +214,17 @@ impl Engine {
         ))
     }
 
+    /// What caps the reply to a prompt of `prompt` tokens: the room after it as the
+    /// server may count it, at most the model's output limit. The gauge shows it.
+    fn reply_limit(&self, prompt: usize) -> ReplyLimit {
+        let counted = prompt + self.model.counter().counting().margin(prompt);
+        ReplyLimit::for_prompt(self.model.info(), self.model.window().window, counted)
+    }
+
     pub(super) fn decorate(&self, mut report: BudgetReport) -> BudgetReport {
+        if let Some(sent) = self.reply_limit(report.total).max_tokens() {
+            report.reserved_output = sent;
+        }
         report.last_usage = self.session.last_usage;
         report.last_usage_estimated = self.session.last_usage_estimated;
         report.counts_pending = self.model.counts_pending(&self.run_loop);
@@ -419,12 +429,7 @@ impl Engine {
             model: self.model.info().clone(),
             messages: assembled.messages,
             cache_control: self.model.cache_control(),
-            // Room for the reply after the prompt as the server may count it.
-            reply_limit: ReplyLimit::for_prompt(
-                self.model.info(),
-                self.model.window().window,
-                prediction.total + self.model.counter().counting().margin(prediction.total),
-            ),
+            reply_limit: self.reply_limit(prediction.total),
             predicted_prompt: Some(prediction.total),
             one_at_a_time: false,
             known_window: self.model.window().known(),

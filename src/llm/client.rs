@@ -110,12 +110,12 @@ impl ReplyLimit {
     /// Why a reply with `finish_reason: length` stopped, for the user.
     pub fn describe(self) -> String {
         match self {
-            ReplyLimit::Server => "the reply hit the server's output limit".into(),
-            ReplyLimit::Output { max_tokens } => {
-                format!("the reply hit the model's output limit ({max_tokens} tokens)")
-            }
+            ReplyLimit::Server => "the reply filled its limit, the server's output limit".into(),
+            ReplyLimit::Output { max_tokens } => format!(
+                "the reply filled its limit, the model's output limit ({max_tokens} tokens)"
+            ),
             ReplyLimit::Window { max_tokens, window } => format!(
-                "the reply filled the context window: {max_tokens} tokens were left of {window} after the prompt (send less, or give the model a bigger window and tell tern with --context-window)"
+                "the reply filled its limit, the room left in the context window: {max_tokens} tokens of {window} after the prompt (send less, or give the model a bigger window and tell tern with --context-window)"
             ),
         }
     }

@@ -338,6 +338,52 @@ async fn the_reply_reserve_is_sent_as_max_tokens() {
     assert_eq!(request.max_tokens, Some((4096 - predicted - margin) as u64));
 }
 
+/// The gauge's "reserved output" is the `max_tokens` the request sends (the room the
+/// window leaves after the prompt, at most 4,096 for a model tern does not know), not
+/// the window's reserve (it showed 512 at 2,048 while 552-643 were sent).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_gauge_shows_the_max_tokens_sent() {
+    let server = MockServer::start_as(Dialect::LlamaCpp { n_ctx: 2048 }).await;
+    server.set_responder(|_| Reply::text("ok"));
+    let settings = Settings {
+        context_window: Some(2048),
+        ..settings(&server, "gaugetest-gauge")
+    };
+    let mut chat = Chat::start(settings, &[("shelf.py", SHELF)], &["shelf.py"]);
+    chat.ask_mode().await;
+    let events = chat.say("what does lend do?".into()).await;
+    assert!(
+        matches!(events.last(), Some(Event::TurnFinished { .. })),
+        "{:?}",
+        failure(&events)
+    );
+    let shown = events
+        .iter()
+        .rev()
+        .find_map(|e| match e {
+            Event::Budget(report) => Some(report.reserved_output),
+            _ => None,
+        })
+        .unwrap();
+    let sent = server.requests().pop().unwrap().max_tokens.unwrap() as usize;
+    assert!(sent > 512, "the room after the prompt: {sent}");
+    assert_eq!(shown, sent);
+
+    let unknown = MockServer::start().await;
+    unknown.set_responder(|_| Reply::text("ok"));
+    let mut chat = Chat::start(settings_for(&unknown, "gaugetest-big"), &[], &[]);
+    chat.say("hello".into()).await;
+    let request = unknown.requests().pop().unwrap();
+    assert_eq!(request.max_tokens, Some(4096), "capped for an unknown model");
+}
+
+fn settings_for(server: &MockServer, model: &str) -> Settings {
+    Settings {
+        context_window: Some(65_536),
+        ..settings(server, model)
+    }
+}
+
 /// An OpenAI-style "context length exceeded" is retried, and the server really gets a
 /// smaller request: the repo map shrinks.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -656,7 +702,10 @@ fn a_reply_that_fills_the_window_says_so() {
     assert_eq!(finished["finish"]["detail"]["limit"], "window");
     let stopped = events.last().unwrap();
     let reason = stopped["reason"].as_str().unwrap();
-    assert!(reason.contains("filled the context window"), "{stopped}");
+    assert!(
+        reason.contains("the reply filled its limit") && reason.contains("context window"),
+        "{stopped}"
+    );
 }
 
 /// Without `--context-window`, tern assumes 32k for a model it does not know; llama.cpp

@@ -781,7 +781,10 @@ mod tests {
         assert_eq!(history.len(), 4);
         assert!(forgotten.turns >= 1);
         assert_eq!(&history[2..], latest.as_slice());
-        assert_eq!(forget_head(&mut conversation(1, 5), None, 0, true, &c), None);
+        assert_eq!(
+            forget_head(&mut conversation(1, 5), None, 0, true, &c),
+            None
+        );
         // `/forget all`: the latest turn goes too; only the note stays.
         let mut one = conversation(1, 5);
         let forgotten = forget_head(&mut one, Some(usize::MAX), 0, false, &c).unwrap();

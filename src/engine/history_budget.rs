@@ -266,6 +266,23 @@ impl HistoryBudget {
         self.spawn_summary((JobKind::Overflow, target), (model, session, events), jobs);
     }
 
+    /// `plan` does not fit while the background summary runs: it waits for that
+    /// summary (which may make room) rather than cancel it for another, so a server
+    /// never computes two summaries at once (llama.cpp goes on computing a cancelled
+    /// request). Gives `plan` back when no background summary runs.
+    pub(super) fn wait_for_checkpoint(&mut self, plan: TurnPlan) -> Result<(), TurnPlan> {
+        if !self
+            .job
+            .as_ref()
+            .is_some_and(|job| job.kind == JobKind::Checkpoint)
+        {
+            return Err(plan);
+        }
+        self.swap_due = true;
+        self.held = Some(plan);
+        Ok(())
+    }
+
     /// True while the next turn must wait for a summary.
     fn blocks_turns(&self) -> bool {
         self.job
@@ -373,9 +390,8 @@ impl HistoryBudget {
             )),
             _ => {}
         });
-        let summarizer =
-            Summarizer::new(model.client().clone(), models, model.counter().clone())
-                .observed(observer);
+        let summarizer = Summarizer::new(model.client().clone(), models, model.counter().clone())
+            .observed(observer);
         match model.window().known() {
             Some(window) => summarizer.window_known(window),
             None => summarizer,
@@ -570,7 +586,7 @@ impl HistoryBudget {
             }
             (JobKind::Checkpoint, Ok(Some(summary))) => {
                 self.buffer.checkpoint_done(summary.anchor, summary.text);
-                if self.swap_due {
+                if std::mem::take(&mut self.swap_due) {
                     self.step(p);
                 }
                 None

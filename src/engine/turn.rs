@@ -662,6 +662,16 @@ impl Engine {
         }
         let history_tokens = history::tokens(&self.session.history, self.model.counter());
         let target = history_tokens.saturating_sub(over);
+        let mut plan = match self.conversation.history_mut().wait_for_checkpoint(plan) {
+            Ok(()) => {
+                self.events.notice(format!(
+                    "the request is {over} tokens over the limit of {limit}: waiting for the history summary under way first"
+                ));
+                self.publish_history();
+                return;
+            }
+            Err(plan) => plan,
+        };
         if !plan.summarized_for_overflow
             && target >= MIN_SUMMARY_ROOM
             && self.may_spend(Unattended::Summary)

@@ -656,17 +656,15 @@ impl LlmClient {
         let model = request.model.name.as_str();
         match failure {
             // Only llama-cpp-python's overflow gets here (`attempts`).
-            Failure::Empty => {
-                Judged::Fail(LlmError::ContextLengthExceeded {
-                    message: format!(
-                        "the server answered with an empty reply, which llama-cpp-python does when the prompt (about {} tokens) does not fit its context (n_ctx)",
-                        request.predicted_prompt.unwrap_or_default()
-                    ),
-                    window: None,
-                    prompt_tokens: None,
-                    probable: true,
-                })
-            }
+            Failure::Empty => Judged::Fail(LlmError::ContextLengthExceeded {
+                message: format!(
+                    "the server answered with an empty reply, which llama-cpp-python does when the prompt (about {} tokens) does not fit its context (n_ctx)",
+                    request.predicted_prompt.unwrap_or_default()
+                ),
+                window: None,
+                prompt_tokens: None,
+                probable: true,
+            }),
             Failure::InStream(body) => judged(
                 error::classify_in_stream(&body),
                 LlmError::InStream {

@@ -228,7 +228,9 @@ pub(crate) fn one_at_a_time(root: &str) -> bool {
 /// What the probe found at `root`, once it answered.
 fn found(root: &str) -> Option<Found> {
     let probed = PROBED.lock().unwrap_or_else(|e| e.into_inner());
-    probed.get(root).and_then(|cell| cell.get().copied().flatten())
+    probed
+        .get(root)
+        .and_then(|cell| cell.get().copied().flatten())
 }
 
 /// True when the probe found llama-cpp-python at `root` (its `/extras` endpoint): it

@@ -374,7 +374,11 @@ async fn the_gauge_shows_the_max_tokens_sent() {
     let mut chat = Chat::start(settings_for(&unknown, "gaugetest-big"), &[], &[]);
     chat.say("hello".into()).await;
     let request = unknown.requests().pop().unwrap();
-    assert_eq!(request.max_tokens, Some(4096), "capped for an unknown model");
+    assert_eq!(
+        request.max_tokens,
+        Some(4096),
+        "capped for an unknown model"
+    );
 }
 
 fn settings_for(server: &MockServer, model: &str) -> Settings {
@@ -848,7 +852,9 @@ fn forget_in_a_resumed_run_cancels_the_summary_under_way() {
     );
     assert!(forget.ok, "{}", forget.stderr);
     assert!(
-        forget.stderr.contains("cancelled the history summary under way")
+        forget
+            .stderr
+            .contains("cancelled the history summary under way")
             && forget.stderr.contains("forgot the oldest"),
         "{}",
         forget.stderr
@@ -1023,7 +1029,12 @@ async fn most_requests_at_once(dialect: Dialect) -> usize {
     }
     let requests = server.requests();
     assert!(requests.iter().any(is_summary), "a summary was made");
-    // A summary started after the last turn may still be under way.
+    at_once(&requests)
+}
+
+/// The most of `requests` the server had under way at once (one started after the
+/// last reply may still be).
+fn at_once(requests: &[RecordedRequest]) -> usize {
     let end = |r: &RecordedRequest| r.finished_at.unwrap_or_else(std::time::Instant::now);
     requests
         .iter()
@@ -1035,6 +1046,62 @@ async fn most_requests_at_once(dialect: Dialect) -> usize {
         })
         .max()
         .unwrap()
+}
+
+/// A request that does not fit while the background summary runs waits for that
+/// summary rather than cancel it for an overflow summary: llama.cpp goes on computing
+/// a cancelled request (the loopback server does too), so against the real server both
+/// summaries ran at once, 7-12 s each (5 times in 40 runs). The summaries go one after
+/// the other, and the request is sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_overflow_waits_for_the_background_summary_instead_of_running_beside_it() {
+    let server = MockServer::start_as(Dialect::LlamaCpp { n_ctx: 2048 }).await;
+    server.set_responder(|r| {
+        if is_summary(r) {
+            Reply::text(RECAP).with_start_delay(std::time::Duration::from_millis(1500))
+        } else {
+            Reply::text(reply(crate::history_support::turn_of(r)))
+        }
+    });
+    let settings = Settings {
+        context_window: Some(2048),
+        max_chat_history_tokens: Some(1600),
+        map_tokens: Some(0),
+        ..settings(&server, "tinyllm-overlap")
+    };
+    let mut chat = Chat::start(settings, &[("shelf.py", SHELF)], &[]);
+    chat.ask_mode().await;
+    let mut t = 0;
+    while !server.requests().iter().any(is_summary) {
+        t += 1;
+        assert!(t <= 40, "no background summary started");
+        let events = chat.say(format!("turn {t}: who has book {t}?")).await;
+        assert!(
+            matches!(events.last(), Some(Event::TurnFinished { .. })),
+            "turn {t}: {:?}",
+            failure(&events)
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    t += 1;
+    let events = chat
+        .say(format!("turn {t}: and this? {PROSE}{PROSE}"))
+        .await;
+    assert!(
+        matches!(events.last(), Some(Event::TurnFinished { .. })),
+        "{:?}",
+        failure(&events)
+    );
+    let summaries: Vec<RecordedRequest> =
+        server.requests().into_iter().filter(is_summary).collect();
+    assert_eq!(at_once(&summaries), 1, "{summaries:#?}");
+    assert!(
+        notices(&events)
+            .iter()
+            .any(|n| n.contains("waiting for the history summary under way")),
+        "{:?}",
+        notices(&events)
+    );
 }
 
 /// llama.cpp's parallel slots share its context (`-c`): against the real server with
@@ -1076,8 +1143,12 @@ async fn nothing_interrupts_a_llama_cpp_python_reply() {
         } else {
             reply(crate::history_support::turn_of(r))
         };
-        Reply::chunks(text.split_inclusive(' ').map(str::to_owned).collect::<Vec<_>>())
-            .with_chunk_delay(std::time::Duration::from_millis(5))
+        Reply::chunks(
+            text.split_inclusive(' ')
+                .map(str::to_owned)
+                .collect::<Vec<_>>(),
+        )
+        .with_chunk_delay(std::time::Duration::from_millis(5))
     });
     let settings = Settings {
         context_window: Some(8192),
@@ -1087,7 +1158,10 @@ async fn nothing_interrupts_a_llama_cpp_python_reply() {
     let mut chat = Chat::start(settings, &[("shelf.py", SHELF)], &[]);
     for t in 1..=6 {
         let events = chat
-            .say(format!("turn {t}: who has book {t}? {}", "and why ".repeat(t)))
+            .say(format!(
+                "turn {t}: who has book {t}? {}",
+                "and why ".repeat(t)
+            ))
             .await;
         assert!(
             matches!(events.last(), Some(Event::TurnFinished { .. })),
@@ -1095,7 +1169,10 @@ async fn nothing_interrupts_a_llama_cpp_python_reply() {
             failure(&events)
         );
     }
-    assert!(server.requests().iter().any(is_summary), "a summary was made");
+    assert!(
+        server.requests().iter().any(is_summary),
+        "a summary was made"
+    );
     assert!(!server.tokenized().is_empty(), "the server counted");
     assert_eq!(server.interrupted(), 0, "{:#?}", server.requests());
 }
@@ -1128,7 +1205,11 @@ async fn an_empty_reply_is_asked_again_then_said_and_the_question_kept() {
     chat.say("turn 3: and returning?".into()).await;
     let requests = server.requests();
     assert_eq!(requests.len(), 5, "each empty reply asked for once more");
-    let last: Vec<&str> = requests[4].messages.iter().map(|m| m.text.as_str()).collect();
+    let last: Vec<&str> = requests[4]
+        .messages
+        .iter()
+        .map(|m| m.text.as_str())
+        .collect();
     let asked = last.iter().position(|m| m.starts_with("turn 2:"));
     let asked = asked.expect("the question stays in the history");
     assert_eq!(last[asked + 1], tern::prompts::EMPTY_REPLY);

@@ -247,6 +247,15 @@ async fn send(
     shutdown: &CancellationToken,
     interrupt: CancellationToken,
 ) -> Response {
+    let computing = plan
+        .steps
+        .iter()
+        .fold(plan.start_delay, |sum, step| match step {
+            Step::Wait(delay) => sum + *delay,
+            _ => sum,
+        });
+    let mut guard = guard;
+    guard.computes_for(computing);
     tokio::select! {
         () = tokio::time::sleep(plan.start_delay) => {}
         () = shutdown.cancelled() => {}
@@ -280,39 +289,39 @@ fn body_stream(
     futures::stream::unfold(state, move |(mut steps, guard, shutdown)| {
         let interrupt = interrupt.clone();
         async move {
-        loop {
-            if interrupt.is_cancelled() {
-                return None;
-            }
-            let item = match steps.next()? {
-                Step::Wait(delay) => {
-                    tokio::select! {
-                        () = tokio::time::sleep(delay) => continue,
-                        () = interrupt.cancelled() => return None,
-                        () = shutdown.cancelled() => Err(io::Error::other("mock server shut down")),
-                    }
+            loop {
+                if interrupt.is_cancelled() {
+                    return None;
                 }
-                Step::Send(bytes) => {
-                    if steps.peek().is_none() {
+                let item = match steps.next()? {
+                    Step::Wait(delay) => {
+                        tokio::select! {
+                            () = tokio::time::sleep(delay) => continue,
+                            () = interrupt.cancelled() => return None,
+                            () = shutdown.cancelled() => Err(io::Error::other("mock server shut down")),
+                        }
+                    }
+                    Step::Send(bytes) => {
+                        if steps.peek().is_none() {
+                            guard.finish();
+                        }
+                        Ok(bytes)
+                    }
+                    Step::Abort => {
+                        // Return Pending once first: hyper flushes what it has buffered when
+                        // the body is pending, so the client gets the partial body before the
+                        // abort instead of a connection that fails before its headers.
+                        tokio::task::yield_now().await;
                         guard.finish();
+                        Err(io::Error::other("mock server: scripted connection cut"))
                     }
-                    Ok(bytes)
-                }
-                Step::Abort => {
-                    // Return Pending once first: hyper flushes what it has buffered when
-                    // the body is pending, so the client gets the partial body before the
-                    // abort instead of a connection that fails before its headers.
-                    tokio::task::yield_now().await;
-                    guard.finish();
-                    Err(io::Error::other("mock server: scripted connection cut"))
-                }
-                Step::Hang => {
-                    shutdown.cancelled().await;
-                    Err(io::Error::other("mock server shut down"))
-                }
-            };
-            return Some((item, (steps, guard, shutdown)));
-        }
+                    Step::Hang => {
+                        shutdown.cancelled().await;
+                        Err(io::Error::other("mock server shut down"))
+                    }
+                };
+                return Some((item, (steps, guard, shutdown)));
+            }
         }
     })
 }
@@ -322,6 +331,8 @@ fn body_stream(
 struct FinishGuard {
     shared: Arc<Shared>,
     index: usize,
+    /// When llama.cpp would be done computing the reply, had the client stayed.
+    computed_at: Option<Instant>,
 }
 
 impl FinishGuard {
@@ -330,7 +341,13 @@ impl FinishGuard {
         FinishGuard {
             shared: Arc::clone(shared),
             index,
+            computed_at: None,
         }
+    }
+
+    /// The reply takes the server `time` to compute from now.
+    fn computes_for(&mut self, time: std::time::Duration) {
+        self.computed_at = Some(Instant::now() + time);
     }
 
     fn finish(&self) {
@@ -339,7 +356,15 @@ impl FinishGuard {
 }
 
 impl Drop for FinishGuard {
+    /// A client that leaves does not stop llama.cpp, which goes on computing the
+    /// reply (its prompt at least): the request is under way until then.
     fn drop(&mut self) {
-        self.finish();
+        match (self.shared.dialect, self.computed_at) {
+            (Dialect::LlamaCpp { .. }, Some(at)) => self
+                .shared
+                .log
+                .finish_at(self.index, at.max(Instant::now())),
+            _ => self.finish(),
+        }
     }
 }

@@ -384,7 +384,7 @@ impl LlmClient {
             continuations: 0,
         };
         let gate = self.gate_key();
-        let _turn = if request.one_at_a_time || self.serves_one_at_a_time() {
+        let turn = if request.one_at_a_time || self.serves_one_at_a_time() {
             tokio::select! {
                 _ = cancel.cancelled() => {
                     reply.finish = Finish::Cancelled;
@@ -395,6 +395,26 @@ impl LlmClient {
         } else {
             None
         };
+        let result = self.stream(request, reply, cancel, on_event).await;
+        // A cancelled request may still run on the server: the next waits for it.
+        if cancel.is_cancelled()
+            && self.serves_one_at_a_time()
+            && let (Some(permit), Some((http, root, key))) = (turn, self.tokenize.clone())
+        {
+            super::gate::release_when_settled(permit, http, root, key);
+        }
+        result
+    }
+
+    /// `chat` once the server takes the request: the request, its continuations, and
+    /// the reply so far in `reply`.
+    async fn stream(
+        &self,
+        request: &ChatRequest,
+        mut reply: ChatReply,
+        cancel: &CancellationToken,
+        on_event: &mut (dyn FnMut(StreamEvent) + Send),
+    ) -> Result<ChatReply, LlmError> {
         loop {
             let mut messages = request.messages.clone();
             if !reply.text.is_empty() {

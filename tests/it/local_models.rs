@@ -1048,6 +1048,39 @@ fn at_once(requests: &[RecordedRequest]) -> usize {
         .unwrap()
 }
 
+/// A turn cancelled while llama.cpp computes it goes on being computed there (it does
+/// not stop a prompt when the client leaves): the next request waits until the
+/// server's `/slots` say it is done, so the two never run at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_request_still_computing_holds_the_next_one_back() {
+    let server = MockServer::start_as(Dialect::LlamaCpp { n_ctx: 8192 }).await;
+    server.push(Reply::text("slow").with_start_delay(std::time::Duration::from_millis(1500)));
+    server.push(Reply::text("It keeps the books."));
+    let settings = Settings {
+        context_window: Some(8192),
+        ..settings(&server, "tinyllm-cancel")
+    };
+    let mut chat = Chat::start(settings, &[("shelf.py", SHELF)], &[]);
+    chat.send(Op::Submit {
+        text: "turn 1: what is it?".into(),
+    });
+    server
+        .wait_for_requests(1, std::time::Duration::from_secs(10))
+        .await;
+    chat.send(Op::Cancel);
+    chat.until(|e| matches!(e, Event::TurnFinished { .. } | Event::TurnFailed { .. }))
+        .await;
+    let events = chat.say("turn 2: what does it keep?".into()).await;
+    assert!(
+        matches!(events.last(), Some(Event::TurnFinished { .. })),
+        "{:?}",
+        failure(&events)
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(at_once(&requests), 1, "{requests:#?}");
+}
+
 /// A request that does not fit while the background summary runs waits for that
 /// summary rather than cancel it for an overflow summary: llama.cpp goes on computing
 /// a cancelled request (the loopback server does too), so against the real server both

@@ -92,6 +92,7 @@ pub(super) fn router(shared: Arc<Shared>) -> Router {
         .route("/chat/completions", post(chat_completions))
         .route("/tokenize", post(tokenize))
         .route("/extras/tokenize/count", post(tokenize))
+        .route("/slots", get(slots))
         .route("/props", get(window))
         .route("/v1/models", get(window))
         .route("/api/v0/models", get(window))
@@ -195,6 +196,25 @@ async fn tokenize(State(shared): State<Arc<Shared>>, request: Request) -> Respon
             errors::invalid_request(&format!("Invalid URL (POST {path})")),
         ),
     }
+}
+
+/// llama-server's `GET /slots`: one slot, processing while a request is computed
+/// (a cancelled one too, until its computing is done); else 404.
+async fn slots(State(shared): State<Arc<Shared>>) -> Response {
+    if !matches!(shared.dialect, Dialect::LlamaCpp { .. }) {
+        let body = errors::invalid_request("Invalid URL (GET /slots)");
+        return json_response(StatusCode::NOT_FOUND, body);
+    }
+    let now = Instant::now();
+    let processing = shared
+        .log
+        .snapshot()
+        .iter()
+        .any(|r| r.finished_at.is_none_or(|at| at > now));
+    json_response(
+        StatusCode::OK,
+        serde_json::json!([{ "id": 0, "is_processing": processing }]),
+    )
 }
 
 /// An endpoint that says the server's window: answered as `Shared::window` has it,

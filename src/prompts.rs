@@ -49,6 +49,15 @@ pub fn edit_format(format: EditFormat) -> Sections {
     }
 }
 
+/// A shorter system prompt for `format`, where it has one: for a window too small for
+/// the long one (the reminder restates the format).
+pub fn short_system(format: EditFormat) -> Option<&'static str> {
+    match format {
+        EditFormat::Editblock => Some(text!("editblock-short.md")),
+        EditFormat::Udiff | EditFormat::Whole => None,
+    }
+}
+
 /// The sections of a request in ask mode, whatever the edit format: no edits, no
 /// examples.
 pub const ASK: Sections = Sections {

@@ -125,6 +125,11 @@ impl HistoryBudget {
         self.current.as_ref().is_some_and(|p| p.drop_examples)
     }
 
+    /// Whether the turn being started sends code mode's short system prompt.
+    pub(crate) fn short_system(&self) -> bool {
+        self.current.as_ref().is_some_and(|p| p.short_system)
+    }
+
     /// The turn being started waits for the server to count its messages, unless it
     /// waited enough already (then it goes with estimates). True when it waits.
     pub(crate) fn wait_for_counts(&mut self) -> bool {
@@ -270,17 +275,17 @@ impl HistoryBudget {
     /// summary (which may make room) rather than cancel it for another, so a server
     /// never computes two summaries at once (llama.cpp goes on computing a cancelled
     /// request). Gives `plan` back when no background summary runs.
-    pub(super) fn wait_for_checkpoint(&mut self, plan: TurnPlan) -> Result<(), TurnPlan> {
+    pub(super) fn wait_for_checkpoint(&mut self, plan: TurnPlan) -> Option<TurnPlan> {
         if !self
             .job
             .as_ref()
             .is_some_and(|job| job.kind == JobKind::Checkpoint)
         {
-            return Err(plan);
+            return Some(plan);
         }
         self.swap_due = true;
         self.held = Some(plan);
-        Ok(())
+        None
     }
 
     /// True while the next turn must wait for a summary.

@@ -27,6 +27,10 @@ use crate::tokens::{Counting, Prediction};
 /// take room a small window needs for the code and the conversation.
 const EXAMPLES_MIN_WINDOW: usize = 8192;
 
+/// Below this window code mode's system prompt may shrink to its short form to make
+/// room (`prompts::short_system`).
+const SHORT_SYSTEM_MAX_WINDOW: usize = 4096;
+
 /// How many times a request the server refused as too long is retried, smaller.
 pub(super) const MAX_OVERFLOW_RETRIES: usize = 3;
 
@@ -100,6 +104,8 @@ pub(super) struct TurnPlan {
     pub(super) map_shrunk: bool,
     /// The few-shot examples are left out to make room.
     pub(super) drop_examples: bool,
+    /// Code mode's short system prompt is sent to make room.
+    pub(super) short_system: bool,
     pub(super) summarized_for_overflow: bool,
     /// Summarizing the history to make room failed.
     pub(super) summary_failed: bool,
@@ -122,6 +128,7 @@ impl TurnPlan {
             refused: None,
             map_shrunk: false,
             drop_examples: false,
+            short_system: false,
             summarized_for_overflow: false,
             summary_failed: false,
             count_rounds: 0,
@@ -181,8 +188,14 @@ impl Engine {
         } else {
             prompts.examples
         };
+        let system = match self.conversation.history().short_system() {
+            true if mode == ChatMode::Code => {
+                crate::prompts::short_system(self.model.edit_format()).unwrap_or(prompts.system)
+            }
+            _ => prompts.system,
+        };
         let inputs = ChunkInputs {
-            system: prompts.system.to_string(),
+            system: system.to_string(),
             examples,
             readonly_files,
             repo_map,
@@ -628,8 +641,9 @@ impl Engine {
     }
 
     /// The request does not fit: the repo map shrinks (to nothing if need be), then
-    /// the few-shot examples go, then the history is summarized now (the turn waits);
-    /// only then is it refused, with what is big in it. The user's text comes back
+    /// the few-shot examples go, then below 4k code mode's short system prompt stands
+    /// in, then the history is summarized now (the turn waits); only then is it
+    /// refused, with what is big in it and what of tern's own part was cut. The user's text comes back
     /// with the refusal.
     pub(super) fn make_room(
         &mut self,
@@ -660,17 +674,25 @@ impl Engine {
             ));
             return self.restart_turn(plan);
         }
+        if !plan.short_system
+            && mode == ChatMode::Code
+            && self.model.window().window < SHORT_SYSTEM_MAX_WINDOW
+            && crate::prompts::short_system(self.model.edit_format()).is_some()
+        {
+            plan.short_system = true;
+            self.events.notice(format!(
+                "the request is {over} tokens over the limit of {limit}: sending it with the short system prompt"
+            ));
+            return self.restart_turn(plan);
+        }
         let history_tokens = history::tokens(&self.session.history, self.model.counter());
         let target = history_tokens.saturating_sub(over);
-        let mut plan = match self.conversation.history_mut().wait_for_checkpoint(plan) {
-            Ok(()) => {
-                self.events.notice(format!(
-                    "the request is {over} tokens over the limit of {limit}: waiting for the history summary under way first"
-                ));
-                self.publish_history();
-                return;
-            }
-            Err(plan) => plan,
+        let Some(mut plan) = self.conversation.history_mut().wait_for_checkpoint(plan) else {
+            self.events.notice(format!(
+                "the request is {over} tokens over the limit of {limit}: waiting for the history summary under way first"
+            ));
+            self.publish_history();
+            return;
         };
         if !plan.summarized_for_overflow
             && target >= MIN_SUMMARY_ROOM
@@ -695,6 +717,23 @@ impl Engine {
         let mut error = advice::advice(&report, report.total, limit);
         if let Some(note) = super::model::counts::calibration_note(report.counting) {
             error = format!("{error}; {note}");
+        }
+        let cut: Vec<&str> = [
+            (
+                plan.map_shrunk && report.section(Section::Repo) == 0,
+                "the repo map off",
+            ),
+            (plan.drop_examples, "no example exchanges"),
+            (plan.short_system, "the short system prompt"),
+        ]
+        .into_iter()
+        .filter_map(|(done, what)| done.then_some(what))
+        .collect();
+        if !cut.is_empty() {
+            error = format!(
+                "{error} (tern's own part was cut first: {})",
+                cut.join(", ")
+            );
         }
         if let Some((tokens, why)) = &plan.refused {
             error = format!(

@@ -388,6 +388,56 @@ fn settings_for(server: &MockServer, model: &str) -> Settings {
     }
 }
 
+/// Code mode at a 2,048-token window: a question about a 3 KB file was refused before
+/// sending (1,727 > 1,536, tern's own part 628). Below 4k the fixed part shrinks first
+/// (the short system prompt, as the map and the examples do), and the request is sent;
+/// one still too big is refused naming what tern cut.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn code_mode_below_4k_shrinks_its_own_part_before_refusing() {
+    let server = MockServer::start_as(Dialect::LlamaCpp { n_ctx: 2048 }).await;
+    server.set_responder(|_| Reply::text("It keeps the books."));
+    let file: String = (0..36)
+        .map(|i| {
+            format!("def shelf_{i}(books):\n    return [b for b in books if b.shelf == {i}]\n")
+        })
+        .collect();
+    assert!((2400..3400).contains(&file.len()), "{}", file.len());
+    let settings = Settings {
+        context_window: Some(2048),
+        ..settings(&server, "tinyllm-code")
+    };
+    let mut chat = Chat::start(settings, &[("shelves.py", &file)], &["shelves.py"]);
+    let events = chat
+        .say("which function finds the books on shelf 7?".into())
+        .await;
+    assert!(
+        matches!(events.last(), Some(Event::TurnFinished { .. })),
+        "{:?}",
+        failure(&events)
+    );
+    assert!(
+        notices(&events)
+            .iter()
+            .any(|n| n.contains("the short system prompt")),
+        "{:?}",
+        notices(&events)
+    );
+    let sent = server.requests().pop().unwrap();
+    let short = include_str!("../../assets/prompts/editblock-short.md").trim();
+    assert_eq!(sent.messages[0].text, short);
+
+    let bigger: String = file.repeat(2);
+    std::fs::write(chat.repo.path().join("shelves.py"), &bigger).unwrap();
+    let events = chat
+        .say("and which finds the books on shelf 9?".into())
+        .await;
+    let (error, _) = failure(&events).expect("refused");
+    assert!(
+        error.contains("tern's own part was cut first") && error.contains("short system prompt"),
+        "{error}"
+    );
+}
+
 /// An OpenAI-style "context length exceeded" is retried, and the server really gets a
 /// smaller request: the repo map shrinks.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

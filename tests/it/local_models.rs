@@ -6,7 +6,9 @@
 // A failed unwrap here is a failed test, which is what it should be.
 #![allow(clippy::unwrap_used)]
 
-use crate::history_support::{Chat, as_files, failure, is_summary, mapped_repo, notices};
+use crate::history_support::{
+    Chat, as_files, assert_finished, failure, is_summary, mapped_repo, notices,
+};
 use crate::support::{Dialect, MockServer, RecordedRequest, Reply, TempRepo};
 use tern::config::{ApiKey, Settings};
 use tern::engine::protocol::{Counting, RequestKind, WindowSource};
@@ -352,11 +354,7 @@ async fn the_gauge_shows_the_max_tokens_sent() {
     let mut chat = Chat::start(settings, &[("shelf.py", SHELF)], &["shelf.py"]);
     chat.ask_mode().await;
     let events = chat.say("what does lend do?".into()).await;
-    assert!(
-        matches!(events.last(), Some(Event::TurnFinished { .. })),
-        "{:?}",
-        failure(&events)
-    );
+    assert_finished(&events);
     let shown = events
         .iter()
         .rev()
@@ -410,11 +408,7 @@ async fn code_mode_below_4k_shrinks_its_own_part_before_refusing() {
     let events = chat
         .say("which function finds the books on shelf 7?".into())
         .await;
-    assert!(
-        matches!(events.last(), Some(Event::TurnFinished { .. })),
-        "{:?}",
-        failure(&events)
-    );
+    assert_finished(&events);
     assert!(
         notices(&events)
             .iter()
@@ -1121,11 +1115,7 @@ async fn a_cancelled_request_still_computing_holds_the_next_one_back() {
     chat.until(|e| matches!(e, Event::TurnFinished { .. } | Event::TurnFailed { .. }))
         .await;
     let events = chat.say("turn 2: what does it keep?".into()).await;
-    assert!(
-        matches!(events.last(), Some(Event::TurnFinished { .. })),
-        "{:?}",
-        failure(&events)
-    );
+    assert_finished(&events);
     let requests = server.requests();
     assert_eq!(requests.len(), 2);
     assert_eq!(at_once(&requests), 1, "{requests:#?}");
@@ -1170,11 +1160,7 @@ async fn an_overflow_waits_for_the_background_summary_instead_of_running_beside_
     let events = chat
         .say(format!("turn {t}: and this? {PROSE}{PROSE}"))
         .await;
-    assert!(
-        matches!(events.last(), Some(Event::TurnFinished { .. })),
-        "{:?}",
-        failure(&events)
-    );
+    assert_finished(&events);
     let summaries: Vec<RecordedRequest> =
         server.requests().into_iter().filter(is_summary).collect();
     assert_eq!(at_once(&summaries), 1, "{summaries:#?}");

@@ -905,6 +905,58 @@ fn forget_in_a_resumed_run_cancels_the_summary_under_way() {
     );
 }
 
+/// `/forget` keeps the latest turn; when that turn alone still leaves the history too
+/// big for the room the rest of the request leaves it, it says so and offers
+/// `/forget all`, which drops it too (the model is told).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forget_says_when_the_latest_turn_still_does_not_fit_and_all_drops_it() {
+    let server = MockServer::start().await;
+    server.set_responder(|r| Reply::text(reply(crate::history_support::turn_of(r))));
+    let notes = PROSE.repeat(6);
+    let settings = Settings {
+        context_window: Some(2000),
+        reserve_output: Some(500),
+        ..settings(&server, "gpt-4o")
+    };
+    let mut chat = Chat::start(settings, &[("notes.md", &notes)], &[]);
+    chat.ask_mode().await;
+    assert_finished(&chat.say("turn 1: hi".into()).await);
+    assert_finished(&chat.say("turn 2: hello".into()).await);
+    assert_finished(
+        &chat
+            .say(format!("turn 3: and this? {}", PROSE.repeat(3)))
+            .await,
+    );
+    chat.send(Op::AddFiles {
+        paths: vec!["notes.md".into()],
+        mode: FileMode::ReadOnly,
+    });
+    chat.send(crate::support::typed("/forget"));
+    let events = chat.until(|e| matches!(e, Event::Idle)).await;
+    let said = notices(&events);
+    assert!(
+        said.iter().any(|n| n.contains("forgot the oldest 2 turns")),
+        "{said:?}"
+    );
+    assert!(
+        said.iter()
+            .any(|n| n.contains("still does not fit") && n.contains("/forget all")),
+        "{said:?}"
+    );
+    chat.send(crate::support::typed("/forget all"));
+    let events = chat
+        .until(|e| matches!(e, Event::Notice { text } if text.contains("forgot")))
+        .await;
+    // The note standing for the first two, and the latest turn.
+    assert!(
+        notices(&events)
+            .iter()
+            .any(|n| n.contains("forgot the oldest 2 turns")),
+        "{:?}",
+        notices(&events)
+    );
+}
+
 #[test]
 fn tokens_refuses_a_missing_file() {
     let done = run(

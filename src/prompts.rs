@@ -49,6 +49,15 @@ pub fn edit_format(format: EditFormat) -> Sections {
     }
 }
 
+/// A shorter system prompt for `format`, where it has one: for a window too small for
+/// the long one (the reminder restates the format).
+pub fn short_system(format: EditFormat) -> Option<&'static str> {
+    match format {
+        EditFormat::Editblock => Some(text!("editblock-short.md")),
+        EditFormat::Udiff | EditFormat::Whole => None,
+    }
+}
+
 /// The sections of a request in ask mode, whatever the edit format: no edits, no
 /// examples.
 pub const ASK: Sections = Sections {
@@ -89,6 +98,8 @@ pub const SUMMARY_ACK: &str = text!("summary-ack.md");
 /// the assistant's answer to it.
 pub const FORGOTTEN: &str = text!("forgotten.md");
 pub const FORGOTTEN_ACK: &str = text!("forgotten-ack.md");
+/// Stands in the history for a reply that came back empty, so the question stays.
+pub const EMPTY_REPLY: &str = text!("empty-reply.md");
 
 // Edits (`edit`): the commit message, failed blocks sent back, rejected hunks.
 

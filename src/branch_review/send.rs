@@ -114,6 +114,7 @@ async fn send_calls(
             reply_limit: ReplyLimit::Server,
             predicted_prompt: Some(call.tokens),
             one_at_a_time: false,
+            known_window: None,
         };
         let reply = client
             .chat(&request, cancel, &mut |e| on_event(SendEvent::Stream(e)))

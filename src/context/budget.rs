@@ -94,6 +94,8 @@ pub struct BudgetReport {
     pub encoding: &'static str,
     pub window: usize,
     pub window_source: WindowSource,
+    /// What the request as it stands sends as `max_tokens` (the engine sets it), else
+    /// the window's reserve.
     pub reserved_output: usize,
     /// The most prompt tokens that may be sent: the window minus the reserve, or the
     /// model's separate input cap if lower.
@@ -149,6 +151,11 @@ pub struct Window {
 }
 
 impl Window {
+    /// The window, when it was told or reported rather than assumed.
+    pub fn known(&self) -> Option<usize> {
+        (self.source != WindowSource::Assumed).then_some(self.window)
+    }
+
     /// The reserve defaults to the model's output limit, at most 8192 and at most a
     /// quarter of the window (but not below `RESERVE_FLOOR`), so a 2k window keeps
     /// three quarters of itself for the prompt; it is never more than half the window.

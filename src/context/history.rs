@@ -154,20 +154,21 @@ pub struct Forgotten {
 
 /// Drops the oldest turns of `history` (a summary or an earlier note at its front
 /// counts as one): `turns` of them, or with None as many as it takes to bring it to
-/// at most `target` tokens; the latest turn always stays. A note at the front tells the
+/// at most `target` tokens; the latest turn stays when `keep_latest`. A note at the front tells the
 /// model. None when there is nothing to drop. The fallback when summarizing fails,
 /// made only with the user's consent (`/forget`).
 pub(crate) fn forget_head(
     history: &mut Vec<Message>,
     turns: Option<usize>,
     target: usize,
+    keep_latest: bool,
     counter: &TokenCounter,
 ) -> Option<Forgotten> {
     let note = [
         Message::user(prompts::FORGOTTEN),
         Message::assistant(prompts::FORGOTTEN_ACK),
     ];
-    let droppable = (history.len() / 2).saturating_sub(1);
+    let droppable = (history.len() / 2).saturating_sub(usize::from(keep_latest));
     let pair_tokens: Vec<usize> = history
         .chunks(2)
         .map(|pair| tokens(pair, counter))
@@ -250,6 +251,8 @@ pub struct Summarizer {
     models: Vec<SummaryModel>,
     counter: TokenCounter,
     observer: Option<RequestObserver>,
+    /// The server's window as told or reported (`ChatRequest::known_window`).
+    known_window: Option<usize>,
 }
 
 impl std::fmt::Debug for Summarizer {
@@ -270,6 +273,15 @@ impl Summarizer {
             models,
             counter: counter.quiet(),
             observer: None,
+            known_window: None,
+        }
+    }
+
+    /// The server's window is `window`, as told or reported (not assumed).
+    pub(crate) fn window_known(self, window: usize) -> Self {
+        Summarizer {
+            known_window: Some(window),
+            ..self
         }
     }
 
@@ -533,6 +545,7 @@ impl<'a> Run<'a> {
                 },
                 predicted_prompt: Some(predicted),
                 one_at_a_time: true,
+                known_window: self.summarizer.known_window,
             };
             self.calls.fetch_add(1, Ordering::Relaxed);
             let observer = self.summarizer.observer.clone();
@@ -556,6 +569,9 @@ impl<'a> Run<'a> {
                         "{}: the reply was cut off ({why})",
                         model.info.name
                     )),
+                    Finish::Empty => {
+                        failures.push(format!("{}: the reply was empty", model.info.name))
+                    }
                     Finish::Stop | Finish::Length(_) | Finish::ContextFull { .. }
                         if reply.text.trim().is_empty() =>
                     {
@@ -749,7 +765,7 @@ mod tests {
         let mut history = conversation(10, 20);
         let latest = history[18..].to_vec();
         let whole = tokens(&history, &c);
-        let forgotten = forget_head(&mut history, None, whole / 2, &c).unwrap();
+        let forgotten = forget_head(&mut history, None, whole / 2, true, &c).unwrap();
         assert!(tokens(&history, &c) <= whole / 2);
         assert!(
             forgotten.turns >= 5 && forgotten.turns < 10,
@@ -761,11 +777,20 @@ mod tests {
             assert_ne!(pair[0].role, pair[1].role);
         }
         // Asked for more than there is, the latest turn still stays.
-        let forgotten = forget_head(&mut history, Some(100), 0, &c).unwrap();
+        let forgotten = forget_head(&mut history, Some(100), 0, true, &c).unwrap();
         assert_eq!(history.len(), 4);
         assert!(forgotten.turns >= 1);
         assert_eq!(&history[2..], latest.as_slice());
-        assert_eq!(forget_head(&mut conversation(1, 5), None, 0, &c), None);
+        assert_eq!(
+            forget_head(&mut conversation(1, 5), None, 0, true, &c),
+            None
+        );
+        // `/forget all`: the latest turn goes too; only the note stays.
+        let mut one = conversation(1, 5);
+        let forgotten = forget_head(&mut one, Some(usize::MAX), 0, false, &c).unwrap();
+        assert_eq!(forgotten.turns, 1);
+        assert_eq!(one.len(), 2);
+        assert_eq!(one[0].content, prompts::FORGOTTEN);
     }
 
     #[test]

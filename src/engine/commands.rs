@@ -60,7 +60,7 @@ pub enum Command {
     Clear,
     #[strum(props(args = ""), message = "summarize the conversation history now")]
     Compact,
-    #[strum(props(args = "[TURNS]"), message = "drop the oldest turns without a summary (when summarizing fails); the model is told")]
+    #[strum(props(args = "[TURNS | all]"), message = "drop the oldest turns without a summary (when summarizing fails; all: the latest too); the model is told")]
     Forget,
     #[strum(props(args = "[NAME]", complete = "models"), message = "show or switch the main model")]
     Model,

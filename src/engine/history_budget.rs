@@ -76,6 +76,17 @@ enum JobKind {
     Compact,
 }
 
+/// What `/forget` drops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Forget {
+    /// The oldest turns, as many as bring the history within its target.
+    ToFit,
+    /// The oldest N turns.
+    Oldest(usize),
+    /// Every turn, the latest too.
+    All,
+}
+
 /// A summary task's result, handed back to the engine loop.
 pub(crate) struct JobDone {
     id: u64,
@@ -112,6 +123,11 @@ impl HistoryBudget {
     /// Whether the turn being started leaves out the few-shot examples.
     pub(crate) fn examples_dropped(&self) -> bool {
         self.current.as_ref().is_some_and(|p| p.drop_examples)
+    }
+
+    /// Whether the turn being started sends code mode's short system prompt.
+    pub(crate) fn short_system(&self) -> bool {
+        self.current.as_ref().is_some_and(|p| p.short_system)
     }
 
     /// The turn being started waits for the server to count its messages, unless it
@@ -255,6 +271,23 @@ impl HistoryBudget {
         self.spawn_summary((JobKind::Overflow, target), (model, session, events), jobs);
     }
 
+    /// `plan` does not fit while the background summary runs: it waits for that
+    /// summary (which may make room) rather than cancel it for another, so a server
+    /// never computes two summaries at once (llama.cpp goes on computing a cancelled
+    /// request). Gives `plan` back when no background summary runs.
+    pub(super) fn wait_for_checkpoint(&mut self, plan: TurnPlan) -> Option<TurnPlan> {
+        if !self
+            .job
+            .as_ref()
+            .is_some_and(|job| job.kind == JobKind::Checkpoint)
+        {
+            return Some(plan);
+        }
+        self.swap_due = true;
+        self.held = Some(plan);
+        None
+    }
+
     /// True while the next turn must wait for a summary.
     fn blocks_turns(&self) -> bool {
         self.job
@@ -362,7 +395,12 @@ impl HistoryBudget {
             )),
             _ => {}
         });
-        Summarizer::new(model.client().clone(), models, model.counter().clone()).observed(observer)
+        let summarizer = Summarizer::new(model.client().clone(), models, model.counter().clone())
+            .observed(observer);
+        match model.window().known() {
+            Some(window) => summarizer.window_known(window),
+            None => summarizer,
+        }
     }
 
     /// Sends the history's status line.
@@ -553,7 +591,7 @@ impl HistoryBudget {
             }
             (JobKind::Checkpoint, Ok(Some(summary))) => {
                 self.buffer.checkpoint_done(summary.anchor, summary.text);
-                if self.swap_due {
+                if std::mem::take(&mut self.swap_due) {
                     self.step(p);
                 }
                 None
@@ -615,46 +653,70 @@ impl HistoryBudget {
         then
     }
 
-    /// `/forget [TURNS]`'s arguments: how many turns (None: as many as it takes), or why
-    /// not now.
-    pub(super) fn forget_turns(
-        &self,
-        args: &str,
-        streaming: bool,
-    ) -> Result<Option<usize>, String> {
+    /// `/forget [TURNS | all]`'s arguments: how many turns, or why not now. A summary
+    /// under way does not stop it: `forget` cancels it.
+    pub(super) fn forget_turns(args: &str, streaming: bool) -> Result<Forget, String> {
         let turns = match args.trim() {
-            "" => None,
+            "" => Forget::ToFit,
+            "all" => Forget::All,
             n => match n.parse::<usize>() {
-                Ok(n) if n > 0 => Some(n),
-                _ => return Err(format!("/forget takes a number of turns, not {n:?}")),
+                Ok(n) if n > 0 => Forget::Oldest(n),
+                _ => {
+                    return Err(format!(
+                        "/forget takes a number of turns or `all`, not {n:?}"
+                    ));
+                }
             },
         };
-        if streaming || self.job.is_some() {
-            return Err("/forget: not while a reply or a summary is under way".into());
+        if streaming {
+            return Err("/forget: not while a reply is under way".into());
         }
         Ok(turns)
+    }
+
+    /// Stops the summary under way for a command that changes the history under it
+    /// (`what`), and says so: its result would be of a history that is gone.
+    fn cancel_for(&mut self, what: &str, events: &EventSink) {
+        let Some(job) = self.job.take() else {
+            return;
+        };
+        job.cancel.cancel();
+        if job.kind == JobKind::Compact {
+            compact_output(events, format!("cancelled by {what}"));
+        }
+        events.notice(format!(
+            "{what}: cancelled the history summary under way ({:.1} s in); nothing it would have replaced is kept",
+            job.started.elapsed().as_secs_f64()
+        ));
     }
 
     /// `/forget [TURNS]`: the user's consent to drop the oldest turns without a summary
     /// (TURNS of them, or as many as bring the history to half its budget and to half
     /// the room the rest of a request, `others` tokens, leaves it), with a note to the
     /// model at the history's front.
-    pub(super) fn forget(
-        &mut self,
-        turns: Option<usize>,
-        others: usize,
-        p: &mut Parts<'_>,
-    ) -> Vec<Then> {
+    pub(super) fn forget(&mut self, turns: Forget, others: usize, p: &mut Parts<'_>) -> Vec<Then> {
+        let waited_for = self.holds_turns();
+        self.cancel_for("/forget", p.events);
         let room = self.prompt_limit(p.model).saturating_sub(others);
         let target = Self::budget(p.model).min(room) / 2;
-        match history::forget_head(&mut p.session.history, turns, target, p.model.counter()) {
-            None => {
-                p.events.notice(format!(
-                    "nothing to forget: the history is {} tokens, within {target} (the latest turn always stays)",
-                    Self::tokens(p.session, p.model)
-                ));
-                vec![]
-            }
+        let (turns, keep_latest) = match turns {
+            Forget::ToFit => (None, true),
+            Forget::Oldest(n) => (Some(n), true),
+            Forget::All => (Some(usize::MAX), false),
+        };
+        let forgotten = history::forget_head(
+            &mut p.session.history,
+            turns,
+            target,
+            keep_latest,
+            p.model.counter(),
+        );
+        let left = Self::tokens(p.session, p.model);
+        let mut then = vec![];
+        match forgotten {
+            None => p.events.notice(format!(
+                "nothing to forget: the history is {left} tokens, within {target} (the latest turn stays unless you say /forget all)"
+            )),
             Some(forgotten) => {
                 p.saved.record_mut().replaced_front(2 * forgotten.turns, 2);
                 self.summary_at_front = false;
@@ -666,9 +728,19 @@ impl HistoryBudget {
                     crate::plural::count(forgotten.turns, "turn"),
                     forgotten.tokens
                 ));
-                vec![Then::Save, Then::PublishHistory, Then::PublishBudget]
+                then = vec![Then::Save, Then::PublishHistory, Then::PublishBudget];
             }
         }
+        if keep_latest && left > room {
+            p.events.warning(format!(
+                "the latest turn stays, and the history ({left} tokens) still does not fit in the {room} tokens the rest of the request leaves it: /forget all drops the latest turn too"
+            ));
+        }
+        then.push(Then::ResumeHeld);
+        if waited_for {
+            then.push(Then::Idle);
+        }
+        then
     }
 
     /// `Op::Cancel`: stops a turn waiting for a summary (its text comes back) and a
@@ -698,10 +770,8 @@ impl HistoryBudget {
     }
 
     /// `/clear`: forget any summary in progress along with the history.
-    pub(super) fn cleared(&mut self, saved: &mut Saved) -> Vec<Then> {
-        if let Some(job) = self.job.take() {
-            job.cancel.cancel();
-        }
+    pub(super) fn cleared(&mut self, saved: &mut Saved, events: &EventSink) -> Vec<Then> {
+        self.cancel_for("/clear", events);
         self.buffer.reset();
         self.summary_at_front = false;
         self.swap_due = false;

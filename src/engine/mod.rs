@@ -963,7 +963,7 @@ impl Engine {
         self.saved.record_mut().rewound(done.records);
         self.saved.set_redo(done.redo);
         if let Some(turns) = done.renumbered {
-            self.change_history(|history, parts| history.cleared(parts.saved));
+            self.change_history(|history, parts| history.cleared(parts.saved, parts.events));
             self.saved.record_mut().renumbered(turns);
         }
         if !redo && !done.commits.is_empty() {
@@ -1128,7 +1128,7 @@ impl Engine {
     /// of a request leaves it.
     fn forget(&mut self, args: &str) {
         let streaming = self.activity.is_streaming();
-        let turns = match self.conversation.history().forget_turns(args, streaming) {
+        let turns = match history_budget::HistoryBudget::forget_turns(args, streaming) {
             Ok(turns) => turns,
             Err(why) => return self.events.error(why),
         };
@@ -1264,7 +1264,7 @@ impl Engine {
             Command::MapRefresh => self.map.refresh_now(&self.events, &self.run_loop),
             Command::Clear => {
                 self.session.history.clear();
-                self.change_history(|history, parts| history.cleared(parts.saved));
+                self.change_history(|history, parts| history.cleared(parts.saved, parts.events));
                 self.events.notice("history cleared".into());
                 self.publish_budget();
             }

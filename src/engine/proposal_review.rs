@@ -1052,6 +1052,7 @@ async fn commit_message(
         reply_limit: crate::llm::ReplyLimit::Output { max_tokens: 100 },
         predicted_prompt: None,
         one_at_a_time: false,
+        known_window: None,
     };
     let cancel = CancellationToken::new();
     let watch = async {

@@ -27,6 +27,10 @@ use crate::tokens::{Counting, Prediction};
 /// take room a small window needs for the code and the conversation.
 const EXAMPLES_MIN_WINDOW: usize = 8192;
 
+/// Below this window code mode's system prompt may shrink to its short form to make
+/// room (`prompts::short_system`).
+const SHORT_SYSTEM_MAX_WINDOW: usize = 4096;
+
 /// How many times a request the server refused as too long is retried, smaller.
 pub(super) const MAX_OVERFLOW_RETRIES: usize = 3;
 
@@ -100,6 +104,8 @@ pub(super) struct TurnPlan {
     pub(super) map_shrunk: bool,
     /// The few-shot examples are left out to make room.
     pub(super) drop_examples: bool,
+    /// Code mode's short system prompt is sent to make room.
+    pub(super) short_system: bool,
     pub(super) summarized_for_overflow: bool,
     /// Summarizing the history to make room failed.
     pub(super) summary_failed: bool,
@@ -122,6 +128,7 @@ impl TurnPlan {
             refused: None,
             map_shrunk: false,
             drop_examples: false,
+            short_system: false,
             summarized_for_overflow: false,
             summary_failed: false,
             count_rounds: 0,
@@ -181,8 +188,14 @@ impl Engine {
         } else {
             prompts.examples
         };
+        let system = match self.conversation.history().short_system() {
+            true if mode == ChatMode::Code => {
+                crate::prompts::short_system(self.model.edit_format()).unwrap_or(prompts.system)
+            }
+            _ => prompts.system,
+        };
         let inputs = ChunkInputs {
-            system: prompts.system.to_string(),
+            system: system.to_string(),
             examples,
             readonly_files,
             repo_map,
@@ -214,7 +227,17 @@ impl Engine {
         ))
     }
 
+    /// What caps the reply to a prompt of `prompt` tokens: the room after it as the
+    /// server may count it, at most the model's output limit. The gauge shows it.
+    fn reply_limit(&self, prompt: usize) -> ReplyLimit {
+        let counted = prompt + self.model.counter().counting().margin(prompt);
+        ReplyLimit::for_prompt(self.model.info(), self.model.window().window, counted)
+    }
+
     pub(super) fn decorate(&self, mut report: BudgetReport) -> BudgetReport {
+        if let Some(sent) = self.reply_limit(report.total).max_tokens() {
+            report.reserved_output = sent;
+        }
         report.last_usage = self.session.last_usage;
         report.last_usage_estimated = self.session.last_usage_estimated;
         report.counts_pending = self.model.counts_pending(&self.run_loop);
@@ -419,14 +442,10 @@ impl Engine {
             model: self.model.info().clone(),
             messages: assembled.messages,
             cache_control: self.model.cache_control(),
-            // Room for the reply after the prompt as the server may count it.
-            reply_limit: ReplyLimit::for_prompt(
-                self.model.info(),
-                self.model.window().window,
-                prediction.total + self.model.counter().counting().margin(prediction.total),
-            ),
+            reply_limit: self.reply_limit(prediction.total),
             predicted_prompt: Some(prediction.total),
             one_at_a_time: false,
+            known_window: self.model.window().known(),
         };
         spawn(
             self.model.client().clone(),
@@ -508,11 +527,13 @@ impl Engine {
         self.session
             .record_cost(self.model.info(), &usage, estimated);
         let cost = self.session.last_cost;
-        if !reply.text.is_empty() {
-            let pair = [
-                Message::user(sent.sent_text),
-                Message::assistant(reply.text.clone()),
-            ];
+        // An empty reply keeps the question: the history says no reply came.
+        let answer = match reply.finish {
+            crate::llm::Finish::Empty => Some(crate::prompts::EMPTY_REPLY.to_string()),
+            _ => (!reply.text.is_empty()).then(|| reply.text.clone()),
+        };
+        if let Some(answer) = answer {
+            let pair = [Message::user(sent.sent_text), Message::assistant(answer)];
             let request = match sent.kind {
                 TurnKind::User => Request::User,
                 TurnKind::Reflection(_) => Request::Reflection,
@@ -620,8 +641,9 @@ impl Engine {
     }
 
     /// The request does not fit: the repo map shrinks (to nothing if need be), then
-    /// the few-shot examples go, then the history is summarized now (the turn waits);
-    /// only then is it refused, with what is big in it. The user's text comes back
+    /// the few-shot examples go, then below 4k code mode's short system prompt stands
+    /// in, then the history is summarized now (the turn waits); only then is it
+    /// refused, with what is big in it and what of tern's own part was cut. The user's text comes back
     /// with the refusal.
     pub(super) fn make_room(
         &mut self,
@@ -652,8 +674,26 @@ impl Engine {
             ));
             return self.restart_turn(plan);
         }
+        if !plan.short_system
+            && mode == ChatMode::Code
+            && self.model.window().window < SHORT_SYSTEM_MAX_WINDOW
+            && crate::prompts::short_system(self.model.edit_format()).is_some()
+        {
+            plan.short_system = true;
+            self.events.notice(format!(
+                "the request is {over} tokens over the limit of {limit}: sending it with the short system prompt"
+            ));
+            return self.restart_turn(plan);
+        }
         let history_tokens = history::tokens(&self.session.history, self.model.counter());
         let target = history_tokens.saturating_sub(over);
+        let Some(mut plan) = self.conversation.history_mut().wait_for_checkpoint(plan) else {
+            self.events.notice(format!(
+                "the request is {over} tokens over the limit of {limit}: waiting for the history summary under way first"
+            ));
+            self.publish_history();
+            return;
+        };
         if !plan.summarized_for_overflow
             && target >= MIN_SUMMARY_ROOM
             && self.may_spend(Unattended::Summary)
@@ -677,6 +717,23 @@ impl Engine {
         let mut error = advice::advice(&report, report.total, limit);
         if let Some(note) = super::model::counts::calibration_note(report.counting) {
             error = format!("{error}; {note}");
+        }
+        let cut: Vec<&str> = [
+            (
+                plan.map_shrunk && report.section(Section::Repo) == 0,
+                "the repo map off",
+            ),
+            (plan.drop_examples, "no example exchanges"),
+            (plan.short_system, "the short system prompt"),
+        ]
+        .into_iter()
+        .filter_map(|(done, what)| done.then_some(what))
+        .collect();
+        if !cut.is_empty() {
+            error = format!(
+                "{error} (tern's own part was cut first: {})",
+                cut.join(", ")
+            );
         }
         if let Some((tokens, why)) = &plan.refused {
             error = format!(

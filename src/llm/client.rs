@@ -65,6 +65,9 @@ pub struct ChatRequest {
     /// Sent only while no other such request to the server is under way (summaries).
     /// Every request to a server that takes one at a time waits so anyway.
     pub one_at_a_time: bool,
+    /// The window as told or reported (None when assumed): an empty reply is taken for
+    /// llama-cpp-python's overflow only from a prompt near it.
+    pub known_window: Option<usize>,
 }
 
 /// What caps a reply's tokens.
@@ -107,12 +110,12 @@ impl ReplyLimit {
     /// Why a reply with `finish_reason: length` stopped, for the user.
     pub fn describe(self) -> String {
         match self {
-            ReplyLimit::Server => "the reply hit the server's output limit".into(),
-            ReplyLimit::Output { max_tokens } => {
-                format!("the reply hit the model's output limit ({max_tokens} tokens)")
-            }
+            ReplyLimit::Server => "the reply filled its limit, the server's output limit".into(),
+            ReplyLimit::Output { max_tokens } => format!(
+                "the reply filled its limit, the model's output limit ({max_tokens} tokens)"
+            ),
             ReplyLimit::Window { max_tokens, window } => format!(
-                "the reply filled the context window: {max_tokens} tokens were left of {window} after the prompt (send less, or give the model a bigger window and tell tern with --context-window)"
+                "the reply filled its limit, the room left in the context window: {max_tokens} tokens of {window} after the prompt (send less, or give the model a bigger window and tell tern with --context-window)"
             ),
         }
     }
@@ -135,6 +138,8 @@ pub enum Finish {
     },
     /// The stream broke after some text arrived; the text is kept.
     CutOff(String),
+    /// The server sent no text, when asked again too.
+    Empty,
     /// The user cancelled; the text so far is kept.
     Cancelled,
 }
@@ -156,6 +161,10 @@ impl Finish {
                 ))
             }
             Finish::CutOff(why) => Some(format!("cut off: {why}; the partial reply is kept")),
+            Finish::Empty => Some(
+                "the reply was empty: the server sent no text, and none when asked once more; your message stays in the history"
+                    .into(),
+            ),
             Finish::Cancelled => Some("interrupted; the partial reply is kept".into()),
         }
     }
@@ -199,10 +208,14 @@ pub enum StreamEvent {
     },
 }
 
-/// Below this many predicted prompt tokens, an empty reply is a glitch (retried);
-/// above, it is probably a prompt too long for the server's context: llama-cpp-python
-/// answers one with 200, a role chunk and nothing more. No server has a smaller window.
+/// Below this many predicted prompt tokens, an empty reply is empty (asked once more);
+/// from llama-cpp-python above it (and near a known window), it is probably a prompt
+/// too long for the server's context: llama-cpp-python answers one with 200, a role
+/// chunk and nothing more. No server has a smaller window.
 const EMPTY_MEANS_OVERFLOW: usize = 1024;
+
+/// "Near the window": a prompt of at least this share of a known window.
+const NEAR_WINDOW: (usize, usize) = (3, 4);
 
 /// A client for one API base.
 #[derive(Clone)]
@@ -295,12 +308,35 @@ impl LlmClient {
         self.missing_key.then_some(LlmError::NoApiKey)
     }
 
+    /// The server's gate (`gate`): its root, as its tokenize calls know it.
+    fn gate_key(&self) -> String {
+        self.tokenize
+            .as_ref()
+            .map_or_else(|| self.api_base.clone(), |(_, root, _)| root.clone())
+    }
+
     /// True when the server was found to take one request at a time (llama.cpp,
     /// llama-cpp-python), by the probe for its tokenize endpoint.
     fn serves_one_at_a_time(&self) -> bool {
         self.tokenize
             .as_ref()
             .is_some_and(|(_, root, _)| super::tokenize::one_at_a_time(root))
+    }
+
+    /// Whether an empty reply to `request` is llama-cpp-python's sign of a prompt over
+    /// its context: only from that server (found by its tokenize endpoint), which
+    /// nothing else of tern's interrupts (see `gate`), for a prompt of
+    /// `EMPTY_MEANS_OVERFLOW` tokens or more and near the window where it is known.
+    fn empty_means_overflow(&self, request: &ChatRequest) -> bool {
+        let llama_cpp_python = self
+            .tokenize
+            .as_ref()
+            .is_some_and(|(_, root, _)| super::tokenize::interrupts(root));
+        let (near, of) = NEAR_WINDOW;
+        llama_cpp_python
+            && request.predicted_prompt.is_some_and(|p| {
+                p >= EMPTY_MEANS_OVERFLOW && request.known_window.is_none_or(|w| p * of >= w * near)
+            })
     }
 
     /// The server's own tokenizer for `model`, if the server has a tokenize endpoint
@@ -347,17 +383,38 @@ impl LlmClient {
             finish: Finish::Stop,
             continuations: 0,
         };
-        let _turn = if request.one_at_a_time || self.serves_one_at_a_time() {
+        let gate = self.gate_key();
+        let turn = if request.one_at_a_time || self.serves_one_at_a_time() {
             tokio::select! {
                 _ = cancel.cancelled() => {
                     reply.finish = Finish::Cancelled;
                     return Ok(reply);
                 }
-                permit = super::gate::enter(&self.api_base) => permit,
+                permit = super::gate::enter(&gate) => permit,
             }
         } else {
             None
         };
+        let result = self.stream(request, reply, cancel, on_event).await;
+        // A cancelled request may still run on the server: the next waits for it.
+        if cancel.is_cancelled()
+            && self.serves_one_at_a_time()
+            && let (Some(permit), Some((http, root, key))) = (turn, self.tokenize.clone())
+        {
+            super::gate::release_when_settled(permit, http, root, key);
+        }
+        result
+    }
+
+    /// `chat` once the server takes the request: the request, its continuations, and
+    /// the reply so far in `reply`.
+    async fn stream(
+        &self,
+        request: &ChatRequest,
+        mut reply: ChatReply,
+        cancel: &CancellationToken,
+        on_event: &mut (dyn FnMut(StreamEvent) + Send),
+    ) -> Result<ChatReply, LlmError> {
         loop {
             let mut messages = request.messages.clone();
             if !reply.text.is_empty() {
@@ -395,7 +452,11 @@ impl LlmClient {
                 reply.usage.cached_tokens += usage.cached_tokens;
                 reply.usage.cache_write_tokens += usage.cache_write_tokens;
             }
-            reply.finish = part.finish;
+            reply.finish = match part.finish {
+                // A continuation with nothing to add: the model had finished.
+                Finish::Empty if !reply.text.is_empty() => Finish::Stop,
+                finish => finish,
+            };
             // A continuation is a new request: never after Esc, and never when the
             // window, not the output limit, stopped the reply.
             let continue_it = matches!(
@@ -425,6 +486,7 @@ impl LlmClient {
     ) -> Result<Part, LlmError> {
         let started = Instant::now();
         let mut attempt = 0;
+        let mut empty = false;
         loop {
             attempt += 1;
             let failure = match self
@@ -432,6 +494,22 @@ impl LlmClient {
                 .await
             {
                 Attempt::Done(part) => return Ok(part),
+                // An empty reply is asked for once more as it was, then said as such.
+                Attempt::Failed(Failure::Empty) if !self.empty_means_overflow(request) => {
+                    if std::mem::replace(&mut empty, true) {
+                        return Ok(Part {
+                            text: String::new(),
+                            usage: None,
+                            finish: Finish::Empty,
+                        });
+                    }
+                    on_event(StreamEvent::Retrying {
+                        attempt,
+                        delay: Duration::ZERO,
+                        reason: "the server sent an empty reply".into(),
+                    });
+                    continue;
+                }
                 Attempt::Failed(failure) => failure,
             };
             let (after, reason, limit, if_exhausted) = match self.judge(failure, request, attempt) {
@@ -572,10 +650,10 @@ impl LlmClient {
                 },
                 _ => Finish::Length(limit),
             },
-            Some(_) => Finish::Stop,
-            None if text.is_empty() => {
+            _ if text.is_empty() && reasoning_bytes == 0 => {
                 return Attempt::Failed(Failure::Empty);
             }
+            Some(_) => Finish::Stop,
             None => Finish::CutOff("the stream ended before the model finished".to_string()),
         };
         Attempt::Done(Part {
@@ -597,29 +675,16 @@ impl LlmClient {
         let url = format!("{}/chat/completions", self.api_base);
         let model = request.model.name.as_str();
         match failure {
-            Failure::Empty
-                if request
-                    .predicted_prompt
-                    .is_some_and(|p| p >= EMPTY_MEANS_OVERFLOW) =>
-            {
-                Judged::Fail(LlmError::ContextLengthExceeded {
-                    message: format!(
-                        "the server answered with an empty reply, which llama-cpp-python does when the prompt (about {} tokens) does not fit its context (n_ctx)",
-                        request.predicted_prompt.unwrap_or_default()
-                    ),
-                    window: None,
-                    prompt_tokens: None,
-                    probable: true,
-                })
-            }
-            Failure::Empty => Judged::Retry {
-                after: None,
-                limit: None,
-                reason: "the server closed the stream without a reply".into(),
-                if_exhausted: LlmError::BadResponse {
-                    detail: "the stream ended without any reply".into(),
-                },
-            },
+            // Only llama-cpp-python's overflow gets here (`attempts`).
+            Failure::Empty => Judged::Fail(LlmError::ContextLengthExceeded {
+                message: format!(
+                    "the server answered with an empty reply, which llama-cpp-python does when the prompt (about {} tokens) does not fit its context (n_ctx)",
+                    request.predicted_prompt.unwrap_or_default()
+                ),
+                window: None,
+                prompt_tokens: None,
+                probable: true,
+            }),
             Failure::InStream(body) => judged(
                 error::classify_in_stream(&body),
                 LlmError::InStream {
@@ -756,7 +821,7 @@ enum Failure {
     Open(OpenAIError),
     /// The stream carried an error object (this JSON body) before any reply text.
     InStream(String),
-    /// The stream ended with neither text nor a finish reason.
+    /// The stream ended with no text (and no reasoning) and no length limit hit.
     Empty,
 }
 

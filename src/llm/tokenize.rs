@@ -91,6 +91,12 @@ impl ServerTokenizer {
     /// The count, and whether the answer was the tokens alone (llama.cpp's; vLLM's
     /// `/tokenize` answers a count too).
     async fn counted(&self, text: &str) -> Result<(usize, bool), CountError> {
+        // llama-cpp-python stops the reply it streams for any other request: a count
+        // waits until no reply streams.
+        let _quiet = match self.api {
+            Api::Extras => super::gate::enter(&self.root).await,
+            Api::Tokenize => None,
+        };
         let url = format!("{}{}", self.root, self.api.path());
         let mut request = self.http.post(&url).json(&self.api.body(&self.model, text));
         if let Some(key) = &self.key {
@@ -216,11 +222,22 @@ static PROBED: LazyLock<Mutex<HashMap<String, Probe>>> = LazyLock::new(Default::
 /// True when the probe found that the server at `root` must get one request at a
 /// time; false when it found otherwise or has not answered yet.
 pub(crate) fn one_at_a_time(root: &str) -> bool {
+    found(root).is_some_and(|found| found.one_at_a_time)
+}
+
+/// What the probe found at `root`, once it answered.
+fn found(root: &str) -> Option<Found> {
     let probed = PROBED.lock().unwrap_or_else(|e| e.into_inner());
     probed
         .get(root)
         .and_then(|cell| cell.get().copied().flatten())
-        .is_some_and(|found| found.one_at_a_time)
+}
+
+/// True when the probe found llama-cpp-python at `root` (its `/extras` endpoint): it
+/// interrupts the reply it streams when another request arrives
+/// (`--interrupt_requests`, on by default).
+pub(crate) fn interrupts(root: &str) -> bool {
+    found(root).is_some_and(|found| found.api == Api::Extras)
 }
 
 /// The server's root for an OpenAI-style base URL: without a final `/v1`.

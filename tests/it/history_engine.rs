@@ -362,10 +362,11 @@ async fn a_request_over_the_window_summarizes_the_history_first() {
         .map(|i| format!("fn helper_{i}(x: u32) -> u32 {{ x + {i} }}\n"))
         .collect();
     // The prompts and the file take ~1900 of the 3000 tokens a request may have; the
-    // history budget is larger than what is left.
+    // history budget is larger than what is left. The window is 4k or more, where the
+    // system prompt keeps its long form (below, it shrinks before the history does).
     let settings = Settings {
-        context_window: Some(4000),
-        reserve_output: Some(1000),
+        context_window: Some(4100),
+        reserve_output: Some(1100),
         max_chat_history_tokens: Some(8000),
         ..settings(&server)
     };

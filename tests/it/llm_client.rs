@@ -33,6 +33,7 @@ fn request(model: &str, text: &str) -> ChatRequest {
         reply_limit: ReplyLimit::Server,
         predicted_prompt: None,
         one_at_a_time: false,
+        known_window: None,
     }
 }
 
@@ -127,6 +128,7 @@ async fn predicted_prompt_tokens_equal_the_servers_count() {
             reply_limit: ReplyLimit::Server,
             predicted_prompt: None,
             one_at_a_time: false,
+            known_window: None,
         };
         let (reply, _) = chat(&client, &req).await;
         let reply = reply.unwrap();

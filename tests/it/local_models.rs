@@ -6,7 +6,9 @@
 // A failed unwrap here is a failed test, which is what it should be.
 #![allow(clippy::unwrap_used)]
 
-use crate::history_support::{Chat, as_files, failure, is_summary, mapped_repo, notices};
+use crate::history_support::{
+    Chat, as_files, assert_finished, failure, is_summary, mapped_repo, notices,
+};
 use crate::support::{Dialect, MockServer, RecordedRequest, Reply, TempRepo};
 use tern::config::{ApiKey, Settings};
 use tern::engine::protocol::{Counting, RequestKind, WindowSource};
@@ -338,6 +340,98 @@ async fn the_reply_reserve_is_sent_as_max_tokens() {
     assert_eq!(request.max_tokens, Some((4096 - predicted - margin) as u64));
 }
 
+/// The gauge's "reserved output" is the `max_tokens` the request sends (the room the
+/// window leaves after the prompt, at most 4,096 for a model tern does not know), not
+/// the window's reserve (it showed 512 at 2,048 while 552-643 were sent).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_gauge_shows_the_max_tokens_sent() {
+    let server = MockServer::start_as(Dialect::LlamaCpp { n_ctx: 2048 }).await;
+    server.set_responder(|_| Reply::text("ok"));
+    let settings = Settings {
+        context_window: Some(2048),
+        ..settings(&server, "gaugetest-gauge")
+    };
+    let mut chat = Chat::start(settings, &[("shelf.py", SHELF)], &["shelf.py"]);
+    chat.ask_mode().await;
+    let events = chat.say("what does lend do?".into()).await;
+    assert_finished(&events);
+    let shown = events
+        .iter()
+        .rev()
+        .find_map(|e| match e {
+            Event::Budget(report) => Some(report.reserved_output),
+            _ => None,
+        })
+        .unwrap();
+    let sent = server.requests().pop().unwrap().max_tokens.unwrap() as usize;
+    assert!(sent > 512, "the room after the prompt: {sent}");
+    assert_eq!(shown, sent);
+
+    let unknown = MockServer::start().await;
+    unknown.set_responder(|_| Reply::text("ok"));
+    let mut chat = Chat::start(settings_for(&unknown, "gaugetest-big"), &[], &[]);
+    chat.say("hello".into()).await;
+    let request = unknown.requests().pop().unwrap();
+    assert_eq!(
+        request.max_tokens,
+        Some(4096),
+        "capped for an unknown model"
+    );
+}
+
+fn settings_for(server: &MockServer, model: &str) -> Settings {
+    Settings {
+        context_window: Some(65_536),
+        ..settings(server, model)
+    }
+}
+
+/// Code mode at a 2,048-token window: a question about a 3 KB file was refused before
+/// sending (1,727 > 1,536, tern's own part 628). Below 4k the fixed part shrinks first
+/// (the short system prompt, as the map and the examples do), and the request is sent;
+/// one still too big is refused naming what tern cut.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn code_mode_below_4k_shrinks_its_own_part_before_refusing() {
+    let server = MockServer::start_as(Dialect::LlamaCpp { n_ctx: 2048 }).await;
+    server.set_responder(|_| Reply::text("It keeps the books."));
+    let file: String = (0..36)
+        .map(|i| {
+            format!("def shelf_{i}(books):\n    return [b for b in books if b.shelf == {i}]\n")
+        })
+        .collect();
+    assert!((2400..3400).contains(&file.len()), "{}", file.len());
+    let settings = Settings {
+        context_window: Some(2048),
+        ..settings(&server, "tinyllm-code")
+    };
+    let mut chat = Chat::start(settings, &[("shelves.py", &file)], &["shelves.py"]);
+    let events = chat
+        .say("which function finds the books on shelf 7?".into())
+        .await;
+    assert_finished(&events);
+    assert!(
+        notices(&events)
+            .iter()
+            .any(|n| n.contains("the short system prompt")),
+        "{:?}",
+        notices(&events)
+    );
+    let sent = server.requests().pop().unwrap();
+    let short = include_str!("../../assets/prompts/editblock-short.md").trim();
+    assert_eq!(sent.messages[0].text, short);
+
+    let bigger: String = file.repeat(2);
+    std::fs::write(chat.repo.path().join("shelves.py"), &bigger).unwrap();
+    let events = chat
+        .say("and which finds the books on shelf 9?".into())
+        .await;
+    let (error, _) = failure(&events).expect("refused");
+    assert!(
+        error.contains("tern's own part was cut first") && error.contains("short system prompt"),
+        "{error}"
+    );
+}
+
 /// An OpenAI-style "context length exceeded" is retried, and the server really gets a
 /// smaller request: the repo map shrinks.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -656,7 +750,10 @@ fn a_reply_that_fills_the_window_says_so() {
     assert_eq!(finished["finish"]["detail"]["limit"], "window");
     let stopped = events.last().unwrap();
     let reason = stopped["reason"].as_str().unwrap();
-    assert!(reason.contains("filled the context window"), "{stopped}");
+    assert!(
+        reason.contains("the reply filled its limit") && reason.contains("context window"),
+        "{stopped}"
+    );
 }
 
 /// Without `--context-window`, tern assumes 32k for a model it does not know; llama.cpp
@@ -756,6 +853,107 @@ fn a_one_shot_message_leaves_the_summary_to_the_next_start() {
             .messages
             .iter()
             .any(|m| m.text.starts_with(recap))
+    );
+}
+
+/// A resumed run starts the summary its history needs at once; `/forget` arriving
+/// then is not refused ("not while a summary is under way" stranded headless sessions:
+/// `--resume -m /forget` failed on every run): it cancels the summary, says so, and
+/// drops the oldest turns. Run against a summary that never answers.
+#[test]
+fn forget_in_a_resumed_run_cancels_the_summary_under_way() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let server = MockServer::start_in_thread();
+    let stuck = std::sync::Arc::new(AtomicBool::new(false));
+    let stuck_summaries = std::sync::Arc::clone(&stuck);
+    server.set_responder(move |r| match is_summary(r) {
+        true if stuck_summaries.load(Ordering::SeqCst) => Reply::text("").then_hang(),
+        true => Reply::text(RECAP),
+        false => Reply::text(reply(crate::history_support::turn_of(r))),
+    });
+    let repo = TempRepo::with_files(&[
+        ("shelf.py", SHELF),
+        (".tern.toml", "max_chat_history_tokens = 256\n"),
+    ]);
+    let script = repo.path().join(".git/script.txt");
+    let turns: Vec<String> = (1..=3)
+        .map(|t| format!("turn {t}: what does lend do? I read this: {PROSE}"))
+        .collect();
+    std::fs::write(&script, turns.join("\n---\n")).unwrap();
+    let models = ["--model", "gpt-4o", "--weak-model", "gpt-4o-mini"];
+    let script_arg = script.to_str().unwrap();
+    let first = run(
+        &repo,
+        &server.base_url(),
+        &[&models[..], &["--script", script_arg]].concat(),
+    );
+    assert!(first.ok, "{}", first.stderr);
+    stuck.store(true, Ordering::SeqCst);
+    let forget = run(
+        &repo,
+        &server.base_url(),
+        &[&models[..], &["--resume", "-m", "/forget"]].concat(),
+    );
+    assert!(forget.ok, "{}", forget.stderr);
+    assert!(
+        forget
+            .stderr
+            .contains("cancelled the history summary under way")
+            && forget.stderr.contains("forgot the oldest"),
+        "{}",
+        forget.stderr
+    );
+}
+
+/// `/forget` keeps the latest turn; when that turn alone still leaves the history too
+/// big for the room the rest of the request leaves it, it says so and offers
+/// `/forget all`, which drops it too (the model is told).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forget_says_when_the_latest_turn_still_does_not_fit_and_all_drops_it() {
+    let server = MockServer::start().await;
+    server.set_responder(|r| Reply::text(reply(crate::history_support::turn_of(r))));
+    let notes = PROSE.repeat(6);
+    let settings = Settings {
+        context_window: Some(2000),
+        reserve_output: Some(500),
+        ..settings(&server, "gpt-4o")
+    };
+    let mut chat = Chat::start(settings, &[("notes.md", &notes)], &[]);
+    chat.ask_mode().await;
+    assert_finished(&chat.say("turn 1: hi".into()).await);
+    assert_finished(&chat.say("turn 2: hello".into()).await);
+    assert_finished(
+        &chat
+            .say(format!("turn 3: and this? {}", PROSE.repeat(3)))
+            .await,
+    );
+    chat.send(Op::AddFiles {
+        paths: vec!["notes.md".into()],
+        mode: FileMode::ReadOnly,
+    });
+    chat.send(crate::support::typed("/forget"));
+    let events = chat.until(|e| matches!(e, Event::Idle)).await;
+    let said = notices(&events);
+    assert!(
+        said.iter().any(|n| n.contains("forgot the oldest 2 turns")),
+        "{said:?}"
+    );
+    assert!(
+        said.iter()
+            .any(|n| n.contains("still does not fit") && n.contains("/forget all")),
+        "{said:?}"
+    );
+    chat.send(crate::support::typed("/forget all"));
+    let events = chat
+        .until(|e| matches!(e, Event::Notice { text } if text.contains("forgot")))
+        .await;
+    // The note standing for the first two, and the latest turn.
+    assert!(
+        notices(&events)
+            .iter()
+            .any(|n| n.contains("forgot the oldest 2 turns")),
+        "{:?}",
+        notices(&events)
     );
 }
 
@@ -927,7 +1125,12 @@ async fn most_requests_at_once(dialect: Dialect) -> usize {
     }
     let requests = server.requests();
     assert!(requests.iter().any(is_summary), "a summary was made");
-    // A summary started after the last turn may still be under way.
+    at_once(&requests)
+}
+
+/// The most of `requests` the server had under way at once (one started after the
+/// last reply may still be).
+fn at_once(requests: &[RecordedRequest]) -> usize {
     let end = |r: &RecordedRequest| r.finished_at.unwrap_or_else(std::time::Instant::now);
     requests
         .iter()
@@ -939,6 +1142,87 @@ async fn most_requests_at_once(dialect: Dialect) -> usize {
         })
         .max()
         .unwrap()
+}
+
+/// A turn cancelled while llama.cpp computes it goes on being computed there (it does
+/// not stop a prompt when the client leaves): the next request waits until the
+/// server's `/slots` say it is done, so the two never run at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_request_still_computing_holds_the_next_one_back() {
+    let server = MockServer::start_as(Dialect::LlamaCpp { n_ctx: 8192 }).await;
+    server.push(Reply::text("slow").with_start_delay(std::time::Duration::from_millis(1500)));
+    server.push(Reply::text("It keeps the books."));
+    let settings = Settings {
+        context_window: Some(8192),
+        ..settings(&server, "tinyllm-cancel")
+    };
+    let mut chat = Chat::start(settings, &[("shelf.py", SHELF)], &[]);
+    chat.send(Op::Submit {
+        text: "turn 1: what is it?".into(),
+    });
+    server
+        .wait_for_requests(1, std::time::Duration::from_secs(10))
+        .await;
+    chat.send(Op::Cancel);
+    chat.until(|e| matches!(e, Event::TurnFinished { .. } | Event::TurnFailed { .. }))
+        .await;
+    let events = chat.say("turn 2: what does it keep?".into()).await;
+    assert_finished(&events);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(at_once(&requests), 1, "{requests:#?}");
+}
+
+/// A request that does not fit while the background summary runs waits for that
+/// summary rather than cancel it for an overflow summary: llama.cpp goes on computing
+/// a cancelled request (the loopback server does too), so against the real server both
+/// summaries ran at once, 7-12 s each (5 times in 40 runs). The summaries go one after
+/// the other, and the request is sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_overflow_waits_for_the_background_summary_instead_of_running_beside_it() {
+    let server = MockServer::start_as(Dialect::LlamaCpp { n_ctx: 2048 }).await;
+    server.set_responder(|r| {
+        if is_summary(r) {
+            Reply::text(RECAP).with_start_delay(std::time::Duration::from_millis(1500))
+        } else {
+            Reply::text(reply(crate::history_support::turn_of(r)))
+        }
+    });
+    let settings = Settings {
+        context_window: Some(2048),
+        max_chat_history_tokens: Some(1600),
+        map_tokens: Some(0),
+        ..settings(&server, "tinyllm-overlap")
+    };
+    let mut chat = Chat::start(settings, &[("shelf.py", SHELF)], &[]);
+    chat.ask_mode().await;
+    let mut t = 0;
+    while !server.requests().iter().any(is_summary) {
+        t += 1;
+        assert!(t <= 40, "no background summary started");
+        let events = chat.say(format!("turn {t}: who has book {t}?")).await;
+        assert!(
+            matches!(events.last(), Some(Event::TurnFinished { .. })),
+            "turn {t}: {:?}",
+            failure(&events)
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    t += 1;
+    let events = chat
+        .say(format!("turn {t}: and this? {PROSE}{PROSE}"))
+        .await;
+    assert_finished(&events);
+    let summaries: Vec<RecordedRequest> =
+        server.requests().into_iter().filter(is_summary).collect();
+    assert_eq!(at_once(&summaries), 1, "{summaries:#?}");
+    assert!(
+        notices(&events)
+            .iter()
+            .any(|n| n.contains("waiting for the history summary under way")),
+        "{:?}",
+        notices(&events)
+    );
 }
 
 /// llama.cpp's parallel slots share its context (`-c`): against the real server with
@@ -964,6 +1248,92 @@ async fn a_server_that_shares_one_context_gets_one_request_at_a_time() {
             > 1,
         "the summary runs beside the next turn"
     );
+}
+
+/// llama-cpp-python stops the reply it streams when another request arrives: tern's
+/// own token counts cut its background summaries, whose empty replies were then taken
+/// for "too long" (5 summary requests for a 2,300-token history). Nothing is sent to it
+/// while a reply streams, counts included: no reply is interrupted, and every summary
+/// lands whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nothing_interrupts_a_llama_cpp_python_reply() {
+    let server = MockServer::start_as(Dialect::LlamaCppPython { n_ctx: 8192 }).await;
+    server.set_responder(|r| {
+        let text = if is_summary(r) {
+            format!("{RECAP} {}", PROSE)
+        } else {
+            reply(crate::history_support::turn_of(r))
+        };
+        Reply::chunks(
+            text.split_inclusive(' ')
+                .map(str::to_owned)
+                .collect::<Vec<_>>(),
+        )
+        .with_chunk_delay(std::time::Duration::from_millis(5))
+    });
+    let settings = Settings {
+        context_window: Some(8192),
+        max_chat_history_tokens: Some(300),
+        ..settings(&server, "smollm2-interrupts")
+    };
+    let mut chat = Chat::start(settings, &[("shelf.py", SHELF)], &[]);
+    for t in 1..=6 {
+        let events = chat
+            .say(format!(
+                "turn {t}: who has book {t}? {}",
+                "and why ".repeat(t)
+            ))
+            .await;
+        assert!(
+            matches!(events.last(), Some(Event::TurnFinished { .. })),
+            "turn {t}: {:?}",
+            failure(&events)
+        );
+    }
+    assert!(
+        server.requests().iter().any(is_summary),
+        "a summary was made"
+    );
+    assert!(!server.tokenized().is_empty(), "the server counted");
+    assert_eq!(server.interrupted(), 0, "{:#?}", server.requests());
+}
+
+/// An empty reply is asked for once more as it was; empty again, it is said as such
+/// (not a finished reply that says nothing), and the question stays in the history for
+/// the next turn, with a note that no reply came.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_reply_is_asked_again_then_said_and_the_question_kept() {
+    let server = MockServer::start().await;
+    server.push(Reply::text(""));
+    server.push(Reply::text("It keeps the books."));
+    server.push(Reply::text(""));
+    server.push(Reply::text(""));
+    server.push(Reply::text("Lending marks the book."));
+    let mut chat = Chat::start(settings(&server, "gpt-4o"), &[("shelf.py", SHELF)], &[]);
+    let events = chat.say("turn 1: what does it keep?".into()).await;
+    let Some(Event::TurnFinished { reply, finish, .. }) = events.last() else {
+        panic!("{:?}", failure(&events))
+    };
+    assert_eq!(reply, "It keeps the books.");
+    assert_eq!(*finish, tern::llm::Finish::Stop);
+    let events = chat.say("turn 2: how does lending work?".into()).await;
+    let Some(Event::TurnFinished { finish, .. }) = events.last() else {
+        panic!("{:?}", failure(&events))
+    };
+    assert_eq!(*finish, tern::llm::Finish::Empty);
+    let said = finish.incomplete().unwrap();
+    assert!(said.contains("the reply was empty"), "{said}");
+    chat.say("turn 3: and returning?".into()).await;
+    let requests = server.requests();
+    assert_eq!(requests.len(), 5, "each empty reply asked for once more");
+    let last: Vec<&str> = requests[4]
+        .messages
+        .iter()
+        .map(|m| m.text.as_str())
+        .collect();
+    let asked = last.iter().position(|m| m.starts_with("turn 2:"));
+    let asked = asked.expect("the question stays in the history");
+    assert_eq!(last[asked + 1], tern::prompts::EMPTY_REPLY);
 }
 
 /// A llama.cpp server still loading its model (503 to everything, as when tern and the

@@ -25,7 +25,8 @@ impl From<&llm::Usage> for Usage {
 }
 
 /// Why a reply ended: `{"kind": ..., "detail": ...}`, the detail only for `length`
-/// (the limit), `context_full` (the counts) and `cut_off` (why).
+/// (the limit), `context_full` (the counts) and `cut_off` (why); `empty`: no text,
+/// twice.
 #[derive(Serialize)]
 #[serde(tag = "kind", content = "detail", rename_all = "snake_case")]
 pub enum Finish<'a> {
@@ -37,6 +38,7 @@ pub enum Finish<'a> {
         asked: usize,
     },
     CutOff(&'a str),
+    Empty,
     Cancelled,
 }
 
@@ -55,6 +57,7 @@ impl<'a> From<&'a llm::Finish> for Finish<'a> {
                 asked: *asked,
             },
             llm::Finish::CutOff(why) => Finish::CutOff(why),
+            llm::Finish::Empty => Finish::Empty,
             llm::Finish::Cancelled => Finish::Cancelled,
         }
     }

@@ -155,6 +155,15 @@ pub fn notices(events: &[Event]) -> Vec<&str> {
 }
 
 /// The first failed turn among `events`: its error and the message given back.
+/// Fails the test unless `events` end with a finished turn, saying why it failed.
+pub fn assert_finished(events: &[Event]) {
+    assert!(
+        matches!(events.last(), Some(Event::TurnFinished { .. })),
+        "{:?}",
+        failure(events)
+    );
+}
+
 pub fn failure(events: &[Event]) -> Option<(&str, &str)> {
     events.iter().find_map(|e| match e {
         Event::TurnFailed { error, message } => Some((error.as_str(), message.as_str())),

@@ -20,7 +20,8 @@ pub enum Dialect {
     /// context is full.
     LlamaCpp { n_ctx: usize },
     /// llama-cpp-python's server: `POST /extras/tokenize/count`; streams no usage; a
-    /// prompt over its context gets 200, a role chunk and nothing more.
+    /// prompt over its context gets 200, a role chunk and nothing more; a reply it
+    /// streams stops where any other request arrives (`--interrupt_requests`).
     LlamaCppPython { n_ctx: usize },
     /// vLLM: `POST /tokenize` (`{"prompt"}` → `{"count", "max_model_len", "tokens"}`);
     /// prompt + `max_tokens` over `max_model_len` is refused with an OpenAI-style 400.

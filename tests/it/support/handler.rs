@@ -39,6 +39,38 @@ pub(super) struct Shared {
     pub loading: std::sync::atomic::AtomicUsize,
     /// What the endpoints that say the server's window answer.
     pub window: std::sync::Mutex<WindowApi>,
+    /// The replies streaming now, each stopped by its token (llama-cpp-python stops
+    /// one when another request arrives).
+    pub streaming: std::sync::Mutex<Vec<(usize, CancellationToken)>>,
+    /// How many replies another request interrupted.
+    pub interrupted: std::sync::atomic::AtomicUsize,
+}
+
+impl Shared {
+    /// A request arrived: llama-cpp-python (`--interrupt_requests True`, its default)
+    /// stops the reply it streams, which ends there with no finish reason.
+    fn arrived(&self) {
+        if !matches!(self.dialect, Dialect::LlamaCppPython { .. }) {
+            return;
+        }
+        let mut streaming = self.streaming.lock().unwrap_or_else(|e| e.into_inner());
+        for (index, reply) in streaming.drain(..) {
+            if !self.log.finished(index) {
+                reply.cancel();
+                self.interrupted
+                    .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+    }
+
+    /// A token that stops the reply to request `index` when a later request arrives.
+    fn interruptible(&self, index: usize) -> CancellationToken {
+        let token = CancellationToken::new();
+        let mut streaming = self.streaming.lock().unwrap_or_else(|e| e.into_inner());
+        streaming.retain(|(index, _)| !self.log.finished(*index));
+        streaming.push((index, token.clone()));
+        token
+    }
 }
 
 /// llama.cpp's answer (503) to any request while it loads its model, if it still does
@@ -60,6 +92,7 @@ pub(super) fn router(shared: Arc<Shared>) -> Router {
         .route("/chat/completions", post(chat_completions))
         .route("/tokenize", post(tokenize))
         .route("/extras/tokenize/count", post(tokenize))
+        .route("/slots", get(slots))
         .route("/props", get(window))
         .route("/v1/models", get(window))
         .route("/api/v0/models", get(window))
@@ -96,15 +129,17 @@ async fn chat_completions(
     State(shared): State<Arc<Shared>>,
     mut request: RecordedRequest,
 ) -> Response {
+    shared.arrived();
     let dialect = shared.dialect;
     request.dialect = dialect;
     if request.rejected.is_none() {
         request.prompt_tokens = dialect.prompt_tokens(&request.model, &request.messages);
     }
     let guard = FinishGuard::new(&shared, request.clone());
+    let interrupt = shared.interruptible(guard.index);
     if let Some(loading) = still_loading(&shared) {
         let plan = Plan::json(StatusCode::SERVICE_UNAVAILABLE, &loading);
-        return send(plan, guard, &shared.shutdown).await;
+        return send(plan, guard, &shared.shutdown, interrupt).await;
     }
     let number = guard.index + 1;
     let overflow = request.rejected.is_none().then(|| {
@@ -129,12 +164,13 @@ async fn chat_completions(
             }
         },
     };
-    send(plan, guard, &shared.shutdown).await
+    send(plan, guard, &shared.shutdown, interrupt).await
 }
 
 /// A tokenize endpoint: answered as the server played has it, else 404 as OpenAI does.
 /// The text is kept in `Shared::tokenized`, not in the chat request log.
 async fn tokenize(State(shared): State<Arc<Shared>>, request: Request) -> Response {
+    shared.arrived();
     let path = request.uri().path().to_owned();
     let body = axum::body::to_bytes(request.into_body(), usize::MAX)
         .await
@@ -160,6 +196,25 @@ async fn tokenize(State(shared): State<Arc<Shared>>, request: Request) -> Respon
             errors::invalid_request(&format!("Invalid URL (POST {path})")),
         ),
     }
+}
+
+/// llama-server's `GET /slots`: one slot, processing while a request is computed
+/// (a cancelled one too, until its computing is done); else 404.
+async fn slots(State(shared): State<Arc<Shared>>) -> Response {
+    if !matches!(shared.dialect, Dialect::LlamaCpp { .. }) {
+        let body = errors::invalid_request("Invalid URL (GET /slots)");
+        return json_response(StatusCode::NOT_FOUND, body);
+    }
+    let now = Instant::now();
+    let processing = shared
+        .log
+        .snapshot()
+        .iter()
+        .any(|r| r.finished_at.is_none_or(|at| at > now));
+    json_response(
+        StatusCode::OK,
+        serde_json::json!([{ "id": 0, "is_processing": processing }]),
+    )
 }
 
 /// An endpoint that says the server's window: answered as `Shared::window` has it,
@@ -202,10 +257,25 @@ async fn unknown_url(State(shared): State<Arc<Shared>>, mut request: RecordedReq
     request.rejected = Some(reason.clone());
     let guard = FinishGuard::new(&shared, request);
     let plan = Plan::json(StatusCode::NOT_FOUND, &errors::invalid_request(&reason));
-    send(plan, guard, &shared.shutdown).await
+    send(plan, guard, &shared.shutdown, CancellationToken::new()).await
 }
 
-async fn send(plan: Plan, guard: FinishGuard, shutdown: &CancellationToken) -> Response {
+/// Sends `plan`; its body ends early when `interrupt` is cancelled.
+async fn send(
+    plan: Plan,
+    guard: FinishGuard,
+    shutdown: &CancellationToken,
+    interrupt: CancellationToken,
+) -> Response {
+    let computing = plan
+        .steps
+        .iter()
+        .fold(plan.start_delay, |sum, step| match step {
+            Step::Wait(delay) => sum + *delay,
+            _ => sum,
+        });
+    let mut guard = guard;
+    guard.computes_for(computing);
     tokio::select! {
         () = tokio::time::sleep(plan.start_delay) => {}
         () = shutdown.cancelled() => {}
@@ -220,7 +290,7 @@ async fn send(plan: Plan, guard: FinishGuard, shutdown: &CancellationToken) -> R
     if let Some(seconds) = plan.retry_after {
         response = response.header(header::RETRY_AFTER, seconds);
     }
-    let body = Body::from_stream(body_stream(plan.steps, guard, shutdown.clone()));
+    let body = Body::from_stream(body_stream(plan.steps, guard, shutdown.clone(), interrupt));
     response
         .body(body)
         .expect("static header names and values are valid")
@@ -233,37 +303,45 @@ fn body_stream(
     steps: Vec<Step>,
     guard: FinishGuard,
     shutdown: CancellationToken,
+    interrupt: CancellationToken,
 ) -> impl Stream<Item = io::Result<Bytes>> + Send {
     let state = (steps.into_iter().peekable(), guard, shutdown);
-    futures::stream::unfold(state, |(mut steps, guard, shutdown)| async move {
-        loop {
-            let item = match steps.next()? {
-                Step::Wait(delay) => {
-                    tokio::select! {
-                        () = tokio::time::sleep(delay) => continue,
-                        () = shutdown.cancelled() => Err(io::Error::other("mock server shut down")),
-                    }
+    futures::stream::unfold(state, move |(mut steps, guard, shutdown)| {
+        let interrupt = interrupt.clone();
+        async move {
+            loop {
+                if interrupt.is_cancelled() {
+                    return None;
                 }
-                Step::Send(bytes) => {
-                    if steps.peek().is_none() {
+                let item = match steps.next()? {
+                    Step::Wait(delay) => {
+                        tokio::select! {
+                            () = tokio::time::sleep(delay) => continue,
+                            () = interrupt.cancelled() => return None,
+                            () = shutdown.cancelled() => Err(io::Error::other("mock server shut down")),
+                        }
+                    }
+                    Step::Send(bytes) => {
+                        if steps.peek().is_none() {
+                            guard.finish();
+                        }
+                        Ok(bytes)
+                    }
+                    Step::Abort => {
+                        // Return Pending once first: hyper flushes what it has buffered when
+                        // the body is pending, so the client gets the partial body before the
+                        // abort instead of a connection that fails before its headers.
+                        tokio::task::yield_now().await;
                         guard.finish();
+                        Err(io::Error::other("mock server: scripted connection cut"))
                     }
-                    Ok(bytes)
-                }
-                Step::Abort => {
-                    // Return Pending once first: hyper flushes what it has buffered when
-                    // the body is pending, so the client gets the partial body before the
-                    // abort instead of a connection that fails before its headers.
-                    tokio::task::yield_now().await;
-                    guard.finish();
-                    Err(io::Error::other("mock server: scripted connection cut"))
-                }
-                Step::Hang => {
-                    shutdown.cancelled().await;
-                    Err(io::Error::other("mock server shut down"))
-                }
-            };
-            return Some((item, (steps, guard, shutdown)));
+                    Step::Hang => {
+                        shutdown.cancelled().await;
+                        Err(io::Error::other("mock server shut down"))
+                    }
+                };
+                return Some((item, (steps, guard, shutdown)));
+            }
         }
     })
 }
@@ -273,6 +351,8 @@ fn body_stream(
 struct FinishGuard {
     shared: Arc<Shared>,
     index: usize,
+    /// When llama.cpp would be done computing the reply, had the client stayed.
+    computed_at: Option<Instant>,
 }
 
 impl FinishGuard {
@@ -281,7 +361,13 @@ impl FinishGuard {
         FinishGuard {
             shared: Arc::clone(shared),
             index,
+            computed_at: None,
         }
+    }
+
+    /// The reply takes the server `time` to compute from now.
+    fn computes_for(&mut self, time: std::time::Duration) {
+        self.computed_at = Some(Instant::now() + time);
     }
 
     fn finish(&self) {
@@ -290,7 +376,15 @@ impl FinishGuard {
 }
 
 impl Drop for FinishGuard {
+    /// A client that leaves does not stop llama.cpp, which goes on computing the
+    /// reply (its prompt at least): the request is under way until then.
     fn drop(&mut self) {
-        self.finish();
+        match (self.shared.dialect, self.computed_at) {
+            (Dialect::LlamaCpp { .. }, Some(at)) => self
+                .shared
+                .log
+                .finish_at(self.index, at.max(Instant::now())),
+            _ => self.finish(),
+        }
     }
 }

@@ -36,9 +36,18 @@ impl Log {
 
     /// Marks the reply to request `index` finished now, unless it already was.
     pub fn finish(&self, index: usize) {
+        self.finish_at(index, Instant::now());
+    }
+
+    /// Marks the reply to request `index` finished `at`, unless it already was.
+    pub fn finish_at(&self, index: usize, at: Instant) {
         let mut entries = self.lock();
-        let finished = &mut entries[index].finished_at;
-        finished.get_or_insert_with(Instant::now);
+        entries[index].finished_at.get_or_insert(at);
+    }
+
+    /// Whether the reply to request `index` has finished.
+    pub fn finished(&self, index: usize) -> bool {
+        self.lock()[index].finished_at.is_some()
     }
 
     pub fn snapshot(&self) -> Vec<RecordedRequest> {

@@ -153,6 +153,13 @@ impl MockServer {
         self.shared.log.len()
     }
 
+    /// How many streaming replies a later request interrupted (llama-cpp-python).
+    pub fn interrupted(&self) -> usize {
+        self.shared
+            .interrupted
+            .load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     /// The texts sent to the tokenize endpoint so far, in order.
     pub fn tokenized(&self) -> Vec<String> {
         let tokenized = self.shared.tokenized.lock();

@@ -103,7 +103,7 @@ fn other_inputs_miss_the_last_map() {
 #[test]
 fn every_change_to_the_file_set_misses_the_last_map() {
     let repo = project();
-    let changes: [(&str, &dyn Fn(&Repo)); 7] = [
+    let changes: [(&str, &dyn Fn(&Repo)); 9] = [
         ("an edited file", &|r| {
             r.write(
                 "src/util.rs",
@@ -124,7 +124,13 @@ fn every_change_to_the_file_set_misses_the_last_map() {
             r.write(".gitattributes", "src/util.rs linguist-generated\n");
             r.commit("attributes");
         }),
+        // Outside the file set: only what it leaves out changes.
+        ("changed info/attributes", &|r| {
+            r.write(".git/info/attributes", "src/server.rs linguist-vendored\n")
+        }),
         ("a renamed directory", &|r| r.rename("scripts", "tools")),
+        // Where it sorts, the file set's contents in the same order.
+        ("a renamed file", &|r| r.rename("src/store.rs", "src/store2.rs")),
     ];
     run(&repo, &NONE, 4096);
     for (what, change) in changes {
@@ -142,6 +148,8 @@ fn every_change_to_the_file_set_misses_the_last_map() {
     let last = run(&repo, &NONE, 4096);
     assert!(last.text.contains("tools/seed.py"), "{}", last.text);
     assert!(!last.text.contains("src/util.rs"), "{}", last.text);
+    assert!(!last.text.contains("src/server.rs"), "{}", last.text);
+    assert!(last.text.contains("src/store2.rs"), "{}", last.text);
 }
 
 #[test]

@@ -346,7 +346,6 @@ impl Slot {
 
 /// What the map derives from its paths alone (`RepoMap::index_of`).
 struct Index {
-    packages: important::Packages,
     left_out: Vec<Option<left_out::Reason>>,
     attributes_changed: bool,
     index: PathMap<u32>,
@@ -376,8 +375,9 @@ pub struct RepoMap {
     paths: Arc<Vec<String>>,
     slots: Vec<Slot>,
     index: Arc<PathMap<u32>>,
-    /// The packages of the set and their important files (`important.rs`).
-    packages: important::Packages,
+    /// The packages of the set and their important files (`important.rs`), found when
+    /// a map is first fitted (a reused map needs none).
+    packages: OnceLock<important::Packages>,
     /// Per file: why its name or attributes leave it out of the map (`left_out.rs`).
     left_out: Vec<Option<left_out::Reason>>,
     /// What git2's attribute lookups answered, kept in the snapshot.
@@ -436,7 +436,7 @@ impl RepoMap {
             paths: Arc::default(),
             slots: Vec::new(),
             index: Arc::default(),
-            packages: important::Packages::default(),
+            packages: OnceLock::new(),
             left_out: Vec::new(),
             attributes: left_out::AttributeMemo::default(),
             interner: Interner::default(),
@@ -899,12 +899,11 @@ impl RepoMap {
         self.set_index(index);
     }
 
-    /// The packages, the noise and the index of the paths; `attributes` are asked
-    /// first and kept current.
+    /// The noise and the index of the paths; `attributes` are asked first and kept
+    /// current.
     fn index_of(&self, attributes: &mut left_out::AttributeMemo) -> Index {
         let (left_out, changed) = left_out::by_path(&self.root, &self.paths, attributes);
         Index {
-            packages: important::Packages::find(&self.paths),
             left_out,
             attributes_changed: changed,
             index: self
@@ -917,7 +916,7 @@ impl RepoMap {
     }
 
     fn set_index(&mut self, index: Index) {
-        self.packages = index.packages;
+        self.packages = OnceLock::new();
         self.left_out = index.left_out;
         self.unsaved |= index.attributes_changed;
         self.index = Arc::new(index.index);
@@ -1185,7 +1184,7 @@ impl RepoMap {
             position[f as usize] = at as u32;
         }
         let important: Vec<u32> = self
-            .packages
+            .packages()
             .important(&ranking.file_rank, chat, |f| self.graph.in_degree(f))
             .into_iter()
             .filter(|&f| position[f as usize] != u32::MAX)
@@ -1195,7 +1194,7 @@ impl RepoMap {
         for &f in &important {
             is_important[f as usize] = true;
         }
-        let collapsed = collapse::collapse(&self.paths, &self.packages, &by_rank, |f| {
+        let collapsed = collapse::collapse(&self.paths, self.packages(), &by_rank, |f| {
             !is_important[f as usize]
                 && !self.slots[f as usize].is_tagged()
                 && personal[f as usize] == 0.0
@@ -1282,6 +1281,11 @@ impl RepoMap {
                 index: Arc::clone(&self.index),
             },
         }
+    }
+
+    fn packages(&self) -> &important::Packages {
+        self.packages
+            .get_or_init(|| important::Packages::find(&self.paths))
     }
 
     fn is_mappable(&self, file: u32) -> bool {

@@ -18,7 +18,6 @@ use std::sync::OnceLock;
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::Xxh3;
 
-use super::cache::Known;
 use super::left_out::Reason;
 use crate::tokens::TokenCounter;
 
@@ -56,16 +55,12 @@ pub struct Inputs<'a> {
     pub counter: &'a TokenCounter,
 }
 
-/// The digest of the file set: (path, what is known of it, why its path leaves it out).
-pub fn state_digest<'a>(
-    files: impl Iterator<Item = (&'a str, &'a Known, Option<Reason>)>,
-) -> u128 {
+/// The digest of the file set, given per file what the map reads of it: its path, its
+/// content key and kind, and why its path leaves it out.
+pub fn state_digest(files: impl Iterator<Item = impl Hash>) -> u128 {
     let mut h = Xxh3::new();
-    for (path, known, left_out) in files {
-        path.hash(&mut h);
-        known.key.hash(&mut h);
-        known.kind.hash(&mut h);
-        left_out.hash(&mut h);
+    for file in files {
+        file.hash(&mut h);
     }
     h.digest128()
 }

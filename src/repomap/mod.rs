@@ -1101,7 +1101,7 @@ impl RepoMap {
         fitted::state_digest(self.paths.iter().zip(&self.slots).enumerate().map(
             |(f, (path, slot))| {
                 let left_out = self.left_out.get(f).copied().flatten();
-                (path.as_str(), &slot.known, left_out)
+                (path.as_str(), slot.known.key, slot.known.kind, left_out)
             },
         ))
     }

@@ -1087,10 +1087,9 @@ impl RepoMap {
 
     /// Whether the stat data of `file` proves it still is what the last refresh found.
     fn still_current(&self, file: u32) -> bool {
-        let (Some(slot), Some(path)) = (
-            self.slots.get(file as usize),
-            self.paths.get(file as usize),
-        ) else {
+        let (Some(slot), Some(path)) =
+            (self.slots.get(file as usize), self.paths.get(file as usize))
+        else {
             return false;
         };
         files::stat(&self.root, path).is_some_and(|f| self.proven(&slot.known, &f, self.read_ns))

@@ -71,10 +71,7 @@ fn other_inputs_miss_the_last_map() {
     let chat = ["src/cli.rs"];
     let with_chat = run(&repo, &chat, 1024);
     assert!(!with_chat.reused);
-    assert_eq!(
-        said(&with_chat),
-        said(&uncached(repo.path(), &chat, 1024))
-    );
+    assert_eq!(said(&with_chat), said(&uncached(repo.path(), &chat, 1024)));
     assert!(run(&repo, &chat, 1024).reused);
     // Another chat file set, budget, mention or way of counting.
     assert!(!run(&repo, &["src/server.rs"], 1024).reused);
@@ -111,15 +108,24 @@ fn every_change_to_the_file_set_misses_the_last_map() {
             )
         }),
         ("an edit of the same size", &|r| {
-            let text = r.read("src/util.rs").replace("added_helper", "other_helper");
+            let text = r
+                .read("src/util.rs")
+                .replace("added_helper", "other_helper");
             r.write("src/util.rs", text)
         }),
         ("a new untracked file", &|r| {
-            r.write("src/extra.rs", "pub fn extra_thing() { format_bytes(&[]); }\n")
+            r.write(
+                "src/extra.rs",
+                "pub fn extra_thing() { format_bytes(&[]); }\n",
+            )
         }),
         // (An ignore file is not in the set: hidden files are not walked.)
-        ("a new .gitignore", &|r| r.write(".gitignore", "src/extra.rs\n")),
-        ("a changed .gitignore", &|r| r.write(".gitignore", "*.tmp\n")),
+        ("a new .gitignore", &|r| {
+            r.write(".gitignore", "src/extra.rs\n")
+        }),
+        ("a changed .gitignore", &|r| {
+            r.write(".gitignore", "*.tmp\n")
+        }),
         ("a changed .gitattributes", &|r| {
             r.write(".gitattributes", "src/util.rs linguist-generated\n");
             r.commit("attributes");
@@ -130,7 +136,9 @@ fn every_change_to_the_file_set_misses_the_last_map() {
         }),
         ("a renamed directory", &|r| r.rename("scripts", "tools")),
         // Where it sorts, the file set's contents in the same order.
-        ("a renamed file", &|r| r.rename("src/store.rs", "src/store2.rs")),
+        ("a renamed file", &|r| {
+            r.rename("src/store.rs", "src/store2.rs")
+        }),
     ];
     run(&repo, &NONE, 4096);
     for (what, change) in changes {

@@ -1077,10 +1077,10 @@ impl RepoMap {
         let (fitted, ranking, times) = self.fit(key, &personal, budget, start);
         // A map that read a file changed since the refresh shows what is on disk only
         // now: it is not kept.
-        if let Some(path) = path.as_deref().filter(|_| fitted.all_current) {
-            if let Err(e) = cache::save_fitted(path, &fitted) {
-                tracing::warn!("cannot save the fitted repo map {}: {e}", path.display());
-            }
+        if let Some(path) = path.as_deref().filter(|_| fitted.all_current)
+            && let Err(e) = cache::save_fitted(path, &fitted)
+        {
+            tracing::warn!("cannot save the fitted repo map {}: {e}", path.display());
         }
         self.result(fitted, personal, Some(ranking), budget, times)
     }

@@ -42,6 +42,9 @@ fn said(r: &MapResult) -> impl PartialEq + std::fmt::Debug + use<> {
     )
 }
 
+/// A change to a repository, applied between two runs.
+type Change = dyn Fn(&Repo);
+
 fn project() -> Repo {
     let repo = Repo::from_fixture("project");
     settle();
@@ -100,7 +103,7 @@ fn other_inputs_miss_the_last_map() {
 #[test]
 fn every_change_to_the_file_set_misses_the_last_map() {
     let repo = project();
-    let changes: [(&str, &dyn Fn(&Repo)); 9] = [
+    let changes: [(&str, &Change); 9] = [
         ("an edited file", &|r| {
             r.write(
                 "src/util.rs",

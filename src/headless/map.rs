@@ -195,14 +195,24 @@ fn print_stats(r: &RefreshStats, result: &MapResult, counter: &TokenCounter, tot
         result.shown_files,
         result.important.len()
     );
+    let fit = if result.reused {
+        format!(
+            "the last map reused {:.1} ms",
+            ms(result.rank_time + result.fit_time)
+        )
+    } else {
+        format!(
+            "rank {:.1} ms, fit+render {:.1} ms",
+            ms(result.rank_time),
+            ms(result.fit_time)
+        )
+    };
     errln!(
-        "time: scan+load {:.1} ms, parse {:.1} ms, graph {:.1} ms, save {:.1} ms, rank {:.1} ms, fit+render {:.1} ms, total {:.1} ms",
+        "time: scan+load {:.1} ms, parse {:.1} ms, graph {:.1} ms, save {:.1} ms, {fit}, total {:.1} ms",
         ms(r.scan),
         ms(r.parse),
         ms(r.graph),
         ms(r.save),
-        ms(result.rank_time),
-        ms(result.fit_time),
         ms(total.elapsed())
     );
 }

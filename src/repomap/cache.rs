@@ -20,6 +20,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::files::StagedMemo;
+use super::fitted::Fitted;
 use super::interner::Names;
 use super::left_out::AttributeMemo;
 use super::store::Key;
@@ -27,13 +28,14 @@ use super::store::Key;
 const SNAPSHOT_MAGIC: &[u8; 8] = b"TERNSNAP";
 const COUNTS_MAGIC: &[u8; 8] = b"TERNCNTS";
 const STAGED_MAGIC: &[u8; 8] = b"TERNSTGD";
+const FITTED_MAGIC: &[u8; 8] = b"TERNFITD";
 /// Bump whenever `Known` or `Snapshot` change meaning (4: `Kind::LongLines`, the
 /// attribute answers).
 pub const VERSION: u32 = 4;
 const HEADER: usize = 8 + 4 + 8;
 
 /// What kind of content a file holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Kind {
     /// Tagged source: how many definitions and referenced names its tags hold.
     Tags {
@@ -87,7 +89,7 @@ struct SnapshotOut<'a> {
 /// Where the caches of the checkout at `root` live under `dir` (normally
 /// `dirs::cache_dir()/tern/tags/checkouts`): `<stem>.snap` for the snapshot,
 /// `<stem>.<encoding>.counts` for block token counts, `<stem>.staged` for the index's
-/// entries as last read.
+/// entries as last read, `<stem>.fitted` for the last fitted map (`fitted.rs`).
 pub(crate) fn stem_for(dir: &Path, root: &Path) -> PathBuf {
     let key = xxhash_rust::xxh3::xxh3_64(root.as_os_str().as_encoded_bytes());
     dir.join(format!("{key:016x}"))
@@ -173,6 +175,15 @@ pub(crate) fn load_staged(path: &Path) -> StagedMemo {
 
 pub(crate) fn save_staged(path: &Path, staged: &StagedMemo) -> std::io::Result<()> {
     write(path, STAGED_MAGIC, staged)
+}
+
+/// Reads the last fitted map (None if missing or damaged: the map is fitted again).
+pub(crate) fn load_fitted(path: &Path) -> Option<Fitted> {
+    decode(path, FITTED_MAGIC).ok()
+}
+
+pub(crate) fn save_fitted(path: &Path, fitted: &Fitted) -> std::io::Result<()> {
+    write(path, FITTED_MAGIC, fitted)
 }
 
 fn read<T: DeserializeOwned + Default>(path: &Path, magic: &[u8; 8]) -> (T, Option<String>) {

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::noise::Noise;
 
 /// Why a file is left out of the map.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum Reason {
     Lockfile,
     Minified,

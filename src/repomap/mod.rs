@@ -12,6 +12,7 @@ use derive_visitor::DriveMut;
 mod cache;
 mod collapse;
 mod files;
+mod fitted;
 mod important;
 mod interner;
 mod languages;
@@ -231,15 +232,47 @@ pub struct MapResult {
     pub collapsed_files: usize,
     /// Important files (README, manifests, CI, ...) listed at the top, best first.
     pub important: Vec<String>,
+    /// The last map fitted from the same files and inputs, reused (`rank_time` is then
+    /// the time it took to find it).
+    pub reused: bool,
     pub rank_time: Duration,
     pub fit_time: Duration,
     explain: Explain,
 }
 
+/// How a chat personalizes the rank: per file, whether it is a chat file and its
+/// personalization weight; the mentioned identifiers' ids.
+struct Personal {
+    chat: Vec<bool>,
+    personal: Vec<f64>,
+    mentioned: Vec<u32>,
+}
+
+impl Personal {
+    fn new(n: usize, chat_files: &[u32], mentioned_files: &[u32], mentioned: Vec<u32>) -> Self {
+        let mut chat = vec![false; n];
+        let mut personal = vec![0.0; n];
+        for &f in chat_files {
+            chat[f as usize] = true;
+            personal[f as usize] = 1.0;
+        }
+        for &f in mentioned_files {
+            personal[f as usize] = 1.0;
+        }
+        Personal {
+            chat,
+            personal,
+            mentioned,
+        }
+    }
+}
+
 /// What `MapResult::why` needs, shared with the `RepoMap` that made it.
 struct Explain {
     graph: Arc<Graph>,
-    ranking: Ranking,
+    /// Made from `personal` when first needed, for a map that was reused.
+    ranking: OnceLock<Ranking>,
+    personal: Personal,
     paths: Arc<Vec<String>>,
     names: Arc<Names>,
     index: Arc<PathMap<u32>>,
@@ -253,8 +286,12 @@ impl MapResult {
         let Some(&file) = e.index.get(path) else {
             return Vec::new();
         };
+        let p = &e.personal;
+        let ranking = e
+            .ranking
+            .get_or_init(|| e.graph.rank(&p.chat, &p.personal, &p.mentioned));
         e.graph
-            .why(&e.ranking, file, limit)
+            .why(ranking, file, limit)
             .into_iter()
             .map(|(ident, from, weight)| WhyEdge {
                 ident: e.names.get(ident).to_string(),
@@ -309,7 +346,6 @@ impl Slot {
 
 /// What the map derives from its paths alone (`RepoMap::index_of`).
 struct Index {
-    packages: important::Packages,
     left_out: Vec<Option<left_out::Reason>>,
     attributes_changed: bool,
     index: PathMap<u32>,
@@ -339,8 +375,9 @@ pub struct RepoMap {
     paths: Arc<Vec<String>>,
     slots: Vec<Slot>,
     index: Arc<PathMap<u32>>,
-    /// The packages of the set and their important files (`important.rs`).
-    packages: important::Packages,
+    /// The packages of the set and their important files (`important.rs`), found when
+    /// a map is first fitted (a reused map needs none).
+    packages: OnceLock<important::Packages>,
     /// Per file: why its name or attributes leave it out of the map (`left_out.rs`).
     left_out: Vec<Option<left_out::Reason>>,
     /// What git2's attribute lookups answered, kept in the snapshot.
@@ -399,7 +436,7 @@ impl RepoMap {
             paths: Arc::default(),
             slots: Vec::new(),
             index: Arc::default(),
-            packages: important::Packages::default(),
+            packages: OnceLock::new(),
             left_out: Vec::new(),
             attributes: left_out::AttributeMemo::default(),
             interner: Interner::default(),
@@ -862,12 +899,11 @@ impl RepoMap {
         self.set_index(index);
     }
 
-    /// The packages, the noise and the index of the paths; `attributes` are asked
-    /// first and kept current.
+    /// The noise and the index of the paths; `attributes` are asked first and kept
+    /// current.
     fn index_of(&self, attributes: &mut left_out::AttributeMemo) -> Index {
         let (left_out, changed) = left_out::by_path(&self.root, &self.paths, attributes);
         Index {
-            packages: important::Packages::find(&self.paths),
             left_out,
             attributes_changed: changed,
             index: self
@@ -880,7 +916,7 @@ impl RepoMap {
     }
 
     fn set_index(&mut self, index: Index) {
-        self.packages = index.packages;
+        self.packages = OnceLock::new();
         self.left_out = index.left_out;
         self.unsaved |= index.attributes_changed;
         self.index = Arc::new(index.index);
@@ -996,7 +1032,8 @@ impl RepoMap {
         })
     }
 
-    /// Ranks the repository for a chat and fits the map into `budget` tokens.
+    /// Ranks the repository for a chat and fits the map into `budget` tokens; the last
+    /// map fitted from the same files and inputs is reused (`fitted.rs`).
     ///
     /// `chat_files` are left out of the map and personalize the rank, as do
     /// `mentioned_files`; both are root-relative (or absolute under the root).
@@ -1009,27 +1046,81 @@ impl RepoMap {
         budget: usize,
     ) -> MapResult {
         let start = Instant::now();
-        let n = self.slots.len();
-        let mut chat = vec![false; n];
-        let mut personal = vec![0.0; n];
-        for f in chat_files
-            .iter()
-            .filter_map(|p| self.file_index(p.as_ref()))
-        {
-            chat[f as usize] = true;
-            personal[f as usize] = 1.0;
-        }
-        for f in mentioned_files
-            .iter()
-            .filter_map(|p| self.file_index(p.as_ref()))
-        {
-            personal[f as usize] = 1.0;
-        }
+        let chat = self.file_indices(chat_files);
+        let mentioned_files = self.file_indices(mentioned_files);
         let mentioned: Vec<u32> = mentioned_idents
             .iter()
             .filter_map(|i| self.interner.get(i.as_ref()))
             .collect();
-        let ranking = self.graph.rank(&chat, &personal, &mentioned);
+        let names = self.interner.names();
+        let idents: Vec<&str> = mentioned.iter().map(|&i| names.get(i)).collect();
+        let key = fitted::key(
+            self.state_digest(),
+            &fitted::Inputs {
+                chat: &chat,
+                mentioned_files: &mentioned_files,
+                mentioned_idents: &idents,
+                budget,
+                counter: &self.counter,
+            },
+        );
+        let personal = Personal::new(self.slots.len(), &chat, &mentioned_files, mentioned);
+        let path = self.cache_stem.as_ref().map(|s| s.with_extension("fitted"));
+        if let Some(last) = path
+            .as_deref()
+            .and_then(cache::load_fitted)
+            .filter(|f| f.key == key && f.read.iter().all(|&file| self.still_current(file)))
+        {
+            let took = start.elapsed();
+            return self.result(last, personal, None, budget, (took, Duration::ZERO));
+        }
+        let (fitted, ranking, times) = self.fit(key, &personal, budget, start);
+        // A map that read a file changed since the refresh shows what is on disk only
+        // now: it is not kept.
+        if let Some(path) = path.as_deref().filter(|_| fitted.all_current)
+            && let Err(e) = cache::save_fitted(path, &fitted)
+        {
+            tracing::warn!("cannot save the fitted repo map {}: {e}", path.display());
+        }
+        self.result(fitted, personal, Some(ranking), budget, times)
+    }
+
+    /// Whether the stat data of `file` proves it still is what the last refresh found.
+    fn still_current(&self, file: u32) -> bool {
+        let (Some(slot), Some(path)) =
+            (self.slots.get(file as usize), self.paths.get(file as usize))
+        else {
+            return false;
+        };
+        files::stat(&self.root, path).is_some_and(|f| self.proven(&slot.known, &f, self.read_ns))
+    }
+
+    /// The digest of the file set as the last refresh left it (`fitted::state_digest`).
+    fn state_digest(&self) -> u128 {
+        fitted::state_digest(self.paths.iter().zip(&self.slots).enumerate().map(
+            |(f, (path, slot))| {
+                let left_out = self.left_out.get(f).copied().flatten();
+                (path.as_str(), slot.known.key, slot.known.kind, left_out)
+            },
+        ))
+    }
+
+    /// Ranks the files for `personal` and fits the map into `budget`: the map keyed
+    /// `key`, its ranking, and how long ranking and fitting took since `start`.
+    fn fit(
+        &self,
+        key: u128,
+        personal: &Personal,
+        budget: usize,
+        start: Instant,
+    ) -> (fitted::Fitted, Ranking, (Duration, Duration)) {
+        let n = self.slots.len();
+        let Personal {
+            chat,
+            personal,
+            mentioned,
+        } = personal;
+        let ranking = self.graph.rank(chat, personal, mentioned);
         // Noise is left out unless the chat names it.
         let mut left_out = [0usize; left_out::Reason::ALL.len()];
         let listed: Vec<bool> = (0..n as u32)
@@ -1092,8 +1183,8 @@ impl RepoMap {
             position[f as usize] = at as u32;
         }
         let important: Vec<u32> = self
-            .packages
-            .important(&ranking.file_rank, &chat, |f| self.graph.in_degree(f))
+            .packages()
+            .important(&ranking.file_rank, chat, |f| self.graph.in_degree(f))
             .into_iter()
             .filter(|&f| position[f as usize] != u32::MAX)
             .collect();
@@ -1102,7 +1193,7 @@ impl RepoMap {
         for &f in &important {
             is_important[f as usize] = true;
         }
-        let collapsed = collapse::collapse(&self.paths, &self.packages, &by_rank, |f| {
+        let collapsed = collapse::collapse(&self.paths, self.packages(), &by_rank, |f| {
             !is_important[f as usize]
                 && !self.slots[f as usize].is_tagged()
                 && personal[f as usize] == 0.0
@@ -1110,19 +1201,20 @@ impl RepoMap {
         let rendering = Rendering::new(self, &collapsed.lines);
         let defs = RankedDefs::new(credits, self, &position).flat_map(|c| rendering.defs_of(c));
         let bare = collapsed.entries.iter().map(|&file| Item::Bare { file });
-        let fitted = render::fit(
+        let map = render::fit(
             important_items.chain(defs).chain(bare),
             &rendering,
             &self.counter,
             &self.block_counts,
             budget,
         );
-        let fit_time = fit_start.elapsed();
-
-        MapResult {
-            text: fitted.text,
-            tokens: fitted.tokens,
-            budget,
+        let (read, all_current) = rendering.read();
+        let fitted = fitted::Fitted {
+            key,
+            read,
+            all_current,
+            text: map.text,
+            tokens: map.tokens,
             ranked_files: collapsed
                 .entries
                 .iter()
@@ -1133,31 +1225,66 @@ impl RepoMap {
                     )
                 })
                 .collect(),
-            collapsed: collapsed.lines.len(),
-            collapsed_files: collapsed.files,
             left_out: left_out::Reason::ALL
                 .into_iter()
                 .zip(left_out)
                 .filter(|&(_, count)| count > 0)
-                .map(|(reason, count)| (reason.label(), count))
                 .collect(),
-            shown_defs: fitted.defs,
-            shown_files: fitted.files,
+            shown_defs: map.defs,
+            shown_files: map.files,
+            collapsed: collapsed.lines.len(),
+            collapsed_files: collapsed.files,
             important: important
                 .iter()
-                .take(fitted.important)
+                .take(map.important)
                 .map(|&f| self.paths[f as usize].clone())
                 .collect(),
+        };
+        (fitted, ranking, (rank_time, fit_start.elapsed()))
+    }
+
+    /// The result of a fitted map; `ranking` is made when first asked for if the map
+    /// was reused.
+    fn result(
+        &self,
+        fitted: fitted::Fitted,
+        personal: Personal,
+        ranking: Option<Ranking>,
+        budget: usize,
+        (rank_time, fit_time): (Duration, Duration),
+    ) -> MapResult {
+        MapResult {
+            reused: ranking.is_none(),
+            text: fitted.text,
+            tokens: fitted.tokens,
+            budget,
+            ranked_files: fitted.ranked_files,
+            left_out: fitted
+                .left_out
+                .into_iter()
+                .map(|(reason, count)| (reason.label(), count))
+                .collect(),
+            shown_defs: fitted.shown_defs,
+            shown_files: fitted.shown_files,
+            collapsed: fitted.collapsed,
+            collapsed_files: fitted.collapsed_files,
+            important: fitted.important,
             rank_time,
             fit_time,
             explain: Explain {
                 graph: Arc::clone(&self.graph),
-                ranking,
+                ranking: ranking.map_or_else(OnceLock::new, OnceLock::from),
+                personal,
                 paths: Arc::clone(&self.paths),
                 names: Arc::clone(self.interner.names()),
                 index: Arc::clone(&self.index),
             },
         }
+    }
+
+    fn packages(&self) -> &important::Packages {
+        self.packages
+            .get_or_init(|| important::Packages::find(&self.paths))
     }
 
     fn is_mappable(&self, file: u32) -> bool {
@@ -1174,6 +1301,14 @@ impl RepoMap {
                 matches!(self.slots[file as usize].known.kind, Kind::LongLines)
                     .then_some(left_out::Reason::LongLines)
             })
+    }
+
+    /// The file indices of those of `paths` in the set, in their order.
+    fn file_indices(&self, paths: &[impl AsRef<Path>]) -> Vec<u32> {
+        paths
+            .iter()
+            .filter_map(|p| self.file_index(p.as_ref()))
+            .collect()
     }
 
     /// The file index of a root-relative or absolute path.
@@ -1228,6 +1363,15 @@ impl<'a> Rendering<'a> {
 }
 
 impl<'a> Rendering<'a> {
+    /// The files whose content was read, in index order, and whether each still was
+    /// what its tags were taken from.
+    fn read(&self) -> (Vec<u32>, bool) {
+        let contents = self.contents.borrow();
+        let mut read: Vec<u32> = contents.keys().copied().collect();
+        read.sort_unstable();
+        (read, contents.values().all(Option::is_some))
+    }
+
     /// The path of `file`, or the line of the collapsed group it stands for.
     fn path_or_line(&self, file: u32) -> &'a str {
         self.collapsed

@@ -41,6 +41,7 @@ mod needed;
 mod nothing_hangs;
 mod proposal_across_time;
 mod repomap;
+mod repomap_fitted;
 mod repomap_monorepo;
 mod repomap_watch;
 mod review;

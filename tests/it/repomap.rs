@@ -35,7 +35,7 @@ impl Repo {
     }
 
     /// A repository holding a copy of `fixture`, committed.
-    fn from_fixture(fixture: &str) -> Repo {
+    pub(crate) fn from_fixture(fixture: &str) -> Repo {
         let repo = Repo::empty();
         copy_dir(&Path::new(FIXTURES).join(fixture), repo.path());
         repo.commit("fixture");
@@ -448,7 +448,7 @@ fn a_corrupt_cache_is_rebuilt() {
     assert!(plain(&map, 1024).text.contains("KeyValueStore"));
 }
 
-fn only_file(dir: &Path, extension: &str) -> PathBuf {
+pub(crate) fn only_file(dir: &Path, extension: &str) -> PathBuf {
     let files: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())

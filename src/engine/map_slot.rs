@@ -20,6 +20,9 @@ use crate::context::MapStatus;
 use crate::repomap::watch::{Changes, Watch};
 use crate::repomap::{self, CacheLocation, MapRefresh, MapResult, Mentions, RepoMap};
 
+/// What `/map` and `/map-refresh` say while the map is off.
+const OFF: &str = "the repo map is off (map_tokens 0): /map-tokens N turns it on";
+
 /// In `auto`, a rebuild slower than this keeps the last map when nothing the chat
 /// references changed.
 const SLOW_REBUILD: Duration = Duration::from_secs(1);
@@ -34,7 +37,8 @@ enum MapState {
     /// A background refresh holds the map; requests use the last result meanwhile.
     Refreshing(Arc<RwLock<RepoMap>>),
     Unavailable,
-    /// `--map-tokens 0`: no map is built, and no message waits for one.
+    /// `--map-tokens 0` (or `/map-tokens 0` before the first extraction): no map is
+    /// built, and no message waits for one.
     Off,
 }
 
@@ -51,6 +55,9 @@ pub(crate) struct MapSlot {
     last: Option<(MapKey, MapResult)>,
     /// A smaller budget forced while shrinking an oversized request.
     budget_override: Option<usize>,
+    /// The budget `/map-tokens N` chose for the rest of the run, over the settings' (0:
+    /// no map; a map already extracted is kept up to date, so turning it on is quick).
+    chosen: Option<usize>,
     /// How long the last whole-tree refresh and the last build took: what a rebuild
     /// after files changed costs.
     refresh_took: Duration,
@@ -110,6 +117,7 @@ impl MapSlot {
             state: MapState::Loading,
             last: None,
             budget_override: None,
+            chosen: None,
             refresh_took: Duration::ZERO,
             build_took: Duration::ZERO,
             kept_stale: false,
@@ -124,7 +132,7 @@ impl MapSlot {
 impl MapSlot {
     /// Opens the map and extracts tags on a blocking thread, reporting progress.
     pub(super) fn start(&mut self, model: &Model, root: &Path, events: &EventSink, jobs: &Loop) {
-        if model.settings().map_tokens == Some(0) {
+        if self.off(model) {
             self.state = MapState::Off;
             events.send(Event::Map(Box::default()));
             return;
@@ -338,7 +346,7 @@ impl MapSlot {
                 events.notice("the repo map is being built already".into());
             }
             MapState::Unavailable => events.error("there is no repo map for this directory".into()),
-            MapState::Off => events.error("the repo map is off (--map-tokens 0)".into()),
+            MapState::Off => events.error(OFF.into()),
         }
     }
 
@@ -362,13 +370,13 @@ impl MapSlot {
         let MapState::Ready(map) = &self.state else {
             return;
         };
+        if self.off(model) {
+            self.last = None;
+            return;
+        }
         let map = map.clone();
         let guard = map.read().unwrap_or_else(|e| e.into_inner());
-        let chat: Vec<String> = session
-            .paths(FileMode::Editable)
-            .into_iter()
-            .chain(session.paths(FileMode::ReadOnly))
-            .collect();
+        let chat = chat_paths(session);
         let key = MapKey {
             budget: self.budget(!chat.is_empty(), model),
             mentions: guard.mentions(text),
@@ -397,10 +405,59 @@ impl MapSlot {
 
     fn budget(&self, has_chat_files: bool, model: &Model) -> usize {
         self.budget_override.unwrap_or_else(|| {
-            model
-                .settings()
-                .map_tokens
+            self.chosen
+                .or(model.settings().map_tokens)
                 .unwrap_or_else(|| repomap::default_budget(model.window().window, has_chat_files))
+        })
+    }
+
+    /// Whether the map is off: `/map-tokens 0`, or `--map-tokens 0` unless
+    /// `/map-tokens N` turned it on.
+    fn off(&self, model: &Model) -> bool {
+        self.chosen.or(model.settings().map_tokens) == Some(0)
+    }
+
+    /// `/map-tokens N`: the map gets `budget` tokens (0: none) for the rest of the run.
+    /// A map that is ready is fitted to it at once; one being built, or extracted now
+    /// because it was off, takes it when it is done. Returns what changed.
+    pub(super) fn choose_budget(
+        &mut self,
+        budget: usize,
+        (model, session, draft): (&Model, &Session, &str),
+        events: &EventSink,
+        jobs: &Loop,
+    ) -> Result<MapBudget, String> {
+        if matches!(self.state, MapState::Unavailable) {
+            return Err("there is no repo map for this directory".into());
+        }
+        let budget_before = match self.off(model) {
+            true => 0,
+            false => self.budget(!chat_paths(session).is_empty(), model),
+        };
+        let tokens_before = self.last.as_ref().map_or(0, |(_, r)| r.tokens);
+        self.chosen = Some(budget);
+        self.budget_override = None;
+        // Refitted for the new budget, even in `manual` (which keeps a map that fits).
+        self.last = None;
+        if matches!(self.state, MapState::Off) && budget > 0 {
+            self.state = MapState::Loading;
+            self.start(model, session.root(), events, jobs);
+        }
+        self.update(draft, model, session, events);
+        if budget == 0 {
+            events.send(Event::Map(Box::default()));
+        }
+        let building = matches!(self.state, MapState::Loading | MapState::Refreshing(_));
+        let tokens = match (budget, building) {
+            (0, _) => Some(0),
+            (_, true) => None,
+            (_, false) => Some(self.last.as_ref().map_or(0, |(_, r)| r.tokens)),
+        };
+        Ok(MapBudget {
+            budget_before,
+            budget,
+            tokens_before,
+            tokens,
         })
     }
 
@@ -459,7 +516,8 @@ impl MapSlot {
         match &self.state {
             MapState::Loading => "the repo map is still being built\n".to_string(),
             MapState::Unavailable => "there is no repo map for this directory\n".to_string(),
-            MapState::Off => "the repo map is off (--map-tokens 0)\n".to_string(),
+            MapState::Off => format!("{OFF}\n"),
+            _ if self.off(model) => format!("{OFF}\n"),
             _ => self.text(draft, model, session, events).unwrap_or_else(|| {
                 "the repo map is empty (nothing fits, or no tagged files)\n".into()
             }),
@@ -471,6 +529,9 @@ impl MapSlot {
     /// map is built for its own chat files and mentions from the files as they are; in
     /// `always`, until a rescan is done (started here).
     pub(super) fn defers_turn(&mut self, model: &Model, events: &EventSink, jobs: &Loop) -> bool {
+        if self.off(model) {
+            return false;
+        }
         match &self.state {
             MapState::Loading => {
                 events.notice(
@@ -515,6 +576,65 @@ fn keeps_last_map(
         MapRefresh::Auto => {
             changed.is_empty() || (rebuild > SLOW_REBUILD && !changed.iter().any(|p| referenced(p)))
         }
+    }
+}
+
+/// The chat's files, editable then read-only: what the map ranks around.
+fn chat_paths(session: &Session) -> Vec<String> {
+    session
+        .paths(FileMode::Editable)
+        .into_iter()
+        .chain(session.paths(FileMode::ReadOnly))
+        .collect()
+}
+
+/// What `/map-tokens N` changed (`Event::MapBudget`): the map's budget and its tokens
+/// before and after (`tokens` None: the map is being built, so its size is not known
+/// yet).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, derive_visitor::DriveMut)]
+pub struct MapBudget {
+    pub budget_before: usize,
+    pub budget: usize,
+    pub tokens_before: usize,
+    pub tokens: Option<usize>,
+}
+
+impl std::fmt::Display for MapBudget {
+    /// `the repo map's budget: 1,024 → 2,048 tokens; the map went from 1,008 to 1,950
+    /// tokens (942 added)`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use crate::tokens::thousands;
+        let budget = match (self.budget_before, self.budget) {
+            (_, 0) => "the repo map is off".to_string(),
+            (0, new) => format!("the repo map is on, with {} tokens", thousands(new)),
+            (old, new) => format!(
+                "the repo map's budget: {} → {} tokens",
+                thousands(old),
+                thousands(new)
+            ),
+        };
+        let Some(tokens) = self.tokens else {
+            return write!(
+                f,
+                "{budget}; the map is being built (it was {} tokens): the gauge shows its size when it is",
+                thousands(self.tokens_before)
+            );
+        };
+        let change = match tokens.cmp(&self.tokens_before) {
+            std::cmp::Ordering::Less => {
+                format!("{} freed", thousands(self.tokens_before - tokens))
+            }
+            std::cmp::Ordering::Greater => {
+                format!("{} added", thousands(tokens - self.tokens_before))
+            }
+            std::cmp::Ordering::Equal => "no change".to_string(),
+        };
+        write!(
+            f,
+            "{budget}; the map went from {} to {} tokens ({change})",
+            thousands(self.tokens_before),
+            thousands(tokens)
+        )
     }
 }
 

@@ -1274,6 +1274,7 @@ impl Engine {
                 });
             }
             Command::MapRefresh => self.map.refresh_now(&self.events, &self.run_loop),
+            Command::MapTokens => self.map_tokens(&args),
             Command::Clear => {
                 self.session.history.clear();
                 self.change_history(|history, parts| history.cleared(parts.saved));
@@ -1311,6 +1312,34 @@ impl Engine {
                 "/editor opens an editor in the workspace (ctrl-g in the message box); there is none here"
                     .into(),
             ),
+        }
+    }
+
+    /// `/map-tokens N`: the map's budget for the rest of the run, and what it changed.
+    fn map_tokens(&mut self, args: &str) {
+        let budget = match args.parse::<usize>() {
+            Ok(n) if n <= crate::config::MAP_TOKENS_MAX => n,
+            _ => {
+                return self.events.error(format!(
+                    "/map-tokens takes a number of tokens, from 0 (no map) to {}, not {args:?}",
+                    protocol::thousands(crate::config::MAP_TOKENS_MAX)
+                ));
+            }
+        };
+        let draft = self.conversation.draft().to_string();
+        let chosen = self.map.choose_budget(
+            budget,
+            (&self.model, &self.session, &draft),
+            &self.events,
+            &self.run_loop,
+        );
+        match chosen {
+            Ok(changed) => {
+                self.events.send(Event::MapBudget(changed));
+                self.events.notice(changed.to_string());
+                self.publish_budget();
+            }
+            Err(why) => self.events.error(format!("/map-tokens: {why}")),
         }
     }
 

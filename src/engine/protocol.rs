@@ -7,6 +7,8 @@ use serde::Serialize;
 /// The slash commands, one row each.
 pub use super::commands::{ArgCompletion, Command, UnknownCommand};
 
+/// What `/map-tokens` changed.
+pub use super::map_slot::MapBudget;
 /// A turn of the `/rewind` timeline, and how front ends write it.
 pub use super::timeline::{TimelineTurn, preview as rewind_preview, timeline_text, turn_line};
 /// A branch review: what to compare, how to fit it, its plan (as the Review pane lists
@@ -739,6 +741,8 @@ pub enum Event {
         total: usize,
     },
     Map(Box<MapView>),
+    /// `/map-tokens N` changed the map's budget (and so its size, when it is known).
+    MapBudget(MapBudget),
     MapWhy {
         path: String,
         edges: Vec<MapEdge>,

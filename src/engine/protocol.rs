@@ -18,6 +18,8 @@ pub use crate::branch_review::{
 };
 /// Where the window's size comes from.
 pub use crate::context::WindowSource;
+/// The command a command output's row in the budget names.
+pub use crate::context::output_command;
 /// The budget view the gauge draws.
 pub use crate::context::{BudgetReport, HistoryStatus, Section};
 /// How a reply ended, and what it cost.

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use std::path::Path;
 
 use super::model::Model;
-use super::protocol::{Event, FileMode, MapEdge, MapView};
+use super::protocol::{Event, FileMode, MapBudget, MapEdge, MapView};
 use super::run_loop::Loop;
 use super::{EventSink, Internal, Session};
 use crate::context::MapStatus;
@@ -586,56 +586,6 @@ fn chat_paths(session: &Session) -> Vec<String> {
         .into_iter()
         .chain(session.paths(FileMode::ReadOnly))
         .collect()
-}
-
-/// What `/map-tokens N` changed (`Event::MapBudget`): the map's budget and its tokens
-/// before and after (`tokens` None: the map is being built, so its size is not known
-/// yet).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, derive_visitor::DriveMut)]
-pub struct MapBudget {
-    pub budget_before: usize,
-    pub budget: usize,
-    pub tokens_before: usize,
-    pub tokens: Option<usize>,
-}
-
-impl std::fmt::Display for MapBudget {
-    /// `the repo map's budget: 1,024 → 2,048 tokens; the map went from 1,008 to 1,950
-    /// tokens (942 added)`.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        use crate::tokens::thousands;
-        let budget = match (self.budget_before, self.budget) {
-            (_, 0) => "the repo map is off".to_string(),
-            (0, new) => format!("the repo map is on, with {} tokens", thousands(new)),
-            (old, new) => format!(
-                "the repo map's budget: {} → {} tokens",
-                thousands(old),
-                thousands(new)
-            ),
-        };
-        let Some(tokens) = self.tokens else {
-            return write!(
-                f,
-                "{budget}; the map is being built (it was {} tokens): the gauge shows its size when it is",
-                thousands(self.tokens_before)
-            );
-        };
-        let change = match tokens.cmp(&self.tokens_before) {
-            std::cmp::Ordering::Less => {
-                format!("{} freed", thousands(self.tokens_before - tokens))
-            }
-            std::cmp::Ordering::Greater => {
-                format!("{} added", thousands(tokens - self.tokens_before))
-            }
-            std::cmp::Ordering::Equal => "no change".to_string(),
-        };
-        write!(
-            f,
-            "{budget}; the map went from {} to {} tokens ({change})",
-            thousands(self.tokens_before),
-            thousands(tokens)
-        )
-    }
 }
 
 fn view(result: &MapResult) -> MapView {

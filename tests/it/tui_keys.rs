@@ -2496,10 +2496,6 @@ impl Control {
 #[test]
 fn the_budget_pane_drops_a_file_or_makes_it_read_only_after_saying_what_it_frees() {
     let report = budget("", &[]);
-    let tokens = |path: &str| {
-        let row = report.files.iter().find(|f| f.path == path).unwrap();
-        tern::engine::protocol::thousands(row.tokens)
-    };
     let editable: Vec<String> = report
         .files
         .iter()
@@ -2515,11 +2511,22 @@ fn the_budget_pane_drops_a_file_or_makes_it_read_only_after_saying_what_it_frees
     );
     let shown = c.press('j');
     assert!(shown.contains("d drop · j/↓/k/↑ select"), "{shown}");
+    // The only read-only file: dropping it frees its section's framing too.
     let (question, ops) = c.ask_and_answer('d');
+    let section = report.section(tern::engine::protocol::Section::ReadonlyFiles);
+    assert!(
+        section
+            > report
+                .files
+                .iter()
+                .find(|f| f.path == "README.md")
+                .unwrap()
+                .tokens
+    );
     assert!(
         question.contains(&format!(
             "drop README.md from the chat? frees {} tok [y/N]",
-            tokens("README.md")
+            tern::engine::protocol::thousands(section)
         )),
         "{question}"
     );
@@ -2679,7 +2686,8 @@ fn the_budget_pane_drops_a_command_output_through_drop_output() {
     }
     let (question, ops) = c.ask_and_answer('d');
     assert!(
-        question.contains("drop the output of `make lint`? frees 1,200 tok [y/N]"),
+        // The only output: its section's framing goes with it.
+        question.contains("drop the output of `make lint`? frees 1,234 tok [y/N]"),
         "{question}"
     );
     assert_eq!(

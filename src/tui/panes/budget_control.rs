@@ -93,7 +93,11 @@ pub(crate) fn question(action: Action, target: &Target, report: &BudgetReport) -
     let tokens = |t: usize| format!("{} tok", thousands(t));
     match (action, target) {
         (Action::DropRow, Target::Item { section, name }) => {
-            let freed = tokens(item_tokens(report, *section, name));
+            // The last one of its section takes the section's framing with it.
+            let freed = tokens(match items(report, *section).count() {
+                1 => report.section(*section),
+                _ => item_tokens(report, *section, name),
+            });
             Some(match section {
                 Section::CommandOutput => {
                     format!("drop the output of `{}`? frees {freed}", command_of(name))

@@ -417,6 +417,30 @@ impl MapSlot {
         self.chosen.or(model.settings().map_tokens) == Some(0)
     }
 
+    /// The budget `/map-tokens` chose, for the session file.
+    pub(super) fn chosen(&self) -> Option<usize> {
+        self.chosen
+    }
+
+    /// The map gets the budget `/map-tokens` chose (None: the settings' again), as a
+    /// resumed or switched-to session saved it; it is refitted (even in `manual`, which
+    /// keeps a map that fits), and a map that was off since start and no longer is
+    /// starts to be built.
+    pub(super) fn restore_budget(
+        &mut self,
+        chosen: Option<usize>,
+        (model, session): (&Model, &Session),
+        events: &EventSink,
+        jobs: &Loop,
+    ) {
+        self.chosen = chosen;
+        self.last = None;
+        if matches!(self.state, MapState::Off) && !self.off(model) {
+            self.state = MapState::Loading;
+            self.start(model, session.root(), events, jobs);
+        }
+    }
+
     /// `/map-tokens N`: the map gets `budget` tokens (0: none) for the rest of the run.
     /// A map that is ready is fitted to it at once; one being built, or extracted now
     /// because it was off, takes it when it is done. Returns what changed.
@@ -435,14 +459,8 @@ impl MapSlot {
             false => self.budget(!chat_paths(session).is_empty(), model),
         };
         let tokens_before = self.last.as_ref().map_or(0, |(_, r)| r.tokens);
-        self.chosen = Some(budget);
         self.budget_override = None;
-        // Refitted for the new budget, even in `manual` (which keeps a map that fits).
-        self.last = None;
-        if matches!(self.state, MapState::Off) && budget > 0 {
-            self.state = MapState::Loading;
-            self.start(model, session.root(), events, jobs);
-        }
+        self.restore_budget(Some(budget), (model, session), events, jobs);
         self.update(draft, model, session, events);
         if budget == 0 {
             events.send(Event::Map(Box::default()));

@@ -746,6 +746,7 @@ impl Engine {
             model: &self.model,
             history: self.conversation.history().marks(),
             pending: self.pending.as_ref().map(proposal_review::Pending::saved),
+            map_tokens: self.map.chosen(),
         };
         self.saved.save(parts, &self.events);
     }
@@ -781,6 +782,12 @@ impl Engine {
             saved.summaries,
             saved.checkpoint.map(|c| (c.anchor, c.summary)),
             saved.learned_limit,
+        );
+        self.map.restore_budget(
+            saved.map_tokens,
+            (&self.model, &self.session),
+            &self.events,
+            &self.run_loop,
         );
         // What the server taught holds, even over a larger --context-window (said
         // when the run starts).
@@ -825,6 +832,7 @@ impl Engine {
             model: &self.model,
             history: self.conversation.history().marks(),
             pending: self.pending.as_ref().map(proposal_review::Pending::saved),
+            map_tokens: self.map.chosen(),
         };
         match self.saved.flush_records(parts, &self.events) {
             Some(record) => Some(record),
@@ -1338,6 +1346,7 @@ impl Engine {
                 self.events.send(Event::MapBudget(changed));
                 self.events.notice(changed.to_string());
                 self.publish_budget();
+                self.save_session();
             }
             Err(why) => self.events.error(format!("/map-tokens: {why}")),
         }

@@ -426,3 +426,34 @@ async fn map_tokens_builds_the_map_that_map_tokens_0_left_off_at_start() {
     turn(&mut engine, "first").await;
     assert!(map_sent(&server, 0));
 }
+
+/// `/map-tokens` persists for the session: a resumed one keeps the map off, and its
+/// choice of a budget.
+#[tokio::test]
+async fn map_tokens_persists_across_resume() {
+    let server = MockServer::start().await;
+    replies(&server, 2);
+    let repo = repo();
+    let mut engine = engine(&repo, &server, MapRefresh::Auto);
+    turn(&mut engine, "first").await;
+    map_tokens(&mut engine, "0").await;
+    engine.ops.send(Op::Shutdown).unwrap();
+    until(&mut engine, |e| matches!(e, Event::Exited)).await;
+    let mut engine = spawn_engine(&repo, &server, "src/app.py", true, |_| {});
+    // Off from the start: no map to wait for, none sent.
+    until(
+        &mut engine,
+        |e| matches!(e, Event::Map(view) if view.text.is_empty()),
+    )
+    .await;
+    turn(&mut engine, "second").await;
+    assert!(map_sent(&server, 0));
+    assert!(!map_sent(&server, 1));
+    let (on, _, _) = map_tokens(&mut engine, "1500").await;
+    assert_eq!((on.budget_before, on.budget), (0, 1500));
+    engine.ops.send(Op::Shutdown).unwrap();
+    until(&mut engine, |e| matches!(e, Event::Exited)).await;
+    let mut engine = spawn_engine(&repo, &server, "src/app.py", true, |_| {});
+    let (again, _, _) = map_tokens(&mut engine, "1500").await;
+    assert_eq!(again.budget_before, 1500, "{again:?}");
+}

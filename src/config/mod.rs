@@ -255,6 +255,9 @@ fn default_output_tokens(s: &Settings) -> usize {
 /// A mebibyte.
 const MIB: usize = 1024 * 1024;
 
+/// The largest repo map budget a setting or `/map-tokens` may give.
+pub const MAP_TOKENS_MAX: usize = MIB;
+
 settings! {
     /// Main model name, as the API knows it.
     model: String = "gpt-4o".to_string() ; Trusted,
@@ -280,7 +283,7 @@ settings! {
     cache_prompts: CachePrompts = CachePrompts::Auto ; Repo,
     /// Repo map budget [default: window/8 clamped to 1024..4096]; sent with every
     /// message.
-    map_tokens: Option<usize> = None ; RepoLower(default_map_tokens) in 0..=MIB,
+    map_tokens: Option<usize> = None ; RepoLower(default_map_tokens) in 0..=MAP_TOKENS_MAX,
     /// When the repo map is rebuilt: auto, always, files or manual.
     map_refresh: crate::repomap::MapRefresh = crate::repomap::MapRefresh::Auto ; Repo,
     /// History budget [default: min(max(window/16, 1024), 8192)]; sent with every

@@ -452,7 +452,7 @@ fn tip(section: Section) -> &'static str {
     match section {
         Section::System | Section::Examples | Section::Reminder => "",
         Section::ReadonlyFiles => "/drop to remove",
-        Section::Repo => "--map-tokens to resize",
+        Section::Repo => "/map-tokens to resize",
         Section::Done => "/clear or /compact",
         Section::ChatFiles => "/drop or /read-only",
         Section::CommandOutput => "/drop-output to remove",

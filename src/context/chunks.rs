@@ -84,10 +84,18 @@ pub struct CommandText {
     pub test: bool,
 }
 
+/// What an output's label puts before its command.
+const LABEL_PREFIX: &str = "$ ";
+
+/// The command an output's label (`CommandText::label`) names.
+pub fn output_command(label: &str) -> &str {
+    label.strip_prefix(LABEL_PREFIX).unwrap_or(label)
+}
+
 impl CommandText {
     /// How the output is named in `/tokens` and the advice: the command as typed.
     pub fn label(&self) -> String {
-        format!("$ {}", self.command)
+        format!("{LABEL_PREFIX}{}", self.command)
     }
 
     /// The block the model reads: the command, how it ended, and the output fenced.

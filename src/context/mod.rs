@@ -11,4 +11,6 @@ pub use budget::{
     BudgetReport, FileRow, HistoryPhase, HistoryStatus, MapStatus, Window, WindowSource,
 };
 pub(crate) use chunks::outputs_tokens;
-pub use chunks::{Assembled, ChunkInputs, CommandText, PromptFile, Section, assemble};
+pub use chunks::{
+    Assembled, ChunkInputs, CommandText, PromptFile, Section, assemble, output_command,
+};

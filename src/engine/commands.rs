@@ -56,6 +56,8 @@ pub enum Command {
     Map,
     #[strum(props(args = ""), message = "rescan the repository for the repo map")]
     MapRefresh,
+    #[strum(props(args = "N"), message = "give the repo map N tokens for the rest of the session (0: no map); says the tokens freed or added")]
+    MapTokens,
     #[strum(props(args = ""), message = "forget the conversation history")]
     Clear,
     #[strum(props(args = ""), message = "summarize the conversation history now")]

@@ -614,10 +614,7 @@ impl HistoryBudget {
             (_, Ok(Some(summary))) => {
                 let replaced = self.apply_summary((summary.anchor, &summary.text), p);
                 self.buffer.summarized();
-                Some(format!(
-                    "replaced {} messages ({} tokens) with a summary of {} tokens",
-                    replaced.replaced_messages, replaced.replaced_tokens, replaced.summary_tokens
-                ))
+                Some(format!("replaced {}", replaced_said(&replaced)))
             }
             (_, Ok(None)) => Some("nothing to summarize".into()),
             (kind, Err(e)) => {
@@ -786,7 +783,7 @@ impl HistoryBudget {
         if !idle || self.held.is_some() {
             compact_output(
                 p.events,
-                "not now: wait for the current turn to finish".into(),
+                "not now: a reply is under way; /compact when it is done".into(),
             );
             return vec![];
         }
@@ -806,8 +803,8 @@ impl HistoryBudget {
                 Then::PublishHistory,
                 Then::PublishBudget,
                 Then::Compacted(format!(
-                    "swapped in the checkpoint summary: {} messages ({} tokens) became {} tokens",
-                    replaced.replaced_messages, replaced.replaced_tokens, replaced.summary_tokens
+                    "swapped in the checkpoint summary: replaced {}",
+                    replaced_said(&replaced)
                 )),
             ];
         }
@@ -838,6 +835,19 @@ fn grows(p: &Parts<'_>, anchor: usize, summary: &str) -> Option<String> {
             "kept the history: the summary ({summary} tokens) is no smaller than the {anchor} messages ({replaced} tokens) it would replace"
         )
     })
+}
+
+/// What a summary put in the place of the history's head, and the tokens that freed
+/// (`6 messages (1,234 tokens) with a summary of 200 tokens: 1,034 tokens freed`).
+fn replaced_said(r: &Replaced) -> String {
+    use crate::tokens::thousands;
+    format!(
+        "{} ({} tokens) with a summary of {} tokens: {} tokens freed",
+        crate::plural::count(r.replaced_messages, "message"),
+        thousands(r.replaced_tokens),
+        thousands(r.summary_tokens),
+        thousands(r.replaced_tokens.saturating_sub(r.summary_tokens))
+    )
 }
 
 /// `/compact`'s answer.

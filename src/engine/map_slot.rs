@@ -13,12 +13,15 @@ use std::time::{Duration, Instant};
 use std::path::Path;
 
 use super::model::Model;
-use super::protocol::{Event, FileMode, MapEdge, MapView};
+use super::protocol::{Event, FileMode, MapBudget, MapEdge, MapView};
 use super::run_loop::Loop;
 use super::{EventSink, Internal, Session};
 use crate::context::MapStatus;
 use crate::repomap::watch::{Changes, Watch};
 use crate::repomap::{self, CacheLocation, MapRefresh, MapResult, Mentions, RepoMap};
+
+/// What `/map` and `/map-refresh` say while the map is off.
+const OFF: &str = "the repo map is off (map_tokens 0): /map-tokens N turns it on";
 
 /// In `auto`, a rebuild slower than this keeps the last map when nothing the chat
 /// references changed.
@@ -34,7 +37,8 @@ enum MapState {
     /// A background refresh holds the map; requests use the last result meanwhile.
     Refreshing(Arc<RwLock<RepoMap>>),
     Unavailable,
-    /// `--map-tokens 0`: no map is built, and no message waits for one.
+    /// `--map-tokens 0` (or `/map-tokens 0` before the first extraction): no map is
+    /// built, and no message waits for one.
     Off,
 }
 
@@ -51,6 +55,9 @@ pub(crate) struct MapSlot {
     last: Option<(MapKey, MapResult)>,
     /// A smaller budget forced while shrinking an oversized request.
     budget_override: Option<usize>,
+    /// The budget `/map-tokens N` chose for the rest of the run, over the settings' (0:
+    /// no map; a map already extracted is kept up to date, so turning it on is quick).
+    chosen: Option<usize>,
     /// How long the last whole-tree refresh and the last build took: what a rebuild
     /// after files changed costs.
     refresh_took: Duration,
@@ -110,6 +117,7 @@ impl MapSlot {
             state: MapState::Loading,
             last: None,
             budget_override: None,
+            chosen: None,
             refresh_took: Duration::ZERO,
             build_took: Duration::ZERO,
             kept_stale: false,
@@ -124,7 +132,7 @@ impl MapSlot {
 impl MapSlot {
     /// Opens the map and extracts tags on a blocking thread, reporting progress.
     pub(super) fn start(&mut self, model: &Model, root: &Path, events: &EventSink, jobs: &Loop) {
-        if model.settings().map_tokens == Some(0) {
+        if self.off(model) {
             self.state = MapState::Off;
             events.send(Event::Map(Box::default()));
             return;
@@ -338,7 +346,7 @@ impl MapSlot {
                 events.notice("the repo map is being built already".into());
             }
             MapState::Unavailable => events.error("there is no repo map for this directory".into()),
-            MapState::Off => events.error("the repo map is off (--map-tokens 0)".into()),
+            MapState::Off => events.error(OFF.into()),
         }
     }
 
@@ -362,13 +370,13 @@ impl MapSlot {
         let MapState::Ready(map) = &self.state else {
             return;
         };
+        if self.off(model) {
+            self.last = None;
+            return;
+        }
         let map = map.clone();
         let guard = map.read().unwrap_or_else(|e| e.into_inner());
-        let chat: Vec<String> = session
-            .paths(FileMode::Editable)
-            .into_iter()
-            .chain(session.paths(FileMode::ReadOnly))
-            .collect();
+        let chat = chat_paths(session);
         let key = MapKey {
             budget: self.budget(!chat.is_empty(), model),
             mentions: guard.mentions(text),
@@ -397,10 +405,77 @@ impl MapSlot {
 
     fn budget(&self, has_chat_files: bool, model: &Model) -> usize {
         self.budget_override.unwrap_or_else(|| {
-            model
-                .settings()
-                .map_tokens
+            self.chosen
+                .or(model.settings().map_tokens)
                 .unwrap_or_else(|| repomap::default_budget(model.window().window, has_chat_files))
+        })
+    }
+
+    /// Whether the map is off: `/map-tokens 0`, or `--map-tokens 0` unless
+    /// `/map-tokens N` turned it on.
+    fn off(&self, model: &Model) -> bool {
+        self.chosen.or(model.settings().map_tokens) == Some(0)
+    }
+
+    /// The budget `/map-tokens` chose, for the session file.
+    pub(super) fn chosen(&self) -> Option<usize> {
+        self.chosen
+    }
+
+    /// The map gets the budget `/map-tokens` chose (None: the settings' again), as a
+    /// resumed or switched-to session saved it; it is refitted (even in `manual`, which
+    /// keeps a map that fits), and a map that was off since start and no longer is
+    /// starts to be built.
+    pub(super) fn restore_budget(
+        &mut self,
+        chosen: Option<usize>,
+        (model, session): (&Model, &Session),
+        events: &EventSink,
+        jobs: &Loop,
+    ) {
+        self.chosen = chosen;
+        self.last = None;
+        if matches!(self.state, MapState::Off) && !self.off(model) {
+            self.state = MapState::Loading;
+            self.start(model, session.root(), events, jobs);
+        }
+    }
+
+    /// `/map-tokens N`: the map gets `budget` tokens (0: none) for the rest of the run.
+    /// A map that is ready is fitted to it at once; one being built, or extracted now
+    /// because it was off, takes it when it is done. Returns what changed.
+    pub(super) fn choose_budget(
+        &mut self,
+        budget: usize,
+        (model, session, draft): (&Model, &Session, &str),
+        events: &EventSink,
+        jobs: &Loop,
+    ) -> Result<MapBudget, String> {
+        if matches!(self.state, MapState::Unavailable) {
+            return Err("there is no repo map for this directory".into());
+        }
+        let budget_before = match self.off(model) {
+            true => 0,
+            false => self.budget(!chat_paths(session).is_empty(), model),
+        };
+        let tokens_before = self.last.as_ref().map_or(0, |(_, r)| r.tokens);
+        self.budget_override = None;
+        self.restore_budget(Some(budget), (model, session), events, jobs);
+        self.update(draft, model, session, events);
+        if budget == 0 {
+            events.send(Event::Map(Box::default()));
+        }
+        let building = matches!(self.state, MapState::Loading | MapState::Refreshing(_));
+        let tokens = match (budget, building) {
+            (0, _) => Some(0),
+            (_, true) => None,
+            (_, false) => Some(self.last.as_ref().map_or(0, |(_, r)| r.tokens)),
+        };
+        Ok(MapBudget {
+            budget_before,
+            budget,
+            tokens_before,
+            tokens,
         })
     }
 
@@ -459,7 +534,8 @@ impl MapSlot {
         match &self.state {
             MapState::Loading => "the repo map is still being built\n".to_string(),
             MapState::Unavailable => "there is no repo map for this directory\n".to_string(),
-            MapState::Off => "the repo map is off (--map-tokens 0)\n".to_string(),
+            MapState::Off => format!("{OFF}\n"),
+            _ if self.off(model) => format!("{OFF}\n"),
             _ => self.text(draft, model, session, events).unwrap_or_else(|| {
                 "the repo map is empty (nothing fits, or no tagged files)\n".into()
             }),
@@ -471,6 +547,9 @@ impl MapSlot {
     /// map is built for its own chat files and mentions from the files as they are; in
     /// `always`, until a rescan is done (started here).
     pub(super) fn defers_turn(&mut self, model: &Model, events: &EventSink, jobs: &Loop) -> bool {
+        if self.off(model) {
+            return false;
+        }
         match &self.state {
             MapState::Loading => {
                 events.notice(
@@ -516,6 +595,15 @@ fn keeps_last_map(
             changed.is_empty() || (rebuild > SLOW_REBUILD && !changed.iter().any(|p| referenced(p)))
         }
     }
+}
+
+/// The chat's files, editable then read-only: what the map ranks around.
+fn chat_paths(session: &Session) -> Vec<String> {
+    session
+        .paths(FileMode::Editable)
+        .into_iter()
+        .chain(session.paths(FileMode::ReadOnly))
+        .collect()
 }
 
 fn view(result: &MapResult) -> MapView {

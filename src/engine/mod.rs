@@ -746,6 +746,7 @@ impl Engine {
             model: &self.model,
             history: self.conversation.history().marks(),
             pending: self.pending.as_ref().map(proposal_review::Pending::saved),
+            map_tokens: self.map.chosen(),
         };
         self.saved.save(parts, &self.events);
     }
@@ -781,6 +782,12 @@ impl Engine {
             saved.summaries,
             saved.checkpoint.map(|c| (c.anchor, c.summary)),
             saved.learned_limit,
+        );
+        self.map.restore_budget(
+            saved.map_tokens,
+            (&self.model, &self.session),
+            &self.events,
+            &self.run_loop,
         );
         // What the server taught holds, even over a larger --context-window (said
         // when the run starts).
@@ -825,6 +832,7 @@ impl Engine {
             model: &self.model,
             history: self.conversation.history().marks(),
             pending: self.pending.as_ref().map(proposal_review::Pending::saved),
+            map_tokens: self.map.chosen(),
         };
         match self.saved.flush_records(parts, &self.events) {
             Some(record) => Some(record),
@@ -1262,6 +1270,7 @@ impl Engine {
                 });
             }
             Command::MapRefresh => self.map.refresh_now(&self.events, &self.run_loop),
+            Command::MapTokens => self.map_tokens(&args),
             Command::Clear => {
                 self.session.history.clear();
                 self.change_history(|history, parts| history.cleared(parts.saved, parts.events));
@@ -1299,6 +1308,35 @@ impl Engine {
                 "/editor opens an editor in the workspace (ctrl-g in the message box); there is none here"
                     .into(),
             ),
+        }
+    }
+
+    /// `/map-tokens N`: the map's budget for the rest of the run, and what it changed.
+    fn map_tokens(&mut self, args: &str) {
+        let budget = match args.parse::<usize>() {
+            Ok(n) if n <= crate::config::MAP_TOKENS_MAX => n,
+            _ => {
+                return self.events.error(format!(
+                    "/map-tokens takes a number of tokens, from 0 (no map) to {}, not {args:?}",
+                    protocol::thousands(crate::config::MAP_TOKENS_MAX)
+                ));
+            }
+        };
+        let draft = self.conversation.draft().to_string();
+        let chosen = self.map.choose_budget(
+            budget,
+            (&self.model, &self.session, &draft),
+            &self.events,
+            &self.run_loop,
+        );
+        match chosen {
+            Ok(changed) => {
+                self.events.send(Event::MapBudget(changed));
+                self.events.notice(changed.to_string());
+                self.publish_budget();
+                self.save_session();
+            }
+            Err(why) => self.events.error(format!("/map-tokens: {why}")),
         }
     }
 

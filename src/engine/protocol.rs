@@ -16,6 +16,8 @@ pub use crate::branch_review::{
 };
 /// Where the window's size comes from.
 pub use crate::context::WindowSource;
+/// The command a command output's row in the budget names.
+pub use crate::context::output_command;
 /// The budget view the gauge draws.
 pub use crate::context::{BudgetReport, HistoryStatus, Section};
 /// How a reply ended, and what it cost.
@@ -552,6 +554,55 @@ pub struct Listed {
     pub unreadable: Option<String>,
 }
 
+/// What `/map-tokens N` changed (`Event::MapBudget`): the map's budget and its tokens
+/// before and after (`tokens` None: the map is being built, so its size is not known
+/// yet).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, DriveMut)]
+pub struct MapBudget {
+    pub budget_before: usize,
+    pub budget: usize,
+    pub tokens_before: usize,
+    pub tokens: Option<usize>,
+}
+
+impl std::fmt::Display for MapBudget {
+    /// `the repo map's budget: 1,024 → 2,048 tokens; the map went from 1,008 to 1,950
+    /// tokens (942 added)`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use crate::tokens::thousands;
+        let budget = match (self.budget_before, self.budget) {
+            (_, 0) => "the repo map is off".to_string(),
+            (0, new) => format!("the repo map is on, with {} tokens", thousands(new)),
+            (old, new) => format!(
+                "the repo map's budget: {} → {} tokens",
+                thousands(old),
+                thousands(new)
+            ),
+        };
+        let Some(tokens) = self.tokens else {
+            return write!(
+                f,
+                "{budget}; the map is being built: the gauge shows its size when it is"
+            );
+        };
+        let change = match tokens.cmp(&self.tokens_before) {
+            std::cmp::Ordering::Less => {
+                format!("{} freed", thousands(self.tokens_before - tokens))
+            }
+            std::cmp::Ordering::Greater => {
+                format!("{} added", thousands(tokens - self.tokens_before))
+            }
+            std::cmp::Ordering::Equal => "no change".to_string(),
+        };
+        write!(
+            f,
+            "{budget}; the map went from {} to {} tokens ({change})",
+            thousands(self.tokens_before),
+            thousands(tokens)
+        )
+    }
+}
+
 /// Something the engine reports (`COUNT`: how many kinds, which `--json`'s snapshot
 /// test checks it covers).
 #[derive(Debug, Clone, PartialEq, strum::EnumCount, DriveMut)]
@@ -739,6 +790,8 @@ pub enum Event {
         total: usize,
     },
     Map(Box<MapView>),
+    /// `/map-tokens N` changed the map's budget (and so its size, when it is known).
+    MapBudget(MapBudget),
     MapWhy {
         path: String,
         edges: Vec<MapEdge>,

@@ -83,6 +83,7 @@ impl Engine {
             model: &self.model,
             history: self.conversation.history().marks(),
             pending: self.pending.as_ref().map(proposal_review::Pending::saved),
+            map_tokens: self.map.chosen(),
         };
         let kept = match self.saved.hand_over(parts) {
             Ok(kept) => kept,

@@ -672,6 +672,8 @@ impl App {
                 self.with_cx(|panes, cx| panes.map.on_focus(cx));
             }
             Event::MapWhy { path, edges } => self.panes.map.set_why(path, edges),
+            // The notice after it says what changed; the gauge's report follows.
+            Event::MapBudget(_) => {}
             Event::RepoFiles { files } => {
                 self.repo_files = Arc::new(files);
                 self.panes.input.set_repo_files(Arc::clone(&self.repo_files));

@@ -70,6 +70,10 @@ pub enum Action {
     PrevCommand,
     LeaveOutFile,
     Zoom,
+    DropRow,
+    ReadOnlyRow,
+    ShrinkMap,
+    CompactHistory,
 }
 
 /// An action's config name, default keys and the line `?` shows for it.
@@ -362,6 +366,30 @@ pub const ACTIONS: &[ActionSpec] = &[
         "toggle_failures",
         "f",
         "show the failed edits and notes in full (j/k scroll); again: back to the hunks",
+    ),
+    spec(
+        Action::DropRow,
+        "drop_row",
+        "d",
+        "drop the selected file or command output from the context (a section's row: all of them); on the repo map: turn it off (/map-tokens 0)",
+    ),
+    spec(
+        Action::ReadOnlyRow,
+        "read_only_row",
+        "r",
+        "make the selected editable file read-only (the editable files' row: all of them)",
+    ),
+    spec(
+        Action::ShrinkMap,
+        "shrink_map",
+        "s",
+        "on the repo map: halve it (/map-tokens with half its tokens)",
+    ),
+    spec(
+        Action::CompactHistory,
+        "compact_history",
+        "c",
+        "on the history: summarize it now (/compact)",
     ),
     spec(
         Action::AddOutput,

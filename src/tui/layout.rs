@@ -175,16 +175,12 @@ fn draw_wide(app: &mut App, body: Rect, buf: &mut Buffer) {
     pane(app, PaneId::Files, files, buf, app.focus == PaneId::Files);
     pane(app, PaneId::Map, map, buf, app.focus == PaneId::Map);
 
-    let gauge_h = (gauge::wanted_rows(&app.panes.gauge, &app.theme, right_w - 2) + 2)
-        .min(body.height * 3 / 5);
+    let gauge_focused = app.focus == PaneId::Gauge;
+    let gauge_h = (gauge::wanted_rows(&app.panes.gauge, &app.theme, right_w - 2, gauge_focused)
+        + 2)
+    .min(body.height * 3 / 5);
     let (gauge_area, lower) = split_rows(right, gauge_h);
-    pane(
-        app,
-        PaneId::Gauge,
-        gauge_area,
-        buf,
-        app.focus == PaneId::Gauge,
-    );
+    pane(app, PaneId::Gauge, gauge_area, buf, gauge_focused);
     let takeover = app.focus == PaneId::Review && app.panes.review.is_active();
     if takeover {
         pane(app, PaneId::Review, middle, buf, true);

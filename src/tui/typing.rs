@@ -54,7 +54,11 @@ pub(crate) fn letter(action: Action) -> Letter {
         | Action::AddNeededEditable
         | Action::ToggleMode
         | Action::DropFile
-        | Action::Discard => Letter::Asks,
+        | Action::Discard
+        | Action::DropRow
+        | Action::ReadOnlyRow
+        | Action::ShrinkMap
+        | Action::CompactHistory => Letter::Asks,
         Action::Accept
         | Action::Reject
         | Action::RejectWithReason

@@ -268,3 +268,192 @@ async fn the_map_never_carries_a_constant_s_value() {
         assert!(sent.contains(shape), "{shape} not in\n{sent}");
     }
 }
+
+/// The `MapBudget` event `/map-tokens N` sends, the notice after it, and the events
+/// up to the engine's `Idle`.
+async fn map_tokens(
+    engine: &mut EngineHandle,
+    args: &str,
+) -> (tern::engine::protocol::MapBudget, String, Vec<Event>) {
+    engine
+        .ops
+        .send(crate::support::typed(&format!("/map-tokens {args}")))
+        .unwrap();
+    let events = until(engine, |e| matches!(e, Event::Idle)).await;
+    let changed = events
+        .iter()
+        .find_map(|e| match e {
+            Event::MapBudget(m) => Some(*m),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no MapBudget in {events:#?}"));
+    let said = events
+        .iter()
+        .find_map(|e| match e {
+            Event::Notice { text } => Some(text.clone()),
+            _ => None,
+        })
+        .unwrap_or_default();
+    (changed, said, events)
+}
+
+/// The map shows `other.py`'s definition, a file never in the chat.
+fn map_sent(server: &MockServer, n: usize) -> bool {
+    server.requests()[n].body_text.contains("other_function")
+}
+
+#[tokio::test]
+async fn map_tokens_turns_the_map_off_and_on_and_says_the_tokens_freed_or_added() {
+    let server = MockServer::start().await;
+    replies(&server, 3);
+    let repo = repo();
+    let mut engine = engine(&repo, &server, MapRefresh::Auto);
+    turn(&mut engine, "first").await;
+    assert!(map_sent(&server, 0));
+    let (off, said, events) = map_tokens(&mut engine, "0").await;
+    assert_eq!((off.budget, off.tokens), (0, Some(0)));
+    assert!(
+        off.budget_before >= 1024 && off.tokens_before > 0,
+        "{off:?}"
+    );
+    assert!(
+        said.starts_with("the repo map is off; the map went from ")
+            && said.ends_with(&format!("to 0 tokens ({} freed)", off.tokens_before)),
+        "{said}"
+    );
+    // The gauge follows, and the next request goes without the map (no wait for one).
+    let report = events
+        .iter()
+        .rev()
+        .find_map(|e| match e {
+            Event::Budget(report) => Some(report),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(report.section(tern::engine::protocol::Section::Repo), 0);
+    turn(&mut engine, "second").await;
+    assert!(!map_sent(&server, 1));
+    // /map says why there is none.
+    engine.ops.send(crate::support::typed("/map")).unwrap();
+    let events = until(&mut engine, |e| matches!(e, Event::Idle)).await;
+    assert!(
+        events.iter().any(|e| matches!(e, Event::Output { title, text } if title == "repo map" && text.contains("/map-tokens N turns it on"))),
+        "{events:?}"
+    );
+    // On again: fitted at once from the map kept up to date meanwhile.
+    let (on, said, _) = map_tokens(&mut engine, "2048").await;
+    assert_eq!(
+        (on.budget_before, on.budget, on.tokens_before),
+        (0, 2048, 0)
+    );
+    let tokens = on.tokens.unwrap();
+    assert!(tokens > 0 && tokens <= 2048, "{on:?}");
+    assert_eq!(
+        said,
+        format!(
+            "the repo map is on, with 2,048 tokens; the map went from 0 to {tokens} tokens ({tokens} added)"
+        )
+    );
+    turn(&mut engine, "third").await;
+    assert!(map_sent(&server, 2));
+}
+
+#[tokio::test]
+async fn map_tokens_refuses_what_is_no_budget() {
+    let server = MockServer::start().await;
+    let repo = repo();
+    let mut engine = engine(&repo, &server, MapRefresh::Auto);
+    until(&mut engine, |e| matches!(e, Event::Map(_))).await;
+    for (args, why) in [
+        (
+            "lots",
+            "/map-tokens takes a number of tokens, from 0 (no map) to 1,048,576, not \"lots\"",
+        ),
+        (
+            "-5",
+            "/map-tokens takes a number of tokens, from 0 (no map) to 1,048,576, not \"-5\"",
+        ),
+        (
+            "1048577",
+            "/map-tokens takes a number of tokens, from 0 (no map) to 1,048,576, not \"1048577\"",
+        ),
+    ] {
+        engine
+            .ops
+            .send(crate::support::typed(&format!("/map-tokens {args}")))
+            .unwrap();
+        let events = until(&mut engine, |e| matches!(e, Event::Error { .. })).await;
+        assert!(
+            matches!(events.last(), Some(Event::Error { text }) if text == why),
+            "{events:?}"
+        );
+        assert!(!events.iter().any(|e| matches!(e, Event::MapBudget(_))));
+    }
+    // No argument: the parser's own refusal, before the engine.
+    assert_eq!(
+        tern::engine::input::parse("/map-tokens")
+            .unwrap_err()
+            .to_string(),
+        "/map-tokens needs an argument: /map-tokens N"
+    );
+}
+
+#[tokio::test]
+async fn map_tokens_builds_the_map_that_map_tokens_0_left_off_at_start() {
+    let server = MockServer::start().await;
+    replies(&server, 1);
+    let repo = repo();
+    let mut engine = spawn_engine(&repo, &server, "src/app.py", false, |s| {
+        s.map_tokens = Some(0)
+    });
+    until(&mut engine, |e| matches!(e, Event::Map(_))).await;
+    let (on, said, _) = map_tokens(&mut engine, "1024").await;
+    assert_eq!(
+        on,
+        tern::engine::protocol::MapBudget {
+            budget_before: 0,
+            budget: 1024,
+            tokens_before: 0,
+            tokens: None
+        }
+    );
+    assert!(said.contains("the map is being built"), "{said}");
+    until(
+        &mut engine,
+        |e| matches!(e, Event::Map(view) if view.text.contains("other_function")),
+    )
+    .await;
+    turn(&mut engine, "first").await;
+    assert!(map_sent(&server, 0));
+}
+
+/// `/map-tokens` persists for the session: a resumed one keeps the map off, and its
+/// choice of a budget.
+#[tokio::test]
+async fn map_tokens_persists_across_resume() {
+    let server = MockServer::start().await;
+    replies(&server, 2);
+    let repo = repo();
+    let mut engine = engine(&repo, &server, MapRefresh::Auto);
+    turn(&mut engine, "first").await;
+    map_tokens(&mut engine, "0").await;
+    engine.ops.send(Op::Shutdown).unwrap();
+    until(&mut engine, |e| matches!(e, Event::Exited)).await;
+    let mut engine = spawn_engine(&repo, &server, "src/app.py", true, |_| {});
+    // Off from the start: no map to wait for, none sent.
+    until(
+        &mut engine,
+        |e| matches!(e, Event::Map(view) if view.text.is_empty()),
+    )
+    .await;
+    turn(&mut engine, "second").await;
+    assert!(map_sent(&server, 0));
+    assert!(!map_sent(&server, 1));
+    let (on, _, _) = map_tokens(&mut engine, "1500").await;
+    assert_eq!((on.budget_before, on.budget), (0, 1500));
+    engine.ops.send(Op::Shutdown).unwrap();
+    until(&mut engine, |e| matches!(e, Event::Exited)).await;
+    let mut engine = spawn_engine(&repo, &server, "src/app.py", true, |_| {});
+    let (again, _, _) = map_tokens(&mut engine, "1500").await;
+    assert_eq!(again.budget_before, 1500, "{again:?}");
+}

@@ -500,14 +500,28 @@ async fn compact_summarizes_now_and_tokens_show_the_history() {
     let mut chat = Chat::start(settings(&server), &[], &[]);
     turns(&mut chat, 1..=3).await;
     let (text, events) = chat.command("/compact", "compact").await;
-    assert!(text.contains("replaced 6 messages"), "{text}");
-    assert!(events.iter().any(|e| matches!(
-        e,
-        Event::Summarized {
-            replaced_messages: 6,
-            ..
-        }
-    )));
+    let (replaced, summary) = events
+        .iter()
+        .find_map(|e| match e {
+            Event::Summarized {
+                replaced_messages: 6,
+                replaced_tokens,
+                summary_tokens,
+            } => Some((*replaced_tokens, *summary_tokens)),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("{events:#?}"));
+    // It says the tokens it freed, as the event counts them.
+    let thousands = tern::tokens::thousands;
+    assert_eq!(
+        text,
+        format!(
+            "replaced 6 messages ({} tokens) with a summary of {} tokens: {} tokens freed\n",
+            thousands(replaced),
+            thousands(summary),
+            thousands(replaced - summary)
+        )
+    );
     assert_eq!(summaries(&server).len(), 1);
     turns(&mut chat, 4..=4).await;
     let next = conversations(&server).pop().unwrap();
@@ -520,6 +534,29 @@ async fn compact_summarizes_now_and_tokens_show_the_history() {
     assert!(text.contains("History "), "{text}");
     assert!(text.contains("phase swapped"), "{text}");
     assert!(text.contains("1 summaries made"), "{text}");
+}
+
+/// `/compact` says why it summarizes nothing: an empty history, a reply under way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compact_says_why_it_cannot_summarize_now() {
+    let server = MockServer::start().await;
+    server.set_responder(|r| {
+        Reply::text(reply_text(turn_of(r))).with_start_delay(Duration::from_millis(1500))
+    });
+    let mut chat = Chat::start(settings(&server), &[], &[]);
+    let (text, _) = chat.command("/compact", "compact").await;
+    assert_eq!(text, "nothing to compact: the history is empty\n");
+    chat.send(Op::Submit { text: user_text(1) });
+    chat.until(|e| matches!(e, Event::Request { .. })).await;
+    let (text, events) = chat.command("/compact", "compact").await;
+    assert_eq!(
+        text,
+        "not now: a reply is under way; /compact when it is done\n"
+    );
+    assert!(!events.iter().any(|e| matches!(e, Event::Summarized { .. })));
+    chat.until(|e| matches!(e, Event::TurnFinished { .. }))
+        .await;
+    assert!(server.requests().iter().all(|r| !is_summary(r)));
 }
 
 /// A summary no smaller than the history it would replace is not put in its place:

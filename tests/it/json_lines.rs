@@ -379,6 +379,15 @@ fn events() -> Vec<(&'static str, Event)> {
         ),
         ("map", Event::Map(Box::new(map()))),
         (
+            "map_budget",
+            Event::MapBudget(tern::engine::protocol::MapBudget {
+                budget_before: 1024,
+                budget: 0,
+                tokens_before: 1008,
+                tokens: Some(0),
+            }),
+        ),
+        (
             "map_why",
             Event::MapWhy {
                 path: text("shop/inventory.py"),

@@ -2450,3 +2450,264 @@ fn a_typed_switch_checks_the_id_first_and_an_unanswered_question_lets_keys_throu
     assert!(app.take_ops().is_empty());
     assert!(!screen(&mut app, 160, 48).contains("switch to session"));
 }
+
+/// The Budget pane as a control, keys pressed `TYPING_WINDOW` apart (each a key of its
+/// own), the screen drawn after each as the workspace does.
+struct Control {
+    app: App,
+    at: Instant,
+}
+
+impl Control {
+    /// The Budget pane focused, with `history` in its report.
+    fn new(history: &[tern::llm::Message]) -> Control {
+        let mut app = started();
+        feed(&mut app, [Event::Budget(Box::new(budget("", history)))]);
+        focus(&mut app, PaneId::Gauge);
+        screen(&mut app, 80, 24);
+        app.take_ops();
+        Control {
+            app,
+            at: Instant::now(),
+        }
+    }
+
+    fn press(&mut self, c: char) -> String {
+        self.at += tern::tui::typing::TYPING_WINDOW;
+        self.app.handle_terminal_at(key(KeyCode::Char(c)), self.at);
+        screen(&mut self.app, 80, 24)
+    }
+
+    /// The status line's question and the ops a `y` after it sends.
+    fn ask_and_answer(&mut self, c: char) -> (String, Vec<Op>) {
+        let shown = self.press(c);
+        assert!(self.app.take_ops().is_empty(), "nothing before the answer");
+        let question = shown
+            .lines()
+            .find(|l| l.contains("[y/N]"))
+            .unwrap_or_else(|| panic!("no question after {c:?}:\n{shown}"))
+            .trim()
+            .to_string();
+        self.press('y');
+        (question, self.app.take_ops())
+    }
+}
+
+#[test]
+fn the_budget_pane_drops_a_file_or_makes_it_read_only_after_saying_what_it_frees() {
+    let report = budget("", &[]);
+    let editable: Vec<String> = report
+        .files
+        .iter()
+        .filter(|f| f.section == tern::engine::protocol::Section::ChatFiles)
+        .map(|f| f.path.clone())
+        .collect();
+    let mut c = Control::new(&[]);
+    // The first row a key acts on is selected, and the footer says its keys.
+    let shown = c.press('f');
+    assert!(
+        shown.contains("d drop all · f each one · j/↓/k/↑ select"),
+        "{shown}"
+    );
+    let shown = c.press('j');
+    assert!(shown.contains("d drop · j/↓/k/↑ select"), "{shown}");
+    // The only read-only file: dropping it frees its section's framing too.
+    let (question, ops) = c.ask_and_answer('d');
+    let section = report.section(tern::engine::protocol::Section::ReadonlyFiles);
+    assert!(
+        section
+            > report
+                .files
+                .iter()
+                .find(|f| f.path == "README.md")
+                .unwrap()
+                .tokens
+    );
+    assert!(
+        question.contains(&format!(
+            "drop README.md from the chat? frees {} tok [y/N]",
+            tern::engine::protocol::thousands(section)
+        )),
+        "{question}"
+    );
+    assert_eq!(
+        ops,
+        [Op::DropFile {
+            path: "README.md".into()
+        }]
+    );
+    // Past the map's row to the editable files: each one, then the section.
+    c.press('j');
+    c.press('j');
+    let shown = c.press('j');
+    assert!(shown.contains("d drop · r read-only"), "{shown}");
+    let (question, ops) = c.ask_and_answer('r');
+    assert!(
+        question.contains(&format!(
+            "make {} read-only? frees 0 tok: the model still reads it [y/N]",
+            editable[0]
+        )),
+        "{question}"
+    );
+    assert_eq!(
+        ops,
+        [Op::SetFileMode {
+            path: editable[0].clone(),
+            mode: FileMode::ReadOnly
+        }]
+    );
+    c.press('k');
+    let (question, ops) = c.ask_and_answer('d');
+    assert!(
+        question.contains(&format!(
+            "drop the 2 editable files? frees {} tok [y/N]",
+            tern::engine::protocol::thousands(
+                report.section(tern::engine::protocol::Section::ChatFiles)
+            )
+        )),
+        "{question}"
+    );
+    let drops: Vec<Op> = editable
+        .iter()
+        .map(|path| Op::DropFile { path: path.clone() })
+        .collect();
+    assert_eq!(ops, drops);
+}
+
+#[test]
+fn the_budget_pane_shrinks_or_turns_off_the_map_and_summarizes_the_history() {
+    let history = [
+        tern::llm::Message::user("where are prices set?"),
+        tern::llm::Message::assistant("In `shop/pricing.py`."),
+    ];
+    let mut c = Control::new(&history);
+    let map = map().tokens;
+    let shown = c.press('j');
+    assert!(shown.contains("s halve · d off"), "{shown}");
+    let (question, ops) = c.ask_and_answer('s');
+    assert!(
+        question.contains(&format!(
+            "halve the repo map, {map} → at most {} tokens? frees at least {} tok [y/N]",
+            map / 2,
+            map - map / 2
+        )),
+        "{question}"
+    );
+    assert_eq!(
+        ops,
+        [Op::Command {
+            command: Command::MapTokens,
+            args: (map / 2).to_string()
+        }]
+    );
+    let (question, ops) = c.ask_and_answer('d');
+    assert!(
+        question.contains("turn the repo map off? frees "),
+        "{question}"
+    );
+    assert_eq!(
+        ops,
+        [Op::Command {
+            command: Command::MapTokens,
+            args: "0".into()
+        }]
+    );
+    let shown = c.press('j');
+    assert!(shown.contains("c summarize now"), "{shown}");
+    let (question, ops) = c.ask_and_answer('c');
+    assert!(question.contains("summarize the history ("), "{question}");
+    assert_eq!(
+        ops,
+        [Op::Command {
+            command: Command::Compact,
+            args: String::new()
+        }]
+    );
+    // A key that does nothing on the selected row is the start of a message.
+    c.press('s');
+    assert!(c.app.take_ops().is_empty());
+    assert_eq!(c.app.panes().input.text(), "s");
+}
+
+/// The typing rule holds in the Budget pane: words typed there land in the box whole,
+/// nothing dropped, shrunk or summarized, and no question is left open.
+#[test]
+fn words_typed_in_the_budget_pane_act_on_no_row() {
+    let history = [
+        tern::llm::Message::user("hi"),
+        tern::llm::Message::assistant("hello"),
+    ];
+    for (row, word) in [(0, "dye"), (2, "sure"), (2, "dry"), (3, "cry"), (3, "cds")] {
+        let mut c = Control::new(&history);
+        for _ in 0..row {
+            c.press('j');
+        }
+        c.app.take_ops();
+        type_at(
+            &mut c.app,
+            word,
+            c.at + Duration::from_secs(2),
+            Duration::from_millis(150),
+        );
+        assert_eq!(c.app.panes().input.text(), word, "{row} {word:?}");
+        assert!(
+            c.app
+                .take_ops()
+                .iter()
+                .all(|op| matches!(op, Op::Draft { .. })),
+            "{word:?}"
+        );
+        assert!(!screen(&mut c.app, 80, 24).contains("[y/N]"), "{word:?}");
+    }
+}
+
+#[test]
+fn the_budget_pane_drops_a_command_output_through_drop_output() {
+    use tern::engine::protocol::Section;
+    let mut report = budget("", &[]);
+    for row in report.sections.iter_mut() {
+        if row.section == Section::CommandOutput {
+            row.tokens = 1_234;
+        }
+    }
+    report.files.push(tern::context::FileRow {
+        path: "$ make lint".into(),
+        section: Section::CommandOutput,
+        tokens: 1_200,
+        percent: 0.9,
+        cost: 0.0,
+    });
+    let mut c = Control::new(&[]);
+    feed(&mut c.app, [Event::Budget(Box::new(report))]);
+    c.press('f');
+    // The last row: past the end the selection stays.
+    for _ in 0..9 {
+        c.press('j');
+    }
+    let (question, ops) = c.ask_and_answer('d');
+    assert!(
+        // The only output: its section's framing goes with it.
+        question.contains("drop the output of `make lint`? frees 1,234 tok [y/N]"),
+        "{question}"
+    );
+    assert_eq!(
+        ops,
+        [Op::Command {
+            command: Command::DropOutput,
+            args: "make lint".into()
+        }]
+    );
+    c.press('k');
+    let (question, ops) = c.ask_and_answer('d');
+    assert!(
+        question.contains("drop 1 command output? frees 1,234 tok [y/N]"),
+        "{question}"
+    );
+    assert_eq!(
+        ops,
+        [Op::Command {
+            command: Command::DropOutput,
+            args: String::new()
+        }]
+    );
+}

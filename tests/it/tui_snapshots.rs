@@ -649,3 +649,23 @@ fn long_cautions_and_why_lines_are_cut_with_a_mark() {
         insta::assert_snapshot!(format!("long_why_{w}x{h}"), map);
     }
 }
+
+/// The Budget pane focused as a control: the file rows shown, one selected, the keys
+/// for it in the footer; then `?` with the pane's keys.
+#[test]
+fn the_budget_pane_as_a_control() {
+    for (w, h) in SIZES {
+        let mut app = reviewed_session();
+        app.handle_terminal(key(KeyCode::Esc));
+        while app.focus() != PaneId::Gauge {
+            app.handle_terminal(key(KeyCode::Tab));
+        }
+        screen(&mut app, w, h);
+        app.handle_terminal(key(KeyCode::Char('f')));
+        screen(&mut app, w, h);
+        app.handle_terminal(key(KeyCode::Char('j')));
+        insta::assert_snapshot!(format!("gauge_control_{w}x{h}"), screen(&mut app, w, h));
+        app.handle_terminal(key(KeyCode::Char('?')));
+        insta::assert_snapshot!(format!("help_gauge_{w}x{h}"), screen(&mut app, w, h));
+    }
+}

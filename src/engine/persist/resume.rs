@@ -210,6 +210,7 @@ impl Saved {
             model,
             history,
             pending,
+            map_tokens,
         } = parts;
         let (proposal, proposal_turn, proposal_failures, proposal_shell) = match pending {
             Some(p) => (Some(p.proposal), Some(p.turn), p.failures, p.shell),
@@ -246,6 +247,7 @@ impl Saved {
             server_window: (model.window().source == crate::context::WindowSource::Server)
                 .then_some(model.window().window),
             learned_limit: history.learned_limit,
+            map_tokens,
             turns: session.turns.clone(),
             outputs: session.outputs.clone(),
             unsent: self.unsent.clone(),
@@ -262,6 +264,8 @@ pub(crate) struct SaveParts<'a> {
     pub(crate) model: &'a Model,
     pub(crate) history: HistoryMarks,
     pub(crate) pending: Option<SavedPending>,
+    /// The repo map's budget `/map-tokens` chose.
+    pub(crate) map_tokens: Option<usize>,
 }
 
 /// The turn record being saved (`Saved::flush_records`), to read once it is.

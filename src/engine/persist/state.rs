@@ -27,6 +27,7 @@
 //!                  { "kind": "assistant", "text": "Here is …" }],
 //!   "server_window": 2048,
 //!   "learned_limit": 1400,
+//!   "map_tokens": 0,
 //!   "turns": [["3f2a9c1…"], ["8be01d4…", "c41a7e2…"]],
 //!   "outputs": [{ "command": "cargo test", "outcome": "exit 101 after 2.1 s", "text": "…" }],
 //!   "unsent": "and the docs too",
@@ -49,7 +50,8 @@
 //! `session::TRANSCRIPT_LIMIT` messages, at most `TRANSCRIPT_BYTES`), shown again on
 //! resume; `server_window` is the context a server said it has (llama.cpp's `n_ctx`)
 //! and `learned_limit` the prompt limit learned from one that refused a request without
-//! saying it, both optional and kept for the resumed session; `turns` (optional) are
+//! saying it, both optional and kept for the resumed session; `map_tokens` (optional)
+//! the repo map's budget `/map-tokens` chose, 0 for no map; `turns` (optional) are
 //! the commits each of the last 20 code-mode turns made, oldest first, for `/undo
 //! turn`, checked against the repository when used; `outputs` are the command outputs
 //! in the context; `unsent` (optional) a message that waited for the repo map and was
@@ -116,6 +118,9 @@ pub struct SessionFile {
     /// A prompt limit learned from a server that refused a request as too long.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub learned_limit: Option<usize>,
+    /// The repo map's budget `/map-tokens` chose (0: no map).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub map_tokens: Option<usize>,
     /// The commits each code-mode turn made (ids, oldest first), for `/undo turn`.
     #[serde(default, skip_serializing_if = "TurnCommits::is_empty")]
     pub turns: TurnCommits,
@@ -205,6 +210,7 @@ impl Default for SessionFile {
             transcript: Vec::new(),
             server_window: None,
             learned_limit: None,
+            map_tokens: None,
             turns: TurnCommits::default(),
             outputs: Vec::new(),
             unsent: None,

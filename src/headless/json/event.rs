@@ -145,6 +145,13 @@ pub enum Event<'a> {
         total: usize,
     },
     Map(Map<'a>),
+    MapBudget {
+        budget_before: usize,
+        budget: usize,
+        tokens_before: usize,
+        /// null while the map is being built.
+        tokens: Option<usize>,
+    },
     MapWhy {
         path: &'a str,
         edges: Vec<Edge<'a>>,
@@ -506,6 +513,12 @@ impl<'a> From<&'a p::Event> for Event<'a> {
                 total: *total,
             },
             E::Map(view) => Event::Map(Map::from(&**view)),
+            E::MapBudget(m) => Event::MapBudget {
+                budget_before: m.budget_before,
+                budget: m.budget,
+                tokens_before: m.tokens_before,
+                tokens: m.tokens,
+            },
             E::MapWhy { path, edges } => Event::MapWhy {
                 path,
                 edges: edges.iter().map(Edge::from).collect(),

@@ -8,6 +8,7 @@ use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
+use super::budget_control::{self, Target};
 use super::{Cx, Draw, Pane};
 use crate::engine::protocol::{BudgetReport, Counting, HistoryStatus, Section, WindowSource};
 use crate::tui::keymap::Action;
@@ -21,6 +22,19 @@ pub struct GaugePane {
     history: Option<HistoryStatus>,
     show_files: bool,
     scroll: usize,
+    /// The row the control's keys act on (`budget_control`), kept across reports by
+    /// what it is.
+    selected: Option<Target>,
+    /// The rows a key can act on, in order, with their lines, as last drawn.
+    rows: Vec<(usize, Target)>,
+    /// The selection moved: the next render scrolls it into view.
+    reveal: bool,
+}
+
+/// The gauge's lines, and which of them are rows a key can act on.
+struct Drawn {
+    lines: Vec<Line<'static>>,
+    rows: Vec<(usize, Target)>,
 }
 
 /// One segment of the bar.
@@ -124,8 +138,16 @@ impl GaugePane {
     }
 
     fn lines(&self, theme: &Theme, width: usize) -> Vec<Line<'static>> {
+        self.drawn(theme, width).lines
+    }
+
+    fn drawn(&self, theme: &Theme, width: usize) -> Drawn {
+        let mut rows = Vec::new();
         let Some(report) = &self.report else {
-            return vec![Line::styled("waiting for the engine…", theme.dim())];
+            return Drawn {
+                lines: vec![Line::styled("waiting for the engine…", theme.dim())],
+                rows,
+            };
         };
         let approx = if report.estimate() { "≈" } else { "" };
         let fill = report.fill();
@@ -233,6 +255,7 @@ impl GaugePane {
                 true,
                 label_color,
             ));
+            rows.extend(Target::of_section(s.section).map(|t| (out.len() - 1, t)));
             if self.show_files {
                 for f in report.files.iter().filter(|f| f.section == s.section) {
                     out.push(row(
@@ -244,6 +267,7 @@ impl GaugePane {
                         true,
                         theme.c.fg,
                     ));
+                    rows.extend(Target::of_item(s.section, &f.path).map(|t| (out.len() - 1, t)));
                 }
             }
         }
@@ -330,7 +354,21 @@ impl GaugePane {
             out.push(Line::default());
             out.extend(history_lines(h, theme, width));
         }
-        out
+        Drawn { lines: out, rows }
+    }
+
+    /// Moves the selection `by` rows a key can act on (none selected: the first).
+    fn select(&mut self, by: i32) {
+        let at = self
+            .selected
+            .as_ref()
+            .and_then(|t| self.rows.iter().position(|(_, r)| r == t));
+        let next = match at {
+            Some(i) => super::step(i, by, self.rows.len()),
+            None => 0,
+        };
+        self.selected = self.rows.get(next).map(|(_, t)| t.clone());
+        self.reveal = true;
     }
 }
 
@@ -531,17 +569,46 @@ impl Pane for GaugePane {
     }
 
     fn actions(&self) -> &'static [Action] {
-        &[Action::ToggleFileRows, Action::Up, Action::Down]
+        &[
+            Action::ToggleFileRows,
+            Action::Up,
+            Action::Down,
+            Action::DropRow,
+            Action::ReadOnlyRow,
+            Action::ShrinkMap,
+            Action::CompactHistory,
+        ]
     }
 
-    fn on_action(&mut self, action: Action, _cx: &mut Cx<'_>) -> bool {
+    fn ask(&self, action: Action) -> Option<String> {
+        budget_control::question(action, self.selected.as_ref()?, self.report.as_ref()?)
+    }
+
+    fn on_action(&mut self, action: Action, cx: &mut Cx<'_>) -> bool {
         match action {
             Action::ToggleFileRows => self.show_files = !self.show_files,
-            Action::Up => self.scroll(-1),
-            Action::Down => self.scroll(1),
+            Action::Up => self.select(-1),
+            Action::Down => self.select(1),
+            Action::DropRow | Action::ReadOnlyRow | Action::ShrinkMap | Action::CompactHistory => {
+                let (Some(target), Some(report)) = (&self.selected, &self.report) else {
+                    return false;
+                };
+                let ops = budget_control::ops(action, target, report);
+                if ops.is_empty() {
+                    return false;
+                }
+                ops.into_iter().for_each(|op| cx.send(op));
+            }
             _ => return false,
         }
         true
+    }
+
+    fn click(&mut self, row: u16, _cx: &mut Cx<'_>) {
+        let line = self.scroll + row as usize;
+        if let Some((_, target)) = self.rows.iter().find(|(l, _)| *l == line) {
+            self.selected = Some(target.clone());
+        }
     }
 
     fn scroll(&mut self, lines: i32) {
@@ -553,17 +620,51 @@ impl Pane for GaugePane {
     }
 
     fn render(&mut self, area: Rect, buf: &mut Buffer, draw: &Draw<'_>) {
-        let lines = self.lines(draw.theme, area.width as usize);
-        self.scroll = self
-            .scroll
-            .min(lines.len().saturating_sub(area.height as usize));
-        super::draw_lines(area, buf, &lines[self.scroll..]);
+        let Drawn { mut lines, rows } = self.drawn(draw.theme, area.width as usize);
+        self.rows = rows;
+        // A selected row that went (a file dropped) gives way to the first, and the
+        // focused pane always has one.
+        let gone = |t: &Target| !self.rows.iter().any(|(_, r)| r == t);
+        if self.selected.as_ref().map_or(draw.focused, gone) {
+            self.selected = self.rows.first().map(|(_, t)| t.clone());
+        }
+        // Focused, the last row is the footer: the selected row's keys.
+        let footer = draw.focused && area.height > 1;
+        let height = area.height as usize - usize::from(footer);
+        let selected_line = self
+            .rows
+            .iter()
+            .find(|(_, t)| Some(t) == self.selected.as_ref())
+            .map(|(line, _)| *line);
+        if let Some(line) = selected_line.filter(|_| draw.focused) {
+            if std::mem::take(&mut self.reveal) {
+                self.scroll = super::keep_visible(self.scroll, line, height);
+            }
+            if let Some(l) = lines.get_mut(line) {
+                *l = std::mem::take(l).patch_style(draw.theme.selected());
+            }
+        }
+        self.scroll = self.scroll.min(lines.len().saturating_sub(height));
+        super::draw_lines(
+            Rect::new(area.x, area.y, area.width, height as u16),
+            buf,
+            &lines[self.scroll..],
+        );
+        if footer {
+            let text = budget_control::footer(self.selected.as_ref(), draw.keymap);
+            buf.set_string(
+                area.x,
+                area.bottom() - 1,
+                text::truncate(&text, area.width as usize),
+                draw.theme.dim(),
+            );
+        }
     }
 }
 
-/// Rows the gauge needs to show everything at `width`.
-pub(crate) fn wanted_rows(pane: &GaugePane, theme: &Theme, width: u16) -> u16 {
-    pane.lines(theme, width as usize).len() as u16
+/// Rows the gauge needs to show everything at `width` (focused: and its footer).
+pub(crate) fn wanted_rows(pane: &GaugePane, theme: &Theme, width: u16, focused: bool) -> u16 {
+    pane.lines(theme, width as usize).len() as u16 + u16::from(focused)
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! The panes: each owns its state, answers the actions of its scope, and draws itself
 //! inside the frame the app gives it.
 
+pub mod budget_control;
 pub mod chat;
 pub mod files;
 pub mod gauge;

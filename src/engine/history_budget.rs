@@ -344,12 +344,13 @@ impl HistoryBudget {
                 model,
                 predicted_prompt_tokens,
                 max_tokens,
+                counting: said,
             } => events.send(Event::Request {
                 purpose: RequestKind::Summary,
                 model,
                 predicted_prompt_tokens,
                 max_tokens,
-                counting,
+                counting: said.unwrap_or(counting),
             }),
             // Said as a turn's retries are, not silent.
             StreamEvent::Retrying {

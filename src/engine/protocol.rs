@@ -67,6 +67,8 @@ pub enum RequestKind {
     Summary,
     /// A branch review.
     Review,
+    /// A commit message for landed edits (the weak model's).
+    CommitMessage,
 }
 
 /// An op's id, given by the front end's sender (`OpSender::send`); every event the op

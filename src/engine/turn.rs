@@ -426,6 +426,7 @@ impl Engine {
                 prediction.total + self.model.counter().counting().margin(prediction.total),
             ),
             predicted_prompt: Some(prediction.total),
+            counting: Some(self.model.counter().provenance(&prediction)),
             one_at_a_time: false,
         };
         spawn(
@@ -834,12 +835,13 @@ pub(super) fn stream_event(event: StreamEvent, counting: Counting) -> Event {
             model,
             predicted_prompt_tokens,
             max_tokens,
+            counting: said,
         } => Event::Request {
             purpose: RequestKind::Turn,
             model,
             predicted_prompt_tokens,
             max_tokens,
-            counting,
+            counting: said.unwrap_or(counting),
         },
     }
 }

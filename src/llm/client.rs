@@ -62,6 +62,8 @@ pub struct ChatRequest {
     /// tern's prediction of the prompt tokens: reported with the request, and what
     /// tells an over-long prompt's empty reply from a glitch.
     pub predicted_prompt: Option<usize>,
+    /// How that prediction was made (`TokenCounter::provenance`), said with the request.
+    pub counting: Option<crate::tokens::Counting>,
     /// Sent only while no other such request to the server is under way (summaries).
     /// Every request to a server that takes one at a time waits so anyway.
     pub one_at_a_time: bool,
@@ -196,6 +198,7 @@ pub enum StreamEvent {
         model: String,
         predicted_prompt_tokens: Option<usize>,
         max_tokens: Option<usize>,
+        counting: Option<crate::tokens::Counting>,
     },
 }
 
@@ -368,6 +371,7 @@ impl LlmClient {
                 model: request.model.name.clone(),
                 predicted_prompt_tokens: request.predicted_prompt,
                 max_tokens: request.reply_limit.max_tokens(),
+                counting: request.counting,
             });
             tracing::debug!(
                 model = %request.model.name,

@@ -43,6 +43,7 @@ mod proposal_across_time;
 mod repomap;
 mod repomap_monorepo;
 mod repomap_watch;
+mod request_counts;
 mod review;
 mod review_cli;
 mod rewind;

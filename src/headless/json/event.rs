@@ -357,6 +357,7 @@ impl<'a> From<&'a p::Event> for Event<'a> {
                     p::RequestKind::Turn => "turn",
                     p::RequestKind::Summary => "summary",
                     p::RequestKind::Review => "review",
+                    p::RequestKind::CommitMessage => "commit_message",
                 },
                 model,
                 predicted_prompt_tokens: *predicted_prompt_tokens,

@@ -1,0 +1,101 @@
+//! Every request kind counted the same way, with the provenance that is true for it:
+//! against the loopback server playing llama.cpp (which counts with `/tokenize`), each
+//! `request` event's prediction is within the margin its `counting` claims of what the
+//! server counted.
+
+// A failed unwrap here is a failed test, which is what it should be.
+#![allow(clippy::unwrap_used)]
+
+use crate::history_support::{Chat, is_summary, turn_of};
+use crate::local_models::settings;
+use crate::support::{Dialect, MockServer, Reply};
+use tern::config::Settings;
+use tern::engine::Event;
+use tern::engine::protocol::{Counting, RequestKind};
+
+/// Chat prose, as a summary's transcript holds it: replies long enough that the
+/// history is summarized every few turns.
+fn reply(turn: usize) -> String {
+    format!(
+        "reply {turn}: the lending code keeps a list of who borrowed which book and when; a friend who has had a book for more than a month gets a reminder, and the reminder goes away once the book is marked as returned. Wish lists are kept the same way, in the notes file, one title a line."
+    )
+}
+
+/// The request events tern sent, and the prompt tokens the server counted for each,
+/// in order per kind.
+fn claims(chat: &Chat, server: &MockServer) -> Vec<(RequestKind, usize, Counting, usize)> {
+    let requests = server.requests();
+    let mut turns = requests.iter().filter(|r| !is_summary(r));
+    let mut summaries = requests.iter().filter(|r| is_summary(r));
+    chat.events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Request {
+                purpose,
+                predicted_prompt_tokens: Some(predicted),
+                counting,
+                ..
+            } => {
+                let sent = match purpose {
+                    RequestKind::Summary => summaries.next(),
+                    _ => turns.next(),
+                };
+                Some((*purpose, *predicted, *counting, sent.unwrap().prompt_tokens))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The issue: summaries were predicted 8–22% off yet labelled "exact via server",
+/// whose margin is 2%. Every request's prediction is within the margin its label
+/// claims, and a summary, whose transcript the server never counted, says it is an
+/// estimate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_request_is_within_the_margin_its_counting_claims() {
+    let server = MockServer::start_as(Dialect::LlamaCpp { n_ctx: 8192 }).await;
+    server.set_responder(|r| match is_summary(r) {
+        true => Reply::text("I asked how lending and reminders work in the shelf code."),
+        false => Reply::text(reply(turn_of(r))),
+    });
+    let settings = Settings {
+        context_window: Some(8192),
+        max_chat_history_tokens: Some(1024),
+        ..settings(&server, "smollm2-request-counts")
+    };
+    let mut chat = Chat::start(settings, &[("README.md", "# Shelf\n")], &[]);
+    for t in 1..=16 {
+        let events = chat
+            .say(format!(
+                "turn {t}: and what happens when friend {t} is late?"
+            ))
+            .await;
+        assert!(
+            matches!(events.last(), Some(Event::TurnFinished { .. })),
+            "{events:#?}"
+        );
+    }
+    let claims = claims(&chat, &server);
+    let summaries: Vec<_> = claims
+        .iter()
+        .filter(|c| c.0 == RequestKind::Summary)
+        .collect();
+    assert!(!summaries.is_empty(), "the history was summarized");
+    for (kind, predicted, counting, reported) in &claims {
+        eprintln!(
+            "{kind:?}: predicted {predicted}, server {reported} ({:+.1}%), {}",
+            100.0 * (*predicted as f64 - *reported as f64) / *reported as f64,
+            counting.label()
+        );
+    }
+    for (kind, _, counting, _) in &summaries {
+        assert!(counting.is_estimate(), "{kind:?} said {}", counting.label());
+    }
+    for (kind, predicted, counting, reported) in &claims {
+        assert!(
+            predicted.abs_diff(*reported) <= counting.margin(*predicted),
+            "{kind:?}: predicted {predicted}, server {reported}, said {}",
+            counting.label()
+        );
+    }
+}

@@ -19,6 +19,14 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Counted by the probe: any real tokenizer makes a few tokens of it.
 const PROBE_TEXT: &str = "Hello, world! 12345";
 
+/// Every message of the framing probe (`ServerTokenizer::framing`): a short text, so
+/// that the probe costs the server next to nothing.
+pub const FRAMING_PROBE: &str = "Say OK.";
+
+/// The requests of the framing probe: this many messages each (a system message
+/// first, as tern's requests have: a template may add a default one without).
+const FRAMING_MESSAGES: [usize; 2] = [2, 4];
+
 /// The endpoints tern knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Api {
@@ -58,6 +66,17 @@ struct Counted {
     count: Option<usize>,
     #[serde(default)]
     tokens: Option<Vec<serde_json::Value>>,
+}
+
+/// What an unstreamed chat completion reports of its prompt.
+#[derive(Deserialize)]
+struct Answered {
+    usage: AnsweredUsage,
+}
+
+#[derive(Deserialize)]
+struct AnsweredUsage {
+    prompt_tokens: usize,
 }
 
 /// A server's tokenizer, for one model.
@@ -123,6 +142,69 @@ impl ServerTokenizer {
                 "the tokenize endpoint's answer has no count".to_string(),
             )),
         }
+    }
+
+    /// True when the server streams no usage (llama-cpp-python): its chat template's
+    /// tokens cannot be learned from turns, only from the framing probe.
+    pub fn needs_framing_probe(&self) -> bool {
+        self.api == Api::Extras
+    }
+
+    /// The chat template's tokens in requests of 2 and 4 messages, as (messages,
+    /// tokens): two tiny unstreamed requests of `FRAMING_PROBE` messages (a one-token
+    /// reply each), whose reported prompt tokens less the server's count of the
+    /// contents is the framing. Sent once, before any turn, so nothing is streaming.
+    pub async fn framing(&self) -> Result<Vec<(usize, usize)>, CountError> {
+        let content = self.count(FRAMING_PROBE).await?;
+        let mut framing = Vec::new();
+        for n in FRAMING_MESSAGES {
+            let messages: Vec<serde_json::Value> = (0..n)
+                .map(|i| {
+                    let role = match i {
+                        0 => "system",
+                        i if i % 2 == 1 => "user",
+                        _ => "assistant",
+                    };
+                    serde_json::json!({ "role": role, "content": FRAMING_PROBE })
+                })
+                .collect();
+            let body = serde_json::json!({
+                "model": self.model,
+                "messages": messages,
+                "max_tokens": 1,
+                "stream": false,
+            });
+            let mut request = self
+                .http
+                .post(format!("{}/v1/chat/completions", self.root))
+                .json(&body);
+            if let Some(key) = &self.key {
+                request = request.bearer_auth(key.expose());
+            }
+            let response = request
+                .send()
+                .await
+                .map_err(|e| CountError::Unavailable(e.to_string()))?;
+            if !response.status().is_success() {
+                return Err(CountError::NoCount(format!(
+                    "the framing probe was answered HTTP {}",
+                    response.status()
+                )));
+            }
+            let answer: Answered = response
+                .json()
+                .await
+                .map_err(|e| CountError::NoCount(e.to_string()))?;
+            let prompt = answer.usage.prompt_tokens;
+            if prompt < n * content {
+                return Err(CountError::NoCount(format!(
+                    "the framing probe's {prompt} prompt tokens are fewer than its contents' {}",
+                    n * content
+                )));
+            }
+            framing.push((n, prompt - n * content));
+        }
+        Ok(framing)
     }
 
     /// Which endpoint, for the log and the user (never with credentials).

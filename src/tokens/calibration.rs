@@ -370,10 +370,7 @@ impl Calibration {
         }
         let content = match prediction.exact {
             Some(exact) => {
-                self.template
-                    .push((prediction.messages, reported.saturating_sub(exact)));
-                trim_front(&mut self.template, KEPT);
-                (self.per_message, self.per_request) = fit_template(&self.template);
+                self.learn_template(prediction.messages, reported.saturating_sub(exact));
                 exact
             }
             None => reported.saturating_sub(self.overhead(prediction.messages)),
@@ -389,6 +386,18 @@ impl Calibration {
             self.samples += 1;
         }
         Ok(error)
+    }
+
+    /// Learns that the chat template added `tokens` to a request of `messages`
+    /// messages (a report less the server's count of the contents, or the framing
+    /// probe's); a count no template adds is not learned.
+    pub(crate) fn learn_template(&mut self, messages: usize, tokens: usize) {
+        if !template_plausible(messages, tokens) {
+            return;
+        }
+        self.template.push((messages, tokens));
+        trim_front(&mut self.template, KEPT);
+        (self.per_message, self.per_request) = fit_template(&self.template);
     }
 
     /// What an earlier session saved, held to the bounds a report is held to now (it

@@ -400,6 +400,16 @@ impl TokenCounter {
         }
     }
 
+    /// Learns the chat template's tokens from the framing probe: (messages, tokens).
+    pub(crate) fn learn_framing(&self, framing: &[(usize, usize)]) {
+        if let Some(fit) = &self.fit {
+            let mut fit = lock(fit);
+            for &(messages, tokens) in framing {
+                fit.calibration.learn_template(messages, tokens);
+            }
+        }
+    }
+
     /// What was learned, to be saved; None for exact counters.
     pub fn calibration(&self) -> Option<Calibration> {
         self.fit.as_ref().map(|f| lock(f).calibration.clone())

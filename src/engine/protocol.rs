@@ -106,10 +106,12 @@ pub enum Op {
         command: Command,
         args: String,
     },
-    /// What the message being typed would send the model (`input::draft_message`),
-    /// so the gauge can show the `cur` section live.
+    /// What the message being typed would send the model (`input::draft`), and the
+    /// mode it names (`/ask TEXT`), so the gauge can show the `cur` section live and
+    /// count the prompt that message would be sent with.
     Draft {
         text: String,
+        mode: Option<ChatMode>,
     },
     /// Add files (paths relative to the working directory or the repository root).
     AddFiles {

@@ -198,13 +198,12 @@ impl Engine {
 
     /// The budget of the request `message` would send: the notes the engine owes the
     /// model go with any message, so they count even before the user types.
-    pub(super) fn report(&mut self, message: &str) -> BudgetReport {
+    pub(super) fn report(&mut self, message: &str, mode: ChatMode) -> BudgetReport {
         let cur = if message.trim().is_empty() && self.session.notes_for_next_turn.is_empty() {
             vec![]
         } else {
             vec![Message::user(self.session.user_message_text(message))]
         };
-        let mode = self.session.mode;
         let assembled = self.assemble(cur, mode);
         self.decorate(BudgetReport::new(
             &assembled,
@@ -212,6 +211,13 @@ impl Engine {
             self.model.window(),
             self.model.counter().counting(),
         ))
+    }
+
+    /// The report for the message being typed, in the mode it would be sent in.
+    pub(super) fn draft_report(&mut self) -> BudgetReport {
+        let (draft, mode) = self.conversation.draft();
+        let (draft, mode) = (draft.to_string(), mode.unwrap_or(self.session.mode));
+        self.report(&draft, mode)
     }
 
     pub(super) fn decorate(&self, mut report: BudgetReport) -> BudgetReport {
@@ -750,7 +756,7 @@ impl Engine {
             }
         }
         if plan.overflow_retries > MAX_OVERFLOW_RETRIES {
-            let report = self.report(&plan.text);
+            let report = self.report(&plan.text, plan.mode);
             self.events.send(Event::TurnFailed {
                 error: format!(
                     "the server still refuses the request as too long after {MAX_OVERFLOW_RETRIES} smaller retries (the last had {sent} tokens): {error}. Set --context-window to the server's real window; {}",

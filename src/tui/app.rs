@@ -912,8 +912,11 @@ impl App {
         let mut changed = false;
         if self.draft_due.is_some_and(|due| now >= due) {
             self.draft_due = None;
+            let expanded = self.panes.input.expanded();
+            let (draft, mode) = input::draft(&expanded);
             self.ops.push(Op::Draft {
-                text: input::draft_message(&self.panes.input.expanded()).to_string(),
+                text: draft.to_string(),
+                mode,
             });
         }
         if self.flash.as_ref().is_some_and(|(_, until)| now >= *until) {

@@ -133,3 +133,41 @@ async fn llama_cpp_python_s_framing_is_learned_before_the_first_turn() {
     }
     assert_eq!(server.framing_probes(), 2, "one probe of two requests");
 }
+
+/// `tern tokens -m "/ask …"` counted code mode's prompt (5,488 printed, 4,677 sent):
+/// it predicts the request that message sends, mode included, as `tern -m` sends it.
+#[test]
+fn tokens_of_an_ask_message_count_the_ask_prompt() {
+    let server = MockServer::start_in_thread();
+    server.push(Reply::text("It keeps books."));
+    let repo = crate::support::TempRepo::with_files(&[("shelf.py", "class Shelf:\n    pass\n")]);
+    for message in [
+        "/ask what does the shelf keep?",
+        "/code what does the shelf keep?",
+    ] {
+        let args = [
+            "tokens", "--json", "--model", "gpt-4o", "-m", message, "shelf.py",
+        ];
+        let out = repo.tern(&server.base_url()).args(args).output().unwrap();
+        let (stdout, stderr) = crate::support::texts(&out);
+        assert!(out.status.success(), "{stderr}");
+        let budget: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+        let predicted = budget["total"].as_u64().unwrap() as usize;
+        if message.starts_with("/ask") {
+            let args = ["--json", "--model", "gpt-4o", "-m", message, "shelf.py"];
+            let out = repo.tern(&server.base_url()).args(args).output().unwrap();
+            assert!(out.status.success(), "{}", crate::support::texts(&out).1);
+            let sent = server.requests().pop().unwrap().prompt_tokens;
+            assert_eq!(
+                predicted, sent,
+                "{message}: tern tokens said {predicted}, {sent} were sent"
+            );
+        } else {
+            let ask = server.requests().pop().unwrap().prompt_tokens;
+            assert!(
+                predicted > ask,
+                "code mode's prompt is the longer: {predicted} vs {ask}"
+            );
+        }
+    }
+}

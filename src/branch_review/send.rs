@@ -120,11 +120,20 @@ async fn send_calls(
         let reply = client
             .chat(&request, cancel, &mut |e| on_event(SendEvent::Stream(e)))
             .await?;
-        if reply.usage_reported
-            && reply.continuations == 0
-            && let Err(implausible) = counter.observe(&prediction, reply.usage.prompt_tokens)
-        {
-            tracing::warn!("review: {implausible}");
+        if reply.usage_reported && reply.continuations == 0 {
+            let reported = reply.usage.prompt_tokens;
+            if let Err(implausible) = counter.observe(&prediction, reported) {
+                tracing::warn!("review: {implausible}");
+            }
+            if let Some(counting) = request.counting {
+                on_event(SendEvent::Stream(StreamEvent::Counted(
+                    crate::tokens::Drift {
+                        predicted: prediction.total,
+                        reported,
+                        counting,
+                    },
+                )));
+            }
         }
         let cancelled = reply.finish == Finish::Cancelled;
         replies.push(CallReply {

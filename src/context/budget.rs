@@ -109,6 +109,9 @@ pub struct BudgetReport {
     /// The server reported no usage (or a prompt count no tokenizer gives):
     /// `last_usage` is tern's count of what was sent and received.
     pub last_usage_estimated: bool,
+    /// The last turn's predicted prompt against the server's count of it.
+    #[drive(skip)]
+    pub last_drift: Option<crate::tokens::Drift>,
     pub last_cost: f64,
     pub session_cost: f64,
     /// The session's spending cap (`max_cost`), if any.
@@ -273,6 +276,7 @@ impl BudgetReport {
             map: None,
             last_usage: None,
             last_usage_estimated: false,
+            last_drift: None,
             last_cost: 0.0,
             session_cost: 0.0,
             cost_cap: None,
@@ -422,6 +426,9 @@ impl BudgetReport {
                 h.summary_tokens,
                 h.summaries
             ));
+        }
+        if let Some(drift) = self.last_drift {
+            out.push_str(&format!("\nLast request: {}\n", drift.describe()));
         }
         if self.cost_cap.is_some() {
             out.push_str(&format!(

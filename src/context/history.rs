@@ -420,8 +420,19 @@ impl<'a> Run<'a> {
     /// (the rates were learned on turns alone, whose contents are mostly code: a
     /// transcript's prose was predicted 8–22% off). Only the main model's requests
     /// teach them, whose counter this is; a count no tokenizer gives is not learned.
-    fn learn(&self, model: &ModelInfo, prediction: &Prediction, reply: &ChatReply) {
-        if !reply.usage_reported || reply.continuations > 0 || !self.summarizer.counts_for(model) {
+    /// The drift is told to the observer for every model's request.
+    fn learn(&self, request: &ChatRequest, prediction: &Prediction, reply: &ChatReply) {
+        if !reply.usage_reported || reply.continuations > 0 {
+            return;
+        }
+        if let (Some(observe), Some(counting)) = (&self.summarizer.observer, request.counting) {
+            observe(StreamEvent::Counted(crate::tokens::Drift {
+                predicted: prediction.total,
+                reported: reply.usage.prompt_tokens,
+                counting,
+            }));
+        }
+        if !self.summarizer.counts_for(&request.model) {
             return;
         }
         match self
@@ -586,7 +597,7 @@ impl<'a> Run<'a> {
             if let Ok(reply) = &reply {
                 *self.cost.lock().unwrap_or_else(|e| e.into_inner()) +=
                     model.info.cost(&reply.usage);
-                self.learn(&model.info, &prediction, reply);
+                self.learn(&request, &prediction, reply);
             }
             match reply {
                 Ok(reply) => match reply.finish {

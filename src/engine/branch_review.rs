@@ -243,6 +243,10 @@ impl ReviewJob {
                 })
             }
             SendEvent::Stream(StreamEvent::UsageIgnored(text)) => stream.send(Event::Warning { text }),
+            SendEvent::Stream(StreamEvent::Counted(drift)) => stream.send(Event::Drift {
+                purpose: RequestKind::Review,
+                drift,
+            }),
             SendEvent::Stream(StreamEvent::Retrying { attempt, delay, reason }) => {
                 stream.send(Event::Retrying {
                     attempt,

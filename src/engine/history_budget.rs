@@ -352,6 +352,10 @@ impl HistoryBudget {
                 max_tokens,
                 counting: said.unwrap_or(counting),
             }),
+            StreamEvent::Counted(drift) => events.send(Event::Drift {
+                purpose: RequestKind::Summary,
+                drift,
+            }),
             // Said as a turn's retries are, not silent.
             StreamEvent::Retrying {
                 attempt,

@@ -1118,13 +1118,23 @@ async fn commit_message(
     };
     let (message, cost) = match answer {
         Ok(Ok(reply)) => {
-            if asking.main
-                && reply.usage_reported
-                && let Err(implausible) = asking
-                    .counter
-                    .observe(&prediction, reply.usage.prompt_tokens)
-            {
-                tracing::warn!("commit message: {implausible}");
+            if reply.usage_reported {
+                let reported = reply.usage.prompt_tokens;
+                if let Some(counting) = request.counting {
+                    asking.events.send(Event::Drift {
+                        purpose: RequestKind::CommitMessage,
+                        drift: crate::tokens::Drift {
+                            predicted: prediction.total,
+                            reported,
+                            counting,
+                        },
+                    });
+                }
+                if asking.main
+                    && let Err(implausible) = asking.counter.observe(&prediction, reported)
+                {
+                    tracing::warn!("commit message: {implausible}");
+                }
             }
             (git::message::clean(&reply.text), model.cost(&reply.usage))
         }

@@ -20,10 +20,10 @@ pub use crate::context::WindowSource;
 pub use crate::context::{BudgetReport, HistoryStatus, Section};
 /// How a reply ended, and what it cost.
 pub use crate::llm::{Finish, ReplyLimit, Usage};
-/// How token counts are made (the gauge says it).
-pub use crate::tokens::Counting;
 /// How front ends write token counts (`12,345`).
 pub use crate::tokens::thousands;
+/// How token counts are made (the gauge says it).
+pub use crate::tokens::{Counting, Drift};
 
 /// The models tern knows (its model table): name and context window, for completion.
 pub(crate) fn known_models() -> impl Iterator<Item = (&'static str, usize)> {
@@ -603,6 +603,13 @@ pub enum Event {
         predicted_prompt_tokens: Option<usize>,
         max_tokens: Option<usize>,
         counting: Counting,
+    },
+    /// The server counted a request's prompt (any kind): against tern's prediction,
+    /// and whether it was off by more than its counting claims.
+    Drift {
+        purpose: RequestKind,
+        #[drive(skip)]
+        drift: Drift,
     },
     /// The reply is complete (or was cut off or cancelled: `finish` says which).
     TurnFinished {

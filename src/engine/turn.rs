@@ -21,7 +21,7 @@ use crate::edit::prompts;
 use crate::llm::{
     ChatReply, ChatRequest, LlmClient, LlmError, Message, ReplyLimit, StreamEvent, Usage,
 };
-use crate::tokens::{Counting, Prediction};
+use crate::tokens::{Counting, Drift, Prediction};
 
 /// Below this window the few-shot examples (300 tokens or so) are not sent: they would
 /// take room a small window needs for the code and the conversation.
@@ -72,8 +72,10 @@ pub(crate) struct Sent {
     pub sent_text: String,
     /// Those notes: given back to the next turn if this one fails.
     pub notes: Vec<String>,
-    /// tern's prediction of the request's prompt, to compare with the server's count.
+    /// tern's prediction of the request's prompt, to compare with the server's count,
+    /// and how it was counted (as the request said).
     pub prediction: Prediction,
+    pub counting: Counting,
 }
 
 #[derive(Debug)]
@@ -223,6 +225,7 @@ impl Engine {
     pub(super) fn decorate(&self, mut report: BudgetReport) -> BudgetReport {
         report.last_usage = self.session.last_usage;
         report.last_usage_estimated = self.session.last_usage_estimated;
+        report.last_drift = self.session.last_drift;
         report.counts_pending = self.model.counts_pending(&self.run_loop);
         report.last_cost = self.session.last_cost;
         report.session_cost = self.session.session_cost;
@@ -421,6 +424,7 @@ impl Engine {
             });
         }
         let cancel = self.activity.stream(Stream::Turn);
+        let counting = self.model.counter().provenance(&prediction);
         let request = ChatRequest {
             model: self.model.info().clone(),
             messages: assembled.messages,
@@ -432,7 +436,7 @@ impl Engine {
                 prediction.total + self.model.counter().counting().margin(prediction.total),
             ),
             predicted_prompt: Some(prediction.total),
-            counting: Some(self.model.counter().provenance(&prediction)),
+            counting: Some(counting),
             one_at_a_time: false,
         };
         spawn(
@@ -448,6 +452,7 @@ impl Engine {
                 sent_text,
                 notes,
                 prediction,
+                counting,
             },
         );
     }
@@ -501,6 +506,17 @@ impl Engine {
                 &self.run_loop,
             );
         let estimated = !(reply.usage_reported && believed);
+        self.session.last_drift = (!estimated && reply.continuations == 0).then(|| Drift {
+            predicted: sent.prediction.total,
+            reported: reply.usage.prompt_tokens,
+            counting: sent.counting,
+        });
+        if let Some(drift) = self.session.last_drift {
+            self.events.send(Event::Drift {
+                purpose: RequestKind::Turn,
+                drift,
+            });
+        }
         let usage = if !estimated {
             let mut usage = reply.usage;
             self.model.believed_cache(&mut usage, &self.events);
@@ -837,6 +853,10 @@ pub(super) fn stream_event(event: StreamEvent, counting: Counting) -> Event {
         },
         StreamEvent::Continuing { continuation } => Event::Continuing { continuation },
         StreamEvent::UsageIgnored(text) => Event::Warning { text },
+        StreamEvent::Counted(drift) => Event::Drift {
+            purpose: RequestKind::Turn,
+            drift,
+        },
         StreamEvent::Request {
             model,
             predicted_prompt_tokens,
@@ -914,6 +934,7 @@ mod tests {
                 sent_text: "edit".into(),
                 notes: Vec::new(),
                 prediction: Prediction::default(),
+                counting: Counting::Exact,
             },
             result: Ok(ChatReply {
                 text: reply.into(),

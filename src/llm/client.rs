@@ -200,6 +200,9 @@ pub enum StreamEvent {
         max_tokens: Option<usize>,
         counting: Option<crate::tokens::Counting>,
     },
+    /// The server's count of a request's prompt against tern's prediction (told by
+    /// whoever predicted it: the summarizer, a review).
+    Counted(crate::tokens::Drift),
 }
 
 /// Below this many predicted prompt tokens, an empty reply is a glitch (retried);

@@ -7,9 +7,11 @@
 pub mod calibration;
 mod chat_format;
 pub mod clip;
+mod drift;
 
 pub use calibration::{Calibration, Calibrations, Counting, Implausible, Local, Prediction};
 pub use chat_format::{MESSAGE_OVERHEAD, REPLY_PRIMING};
+pub use drift::Drift;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

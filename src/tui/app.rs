@@ -476,8 +476,9 @@ impl App {
                     delay_ms as f64 / 1000.0
                 ));
             }
-            // The gauge shows the request's budget; the log has the rest.
-            Event::Request { .. } => {}
+            // The gauge shows the request's budget (and the last one's drift); the log
+            // has the rest.
+            Event::Request { .. } | Event::Drift { .. } => {}
             Event::Continuing { continuation } => chat.push(
                 Kind::Notice,
                 format!("the reply hit the output limit; continuing it ({continuation})"),

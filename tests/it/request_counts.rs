@@ -98,6 +98,78 @@ async fn every_request_is_within_the_margin_its_counting_claims() {
             counting.label()
         );
     }
+    // Each request's drift is told as it is counted, and none is flagged.
+    let drifts: Vec<_> = chat
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Drift { purpose, drift } => Some((*purpose, *drift)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(drifts.len(), claims.len(), "one drift per request");
+    for ((kind, predicted, counting, reported), (purpose, drift)) in claims.iter().zip(&drifts) {
+        assert_eq!(
+            (kind, predicted, reported, counting),
+            (purpose, &drift.predicted, &drift.reported, &drift.counting)
+        );
+        assert!(!drift.beyond_margin(), "{}", drift.describe());
+    }
+    // `/tokens` shows the last turn's.
+    let (table, _) = chat.command("/tokens", "tokens").await;
+    let last = drifts
+        .iter()
+        .rev()
+        .find(|d| d.0 == RequestKind::Turn)
+        .unwrap()
+        .1;
+    assert!(
+        table.contains(&format!("Last request: {}", last.describe())),
+        "{table}"
+    );
+}
+
+/// `tern -m … --json` says each request's drift (what an error table per request kind
+/// needs: its kind, tern's prediction, the server's count, the claimed margin), and a
+/// drift beyond the margin is flagged.
+#[test]
+fn json_drift_events_carry_prediction_report_and_margin() {
+    let server = MockServer::start_in_thread_as(Dialect::LlamaCpp { n_ctx: 8192 });
+    server.push(Reply::text("Hello."));
+    let repo = crate::support::TempRepo::with_files(&[("shelf.py", "class Shelf:\n    pass\n")]);
+    let args = [
+        "--json",
+        "--model",
+        "smollm2-json-drift",
+        "--context-window",
+        "8192",
+        "-m",
+        "hi",
+    ];
+    let out = repo.tern(&server.base_url()).args(args).output().unwrap();
+    let (stdout, stderr) = crate::support::texts(&out);
+    assert!(out.status.success(), "{stderr}");
+    let events: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let drift = events
+        .iter()
+        .find(|e| e["event"] == "drift")
+        .expect("a drift event");
+    let sent = server.requests().pop().unwrap().prompt_tokens;
+    let request = events.iter().find(|e| e["event"] == "request").unwrap();
+    assert_eq!(drift["purpose"], "turn");
+    assert_eq!(drift["reported_prompt_tokens"], sent);
+    assert_eq!(
+        drift["predicted_prompt_tokens"],
+        request["predicted_prompt_tokens"]
+    );
+    let predicted = drift["predicted_prompt_tokens"].as_i64().unwrap();
+    assert_eq!(drift["difference"], predicted - sent as i64);
+    assert_eq!(drift["counting"], request["counting"]);
+    assert!(drift["margin"].as_u64().unwrap() > 0);
+    assert_eq!(drift["beyond_margin"], false, "{drift}");
 }
 
 /// llama-cpp-python streams no usage, so its chat template's tokens were never learned

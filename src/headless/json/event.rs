@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::budget::{Budget, Counting, History};
+use super::budget::{Budget, Counting, Drift, History};
 use super::map::{Edge, Map};
 use super::proposal::{Caution, Proposal};
 use super::reply::{Finish, Usage};
@@ -46,6 +46,13 @@ pub enum Event<'a> {
         model: &'a str,
         predicted_prompt_tokens: Option<usize>,
         max_tokens: Option<usize>,
+        counting: Counting,
+    },
+    /// The server's count of a request's prompt against tern's prediction.
+    Drift {
+        purpose: &'static str,
+        #[serde(flatten)]
+        drift: Drift,
         counting: Counting,
     },
     TurnFinished {
@@ -353,16 +360,16 @@ impl<'a> From<&'a p::Event> for Event<'a> {
                 max_tokens,
                 counting,
             } => Event::Request {
-                purpose: match purpose {
-                    p::RequestKind::Turn => "turn",
-                    p::RequestKind::Summary => "summary",
-                    p::RequestKind::Review => "review",
-                    p::RequestKind::CommitMessage => "commit_message",
-                },
+                purpose: purpose_name(*purpose),
                 model,
                 predicted_prompt_tokens: *predicted_prompt_tokens,
                 max_tokens: *max_tokens,
                 counting: Counting::from(*counting),
+            },
+            E::Drift { purpose, drift } => Event::Drift {
+                purpose: purpose_name(*purpose),
+                drift: Drift::from(*drift),
+                counting: Counting::from(drift.counting),
             },
             E::TurnFinished {
                 reply,
@@ -596,5 +603,15 @@ impl<'a> From<&'a p::Event> for Event<'a> {
             E::Crashed { text } => Event::Crashed { text },
             E::Exited => Event::Exited,
         }
+    }
+}
+
+/// A request kind as `request` and `drift` events name it.
+fn purpose_name(purpose: p::RequestKind) -> &'static str {
+    match purpose {
+        p::RequestKind::Turn => "turn",
+        p::RequestKind::Summary => "summary",
+        p::RequestKind::Review => "review",
+        p::RequestKind::CommitMessage => "commit_message",
     }
 }

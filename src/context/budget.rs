@@ -105,6 +105,8 @@ pub struct BudgetReport {
     pub remaining: i64,
     pub history: HistoryStatus,
     pub map: Option<MapStatus>,
+    /// The repo map is still being built: the total is without it.
+    pub map_pending: bool,
     pub last_usage: Option<Usage>,
     /// The server reported no usage (or a prompt count no tokenizer gives):
     /// `last_usage` is tern's count of what was sent and received.
@@ -274,6 +276,7 @@ impl BudgetReport {
             remaining: window.prompt_limit as i64 - assembled.total as i64,
             history: HistoryStatus::default(),
             map: None,
+            map_pending: false,
             last_usage: None,
             last_usage_estimated: false,
             last_drift: None,
@@ -395,6 +398,11 @@ impl BudgetReport {
             .collect::<Vec<_>>()
             .join("\n")
             + "\n";
+        if self.map_pending {
+            out.push_str(
+                "\nRepo map: still being built, not counted yet (the total is without it; the next message waits for it)\n",
+            );
+        }
         if let Some(m) = &self.map {
             out.push_str(&format!(
                 "\nRepo map {} of {} tokens, {}, refresh {}{}\n",

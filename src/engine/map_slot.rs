@@ -421,6 +421,12 @@ impl MapSlot {
         })
     }
 
+    /// The first map is still being built: a request now would wait for it, and a
+    /// count now is without it.
+    pub(super) fn pending(&self) -> bool {
+        self.last.is_none() && matches!(self.state, MapState::Loading | MapState::Refreshing(_))
+    }
+
     /// Why the map ranks `path` as it does: the references that lead to it.
     pub(super) fn why(&self, path: &str) -> Vec<MapEdge> {
         self.last

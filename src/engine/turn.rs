@@ -231,6 +231,7 @@ impl Engine {
         report.session_cost = self.session.session_cost;
         report.cost_cap = self.model.settings().max_cost;
         report.map = self.map.status(&self.model);
+        report.map_pending = self.map.pending();
         report.history = self
             .conversation
             .history()

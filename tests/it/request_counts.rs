@@ -243,3 +243,39 @@ fn tokens_of_an_ask_message_count_the_ask_prompt() {
         }
     }
 }
+
+/// `/tokens` before the first map is built (a script's first line, right after start)
+/// said a total without the map and nothing else (1,238 instead of 5,320): it says the
+/// map is not counted yet; once the map is there, it counts it and says nothing more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_before_the_map_is_built_says_the_map_is_not_counted() {
+    let server = MockServer::start_as(Dialect::OpenAi).await;
+    let files: Vec<(String, String)> = (0..1500)
+        .map(|i| {
+            (
+                format!("src/m{i}.py"),
+                format!("def f{i}(x):\n    return g{}(x) + {i}\n", (i + 1) % 1500),
+            )
+        })
+        .collect();
+    let files: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
+    let settings = settings(&server, "gpt-4o");
+    let mut chat = Chat::start(settings, &files, &[]);
+    let (early, events) = chat.command("/tokens", "tokens").await;
+    let map_built = events.iter().any(|e| matches!(e, Event::Map(_)));
+    assert!(
+        !map_built,
+        "the map was built before /tokens: make the repository larger"
+    );
+    assert!(
+        early.contains("Repo map: still being built, not counted yet"),
+        "{early}"
+    );
+    chat.until(|e| matches!(e, Event::Map(_))).await;
+    let (late, _) = chat.command("/tokens", "tokens").await;
+    assert!(!late.contains("still being built"), "{late}");
+    assert!(late.contains("Repo map "), "{late}");
+}

@@ -24,6 +24,8 @@ pub struct Budget<'a> {
     remaining: i64,
     history: History,
     map: Option<MapStatus>,
+    /// The repo map is still being built: `total` is without it.
+    map_pending: bool,
     last_usage: Option<Usage>,
     last_usage_estimated: bool,
     /// The last turn's predicted prompt against the server's count of it.
@@ -58,6 +60,7 @@ impl<'a> From<&'a p::BudgetReport> for Budget<'a> {
             remaining: r.remaining,
             history: History::from(&r.history),
             map: r.map.as_ref().map(MapStatus::from),
+            map_pending: r.map_pending,
             last_usage: r.last_usage.as_ref().map(Usage::from),
             last_usage_estimated: r.last_usage_estimated,
             last_drift: r.last_drift.map(Drift::from),

@@ -43,7 +43,12 @@ enum MapState {
 struct MapKey {
     chat: Vec<String>,
     mentions: Mentions,
+    /// The budget in the counts the request is judged by (the server's).
     budget: usize,
+    /// The same in tern's own tokens, which the map is fitted in: the budget over the
+    /// rate learned from the server (`TokenCounter::in_own_tokens`), so that the fit
+    /// asks the server nothing per candidate and the rate is part of the key.
+    fit_budget: usize,
 }
 
 pub(crate) struct MapSlot {
@@ -369,15 +374,22 @@ impl MapSlot {
             .into_iter()
             .chain(session.paths(FileMode::ReadOnly))
             .collect();
+        let budget = self.budget(!chat.is_empty(), model);
         let key = MapKey {
-            budget: self.budget(!chat.is_empty(), model),
+            budget,
+            fit_budget: {
+                let last = self.last.as_ref().map(|(_, r)| r.text.as_str());
+                model
+                    .counter()
+                    .in_own_tokens(budget, last.filter(|t| !t.is_empty()))
+            },
             mentions: guard.mentions(text),
             chat,
         };
         let manual = model.settings().map_refresh == MapRefresh::Manual;
         if let Some((k, r)) = &self.last {
             // `manual` keeps its map for any chat, as long as it fits the budget.
-            if *k == key || (manual && r.tokens <= key.budget) {
+            if *k == key || (manual && r.tokens <= key.fit_budget) {
                 return;
             }
         }
@@ -386,12 +398,12 @@ impl MapSlot {
             &key.chat,
             &key.mentions.files,
             &key.mentions.idents,
-            key.budget,
+            key.fit_budget,
         );
         drop(guard);
         self.build_took = start.elapsed();
         self.kept_stale = false;
-        events.send(Event::Map(Box::new(view(&result))));
+        events.send(Event::Map(Box::new(view(&result, &key, model))));
         self.last = Some((key, result));
     }
 
@@ -412,9 +424,9 @@ impl MapSlot {
 
     /// The map's line in the budget report.
     pub(super) fn status(&self, model: &Model) -> Option<MapStatus> {
-        self.last.as_ref().map(|(_, r)| MapStatus {
-            tokens: r.tokens,
-            budget: r.budget,
+        self.last.as_ref().map(|(key, r)| MapStatus {
+            tokens: model.counter().count(&r.text),
+            budget: key.budget,
             files: r.shown_files,
             refresh: model.settings().map_refresh,
             kept_stale: self.kept_stale,
@@ -524,10 +536,12 @@ fn keeps_last_map(
     }
 }
 
-fn view(result: &MapResult) -> MapView {
+/// The map as the Repo map pane shows it: its tokens and budget in the counts the
+/// gauge shows (the server's, where it counts), one number per thing.
+fn view(result: &MapResult, key: &MapKey, model: &Model) -> MapView {
     MapView {
-        tokens: result.tokens,
-        budget: result.budget,
+        tokens: model.counter().count(&result.text),
+        budget: key.budget,
         ranked: result
             .ranked_files
             .iter()

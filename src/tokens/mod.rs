@@ -306,6 +306,30 @@ impl TokenCounter {
         local
     }
 
+    /// `tokens` of the server's (as this counter counts them) in tern's own tokens, for
+    /// text like `like` (the last map fitted): what a budget in the server's counts
+    /// allows a text counted with tern's tokenizer, so the repo map is fitted with no
+    /// request to the server per candidate. The rate is `like`'s count (the server's,
+    /// once it counted it: the check with the server) over tern's; with nothing like
+    /// it yet, the learned rate for text; unchanged until a rate was learned.
+    pub fn in_own_tokens(&self, tokens: usize, like: Option<&str>) -> usize {
+        let Some(fit) = &self.fit else {
+            return tokens;
+        };
+        let own = like.map_or(0, |text| self.encoding.count(text));
+        let rate = match like {
+            Some(text) if own > 0 => self.count(text) as f64 / own as f64,
+            _ => {
+                let fit = lock(fit);
+                match fit.calibration.samples {
+                    0 => return tokens,
+                    _ => fit.calibration.per_token,
+                }
+            }
+        };
+        (tokens as f64 / rate.max(f64::MIN_POSITIVE)).floor() as usize
+    }
+
     /// Tokens one message adds to a request beyond its content.
     pub fn per_message(&self) -> usize {
         self.fit

@@ -279,3 +279,57 @@ async fn tokens_before_the_map_is_built_says_the_map_is_not_counted() {
     assert!(!late.contains("still being built"), "{late}");
     assert!(late.contains("Repo map "), "{late}");
 }
+
+/// The repo map's budget was enforced in tern's own tokens ("1008 of 1024" was 1,350 of
+/// the server's). Once a rate is learned, the map is fitted in the server's counts: its
+/// text as the server counts it stays within the budget, and `/tokens` and the gauge
+/// say the server's count of it, against the budget in the same counts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_map_is_fitted_in_the_server_s_counts() {
+    let server = MockServer::start_as(Dialect::LlamaCpp { n_ctx: 16_384 }).await;
+    server.set_responder(|r| Reply::text(reply(turn_of(r))));
+    let budget = 200;
+    let settings = Settings {
+        context_window: Some(16_384),
+        map_tokens: Some(budget),
+        ..settings(&server, "smollm2-map-fit")
+    };
+    let files = crate::history_support::mapped_repo(120);
+    let mut chat = Chat::start(settings, &crate::history_support::as_files(&files), &[]);
+    chat.say("turn 1: where is the total computed?".into())
+        .await;
+    chat.say("turn 2: and the report?".into()).await;
+    let map = chat
+        .events
+        .iter()
+        .rev()
+        .find_map(|e| match e {
+            Event::Map(view) => Some(view.clone()),
+            _ => None,
+        })
+        .unwrap();
+    let by_server = Dialect::LlamaCpp { n_ctx: 16_384 }.text_tokens("smollm2-map-fit", &map.text);
+    eprintln!(
+        "map: {} said, {by_server} by the server, budget {budget}",
+        map.tokens
+    );
+    assert!(
+        by_server <= budget,
+        "{by_server} server tokens for a budget of {budget}"
+    );
+    assert!(
+        by_server * 10 >= budget * 8,
+        "the map fills its budget: {by_server}"
+    );
+    let report = chat
+        .events
+        .iter()
+        .rev()
+        .find_map(|e| match e {
+            Event::Budget(report) => Some(report.clone()),
+            _ => None,
+        })
+        .unwrap();
+    let status = report.map.unwrap();
+    assert_eq!((status.tokens, status.budget), (by_server, budget));
+}

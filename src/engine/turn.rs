@@ -507,7 +507,7 @@ impl Engine {
                 &self.run_loop,
             );
         let estimated = !(reply.usage_reported && believed);
-        self.session.last_drift = (!estimated && reply.continuations == 0).then(|| Drift {
+        self.session.last_drift = (!estimated && reply.continuations == 0).then_some(Drift {
             predicted: sent.prediction.total,
             reported: reply.usage.prompt_tokens,
             counting: sent.counting,

@@ -73,7 +73,7 @@ pub enum Event<'a> {
         error: &'a str,
         message: &'a str,
     },
-    Budget(Budget<'a>),
+    Budget(Box<Budget<'a>>),
     Sessions {
         sessions: Vec<super::Session<'a>>,
         current: Option<&'a str>,
@@ -404,7 +404,7 @@ impl<'a> From<&'a p::Event> for Event<'a> {
                 more_commands: *more_commands,
             },
             E::TurnFailed { error, message } => Event::TurnFailed { error, message },
-            E::Budget(report) => Event::Budget(Budget::from(&**report)),
+            E::Budget(report) => Event::Budget(Box::new(Budget::from(&**report))),
             E::Resumed { transcript, unsent } => Event::Resumed {
                 unsent: unsent.as_deref(),
                 transcript: transcript.iter().map(Shown::from).collect(),

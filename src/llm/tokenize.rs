@@ -110,15 +110,9 @@ impl ServerTokenizer {
     /// The count, and whether the answer was the tokens alone (llama.cpp's; vLLM's
     /// `/tokenize` answers a count too).
     async fn counted(&self, text: &str) -> Result<(usize, bool), CountError> {
-        let url = format!("{}{}", self.root, self.api.path());
-        let mut request = self.http.post(&url).json(&self.api.body(&self.model, text));
-        if let Some(key) = &self.key {
-            request = request.bearer_auth(key.expose());
-        }
-        let response = request
-            .send()
-            .await
-            .map_err(|e| CountError::Unavailable(e.to_string()))?;
+        let response = self
+            .post(self.api.path(), &self.api.body(&self.model, text))
+            .await?;
         let status = response.status();
         if status.is_server_error() || status == reqwest::StatusCode::TOO_MANY_REQUESTS {
             // llama.cpp answers 503 while it loads its model.
@@ -174,17 +168,7 @@ impl ServerTokenizer {
                 "max_tokens": 1,
                 "stream": false,
             });
-            let mut request = self
-                .http
-                .post(format!("{}/v1/chat/completions", self.root))
-                .json(&body);
-            if let Some(key) = &self.key {
-                request = request.bearer_auth(key.expose());
-            }
-            let response = request
-                .send()
-                .await
-                .map_err(|e| CountError::Unavailable(e.to_string()))?;
+            let response = self.post("/v1/chat/completions", &body).await?;
             if !response.status().is_success() {
                 return Err(CountError::NoCount(format!(
                     "the framing probe was answered HTTP {}",
@@ -205,6 +189,23 @@ impl ServerTokenizer {
             framing.push((n, prompt - n * content));
         }
         Ok(framing)
+    }
+
+    /// POSTs `body` to `path` at the server's root, with the key if there is one; a
+    /// server that does not answer is `Unavailable`.
+    async fn post(
+        &self,
+        path: &str,
+        body: &serde_json::Value,
+    ) -> Result<reqwest::Response, CountError> {
+        let mut request = self.http.post(format!("{}{path}", self.root)).json(body);
+        if let Some(key) = &self.key {
+            request = request.bearer_auth(key.expose());
+        }
+        request
+            .send()
+            .await
+            .map_err(|e| CountError::Unavailable(e.to_string()))
     }
 
     /// Which endpoint, for the log and the user (never with credentials).

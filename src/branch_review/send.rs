@@ -75,7 +75,7 @@ pub async fn send(
     } = reviewer;
     let mut retries = 0;
     loop {
-        match send_calls(client, model, &plan, cancel, on_event).await {
+        match send_calls((client, model, counter), &plan, cancel, on_event).await {
             Err(LlmError::ContextLengthExceeded { message, .. }) if retries < CONTEXT_RETRIES => {
                 retries += 1;
                 options.budget = options.budget * 3 / 4;
@@ -92,8 +92,7 @@ pub async fn send(
 }
 
 async fn send_calls(
-    client: &LlmClient,
-    model: &ModelInfo,
+    (client, model, counter): (&LlmClient, &ModelInfo, &TokenCounter),
     plan: &ReviewPlan,
     cancel: &CancellationToken,
     on_event: &mut (dyn FnMut(SendEvent) + Send),
@@ -107,18 +106,36 @@ async fn send_calls(
             files: call.files.len(),
             tokens: call.tokens,
         });
+        // Predicted, said and learned from as a turn is.
+        let prediction = counter.predict(call.messages.iter().map(|m| m.content.as_str()));
         let request = ChatRequest {
             model: model.clone(),
             messages: call.messages.clone(),
             cache_control: false,
             reply_limit: ReplyLimit::Server,
-            predicted_prompt: Some(call.tokens),
+            predicted_prompt: Some(prediction.total),
+            counting: Some(counter.provenance(&prediction)),
             one_at_a_time: false,
             known_window: None,
         };
         let reply = client
             .chat(&request, cancel, &mut |e| on_event(SendEvent::Stream(e)))
             .await?;
+        if reply.usage_reported && reply.continuations == 0 {
+            let reported = reply.usage.prompt_tokens;
+            if let Err(implausible) = counter.observe(&prediction, reported) {
+                tracing::warn!("review: {implausible}");
+            }
+            if let Some(counting) = request.counting {
+                on_event(SendEvent::Stream(StreamEvent::Counted(
+                    crate::tokens::Drift {
+                        predicted: prediction.total,
+                        reported,
+                        counting,
+                    },
+                )));
+            }
+        }
         let cancelled = reply.finish == Finish::Cancelled;
         replies.push(CallReply {
             files: call.files.clone(),

@@ -107,10 +107,15 @@ pub struct BudgetReport {
     pub remaining: i64,
     pub history: HistoryStatus,
     pub map: Option<MapStatus>,
+    /// The repo map is still being built: the total is without it.
+    pub map_pending: bool,
     pub last_usage: Option<Usage>,
     /// The server reported no usage (or a prompt count no tokenizer gives):
     /// `last_usage` is tern's count of what was sent and received.
     pub last_usage_estimated: bool,
+    /// The last turn's predicted prompt against the server's count of it.
+    #[drive(skip)]
+    pub last_drift: Option<crate::tokens::Drift>,
     pub last_cost: f64,
     pub session_cost: f64,
     /// The session's spending cap (`max_cost`), if any.
@@ -278,8 +283,10 @@ impl BudgetReport {
             remaining: window.prompt_limit as i64 - assembled.total as i64,
             history: HistoryStatus::default(),
             map: None,
+            map_pending: false,
             last_usage: None,
             last_usage_estimated: false,
+            last_drift: None,
             last_cost: 0.0,
             session_cost: 0.0,
             cost_cap: None,
@@ -398,6 +405,11 @@ impl BudgetReport {
             .collect::<Vec<_>>()
             .join("\n")
             + "\n";
+        if self.map_pending {
+            out.push_str(
+                "\nRepo map: still being built, not counted yet (the total is without it; the next message waits for it)\n",
+            );
+        }
         if let Some(m) = &self.map {
             out.push_str(&format!(
                 "\nRepo map {} of {} tokens, {}, refresh {}{}\n",
@@ -429,6 +441,9 @@ impl BudgetReport {
                 h.summary_tokens,
                 h.summaries
             ));
+        }
+        if let Some(drift) = self.last_drift {
+            out.push_str(&format!("\nLast request: {}\n", drift.describe()));
         }
         if self.cost_cap.is_some() {
             out.push_str(&format!(

@@ -16,10 +16,11 @@ use tokio_util::sync::CancellationToken;
 
 use super::Window;
 use crate::llm::{
-    ChatRequest, Finish, LlmClient, LlmError, Message, ModelInfo, ReplyLimit, Role, StreamEvent,
+    ChatReply, ChatRequest, Finish, LlmClient, LlmError, Message, ModelInfo, ReplyLimit, Role,
+    StreamEvent,
 };
 use crate::prompts;
-use crate::tokens::TokenCounter;
+use crate::tokens::{Counting, Prediction, TokenCounter};
 
 /// How many summarize-and-check rounds `Summarizer::fit` makes at most; the last one
 /// summarizes everything. (A second round keeps the same tail as the first, so it
@@ -271,7 +272,7 @@ impl Summarizer {
         Summarizer {
             client,
             models,
-            counter: counter.quiet(),
+            counter: counter.summarizing(),
             observer: None,
             known_window: None,
         }
@@ -283,6 +284,15 @@ impl Summarizer {
             known_window: Some(window),
             ..self
         }
+    }
+
+    /// Whether `counter` counts for `model`: the main model's, tried last. Another
+    /// model's tokenizer may differ: its requests are predicted with it uncalibrated,
+    /// and teach nothing.
+    fn counts_for(&self, model: &ModelInfo) -> bool {
+        self.models
+            .last()
+            .is_some_and(|main| main.info.name == model.name)
     }
 
     /// Tells `observer` of each request as it is sent.
@@ -418,6 +428,39 @@ impl<'a> Run<'a> {
         &self.summarizer.counter
     }
 
+    /// The server's count of a summary request teaches the counts as a turn's does
+    /// (the rates were learned on turns alone, whose contents are mostly code: a
+    /// transcript's prose was predicted 8–22% off). Only the main model's requests
+    /// teach them, whose counter this is; a count no tokenizer gives is not learned.
+    /// The drift is told to the observer for every model's request.
+    fn learn(&self, request: &ChatRequest, prediction: &Prediction, reply: &ChatReply) {
+        if !reply.usage_reported || reply.continuations > 0 {
+            return;
+        }
+        if let (Some(observe), Some(counting)) = (&self.summarizer.observer, request.counting) {
+            observe(StreamEvent::Counted(crate::tokens::Drift {
+                predicted: prediction.total,
+                reported: reply.usage.prompt_tokens,
+                counting,
+            }));
+        }
+        if !self.summarizer.counts_for(&request.model) {
+            return;
+        }
+        match self
+            .counter()
+            .observe(prediction, reply.usage.prompt_tokens)
+        {
+            Ok(error) => tracing::debug!(
+                predicted = prediction.total,
+                reported = reply.usage.prompt_tokens,
+                error = ?error,
+                "summary prompt tokens predicted and reported"
+            ),
+            Err(implausible) => tracing::warn!("summary: {implausible}"),
+        }
+    }
+
     /// The summarizer's system prompt, ending with a line break.
     fn prompt(&self) -> String {
         format!("{}\n", prompts::summarize(self.cap / 2))
@@ -533,9 +576,11 @@ impl<'a> Run<'a> {
             // A summary cut at its cap is still a summary; never continue it.
             info.prefill = false;
             let messages = vec![Message::system(prompt), Message::user(transcript)];
-            let predicted = self
+            // Counted as a turn is, and said as what it is: the server never counted
+            // this transcript, so its prediction is an estimate.
+            let prediction = self
                 .counter()
-                .count_request(messages.iter().map(|m| m.content.as_str()));
+                .predict(messages.iter().map(|m| m.content.as_str()));
             let request = ChatRequest {
                 model: info,
                 messages,
@@ -543,7 +588,11 @@ impl<'a> Run<'a> {
                 reply_limit: ReplyLimit::Output {
                     max_tokens: self.cap,
                 },
-                predicted_prompt: Some(predicted),
+                predicted_prompt: Some(prediction.total),
+                counting: Some(match self.summarizer.counts_for(&model.info) {
+                    true => self.counter().provenance(&prediction),
+                    false => Counting::Uncalibrated,
+                }),
                 one_at_a_time: true,
                 known_window: self.summarizer.known_window,
             };
@@ -561,6 +610,7 @@ impl<'a> Run<'a> {
             if let Ok(reply) = &reply {
                 *self.cost.lock().unwrap_or_else(|e| e.into_inner()) +=
                     model.info.cost(&reply.usage);
+                self.learn(&request, &prediction, reply);
             }
             match reply {
                 Ok(reply) => match reply.finish {

@@ -233,16 +233,20 @@ impl ReviewJob {
                 text: format!("review part {} of {of}: {files} files, {tokens} tokens", index + 1),
             }),
             SendEvent::Stream(StreamEvent::Delta(text)) => stream.send(Event::Delta { text }),
-            SendEvent::Stream(StreamEvent::Request { model, predicted_prompt_tokens, max_tokens }) => {
+            SendEvent::Stream(StreamEvent::Request { model, predicted_prompt_tokens, max_tokens, counting }) => {
                 stream.send(Event::Request {
                     purpose: RequestKind::Review,
                     model,
                     predicted_prompt_tokens,
                     max_tokens,
-                    counting: self.counter.counting(),
+                    counting: counting.unwrap_or(self.counter.counting()),
                 })
             }
             SendEvent::Stream(StreamEvent::UsageIgnored(text)) => stream.send(Event::Warning { text }),
+            SendEvent::Stream(StreamEvent::Counted(drift)) => stream.send(Event::Drift {
+                purpose: RequestKind::Review,
+                drift,
+            }),
             SendEvent::Stream(StreamEvent::Retrying { attempt, delay, reason }) => {
                 stream.send(Event::Retrying {
                     attempt,

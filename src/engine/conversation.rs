@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::protocol::ChatMode;
 use super::{history_budget::HistoryBudget, needed::Question, spending::Spending};
 use crate::config::Settings;
 
@@ -12,6 +13,7 @@ pub(super) struct Conversation {
     history: HistoryBudget,
     /// The message being typed, counted in the budget before it is sent.
     draft: String,
+    draft_mode: Option<ChatMode>,
     /// Where relative paths typed by the user start from.
     cwd: PathBuf,
     /// The user's last message, asked again when the files it needed are added.
@@ -24,6 +26,7 @@ impl Conversation {
         Conversation {
             history: HistoryBudget::new(settings),
             draft: String::new(),
+            draft_mode: None,
             cwd,
             last_question: None,
             spending: Spending::default(),
@@ -43,13 +46,15 @@ impl Conversation {
         (&mut self.history, &mut self.spending)
     }
 
-    pub(super) fn draft(&self) -> &str {
-        &self.draft
+    /// What the user is typing now, and the mode it names (`/ask TEXT`).
+    pub(super) fn draft(&self) -> (&str, Option<ChatMode>) {
+        (&self.draft, self.draft_mode)
     }
 
-    /// What the user is typing now (counted in the budget).
-    pub(super) fn set_draft(&mut self, text: String) {
+    /// What the user is typing now (counted in the budget, in the mode it names).
+    pub(super) fn set_draft(&mut self, text: String, mode: Option<ChatMode>) {
         self.draft = text;
+        self.draft_mode = mode;
     }
 
     pub(super) fn cwd(&self) -> &Path {

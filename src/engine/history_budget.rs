@@ -377,12 +377,17 @@ impl HistoryBudget {
                 model,
                 predicted_prompt_tokens,
                 max_tokens,
+                counting: said,
             } => events.send(Event::Request {
                 purpose: RequestKind::Summary,
                 model,
                 predicted_prompt_tokens,
                 max_tokens,
-                counting,
+                counting: said.unwrap_or(counting),
+            }),
+            StreamEvent::Counted(drift) => events.send(Event::Drift {
+                purpose: RequestKind::Summary,
+                drift,
             }),
             // Said as a turn's retries are, not silent.
             StreamEvent::Retrying {

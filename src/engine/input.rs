@@ -3,7 +3,7 @@
 //! `/` in a message.
 
 use super::commands::{Command, UnknownCommand};
-use super::protocol::Op;
+use super::protocol::{ChatMode, Op};
 
 /// Why typed text is no op: nothing is done, and the text is the user's to mend.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -54,11 +54,18 @@ pub fn parse(text: &str) -> Result<Op, InputError> {
 /// What sending `text` would tell the model: a message itself, `/ask TEXT` and `/code
 /// TEXT` their text, any other command nothing (for `Op::Draft`).
 pub fn draft_message(text: &str) -> &str {
+    draft(text).0
+}
+
+/// `draft_message`, with the mode the message would be sent in when the text names
+/// one (`/ask TEXT` asks, `/code TEXT` codes; a plain message goes in the session's).
+pub fn draft(text: &str) -> (&str, Option<ChatMode>) {
     match classify(text) {
-        Typed::Message(message) => message,
+        Typed::Message(message) => (message, None),
         Typed::Command { name, rest } => match Command::find(name) {
-            Ok(Command::Ask | Command::Code) => rest.trim(),
-            _ => "",
+            Ok(Command::Ask) => (rest.trim(), Some(ChatMode::Ask)),
+            Ok(Command::Code) => (rest.trim(), Some(ChatMode::Code)),
+            _ => ("", None),
         },
     }
 }

@@ -47,7 +47,12 @@ enum MapState {
 struct MapKey {
     chat: Vec<String>,
     mentions: Mentions,
+    /// The budget in the counts the request is judged by (the server's).
     budget: usize,
+    /// The same in tern's own tokens, which the map is fitted in: the budget over the
+    /// rate learned from the server (`TokenCounter::in_own_tokens`), so that the fit
+    /// asks the server nothing per candidate and the rate is part of the key.
+    fit_budget: usize,
 }
 
 pub(crate) struct MapSlot {
@@ -377,15 +382,22 @@ impl MapSlot {
         let map = map.clone();
         let guard = map.read().unwrap_or_else(|e| e.into_inner());
         let chat = chat_paths(session);
+        let budget = self.budget(!chat.is_empty(), model);
         let key = MapKey {
-            budget: self.budget(!chat.is_empty(), model),
+            budget,
+            fit_budget: {
+                let last = self.last.as_ref().map(|(_, r)| r.text.as_str());
+                model
+                    .counter()
+                    .in_own_tokens(budget, last.filter(|t| !t.is_empty()))
+            },
             mentions: guard.mentions(text),
             chat,
         };
         let manual = model.settings().map_refresh == MapRefresh::Manual;
         if let Some((k, r)) = &self.last {
             // `manual` keeps its map for any chat, as long as it fits the budget.
-            if *k == key || (manual && r.tokens <= key.budget) {
+            if *k == key || (manual && r.tokens <= key.fit_budget) {
                 return;
             }
         }
@@ -394,12 +406,12 @@ impl MapSlot {
             &key.chat,
             &key.mentions.files,
             &key.mentions.idents,
-            key.budget,
+            key.fit_budget,
         );
         drop(guard);
         self.build_took = start.elapsed();
         self.kept_stale = false;
-        events.send(Event::Map(Box::new(view(&result))));
+        events.send(Event::Map(Box::new(view(&result, &key, model))));
         self.last = Some((key, result));
     }
 
@@ -487,13 +499,19 @@ impl MapSlot {
 
     /// The map's line in the budget report.
     pub(super) fn status(&self, model: &Model) -> Option<MapStatus> {
-        self.last.as_ref().map(|(_, r)| MapStatus {
-            tokens: r.tokens,
-            budget: r.budget,
+        self.last.as_ref().map(|(key, r)| MapStatus {
+            tokens: model.counter().count(&r.text),
+            budget: key.budget,
             files: r.shown_files,
             refresh: model.settings().map_refresh,
             kept_stale: self.kept_stale,
         })
+    }
+
+    /// The first map is still being built: a request now would wait for it, and a
+    /// count now is without it.
+    pub(super) fn pending(&self) -> bool {
+        self.last.is_none() && matches!(self.state, MapState::Loading | MapState::Refreshing(_))
     }
 
     /// Why the map ranks `path` as it does: the references that lead to it.
@@ -606,10 +624,12 @@ fn chat_paths(session: &Session) -> Vec<String> {
         .collect()
 }
 
-fn view(result: &MapResult) -> MapView {
+/// The map as the Repo map pane shows it: its tokens and budget in the counts the
+/// gauge shows (the server's, where it counts), one number per thing.
+fn view(result: &MapResult, key: &MapKey, model: &Model) -> MapView {
     MapView {
-        tokens: result.tokens,
-        budget: result.budget,
+        tokens: model.counter().count(&result.text),
+        budget: key.budget,
         ranked: result
             .ranked_files
             .iter()

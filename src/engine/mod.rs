@@ -534,8 +534,8 @@ impl Engine {
                 }
             }
             Op::ProposeReply { reply } => self.propose_reply(&reply),
-            Op::Draft { text } => {
-                self.conversation.set_draft(text);
+            Op::Draft { text, mode } => {
+                self.conversation.set_draft(text, mode);
                 self.publish_budget();
             }
             Op::AddFiles { paths, mode } => {
@@ -625,7 +625,7 @@ impl Engine {
                     refreshed,
                     &self.model,
                     &self.session,
-                    self.conversation.draft(),
+                    self.conversation.draft().0,
                     &self.events,
                     &self.run_loop,
                 );
@@ -1140,7 +1140,7 @@ impl Engine {
             Ok(turns) => turns,
             Err(why) => return self.events.error(why),
         };
-        let report = self.report("");
+        let report = self.report("", self.session.mode);
         let others = report.total - report.section(crate::context::Section::Done);
         self.change_history(|history, parts| history.forget(turns, others, parts));
     }
@@ -1157,8 +1157,7 @@ impl Engine {
         if self.activity.is_branch_review() {
             return;
         }
-        let draft = self.conversation.draft().to_string();
-        let report = self.report(&draft);
+        let report = self.draft_report();
         self.events.send(Event::Budget(Box::new(report)));
         // What the gauge counted that the server has not, it counts now.
         self.model.start_counting(&self.run_loop);
@@ -1245,8 +1244,7 @@ impl Engine {
                 self.outputs_changed(changed);
             }
             Command::Tokens => {
-                let draft = self.conversation.draft().to_string();
-                let report = self.report(&draft);
+                let report = self.draft_report();
                 self.events.send(Event::Output {
                     title: "tokens".into(),
                     text: report.render_table(),
@@ -1259,7 +1257,7 @@ impl Engine {
             }
             Command::Map => {
                 let text = self.map.shown(
-                    self.conversation.draft(),
+                    self.conversation.draft().0,
                     &self.model,
                     &self.session,
                     &self.events,
@@ -1322,7 +1320,7 @@ impl Engine {
                 ));
             }
         };
-        let draft = self.conversation.draft().to_string();
+        let draft = self.conversation.draft().0.to_string();
         let chosen = self.map.choose_budget(
             budget,
             (&self.model, &self.session, &draft),

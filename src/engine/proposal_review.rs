@@ -11,15 +11,14 @@ use super::activity::Activity;
 use super::persist::SavedPending;
 use super::protocol::{
     ChatMode, Decision, DiffLine, EditFailureView, Event, FileMode, FileProposalView, FileStatus,
-    HunkView, Ignored, NearLines, NotAppliedReason, ProposalView, ReviewOp,
+    HunkView, Ignored, NearLines, NotAppliedReason, ProposalView, RequestKind, ReviewOp,
 };
 use super::spending::Unattended;
 use super::turn::{ReplyOrigin, TurnKind};
-use super::{Engine, EngineRole, Internal};
-use crate::config::Settings;
+use super::{Engine, EngineRole, EventSink, Internal};
 use crate::edit::{self, ApplyOutcome, EditError, FileSet, HunkId, Proposal, Select, Workspace};
 use crate::git::{self, CommitOptions, LandOptions, Landed};
-use crate::llm::{ChatRequest, LlmClient, ModelInfo};
+use crate::llm::{ChatRequest, LlmClient, ModelInfo, StreamEvent};
 use crate::plural::count;
 
 /// The most a commit message request may take before the fallback is used.
@@ -734,6 +733,7 @@ impl Engine {
         let settings = self.model.settings().clone();
         let client =
             (self.run_loop.role() == EngineRole::Conversation).then(|| self.model.client().clone());
+        let asking = Asking::new(&self.model, &self.events);
         let done = self.run_loop.done();
         let runtime = tokio::runtime::Handle::current();
         let cancel = self.activity.git();
@@ -758,8 +758,8 @@ impl Engine {
                     options,
                     |diff| match &client {
                         Some(client) if !cancelled() => {
-                            let (message, cost) = runtime
-                                .block_on(commit_message(client, &settings, diff, &cancelled));
+                            let (message, cost) =
+                                runtime.block_on(commit_message(client, &asking, diff, &cancelled));
                             spent.set(spent.get() + cost);
                             message
                         }
@@ -1036,21 +1036,53 @@ pub(super) struct Blocks {
     pub(super) failed: usize,
 }
 
+/// Who writes commit messages (the weak model), the counter its requests are
+/// predicted with, and where their `Request` events go.
+struct Asking {
+    model: ModelInfo,
+    counter: crate::tokens::TokenCounter,
+    /// The counter is the main model's, calibrated by its server's reports.
+    main: bool,
+    events: EventSink,
+}
+
+impl Asking {
+    fn new(model: &super::model::Model, events: &EventSink) -> Self {
+        let weak = ModelInfo::lookup(&model.settings().weak_model);
+        let main = weak.name == model.info().name;
+        Asking {
+            counter: match main {
+                true => model.counter().quiet(),
+                false => weak.token_counter(),
+            },
+            model: weak,
+            main,
+            events: events.clone(),
+        }
+    }
+}
+
 /// A commit message for `diff` from the weak model (the fallback when it gives none, or
-/// when `cancelled` says the landing is being given up), and what asking cost.
+/// when `cancelled` says the landing is being given up), and what asking cost. Its
+/// request is predicted, said and learned from as a turn's is.
 async fn commit_message(
     client: &LlmClient,
-    settings: &Settings,
+    asking: &Asking,
     diff: &str,
     cancelled: &dyn Fn() -> bool,
 ) -> (String, f64) {
-    let model = ModelInfo::lookup(&settings.weak_model);
+    let model = asking.model.clone();
+    let messages = edit::prompts::commit_message_request(diff);
+    let prediction = asking
+        .counter
+        .predict(messages.iter().map(|m| m.content.as_str()));
     let request = ChatRequest {
         model: model.clone(),
-        messages: edit::prompts::commit_message_request(diff),
+        messages,
         cache_control: false,
         reply_limit: crate::llm::ReplyLimit::Output { max_tokens: 100 },
-        predicted_prompt: None,
+        predicted_prompt: Some(prediction.total),
+        counting: Some(asking.counter.provenance(&prediction)),
         one_at_a_time: false,
         known_window: None,
     };
@@ -1061,18 +1093,54 @@ async fn commit_message(
         }
         cancel.cancel();
     };
-    let mut ignore = |_| {};
+    let mut said = |event| {
+        if let StreamEvent::Request {
+            model,
+            predicted_prompt_tokens,
+            max_tokens,
+            counting,
+        } = event
+        {
+            asking.events.send(Event::Request {
+                purpose: RequestKind::CommitMessage,
+                model,
+                predicted_prompt_tokens,
+                max_tokens,
+                counting: counting.unwrap_or(asking.counter.counting()),
+            });
+        }
+    };
     let answer = tokio::select! {
         answer = tokio::time::timeout(
             COMMIT_MESSAGE_TIMEOUT,
-            client.chat(&request, &cancel, &mut ignore),
+            client.chat(&request, &cancel, &mut said),
         ) => answer,
         () = watch => return (git::message::fallback(diff), 0.0),
     };
     let (message, cost) = match answer {
-        Ok(Ok(reply)) => (git::message::clean(&reply.text), model.cost(&reply.usage)),
+        Ok(Ok(reply)) => {
+            if reply.usage_reported {
+                let reported = reply.usage.prompt_tokens;
+                if let Some(counting) = request.counting {
+                    asking.events.send(Event::Drift {
+                        purpose: RequestKind::CommitMessage,
+                        drift: crate::tokens::Drift {
+                            predicted: prediction.total,
+                            reported,
+                            counting,
+                        },
+                    });
+                }
+                if asking.main
+                    && let Err(implausible) = asking.counter.observe(&prediction, reported)
+                {
+                    tracing::warn!("commit message: {implausible}");
+                }
+            }
+            (git::message::clean(&reply.text), model.cost(&reply.usage))
+        }
         Ok(Err(e)) => {
-            tracing::warn!("no commit message from {}: {e}", settings.weak_model);
+            tracing::warn!("no commit message from {}: {e}", model.name);
             (None, 0.0)
         }
         Err(_) => {

@@ -22,10 +22,10 @@ pub use crate::context::output_command;
 pub use crate::context::{BudgetReport, HistoryStatus, Section};
 /// How a reply ended, and what it cost.
 pub use crate::llm::{Finish, ReplyLimit, Usage};
-/// How token counts are made (the gauge says it).
-pub use crate::tokens::Counting;
 /// How front ends write token counts (`12,345`).
 pub use crate::tokens::thousands;
+/// How token counts are made (the gauge says it).
+pub use crate::tokens::{Counting, Drift};
 
 /// The models tern knows (its model table): name and context window, for completion.
 pub(crate) fn known_models() -> impl Iterator<Item = (&'static str, usize)> {
@@ -69,6 +69,8 @@ pub enum RequestKind {
     Summary,
     /// A branch review.
     Review,
+    /// A commit message for landed edits (the weak model's).
+    CommitMessage,
 }
 
 /// An op's id, given by the front end's sender (`OpSender::send`); every event the op
@@ -106,10 +108,12 @@ pub enum Op {
         command: Command,
         args: String,
     },
-    /// What the message being typed would send the model (`input::draft_message`),
-    /// so the gauge can show the `cur` section live.
+    /// What the message being typed would send the model (`input::draft`), and the
+    /// mode it names (`/ask TEXT`), so the gauge can show the `cur` section live and
+    /// count the prompt that message would be sent with.
     Draft {
         text: String,
+        mode: Option<ChatMode>,
     },
     /// Add files (paths relative to the working directory or the repository root).
     AddFiles {
@@ -650,6 +654,13 @@ pub enum Event {
         predicted_prompt_tokens: Option<usize>,
         max_tokens: Option<usize>,
         counting: Counting,
+    },
+    /// The server counted a request's prompt (any kind): against tern's prediction,
+    /// and whether it was off by more than its counting claims.
+    Drift {
+        purpose: RequestKind,
+        #[drive(skip)]
+        drift: Drift,
     },
     /// The reply is complete (or was cut off or cancelled: `finish` says which).
     TurnFinished {

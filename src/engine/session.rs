@@ -49,6 +49,8 @@ pub struct Session {
     pub last_usage: Option<Usage>,
     /// `last_usage` is tern's count: the server reported none.
     pub last_usage_estimated: bool,
+    /// The last turn's predicted prompt against the server's count of it.
+    pub last_drift: Option<crate::tokens::Drift>,
     pub last_cost: f64,
     pub session_cost: f64,
     /// What the chat showed, oldest first, within `TRANSCRIPT_LIMIT` messages and
@@ -107,6 +109,7 @@ impl Session {
             notes_for_next_turn: Vec::new(),
             last_usage: None,
             last_usage_estimated: false,
+            last_drift: None,
             last_cost: 0.0,
             session_cost: 0.0,
             transcript: Vec::new(),

@@ -21,7 +21,7 @@ use crate::edit::prompts;
 use crate::llm::{
     ChatReply, ChatRequest, LlmClient, LlmError, Message, ReplyLimit, StreamEvent, Usage,
 };
-use crate::tokens::{Counting, Prediction};
+use crate::tokens::{Counting, Drift, Prediction};
 
 /// Below this window the few-shot examples (300 tokens or so) are not sent: they would
 /// take room a small window needs for the code and the conversation.
@@ -76,8 +76,10 @@ pub(crate) struct Sent {
     pub sent_text: String,
     /// Those notes: given back to the next turn if this one fails.
     pub notes: Vec<String>,
-    /// tern's prediction of the request's prompt, to compare with the server's count.
+    /// tern's prediction of the request's prompt, to compare with the server's count,
+    /// and how it was counted (as the request said).
     pub prediction: Prediction,
+    pub counting: Counting,
 }
 
 #[derive(Debug)]
@@ -211,13 +213,12 @@ impl Engine {
 
     /// The budget of the request `message` would send: the notes the engine owes the
     /// model go with any message, so they count even before the user types.
-    pub(super) fn report(&mut self, message: &str) -> BudgetReport {
+    pub(super) fn report(&mut self, message: &str, mode: ChatMode) -> BudgetReport {
         let cur = if message.trim().is_empty() && self.session.notes_for_next_turn.is_empty() {
             vec![]
         } else {
             vec![Message::user(self.session.user_message_text(message))]
         };
-        let mode = self.session.mode;
         let assembled = self.assemble(cur, mode);
         self.decorate(BudgetReport::new(
             &assembled,
@@ -234,17 +235,26 @@ impl Engine {
         ReplyLimit::for_prompt(self.model.info(), self.model.window().window, counted)
     }
 
+    /// The report for the message being typed, in the mode it would be sent in.
+    pub(super) fn draft_report(&mut self) -> BudgetReport {
+        let (draft, mode) = self.conversation.draft();
+        let (draft, mode) = (draft.to_string(), mode.unwrap_or(self.session.mode));
+        self.report(&draft, mode)
+    }
+
     pub(super) fn decorate(&self, mut report: BudgetReport) -> BudgetReport {
         if let Some(sent) = self.reply_limit(report.total).max_tokens() {
             report.reserved_output = sent;
         }
         report.last_usage = self.session.last_usage;
         report.last_usage_estimated = self.session.last_usage_estimated;
+        report.last_drift = self.session.last_drift;
         report.counts_pending = self.model.counts_pending(&self.run_loop);
         report.last_cost = self.session.last_cost;
         report.session_cost = self.session.session_cost;
         report.cost_cap = self.model.settings().max_cost;
         report.map = self.map.status(&self.model);
+        report.map_pending = self.map.pending();
         report.history = self
             .conversation
             .history()
@@ -438,12 +448,14 @@ impl Engine {
             });
         }
         let cancel = self.activity.stream(Stream::Turn);
+        let counting = self.model.counter().provenance(&prediction);
         let request = ChatRequest {
             model: self.model.info().clone(),
             messages: assembled.messages,
             cache_control: self.model.cache_control(),
             reply_limit: self.reply_limit(prediction.total),
             predicted_prompt: Some(prediction.total),
+            counting: Some(counting),
             one_at_a_time: false,
             known_window: self.model.window().known(),
         };
@@ -460,6 +472,7 @@ impl Engine {
                 sent_text,
                 notes,
                 prediction,
+                counting,
             },
         );
     }
@@ -513,6 +526,17 @@ impl Engine {
                 &self.run_loop,
             );
         let estimated = !(reply.usage_reported && believed);
+        self.session.last_drift = (!estimated && reply.continuations == 0).then_some(Drift {
+            predicted: sent.prediction.total,
+            reported: reply.usage.prompt_tokens,
+            counting: sent.counting,
+        });
+        if let Some(drift) = self.session.last_drift {
+            self.events.send(Event::Drift {
+                purpose: RequestKind::Turn,
+                drift,
+            });
+        }
         let usage = if !estimated {
             let mut usage = reply.usage;
             self.model.believed_cache(&mut usage, &self.events);
@@ -806,7 +830,7 @@ impl Engine {
             }
         }
         if plan.overflow_retries > MAX_OVERFLOW_RETRIES {
-            let report = self.report(&plan.text);
+            let report = self.report(&plan.text, plan.mode);
             self.events.send(Event::TurnFailed {
                 error: format!(
                     "the server still refuses the request as too long after {MAX_OVERFLOW_RETRIES} smaller retries (the last had {sent} tokens): {error}. Set --context-window to the server's real window; {}",
@@ -887,16 +911,21 @@ pub(super) fn stream_event(event: StreamEvent, counting: Counting) -> Event {
         },
         StreamEvent::Continuing { continuation } => Event::Continuing { continuation },
         StreamEvent::UsageIgnored(text) => Event::Warning { text },
+        StreamEvent::Counted(drift) => Event::Drift {
+            purpose: RequestKind::Turn,
+            drift,
+        },
         StreamEvent::Request {
             model,
             predicted_prompt_tokens,
             max_tokens,
+            counting: said,
         } => Event::Request {
             purpose: RequestKind::Turn,
             model,
             predicted_prompt_tokens,
             max_tokens,
-            counting,
+            counting: said.unwrap_or(counting),
         },
     }
 }
@@ -963,6 +992,7 @@ mod tests {
                 sent_text: "edit".into(),
                 notes: Vec::new(),
                 prediction: Prediction::default(),
+                counting: Counting::Exact,
             },
             result: Ok(ChatReply {
                 text: reply.into(),

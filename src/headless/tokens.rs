@@ -75,8 +75,9 @@ pub async fn report(config: EngineConfig, message: Option<String>) -> anyhow::Re
             // The budget counts the map, so ask once the first map is there.
             Event::Map(_) => {
                 if let Some(text) = message.take() {
-                    let text = crate::engine::input::draft_message(&text).to_string();
-                    let _ = engine.ops.send(Op::Draft { text });
+                    let (text, mode) = crate::engine::input::draft(&text);
+                    let text = text.to_string();
+                    let _ = engine.ops.send(Op::Draft { text, mode });
                 }
             }
             // ... and once the server (where it counts) has counted it all.

@@ -62,6 +62,8 @@ pub struct ChatRequest {
     /// tern's prediction of the prompt tokens: reported with the request, and what
     /// tells an over-long prompt's empty reply from a glitch.
     pub predicted_prompt: Option<usize>,
+    /// How that prediction was made (`TokenCounter::provenance`), said with the request.
+    pub counting: Option<crate::tokens::Counting>,
     /// Sent only while no other such request to the server is under way (summaries).
     /// Every request to a server that takes one at a time waits so anyway.
     pub one_at_a_time: bool,
@@ -205,7 +207,11 @@ pub enum StreamEvent {
         model: String,
         predicted_prompt_tokens: Option<usize>,
         max_tokens: Option<usize>,
+        counting: Option<crate::tokens::Counting>,
     },
+    /// The server's count of a request's prompt against tern's prediction (told by
+    /// whoever predicted it: the summarizer, a review).
+    Counted(crate::tokens::Drift),
 }
 
 /// Below this many predicted prompt tokens, an empty reply is empty (asked once more);
@@ -425,6 +431,7 @@ impl LlmClient {
                 model: request.model.name.clone(),
                 predicted_prompt_tokens: request.predicted_prompt,
                 max_tokens: request.reply_limit.max_tokens(),
+                counting: request.counting,
             });
             tracing::debug!(
                 model = %request.model.name,

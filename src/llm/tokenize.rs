@@ -19,6 +19,14 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Counted by the probe: any real tokenizer makes a few tokens of it.
 const PROBE_TEXT: &str = "Hello, world! 12345";
 
+/// Every message of the framing probe (`ServerTokenizer::framing`): a short text, so
+/// that the probe costs the server next to nothing.
+pub const FRAMING_PROBE: &str = "Say OK.";
+
+/// The requests of the framing probe: this many messages each (a system message
+/// first, as tern's requests have: a template may add a default one without).
+const FRAMING_MESSAGES: [usize; 2] = [2, 4];
+
 /// The endpoints tern knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Api {
@@ -60,6 +68,17 @@ struct Counted {
     tokens: Option<Vec<serde_json::Value>>,
 }
 
+/// What an unstreamed chat completion reports of its prompt.
+#[derive(Deserialize)]
+struct Answered {
+    usage: AnsweredUsage,
+}
+
+#[derive(Deserialize)]
+struct AnsweredUsage {
+    prompt_tokens: usize,
+}
+
 /// A server's tokenizer, for one model.
 #[derive(Debug, Clone)]
 pub struct ServerTokenizer {
@@ -91,21 +110,9 @@ impl ServerTokenizer {
     /// The count, and whether the answer was the tokens alone (llama.cpp's; vLLM's
     /// `/tokenize` answers a count too).
     async fn counted(&self, text: &str) -> Result<(usize, bool), CountError> {
-        // llama-cpp-python stops the reply it streams for any other request: a count
-        // waits until no reply streams.
-        let _quiet = match self.api {
-            Api::Extras => super::gate::enter(&self.root).await,
-            Api::Tokenize => None,
-        };
-        let url = format!("{}{}", self.root, self.api.path());
-        let mut request = self.http.post(&url).json(&self.api.body(&self.model, text));
-        if let Some(key) = &self.key {
-            request = request.bearer_auth(key.expose());
-        }
-        let response = request
-            .send()
-            .await
-            .map_err(|e| CountError::Unavailable(e.to_string()))?;
+        let response = self
+            .post(self.api.path(), &self.api.body(&self.model, text))
+            .await?;
         let status = response.status();
         if status.is_server_error() || status == reqwest::StatusCode::TOO_MANY_REQUESTS {
             // llama.cpp answers 503 while it loads its model.
@@ -129,6 +136,82 @@ impl ServerTokenizer {
                 "the tokenize endpoint's answer has no count".to_string(),
             )),
         }
+    }
+
+    /// True when the server streams no usage (llama-cpp-python): its chat template's
+    /// tokens cannot be learned from turns, only from the framing probe.
+    pub fn needs_framing_probe(&self) -> bool {
+        self.api == Api::Extras
+    }
+
+    /// The chat template's tokens in requests of 2 and 4 messages, as (messages,
+    /// tokens): two tiny unstreamed requests of `FRAMING_PROBE` messages (a one-token
+    /// reply each), whose reported prompt tokens less the server's count of the
+    /// contents is the framing. Sent once, before any turn, so nothing is streaming.
+    pub async fn framing(&self) -> Result<Vec<(usize, usize)>, CountError> {
+        let content = self.count(FRAMING_PROBE).await?;
+        let mut framing = Vec::new();
+        for n in FRAMING_MESSAGES {
+            let messages: Vec<serde_json::Value> = (0..n)
+                .map(|i| {
+                    let role = match i {
+                        0 => "system",
+                        i if i % 2 == 1 => "user",
+                        _ => "assistant",
+                    };
+                    serde_json::json!({ "role": role, "content": FRAMING_PROBE })
+                })
+                .collect();
+            let body = serde_json::json!({
+                "model": self.model,
+                "messages": messages,
+                "max_tokens": 1,
+                "stream": false,
+            });
+            let response = self.post("/v1/chat/completions", &body).await?;
+            if !response.status().is_success() {
+                return Err(CountError::NoCount(format!(
+                    "the framing probe was answered HTTP {}",
+                    response.status()
+                )));
+            }
+            let answer: Answered = response
+                .json()
+                .await
+                .map_err(|e| CountError::NoCount(e.to_string()))?;
+            let prompt = answer.usage.prompt_tokens;
+            if prompt < n * content {
+                return Err(CountError::NoCount(format!(
+                    "the framing probe's {prompt} prompt tokens are fewer than its contents' {}",
+                    n * content
+                )));
+            }
+            framing.push((n, prompt - n * content));
+        }
+        Ok(framing)
+    }
+
+    /// POSTs `body` to `path` at the server's root, with the key if there is one; a
+    /// server that does not answer is `Unavailable`.
+    async fn post(
+        &self,
+        path: &str,
+        body: &serde_json::Value,
+    ) -> Result<reqwest::Response, CountError> {
+        // llama-cpp-python stops the reply it streams for any other request: a count
+        // (or a probe) waits until no reply streams.
+        let _quiet = match self.api {
+            Api::Extras => super::gate::enter(&self.root).await,
+            Api::Tokenize => None,
+        };
+        let mut request = self.http.post(format!("{}{path}", self.root)).json(body);
+        if let Some(key) = &self.key {
+            request = request.bearer_auth(key.expose());
+        }
+        request
+            .send()
+            .await
+            .map_err(|e| CountError::Unavailable(e.to_string()))
     }
 
     /// Which endpoint, for the log and the user (never with credentials).

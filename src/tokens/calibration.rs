@@ -362,16 +362,15 @@ impl Calibration {
             });
         }
         let error = prediction.total.abs_diff(reported) as f64 / reported.max(1) as f64;
-        if prediction.learned {
+        // The "±N%" says how far estimates are off: a prediction of contents the
+        // server counted says nothing about them.
+        if prediction.learned && prediction.exact.is_none() {
             self.errors.push(error.min(MAX_ERROR));
             trim_front(&mut self.errors, KEPT);
         }
         let content = match prediction.exact {
             Some(exact) => {
-                self.template
-                    .push((prediction.messages, reported.saturating_sub(exact)));
-                trim_front(&mut self.template, KEPT);
-                (self.per_message, self.per_request) = fit_template(&self.template);
+                self.learn_template(prediction.messages, reported.saturating_sub(exact));
                 exact
             }
             None => reported.saturating_sub(self.overhead(prediction.messages)),
@@ -387,6 +386,18 @@ impl Calibration {
             self.samples += 1;
         }
         Ok(error)
+    }
+
+    /// Learns that the chat template added `tokens` to a request of `messages`
+    /// messages (a report less the server's count of the contents, or the framing
+    /// probe's); a count no template adds is not learned.
+    pub(crate) fn learn_template(&mut self, messages: usize, tokens: usize) {
+        if !template_plausible(messages, tokens) {
+            return;
+        }
+        self.template.push((messages, tokens));
+        trim_front(&mut self.template, KEPT);
+        (self.per_message, self.per_request) = fit_template(&self.template);
     }
 
     /// What an earlier session saved, held to the bounds a report is held to now (it
@@ -663,6 +674,49 @@ mod tests {
     }
 
     proptest::proptest! {
+        /// Whatever a server (or a proxy) reports, in any order, for any request: the
+        /// rates stay what a tokenizer can be (never negative: the issue saw -0.056 per
+        /// digit), the template's tokens stay within what templates add, every estimate
+        /// is finite and grows with the text, and the margin never exceeds knowing
+        /// nothing.
+        #[test]
+        fn adversarial_reports_leave_the_rates_physical(
+            reports in proptest::collection::vec(
+                (
+                    0usize..50_000,
+                    0usize..20_000,
+                    0usize..40,
+                    proptest::option::of(0usize..100_000),
+                    proptest::prop_oneof![
+                        0usize..10,
+                        0usize..200_000,
+                        proptest::strategy::Just(usize::MAX),
+                        proptest::strategy::Strategy::prop_map(1usize..64, |shift| 1usize << shift),
+                    ],
+                    proptest::bool::ANY,
+                ),
+                1..40,
+            ),
+        ) {
+            let mut c = Calibration::default();
+            for (rest, digits, messages, exact, reported, learned) in reports {
+                let l = local(rest, digits);
+                let p = Prediction {
+                    learned,
+                    ..prediction(c.estimate(l), messages, l, exact)
+                };
+                let _ = c.observe(&p, reported);
+                proptest::prop_assert!((RATE.0..=RATE.1).contains(&c.per_token), "{c:?}");
+                proptest::prop_assert!((DIGIT_RATE.0..=DIGIT_RATE.1).contains(&c.per_digit), "{c:?}");
+                proptest::prop_assert!(c.per_message <= MAX_PER_MESSAGE && c.per_request <= MAX_PER_REQUEST);
+                proptest::prop_assert!(c.errors.iter().all(|e| (0.0..=MAX_ERROR).contains(e)));
+                let (small, large) = (local(100, 10), local(1000, 100));
+                proptest::prop_assert!(c.estimate(small) <= c.estimate(large));
+                let counting = c.counting(false);
+                proptest::prop_assert!(counting.margin(1000) <= Counting::Uncalibrated.margin(1000));
+            }
+        }
+
         /// One rule: a report learned when it arrives is never forgotten when the
         /// calibration is read back (the attacker's 4,000 for a request counted at 934
         /// was learned, then "forgotten" at every start).

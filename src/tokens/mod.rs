@@ -7,9 +7,11 @@
 pub mod calibration;
 mod chat_format;
 pub mod clip;
+mod drift;
 
 pub use calibration::{Calibration, Calibrations, Counting, Implausible, Local, Prediction};
 pub use chat_format::{MESSAGE_OVERHEAD, REPLY_PRIMING};
+pub use drift::Drift;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -163,12 +165,18 @@ pub struct TokenCounter {
     /// Texts counted here without the server's count are noted for it to count (off for
     /// the repo map's and the summarizer's many pieces, which are never sent alone).
     notes_misses: bool,
+    /// Counts a summary request's texts, with the rates learned from summaries.
+    summaries: bool,
 }
 
 /// What a stand-in counter learned from the server.
 #[derive(Default)]
 struct Fit {
     calibration: Calibration,
+    /// What summary requests taught: their rates (a transcript is chat prose, where
+    /// turns are mostly code and tern's prompts: one rate for both put summaries 8–22%
+    /// off), with the template's tokens the turns taught.
+    summaries: Calibration,
     /// The server can count (it has a tokenize endpoint).
     server: bool,
     /// The server's counts, by text hash.
@@ -195,6 +203,17 @@ impl TokenCounter {
             cache: Arc::new(Mutex::new(HashMap::new())),
             fit: estimate.then(Default::default),
             notes_misses: true,
+            summaries: false,
+        }
+    }
+
+    /// The same counter (sharing what it learns) for a summary request's texts: it
+    /// notes none for the server, estimates with the rates summaries taught, and learns
+    /// into them.
+    pub fn summarizing(&self) -> Self {
+        TokenCounter {
+            summaries: true,
+            ..self.quiet()
         }
     }
 
@@ -248,7 +267,15 @@ impl TokenCounter {
             }
         }
         let local = self.local(key, text);
-        lock(fit).calibration.estimate(local)
+        self.rates(&lock(fit)).estimate(local)
+    }
+
+    /// The calibration this counter's estimates are made with.
+    fn rates<'a>(&self, fit: &'a Fit) -> &'a Calibration {
+        match self.summaries {
+            true => &fit.summaries,
+            false => &fit.calibration,
+        }
     }
 
     /// tern's own count, cached by the text's hash; with the text's digits for a
@@ -277,6 +304,30 @@ impl TokenCounter {
         let packed = [local.tokens, local.digits, local.digit_tokens].map(|n| n as u32);
         cache.insert(key, packed);
         local
+    }
+
+    /// `tokens` of the server's (as this counter counts them) in tern's own tokens, for
+    /// text like `like` (the last map fitted): what a budget in the server's counts
+    /// allows a text counted with tern's tokenizer, so the repo map is fitted with no
+    /// request to the server per candidate. The rate is `like`'s count (the server's,
+    /// once it counted it: the check with the server) over tern's; with nothing like
+    /// it yet, the learned rate for text; unchanged until a rate was learned.
+    pub fn in_own_tokens(&self, tokens: usize, like: Option<&str>) -> usize {
+        let Some(fit) = &self.fit else {
+            return tokens;
+        };
+        let own = like.map_or(0, |text| self.encoding.count(text));
+        let rate = match like {
+            Some(text) if own > 0 => self.count(text) as f64 / own as f64,
+            _ => {
+                let fit = lock(fit);
+                match fit.calibration.samples {
+                    0 => return tokens,
+                    _ => fit.calibration.per_token,
+                }
+            }
+        };
+        (tokens as f64 / rate.max(f64::MIN_POSITIVE)).floor() as usize
     }
 
     /// Tokens one message adds to a request beyond its content.
@@ -331,7 +382,23 @@ impl TokenCounter {
             learned: self
                 .fit
                 .as_ref()
-                .is_some_and(|f| lock(f).calibration.samples > 0),
+                .is_some_and(|f| self.rates(&lock(f)).samples > 0),
+        }
+    }
+
+    /// How `prediction` was made, as its request says it: exact with the model's own
+    /// tokenizer; "via server" only when the server counted every message it sends;
+    /// otherwise an estimate, calibrated (with the recent error) or not. A request
+    /// whose texts the server never counted (a summary's transcript, a commit
+    /// message's diff) is an estimate even when the server counts other requests.
+    pub fn provenance(&self, prediction: &Prediction) -> Counting {
+        match &self.fit {
+            None => Counting::Exact,
+            Some(fit) => {
+                let fit = lock(fit);
+                let counted = fit.server && prediction.exact.is_some();
+                self.rates(&fit).counting(counted)
+            }
         }
     }
 
@@ -344,11 +411,28 @@ impl TokenCounter {
         reported: usize,
     ) -> Result<Option<f64>, calibration::Implausible> {
         match &self.fit {
+            Some(fit) if self.summaries => {
+                let fit = &mut *lock(fit);
+                let summaries = &mut fit.summaries;
+                (summaries.per_message, summaries.per_request) =
+                    (fit.calibration.per_message, fit.calibration.per_request);
+                summaries.observe(prediction, reported).map(Some)
+            }
             Some(fit) => lock(fit)
                 .calibration
                 .observe(prediction, reported)
                 .map(Some),
             None => calibration::check(prediction, reported).map(|()| None),
+        }
+    }
+
+    /// Learns the chat template's tokens from the framing probe: (messages, tokens).
+    pub(crate) fn learn_framing(&self, framing: &[(usize, usize)]) {
+        if let Some(fit) = &self.fit {
+            let mut fit = lock(fit);
+            for &(messages, tokens) in framing {
+                fit.calibration.learn_template(messages, tokens);
+            }
         }
     }
 

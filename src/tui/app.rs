@@ -476,8 +476,9 @@ impl App {
                     delay_ms as f64 / 1000.0
                 ));
             }
-            // The gauge shows the request's budget; the log has the rest.
-            Event::Request { .. } => {}
+            // The gauge shows the request's budget (and the last one's drift); the log
+            // has the rest.
+            Event::Request { .. } | Event::Drift { .. } => {}
             Event::Continuing { continuation } => chat.push(
                 Kind::Notice,
                 format!("the reply hit the output limit; continuing it ({continuation})"),
@@ -914,8 +915,11 @@ impl App {
         let mut changed = false;
         if self.draft_due.is_some_and(|due| now >= due) {
             self.draft_due = None;
+            let expanded = self.panes.input.expanded();
+            let (draft, mode) = input::draft(&expanded);
             self.ops.push(Op::Draft {
-                text: input::draft_message(&self.panes.input.expanded()).to_string(),
+                text: draft.to_string(),
+                mode,
             });
         }
         if self.flash.as_ref().is_some_and(|(_, until)| now >= *until) {

@@ -1192,6 +1192,7 @@ async fn the_gauge_and_tokens_count_the_notes_owed_to_the_model_alike() {
         &engine,
         Op::Draft {
             text: tern::engine::input::draft_message("/tokens").into(),
+            mode: None,
         },
     );
     submit(&engine, "/tokens");

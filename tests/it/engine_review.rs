@@ -52,6 +52,7 @@ async fn review_reports_its_plan_and_budget_then_streams() {
         .ops
         .send(Op::Draft {
             text: String::new(),
+            mode: None,
         })
         .unwrap();
     let mut events = Vec::new();
@@ -66,6 +67,7 @@ async fn review_reports_its_plan_and_budget_then_streams() {
                 .ops
                 .send(Op::Draft {
                     text: "typing".into(),
+                    mode: None,
                 })
                 .unwrap();
         }

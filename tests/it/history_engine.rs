@@ -825,7 +825,10 @@ async fn measured(chat: &mut Chat, draft: &str) -> Box<tern::context::BudgetRepo
     if !chat.events.iter().any(|e| matches!(e, Event::Map(_))) {
         chat.until(|e| matches!(e, Event::Map(_))).await;
     }
-    chat.send(Op::Draft { text: draft.into() });
+    chat.send(Op::Draft {
+        text: draft.into(),
+        mode: None,
+    });
     let drafted = |e: &Event| matches!(e, Event::Budget(r) if r.section(Section::Cur) > 0);
     let events = chat.until(drafted).await;
     let Some(Event::Budget(report)) = events.last().cloned() else {
@@ -922,7 +925,10 @@ async fn a_summary_of_under_128_tokens_makes_room() {
 
 /// The session's spending as the next budget reports it.
 async fn spent(chat: &mut Chat) -> f64 {
-    chat.send(Op::Draft { text: "x".into() });
+    chat.send(Op::Draft {
+        text: "x".into(),
+        mode: None,
+    });
     let events = chat.until(|e| matches!(e, Event::Budget(_))).await;
     match events.last() {
         Some(Event::Budget(report)) => report.session_cost,

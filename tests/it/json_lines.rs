@@ -208,6 +208,17 @@ fn events() -> Vec<(&'static str, Event)> {
             },
         ),
         (
+            "drift",
+            Event::Drift {
+                purpose: RequestKind::Summary,
+                drift: tern::tokens::Drift {
+                    predicted: 1_052,
+                    reported: 961,
+                    counting: Counting::Server,
+                },
+            },
+        ),
+        (
             "turn_finished",
             Event::TurnFinished {
                 reply: text("Done."),

@@ -32,6 +32,7 @@ fn request(model: &str, text: &str) -> ChatRequest {
         cache_control: false,
         reply_limit: ReplyLimit::Server,
         predicted_prompt: None,
+        counting: None,
         one_at_a_time: false,
         known_window: None,
     }
@@ -127,6 +128,7 @@ async fn predicted_prompt_tokens_equal_the_servers_count() {
             cache_control: false,
             reply_limit: ReplyLimit::Server,
             predicted_prompt: None,
+            counting: None,
             one_at_a_time: false,
             known_window: None,
         };

@@ -44,6 +44,7 @@ mod repomap;
 mod repomap_fitted;
 mod repomap_monorepo;
 mod repomap_watch;
+mod request_counts;
 mod review;
 mod review_cli;
 mod rewind;

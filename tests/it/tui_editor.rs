@@ -86,7 +86,8 @@ fn ctrl_g_asks_for_the_editor_on_the_draft_and_its_text_replaces_the_draft() {
     assert_eq!(
         app.take_ops(),
         [Op::Draft {
-            text: "explain remove\nand add a test".into()
+            text: "explain remove\nand add a test".into(),
+            mode: None,
         }],
         "the gauge counts the new draft"
     );

@@ -79,7 +79,8 @@ fn typing_sends_a_debounced_draft_and_enter_submits() {
     assert_eq!(
         app.take_ops(),
         [Op::Draft {
-            text: "rename remove".into()
+            text: "rename remove".into(),
+            mode: None,
         }]
     );
     type_text(&mut app, "\n");
@@ -93,7 +94,8 @@ fn typing_sends_a_debounced_draft_and_enter_submits() {
     assert_eq!(
         app.take_ops(),
         [Op::Draft {
-            text: String::new()
+            text: String::new(),
+            mode: None,
         }]
     );
 }

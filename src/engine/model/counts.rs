@@ -52,6 +52,9 @@ pub(crate) struct Counted {
     error: Option<CountError>,
     /// The window the server said it allocated, if it was asked (`Err`: garbage).
     window: Option<Result<Option<crate::llm::ReportedWindow>, String>>,
+    /// The chat template's tokens by the framing probe, if it was made (a server
+    /// that streams no usage, just found).
+    framing: Option<Result<Vec<(usize, usize)>, CountError>>,
 }
 
 impl Model {
@@ -113,6 +116,7 @@ impl Model {
         let client = self.client().clone();
         let model = self.info().name.clone();
         let known = self.counts.tokenizer.clone();
+        let first_probe = !self.counts.probed;
         let ask_window = !std::mem::replace(&mut self.counts.window_asked, true);
         let done = jobs.done();
         run_loop::spawn(done.clone(), async move {
@@ -134,7 +138,12 @@ impl Model {
             );
             let mut counts = Vec::new();
             let mut error = None;
+            let mut framing = None;
             if let Ok(Some(tokenizer)) = &tokenizer {
+                // Before any turn: nothing streams while it is asked.
+                if first_probe && tokenizer.needs_framing_probe() {
+                    framing = Some(tokenizer.framing().await);
+                }
                 let results: Vec<_> = futures::stream::iter(wanted)
                     .map(
                         |(key, text)| async move { tokenizer.count(&text).await.map(|n| (key, n)) },
@@ -155,6 +164,7 @@ impl Model {
                 counts,
                 error,
                 window,
+                framing,
             }));
         });
     }
@@ -196,6 +206,17 @@ impl Model {
                     "the server's tokenize endpoint failed ({e}); token counts are calibrated estimates from now on"
                 ));
                 self.counts.tokenizer = None;
+            }
+            None => {}
+        }
+        match done.framing {
+            Some(Ok(framing)) => {
+                tracing::debug!("the chat template's tokens by the framing probe: {framing:?}");
+                self.counter().learn_framing(&framing);
+                self.save_calibration(jobs);
+            }
+            Some(Err(e)) => {
+                tracing::debug!("no framing probe ({e}): the template's tokens stay as they were")
             }
             None => {}
         }
@@ -306,6 +327,12 @@ impl Model {
             counting = ?self.counter().counting(),
             "prompt tokens predicted and reported"
         );
+        self.save_calibration(jobs);
+        true
+    }
+
+    /// Keeps what was learned for the next session.
+    fn save_calibration(&self, jobs: &Loop) {
         if let Some(learned) = self.counter().calibration() {
             let model = self.info().name.clone();
             let done = jobs.done();
@@ -315,7 +342,6 @@ impl Model {
                 }
             });
         }
-        true
     }
 }
 

@@ -24,8 +24,12 @@ pub struct Budget<'a> {
     remaining: i64,
     history: History,
     map: Option<MapStatus>,
+    /// The repo map is still being built: `total` is without it.
+    map_pending: bool,
     last_usage: Option<Usage>,
     last_usage_estimated: bool,
+    /// The last turn's predicted prompt against the server's count of it.
+    last_drift: Option<Drift>,
     last_cost: f64,
     session_cost: f64,
     cost_cap: Option<f64>,
@@ -56,8 +60,10 @@ impl<'a> From<&'a p::BudgetReport> for Budget<'a> {
             remaining: r.remaining,
             history: History::from(&r.history),
             map: r.map.as_ref().map(MapStatus::from),
+            map_pending: r.map_pending,
             last_usage: r.last_usage.as_ref().map(Usage::from),
             last_usage_estimated: r.last_usage_estimated,
+            last_drift: r.last_drift.map(Drift::from),
             last_cost: r.last_cost,
             session_cost: r.session_cost,
             cost_cap: r.cost_cap,
@@ -189,6 +195,31 @@ impl From<&context::MapStatus> for MapStatus {
             files: m.files,
             refresh: m.refresh.label(),
             kept_stale: m.kept_stale,
+        }
+    }
+}
+
+/// A request's predicted prompt against the server's count, as the `drift` event and
+/// the budget's `last_drift` say it.
+#[derive(Serialize)]
+pub struct Drift {
+    predicted_prompt_tokens: usize,
+    reported_prompt_tokens: usize,
+    /// predicted - reported.
+    difference: i64,
+    /// What the counting claims a prediction may be off by.
+    margin: usize,
+    beyond_margin: bool,
+}
+
+impl From<crate::tokens::Drift> for Drift {
+    fn from(d: crate::tokens::Drift) -> Self {
+        Drift {
+            predicted_prompt_tokens: d.predicted,
+            reported_prompt_tokens: d.reported,
+            difference: d.difference(),
+            margin: d.margin(),
+            beyond_margin: d.beyond_margin(),
         }
     }
 }

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::budget::{Budget, Counting, History};
+use super::budget::{Budget, Counting, Drift, History};
 use super::map::{Edge, Map};
 use super::proposal::{Caution, Proposal};
 use super::reply::{Finish, Usage};
@@ -48,6 +48,13 @@ pub enum Event<'a> {
         max_tokens: Option<usize>,
         counting: Counting,
     },
+    /// The server's count of a request's prompt against tern's prediction.
+    Drift {
+        purpose: &'static str,
+        #[serde(flatten)]
+        drift: Drift,
+        counting: Counting,
+    },
     TurnFinished {
         reply: &'a str,
         finish: Finish<'a>,
@@ -66,7 +73,7 @@ pub enum Event<'a> {
         error: &'a str,
         message: &'a str,
     },
-    Budget(Budget<'a>),
+    Budget(Box<Budget<'a>>),
     Sessions {
         sessions: Vec<super::Session<'a>>,
         current: Option<&'a str>,
@@ -363,15 +370,16 @@ impl<'a> From<&'a p::Event> for Event<'a> {
                 max_tokens,
                 counting,
             } => Event::Request {
-                purpose: match purpose {
-                    p::RequestKind::Turn => "turn",
-                    p::RequestKind::Summary => "summary",
-                    p::RequestKind::Review => "review",
-                },
+                purpose: purpose_name(*purpose),
                 model,
                 predicted_prompt_tokens: *predicted_prompt_tokens,
                 max_tokens: *max_tokens,
                 counting: Counting::from(*counting),
+            },
+            E::Drift { purpose, drift } => Event::Drift {
+                purpose: purpose_name(*purpose),
+                drift: Drift::from(*drift),
+                counting: Counting::from(drift.counting),
             },
             E::TurnFinished {
                 reply,
@@ -406,7 +414,7 @@ impl<'a> From<&'a p::Event> for Event<'a> {
                 more_commands: *more_commands,
             },
             E::TurnFailed { error, message } => Event::TurnFailed { error, message },
-            E::Budget(report) => Event::Budget(Budget::from(&**report)),
+            E::Budget(report) => Event::Budget(Box::new(Budget::from(&**report))),
             E::Resumed { transcript, unsent } => Event::Resumed {
                 unsent: unsent.as_deref(),
                 transcript: transcript.iter().map(Shown::from).collect(),
@@ -611,5 +619,15 @@ impl<'a> From<&'a p::Event> for Event<'a> {
             E::Crashed { text } => Event::Crashed { text },
             E::Exited => Event::Exited,
         }
+    }
+}
+
+/// A request kind as `request` and `drift` events name it.
+fn purpose_name(purpose: p::RequestKind) -> &'static str {
+    match purpose {
+        p::RequestKind::Turn => "turn",
+        p::RequestKind::Summary => "summary",
+        p::RequestKind::Review => "review",
+        p::RequestKind::CommitMessage => "commit_message",
     }
 }

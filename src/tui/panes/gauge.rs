@@ -338,6 +338,13 @@ impl GaugePane {
                     ));
                 }
                 out.push(Line::from(spans));
+                if let Some(drift) = report.last_drift {
+                    let style = match drift.beyond_margin() {
+                        true => Style::new().fg(theme.c.warning),
+                        false => theme.dim(),
+                    };
+                    out.push(Line::styled(drift.describe(), style));
+                }
             }
             None => out.push(Line::styled("no request yet", theme.dim())),
         }

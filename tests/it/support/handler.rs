@@ -9,7 +9,7 @@ use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{FromRequest, Request, State};
 use axum::http::{StatusCode, header};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use futures::Stream;
 use tokio_util::sync::CancellationToken;
@@ -37,6 +37,8 @@ pub(super) struct Shared {
     /// How many more requests (chat or tokenize) get llama.cpp's answer while it loads
     /// its model.
     pub loading: std::sync::atomic::AtomicUsize,
+    /// How many framing probes the server answered (`is_framing_probe`).
+    pub framing_probes: std::sync::atomic::AtomicUsize,
     /// What the endpoints that say the server's window answer.
     pub window: std::sync::Mutex<WindowApi>,
     /// The replies streaming now, each stopped by its token (llama-cpp-python stops
@@ -135,6 +137,9 @@ async fn chat_completions(
     if request.rejected.is_none() {
         request.prompt_tokens = dialect.prompt_tokens(&request.model, &request.messages);
     }
+    if is_framing_probe(&request) {
+        return framing_answer(&shared, &request);
+    }
     let guard = FinishGuard::new(&shared, request.clone());
     let interrupt = shared.interruptible(guard.index);
     if let Some(loading) = still_loading(&shared) {
@@ -165,6 +170,40 @@ async fn chat_completions(
         },
     };
     send(plan, guard, &shared.shutdown, interrupt).await
+}
+
+/// tern's framing probe (`tern::llm::FRAMING_PROBE` in every message, unstreamed): a
+/// real server answers it as any request; the mock answers it itself, with the usage
+/// its dialect counts, and keeps it apart from the chat request log and the script.
+fn is_framing_probe(request: &RecordedRequest) -> bool {
+    !request.stream
+        && !request.messages.is_empty()
+        && request
+            .messages
+            .iter()
+            .all(|m| m.text == tern::llm::FRAMING_PROBE)
+}
+
+fn framing_answer(shared: &Shared, request: &RecordedRequest) -> Response {
+    shared
+        .framing_probes
+        .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let body = serde_json::json!({
+        "id": "chatcmpl-framing",
+        "object": "chat.completion",
+        "model": request.model,
+        "choices": [{
+            "index": 0,
+            "message": { "role": "assistant", "content": "OK" },
+            "finish_reason": "length",
+        }],
+        "usage": {
+            "prompt_tokens": request.prompt_tokens,
+            "completion_tokens": 1,
+            "total_tokens": request.prompt_tokens + 1,
+        },
+    });
+    axum::Json(body).into_response()
 }
 
 /// A tokenize endpoint: answered as the server played has it, else 404 as OpenAI does.

@@ -160,6 +160,13 @@ impl MockServer {
             .load(std::sync::atomic::Ordering::SeqCst)
     }
 
+    /// How many framing probes (`tern::llm::FRAMING_PROBE`) the server answered.
+    pub fn framing_probes(&self) -> usize {
+        self.shared
+            .framing_probes
+            .load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     /// The texts sent to the tokenize endpoint so far, in order.
     pub fn tokenized(&self) -> Vec<String> {
         let tokenized = self.shared.tokenized.lock();

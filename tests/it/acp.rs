@@ -1,16 +1,18 @@
 //! `tern acp` driven over real pipes by the `agent-client-protocol` crate's client
 //! side (code that is not tern's), the loopback server answering as the model.
 
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    ContentBlock, InitializeRequest, NewSessionRequest, PermissionOptionKind, PromptRequest,
-    RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
-    SelectedPermissionOutcome, SessionNotification, SessionUpdate, StopReason, TextContent,
-    ToolCallContent,
+    CancelNotification, ContentBlock, InitializeRequest, LoadSessionRequest, NewSessionRequest,
+    PermissionOptionKind, PromptRequest, RequestPermissionOutcome, RequestPermissionRequest,
+    RequestPermissionResponse, SelectedPermissionOutcome, SessionId, SessionNotification,
+    SessionUpdate, StopReason, TextContent, ToolCallContent,
 };
-use agent_client_protocol::{ByteStreams, Client};
+use agent_client_protocol::{Agent, ByteStreams, Client};
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
 use crate::support::{MockServer, Reply, TempRepo};
@@ -42,17 +44,43 @@ pub(crate) fn repo() -> TempRepo {
     ])
 }
 
-/// `tern acp` in `repo`, its stdin and stdout the client's transport.
-fn agent(
+/// What a client heard from `tern acp`: every `session/update`, and the files of the
+/// hunks it was asked about, in order.
+#[derive(Default)]
+struct Heard {
+    updates: Vec<SessionNotification>,
+    asked: Vec<PathBuf>,
+}
+
+impl Heard {
+    fn updates(&self) -> impl Iterator<Item = &SessionUpdate> {
+        self.updates.iter().map(|n| &n.update)
+    }
+
+    /// The agent's message text, every chunk joined.
+    fn said(&self) -> String {
+        self.updates()
+            .filter_map(|u| match u {
+                SessionUpdate::AgentMessageChunk(chunk) => match &chunk.content {
+                    ContentBlock::Text(t) => Some(t.text.as_str()),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// Runs `main` as an ACP client (the crate's own) of `tern acp` started in `repo`,
+/// over the child's stdin and stdout; a question about a hunk is answered with accept
+/// where `accept` says so for its file. Returns what `main` returned and what the
+/// client heard, once tern has exited.
+async fn client<R>(
     repo: &TempRepo,
     server: &MockServer,
-) -> (
-    tokio::process::Child,
-    ByteStreams<
-        tokio_util::compat::Compat<tokio::process::ChildStdin>,
-        tokio_util::compat::Compat<tokio::process::ChildStdout>,
-    >,
-) {
+    accept: impl Fn(&Path) -> bool + Send + Sync + 'static,
+    main: impl AsyncFnOnce(ConnectionTo<Agent>) -> Result<R, agent_client_protocol::Error>,
+) -> (R, Heard) {
     let mut command = repo.tern(&server.base_url());
     command
         .args(["--model", "gpt-4o", "acp"])
@@ -63,18 +91,92 @@ fn agent(
         .kill_on_drop(true)
         .spawn()
         .unwrap();
-    let stdin = child.stdin.take().unwrap().compat_write();
-    let stdout = child.stdout.take().unwrap().compat();
-    (child, ByteStreams::new(stdin, stdout))
+    let transport = ByteStreams::new(
+        child.stdin.take().unwrap().compat_write(),
+        child.stdout.take().unwrap().compat(),
+    );
+    let heard: Arc<Mutex<Heard>> = Arc::default();
+    let (notified, asked) = (heard.clone(), heard.clone());
+    let result = Client
+        .v1()
+        .on_receive_notification(
+            async move |notification: SessionNotification, _cx| {
+                notified.lock().unwrap().updates.push(notification);
+                Ok(())
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .on_receive_request(
+            async move |request: RequestPermissionRequest, responder, _cx| {
+                let mut heard = asked.lock().unwrap();
+                let path = diff_path(heard.updates(), &request.tool_call.tool_call_id.0)
+                    .expect("the hunk's tool call came first");
+                let kind = match accept(&path) {
+                    true => PermissionOptionKind::AllowOnce,
+                    false => PermissionOptionKind::RejectOnce,
+                };
+                heard.asked.push(path);
+                let option = request.options.iter().find(|o| o.kind == kind).unwrap();
+                responder.respond(RequestPermissionResponse::new(
+                    RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(
+                        option.option_id.clone(),
+                    )),
+                ))
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .connect_with(transport, main)
+        .await
+        .unwrap();
+    // The client is done: tern sees its input end, saves and exits.
+    let status = tokio::time::timeout(std::time::Duration::from_secs(20), child.wait())
+        .await
+        .expect("tern exits once its input ends")
+        .unwrap();
+    assert!(status.success(), "{status}");
+    let heard = std::mem::take(&mut *heard.lock().unwrap());
+    (result, heard)
 }
 
 fn text(text: &str) -> Vec<ContentBlock> {
     vec![ContentBlock::Text(TextContent::new(text))]
 }
 
+/// Starts a session in `root` (after `initialize`).
+async fn new_session(
+    cx: &ConnectionTo<Agent>,
+    root: &Path,
+) -> Result<SessionId, agent_client_protocol::Error> {
+    let init = cx
+        .send_request(InitializeRequest::new(ProtocolVersion::V1))
+        .block_task()
+        .await?;
+    assert!(init.agent_capabilities.load_session);
+    Ok(cx
+        .send_request(NewSessionRequest::new(root.to_path_buf()))
+        .block_task()
+        .await?
+        .session_id)
+}
+
+async fn prompt(
+    cx: &ConnectionTo<Agent>,
+    session: &SessionId,
+    words: &str,
+) -> Result<StopReason, agent_client_protocol::Error> {
+    Ok(cx
+        .send_request(PromptRequest::new(session.clone(), text(words)))
+        .block_task()
+        .await?
+        .stop_reason)
+}
+
 /// The tool call `id` announced in `updates`: its diff's path.
-fn diff_path(updates: &[SessionUpdate], id: &str) -> Option<std::path::PathBuf> {
-    updates.iter().find_map(|update| match update {
+fn diff_path<'a>(
+    mut updates: impl Iterator<Item = &'a SessionUpdate>,
+    id: &str,
+) -> Option<PathBuf> {
+    updates.find_map(|update| match update {
         SessionUpdate::ToolCall(call) if &*call.tool_call_id.0 == id => {
             call.content.iter().find_map(|content| match content {
                 ToolCallContent::Diff(diff) => Some(diff.path.clone()),
@@ -89,85 +191,30 @@ fn diff_path(updates: &[SessionUpdate], id: &str) -> Option<std::path::PathBuf> 
 async fn an_editor_accepts_one_hunk_and_rejects_the_other_and_git_holds_exactly_the_accepted_one() {
     let server = MockServer::start().await;
     server.push_for_model("gpt-4o", Reply::text(TWO_FILE_EDIT));
+    server.push_for_model("gpt-4o-mini", Reply::text("Shout alpha"));
     server.push_for_model("gpt-4o", Reply::text("Understood."));
     let repo = repo();
     let root = repo.path().canonicalize().unwrap();
-    let (mut child, transport) = agent(&repo, &server);
-    let updates: Arc<Mutex<Vec<SessionUpdate>>> = Arc::default();
-    let asked: Arc<Mutex<Vec<std::path::PathBuf>>> = Arc::default();
-    let (seen, decided) = (updates.clone(), asked.clone());
-    let (heard, answers) = (updates.clone(), asked.clone());
-    let repo_root = root.clone();
-    let run = Client
-        .v1()
-        .on_receive_notification(
-            async move |notification: SessionNotification, _cx| {
-                heard.lock().unwrap().push(notification.update);
-                Ok(())
-            },
-            agent_client_protocol::on_receive_notification!(),
-        )
-        .on_receive_request(
-            async move |request: RequestPermissionRequest, responder, _cx| {
-                let path = diff_path(&seen.lock().unwrap(), &request.tool_call.tool_call_id.0)
-                    .expect("the hunk's tool call came first");
-                // Accept the hunk of a.txt, reject the one of b.txt.
-                let kind = match path == repo_root.join("a.txt") {
-                    true => PermissionOptionKind::AllowOnce,
-                    false => PermissionOptionKind::RejectOnce,
-                };
-                answers.lock().unwrap().push(path);
-                let option = request.options.iter().find(|o| o.kind == kind).unwrap();
-                responder.respond(RequestPermissionResponse::new(
-                    RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(
-                        option.option_id.clone(),
-                    )),
-                ))
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .connect_with(transport, async |cx| {
-            let init = cx
-                .send_request(InitializeRequest::new(ProtocolVersion::V1))
-                .block_task()
-                .await?;
-            assert!(init.agent_capabilities.load_session);
-            let session = cx
-                .send_request(NewSessionRequest::new(root.clone()))
-                .block_task()
-                .await?
-                .session_id;
-            let added = cx
-                .send_request(PromptRequest::new(
-                    session.clone(),
-                    text("/add a.txt b.txt"),
-                ))
-                .block_task()
-                .await?;
-            assert_eq!(added.stop_reason, StopReason::EndTurn);
-            let edited = cx
-                .send_request(PromptRequest::new(
-                    session.clone(),
-                    text("shout the greek letters"),
-                ))
-                .block_task()
-                .await?;
-            assert_eq!(edited.stop_reason, StopReason::EndTurn);
-            let next = cx
-                .send_request(PromptRequest::new(session.clone(), text("why?")))
-                .block_task()
-                .await?;
-            assert_eq!(next.stop_reason, StopReason::EndTurn);
+    let a = root.join("a.txt");
+    let ((), heard) = client(
+        &repo,
+        &server,
+        move |path| path == a,
+        async |cx| {
+            let session = new_session(&cx, &root).await?;
+            assert_eq!(
+                prompt(&cx, &session, "/add a.txt b.txt").await?,
+                StopReason::EndTurn
+            );
+            let edited = prompt(&cx, &session, "shout the greek letters").await?;
+            assert_eq!(edited, StopReason::EndTurn);
+            assert_eq!(prompt(&cx, &session, "why?").await?, StopReason::EndTurn);
             Ok(())
-        })
-        .await;
-    drop(child.stdin.take());
-    run.unwrap();
+        },
+    )
+    .await;
     // One question per hunk, a.txt's first (the reply's order).
-    assert_eq!(
-        *decided.lock().unwrap(),
-        [root.join("a.txt"), root.join("b.txt")]
-    );
+    assert_eq!(heard.asked, [root.join("a.txt"), root.join("b.txt")]);
     // Git holds exactly the accepted hunk, in tern's commit; b.txt is untouched.
     assert_eq!(repo.read("a.txt"), "one\nALPHA\ntwo\n");
     assert_eq!(repo.read("b.txt"), "three\nbeta\nfour\n");
@@ -178,11 +225,10 @@ async fn an_editor_accepts_one_hunk_and_rejects_the_other_and_git_holds_exactly_
         "a.txt"
     );
     assert_eq!(repo.git(&["show", "HEAD:a.txt"]), "one\nALPHA\ntwo\n");
-    assert_eq!(repo.git(&["log", "--format=%s"]).lines().count(), 2);
+    assert_eq!(repo.git(&["log", "--format=%s"]), "Shout alpha\ninitial\n");
     // Each hunk's diff holds its old and new lines with their context.
-    let updates = updates.lock().unwrap();
-    let diffs: Vec<(Option<String>, String)> = updates
-        .iter()
+    let diffs: Vec<(Option<String>, String)> = heard
+        .updates()
         .filter_map(|u| match u {
             SessionUpdate::ToolCall(call) => Some(call),
             _ => None,
@@ -203,24 +249,15 @@ async fn an_editor_accepts_one_hunk_and_rejects_the_other_and_git_holds_exactly_
             ),
         ]
     );
-    let said: String = updates
-        .iter()
-        .filter_map(|u| match u {
-            SessionUpdate::AgentMessageChunk(chunk) => match &chunk.content {
-                ContentBlock::Text(t) => Some(t.text.as_str()),
-                _ => None,
-            },
-            _ => None,
-        })
-        .collect();
+    let said = heard.said();
     assert!(said.contains("<<<<<<< SEARCH"), "the reply streams: {said}");
     assert!(
         said.contains("applied 1 hunk to a.txt; committed"),
         "{said}"
     );
     assert!(
-        updates
-            .iter()
+        heard
+            .updates()
             .any(|u| matches!(u, SessionUpdate::AvailableCommandsUpdate(_))),
         "the commands are advertised"
     );
@@ -230,5 +267,161 @@ async fn an_editor_accepts_one_hunk_and_rejects_the_other_and_git_holds_exactly_
     let sent: String = last.messages.iter().map(|m| m.text.as_str()).collect();
     assert!(sent.contains(tern::prompts::REJECTED_HUNKS), "{sent}");
     assert!(sent.contains("+BETA") && !sent.contains("+ALPHA"), "{sent}");
-    let _ = child.wait().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_connection_holds_two_sessions_and_a_later_one_loads_a_session_replaying_it() {
+    let server = MockServer::start().await;
+    server.push_for_model("gpt-4o", Reply::text("First answer."));
+    server.push_for_model("gpt-4o", Reply::text("Second answer."));
+    let repo = repo();
+    let root = repo.path().canonicalize().unwrap();
+    let ((first, second), heard) = client(
+        &repo,
+        &server,
+        |_| false,
+        async |cx| {
+            let first = new_session(&cx, &root).await?;
+            assert_eq!(prompt(&cx, &first, "hello one").await?, StopReason::EndTurn);
+            let second = cx
+                .send_request(NewSessionRequest::new(root.clone()))
+                .block_task()
+                .await?
+                .session_id;
+            assert_eq!(
+                prompt(&cx, &second, "hello two").await?,
+                StopReason::EndTurn
+            );
+            Ok((first, second))
+        },
+    )
+    .await;
+    assert_ne!(first, second);
+    // Each session's reply went to that session.
+    let said_in = |session: &SessionId| -> String {
+        heard
+            .updates
+            .iter()
+            .filter(|n| &n.session_id == session)
+            .filter_map(|n| match &n.update {
+                SessionUpdate::AgentMessageChunk(chunk) => match &chunk.content {
+                    ContentBlock::Text(t) => Some(t.text.clone()),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect()
+    };
+    assert!(said_in(&first).contains("First answer."));
+    assert!(!said_in(&first).contains("Second answer."));
+    assert!(said_in(&second).contains("Second answer."));
+    // The budget: the window and what the next request holds, then by section.
+    let usage = heard
+        .updates()
+        .filter_map(|u| match u {
+            SessionUpdate::UsageUpdate(usage) => Some(usage),
+            _ => None,
+        })
+        .last()
+        .expect("a usage_update");
+    assert!(usage.size > 0 && usage.used > 0 && usage.used < usage.size);
+    let plan = heard
+        .updates()
+        .filter_map(|u| match u {
+            SessionUpdate::Plan(plan) => Some(plan),
+            _ => None,
+        })
+        .last()
+        .expect("the budget as a plan");
+    let entries: Vec<&str> = plan.entries.iter().map(|e| e.content.as_str()).collect();
+    assert!(
+        entries.iter().any(|e| e.starts_with("system")),
+        "{entries:?}"
+    );
+    assert!(
+        entries.last().unwrap().starts_with("next request: "),
+        "{entries:?}"
+    );
+
+    // Another connection (the first has ended) loads the first session: its
+    // conversation comes back as updates before the answer.
+    let loaded = first.clone();
+    let ((), heard) = client(
+        &repo,
+        &server,
+        |_| false,
+        async |cx| {
+            cx.send_request(InitializeRequest::new(ProtocolVersion::V1))
+                .block_task()
+                .await?;
+            cx.send_request(LoadSessionRequest::new(loaded.clone(), root.clone()))
+                .block_task()
+                .await?;
+            Ok(())
+        },
+    )
+    .await;
+    let replayed: Vec<(&str, String)> = heard
+        .updates()
+        .filter_map(|u| match u {
+            SessionUpdate::UserMessageChunk(c) => Some(("user", c)),
+            SessionUpdate::AgentMessageChunk(c) => Some(("agent", c)),
+            _ => None,
+        })
+        .filter_map(|(who, c)| match &c.content {
+            ContentBlock::Text(t) => Some((who, t.text.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        replayed,
+        [
+            ("user", "hello one".to_string()),
+            ("agent", "First answer.".to_string())
+        ]
+    );
+    assert!(heard.updates.iter().all(|n| n.session_id == first));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_stops_the_reply_keeps_its_text_and_nothing_starts_after_it() {
+    let server = MockServer::start().await;
+    server.push_for_model("gpt-4o", Reply::text("Here is the start").then_hang());
+    let repo = repo();
+    let root = repo.path().canonicalize().unwrap();
+    let started = std::time::Instant::now();
+    let (stop, heard) = client(
+        &repo,
+        &server,
+        |_| false,
+        async |cx| {
+            let session = new_session(&cx, &root).await?;
+            let pending = cx.send_request(PromptRequest::new(session.clone(), text("go on")));
+            // The first chunk arrives, then the editor cancels.
+            while server.request_count() == 0 {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+            cx.send_notification(CancelNotification::new(session.clone()))?;
+            pending.block_task().await.map(|r| r.stop_reason)
+        },
+    )
+    .await;
+    assert_eq!(stop, StopReason::Cancelled);
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    assert!(
+        heard.said().contains("Here is the start"),
+        "{}",
+        heard.said()
+    );
+    // Nothing was sent to the model after the cancel (no summary, no retry).
+    assert_eq!(
+        server
+            .requests()
+            .iter()
+            .filter(|r| r.model == "gpt-4o")
+            .count(),
+        1
+    );
+    assert_eq!(repo.git(&["status", "--porcelain"]), "");
 }

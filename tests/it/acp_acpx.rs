@@ -23,6 +23,7 @@ fn acpx_accepts_one_hunk_and_rejects_the_other_and_git_holds_exactly_the_accepte
     };
     let server = MockServer::start_in_thread();
     server.push_for_model("gpt-4o", Reply::text(TWO_FILE_EDIT));
+    server.push_for_model("gpt-4o-mini", Reply::text("Shout alpha"));
     let repo = repo();
     let private = repo.state_dir().parent().unwrap().to_path_buf();
     let agent = format!("{} --model gpt-4o acp", env!("CARGO_BIN_EXE_tern"));

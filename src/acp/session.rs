@@ -310,6 +310,12 @@ impl Actor {
                 turn.decided = Some(decided);
                 continue;
             }
+            // The commands the reply suggested, each asked about (the engine asks,
+            // `ConfirmCommand`, as it does in the workspace) and run on a yes.
+            if let Some(command) = turn.suggested.pop_front() {
+                mine.push(self.send(Op::RunSuggested { command })?);
+                continue;
+            }
             if let Some(report) = &self.budget {
                 self.update(updates::budget_plan(report))?;
             }
@@ -357,7 +363,9 @@ impl Actor {
     /// `mine` (true) or stops (false).
     async fn until_idle_into(&mut self, mine: &[OpId], turn: &mut Turn) -> Result<bool, Error> {
         while let Some(envelope) = self.events.next().await {
-            let ours = envelope.op.is_some_and(|op| mine.contains(&op));
+            let ours = envelope
+                .op
+                .is_some_and(|op| mine.contains(&op) || turn.answers.contains(&op));
             match envelope.event {
                 Event::Idle if ours => return Ok(true),
                 Event::Exited => return Ok(false),
@@ -375,6 +383,7 @@ impl Actor {
             Event::TurnFinished { finish, .. } => turn.stop = updates::stop_reason(&finish),
             Event::TurnFailed { error, .. } => turn.failed = Some(error),
             Event::Proposal(view) => turn.proposal = Some(*view),
+            Event::Needed { commands, .. } => turn.suggested.extend(commands),
             Event::Output { text, .. } => self.update(updates::text(format!("{text}\n")))?,
             Event::Applied {
                 files,
@@ -417,7 +426,8 @@ impl Actor {
                 let run =
                     super::review::ask_command(&self.cx, &self.id, &command, reason.as_deref())
                         .await?;
-                let _ = self.ops.send(Op::AnswerCommand { run });
+                // What the command does comes back under the answer's id.
+                turn.answers.push(self.send(Op::AnswerCommand { run })?);
             }
             Event::CommandStarted { command, .. } => {
                 self.update(updates::text(format!("\ntern: $ {command}\n")))?;
@@ -438,6 +448,10 @@ struct Turn {
     failed: Option<String>,
     proposal: Option<ProposalView>,
     decided: Option<super::review::Decided>,
+    /// Shell commands the reply suggested, not asked about yet.
+    suggested: std::collections::VecDeque<String>,
+    /// The ops that answered the engine's questions (`AnswerCommand`).
+    answers: Vec<OpId>,
 }
 
 impl Default for Turn {
@@ -447,6 +461,8 @@ impl Default for Turn {
             failed: None,
             proposal: None,
             decided: None,
+            suggested: std::collections::VecDeque::new(),
+            answers: Vec::new(),
         }
     }
 }

@@ -66,7 +66,7 @@ pub async fn run(global: GlobalArgs) -> anyhow::Result<ExitCode> {
         shared.clone(),
     );
     let transport = ByteStreams::new(
-        tokio::io::stdout().compat_write(),
+        ToClient(tokio::io::stdout()).compat_write(),
         tokio::io::stdin().compat(),
     );
     let served = Agent
@@ -134,6 +134,49 @@ pub async fn run(global: GlobalArgs) -> anyhow::Result<ExitCode> {
     }
     served.map_err(|e| anyhow::anyhow!("the ACP connection failed: {e}"))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// stdout, to a client that may have gone: once it has closed its end (a broken pipe),
+/// what tern still says is dropped, and the connection ends when stdin does, as a
+/// client leaving ends it (not as a failure).
+struct ToClient(tokio::io::Stdout);
+
+/// `result`, a broken pipe taken as `gone` (all written).
+fn unless_gone<T>(result: std::io::Result<T>, gone: T) -> std::io::Result<T> {
+    match result {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(gone),
+        other => other,
+    }
+}
+
+impl tokio::io::AsyncWrite for ToClient {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.0)
+            .poll_write(cx, buf)
+            .map(|r| unless_gone(r, buf.len()))
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.0)
+            .poll_flush(cx)
+            .map(|r| unless_gone(r, ()))
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.0)
+            .poll_shutdown(cx)
+            .map(|r| unless_gone(r, ()))
+    }
 }
 
 /// What tern tells the client it can do: load its own sessions, take files embedded

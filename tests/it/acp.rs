@@ -44,6 +44,19 @@ pub(crate) fn repo() -> TempRepo {
     ])
 }
 
+/// Git holds exactly the accepted hunk of `TWO_FILE_EDIT` (a.txt's), in tern's commit
+/// on top; b.txt is untouched.
+pub(crate) fn only_the_hunk_of_a_landed(repo: &TempRepo) {
+    assert_eq!(repo.read("a.txt"), "one\nALPHA\ntwo\n");
+    assert_eq!(repo.read("b.txt"), "three\nbeta\nfour\n");
+    assert_eq!(repo.git(&["status", "--porcelain"]), "");
+    assert_eq!(
+        repo.git(&["show", "--format=", "--name-only", "HEAD"])
+            .trim(),
+        "a.txt"
+    );
+}
+
 /// What a client heard from `tern acp`: every `session/update`, and the files of the
 /// hunks it was asked about (the titles of other questions), in order.
 #[derive(Default)]
@@ -220,15 +233,7 @@ async fn an_editor_accepts_one_hunk_and_rejects_the_other_and_git_holds_exactly_
     .await;
     // One question per hunk, a.txt's first (the reply's order).
     assert_eq!(heard.asked, [root.join("a.txt"), root.join("b.txt")]);
-    // Git holds exactly the accepted hunk, in tern's commit; b.txt is untouched.
-    assert_eq!(repo.read("a.txt"), "one\nALPHA\ntwo\n");
-    assert_eq!(repo.read("b.txt"), "three\nbeta\nfour\n");
-    assert_eq!(repo.git(&["status", "--porcelain"]), "");
-    assert_eq!(
-        repo.git(&["show", "--format=", "--name-only", "HEAD"])
-            .trim(),
-        "a.txt"
-    );
+    only_the_hunk_of_a_landed(&repo);
     assert_eq!(repo.git(&["show", "HEAD:a.txt"]), "one\nALPHA\ntwo\n");
     assert_eq!(repo.git(&["log", "--format=%s"]), "Shout alpha\ninitial\n");
     // Each hunk's diff holds its old and new lines with their context.

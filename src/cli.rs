@@ -270,6 +270,11 @@ pub enum Command {
     /// and git settings take effect until the file changes. Where the API key goes and
     /// where tern writes outside the repository are never taken from it.
     Trust(TrustArgs),
+    /// Serve the Agent Client Protocol on stdin and stdout, for an editor (Zed, a
+    /// JetBrains IDE, Neovim) to run tern as its agent: each session an engine in the
+    /// editor's directory, each proposed hunk accepted or rejected in the editor before
+    /// tern commits it. The flags given here apply to every session.
+    Acp,
 }
 
 #[derive(Debug, Args)]
@@ -442,6 +447,30 @@ impl GlobalArgs {
             None => Resume::Newest,
             Some(id) => Resume::Id(id.clone()),
         })
+    }
+
+    /// The engine's configuration for a conversation in `cwd` (of the repository at
+    /// `root`), with the files, recording and session these flags name.
+    pub fn engine_config(
+        &self,
+        settings: crate::config::Settings,
+        root: PathBuf,
+        cwd: PathBuf,
+    ) -> crate::engine::EngineConfig {
+        let paths = |files: &[PathBuf]| files.iter().map(|p| p.display().to_string()).collect();
+        crate::engine::EngineConfig {
+            settings,
+            root,
+            cwd,
+            record: self.record.clone(),
+            replay: self.replay.clone(),
+            editable: paths(&self.files),
+            read_only: paths(&self.read),
+            map_cache: crate::repomap::CacheLocation::UserCacheDir,
+            resume: self.resume(),
+            role: Default::default(),
+            model_chosen: self.model.is_some(),
+        }
     }
 
     /// `sources` with the `--config FILE` given here.

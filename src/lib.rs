@@ -4,6 +4,7 @@
 //! `edit`, `git`, `branch_review`, ...) never depend on a front end; `headless` and `tui`
 //! are two consumers of the same engine events. The map of the code is ARCHITECTURE.md.
 
+pub mod acp;
 pub mod branch_review;
 pub mod chars;
 pub mod cli;

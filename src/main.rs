@@ -2,9 +2,8 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use tern::cli::{Cli, Command, GlobalArgs};
+use tern::cli::{Cli, Command};
 use tern::config::{self, ConfigSources, Settings};
-use tern::engine::EngineConfig;
 
 fn main() -> ExitCode {
     // The commands tern runs (`/run`, `/test`) are the user's own uid: they could read
@@ -87,8 +86,10 @@ fn run_command(
                 let model = (!args.all_models).then_some(settings.model.as_str());
                 tern::headless::tokens::recalibrate(model)?;
             }
-            let mut config = engine_config(global, settings, root, cwd);
-            config.editable.extend(paths(&args.files));
+            let mut config = global.engine_config(settings, root, cwd);
+            config
+                .editable
+                .extend(args.files.iter().map(|p| p.display().to_string()));
             runtime.block_on(tern::headless::tokens::run(
                 config,
                 global.message.clone(),
@@ -118,6 +119,7 @@ fn run_command(
             args, global, settings, root, cwd,
         )),
         Some(Command::Trust(args)) => Ok(tern::headless::trust::run(args, sources)),
+        Some(Command::Acp) => runtime.block_on(tern::acp::run(global.clone())),
         None if global.demo => runtime.block_on(tern::tui::demo::run(settings)),
         None => {
             let mut messages = match &global.script {
@@ -125,7 +127,7 @@ fn run_command(
                 None => vec![],
             };
             messages.extend(global.message.iter().cloned());
-            let config = engine_config(global, settings, root, cwd);
+            let config = global.engine_config(settings, root, cwd);
             let outside_chat = config.settings.edit_outside_chat;
             if messages.is_empty() {
                 let options = tern::tui::Options {
@@ -153,31 +155,6 @@ fn run_command(
             ))
         }
     }
-}
-
-fn engine_config(
-    global: &GlobalArgs,
-    settings: Settings,
-    root: PathBuf,
-    cwd: PathBuf,
-) -> EngineConfig {
-    EngineConfig {
-        settings,
-        root,
-        cwd,
-        record: global.record.clone(),
-        replay: global.replay.clone(),
-        editable: paths(&global.files),
-        read_only: paths(&global.read),
-        map_cache: tern::repomap::CacheLocation::UserCacheDir,
-        resume: global.resume(),
-        role: Default::default(),
-        model_chosen: global.model.is_some(),
-    }
-}
-
-fn paths(files: &[PathBuf]) -> Vec<String> {
-    files.iter().map(|p| p.display().to_string()).collect()
 }
 
 /// Logs go to a file, never to the terminal (the TUI owns it), redacted. Logging that

@@ -3,9 +3,10 @@
 //! `self::` paths are resolved from the module they are written in). The rules, from
 //! the bottom up: no cycle between top-level modules, nor between the submodules of one
 //! (`edit::proposal` and `edit::render`, say); nothing below the front ends (`tui`,
-//! `headless`, `main`) uses `cli`; the engine uses neither front end; the TUI uses only
-//! the engine (its protocol), `config` and the leaves in `TUI_USES`; the leaves use no
-//! other module but leaves.
+//! `headless`, `acp`, `main`) uses `cli`; the engine uses no front end, nor one front
+//! end another; the TUI uses only the engine (its protocol), `config` and the leaves in
+//! `TUI_USES`, the ACP front end those in `ACP_USES`; the leaves use no other module
+//! but leaves.
 //!
 //! A module's `mod.rs` is its face, not a node of the submodule graph: a name it
 //! re-exports (`pub use proposal::Proposal`) counts as a use of the submodule that
@@ -290,7 +291,11 @@ fn crate_sources() -> Vec<Source> {
     out
 }
 
-const FRONT_ENDS: &[&str] = &["tui", "headless", "main", "cli"];
+const FRONT_ENDS: &[&str] = &["tui", "headless", "acp", "main", "cli"];
+
+/// What the ACP front end may use: as the TUI, the engine's protocol and the config,
+/// and the flags (`cli`) it applies to each session, and the leaves it writes with.
+const ACP_USES: &[&str] = &["engine", "config", "cli", "egress", "plural"];
 
 /// Modules with no dependency on the rest of the crate but each other: the vocabulary
 /// every layer may share.
@@ -336,8 +341,9 @@ fn violations(graph: &Graph, known: &[&str]) -> Vec<String> {
         for to in tos {
             let edge = format!("{from} -> {to}");
             let forbidden = (to == "cli" && !FRONT_ENDS.contains(&from.as_str()))
-                || (from == "engine" && (to == "tui" || to == "headless"))
-                || (from == "headless" && to == "tui")
+                || (from == "engine" && (to == "tui" || to == "headless" || to == "acp"))
+                || (from == "headless" && (to == "tui" || to == "acp"))
+                || (from == "acp" && !ACP_USES.contains(&to.as_str()))
                 || (from == "tui" && !TUI_USES.contains(&to.as_str()))
                 || (LEAVES.contains(&from.as_str()) && !LEAVES.contains(&to.as_str()))
                 || SELF_CONTAINED.iter().any(|(module, uses)| {

@@ -12,6 +12,8 @@ mod history_support;
 mod support;
 mod tui_support;
 
+mod acp;
+mod acp_acpx;
 mod coding_loop;
 mod config;
 mod edit_apply;

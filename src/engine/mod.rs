@@ -1047,9 +1047,11 @@ impl Engine {
     fn warn_unknown_model(&self) {
         let window = match self.model.settings().context_window {
             Some(window) => format!("using the {window}-token window of --context-window"),
+            // The server is asked for its window meanwhile (`llm::window`): the
+            // assumption holds only until it answers, or if it cannot say.
             None => format!(
-                "assuming a {}-token window (set --context-window to the server's)",
-                self.model.window().window
+                "its window is asked of the server ({} tokens assumed until it answers, or if it cannot say: set --context-window to the server's)",
+                protocol::thousands(self.model.window().window)
             ),
         };
         self.events.send(Event::Warning {

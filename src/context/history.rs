@@ -254,6 +254,9 @@ pub struct Summarizer {
     observer: Option<RequestObserver>,
     /// The server's window as told or reported (`ChatRequest::known_window`).
     known_window: Option<usize>,
+    /// The server's tokenizer: a summary's texts are counted by it before they are
+    /// sent, so its prediction is the server's count, not an estimate.
+    tokenizer: Option<crate::llm::ServerTokenizer>,
 }
 
 impl std::fmt::Debug for Summarizer {
@@ -275,7 +278,13 @@ impl Summarizer {
             counter: counter.summarizing(),
             observer: None,
             known_window: None,
+            tokenizer: None,
         }
+    }
+
+    /// Counts its requests' texts with the server's tokenizer, when there is one.
+    pub(crate) fn counted_by(self, tokenizer: Option<crate::llm::ServerTokenizer>) -> Self {
+        Summarizer { tokenizer, ..self }
     }
 
     /// The server's window is `window`, as told or reported (not assumed).
@@ -563,6 +572,21 @@ impl<'a> Run<'a> {
             .await
     }
 
+    /// Has the server count `messages`' texts, so that the prediction is its count
+    /// (a summary's transcript is new text no turn noted); a text it cannot count
+    /// now stays an estimate, said as one.
+    async fn count_with_server(&self, messages: &[Message]) {
+        let Some(tokenizer) = &self.summarizer.tokenizer else {
+            return;
+        };
+        for message in messages.iter().filter(|m| !m.content.is_empty()) {
+            if let Ok(n) = tokenizer.count(&message.content).await {
+                let key = xxhash_rust::xxh3::xxh3_64(message.content.as_bytes());
+                self.counter().learn_exact([(key, n)]);
+            }
+        }
+    }
+
     /// One summary request, tried with each model in turn. Too long for every model
     /// is `TooLong`, so the caller can try smaller chunks.
     async fn ask(&self, prompt: &str, transcript: &str) -> Result<String, SummaryError> {
@@ -576,8 +600,11 @@ impl<'a> Run<'a> {
             // A summary cut at its cap is still a summary; never continue it.
             info.prefill = false;
             let messages = vec![Message::system(prompt), Message::user(transcript)];
-            // Counted as a turn is, and said as what it is: the server never counted
-            // this transcript, so its prediction is an estimate.
+            if self.summarizer.counts_for(&model.info) {
+                self.count_with_server(&messages).await;
+            }
+            // Counted as a turn is, and said as what it is: exact where the server
+            // counted every text, an estimate where it could not.
             let prediction = self
                 .counter()
                 .predict(messages.iter().map(|m| m.content.as_str()));

@@ -401,7 +401,8 @@ impl HistoryBudget {
             _ => {}
         });
         let summarizer = Summarizer::new(model.client().clone(), models, model.counter().clone())
-            .observed(observer);
+            .observed(observer)
+            .counted_by(model.server_tokenizer());
         match model.window().known() {
             Some(window) => summarizer.window_known(window),
             None => summarizer,

@@ -58,6 +58,12 @@ pub(crate) struct Counted {
 }
 
 impl Model {
+    /// The server's tokenizer, once the probe found one: for requests whose texts
+    /// nothing noted for counting (a summary's transcript).
+    pub(crate) fn server_tokenizer(&self) -> Option<ServerTokenizer> {
+        self.counts.tokenizer.clone()
+    }
+
     /// Starts from what earlier sessions learned about the model's counts (mended if
     /// an absurd report got into it), and asks whether the server counts tokens itself.
     pub(in crate::engine) fn start_counts(&mut self, events: &EventSink, jobs: &Loop) {

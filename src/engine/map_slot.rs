@@ -58,6 +58,9 @@ struct MapKey {
 pub(crate) struct MapSlot {
     state: MapState,
     last: Option<(MapKey, MapResult)>,
+    /// The tokens the last `Event::Map` said `last` has (counted again once the server
+    /// counted its text: `recount`).
+    shown_tokens: usize,
     /// A smaller budget forced while shrinking an oversized request.
     budget_override: Option<usize>,
     /// The budget `/map-tokens N` chose for the rest of the run, over the settings' (0:
@@ -121,6 +124,7 @@ impl MapSlot {
             cache,
             state: MapState::Loading,
             last: None,
+            shown_tokens: 0,
             budget_override: None,
             chosen: None,
             refresh_took: Duration::ZERO,
@@ -411,8 +415,23 @@ impl MapSlot {
         drop(guard);
         self.build_took = start.elapsed();
         self.kept_stale = false;
-        events.send(Event::Map(Box::new(view(&result, &key, model))));
+        let view = view(&result, &key, model);
+        self.shown_tokens = view.tokens;
+        events.send(Event::Map(Box::new(view)));
         self.last = Some((key, result));
+    }
+
+    /// Says the map again when its count changed since it was said (the server counted
+    /// its text since): the Repo map pane shows the number the gauge shows.
+    pub(super) fn recount(&mut self, model: &Model, events: &EventSink) {
+        let Some((key, result)) = &self.last else {
+            return;
+        };
+        if model.counter().count(&result.text) != self.shown_tokens {
+            let view = view(result, key, model);
+            self.shown_tokens = view.tokens;
+            events.send(Event::Map(Box::new(view)));
+        }
     }
 
     fn budget(&self, has_chat_files: bool, model: &Model) -> usize {

@@ -687,6 +687,9 @@ impl Engine {
             }
             Internal::Counted(done) => {
                 if self.model.counted(done, &self.events, &self.run_loop) {
+                    // The panes show the counts the gauge shows, now the server's.
+                    self.map.recount(&self.model, &self.events);
+                    self.publish_files();
                     self.publish_budget();
                     self.resume_held_turn();
                 }

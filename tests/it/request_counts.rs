@@ -299,7 +299,12 @@ async fn the_map_is_fitted_in_the_server_s_counts() {
         ..settings(&server, "smollm2-map-fit")
     };
     let files = crate::history_support::mapped_repo(120);
-    let mut chat = Chat::start(settings, &crate::history_support::as_files(&files), &[]);
+    let in_chat = files[3].0.clone();
+    let mut chat = Chat::start(
+        settings,
+        &crate::history_support::as_files(&files),
+        &[in_chat.as_str()],
+    );
     chat.say("turn 1: where is the total computed?".into())
         .await;
     chat.say("turn 2: and the report?".into()).await;
@@ -336,4 +341,24 @@ async fn the_map_is_fitted_in_the_server_s_counts() {
         .unwrap();
     let status = report.map.unwrap();
     assert_eq!((status.tokens, status.budget), (by_server, budget));
+    // One number per thing: the Repo map and Files panes say what the gauge says.
+    assert_eq!(map.tokens, by_server, "the Repo map pane's tokens");
+    let files = chat
+        .events
+        .iter()
+        .rev()
+        .find_map(|e| match e {
+            Event::Files { files } => Some(files.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert!(!report.files.is_empty(), "a file is in the chat");
+    for row in &report.files {
+        let shown = files.iter().find(|f| f.path == row.path).unwrap();
+        assert_eq!(
+            shown.tokens, row.tokens,
+            "{}: the Files pane's tokens",
+            row.path
+        );
+    }
 }

@@ -147,3 +147,29 @@ fn record_demo_session() {
     assert_eq!(server.pending_replies(), 0);
     std::fs::copy(&record, assets().join("session.jsonl")).unwrap();
 }
+
+/// The recording is of today's prompt: replayed, its reported prompt is what tern
+/// predicts, so the demo, a newcomer's first look, flags no drift (a recording of an
+/// older prompt showed "⚠ beyond the ±0 the counts claim"; re-record with
+/// `record_demo_session` when the prompts change).
+#[test]
+fn the_demo_recording_matches_the_prompt_tern_sends_today() {
+    let repo = demo_repo();
+    let out = ask_demo_question(&repo, "http://127.0.0.1:9/v1")
+        .env_remove("OPENAI_API_KEY")
+        .args(["--json", "--replay"])
+        .arg(assets().join("session.jsonl"))
+        .output()
+        .unwrap();
+    let (stdout, stderr) = texts(&out);
+    assert!(out.status.success(), "{stderr}");
+    let drifts: Vec<serde_json::Value> = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|e| e["event"] == "drift")
+        .collect();
+    assert!(!drifts.is_empty(), "{stdout}");
+    for drift in &drifts {
+        assert_eq!(drift["beyond_margin"], false, "{drift}");
+    }
+}

@@ -19,13 +19,10 @@ use super::failpoint::{Failpoints, Step};
 use super::head::Head;
 use super::identity::Identity;
 use super::index_lock::{IndexLock, entry};
+use super::notes::{NOTES_REF, restore_notes, write_notes};
 use super::sign::Signer;
 use super::{CommitOptions, GitError, RepoLock, hooks, lock_wait, message};
 use crate::edit::WriteError;
-
-/// The notes ref that marks commits tern made, so `undo` recognizes them whatever
-/// their message says (the trailer can be turned off).
-pub const NOTES_REF: &str = "refs/notes/tern";
 
 /// A commit tern made.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -423,7 +420,7 @@ impl<'r> Committer<'r> {
         };
         fail.check(Step::Index)?;
         lock.prepare(&mut index)?;
-        let notes_before = repo.refname_to_id(super::NOTES_REF).ok();
+        let notes_before = repo.refname_to_id(NOTES_REF).ok();
         let noted = fail
             .check(Step::Notes)
             .and_then(|()| write_notes(repo, &notes));
@@ -494,60 +491,6 @@ fn run_commit_hooks(
         &msg_path,
         crate::regular_file::MAX_SETTINGS_BYTES,
     )?)
-}
-
-fn write_notes(repo: &Repository, notes: &[(Oid, String)]) -> Result<(), GitError> {
-    let identity = Identity::resolve(repo)?;
-    for (id, note) in notes {
-        repo.note(
-            &identity.committer,
-            &identity.committer,
-            Some(NOTES_REF),
-            *id,
-            note,
-            true,
-        )?;
-        as_git_writes_notes(repo)?;
-    }
-    Ok(())
-}
-
-/// The notes commit libgit2 just made, written again as git writes it (an empty
-/// email as `<>`) when it differs; the next note's commit then has it as parent.
-fn as_git_writes_notes(repo: &Repository) -> Result<(), GitError> {
-    let tip = repo.refname_to_id(NOTES_REF)?;
-    let odb = repo.odb()?;
-    let object = odb.read(tip)?;
-    let Ok(text) = std::str::from_utf8(object.data()) else {
-        return Ok(());
-    };
-    let written = Identity::as_git_writes(text);
-    if written != text {
-        let id = odb.write(git2::ObjectType::Commit, written.as_bytes())?;
-        repo.reference_matching(NOTES_REF, id, true, tip, "notes: as git writes them")?;
-    }
-    Ok(())
-}
-
-/// Puts tern's notes ref back to `before` (None: it did not exist).
-fn restore_notes(repo: &Repository, before: Option<Oid>) {
-    let now = repo.refname_to_id(NOTES_REF).ok();
-    if now == before {
-        return;
-    }
-    let restored = match (before, now) {
-        (Some(old), Some(new)) => repo
-            .reference_matching(NOTES_REF, old, true, new, "tern: rolled back")
-            .map(|_| ()),
-        (None, Some(_)) => repo.find_reference(NOTES_REF).and_then(|mut r| r.delete()),
-        (Some(old), None) => repo
-            .reference(NOTES_REF, old, false, "tern: rolled back")
-            .map(|_| ()),
-        (None, None) => Ok(()),
-    };
-    if let Err(e) = restored {
-        tracing::warn!("could not put {NOTES_REF} back: {e}");
-    }
 }
 
 fn executable(meta: &std::fs::Metadata) -> bool {

@@ -4,7 +4,8 @@ use std::path::PathBuf;
 
 use git2::{Oid, Repository};
 
-use super::commit::{NOTES_REF, head_commit};
+use super::commit::head_commit;
+use super::notes::NOTES_REF;
 use super::failpoint::{FailAt, Failpoints, Step};
 use super::head_move::{Move, move_head};
 use super::index_lock::IndexLock;

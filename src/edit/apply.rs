@@ -69,6 +69,19 @@ pub struct Written {
     pub created_dirs: Vec<PathBuf>,
 }
 
+/// A file a landing is about to write.
+#[derive(Debug)]
+pub struct Planned {
+    /// The file that will be written, relative to the root (see [`Written::real`]).
+    pub real: PathBuf,
+    /// What it holds now (None: no file).
+    pub before: Option<Vec<u8>>,
+    /// What tern will write.
+    pub bytes: Vec<u8>,
+    /// The directories a new file needs created, relative to the root, deepest first.
+    pub new_dirs: Vec<PathBuf>,
+}
+
 #[derive(Debug)]
 pub struct WriteFailure {
     pub path: PathBuf,
@@ -265,7 +278,7 @@ impl Proposal {
                     continue;
                 }
             }
-            let bytes = file.content_with(|h| h.decision == Decision::Accept);
+            let bytes = accepted_content(file);
             let backup = match file.is_ignored_existing() {
                 false => None,
                 true => match back_up(file, backups, &bytes) {
@@ -322,6 +335,28 @@ impl Proposal {
             .collect()
     }
 
+    /// What writing `ready` would write, for a landing to write down before its first
+    /// write.
+    pub(crate) fn planned_files(&self, ready: &Ready) -> Vec<Planned> {
+        ready
+            .targets
+            .iter()
+            .map(|(i, target)| {
+                let file = &self.files[*i];
+                Planned {
+                    real: target.real(&ready.root),
+                    before: expected(file),
+                    bytes: accepted_content(file),
+                    new_dirs: missing_dirs(&target.abs)
+                        .iter()
+                        .filter_map(|d| d.strip_prefix(&ready.root).ok())
+                        .map(Path::to_path_buf)
+                        .collect(),
+                }
+            })
+            .collect()
+    }
+
     /// Re-diffs the files that changed on disk against their new content.
     fn rebase_stale(&mut self, stale: Vec<(usize, Option<Vec<u8>>)>) -> Vec<StaleFile> {
         let out = stale
@@ -365,6 +400,11 @@ impl Proposal {
             self.files[i].settle(text, &mut taken);
         }
     }
+}
+
+/// A file's content with its accepted hunks, as written.
+fn accepted_content(file: &FileProposal) -> Vec<u8> {
+    file.content_with(|h| h.decision == Decision::Accept)
 }
 
 fn accepted_diff(file: &FileProposal) -> String {

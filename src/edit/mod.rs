@@ -33,7 +33,7 @@ mod workspace;
 
 pub use crate::edit_format::EditFormat;
 pub use apply::{
-    Applied, ApplyOutcome, Backup, Ready, StaleFile, WriteError, WriteFailure, Written,
+    Applied, ApplyOutcome, Backup, Planned, Ready, StaleFile, WriteError, WriteFailure, Written,
 };
 pub use block::{Edit, EditKind};
 pub use error::{EditError, NearMatch, Problem, reflection_message};

@@ -397,6 +397,14 @@ impl Engine {
                 unsent: self.saved.unsent().map(str::to_string),
             });
         }
+        // A landing, undo or rewind a killed tern left half done is settled before
+        // any file is read.
+        if let Ok(repo) = git2::Repository::discover(self.session.root())
+            && let Err(e) = crate::git::recover_unless_busy(&repo)
+        {
+            self.events.error(e.to_string());
+        }
+        self.say_settled();
         // The files named at start, and the resumed proposal (marked by them): after
         // `Ready`, so that nothing they say comes before it.
         for (paths, mode) in start_files {
@@ -617,6 +625,8 @@ impl Engine {
     }
 
     fn internal(&mut self, done: Internal) {
+        // What the job's repository lock settled came before its result.
+        self.say_settled();
         match done {
             Internal::Turn(outcome) => self.finish_turn(outcome),
             Internal::Landed(result) => self.finish_landing(result),
@@ -711,6 +721,14 @@ impl Engine {
             }
             // Unwinds into `spawn`'s handler: `Crashed`, then `Exited`.
             Internal::Panicked(panic) => std::panic::resume_unwind(panic),
+        }
+    }
+
+    /// Says what taking the repository lock settled of a landing, undo or rewind a
+    /// killed tern left half done (`git::settled`).
+    fn say_settled(&self) {
+        for said in crate::git::settled() {
+            self.events.warning(said);
         }
     }
 

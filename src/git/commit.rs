@@ -195,6 +195,21 @@ impl<'r> Committer<'r> {
         self.cancel = None;
     }
 
+    /// Where HEAD was when the commits began (None: an unborn branch).
+    pub(crate) fn head(&self) -> Option<Oid> {
+        self.head.id
+    }
+
+    /// The last commit made, once one is.
+    pub(crate) fn tip(&self) -> Option<Oid> {
+        self.tip.filter(|_| !self.made.is_empty())
+    }
+
+    /// Fails (or dies) at `step` when a test asks for it.
+    pub(crate) fn check(&mut self, step: Step) -> Result<(), GitError> {
+        self.fail.check(step)
+    }
+
     /// The user's uncommitted changes to `paths`, in a commit of their own: with
     /// `message` None, before tern's edits land (the body says so); with Some, at the
     /// user's request (an empty one names the files). None when the paths are clean.
@@ -403,21 +418,20 @@ impl<'r> Committer<'r> {
     /// the index; then the post-commit hooks. Any failure puts back what moved, so the
     /// repository is as it was.
     pub(crate) fn finish(self) -> Result<(), GitError> {
+        let Some(tip) = self.tip() else {
+            return Ok(());
+        };
         let Committer {
             repo,
             mut lock,
             mut index,
             head,
-            tip,
             opts,
             mut fail,
             made,
             notes,
             ..
         } = self;
-        let Some(tip) = tip.filter(|_| !made.is_empty()) else {
-            return Ok(());
-        };
         fail.check(Step::Index)?;
         lock.prepare(&mut index)?;
         let notes_before = repo.refname_to_id(NOTES_REF).ok();

@@ -18,6 +18,8 @@ pub enum Step {
     Identity,
     /// The signing probe, before anything is written.
     Signing,
+    /// A landing's files are written (after its journal), nothing of tern's commit made.
+    Written,
     /// Making the blobs of a commit's files.
     Blobs,
     /// Making a commit's tree.

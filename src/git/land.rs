@@ -7,7 +7,10 @@
 //! the user's own changes to those files and the writes, and the commit of exactly the
 //! bytes written. Both commits become visible together at the end (see
 //! [`Committer`](super::commit::Committer)); a failure after the writes puts every
-//! written file back as it was. `tern apply` and the engine both land through here.
+//! written file back as it was, and a kill after them is settled by the next tern from
+//! the landing's journal, written before the first write (`journal`): rolled back
+//! while the branch has not moved, finished once it has. `tern apply` and the engine
+//! both land through here.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,8 +20,9 @@ use git2::Repository;
 use super::commit::Committer;
 use super::failpoint::{Failpoints, Step};
 use super::index_lock::IndexLock;
+use super::journal::{Journal, Plan};
 use super::{Commit, CommitOptions, GitError, RepoLock, lock_wait};
-use crate::edit::{Applied, ApplyOutcome, Proposal, WriteFailure};
+use crate::edit::{Applied, ApplyOutcome, Proposal, Ready, WriteFailure};
 
 /// Which commits to make.
 #[derive(Debug, Clone)]
@@ -141,8 +145,74 @@ pub fn land(
     if let Some(committer) = committer.as_mut() {
         committer.writing();
     }
+    // Written down before the first write, when commits are made: a tern killed from
+    // here on is rolled back or finished by the next one (`journal`).
+    let mut journal = match &committer {
+        Some(committer) => {
+            let files = proposal.planned_files(&ready);
+            let plan = Plan::Landing {
+                from: committer.head(),
+                files: &files,
+            };
+            match Journal::write(repo, plan) {
+                Ok(journal) => Some(journal),
+                Err(e) => return Landed::Refused(e),
+            }
+        }
+        None => None,
+    };
+    let landed = write_and_commit(
+        repo,
+        &lock,
+        proposal,
+        ready,
+        committer,
+        journal.as_mut(),
+        Decided {
+            planned,
+            text,
+            dirty,
+            dirty_commits: options.dirty_commits,
+            backups: backup_dir(options.backup_root.as_deref()),
+        },
+    );
+    // Done, or put back: nothing is left for the next tern to settle.
+    if let Some(journal) = journal {
+        journal.remove();
+    }
+    landed
+}
+
+/// What the landing decided before its first write.
+struct Decided {
+    /// The diff planned, and the message written for it.
+    planned: String,
+    text: Option<String>,
+    /// The commit of the user's own changes, made (as objects) first.
+    dirty: Option<Commit>,
+    dirty_commits: bool,
+    backups: Option<PathBuf>,
+}
+
+/// Writes the files and makes the commits visible; on a failure after the writes,
+/// puts the files back and `proposal` as it was.
+fn write_and_commit(
+    repo: &Repository,
+    lock: &RepoLock,
+    proposal: &mut Proposal,
+    ready: Ready,
+    committer: Option<Committer<'_>>,
+    journal: Option<&mut Journal>,
+    decided: Decided,
+) -> Landed {
+    let Decided {
+        planned,
+        text,
+        dirty,
+        dirty_commits,
+        backups,
+    } = decided;
     let before = proposal.clone();
-    let backups = backup_dir(options.backup_root.as_deref());
     let applied = match proposal.write(ready, Some(lock.tmp_dir()), backups.as_deref()) {
         Ok(applied) => applied,
         // Saved since the preflight: the user's own commit made above is dropped too.
@@ -161,11 +231,20 @@ pub fn land(
         Some(text) if applied.diff == planned => text,
         _ => super::message::fallback(&applied.diff),
     };
-    let made = super::undo::undo_lines(repo, &applied, !options.dirty_commits).and_then(|lines| {
-        let changes = committer.written_changes(&applied.written)?;
-        committer.commit(&changes, &text, Some(&lines))
+    let made = committer
+        .check(Step::Written)
+        .and_then(|()| super::undo::undo_lines(repo, &applied, !dirty_commits))
+        .and_then(|lines| {
+            let changes = committer.written_changes(&applied.written)?;
+            committer.commit(&changes, &text, Some(&lines))
+        });
+    let committed = made.and_then(|commit| {
+        // From here a kill is finished once the branch points at the tip.
+        if let (Some(journal), Some(tip)) = (journal, committer.tip()) {
+            journal.landing_at(repo.path(), tip)?;
+        }
+        committer.finish().map(|()| commit)
     });
-    let committed = made.and_then(|commit| committer.finish().map(|()| commit));
     match committed {
         Ok(commit) => Landed::Written {
             dirty,

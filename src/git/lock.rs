@@ -4,8 +4,8 @@
 //! a tern killed with SIGKILL never blocks the next one (a lock file alone would).
 //! Whoever takes the lock removes what a killed tern left behind: its temporary files
 //! in `.git/tern-tmp/`, its hook index `.git/tern-index-*`, and git's `index.lock` when
-//! it died holding it (see `index_lock`), and rolls back a move of HEAD it was half
-//! way through (see `head_move`).
+//! it died holding it (see `index_lock`), and settles a landing, undo or rewind it was
+//! half way through (see `journal`).
 
 use std::fs::{File, TryLockError};
 use std::io::Write;
@@ -100,8 +100,12 @@ impl RepoLock {
         write!(file, "{}", std::process::id())?;
         let tmp = git_dir.join("tern-tmp");
         clean_leftovers(git_dir, &tmp);
-        if let Some(said) = super::head_move::roll_back(git_dir)? {
+        if let Some(said) = super::journal::settle(git_dir)? {
             tracing::warn!("{said}");
+            SETTLED
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(said);
         }
         std::fs::create_dir_all(&tmp)?;
         Ok(RepoLock {
@@ -118,12 +122,41 @@ impl RepoLock {
     }
 }
 
-/// Rolls back, now, a move of HEAD a killed tern left half done, if there is one (it
-/// takes the repository lock, which does it): for readers that decide from HEAD and
-/// the work tree without the lock (a rewind's plan, its preview).
+/// What the lock's takers settled of a change a killed tern left (`journal`), not yet
+/// said.
+static SETTLED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// What was settled of a landing, undo or rewind a killed tern left half done (rolled
+/// back or finished) since last asked, for the front end to say.
+pub fn settled() -> Vec<String> {
+    std::mem::take(
+        &mut SETTLED
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    )
+}
+
+/// Settles, now, a landing, undo or rewind a killed tern left half done, if there is
+/// one (it takes the repository lock, which does it): for readers that decide from
+/// HEAD and the work tree without the lock (a rewind's plan, its preview, a session's
+/// start).
 pub fn recover(repo: &git2::Repository) -> Result<(), GitError> {
-    if repo.path().join(super::head_move::JOURNAL).exists() {
+    if repo.path().join(super::journal::JOURNAL).exists() {
         drop(RepoLock::acquire(repo.path(), lock_wait())?);
+    }
+    Ok(())
+}
+
+/// [`recover`], unless another tern holds the lock: then the journal is of its change
+/// under way, not of a killed one, and waiting for it would hold up a session's start
+/// (and a Ctrl-C meant for it).
+pub fn recover_unless_busy(repo: &git2::Repository) -> Result<(), GitError> {
+    if repo.path().join(super::journal::JOURNAL).exists() {
+        match RepoLock::acquire(repo.path(), Duration::ZERO) {
+            Ok(lock) => drop(lock),
+            Err(GitError::Locked(_)) => {}
+            Err(e) => return Err(e),
+        }
     }
     Ok(())
 }

@@ -14,6 +14,7 @@ mod head_move;
 mod hooks;
 mod identity;
 mod index_lock;
+mod journal;
 mod land;
 mod lock;
 pub mod message;
@@ -29,8 +30,8 @@ pub use commit::{Commit, commit_dirty, commit_edits, commit_user_changes, dirty_
 pub use failpoint::{BadFailAt, FailAt, Step};
 pub use land::{LandOptions, Landed, land};
 pub(crate) use lock::lock_wait;
+pub use lock::{LOCK_WAIT, RepoLock, recover, recover_unless_busy, settled};
 pub use notes::NOTES_REF;
-pub use lock::{LOCK_WAIT, RepoLock, recover};
 pub use redo::{RedoError, RedoRefusal, redo_rewind};
 pub use snapshot::{not_changed_since, snapshot, swap_files};
 pub(crate) use status::{modified_tracked_paths, worktree_diff};
@@ -98,9 +99,9 @@ pub enum GitError {
     Locked(String),
     #[error("cancelled: nothing was written (the accepted hunks are still there to apply)")]
     Interrupted,
-    /// A move of HEAD a killed tern left half done could not be rolled back.
+    /// A landing, undo or rewind a killed tern left half done could not be settled.
     #[error(
-        "a tern killed while moving HEAD left it half done, and it could not be rolled back: {0}"
+        "a tern killed part way through a landing, undo or rewind left it half done, and it could not be rolled back or finished: {0}"
     )]
     HalfMove(String),
     #[error("{0}")]

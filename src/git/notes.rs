@@ -63,4 +63,3 @@ pub(super) fn restore_notes(repo: &Repository, before: Option<Oid>) {
         tracing::warn!("could not put {NOTES_REF} back: {e}");
     }
 }
-

@@ -5,10 +5,10 @@ use std::path::PathBuf;
 use git2::{Oid, Repository};
 
 use super::commit::head_commit;
-use super::notes::NOTES_REF;
 use super::failpoint::{FailAt, Failpoints, Step};
 use super::head_move::{Move, move_head};
 use super::index_lock::IndexLock;
+use super::notes::NOTES_REF;
 use super::{GitError, RepoLock, commit::dirty_paths, lock_wait};
 
 /// Why `undo` did nothing.

@@ -20,6 +20,9 @@ use crate::git::UndoError;
 pub fn run(cwd: &Path, args: &RewindArgs, which: Option<Resume>, json: bool) -> ExitCode {
     let signals = crate::signals::watch(crate::signals::Exit::default());
     let code = rewind(cwd, args, &which.unwrap_or(Resume::Newest), json);
+    for said in crate::git::settled() {
+        errln!("tern: {said}");
+    }
     let Some(signal) = signals.as_ref().and_then(crate::signals::Stop::signal) else {
         return code;
     };

@@ -17,6 +17,9 @@ use crate::git::{self, UndoError};
 pub fn run(cwd: &Path, turn: bool, which: Option<Resume>) -> ExitCode {
     let signals = crate::signals::watch(crate::signals::Exit::default());
     let outcome = undo(cwd, turn, which);
+    for said in crate::git::settled() {
+        errln!("tern: {said}");
+    }
     let signal = signals.as_ref().and_then(crate::signals::Stop::signal);
     let name = signal.map_or("a signal".into(), crate::signals::name);
     match outcome {

@@ -35,6 +35,7 @@ mod history_summarizer;
 mod json_lines;
 mod landing;
 mod landing_atomic;
+mod landing_killed;
 mod layering;
 mod llm_client;
 mod local_models;

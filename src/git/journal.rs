@@ -1,0 +1,485 @@
+//! The journal of a change to HEAD, git's index and the work tree in flight
+//! (`.git/tern-move.json`): a move of HEAD (an undo, a rewind, its redo) or a landing
+//! (files written, commits made, the branch moved). Each writes files first and moves
+//! the branch last, so a tern killed in between would leave files that look like the
+//! user's own changes, or a branch whose index is behind. So the change is written down
+//! durably before its first write (where HEAD was, the files, what they held before and
+//! what tern writes, kept as blobs), removed once it is done or undone, and the next
+//! tern to take the repository lock settles one it finds ([`settle`]): a move is rolled
+//! back; a landing is rolled back while its branch has not moved, and finished once it
+//! has. All or nothing, across a kill too.
+
+use std::path::{Component, Path, PathBuf};
+
+use git2::build::CheckoutBuilder;
+use git2::{Oid, Repository};
+use serde::{Deserialize, Serialize};
+
+use super::GitError;
+use super::head::Head;
+use super::index_lock::IndexLock;
+use super::notes::{NOTES_REF, restore_notes};
+use crate::edit::Planned;
+
+/// The journal's file name in the git directory.
+pub(super) const JOURNAL: &str = "tern-move.json";
+
+/// What a change will do, written down before it starts.
+pub(super) enum Plan<'a> {
+    /// HEAD moves from `from` to `to` with `paths` checked out of `to`, and the files
+    /// of `now` restored after (with what they hold now, None: no file).
+    Move {
+        from: Oid,
+        to: Oid,
+        paths: &'a [PathBuf],
+        now: &'a [(PathBuf, Option<Vec<u8>>)],
+    },
+    /// Commits land on `from` (None: an unborn branch) after tern writes `files`.
+    Landing {
+        from: Option<Oid>,
+        files: &'a [Planned],
+    },
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum Kind {
+    /// A journal written before landings were journaled has no kind: a move.
+    #[default]
+    Move,
+    Landing,
+}
+
+/// The change as written to disk. Paths are kept as bytes (a file name need not be
+/// UTF-8), contents as blob ids.
+#[derive(Debug, Serialize, Deserialize)]
+struct Record {
+    #[serde(default)]
+    kind: Kind,
+    /// Where HEAD was (None: an unborn branch), and where the change takes it (a
+    /// landing's tip is written once its commits are made).
+    from: Option<String>,
+    to: Option<String>,
+    /// A move: the files `from` and `to` differ in. A landing: the files it writes.
+    paths: Vec<Vec<u8>>,
+    /// The files to put back (for a move, beyond `from`'s content of `paths`), with
+    /// what they held before: a blob, or None when the file did not exist.
+    before: Vec<(Vec<u8>, Option<String>)>,
+    /// A landing: what tern writes to each of `before`'s files, in the same order.
+    #[serde(default)]
+    wrote: Vec<String>,
+    /// A landing: tern's notes ref before it (None: there was none).
+    #[serde(default)]
+    notes: Option<String>,
+    /// A landing: the directories it creates for new files, deepest first.
+    #[serde(default)]
+    dirs: Vec<Vec<u8>>,
+}
+
+/// The journal of a change under way, on disk until [`remove`](Journal::remove)d.
+pub(super) struct Journal {
+    file: PathBuf,
+    record: Record,
+}
+
+impl Journal {
+    /// Writes the journal of `plan` (the blobs, then the file) before anything of the
+    /// change is written.
+    pub(super) fn write(repo: &Repository, plan: Plan<'_>) -> Result<Journal, GitError> {
+        let blob = |content: &Option<Vec<u8>>| -> Result<Option<String>, GitError> {
+            Ok(match content {
+                Some(bytes) => Some(repo.blob(bytes)?.to_string()),
+                None => None,
+            })
+        };
+        let record = match plan {
+            Plan::Move {
+                from,
+                to,
+                paths,
+                now,
+            } => Record {
+                kind: Kind::Move,
+                from: Some(from.to_string()),
+                to: Some(to.to_string()),
+                paths: paths.iter().map(|p| bytes(p)).collect(),
+                before: now
+                    .iter()
+                    .map(|(path, content)| Ok((bytes(path), blob(content)?)))
+                    .collect::<Result<_, GitError>>()?,
+                wrote: Vec::new(),
+                notes: None,
+                dirs: Vec::new(),
+            },
+            Plan::Landing { from, files } => Record {
+                kind: Kind::Landing,
+                from: from.map(|id| id.to_string()),
+                to: None,
+                paths: files.iter().map(|f| bytes(&f.real)).collect(),
+                before: files
+                    .iter()
+                    .map(|f| Ok((bytes(&f.real), blob(&f.before)?)))
+                    .collect::<Result<_, GitError>>()?,
+                wrote: files
+                    .iter()
+                    .map(|f| Ok(repo.blob(&f.bytes)?.to_string()))
+                    .collect::<Result<_, GitError>>()?,
+                notes: repo.refname_to_id(NOTES_REF).ok().map(|id| id.to_string()),
+                dirs: files
+                    .iter()
+                    .flat_map(|f| f.new_dirs.iter().map(|d| bytes(d)))
+                    .collect(),
+            },
+        };
+        let journal = Journal {
+            file: repo.path().join(JOURNAL),
+            record,
+        };
+        journal.save(repo.path())?;
+        Ok(journal)
+    }
+
+    /// A landing's commits are made and end at `tip`: from here a tern killed before
+    /// it is done is finished, not rolled back, once its branch points there.
+    pub(super) fn landing_at(&mut self, git_dir: &Path, tip: Oid) -> Result<(), GitError> {
+        self.record.to = Some(tip.to_string());
+        self.save(git_dir)
+    }
+
+    /// Durably: a temporary file synced, renamed into place, the directory synced.
+    fn save(&self, git_dir: &Path) -> Result<(), GitError> {
+        let text = serde_json::to_vec(&self.record).map_err(std::io::Error::other)?;
+        let tmp = git_dir.join(format!("{JOURNAL}.{}", std::process::id()));
+        {
+            let mut file = std::fs::File::create(&tmp)?;
+            std::io::Write::write_all(&mut file, &text)?;
+            file.sync_all()?;
+        }
+        std::fs::rename(&tmp, &self.file)?;
+        if let Ok(dir) = std::fs::File::open(git_dir) {
+            let _ = dir.sync_all();
+        }
+        Ok(())
+    }
+
+    /// The change is done, or put back: nothing is left for the next tern to settle.
+    pub(super) fn remove(self) {
+        let _ = std::fs::remove_file(&self.file);
+    }
+}
+
+fn bytes(path: &Path) -> Vec<u8> {
+    use std::os::unix::ffi::OsStrExt;
+    path.as_os_str().as_bytes().to_vec()
+}
+
+/// A path of the work tree from a journal: relative, with no `..` and not into `.git`
+/// (a journal tern did not write must not send a write anywhere else).
+fn work_path(bytes: &[u8]) -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = PathBuf::from(std::ffi::OsStr::from_bytes(bytes));
+    let plain = path.components().all(|c| match c {
+        Component::Normal(name) => !name.eq_ignore_ascii_case(".git"),
+        _ => false,
+    });
+    (plain && !bytes.is_empty()).then_some(path)
+}
+
+/// The index's entries for `paths` as `commit` has them (removed where it has none).
+pub(super) fn follow(
+    index: &mut git2::Index,
+    commit: &git2::Commit<'_>,
+    paths: &[PathBuf],
+) -> Result<(), GitError> {
+    let tree = commit.tree()?;
+    for path in paths {
+        match tree.get_path(path) {
+            Ok(entry) => index.add(&super::index_lock::entry(
+                path,
+                entry.id(),
+                u32::try_from(entry.filemode()).unwrap_or(0o100644),
+                None,
+            ))?,
+            Err(_) => {
+                let _ = index.remove_path(path);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Checks out `paths` of `commit` into the work tree only (the index is written by the
+/// caller, through git's lock). Paths are literal: as pathspecs, `src/*.rs` or
+/// `pages/[id].tsx` would match and overwrite other files, with the user's
+/// uncommitted work in them.
+pub(super) fn checkout(
+    repo: &Repository,
+    commit: &git2::Commit<'_>,
+    paths: &[PathBuf],
+) -> Result<(), GitError> {
+    let mut checkout = CheckoutBuilder::new();
+    checkout
+        .force()
+        .disable_pathspec_match(true)
+        .update_index(false)
+        .remove_untracked(false);
+    for p in paths {
+        checkout.path(p);
+    }
+    repo.checkout_tree(commit.as_object(), Some(&mut checkout))?;
+    Ok(())
+}
+
+/// A journal read back and checked whole before anything is written from it.
+struct Found {
+    kind: Kind,
+    from: Option<Oid>,
+    to: Option<Oid>,
+    paths: Vec<PathBuf>,
+    files: Vec<FileBefore>,
+    notes: Option<Oid>,
+    dirs: Vec<PathBuf>,
+}
+
+/// A file to put back.
+struct FileBefore {
+    path: PathBuf,
+    /// What it held before (None: no file).
+    before: Option<Vec<u8>>,
+    /// A landing: what tern wrote to it.
+    wrote: Option<Vec<u8>>,
+}
+
+impl Found {
+    /// None when the record is not one tern wrote: a path outside the work tree, an
+    /// id that is not one, a blob the repository does not have.
+    fn check(repo: &Repository, record: Record) -> Option<Found> {
+        let oid = |s: &Option<String>| match s {
+            Some(s) => Oid::from_str(s).ok().map(Some),
+            None => Some(None),
+        };
+        let content = |id: &str| -> Option<Vec<u8>> {
+            let id = Oid::from_str(id).ok()?;
+            Some(repo.find_blob(id).ok()?.content().to_vec())
+        };
+        let paths = record
+            .paths
+            .iter()
+            .map(|p| work_path(p))
+            .collect::<Option<Vec<_>>>()?;
+        let dirs = record
+            .dirs
+            .iter()
+            .map(|p| work_path(p))
+            .collect::<Option<Vec<_>>>()?;
+        if record.kind == Kind::Landing && record.wrote.len() != record.before.len() {
+            return None;
+        }
+        let mut files = Vec::new();
+        for (i, (path, before)) in record.before.iter().enumerate() {
+            let before = match before {
+                Some(id) => Some(content(id)?),
+                None => None,
+            };
+            let wrote = match record.wrote.get(i) {
+                Some(id) => Some(content(id)?),
+                None => None,
+            };
+            files.push(FileBefore {
+                path: work_path(path)?,
+                before,
+                wrote,
+            });
+        }
+        Some(Found {
+            kind: record.kind,
+            from: oid(&record.from)?,
+            to: oid(&record.to)?,
+            paths,
+            files,
+            notes: oid(&record.notes)?,
+            dirs,
+        })
+    }
+}
+
+/// Settles the change a killed tern left in `git_dir`, if any (called with the
+/// repository lock held, after git's stale lock of that tern was removed): a move is
+/// rolled back; a landing is rolled back while its branch has not moved and finished
+/// once it has. Returns what it did, to be said; an error when a journal was found and
+/// could not be settled (nothing should be written over it then).
+pub(super) fn settle(git_dir: &Path) -> Result<Option<String>, GitError> {
+    let file = git_dir.join(JOURNAL);
+    let Ok(text) = std::fs::read(&file) else {
+        return Ok(None);
+    };
+    let foreign = || {
+        // The rename is atomic, so a journal cut short is not tern's: leave it, and
+        // say so.
+        GitError::HalfMove(format!(
+            "{} is not a journal tern wrote; remove it if no tern is running",
+            file.display()
+        ))
+    };
+    let record = serde_json::from_slice::<Record>(&text).map_err(|_| foreign())?;
+    let repo = Repository::open(git_dir)?;
+    let found = Found::check(&repo, record).ok_or_else(foreign)?;
+    let head = Head::read(&repo)?;
+    let said = match found.kind {
+        Kind::Move => roll_back_move(&repo, &head, &found, &file)?,
+        Kind::Landing if head.id == found.from => roll_back_landing(&repo, &found)?,
+        Kind::Landing if found.to.is_some() && head.id == found.to => {
+            finish_landing(&repo, &found)?
+        }
+        Kind::Landing => format!(
+            "a tern killed part way through a landing on {} left its journal; HEAD has moved since (to {}), so nothing was rolled back or finished: check `git status` for its edits",
+            at(found.from),
+            at(head.id)
+        ),
+    };
+    std::fs::remove_file(&file)?;
+    Ok(Some(said))
+}
+
+fn at(id: Option<Oid>) -> String {
+    id.map_or("an unborn branch".into(), super::short_id)
+}
+
+/// The files go back as they were before the move, the index follows where HEAD was,
+/// and HEAD goes back if it had moved; nothing when HEAD has moved elsewhere since.
+fn roll_back_move(
+    repo: &Repository,
+    head: &Head,
+    found: &Found,
+    file: &Path,
+) -> Result<String, GitError> {
+    let (Some(from), Some(to)) = (found.from, found.to) else {
+        return Err(GitError::HalfMove(format!(
+            "{} names no commits; remove it if no tern is running",
+            file.display()
+        )));
+    };
+    if head.id != Some(from) && head.id != Some(to) {
+        // HEAD moved since (by the user, with git): the move is not tern's to finish.
+        return Ok(format!(
+            "a tern killed while moving HEAD from {} to {} left its journal; HEAD has moved since, so nothing was rolled back",
+            super::short_id(from),
+            super::short_id(to)
+        ));
+    }
+    let workdir = repo.workdir().ok_or(GitError::Bare)?.to_path_buf();
+    let mut lock = IndexLock::acquire(repo.path())?;
+    let from_commit = repo.find_commit(from)?;
+    checkout(repo, &from_commit, &found.paths)?;
+    for f in &found.files {
+        put(&workdir.join(&f.path), f.before.as_deref())?;
+    }
+    let mut index = lock.open()?;
+    follow(&mut index, &from_commit, &found.paths)?;
+    lock.prepare(&mut index)?;
+    lock.check_held()?;
+    if head.id == Some(to) && from != to {
+        head.swap(repo, from, "tern: rolled back a move a killed tern left")?;
+    }
+    lock.commit()?;
+    Ok(format!(
+        "rolled back a move of HEAD from {} to {} that a killed tern left half done ({} put back as they were)",
+        super::short_id(from),
+        super::short_id(to),
+        crate::plural::count(found.paths.len(), "file")
+    ))
+}
+
+/// Writes `content` at `target`, or removes it (None).
+fn put(target: &Path, content: Option<&[u8]>) -> Result<(), GitError> {
+    match content {
+        Some(bytes) => std::fs::write(target, bytes)?,
+        None => match std::fs::remove_file(target) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
+            _ => {}
+        },
+    }
+    Ok(())
+}
+
+/// The branch has not moved: each file that still holds exactly what tern wrote gets
+/// back what it held (one changed since is the user's, and stays), and a note tern
+/// wrote for its unmade commit goes. git's index never changed.
+fn roll_back_landing(repo: &Repository, found: &Found) -> Result<String, GitError> {
+    let workdir = repo.workdir().ok_or(GitError::Bare)?.to_path_buf();
+    let mut put_back = 0;
+    let mut kept = Vec::new();
+    for f in &found.files {
+        let target = workdir.join(&f.path);
+        let now = std::fs::read(&target).ok();
+        if now == f.before {
+            continue;
+        }
+        if now.is_some() && now == f.wrote {
+            put(&target, f.before.as_deref())?;
+            put_back += 1;
+        } else {
+            kept.push(f.path.display().to_string());
+        }
+    }
+    // Emptied of the new files put back (one that holds anything else stays).
+    for dir in &found.dirs {
+        let _ = std::fs::remove_dir(workdir.join(dir));
+    }
+    let noted = repo.refname_to_id(NOTES_REF).ok();
+    let on_top = |id: Oid| {
+        repo.find_commit(id)
+            .is_ok_and(|c| c.parent_ids().next() == found.notes && c.parent_count() <= 1)
+    };
+    if noted.is_some_and(|id| noted != found.notes && on_top(id)) {
+        restore_notes(repo, found.notes);
+    }
+    let mut said = match put_back {
+        0 => "a landing killed part way was rolled back: it had written no file yet".to_string(),
+        n => format!(
+            "a landing killed part way was rolled back: {} put back as they were",
+            crate::plural::count(n, "file")
+        ),
+    };
+    if !kept.is_empty() {
+        said.push_str(&format!(
+            "; changed since, so left as they are: {}",
+            kept.join(", ")
+        ));
+    }
+    Ok(said)
+}
+
+/// The branch moved to the landing's tip: git's index follows it for what the landing
+/// changed (tern's notes were written before the branch moved).
+fn finish_landing(repo: &Repository, found: &Found) -> Result<String, GitError> {
+    let Some(to) = found.to else {
+        return Err(GitError::HalfMove("a landing with no tip to finish".into()));
+    };
+    let tip = repo.find_commit(to)?;
+    let from_tree = match found.from {
+        Some(id) => Some(repo.find_commit(id)?.tree()?),
+        None => None,
+    };
+    let tip_tree = tip.tree()?;
+    let entry = |tree: Option<&git2::Tree<'_>>, path: &Path| {
+        tree.and_then(|t| t.get_path(path).ok())
+            .map(|e| (e.id(), e.filemode()))
+    };
+    // Only what the landing's commits changed: a file the user untracked stays so.
+    let changed: Vec<PathBuf> = found
+        .paths
+        .iter()
+        .filter(|p| entry(from_tree.as_ref(), p) != entry(Some(&tip_tree), p))
+        .cloned()
+        .collect();
+    let mut lock = IndexLock::acquire(repo.path())?;
+    let mut index = lock.open()?;
+    follow(&mut index, &tip, &changed)?;
+    lock.prepare(&mut index)?;
+    lock.commit()?;
+    Ok(format!(
+        "a landing killed part way was finished: the index now follows {}",
+        super::short_id(to)
+    ))
+}

@@ -19,6 +19,7 @@ use super::failpoint::{Failpoints, Step};
 use super::head::Head;
 use super::identity::Identity;
 use super::index_lock::{IndexLock, entry};
+use super::journal::{Journal, Plan};
 use super::notes::{NOTES_REF, restore_notes, write_notes};
 use super::sign::Signer;
 use super::{CommitOptions, GitError, RepoLock, hooks, lock_wait, message};
@@ -109,7 +110,27 @@ fn alone(
     super::ensure_idle(repo)?;
     let mut committer = Committer::new(repo, lock, opts, fail, None)?;
     let made = make(&mut committer)?;
-    committer.finish()?;
+    // A tern killed between the branch's move and the index's is finished by the next.
+    let journal = match committer.tip() {
+        Some(tip) => {
+            let plan = Plan::Landing {
+                from: committer.head(),
+                files: &[],
+            };
+            let mut journal = Journal::write(repo, plan)?;
+            if let Err(e) = journal.landing_at(repo.path(), tip) {
+                journal.remove();
+                return Err(e);
+            }
+            Some(journal)
+        }
+        None => None,
+    };
+    let finished = committer.finish();
+    if let Some(journal) = journal {
+        journal.remove();
+    }
+    finished?;
     Ok(made)
 }
 

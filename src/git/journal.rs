@@ -34,7 +34,8 @@ pub(super) enum Plan<'a> {
         paths: &'a [PathBuf],
         now: &'a [(PathBuf, Option<Vec<u8>>)],
     },
-    /// Commits land on `from` (None: an unborn branch) after tern writes `files`.
+    /// Commits land on `from` (None: an unborn branch) after tern writes `files`
+    /// (none for a commit of what the work tree holds, `/commit`).
     Landing {
         from: Option<Oid>,
         files: &'a [Planned],
@@ -60,7 +61,7 @@ struct Record {
     /// landing's tip is written once its commits are made).
     from: Option<String>,
     to: Option<String>,
-    /// A move: the files `from` and `to` differ in. A landing: the files it writes.
+    /// A move: the files `from` and `to` differ in (a landing's are `before`'s).
     paths: Vec<Vec<u8>>,
     /// The files to put back (for a move, beyond `from`'s content of `paths`), with
     /// what they held before: a blob, or None when the file did not exist.
@@ -115,7 +116,7 @@ impl Journal {
                 kind: Kind::Landing,
                 from: from.map(|id| id.to_string()),
                 to: None,
-                paths: files.iter().map(|f| bytes(&f.real)).collect(),
+                paths: Vec::new(),
                 before: files
                     .iter()
                     .map(|f| Ok((bytes(&f.real), blob(&f.before)?)))
@@ -251,6 +252,14 @@ struct FileBefore {
 }
 
 impl Found {
+    /// What the landing was, for the user: a landing writes files, `/commit` none.
+    fn what(&self) -> &'static str {
+        match self.files.is_empty() {
+            true => "a commit",
+            false => "a landing",
+        }
+    }
+
     /// None when the record is not one tern wrote: a path outside the work tree, an
     /// id that is not one, a blob the repository does not have.
     fn check(repo: &Repository, record: Record) -> Option<Found> {
@@ -434,10 +443,15 @@ fn roll_back_landing(repo: &Repository, found: &Found) -> Result<String, GitErro
     if noted.is_some_and(|id| noted != found.notes && on_top(id)) {
         restore_notes(repo, found.notes);
     }
+    let what = found.what();
     let mut said = match put_back {
-        0 => "a landing killed part way was rolled back: it had written no file yet".to_string(),
+        0 if found.files.is_empty() => format!(
+            "{what} killed part way was rolled back: HEAD stays at {}",
+            at(found.from)
+        ),
+        0 => format!("{what} killed part way was rolled back: it had written no file yet"),
         n => format!(
-            "a landing killed part way was rolled back: {} put back as they were",
+            "{what} killed part way was rolled back: {} put back as they were",
             crate::plural::count(n, "file")
         ),
     };
@@ -450,8 +464,8 @@ fn roll_back_landing(repo: &Repository, found: &Found) -> Result<String, GitErro
     Ok(said)
 }
 
-/// The branch moved to the landing's tip: git's index follows it for what the landing
-/// changed (tern's notes were written before the branch moved).
+/// The branch moved to the landing's tip: git's index follows it for what the
+/// landing's commits changed (tern's notes were written before the branch moved).
 fn finish_landing(repo: &Repository, found: &Found) -> Result<String, GitError> {
     let Some(to) = found.to else {
         return Err(GitError::HalfMove("a landing with no tip to finish".into()));
@@ -461,17 +475,12 @@ fn finish_landing(repo: &Repository, found: &Found) -> Result<String, GitError> 
         Some(id) => Some(repo.find_commit(id)?.tree()?),
         None => None,
     };
-    let tip_tree = tip.tree()?;
-    let entry = |tree: Option<&git2::Tree<'_>>, path: &Path| {
-        tree.and_then(|t| t.get_path(path).ok())
-            .map(|e| (e.id(), e.filemode()))
-    };
-    // Only what the landing's commits changed: a file the user untracked stays so.
-    let changed: Vec<PathBuf> = found
-        .paths
-        .iter()
-        .filter(|p| entry(from_tree.as_ref(), p) != entry(Some(&tip_tree), p))
-        .cloned()
+    let diff = repo.diff_tree_to_tree(from_tree.as_ref(), Some(&tip.tree()?), None)?;
+    // Only what the commits changed: whatever else the user staged stays staged.
+    let changed: Vec<PathBuf> = diff
+        .deltas()
+        .filter_map(|d| d.new_file().path().or(d.old_file().path()))
+        .map(Path::to_path_buf)
         .collect();
     let mut lock = IndexLock::acquire(repo.path())?;
     let mut index = lock.open()?;
@@ -479,7 +488,8 @@ fn finish_landing(repo: &Repository, found: &Found) -> Result<String, GitError> 
     lock.prepare(&mut index)?;
     lock.commit()?;
     Ok(format!(
-        "a landing killed part way was finished: the index now follows {}",
+        "{} killed part way was finished: the index now follows {}",
+        found.what(),
         super::short_id(to)
     ))
 }

@@ -239,6 +239,52 @@ fn the_users_own_change_to_the_landed_file_survives_a_kill_with_dirty_commits() 
     }
 }
 
+/// `/commit` killed once the branch moved and before git's index followed: the next
+/// tern finishes it, so `git status` never shows the commit staged in reverse; killed
+/// before, nothing of it is left, and the change is still the user's to commit.
+#[test]
+fn a_slash_commit_killed_part_way_is_finished_or_rolled_back() {
+    for step in ["notes", "ref", "index-commit"] {
+        let server = MockServer::start_in_thread();
+        let repo = repo();
+        let start = head(&repo);
+        repo.write("README.md", "# Demo, mine\n");
+        let mut killed = repo.tern(&server.base_url());
+        killed.env("TERN_DIE_AT", step).args([
+            "--model",
+            "gpt-4o",
+            "-m",
+            "/commit save the readme",
+        ]);
+        let out = output_within(&mut killed, WAIT);
+        assert_eq!(out.status.code(), None, "{step}: killed, {:?}", texts(&out));
+
+        let said = next_tern(&repo, &server);
+        assert!(!repo.path().join(JOURNAL).exists(), "{step}");
+        assert!(!repo.path().join(".git/index.lock").exists(), "{step}");
+        assert_eq!(repo.read("README.md"), "# Demo, mine\n", "{step}");
+        if step == "index-commit" {
+            assert_ne!(head(&repo), start, "{step}");
+            assert_eq!(repo.git(&["status", "--porcelain"]), "", "{step}: {said}");
+            assert!(
+                said.contains("a commit killed part way was finished"),
+                "{step}: {said}"
+            );
+        } else {
+            assert_eq!(head(&repo), start, "{step}");
+            assert_eq!(
+                repo.git(&["status", "--porcelain"]),
+                " M README.md\n",
+                "{step}: {said}"
+            );
+            assert!(
+                said.contains("a commit killed part way was rolled back"),
+                "{step}: {said}"
+            );
+        }
+    }
+}
+
 /// A journal cut short, or one naming a file outside the work tree, is not tern's:
 /// the next tern refuses with its name, writes nothing and leaves it.
 #[test]

@@ -451,7 +451,7 @@ fn roll_back_landing(repo: &Repository, found: &Found) -> Result<String, GitErro
         ),
         0 => format!("{what} killed part way was rolled back: it had written no file yet"),
         n => format!(
-            "{what} killed part way was rolled back: {} put back as they were",
+            "{what} killed part way was rolled back: {} put back",
             crate::plural::count(n, "file")
         ),
     };

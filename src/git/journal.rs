@@ -493,3 +493,53 @@ fn finish_landing(repo: &Repository, found: &Found) -> Result<String, GitError> 
         super::short_id(to)
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A journal an older tern wrote (no kind, `from` a string) is a move, still
+    /// rolled back by this one.
+    #[test]
+    fn an_older_terns_journal_reads_as_a_move() {
+        let text = br#"{"from":"1111111111111111111111111111111111111111","to":"2222222222222222222222222222222222222222","paths":[[97]],"before":[[[98],null]]}"#;
+        let record: Record = serde_json::from_slice(text).unwrap();
+        assert_eq!(record.kind, Kind::Move);
+        assert_eq!(record.paths, vec![b"a".to_vec()]);
+        assert!(record.wrote.is_empty() && record.dirs.is_empty());
+    }
+
+    proptest! {
+        /// Whatever bytes a journal holds for a path, what is taken from it stays
+        /// inside the work tree and out of `.git`.
+        #[test]
+        fn a_journals_path_never_leaves_the_work_tree(bytes in proptest::collection::vec(any::<u8>(), 0..40),
+                                                       name in "[./a-zA-Z\\\\]{0,12}") {
+            for raw in [bytes, name.into_bytes()] {
+                if let Some(path) = work_path(&raw) {
+                    prop_assert!(path.is_relative());
+                    let root = Path::new("/work/tree");
+                    prop_assert!(root.join(&path).starts_with(root));
+                    prop_assert!(path.components().all(|c| matches!(c, Component::Normal(n) if !n.eq_ignore_ascii_case(".git"))));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_path_out_of_the_work_tree_or_into_git_is_not_taken() {
+        for bad in [
+            "",
+            "/etc/passwd",
+            "../x",
+            "a/../../x",
+            ".git/config",
+            "a/.GIT/hooks/x",
+            ".",
+        ] {
+            assert_eq!(work_path(bad.as_bytes()), None, "{bad}");
+        }
+        assert_eq!(work_path(b"src/a.rs"), Some(PathBuf::from("src/a.rs")));
+    }
+}

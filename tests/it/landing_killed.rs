@@ -9,6 +9,7 @@
 use std::time::Duration;
 
 use crate::headless::repo;
+use crate::rewind::{head, run};
 use crate::support::{MockServer, Reply, TempRepo, output_within, texts};
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -28,16 +29,6 @@ const STEPS: [&str; 8] = [
     "ref",
     "index-commit",
 ];
-
-fn run(repo: &TempRepo, server: &MockServer, args: &[&str]) -> (String, String, Option<i32>) {
-    let out = output_within(repo.tern(&server.base_url()).args(args), WAIT);
-    let (stdout, stderr) = texts(&out);
-    (stdout, stderr, out.status.code())
-}
-
-fn head(repo: &TempRepo) -> String {
-    repo.git(&["rev-parse", "HEAD"]).trim().to_string()
-}
 
 /// The model's reply adding a comma to src/greet.py (and the commit message's).
 fn push_the_comma(server: &MockServer) {
@@ -62,8 +53,13 @@ const TURN: [&str; 6] = [
 /// A turn that lands the comma, killed at `step`.
 fn killed_at(repo: &TempRepo, server: &MockServer, step: &str) {
     push_the_comma(server);
+    killed(repo, server, step, &TURN);
+}
+
+/// `tern ARGS` killed at `step`, its journal left behind.
+fn killed(repo: &TempRepo, server: &MockServer, step: &str, args: &[&str]) {
     let mut killed = repo.tern(&server.base_url());
-    killed.env("TERN_DIE_AT", step).args(TURN);
+    killed.env("TERN_DIE_AT", step).args(args);
     let out = output_within(&mut killed, WAIT);
     assert_eq!(out.status.code(), None, "{step}: killed, {:?}", texts(&out));
     assert!(repo.path().join(JOURNAL).exists(), "{step}: no journal");
@@ -188,12 +184,12 @@ fn a_new_file_and_its_new_directories_go_when_a_killed_landing_is_rolled_back() 
             "docs/deep/notes.md\n```markdown\n<<<<<<< SEARCH\n=======\n# Notes\n>>>>>>> REPLACE\n```\n",
         ),
     );
-    let mut killed = repo.tern(&server.base_url());
-    killed
-        .env("TERN_DIE_AT", "ref")
-        .args(["--yes", "--model", "gpt-4o", "-m", "add notes"]);
-    let out = output_within(&mut killed, WAIT);
-    assert_eq!(out.status.code(), None, "killed, {:?}", texts(&out));
+    killed(
+        &repo,
+        &server,
+        "ref",
+        &["--yes", "--model", "gpt-4o", "-m", "add notes"],
+    );
     assert_eq!(repo.read("docs/deep/notes.md"), "# Notes\n");
 
     let said = next_tern(&repo, &server);
@@ -249,15 +245,12 @@ fn a_slash_commit_killed_part_way_is_finished_or_rolled_back() {
         let repo = repo();
         let start = head(&repo);
         repo.write("README.md", "# Demo, mine\n");
-        let mut killed = repo.tern(&server.base_url());
-        killed.env("TERN_DIE_AT", step).args([
-            "--model",
-            "gpt-4o",
-            "-m",
-            "/commit save the readme",
-        ]);
-        let out = output_within(&mut killed, WAIT);
-        assert_eq!(out.status.code(), None, "{step}: killed, {:?}", texts(&out));
+        killed(
+            &repo,
+            &server,
+            step,
+            &["--model", "gpt-4o", "-m", "/commit save the readme"],
+        );
 
         let said = next_tern(&repo, &server);
         assert!(!repo.path().join(JOURNAL).exists(), "{step}");

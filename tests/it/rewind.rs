@@ -16,7 +16,11 @@ const WAIT: Duration = Duration::from_secs(30);
 const AFTER_ONE: &str = "def greet(name):\n    return 'hello, ' + name\n";
 const AFTER_TWO: &str = "def greet(name: str):\n    return 'hello, ' + name\n";
 
-fn run(repo: &TempRepo, server: &MockServer, args: &[&str]) -> (String, String, Option<i32>) {
+pub(crate) fn run(
+    repo: &TempRepo,
+    server: &MockServer,
+    args: &[&str],
+) -> (String, String, Option<i32>) {
     let out = output_within(repo.tern(&server.base_url()).args(args), WAIT);
     let (stdout, stderr) = texts(&out);
     (stdout, stderr, out.status.code())
@@ -55,7 +59,7 @@ fn run_command(repo: &TempRepo, server: &MockServer, command: &str) {
     assert_eq!(code, Some(0), "{stderr}");
 }
 
-fn head(repo: &TempRepo) -> String {
+pub(crate) fn head(repo: &TempRepo) -> String {
     repo.git(&["rev-parse", "HEAD"]).trim().to_string()
 }
 

@@ -138,6 +138,52 @@ fn a_landing_killed_at_any_step_is_rolled_back_or_finished_whole() {
     }
 }
 
+/// Killed after tern's note was written and before the branch moved: that note goes,
+/// and the notes of tern's earlier commits stay as they were.
+#[test]
+fn a_note_of_a_commit_never_made_goes_and_earlier_notes_stay() {
+    let server = MockServer::start_in_thread();
+    let repo = repo();
+    push_the_comma(&server);
+    let (_, stderr, code) = run(&repo, &server, &TURN);
+    assert_eq!(code, Some(0), "{stderr}");
+    let landed = head(&repo);
+    let noted = notes(&repo);
+    assert!(noted.contains("refs/notes/tern"), "{noted}");
+
+    server.push_for_model("gpt-4o-mini", Reply::text("Type the name"));
+    server.push_for_model(
+        "gpt-4o",
+        Reply::text(
+            "src/greet.py\n```python\n<<<<<<< SEARCH\ndef greet(name):\n=======\ndef greet(name: str):\n>>>>>>> REPLACE\n```\n",
+        ),
+    );
+    killed(
+        &repo,
+        &server,
+        "ref",
+        &[
+            "--yes",
+            "--model",
+            "gpt-4o",
+            "-m",
+            "type the name",
+            "src/greet.py",
+        ],
+    );
+    assert_ne!(
+        notes(&repo),
+        noted,
+        "the note was written when it was killed"
+    );
+
+    let said = next_tern(&repo, &server);
+    assert_eq!(notes(&repo), noted, "{said}");
+    assert_eq!(head(&repo), landed);
+    assert_eq!(repo.read("src/greet.py"), AFTER);
+    assert_eq!(repo.git(&["status", "--porcelain"]), "", "{said}");
+}
+
 /// A file the user saved between the kill and the next tern is theirs: it is left as
 /// it is and named.
 #[test]

@@ -209,6 +209,26 @@ pub(super) fn follow(
     Ok(())
 }
 
+/// The files that differ between two trees.
+pub fn changed(repo: &Repository, from: Oid, to: Oid) -> Result<Vec<PathBuf>, GitError> {
+    let diff = repo.diff_tree_to_tree(
+        Some(&repo.find_tree(from)?),
+        Some(&repo.find_tree(to)?),
+        None,
+    )?;
+    let mut paths: Vec<PathBuf> = Vec::new();
+    for path in diff
+        .deltas()
+        .flat_map(|d| [d.old_file().path(), d.new_file().path()])
+        .flatten()
+    {
+        if !paths.iter().any(|p| p == path) {
+            paths.push(path.to_path_buf());
+        }
+    }
+    Ok(paths)
+}
+
 /// Checks out `paths` of `commit` into the work tree only (the index is written by the
 /// caller, through git's lock). Paths are literal: as pathspecs, `src/*.rs` or
 /// `pages/[id].tsx` would match and overwrite other files, with the user's
@@ -472,16 +492,12 @@ fn finish_landing(repo: &Repository, found: &Found) -> Result<String, GitError> 
     };
     let tip = repo.find_commit(to)?;
     let from_tree = match found.from {
-        Some(id) => Some(repo.find_commit(id)?.tree()?),
-        None => None,
+        Some(id) => repo.find_commit(id)?.tree_id(),
+        // An unborn branch: everything in the tip is new.
+        None => repo.treebuilder(None)?.write()?,
     };
-    let diff = repo.diff_tree_to_tree(from_tree.as_ref(), Some(&tip.tree()?), None)?;
     // Only what the commits changed: whatever else the user staged stays staged.
-    let changed: Vec<PathBuf> = diff
-        .deltas()
-        .filter_map(|d| d.new_file().path().or(d.old_file().path()))
-        .map(Path::to_path_buf)
-        .collect();
+    let changed = changed(repo, from_tree, tip.tree_id())?;
     let mut lock = IndexLock::acquire(repo.path())?;
     let mut index = lock.open()?;
     follow(&mut index, &tip, &changed)?;

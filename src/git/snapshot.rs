@@ -26,7 +26,7 @@ pub fn snapshot(root: &Path) -> Result<Oid, GitError> {
 /// has them, when every one of them still holds what `now` has (else refused, with
 /// nothing changed: someone changed them since). Returns the files.
 pub fn swap_files(repo: &Repository, now: Oid, wanted: Oid) -> Result<Vec<PathBuf>, UndoError> {
-    let paths = super::undo::changed(repo, now, wanted)?;
+    let paths = super::journal::changed(repo, now, wanted)?;
     let workdir = repo.workdir().ok_or(GitError::Bare)?;
     let wanted_tree = repo.find_tree(wanted)?;
     not_changed_since(repo, now, &paths)?;

@@ -251,27 +251,7 @@ pub(super) fn changed_paths(
     from: &git2::Commit<'_>,
     to: &git2::Commit<'_>,
 ) -> Result<Vec<PathBuf>, GitError> {
-    changed(repo, from.tree_id(), to.tree_id())
-}
-
-/// The files that differ between two trees.
-pub fn changed(repo: &Repository, from: Oid, to: Oid) -> Result<Vec<PathBuf>, GitError> {
-    let diff = repo.diff_tree_to_tree(
-        Some(&repo.find_tree(from)?),
-        Some(&repo.find_tree(to)?),
-        None,
-    )?;
-    let mut paths: Vec<PathBuf> = Vec::new();
-    for path in diff
-        .deltas()
-        .flat_map(|d| [d.old_file().path(), d.new_file().path()])
-        .flatten()
-    {
-        if !paths.iter().any(|p| p == path) {
-            paths.push(path.to_path_buf());
-        }
-    }
-    Ok(paths)
+    super::journal::changed(repo, from.tree_id(), to.tree_id())
 }
 
 fn remote_branches_containing(repo: &Repository, id: Oid) -> Result<Vec<String>, GitError> {

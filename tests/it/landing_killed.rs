@@ -138,6 +138,26 @@ fn a_landing_killed_at_any_step_is_rolled_back_or_finished_whole() {
     }
 }
 
+/// `tern undo` right after a landing killed once its branch moved: the landing is
+/// finished first (and said), then taken back.
+#[test]
+fn tern_undo_after_a_kill_finishes_the_landing_says_so_and_takes_it_back() {
+    let server = MockServer::start_in_thread();
+    let repo = repo();
+    let start = head(&repo);
+    killed_at(&repo, &server, "index-commit");
+    let (stdout, stderr, code) = run(&repo, &server, &["undo"]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("tern: a landing killed part way was finished: the index now follows"),
+        "{stderr}"
+    );
+    assert_eq!(head(&repo), start);
+    assert_eq!(repo.read("src/greet.py"), ORIGINAL);
+    assert_eq!(repo.git(&["status", "--porcelain"]), "");
+    assert!(!repo.path().join(JOURNAL).exists());
+}
+
 /// Killed after tern's note was written and before the branch moved: that note goes,
 /// and the notes of tern's earlier commits stay as they were.
 #[test]

@@ -18,7 +18,8 @@ pub enum Step {
     Identity,
     /// The signing probe, before anything is written.
     Signing,
-    /// A landing's files are written (after its journal), nothing of tern's commit made.
+    /// A landing's files are written (after its journal), nothing of tern's commit made
+    /// (without commits: the landing's end).
     Written,
     /// Making the blobs of a commit's files.
     Blobs,
@@ -101,7 +102,7 @@ impl Failpoints {
 /// `TERN_DIE_AT=STEP`: the process is killed (SIGKILL: no unwinding, no cleanup)
 /// when a commit or a move of HEAD reaches `STEP`, for tests of what the next tern
 /// finds (debug builds only).
-fn die_at(step: Step) {
+pub(super) fn die_at(step: Step) {
     if cfg!(debug_assertions)
         && std::env::var("TERN_DIE_AT")
             .ok()

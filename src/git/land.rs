@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use git2::Repository;
 
 use super::commit::Committer;
-use super::failpoint::{Failpoints, Step};
+use super::failpoint::{Failpoints, Step, die_at};
 use super::index_lock::IndexLock;
 use super::journal::{Journal, Plan};
 use super::{Commit, CommitOptions, GitError, RepoLock, lock_wait};
@@ -145,21 +145,25 @@ pub fn land(
     if let Some(committer) = committer.as_mut() {
         committer.writing();
     }
-    // Written down before the first write, when commits are made: a tern killed from
-    // here on is rolled back or finished by the next one (`journal`).
-    let mut journal = match &committer {
-        Some(committer) => {
-            let files = proposal.planned_files(&ready);
-            let plan = Plan::Landing {
-                from: committer.head(),
+    // Written down before the first write: a tern killed from here on is rolled back
+    // or finished by the next one (`journal`).
+    let from = match &committer {
+        Some(committer) => Ok(committer.head()),
+        None => super::head::Head::read(repo).map(|head| head.id),
+    };
+    let files = proposal.planned_files(&ready);
+    let journal = from.and_then(|from| {
+        Journal::write(
+            repo,
+            Plan::Landing {
+                from,
                 files: &files,
-            };
-            match Journal::write(repo, plan) {
-                Ok(journal) => Some(journal),
-                Err(e) => return Landed::Refused(e),
-            }
-        }
-        None => None,
+            },
+        )
+    });
+    let mut journal = match journal {
+        Ok(journal) => journal,
+        Err(e) => return Landed::Refused(e),
     };
     let landed = write_and_commit(
         repo,
@@ -167,7 +171,7 @@ pub fn land(
         proposal,
         ready,
         committer,
-        journal.as_mut(),
+        &mut journal,
         Decided {
             planned,
             text,
@@ -177,9 +181,7 @@ pub fn land(
         },
     );
     // Done, or put back: nothing is left for the next tern to settle.
-    if let Some(journal) = journal {
-        journal.remove();
-    }
+    journal.remove();
     landed
 }
 
@@ -202,7 +204,7 @@ fn write_and_commit(
     proposal: &mut Proposal,
     ready: Ready,
     committer: Option<Committer<'_>>,
-    journal: Option<&mut Journal>,
+    journal: &mut Journal,
     decided: Decided,
 ) -> Landed {
     let Decided {
@@ -219,7 +221,9 @@ fn write_and_commit(
         Err(outcome) => return Landed::NotWritten(outcome),
     };
     let Some(mut committer) = committer.filter(|_| !applied.written.is_empty()) else {
-        // Nothing written: the user's own changes are not committed either.
+        // Without commits the landing ends with its writes (tests kill it after them);
+        // with nothing written, the user's own changes are not committed either.
+        die_at(Step::Written);
         return Landed::Written {
             dirty: None,
             applied,
@@ -240,7 +244,7 @@ fn write_and_commit(
         });
     let committed = made.and_then(|commit| {
         // From here a kill is finished once the branch points at the tip.
-        if let (Some(journal), Some(tip)) = (journal, committer.tip()) {
+        if let Some(tip) = committer.tip() {
             journal.landing_at(repo.path(), tip)?;
         }
         committer.finish().map(|()| commit)

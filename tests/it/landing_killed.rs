@@ -138,6 +138,29 @@ fn a_landing_killed_at_any_step_is_rolled_back_or_finished_whole() {
     }
 }
 
+/// Without commits (`--no-auto-commits`) a landing killed part way through its writes
+/// is rolled back too: the next tern finds no file half of the landing's.
+#[test]
+fn a_landing_without_commits_killed_after_its_writes_is_rolled_back() {
+    let server = MockServer::start_in_thread();
+    let repo = repo();
+    let start = head(&repo);
+    push_the_comma(&server);
+    let mut args = vec!["--no-auto-commits"];
+    args.extend(TURN);
+    killed(&repo, &server, "written", &args);
+    assert_eq!(repo.read("src/greet.py"), AFTER);
+
+    let said = next_tern(&repo, &server);
+    assert!(
+        said.contains("a landing killed part way was rolled back: 1 file put back"),
+        "{said}"
+    );
+    assert_eq!(repo.read("src/greet.py"), ORIGINAL);
+    assert_eq!(head(&repo), start);
+    assert_eq!(repo.git(&["status", "--porcelain"]), "");
+}
+
 /// `tern undo` right after a landing killed once its branch moved: the landing is
 /// finished first (and said), then taken back.
 #[test]

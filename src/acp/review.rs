@@ -44,11 +44,16 @@ impl Decided {
         let mut ops: Vec<Op> = self
             .hunks
             .iter()
-            .map(|asked| {
-                Op::Review(ReviewOp::Hunk {
+            .map(|asked| match asked.unsaved {
+                // Not the user's rejection: the model is told why it did not land.
+                true => Op::Command {
+                    command: Command::Reject,
+                    args: format!("{} {}", asked.hunk, crate::prompts::UNSAVED_IN_EDITOR),
+                },
+                false => Op::Review(ReviewOp::Hunk {
                     id: asked.hunk.clone(),
                     decision: asked.decision,
-                })
+                }),
             })
             .collect();
         let any = self.hunks.iter().any(|a| a.decision == Decision::Accept);
@@ -80,6 +85,31 @@ impl Decided {
             .collect()
     }
 
+    /// The files of the accepted hunks.
+    pub(super) fn accepted_files(&self) -> Vec<String> {
+        let mut files: Vec<String> = Vec::new();
+        for (_, path) in self.accepted() {
+            if !files.contains(path) {
+                files.push(path.clone());
+            }
+        }
+        files
+    }
+
+    /// The accepted hunks of `files`, whose text in the editor has unsaved changes, do
+    /// not land (they were made against the file on disk): their tool calls fail.
+    pub(super) fn hold_back(&mut self, files: &[String]) -> Vec<SessionUpdate> {
+        let mut failed = Vec::new();
+        for asked in &mut self.hunks {
+            if asked.decision == Decision::Accept && files.contains(&asked.path) {
+                asked.decision = Decision::Reject;
+                asked.unsaved = true;
+                failed.push(status_update(&asked.call, ToolCallStatus::Failed));
+            }
+        }
+        failed
+    }
+
     fn accepted(&self) -> impl Iterator<Item = (&String, &String)> {
         self.hunks
             .iter()
@@ -97,6 +127,8 @@ struct Asked {
     hunk: String,
     path: String,
     decision: Decision,
+    /// Accepted, but held back: the editor has unsaved changes to its file.
+    unsaved: bool,
 }
 
 /// A tool call id unique in the connection (a hunk proposed again in a later turn has
@@ -166,6 +198,7 @@ pub(super) async fn ask(
                 hunk: hunk.id.clone(),
                 path: file.path.clone(),
                 decision,
+                unsaved: false,
             });
         }
     }

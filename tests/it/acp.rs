@@ -536,3 +536,89 @@ async fn a_command_the_model_suggests_is_asked_about_and_runs_only_on_a_yes() {
     assert_eq!(repo.read("ran.txt"), "yes\n");
     assert!(!root.join("not-run.txt").exists());
 }
+
+/// A reply that edits `.env`, which git ignores, and a.txt.
+const IGNORED_EDIT: &str = ".env
+```
+<<<<<<< SEARCH
+KEY=old
+=======
+KEY=new
+>>>>>>> REPLACE
+```
+
+a.txt
+```
+<<<<<<< SEARCH
+alpha
+=======
+ALPHA
+>>>>>>> REPLACE
+```
+";
+
+/// An editor accepts a hunk to a file git ignores, and then answers the second
+/// question the workspace asks about such a file (git cannot bring it back), `write`.
+/// Before, no such question was asked and nothing landed (the landing waited for a
+/// confirmation the editor could not give). Returns what the client heard.
+async fn edit_ignored(repo: &TempRepo, write: bool) -> Heard {
+    let server = MockServer::start().await;
+    server.push_for_model("gpt-4o", Reply::text(IGNORED_EDIT));
+    server.push_for_model("gpt-4o-mini", Reply::text("Shout alpha"));
+    let root = repo.path().canonicalize().unwrap();
+    let accept = move |asked: &Path| !asked.to_string_lossy().contains("git ignores") || write;
+    let ((), heard) = client(repo, &server, accept, async |cx| {
+        let session = new_session(&cx, &root).await?;
+        prompt(&cx, &session, "/add .env a.txt").await?;
+        assert_eq!(
+            prompt(&cx, &session, "shout, and rotate the key").await?,
+            StopReason::EndTurn
+        );
+        Ok(())
+    })
+    .await;
+    let asked: Vec<String> = heard
+        .asked
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    assert_eq!(asked.len(), 3, "{asked:?}");
+    assert!(
+        asked[1].starts_with(
+            "Write .env anyway? git ignores it: it is never committed; its content is backed up first"
+        ),
+        "{asked:?}"
+    );
+    // a.txt lands either way, in tern's commit; .env is never committed.
+    only_the_hunk_of_a_landed(repo);
+    heard
+}
+
+fn ignored_repo() -> TempRepo {
+    let repo = repo();
+    repo.write(".gitignore", ".env\n");
+    repo.git(&["add", ".gitignore"]);
+    repo.git(&["commit", "-q", "-m", "ignore .env"]);
+    repo.write(".env", "KEY=old\n");
+    repo
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hunk_to_a_gitignored_file_lands_only_once_the_editor_says_write_it_anyway() {
+    let repo = ignored_repo();
+    let heard = edit_ignored(&repo, true).await;
+    assert_eq!(repo.read(".env"), "KEY=new\n");
+    assert!(heard.said().contains("applied 2 hunks"), "{}", heard.said());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gitignored_file_the_editor_would_not_write_is_left_and_the_rest_lands() {
+    let repo = ignored_repo();
+    let heard = edit_ignored(&repo, false).await;
+    assert_eq!(repo.read(".env"), "KEY=old\n");
+    assert!(
+        heard.said().contains("applied 1 hunk to a.txt"),
+        "{}",
+        heard.said()
+    );
+}

@@ -19,6 +19,7 @@ pub use error::{HttpFailure, LlmError};
 pub use key::ApiKey;
 pub use message::{Message, Role};
 pub use models::{ModelInfo, Usage};
-pub use tokenize::{CountError, FRAMING_PROBE, ProbedTokenizer, ServerTokenizer, TokenizerSlot};
+pub use tokenize::{CountError, FRAMING_PROBE, ServerTokenizer};
+pub(crate) use tokenize::{ProbedTokenizer, TokenizerSlot};
 pub use transport::{Exchange, TimedEvent};
 pub use window::{OLLAMA_DEFAULT_CONTEXT, ReportedWindow};

@@ -111,6 +111,7 @@ pub(super) async fn open(
         cancelled: cancelled.clone(),
         reads_files: lock(&shared.client).fs.read_text_file,
         chat_files: Vec::new(),
+        line_open: AtomicBool::new(false),
         budget: None,
     };
     // A loaded session's conversation is replayed before `session/load` answers.
@@ -164,6 +165,9 @@ struct Actor {
     reads_files: bool,
     /// The files in the chat, as the engine last said.
     chat_files: Vec<String>,
+    /// The last text sent did not end its line (a reply streaming): tern's own next
+    /// line starts on a new one.
+    line_open: AtomicBool,
     /// The last budget, said again as a plan when a prompt ends.
     budget: Option<Box<BudgetReport>>,
 }
@@ -197,11 +201,28 @@ impl Actor {
 
     /// Sends one `session/update`.
     fn update(&self, update: SessionUpdate) -> Result<(), Error> {
+        if let SessionUpdate::AgentMessageChunk(chunk) = &update
+            && let ContentBlock::Text(said) = &chunk.content
+            && !said.text.is_empty()
+        {
+            self.line_open
+                .store(!said.text.ends_with('\n'), Ordering::SeqCst);
+        }
         self.cx
             .send_notification(agent_client_protocol::v1::schema::SessionNotification::new(
                 self.id.clone(),
                 update,
             ))
+    }
+
+    /// A line of tern's own (a notice, what landed, a command's output): on a line of
+    /// its own, not run on after a reply that left its line open.
+    fn say(&self, line: String) -> Result<(), Error> {
+        let open = match self.line_open.load(Ordering::SeqCst) {
+            true => "\n",
+            false => "",
+        };
+        self.update(updates::text(format!("{open}{line}\n")))
     }
 
     /// What start-up said: the resumed conversation, notices and warnings, the budget.
@@ -227,7 +248,7 @@ impl Actor {
                 self.budget = Some(report);
             }
             Event::Notice { text } | Event::Warning { text } | Event::Error { text } => {
-                self.update(updates::text(format!("tern: {text}\n")))?;
+                self.say(format!("tern: {text}"))?;
             }
             Event::Files { files } => {
                 self.chat_files = files.into_iter().map(|f| f.path).collect();
@@ -244,10 +265,10 @@ impl Actor {
         self.cancelled.store(false, Ordering::SeqCst);
         let mut read = super::prompt::read(&blocks, &self.root);
         if !read.skipped.is_empty() {
-            self.update(updates::text(format!(
-                "tern: not added to the chat: {}\n",
+            self.say(format!(
+                "tern: not added to the chat: {}",
                 read.skipped.join(", ")
-            )))?;
+            ))?;
         }
         if self.reads_files {
             // The files the editor did not send the text of: linked ones, and those
@@ -269,10 +290,9 @@ impl Actor {
         if !read.unsaved.is_empty() {
             // Edits are proposed against the file on disk: one the editor holds
             // otherwise would be proposed against text the user no longer has.
-            self.update(updates::text(format!(
-                "tern: unsaved changes in the editor: {}. tern reads and edits the files on disk: save them, then send the prompt again\n",
+            self.say(format!("tern: unsaved changes in the editor: {}. tern reads and edits the files on disk: save them, then send the prompt again",
                 read.unsaved.join(", ")
-            )))?;
+            ))?;
             return Ok(StopReason::EndTurn);
         }
         let mut mine: Vec<OpId> = Vec::new();
@@ -286,7 +306,7 @@ impl Actor {
         let op = match crate::engine::input::parse(&read.text) {
             Ok(op) => op,
             Err(unknown) => {
-                self.update(updates::text(format!("tern: {unknown}\n")))?;
+                self.say(format!("tern: {unknown}"))?;
                 return Ok(StopReason::EndTurn);
             }
         };
@@ -364,10 +384,9 @@ impl Actor {
         for update in decided.hold_back(&unsaved) {
             self.update(update)?;
         }
-        self.update(updates::text(format!(
-            "\ntern: not applied to {}: the editor has unsaved changes there, and the hunks were made against the file on disk (your changes are kept); save, then ask again\n",
+        self.say(format!("tern: not applied to {}: the editor has unsaved changes there, and the hunks were made against the file on disk (your changes are kept); save, then ask again",
             unsaved.join(", ")
-        )))
+        ))
     }
 
     fn send(&self, op: Op) -> Result<OpId, Error> {
@@ -422,14 +441,14 @@ impl Actor {
                 // shows them with the proposal).
                 for failure in view.failures.iter().map(ToString::to_string) {
                     if !turn.failures.contains(&failure) {
-                        self.update(updates::text(format!("\ntern: not applied: {failure}\n")))?;
+                        self.say(format!("tern: not applied: {failure}"))?;
                         turn.failures.push(failure);
                     }
                 }
                 turn.proposal = Some(*view);
             }
             Event::Needed { commands, .. } => turn.suggested.extend(commands),
-            Event::Output { text, .. } => self.update(updates::text(format!("{text}\n")))?,
+            Event::Output { text, .. } => self.say(text)?,
             Event::Applied {
                 files,
                 accepted,
@@ -444,11 +463,11 @@ impl Actor {
                     true => String::new(),
                     false => format!("; not written: {}", failed.join(", ")),
                 };
-                self.update(updates::text(format!(
-                    "\ntern: applied {} to {}{committed}{not_written}\n",
+                self.say(format!(
+                    "tern: applied {} to {}{committed}{not_written}",
                     crate::plural::count(accepted, "hunk"),
                     files.join(", ")
-                )))?;
+                ))?;
                 if let Some(decided) = &turn.decided {
                     for update in decided.landed(&failed) {
                         self.update(update)?;
@@ -456,9 +475,7 @@ impl Actor {
                 }
             }
             Event::NotApplied { reason } => {
-                self.update(updates::text(format!(
-                    "\ntern: nothing was applied: {reason}\n"
-                )))?;
+                self.say(format!("tern: nothing was applied: {reason}"))?;
                 if let Some(decided) = &turn.decided {
                     for update in decided.not_landed() {
                         self.update(update)?;
@@ -475,11 +492,11 @@ impl Actor {
                 turn.answers.push(self.send(Op::AnswerCommand { run })?);
             }
             Event::CommandStarted { command, .. } => {
-                self.update(updates::text(format!("\ntern: $ {command}\n")))?;
+                self.say(format!("tern: $ {command}"))?;
             }
             Event::CommandFinished {
                 command, outcome, ..
-            } => self.update(updates::text(format!("tern: `{command}`: {outcome}\n")))?,
+            } => self.say(format!("tern: `{command}`: {outcome}"))?,
             Event::Crashed { text } => turn.failed = Some(text),
             event => self.between_prompts(event)?,
         }

@@ -254,6 +254,11 @@ async fn attachments_outside_binary_and_not_utf8_are_each_taken_or_left_out_and_
         )),
         "{said}"
     );
+    // tern's own lines never run on after the reply's last words.
+    assert!(
+        said.contains("I see: it is outside the repository.\ntern: "),
+        "{said}"
+    );
     // The first request (the next holds the model's own edit, which failed).
     let requests = server.requests();
     let first = requests.iter().find(|r| r.model == "gpt-4o").unwrap();

@@ -198,6 +198,10 @@ pub fn review_history(description: &str) -> String {
 /// each, after the rejected hunks.
 pub const REJECTED_REASONS: &str = text!("rejected-reasons.md");
 
+/// The reason given for a hunk accepted in an editor (`tern acp`) that tern did not
+/// land, since the editor held unsaved changes to its file.
+pub const UNSAVED_IN_EDITOR: &str = text!("unsaved-in-editor.md");
+
 // Git (`Engine::command`, `engine/mod.rs`).
 
 /// What the model is told after the user undid its commit `id`; the commit's diff

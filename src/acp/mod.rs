@@ -7,6 +7,7 @@
 //! accepts or rejects through `session/request_permission` before the engine lands
 //! the accepted ones (see the README, *tern in an editor*).
 
+mod buffers;
 mod prompt;
 mod review;
 mod session;

@@ -2,7 +2,8 @@
 //! what is typed, and the files the user attached (links to them, or their content
 //! embedded), which join the chat read-only. tern reads a chat file from disk: a file
 //! whose embedded content differs from disk has unsaved changes in the editor, and
-//! the user is asked to save it first.
+//! the user is asked to save it first. A file outside the repository is not taken
+//! (tern reads and writes only inside it), nor is binary content.
 
 use std::path::{Path, PathBuf};
 
@@ -18,8 +19,8 @@ pub(super) struct Read {
     pub(super) linked: Vec<String>,
     /// Those of them whose embedded text is not what the file on disk holds.
     pub(super) unsaved: Vec<String>,
-    /// What it attached that tern cannot take (outside the repository, not a file,
-    /// an image), for the user to hear.
+    /// What it attached that tern cannot take, each with why (outside the
+    /// repository, not a file, binary, an image), for the user to hear.
     pub(super) skipped: Vec<String>,
 }
 
@@ -34,26 +35,38 @@ pub(super) fn read(blocks: &[ContentBlock], root: &Path) -> Read {
                     read.attach(&text.uri, Some(&text.text), root);
                 }
                 EmbeddedResourceResource::BlobResourceContents(blob) => {
-                    read.skipped.push(blob.uri.clone());
+                    read.skip(format!("{} (binary content)", blob.uri));
                 }
-                _ => read.skipped.push("an embedded resource".into()),
+                _ => read.skip("an embedded resource of a kind tern does not know".into()),
             },
-            _ => read.skipped.push("an image or audio".into()),
+            _ => read.skip("an image or audio (tern sends text only)".into()),
         }
     }
     read
 }
 
 impl Read {
+    /// Something not taken, said once however often it was attached.
+    fn skip(&mut self, what: String) {
+        if !self.skipped.contains(&what) {
+            self.skipped.push(what);
+        }
+    }
+
     fn attach(&mut self, uri: &str, embedded: Option<&str>, root: &Path) {
         let Some(path) = in_repository(uri, root) else {
-            self.skipped.push(uri.to_string());
+            self.skip(format!(
+                "{uri} (not a file inside the repository, where tern reads and writes)"
+            ));
             return;
         };
         let shown = path.display().to_string();
         match embedded {
             Some(text)
-                if std::fs::read(root.join(&path)).ok().as_deref() != Some(text.as_bytes()) =>
+                if super::buffers::differs(
+                    std::fs::read(root.join(&path)).ok().as_deref(),
+                    text,
+                ) =>
             {
                 self.unsaved.push(shown.clone());
             }
@@ -107,6 +120,11 @@ mod tests {
         assert_eq!(read.files, ["src/a b.rs", "c.rs"]);
         assert_eq!(read.linked, ["src/a b.rs"]);
         assert_eq!(read.unsaved, ["c.rs"]);
-        assert_eq!(read.skipped, ["file:///etc/hostname"]);
+        assert_eq!(
+            read.skipped,
+            [
+                "file:///etc/hostname (not a file inside the repository, where tern reads and writes)"
+            ]
+        );
     }
 }

@@ -16,7 +16,9 @@ use agent_client_protocol::v1::schema::{
 use agent_client_protocol::{Client, Error};
 
 use crate::engine::Op;
-use crate::engine::protocol::{Command, Decision, HunkView, LineKind, ProposalView, ReviewOp};
+use crate::engine::protocol::{
+    Command, Decision, HunkView, Ignored, LineKind, ProposalView, ReviewOp,
+};
 
 const ACCEPT: &str = "accept";
 const REJECT: &str = "reject";
@@ -25,6 +27,8 @@ const REJECT: &str = "reject";
 #[derive(Debug, Default)]
 pub(super) struct Decided {
     hunks: Vec<Asked>,
+    /// Files git ignores that the user agreed to write (`ReviewOp::Confirm`).
+    confirmed: Vec<String>,
     /// The client answered a question `cancelled` (the prompt was cancelled).
     pub(super) cancelled: bool,
 }
@@ -44,13 +48,23 @@ impl Decided {
         let mut ops: Vec<Op> = self
             .hunks
             .iter()
-            .map(|asked| {
-                Op::Review(ReviewOp::Hunk {
+            .map(|asked| match asked.unsaved {
+                // Not the user's rejection: the model is told why it did not land.
+                true => Op::Command {
+                    command: Command::Reject,
+                    args: format!("{} {}", asked.hunk, crate::prompts::UNSAVED_IN_EDITOR),
+                },
+                false => Op::Review(ReviewOp::Hunk {
                     id: asked.hunk.clone(),
                     decision: asked.decision,
-                })
+                }),
             })
             .collect();
+        ops.extend(
+            self.confirmed
+                .iter()
+                .map(|path| Op::Review(ReviewOp::Confirm { path: path.clone() })),
+        );
         let any = self.hunks.iter().any(|a| a.decision == Decision::Accept);
         ops.push(match any {
             true => Op::Review(ReviewOp::Apply),
@@ -80,6 +94,38 @@ impl Decided {
             .collect()
     }
 
+    /// The files of the accepted hunks.
+    pub(super) fn accepted_files(&self) -> Vec<String> {
+        let mut files: Vec<String> = Vec::new();
+        for (_, path) in self.accepted() {
+            if !files.contains(path) {
+                files.push(path.clone());
+            }
+        }
+        files
+    }
+
+    /// The accepted hunks of `files`, whose text in the editor has unsaved changes, do
+    /// not land (they were made against the file on disk): their tool calls fail.
+    pub(super) fn hold_back(&mut self, files: &[String]) -> Vec<SessionUpdate> {
+        self.reject_accepted(files, true)
+    }
+
+    /// The accepted hunks of `files` do not land after all: held back for the
+    /// editor's `unsaved` changes, or rejected (the user would not write a file git
+    /// ignores). Their tool calls fail.
+    fn reject_accepted(&mut self, files: &[String], unsaved: bool) -> Vec<SessionUpdate> {
+        let mut failed = Vec::new();
+        for asked in &mut self.hunks {
+            if asked.decision == Decision::Accept && files.contains(&asked.path) {
+                asked.decision = Decision::Reject;
+                asked.unsaved = unsaved;
+                failed.push(status_update(&asked.call, ToolCallStatus::Failed));
+            }
+        }
+        failed
+    }
+
     fn accepted(&self) -> impl Iterator<Item = (&String, &String)> {
         self.hunks
             .iter()
@@ -97,6 +143,8 @@ struct Asked {
     hunk: String,
     path: String,
     decision: Decision,
+    /// Accepted, but held back: the editor has unsaved changes to its file.
+    unsaved: bool,
 }
 
 /// A tool call id unique in the connection (a hunk proposed again in a later turn has
@@ -166,10 +214,49 @@ pub(super) async fn ask(
                 hunk: hunk.id.clone(),
                 path: file.path.clone(),
                 decision,
+                unsaved: false,
             });
+        }
+        if let Some(ignored) = file.ignored
+            && decided.accepted_files().contains(&file.path)
+        {
+            match permission(
+                cx,
+                session,
+                &call_id("ignored"),
+                ignored_question(&file.path, ignored),
+            )
+            .await?
+            {
+                Some(true) => decided.confirmed.push(file.path.clone()),
+                Some(false) => {
+                    let rejected = decided.reject_accepted(std::slice::from_ref(&file.path), false);
+                    for failed in rejected {
+                        update(cx, session, failed)?;
+                    }
+                }
+                None => {
+                    decided.cancelled = true;
+                    return Ok(decided);
+                }
+            }
         }
     }
     Ok(decided)
+}
+
+/// The second question a file git ignores gets once a hunk of it was accepted, as the
+/// workspace asks to apply again: git cannot bring such a file back.
+fn ignored_question(path: &str, ignored: Ignored) -> ToolCallUpdateFields {
+    let what = match ignored {
+        Ignored::New => "it would be created and never committed",
+        Ignored::Existing => {
+            "it is never committed; its content is backed up first (/undo restores it)"
+        }
+    };
+    ToolCallUpdateFields::new()
+        .title(format!("Write {path} anyway? git ignores it: {what}"))
+        .kind(ToolKind::Edit)
 }
 
 /// Asks whether to run a command the model suggested (typed ones run at once, as in

@@ -7,9 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use agent_client_protocol::v1::schema::{
-    ContentBlock, PromptResponse, ReadTextFileRequest, SessionUpdate, StopReason,
-};
+use agent_client_protocol::v1::schema::{ContentBlock, PromptResponse, SessionUpdate, StopReason};
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, Error};
 use tokio::sync::mpsc;
@@ -112,6 +110,8 @@ pub(super) async fn open(
         events,
         cancelled: cancelled.clone(),
         reads_files: lock(&shared.client).fs.read_text_file,
+        chat_files: Vec::new(),
+        line_open: AtomicBool::new(false),
         budget: None,
     };
     // A loaded session's conversation is replayed before `session/load` answers.
@@ -163,6 +163,11 @@ struct Actor {
     /// The client reads files for agents (`fs/read_text_file`): its buffers, saved
     /// or not.
     reads_files: bool,
+    /// The files in the chat, as the engine last said.
+    chat_files: Vec<String>,
+    /// The last text sent did not end its line (a reply streaming): tern's own next
+    /// line starts on a new one.
+    line_open: AtomicBool,
     /// The last budget, said again as a plan when a prompt ends.
     budget: Option<Box<BudgetReport>>,
 }
@@ -196,11 +201,28 @@ impl Actor {
 
     /// Sends one `session/update`.
     fn update(&self, update: SessionUpdate) -> Result<(), Error> {
+        if let SessionUpdate::AgentMessageChunk(chunk) = &update
+            && let ContentBlock::Text(said) = &chunk.content
+            && !said.text.is_empty()
+        {
+            self.line_open
+                .store(!said.text.ends_with('\n'), Ordering::SeqCst);
+        }
         self.cx
             .send_notification(agent_client_protocol::v1::schema::SessionNotification::new(
                 self.id.clone(),
                 update,
             ))
+    }
+
+    /// A line of tern's own (a notice, what landed, a command's output): on a line of
+    /// its own, not run on after a reply that left its line open.
+    fn say(&self, line: String) -> Result<(), Error> {
+        let open = match self.line_open.load(Ordering::SeqCst) {
+            true => "\n",
+            false => "",
+        };
+        self.update(updates::text(format!("{open}{line}\n")))
     }
 
     /// What start-up said: the resumed conversation, notices and warnings, the budget.
@@ -226,7 +248,10 @@ impl Actor {
                 self.budget = Some(report);
             }
             Event::Notice { text } | Event::Warning { text } | Event::Error { text } => {
-                self.update(updates::text(format!("tern: {text}\n")))?;
+                self.say(format!("tern: {text}"))?;
+            }
+            Event::Files { files } => {
+                self.chat_files = files.into_iter().map(|f| f.path).collect();
             }
             _ => {}
         }
@@ -240,35 +265,48 @@ impl Actor {
         self.cancelled.store(false, Ordering::SeqCst);
         let mut read = super::prompt::read(&blocks, &self.root);
         if !read.skipped.is_empty() {
-            self.update(updates::text(format!(
-                "tern: not added to the chat (not a text file inside the repository): {}\n",
+            self.say(format!(
+                "tern: not added to the chat: {}",
                 read.skipped.join(", ")
-            )))?;
+            ))?;
         }
         if self.reads_files {
-            read.unsaved.extend(self.unsaved_in_editor(&read).await?);
+            // The files the editor did not send the text of: linked ones, and those
+            // already in the chat, whose text the model is about to read from disk.
+            let embedded: Vec<&String> = read
+                .files
+                .iter()
+                .filter(|f| !read.linked.contains(f))
+                .collect();
+            let mut asked: Vec<String> = Vec::new();
+            for path in read.linked.iter().chain(&self.chat_files) {
+                if !embedded.contains(&path) && !asked.contains(path) {
+                    asked.push(path.clone());
+                }
+            }
+            read.unsaved
+                .extend(super::buffers::unsaved(&self.cx, &self.id, &self.root, &asked).await);
         }
         if !read.unsaved.is_empty() {
             // Edits are proposed against the file on disk: one the editor holds
             // otherwise would be proposed against text the user no longer has.
-            self.update(updates::text(format!(
-                "tern: unsaved changes in the editor: {}. tern reads and edits the files on disk: save them, then send the prompt again\n",
+            self.say(format!("tern: unsaved changes in the editor: {}. tern reads and edits the files on disk: save them, then send the prompt again",
                 read.unsaved.join(", ")
-            )))?;
+            ))?;
             return Ok(StopReason::EndTurn);
         }
         let mut mine: Vec<OpId> = Vec::new();
         if !read.files.is_empty() {
-            mine.push(self.send(Op::AddFiles {
+            let added = self.send(Op::AddFiles {
                 paths: read.files,
                 mode: crate::engine::FileMode::ReadOnly,
-            })?);
-            self.until_idle(&mine).await?;
+            })?;
+            self.until_added(added).await?;
         }
         let op = match crate::engine::input::parse(&read.text) {
             Ok(op) => op,
             Err(unknown) => {
-                self.update(updates::text(format!("tern: {unknown}\n")))?;
+                self.say(format!("tern: {unknown}"))?;
                 return Ok(StopReason::EndTurn);
             }
         };
@@ -300,13 +338,20 @@ impl Actor {
             if pending && !reviewed {
                 reviewed = true;
                 let view = turn.proposal.take().unwrap_or_default();
-                let decided = super::review::ask(&self.cx, &self.id, &self.root, &view).await?;
+                let mut decided = super::review::ask(&self.cx, &self.id, &self.root, &view).await?;
                 if decided.cancelled {
                     self.cancelled.store(true, Ordering::SeqCst);
+                } else if self.reads_files {
+                    self.hold_back_unsaved(&mut decided).await?;
                 }
+                // The prompt goes on once the last (the landing, or the proposal's
+                // end) is done: a decision's own `Idle` (a `/reject` with its reason
+                // is a command) comes before anything lands.
+                let mut last = None;
                 for op in decided.ops(self.cancelled.load(Ordering::SeqCst)) {
-                    mine.push(self.send(op)?);
+                    last = Some(self.send(op)?);
                 }
+                mine = last.into_iter().collect();
                 turn.decided = Some(decided);
                 continue;
             }
@@ -326,21 +371,22 @@ impl Actor {
         }
     }
 
-    /// The linked files whose text in the editor (`fs/read_text_file`) is not the
-    /// file's on disk.
-    async fn unsaved_in_editor(&self, read: &super::prompt::Read) -> Result<Vec<String>, Error> {
-        let mut unsaved = Vec::new();
-        for path in &read.linked {
-            let absolute = self.root.join(path);
-            let request = ReadTextFileRequest::new(self.id.clone(), absolute.clone());
-            let Ok(editor) = self.cx.send_request(request).block_task().await else {
-                continue;
-            };
-            if std::fs::read(&absolute).ok().as_deref() != Some(editor.content.as_bytes()) {
-                unsaved.push(path.clone());
-            }
+    /// Just before the accepted hunks land: those of a file whose text in the editor
+    /// is not the file's on disk, which they were made against (the user typed in it
+    /// since the prompt, say), do not land over the unsaved changes. They are said,
+    /// their tool calls fail, and the model hears why.
+    async fn hold_back_unsaved(&self, decided: &mut super::review::Decided) -> Result<(), Error> {
+        let files = decided.accepted_files();
+        let unsaved = super::buffers::unsaved(&self.cx, &self.id, &self.root, &files).await;
+        if unsaved.is_empty() {
+            return Ok(());
         }
-        Ok(unsaved)
+        for update in decided.hold_back(&unsaved) {
+            self.update(update)?;
+        }
+        self.say(format!("tern: not applied to {}: the editor has unsaved changes there, and the hunks were made against the file on disk (your changes are kept); save, then ask again",
+            unsaved.join(", ")
+        ))
     }
 
     fn send(&self, op: Op) -> Result<OpId, Error> {
@@ -349,14 +395,22 @@ impl Actor {
             .map_err(|_| Error::internal_error().data("the session's engine stopped"))
     }
 
-    /// Reads events until the engine is idle after one of `mine`.
-    async fn until_idle(&mut self, mine: &[OpId]) -> Result<(), Error> {
+    /// Reads events, saying them to the client, until the engine has added the files
+    /// of `op` (`AddFiles`, which ends with the chat's files and no `Idle`; what it
+    /// could not add, it said before).
+    async fn until_added(&mut self, op: OpId) -> Result<(), Error> {
         let mut turn = Turn::default();
-        self.until_idle_into(mine, &mut turn).await?;
-        match turn.failed {
-            Some(error) => Err(Error::internal_error().data(error)),
-            None => Ok(()),
+        while let Some(envelope) = self.events.next().await {
+            match envelope.event {
+                Event::Files { files } if envelope.op == Some(op) => {
+                    self.chat_files = files.into_iter().map(|f| f.path).collect();
+                    return Ok(());
+                }
+                Event::Exited => break,
+                event => self.during_prompt(event, &mut turn).await?,
+            }
         }
+        Err(Error::internal_error().data("the engine stopped"))
     }
 
     /// Reads events, saying them to the client, until the engine is idle after one of
@@ -382,9 +436,19 @@ impl Actor {
             Event::Reasoning { text } => self.update(updates::thought(text))?,
             Event::TurnFinished { finish, .. } => turn.stop = updates::stop_reason(&finish),
             Event::TurnFailed { error, .. } => turn.failed = Some(error),
-            Event::Proposal(view) => turn.proposal = Some(*view),
+            Event::Proposal(view) => {
+                // The edit blocks that failed, each said once with why (the workspace
+                // shows them with the proposal).
+                for failure in view.failures.iter().map(ToString::to_string) {
+                    if !turn.failures.contains(&failure) {
+                        self.say(format!("tern: not applied: {failure}"))?;
+                        turn.failures.push(failure);
+                    }
+                }
+                turn.proposal = Some(*view);
+            }
             Event::Needed { commands, .. } => turn.suggested.extend(commands),
-            Event::Output { text, .. } => self.update(updates::text(format!("{text}\n")))?,
+            Event::Output { text, .. } => self.say(text)?,
             Event::Applied {
                 files,
                 accepted,
@@ -399,11 +463,11 @@ impl Actor {
                     true => String::new(),
                     false => format!("; not written: {}", failed.join(", ")),
                 };
-                self.update(updates::text(format!(
-                    "\ntern: applied {} to {}{committed}{not_written}\n",
+                self.say(format!(
+                    "tern: applied {} to {}{committed}{not_written}",
                     crate::plural::count(accepted, "hunk"),
                     files.join(", ")
-                )))?;
+                ))?;
                 if let Some(decided) = &turn.decided {
                     for update in decided.landed(&failed) {
                         self.update(update)?;
@@ -411,9 +475,7 @@ impl Actor {
                 }
             }
             Event::NotApplied { reason } => {
-                self.update(updates::text(format!(
-                    "\ntern: nothing was applied: {reason}\n"
-                )))?;
+                self.say(format!("tern: nothing was applied: {reason}"))?;
                 if let Some(decided) = &turn.decided {
                     for update in decided.not_landed() {
                         self.update(update)?;
@@ -430,11 +492,11 @@ impl Actor {
                 turn.answers.push(self.send(Op::AnswerCommand { run })?);
             }
             Event::CommandStarted { command, .. } => {
-                self.update(updates::text(format!("\ntern: $ {command}\n")))?;
+                self.say(format!("tern: $ {command}"))?;
             }
             Event::CommandFinished {
                 command, outcome, ..
-            } => self.update(updates::text(format!("tern: `{command}`: {outcome}\n")))?,
+            } => self.say(format!("tern: `{command}`: {outcome}"))?,
             Event::Crashed { text } => turn.failed = Some(text),
             event => self.between_prompts(event)?,
         }
@@ -452,6 +514,8 @@ struct Turn {
     suggested: std::collections::VecDeque<String>,
     /// The ops that answered the engine's questions (`AnswerCommand`).
     answers: Vec<OpId>,
+    /// The failed edit blocks said so far.
+    failures: Vec<String>,
 }
 
 impl Default for Turn {
@@ -463,6 +527,7 @@ impl Default for Turn {
             decided: None,
             suggested: std::collections::VecDeque::new(),
             answers: Vec::new(),
+            failures: Vec::new(),
         }
     }
 }

@@ -254,9 +254,10 @@ pub struct Summarizer {
     observer: Option<RequestObserver>,
     /// The server's window as told or reported (`ChatRequest::known_window`).
     known_window: Option<usize>,
-    /// The server's tokenizer: a summary's texts are counted by it before they are
-    /// sent, so its prediction is the server's count, not an estimate.
-    tokenizer: Option<crate::llm::ServerTokenizer>,
+    /// The server's tokenizer, taken when a request is sent (the probe may still be
+    /// under way when the summary starts): a summary's texts are counted by it before
+    /// they are sent, so its prediction is the server's count, not an estimate.
+    tokenizer: Option<crate::llm::ProbedTokenizer>,
 }
 
 impl std::fmt::Debug for Summarizer {
@@ -282,9 +283,13 @@ impl Summarizer {
         }
     }
 
-    /// Counts its requests' texts with the server's tokenizer, when there is one.
-    pub(crate) fn counted_by(self, tokenizer: Option<crate::llm::ServerTokenizer>) -> Self {
-        Summarizer { tokenizer, ..self }
+    /// Counts its requests' texts with the server's tokenizer, when there is one
+    /// once its probe answers.
+    pub(crate) fn counted_by(self, tokenizer: crate::llm::ProbedTokenizer) -> Self {
+        Summarizer {
+            tokenizer: Some(tokenizer),
+            ..self
+        }
     }
 
     /// The server's window is `window`, as told or reported (not assumed).
@@ -574,9 +579,17 @@ impl<'a> Run<'a> {
 
     /// Has the server count `messages`' texts, so that the prediction is its count
     /// (a summary's transcript is new text no turn noted); a text it cannot count
-    /// now stays an estimate, said as one.
+    /// now stays an estimate, said as one. A probe still under way is waited for
+    /// (within its own timeouts), unless the summary is cancelled meanwhile.
     async fn count_with_server(&self, messages: &[Message]) {
-        let Some(tokenizer) = &self.summarizer.tokenizer else {
+        let Some(probed) = &self.summarizer.tokenizer else {
+            return;
+        };
+        let tokenizer = tokio::select! {
+            tokenizer = probed.answered() => tokenizer,
+            () = self.cancel.cancelled() => None,
+        };
+        let Some(tokenizer) = tokenizer else {
             return;
         };
         for message in messages.iter().filter(|m| !m.content.is_empty()) {

@@ -20,5 +20,6 @@ pub use key::ApiKey;
 pub use message::{Message, Role};
 pub use models::{ModelInfo, Usage};
 pub use tokenize::{CountError, FRAMING_PROBE, ServerTokenizer};
+pub(crate) use tokenize::{ProbedTokenizer, TokenizerSlot};
 pub use transport::{Exchange, TimedEvent};
 pub use window::{OLLAMA_DEFAULT_CONTEXT, ReportedWindow};

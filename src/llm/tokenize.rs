@@ -9,12 +9,18 @@ use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
 use serde::Deserialize;
-use tokio::sync::OnceCell;
+use tokio::sync::{OnceCell, watch};
 
 use super::key::ApiKey;
 
 /// A probe that takes longer than this means no usable endpoint.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The endpoints tern knows, in the order the probe tries them.
+const APIS: [Api; 2] = [Api::Tokenize, Api::Extras];
+
+/// The longest a probe can take: each endpoint in turn.
+const PROBE_BOUND: Duration = Duration::from_secs(PROBE_TIMEOUT.as_secs() * APIS.len() as u64);
 
 /// Counted by the probe: any real tokenizer makes a few tokens of it.
 const PROBE_TEXT: &str = "Hello, world! 12345";
@@ -239,7 +245,7 @@ impl ServerTokenizer {
         let found = *cell
             .get_or_try_init(|| async {
                 let mut unavailable = None;
-                for api in [Api::Tokenize, Api::Extras] {
+                for api in APIS {
                     let candidate = ServerTokenizer {
                         http: http.clone(),
                         root: root.clone(),
@@ -283,6 +289,75 @@ impl ServerTokenizer {
             api: found.api,
             model: model.to_string(),
         }))
+    }
+}
+
+/// Where the probe stands, as `TokenizerSlot` holds it.
+#[derive(Debug, Clone)]
+enum Probed {
+    /// A probe is under way.
+    Asking,
+    /// No probe is under way: the tokenizer it found, if any (None also while the
+    /// server could not answer, and where no probe is made).
+    Answered(Option<ServerTokenizer>),
+}
+
+/// The engine's server tokenizer, shared with work that may start before the probe
+/// answers (a resumed session's first summary): `later` hands out a view that waits
+/// for the answer.
+#[derive(Debug, Clone)]
+pub struct TokenizerSlot(watch::Sender<Probed>);
+
+impl Default for TokenizerSlot {
+    fn default() -> Self {
+        TokenizerSlot(watch::Sender::new(Probed::Answered(None)))
+    }
+}
+
+impl TokenizerSlot {
+    /// The tokenizer now: None while a probe is under way.
+    pub fn get(&self) -> Option<ServerTokenizer> {
+        match &*self.0.borrow() {
+            Probed::Answered(tokenizer) => tokenizer.clone(),
+            Probed::Asking => None,
+        }
+    }
+
+    /// A probe starts: `later` views wait for its answer.
+    pub fn asking(&self) {
+        self.0.send_replace(Probed::Asking);
+    }
+
+    /// The probe answered, or the tokenizer changed.
+    pub fn set(&self, tokenizer: Option<ServerTokenizer>) {
+        self.0.send_replace(Probed::Answered(tokenizer));
+    }
+
+    /// A view that gives the tokenizer once no probe is under way.
+    pub fn later(&self) -> ProbedTokenizer {
+        ProbedTokenizer(self.0.subscribe())
+    }
+}
+
+/// The server's tokenizer once the probe under way answers (`TokenizerSlot::later`).
+#[derive(Debug, Clone)]
+pub struct ProbedTokenizer(watch::Receiver<Probed>);
+
+impl ProbedTokenizer {
+    /// The tokenizer, at once when no probe is under way, else when it answers (its
+    /// own timeouts bound that, and so does `PROBE_BOUND`); None when the server has
+    /// none, could not answer, or the slot is gone (the model changed).
+    pub async fn answered(&self) -> Option<ServerTokenizer> {
+        let mut view = self.0.clone();
+        let answer = tokio::time::timeout(
+            PROBE_BOUND,
+            view.wait_for(|p| matches!(p, Probed::Answered(_))),
+        )
+        .await;
+        match answer.ok()?.ok()?.clone() {
+            Probed::Answered(tokenizer) => tokenizer,
+            Probed::Asking => None,
+        }
     }
 }
 

@@ -1,16 +1,19 @@
 //! `tern acp` driven over real pipes by the `agent-client-protocol` crate's client
 //! side (code that is not tern's), the loopback server answering as the model.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    CancelNotification, ContentBlock, InitializeRequest, LoadSessionRequest, NewSessionRequest,
-    PermissionOptionKind, PromptRequest, RequestPermissionOutcome, RequestPermissionRequest,
+    CancelNotification, ClientCapabilities, ContentBlock, FileSystemCapabilities,
+    InitializeRequest, LoadSessionRequest, NewSessionRequest, PermissionOptionKind, PromptRequest,
+    ReadTextFileRequest, ReadTextFileResponse, RequestPermissionOutcome, RequestPermissionRequest,
     RequestPermissionResponse, SelectedPermissionOutcome, SessionId, SessionNotification,
-    SessionUpdate, StopReason, TextContent, ToolCallContent,
+    SessionUpdate, StopReason, TextContent, ToolCallContent, WriteTextFileRequest,
+    WriteTextFileResponse,
 };
 use agent_client_protocol::{Agent, ByteStreams, Client};
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
@@ -57,21 +60,41 @@ pub(crate) fn only_the_hunk_of_a_landed(repo: &TempRepo) {
     );
 }
 
-/// What a client heard from `tern acp`: every `session/update`, and the files of the
-/// hunks it was asked about (the titles of other questions), in order.
+/// What a client heard from `tern acp`: every `session/update`, the files of the
+/// hunks it was asked about (the titles of other questions), in order, and the files
+/// tern read and wrote through it (an editor's `fs` methods).
 #[derive(Default)]
-struct Heard {
-    updates: Vec<SessionNotification>,
-    asked: Vec<PathBuf>,
+pub(crate) struct Heard {
+    pub(crate) updates: Vec<SessionNotification>,
+    pub(crate) asked: Vec<PathBuf>,
+    pub(crate) read: Vec<PathBuf>,
+    pub(crate) written: Vec<PathBuf>,
+}
+
+/// An editor's buffers, by absolute path: what `fs/read_text_file` answers for a file
+/// open in it (saved or not); a file not open is read from disk, as editors do.
+#[derive(Clone, Default)]
+pub(crate) struct Editor(Arc<Mutex<HashMap<PathBuf, String>>>);
+
+impl Editor {
+    /// `path` is open, holding `text` (unsaved when it is not the file's).
+    pub(crate) fn type_in(&self, path: PathBuf, text: &str) {
+        self.0.lock().unwrap().insert(path, text.to_string());
+    }
+
+    fn read(&self, path: &Path) -> Option<String> {
+        let open = self.0.lock().unwrap().get(path).cloned();
+        open.or_else(|| std::fs::read_to_string(path).ok())
+    }
 }
 
 impl Heard {
-    fn updates(&self) -> impl Iterator<Item = &SessionUpdate> {
+    pub(crate) fn updates(&self) -> impl Iterator<Item = &SessionUpdate> {
         self.updates.iter().map(|n| &n.update)
     }
 
     /// The agent's message text, every chunk joined.
-    fn said(&self) -> String {
+    pub(crate) fn said(&self) -> String {
         self.updates()
             .filter_map(|u| match u {
                 SessionUpdate::AgentMessageChunk(chunk) => match &chunk.content {
@@ -94,6 +117,18 @@ async fn client<R>(
     accept: impl Fn(&Path) -> bool + Send + Sync + 'static,
     main: impl AsyncFnOnce(ConnectionTo<Agent>) -> Result<R, agent_client_protocol::Error>,
 ) -> (R, Heard) {
+    client_of(repo, server, Editor::default(), accept, main).await
+}
+
+/// `client`, with `editor`'s buffers behind `fs/read_text_file` (a client that says
+/// it has them: `new_session_in_editor`); `fs/write_text_file` is answered and heard.
+pub(crate) async fn client_of<R>(
+    repo: &TempRepo,
+    server: &MockServer,
+    editor: Editor,
+    accept: impl Fn(&Path) -> bool + Send + Sync + 'static,
+    main: impl AsyncFnOnce(ConnectionTo<Agent>) -> Result<R, agent_client_protocol::Error>,
+) -> (R, Heard) {
     let mut command = repo.tern(&server.base_url());
     command
         .args(["--model", "gpt-4o", "acp"])
@@ -110,6 +145,7 @@ async fn client<R>(
     );
     let heard: Arc<Mutex<Heard>> = Arc::default();
     let (notified, asked) = (heard.clone(), heard.clone());
+    let (reads, writes) = (heard.clone(), heard.clone());
     let result = Client
         .v1()
         .on_receive_notification(
@@ -140,11 +176,33 @@ async fn client<R>(
             },
             agent_client_protocol::on_receive_request!(),
         )
+        .on_receive_request(
+            async move |request: ReadTextFileRequest, responder, _cx| {
+                reads.lock().unwrap().read.push(request.path.clone());
+                match editor.read(&request.path) {
+                    Some(text) => responder.respond(ReadTextFileResponse::new(text)),
+                    None => responder.respond_with_error(
+                        agent_client_protocol::Error::invalid_params().data("no such file"),
+                    ),
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: WriteTextFileRequest, responder, _cx| {
+                writes.lock().unwrap().written.push(request.path);
+                responder.respond(WriteTextFileResponse::new())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
         .connect_with(transport, main);
     // A test never hangs: a client still waiting after a minute has its answer missing.
     let result = tokio::time::timeout(std::time::Duration::from_secs(60), result)
         .await
-        .expect("tern answered within a minute")
+        .unwrap_or_else(|_| {
+            let said = heard.lock().unwrap().said();
+            panic!("tern did not answer within a minute; it said:\n{said}")
+        })
         .unwrap();
     // The client is done: tern sees its input end, saves and exits.
     let status = tokio::time::timeout(std::time::Duration::from_secs(20), child.wait())
@@ -156,7 +214,7 @@ async fn client<R>(
     (result, heard)
 }
 
-fn text(text: &str) -> Vec<ContentBlock> {
+pub(crate) fn text(text: &str) -> Vec<ContentBlock> {
     vec![ContentBlock::Text(TextContent::new(text))]
 }
 
@@ -165,8 +223,28 @@ async fn new_session(
     cx: &ConnectionTo<Agent>,
     root: &Path,
 ) -> Result<SessionId, agent_client_protocol::Error> {
+    new_session_as(cx, root, ClientCapabilities::new()).await
+}
+
+/// Starts a session in `root` from a client that reads and writes files for agents
+/// (`client_of`'s editor).
+pub(crate) async fn new_session_in_editor(
+    cx: &ConnectionTo<Agent>,
+    root: &Path,
+) -> Result<SessionId, agent_client_protocol::Error> {
+    let fs = FileSystemCapabilities::new()
+        .read_text_file(true)
+        .write_text_file(true);
+    new_session_as(cx, root, ClientCapabilities::new().fs(fs)).await
+}
+
+async fn new_session_as(
+    cx: &ConnectionTo<Agent>,
+    root: &Path,
+    capabilities: ClientCapabilities,
+) -> Result<SessionId, agent_client_protocol::Error> {
     let init = cx
-        .send_request(InitializeRequest::new(ProtocolVersion::V1))
+        .send_request(InitializeRequest::new(ProtocolVersion::V1).client_capabilities(capabilities))
         .block_task()
         .await?;
     assert!(init.agent_capabilities.load_session);
@@ -177,7 +255,7 @@ async fn new_session(
         .session_id)
 }
 
-async fn prompt(
+pub(crate) async fn prompt(
     cx: &ConnectionTo<Agent>,
     session: &SessionId,
     words: &str,
@@ -457,4 +535,90 @@ async fn a_command_the_model_suggests_is_asked_about_and_runs_only_on_a_yes() {
     );
     assert_eq!(repo.read("ran.txt"), "yes\n");
     assert!(!root.join("not-run.txt").exists());
+}
+
+/// A reply that edits `.env`, which git ignores, and a.txt.
+const IGNORED_EDIT: &str = ".env
+```
+<<<<<<< SEARCH
+KEY=old
+=======
+KEY=new
+>>>>>>> REPLACE
+```
+
+a.txt
+```
+<<<<<<< SEARCH
+alpha
+=======
+ALPHA
+>>>>>>> REPLACE
+```
+";
+
+/// An editor accepts a hunk to a file git ignores, and then answers the second
+/// question the workspace asks about such a file (git cannot bring it back), `write`.
+/// Before, no such question was asked and nothing landed (the landing waited for a
+/// confirmation the editor could not give). Returns what the client heard.
+async fn edit_ignored(repo: &TempRepo, write: bool) -> Heard {
+    let server = MockServer::start().await;
+    server.push_for_model("gpt-4o", Reply::text(IGNORED_EDIT));
+    server.push_for_model("gpt-4o-mini", Reply::text("Shout alpha"));
+    let root = repo.path().canonicalize().unwrap();
+    let accept = move |asked: &Path| !asked.to_string_lossy().contains("git ignores") || write;
+    let ((), heard) = client(repo, &server, accept, async |cx| {
+        let session = new_session(&cx, &root).await?;
+        prompt(&cx, &session, "/add .env a.txt").await?;
+        assert_eq!(
+            prompt(&cx, &session, "shout, and rotate the key").await?,
+            StopReason::EndTurn
+        );
+        Ok(())
+    })
+    .await;
+    let asked: Vec<String> = heard
+        .asked
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    assert_eq!(asked.len(), 3, "{asked:?}");
+    assert!(
+        asked[1].starts_with(
+            "Write .env anyway? git ignores it: it is never committed; its content is backed up first"
+        ),
+        "{asked:?}"
+    );
+    // a.txt lands either way, in tern's commit; .env is never committed.
+    only_the_hunk_of_a_landed(repo);
+    heard
+}
+
+fn ignored_repo() -> TempRepo {
+    let repo = repo();
+    repo.write(".gitignore", ".env\n");
+    repo.git(&["add", ".gitignore"]);
+    repo.git(&["commit", "-q", "-m", "ignore .env"]);
+    repo.write(".env", "KEY=old\n");
+    repo
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hunk_to_a_gitignored_file_lands_only_once_the_editor_says_write_it_anyway() {
+    let repo = ignored_repo();
+    let heard = edit_ignored(&repo, true).await;
+    assert_eq!(repo.read(".env"), "KEY=new\n");
+    assert!(heard.said().contains("applied 2 hunks"), "{}", heard.said());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gitignored_file_the_editor_would_not_write_is_left_and_the_rest_lands() {
+    let repo = ignored_repo();
+    let heard = edit_ignored(&repo, false).await;
+    assert_eq!(repo.read(".env"), "KEY=old\n");
+    assert!(
+        heard.said().contains("applied 1 hunk to a.txt"),
+        "{}",
+        heard.said()
+    );
 }

@@ -294,8 +294,12 @@ fn crate_sources() -> Vec<Source> {
 const FRONT_ENDS: &[&str] = &["tui", "headless", "acp", "main", "cli"];
 
 /// What the ACP front end may use: as the TUI, the engine's protocol and the config,
-/// and the flags (`cli`) it applies to each session, and the leaves it writes with.
-const ACP_USES: &[&str] = &["engine", "config", "cli", "egress", "plural"];
+/// and the flags (`cli`) it applies to each session, the leaves it writes with, file
+/// text as tern reads it (`diff`, to compare an editor's buffer with the file) and the
+/// texts the model reads (`prompts`: why a hunk it held back did not land).
+const ACP_USES: &[&str] = &[
+    "engine", "config", "cli", "egress", "plural", "diff", "prompts",
+];
 
 /// Modules with no dependency on the rest of the crate but each other: the vocabulary
 /// every layer may share.

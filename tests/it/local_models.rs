@@ -44,9 +44,14 @@ const RECAP: &str = "I asked about the shelf code and how lending works.";
 
 /// Conversation requests get their turn's reply, summaries the recap.
 fn serve_with_summaries(server: &MockServer) {
-    server.set_responder(|r| {
+    serve_with_slow_summaries(server, std::time::Duration::ZERO);
+}
+
+/// `serve_with_summaries`, each summary taking the server `delay` to start.
+fn serve_with_slow_summaries(server: &MockServer, delay: std::time::Duration) {
+    server.set_responder(move |r| {
         if is_summary(r) {
-            Reply::text(RECAP)
+            Reply::text(RECAP).with_start_delay(delay)
         } else {
             Reply::text(reply(crate::history_support::turn_of(r)))
         }
@@ -1102,13 +1107,7 @@ async fn a_retry_after_n_ctx_is_counted_by_the_server_and_shown_once() {
 /// how many requests the server had under way at once, at most.
 async fn most_requests_at_once(dialect: Dialect) -> usize {
     let server = MockServer::start_as(dialect).await;
-    server.set_responder(|r| {
-        if is_summary(r) {
-            Reply::text(RECAP).with_start_delay(std::time::Duration::from_millis(300))
-        } else {
-            Reply::text(reply(crate::history_support::turn_of(r)))
-        }
-    });
+    serve_with_slow_summaries(&server, std::time::Duration::from_millis(300));
     let settings = Settings {
         context_window: Some(8192),
         max_chat_history_tokens: Some(300),
@@ -1181,13 +1180,7 @@ async fn a_cancelled_request_still_computing_holds_the_next_one_back() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_overflow_waits_for_the_background_summary_instead_of_running_beside_it() {
     let server = MockServer::start_as(Dialect::LlamaCpp { n_ctx: 2048 }).await;
-    server.set_responder(|r| {
-        if is_summary(r) {
-            Reply::text(RECAP).with_start_delay(std::time::Duration::from_millis(1500))
-        } else {
-            Reply::text(reply(crate::history_support::turn_of(r)))
-        }
-    });
+    serve_with_slow_summaries(&server, std::time::Duration::from_millis(1500));
     let settings = Settings {
         context_window: Some(2048),
         max_chat_history_tokens: Some(1600),

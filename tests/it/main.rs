@@ -14,6 +14,7 @@ mod tui_support;
 
 mod acp;
 mod acp_acpx;
+mod acp_editor;
 mod coding_loop;
 mod config;
 mod edit_apply;

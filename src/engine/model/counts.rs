@@ -12,7 +12,7 @@ use crate::config::calibration_file;
 use crate::context::Assembled;
 use crate::engine::run_loop::{self, Loop};
 use crate::engine::{EngineRole, EventSink, Internal};
-use crate::llm::{CountError, ServerTokenizer};
+use crate::llm::{CountError, ProbedTokenizer, ServerTokenizer, TokenizerSlot};
 use crate::plural::count;
 use crate::tokens::{Prediction, calibration};
 
@@ -26,8 +26,9 @@ pub(crate) const MAX_COUNT_ROUNDS: usize = 2;
 /// The engine's side of the server's counting.
 #[derive(Default)]
 pub(crate) struct CountSlot {
-    /// The server's tokenizer, once the probe found one.
-    tokenizer: Option<ServerTokenizer>,
+    /// The server's tokenizer, once the probe found one (shared with summaries that
+    /// start before it answers).
+    tokenizer: TokenizerSlot,
     /// The probe has answered (for the current model).
     probed: bool,
     /// A counting job (the probe, or texts to count) is running.
@@ -58,10 +59,11 @@ pub(crate) struct Counted {
 }
 
 impl Model {
-    /// The server's tokenizer, once the probe found one: for requests whose texts
-    /// nothing noted for counting (a summary's transcript).
-    pub(crate) fn server_tokenizer(&self) -> Option<ServerTokenizer> {
-        self.counts.tokenizer.clone()
+    /// The server's tokenizer once the probe under way (if any) answers: for
+    /// requests whose texts nothing noted for counting (a summary's transcript), which
+    /// may be made before it does (a resumed session's first summary).
+    pub(crate) fn server_tokenizer(&self) -> ProbedTokenizer {
+        self.counts.tokenizer.later()
     }
 
     /// Starts from what earlier sessions learned about the model's counts (mended if
@@ -95,7 +97,7 @@ impl Model {
     /// Starts a counting job unless one is running: the probe first, then the texts
     /// counted since the last job that the server has not counted.
     pub(in crate::engine) fn start_counting(&mut self, jobs: &Loop) {
-        let no_server = self.counts.probed && self.counts.tokenizer.is_none();
+        let no_server = self.counts.probed && self.counts.tokenizer.get().is_none();
         // Landing a saved reply or reviewing a branch asks the server nothing more.
         let conversation = jobs.role() == EngineRole::Conversation;
         if self.counts.running
@@ -121,8 +123,15 @@ impl Model {
         self.counts.running = true;
         let client = self.client().clone();
         let model = self.info().name.clone();
-        let known = self.counts.tokenizer.clone();
+        let known = self.counts.tokenizer.get();
         let first_probe = !self.counts.probed;
+        // A summary made meanwhile waits for the probe's answer, told as soon as it
+        // comes (with the counter told first, so the summary's counts say "via server").
+        let slot = self.counts.tokenizer.clone();
+        let counter = self.counter().clone();
+        if known.is_none() {
+            slot.asking();
+        }
         let ask_window = !std::mem::replace(&mut self.counts.window_asked, true);
         let done = jobs.done();
         run_loop::spawn(done.clone(), async move {
@@ -132,7 +141,14 @@ impl Model {
                 async {
                     match known {
                         Some(tokenizer) => Ok(Some(tokenizer)),
-                        None => client.server_tokenizer(&model).await,
+                        None => {
+                            let probed = client.server_tokenizer(&model).await;
+                            if let Ok(found) = &probed {
+                                counter.set_server(found.is_some());
+                            }
+                            slot.set(probed.clone().ok().flatten());
+                            probed
+                        }
                     }
                 },
                 async {
@@ -201,7 +217,7 @@ impl Model {
         match done.tokenizer {
             Ok(tokenizer) => {
                 self.counts.probed = true;
-                self.counts.tokenizer = tokenizer;
+                self.counts.tokenizer.set(tokenizer);
             }
             Err(e) => self.server_unavailable(&e),
         }
@@ -211,7 +227,7 @@ impl Model {
                 events.warning(format!(
                     "the server's tokenize endpoint failed ({e}); token counts are calibrated estimates from now on"
                 ));
-                self.counts.tokenizer = None;
+                self.counts.tokenizer.set(None);
             }
             None => {}
         }
@@ -226,9 +242,10 @@ impl Model {
             }
             None => {}
         }
-        self.counter().set_server(self.counts.tokenizer.is_some());
+        self.counter()
+            .set_server(self.counts.tokenizer.get().is_some());
         self.counter().learn_exact(done.counts);
-        if first && let Some(tokenizer) = &self.counts.tokenizer {
+        if first && let Some(tokenizer) = &self.counts.tokenizer.get() {
             tracing::debug!("token counts come from {}", tokenizer.describe());
         }
         true
@@ -261,7 +278,7 @@ impl Model {
             && !self.counts.unavailable
             && (!self.counts.probed
                 || self.counts.running
-                || (self.counts.tokenizer.is_some() && self.counter().has_wanted()))
+                || (self.counts.tokenizer.get().is_some() && self.counter().has_wanted()))
     }
 
     /// True when a request must wait for the server's counts before it is checked

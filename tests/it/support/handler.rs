@@ -46,6 +46,22 @@ pub(super) struct Shared {
     pub streaming: std::sync::Mutex<Vec<(usize, CancellationToken)>>,
     /// How many replies another request interrupted.
     pub interrupted: std::sync::atomic::AtomicUsize,
+    /// How the tokenize endpoints answer.
+    pub tokenizing: std::sync::Mutex<Tokenizing>,
+}
+
+/// How the tokenize endpoints answer (`MockServer::tokenizing`).
+#[derive(Debug, Clone, Copy, Default)]
+pub enum Tokenizing {
+    /// As the server played has them, at once.
+    #[default]
+    AsPlayed,
+    /// As played, after this long (a server busy computing a prompt).
+    After(std::time::Duration),
+    /// Never: the request hangs until the server stops.
+    Never,
+    /// 404, as a server without them (or a proxy that forwards only `/v1`).
+    NotFound,
 }
 
 impl Shared {
@@ -219,7 +235,22 @@ async fn tokenize(State(shared): State<Arc<Shared>>, request: Request) -> Respon
     if let Some(loading) = still_loading(&shared) {
         return json_response(StatusCode::SERVICE_UNAVAILABLE, loading);
     }
-    let answer = shared.dialect.tokenize(&model, &path, &body);
+    let tokenizing = *shared.tokenizing.lock().unwrap_or_else(|e| e.into_inner());
+    let wait = async {
+        match tokenizing {
+            Tokenizing::After(delay) => tokio::time::sleep(delay).await,
+            Tokenizing::Never => std::future::pending().await,
+            Tokenizing::AsPlayed | Tokenizing::NotFound => {}
+        }
+    };
+    tokio::select! {
+        () = wait => {}
+        () = shared.shutdown.cancelled() => {}
+    }
+    let answer = match tokenizing {
+        Tokenizing::NotFound => None,
+        _ => shared.dialect.tokenize(&model, &path, &body),
+    };
     if answer.is_some() {
         let text = ["content", "prompt", "input"]
             .iter()

@@ -34,6 +34,7 @@ mod tokens;
 mod window;
 
 pub use dialect::Dialect;
+pub use handler::Tokenizing;
 pub use reply::Reply;
 pub use repo::{TempRepo, executable, output_within, plant_session, texts};
 pub use request::{RecordedMessage, RecordedRequest};

@@ -126,6 +126,15 @@ impl MockServer {
         loading.store(n, std::sync::atomic::Ordering::SeqCst);
     }
 
+    /// Changes how the tokenize endpoints answer from now on (`Tokenizing`).
+    pub fn tokenizing(&self, tokenizing: super::handler::Tokenizing) {
+        *self
+            .shared
+            .tokenizing
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = tokenizing;
+    }
+
     /// Changes what the endpoints that say the server's window answer (`WindowApi`).
     pub fn window_api(&self, change: impl FnOnce(&mut super::window::WindowApi)) {
         let mut api = self.shared.window.lock().unwrap_or_else(|e| e.into_inner());

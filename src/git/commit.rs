@@ -43,10 +43,20 @@ impl Commit {
 }
 
 /// Of `paths`, those with changes git has not committed: staged, unstaged, or
-/// untracked (and not ignored).
+/// untracked (and not ignored). A file outside the sparse checkout is absent on disk
+/// by git's doing, not the user's: libgit2 would call it deleted.
 pub fn dirty_paths(repo: &Repository, paths: &[PathBuf]) -> Result<Vec<PathBuf>, GitError> {
+    let mut index = repo.index()?;
+    // The repository's index object is cached: git may have changed the file since.
+    index.read(false)?;
     let mut dirty = Vec::new();
     for p in paths {
+        if index
+            .get_path(p, 0)
+            .is_some_and(|e| crate::edit::not_checked_out(&e))
+        {
+            continue;
+        }
         let status = match repo.status_file(p) {
             Ok(s) => s,
             Err(e) if e.code() == git2::ErrorCode::NotFound => continue,
@@ -239,7 +249,8 @@ impl<'r> Committer<'r> {
         for path in self.committable(paths) {
             let abs = workdir.join(&path);
             let Ok(meta) = abs.symlink_metadata() else {
-                if self.index.get_path(&path, 0).is_some() {
+                let entry = self.index.get_path(&path, 0);
+                if entry.is_some_and(|e| !crate::edit::not_checked_out(&e)) {
                     changes.push(Change::Remove(path));
                 }
                 continue;

@@ -10,7 +10,7 @@ use agent_client_protocol::v1::schema::{
     CancelNotification, ContentBlock, InitializeRequest, LoadSessionRequest, NewSessionRequest,
     PermissionOptionKind, PromptRequest, RequestPermissionOutcome, RequestPermissionRequest,
     RequestPermissionResponse, SelectedPermissionOutcome, SessionId, SessionNotification,
-    SessionUpdate, StopReason, TextContent, ToolCallContent,
+    SessionUpdate, StopReason, TextContent, ToolCallContent, ToolCallUpdateFields,
 };
 use agent_client_protocol::{Agent, ByteStreams, Client};
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
@@ -63,6 +63,8 @@ pub(crate) fn only_the_hunk_of_a_landed(repo: &TempRepo) {
 struct Heard {
     updates: Vec<SessionNotification>,
     asked: Vec<PathBuf>,
+    /// What each permission request showed.
+    questions: Vec<ToolCallUpdateFields>,
 }
 
 impl Heard {
@@ -131,6 +133,7 @@ async fn client<R>(
                     false => PermissionOptionKind::RejectOnce,
                 };
                 heard.asked.push(path);
+                heard.questions.push(request.tool_call.fields.clone());
                 let option = request.options.iter().find(|o| o.kind == kind).unwrap();
                 responder.respond(RequestPermissionResponse::new(
                     RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(
@@ -457,4 +460,82 @@ async fn a_command_the_model_suggests_is_asked_about_and_runs_only_on_a_yes() {
     );
     assert_eq!(repo.read("ran.txt"), "yes\n");
     assert!(!root.join("not-run.txt").exists());
+}
+
+/// A hunk whose new line holds bidi overrides, isolates, a zero-width space and escape
+/// sequences: the question says so in its title, its diff shows each as tern's review
+/// does (a marker), a text block beside it says why, and the streamed reply carries
+/// markers, never the characters; the file gets the characters once accepted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hunk_with_invisible_characters_is_asked_about_with_a_caution_and_markers() {
+    let hostile =
+        "    return user.is_admin \u{202E}\u{2066}# admin\u{2069}\u{200B} \x1b[2J\x1b]0;PWNED\x07";
+    let reply = format!(
+        "auth.py\n```\n<<<<<<< SEARCH\n    return user.is_admin\n=======\n{hostile}\n>>>>>>> REPLACE\n```\n"
+    );
+    let server = MockServer::start().await;
+    server.push_for_model("gpt-4o", Reply::text(&reply));
+    server.push_for_model("gpt-4o-mini", Reply::text("Check admin"));
+    let repo = TempRepo::with_files(&[("auth.py", "def check(user):\n    return user.is_admin\n")]);
+    let root = repo.path().canonicalize().unwrap();
+    let ((), heard) = client(
+        &repo,
+        &server,
+        |_| true,
+        async |cx| {
+            let session = new_session(&cx, &root).await?;
+            prompt(&cx, &session, "/add auth.py").await?;
+            prompt(&cx, &session, "tighten the check").await?;
+            Ok(())
+        },
+    )
+    .await;
+    let [question] = heard.questions.as_slice() else {
+        panic!("one question: {:?}", heard.questions);
+    };
+    let title = question.title.clone().unwrap_or_default();
+    assert!(
+        title.contains("holds invisible characters (")
+            && title.contains("U+202E")
+            && title.contains("U+200B"),
+        "{title}"
+    );
+    let content = question.content.clone().unwrap_or_default();
+    let caution = content.iter().find_map(|c| match c {
+        ToolCallContent::Content(c) => match &c.content {
+            ContentBlock::Text(t) => Some(t.text.clone()),
+            _ => None,
+        },
+        _ => None,
+    });
+    assert!(
+        caution.as_deref().is_some_and(|c| c.contains("⟨U+202E⟩")),
+        "{content:?}"
+    );
+    let new_text = content
+        .iter()
+        .find_map(|c| match c {
+            ToolCallContent::Diff(d) => Some(d.new_text.clone()),
+            _ => None,
+        })
+        .unwrap();
+    for marker in [
+        "⟨U+202E⟩",
+        "⟨U+2066⟩",
+        "⟨U+2069⟩",
+        "⟨U+200B⟩",
+        "\\u{1b}[2J",
+        "\\u{7}",
+    ] {
+        assert!(new_text.contains(marker), "{marker} in {new_text:?}");
+    }
+    let raw = |text: &str| text.contains(['\u{202E}', '\u{200B}', '\x1b', '\x07']);
+    assert!(!raw(&new_text), "{new_text:?}");
+    let said = heard.said();
+    assert!(said.contains("⟨U+202E⟩") && !raw(&said), "{said:?}");
+    // Accepted: the file holds the characters themselves.
+    assert_eq!(
+        repo.read("auth.py"),
+        format!("def check(user):\n{hostile}\n")
+    );
 }

@@ -424,13 +424,17 @@ impl Engine {
                 self.events.warning(e.to_string());
             }
         }
-        if self.run_loop.role() == EngineRole::Conversation
-            && git2::Repository::discover(self.session.root()).is_err()
-        {
-            self.events.warning(format!(
-                "{} is not inside a git repository: you can chat here, but tern writes edits only inside one, so that every change can be undone. Run `git init` here to make one.",
-                self.session.root().display()
-            ));
+        if self.run_loop.role() == EngineRole::Conversation {
+            match crate::git::discover(self.session.root()) {
+                Ok(_) => {}
+                Err(e @ crate::git::GitError::NotOwned(_)) => self.events.warning(format!(
+                    "{e}. Until then you can chat here, but tern writes no edit."
+                )),
+                Err(_) => self.events.warning(format!(
+                    "{} is not inside a git repository: you can chat here, but tern writes edits only inside one, so that every change can be undone. Run `git init` here to make one.",
+                    self.session.root().display()
+                )),
+            }
         }
         if self.run_loop.role() == EngineRole::Conversation {
             self.model.start_counts(&self.events, &self.run_loop);

@@ -739,7 +739,12 @@ impl Engine {
         let cancel = self.activity.git();
         self.events.notice("applying the accepted hunks…".into());
         tokio::task::spawn_blocking(move || {
-            let repo = git2::Repository::open(&root).ok();
+            // No repository is the landing's to say; git's refusal of one is said here.
+            let (repo, refused) = match git::discover(&root) {
+                Ok(repo) => (Some(repo), None),
+                Err(e @ git::GitError::NotOwned(_)) => (None, Some(e)),
+                Err(_) => (None, None),
+            };
             let options = LandOptions {
                 commit: settings.auto_commits,
                 dirty_commits: settings.dirty_commits,
@@ -752,6 +757,9 @@ impl Engine {
             let spent = std::cell::Cell::new(0.0);
             // A panic here must not leave the engine waiting forever for this result.
             let landed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                if let Some(refused) = refused {
+                    return Landed::Refused(refused);
+                }
                 git::land(
                     repo.as_ref(),
                     &mut pending.proposal,

@@ -58,6 +58,8 @@ enum ApplyError {
         dir: PathBuf,
         source: std::io::Error,
     },
+    #[error("{0}")]
+    Git(crate::git::GitError),
     #[error("git init {}: {source}", dir.display())]
     GitInit { dir: PathBuf, source: git2::Error },
     #[error("cannot read the reply {}: {source}", path.display())]
@@ -96,12 +98,16 @@ async fn apply(
         |source| ApplyError::Open { dir, source }
     };
     let cwd = &cwd.canonicalize().map_err(open(cwd))?;
-    if args.git_init && git2::Repository::discover(cwd).is_err() {
-        git2::Repository::init(cwd).map_err(|source| ApplyError::GitInit {
-            dir: cwd.clone(),
-            source,
-        })?;
-        errln!("tern apply: created a git repository in {}", cwd.display());
+    match crate::git::discover(cwd) {
+        Err(e @ crate::git::GitError::NotOwned(_)) => return Err(ApplyError::Git(e)),
+        Err(_) if args.git_init => {
+            git2::Repository::init(cwd).map_err(|source| ApplyError::GitInit {
+                dir: cwd.clone(),
+                source,
+            })?;
+            errln!("tern apply: created a git repository in {}", cwd.display());
+        }
+        _ => {}
     }
     let ws = Workspace::discover(cwd).map_err(open(cwd))?;
     let reply = read_reply(&args.reply)?;

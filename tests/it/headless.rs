@@ -1622,3 +1622,62 @@ fn a_users_commit_message_loses_controls_and_hidden_characters() {
     let logged = repo.git(&["log", "-1", "--format=%B"]);
     assert_eq!(logged.trim(), "fix]0;PWNED the readme[2J", "{logged:?}");
 }
+
+/// Hands `path` and everything under it to another user, as a repository cloned or
+/// mounted from elsewhere is (the tests run as root, which may).
+fn give_away(path: &std::path::Path, uid: u32) {
+    std::os::unix::fs::lchown(path, Some(uid), Some(uid)).unwrap();
+    if path.is_dir() && !path.is_symlink() {
+        for entry in std::fs::read_dir(path).unwrap() {
+            give_away(&entry.unwrap().path(), uid);
+        }
+    }
+}
+
+/// A repository git refuses for its owner (`safe.directory`) is named as git names it,
+/// with git's remedy, before the model is asked; not called "no repository", and
+/// nothing is written (`tern apply --git-init` does not try to make one either).
+#[test]
+fn a_repository_of_another_user_is_named_as_gits_safe_directory_refusal() {
+    let server = MockServer::start_in_thread();
+    server.push(Reply::text(
+        "README.md\n```\n<<<<<<< SEARCH\n# Demo\n=======\n# DEMO\n>>>>>>> REPLACE\n```\n",
+    ));
+    let repo = repo();
+    let root = repo.path().canonicalize().unwrap();
+    let mut tern = repo.tern(&server.base_url());
+    give_away(repo.path(), 65534);
+    let out = tern
+        .args(["--model", "gpt-4o", "--yes", "-m", "shout", "README.md"])
+        .output()
+        .unwrap();
+    let (_, stderr) = texts(&out);
+    assert!(!out.status.success(), "{stderr}");
+    let advice = format!(
+        "git config --global --add safe.directory {}",
+        root.display()
+    );
+    let said = stderr.find(&advice).expect(&stderr);
+    let failed = stderr
+        .find("nothing was written: git refuses")
+        .expect(&stderr);
+    assert!(said < failed, "said at the start: {stderr}");
+    assert!(!stderr.contains("not inside a git repository"), "{stderr}");
+    assert_eq!(repo.read("README.md"), "# Demo\n");
+
+    let reply = repo.path().join(".git/reply.md");
+    std::fs::write(
+        &reply,
+        "README.md\n```\n<<<<<<< SEARCH\n# Demo\n=======\n# DEMO\n>>>>>>> REPLACE\n```\n",
+    )
+    .unwrap();
+    let out = repo
+        .tern(&server.base_url())
+        .args(["apply", ".git/reply.md", "README.md", "--git-init"])
+        .output()
+        .unwrap();
+    let (_, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(&advice), "{stderr}");
+    assert_eq!(repo.read("README.md"), "# Demo\n");
+}

@@ -1279,6 +1279,12 @@ impl Engine {
             Command::MapRefresh => self.map.refresh_now(&self.events, &self.run_loop),
             Command::MapTokens => self.map_tokens(&args),
             Command::Clear => {
+                // The turn under way would join the history it clears when it ends.
+                if let Some(busy) = self.activity.busy_reason() {
+                    return self
+                        .events
+                        .error(format!("/clear: not now, the history stays: {busy}"));
+                }
                 self.session.history.clear();
                 self.change_history(|history, parts| history.cleared(parts.saved, parts.events));
                 self.events.notice("history cleared".into());

@@ -1512,7 +1512,7 @@ fn commit_all(
     let options = crate::git::CommitOptions::from(settings);
     Ok(
         match crate::git::commit_user_changes(repo, &paths, message, &options)? {
-            Some(c) => format!("committed {} {}", c.short_id(), c.summary),
+            Some(c) => format!("committed {}", c.line()),
             None => "nothing to commit".into(),
         },
     )

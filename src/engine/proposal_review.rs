@@ -879,11 +879,8 @@ impl Engine {
                     self.saved
                         .record_mut()
                         .committed(turn, c.id.to_string(), true);
-                    self.events.notice(format!(
-                        "committed your own changes first: {} {}",
-                        c.short_id(),
-                        c.summary
-                    ));
+                    self.events
+                        .notice(format!("committed your own changes first: {}", c.line()));
                 }
                 for f in &applied.failed {
                     self.events
@@ -912,6 +909,9 @@ impl Engine {
                         crate::prompts::USER_EDITED_HUNKS
                     ));
                 }
+                let detached = commit
+                    .as_ref()
+                    .and_then(|c| Some(format!("{} is {}", c.short_id(), c.detached_note()?)));
                 let (commit_id, message) = match commit {
                     Some(c) => {
                         self.session.turns.landed(c.id);
@@ -958,6 +958,9 @@ impl Engine {
                     held,
                     lost,
                 });
+                if let Some(detached) = detached {
+                    self.events.warning(detached);
+                }
                 self.publish_files();
                 let (runner, mut parts) = self.commands();
                 runner.auto_test_after_landing(&mut parts);

@@ -34,11 +34,27 @@ pub struct Commit {
     /// The message's first line.
     pub summary: String,
     pub paths: Vec<PathBuf>,
+    /// Made on a detached HEAD: no branch holds it (git says `[detached HEAD abc1234]`).
+    pub detached: bool,
 }
 
 impl Commit {
     pub fn short_id(&self) -> String {
         super::short_id(self.id)
+    }
+
+    /// What git's `[detached HEAD abc1234]` says, when no branch holds the commit.
+    pub fn detached_note(&self) -> Option<&'static str> {
+        self.detached
+            .then_some("on a detached HEAD: no branch holds it (`git switch -c NAME` makes one)")
+    }
+
+    /// Its id and subject as a commit line says them, with [`Commit::detached_note`].
+    pub fn line(&self) -> String {
+        match self.detached_note() {
+            Some(note) => format!("{} {} ({note})", self.short_id(), self.summary),
+            None => format!("{} {}", self.short_id(), self.summary),
+        }
     }
 }
 
@@ -409,6 +425,7 @@ impl<'r> Committer<'r> {
             summary: String::from_utf8_lossy(commit.summary_bytes().unwrap_or_default())
                 .into_owned(),
             paths: changes.iter().map(Change::path).collect(),
+            detached: self.head.is_detached(),
         }))
     }
 

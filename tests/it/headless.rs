@@ -1681,3 +1681,43 @@ fn a_repository_of_another_user_is_named_as_gits_safe_directory_refusal() {
     assert!(stderr.contains(&advice), "{stderr}");
     assert_eq!(repo.read("README.md"), "# Demo\n");
 }
+
+/// On a detached HEAD tern's commit (and the user's own, committed first) is made
+/// where git would make it, and said to be on no branch, as git's `[detached HEAD
+/// abc1234]` says.
+#[test]
+fn a_commit_on_a_detached_head_says_no_branch_holds_it() {
+    let repo = repo();
+    repo.git(&["checkout", "-q", "--detach"]);
+    repo.write("README.md", "# Demo\n\nmine\n");
+    std::fs::write(
+        repo.path().join(".git/reply.md"),
+        "README.md\n```\n<<<<<<< SEARCH\n# Demo\n=======\n# DEMO\n>>>>>>> REPLACE\n```\n",
+    )
+    .unwrap();
+    let out = repo
+        .tern("http://127.0.0.1:9/v1")
+        .args(["apply", ".git/reply.md", "README.md"])
+        .output()
+        .unwrap();
+    let (_, stderr) = texts(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        repo.git(&["rev-parse", "--abbrev-ref", "HEAD"]).trim(),
+        "HEAD"
+    );
+    assert_eq!(repo.git(&["show", "HEAD:README.md"]), "# DEMO\n\nmine\n");
+    let ours = repo.git(&["rev-parse", "--short", "HEAD"]);
+    let yours = repo.git(&["rev-parse", "--short", "HEAD~1"]);
+    let note = "on a detached HEAD: no branch holds it (`git switch -c NAME` makes one)";
+    assert!(
+        stderr.contains(&format!("{} is {note}", ours.trim())),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("first: {} ", yours.trim())) && stderr.matches(note).count() == 2,
+        "{stderr}"
+    );
+    let branches = repo.git(&["for-each-ref", "--contains", "HEAD", "refs/heads"]);
+    assert_eq!(branches, "");
+}

@@ -52,6 +52,14 @@ pub fn discover(dir: &std::path::Path) -> Result<git2::Repository, GitError> {
     })
 }
 
+/// Why git refuses the repository holding `dir` for its owner; None when it does not.
+pub fn owner_refusal(dir: &std::path::Path) -> Option<GitError> {
+    match discover(dir) {
+        Err(e @ GitError::NotOwned(_)) => Some(e),
+        _ => None,
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum GitError {
     #[error("git: {0}")]

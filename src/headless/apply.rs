@@ -98,16 +98,15 @@ async fn apply(
         |source| ApplyError::Open { dir, source }
     };
     let cwd = &cwd.canonicalize().map_err(open(cwd))?;
-    match crate::git::discover(cwd) {
-        Err(e @ crate::git::GitError::NotOwned(_)) => return Err(ApplyError::Git(e)),
-        Err(_) if args.git_init => {
-            git2::Repository::init(cwd).map_err(|source| ApplyError::GitInit {
-                dir: cwd.clone(),
-                source,
-            })?;
-            errln!("tern apply: created a git repository in {}", cwd.display());
-        }
-        _ => {}
+    if let Some(refused) = crate::git::owner_refusal(cwd) {
+        return Err(ApplyError::Git(refused));
+    }
+    if args.git_init && git2::Repository::discover(cwd).is_err() {
+        git2::Repository::init(cwd).map_err(|source| ApplyError::GitInit {
+            dir: cwd.clone(),
+            source,
+        })?;
+        errln!("tern apply: created a git repository in {}", cwd.display());
     }
     let ws = Workspace::discover(cwd).map_err(open(cwd))?;
     let reply = read_reply(&args.reply)?;

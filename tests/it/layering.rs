@@ -294,8 +294,16 @@ fn crate_sources() -> Vec<Source> {
 const FRONT_ENDS: &[&str] = &["tui", "headless", "acp", "main", "cli"];
 
 /// What the ACP front end may use: as the TUI, the engine's protocol and the config,
-/// and the flags (`cli`) it applies to each session, and the leaves it writes with.
-const ACP_USES: &[&str] = &["engine", "config", "cli", "egress", "plural"];
+/// and the flags (`cli`) it applies to each session, and the leaves it writes with
+/// (`terminal_text`: what an editor would not show is marked as the TUI marks it).
+const ACP_USES: &[&str] = &[
+    "engine",
+    "config",
+    "cli",
+    "egress",
+    "plural",
+    "terminal_text",
+];
 
 /// Modules with no dependency on the rest of the crate but each other: the vocabulary
 /// every layer may share.

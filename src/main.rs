@@ -41,9 +41,16 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     if let Some(Command::Trust(args)) = &cli.command {
         return Ok(tern::headless::trust::run(args, &sources));
     }
-    let loaded = config::load(&cli.global.settings_layer(), &sources, |k| {
+    let loaded = match config::load(&cli.global.settings_layer(), &sources, |k| {
         std::env::var(k).ok()
-    })?;
+    }) {
+        Ok(loaded) => loaded,
+        Err(e) if e.is_usage() => {
+            writeln!(tern::egress::stderr(), "tern: {e}")?;
+            return Ok(ExitCode::from(tern::headless::apply::EXIT_USAGE));
+        }
+        Err(e) => return Err(e.into()),
+    };
     let _log = init_logging(&loaded.settings);
     // The workspace shows them in its chat; everything else prints them first.
     let workspace = cli.command.is_none()

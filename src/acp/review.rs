@@ -181,9 +181,24 @@ pub(super) async fn ask(
         {
             n += 1;
             let call = call_id(&format!("hunk-{}", hunk.id));
-            let title = format!("Edit {} (hunk {n} of {total})", file.path);
+            let cautions: Vec<String> = (hunk.cautions.iter())
+                .chain(&file.cautions)
+                .map(ToString::to_string)
+                .collect();
+            let title = match cautions.is_empty() {
+                true => format!("Edit {} (hunk {n} of {total})", file.path),
+                false => format!(
+                    "Edit {} (hunk {n} of {total}): {}",
+                    file.path,
+                    cautions.join("; ")
+                ),
+            };
             let path = root.join(&file.path);
-            let content = vec![ToolCallContent::Diff(diff(&path, hunk))];
+            let (diff, marked) = diff(&path, hunk);
+            let mut content = vec![ToolCallContent::Diff(diff)];
+            if marked {
+                content.insert(0, ToolCallContent::from(MARKED));
+            }
             let locations = vec![ToolCallLocation::new(path).line(first_line(hunk))];
             let tool = ToolCall::new(call.clone(), title.clone())
                 .kind(ToolKind::Edit)
@@ -319,17 +334,28 @@ async fn permission(
     })
 }
 
+/// Said beside a diff whose text [`diff`] made visible.
+const MARKED: &str = "Caution: this hunk holds characters an editor may not show \
+    (invisible ones, or control characters such as escape sequences). The diff shows \
+    each as tern's review does, as a marker like `⟨U+202E⟩` or `\\u{1b}`; the file gets \
+    the characters themselves.";
+
 /// The hunk as a diff of its own: the old lines (context and removed) and the new
-/// (context and added), each ending as in the file.
-fn diff(path: &Path, hunk: &HunkView) -> Diff {
-    let side = |keep: LineKind| {
+/// (context and added), each ending as in the file. Every invisible or control
+/// character is shown as its marker (`terminal_text::visible`), so an editor shows
+/// what the file will hold rather than render it; true when any was.
+fn diff(path: &Path, hunk: &HunkView) -> (Diff, bool) {
+    let mut marked = false;
+    let mut side = |keep: LineKind| {
         let mut text = String::new();
         for line in hunk
             .lines
             .iter()
             .filter(|l| l.kind == LineKind::Context || l.kind == keep)
         {
-            text.push_str(&line.text);
+            let shown = crate::terminal_text::visible(&line.text);
+            marked |= matches!(shown, std::borrow::Cow::Owned(_));
+            text.push_str(&shown);
             if !line.no_newline {
                 text.push('\n');
             }
@@ -338,10 +364,11 @@ fn diff(path: &Path, hunk: &HunkView) -> Diff {
     };
     let old = side(LineKind::Removed);
     let diff = Diff::new(path, side(LineKind::Added));
-    match hunk.old_len {
+    let diff = match hunk.old_len {
         0 if hunk.old_start == 0 => diff,
         _ => diff.old_text(old),
-    }
+    };
+    (diff, marked)
 }
 
 /// The hunk's first line in the new file (1-based), where an editor shows it.

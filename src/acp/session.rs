@@ -136,6 +136,9 @@ fn config(shared: &Shared, cwd: PathBuf, load: Option<String>) -> anyhow::Result
     let global = &shared.global;
     let sources = global.config_sources(crate::config::ConfigSources::discover(&cwd));
     let Some(root) = sources.repo_root.clone() else {
+        if let Some(refused) = crate::engine::protocol::owner_refusal(&cwd) {
+            anyhow::bail!(refused);
+        }
         anyhow::bail!(
             "{} is not inside a git repository: tern writes edits only inside one, so that every change can be undone (run `git init` there)",
             cwd.display()

@@ -33,7 +33,10 @@ pub(super) fn thought(text: String) -> SessionUpdate {
     SessionUpdate::AgentThoughtChunk(chunk(text))
 }
 
+/// Text as tern's own front ends show it: invisible and control characters (bidi
+/// overrides, escape sequences) as markers, never for the client to render.
 fn chunk(text: String) -> ContentChunk {
+    let text = crate::terminal_text::visible(&text).into_owned();
     ContentChunk::new(ContentBlock::Text(TextContent::new(text)))
 }
 

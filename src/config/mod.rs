@@ -367,9 +367,18 @@ pub enum ConfigError {
         what: String,
         min: String,
         max: String,
+        /// Given as a flag: a usage error, like any other bad flag value.
+        flag: bool,
     },
     #[error("bad setting: {0}")]
     Invalid(String),
+}
+
+impl ConfigError {
+    /// A bad value given on the command line: exit 2, as for every other bad flag.
+    pub fn is_usage(&self) -> bool {
+        matches!(self, ConfigError::OutOfRange { flag: true, .. })
+    }
 }
 
 impl From<&Settings> for crate::llm::ClientOptions {

@@ -111,6 +111,7 @@ pub fn check<V: Level>(
             },
             min: range.start().to_string(),
             max: range.end().to_string(),
+            flag: matches!(origin, Origin::Flags),
         }),
         _ => Ok(()),
     }

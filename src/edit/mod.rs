@@ -48,7 +48,7 @@ pub use render::unified_diff;
 pub use safety::{Refusal, Target, resolve as resolve_path};
 pub use scan::ShellSuggestion;
 pub use snapshot::{FileSnapshot, HunkSnapshot, Part, ProposalSnapshot};
-pub use workspace::Workspace;
+pub use workspace::{Workspace, not_checked_out};
 
 /// Everything one reply proposes: the proposal to review, the blocks that failed (to
 /// show and to send back), and suggested shell commands (to show, never to run).

@@ -586,6 +586,19 @@ impl Proposal {
                 })));
                 continue;
             }
+            if ws.is_not_checked_out(&target.rel) {
+                let dir = target
+                    .rel
+                    .parent()
+                    .filter(|d| !d.as_os_str().is_empty())
+                    .unwrap_or(&target.rel)
+                    .to_path_buf();
+                errors.extend(fail_all(Problem::Refused(safety::Refusal::NotCheckedOut {
+                    path: target.rel,
+                    dir,
+                })));
+                continue;
+            }
             let index = match self.files.iter().position(|f| f.path == target.rel) {
                 Some(index) => index,
                 None => match read(&target) {

@@ -27,6 +27,8 @@ pub enum Refusal {
     ControlFile(PathBuf),
     #[error("the file name {} has control or invisible characters in it; tern does not create or edit such files", crate::terminal_text::visible(&.0.to_string_lossy()))]
     ControlCharacters(PathBuf),
+    #[error("{} is outside the sparse checkout: git tracks it but has not checked it out, so tern cannot show or keep its content; run `git sparse-checkout add {}` first", .path.display(), .dir.display())]
+    NotCheckedOut { path: PathBuf, dir: PathBuf },
     #[error("{} is read-only in this chat: the user has not allowed edits to it; ask them to make it editable if it must change", .0.display())]
     ReadOnly(PathBuf),
 }

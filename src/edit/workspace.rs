@@ -42,6 +42,18 @@ impl Workspace {
             .find(|sub| rel.starts_with(sub) && rel != sub.as_path())
     }
 
+    /// Whether `rel` is tracked but outside the sparse checkout (skip-worktree in the
+    /// index): absent on disk without the user having deleted it.
+    pub fn is_not_checked_out(&self, rel: &Path) -> bool {
+        // The repository's index object is cached: git may have changed the file since.
+        let index = self.repo.as_ref().and_then(|r| {
+            let mut index = r.index().ok()?;
+            index.read(false).ok()?;
+            Some(index)
+        });
+        index.is_some_and(|i| i.get_path(rel, 0).is_some_and(|e| not_checked_out(&e)))
+    }
+
     /// Whether git ignores `rel`, or the file a symlink at `rel` leads to, and does not
     /// track it (a tracked file is git's to restore, whatever the ignore rules say).
     /// A tracked `config -> .env` symlink writes `.env`, which git cannot restore.
@@ -67,8 +79,8 @@ impl Workspace {
         })
     }
 
-    /// Every file the repository tracks (its index), relative to the root; outside a
-    /// repository, every file not hidden or ignored.
+    /// Every file the repository tracks (its index) and has checked out, relative to
+    /// the root; outside a repository, every file not hidden or ignored.
     pub fn files(&self) -> Vec<PathBuf> {
         match &self.repo {
             Some(repo) => repo
@@ -76,6 +88,7 @@ impl Workspace {
                 .map(|index| {
                     index
                         .iter()
+                        .filter(|e| !not_checked_out(e))
                         .filter_map(|e| std::str::from_utf8(&e.path).ok().map(PathBuf::from))
                         .collect()
                 })
@@ -98,4 +111,10 @@ impl Workspace {
                 .collect(),
         }
     }
+}
+
+/// Whether an index entry is outside the sparse checkout (skip-worktree): git keeps it
+/// tracked without a file on disk, and its absence is no change of the user's.
+pub fn not_checked_out(entry: &git2::IndexEntry) -> bool {
+    git2::IndexEntryExtendedFlag::from_bits_truncate(entry.flags_extended).is_skip_worktree()
 }

@@ -432,13 +432,17 @@ impl Engine {
                 self.events.warning(e.to_string());
             }
         }
-        if self.run_loop.role() == EngineRole::Conversation
-            && git2::Repository::discover(self.session.root()).is_err()
-        {
-            self.events.warning(format!(
-                "{} is not inside a git repository: you can chat here, but tern writes edits only inside one, so that every change can be undone. Run `git init` here to make one.",
-                self.session.root().display()
-            ));
+        if self.run_loop.role() == EngineRole::Conversation {
+            match crate::git::discover(self.session.root()) {
+                Ok(_) => {}
+                Err(e @ crate::git::GitError::NotOwned(_)) => self.events.warning(format!(
+                    "{e}. Until then you can chat here, but tern writes no edit."
+                )),
+                Err(_) => self.events.warning(format!(
+                    "{} is not inside a git repository: you can chat here, but tern writes edits only inside one, so that every change can be undone. Run `git init` here to make one.",
+                    self.session.root().display()
+                )),
+            }
         }
         if self.run_loop.role() == EngineRole::Conversation {
             self.model.start_counts(&self.events, &self.run_loop);
@@ -1293,6 +1297,12 @@ impl Engine {
             Command::MapRefresh => self.map.refresh_now(&self.events, &self.run_loop),
             Command::MapTokens => self.map_tokens(&args),
             Command::Clear => {
+                // The turn under way would join the history it clears when it ends.
+                if let Some(busy) = self.activity.busy_reason() {
+                    return self
+                        .events
+                        .error(format!("/clear: not now, the history stays: {busy}"));
+                }
                 self.session.history.clear();
                 self.change_history(|history, parts| history.cleared(parts.saved, parts.events));
                 self.events.notice("history cleared".into());
@@ -1520,7 +1530,7 @@ fn commit_all(
     let options = crate::git::CommitOptions::from(settings);
     Ok(
         match crate::git::commit_user_changes(repo, &paths, message, &options)? {
-            Some(c) => format!("committed {} {}", c.short_id(), c.summary),
+            Some(c) => format!("committed {}", c.line()),
             None => "nothing to commit".into(),
         },
     )

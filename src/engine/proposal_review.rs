@@ -739,7 +739,12 @@ impl Engine {
         let cancel = self.activity.git();
         self.events.notice("applying the accepted hunks…".into());
         tokio::task::spawn_blocking(move || {
-            let repo = git2::Repository::open(&root).ok();
+            // No repository is the landing's to say; git's refusal of one is said here.
+            let (repo, refused) = match git::discover(&root) {
+                Ok(repo) => (Some(repo), None),
+                Err(e @ git::GitError::NotOwned(_)) => (None, Some(e)),
+                Err(_) => (None, None),
+            };
             let options = LandOptions {
                 commit: settings.auto_commits,
                 dirty_commits: settings.dirty_commits,
@@ -752,6 +757,9 @@ impl Engine {
             let spent = std::cell::Cell::new(0.0);
             // A panic here must not leave the engine waiting forever for this result.
             let landed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                if let Some(refused) = refused {
+                    return Landed::Refused(refused);
+                }
                 git::land(
                     repo.as_ref(),
                     &mut pending.proposal,
@@ -871,11 +879,8 @@ impl Engine {
                     self.saved
                         .record_mut()
                         .committed(turn, c.id.to_string(), true);
-                    self.events.notice(format!(
-                        "committed your own changes first: {} {}",
-                        c.short_id(),
-                        c.summary
-                    ));
+                    self.events
+                        .notice(format!("committed your own changes first: {}", c.line()));
                 }
                 for f in &applied.failed {
                     self.events
@@ -904,6 +909,9 @@ impl Engine {
                         crate::prompts::USER_EDITED_HUNKS
                     ));
                 }
+                let detached = commit
+                    .as_ref()
+                    .and_then(|c| Some(format!("{} is {}", c.short_id(), c.detached_note()?)));
                 let (commit_id, message) = match commit {
                     Some(c) => {
                         self.session.turns.landed(c.id);
@@ -950,6 +958,9 @@ impl Engine {
                     held,
                     lost,
                 });
+                if let Some(detached) = detached {
+                    self.events.warning(detached);
+                }
                 self.publish_files();
                 let (runner, mut parts) = self.commands();
                 runner.auto_test_after_landing(&mut parts);

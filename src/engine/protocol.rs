@@ -59,6 +59,8 @@ pub use crate::diff::{DiffLine, FileStatus, LineKind};
 pub use crate::edit::prompts::Mode as ChatMode;
 /// Why a hunk waits for a look, and what the user decided about it.
 pub use crate::edit::{Caution, Decision};
+/// A front end that starts no engine where git refuses the repository says why.
+pub use crate::git::owner_refusal;
 
 /// What a request to the model is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, DriveMut)]

@@ -32,19 +32,45 @@ pub struct Commit {
     /// The message's first line.
     pub summary: String,
     pub paths: Vec<PathBuf>,
+    /// Made on a detached HEAD: no branch holds it (git says `[detached HEAD abc1234]`).
+    pub detached: bool,
 }
 
 impl Commit {
     pub fn short_id(&self) -> String {
         super::short_id(self.id)
     }
+
+    /// What git's `[detached HEAD abc1234]` says, when no branch holds the commit.
+    pub fn detached_note(&self) -> Option<&'static str> {
+        self.detached
+            .then_some("on a detached HEAD: no branch holds it (`git switch -c NAME` makes one)")
+    }
+
+    /// Its id and subject as a commit line says them, with [`Commit::detached_note`].
+    pub fn line(&self) -> String {
+        match self.detached_note() {
+            Some(note) => format!("{} {} ({note})", self.short_id(), self.summary),
+            None => format!("{} {}", self.short_id(), self.summary),
+        }
+    }
 }
 
 /// Of `paths`, those with changes git has not committed: staged, unstaged, or
-/// untracked (and not ignored).
+/// untracked (and not ignored). A file outside the sparse checkout is absent on disk
+/// by git's doing, not the user's: libgit2 would call it deleted.
 pub fn dirty_paths(repo: &Repository, paths: &[PathBuf]) -> Result<Vec<PathBuf>, GitError> {
+    let mut index = repo.index()?;
+    // The repository's index object is cached: git may have changed the file since.
+    index.read(false)?;
     let mut dirty = Vec::new();
     for p in paths {
+        if index
+            .get_path(p, 0)
+            .is_some_and(|e| crate::edit::not_checked_out(&e))
+        {
+            continue;
+        }
         let status = match repo.status_file(p) {
             Ok(s) => s,
             Err(e) if e.code() == git2::ErrorCode::NotFound => continue,
@@ -272,7 +298,8 @@ impl<'r> Committer<'r> {
         for path in self.committable(paths) {
             let abs = workdir.join(&path);
             let Ok(meta) = abs.symlink_metadata() else {
-                if self.index.get_path(&path, 0).is_some() {
+                let entry = self.index.get_path(&path, 0);
+                if entry.is_some_and(|e| !crate::edit::not_checked_out(&e)) {
                     changes.push(Change::Remove(path));
                 }
                 continue;
@@ -431,6 +458,7 @@ impl<'r> Committer<'r> {
             summary: String::from_utf8_lossy(commit.summary_bytes().unwrap_or_default())
                 .into_owned(),
             paths: changes.iter().map(Change::path).collect(),
+            detached: self.head.is_detached(),
         }))
     }
 

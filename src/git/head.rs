@@ -35,6 +35,10 @@ impl Head {
         })
     }
 
+    pub(crate) fn is_detached(&self) -> bool {
+        self.name == "HEAD"
+    }
+
     /// Moves the reference to `new` if HEAD still names it and it still points where
     /// it did when read; else [`GitError::HeadMoved`], with nothing changed.
     pub(crate) fn swap(&self, repo: &Repository, new: Oid, log: &str) -> Result<(), GitError> {

@@ -40,6 +40,30 @@ pub use undo::{TurnRefusal, UndoError, UndoRefusal, Undone, undo, undo_failing};
 pub(crate) use undo_turn::check_newest;
 pub use undo_turn::{Stopped, TurnUndone, check_all, files_of, undo_since, undo_turn};
 
+/// The repository holding `dir`, or why there is none: git's ownership check
+/// ([`GitError::NotOwned`]) is named as git names it, not taken for no repository.
+pub fn discover(dir: &std::path::Path) -> Result<git2::Repository, GitError> {
+    git2::Repository::discover(dir).map_err(|e| match e.code() {
+        git2::ErrorCode::NotFound => GitError::NoRepository,
+        // The work tree git would name in its `safe.directory` advice.
+        git2::ErrorCode::Owner => GitError::NotOwned(
+            dir.ancestors()
+                .find(|d| d.join(".git").symlink_metadata().is_ok())
+                .unwrap_or(dir)
+                .to_path_buf(),
+        ),
+        _ => GitError::Git(e),
+    })
+}
+
+/// Why git refuses the repository holding `dir` for its owner; None when it does not.
+pub fn owner_refusal(dir: &std::path::Path) -> Option<GitError> {
+    match discover(dir) {
+        Err(e @ GitError::NotOwned(_)) => Some(e),
+        _ => None,
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum GitError {
     #[error("git: {0}")]
@@ -87,6 +111,12 @@ pub enum GitError {
         "not inside a git repository: tern writes only where every change can be undone; run `git init` first (or `tern apply --git-init`)"
     )]
     NoRepository,
+    /// git's `safe.directory` check: the repository belongs to another user.
+    #[error(
+        "git refuses the repository in {}: it belongs to another user (git's safe.directory check against \"dubious ownership\"); if you trust it, run `git config --global --add safe.directory {}`, then try again",
+        .0.display(), .0.display()
+    )]
+    NotOwned(std::path::PathBuf),
     #[error("git is in the middle of a {0}; finish or abort it first")]
     Busy(String),
     #[error(

@@ -58,6 +58,8 @@ enum ApplyError {
         dir: PathBuf,
         source: std::io::Error,
     },
+    #[error("{0}")]
+    Git(crate::git::GitError),
     #[error("git init {}: {source}", dir.display())]
     GitInit { dir: PathBuf, source: git2::Error },
     #[error("cannot read the reply {}: {source}", path.display())]
@@ -96,6 +98,9 @@ async fn apply(
         |source| ApplyError::Open { dir, source }
     };
     let cwd = &cwd.canonicalize().map_err(open(cwd))?;
+    if let Some(refused) = crate::git::owner_refusal(cwd) {
+        return Err(ApplyError::Git(refused));
+    }
     if args.git_init && git2::Repository::discover(cwd).is_err() {
         git2::Repository::init(cwd).map_err(|source| ApplyError::GitInit {
             dir: cwd.clone(),

@@ -38,10 +38,14 @@ pub fn run(cwd: &Path, turn: bool, which: Option<Resume>) -> ExitCode {
 struct Cancelled;
 
 fn undo(cwd: &Path, turn: bool, which: Option<Resume>) -> Result<ExitCode, Cancelled> {
-    let repo = match git2::Repository::discover(cwd) {
+    let repo = match crate::git::discover(cwd) {
         Ok(repo) => repo,
+        Err(crate::git::GitError::NoRepository) => {
+            errln!("tern undo: not in a git repository: {}", cwd.display());
+            return Ok(ExitCode::from(2));
+        }
         Err(e) => {
-            errln!("tern undo: not in a git repository: {}", e.message());
+            errln!("tern undo: {e}");
             return Ok(ExitCode::from(2));
         }
     };

@@ -12,8 +12,8 @@ use agent_client_protocol::v1::schema::{
     InitializeRequest, LoadSessionRequest, NewSessionRequest, PermissionOptionKind, PromptRequest,
     ReadTextFileRequest, ReadTextFileResponse, RequestPermissionOutcome, RequestPermissionRequest,
     RequestPermissionResponse, SelectedPermissionOutcome, SessionId, SessionNotification,
-    SessionUpdate, StopReason, TextContent, ToolCallContent, WriteTextFileRequest,
-    WriteTextFileResponse,
+    SessionUpdate, StopReason, TextContent, ToolCallContent, ToolCallUpdateFields,
+    WriteTextFileRequest, WriteTextFileResponse,
 };
 use agent_client_protocol::{Agent, ByteStreams, Client};
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
@@ -69,6 +69,8 @@ pub(crate) struct Heard {
     pub(crate) asked: Vec<PathBuf>,
     pub(crate) read: Vec<PathBuf>,
     pub(crate) written: Vec<PathBuf>,
+    /// What each permission request showed.
+    pub(crate) questions: Vec<ToolCallUpdateFields>,
 }
 
 /// An editor's buffers, by absolute path: what `fs/read_text_file` answers for a file
@@ -167,6 +169,7 @@ pub(crate) async fn client_of<R>(
                     false => PermissionOptionKind::RejectOnce,
                 };
                 heard.asked.push(path);
+                heard.questions.push(request.tool_call.fields.clone());
                 let option = request.options.iter().find(|o| o.kind == kind).unwrap();
                 responder.respond(RequestPermissionResponse::new(
                     RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(
@@ -620,5 +623,83 @@ async fn a_gitignored_file_the_editor_would_not_write_is_left_and_the_rest_lands
         heard.said().contains("applied 1 hunk to a.txt"),
         "{}",
         heard.said()
+    );
+}
+
+/// A hunk whose new line holds bidi overrides, isolates, a zero-width space and escape
+/// sequences: the question says so in its title, its diff shows each as tern's review
+/// does (a marker), a text block beside it says why, and the streamed reply carries
+/// markers, never the characters; the file gets the characters once accepted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hunk_with_invisible_characters_is_asked_about_with_a_caution_and_markers() {
+    let hostile =
+        "    return user.is_admin \u{202E}\u{2066}# admin\u{2069}\u{200B} \x1b[2J\x1b]0;PWNED\x07";
+    let reply = format!(
+        "auth.py\n```\n<<<<<<< SEARCH\n    return user.is_admin\n=======\n{hostile}\n>>>>>>> REPLACE\n```\n"
+    );
+    let server = MockServer::start().await;
+    server.push_for_model("gpt-4o", Reply::text(&reply));
+    server.push_for_model("gpt-4o-mini", Reply::text("Check admin"));
+    let repo = TempRepo::with_files(&[("auth.py", "def check(user):\n    return user.is_admin\n")]);
+    let root = repo.path().canonicalize().unwrap();
+    let ((), heard) = client(
+        &repo,
+        &server,
+        |_| true,
+        async |cx| {
+            let session = new_session(&cx, &root).await?;
+            prompt(&cx, &session, "/add auth.py").await?;
+            prompt(&cx, &session, "tighten the check").await?;
+            Ok(())
+        },
+    )
+    .await;
+    let [question] = heard.questions.as_slice() else {
+        panic!("one question: {:?}", heard.questions);
+    };
+    let title = question.title.clone().unwrap_or_default();
+    assert!(
+        title.contains("holds invisible characters (")
+            && title.contains("U+202E")
+            && title.contains("U+200B"),
+        "{title}"
+    );
+    let content = question.content.clone().unwrap_or_default();
+    let caution = content.iter().find_map(|c| match c {
+        ToolCallContent::Content(c) => match &c.content {
+            ContentBlock::Text(t) => Some(t.text.clone()),
+            _ => None,
+        },
+        _ => None,
+    });
+    assert!(
+        caution.as_deref().is_some_and(|c| c.contains("⟨U+202E⟩")),
+        "{content:?}"
+    );
+    let new_text = content
+        .iter()
+        .find_map(|c| match c {
+            ToolCallContent::Diff(d) => Some(d.new_text.clone()),
+            _ => None,
+        })
+        .unwrap();
+    for marker in [
+        "⟨U+202E⟩",
+        "⟨U+2066⟩",
+        "⟨U+2069⟩",
+        "⟨U+200B⟩",
+        "\\u{1b}[2J",
+        "\\u{7}",
+    ] {
+        assert!(new_text.contains(marker), "{marker} in {new_text:?}");
+    }
+    let raw = |text: &str| text.contains(['\u{202E}', '\u{200B}', '\x1b', '\x07']);
+    assert!(!raw(&new_text), "{new_text:?}");
+    let said = heard.said();
+    assert!(said.contains("⟨U+202E⟩") && !raw(&said), "{said:?}");
+    // Accepted: the file holds the characters themselves.
+    assert_eq!(
+        repo.read("auth.py"),
+        format!("def check(user):\n{hostile}\n")
     );
 }

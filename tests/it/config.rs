@@ -168,3 +168,43 @@ fn the_api_key_never_shows_in_debug_output() {
     assert!(!format!("{s:?}").contains("sk-hidden-123"));
     assert_eq!(s.api_key.unwrap().expose(), "sk-hidden-123");
 }
+
+/// A flag's number out of its range is a bad flag value like any other (`-1`, `abc`,
+/// one past `usize`): exit 2, the usage error, never 1; a config file's stays 1.
+#[test]
+fn a_flag_out_of_range_exits_2_like_every_other_bad_flag_value() {
+    let repo = crate::support::TempRepo::with_files(&[("a.txt", "x\n")]);
+    let huge = (tern::config::MAP_TOKENS_MAX + 1).to_string();
+    for value in ["-1", "abc", "99999999999999999999", huge.as_str()] {
+        let out = repo
+            .tern("http://127.0.0.1:9/v1")
+            .args(["tokens", "--map-tokens", value])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "--map-tokens {value}: {stderr}");
+    }
+    let out = repo
+        .tern("http://127.0.0.1:9/v1")
+        .args(["tokens", "--map-tokens", &huge])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("--map-tokens {huge} is out of range")),
+        "{stderr}"
+    );
+    let config = repo.path().join(".git/bad.toml");
+    write(&config, &format!("map_tokens = {huge}\n"));
+    let out = repo
+        .tern("http://127.0.0.1:9/v1")
+        .args(["--config", config.to_str().unwrap(), "tokens"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -1622,3 +1622,102 @@ fn a_users_commit_message_loses_controls_and_hidden_characters() {
     let logged = repo.git(&["log", "-1", "--format=%B"]);
     assert_eq!(logged.trim(), "fix]0;PWNED the readme[2J", "{logged:?}");
 }
+
+/// Hands `path` and everything under it to another user, as a repository cloned or
+/// mounted from elsewhere is (the tests run as root, which may).
+fn give_away(path: &std::path::Path, uid: u32) {
+    std::os::unix::fs::lchown(path, Some(uid), Some(uid)).unwrap();
+    if path.is_dir() && !path.is_symlink() {
+        for entry in std::fs::read_dir(path).unwrap() {
+            give_away(&entry.unwrap().path(), uid);
+        }
+    }
+}
+
+/// A repository git refuses for its owner (`safe.directory`) is named as git names it,
+/// with git's remedy, before the model is asked; not called "no repository", and
+/// nothing is written (`tern apply --git-init` does not try to make one either).
+#[test]
+fn a_repository_of_another_user_is_named_as_gits_safe_directory_refusal() {
+    let server = MockServer::start_in_thread();
+    server.push(Reply::text(
+        "README.md\n```\n<<<<<<< SEARCH\n# Demo\n=======\n# DEMO\n>>>>>>> REPLACE\n```\n",
+    ));
+    let repo = repo();
+    let root = repo.path().canonicalize().unwrap();
+    let mut tern = repo.tern(&server.base_url());
+    give_away(repo.path(), 65534);
+    let out = tern
+        .args(["--model", "gpt-4o", "--yes", "-m", "shout", "README.md"])
+        .output()
+        .unwrap();
+    let (_, stderr) = texts(&out);
+    assert!(!out.status.success(), "{stderr}");
+    let advice = format!(
+        "git config --global --add safe.directory {}",
+        root.display()
+    );
+    let said = stderr.find(&advice).expect(&stderr);
+    let failed = stderr
+        .find("nothing was written: git refuses")
+        .expect(&stderr);
+    assert!(said < failed, "said at the start: {stderr}");
+    assert!(!stderr.contains("not inside a git repository"), "{stderr}");
+    assert_eq!(repo.read("README.md"), "# Demo\n");
+
+    let reply = repo.path().join(".git/reply.md");
+    std::fs::write(
+        &reply,
+        "README.md\n```\n<<<<<<< SEARCH\n# Demo\n=======\n# DEMO\n>>>>>>> REPLACE\n```\n",
+    )
+    .unwrap();
+    let out = repo
+        .tern(&server.base_url())
+        .args(["apply", ".git/reply.md", "README.md", "--git-init"])
+        .output()
+        .unwrap();
+    let (_, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(&advice), "{stderr}");
+    assert_eq!(repo.read("README.md"), "# Demo\n");
+}
+
+/// On a detached HEAD tern's commit (and the user's own, committed first) is made
+/// where git would make it, and said to be on no branch, as git's `[detached HEAD
+/// abc1234]` says.
+#[test]
+fn a_commit_on_a_detached_head_says_no_branch_holds_it() {
+    let repo = repo();
+    repo.git(&["checkout", "-q", "--detach"]);
+    repo.write("README.md", "# Demo\n\nmine\n");
+    std::fs::write(
+        repo.path().join(".git/reply.md"),
+        "README.md\n```\n<<<<<<< SEARCH\n# Demo\n=======\n# DEMO\n>>>>>>> REPLACE\n```\n",
+    )
+    .unwrap();
+    let out = repo
+        .tern("http://127.0.0.1:9/v1")
+        .args(["apply", ".git/reply.md", "README.md"])
+        .output()
+        .unwrap();
+    let (_, stderr) = texts(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        repo.git(&["rev-parse", "--abbrev-ref", "HEAD"]).trim(),
+        "HEAD"
+    );
+    assert_eq!(repo.git(&["show", "HEAD:README.md"]), "# DEMO\n\nmine\n");
+    let ours = repo.git(&["rev-parse", "--short", "HEAD"]);
+    let yours = repo.git(&["rev-parse", "--short", "HEAD~1"]);
+    let note = "on a detached HEAD: no branch holds it (`git switch -c NAME` makes one)";
+    assert!(
+        stderr.contains(&format!("{} is {note}", ours.trim())),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("first: {} ", yours.trim())) && stderr.matches(note).count() == 2,
+        "{stderr}"
+    );
+    let branches = repo.git(&["for-each-ref", "--contains", "HEAD", "refs/heads"]);
+    assert_eq!(branches, "");
+}

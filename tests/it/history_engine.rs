@@ -951,3 +951,49 @@ async fn a_summary_counts_toward_the_sessions_spending() {
         "{after} after {before}: the summary was free"
     );
 }
+
+/// `/clear` while a reply streams would not clear the turn under way (it joins the
+/// history when it ends): it is refused, says so, and the history stays; once idle it
+/// clears.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clear_while_a_reply_streams_is_refused_and_says_so() {
+    let server = MockServer::start().await;
+    server.set_responder(|r| {
+        Reply::text(reply_text(turn_of(r))).with_start_delay(Duration::from_millis(1500))
+    });
+    let mut chat = Chat::start(settings(&server), &[], &[]);
+    chat.send(Op::Submit { text: user_text(1) });
+    chat.until(|e| matches!(e, Event::Request { .. })).await;
+    chat.send(crate::support::typed("/clear"));
+    let events = chat.until(|e| matches!(e, Event::Error { .. })).await;
+    let Some(Event::Error { text }) = events.last() else {
+        unreachable!("until stops at the error")
+    };
+    assert!(
+        text.starts_with("/clear: not now, the history stays: a reply is still streaming"),
+        "{text}"
+    );
+    assert!(
+        !notices(&events).contains(&"history cleared"),
+        "{events:#?}"
+    );
+    chat.until(|e| matches!(e, Event::TurnFinished { .. }))
+        .await;
+    chat.say(user_text(2)).await;
+    let sent = sent_history(server.requests().last().unwrap());
+    assert!(
+        sent.iter().any(|(_, text)| text.contains(&user_text(1))),
+        "{sent:?}"
+    );
+    chat.send(crate::support::typed("/clear"));
+    let events = chat
+        .until(|e| matches!(e, Event::Notice { text } if text == "history cleared"))
+        .await;
+    assert!(!events.iter().any(|e| matches!(e, Event::Error { .. })));
+    chat.say(user_text(3)).await;
+    let sent = sent_history(server.requests().last().unwrap());
+    assert!(
+        !sent.iter().any(|(_, text)| text.contains(&user_text(1))),
+        "{sent:?}"
+    );
+}

@@ -1076,3 +1076,51 @@ fn a_read_only_file_is_not_edited_through_a_symlink_to_it() {
     assert_eq!(repo.read("a.txt"), "line1\nline2\n", "{stderr}");
     assert_eq!(head(&repo), before);
 }
+
+/// A file outside a sparse checkout (skip-worktree in the index, absent on disk) is
+/// tracked: the model may not "create" it over content nobody was shown, and its
+/// absence is no change of the user's to commit first.
+#[test]
+fn a_file_outside_the_sparse_checkout_is_refused_and_never_counted_deleted() {
+    let repo = TempRepo::with_files(&[("in/i.txt", "in\n"), ("out/o.txt", "real content\n")]);
+    repo.git(&["sparse-checkout", "set", "in"]);
+    assert!(!repo.path().join("out/o.txt").exists());
+    let outside = PathBuf::from("out/o.txt");
+
+    let mut out = proposal(
+        &repo,
+        &(block("out/o.txt", "", "BRAND NEW\n") + &block("in/i.txt", "in\n", "IN\n")),
+    );
+    let reasons: Vec<String> = out.errors.iter().map(|e| e.to_string()).collect();
+    assert_eq!(reasons.len(), 1, "{reasons:?}");
+    assert!(
+        reasons[0].contains("outside the sparse checkout")
+            && reasons[0].contains("git sparse-checkout add out"),
+        "{reasons:?}"
+    );
+    let paths: Vec<_> = out
+        .proposal
+        .files()
+        .iter()
+        .map(|f| f.path().to_path_buf())
+        .collect();
+    assert_eq!(paths, [PathBuf::from("in/i.txt")]);
+    assert!(
+        !Workspace::discover(repo.path())
+            .unwrap()
+            .files()
+            .contains(&outside)
+    );
+
+    assert_eq!(
+        git::dirty_paths(&repo.repo, std::slice::from_ref(&outside)).unwrap(),
+        Vec::<PathBuf>::new()
+    );
+    let own = git::commit_dirty(&repo.repo, &[outside], &OPTIONS.commit_options).unwrap();
+    assert_eq!(own, None);
+    let landed = git::land(Some(&repo.repo), &mut out.proposal, OPTIONS, |_| "x".into());
+    committed(&landed);
+    assert_eq!(repo.read("in/i.txt"), "IN\n");
+    assert_eq!(repo.git(&["show", "HEAD:out/o.txt"]), "real content\n");
+    assert_eq!(repo.git(&["rev-list", "--count", "HEAD"]).trim(), "2");
+}

@@ -295,10 +295,18 @@ const FRONT_ENDS: &[&str] = &["tui", "headless", "acp", "main", "cli"];
 
 /// What the ACP front end may use: as the TUI, the engine's protocol and the config,
 /// and the flags (`cli`) it applies to each session, the leaves it writes with, file
-/// text as tern reads it (`diff`, to compare an editor's buffer with the file) and the
-/// texts the model reads (`prompts`: why a hunk it held back did not land).
+/// text as tern reads it (`diff`, to compare an editor's buffer with the file), the
+/// texts the model reads (`prompts`: why a hunk it held back did not land) and
+/// `terminal_text` (what an editor would not show is marked as the TUI marks it).
 const ACP_USES: &[&str] = &[
-    "engine", "config", "cli", "egress", "plural", "diff", "prompts",
+    "engine",
+    "config",
+    "cli",
+    "egress",
+    "plural",
+    "diff",
+    "prompts",
+    "terminal_text",
 ];
 
 /// Modules with no dependency on the rest of the crate but each other: the vocabulary

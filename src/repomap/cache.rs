@@ -14,6 +14,7 @@
 use std::collections::HashMap;
 use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use bincode::Options;
 use serde::de::DeserializeOwned;
@@ -30,8 +31,8 @@ const COUNTS_MAGIC: &[u8; 8] = b"TERNCNTS";
 const STAGED_MAGIC: &[u8; 8] = b"TERNSTGD";
 const FITTED_MAGIC: &[u8; 8] = b"TERNFITD";
 /// Bump whenever `Known` or `Snapshot` change meaning (4: `Kind::LongLines`, the
-/// attribute answers).
-pub const VERSION: u32 = 4;
+/// attribute answers; 5: identifier lists as bytes).
+pub const VERSION: u32 = 5;
 const HEADER: usize = 8 + 4 + 8;
 
 /// What kind of content a file holds.
@@ -59,10 +60,87 @@ pub struct Known {
     /// The key of its tags in the shared store.
     pub key: Key,
     pub kind: Kind,
-    /// Distinct global identifier ids the file defines, sorted.
-    pub defines: Vec<u32>,
+    /// Distinct global identifier ids the file defines, sorted (shared with the
+    /// reference graph, `graph_cell.rs`).
+    #[serde(with = "words")]
+    pub defines: Arc<[u32]>,
     /// (global identifier id, references), sorted.
-    pub refs: Vec<(u32, u32)>,
+    #[serde(with = "words")]
+    pub refs: Arc<[(u32, u32)]>,
+}
+
+/// Identifier lists as little-endian bytes: decoding one copies it in a single pass
+/// instead of visiting each of the two million numbers a large snapshot holds.
+mod words {
+    use std::sync::Arc;
+
+    use serde::{Deserializer, Serializer, de};
+
+    pub(super) trait Word: Copy {
+        const BYTES: usize;
+        fn put(self, out: &mut Vec<u8>);
+        /// From exactly `BYTES` bytes.
+        fn take(bytes: &[u8]) -> Self;
+    }
+
+    fn u32_at(bytes: &[u8], at: usize) -> u32 {
+        let mut word = [0u8; 4];
+        if let Some(b) = bytes.get(at..at + 4) {
+            word.copy_from_slice(b);
+        }
+        u32::from_le_bytes(word)
+    }
+
+    impl Word for u32 {
+        const BYTES: usize = 4;
+        fn put(self, out: &mut Vec<u8>) {
+            out.extend_from_slice(&self.to_le_bytes());
+        }
+        fn take(bytes: &[u8]) -> Self {
+            u32_at(bytes, 0)
+        }
+    }
+
+    impl Word for (u32, u32) {
+        const BYTES: usize = 8;
+        fn put(self, out: &mut Vec<u8>) {
+            self.0.put(out);
+            self.1.put(out);
+        }
+        fn take(bytes: &[u8]) -> Self {
+            (u32_at(bytes, 0), u32_at(bytes, 4))
+        }
+    }
+
+    pub(super) fn serialize<S: Serializer, T: Word>(
+        words: &Arc<[T]>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        let mut bytes = Vec::with_capacity(words.len() * T::BYTES);
+        for &w in words.iter() {
+            w.put(&mut bytes);
+        }
+        s.serialize_bytes(&bytes)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>, T: Word>(
+        d: D,
+    ) -> Result<Arc<[T]>, D::Error> {
+        struct Visitor<T>(std::marker::PhantomData<T>);
+        impl<T: Word> de::Visitor<'_> for Visitor<T> {
+            type Value = Arc<[T]>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                write!(f, "a multiple of {} bytes", T::BYTES)
+            }
+            fn visit_bytes<E: de::Error>(self, bytes: &[u8]) -> Result<Self::Value, E> {
+                if bytes.len() % T::BYTES != 0 {
+                    return Err(E::invalid_length(bytes.len(), &self));
+                }
+                Ok(bytes.chunks_exact(T::BYTES).map(T::take).collect())
+            }
+        }
+        d.deserialize_bytes(Visitor(std::marker::PhantomData))
+    }
 }
 
 /// A checkout's snapshot as read.
@@ -298,8 +376,8 @@ mod tests {
             ino: 3,
             key: Key::new(&Key::blob_id(b"x"), None),
             kind,
-            defines: vec![0],
-            refs: vec![(0, 2)],
+            defines: Arc::from([0, 7]),
+            refs: Arc::from([(0, 2), (7, u32::MAX)]),
         }
     }
 
@@ -365,5 +443,54 @@ mod tests {
         let counts = HashMap::from([(1u64, 2u32), (3, 4)]);
         save_counts(&path, &counts).unwrap();
         assert_eq!(load_counts(&path), counts);
+    }
+
+    /// Identifier lists of any length and value come back as they went in; a list
+    /// whose byte length is not a whole number of words is a bad file, not a panic.
+    #[test]
+    fn identifier_lists_round_trip_and_a_torn_list_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.snap");
+        let names = super::super::interner::Names::default();
+        let attributes = AttributeMemo::default();
+        let mut a = known(Kind::Tags { defs: 3, refs: 2 });
+        a.defines = (0..70_000u32).chain([u32::MAX]).collect();
+        a.refs = Arc::from([(u32::MAX, 0), (1, u32::MAX)]);
+        let mut b = known(Kind::Untagged);
+        (b.defines, b.refs) = (Arc::from([]), Arc::from([]));
+        save_snapshot(&path, 1, &names, &[("a", &a), ("b", &b)], &attributes).unwrap();
+        let (back, why) = load_snapshot(&path);
+        assert_eq!(
+            (why, back.files),
+            (None, vec![("a".into(), a), ("b".into(), b)])
+        );
+
+        // A list of 3 bytes, with a checksum that matches: refused, never half read.
+        let torn = known(Kind::Untagged);
+        let mut bytes = Vec::new();
+        options(usize::MAX)
+            .serialize_into(
+                &mut bytes,
+                &(
+                    0i64,
+                    &names,
+                    vec![(
+                        "t",
+                        (torn.size, torn.mtime_ns, torn.ino, torn.key, torn.kind),
+                        vec![1u8, 2, 3],
+                        Vec::<u8>::new(),
+                    )],
+                    &attributes,
+                ),
+            )
+            .unwrap();
+        let mut file = SNAPSHOT_MAGIC.to_vec();
+        file.extend(VERSION.to_le_bytes());
+        file.extend(xxhash_rust::xxh3::xxh3_64(&bytes).to_le_bytes());
+        file.extend(&bytes);
+        std::fs::write(&path, file).unwrap();
+        let (back, why) = load_snapshot(&path);
+        assert!(back.files.is_empty());
+        assert!(why.unwrap().contains("multiple of 4 bytes"));
     }
 }

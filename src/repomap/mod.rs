@@ -13,6 +13,7 @@ mod cache;
 mod collapse;
 mod files;
 mod fitted;
+mod graph_cell;
 mod important;
 mod interner;
 mod languages;
@@ -38,13 +39,15 @@ use serde::Serialize;
 pub use files::MAX_FILE_BYTES;
 pub use languages::Grammar;
 pub use mentions::Mentions;
+pub use rank::GraphStats;
 pub use render::{BAR, ELISION};
 pub use tags::MAX_LINE_CHARS;
 
 use crate::tokens::TokenCounter;
 use cache::{Kind, Known};
 use interner::{Interner, Names};
-use rank::{Credit, FileIdents, Graph, Ranking};
+use graph_cell::GraphCell;
+use rank::{Credit, Ranking};
 use render::{BlockCounts, Item};
 use store::{Content, Key, Store};
 use tags::FileTags;
@@ -168,8 +171,6 @@ pub struct RefreshStats {
     /// Definitions and references (distinct names per file) across the set.
     pub definitions: usize,
     pub references: usize,
-    pub graph_identifiers: usize,
-    pub graph_edges: usize,
     /// Why the checkout's snapshot was discarded, if it was.
     pub cache_discarded: Option<String>,
     /// Paths added, removed, or whose content changed (after the first refresh).
@@ -180,8 +181,10 @@ pub struct RefreshStats {
     pub scan: Duration,
     #[serde(serialize_with = "as_ms")]
     pub parse: Duration,
+    /// Indexing the paths, their noise, and the inputs of the graph (built when a map
+    /// is fitted: `RankTimes`).
     #[serde(serialize_with = "as_ms")]
-    pub graph: Duration,
+    pub index: Duration,
     #[serde(serialize_with = "as_ms")]
     pub save: Duration,
 }
@@ -269,7 +272,7 @@ impl Personal {
 
 /// What `MapResult::why` needs, shared with the `RepoMap` that made it.
 struct Explain {
-    graph: Arc<Graph>,
+    graph: Arc<GraphCell>,
     /// Made from `personal` when first needed, for a map that was reused.
     ranking: OnceLock<Ranking>,
     personal: Personal,
@@ -287,10 +290,11 @@ impl MapResult {
             return Vec::new();
         };
         let p = &e.personal;
+        let graph = e.graph.get();
         let ranking = e
             .ranking
-            .get_or_init(|| e.graph.rank(&p.chat, &p.personal, &p.mentioned));
-        e.graph
+            .get_or_init(|| graph.rank(&p.chat, &p.personal, &p.mentioned));
+        graph
             .why(ranking, file, limit)
             .into_iter()
             .map(|(ident, from, weight)| WhyEdge {
@@ -383,7 +387,7 @@ pub struct RepoMap {
     /// What git2's attribute lookups answered, kept in the snapshot.
     attributes: left_out::AttributeMemo,
     interner: Interner,
-    graph: Arc<Graph>,
+    graph: Arc<GraphCell>,
     /// The snapshot's files not yet claimed by a refresh; None until the first refresh
     /// loads them.
     disk: Option<PathMap<Known>>,
@@ -440,7 +444,7 @@ impl RepoMap {
             left_out: Vec::new(),
             attributes: left_out::AttributeMemo::default(),
             interner: Interner::default(),
-            graph: Arc::new(Graph::build(&[], 0, |_| "")),
+            graph: Arc::default(),
             disk: None,
             disk_saved_ns: 0,
             read_ns: 0,
@@ -574,7 +578,7 @@ impl RepoMap {
             }
         }
         stats.parse = start.elapsed();
-        let graph_start = Instant::now();
+        let index_start = Instant::now();
         // What `.gitattributes` says may have changed with it.
         if set_changed || stats.changed.iter().any(|p| p.ends_with(".gitattributes")) {
             self.rebuild_index();
@@ -582,7 +586,7 @@ impl RepoMap {
         if !stats.changed.is_empty() {
             self.rebuild_graph();
         }
-        stats.graph = graph_start.elapsed();
+        stats.index = index_start.elapsed();
         self.total_stats(&mut stats);
         stats
     }
@@ -725,7 +729,7 @@ impl RepoMap {
         }
         stats.parse = parse_start.elapsed();
 
-        let graph_start = Instant::now();
+        let index_start = Instant::now();
         let removed: Vec<String> = old.into_keys().collect();
         let changed = !stats.changed.is_empty() || !removed.is_empty() || !disk.is_empty();
         if !first {
@@ -740,8 +744,9 @@ impl RepoMap {
         }
         self.paths = Arc::new(paths);
         self.read_ns = now;
-        self.rebuild_index_and_graph();
-        stats.graph = graph_start.elapsed();
+        self.rebuild_index();
+        self.rebuild_graph();
+        stats.index = index_start.elapsed();
         self.total_stats(&mut stats);
 
         // A snapshot entry for a file no longer in the set is dropped with it.
@@ -834,20 +839,21 @@ impl RepoMap {
             ino: f.ino,
             key,
             kind,
-            defines: Vec::new(),
-            refs: Vec::new(),
+            defines: Arc::from([]),
+            refs: Arc::from([]),
         };
         let loaded = tags.map(|tags| {
             let ids: Vec<u32> = tags.names().map(|n| self.interner.intern(n)).collect();
-            known.defines = tags.defs.iter().map(|d| ids[d.name as usize]).collect();
-            known.defines.sort_unstable();
-            known.defines.dedup();
-            known.refs = tags
+            let mut defines: Vec<u32> = tags.defs.iter().map(|d| ids[d.name as usize]).collect();
+            defines.sort_unstable();
+            defines.dedup();
+            let mut refs: Vec<(u32, u32)> = tags
                 .refs
                 .iter()
                 .map(|&(name, n)| (ids[name as usize], n))
                 .collect();
-            known.refs.sort_unstable();
+            refs.sort_unstable();
+            (known.defines, known.refs) = (defines.into(), refs.into());
             Arc::new(Loaded { tags, ids })
         });
         self.fresh.push(key);
@@ -890,14 +896,6 @@ impl RepoMap {
         self.set_index(index);
     }
 
-    /// Both at once, on two threads: neither reads what the other writes.
-    fn rebuild_index_and_graph(&mut self) {
-        let mut attributes = std::mem::take(&mut self.attributes);
-        let (graph, index) = rayon::join(|| self.graph_of(), || self.index_of(&mut attributes));
-        self.attributes = attributes;
-        self.graph = Arc::new(graph);
-        self.set_index(index);
-    }
 
     /// The noise and the index of the paths; `attributes` are asked first and kept
     /// current.
@@ -935,26 +933,20 @@ impl RepoMap {
                 Kind::Untagged | Kind::LongLines => {}
             }
         }
-        let g = self.graph.stats();
-        stats.graph_identifiers = g.identifiers;
-        stats.graph_edges = g.edges;
     }
 
+    /// The graph of the files as they are now, built when first needed.
     fn rebuild_graph(&mut self) {
-        self.graph = Arc::new(self.graph_of());
+        let files = self.slots.iter().map(|s| {
+            let k = &s.known;
+            (Arc::clone(&k.defines), Arc::clone(&k.refs))
+        });
+        self.graph = Arc::new(GraphCell::new(files, Arc::clone(self.interner.names())));
     }
 
-    fn graph_of(&self) -> Graph {
-        let names = self.interner.names();
-        let files: Vec<FileIdents> = self
-            .slots
-            .iter()
-            .map(|s| FileIdents {
-                defines: &s.known.defines,
-                refs: &s.known.refs,
-            })
-            .collect();
-        Graph::build(&files, names.len(), |i| names.get(i))
+    /// How big the reference graph is (built now if it was not).
+    pub fn graph_stats(&self) -> GraphStats {
+        self.graph.get().stats()
     }
 
     /// Writes what changed since it was last written: new tags to the shared store,
@@ -1028,7 +1020,7 @@ impl RepoMap {
         mentions::find(text, &self.paths, |name| {
             self.interner
                 .get(name)
-                .is_some_and(|id| self.graph.is_defined(id))
+                .is_some_and(|id| self.graph.get().is_defined(id))
         })
     }
 
@@ -1120,7 +1112,8 @@ impl RepoMap {
             personal,
             mentioned,
         } = personal;
-        let ranking = self.graph.rank(chat, personal, mentioned);
+        let graph = self.graph.get();
+        let ranking = graph.rank(chat, personal, mentioned);
         // Noise is left out unless the chat names it.
         let mut left_out = [0usize; left_out::Reason::ALL.len()];
         let listed: Vec<bool> = (0..n as u32)
@@ -1143,13 +1136,13 @@ impl RepoMap {
             .zip(&listed)
             .map(|(s, &listed)| {
                 if listed {
-                    s.known.defines.as_slice()
+                    &s.known.defines[..]
                 } else {
                     &[]
                 }
             })
             .collect();
-        let credits = self.graph.credits(&ranking, &defines);
+        let credits = graph.credits(&ranking, &defines);
         let rank_time = start.elapsed();
 
         let fit_start = Instant::now();
@@ -1164,7 +1157,7 @@ impl RepoMap {
         let fallback = |f: u32| {
             (
                 mentions(f),
-                self.graph.in_degree(f),
+                graph.in_degree(f),
                 self.slots[f as usize].known.size,
             )
         };
@@ -1184,7 +1177,7 @@ impl RepoMap {
         }
         let important: Vec<u32> = self
             .packages()
-            .important(&ranking.file_rank, chat, |f| self.graph.in_degree(f))
+            .important(&ranking.file_rank, chat, |f| graph.in_degree(f))
             .into_iter()
             .filter(|&f| position[f as usize] != u32::MAX)
             .collect();

@@ -52,7 +52,7 @@ pub enum Kind {
 
 /// What is known about one file of the set without its tags: enough to tell whether
 /// it changed and to rank it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Known {
     pub size: u64,
     pub mtime_ns: i64,
@@ -62,89 +62,77 @@ pub struct Known {
     pub kind: Kind,
     /// Distinct global identifier ids the file defines, sorted (shared with the
     /// reference graph, `graph_cell.rs`).
-    #[serde(with = "words")]
-    pub defines: Arc<[u32]>,
+    pub defines: Words<u32>,
     /// (global identifier id, references), sorted.
-    #[serde(with = "words")]
-    pub refs: Arc<[(u32, u32)]>,
+    pub refs: Words<(u32, u32)>,
 }
 
-/// Identifier lists as little-endian bytes: decoding one copies it in a single pass
-/// instead of visiting each of the two million numbers a large snapshot holds.
-mod words {
-    use std::sync::Arc;
+/// A file's identifier list: a run of a list that a loaded snapshot's files share, so
+/// loading one costs no allocation per file, and a copy costs a reference count.
+#[derive(Clone)]
+pub struct Words<T> {
+    all: Arc<[T]>,
+    start: usize,
+    len: usize,
+}
 
-    use serde::{Deserializer, Serializer, de};
-
-    pub(super) trait Word: Copy {
-        const BYTES: usize;
-        fn put(self, out: &mut Vec<u8>);
-        /// From exactly `BYTES` bytes.
-        fn take(bytes: &[u8]) -> Self;
+impl<T> std::ops::Deref for Words<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        self.all
+            .get(self.start..self.start + self.len)
+            .unwrap_or_default()
     }
+}
 
-    fn u32_at(bytes: &[u8], at: usize) -> u32 {
-        let mut word = [0u8; 4];
-        if let Some(b) = bytes.get(at..at + 4) {
-            word.copy_from_slice(b);
-        }
-        u32::from_le_bytes(word)
-    }
-
-    impl Word for u32 {
-        const BYTES: usize = 4;
-        fn put(self, out: &mut Vec<u8>) {
-            out.extend_from_slice(&self.to_le_bytes());
-        }
-        fn take(bytes: &[u8]) -> Self {
-            u32_at(bytes, 0)
+impl<T> From<Vec<T>> for Words<T> {
+    fn from(words: Vec<T>) -> Self {
+        let len = words.len();
+        Words {
+            all: words.into(),
+            start: 0,
+            len,
         }
     }
+}
 
-    impl Word for (u32, u32) {
-        const BYTES: usize = 8;
-        fn put(self, out: &mut Vec<u8>) {
-            self.0.put(out);
-            self.1.put(out);
-        }
-        fn take(bytes: &[u8]) -> Self {
-            (u32_at(bytes, 0), u32_at(bytes, 4))
-        }
+impl<T> Default for Words<T> {
+    fn default() -> Self {
+        Vec::new().into()
     }
+}
 
-    pub(super) fn serialize<S: Serializer, T: Word>(
-        words: &Arc<[T]>,
-        s: S,
-    ) -> Result<S::Ok, S::Error> {
-        let mut bytes = Vec::with_capacity(words.len() * T::BYTES);
-        for &w in words.iter() {
-            w.put(&mut bytes);
-        }
-        s.serialize_bytes(&bytes)
+impl<T: PartialEq> PartialEq for Words<T> {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
     }
+}
 
-    pub(super) fn deserialize<'de, D: Deserializer<'de>, T: Word>(
-        d: D,
-    ) -> Result<Arc<[T]>, D::Error> {
-        struct Visitor<T>(std::marker::PhantomData<T>);
-        impl<T: Word> de::Visitor<'_> for Visitor<T> {
-            type Value = Arc<[T]>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                write!(f, "a multiple of {} bytes", T::BYTES)
-            }
-            fn visit_bytes<E: de::Error>(self, bytes: &[u8]) -> Result<Self::Value, E> {
-                if bytes.len() % T::BYTES != 0 {
-                    return Err(E::invalid_length(bytes.len(), &self));
-                }
-                Ok(bytes.chunks_exact(T::BYTES).map(T::take).collect())
-            }
-        }
-        d.deserialize_bytes(Visitor(std::marker::PhantomData))
+impl<T: Eq> Eq for Words<T> {}
+
+impl<T: std::fmt::Debug> std::fmt::Debug for Words<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        (**self).fmt(f)
     }
+}
+
+/// A file as the snapshot stores it: [`Known`] with its lists' lengths, the lists
+/// themselves being runs of two lists all files share, kept as little-endian bytes:
+/// decoding copies them in one pass instead of visiting each of the two million
+/// numbers a large snapshot holds, and allocates nothing per file.
+#[derive(Serialize, Deserialize)]
+struct Stored {
+    size: u64,
+    mtime_ns: i64,
+    ino: u64,
+    key: Key,
+    kind: Kind,
+    defines: u32,
+    refs: u32,
 }
 
 /// A checkout's snapshot as read.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default)]
 pub struct Snapshot {
     /// When the files were stat'ed, in nanoseconds since the epoch.
     pub saved_ns: i64,
@@ -155,13 +143,128 @@ pub struct Snapshot {
     pub attributes: AttributeMemo,
 }
 
-/// The same layout as [`Snapshot`], written from borrowed data.
+/// The layout of a snapshot on disk.
+#[derive(Deserialize)]
+struct SnapshotIn<'a> {
+    saved_ns: i64,
+    names: Names,
+    files: Vec<(String, Stored)>,
+    defines: &'a [u8],
+    refs: &'a [u8],
+    attributes: AttributeMemo,
+}
+
+/// The same layout, written from borrowed data.
 #[derive(Serialize)]
 struct SnapshotOut<'a> {
     saved_ns: i64,
     names: &'a Names,
-    files: &'a [(&'a str, &'a Known)],
+    files: Vec<(&'a str, Stored)>,
+    defines: &'a [u8],
+    refs: &'a [u8],
     attributes: &'a AttributeMemo,
+}
+
+/// A number as the snapshot's lists store it.
+trait Word: Copy {
+    const BYTES: usize;
+    fn put(self, out: &mut Vec<u8>);
+    /// From exactly `BYTES` bytes.
+    fn take(bytes: &[u8]) -> Self;
+}
+
+fn u32_at(bytes: &[u8], at: usize) -> u32 {
+    let mut word = [0u8; 4];
+    if let Some(b) = bytes.get(at..at + 4) {
+        word.copy_from_slice(b);
+    }
+    u32::from_le_bytes(word)
+}
+
+impl Word for u32 {
+    const BYTES: usize = 4;
+    fn put(self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.to_le_bytes());
+    }
+    fn take(bytes: &[u8]) -> Self {
+        u32_at(bytes, 0)
+    }
+}
+
+impl Word for (u32, u32) {
+    const BYTES: usize = 8;
+    fn put(self, out: &mut Vec<u8>) {
+        self.0.put(out);
+        self.1.put(out);
+    }
+    fn take(bytes: &[u8]) -> Self {
+        (u32_at(bytes, 0), u32_at(bytes, 4))
+    }
+}
+
+/// The list all files share, and a cursor handing out its runs in file order.
+struct Runs<T> {
+    all: Arc<[T]>,
+    next: usize,
+}
+
+impl<T: Word> Runs<T> {
+    fn of(bytes: &[u8], what: &str) -> Result<Self, String> {
+        if bytes.len() % T::BYTES != 0 {
+            return Err(format!(
+                "undecodable: {what}: {} bytes, not a multiple of {}",
+                bytes.len(),
+                T::BYTES
+            ));
+        }
+        Ok(Runs {
+            all: bytes.chunks_exact(T::BYTES).map(T::take).collect(),
+            next: 0,
+        })
+    }
+
+    /// The next `len` words; None past the end.
+    fn take(&mut self, len: u32) -> Option<Words<T>> {
+        let start = self.next;
+        self.next = start.checked_add(len as usize)?;
+        (self.next <= self.all.len()).then(|| Words {
+            all: Arc::clone(&self.all),
+            start,
+            len: len as usize,
+        })
+    }
+}
+
+impl SnapshotIn<'_> {
+    fn resolve(self) -> Result<Snapshot, String> {
+        let mut defines = Runs::<u32>::of(self.defines, "definitions")?;
+        let mut refs = Runs::<(u32, u32)>::of(self.refs, "references")?;
+        let files = self
+            .files
+            .into_iter()
+            .map(|(path, s)| {
+                let (Some(d), Some(r)) = (defines.take(s.defines), refs.take(s.refs)) else {
+                    return Err(format!("undecodable: {path}: lists past their end"));
+                };
+                let known = Known {
+                    size: s.size,
+                    mtime_ns: s.mtime_ns,
+                    ino: s.ino,
+                    key: s.key,
+                    kind: s.kind,
+                    defines: d,
+                    refs: r,
+                };
+                Ok((path, known))
+            })
+            .collect::<Result<_, String>>()?;
+        Ok(Snapshot {
+            saved_ns: self.saved_ns,
+            names: self.names,
+            files,
+            attributes: self.attributes,
+        })
+    }
 }
 
 /// Where the caches of the checkout at `root` live under `dir` (normally
@@ -180,7 +283,17 @@ pub const CHECKOUTS_CAP_BYTES: u64 = 256 << 20;
 /// Reads a snapshot; any problem gives an empty one and a reason for the log. Its
 /// modification time becomes its last use.
 pub(crate) fn load_snapshot(path: &Path) -> (Snapshot, Option<String>) {
-    let loaded = read(path, SNAPSHOT_MAGIC);
+    let decoded = decode_with(path, SNAPSHOT_MAGIC, |body| {
+        let stored: SnapshotIn = options(body.len())
+            .deserialize(body)
+            .map_err(|e| Bad(format!("undecodable: {e}")))?;
+        stored.resolve().map_err(Bad)
+    });
+    let loaded = match decoded {
+        Ok(snapshot) => (snapshot, None),
+        Err(Missing) => (Snapshot::default(), None),
+        Err(Bad(why)) => (Snapshot::default(), Some(why)),
+    };
     // Losing a use time only makes a snapshot older: never an error.
     let _ = crate::regular_file::touch(path);
     loaded
@@ -224,6 +337,24 @@ pub(crate) fn save_snapshot(
     files: &[(&str, &Known)],
     attributes: &AttributeMemo,
 ) -> std::io::Result<()> {
+    let (mut defines, mut refs) = (Vec::new(), Vec::new());
+    let files = files
+        .iter()
+        .map(|&(path, k)| {
+            k.defines.iter().for_each(|&w| w.put(&mut defines));
+            k.refs.iter().for_each(|&w| w.put(&mut refs));
+            let stored = Stored {
+                size: k.size,
+                mtime_ns: k.mtime_ns,
+                ino: k.ino,
+                key: k.key,
+                kind: k.kind,
+                defines: k.defines.len() as u32,
+                refs: k.refs.len() as u32,
+            };
+            (path, stored)
+        })
+        .collect();
     write(
         path,
         SNAPSHOT_MAGIC,
@@ -231,6 +362,8 @@ pub(crate) fn save_snapshot(
             saved_ns,
             names,
             files,
+            defines: &defines,
+            refs: &refs,
             attributes,
         },
     )
@@ -283,6 +416,19 @@ use Unusable::{Bad, Missing};
 /// next to what is decoded from it. Cache files are only ever replaced by a rename
 /// (never truncated in place), so the mapping cannot shrink under the decoder.
 fn decode<T: DeserializeOwned>(path: &Path, magic: &[u8; 8]) -> Result<T, Unusable> {
+    decode_with(path, magic, |body| {
+        options(body.len())
+            .deserialize(body)
+            .map_err(|e| Bad(format!("undecodable: {e}")))
+    })
+}
+
+/// Like [`decode`], with `decode` given the checked body.
+fn decode_with<T>(
+    path: &Path,
+    magic: &[u8; 8],
+    decode: impl FnOnce(&[u8]) -> Result<T, Unusable>,
+) -> Result<T, Unusable> {
     let file = match crate::regular_file::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Missing),
@@ -307,9 +453,7 @@ fn decode<T: DeserializeOwned>(path: &Path, magic: &[u8; 8]) -> Result<T, Unusab
     if xxhash_rust::xxh3::xxh3_64(body) != sum {
         return Err(Bad("checksum mismatch".into()));
     }
-    options(body.len())
-        .deserialize(body)
-        .map_err(|e| Bad(format!("undecodable: {e}")))
+    decode(body)
 }
 
 /// Writes atomically (temporary file, then rename), so a crash or a second tern process
@@ -376,8 +520,8 @@ mod tests {
             ino: 3,
             key: Key::new(&Key::blob_id(b"x"), None),
             kind,
-            defines: Arc::from([0, 7]),
-            refs: Arc::from([(0, 2), (7, u32::MAX)]),
+            defines: vec![0, 7].into(),
+            refs: vec![(0, 2), (7, u32::MAX)].into(),
         }
     }
 
@@ -454,10 +598,10 @@ mod tests {
         let names = super::super::interner::Names::default();
         let attributes = AttributeMemo::default();
         let mut a = known(Kind::Tags { defs: 3, refs: 2 });
-        a.defines = (0..70_000u32).chain([u32::MAX]).collect();
-        a.refs = Arc::from([(u32::MAX, 0), (1, u32::MAX)]);
+        a.defines = (0..70_000u32).chain([u32::MAX]).collect::<Vec<_>>().into();
+        a.refs = vec![(u32::MAX, 0), (1, u32::MAX)].into();
         let mut b = known(Kind::Untagged);
-        (b.defines, b.refs) = (Arc::from([]), Arc::from([]));
+        (b.defines, b.refs) = (Words::default(), Words::default());
         save_snapshot(&path, 1, &names, &[("a", &a), ("b", &b)], &attributes).unwrap();
         let (back, why) = load_snapshot(&path);
         assert_eq!(
@@ -465,32 +609,35 @@ mod tests {
             (None, vec![("a".into(), a), ("b".into(), b)])
         );
 
-        // A list of 3 bytes, with a checksum that matches: refused, never half read.
+        // Lists torn or shorter than their files say, with a checksum that matches:
+        // refused, never half read.
         let torn = known(Kind::Untagged);
-        let mut bytes = Vec::new();
-        options(usize::MAX)
-            .serialize_into(
-                &mut bytes,
-                &(
-                    0i64,
-                    &names,
-                    vec![(
-                        "t",
-                        (torn.size, torn.mtime_ns, torn.ino, torn.key, torn.kind),
-                        vec![1u8, 2, 3],
-                        Vec::<u8>::new(),
-                    )],
-                    &attributes,
-                ),
-            )
-            .unwrap();
-        let mut file = SNAPSHOT_MAGIC.to_vec();
-        file.extend(VERSION.to_le_bytes());
-        file.extend(xxhash_rust::xxh3::xxh3_64(&bytes).to_le_bytes());
-        file.extend(&bytes);
-        std::fs::write(&path, file).unwrap();
-        let (back, why) = load_snapshot(&path);
-        assert!(back.files.is_empty());
-        assert!(why.unwrap().contains("multiple of 4 bytes"));
+        let stored = |defines| Stored {
+            size: torn.size,
+            mtime_ns: torn.mtime_ns,
+            ino: torn.ino,
+            key: torn.key,
+            kind: torn.kind,
+            defines,
+            refs: 0,
+        };
+        for (defines, bytes, why) in [
+            (0, &[1u8, 2, 3][..], "not a multiple of 4"),
+            (2, &[1, 0, 0, 0][..], "t: lists past their end"),
+            (u32::MAX, &[][..], "t: lists past their end"),
+        ] {
+            let out = SnapshotOut {
+                saved_ns: 0,
+                names: &names,
+                files: vec![("t", stored(defines))],
+                defines: bytes,
+                refs: &[],
+                attributes: &attributes,
+            };
+            write(&path, SNAPSHOT_MAGIC, &out).unwrap();
+            let (back, said) = load_snapshot(&path);
+            assert!(back.files.is_empty());
+            assert!(said.unwrap().contains(why));
+        }
     }
 }

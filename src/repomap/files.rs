@@ -49,11 +49,13 @@ impl Found {
 /// read; it is read again only if the index file changed since.
 pub fn scan(root: &Path, racy: Racy, staged: &mut StagedMemo) -> Vec<Found> {
     let ternignore = ternignore(root);
+    // Matching walks every parent of the path: skipped when there is nothing to match.
     let kept = |rel: &str, meta: &std::fs::Metadata| {
         meta.is_file()
-            && !ternignore
-                .matched_path_or_any_parents(rel, false)
-                .is_ignore()
+            && (ternignore.is_empty()
+                || !ternignore
+                    .matched_path_or_any_parents(rel, false)
+                    .is_ignore())
     };
 
     // Tracked files come from the index (stat'ed in parallel); submodules are gitlinks
@@ -96,7 +98,7 @@ pub fn scan(root: &Path, racy: Racy, staged: &mut StagedMemo) -> Vec<Found> {
         found.sort_unstable_by(|a, b| a.rel.cmp(&b.rel));
         return found;
     }
-    let tracked: HashSet<&str> = found.iter().map(|f| f.rel.as_str()).collect();
+    let tracked: foldhash::HashSet<&str> = found.iter().map(|f| f.rel.as_str()).collect();
     let untracked = Mutex::new(Vec::new());
     walker(root, root, submodules).build_parallel().run(|| {
         Box::new(|entry| {

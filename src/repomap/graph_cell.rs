@@ -6,6 +6,7 @@
 
 use std::sync::{Arc, OnceLock};
 
+use super::cache::Words;
 use super::interner::Names;
 use super::rank::{FileIdents, Graph};
 
@@ -13,7 +14,7 @@ use super::rank::{FileIdents, Graph};
 /// count per list) and the graph once built from them.
 #[derive(Default)]
 pub(super) struct GraphCell {
-    files: Vec<(Arc<[u32]>, Arc<[(u32, u32)]>)>,
+    files: Vec<(Words<u32>, Words<(u32, u32)>)>,
     names: Arc<Names>,
     graph: OnceLock<Graph>,
 }
@@ -21,7 +22,7 @@ pub(super) struct GraphCell {
 impl GraphCell {
     /// `files`: each file's defined identifiers and references, in file order.
     pub(super) fn new(
-        files: impl Iterator<Item = (Arc<[u32]>, Arc<[(u32, u32)]>)>,
+        files: impl Iterator<Item = (Words<u32>, Words<(u32, u32)>)>,
         names: Arc<Names>,
     ) -> GraphCell {
         GraphCell {

@@ -44,7 +44,7 @@ pub use render::{BAR, ELISION};
 pub use tags::MAX_LINE_CHARS;
 
 use crate::tokens::TokenCounter;
-use cache::{Kind, Known};
+use cache::{Kind, Known, Words};
 use interner::{Interner, Names};
 use graph_cell::GraphCell;
 use rank::{Credit, Ranking};
@@ -839,8 +839,8 @@ impl RepoMap {
             ino: f.ino,
             key,
             kind,
-            defines: Arc::from([]),
-            refs: Arc::from([]),
+            defines: Words::default(),
+            refs: Words::default(),
         };
         let loaded = tags.map(|tags| {
             let ids: Vec<u32> = tags.names().map(|n| self.interner.intern(n)).collect();
@@ -939,7 +939,7 @@ impl RepoMap {
     fn rebuild_graph(&mut self) {
         let files = self.slots.iter().map(|s| {
             let k = &s.known;
-            (Arc::clone(&k.defines), Arc::clone(&k.refs))
+            (k.defines.clone(), k.refs.clone())
         });
         self.graph = Arc::new(GraphCell::new(files, Arc::clone(self.interner.names())));
     }

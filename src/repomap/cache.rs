@@ -31,7 +31,7 @@ const COUNTS_MAGIC: &[u8; 8] = b"TERNCNTS";
 const STAGED_MAGIC: &[u8; 8] = b"TERNSTGD";
 const FITTED_MAGIC: &[u8; 8] = b"TERNFITD";
 /// Bump whenever `Known` or `Snapshot` change meaning (4: `Kind::LongLines`, the
-/// attribute answers; 5: identifier lists as bytes).
+/// attribute answers; 5: identifier lists and name spans as bytes).
 pub const VERSION: u32 = 5;
 const HEADER: usize = 8 + 4 + 8;
 
@@ -166,7 +166,7 @@ struct SnapshotOut<'a> {
 }
 
 /// A number as the snapshot's lists store it.
-trait Word: Copy {
+pub(super) trait Word: Copy {
     const BYTES: usize;
     fn put(self, out: &mut Vec<u8>);
     /// From exactly `BYTES` bytes.
@@ -202,6 +202,44 @@ impl Word for (u32, u32) {
     }
 }
 
+/// The words of `bytes`; None unless they are a whole number of words.
+fn words<T: Word, C: FromIterator<T>>(bytes: &[u8]) -> Option<C> {
+    (bytes.len() % T::BYTES == 0).then(|| bytes.chunks_exact(T::BYTES).map(T::take).collect())
+}
+
+/// A list kept as little-endian bytes (`#[serde(with = "cache::word_bytes")]`), read
+/// in one pass.
+pub(super) mod word_bytes {
+    use serde::{Deserializer, Serializer, de};
+
+    use super::Word;
+
+    pub(in super::super) fn serialize<S: Serializer, T: Word>(
+        words: &[T],
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        let mut bytes = Vec::with_capacity(words.len() * T::BYTES);
+        words.iter().for_each(|&w| w.put(&mut bytes));
+        s.serialize_bytes(&bytes)
+    }
+
+    pub(in super::super) fn deserialize<'de, D: Deserializer<'de>, T: Word>(
+        d: D,
+    ) -> Result<Vec<T>, D::Error> {
+        struct Visitor<T>(std::marker::PhantomData<T>);
+        impl<T: Word> de::Visitor<'_> for Visitor<T> {
+            type Value = Vec<T>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                write!(f, "a multiple of {} bytes", T::BYTES)
+            }
+            fn visit_bytes<E: de::Error>(self, bytes: &[u8]) -> Result<Vec<T>, E> {
+                super::words(bytes).ok_or_else(|| E::invalid_length(bytes.len(), &self))
+            }
+        }
+        d.deserialize_bytes(Visitor(std::marker::PhantomData))
+    }
+}
+
 /// The list all files share, and a cursor handing out its runs in file order.
 struct Runs<T> {
     all: Arc<[T]>,
@@ -210,17 +248,14 @@ struct Runs<T> {
 
 impl<T: Word> Runs<T> {
     fn of(bytes: &[u8], what: &str) -> Result<Self, String> {
-        if bytes.len() % T::BYTES != 0 {
-            return Err(format!(
+        let all = words(bytes).ok_or_else(|| {
+            format!(
                 "undecodable: {what}: {} bytes, not a multiple of {}",
                 bytes.len(),
                 T::BYTES
-            ));
-        }
-        Ok(Runs {
-            all: bytes.chunks_exact(T::BYTES).map(T::take).collect(),
-            next: 0,
-        })
+            )
+        })?;
+        Ok(Runs { all, next: 0 })
     }
 
     /// The next `len` words; None past the end.

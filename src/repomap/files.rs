@@ -105,11 +105,11 @@ pub fn scan(root: &Path, racy: Racy, staged: &mut StagedMemo) -> Vec<Found> {
             if let Ok(entry) = entry
                 && entry.file_type().is_some_and(|t| t.is_file())
                 && let Some(rel) = relative(root, entry.path())
-                && !tracked.contains(rel.as_str())
+                && !tracked.contains(&*rel)
                 && let Ok(meta) = entry.metadata()
                 && kept(&rel, &meta)
             {
-                let found = Found::new(rel, &meta);
+                let found = Found::new(rel.into_owned(), &meta);
                 untracked
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
@@ -135,10 +135,11 @@ fn walker(root: &Path, from: &Path, submodules: HashSet<PathBuf>) -> ignore::Wal
             &root.join(".git/info/exclude"),
         ))
         .filter_entry(move |e| {
+            // Asked of every entry: the checks that cost something are for directories.
             e.file_name() != ".git"
-                && !submodules.contains(e.path())
                 && (!e.file_type().is_some_and(|t| t.is_dir())
-                    || crate::regular_file::walkable(e.path(), &[TERNIGNORE]))
+                    || (!submodules.contains(e.path())
+                        && crate::regular_file::walkable(e.path(), &[TERNIGNORE])))
         });
     walk
 }
@@ -479,13 +480,15 @@ fn ternignore(root: &Path) -> Gitignore {
     builder.build().unwrap_or_else(|_| Gitignore::empty())
 }
 
-fn relative(root: &Path, path: &Path) -> Option<String> {
+/// `path` relative to `root`, with `/` between components; borrowed where that is
+/// `path`'s own spelling (the walk asks for each of the tree's files).
+fn relative<'p>(root: &Path, path: &'p Path) -> Option<std::borrow::Cow<'p, str>> {
     let rel = path.strip_prefix(root).ok()?;
     let text = rel.to_str()?;
     Some(if std::path::MAIN_SEPARATOR == '/' {
-        text.to_string()
+        text.into()
     } else {
-        text.replace(std::path::MAIN_SEPARATOR, "/")
+        text.replace(std::path::MAIN_SEPARATOR, "/").into()
     })
 }
 
@@ -497,7 +500,7 @@ pub(crate) fn to_rel(root: &Path, cwd: &Path, path: &Path) -> Option<String> {
         cwd.join(path)
     };
     let abs = abs.canonicalize().unwrap_or(abs);
-    relative(root, &abs)
+    relative(root, &abs).map(std::borrow::Cow::into_owned)
 }
 
 pub(crate) fn mtime_ns(meta: &std::fs::Metadata) -> i64 {

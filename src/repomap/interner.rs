@@ -16,6 +16,7 @@ use hashbrown::HashTable;
 pub struct Names {
     text: String,
     /// Identifier id -> (start, length) in `text`.
+    #[serde(with = "super::cache::word_bytes")]
     spans: Vec<(u32, u32)>,
 }
 

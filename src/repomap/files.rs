@@ -104,7 +104,7 @@ pub fn scan(root: &Path, racy: Racy, staged: &mut StagedMemo) -> Vec<Found> {
         Box::new(|entry| {
             if let Ok(entry) = entry
                 && entry.file_type().is_some_and(|t| t.is_file())
-                && let Some(rel) = relative(root, entry.path())
+                && let Some(rel) = walked_relative(root, entry.path())
                 && !tracked.contains(&*rel)
                 && let Ok(meta) = entry.metadata()
                 && kept(&rel, &meta)
@@ -480,16 +480,31 @@ fn ternignore(root: &Path) -> Gitignore {
     builder.build().unwrap_or_else(|_| Gitignore::empty())
 }
 
-/// `path` relative to `root`, with `/` between components; borrowed where that is
-/// `path`'s own spelling (the walk asks for each of the tree's files).
-fn relative<'p>(root: &Path, path: &'p Path) -> Option<std::borrow::Cow<'p, str>> {
+/// `path` relative to `root`, with `/` between components.
+fn relative(root: &Path, path: &Path) -> Option<String> {
     let rel = path.strip_prefix(root).ok()?;
     let text = rel.to_str()?;
     Some(if std::path::MAIN_SEPARATOR == '/' {
-        text.into()
+        text.to_string()
     } else {
-        text.replace(std::path::MAIN_SEPARATOR, "/").into()
+        text.replace(std::path::MAIN_SEPARATOR, "/")
     })
+}
+
+/// Like [`relative`] for a path the walk found under `root`, borrowed where that is
+/// its own spelling: the walk asks this of each of the tree's files.
+fn walked_relative<'p>(root: &Path, path: &'p Path) -> Option<std::borrow::Cow<'p, str>> {
+    let under = path
+        .as_os_str()
+        .as_encoded_bytes()
+        .strip_prefix(root.as_os_str().as_encoded_bytes())
+        .and_then(|rest| rest.strip_prefix(b"/"))
+        .filter(|_| std::path::MAIN_SEPARATOR == '/')
+        .and_then(|rest| std::str::from_utf8(rest).ok());
+    match under {
+        Some(text) => Some(text.into()),
+        None => relative(root, path).map(Into::into),
+    }
 }
 
 /// Turns a user-given path (absolute or relative to `cwd`) into a root-relative one.
@@ -500,7 +515,7 @@ pub(crate) fn to_rel(root: &Path, cwd: &Path, path: &Path) -> Option<String> {
         cwd.join(path)
     };
     let abs = abs.canonicalize().unwrap_or(abs);
-    relative(root, &abs).map(std::borrow::Cow::into_owned)
+    relative(root, &abs)
 }
 
 pub(crate) fn mtime_ns(meta: &std::fs::Metadata) -> i64 {

@@ -278,7 +278,6 @@ struct Explain {
     personal: Personal,
     paths: Arc<Vec<String>>,
     names: Arc<Names>,
-    index: Arc<PathMap<u32>>,
 }
 
 impl MapResult {
@@ -286,7 +285,7 @@ impl MapResult {
     /// the map, strongest first; empty for an unknown path or one nobody references.
     pub fn why(&self, path: &str, limit: usize) -> Vec<WhyEdge> {
         let e = &self.explain;
-        let Some(&file) = e.index.get(path) else {
+        let Some(file) = position(&e.paths, path) else {
             return Vec::new();
         };
         let p = &e.personal;
@@ -348,12 +347,6 @@ impl Slot {
     }
 }
 
-/// What the map derives from its paths alone (`RepoMap::index_of`).
-struct Index {
-    left_out: Vec<Option<left_out::Reason>>,
-    attributes_changed: bool,
-    index: PathMap<u32>,
-}
 
 /// What resolving one file found.
 enum Resolved {
@@ -378,7 +371,6 @@ pub struct RepoMap {
     /// Root-relative paths, sorted; `slots[i]` belongs to `paths[i]`.
     paths: Arc<Vec<String>>,
     slots: Vec<Slot>,
-    index: Arc<PathMap<u32>>,
     /// The packages of the set and their important files (`important.rs`), found when
     /// a map is first fitted (a reused map needs none).
     packages: OnceLock<important::Packages>,
@@ -439,7 +431,6 @@ impl RepoMap {
             block_counts,
             paths: Arc::default(),
             slots: Vec::new(),
-            index: Arc::default(),
             packages: OnceLock::new(),
             left_out: Vec::new(),
             attributes: left_out::AttributeMemo::default(),
@@ -541,7 +532,7 @@ impl RepoMap {
             if found.as_ref().is_some_and(|f| f.size > MAX_FILE_BYTES) {
                 stats.skipped_large += 1;
             }
-            let existing = self.index.get(rel.as_str()).copied();
+            let existing = position(&self.paths, rel);
             let resolved = match found.filter(|f| f.size <= MAX_FILE_BYTES) {
                 Some(f) => {
                     let prior = existing.map(|i| &self.slots[i as usize].known);
@@ -608,7 +599,7 @@ impl RepoMap {
         let files: Vec<String> = changes
             .paths
             .iter()
-            .filter(|p| self.index.contains_key(p.as_str()) || files::admits(&self.root, p))
+            .filter(|p| position(&self.paths, p).is_some() || files::admits(&self.root, p))
             .cloned()
             .collect();
         self.watch_counts.by_file += 1;
@@ -623,7 +614,7 @@ impl RepoMap {
         if [".gitignore", ".ignore", files::TERNIGNORE].contains(&name) {
             return true;
         }
-        if self.index.contains_key(rel) {
+        if position(&self.paths, rel).is_some() {
             return false;
         }
         let dir = format!("{rel}/");
@@ -889,36 +880,16 @@ impl RepoMap {
         Some(Arc::new(Loaded { tags, ids }))
     }
 
+    /// What the map derives from its paths alone: their noise (`attributes` asked first
+    /// and kept current) and their packages (found when first needed).
     fn rebuild_index(&mut self) {
-        let mut attributes = std::mem::take(&mut self.attributes);
-        let index = self.index_of(&mut attributes);
-        self.attributes = attributes;
-        self.set_index(index);
-    }
-
-
-    /// The noise and the index of the paths; `attributes` are asked first and kept
-    /// current.
-    fn index_of(&self, attributes: &mut left_out::AttributeMemo) -> Index {
-        let (left_out, changed) = left_out::by_path(&self.root, &self.paths, attributes);
-        Index {
-            left_out,
-            attributes_changed: changed,
-            index: self
-                .paths
-                .iter()
-                .enumerate()
-                .map(|(i, p)| (p.clone(), i as u32))
-                .collect(),
-        }
-    }
-
-    fn set_index(&mut self, index: Index) {
+        let (left_out, changed) =
+            left_out::by_path(&self.root, &self.paths, &mut self.attributes);
         self.packages = OnceLock::new();
-        self.left_out = index.left_out;
-        self.unsaved |= index.attributes_changed;
-        self.index = Arc::new(index.index);
+        self.left_out = left_out;
+        self.unsaved |= changed;
     }
+
 
     /// Fills in the totals over the whole file set.
     fn total_stats(&self, stats: &mut RefreshStats) {
@@ -1270,7 +1241,6 @@ impl RepoMap {
                 personal,
                 paths: Arc::clone(&self.paths),
                 names: Arc::clone(self.interner.names()),
-                index: Arc::clone(&self.index),
             },
         }
     }
@@ -1311,9 +1281,7 @@ impl RepoMap {
         } else {
             path
         };
-        self.index
-            .get(rel.to_str()?.replace('\\', "/").as_str())
-            .copied()
+        position(&self.paths, &rel.to_str()?.replace('\\', "/"))
     }
 
     /// The content of `file` if it still is what its tags were taken from: its stat
@@ -1526,6 +1494,15 @@ fn stored_content(slot: &Slot) -> Option<store::ContentRef<'_>> {
         Kind::Binary => store::ContentRef::Binary,
         Kind::LongLines => store::ContentRef::LongLines,
     })
+}
+
+/// Where `path` is in `paths` (sorted): a search, not a table, which a warm start
+/// would build for 17k paths to look up a handful.
+fn position(paths: &[String], path: &str) -> Option<u32> {
+    paths
+        .binary_search_by(|p| p.as_str().cmp(path))
+        .ok()
+        .map(|i| i as u32)
 }
 
 fn set_stat(known: &mut Known, f: &files::Found) {

@@ -217,6 +217,7 @@ struct StagedEntry {
     gitlink: bool,
     stat: Staged,
     /// The staged blob id (None where ids are not SHA-1's 20 bytes).
+    #[serde(with = "super::cache::byte_array::option")]
     id: Option<[u8; 20]>,
 }
 

@@ -45,8 +45,8 @@ pub use tags::MAX_LINE_CHARS;
 
 use crate::tokens::TokenCounter;
 use cache::{Kind, Known, Words};
-use interner::{Interner, Names};
 use graph_cell::GraphCell;
+use interner::{Interner, Names};
 use rank::{Credit, Ranking};
 use render::{BlockCounts, Item};
 use store::{Content, Key, Store};
@@ -347,7 +347,6 @@ impl Slot {
     }
 }
 
-
 /// What resolving one file found.
 enum Resolved {
     /// What was known still holds (its stat data may have moved).
@@ -382,7 +381,7 @@ pub struct RepoMap {
     graph: Arc<GraphCell>,
     /// The snapshot's files not yet claimed by a refresh; None until the first refresh
     /// loads them.
-    disk: Option<PathMap<Known>>,
+    disk: Option<Disk>,
     disk_saved_ns: i64,
     /// When this process last stat'ed the files.
     read_ns: i64,
@@ -506,11 +505,11 @@ impl RepoMap {
             }
             discarded = why;
             self.interner = Interner::from_names(snapshot.names);
-            self.disk = Some(snapshot.files.into_iter().collect());
+            self.disk = Some(Disk::of(snapshot.files));
             self.disk_saved_ns = snapshot.saved_ns;
             self.attributes = snapshot.attributes;
         } else if first {
-            self.disk = Some(PathMap::default());
+            self.disk = Some(Disk::default());
         }
         let mut stats = self.update(found, progress, scan, first);
         stats.cache_discarded = discarded;
@@ -662,7 +661,7 @@ impl RepoMap {
                     continue;
                 }
                 Some(slot) => Some((slot.known, self.read_ns)),
-                None => match disk.remove(&f.rel) {
+                None => match disk.claim(&f.rel) {
                     Some(known) if self.proven(&known, &f, self.disk_saved_ns) => {
                         stats.from_cache += 1;
                         kept.push((f, Some(self.slot_of(known))));
@@ -722,7 +721,7 @@ impl RepoMap {
 
         let index_start = Instant::now();
         let removed: Vec<String> = old.into_keys().collect();
-        let changed = !stats.changed.is_empty() || !removed.is_empty() || !disk.is_empty();
+        let changed = !stats.changed.is_empty() || !removed.is_empty() || disk.unclaimed();
         if !first {
             stats.changed.extend(removed);
         }
@@ -741,7 +740,7 @@ impl RepoMap {
         self.total_stats(&mut stats);
 
         // A snapshot entry for a file no longer in the set is dropped with it.
-        self.disk = Some(PathMap::default());
+        self.disk = Some(Disk::default());
         self.unsaved |= changed || stats.parsed + stats.from_store + stats.hashed > 0;
         let save_start = Instant::now();
         self.save();
@@ -883,13 +882,11 @@ impl RepoMap {
     /// What the map derives from its paths alone: their noise (`attributes` asked first
     /// and kept current) and their packages (found when first needed).
     fn rebuild_index(&mut self) {
-        let (left_out, changed) =
-            left_out::by_path(&self.root, &self.paths, &mut self.attributes);
+        let (left_out, changed) = left_out::by_path(&self.root, &self.paths, &mut self.attributes);
         self.packages = OnceLock::new();
         self.left_out = left_out;
         self.unsaved |= changed;
     }
-
 
     /// Fills in the totals over the whole file set.
     fn total_stats(&self, stats: &mut RefreshStats) {
@@ -1105,13 +1102,11 @@ impl RepoMap {
             .slots
             .iter()
             .zip(&listed)
-            .map(|(s, &listed)| {
-                if listed {
-                    &s.known.defines[..]
-                } else {
-                    &[]
-                }
-            })
+            .map(
+                |(s, &listed)| {
+                    if listed { &s.known.defines[..] } else { &[] }
+                },
+            )
             .collect();
         let credits = graph.credits(&ranking, &defines);
         let rank_time = start.elapsed();
@@ -1494,6 +1489,53 @@ fn stored_content(slot: &Slot) -> Option<store::ContentRef<'_>> {
         Kind::Binary => store::ContentRef::Binary,
         Kind::LongLines => store::ContentRef::LongLines,
     })
+}
+
+/// The snapshot's files, sorted, claimed in path order by the first refresh's sorted
+/// scan: a walk along both lists, not a table of 17k paths built to be emptied.
+struct Disk {
+    files: std::iter::Peekable<std::vec::IntoIter<(String, Known)>>,
+    /// Files passed over: in the snapshot, no longer in the set.
+    passed: usize,
+}
+
+impl Default for Disk {
+    fn default() -> Self {
+        Disk::of(Vec::new())
+    }
+}
+
+impl Disk {
+    fn of(mut files: Vec<(String, Known)>) -> Disk {
+        if !files.is_sorted_by(|a, b| a.0 < b.0) {
+            files.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+            files.dedup_by(|a, b| a.0 == b.0);
+        }
+        Disk {
+            files: files.into_iter().peekable(),
+            passed: 0,
+        }
+    }
+
+    /// What the snapshot knew of `rel`; asked in increasing path order.
+    fn claim(&mut self, rel: &str) -> Option<Known> {
+        while let Some((path, _)) = self.files.peek() {
+            match path.as_str().cmp(rel) {
+                std::cmp::Ordering::Less => {
+                    self.passed += 1;
+                    self.files.next();
+                }
+                std::cmp::Ordering::Equal => return self.files.next().map(|(_, k)| k),
+                std::cmp::Ordering::Greater => return None,
+            }
+        }
+        None
+    }
+
+    /// Whether some file of the snapshot was not claimed.
+    fn unclaimed(&mut self) -> bool {
+        self.passed > 0 || self.files.peek().is_some()
+    }
 }
 
 /// Where `path` is in `paths` (sorted): a search, not a table, which a warm start

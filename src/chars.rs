@@ -9,6 +9,16 @@ pub(crate) fn strip_prefix_ignore_ascii_case<'a>(s: &'a str, prefix: &str) -> Op
     head.eq_ignore_ascii_case(prefix).then_some(rest)
 }
 
+/// `s` in ASCII lower case, written into `buf`, without an allocation (for lookups
+/// made for each of a repository's files); None when `s` does not fit.
+pub(crate) fn ascii_lowercase<'b>(s: &str, buf: &'b mut [u8]) -> Option<&'b str> {
+    let out = buf.get_mut(..s.len())?;
+    out.copy_from_slice(s.as_bytes());
+    out.make_ascii_lowercase();
+    // ASCII case changes leave UTF-8 valid.
+    std::str::from_utf8(out).ok()
+}
+
 /// Cuts `s` to at most `at` bytes, at the last character boundary that fits: a cut
 /// inside a character panics.
 pub fn truncate(s: &mut String, at: usize) {
@@ -48,5 +58,30 @@ mod tests {
         assert_eq!(s, "a日");
         truncate(&mut s, 9);
         assert_eq!(s, "a日");
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            failure_persistence: Some(Box::new(
+                proptest::test_runner::FileFailurePersistence::Direct(
+                    "tests/proptest-regressions/chars.txt",
+                ),
+            )),
+            ..proptest::prelude::ProptestConfig::default()
+        })]
+
+        /// Any text that fits comes back as `to_ascii_lowercase` makes it; any that
+        /// does not is None, never a cut character.
+        #[test]
+        fn lowercase_in_a_buffer_is_the_allocating_one(s in "\\PC{0,12}") {
+            let mut buf = [0u8; 16];
+            let lower = ascii_lowercase(&s, &mut buf);
+            let expected = s.to_ascii_lowercase();
+            if s.len() <= 16 {
+                proptest::prop_assert_eq!(lower, Some(expected.as_str()));
+            } else {
+                proptest::prop_assert_eq!(lower, None);
+            }
+        }
     }
 }

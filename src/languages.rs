@@ -10,6 +10,7 @@
 
 use derive_visitor::DriveMut;
 use std::path::Path;
+use std::sync::LazyLock;
 
 use strum::VariantArray;
 
@@ -273,10 +274,19 @@ const KINDS: &[Kind] = &[
     kind("css", &["css", "scss", "sass", "less"], Language::Css, None),
 ];
 
-/// The kind of files with extension `ext` (any case).
+/// The kind of files with extension `ext` (any case): a table, as a warm repo map asks
+/// for each of the tree's files.
 fn kind_of(ext: &str) -> Option<&'static Kind> {
-    let ext = ext.to_ascii_lowercase();
-    KINDS.iter().find(|k| k.extensions.contains(&ext.as_str()))
+    static BY_EXTENSION: LazyLock<foldhash::HashMap<&str, &Kind>> = LazyLock::new(|| {
+        // The first kind to name an extension has it.
+        let pairs = KINDS
+            .iter()
+            .flat_map(|k| k.extensions.iter().map(move |&e| (e, k)));
+        pairs.rev().collect()
+    });
+    BY_EXTENSION
+        .get(crate::chars::ascii_lowercase(ext, &mut [0; 16])?)
+        .copied()
 }
 
 impl Language {

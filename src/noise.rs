@@ -39,17 +39,67 @@ impl Noise {
         if ends_with(stem, ".min.") || ends_with(stem, "-min.") {
             return Some(Noise::Minified);
         }
-        const BINARY_LIKE: &[&str] = &[
-            "png", "jpg", "jpeg", "gif", "bmp", "ico", "webp", "tiff", "psd", "svg", "ttf", "otf",
-            "woff", "woff2", "eot", "zip", "gz", "tgz", "bz2", "xz", "zst", "7z", "rar", "tar",
-            "jar", "war", "class", "o", "a", "so", "dll", "dylib", "exe", "bin", "wasm", "pyc",
-            "pyo", "pyd", "pdf", "mp3", "mp4", "ogg", "wav", "webm", "mov", "avi", "db", "sqlite",
-            "pickle", "pkl", "npy", "npz", "parquet", "csv", "tsv",
-        ];
-        BINARY_LIKE
-            .iter()
-            .any(|b| ext.eq_ignore_ascii_case(b))
-            .then_some(Noise::BinaryLike)
+        let binary_like = crate::chars::ascii_lowercase(ext, &mut [0; 8]).is_some_and(|ext| {
+            matches!(
+                ext,
+                "png"
+                    | "jpg"
+                    | "jpeg"
+                    | "gif"
+                    | "bmp"
+                    | "ico"
+                    | "webp"
+                    | "tiff"
+                    | "psd"
+                    | "svg"
+                    | "ttf"
+                    | "otf"
+                    | "woff"
+                    | "woff2"
+                    | "eot"
+                    | "zip"
+                    | "gz"
+                    | "tgz"
+                    | "bz2"
+                    | "xz"
+                    | "zst"
+                    | "7z"
+                    | "rar"
+                    | "tar"
+                    | "jar"
+                    | "war"
+                    | "class"
+                    | "o"
+                    | "a"
+                    | "so"
+                    | "dll"
+                    | "dylib"
+                    | "exe"
+                    | "bin"
+                    | "wasm"
+                    | "pyc"
+                    | "pyo"
+                    | "pyd"
+                    | "pdf"
+                    | "mp3"
+                    | "mp4"
+                    | "ogg"
+                    | "wav"
+                    | "webm"
+                    | "mov"
+                    | "avi"
+                    | "db"
+                    | "sqlite"
+                    | "pickle"
+                    | "pkl"
+                    | "npy"
+                    | "npz"
+                    | "parquet"
+                    | "csv"
+                    | "tsv"
+            )
+        });
+        binary_like.then_some(Noise::BinaryLike)
     }
 
     pub fn label(self) -> &'static str {

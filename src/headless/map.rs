@@ -12,7 +12,7 @@ use crate::cli::{GlobalArgs, MapArgs};
 use crate::config::Settings;
 use crate::egress::errln;
 use crate::llm::ModelInfo;
-use crate::repomap::{self, CacheLocation, MapResult, RefreshStats, RepoMap};
+use crate::repomap::{self, CacheLocation, GraphStats, MapResult, RefreshStats, RepoMap};
 use crate::tokens::TokenCounter;
 
 /// Runs `tern map` in the repository containing `cwd` (or `cwd` itself outside git);
@@ -99,7 +99,8 @@ fn map(args: &MapArgs, global: &GlobalArgs, settings: &Settings, cwd: &Path) -> 
     }
 
     if args.stats {
-        print_stats(&refresh, &result, &counter, total);
+        let took = total.elapsed();
+        print_stats(&refresh, &result, &counter, took, map.graph_stats());
         let (segments, bytes) = map.store_usage();
         errln!(
             "store: {segments} segments, {:.1} MB (shared by every checkout)",
@@ -139,7 +140,15 @@ fn print(
     out.flush()
 }
 
-fn print_stats(r: &RefreshStats, result: &MapResult, counter: &TokenCounter, total: Instant) {
+/// `took`: the whole run until the map was printed; `graph` was built for these stats
+/// if the map was reused.
+fn print_stats(
+    r: &RefreshStats,
+    result: &MapResult,
+    counter: &TokenCounter,
+    took: std::time::Duration,
+    graph: GraphStats,
+) {
     let budget = result.budget;
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
     errln!(
@@ -158,8 +167,8 @@ fn print_stats(r: &RefreshStats, result: &MapResult, counter: &TokenCounter, tot
         "tags: {} definitions, {} referenced names; graph: {} identifiers, {} edges",
         r.definitions,
         r.references,
-        r.graph_identifiers,
-        r.graph_edges
+        graph.identifiers,
+        graph.edges
     );
     let left_out: Vec<String> = result
         .left_out
@@ -208,11 +217,11 @@ fn print_stats(r: &RefreshStats, result: &MapResult, counter: &TokenCounter, tot
         )
     };
     errln!(
-        "time: scan+load {:.1} ms, parse {:.1} ms, graph {:.1} ms, save {:.1} ms, {fit}, total {:.1} ms",
+        "time: scan+load {:.1} ms, parse {:.1} ms, index {:.1} ms, save {:.1} ms, {fit}, total {:.1} ms",
         ms(r.scan),
         ms(r.parse),
-        ms(r.graph),
+        ms(r.index),
         ms(r.save),
-        ms(total.elapsed())
+        ms(took)
     );
 }

@@ -49,11 +49,13 @@ impl Found {
 /// read; it is read again only if the index file changed since.
 pub fn scan(root: &Path, racy: Racy, staged: &mut StagedMemo) -> Vec<Found> {
     let ternignore = ternignore(root);
+    // Matching walks every parent of the path: skipped when there is nothing to match.
     let kept = |rel: &str, meta: &std::fs::Metadata| {
         meta.is_file()
-            && !ternignore
-                .matched_path_or_any_parents(rel, false)
-                .is_ignore()
+            && (ternignore.is_empty()
+                || !ternignore
+                    .matched_path_or_any_parents(rel, false)
+                    .is_ignore())
     };
 
     // Tracked files come from the index (stat'ed in parallel); submodules are gitlinks
@@ -96,18 +98,18 @@ pub fn scan(root: &Path, racy: Racy, staged: &mut StagedMemo) -> Vec<Found> {
         found.sort_unstable_by(|a, b| a.rel.cmp(&b.rel));
         return found;
     }
-    let tracked: HashSet<&str> = found.iter().map(|f| f.rel.as_str()).collect();
+    let tracked: foldhash::HashSet<&str> = found.iter().map(|f| f.rel.as_str()).collect();
     let untracked = Mutex::new(Vec::new());
     walker(root, root, submodules).build_parallel().run(|| {
         Box::new(|entry| {
             if let Ok(entry) = entry
                 && entry.file_type().is_some_and(|t| t.is_file())
-                && let Some(rel) = relative(root, entry.path())
-                && !tracked.contains(rel.as_str())
+                && let Some(rel) = walked_relative(root, entry.path())
+                && !tracked.contains(&*rel)
                 && let Ok(meta) = entry.metadata()
                 && kept(&rel, &meta)
             {
-                let found = Found::new(rel, &meta);
+                let found = Found::new(rel.into_owned(), &meta);
                 untracked
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
@@ -133,10 +135,11 @@ fn walker(root: &Path, from: &Path, submodules: HashSet<PathBuf>) -> ignore::Wal
             &root.join(".git/info/exclude"),
         ))
         .filter_entry(move |e| {
+            // Asked of every entry: the checks that cost something are for directories.
             e.file_name() != ".git"
-                && !submodules.contains(e.path())
                 && (!e.file_type().is_some_and(|t| t.is_dir())
-                    || crate::regular_file::walkable(e.path(), &[TERNIGNORE]))
+                    || (!submodules.contains(e.path())
+                        && crate::regular_file::walkable(e.path(), &[TERNIGNORE])))
         });
     walk
 }
@@ -214,6 +217,7 @@ struct StagedEntry {
     gitlink: bool,
     stat: Staged,
     /// The staged blob id (None where ids are not SHA-1's 20 bytes).
+    #[serde(with = "super::cache::byte_array::option")]
     id: Option<[u8; 20]>,
 }
 
@@ -477,6 +481,7 @@ fn ternignore(root: &Path) -> Gitignore {
     builder.build().unwrap_or_else(|_| Gitignore::empty())
 }
 
+/// `path` relative to `root`, with `/` between components.
 fn relative(root: &Path, path: &Path) -> Option<String> {
     let rel = path.strip_prefix(root).ok()?;
     let text = rel.to_str()?;
@@ -485,6 +490,22 @@ fn relative(root: &Path, path: &Path) -> Option<String> {
     } else {
         text.replace(std::path::MAIN_SEPARATOR, "/")
     })
+}
+
+/// Like [`relative`] for a path the walk found under `root`, borrowed where that is
+/// its own spelling: the walk asks this of each of the tree's files.
+fn walked_relative<'p>(root: &Path, path: &'p Path) -> Option<std::borrow::Cow<'p, str>> {
+    let under = path
+        .as_os_str()
+        .as_encoded_bytes()
+        .strip_prefix(root.as_os_str().as_encoded_bytes())
+        .and_then(|rest| rest.strip_prefix(b"/"))
+        .filter(|_| std::path::MAIN_SEPARATOR == '/')
+        .and_then(|rest| std::str::from_utf8(rest).ok());
+    match under {
+        Some(text) => Some(text.into()),
+        None => relative(root, path).map(Into::into),
+    }
 }
 
 /// Turns a user-given path (absolute or relative to `cwd`) into a root-relative one.

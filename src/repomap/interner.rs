@@ -2,10 +2,12 @@
 //!
 //! A warm start interns every name of every file (hundreds of thousands at 10k files),
 //! so names live back to back in one buffer and the table holds only ids: no allocation
-//! per name, and a fraction of the memory of a map from strings.
+//! per name, and a fraction of the memory of a map from strings. A loaded interner
+//! builds its table when first asked for a name: a warm start whose map is reused asks
+//! for none.
 
 use std::hash::BuildHasher;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use hashbrown::HashTable;
 
@@ -14,6 +16,7 @@ use hashbrown::HashTable;
 pub struct Names {
     text: String,
     /// Identifier id -> (start, length) in `text`.
+    #[serde(with = "super::cache::word_bytes")]
     spans: Vec<(u32, u32)>,
 }
 
@@ -34,30 +37,36 @@ impl Names {
 pub struct Interner {
     /// Copied on write only while a result holds it during a refresh.
     names: Arc<Names>,
-    table: HashTable<u32>,
+    /// Name -> id, over every name of `names`.
+    table: OnceLock<HashTable<u32>>,
     hasher: foldhash::fast::FixedState,
 }
 
 impl Interner {
     /// An interner holding `names` under their ids (a saved interner, loaded).
     pub(crate) fn from_names(names: Names) -> Interner {
-        let hasher = foldhash::fast::FixedState::default();
-        let mut table = HashTable::with_capacity(names.len());
-        for id in 0..names.len() as u32 {
-            table.insert_unique(hasher.hash_one(names.get(id)), id, |&id| {
-                hasher.hash_one(names.get(id))
-            });
-        }
         Interner {
             names: Arc::new(names),
-            table,
-            hasher,
+            ..Interner::default()
         }
+    }
+
+    fn table(&self) -> &HashTable<u32> {
+        self.table.get_or_init(|| {
+            let (hasher, names) = (&self.hasher, &self.names);
+            let mut table = HashTable::with_capacity(names.len());
+            for id in 0..names.len() as u32 {
+                table.insert_unique(hasher.hash_one(names.get(id)), id, |&id| {
+                    hasher.hash_one(names.get(id))
+                });
+            }
+            table
+        })
     }
 
     pub(crate) fn intern(&mut self, name: &str) -> u32 {
         let hash = self.hasher.hash_one(name);
-        if let Some(&id) = self.table.find(hash, |&id| self.names.get(id) == name) {
+        if let Some(&id) = self.table().find(hash, |&id| self.names.get(id) == name) {
             return id;
         }
         let names = Arc::make_mut(&mut self.names);
@@ -67,14 +76,15 @@ impl Interner {
             .push((names.text.len() as u32, name.len() as u32));
         names.text.push_str(name);
         let (hasher, names) = (&self.hasher, &*names);
-        self.table
-            .insert_unique(hash, id, |&id| hasher.hash_one(names.get(id)));
+        if let Some(table) = self.table.get_mut() {
+            table.insert_unique(hash, id, |&id| hasher.hash_one(names.get(id)));
+        }
         id
     }
 
     pub fn get(&self, name: &str) -> Option<u32> {
         let hash = self.hasher.hash_one(name);
-        self.table
+        self.table()
             .find(hash, |&id| self.names.get(id) == name)
             .copied()
     }

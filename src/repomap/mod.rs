@@ -13,6 +13,7 @@ mod cache;
 mod collapse;
 mod files;
 mod fitted;
+mod graph_cell;
 mod important;
 mod interner;
 mod languages;
@@ -38,13 +39,15 @@ use serde::Serialize;
 pub use files::MAX_FILE_BYTES;
 pub use languages::Grammar;
 pub use mentions::Mentions;
+pub use rank::GraphStats;
 pub use render::{BAR, ELISION};
 pub use tags::MAX_LINE_CHARS;
 
 use crate::tokens::TokenCounter;
-use cache::{Kind, Known};
+use cache::{Kind, Known, Words};
+use graph_cell::GraphCell;
 use interner::{Interner, Names};
-use rank::{Credit, FileIdents, Graph, Ranking};
+use rank::{Credit, Ranking};
 use render::{BlockCounts, Item};
 use store::{Content, Key, Store};
 use tags::FileTags;
@@ -168,8 +171,6 @@ pub struct RefreshStats {
     /// Definitions and references (distinct names per file) across the set.
     pub definitions: usize,
     pub references: usize,
-    pub graph_identifiers: usize,
-    pub graph_edges: usize,
     /// Why the checkout's snapshot was discarded, if it was.
     pub cache_discarded: Option<String>,
     /// Paths added, removed, or whose content changed (after the first refresh).
@@ -180,8 +181,10 @@ pub struct RefreshStats {
     pub scan: Duration,
     #[serde(serialize_with = "as_ms")]
     pub parse: Duration,
+    /// Indexing the paths, their noise, and the inputs of the graph (built when a map
+    /// is fitted: `RankTimes`).
     #[serde(serialize_with = "as_ms")]
-    pub graph: Duration,
+    pub index: Duration,
     #[serde(serialize_with = "as_ms")]
     pub save: Duration,
 }
@@ -269,13 +272,12 @@ impl Personal {
 
 /// What `MapResult::why` needs, shared with the `RepoMap` that made it.
 struct Explain {
-    graph: Arc<Graph>,
+    graph: Arc<GraphCell>,
     /// Made from `personal` when first needed, for a map that was reused.
     ranking: OnceLock<Ranking>,
     personal: Personal,
     paths: Arc<Vec<String>>,
     names: Arc<Names>,
-    index: Arc<PathMap<u32>>,
 }
 
 impl MapResult {
@@ -283,14 +285,15 @@ impl MapResult {
     /// the map, strongest first; empty for an unknown path or one nobody references.
     pub fn why(&self, path: &str, limit: usize) -> Vec<WhyEdge> {
         let e = &self.explain;
-        let Some(&file) = e.index.get(path) else {
+        let Some(file) = position(&e.paths, path) else {
             return Vec::new();
         };
         let p = &e.personal;
+        let graph = e.graph.get();
         let ranking = e
             .ranking
-            .get_or_init(|| e.graph.rank(&p.chat, &p.personal, &p.mentioned));
-        e.graph
+            .get_or_init(|| graph.rank(&p.chat, &p.personal, &p.mentioned));
+        graph
             .why(ranking, file, limit)
             .into_iter()
             .map(|(ident, from, weight)| WhyEdge {
@@ -344,13 +347,6 @@ impl Slot {
     }
 }
 
-/// What the map derives from its paths alone (`RepoMap::index_of`).
-struct Index {
-    left_out: Vec<Option<left_out::Reason>>,
-    attributes_changed: bool,
-    index: PathMap<u32>,
-}
-
 /// What resolving one file found.
 enum Resolved {
     /// What was known still holds (its stat data may have moved).
@@ -374,7 +370,6 @@ pub struct RepoMap {
     /// Root-relative paths, sorted; `slots[i]` belongs to `paths[i]`.
     paths: Arc<Vec<String>>,
     slots: Vec<Slot>,
-    index: Arc<PathMap<u32>>,
     /// The packages of the set and their important files (`important.rs`), found when
     /// a map is first fitted (a reused map needs none).
     packages: OnceLock<important::Packages>,
@@ -383,10 +378,10 @@ pub struct RepoMap {
     /// What git2's attribute lookups answered, kept in the snapshot.
     attributes: left_out::AttributeMemo,
     interner: Interner,
-    graph: Arc<Graph>,
+    graph: Arc<GraphCell>,
     /// The snapshot's files not yet claimed by a refresh; None until the first refresh
     /// loads them.
-    disk: Option<PathMap<Known>>,
+    disk: Option<Disk>,
     disk_saved_ns: i64,
     /// When this process last stat'ed the files.
     read_ns: i64,
@@ -435,12 +430,11 @@ impl RepoMap {
             block_counts,
             paths: Arc::default(),
             slots: Vec::new(),
-            index: Arc::default(),
             packages: OnceLock::new(),
             left_out: Vec::new(),
             attributes: left_out::AttributeMemo::default(),
             interner: Interner::default(),
-            graph: Arc::new(Graph::build(&[], 0, |_| "")),
+            graph: Arc::default(),
             disk: None,
             disk_saved_ns: 0,
             read_ns: 0,
@@ -511,11 +505,11 @@ impl RepoMap {
             }
             discarded = why;
             self.interner = Interner::from_names(snapshot.names);
-            self.disk = Some(snapshot.files.into_iter().collect());
+            self.disk = Some(Disk::of(snapshot.files));
             self.disk_saved_ns = snapshot.saved_ns;
             self.attributes = snapshot.attributes;
         } else if first {
-            self.disk = Some(PathMap::default());
+            self.disk = Some(Disk::default());
         }
         let mut stats = self.update(found, progress, scan, first);
         stats.cache_discarded = discarded;
@@ -537,7 +531,7 @@ impl RepoMap {
             if found.as_ref().is_some_and(|f| f.size > MAX_FILE_BYTES) {
                 stats.skipped_large += 1;
             }
-            let existing = self.index.get(rel.as_str()).copied();
+            let existing = position(&self.paths, rel);
             let resolved = match found.filter(|f| f.size <= MAX_FILE_BYTES) {
                 Some(f) => {
                     let prior = existing.map(|i| &self.slots[i as usize].known);
@@ -574,7 +568,7 @@ impl RepoMap {
             }
         }
         stats.parse = start.elapsed();
-        let graph_start = Instant::now();
+        let index_start = Instant::now();
         // What `.gitattributes` says may have changed with it.
         if set_changed || stats.changed.iter().any(|p| p.ends_with(".gitattributes")) {
             self.rebuild_index();
@@ -582,7 +576,7 @@ impl RepoMap {
         if !stats.changed.is_empty() {
             self.rebuild_graph();
         }
-        stats.graph = graph_start.elapsed();
+        stats.index = index_start.elapsed();
         self.total_stats(&mut stats);
         stats
     }
@@ -604,7 +598,7 @@ impl RepoMap {
         let files: Vec<String> = changes
             .paths
             .iter()
-            .filter(|p| self.index.contains_key(p.as_str()) || files::admits(&self.root, p))
+            .filter(|p| position(&self.paths, p).is_some() || files::admits(&self.root, p))
             .cloned()
             .collect();
         self.watch_counts.by_file += 1;
@@ -619,7 +613,7 @@ impl RepoMap {
         if [".gitignore", ".ignore", files::TERNIGNORE].contains(&name) {
             return true;
         }
-        if self.index.contains_key(rel) {
+        if position(&self.paths, rel).is_some() {
             return false;
         }
         let dir = format!("{rel}/");
@@ -667,7 +661,7 @@ impl RepoMap {
                     continue;
                 }
                 Some(slot) => Some((slot.known, self.read_ns)),
-                None => match disk.remove(&f.rel) {
+                None => match disk.claim(&f.rel) {
                     Some(known) if self.proven(&known, &f, self.disk_saved_ns) => {
                         stats.from_cache += 1;
                         kept.push((f, Some(self.slot_of(known))));
@@ -725,9 +719,9 @@ impl RepoMap {
         }
         stats.parse = parse_start.elapsed();
 
-        let graph_start = Instant::now();
+        let index_start = Instant::now();
         let removed: Vec<String> = old.into_keys().collect();
-        let changed = !stats.changed.is_empty() || !removed.is_empty() || !disk.is_empty();
+        let changed = !stats.changed.is_empty() || !removed.is_empty() || disk.unclaimed();
         if !first {
             stats.changed.extend(removed);
         }
@@ -740,12 +734,13 @@ impl RepoMap {
         }
         self.paths = Arc::new(paths);
         self.read_ns = now;
-        self.rebuild_index_and_graph();
-        stats.graph = graph_start.elapsed();
+        self.rebuild_index();
+        self.rebuild_graph();
+        stats.index = index_start.elapsed();
         self.total_stats(&mut stats);
 
         // A snapshot entry for a file no longer in the set is dropped with it.
-        self.disk = Some(PathMap::default());
+        self.disk = Some(Disk::default());
         self.unsaved |= changed || stats.parsed + stats.from_store + stats.hashed > 0;
         let save_start = Instant::now();
         self.save();
@@ -834,20 +829,21 @@ impl RepoMap {
             ino: f.ino,
             key,
             kind,
-            defines: Vec::new(),
-            refs: Vec::new(),
+            defines: Words::default(),
+            refs: Words::default(),
         };
         let loaded = tags.map(|tags| {
             let ids: Vec<u32> = tags.names().map(|n| self.interner.intern(n)).collect();
-            known.defines = tags.defs.iter().map(|d| ids[d.name as usize]).collect();
-            known.defines.sort_unstable();
-            known.defines.dedup();
-            known.refs = tags
+            let mut defines: Vec<u32> = tags.defs.iter().map(|d| ids[d.name as usize]).collect();
+            defines.sort_unstable();
+            defines.dedup();
+            let mut refs: Vec<(u32, u32)> = tags
                 .refs
                 .iter()
                 .map(|&(name, n)| (ids[name as usize], n))
                 .collect();
-            known.refs.sort_unstable();
+            refs.sort_unstable();
+            (known.defines, known.refs) = (defines.into(), refs.into());
             Arc::new(Loaded { tags, ids })
         });
         self.fresh.push(key);
@@ -883,43 +879,13 @@ impl RepoMap {
         Some(Arc::new(Loaded { tags, ids }))
     }
 
+    /// What the map derives from its paths alone: their noise (`attributes` asked first
+    /// and kept current) and their packages (found when first needed).
     fn rebuild_index(&mut self) {
-        let mut attributes = std::mem::take(&mut self.attributes);
-        let index = self.index_of(&mut attributes);
-        self.attributes = attributes;
-        self.set_index(index);
-    }
-
-    /// Both at once, on two threads: neither reads what the other writes.
-    fn rebuild_index_and_graph(&mut self) {
-        let mut attributes = std::mem::take(&mut self.attributes);
-        let (graph, index) = rayon::join(|| self.graph_of(), || self.index_of(&mut attributes));
-        self.attributes = attributes;
-        self.graph = Arc::new(graph);
-        self.set_index(index);
-    }
-
-    /// The noise and the index of the paths; `attributes` are asked first and kept
-    /// current.
-    fn index_of(&self, attributes: &mut left_out::AttributeMemo) -> Index {
-        let (left_out, changed) = left_out::by_path(&self.root, &self.paths, attributes);
-        Index {
-            left_out,
-            attributes_changed: changed,
-            index: self
-                .paths
-                .iter()
-                .enumerate()
-                .map(|(i, p)| (p.clone(), i as u32))
-                .collect(),
-        }
-    }
-
-    fn set_index(&mut self, index: Index) {
+        let (left_out, changed) = left_out::by_path(&self.root, &self.paths, &mut self.attributes);
         self.packages = OnceLock::new();
-        self.left_out = index.left_out;
-        self.unsaved |= index.attributes_changed;
-        self.index = Arc::new(index.index);
+        self.left_out = left_out;
+        self.unsaved |= changed;
     }
 
     /// Fills in the totals over the whole file set.
@@ -935,26 +901,20 @@ impl RepoMap {
                 Kind::Untagged | Kind::LongLines => {}
             }
         }
-        let g = self.graph.stats();
-        stats.graph_identifiers = g.identifiers;
-        stats.graph_edges = g.edges;
     }
 
+    /// The graph of the files as they are now, built when first needed.
     fn rebuild_graph(&mut self) {
-        self.graph = Arc::new(self.graph_of());
+        let files = self.slots.iter().map(|s| {
+            let k = &s.known;
+            (k.defines.clone(), k.refs.clone())
+        });
+        self.graph = Arc::new(GraphCell::new(files, Arc::clone(self.interner.names())));
     }
 
-    fn graph_of(&self) -> Graph {
-        let names = self.interner.names();
-        let files: Vec<FileIdents> = self
-            .slots
-            .iter()
-            .map(|s| FileIdents {
-                defines: &s.known.defines,
-                refs: &s.known.refs,
-            })
-            .collect();
-        Graph::build(&files, names.len(), |i| names.get(i))
+    /// How big the reference graph is (built now if it was not).
+    pub fn graph_stats(&self) -> GraphStats {
+        self.graph.get().stats()
     }
 
     /// Writes what changed since it was last written: new tags to the shared store,
@@ -1028,7 +988,7 @@ impl RepoMap {
         mentions::find(text, &self.paths, |name| {
             self.interner
                 .get(name)
-                .is_some_and(|id| self.graph.is_defined(id))
+                .is_some_and(|id| self.graph.get().is_defined(id))
         })
     }
 
@@ -1120,7 +1080,8 @@ impl RepoMap {
             personal,
             mentioned,
         } = personal;
-        let ranking = self.graph.rank(chat, personal, mentioned);
+        let graph = self.graph.get();
+        let ranking = graph.rank(chat, personal, mentioned);
         // Noise is left out unless the chat names it.
         let mut left_out = [0usize; left_out::Reason::ALL.len()];
         let listed: Vec<bool> = (0..n as u32)
@@ -1141,15 +1102,13 @@ impl RepoMap {
             .slots
             .iter()
             .zip(&listed)
-            .map(|(s, &listed)| {
-                if listed {
-                    s.known.defines.as_slice()
-                } else {
-                    &[]
-                }
-            })
+            .map(
+                |(s, &listed)| {
+                    if listed { &s.known.defines[..] } else { &[] }
+                },
+            )
             .collect();
-        let credits = self.graph.credits(&ranking, &defines);
+        let credits = graph.credits(&ranking, &defines);
         let rank_time = start.elapsed();
 
         let fit_start = Instant::now();
@@ -1164,7 +1123,7 @@ impl RepoMap {
         let fallback = |f: u32| {
             (
                 mentions(f),
-                self.graph.in_degree(f),
+                graph.in_degree(f),
                 self.slots[f as usize].known.size,
             )
         };
@@ -1184,7 +1143,7 @@ impl RepoMap {
         }
         let important: Vec<u32> = self
             .packages()
-            .important(&ranking.file_rank, chat, |f| self.graph.in_degree(f))
+            .important(&ranking.file_rank, chat, |f| graph.in_degree(f))
             .into_iter()
             .filter(|&f| position[f as usize] != u32::MAX)
             .collect();
@@ -1277,7 +1236,6 @@ impl RepoMap {
                 personal,
                 paths: Arc::clone(&self.paths),
                 names: Arc::clone(self.interner.names()),
-                index: Arc::clone(&self.index),
             },
         }
     }
@@ -1318,9 +1276,7 @@ impl RepoMap {
         } else {
             path
         };
-        self.index
-            .get(rel.to_str()?.replace('\\', "/").as_str())
-            .copied()
+        position(&self.paths, &rel.to_str()?.replace('\\', "/"))
     }
 
     /// The content of `file` if it still is what its tags were taken from: its stat
@@ -1533,6 +1489,62 @@ fn stored_content(slot: &Slot) -> Option<store::ContentRef<'_>> {
         Kind::Binary => store::ContentRef::Binary,
         Kind::LongLines => store::ContentRef::LongLines,
     })
+}
+
+/// The snapshot's files, sorted, claimed in path order by the first refresh's sorted
+/// scan: a walk along both lists, not a table of 17k paths built to be emptied.
+struct Disk {
+    files: std::iter::Peekable<std::vec::IntoIter<(String, Known)>>,
+    /// Files passed over: in the snapshot, no longer in the set.
+    passed: usize,
+}
+
+impl Default for Disk {
+    fn default() -> Self {
+        Disk::of(Vec::new())
+    }
+}
+
+impl Disk {
+    fn of(mut files: Vec<(String, Known)>) -> Disk {
+        if !files.is_sorted_by(|a, b| a.0 < b.0) {
+            files.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+            files.dedup_by(|a, b| a.0 == b.0);
+        }
+        Disk {
+            files: files.into_iter().peekable(),
+            passed: 0,
+        }
+    }
+
+    /// What the snapshot knew of `rel`; asked in increasing path order.
+    fn claim(&mut self, rel: &str) -> Option<Known> {
+        while let Some((path, _)) = self.files.peek() {
+            match path.as_str().cmp(rel) {
+                std::cmp::Ordering::Less => {
+                    self.passed += 1;
+                    self.files.next();
+                }
+                std::cmp::Ordering::Equal => return self.files.next().map(|(_, k)| k),
+                std::cmp::Ordering::Greater => return None,
+            }
+        }
+        None
+    }
+
+    /// Whether some file of the snapshot was not claimed.
+    fn unclaimed(&mut self) -> bool {
+        self.passed > 0 || self.files.peek().is_some()
+    }
+}
+
+/// Where `path` is in `paths` (sorted): a search, not a table, which a warm start
+/// would build for 17k paths to look up a handful.
+fn position(paths: &[String], path: &str) -> Option<u32> {
+    paths
+        .binary_search_by(|p| p.as_str().cmp(path))
+        .ok()
+        .map(|i| i as u32)
 }
 
 fn set_stat(known: &mut Known, f: &files::Found) {

@@ -76,7 +76,7 @@ impl Content {
 /// What an entry is keyed by: the git blob id of the content (20 bytes), the language
 /// (by its extension), and the version of that language's grammar and query.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct Key([u8; 32]);
+pub struct Key(#[serde(with = "super::cache::byte_array")] [u8; 32]);
 
 impl Key {
     pub fn new(blob: &[u8], lang: Option<Grammar>) -> Key {

@@ -464,6 +464,7 @@ impl Engine {
                     self.internal(done);
                 }
             }
+            self.tell_rollbacks();
         }
         self.answering(None);
         // A reply stops, a command's whole process group is killed, and a landing that
@@ -505,8 +506,17 @@ impl Engine {
                 None => break,
             }
         }
+        self.tell_rollbacks();
         self.saved.close().await;
         self.events.send(Event::Exited);
+    }
+
+    /// Says what taking the repository lock did to a move a killed tern left half
+    /// done (`git::rolled_back`): it changed files and HEAD, never silently.
+    fn tell_rollbacks(&self) {
+        for said in crate::git::rolled_back() {
+            self.events.notice(said);
+        }
     }
 
     /// The op whose events follow (None: the engine's own); the work started meanwhile

@@ -243,6 +243,22 @@ pub(super) fn roll_back(git_dir: &Path) -> Result<Option<String>, GitError> {
     let mut lock = IndexLock::acquire(git_dir)?;
     let from_commit = repo.find_commit(from)?;
     let paths: Vec<PathBuf> = journal.paths.iter().map(|p| path(p)).collect();
+    let mut changed: Vec<PathBuf> = Vec::new();
+    let trees = [from_commit.tree()?, repo.find_commit(to)?.tree()?];
+    for p in paths
+        .iter()
+        .cloned()
+        .chain(journal.before.iter().map(|(p, _)| path(p)))
+    {
+        if !changed.contains(&p) && !still_as_left(&workdir, &trees, &journal.before, &p) {
+            changed.push(p);
+        }
+    }
+    if !changed.is_empty() {
+        return Err(GitError::HalfMove(changed_since(
+            &file, &head, from, to, &changed,
+        )));
+    }
     checkout(&repo, &from_commit, &paths)?;
     for (p, blob) in &journal.before {
         let target = workdir.join(path(p));
@@ -269,4 +285,48 @@ pub(super) fn roll_back(git_dir: &Path) -> Result<Option<String>, GitError> {
         super::short_id(to),
         crate::plural::count(paths.len(), "file")
     )))
+}
+
+/// Whether the work tree's `path` holds what the move a tern was killed in could have
+/// left there: what `from` or `to` has (absent where one has none), or what `before`
+/// says it held before the move. Anything else was written since, maybe by the user,
+/// and a rollback would lose it.
+fn still_as_left(
+    workdir: &Path,
+    trees: &[git2::Tree<'_>],
+    before: &[(Vec<u8>, Option<String>)],
+    p: &Path,
+) -> bool {
+    trees
+        .iter()
+        .any(|tree| super::snapshot::holds(workdir, tree, p))
+        || before.iter().any(|(b, blob)| {
+            path(b) == p
+                && blob
+                    .as_deref()
+                    .map(Oid::from_str)
+                    .transpose()
+                    .is_ok_and(|blob| super::snapshot::holds_blob(workdir, p, blob))
+        })
+}
+
+/// Why a move's rollback was refused: `changed` hold what its journal (`file`) does
+/// not name, and what the user can do.
+fn changed_since(file: &Path, head: &Head, from: Oid, to: Oid, changed: &[PathBuf]) -> String {
+    let list = changed
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let (holds, them) = match changed.len() {
+        1 => ("it holds", "it"),
+        _ => ("they hold", "them"),
+    };
+    format!(
+        "it was moving HEAD from {} to {}, and {list} changed since: {holds} what that move's journal ({}) does not name, maybe your work, so nothing was rolled back. Keep your change elsewhere and put {them} back as HEAD ({}) has {them} (`git checkout HEAD -- {list}`), then run tern again to roll the move back; or remove the journal to keep the files as they are now",
+        super::short_id(from),
+        super::short_id(to),
+        file.display(),
+        head.id.map_or("none".into(), super::short_id),
+    )
 }

@@ -10,6 +10,7 @@
 use std::fs::{File, TryLockError};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -102,6 +103,7 @@ impl RepoLock {
         clean_leftovers(git_dir, &tmp);
         if let Some(said) = super::head_move::roll_back(git_dir)? {
             tracing::warn!("{said}");
+            untold().push(said);
         }
         std::fs::create_dir_all(&tmp)?;
         Ok(RepoLock {
@@ -116,6 +118,20 @@ impl RepoLock {
     pub(crate) fn tmp_dir(&self) -> &Path {
         &self.tmp
     }
+}
+
+/// What rollbacks of moves killed terns left did in this process, not yet told.
+static UNTOLD: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+fn untold() -> std::sync::MutexGuard<'static, Vec<String>> {
+    UNTOLD.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// What taking the lock did to a move a killed tern left (rolled it back, or dropped
+/// its journal), since last asked: the lock is taken deep in a landing or an undo, and
+/// the front end tells the user (a line on stderr, a notice in the chat).
+pub fn rolled_back() -> Vec<String> {
+    std::mem::take(&mut *untold())
 }
 
 /// Rolls back, now, a move of HEAD a killed tern left half done, if there is one (it

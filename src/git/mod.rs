@@ -28,7 +28,7 @@ pub use commit::{Commit, NOTES_REF, commit_dirty, commit_edits, commit_user_chan
 pub use failpoint::{BadFailAt, FailAt, Step};
 pub use land::{LandOptions, Landed, land};
 pub(crate) use lock::lock_wait;
-pub use lock::{LOCK_WAIT, RepoLock, recover};
+pub use lock::{LOCK_WAIT, RepoLock, recover, rolled_back};
 pub use redo::{RedoError, RedoRefusal, redo_rewind};
 pub use snapshot::{not_changed_since, snapshot, swap_files};
 pub(crate) use status::{modified_tracked_paths, worktree_diff};

@@ -63,10 +63,19 @@ pub fn not_changed_since(repo: &Repository, then: Oid, paths: &[PathBuf]) -> Res
 }
 
 /// Whether the work tree's `path` holds what `tree` has (absent when it has none).
-fn holds(workdir: &Path, tree: &git2::Tree<'_>, path: &Path) -> bool {
+pub(super) fn holds(workdir: &Path, tree: &git2::Tree<'_>, path: &Path) -> bool {
+    holds_blob(
+        workdir,
+        path,
+        tree.get_path(path).ok().map(|entry| entry.id()),
+    )
+}
+
+/// Whether the work tree's `path` holds the blob `blob` (is absent when None).
+pub(super) fn holds_blob(workdir: &Path, path: &Path, blob: Option<Oid>) -> bool {
     let full = workdir.join(path);
-    match tree.get_path(path) {
-        Ok(entry) => Oid::hash_file(git2::ObjectType::Blob, &full).is_ok_and(|id| id == entry.id()),
-        Err(_) => std::fs::symlink_metadata(&full).is_err(),
+    match blob {
+        Some(blob) => Oid::hash_file(git2::ObjectType::Blob, &full).is_ok_and(|id| id == blob),
+        None => std::fs::symlink_metadata(&full).is_err(),
     }
 }

@@ -55,7 +55,9 @@ fn rewind(cwd: &Path, args: &RewindArgs, which: &Resume, json: bool) -> ExitCode
     for notice in crate::engine::persist::Store::for_repo(&root).notices() {
         errln!("tern: {notice}");
     }
-    match crate::engine::rewind::on_saved(repo.as_ref(), &root, which, asked) {
+    let outcome = crate::engine::rewind::on_saved(repo.as_ref(), &root, which, asked);
+    super::undo::tell_rollbacks();
+    match outcome {
         Ok(SavedOutcome::Listed(turns, redo)) => {
             if json {
                 let mut out = std::io::stdout().lock();

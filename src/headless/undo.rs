@@ -57,6 +57,7 @@ fn undo(cwd: &Path, turn: bool, which: Option<Resume>) -> Result<ExitCode, Cance
             .map(|u| u.to_string())
             .map_err(CommitUndoError::from),
     };
+    tell_rollbacks();
     Ok(match undone {
         Ok(said) => {
             outln!("{said}");
@@ -93,40 +94,48 @@ fn run_turn(repo: &git2::Repository, which: &Resume) -> Result<ExitCode, Cancell
         errln!("tern undo: the repository has no work tree");
         return Ok(ExitCode::from(2));
     };
-    Ok(
-        match crate::engine::undo_commits::undo_saved_turn(repo, root, which) {
-            Ok(done) => {
-                for undone in &done.undone {
-                    outln!("{undone}");
-                }
-                match &done.stopped {
-                    None => ExitCode::SUCCESS,
-                    Some(stopped) => {
-                        errln!("tern undo: {stopped}");
-                        ExitCode::from(1)
-                    }
-                }
+    let undone = crate::engine::undo_commits::undo_saved_turn(repo, root, which);
+    tell_rollbacks();
+    Ok(match undone {
+        Ok(done) => {
+            for undone in &done.undone {
+                outln!("{undone}");
             }
-            // Undone, but the session could not be told: what was undone is said as done.
-            Err(TurnUndoError::NotTold { done, error }) => {
-                for undone in &done.undone {
-                    outln!("{undone}");
-                }
-                if let Some(stopped) = &done.stopped {
+            match &done.stopped {
+                None => ExitCode::SUCCESS,
+                Some(stopped) => {
                     errln!("tern undo: {stopped}");
+                    ExitCode::from(1)
                 }
-                errln!(
-                    "tern undo: the commits above are undone, but the session could not be updated, so the model will not be told: {error}"
-                );
-                ExitCode::from(1)
             }
-            Err(TurnUndoError::Undo { error, .. }) if matches!(*error, UndoError::Interrupted) => {
-                return Err(Cancelled);
+        }
+        // Undone, but the session could not be told: what was undone is said as done.
+        Err(TurnUndoError::NotTold { done, error }) => {
+            for undone in &done.undone {
+                outln!("{undone}");
             }
-            Err(e) => {
-                errln!("tern undo: refused: {e}");
-                ExitCode::from(1)
+            if let Some(stopped) = &done.stopped {
+                errln!("tern undo: {stopped}");
             }
-        },
-    )
+            errln!(
+                "tern undo: the commits above are undone, but the session could not be updated, so the model will not be told: {error}"
+            );
+            ExitCode::from(1)
+        }
+        Err(TurnUndoError::Undo { error, .. }) if matches!(*error, UndoError::Interrupted) => {
+            return Err(Cancelled);
+        }
+        Err(e) => {
+            errln!("tern undo: refused: {e}");
+            ExitCode::from(1)
+        }
+    })
+}
+
+/// Says on stderr what taking the repository lock did to a move a killed tern left
+/// half done (`git::rolled_back`).
+pub(super) fn tell_rollbacks() {
+    for said in git::rolled_back() {
+        errln!("tern: {said}");
+    }
 }

@@ -229,6 +229,17 @@ pub(super) fn roll_back(git_dir: &Path) -> Result<Option<String>, GitError> {
             file.display()
         )));
     };
+    let workdir = repo.workdir().ok_or(GitError::Bare)?.to_path_buf();
+    let outside = (journal.paths.iter().map(|p| (p, false)))
+        .chain(journal.before.iter().map(|(p, blob)| (p, blob.is_some())))
+        .find(|(p, written)| !in_work_tree(&workdir, &path(p), *written));
+    if let Some((p, _)) = outside {
+        return Err(GitError::HalfMove(format!(
+            "{} names {:?}, which is not a file of the work tree tern would write (a path outside it, in .git, or through a symlink): it is not a move tern wrote, so nothing was done; it is kept for you to look at (remove it if no tern is running)",
+            file.display(),
+            path(p)
+        )));
+    }
     let head = Head::read(&repo)?;
     if head.id != Some(from) && head.id != Some(to) {
         // HEAD moved since (by the user, with git): the move is not tern's to finish.
@@ -239,7 +250,6 @@ pub(super) fn roll_back(git_dir: &Path) -> Result<Option<String>, GitError> {
             super::short_id(to)
         )));
     }
-    let workdir = repo.workdir().ok_or(GitError::Bare)?.to_path_buf();
     let mut lock = IndexLock::acquire(git_dir)?;
     let from_commit = repo.find_commit(from)?;
     let paths: Vec<PathBuf> = journal.paths.iter().map(|p| path(p)).collect();
@@ -285,6 +295,35 @@ pub(super) fn roll_back(git_dir: &Path) -> Result<Option<String>, GitError> {
         super::short_id(to),
         crate::plural::count(paths.len(), "file")
     )))
+}
+
+/// Whether `p` names a file in the work tree at `workdir` that a move may write: a
+/// relative path of plain names, none of them `.git`, through no symlinked directory
+/// (nor, when the rollback `written` its content, a symlink itself, which the write
+/// would follow). A journal's paths are checked so, for it may be foreign or corrupt.
+fn in_work_tree(workdir: &Path, p: &Path, written: bool) -> bool {
+    use std::path::Component;
+    let mut at = workdir.to_path_buf();
+    let mut names = p.components().peekable();
+    if names.peek().is_none() {
+        return false;
+    }
+    while let Some(name) = names.next() {
+        let Component::Normal(name) = name else {
+            return false;
+        };
+        if name.eq_ignore_ascii_case(".git") {
+            return false;
+        }
+        at.push(name);
+        let last = names.peek().is_none();
+        if (!last || written)
+            && std::fs::symlink_metadata(&at).is_ok_and(|m| m.file_type().is_symlink())
+        {
+            return false;
+        }
+    }
+    true
 }
 
 /// Whether the work tree's `path` holds what the move a tern was killed in could have

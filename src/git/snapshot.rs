@@ -71,11 +71,19 @@ pub(super) fn holds(workdir: &Path, tree: &git2::Tree<'_>, path: &Path) -> bool 
     )
 }
 
-/// Whether the work tree's `path` holds the blob `blob` (is absent when None).
+/// Whether the work tree's `path` holds the blob `blob` (is absent when None). A
+/// symlink holds its target, as git stores it, not the content of what it points to.
 pub(super) fn holds_blob(workdir: &Path, path: &Path, blob: Option<Oid>) -> bool {
     let full = workdir.join(path);
-    match blob {
-        Some(blob) => Oid::hash_file(git2::ObjectType::Blob, &full).is_ok_and(|id| id == blob),
-        None => std::fs::symlink_metadata(&full).is_err(),
-    }
+    let found = match std::fs::symlink_metadata(&full) {
+        Err(_) => return blob.is_none(),
+        Ok(meta) if meta.file_type().is_symlink() => {
+            std::fs::read_link(&full).ok().and_then(|target| {
+                use std::os::unix::ffi::OsStrExt;
+                Oid::hash_object(git2::ObjectType::Blob, target.as_os_str().as_bytes()).ok()
+            })
+        }
+        Ok(_) => Oid::hash_file(git2::ObjectType::Blob, &full).ok(),
+    };
+    blob.is_some() && found == blob
 }

@@ -961,3 +961,73 @@ fn a_rollback_from_the_chat_is_a_notice() {
     assert_eq!(repo.git(&["status", "--porcelain"]), "");
     assert_eq!(head(&repo), parent, "rolled back, then undone");
 }
+
+/// A foreign or corrupt journal naming a path outside the work tree (absolute, with
+/// `..`, in `.git`, through a symlinked directory) is refused whole: nothing outside
+/// (or inside) is written or deleted, and the journal is kept to look at (regression
+/// pass 6, #9).
+#[test]
+fn a_journal_naming_paths_outside_the_work_tree_is_refused() {
+    let server = MockServer::start_in_thread();
+    let repo = repo();
+    let outside = tempfile::tempdir().unwrap();
+    let victim = outside.path().join("victim.txt");
+    std::os::unix::fs::symlink(outside.path(), repo.path().join("link")).unwrap();
+    repo.git(&["add", "link"]);
+    repo.git(&["commit", "-qm", "a link out"]);
+    let a = add_a_comma(&repo, &server);
+    let journal = repo.path().join(".git/tern-move.json");
+    let config = repo.read(".git/config");
+    let shapes = [
+        victim.to_str().unwrap().to_string(),
+        format!("../{}", victim.strip_prefix("/").unwrap().display()),
+        "src/../../victim.txt".into(),
+        ".git/config".into(),
+        "src/.GIT/config".into(),
+        "link/victim.txt".into(),
+    ];
+    for shape in &shapes {
+        for (paths, before) in [
+            (vec![shape.as_bytes().to_vec()], serde_json::json!([])),
+            (vec![], serde_json::json!([[shape.as_bytes(), null]])),
+            (
+                vec![],
+                serde_json::json!([[shape.as_bytes(), "0000000000000000000000000000000000000000"]]),
+            ),
+        ] {
+            std::fs::write(&victim, "precious\n").unwrap();
+            let text = serde_json::json!({"from": a, "to": a, "paths": paths, "before": before});
+            std::fs::write(&journal, text.to_string()).unwrap();
+            let (stdout, stderr, code) = run(&repo, &server, &["undo"]);
+            assert_ne!(code, Some(0), "{shape}: {stdout}{stderr}");
+            assert!(
+                stderr.contains("which is not a file of the work tree tern would write")
+                    && stderr.contains("nothing was done"),
+                "{shape}: {stderr}"
+            );
+            assert_eq!(
+                std::fs::read_to_string(&victim).unwrap(),
+                "precious\n",
+                "{shape}"
+            );
+            assert_eq!(repo.read(".git/config"), config, "{shape}");
+            assert!(journal.exists(), "{shape}: kept");
+            assert_eq!(head(&repo), a, "{shape}");
+        }
+    }
+    // A file git tracks that is itself a symlink is a file of the work tree: a journal
+    // naming it (to check it out) is tern's, and rolled back.
+    let text = serde_json::json!({"from": a, "to": a, "paths": [b"link".to_vec()], "before": []});
+    std::fs::write(&journal, text.to_string()).unwrap();
+    let (_, stderr, code) = run(&repo, &server, &["undo"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains("tern: rolled back a move of HEAD"),
+        "{stderr}"
+    );
+    assert!(!journal.exists());
+    assert_eq!(
+        std::fs::read_link(repo.path().join("link")).unwrap(),
+        outside.path()
+    );
+}

@@ -192,12 +192,22 @@ fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
 const HELD: &str = "index.lock ";
 
 /// Writes `tern.lock`: this process, and the identity of the `index.lock` it holds.
+/// In place and never emptied first (it cannot be renamed over: the flock is on the
+/// file): a tern killed in the middle leaves the new text first, and at worst the
+/// old text's tail after it, which no reader takes for the first line or identity.
 fn record(git_dir: &Path, held: Option<&std::fs::Metadata>) -> io::Result<()> {
+    use std::io::Write;
     let mut text = std::process::id().to_string();
     if let Some(meta) = held {
         text.push_str(&format!("\n{HELD}{}\n", identity(meta)));
     }
-    std::fs::write(git_dir.join("tern.lock"), text)
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(git_dir.join("tern.lock"))?;
+    file.write_all(text.as_bytes())?;
+    file.set_len(text.len() as u64)
 }
 
 /// Device, inode and birth time: a file made later in its place differs, and a link

@@ -39,33 +39,29 @@ impl IndexLock {
         // git's name last, by a link (which, as git's own open, fails when the name
         // exists): a tern killed at any point leaves no `index.lock` of its making
         // that `tern.lock` does not name.
-        let linked = std::fs::hard_link(&made.1, &lock);
+        let taken = match std::fs::hard_link(&made.1, &lock) {
+            Ok(()) => Ok(made.0),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Err(e),
+            // A file system without hard links: made under git's name, and recorded
+            // just after.
+            Err(_) => std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&lock),
+        };
         let _ = std::fs::remove_file(&made.1);
-        let file = match linked {
-            Ok(()) => made.0,
+        let file = match taken {
+            Ok(file) => file,
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                 let _ = record(git_dir, None);
                 return Err(GitError::IndexLocked(lock));
             }
-            // A file system without hard links: made under git's name, and recorded
-            // just after.
-            Err(_) => match std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&lock)
-            {
-                Ok(file) => file,
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                    let _ = record(git_dir, None);
-                    return Err(GitError::IndexLocked(lock));
-                }
-                Err(e) => {
-                    return Err(GitError::Io(io::Error::new(
-                        e.kind(),
-                        format!("cannot create {}: {e}", lock.display()),
-                    )));
-                }
-            },
+            Err(e) => {
+                return Err(GitError::Io(io::Error::new(
+                    e.kind(),
+                    format!("cannot create {}: {e}", lock.display()),
+                )));
+            }
         };
         let held = IndexLock {
             index: git_dir.join("index"),

@@ -840,6 +840,14 @@ fn a_rewind_killed_part_way_is_rolled_back_whole_and_goes_through_when_asked_aga
     }
 }
 
+/// `tern undo` killed (SIGKILL, by `TERN_DIE_AT`) when its move of HEAD reaches `step`.
+fn kill_undo_at(repo: &TempRepo, server: &MockServer, step: &str) {
+    let mut killed = repo.tern(&server.base_url());
+    killed.env("TERN_DIE_AT", step).args(["undo"]);
+    let out = output_within(&mut killed, WAIT);
+    assert_eq!(out.status.code(), None, "{step}: killed, {:?}", texts(&out));
+}
+
 /// `tern undo` killed after HEAD moved and before git's index followed: the next tern
 /// puts both back, so git's index never disagrees with HEAD about tern's files.
 #[test]
@@ -847,10 +855,7 @@ fn an_undo_killed_between_the_branch_and_the_index_is_rolled_back() {
     let server = MockServer::start_in_thread();
     let repo = repo();
     let a = add_a_comma(&repo, &server);
-    let mut killed = repo.tern(&server.base_url());
-    killed.env("TERN_DIE_AT", "index-commit").args(["undo"]);
-    let out = output_within(&mut killed, WAIT);
-    assert_eq!(out.status.code(), None, "killed, {:?}", texts(&out));
+    kill_undo_at(&repo, &server, "index-commit");
     assert_ne!(head(&repo), a, "HEAD had moved when it was killed");
 
     let (stdout, stderr, code) = run(&repo, &server, &["undo"]);
@@ -890,15 +895,7 @@ fn a_save_after_a_killed_undo_is_never_rolled_back_over() {
             });
             std::fs::write(&journal, text.to_string()).unwrap();
         } else {
-            let mut killed = repo.tern(&server.base_url());
-            killed.env("TERN_DIE_AT", state).args(["undo"]);
-            let out = output_within(&mut killed, WAIT);
-            assert_eq!(
-                out.status.code(),
-                None,
-                "{state}: killed, {:?}",
-                texts(&out)
-            );
+            kill_undo_at(&repo, &server, state);
             assert!(journal.exists(), "{state}");
         }
         let left = head(&repo);
@@ -946,10 +943,7 @@ fn a_rollback_from_the_chat_is_a_notice() {
     let repo = repo();
     let a = add_a_comma(&repo, &server);
     let parent = repo.git(&["rev-parse", "HEAD~1"]).trim().to_string();
-    let mut killed = repo.tern(&server.base_url());
-    killed.env("TERN_DIE_AT", "index-commit").args(["undo"]);
-    let out = output_within(&mut killed, WAIT);
-    assert_eq!(out.status.code(), None, "killed, {:?}", texts(&out));
+    kill_undo_at(&repo, &server, "index-commit");
     assert_ne!(head(&repo), a, "HEAD had moved when it was killed");
 
     let (stdout, stderr, code) = run(&repo, &server, &["--resume", "-m", "/undo"]);

@@ -338,14 +338,14 @@ fn still_as_left(
 ) -> bool {
     trees
         .iter()
-        .any(|tree| super::snapshot::holds(workdir, tree, p))
+        .any(|tree| super::holds::holds(workdir, tree, p))
         || before.iter().any(|(b, blob)| {
             path(b) == p
                 && blob
                     .as_deref()
                     .map(Oid::from_str)
                     .transpose()
-                    .is_ok_and(|blob| super::snapshot::holds_blob(workdir, p, blob))
+                    .is_ok_and(|blob| super::holds::holds_blob(workdir, p, blob))
         })
 }
 

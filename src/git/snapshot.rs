@@ -53,37 +53,11 @@ pub fn not_changed_since(repo: &Repository, then: Oid, paths: &[PathBuf]) -> Res
     let tree = repo.find_tree(then)?;
     let dirty: Vec<PathBuf> = paths
         .iter()
-        .filter(|p| !holds(workdir, &tree, p))
+        .filter(|p| !super::holds::holds(workdir, &tree, p))
         .cloned()
         .collect();
     match dirty.is_empty() {
         true => Ok(()),
         false => Err(UndoRefusal::Dirty(dirty).into()),
     }
-}
-
-/// Whether the work tree's `path` holds what `tree` has (absent when it has none).
-pub(super) fn holds(workdir: &Path, tree: &git2::Tree<'_>, path: &Path) -> bool {
-    holds_blob(
-        workdir,
-        path,
-        tree.get_path(path).ok().map(|entry| entry.id()),
-    )
-}
-
-/// Whether the work tree's `path` holds the blob `blob` (is absent when None). A
-/// symlink holds its target, as git stores it, not the content of what it points to.
-pub(super) fn holds_blob(workdir: &Path, path: &Path, blob: Option<Oid>) -> bool {
-    let full = workdir.join(path);
-    let found = match std::fs::symlink_metadata(&full) {
-        Err(_) => return blob.is_none(),
-        Ok(meta) if meta.file_type().is_symlink() => {
-            std::fs::read_link(&full).ok().and_then(|target| {
-                use std::os::unix::ffi::OsStrExt;
-                Oid::hash_object(git2::ObjectType::Blob, target.as_os_str().as_bytes()).ok()
-            })
-        }
-        Ok(_) => Oid::hash_file(git2::ObjectType::Blob, &full).ok(),
-    };
-    blob.is_some() && found == blob
 }

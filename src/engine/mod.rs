@@ -469,6 +469,8 @@ impl Engine {
                     Some(Submission { id, op }) => {
                         self.answering(Some(id));
                         self.handle(op);
+                        // An op may take the lock at once (a rewind's plan).
+                        self.say_settled();
                     }
                 },
                 Some((op, done)) = self.run_loop.next() => {
@@ -729,10 +731,11 @@ impl Engine {
     }
 
     /// Says what taking the repository lock settled of a landing, undo or rewind a
-    /// killed tern left half done (`git::settled`).
+    /// killed tern left half done (`git::settled`): it changed files and HEAD, never
+    /// silently.
     fn say_settled(&self) {
         for said in crate::git::settled() {
-            self.events.warning(said);
+            self.events.notice(said);
         }
     }
 

@@ -6,8 +6,9 @@
 //!
 //! A tern killed while it holds the lock would leave it behind, and git would refuse
 //! to run until someone removed it. So the lock file's identity is written into
-//! `tern.lock` while it is held, and the next tern to take `tern.lock` (the kernel
-//! released it: the holder is gone) removes that very file if it is still there.
+//! `tern.lock` before the file takes git's name and while it is held, and the next
+//! tern to take `tern.lock` (the kernel released it: the holder is gone) removes that
+//! very file if it is still there.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -34,13 +35,25 @@ impl IndexLock {
     /// held; refused, naming the file, when it exists.
     pub(crate) fn acquire(git_dir: &Path) -> Result<IndexLock, GitError> {
         let lock = git_dir.join("index.lock");
-        let file = match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&lock)
-        {
+        let made = made_and_recorded(git_dir)?;
+        // git's name last, by a link (which, as git's own open, fails when the name
+        // exists): a tern killed at any point leaves no `index.lock` of its making
+        // that `tern.lock` does not name.
+        let taken = match std::fs::hard_link(&made.1, &lock) {
+            Ok(()) => Ok(made.0),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Err(e),
+            // A file system without hard links: made under git's name, and recorded
+            // just after.
+            Err(_) => std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&lock),
+        };
+        let _ = std::fs::remove_file(&made.1);
+        let file = match taken {
             Ok(file) => file,
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                let _ = record(git_dir, None);
                 return Err(GitError::IndexLocked(lock));
             }
             Err(e) => {
@@ -143,6 +156,21 @@ impl Drop for IndexLock {
     }
 }
 
+/// The lock file to be, made under a name of tern's own (`tern-index-lock-PID`, a
+/// leftover the next tern removes) and named in `tern.lock` before it takes git's
+/// name: its identity survives the link (see `identity`).
+fn made_and_recorded(git_dir: &Path) -> Result<(std::fs::File, PathBuf), GitError> {
+    let made = git_dir.join(format!("tern-index-lock-{}", std::process::id()));
+    let _ = std::fs::remove_file(&made);
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&made)
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot create {}: {e}", made.display())))?;
+    record(git_dir, Some(&file.metadata()?))?;
+    Ok((file, made))
+}
+
 /// Whether two stats are of one file.
 fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
     #[cfg(unix)]
@@ -160,26 +188,51 @@ fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
 const HELD: &str = "index.lock ";
 
 /// Writes `tern.lock`: this process, and the identity of the `index.lock` it holds.
+/// In place and never emptied first (it cannot be renamed over: the flock is on the
+/// file): a tern killed in the middle leaves the new text first, and at worst the
+/// old text's tail after it, which no reader takes for the first line or identity.
 fn record(git_dir: &Path, held: Option<&std::fs::Metadata>) -> io::Result<()> {
+    use std::io::Write;
     let mut text = std::process::id().to_string();
     if let Some(meta) = held {
         text.push_str(&format!("\n{HELD}{}\n", identity(meta)));
     }
-    std::fs::write(git_dir.join("tern.lock"), text)
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(git_dir.join("tern.lock"))?;
+    file.write_all(text.as_bytes())?;
+    file.set_len(text.len() as u64)
 }
 
-/// Device, inode and change time: a file made later in its place differs.
+/// Device, inode and birth time: a file made later in its place differs, and a link
+/// or a write leaves it as it was. Where the file system keeps no birth time, the
+/// change time, which they change: the identity is recorded again after each.
 fn identity(meta: &std::fs::Metadata) -> String {
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;
-        format!(
-            "{} {} {} {}",
-            meta.dev(),
-            meta.ino(),
-            meta.ctime(),
-            meta.ctime_nsec()
-        )
+        let born = meta
+            .created()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+        match born {
+            Some(born) => format!(
+                "{} {} born {} {}",
+                meta.dev(),
+                meta.ino(),
+                born.as_secs(),
+                born.subsec_nanos()
+            ),
+            None => format!(
+                "{} {} {} {}",
+                meta.dev(),
+                meta.ino(),
+                meta.ctime(),
+                meta.ctime_nsec()
+            ),
+        }
     }
     #[cfg(not(unix))]
     {
@@ -266,5 +319,52 @@ mod tests {
         std::mem::forget(lock);
         remove_stale(git_dir, &previous);
         assert!(!git_dir.join("index.lock").exists());
+    }
+
+    /// A tern killed the moment its lock file took git's name, before it could do
+    /// anything more (`acquire`'s steps up to its link): `tern.lock` already names
+    /// that file, so the next tern knows it as a dead tern's and removes it. It used to
+    /// hold only the pid then, and the lock was called another git process's
+    /// (regression pass 6, #7).
+    #[test]
+    fn a_lock_killed_as_soon_as_it_is_taken_is_known_as_stale() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = git2::Repository::init(dir.path()).unwrap();
+        let git_dir = repo.path();
+        let (file, made) = made_and_recorded(git_dir).unwrap();
+        std::fs::hard_link(&made, git_dir.join("index.lock")).unwrap();
+        // SIGKILL: nothing more happens (the leftover `made` is the next tern's to
+        // clean, with its other `tern-index-*` files).
+        drop(file);
+        let previous = std::fs::read_to_string(git_dir.join("tern.lock")).unwrap();
+        remove_stale(git_dir, &previous);
+        assert!(!git_dir.join("index.lock").exists());
+    }
+
+    /// git's own lock refuses tern's, and tern leaves nothing of its attempt: no file
+    /// of its own, no identity in `tern.lock`, git's lock as it was.
+    #[test]
+    fn a_lock_refused_leaves_nothing_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = git2::Repository::init(dir.path()).unwrap();
+        let git_dir = repo.path();
+        std::fs::write(git_dir.join("index.lock"), "git's").unwrap();
+        let refused = IndexLock::acquire(git_dir);
+        assert!(
+            matches!(refused, Err(GitError::IndexLocked(_))),
+            "{refused:?}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(git_dir.join("index.lock")).unwrap(),
+            "git's"
+        );
+        let tern_lock = std::fs::read_to_string(git_dir.join("tern.lock")).unwrap();
+        assert!(!tern_lock.contains(HELD), "{tern_lock}");
+        let leftovers: Vec<_> = std::fs::read_dir(git_dir)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("tern-index"))
+            .collect();
+        assert!(leftovers.is_empty(), "{leftovers:?}");
     }
 }

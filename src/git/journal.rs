@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use super::GitError;
 use super::head::Head;
+use super::holds::{holds, holds_blob};
 use super::index_lock::IndexLock;
 use super::notes::{NOTES_REF, restore_notes};
 use crate::edit::Planned;
@@ -174,16 +175,37 @@ fn bytes(path: &Path) -> Vec<u8> {
     path.as_os_str().as_bytes().to_vec()
 }
 
-/// A path of the work tree from a journal: relative, with no `..` and not into `.git`
-/// (a journal tern did not write must not send a write anywhere else).
-fn work_path(bytes: &[u8]) -> Option<PathBuf> {
+fn path(bytes: &[u8]) -> PathBuf {
     use std::os::unix::ffi::OsStrExt;
-    let path = PathBuf::from(std::ffi::OsStr::from_bytes(bytes));
-    let plain = path.components().all(|c| match c {
-        Component::Normal(name) => !name.eq_ignore_ascii_case(".git"),
-        _ => false,
-    });
-    (plain && !bytes.is_empty()).then_some(path)
+    PathBuf::from(std::ffi::OsStr::from_bytes(bytes))
+}
+
+/// A file of the work tree at `workdir` that a journal's change may write, from the
+/// journal: a relative path of plain names, none of them `.git` (in any case), through
+/// no symlinked directory (nor, when its content is `written`, a symlink itself, which
+/// the write would follow). A journal tern did not write must not send a write
+/// anywhere else.
+fn work_path(workdir: &Path, bytes: &[u8], written: bool) -> Option<PathBuf> {
+    let p = path(bytes);
+    let mut at = workdir.to_path_buf();
+    let mut names = p.components().peekable();
+    names.peek()?;
+    while let Some(name) = names.next() {
+        let Component::Normal(name) = name else {
+            return None;
+        };
+        if name.eq_ignore_ascii_case(".git") {
+            return None;
+        }
+        at.push(name);
+        let last = names.peek().is_none();
+        if (!last || written)
+            && std::fs::symlink_metadata(&at).is_ok_and(|m| m.file_type().is_symlink())
+        {
+            return None;
+        }
+    }
+    Some(p)
 }
 
 /// The index's entries for `paths` as `commit` has them (removed where it has none).
@@ -265,10 +287,19 @@ struct Found {
 /// A file to put back.
 struct FileBefore {
     path: PathBuf,
-    /// What it held before (None: no file).
-    before: Option<Vec<u8>>,
-    /// A landing: what tern wrote to it.
-    wrote: Option<Vec<u8>>,
+    /// The blob it held before (None: no file).
+    before: Option<Oid>,
+    /// A landing: the blob tern wrote to it.
+    wrote: Option<Oid>,
+}
+
+/// Why a journal is not one tern wrote.
+enum Foreign {
+    /// It names this path, which is not a file of the work tree tern would write.
+    Path(PathBuf),
+    /// An id that is not one, a blob the repository does not have, lists that differ
+    /// in length.
+    Record,
 }
 
 impl Found {
@@ -280,53 +311,47 @@ impl Found {
         }
     }
 
-    /// None when the record is not one tern wrote: a path outside the work tree, an
-    /// id that is not one, a blob the repository does not have.
-    fn check(repo: &Repository, record: Record) -> Option<Found> {
-        let oid = |s: &Option<String>| match s {
-            Some(s) => Oid::from_str(s).ok().map(Some),
-            None => Some(None),
+    /// The record of the work tree at `workdir`, unless it is not one tern wrote.
+    /// Its paths are checked first, so that a refusal names the one that is wrong.
+    fn check(repo: &Repository, workdir: &Path, record: Record) -> Result<Found, Foreign> {
+        let place = |raw: &[u8], written: bool| {
+            work_path(workdir, raw, written).ok_or_else(|| Foreign::Path(path(raw)))
         };
-        let content = |id: &str| -> Option<Vec<u8>> {
-            let id = Oid::from_str(id).ok()?;
-            Some(repo.find_blob(id).ok()?.content().to_vec())
-        };
-        let paths = record
-            .paths
-            .iter()
-            .map(|p| work_path(p))
-            .collect::<Option<Vec<_>>>()?;
-        let dirs = record
-            .dirs
-            .iter()
-            .map(|p| work_path(p))
-            .collect::<Option<Vec<_>>>()?;
+        let paths = (record.paths.iter())
+            .map(|p| place(p, false))
+            .collect::<Result<Vec<_>, _>>()?;
+        let dirs = (record.dirs.iter())
+            .map(|p| place(p, false))
+            .collect::<Result<Vec<_>, _>>()?;
+        let placed = (record.before.iter())
+            .map(|(p, before)| place(p, before.is_some()))
+            .collect::<Result<Vec<_>, _>>()?;
         if record.kind == Kind::Landing && record.wrote.len() != record.before.len() {
-            return None;
+            return Err(Foreign::Record);
         }
+        let oid = |s: Option<&String>| match s {
+            Some(s) => Oid::from_str(s).map(Some).map_err(|_| Foreign::Record),
+            None => Ok(None),
+        };
+        let blob = |s: Option<&String>| match oid(s)? {
+            Some(id) if repo.find_blob(id).is_err() => Err(Foreign::Record),
+            id => Ok(id),
+        };
         let mut files = Vec::new();
-        for (i, (path, before)) in record.before.iter().enumerate() {
-            let before = match before {
-                Some(id) => Some(content(id)?),
-                None => None,
-            };
-            let wrote = match record.wrote.get(i) {
-                Some(id) => Some(content(id)?),
-                None => None,
-            };
+        for (i, (path, (_, before))) in placed.into_iter().zip(&record.before).enumerate() {
             files.push(FileBefore {
-                path: work_path(path)?,
-                before,
-                wrote,
+                path,
+                before: blob(before.as_ref())?,
+                wrote: blob(record.wrote.get(i))?,
             });
         }
-        Some(Found {
+        Ok(Found {
             kind: record.kind,
-            from: oid(&record.from)?,
-            to: oid(&record.to)?,
+            from: oid(record.from.as_ref())?,
+            to: oid(record.to.as_ref())?,
             paths,
             files,
-            notes: oid(&record.notes)?,
+            notes: oid(record.notes.as_ref())?,
             dirs,
         })
     }
@@ -342,21 +367,28 @@ pub(super) fn settle(git_dir: &Path) -> Result<Option<String>, GitError> {
     let Ok(text) = std::fs::read(&file) else {
         return Ok(None);
     };
-    let foreign = || {
-        // The rename is atomic, so a journal cut short is not tern's: leave it, and
-        // say so.
+    // The rename is atomic, so a journal cut short is not tern's either: it is left,
+    // and said.
+    let foreign = |why: Foreign| {
+        let names = match why {
+            Foreign::Path(p) => format!(
+                ": it names {p:?}, which is not a file of the work tree tern would write (a path outside it, in .git, or through a symlink)"
+            ),
+            Foreign::Record => String::new(),
+        };
         GitError::HalfMove(format!(
-            "{} is not a journal tern wrote; remove it if no tern is running",
+            "{} is not a journal tern wrote{names}, so nothing was done; it is kept for you to look at (remove it if no tern is running)",
             file.display()
         ))
     };
-    let record = serde_json::from_slice::<Record>(&text).map_err(|_| foreign())?;
+    let record = serde_json::from_slice::<Record>(&text).map_err(|_| foreign(Foreign::Record))?;
     let repo = Repository::open(git_dir)?;
-    let found = Found::check(&repo, record).ok_or_else(foreign)?;
+    let workdir = repo.workdir().ok_or(GitError::Bare)?.to_path_buf();
+    let found = Found::check(&repo, &workdir, record).map_err(foreign)?;
     let head = Head::read(&repo)?;
     let said = match found.kind {
-        Kind::Move => roll_back_move(&repo, &head, &found, &file)?,
-        Kind::Landing if head.id == found.from => roll_back_landing(&repo, &found)?,
+        Kind::Move => roll_back_move(&repo, &workdir, &head, &found, &file)?,
+        Kind::Landing if head.id == found.from => roll_back_landing(&repo, &workdir, &found)?,
         Kind::Landing if found.to.is_some() && head.id == found.to => {
             finish_landing(&repo, &found)?
         }
@@ -376,8 +408,11 @@ fn at(id: Option<Oid>) -> String {
 
 /// The files go back as they were before the move, the index follows where HEAD was,
 /// and HEAD goes back if it had moved; nothing when HEAD has moved elsewhere since.
+/// Refused, with nothing written, while a file of the move holds what the move
+/// could not have left there (a save since, maybe the user's work).
 fn roll_back_move(
     repo: &Repository,
+    workdir: &Path,
     head: &Head,
     found: &Found,
     file: &Path,
@@ -396,12 +431,23 @@ fn roll_back_move(
             super::short_id(to)
         ));
     }
-    let workdir = repo.workdir().ok_or(GitError::Bare)?.to_path_buf();
-    let mut lock = IndexLock::acquire(repo.path())?;
     let from_commit = repo.find_commit(from)?;
+    let trees = [from_commit.tree()?, repo.find_commit(to)?.tree()?];
+    let mut changed: Vec<&Path> = Vec::new();
+    for p in (found.paths.iter()).chain(found.files.iter().map(|f| &f.path)) {
+        if !changed.contains(&p.as_path()) && !still_as_left(workdir, &trees, found, p) {
+            changed.push(p);
+        }
+    }
+    if !changed.is_empty() {
+        return Err(GitError::HalfMove(changed_since(
+            file, head, from, to, &changed,
+        )));
+    }
+    let mut lock = IndexLock::acquire(repo.path())?;
     checkout(repo, &from_commit, &found.paths)?;
     for f in &found.files {
-        put(&workdir.join(&f.path), f.before.as_deref())?;
+        put(repo, &workdir.join(&f.path), f.before)?;
     }
     let mut index = lock.open()?;
     follow(&mut index, &from_commit, &found.paths)?;
@@ -419,10 +465,38 @@ fn roll_back_move(
     ))
 }
 
-/// Writes `content` at `target`, or removes it (None).
-fn put(target: &Path, content: Option<&[u8]>) -> Result<(), GitError> {
+/// Whether the work tree's `p` holds what the move a tern was killed in could have
+/// left there: what `from` or `to` has (absent where one has none), or what the
+/// journal says it held before the move. Anything else was written since.
+fn still_as_left(workdir: &Path, trees: &[git2::Tree<'_>], found: &Found, p: &Path) -> bool {
+    (trees.iter()).any(|tree| holds(workdir, tree, p))
+        || (found.files.iter()).any(|f| f.path == p && holds_blob(workdir, p, f.before))
+}
+
+/// Why a move's rollback was refused: `changed` hold what its journal (`file`) does
+/// not name, and what the user can do.
+fn changed_since(file: &Path, head: &Head, from: Oid, to: Oid, changed: &[&Path]) -> String {
+    let list = (changed.iter())
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let (holds, them) = match changed.len() {
+        1 => ("it holds", "it"),
+        _ => ("they hold", "them"),
+    };
+    format!(
+        "it was moving HEAD from {} to {}, and {list} changed since: {holds} what that move's journal ({}) does not name, maybe your work, so nothing was rolled back. Keep your change elsewhere and put {them} back as HEAD ({}) has {them} (`git checkout HEAD -- {list}`), then run tern again to roll the move back; or remove the journal to keep the files as they are now",
+        super::short_id(from),
+        super::short_id(to),
+        file.display(),
+        at(head.id),
+    )
+}
+
+/// Writes the blob `content` at `target`, or removes it (None).
+fn put(repo: &Repository, target: &Path, content: Option<Oid>) -> Result<(), GitError> {
     match content {
-        Some(bytes) => std::fs::write(target, bytes)?,
+        Some(id) => std::fs::write(target, repo.find_blob(id)?.content())?,
         None => match std::fs::remove_file(target) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
             _ => {}
@@ -434,18 +508,15 @@ fn put(target: &Path, content: Option<&[u8]>) -> Result<(), GitError> {
 /// The branch has not moved: each file that still holds exactly what tern wrote gets
 /// back what it held (one changed since is the user's, and stays), and a note tern
 /// wrote for its unmade commit goes. git's index never changed.
-fn roll_back_landing(repo: &Repository, found: &Found) -> Result<String, GitError> {
-    let workdir = repo.workdir().ok_or(GitError::Bare)?.to_path_buf();
+fn roll_back_landing(repo: &Repository, workdir: &Path, found: &Found) -> Result<String, GitError> {
     let mut put_back = 0;
     let mut kept = Vec::new();
     for f in &found.files {
-        let target = workdir.join(&f.path);
-        let now = std::fs::read(&target).ok();
-        if now == f.before {
+        if holds_blob(workdir, &f.path, f.before) {
             continue;
         }
-        if now.is_some() && now == f.wrote {
-            put(&target, f.before.as_deref())?;
+        if f.wrote.is_some() && holds_blob(workdir, &f.path, f.wrote) {
+            put(repo, &workdir.join(&f.path), f.before)?;
             put_back += 1;
         } else {
             kept.push(f.path.display().to_string());
@@ -532,10 +603,11 @@ mod tests {
         #[test]
         fn a_journals_path_never_leaves_the_work_tree(bytes in proptest::collection::vec(any::<u8>(), 0..40),
                                                        name in "[./a-zA-Z\\\\]{0,12}") {
+            let root = tempfile::tempdir().unwrap();
+            let root = root.path();
             for raw in [bytes, name.into_bytes()] {
-                if let Some(path) = work_path(&raw) {
+                if let Some(path) = work_path(root, &raw, true) {
                     prop_assert!(path.is_relative());
-                    let root = Path::new("/work/tree");
                     prop_assert!(root.join(&path).starts_with(root));
                     prop_assert!(path.components().all(|c| matches!(c, Component::Normal(n) if !n.eq_ignore_ascii_case(".git"))));
                 }
@@ -545,6 +617,8 @@ mod tests {
 
     #[test]
     fn a_path_out_of_the_work_tree_or_into_git_is_not_taken() {
+        let root = tempfile::tempdir().unwrap();
+        let root = root.path();
         for bad in [
             "",
             "/etc/passwd",
@@ -554,8 +628,24 @@ mod tests {
             "a/.GIT/hooks/x",
             ".",
         ] {
-            assert_eq!(work_path(bad.as_bytes()), None, "{bad}");
+            assert_eq!(work_path(root, bad.as_bytes(), false), None, "{bad}");
         }
-        assert_eq!(work_path(b"src/a.rs"), Some(PathBuf::from("src/a.rs")));
+        assert_eq!(
+            work_path(root, b"src/a.rs", true),
+            Some(PathBuf::from("src/a.rs"))
+        );
+    }
+
+    /// A symlinked directory on the way leads out of the work tree; a symlink at the
+    /// end is a file git tracks, named to be checked out or removed, not written
+    /// through.
+    #[test]
+    fn a_path_through_a_symlink_is_not_taken() {
+        let root = tempfile::tempdir().unwrap();
+        let root = root.path();
+        std::os::unix::fs::symlink("/tmp", root.join("link")).unwrap();
+        assert_eq!(work_path(root, b"link/x", false), None);
+        assert_eq!(work_path(root, b"link", true), None);
+        assert_eq!(work_path(root, b"link", false), Some(PathBuf::from("link")));
     }
 }

@@ -11,6 +11,7 @@ mod date;
 mod failpoint;
 mod head;
 mod head_move;
+mod holds;
 mod hooks;
 mod identity;
 mod index_lock;

@@ -53,20 +53,11 @@ pub fn not_changed_since(repo: &Repository, then: Oid, paths: &[PathBuf]) -> Res
     let tree = repo.find_tree(then)?;
     let dirty: Vec<PathBuf> = paths
         .iter()
-        .filter(|p| !holds(workdir, &tree, p))
+        .filter(|p| !super::holds::holds(workdir, &tree, p))
         .cloned()
         .collect();
     match dirty.is_empty() {
         true => Ok(()),
         false => Err(UndoRefusal::Dirty(dirty).into()),
-    }
-}
-
-/// Whether the work tree's `path` holds what `tree` has (absent when it has none).
-fn holds(workdir: &Path, tree: &git2::Tree<'_>, path: &Path) -> bool {
-    let full = workdir.join(path);
-    match tree.get_path(path) {
-        Ok(entry) => Oid::hash_file(git2::ObjectType::Blob, &full).is_ok_and(|id| id == entry.id()),
-        Err(_) => std::fs::symlink_metadata(&full).is_err(),
     }
 }

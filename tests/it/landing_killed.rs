@@ -260,31 +260,64 @@ fn a_file_changed_after_the_kill_is_left_as_the_user_left_it() {
     }
 }
 
+/// A turn that adds `path` holding "# Notes", killed once its commits are made and
+/// before the branch moves.
+fn notes_killed(repo: &TempRepo, server: &MockServer, path: &str) {
+    server.push_for_model("gpt-4o-mini", Reply::text("Add notes"));
+    server.push_for_model(
+        "gpt-4o",
+        Reply::text(format!(
+            "{path}\n```markdown\n<<<<<<< SEARCH\n=======\n# Notes\n>>>>>>> REPLACE\n```\n"
+        )),
+    );
+    killed(
+        repo,
+        server,
+        "ref",
+        &["--yes", "--model", "gpt-4o", "-m", "add notes"],
+    );
+}
+
 /// A new file, in directories made for it, goes with them.
 #[test]
 fn a_new_file_and_its_new_directories_go_when_a_killed_landing_is_rolled_back() {
     let server = MockServer::start_in_thread();
     let repo = repo();
     let start = head(&repo);
-    server.push_for_model("gpt-4o-mini", Reply::text("Add notes"));
-    server.push_for_model(
-        "gpt-4o",
-        Reply::text(
-            "docs/deep/notes.md\n```markdown\n<<<<<<< SEARCH\n=======\n# Notes\n>>>>>>> REPLACE\n```\n",
-        ),
-    );
-    killed(
-        &repo,
-        &server,
-        "ref",
-        &["--yes", "--model", "gpt-4o", "-m", "add notes"],
-    );
+    notes_killed(&repo, &server, "docs/deep/notes.md");
     assert_eq!(repo.read("docs/deep/notes.md"), "# Notes\n");
 
     let said = next_tern(&repo, &server);
     assert!(!repo.path().join("docs").exists(), "{said}");
     assert_eq!(head(&repo), start);
     assert_eq!(repo.git(&["status", "--porcelain"]), "", "{said}");
+}
+
+/// A symlink the user put in place of a new file tern wrote holds its target, not the
+/// bytes it leads to: even when those are what tern wrote, it is the user's, and stays
+/// (it used to be read through, taken for tern's file and removed).
+#[test]
+fn a_symlink_put_in_place_of_a_killed_landings_file_is_left_as_it_is() {
+    let server = MockServer::start_in_thread();
+    let repo = repo();
+    let start = head(&repo);
+    notes_killed(&repo, &server, "docs/notes.md");
+    let elsewhere = tempfile::tempdir().unwrap();
+    let target = elsewhere.path().join("notes.md");
+    std::fs::write(&target, "# Notes\n").unwrap();
+    let link = repo.path().join("docs/notes.md");
+    std::fs::remove_file(&link).unwrap();
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+
+    let said = next_tern(&repo, &server);
+    assert!(
+        said.contains("changed since, so left as they are: docs/notes.md"),
+        "{said}"
+    );
+    assert_eq!(std::fs::read_link(&link).unwrap(), target);
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "# Notes\n");
+    assert_eq!(head(&repo), start);
+    assert!(!repo.path().join(JOURNAL).exists());
 }
 
 /// With dirty_commits on and the user's own change in the file tern edits: rolled

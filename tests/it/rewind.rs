@@ -844,6 +844,14 @@ fn a_rewind_killed_part_way_is_rolled_back_whole_and_goes_through_when_asked_aga
     }
 }
 
+/// `tern undo` killed (SIGKILL, by `TERN_DIE_AT`) when its move of HEAD reaches `step`.
+fn kill_undo_at(repo: &TempRepo, server: &MockServer, step: &str) {
+    let mut killed = repo.tern(&server.base_url());
+    killed.env("TERN_DIE_AT", step).args(["undo"]);
+    let out = output_within(&mut killed, WAIT);
+    assert_eq!(out.status.code(), None, "{step}: killed, {:?}", texts(&out));
+}
+
 /// `tern undo` killed after HEAD moved and before git's index followed: the next tern
 /// puts both back, so git's index never disagrees with HEAD about tern's files.
 #[test]
@@ -851,18 +859,173 @@ fn an_undo_killed_between_the_branch_and_the_index_is_rolled_back() {
     let server = MockServer::start_in_thread();
     let repo = repo();
     let a = add_a_comma(&repo, &server);
-    let mut killed = repo.tern(&server.base_url());
-    killed.env("TERN_DIE_AT", "index-commit").args(["undo"]);
-    let out = output_within(&mut killed, WAIT);
-    assert_eq!(out.status.code(), None, "killed, {:?}", texts(&out));
+    kill_undo_at(&repo, &server, "index-commit");
     assert_ne!(head(&repo), a, "HEAD had moved when it was killed");
 
     let (stdout, stderr, code) = run(&repo, &server, &["undo"]);
     assert_eq!(code, Some(0), "{stdout}{stderr}");
+    // The rollback changed HEAD and the files: it is said, not only logged.
+    assert!(
+        stderr.contains("tern: rolled back a move of HEAD from")
+            && stderr.contains("(1 file put back"),
+        "{stderr}"
+    );
     assert_eq!(
         repo.read("src/greet.py"),
         "def greet(name):\n    return 'hello ' + name\n"
     );
     assert_eq!(repo.git(&["status", "--porcelain"]), "");
     assert!(!repo.path().join(".git/tern-move.json").exists());
+}
+
+/// What the user saved after a tern was killed in the middle of an undo is never
+/// rolled back over, in each state a kill leaves: the journal written and nothing
+/// else (written here as tern writes it), the files restored and HEAD not moved, HEAD
+/// moved and the journal not removed (regression pass 6, #1). The next tern, a
+/// listing or an undo, rolls back nothing, keeps the journal, and says which file
+/// changed and what to do; once the file is put back as HEAD has it, the rollback
+/// goes through and says so.
+#[test]
+fn a_save_after_a_killed_undo_is_never_rolled_back_over() {
+    for state in ["journal", "index", "index-commit"] {
+        let server = MockServer::start_in_thread();
+        let repo = repo();
+        let a = add_a_comma(&repo, &server);
+        let parent = repo.git(&["rev-parse", "HEAD~1"]).trim().to_string();
+        let journal = repo.path().join(".git/tern-move.json");
+        if state == "journal" {
+            let text = serde_json::json!({
+                "from": a, "to": parent, "paths": [b"src/greet.py".to_vec()], "before": [],
+            });
+            std::fs::write(&journal, text.to_string()).unwrap();
+        } else {
+            kill_undo_at(&repo, &server, state);
+            assert!(journal.exists(), "{state}");
+        }
+        let left = head(&repo);
+        let yours = "def greet(name):\n    return 'a day of my work, ' + name\n";
+        repo.write("src/greet.py", yours);
+
+        for args in [&["rewind", "--list"][..], &["undo"]] {
+            let (stdout, stderr, _) = run(&repo, &server, args);
+            let said = format!("{stdout}{stderr}");
+            assert!(
+                said.contains("src/greet.py changed since")
+                    && said.contains("nothing was rolled back")
+                    && said.contains("`git checkout HEAD -- src/greet.py`"),
+                "{state} {args:?}: {said}"
+            );
+            assert!(
+                !said.contains("rolled back a move"),
+                "{state} {args:?}: {said}"
+            );
+            assert_eq!(repo.read("src/greet.py"), yours, "{state} {args:?}");
+            assert_eq!(head(&repo), left, "{state} {args:?}");
+            assert!(journal.exists(), "{state} {args:?}");
+        }
+        let (_, _, code) = run(&repo, &server, &["undo"]);
+        assert_ne!(code, Some(0), "{state}: the undo refuses");
+
+        // Put back as HEAD has it, the file is the move's again: rolled back, and said.
+        repo.git(&["checkout", "HEAD", "--", "src/greet.py"]);
+        let (stdout, stderr, code) = run(&repo, &server, &["undo"]);
+        assert_eq!(code, Some(0), "{state}: {stdout}{stderr}");
+        assert!(
+            stderr.contains("tern: rolled back a move of HEAD"),
+            "{state}: {stderr}"
+        );
+        assert_eq!(head(&repo), parent, "{state}: {stdout}");
+        assert!(!journal.exists(), "{state}");
+    }
+}
+
+/// A rollback done by the engine (here `/undo` in a headless chat; the workspace and
+/// ACP show the same notice) is said as well.
+#[test]
+fn a_rollback_from_the_chat_is_a_notice() {
+    let server = MockServer::start_in_thread();
+    let repo = repo();
+    let a = add_a_comma(&repo, &server);
+    let parent = repo.git(&["rev-parse", "HEAD~1"]).trim().to_string();
+    kill_undo_at(&repo, &server, "index-commit");
+    assert_ne!(head(&repo), a, "HEAD had moved when it was killed");
+
+    let (stdout, stderr, code) = run(&repo, &server, &["--resume", "-m", "/undo"]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("tern: rolled back a move of HEAD from"),
+        "{stdout}{stderr}"
+    );
+    assert_eq!(repo.git(&["status", "--porcelain"]), "");
+    assert_eq!(head(&repo), parent, "rolled back, then undone");
+}
+
+/// A foreign or corrupt journal naming a path outside the work tree (absolute, with
+/// `..`, in `.git`, through a symlinked directory) is refused whole: nothing outside
+/// (or inside) is written or deleted, and the journal is kept to look at (regression
+/// pass 6, #9).
+#[test]
+fn a_journal_naming_paths_outside_the_work_tree_is_refused() {
+    let server = MockServer::start_in_thread();
+    let repo = repo();
+    let outside = tempfile::tempdir().unwrap();
+    let victim = outside.path().join("victim.txt");
+    std::os::unix::fs::symlink(outside.path(), repo.path().join("link")).unwrap();
+    repo.git(&["add", "link"]);
+    repo.git(&["commit", "-qm", "a link out"]);
+    let a = add_a_comma(&repo, &server);
+    let journal = repo.path().join(".git/tern-move.json");
+    let config = repo.read(".git/config");
+    let shapes = [
+        victim.to_str().unwrap().to_string(),
+        format!("../{}", victim.strip_prefix("/").unwrap().display()),
+        "src/../../victim.txt".into(),
+        ".git/config".into(),
+        "src/.GIT/config".into(),
+        "link/victim.txt".into(),
+    ];
+    for shape in &shapes {
+        for (paths, before) in [
+            (vec![shape.as_bytes().to_vec()], serde_json::json!([])),
+            (vec![], serde_json::json!([[shape.as_bytes(), null]])),
+            (
+                vec![],
+                serde_json::json!([[shape.as_bytes(), "0000000000000000000000000000000000000000"]]),
+            ),
+        ] {
+            std::fs::write(&victim, "precious\n").unwrap();
+            let text = serde_json::json!({"from": a, "to": a, "paths": paths, "before": before});
+            std::fs::write(&journal, text.to_string()).unwrap();
+            let (stdout, stderr, code) = run(&repo, &server, &["undo"]);
+            assert_ne!(code, Some(0), "{shape}: {stdout}{stderr}");
+            assert!(
+                stderr.contains("which is not a file of the work tree tern would write")
+                    && stderr.contains("nothing was done"),
+                "{shape}: {stderr}"
+            );
+            assert_eq!(
+                std::fs::read_to_string(&victim).unwrap(),
+                "precious\n",
+                "{shape}"
+            );
+            assert_eq!(repo.read(".git/config"), config, "{shape}");
+            assert!(journal.exists(), "{shape}: kept");
+            assert_eq!(head(&repo), a, "{shape}");
+        }
+    }
+    // A file git tracks that is itself a symlink is a file of the work tree: a journal
+    // naming it (to check it out) is tern's, and rolled back.
+    let text = serde_json::json!({"from": a, "to": a, "paths": [b"link".to_vec()], "before": []});
+    std::fs::write(&journal, text.to_string()).unwrap();
+    let (_, stderr, code) = run(&repo, &server, &["undo"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains("tern: rolled back a move of HEAD"),
+        "{stderr}"
+    );
+    assert!(!journal.exists());
+    assert_eq!(
+        std::fs::read_link(repo.path().join("link")).unwrap(),
+        outside.path()
+    );
 }

@@ -204,7 +204,10 @@ impl Word for (u32, u32) {
 
 /// The words of `bytes`; None unless they are a whole number of words.
 fn words<T: Word, C: FromIterator<T>>(bytes: &[u8]) -> Option<C> {
-    (bytes.len() % T::BYTES == 0).then(|| bytes.chunks_exact(T::BYTES).map(T::take).collect())
+    bytes
+        .len()
+        .is_multiple_of(T::BYTES)
+        .then(|| bytes.chunks_exact(T::BYTES).map(T::take).collect())
 }
 
 /// A list kept as little-endian bytes (`#[serde(with = "cache::word_bytes")]`), read

@@ -10,21 +10,21 @@ use super::cache::Words;
 use super::interner::Names;
 use super::rank::{FileIdents, Graph};
 
+/// A file's defined identifiers and its references.
+type Lists = (Words<u32>, Words<(u32, u32)>);
+
 /// The files' identifiers (shared with the slots, so making one costs a reference
 /// count per list) and the graph once built from them.
 #[derive(Default)]
 pub(super) struct GraphCell {
-    files: Vec<(Words<u32>, Words<(u32, u32)>)>,
+    files: Vec<Lists>,
     names: Arc<Names>,
     graph: OnceLock<Graph>,
 }
 
 impl GraphCell {
     /// `files`: each file's defined identifiers and references, in file order.
-    pub(super) fn new(
-        files: impl Iterator<Item = (Words<u32>, Words<(u32, u32)>)>,
-        names: Arc<Names>,
-    ) -> GraphCell {
+    pub(super) fn new(files: impl Iterator<Item = Lists>, names: Arc<Names>) -> GraphCell {
         GraphCell {
             files: files.collect(),
             names,

@@ -399,8 +399,8 @@ impl Actor {
     }
 
     /// Reads events, saying them to the client, until the engine has added the files
-    /// of `op` (`AddFiles`, which ends with the chat's files and no `Idle`; what it
-    /// could not add, it said before).
+    /// of `op` (`AddFiles`, which ends with the chat's files, then `Idle`; what it could
+    /// not add, it said before).
     async fn until_added(&mut self, op: OpId) -> Result<(), Error> {
         let mut turn = Turn::default();
         while let Some(envelope) = self.events.next().await {

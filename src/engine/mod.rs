@@ -555,18 +555,21 @@ impl Engine {
             Op::AddFiles { paths, mode } => {
                 self.add_files(&paths, mode);
                 self.files_changed();
+                self.idle_if_done();
             }
             Op::SetFileMode { path, mode } => {
                 if let Err(e) = self.session.set_mode(&path, mode) {
                     self.events.error(e.to_string());
                 }
                 self.files_changed();
+                self.idle_if_done();
             }
             Op::DropFile { path } => {
                 if let Err(e) = self.session.drop_file(&path) {
                     self.events.error(e.to_string());
                 }
                 self.files_changed();
+                self.idle_if_done();
             }
             Op::AnswerCommand { run } => {
                 let (runner, mut parts) = self.commands();

@@ -330,6 +330,12 @@ impl SnapshotIn<'_> {
     fn resolve(self) -> Result<Snapshot, String> {
         let mut defines = Runs::<u32>::of(self.defines, "definitions")?;
         let mut refs = Runs::<(u32, u32)>::of(self.refs, "references")?;
+        // Ids index the name table: one past it is a damaged file, not a panic later.
+        let names = self.names.len();
+        let named = |id: u32| (id as usize) < names;
+        if !defines.all.iter().all(|&id| named(id)) || !refs.all.iter().all(|&(id, _)| named(id)) {
+            return Err("undecodable: an identifier id past the name table".into());
+        }
         let files = self
             .files
             .into_iter()
@@ -616,12 +622,20 @@ mod tests {
         }
     }
 
+    /// An interner of `n` names, `name0` on.
+    fn names(n: u32) -> super::super::interner::Interner {
+        let mut interner = super::super::interner::Interner::default();
+        for i in 0..n {
+            interner.intern(&format!("name{i}"));
+        }
+        interner
+    }
+
     #[test]
     fn round_trip_and_every_kind_of_damage() {
         let dir = tempfile::tempdir().unwrap();
         let path = stem_for(dir.path(), Path::new("/some/repo")).with_extension("snap");
-        let mut interner = super::super::interner::Interner::default();
-        interner.intern("main");
+        let interner = names(8);
         let a = known(Kind::Tags { defs: 1, refs: 1 });
         let b = known(Kind::Binary);
         let attributes = AttributeMemo::default();
@@ -630,7 +644,7 @@ mod tests {
         let (back, why) = load_snapshot(&path);
         assert_eq!(why, None);
         assert_eq!(back.saved_ns, 42);
-        assert_eq!(back.names.get(0), "main");
+        assert_eq!(back.names.get(7), "name7");
         assert_eq!(
             back.files,
             [("a.rs".to_string(), a), ("b.bin".to_string(), b)]
@@ -686,11 +700,12 @@ mod tests {
     fn identifier_lists_round_trip_and_a_torn_list_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("x.snap");
-        let names = super::super::interner::Names::default();
+        let interner = names(70_001);
+        let names = interner.names().as_ref();
         let attributes = AttributeMemo::default();
         let mut a = known(Kind::Tags { defs: 3, refs: 2 });
-        a.defines = (0..70_000u32).chain([u32::MAX]).collect::<Vec<_>>().into();
-        a.refs = vec![(u32::MAX, 0), (1, u32::MAX)].into();
+        a.defines = (0..=70_000u32).collect::<Vec<_>>().into();
+        a.refs = vec![(70_000, 0), (1, u32::MAX)].into();
         let mut b = known(Kind::Untagged);
         (b.defines, b.refs) = (Words::default(), Words::default());
         save_snapshot(&path, 1, &names, &[("a", &a), ("b", &b)], &attributes).unwrap();
@@ -716,6 +731,7 @@ mod tests {
             (0, &[1u8, 2, 3][..], "not a multiple of 4"),
             (2, &[1, 0, 0, 0][..], "t: lists past their end"),
             (u32::MAX, &[][..], "t: lists past their end"),
+            (1, &[255, 255, 255, 255][..], "past the name table"),
         ] {
             let out = SnapshotOut {
                 saved_ns: 0,

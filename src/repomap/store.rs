@@ -142,8 +142,15 @@ impl Segment {
         if &header[..8] != MAGIC || u32_at(&header, 8) != FORMAT {
             return None;
         }
+        // A damaged header's count or a row's place is checked against the file
+        // before anything is allocated for it: never more than the file holds.
+        let size = file.metadata().ok()?.len();
         let count = u32_at(&header, 12) as usize;
-        let mut table = vec![0u8; count.checked_mul(ROW)?];
+        let table_len = count.checked_mul(ROW)?;
+        if (HEADER as u64).checked_add(table_len as u64)? > size {
+            return None;
+        }
+        let mut table = vec![0u8; table_len];
         file.read_exact(&mut table).ok()?;
         let rows = table
             .chunks_exact(ROW)
@@ -152,6 +159,11 @@ impl Segment {
                 offset: u64_at(r, 32),
                 len: u32_at(r, 40),
                 sum: u64_at(r, 44),
+            })
+            .filter(|r| {
+                r.offset
+                    .checked_add(u64::from(r.len))
+                    .is_some_and(|end| end <= size)
             })
             .collect();
         Some(Segment {
@@ -446,6 +458,32 @@ mod tests {
         assert!(after.get(&keys[0]).is_some());
         assert!(after.get(&keys[1]).is_none());
         assert!(after.get(&keys[2]).is_some());
+    }
+
+    /// A segment whose header counts more rows than the file holds, or whose row points
+    /// past its end, is no segment (or no row): never an allocation of what it claims.
+    #[test]
+    fn a_damaged_segment_claims_nothing_it_does_not_hold() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = Key::new(&Key::blob_id(b"fn f() {}"), Some(Grammar::Rust));
+        let content = tags("fn f() {}");
+        Store::open(dir.path(), DEFAULT_CAP_BYTES)
+            .save(&[(key, content.as_ref())], &[key])
+            .unwrap();
+        let (path, _) = list(dir.path()).pop().unwrap();
+        let good = std::fs::read(&path).unwrap();
+        assert_eq!(
+            Store::open(dir.path(), DEFAULT_CAP_BYTES).get(&key),
+            Some(content)
+        );
+        let mut huge_count = good.clone();
+        huge_count[12..16].copy_from_slice(&u32::MAX.to_le_bytes());
+        let mut row_past_end = good.clone();
+        row_past_end[HEADER + 40..HEADER + 44].copy_from_slice(&u32::MAX.to_le_bytes());
+        for bytes in [huge_count, row_past_end] {
+            std::fs::write(&path, bytes).unwrap();
+            assert_eq!(Store::open(dir.path(), DEFAULT_CAP_BYTES).get(&key), None);
+        }
     }
 
     #[test]

@@ -548,6 +548,38 @@ async fn files_can_be_toggled_and_dropped() {
     .await;
 }
 
+/// Every op that changes the chat's files ends, like every other, with `Idle` once
+/// nothing more follows: a front end that waits for it after each op (the ACP agent
+/// did, for an editor's attached file) never waits for ever.
+#[tokio::test]
+async fn changing_the_chat_files_ends_in_idle_like_every_op() {
+    let server = MockServer::start().await;
+    let repo = repo();
+    let mut engine = engine(&repo, &server);
+    let ops = [
+        Op::AddFiles {
+            paths: vec!["README.md".into()],
+            mode: FileMode::ReadOnly,
+        },
+        Op::SetFileMode {
+            path: "README.md".into(),
+            mode: FileMode::Editable,
+        },
+        Op::DropFile {
+            path: "README.md".into(),
+        },
+    ];
+    for op in ops {
+        let said = format!("{op:?}");
+        send(&engine, op);
+        let events = until(&mut engine, |e| matches!(e, Event::Idle)).await;
+        assert!(
+            events.iter().any(|e| matches!(e, Event::Files { .. })),
+            "{said}: {events:?}"
+        );
+    }
+}
+
 const README_EDIT: &str = "README.md
 ```
 <<<<<<< SEARCH
@@ -589,6 +621,7 @@ async fn edits_outside_the_chat_are_marked_and_never_accepted_in_bulk() {
         cautions(&last_proposal(&events), "src/greet.py"),
         [Caution::OutsideChat]
     );
+    idle(&mut engine).await;
     send(
         &engine,
         Op::AddFiles {
@@ -596,6 +629,7 @@ async fn edits_outside_the_chat_are_marked_and_never_accepted_in_bulk() {
             mode: FileMode::Editable,
         },
     );
+    idle(&mut engine).await;
 
     // `A` then apply: README.md stays as it was.
     send(
@@ -624,6 +658,7 @@ async fn edits_to_read_only_files_are_refused_and_the_model_is_told() {
             mode: FileMode::ReadOnly,
         },
     );
+    idle(&mut engine).await;
     submit(&engine, "retitle the readme");
     idle(&mut engine).await;
     let requests = server.requests();

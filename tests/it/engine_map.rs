@@ -36,7 +36,8 @@ fn engine(repo: &TempRepo, server: &MockServer, mode: MapRefresh) -> EngineHandl
     spawn_engine(repo, server, "src/app.py", false, |s| s.map_refresh = mode)
 }
 
-fn add_other_to_chat(engine: &EngineHandle) {
+/// Adds src/other.py to the chat and waits for the op's `Idle`.
+async fn add_other_to_chat(engine: &mut EngineHandle) {
     engine
         .ops
         .send(Op::AddFiles {
@@ -44,6 +45,7 @@ fn add_other_to_chat(engine: &EngineHandle) {
             mode: FileMode::ReadOnly,
         })
         .unwrap();
+    until(engine, |e| matches!(e, Event::Idle)).await;
 }
 
 /// Sends a message and waits for the turn to end.
@@ -164,7 +166,7 @@ async fn files_rebuilds_only_when_the_chat_files_change() {
     turn(&mut engine, "third").await;
     assert!(!map_sent_added(&server, 2));
     // ...until the chat files change.
-    add_other_to_chat(&engine);
+    add_other_to_chat(&mut engine).await;
     replies(&server, 1);
     turn(&mut engine, "fourth").await;
     assert!(
@@ -184,7 +186,7 @@ async fn manual_keeps_the_map_until_map_refresh() {
     add_file(&repo);
     turn(&mut engine, "second").await;
     // Not even a new chat file rebuilds it.
-    add_other_to_chat(&engine);
+    add_other_to_chat(&mut engine).await;
     turn(&mut engine, "third").await;
     assert!(!map_sent_added(&server, 1) && !map_sent_added(&server, 2));
     engine

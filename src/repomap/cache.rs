@@ -708,7 +708,7 @@ mod tests {
         a.refs = vec![(70_000, 0), (1, u32::MAX)].into();
         let mut b = known(Kind::Untagged);
         (b.defines, b.refs) = (Words::default(), Words::default());
-        save_snapshot(&path, 1, &names, &[("a", &a), ("b", &b)], &attributes).unwrap();
+        save_snapshot(&path, 1, names, &[("a", &a), ("b", &b)], &attributes).unwrap();
         let (back, why) = load_snapshot(&path);
         assert_eq!(
             (why, back.files),
@@ -735,7 +735,7 @@ mod tests {
         ] {
             let out = SnapshotOut {
                 saved_ns: 0,
-                names: &names,
+                names,
                 files: vec![("t", stored(defines))],
                 defines: bytes,
                 refs: &[],

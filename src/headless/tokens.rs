@@ -90,6 +90,8 @@ pub async fn report(config: EngineConfig, message: Option<String>) -> anyhow::Re
             }
             Event::Error { text } => errln!("tern: error: {text}"),
             Event::Warning { text } => errln!("tern: warning: {text}"),
+            // A report made before a crash says nothing of what crashed: a failure.
+            Event::Crashed { text } => anyhow::bail!("{text}"),
             Event::Exited => break,
             _ => {}
         }

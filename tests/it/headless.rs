@@ -809,6 +809,23 @@ fn a_panic_in_a_background_job_is_a_failure_never_a_hang() {
     }
 }
 
+/// `tern tokens` after a crash of the repo map's job fails and says so; it printed the
+/// budget it had and exited 0, saying the map was "still being built".
+#[test]
+fn tokens_after_a_crash_is_a_failure() {
+    let server = MockServer::start_in_thread();
+    let repo = repo();
+    let out = output_within(
+        repo.tern(&server.base_url())
+            .env("TERN_TEST_PANIC", "map")
+            .arg("tokens"),
+        std::time::Duration::from_secs(20),
+    );
+    let (_, stderr) = texts(&out);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("internal error"), "{stderr}");
+}
+
 /// Ctrl-C is final with --yes too: the complete blocks an interrupted reply holds are
 /// shown, never applied.
 #[test]

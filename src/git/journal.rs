@@ -175,6 +175,12 @@ fn bytes(path: &Path) -> Vec<u8> {
     path.as_os_str().as_bytes().to_vec()
 }
 
+/// A journal's path as a message shows it: what a terminal would act on or hide
+/// (escape sequences, bidi overrides, NUL) is marked, as the review marks it.
+fn shown(path: &Path) -> String {
+    crate::terminal_text::visible(&path.to_string_lossy()).into_owned()
+}
+
 fn path(bytes: &[u8]) -> PathBuf {
     use std::os::unix::ffi::OsStrExt;
     PathBuf::from(std::ffi::OsStr::from_bytes(bytes))
@@ -357,6 +363,9 @@ impl Found {
     }
 }
 
+/// More than any journal tern writes holds (a path and two blob ids per file).
+const JOURNAL_MAX_BYTES: u64 = 256 << 20;
+
 /// Settles the change a killed tern left in `git_dir`, if any (called with the
 /// repository lock held, after git's stale lock of that tern was removed): a move is
 /// rolled back; a landing is rolled back while its branch has not moved and finished
@@ -364,8 +373,17 @@ impl Found {
 /// could not be settled (nothing should be written over it then).
 pub(super) fn settle(git_dir: &Path) -> Result<Option<String>, GitError> {
     let file = git_dir.join(JOURNAL);
-    let Ok(text) = std::fs::read(&file) else {
-        return Ok(None);
+    // Only a missing journal is none: anything else there (a FIFO, which would block
+    // the read for ever; a directory) is not one tern wrote, and is said.
+    let text = match crate::regular_file::read(&file, JOURNAL_MAX_BYTES) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            return Err(GitError::HalfMove(format!(
+                "{} is not a journal tern wrote ({e}), so nothing was done; remove it if no tern is running",
+                file.display()
+            )));
+        }
     };
     // The rename is atomic, so a journal cut short is not tern's either: it is left,
     // and said.
@@ -477,7 +495,7 @@ fn still_as_left(workdir: &Path, trees: &[git2::Tree<'_>], found: &Found, p: &Pa
 /// not name, and what the user can do.
 fn changed_since(file: &Path, head: &Head, from: Oid, to: Oid, changed: &[&Path]) -> String {
     let list = (changed.iter())
-        .map(|p| p.display().to_string())
+        .map(|p| shown(p))
         .collect::<Vec<_>>()
         .join(" ");
     let (holds, them) = match changed.len() {
@@ -519,7 +537,7 @@ fn roll_back_landing(repo: &Repository, workdir: &Path, found: &Found) -> Result
             put(repo, &workdir.join(&f.path), f.before)?;
             put_back += 1;
         } else {
-            kept.push(f.path.display().to_string());
+            kept.push(shown(&f.path));
         }
     }
     // Emptied of the new files put back (one that holds anything else stays).

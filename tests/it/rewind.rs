@@ -964,6 +964,43 @@ fn a_rollback_from_the_chat_is_a_notice() {
 /// `..`, in `.git`, through a symlinked directory) is refused whole: nothing outside
 /// (or inside) is written or deleted, and the journal is kept to look at (regression
 /// pass 6, #9).
+/// What is at the journal's place but is not a file (a FIFO, whose read would block for
+/// ever while tern holds its lock; a directory, once taken for no journal) is refused and
+/// said, and a journal's paths reach the terminal marked, never as escape sequences.
+#[test]
+fn a_journal_that_is_not_a_file_is_refused_and_its_paths_are_shown_marked() {
+    let server = MockServer::start_in_thread();
+    let repo = repo();
+    let a = add_a_comma(&repo, &server);
+    let journal = repo.path().join(".git/tern-move.json");
+    nix::unistd::mkfifo(&journal, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let (stdout, stderr, code) = run(&repo, &server, &["undo"]);
+    assert_ne!(code, Some(0), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("is not a journal tern wrote") && stderr.contains("nothing was done"),
+        "{stderr}"
+    );
+    std::fs::remove_file(&journal).unwrap();
+    std::fs::create_dir(&journal).unwrap();
+    let (stdout, stderr, code) = run(&repo, &server, &["undo"]);
+    assert_ne!(code, Some(0), "{stdout}{stderr}");
+    assert!(stderr.contains("is not a journal tern wrote"), "{stderr}");
+    assert_eq!(head(&repo), a);
+    std::fs::remove_dir(&journal).unwrap();
+
+    // A move journal naming a file whose name holds an escape sequence, changed since.
+    let hostile = "src/\x1b]0;PWNED\x07.py";
+    repo.write(hostile, "mine\n");
+    let text = serde_json::json!({"from": a, "to": a, "paths": [hostile.as_bytes()], "before": []});
+    std::fs::write(&journal, text.to_string()).unwrap();
+    let (_, stderr, _) = run(&repo, &server, &["undo"]);
+    assert!(stderr.contains("PWNED"), "{stderr}");
+    assert!(
+        !stderr.contains('\x1b') && !stderr.contains('\x07'),
+        "{stderr:?}"
+    );
+}
+
 #[test]
 fn a_journal_naming_paths_outside_the_work_tree_is_refused() {
     let server = MockServer::start_in_thread();

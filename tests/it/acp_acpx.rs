@@ -27,9 +27,11 @@ fn acpx_accepts_one_hunk_and_rejects_the_other_and_git_holds_exactly_the_accepte
     let repo = repo();
     let private = repo.state_dir().parent().unwrap().to_path_buf();
     let agent = format!("{} --model gpt-4o acp", env!("CARGO_BIN_EXE_tern"));
+    // The titles carry the hunks' cautions, as the review's: the files are not in the
+    // chat.
     let policy = serde_json::json!({
-        "autoApprove": ["Edit a.txt (hunk 1 of 2)"],
-        "autoDeny": ["Edit b.txt (hunk 2 of 2)"],
+        "autoApprove": ["Edit a.txt (hunk 1 of 2): not in the chat"],
+        "autoDeny": ["Edit b.txt (hunk 2 of 2): not in the chat"],
     });
     let out = crate::support::command(&acpx)
         .current_dir(repo.path())

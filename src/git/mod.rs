@@ -29,6 +29,7 @@ mod undo_turn;
 
 pub use commit::{Commit, commit_dirty, commit_edits, commit_user_changes, dirty_paths};
 pub use failpoint::{BadFailAt, FailAt, Step};
+pub use head_move::Held;
 pub use journal::changed;
 pub use land::{LandOptions, Landed, land};
 pub(crate) use lock::lock_wait;

@@ -156,7 +156,8 @@ pub(super) fn undo_head(repo: &Repository, fail: &mut Failpoints) -> Result<Undo
             message: &message,
         },
         fail,
-    )?;
+    )?
+    .remove();
     Ok(checked.undone(commit.id()))
 }
 

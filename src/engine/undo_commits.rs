@@ -219,7 +219,9 @@ pub(crate) fn undo_saved_commit(
             }
         },
     };
-    let undone = crate::git::undo(repo)?;
+    // Kept until the session forgets the commit (or the failure is said): a kill
+    // before then leaves the move's journal, and the next tern rolls it back.
+    let (undone, _recorded) = crate::git::undo_held(repo, None)?;
     let mut out = undone.to_string();
     let Some((mut disk, mut saved)) = session else {
         out.push_str(

@@ -165,7 +165,10 @@ fn undo_each(repo: &Repository, commits: &[Oid]) -> TurnUndone {
     let mut undone = Vec::new();
     for (i, expected) in commits.iter().rev().enumerate() {
         match undo_head(repo, &mut Failpoints::default()) {
-            Ok(done) => undone.push(done),
+            Ok((done, journal)) => {
+                journal.remove();
+                undone.push(done);
+            }
             Err(why) => {
                 let left = commits.iter().rev().skip(i).copied().collect();
                 return TurnUndone {

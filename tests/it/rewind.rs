@@ -920,6 +920,36 @@ fn kill_undo_at(repo: &TempRepo, server: &MockServer, step: &str) {
     assert_eq!(out.status.code(), None, "{step}: killed, {:?}", texts(&out));
 }
 
+/// `tern undo` killed after HEAD moved and before the session forgot the commit: the
+/// next undo rolls the move back first, so it takes back that same commit, not the
+/// one below it, and the session agrees with the code (regression pass 6, #5).
+#[test]
+fn an_undo_killed_before_the_session_forgot_its_commit_is_rolled_back() {
+    let server = MockServer::start_in_thread();
+    let repo = repo();
+    let (a, _) = three_turns(&repo, &server);
+    kill_undo_at(&repo, &server, "moved");
+    assert_eq!(head(&repo), a, "HEAD had moved when it was killed");
+    assert!(repo.path().join(".git/tern-move.json").exists());
+    repo.write("README.md", "# Demo, saved after the kill\n");
+
+    let (stdout, stderr, code) = run(&repo, &server, &["undo"]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("tern: rolled back a move of HEAD"),
+        "{stderr}"
+    );
+    assert_eq!(
+        (head(&repo), repo.read("src/greet.py")),
+        (a, AFTER_ONE.into())
+    );
+    let (stdout, stderr, code) = run(&repo, &server, &["rewind", "--list"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(!stdout.contains("cannot go back"), "{stdout}");
+    assert_eq!(repo.git(&["status", "--porcelain"]), " M README.md\n");
+    assert!(!repo.path().join(".git/tern-move.json").exists());
+}
+
 /// `tern undo` killed after HEAD moved and before git's index followed: the next tern
 /// puts both back, so git's index never disagrees with HEAD about tern's files.
 #[test]

@@ -691,7 +691,7 @@ impl Engine {
                         if let Some(note) = done.note {
                             self.session.notes_for_next_turn.push(note);
                         }
-                        self.save_session();
+                        self.save_session_holding(done.held);
                     }
                     Err(e) => self.events.error(e.to_string()),
                 }

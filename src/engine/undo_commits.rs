@@ -16,7 +16,7 @@ use crate::git::{TurnUndone, Undone};
 
 /// `/undo`: the last commit, and a word about the rest of its turn.
 pub(super) fn undo_one(repo: &Repository, turn: &[Oid]) -> Result<GitDone, GitJobError> {
-    let undone = crate::git::undo(repo)?;
+    let (undone, held) = crate::git::undo_held(repo, None)?;
     let mut message = undone.to_string();
     if let Some(rest) = rest_of_turn(repo, turn, undone.commit, "/undo turn") {
         message.push('\n');
@@ -27,6 +27,7 @@ pub(super) fn undo_one(repo: &Repository, turn: &[Oid]) -> Result<GitDone, GitJo
         message,
         undone: vec![undone.commit],
         warning: None,
+        held: Some(held),
     })
 }
 
@@ -69,6 +70,7 @@ pub(super) fn turn_done(repo: &Repository, done: TurnUndone) -> Result<GitDone, 
             .join("\n"),
         undone: done.undone.iter().map(|u| u.commit).collect(),
         warning,
+        held: None,
     })
 }
 

@@ -925,12 +925,21 @@ fn kill_undo_at(repo: &TempRepo, server: &MockServer, step: &str) {
 /// one below it, and the session agrees with the code (regression pass 6, #5).
 #[test]
 fn an_undo_killed_before_the_session_forgot_its_commit_is_rolled_back() {
+    for args in [&["undo"][..], &["--resume", "-m", "/undo"]] {
+        undo_killed_before_the_session_forgot_its_commit(args);
+    }
+}
+
+fn undo_killed_before_the_session_forgot_its_commit(args: &[&str]) {
     let server = MockServer::start_in_thread();
     let repo = repo();
     let (a, _) = three_turns(&repo, &server);
-    kill_undo_at(&repo, &server, "moved");
-    assert_eq!(head(&repo), a, "HEAD had moved when it was killed");
-    assert!(repo.path().join(".git/tern-move.json").exists());
+    kill_when_moved(&repo, &server, args);
+    assert_eq!(
+        head(&repo),
+        a,
+        "{args:?}: HEAD had moved when it was killed"
+    );
     repo.write("README.md", "# Demo, saved after the kill\n");
 
     let (stdout, stderr, code) = run(&repo, &server, &["undo"]);

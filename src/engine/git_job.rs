@@ -11,6 +11,8 @@ pub(crate) struct GitDone {
     pub undone: Vec<git2::Oid>,
     /// Part of the job could not be done (an undo that stopped midway).
     pub warning: Option<String>,
+    /// An undo's move of HEAD, its journal kept until the session is saved.
+    pub held: Option<crate::git::Held>,
 }
 
 /// Why a git command did nothing, or stopped before it did anything: each variant says
@@ -38,6 +40,7 @@ impl GitDone {
             note: None,
             undone: Vec::new(),
             warning: None,
+            held: None,
         }
     }
 }

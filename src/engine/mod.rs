@@ -694,7 +694,7 @@ impl Engine {
                         if let Some(note) = done.note {
                             self.session.notes_for_next_turn.push(note);
                         }
-                        self.save_session();
+                        self.save_session_holding(done.held);
                     }
                     Err(e) => self.events.error(e.to_string()),
                 }
@@ -772,6 +772,11 @@ impl Engine {
     /// Saves the session in the background; a failure is a warning, never the end of
     /// the turn.
     fn save_session(&mut self) {
+        self.save_session_holding(None);
+    }
+
+    /// `save_session`, keeping a rewind's journal until the writer has saved it.
+    fn save_session_holding(&mut self, held: Option<crate::git::Held>) {
         let parts = persist::SaveParts {
             session: &self.session,
             model: &self.model,
@@ -779,7 +784,7 @@ impl Engine {
             pending: self.pending.as_ref().map(proposal_review::Pending::saved),
             map_tokens: self.map.chosen(),
         };
-        self.saved.save(parts, &self.events);
+        self.saved.save(parts, &self.events, held);
     }
 
     /// `--resume`: the saved session's history, summary state, files, mode, notes,
@@ -998,7 +1003,8 @@ impl Engine {
 
     /// A rewind or its redo done: recorded, kept for a redo (or not), the history's
     /// budget started again when the conversation changed, and said.
-    fn rewound(&mut self, done: rewind::Rewound, to: usize, redo: bool) {
+    fn rewound(&mut self, mut done: rewind::Rewound, to: usize, redo: bool) {
+        let held = done.held.take();
         self.saved.record_mut().rewound(done.records);
         self.saved.set_redo(done.redo);
         if let Some(turns) = done.renumbered {
@@ -1017,7 +1023,7 @@ impl Engine {
             transcript: done.renumbered.map(|_| self.session.transcript.clone()),
             text: done.said,
         });
-        self.save_session();
+        self.save_session_holding(held);
         self.files_changed();
         self.publish_budget();
     }

@@ -66,6 +66,9 @@ pub(crate) struct Rewound {
     pub(crate) renumbered: Option<usize>,
     pub(crate) commits: Vec<String>,
     pub(crate) said: String,
+    /// The move of HEAD's journal and lock, dropped once the session is saved with
+    /// `records` (None: HEAD did not move).
+    pub(crate) held: Option<crate::git::Held>,
 }
 
 /// What `/rewind`'s arguments ask for.
@@ -245,6 +248,8 @@ struct CodeRewound {
     redo: Option<RedoCode>,
     /// What the model is told of the commits taken back (a code-only rewind).
     note: Option<String>,
+    /// The move's journal and lock, until the session is saved.
+    held: Option<crate::git::Held>,
 }
 
 /// Takes back the code since `before`: first every check (the commits' as undo
@@ -259,7 +264,7 @@ fn rewind_code(
 ) -> Result<CodeRewound, RewindError> {
     let (commits, swaps, changed) = code_plan(repo, before)?;
     let head = repo.head().ok().and_then(|h| h.target());
-    let undone = crate::git::undo_since(repo, &commits).map_err(RewindError::Code)?;
+    let (undone, held) = crate::git::undo_since(repo, &commits).map_err(RewindError::Code)?;
     let mut said = Vec::new();
     let mut note = None;
     let head_now = repo
@@ -315,6 +320,7 @@ fn rewind_code(
             .collect(),
         redo,
         note,
+        held,
     })
 }
 
@@ -457,7 +463,9 @@ pub(crate) fn finish(step: CodeStep, to: usize, chat: bool, parts: Parts<'_>) ->
     let mut undone_ids = Vec::new();
     let mut commands = Vec::new();
     let mut note = None;
+    let mut held = None;
     if let Some(code) = code {
+        held = code.held;
         said.extend(code.said);
         (undone_ids, commands, note) = (code.commits, code.commands, code.note);
         redo.code = code.redo;
@@ -501,6 +509,7 @@ pub(crate) fn finish(step: CodeStep, to: usize, chat: bool, parts: Parts<'_>) ->
         renumbered,
         commits: undone_ids,
         said: said.join("\n"),
+        held,
     }
 }
 
@@ -516,6 +525,7 @@ pub(crate) fn redo(
     let mut said = vec![format!("redone: the rewind to before turn {}", redo.to)];
     let mut commits = Vec::new();
     let mut commands = Vec::new();
+    let mut held = None;
     if let Some(code) = &redo.code {
         let repo = repo.ok_or(RewindError::NoRepository)?;
         let oid =
@@ -524,8 +534,13 @@ pub(crate) fn redo(
         check_commands(repo, swaps.iter().cloned(), &[])?;
         let files = match code.at == code.head {
             true => Vec::new(),
-            false => crate::git::redo_rewind(repo, oid(&code.at)?, oid(&code.head)?)
-                .map_err(RewindError::Redo)?,
+            false => {
+                let (files, journal) =
+                    crate::git::redo_rewind(repo, oid(&code.at)?, oid(&code.head)?)
+                        .map_err(RewindError::Redo)?;
+                held = Some(journal);
+                files
+            }
         };
         for (command, now, wanted) in &swaps {
             let changed = crate::git::swap_files(repo, *now, *wanted)
@@ -571,6 +586,7 @@ pub(crate) fn redo(
         renumbered,
         commits,
         said: said.join("\n"),
+        held,
     })
 }
 
@@ -647,14 +663,20 @@ pub fn on_saved(
         Asked::Redo => redo(repo, redo_state, parts),
         Asked::Rewind { to, code, chat } => rewind(repo, &records, to, (code, chat), parts),
     };
-    let done = done.map_err(SavedRewindError::Rewind)?;
+    let mut done = done.map_err(SavedRewindError::Rewind)?;
+    // Kept until the session records the move: a kill before then leaves its journal,
+    // and the next tern rolls the code back to match the session. Dropped after a
+    // failed save too: the code stays rewound, and that is said (`NotSaved`).
+    let held = done.held.take();
     state.redo = done.redo;
     if let Some(turns) = done.renumbered {
         state.record.turns = turns;
         state.summary_at_front = false;
         state.checkpoint = None;
     }
-    if let Err(error) = disk.save(&mut state, done.records) {
+    let saved = disk.save(&mut state, done.records);
+    drop(held);
+    if let Err(error) = saved {
         return Err(SavedRewindError::NotSaved {
             said: done.said,
             id,

@@ -16,7 +16,7 @@ use crate::git::{TurnUndone, Undone};
 
 /// `/undo`: the last commit, and a word about the rest of its turn.
 pub(super) fn undo_one(repo: &Repository, turn: &[Oid]) -> Result<GitDone, GitJobError> {
-    let undone = crate::git::undo(repo)?;
+    let (undone, held) = crate::git::undo_held(repo, None)?;
     let mut message = undone.to_string();
     if let Some(rest) = rest_of_turn(repo, turn, undone.commit, "/undo turn") {
         message.push('\n');
@@ -27,6 +27,7 @@ pub(super) fn undo_one(repo: &Repository, turn: &[Oid]) -> Result<GitDone, GitJo
         message,
         undone: vec![undone.commit],
         warning: None,
+        held: Some(held),
     })
 }
 
@@ -69,6 +70,7 @@ pub(super) fn turn_done(repo: &Repository, done: TurnUndone) -> Result<GitDone, 
             .join("\n"),
         undone: done.undone.iter().map(|u| u.commit).collect(),
         warning,
+        held: None,
     })
 }
 
@@ -219,7 +221,9 @@ pub(crate) fn undo_saved_commit(
             }
         },
     };
-    let undone = crate::git::undo(repo)?;
+    // Kept until the session forgets the commit (or the failure is said): a kill
+    // before then leaves the move's journal, and the next tern rolls it back.
+    let (undone, _recorded) = crate::git::undo_held(repo, None)?;
     let mut out = undone.to_string();
     let Some((mut disk, mut saved)) = session else {
         out.push_str(

@@ -35,6 +35,9 @@ pub enum Step {
     Ref,
     /// Renaming the lock file over the index, after the branch moved.
     IndexCommit,
+    /// A move of HEAD done, its journal kept until the session records it (a rewind
+    /// or its redo; no landing reaches it).
+    Moved,
 }
 
 /// `STEP` or `STEP:N`: fail the Nth time `STEP` is reached (the first by default).

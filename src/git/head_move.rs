@@ -15,6 +15,7 @@ use super::failpoint::{Failpoints, Step};
 use super::head::Head;
 use super::index_lock::IndexLock;
 use super::journal::{Journal, Plan, checkout, follow};
+use super::lock::RepoLock;
 
 /// HEAD moved from one commit to another along the first-parent line, with `paths`
 /// (what changed between them) checked out of `to` and `restore`d after.
@@ -29,13 +30,15 @@ pub(super) struct Move<'a, 'r> {
 /// Does a `Move`, with git's index lock held and the checks passed: the work tree's
 /// `paths` and the index follow `to`, then HEAD moves (compare and swap); on any
 /// failure the files go back as `from` has them and the others as they were, and a
-/// kill on the way is rolled back by the next tern (`journal::settle`).
+/// kill on the way is rolled back by the next tern (`journal::settle`). Done, its
+/// journal is handed back: the caller removes it once whatever records the move (a
+/// session) has, so that a kill before then is rolled back too.
 pub(super) fn move_head(
     repo: &Repository,
     mut lock: IndexLock,
     m: Move<'_, '_>,
     fail: &mut Failpoints,
-) -> Result<(), GitError> {
+) -> Result<Journal, GitError> {
     let workdir = repo.workdir().ok_or(GitError::Bare)?.to_path_buf();
     // What the restored files hold now, to put back if the move fails.
     let now: Vec<(PathBuf, Option<Vec<u8>>)> = m
@@ -74,7 +77,7 @@ pub(super) fn move_head(
         }
         Ok(())
     })();
-    if moved.is_err() {
+    if let Err(e) = moved {
         let _ = checkout(repo, m.from, m.paths);
         for (path, content) in &now {
             let _ = match content {
@@ -82,8 +85,40 @@ pub(super) fn move_head(
                 None => std::fs::remove_file(workdir.join(path)),
             };
         }
+        // Put back: nothing is left for the next tern to roll back.
+        journal.remove();
+        return Err(e);
     }
-    // Done, or put back: either way nothing is left for the next tern to roll back.
-    journal.remove();
-    moved
+    super::failpoint::die_at(Step::Moved);
+    Ok(journal)
+}
+
+/// A move of HEAD done (a rewind, its redo) whose journal is kept, with the
+/// repository lock, until the session has recorded it: dropped then, the journal goes
+/// and the lock is released. A tern killed before then leaves the journal, and the
+/// next one rolls the move back, so the code and the session never disagree.
+#[derive(Debug)]
+#[must_use = "dropping it says the move is recorded"]
+pub struct Held {
+    journal: Option<Journal>,
+    _lock: RepoLock,
+}
+
+impl Held {
+    pub(super) fn new(journal: Journal, lock: RepoLock) -> Held {
+        Held {
+            journal: Some(journal),
+            _lock: lock,
+        }
+    }
+}
+
+impl Drop for Held {
+    /// The journal goes before the lock (a field, dropped after this): no other tern
+    /// can settle it in between.
+    fn drop(&mut self) {
+        if let Some(journal) = self.journal.take() {
+            journal.remove();
+        }
+    }
 }

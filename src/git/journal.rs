@@ -79,6 +79,7 @@ struct Record {
 }
 
 /// The journal of a change under way, on disk until [`remove`](Journal::remove)d.
+#[derive(Debug)]
 pub(super) struct Journal {
     file: PathBuf,
     record: Record,

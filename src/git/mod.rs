@@ -29,6 +29,7 @@ mod undo_turn;
 
 pub use commit::{Commit, commit_dirty, commit_edits, commit_user_changes, dirty_paths};
 pub use failpoint::{BadFailAt, FailAt, Step};
+pub use head_move::Held;
 pub use journal::changed;
 pub use land::{LandOptions, Landed, land};
 pub(crate) use lock::lock_wait;
@@ -37,7 +38,7 @@ pub use notes::NOTES_REF;
 pub use redo::{RedoError, RedoRefusal, redo_rewind};
 pub use snapshot::{not_changed_since, snapshot, swap_files};
 pub(crate) use status::{modified_tracked_paths, worktree_diff};
-pub use undo::{TurnRefusal, UndoError, UndoRefusal, Undone, undo, undo_failing};
+pub use undo::{TurnRefusal, UndoError, UndoRefusal, Undone, undo, undo_failing, undo_held};
 pub(crate) use undo_turn::check_newest;
 pub use undo_turn::{Stopped, TurnUndone, check_all, files_of, undo_since, undo_turn};
 

@@ -8,7 +8,7 @@ use git2::{Oid, Repository};
 
 use super::commit::{dirty_paths, head_commit};
 use super::failpoint::Failpoints;
-use super::head_move::{Move, move_head};
+use super::head_move::{Held, Move, move_head};
 use super::index_lock::IndexLock;
 use super::undo::lock;
 use super::{GitError, UndoError};
@@ -54,9 +54,10 @@ impl From<git2::Error> for RedoError {
 /// before), the files the rewound commits changed checked out again. Refused, with
 /// nothing changed, when HEAD is not `at`, `to` does not stand on `at`, a commit
 /// between them replaced an ignored file, or one of their files changed since.
-/// Returns the files brought back.
-pub fn redo_rewind(repo: &Repository, at: Oid, to: Oid) -> Result<Vec<PathBuf>, RedoError> {
-    let _lock = lock(repo)?;
+/// Returns the files brought back, and the move's journal with the lock, to be dropped
+/// once the session records the redo (`Held`).
+pub fn redo_rewind(repo: &Repository, at: Oid, to: Oid) -> Result<(Vec<PathBuf>, Held), RedoError> {
+    let repo_lock = lock(repo)?;
     let index = IndexLock::acquire(repo.path())?;
     super::ensure_idle(repo)?;
     let found = head_commit(repo)?.map(|c| c.id());
@@ -85,7 +86,7 @@ pub fn redo_rewind(repo: &Repository, at: Oid, to: Oid) -> Result<Vec<PathBuf>, 
     if !dirty.is_empty() {
         return Err(RedoRefusal::Dirty(dirty).into());
     }
-    move_head(
+    let journal = move_head(
         repo,
         index,
         Move {
@@ -97,5 +98,5 @@ pub fn redo_rewind(repo: &Repository, at: Oid, to: Oid) -> Result<Vec<PathBuf>, 
         },
         &mut Failpoints::default(),
     )?;
-    Ok(paths)
+    Ok((paths, Held::new(journal, repo_lock)))
 }

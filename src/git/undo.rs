@@ -6,8 +6,9 @@ use git2::{Oid, Repository};
 
 use super::commit::head_commit;
 use super::failpoint::{FailAt, Failpoints, Step};
-use super::head_move::{Move, move_head};
+use super::head_move::{Held, Move, move_head};
 use super::index_lock::IndexLock;
+use super::journal::Journal;
 use super::notes::NOTES_REF;
 use super::{GitError, RepoLock, commit::dirty_paths, lock_wait};
 
@@ -120,10 +121,17 @@ pub fn undo(repo: &Repository) -> Result<Undone, UndoError> {
 
 /// [`undo`], failing on purpose at `fail_at` (for tests; debug builds only).
 pub fn undo_failing(repo: &Repository, fail_at: Option<FailAt>) -> Result<Undone, UndoError> {
+    undo_held(repo, fail_at).map(|(undone, _recorded)| undone)
+}
+
+/// [`undo_failing`], the move's journal and the lock kept until the session records
+/// the undo (`Held`): a kill before then is rolled back by the next tern.
+pub fn undo_held(repo: &Repository, fail_at: Option<FailAt>) -> Result<(Undone, Held), UndoError> {
     // Another tern landing edits meanwhile would commit on top of, or stage over, what
     // this undo restores.
-    let _lock = lock(repo)?;
-    undo_head(repo, &mut Failpoints::new(fail_at))
+    let repo_lock = lock(repo)?;
+    let (undone, journal) = undo_head(repo, &mut Failpoints::new(fail_at))?;
+    Ok((undone, Held::new(journal, repo_lock)))
 }
 
 /// The repository lock for an undo, given up for a signal (`signals`): a signal while
@@ -136,8 +144,11 @@ pub(super) fn lock(repo: &Repository) -> Result<RepoLock, UndoError> {
 }
 
 /// `undo`'s work, with the repository lock already held (a turn's undo holds it for
-/// all of its commits).
-pub(super) fn undo_head(repo: &Repository, fail: &mut Failpoints) -> Result<Undone, UndoError> {
+/// all of its commits), and the move's journal, for the caller to remove.
+pub(super) fn undo_head(
+    repo: &Repository,
+    fail: &mut Failpoints,
+) -> Result<(Undone, Journal), UndoError> {
     // git's lock first: a git command running meanwhile could change what is checked.
     fail.check(Step::IndexLock)?;
     let lock = IndexLock::acquire(repo.path())?;
@@ -145,7 +156,7 @@ pub(super) fn undo_head(repo: &Repository, fail: &mut Failpoints) -> Result<Undo
     let commit = head_commit(repo)?.ok_or(UndoRefusal::NoCommits)?;
     let checked = check(repo, &commit)?;
     let message = format!("tern undo: {}", checked.summary);
-    move_head(
+    let journal = move_head(
         repo,
         lock,
         Move {
@@ -157,7 +168,7 @@ pub(super) fn undo_head(repo: &Repository, fail: &mut Failpoints) -> Result<Undo
         },
         fail,
     )?;
-    Ok(checked.undone(commit.id()))
+    Ok((checked.undone(commit.id()), journal))
 }
 
 /// What `check` found of a commit that may be undone.

@@ -7,7 +7,7 @@ use git2::{Oid, Repository};
 use std::path::PathBuf;
 
 use super::failpoint::Failpoints;
-use super::head_move::{Move, move_head};
+use super::head_move::{Held, Move, move_head};
 use super::index_lock::IndexLock;
 use super::undo::{TurnRefusal, check, undo_head};
 use super::{UndoError, Undone};
@@ -81,12 +81,16 @@ pub fn undo_turn(repo: &Repository, commits: &[Oid]) -> Result<TurnUndone, UndoE
 /// anything changes; so a file of the user's that any of them touches refuses the
 /// whole rewind with nothing changed. Then HEAD moves past all of them at once (one
 /// move, rolled back whole if it fails or the process is killed: `head_move`).
-/// Returns what each undid, newest first; no commits: nothing to do.
-pub fn undo_since(repo: &Repository, commits: &[Oid]) -> Result<Vec<Undone>, UndoError> {
+/// Returns what each undid, newest first, and the move's journal with the lock, to be
+/// dropped once the session records the rewind (`Held`); no commits: nothing to do.
+pub fn undo_since(
+    repo: &Repository,
+    commits: &[Oid],
+) -> Result<(Vec<Undone>, Option<Held>), UndoError> {
     let Some(oldest) = commits.first() else {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), None));
     };
-    let _lock = super::undo::lock(repo)?;
+    let repo_lock = super::undo::lock(repo)?;
     let lock = IndexLock::acquire(repo.path())?;
     super::ensure_idle(repo)?;
     check_newest(repo, commits)?;
@@ -106,10 +110,10 @@ pub fn undo_since(repo: &Repository, commits: &[Oid]) -> Result<Vec<Undone>, Und
     }
     let to = match checked.last() {
         Some((_, c)) => c.parent().clone(),
-        None => return Ok(Vec::new()),
+        None => return Ok((Vec::new(), None)),
     };
     let paths = super::undo::changed_paths(repo, &to, &head)?;
-    move_head(
+    let journal = move_head(
         repo,
         lock,
         Move {
@@ -124,7 +128,8 @@ pub fn undo_since(repo: &Repository, commits: &[Oid]) -> Result<Vec<Undone>, Und
         },
         &mut Failpoints::default(),
     )?;
-    Ok(checked.into_iter().map(|(id, c)| c.undone(id)).collect())
+    let undone = checked.into_iter().map(|(id, c)| c.undone(id)).collect();
+    Ok((undone, Some(Held::new(journal, repo_lock))))
 }
 
 /// Why `undo_since` would refuse `commits` now, if it would (a preview's answer;
@@ -160,7 +165,10 @@ fn undo_each(repo: &Repository, commits: &[Oid]) -> TurnUndone {
     let mut undone = Vec::new();
     for (i, expected) in commits.iter().rev().enumerate() {
         match undo_head(repo, &mut Failpoints::default()) {
-            Ok(done) => undone.push(done),
+            Ok((done, journal)) => {
+                journal.remove();
+                undone.push(done);
+            }
             Err(why) => {
                 let left = commits.iter().rev().skip(i).copied().collect();
                 return TurnUndone {

@@ -106,7 +106,9 @@ fn busy_repo() -> (TempRepo, String) {
 fn a_failure_injected_at_any_step_leaves_the_repository_exactly_as_it_was() {
     // Each step, for the commit of the user's own changes (1) and tern's (2).
     let mut tried = 0;
-    for step in Step::iter() {
+    // `Moved` is a step of a move of HEAD, which no landing reaches.
+    let steps = || Step::iter().filter(|s| *s != Step::Moved);
+    for step in steps() {
         for nth in [1, 2] {
             let (repo, reply) = busy_repo();
             let before = snapshot(&repo);
@@ -147,7 +149,7 @@ fn a_failure_injected_at_any_step_leaves_the_repository_exactly_as_it_was() {
             assert_eq!(repo.git(&["diff", "--cached", "--name-only"]), "c.txt\n");
         }
     }
-    assert!(tried >= Step::iter().count() + 3, "{tried} failures tried");
+    assert!(tried >= steps().count() + 3, "{tried} failures tried");
 }
 
 #[test]

@@ -844,12 +844,119 @@ fn a_rewind_killed_part_way_is_rolled_back_whole_and_goes_through_when_asked_aga
     }
 }
 
+/// `tern ARGS` killed (SIGKILL, by `TERN_DIE_AT`) once its move of HEAD is done and
+/// before the session is saved: the move's journal is still there.
+fn kill_when_moved(repo: &TempRepo, server: &MockServer, args: &[&str]) {
+    let mut killed = repo.tern(&server.base_url());
+    killed.env("TERN_DIE_AT", "moved").args(args);
+    let out = output_within(&mut killed, WAIT);
+    assert_eq!(
+        out.status.code(),
+        None,
+        "{args:?}: killed, {:?}",
+        texts(&out)
+    );
+    assert!(repo.path().join(".git/tern-move.json").exists(), "{args:?}");
+}
+
+/// A rewind, then its redo, each killed after HEAD moved and before the session was
+/// saved: the next tern rolls the code back to match the session, so the turns can
+/// still be listed, rewound and redone (the rewound commits were stranded in the
+/// reflog: regression pass 6, #5). The user's own save made after the kill stays.
+#[test]
+fn a_rewind_or_redo_killed_before_the_session_is_saved_leaves_code_and_session_agreeing() {
+    let server = MockServer::start_in_thread();
+    let repo = repo();
+    let original = repo.read("src/greet.py");
+    let start = head(&repo);
+    let (_, b) = three_turns(&repo, &server);
+
+    kill_when_moved(&repo, &server, &["rewind", "--to", "1", "--code"]);
+    assert_eq!(head(&repo), start, "HEAD had moved when it was killed");
+    repo.write("README.md", "# Demo, saved after the kill\n");
+    let (stdout, stderr, code) = run(&repo, &server, &["rewind", "--list"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains("tern: rolled back a move of HEAD"),
+        "{stderr}"
+    );
+    assert!(!stdout.contains("cannot go back"), "{stdout}");
+    assert_eq!(
+        (head(&repo), repo.read("src/greet.py")),
+        (b.clone(), AFTER_TWO.into())
+    );
+    assert!(!repo.path().join(".git/tern-move.json").exists());
+
+    let (stdout, stderr, code) = run(&repo, &server, &["rewind", "--to", "1", "--code"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("code: 2 commits"), "{stdout}");
+    assert_eq!(
+        (head(&repo), repo.read("src/greet.py")),
+        (start.clone(), original.clone())
+    );
+
+    kill_when_moved(&repo, &server, &["rewind", "--redo"]);
+    assert_eq!(head(&repo), b, "HEAD had moved when it was killed");
+    let (stdout, stderr, code) = run(&repo, &server, &["rewind", "--redo"]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("tern: rolled back a move of HEAD"),
+        "{stderr}"
+    );
+    assert_eq!(
+        (head(&repo), repo.read("src/greet.py")),
+        (b, AFTER_TWO.into())
+    );
+    assert_eq!(repo.read("README.md"), "# Demo, saved after the kill\n");
+    assert_eq!(repo.git(&["status", "--porcelain"]), " M README.md\n");
+    assert!(!repo.path().join(".git/tern-move.json").exists());
+}
+
 /// `tern undo` killed (SIGKILL, by `TERN_DIE_AT`) when its move of HEAD reaches `step`.
 fn kill_undo_at(repo: &TempRepo, server: &MockServer, step: &str) {
     let mut killed = repo.tern(&server.base_url());
     killed.env("TERN_DIE_AT", step).args(["undo"]);
     let out = output_within(&mut killed, WAIT);
     assert_eq!(out.status.code(), None, "{step}: killed, {:?}", texts(&out));
+}
+
+/// `tern undo` killed after HEAD moved and before the session forgot the commit: the
+/// next undo rolls the move back first, so it takes back that same commit, not the
+/// one below it, and the session agrees with the code (regression pass 6, #5).
+#[test]
+fn an_undo_killed_before_the_session_forgot_its_commit_is_rolled_back() {
+    for args in [&["undo"][..], &["--resume", "-m", "/undo"]] {
+        undo_killed_before_the_session_forgot_its_commit(args);
+    }
+}
+
+fn undo_killed_before_the_session_forgot_its_commit(args: &[&str]) {
+    let server = MockServer::start_in_thread();
+    let repo = repo();
+    let (a, _) = three_turns(&repo, &server);
+    kill_when_moved(&repo, &server, args);
+    assert_eq!(
+        head(&repo),
+        a,
+        "{args:?}: HEAD had moved when it was killed"
+    );
+    repo.write("README.md", "# Demo, saved after the kill\n");
+
+    let (stdout, stderr, code) = run(&repo, &server, &["undo"]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("tern: rolled back a move of HEAD"),
+        "{stderr}"
+    );
+    assert_eq!(
+        (head(&repo), repo.read("src/greet.py")),
+        (a, AFTER_ONE.into())
+    );
+    let (stdout, stderr, code) = run(&repo, &server, &["rewind", "--list"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(!stdout.contains("cannot go back"), "{stdout}");
+    assert_eq!(repo.git(&["status", "--porcelain"]), " M README.md\n");
+    assert!(!repo.path().join(".git/tern-move.json").exists());
 }
 
 /// `tern undo` killed after HEAD moved and before git's index followed: the next tern

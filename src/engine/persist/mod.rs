@@ -194,6 +194,8 @@ struct Save {
     /// The last save before the engine leaves the session (`SessionWriter::hand_over`):
     /// told how it went; once it worked, the writer closes the session.
     hand_over: Option<mpsc::Sender<HandedOver>>,
+    /// A rewind's move of HEAD, its journal kept until this save is tried (`git::Held`).
+    held: Option<crate::git::Held>,
 }
 
 /// How a hand-over went: Ok(whether the session was kept: one that never held
@@ -278,14 +280,17 @@ impl SessionWriter {
                 records,
                 ack,
                 mut hand_over,
+                held,
             }) = rx.recv()
             {
                 owed.extend(records);
                 let mut acks: Vec<mpsc::Sender<()>> = ack.into_iter().collect();
+                let mut helds: Vec<crate::git::Held> = held.into_iter().collect();
                 while let Ok(newer) = rx.try_recv() {
                     state = newer.state;
                     owed.extend(newer.records);
                     acks.extend(newer.ack);
+                    helds.extend(newer.held);
                     hand_over = newer.hand_over.or(hand_over);
                 }
                 let records = std::mem::take(&mut owed);
@@ -305,6 +310,9 @@ impl SessionWriter {
                     owed = records;
                 }
                 failing.saved(&disk, outcome, &events);
+                // The session records the moves (or the failure was said): their
+                // journals go, and the repository lock with them.
+                drop(helds);
                 for ack in acks {
                     let _ = ack.send(());
                 }
@@ -365,6 +373,7 @@ impl SessionWriter {
         state: SessionFile,
         records: Vec<Record>,
         ack: Option<mpsc::Sender<()>>,
+        held: Option<crate::git::Held>,
     ) -> Option<String> {
         let tx = self.tx.as_ref()?;
         let save = Save {
@@ -372,6 +381,7 @@ impl SessionWriter {
             records,
             ack,
             hand_over: None,
+            held,
         };
         if tx.send(save).is_ok() || std::mem::replace(&mut self.gone, true) {
             return None;
@@ -397,6 +407,7 @@ impl SessionWriter {
             records,
             ack: None,
             hand_over: Some(reply),
+            held: None,
         };
         tx.send(save).map_err(|_| stopped())?;
         let kept = answer.recv().map_err(|_| stopped())??;
@@ -511,7 +522,7 @@ mod tests {
     /// Saves `title` with `records` and waits until a failure armed for the save was
     /// met, or the state holds the title.
     fn save_and_wait(w: &mut Writing, title: &str, records: Vec<Record>, failing: bool) {
-        assert!(w.writer.write(state(title), records, None).is_none());
+        assert!(w.writer.write(state(title), records, None, None).is_none());
         let dir = w.dir.clone();
         wait_for(|| match failing {
             true => !failpoint::armed(&dir),

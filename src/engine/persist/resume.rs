@@ -130,11 +130,17 @@ impl Saved {
     }
 
     /// Saves the session in the background; a failure is a warning, never the end of
-    /// the turn.
-    pub(crate) fn save(&mut self, parts: SaveParts<'_>, events: &EventSink) {
+    /// the turn. A rewind's move of HEAD keeps its journal (`held`) until the writer
+    /// has tried this save: a kill before then is rolled back by the next tern.
+    pub(crate) fn save(
+        &mut self,
+        parts: SaveParts<'_>,
+        events: &EventSink,
+        held: Option<crate::git::Held>,
+    ) {
         let records = self.record.take();
         let state = self.file(parts);
-        if let Some(warning) = self.writer.write(state, records, None) {
+        if let Some(warning) = self.writer.write(state, records, None, held) {
             events.warning(warning);
         }
     }
@@ -152,7 +158,7 @@ impl Saved {
         let (ack, written) = std::sync::mpsc::channel();
         let records = self.record.take();
         let state = self.file(parts);
-        if let Some(warning) = self.writer.write(state, records, Some(ack)) {
+        if let Some(warning) = self.writer.write(state, records, Some(ack), None) {
             events.warning(warning);
         }
         Some(RecordOnDisk { dir, written })
